@@ -1,0 +1,23 @@
+"""embsql: statistics of embedding tables that are comparable across models, inside DuckDB.
+
+>>> import embsql
+>>> con = embsql.connect()                       # in-memory DuckDB with every macro registered
+>>> _ = con.execute("CREATE TABLE ex AS SELECT * FROM (VALUES ('A', [1.0, 0.0]), ('A', [0.8, 0.6]),"
+...                 " ('B', [0.0, 1.0]), ('B', [-0.6, 0.8])) t(g, v)")
+>>> con.sql("SELECT round(ss_t, 12), round(ss_w, 12), round(r2, 4) FROM emb_anova('ex', 'g', 'v')").fetchall()
+[(2.2, 0.4, 0.8182)]
+"""
+
+from .api import anova, anova_dist, groups, run_sql
+from .errors import (BadLabelError, BadVectorError, ColumnNotFoundError, ColumnTypeError, DesignError,
+                     DistanceTableError, EmbsqlError, InputError, SourceNotFoundError, SqlInputError)
+from .registration import connect, register
+from .results import ResultTable
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "anova", "anova_dist", "groups", "run_sql", "connect", "register", "ResultTable",
+    "EmbsqlError", "InputError", "SourceNotFoundError", "ColumnNotFoundError", "ColumnTypeError",
+    "BadVectorError", "BadLabelError", "DesignError", "DistanceTableError", "SqlInputError",
+]

@@ -1,0 +1,69 @@
+"""The Python face of the descriptive statistics: anova, groups and anova_dist.
+
+``anova`` and ``groups`` run stage 1 (embsql.sufficient) on DuckDB and stage 2
+(embsql.decomposition) in numpy; ``anova_dist`` runs the emb_anova_dist macro, so the
+distance route has exactly one implementation.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+from sqlglot import exp
+
+from . import decomposition
+from .errors import SqlInputError
+from .registration import register
+from .results import ResultTable
+from .sources import resolve
+from .sufficient import group_sums
+
+
+def anova(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *,
+          by: str | None = None, key: str | None = None) -> ResultTable:
+    """SS_T, SS_W, SS_B, R2, pseudo-F, V, mean resultant length and W-bar (one row per ``by`` value).
+
+    >>> import embsql
+    >>> con = embsql.connect()
+    >>> _ = con.execute("CREATE TABLE ex AS SELECT * FROM (VALUES ('A', [1.0, 0.0]), ('A', [0.8, 0.6]),"
+    ...                 " ('B', [0.0, 1.0]), ('B', [-0.6, 0.8])) t(g, v)")
+    >>> round(embsql.anova(con, "ex", "g", "v").r2, 4)
+    0.8182
+    """
+    sums = group_sums(con, resolve(con, source), group, vector, by=by, key=key)
+    rows = [{**({by: value} if by else {}), **decomposition.anova_row(part, value)}
+            for value, part in sums.partitions()]
+    return ResultTable.from_dicts("anova", ((by,) if by else ()) + decomposition.ANOVA_COLUMNS, rows)
+
+
+def groups(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *,
+           by: str | None = None, key: str | None = None) -> ResultTable:
+    """Per group: n_g, W_g and the size-corrected W~_g (None for a singleton group)."""
+    sums = group_sums(con, resolve(con, source), group, vector, by=by, key=key)
+    rows = [{**({by: value} if by else {}), **row}
+            for value, part in sums.partitions() for row in decomposition.group_rows(part)]
+    return ResultTable.from_dicts("groups", ((by,) if by else ()) + decomposition.GROUP_COLUMNS, rows)
+
+
+def anova_dist(con: duckdb.DuckDBPyConnection, distances: str, labels: str, group: str, *,
+               i: str = "i", j: str = "j", d: str = "d", id: str = "id") -> ResultTable:
+    """The decomposition from a distance table (i, j, d) and a labels table (id, group)."""
+    register(con)
+    for name in (distances, labels):
+        resolve(con, name)
+    call = exp.func("emb_anova_dist", *(exp.Literal.string(s) for s in (distances, labels, group)),
+                    *(exp.Kwarg(this=exp.var(k), expression=exp.Literal.string(v))
+                      for k, v in (("i_col", i), ("j_col", j), ("d_col", d), ("id_col", id))))
+    result = run_sql(con, exp.select("*").from_(call).sql("duckdb"))
+    return ResultTable.from_dicts("anova_dist", result.column_names, result.to_pylist())
+
+
+def run_sql(con: duckdb.DuckDBPyConnection, query: str) -> pa.Table:
+    """Run ``query`` and return its result as Arrow; an ``embsql:`` error becomes SqlInputError."""
+    try:
+        return con.sql(query).to_arrow_table()
+    except duckdb.Error as error:
+        message = str(error)
+        if "embsql:" in message:
+            raise SqlInputError(message[message.index("embsql:"):].splitlines()[0]) from None
+        raise

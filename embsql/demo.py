@@ -1,0 +1,83 @@
+"""The source's experiment (S7, S8) on an embedded DuckDB: what V and R2 do under common-
+component transforms and under a within-group shrink.
+
+50 dimensions, 20 random unit group centres, 4 points each: point = centre + 0.61 N(0, I/d),
+normalised.  The common direction u is random with length 0.1235 (SPEC S8), so that
+y = (z + c u) / ||z + c u|| reproduces the source's rows; shrink is y = mean_g + s (z - mean_g),
+renormalised; the exact lift is y = (sqrt(lam) z, sqrt(1 - lam)).  Every configuration and seed
+becomes one value of a "case" column, and one emb_anova(..., by := 'case') call computes all.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+DIM, GROUPS, PER_GROUP, NOISE, U_LENGTH = 50, 20, 4, 0.61, 0.1235
+COMMON = (0.0, 2.0, 4.0, 8.0, 16.0)
+SHRINK = (1.0, 0.7, 0.4)
+LIFT = (1.0, 0.5, 0.25)
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def configuration(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """One draw of the source's configuration: unit vectors (80 x 50) and group labels."""
+    centres = _unit(rng.standard_normal((GROUPS, DIM)))
+    labels = np.repeat(np.arange(GROUPS), PER_GROUP)
+    points = centres[labels] + NOISE * rng.standard_normal((len(labels), DIM)) / np.sqrt(DIM)
+    return _unit(points), labels
+
+
+def common_direction(z: np.ndarray, c: float, u: np.ndarray) -> np.ndarray:
+    return _unit(z + c * u)
+
+
+def shrink(z: np.ndarray, labels: np.ndarray, s: float) -> np.ndarray:
+    means = np.stack([z[labels == g].mean(axis=0) for g in range(labels.max() + 1)])
+    return _unit(means[labels] + s * (z - means[labels]))
+
+
+def exact_lift(z: np.ndarray, lam: float) -> np.ndarray:
+    """S7: a similarity (a = sqrt(lam)) into d + 1 dimensions; V scales by lam, R2 is unchanged."""
+    return np.hstack([np.sqrt(lam) * z, np.full((len(z), 1), np.sqrt(1.0 - lam))])
+
+
+def demo_table(seeds: int = 20, seed: int = 0) -> pa.Table:
+    """All experiment cases in long form: experiment, param, seed, case, group, v (FLOAT vectors)."""
+    rng = np.random.default_rng(seed)
+    columns: dict[str, list] = {k: [] for k in ("experiment", "param", "seed", "case", "group", "v")}
+    for s in range(seeds):
+        z, labels = configuration(rng)
+        u = U_LENGTH * _unit(rng.standard_normal(DIM))
+        cases = [("common direction c", c, common_direction(z, c, u)) for c in COMMON]
+        cases += [("within-group shrink s", k, shrink(z, labels, k)) for k in SHRINK]
+        cases += [("exact lift lambda", lam, exact_lift(z, lam)) for lam in LIFT]
+        for experiment, param, y in cases:
+            n = len(y)
+            columns["experiment"] += [experiment] * n
+            columns["param"] += [param] * n
+            columns["seed"] += [s] * n
+            columns["case"] += [f"{experiment}={param}/{s}"] * n
+            columns["group"] += labels.tolist()
+            columns["v"] += list(y)
+    return pa.table({**{k: columns[k] for k in ("experiment", "param", "seed", "case", "group")},
+                     "v": pa.array([list(map(float, y)) for y in columns["v"]], type=pa.list_(pa.float64()))})
+
+
+DEMO_SQL = """
+SELECT d.experiment, d.param, count(*) AS seeds,
+       avg(a.v) AS v, avg(a.r2) AS r2, avg(a.r2_null) AS r2_null, avg(a.f) AS f
+FROM emb_anova('demo', 'group', 'v', by := 'case') a
+JOIN (SELECT DISTINCT experiment, param, "case" FROM demo) d USING ("case")
+GROUP BY d.experiment, d.param
+ORDER BY d.experiment, CASE WHEN d.experiment LIKE 'common%' THEN d.param ELSE -d.param END
+"""
+
+
+def run_demo(con, seeds: int = 20, seed: int = 0) -> pa.Table:
+    """Register the demo table on ``con`` and return the averaged V and R2 per case."""
+    con.register("demo", demo_table(seeds, seed))
+    return con.sql(DEMO_SQL).to_arrow_table()
