@@ -20,7 +20,8 @@ from .sources import Source
 
 # Internal expressions are written in DuckDB's SQL (1-based list indexes): parse them so.
 DIALECT = "duckdb"
-B, G, V, D, NRM2, BAD, INV = "__emb_b", "__emb_g", "__emb_v", "__emb_d", "__emb_nrm2", "__emb_bad", "__emb_inv"
+B, G, V, KEY, D, NRM2, BAD, INV = ("__emb_b", "__emb_g", "__emb_v", "__emb_key", "__emb_d", "__emb_nrm2", "__emb_bad",
+                                   "__emb_inv")
 
 # The order matters: the first true condition names what is wrong with a vector.
 _BAD_VECTOR = f"""CASE
@@ -55,17 +56,21 @@ def _column(name: str) -> exp.Column:
     return exp.column(name, quoted=True)
 
 
-def rows_query(source: Source, group: str, vector: str, by: str | None) -> exp.Select:
+def rows_query(source: Source, group: str, vector: str, by: str | None, key: str | None = None) -> exp.Select:
     """One row per input row: by, group, vector, dimension, squared norm and a defect word."""
     picked = exp.select(
         exp.alias_(_column(by) if by else exp.null(), B),
         exp.alias_(_column(group), G),
         exp.alias_(_column(vector), V),
+        exp.alias_(_column(key) if key else exp.null(), KEY),
     ).from_(source.table.copy())
-    measured = exp.select(B, G, V, f"len({V}) AS {D}",
-                          f"list_dot_product(CAST({V} AS DOUBLE[]), CAST({V} AS DOUBLE[])) AS {NRM2}",
+    # The squared norm as in sql/embsql.sql (emb__rows), which says why not list_dot_product.
+    measured = exp.select(B, G, V, KEY, f"len({V}) AS {D}",
+                          f"CASE WHEN list_count({V}) = len({V}) "
+                          f"THEN list_sum(list_transform({V}, lambda x: CAST(x AS DOUBLE) * x)) END AS {NRM2}",
                           dialect=DIALECT).from_(picked.subquery("picked"))
-    return exp.select(B, G, V, D, NRM2, f"{_BAD_VECTOR} AS {BAD}", dialect=DIALECT).from_(measured.subquery("measured"))
+    return exp.select(B, G, V, KEY, D, NRM2, f"{_BAD_VECTOR} AS {BAD}",
+                      dialect=DIALECT).from_(measured.subquery("measured"))
 
 
 def group_sums_query(source: Source, group: str, vector: str, by: str | None, dim: int) -> exp.Select:
@@ -116,14 +121,12 @@ def group_sums(con: duckdb.DuckDBPyConnection, source: Source, group: str, vecto
 
 def _raise_first_bad_row(con, source, group, vector, by, key, dim) -> None:
     """Only on the error path: find the first offending row (0-based, in scan order)."""
-    rows = rows_query(source, group, vector, by)
-    if key is not None:
-        rows = rows.select(exp.alias_(_column(key), "__emb_key"))
+    rows = rows_query(source, group, vector, by, key)
     numbered = exp.select("*", "row_number() OVER () - 1 AS __emb_row", dialect=DIALECT).from_(rows.subquery("r"))
     condition = f"{G} IS NULL OR {BAD} IS NOT NULL OR {D} <> {dim}"
     found = con.sql(exp.select("*").from_(numbered.subquery("n")).where(condition, dialect=DIALECT).limit(1).sql("duckdb"))
     row = dict(zip(found.columns, found.fetchall()[0]))
-    where = f"row {row['__emb_row']}" + (f" (key {row['__emb_key']!r})" if key else "")
+    where = f"row {row['__emb_row']}" + (f" (key {row[KEY]!r})" if key else "")
     if row[G] is None:
         raise BadLabelError(f"group column {group!r} has a NULL label at {where}")
     if row[BAD] is not None:

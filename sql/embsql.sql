@@ -30,7 +30,10 @@ SELECT
             THEN error(format('embsql: vector column "{}" not found in {}', vector_col, tbl))
         ELSE __emb_g0
     END AS __emb_g,
-    list_dot_product(__emb_v::DOUBLE[], __emb_v::DOUBLE[]) AS __emb_nrm2,
+    -- Squared norm in double precision.  Not list_dot_product: it raises on a NULL element
+    -- anywhere in a chunk, even under CASE; list_sum skips NULLs, so count them first.
+    CASE WHEN list_count(__emb_v) = len(__emb_v)
+         THEN list_sum(list_transform(__emb_v, lambda x: x::DOUBLE * x)) END AS __emb_nrm2,
     CASE
         WHEN __emb_v IS NULL THEN 'NULL'
         WHEN __emb_nrm2 IS NULL THEN 'NULL-element'
@@ -41,7 +44,8 @@ SELECT
 FROM (
     SELECT
         COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
-        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) AS __emb_b,
+        CASE WHEN by_col IS NULL THEN NULL
+             ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
         coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_gcols,
         coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv'))) AS __emb_v,
@@ -145,7 +149,7 @@ per_group AS (
 ),
 per_by AS (
     SELECT COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
-           sum(n_g) AS __emb_n, count(*) AS __emb_groups,
+           sum(n_g)::BIGINT AS __emb_n, count(*) AS __emb_groups,
            sum(ss / n_g) AS __emb_between  -- sum_g n_g ||mu_g||^2
     FROM per_group GROUP BY ALL
 ),
@@ -258,24 +262,26 @@ raw_checked AS (
         WHEN d IS NULL OR isnan(d) THEN error(format('embsql: distance for pair ({}, {}) in column "{}" is NULL or NaN', i, j, d_col))
         WHEN isinf(d) THEN error(format('embsql: distance for pair ({}, {}) in column "{}" is infinite', i, j, d_col))
         WHEN d < 0 THEN error(format('embsql: distance for pair ({}, {}) in column "{}" is negative ({})', i, j, d_col, d))
-        WHEN i = j AND d <> 0 THEN error(format('embsql: distance of id {} to itself is {}, not 0', i, d))
         ELSE d END AS d
     FROM raw
 ),
 pairs AS (
     SELECT a, b, min(d) AS d, max(d) AS d_max
-    FROM raw_checked WHERE a <> b GROUP BY a, b
+    FROM raw_checked GROUP BY a, b
 ),
 joined AS (
     SELECT
         CASE
+            WHEN p.a = p.b AND p.d_max <> 0 THEN error(format(
+                'embsql: distance of id {} to itself is {}, not 0', p.a, p.d_max))
             WHEN p.d <> p.d_max THEN error(format(
                 'embsql: pair ({}, {}) is given in both orders with different distances ({} and {})', p.a, p.b, p.d, p.d_max))
             WHEN la.id IS NULL THEN error(format('embsql: id {} in distance table {} has no label in {}', p.a, dist_tbl, labels_tbl))
             WHEN lb.id IS NULL THEN error(format('embsql: id {} in distance table {} has no label in {}', p.b, dist_tbl, labels_tbl))
             ELSE p.d * p.d
         END AS d2,
-        la.g = lb.g AS same,
+        la.g = lb.g AND p.a <> p.b AS same,
+        p.a <> p.b AS off_diagonal,
         la.n_g
     FROM pairs p
     LEFT JOIN labels_checked la ON la.id = p.a
@@ -283,8 +289,8 @@ joined AS (
 ),
 sums AS (
     SELECT
-        count(*) AS n_pairs,
-        sum(d2) AS sum_d2,
+        count(*) FILTER (off_diagonal) AS n_pairs,
+        sum(d2) AS sum_d2,  -- the diagonal adds 0
         coalesce(sum(d2 / n_g) FILTER (same), 0.0) AS ss_w
     FROM joined
 ),

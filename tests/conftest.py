@@ -1,5 +1,3 @@
-import numpy as np
-import pyarrow as pa
 import pytest
 
 import embsql
@@ -10,22 +8,3 @@ def con():
     connection = embsql.connect()
     yield connection
     connection.close()
-
-
-def vectors_table(vectors: np.ndarray, labels, *, fixed: bool = False, dtype=pa.float64(), **extra) -> pa.Table:
-    """An Arrow table with a group column 'g' and a vector column 'v' (list or fixed-size list)."""
-    vectors = np.asarray(vectors, dtype=np.float64)
-    flat = pa.array(vectors.ravel(), type=dtype)
-    if fixed:
-        column = pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1])
-    else:
-        column = pa.ListArray.from_arrays(pa.array(np.arange(0, vectors.size + 1, vectors.shape[1]), pa.int32()), flat)
-    return pa.table({**extra, "g": pa.array(list(labels)), "v": column})
-
-
-def distance_table(points: np.ndarray) -> tuple[pa.Table, pa.Table]:
-    """Euclidean distances of ``points`` as an (i, j, d) table for i < j."""
-    diff = points[:, None, :] - points[None, :, :]
-    dist = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
-    i, j = np.triu_indices(len(points), 1)
-    return pa.table({"i": i, "j": j, "d": dist[i, j]})
