@@ -110,20 +110,26 @@ def group_sums(con: duckdb.DuckDBPyConnection, source: Source, group: str, vecto
     if table.num_rows == 0:
         raise InputError(f"source {source.name!r} has no rows")
     labels = np.asarray(table.column(G).to_pylist(), dtype=object)
+    by_values = np.asarray(table.column(B).to_pylist(), dtype=object) if by else None
     nbad = np.asarray(table.column("__emb_nbad"))
     dmin, dmax = np.asarray(table.column("__emb_dmin")), np.asarray(table.column("__emb_dmax"))
-    if any(label is None for label in labels) or nbad.sum() > 0 or dmin.min() != dmax.max():
+    # models (by values) may differ in dimension; within one, every vector has the same length
+    mixed = any(dmin[part].min() != dmax[part].max()
+                for part in ([by_values == v for v in set(by_values.tolist())] if by else [slice(None)]))
+    if any(label is None for label in labels) or nbad.sum() > 0 or mixed:
         _raise_first_bad_row(con, source, group, vector, by, key, dim)
     sums = np.column_stack([np.asarray(table.column(f"__emb_s{k}"), dtype=np.float64) for k in range(1, dim + 1)])
-    by_values = np.asarray(table.column(B).to_pylist(), dtype=object) if by else None
+    # a by value with fewer dimensions than the longest has NULL sums past its own length
+    sums[np.arange(dim)[None, :] >= dmax[:, None]] = 0.0
     return GroupSums(by_values, labels, np.asarray(table.column("__emb_n"), dtype=np.int64), sums)
 
 
 def _raise_first_bad_row(con, source, group, vector, by, key, dim) -> None:
     """Only on the error path: find the first offending row (0-based, in scan order)."""
     rows = rows_query(source, group, vector, by, key)
-    numbered = exp.select("*", "row_number() OVER () - 1 AS __emb_row", dialect=DIALECT).from_(rows.subquery("r"))
-    condition = f"{G} IS NULL OR {BAD} IS NOT NULL OR {D} <> {dim}"
+    numbered = exp.select("*", "row_number() OVER () - 1 AS __emb_row", f"max({D}) OVER (PARTITION BY {B}) AS __emb_dim",
+                          dialect=DIALECT).from_(rows.subquery("r"))
+    condition = f"{G} IS NULL OR {BAD} IS NOT NULL OR {D} <> __emb_dim"
     found = con.sql(exp.select("*").from_(numbered.subquery("n")).where(condition, dialect=DIALECT).limit(1).sql("duckdb"))
     row = dict(zip(found.columns, found.fetchall()[0]))
     where = f"row {row['__emb_row']}" + (f" (key {row[KEY]!r})" if key else "")
@@ -133,4 +139,4 @@ def _raise_first_bad_row(con, source, group, vector, by, key, dim) -> None:
         raise BadVectorError(f"vector column {vector!r} has a {row[BAD]} vector at {where} (group {row[G]!r}); "
                              "vectors must be non-NULL, finite and of non-zero length")
     raise BadVectorError(f"vector column {vector!r} has a vector of length {row[D]} at {where} (group {row[G]!r}); "
-                         f"the longest vectors have length {dim}, and every vector must have the same length")
+                         f"the longest vectors have length {row['__emb_dim']}, and every vector must have the same length")
