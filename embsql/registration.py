@@ -1,5 +1,8 @@
 """Make a DuckDB connection speak embsql: the SQL macros plus the Python UDF kernels.
 
+Order: sql/embsql.sql (pure SQL, the same file the CLI reads), then the UDFs from udfs/*.py,
+then sql/python/*.sql (macros built on those UDFs).
+
 ``register(con)`` is idempotent: macros are ``CREATE OR REPLACE``d and every UDF is removed
 before it is created again, so calling it twice is the same as calling it once.
 """
@@ -64,6 +67,9 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
             null_handling=spec.null_handling,
             side_effects=spec.side_effects,
         )
+    # macros that call the UDFs above, so they exist only on connections Python registered
+    for path in sorted((resource_dir("sql") / "python").glob("*.sql")):
+        con.execute(path.read_text(encoding="utf-8"))
     return con
 
 

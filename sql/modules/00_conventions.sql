@@ -1,0 +1,13 @@
+-- Conventions
+--   * Public macros are emb_*; helpers are emb__* and may change.
+--   * Internal column names start with __emb_ so they cannot collide with user columns.
+--   * Bad input raises an error whose message starts with "embsql:".
+--   * Column names arrive as strings.  A column that does not exist must still *bind*
+--     (so that we can raise our own error instead of a binder error), hence the
+--     pattern  coalesce(*COLUMNS(lambda c: c IN (name, '__emb_null')))  over a source
+--     that has a NULL sentinel column appended: it expands to coalesce(col, NULL)
+--     when the column exists and to coalesce(NULL) when it does not, and counting
+--     the expansion tells which.
+--   * The optional by column keeps its own name: the no-by overloads use a constant
+--     column __emb_all in its place and drop it at the end.
+

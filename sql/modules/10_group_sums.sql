@@ -1,0 +1,119 @@
+-- ---------------------------------------------------------------------------
+-- Row stage: select the group, vector and by columns; classify each vector.
+-- One row per input row.  __emb_bad is NULL for a usable vector, else a word.
+-- ---------------------------------------------------------------------------
+CREATE OR REPLACE MACRO emb__rows(tbl, group_col, vector_col, by_col) AS TABLE
+SELECT
+    * EXCLUDE (__emb_g0, __emb_gcols, __emb_vcols),
+    CASE
+        WHEN __emb_gcols = 1
+            THEN error(format('embsql: group column "{}" not found in {}', group_col, tbl))
+        WHEN __emb_vcols = 1
+            THEN error(format('embsql: vector column "{}" not found in {}', vector_col, tbl))
+        ELSE __emb_g0
+    END AS __emb_g,
+    -- Squared norm in double precision.  Not list_dot_product: it raises on a NULL element
+    -- anywhere in a chunk, even under CASE; list_sum skips NULLs, so count them first.
+    CASE WHEN list_count(__emb_v) = len(__emb_v)
+         THEN list_sum(list_transform(__emb_v, lambda x: x::DOUBLE * x)) END AS __emb_nrm2,
+    CASE
+        WHEN __emb_v IS NULL THEN 'NULL'
+        WHEN __emb_nrm2 IS NULL THEN 'NULL-element'
+        WHEN isnan(__emb_nrm2) THEN 'NaN'
+        WHEN isinf(__emb_nrm2) THEN 'infinite'
+        WHEN __emb_nrm2 = 0 THEN 'zero-length'
+    END AS __emb_bad
+FROM (
+    SELECT
+        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
+        CASE WHEN by_col IS NULL THEN NULL
+             ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
+        coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
+        (SELECT len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_gcols,
+        coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv'))) AS __emb_v,
+        (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_vcols
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv
+          FROM query_table(tbl))
+);
+
+-- ---------------------------------------------------------------------------
+-- Sufficient statistics in long form: one row per (by, group, dimension k) with
+-- the group count n_g and the k-th coordinate of the sum of unit vectors s_g.
+-- Every input check is raised here, so each statistic built on it is checked.
+-- ---------------------------------------------------------------------------
+CREATE OR REPLACE MACRO emb__group_sums(tbl, group_col, vector_col, by_col) AS TABLE
+WITH long AS (
+    -- unnest(v[1:]) is much faster than unnest(v) on fixed-size arrays.
+    SELECT
+        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g, __emb_bad,
+        len(__emb_v) AS __emb_d,
+        generate_subscripts(__emb_z, 1) AS __emb_k,
+        unnest(__emb_z) * __emb_inv AS __emb_x
+    FROM (
+        SELECT *,
+            CASE WHEN __emb_bad IS NULL THEN __emb_v[1:] ELSE [NULL] END AS __emb_z,
+            CASE WHEN __emb_bad IS NULL THEN 1.0 / sqrt(__emb_nrm2) END AS __emb_inv
+        FROM emb__rows(tbl, group_col, vector_col, by_col)
+    )
+),
+agg AS (
+    SELECT
+        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g, __emb_k,
+        count(*) FILTER (__emb_bad IS NULL) AS __emb_n,
+        sum(__emb_x) AS __emb_s,
+        count(*) FILTER (__emb_bad IS NOT NULL) AS __emb_nbad,
+        min(__emb_bad) AS __emb_bad,
+        count(*) AS __emb_rows,
+        min(__emb_d) AS __emb_dmin,
+        max(__emb_d) AS __emb_dmax
+    FROM long
+    GROUP BY ALL
+),
+checked AS (
+    SELECT *,
+        min(__emb_dmin) OVER (PARTITION BY __emb_b) AS __emb_dmin_all,
+        max(__emb_dmax) OVER (PARTITION BY __emb_b) AS __emb_dmax_all
+    FROM agg
+)
+SELECT
+    COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g, __emb_k, __emb_n,
+    CASE
+        WHEN __emb_g IS NULL THEN error(format(
+            'embsql: group column "{}" has {} NULL label(s){}', group_col, __emb_rows,
+            CASE WHEN __emb_b IS NULL THEN '' ELSE format(' (by value {})', __emb_b) END))
+        WHEN __emb_nbad > 0 THEN error(format(
+            'embsql: vector column "{}" has {} unusable vector(s) in group ''{}'' ({}; vectors must be non-NULL, finite and of non-zero length)',
+            vector_col, __emb_nbad, __emb_g, __emb_bad))
+        WHEN __emb_dmin_all <> __emb_dmax_all THEN error(format(
+            'embsql: vector column "{}" mixes vectors of length {} and {} (group ''{}'' has length {})',
+            vector_col, __emb_dmin_all, __emb_dmax_all, __emb_g, __emb_dmin))
+        ELSE __emb_s
+    END AS __emb_s
+FROM checked
+WHERE __emb_k IS NOT NULL OR __emb_nbad > 0 OR __emb_g IS NULL;
+
+-- ---------------------------------------------------------------------------
+-- Per-group figures from the sufficient statistics (S4).
+-- ---------------------------------------------------------------------------
+CREATE OR REPLACE MACRO emb__groups(tbl, group_col, vector_col, by_col) AS TABLE
+SELECT
+    COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
+    __emb_g AS "group",
+    max(__emb_n) AS n_g,
+    -- ||mu_g||^2 = ||s_g||^2 / n_g^2, and W_g = 1 - ||mu_g||^2 (S4)
+    sum(__emb_s * __emb_s) AS __emb_ss,
+    greatest(0.0, 1.0 - sum(__emb_s * __emb_s) / (max(__emb_n)::DOUBLE * max(__emb_n))) AS w,
+    CASE WHEN max(__emb_n) > 1
+        THEN max(__emb_n) / (max(__emb_n) - 1.0)
+             * greatest(0.0, 1.0 - sum(__emb_s * __emb_s) / (max(__emb_n)::DOUBLE * max(__emb_n)))
+    END AS w_tilde
+FROM emb__group_sums(tbl, group_col, vector_col, by_col)
+GROUP BY ALL;
+
+CREATE OR REPLACE MACRO emb_groups(tbl, group_col, vector_col) AS TABLE
+    (SELECT "group", n_g, w, w_tilde
+     FROM emb__groups(tbl, group_col, vector_col, NULL) ORDER BY "group"),
+    (tbl, group_col, vector_col, "by") AS TABLE
+    (SELECT * EXCLUDE (__emb_b, __emb_ss)
+     FROM emb__groups(tbl, group_col, vector_col, "by") ORDER BY __emb_b, "group");
+

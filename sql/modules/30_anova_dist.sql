@@ -1,0 +1,122 @@
+-- ---------------------------------------------------------------------------
+-- The distance route (S5): the same decomposition from a table of pairwise
+-- dissimilarities (i, j, d) and a labels table (id, group).  Any dissimilarity.
+--   SS_T = (1/n) sum_{i<j} d_ij^2,   SS_W = sum_g (1/n_g) sum_{i<j in g} d_ij^2
+-- ---------------------------------------------------------------------------
+CREATE OR REPLACE MACRO emb_anova_dist(dist_tbl, labels_tbl, group_col,
+                                       i_col := 'i', j_col := 'j', d_col := 'd',
+                                       id_col := 'id') AS TABLE
+WITH labels AS MATERIALIZED (
+    SELECT
+        CASE
+            WHEN idcols = 1 THEN error(format('embsql: id column "{}" not found in {}', id_col, labels_tbl))
+            WHEN gcols = 1 THEN error(format('embsql: group column "{}" not found in {}', group_col, labels_tbl))
+            ELSE id0
+        END AS id,
+        g
+    FROM (
+        SELECT
+            coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null'))) AS id0,
+            (SELECT len(list_value(*COLUMNS(lambda c: c IN (id_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl) LIMIT 1)) AS idcols,
+            coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS g,
+            (SELECT len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl) LIMIT 1)) AS gcols
+        FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl))
+    )
+),
+labels_checked AS (
+    SELECT id, CASE
+        WHEN id IS NULL THEN error(format('embsql: id column "{}" in {} has a NULL id', id_col, labels_tbl))
+        WHEN g IS NULL THEN error(format('embsql: group column "{}" has a NULL label for id {}', group_col, id))
+        WHEN count(*) OVER (PARTITION BY id) > 1 THEN error(format('embsql: id {} appears more than once in {}', id, labels_tbl))
+        ELSE g END AS g,
+        count(*) OVER (PARTITION BY g) AS n_g
+    FROM labels
+),
+raw AS (
+    SELECT
+        CASE
+            WHEN icols = 1 THEN error(format('embsql: column "{}" not found in {}', i_col, dist_tbl))
+            WHEN jcols = 1 THEN error(format('embsql: column "{}" not found in {}', j_col, dist_tbl))
+            WHEN dcols = 1 THEN error(format('embsql: column "{}" not found in {}', d_col, dist_tbl))
+            ELSE i0
+        END AS i,
+        j, d
+    FROM (
+        SELECT
+            coalesce(*COLUMNS(lambda c: c IN (i_col, '__emb_null'))) AS i0,
+            (SELECT len(list_value(*COLUMNS(lambda c: c IN (i_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(dist_tbl) LIMIT 1)) AS icols,
+            coalesce(*COLUMNS(lambda c: c IN (j_col, '__emb_null'))) AS j,
+            (SELECT len(list_value(*COLUMNS(lambda c: c IN (j_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(dist_tbl) LIMIT 1)) AS jcols,
+            coalesce(*COLUMNS(lambda c: c IN (d_col, '__emb_null')))::DOUBLE AS d,
+            (SELECT len(list_value(*COLUMNS(lambda c: c IN (d_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(dist_tbl) LIMIT 1)) AS dcols
+        FROM (SELECT *, NULL AS __emb_null FROM query_table(dist_tbl))
+    )
+),
+raw_checked AS (
+    SELECT least(i, j) AS a, greatest(i, j) AS b, CASE
+        WHEN i IS NULL OR j IS NULL THEN error(format('embsql: distance table {} has a NULL id in "{}" or "{}"', dist_tbl, i_col, j_col))
+        WHEN d IS NULL OR isnan(d) THEN error(format('embsql: distance for pair ({}, {}) in column "{}" is NULL or NaN', i, j, d_col))
+        WHEN isinf(d) THEN error(format('embsql: distance for pair ({}, {}) in column "{}" is infinite', i, j, d_col))
+        WHEN d < 0 THEN error(format('embsql: distance for pair ({}, {}) in column "{}" is negative ({})', i, j, d_col, d))
+        ELSE d END AS d
+    FROM raw
+),
+pairs AS (
+    SELECT a, b, min(d) AS d, max(d) AS d_max
+    FROM raw_checked GROUP BY a, b
+),
+joined AS (
+    SELECT
+        CASE
+            WHEN p.a = p.b AND p.d_max <> 0 THEN error(format(
+                'embsql: distance of id {} to itself is {}, not 0', p.a, p.d_max))
+            WHEN p.d <> p.d_max THEN error(format(
+                'embsql: pair ({}, {}) is given in both orders with different distances ({} and {})', p.a, p.b, p.d, p.d_max))
+            WHEN la.id IS NULL THEN error(format('embsql: id {} in distance table {} has no label in {}', p.a, dist_tbl, labels_tbl))
+            WHEN lb.id IS NULL THEN error(format('embsql: id {} in distance table {} has no label in {}', p.b, dist_tbl, labels_tbl))
+            ELSE p.d * p.d
+        END AS d2,
+        la.g = lb.g AND p.a <> p.b AS same,
+        p.a <> p.b AS off_diagonal,
+        la.n_g
+    FROM pairs p
+    LEFT JOIN labels_checked la ON la.id = p.a
+    LEFT JOIN labels_checked lb ON lb.id = p.b
+),
+sums AS (
+    SELECT
+        count(*) FILTER (off_diagonal) AS n_pairs,
+        sum(d2) AS sum_d2,  -- the diagonal adds 0
+        coalesce(sum(d2 / n_g) FILTER (same), 0.0) AS ss_w
+    FROM joined
+),
+design AS (
+    SELECT count(*) AS n, count(DISTINCT g) AS groups FROM labels_checked
+),
+stats AS (
+    SELECT design.n, design.groups, sums.sum_d2 / design.n AS ss_t, sums.ss_w, sums.n_pairs
+    FROM design, sums
+)
+SELECT
+    CASE
+        WHEN n_pairs <> n * (n - 1) / 2 THEN error(format(
+            'embsql: distance table {} has {} distinct pairs, but {} labelled ids need {}: missing pair(s), e.g. {}',
+            dist_tbl, n_pairs, n, n * (n - 1) // 2,
+            (SELECT min((l1.id, l2.id))
+             FROM labels_checked l1 JOIN labels_checked l2 ON l1.id < l2.id
+             ANTI JOIN pairs p ON p.a = l1.id AND p.b = l2.id)))
+        WHEN groups < 2 THEN error(format('embsql: group column "{}" has only one group: the decomposition needs at least two', group_col))
+        WHEN n = groups THEN error(format(
+            'embsql: every group in "{}" has one id (n = G = {}): no within-group degrees of freedom, so SS_W and F are undefined', group_col, n))
+        WHEN ss_t <= 0 THEN error('embsql: every distance is 0 (SS_T = 0): R2 and F are undefined')
+        ELSE n
+    END AS n,
+    groups,
+    ss_t,
+    ss_w,
+    greatest(0.0, ss_t - ss_w) AS ss_b,
+    greatest(0.0, ss_t - ss_w) / ss_t AS r2,
+    (groups - 1.0) / (n - 1.0) AS r2_null,
+    CASE WHEN ss_w = 0 THEN 'infinity'::DOUBLE
+         ELSE (greatest(0.0, ss_t - ss_w) / (groups - 1.0)) / (ss_w / (n - groups)) END AS f
+FROM stats;
