@@ -30,18 +30,16 @@ def anova(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, 
     >>> round(embsql.anova(con, "ex", "g", "v").r2, 4)
     0.8182
     """
-    sums = group_sums(con, resolve(con, source), group, vector, by=by, key=key)
-    rows = [{**({by: value} if by else {}), **decomposition.anova_row(part, value)}
-            for value, part in sums.partitions()]
+    parts = group_sums(con, resolve(con, source), group, vector, by=by, key=key)
+    rows = [{**({by: value} if by else {}), **decomposition.anova_row(part, value)} for value, part in parts]
     return ResultTable.from_dicts("anova", ((by,) if by else ()) + decomposition.ANOVA_COLUMNS, rows)
 
 
 def groups(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *,
            by: str | None = None, key: str | None = None) -> ResultTable:
     """Per group: n_g, W_g and the size-corrected W~_g (None for a singleton group)."""
-    sums = group_sums(con, resolve(con, source), group, vector, by=by, key=key)
-    rows = [{**({by: value} if by else {}), **row}
-            for value, part in sums.partitions() for row in decomposition.group_rows(part)]
+    parts = group_sums(con, resolve(con, source), group, vector, by=by, key=key)
+    rows = [{**({by: value} if by else {}), **row} for value, part in parts for row in decomposition.group_rows(part)]
     return ResultTable.from_dicts("groups", ((by,) if by else ()) + decomposition.GROUP_COLUMNS, rows)
 
 

@@ -53,7 +53,8 @@ def test_bad_vector_sql_names_column_group_and_kind(con, word, bad):
 
 def test_vectors_of_different_lengths(con):
     con.register("t", table(GOOD[:3] + [[0.1, 0.2, 0.3]]))
-    with pytest.raises(embsql.BadVectorError, match=r"vector column 'v' has a vector of length 2 at row 0 .*length 3"):
+    with pytest.raises(embsql.BadVectorError, match=r"^vector column 'v' has a vector of length 3 at row 3 \(group 'B'\); "
+                                                    r"other vectors have length 2, and every vector must have the same length$"):
         embsql.anova(con, "t", "g", "v")
     assert sql_error(con, "SELECT * FROM emb_anova('t', 'g', 'v')").startswith(
         "embsql: vector column \"v\" mixes vectors of length 2 and 3")

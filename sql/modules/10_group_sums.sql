@@ -1,21 +1,26 @@
 -- ---------------------------------------------------------------------------
 -- Row stage: select the group, vector and by columns; classify each vector.
 -- One row per input row.  __emb_bad is NULL for a usable vector, else a word.
+-- __emb_x carries one more column when extra_col names one (strata for permutations).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE MACRO emb__rows(tbl, group_col, vector_col, by_col) AS TABLE
+CREATE OR REPLACE MACRO emb__rows(tbl, group_col, vector_col, by_col, extra_col) AS TABLE
 SELECT
-    * EXCLUDE (__emb_g0, __emb_gcols, __emb_vcols),
+    * EXCLUDE (__emb_g0, __emb_gcols, __emb_vcols, __emb_xcols),
     CASE
         WHEN __emb_gcols = 1
             THEN error(format('embsql: group column "{}" not found in {}', group_col, tbl))
         WHEN __emb_vcols = 1
             THEN error(format('embsql: vector column "{}" not found in {}', vector_col, tbl))
+        WHEN extra_col IS NOT NULL AND __emb_xcols = 1
+            THEN error(format('embsql: column "{}" not found in {}', extra_col, tbl))
         ELSE __emb_g0
     END AS __emb_g,
-    -- Squared norm in double precision.  Not list_dot_product: it raises on a NULL element
-    -- anywhere in a chunk, even under CASE; list_sum skips NULLs, so count them first.
-    CASE WHEN list_count(__emb_v) = len(__emb_v)
-         THEN list_sum(list_transform(__emb_v, lambda x: x::DOUBLE * x)) END AS __emb_nrm2,
+    -- Squared norm in double precision.  list_dot_product raises on a NULL element, and
+    -- TRY() then gives NULL for the whole chunk, so only those rows take the slow exact way.
+    coalesce(
+        TRY(list_dot_product(__emb_v::DOUBLE[], __emb_v::DOUBLE[])),
+        CASE WHEN list_count(__emb_v::DOUBLE[]) = len(__emb_v::DOUBLE[])
+             THEN list_sum(list_transform(__emb_v::DOUBLE[], lambda x: x * x)) END) AS __emb_nrm2,
     CASE
         WHEN __emb_v IS NULL THEN 'NULL'
         WHEN __emb_nrm2 IS NULL THEN 'NULL-element'
@@ -31,6 +36,9 @@ FROM (
         coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_gcols,
         coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv'))) AS __emb_v,
+        -- an optional extra column (e.g. permutation strata), NULL when not asked for
+        coalesce(*COLUMNS(lambda c: c IN (extra_col, '__emb_null'))) AS __emb_x,
+        (SELECT len(list_value(*COLUMNS(lambda c: c IN (extra_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_xcols,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_vcols
     FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv
           FROM query_table(tbl))
@@ -46,14 +54,14 @@ WITH long AS (
     -- unnest(v[1:]) is much faster than unnest(v) on fixed-size arrays.
     SELECT
         COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g, __emb_bad,
-        len(__emb_v) AS __emb_d,
+        len(__emb_v::DOUBLE[]) AS __emb_d,
         generate_subscripts(__emb_z, 1) AS __emb_k,
         unnest(__emb_z) * __emb_inv AS __emb_x
     FROM (
         SELECT *,
             CASE WHEN __emb_bad IS NULL THEN __emb_v[1:] ELSE [NULL] END AS __emb_z,
             CASE WHEN __emb_bad IS NULL THEN 1.0 / sqrt(__emb_nrm2) END AS __emb_inv
-        FROM emb__rows(tbl, group_col, vector_col, by_col)
+        FROM emb__rows(tbl, group_col, vector_col, by_col, NULL)
     )
 ),
 agg AS (

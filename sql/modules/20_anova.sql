@@ -32,7 +32,7 @@ stats AS (
     FROM per_by p JOIN total t ON p.__emb_b IS NOT DISTINCT FROM t.__emb_b
 )
 SELECT
-    * EXCLUDE (__emb_b, __emb_n, __emb_groups, __emb_between, __emb_ss_t, __emb_ss_w,
+    * EXCLUDE (__emb_n, __emb_groups, __emb_between, __emb_ss_t, __emb_ss_w,
                __emb_ss_b, __emb_tt),
     CASE
         WHEN __emb_groups < 2 THEN error(format(
@@ -61,7 +61,7 @@ FROM stats
 ORDER BY __emb_b;
 
 CREATE OR REPLACE MACRO emb_anova(tbl, group_col, vector_col) AS TABLE
-    (SELECT * EXCLUDE (__emb_all) FROM emb__anova(tbl, group_col, vector_col, NULL)),
+    (SELECT * EXCLUDE (__emb_all, __emb_b) FROM emb__anova(tbl, group_col, vector_col, NULL)),
     (tbl, group_col, vector_col, "by") AS TABLE
-    (SELECT * FROM emb__anova(tbl, group_col, vector_col, "by"));
+    (SELECT * EXCLUDE (__emb_b) FROM emb__anova(tbl, group_col, vector_col, "by"));
 
