@@ -9,6 +9,7 @@
 """
 
 from .api import anova, anova_dist, groups, run_sql
+from .inference import dispersion, permanova
 from .errors import (BadLabelError, BadVectorError, ColumnNotFoundError, ColumnTypeError, DesignError,
                      DistanceTableError, EmbsqlError, InputError, SourceNotFoundError, SqlInputError)
 from .registration import connect, register
@@ -17,7 +18,7 @@ from .results import ResultTable
 __version__ = "0.1.0"
 
 __all__ = [
-    "anova", "anova_dist", "groups", "run_sql", "connect", "register", "ResultTable",
+    "anova", "anova_dist", "groups", "run_sql", "permanova", "dispersion", "connect", "register", "ResultTable",
     "EmbsqlError", "InputError", "SourceNotFoundError", "ColumnNotFoundError", "ColumnTypeError",
     "BadVectorError", "BadLabelError", "DesignError", "DistanceTableError", "SqlInputError",
 ]

@@ -20,7 +20,7 @@ from sqlglot import exp
 from .errors import BadLabelError, BadVectorError, InputError
 from .sources import Source
 
-B, G, V, KEY = "__emb_b", "__emb_g", "__emb_v", "__emb_key"
+B, G, V, KEY, EXTRA = "__emb_b", "__emb_g", "__emb_v", "__emb_key", "__emb_x"
 BATCH_ROWS = 65_536
 SEGMENT_ROWS = 1024
 
@@ -32,6 +32,25 @@ class GroupSums:
     labels: np.ndarray
     counts: np.ndarray
     sums: np.ndarray
+
+    @classmethod
+    def from_rows(cls, labels, unit: np.ndarray) -> "GroupSums":
+        """The sums of rows already in memory (labels and unit vectors)."""
+        labels = list(labels)
+        names = sorted(set(labels), key=_sort_key)
+        accumulator = _Accumulator(dim=unit.shape[1])
+        lookup = dict(zip(names, accumulator.codes(names)))
+        accumulator.add(np.fromiter((lookup[x] for x in labels), np.int64, len(labels)), unit)
+        return accumulator.result()
+
+
+@dataclass(frozen=True)
+class UnitRows:
+    """The rows of one by value: group labels, unit vectors and an optional extra column."""
+
+    labels: np.ndarray
+    unit: np.ndarray
+    extra: np.ndarray | None
 
 
 @dataclass
@@ -86,49 +105,69 @@ def _column(name: str) -> exp.Column:
     return exp.column(name, quoted=True)
 
 
-def group_sums(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str,
-               by: str | None = None, key: str | None = None) -> list[tuple[object, GroupSums]]:
-    """Stage 1 on DuckDB: [(by value, GroupSums)] in by order; raise naming the first bad row."""
-    for name, role in ((group, "group"), (by, "by"), (key, "key")):
+def _query(source: Source, group: str, vector: str, by: str | None, key: str | None, extra: str | None):
+    for name, role in ((group, "group"), (by, "by"), (key, "key"), (extra, "strata")):
         if name is not None:
             source.require(name, role)
     source.vector_dimension(vector)
     if by is not None and by == group:
         raise InputError(f"by column {by!r} is the group column; pass a different column (e.g. the model)")
-    query = exp.select(
+    return exp.select(
         exp.alias_(_column(by) if by else exp.null(), B),
         exp.alias_(_column(group), G),
         exp.alias_(_column(vector), V),
         exp.alias_(_column(key) if key else exp.null(), KEY),
+        exp.alias_(_column(extra) if extra else exp.null(), EXTRA),
     ).from_(source.table.copy())
-    accumulators: dict[object, _Accumulator] = {}
+
+
+def _stream(con, source, group, vector, by=None, key=None, extra=None):
+    """Yield (by value, labels, unit vectors, extra values) per part of each Arrow batch, checked."""
+    dims: dict[object, int] = {}
     first_row = 0
-    for batch in con.sql(query.sql("duckdb")).to_arrow_reader(BATCH_ROWS):
-        _add_batch(accumulators, batch, first_row, group, vector)
+    for batch in con.sql(_query(source, group, vector, by, key, extra).sql("duckdb")).to_arrow_reader(BATCH_ROWS):
+        by_values = batch.column(B)
+        parts = [(None, None)] if by_values.null_count == len(by_values) else [
+            (value, pc.equal(by_values, pa.scalar(value, by_values.type))) for value in pc.unique(by_values).to_pylist()]
+        for value, mask in parts:
+            rows = np.arange(batch.num_rows) if mask is None else np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+            part = batch if mask is None else batch.filter(mask)
+            where = _RowNamer(batch, rows, first_row, group)
+            unit = _unit_vectors(part.column(V), where, vector, dims.get(value))
+            dims.setdefault(value, unit.shape[1])
+            labels = part.column(G).dictionary_encode()
+            if labels.null_count:
+                first = int(np.flatnonzero(labels.is_null().to_numpy(zero_copy_only=False))[0])
+                raise BadLabelError(f"group column {group!r} has a NULL label at {where(first)}")
+            yield value, labels, unit, part.column(EXTRA)
         first_row += batch.num_rows
-    if not accumulators:
+    if first_row == 0:
         raise InputError(f"source {source.name!r} has no rows")
+
+
+def group_sums(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str,
+               by: str | None = None, key: str | None = None) -> list[tuple[object, GroupSums]]:
+    """Stage 1 on DuckDB: [(by value, GroupSums)] in by order; raise naming the first bad row."""
+    accumulators: dict[object, _Accumulator] = {}
+    for value, labels, unit, _ in _stream(con, source, group, vector, by, key):
+        accumulator = accumulators.setdefault(value, _Accumulator(dim=unit.shape[1]))
+        local = accumulator.codes(labels.dictionary.to_pylist())
+        accumulator.add(local[labels.indices.to_numpy()], unit)
     return [(value, accumulators[value].result()) for value in sorted(accumulators, key=_sort_key)]
 
 
-def _add_batch(accumulators: dict, batch: pa.RecordBatch, first_row: int, group: str, vector: str) -> None:
-    by_values = batch.column(B)
-    parts = [(None, None)] if by_values.null_count == len(by_values) else [
-        (value, pc.equal(by_values, pa.scalar(value, by_values.type))) for value in pc.unique(by_values).to_pylist()]
-    for value, mask in parts:
-        rows = np.arange(batch.num_rows) if mask is None else np.flatnonzero(mask.to_numpy(zero_copy_only=False))
-        part = batch if mask is None else batch.filter(mask)
-        where = _RowNamer(batch, rows, first_row, group)
-        unit = _unit_vectors(part.column(V), where, vector, accumulators.get(value))
-        labels = part.column(G).dictionary_encode()
-        if labels.null_count:
-            raise BadLabelError(f"group column {group!r} has a NULL label at {where(int(np.flatnonzero(labels.is_null().to_numpy(zero_copy_only=False))[0]))}")
-        accumulator = accumulators.setdefault(value, _Accumulator(dim=unit.shape[1]))
-        if accumulator.dim != unit.shape[1]:
-            raise BadVectorError(f"vector column {vector!r} has a vector of length {unit.shape[1]} at {where(0)}; "
-                                 f"earlier vectors have length {accumulator.dim}, and every vector must have the same length")
-        local = accumulator.codes(labels.dictionary.to_pylist())
-        accumulator.add(local[labels.indices.to_numpy()], unit)
+def unit_rows(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str,
+              by: str | None = None, key: str | None = None, extra: str | None = None) -> list[tuple[object, UnitRows]]:
+    """Every checked unit vector with its label (and extra column), per by value: O(n d) memory."""
+    parts: dict[object, list] = {}
+    for value, labels, unit, extra_values in _stream(con, source, group, vector, by, key, extra):
+        parts.setdefault(value, []).append((labels.to_pylist(), unit, extra_values.to_pylist()))
+    out = []
+    for value in sorted(parts, key=_sort_key):
+        labels = np.asarray([x for chunk in parts[value] for x in chunk[0]], dtype=object)
+        extra_values = np.asarray([x for chunk in parts[value] for x in chunk[2]], dtype=object) if extra else None
+        out.append((value, UnitRows(labels, np.vstack([chunk[1] for chunk in parts[value]]), extra_values)))
+    return out
 
 
 class _RowNamer:
@@ -145,7 +184,7 @@ class _RowNamer:
                 + ("" if label is None else f" (group {label!r})"))
 
 
-def _unit_vectors(column: pa.Array, where: _RowNamer, vector: str, accumulator) -> np.ndarray:
+def _unit_vectors(column: pa.Array, where, vector: str, dim: int | None) -> np.ndarray:
     """Check every vector (S1) and return them scaled to unit length, as float64 rows."""
     def bad(i, word):
         raise BadVectorError(f"vector column {vector!r} has a {word} vector at {where(int(i))}; "
@@ -158,7 +197,7 @@ def _unit_vectors(column: pa.Array, where: _RowNamer, vector: str, accumulator) 
     else:
         lengths = np.diff(np.asarray(column.offsets))
     if len(column) and lengths.min() != lengths.max():
-        expected = accumulator.dim if accumulator is not None else int(lengths[0])
+        expected = dim if dim is not None else int(np.bincount(lengths).argmax())
         i = int(np.flatnonzero(lengths != expected)[0]) if (lengths != expected).any() else 0
         raise BadVectorError(f"vector column {vector!r} has a vector of length {lengths[i]} at {where(i)}; "
                              f"other vectors have length {expected}, and every vector must have the same length")
@@ -166,7 +205,10 @@ def _unit_vectors(column: pa.Array, where: _RowNamer, vector: str, accumulator) 
     if values.null_count:
         element = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
         bad(np.searchsorted(np.cumsum(lengths), element, side="right"), "NULL-element")
-    dim = int(lengths[0]) if len(column) else (accumulator.dim or 0)
+    if dim is not None and len(column) and lengths[0] != dim:
+        raise BadVectorError(f"vector column {vector!r} has a vector of length {lengths[0]} at {where(0)}; "
+                             f"other vectors have length {dim}, and every vector must have the same length")
+    dim = int(lengths[0]) if len(column) else (dim or 0)
     x = np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float64).reshape(len(column), dim)
     norms2 = np.einsum("ij,ij->i", x, x)
     invalid = ~np.isfinite(norms2) | (norms2 == 0)

@@ -1,0 +1,192 @@
+"""Permutation tests of the pseudo-F (SPEC S10, S12, S13): PERMANOVA on unit vectors or on any
+dissimilarity, with labels permuted freely or only within strata.
+
+Two ways to get SS_W for permuted labels, chosen by cost (bench/README.md has the figures):
+  * pairs: from a precomputed n x n matrix (the Gram matrix of unit vectors, or squared
+    distances), SS_W needs only the within-group pairs, sum_g n_g (n_g - 1) / 2 per permutation;
+  * coordinates: regroup the unit vectors and sum them, n * d per permutation, no n x n matrix.
+Rows are first put in a canonical order (strata, label, vector bytes), so a seed gives the same
+p-value whatever order the database returned the rows in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .errors import DesignError, InputError
+
+# vegan's adonis2 counts a permuted F as "at least as large" within sqrt(machine epsilon)
+TIE_TOLERANCE = float(np.sqrt(np.finfo(float).eps))
+PAIRS_MAX_N = 10_000          # the Gram matrix of 10,000 items is 800 MB of float64
+BLOCK_ROWS = 2048             # rows per block when building a Gram matrix (bounds memory; see README)
+
+
+@dataclass(frozen=True)
+class PermutationTest:
+    """Observed pseudo-F, its permutation p-value and how it was obtained."""
+
+    statistic: float
+    p_value: float
+    permutations: int
+    exceedances: int
+    method: str
+
+
+@dataclass(frozen=True)
+class Design:
+    """Labels and strata as integer codes, in the canonical row order."""
+
+    codes: np.ndarray
+    strata: np.ndarray
+    groups: int
+
+    @property
+    def n(self) -> int:
+        return len(self.codes)
+
+
+def canonical_order(labels, strata=None, data: np.ndarray | None = None) -> np.ndarray:
+    """Row order sorted by stratum, then label, then the bytes of the row's data (if given)."""
+    labels = np.asarray(labels, dtype=object).astype(str)
+    keys = [labels] if strata is None else [labels, np.asarray(strata, dtype=object).astype(str)]
+    order = np.arange(len(labels))
+    if data is not None:
+        rows = np.ascontiguousarray(data).view(np.dtype((np.void, data.dtype.itemsize * data.shape[1])))[:, 0]
+        order = np.argsort(rows, kind="stable")
+    return order[np.lexsort([k[order] for k in keys])]
+
+
+def design(labels, strata=None) -> Design:
+    """Integer codes for labels (and strata) that are already in canonical order."""
+    names, codes = np.unique(np.asarray(labels, dtype=object).astype(str), return_inverse=True)
+    if strata is None:
+        strata_codes = np.zeros(len(codes), dtype=np.int64)
+    else:
+        strata = np.asarray(strata, dtype=object)
+        if any(s is None for s in strata):
+            raise InputError("the strata column has a NULL value; every row needs a stratum")
+        strata_codes = np.unique(strata.astype(str), return_inverse=True)[1]
+    groups = len(names)
+    if groups < 2:
+        raise DesignError("only one group: the permutation test needs at least two")
+    if groups == len(codes):
+        raise DesignError(f"every group has one row (n = G = {groups}): F is undefined")
+    return Design(codes.astype(np.int64), strata_codes.astype(np.int64), groups)
+
+
+def shuffles(design: Design, permutations: int, seed: int):
+    """Yield row orders: each shuffles rows within strata (S13); labels stay with positions."""
+    rng = np.random.default_rng(seed)
+    segments = np.split(np.arange(design.n), np.flatnonzero(np.diff(design.strata)) + 1)
+    if not np.all(np.diff(design.strata) >= 0):
+        raise ValueError("rows must be sorted by stratum (use canonical_order)")
+    for _ in range(permutations):
+        yield np.concatenate([rng.permutation(segment) for segment in segments]) if len(segments) > 1 \
+            else rng.permutation(design.n)
+
+
+def pseudo_f(ss_t: float, ss_w, n: int, groups: int):
+    ss_w = np.asarray(ss_w, dtype=float)
+    with np.errstate(divide="ignore"):
+        return np.where(ss_w > 0, ((ss_t - ss_w) / (groups - 1)) / (ss_w / (n - groups)), np.inf)
+
+
+def _count(f_observed: float, f_permuted: np.ndarray) -> int:
+    return int(np.sum(f_permuted >= f_observed - TIE_TOLERANCE * max(1.0, abs(f_observed))))
+
+
+def _result(f_observed, f_permuted, method) -> PermutationTest:
+    b = _count(f_observed, f_permuted)
+    return PermutationTest(float(f_observed), (b + 1) / (len(f_permuted) + 1), len(f_permuted), b, method)
+
+
+class _PairSums:
+    """sum_g (1/n_g) sum_{i<j in g} M[perm i, perm j] from a symmetric n x n matrix M."""
+
+    def __init__(self, matrix: np.ndarray, d: Design):
+        order = np.argsort(d.codes, kind="stable")
+        sizes = np.bincount(d.codes)
+        firsts, seconds, weights = [], [], []
+        start = 0
+        for size in sizes:
+            members = order[start:start + size]
+            i, j = np.triu_indices(size, 1)
+            firsts.append(members[i]); seconds.append(members[j]); weights.append(np.full(len(i), 1.0 / size))
+            start += size
+        self.matrix = matrix
+        self.i, self.j, self.w = np.concatenate(firsts), np.concatenate(seconds), np.concatenate(weights)
+
+    def __call__(self, perm: np.ndarray) -> float:
+        return float(self.matrix[perm[self.i], perm[self.j]] @ self.w)
+
+
+def gram(unit: np.ndarray) -> np.ndarray:
+    """Z Z^T in row blocks (one large float64 product has crashed OpenBLAS here; see README)."""
+    out = np.empty((len(unit), len(unit)))
+    for low in range(0, len(unit), BLOCK_ROWS):
+        out[low:low + BLOCK_ROWS] = unit[low:low + BLOCK_ROWS] @ unit.T
+    return out
+
+
+def _run(statistic_of: Callable[[np.ndarray], float], ss_t, d: Design, permutations, seed, progress, method):
+    f_observed = float(pseudo_f(ss_t, statistic_of(np.arange(d.n)), d.n, d.groups))
+    ss_w = np.empty(permutations)
+    for k, perm in enumerate(shuffles(d, permutations, seed)):
+        ss_w[k] = statistic_of(perm)
+        if progress is not None and (k + 1) % 50 == 0:
+            progress(k + 1, permutations)
+    if progress is not None:
+        progress(permutations, permutations)
+    return _result(f_observed, pseudo_f(ss_t, ss_w, d.n, d.groups), method)
+
+
+def choose_method(n: int, dim: int, codes: np.ndarray) -> str:
+    """pairs when the Gram matrix fits and its per-permutation work is smaller; else coordinates."""
+    pairs = float(np.sum(np.bincount(codes) ** 2)) / 2
+    return "pairs" if n <= PAIRS_MAX_N and 4 * pairs < n * dim else "coordinates"
+
+
+def permanova_vectors(unit: np.ndarray, d: Design, *, permutations: int = 999, seed: int = 42,
+                      method: str = "auto", progress=None) -> PermutationTest:
+    """Permutation test of pseudo-F for unit vectors (rows of ``unit``, canonical order)."""
+    _check_permutations(permutations)
+    n = d.n
+    total = unit.sum(axis=0)
+    ss_t = n - float(total @ total) / n
+    if ss_t <= 0:
+        raise DesignError("all vectors point the same way (SS_T = 0): F is undefined")
+    method = choose_method(n, unit.shape[1], d.codes) if method == "auto" else method
+    if method == "pairs":
+        pair_sums = _PairSums(gram(unit), d)
+        # SS_W = n - sum_g ||s_g||^2 / n_g, and ||s_g||^2 = n_g + 2 sum_{i<j in g} z_i.z_j
+        within = lambda perm: n - d.groups - 2.0 * pair_sums(perm)  # noqa: E731
+    elif method == "coordinates":
+        order = np.argsort(d.codes, kind="stable")
+        sizes = np.bincount(d.codes).astype(float)
+        starts = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
+
+        def within(perm):
+            sums = np.add.reduceat(unit[perm[order]], starts, axis=0)
+            return n - float(np.einsum("gk,gk->g", sums, sums) @ (1.0 / sizes))
+    else:
+        raise InputError(f"method must be 'auto', 'pairs' or 'coordinates', not {method!r}")
+    return _run(within, ss_t, d, permutations, seed, progress, method)
+
+
+def permanova_distances(squared: np.ndarray, d: Design, *, permutations: int = 999, seed: int = 42,
+                        progress=None) -> PermutationTest:
+    """Permutation test of pseudo-F from an n x n matrix of squared dissimilarities."""
+    _check_permutations(permutations)
+    ss_t = float(np.triu(squared, 1).sum()) / d.n
+    if ss_t <= 0:
+        raise DesignError("every distance is 0 (SS_T = 0): F is undefined")
+    pair_sums = _PairSums(squared, d)
+    return _run(pair_sums, ss_t, d, permutations, seed, progress, "pairs")
+
+
+def _check_permutations(permutations: int) -> None:
+    if not isinstance(permutations, (int, np.integer)) or permutations < 1:
+        raise InputError(f"permutations must be a positive whole number, not {permutations!r}")
