@@ -20,21 +20,26 @@
 -- ---------------------------------------------------------------------------
 -- Row stage: select the group, vector and by columns; classify each vector.
 -- One row per input row.  __emb_bad is NULL for a usable vector, else a word.
+-- __emb_x carries one more column when extra_col names one (strata for permutations).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE MACRO emb__rows(tbl, group_col, vector_col, by_col) AS TABLE
+CREATE OR REPLACE MACRO emb__rows(tbl, group_col, vector_col, by_col, extra_col) AS TABLE
 SELECT
-    * EXCLUDE (__emb_g0, __emb_gcols, __emb_vcols),
+    * EXCLUDE (__emb_g0, __emb_gcols, __emb_vcols, __emb_xcols),
     CASE
         WHEN __emb_gcols = 1
             THEN error(format('embsql: group column "{}" not found in {}', group_col, tbl))
         WHEN __emb_vcols = 1
             THEN error(format('embsql: vector column "{}" not found in {}', vector_col, tbl))
+        WHEN extra_col IS NOT NULL AND __emb_xcols = 1
+            THEN error(format('embsql: column "{}" not found in {}', extra_col, tbl))
         ELSE __emb_g0
     END AS __emb_g,
-    -- Squared norm in double precision.  Not list_dot_product: it raises on a NULL element
-    -- anywhere in a chunk, even under CASE; list_sum skips NULLs, so count them first.
-    CASE WHEN list_count(__emb_v) = len(__emb_v)
-         THEN list_sum(list_transform(__emb_v, lambda x: x::DOUBLE * x)) END AS __emb_nrm2,
+    -- Squared norm in double precision.  list_dot_product raises on a NULL element, and
+    -- TRY() then gives NULL for the whole chunk, so only those rows take the slow exact way.
+    coalesce(
+        TRY(list_dot_product(__emb_v::DOUBLE[], __emb_v::DOUBLE[])),
+        CASE WHEN list_count(__emb_v::DOUBLE[]) = len(__emb_v::DOUBLE[])
+             THEN list_sum(list_transform(__emb_v::DOUBLE[], lambda x: x * x)) END) AS __emb_nrm2,
     CASE
         WHEN __emb_v IS NULL THEN 'NULL'
         WHEN __emb_nrm2 IS NULL THEN 'NULL-element'
@@ -50,6 +55,9 @@ FROM (
         coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_gcols,
         coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv'))) AS __emb_v,
+        -- an optional extra column (e.g. permutation strata), NULL when not asked for
+        coalesce(*COLUMNS(lambda c: c IN (extra_col, '__emb_null'))) AS __emb_x,
+        (SELECT len(list_value(*COLUMNS(lambda c: c IN (extra_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_xcols,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_vcols
     FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv
           FROM query_table(tbl))
@@ -65,14 +73,14 @@ WITH long AS (
     -- unnest(v[1:]) is much faster than unnest(v) on fixed-size arrays.
     SELECT
         COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g, __emb_bad,
-        len(__emb_v) AS __emb_d,
+        len(__emb_v::DOUBLE[]) AS __emb_d,
         generate_subscripts(__emb_z, 1) AS __emb_k,
         unnest(__emb_z) * __emb_inv AS __emb_x
     FROM (
         SELECT *,
             CASE WHEN __emb_bad IS NULL THEN __emb_v[1:] ELSE [NULL] END AS __emb_z,
             CASE WHEN __emb_bad IS NULL THEN 1.0 / sqrt(__emb_nrm2) END AS __emb_inv
-        FROM emb__rows(tbl, group_col, vector_col, by_col)
+        FROM emb__rows(tbl, group_col, vector_col, by_col, NULL)
     )
 ),
 agg AS (
@@ -170,7 +178,7 @@ stats AS (
     FROM per_by p JOIN total t ON p.__emb_b IS NOT DISTINCT FROM t.__emb_b
 )
 SELECT
-    * EXCLUDE (__emb_b, __emb_n, __emb_groups, __emb_between, __emb_ss_t, __emb_ss_w,
+    * EXCLUDE (__emb_n, __emb_groups, __emb_between, __emb_ss_t, __emb_ss_w,
                __emb_ss_b, __emb_tt),
     CASE
         WHEN __emb_groups < 2 THEN error(format(
@@ -199,9 +207,9 @@ FROM stats
 ORDER BY __emb_b;
 
 CREATE OR REPLACE MACRO emb_anova(tbl, group_col, vector_col) AS TABLE
-    (SELECT * EXCLUDE (__emb_all) FROM emb__anova(tbl, group_col, vector_col, NULL)),
+    (SELECT * EXCLUDE (__emb_all, __emb_b) FROM emb__anova(tbl, group_col, vector_col, NULL)),
     (tbl, group_col, vector_col, "by") AS TABLE
-    (SELECT * FROM emb__anova(tbl, group_col, vector_col, "by"));
+    (SELECT * EXCLUDE (__emb_b) FROM emb__anova(tbl, group_col, vector_col, "by"));
 
 -- ---------------------------------------------------------------------------
 -- The distance route (S5): the same decomposition from a table of pairwise
@@ -325,3 +333,282 @@ SELECT
     CASE WHEN ss_w = 0 THEN 'infinity'::DOUBLE
          ELSE (greatest(0.0, ss_t - ss_w) / (groups - 1.0)) / (ss_w / (n - groups)) END AS f
 FROM stats;
+
+-- ---------------------------------------------------------------------------
+-- ICC(1), one-way random effects (S15):
+--   MS_B = SS_B/(G-1),  MS_W = SS_W/(n-G),  n0 = (n - sum_g n_g^2 / n)/(G-1),
+--   ICC = (MS_B - MS_W) / (MS_B + (n0-1) MS_W),  F = MS_B/MS_W.
+-- One macro for both kinds of value column:
+--   * numeric or BOOLEAN (0/1): kind 'scalar', the standard ICC(1) of the raw values,
+--   * a numeric vector (FLOAT[], DOUBLE[], FLOAT[d], ...): kind 'trace', the same formula with
+--     SS_B and SS_W of the unit vectors, taken from emb__anova (the stated extension).
+-- Scalar vs vector: each path has to *bind* whatever the column's type is.  The value column is
+-- read through typed macro overloads (emb__icc_num, emb__icc_vec), which DuckDB resolves by the
+-- argument's type at bind time: a vector column becomes NULL::DOUBLE for the scalar path and a
+-- number becomes NULL::DOUBLE[] for the vector path.  The vector path hands emb__anova a CTE
+-- (__emb_icc_vsrc) in which the value column keeps its name but has type DOUBLE[]; that CTE is
+-- empty unless the column is a vector column and every check below has passed, so emb__anova
+-- raises only its own vector errors (and names the user's column in them).
+-- ---------------------------------------------------------------------------
+
+-- The value as DOUBLE for the scalar path (NULL for any other type).
+CREATE OR REPLACE MACRO emb__icc_num(x DOUBLE) AS x,
+    (x BOOLEAN) AS x::INTEGER::DOUBLE,
+    (x) AS NULL::DOUBLE;
+
+-- The value as DOUBLE[] for the vector path (NULL for any other type).
+CREATE OR REPLACE MACRO emb__icc_vec(x DOUBLE[]) AS x,
+    (x DOUBLE) AS NULL::DOUBLE[],
+    (x BOOLEAN) AS NULL::DOUBLE[],
+    (x) AS NULL::DOUBLE[];
+
+-- 'scalar', 'trace' or NULL (unsupported) from a type name as typeof() spells it.
+CREATE OR REPLACE MACRO emb__icc_kind(type_name) AS
+    CASE
+        WHEN type_name = 'BOOLEAN'
+          OR regexp_full_match(type_name, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\))')
+            THEN 'scalar'
+        WHEN regexp_full_match(type_name, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\))\[\d*\]')
+            THEN 'trace'
+    END;
+
+CREATE OR REPLACE MACRO emb__icc(tbl, group_col, value_col, by_col) AS TABLE
+WITH __emb_icc_meta AS (
+    -- column counts (1 = missing, see 00_conventions) and the value column's type
+    SELECT
+        len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) AS __emb_gcols,
+        len(list_value(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_vcols,
+        typeof(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_type,
+        emb__icc_kind(typeof(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null'))))) AS __emb_kind
+    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true
+),
+__emb_icc_rows AS (
+    SELECT
+        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
+        CASE WHEN by_col IS NULL THEN NULL
+             ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
+        coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g,
+        emb__icc_num(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_x
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
+),
+__emb_icc_dev AS (
+    -- two passes: deviations from the group mean and of the group mean from the grand mean
+    SELECT *,
+        __emb_x - favg(__emb_x) OVER (PARTITION BY __emb_b, __emb_g) AS __emb_dw,
+        favg(__emb_x) OVER (PARTITION BY __emb_b, __emb_g) - favg(__emb_x) OVER (PARTITION BY __emb_b) AS __emb_db
+    FROM __emb_icc_rows
+),
+__emb_icc_per_group AS (
+    SELECT
+        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g,
+        count(*) AS __emb_rows,
+        count(*) FILTER (__emb_x IS NULL) AS __emb_nnull,  -- all rows for a vector column (unused),
+        count(*) FILTER (isnan(__emb_x)) AS __emb_nnan,
+        count(*) FILTER (isinf(__emb_x)) AS __emb_ninf,
+        fsum(__emb_dw * __emb_dw) AS __emb_ss_w,
+        fsum(__emb_db * __emb_db) AS __emb_ss_b,
+        min(__emb_x) AS __emb_min,
+        max(__emb_x) AS __emb_max
+    FROM __emb_icc_dev
+    GROUP BY ALL
+),
+__emb_icc_checked_groups AS (
+    SELECT * EXCLUDE (__emb_rows),
+        CASE
+            WHEN m.__emb_gcols = 1 THEN error(format('embsql: group column "{}" not found in {}', group_col, tbl))
+            WHEN m.__emb_vcols = 1 THEN error(format('embsql: value column "{}" not found in {}', value_col, tbl))
+            WHEN m.__emb_kind IS NULL THEN error(format(
+                'embsql: value column "{}" has type {}: ICC needs a numeric or BOOLEAN column, or a numeric vector column (FLOAT[], DOUBLE[], FLOAT[d])',
+                value_col, m.__emb_type))
+            WHEN __emb_g IS NULL THEN error(format(
+                'embsql: group column "{}" has {} NULL label(s){}', group_col, __emb_rows,
+                CASE WHEN __emb_b IS NULL THEN '' ELSE format(' (by value {})', __emb_b) END))
+            WHEN m.__emb_kind = 'scalar' AND __emb_nnull > 0 THEN error(format(
+                'embsql: value column "{}" has {} NULL value(s) in group ''{}''', value_col, __emb_nnull, __emb_g))
+            WHEN m.__emb_kind = 'scalar' AND __emb_nnan > 0 THEN error(format(
+                'embsql: value column "{}" has {} NaN value(s) in group ''{}''', value_col, __emb_nnan, __emb_g))
+            WHEN m.__emb_kind = 'scalar' AND __emb_ninf > 0 THEN error(format(
+                'embsql: value column "{}" has {} infinite value(s) in group ''{}''', value_col, __emb_ninf, __emb_g))
+            ELSE __emb_rows
+        END AS __emb_n_g
+    FROM __emb_icc_per_group, __emb_icc_meta m
+),
+__emb_icc_design AS (
+    SELECT
+        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
+        any_value(__emb_kind) AS __emb_kind,
+        sum(__emb_n_g)::BIGINT AS __emb_n0,
+        count(*) AS __emb_groups,
+        sum(__emb_n_g * __emb_n_g)::DOUBLE AS __emb_sum_n2,
+        fsum(__emb_ss_w) AS __emb_ss_w,
+        fsum(__emb_ss_b) AS __emb_ss_b,
+        min(__emb_min) = max(__emb_max) AS __emb_all_equal
+    FROM __emb_icc_checked_groups
+    GROUP BY ALL
+),
+__emb_icc_checked AS (
+    SELECT * EXCLUDE (__emb_n0),
+        CASE
+            WHEN __emb_groups < 2 THEN error(format(
+                'embsql: group column "{}" has only one group{}: ICC needs at least two',
+                group_col, CASE WHEN __emb_b IS NULL THEN '' ELSE format(' for by value {}', __emb_b) END))
+            WHEN __emb_n0 = __emb_groups THEN error(format(
+                'embsql: every group in "{}" has one row (n = G = {}{}): no within-group degrees of freedom, so MS_W and ICC are undefined',
+                group_col, __emb_n0, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END))
+            ELSE __emb_n0
+        END AS __emb_n
+    FROM __emb_icc_design
+),
+__emb_icc_vsrc AS NOT MATERIALIZED (
+    -- the vector path's source: the table with its value column as DOUBLE[] (name kept), and
+    -- rows only when the value column is a vector column and every check above passed
+    SELECT
+        COLUMNS(lambda c: c NOT IN (value_col, '__emb_icc_pad')),
+        emb__icc_vec(COLUMNS(lambda c: c IN (value_col, '__emb_icc_pad')))
+    FROM (SELECT *, NULL::DOUBLE[] AS __emb_icc_pad FROM query_table(tbl))
+    WHERE (SELECT bool_and(__emb_n > 0 AND __emb_kind = 'trace') FROM __emb_icc_checked)
+),
+__emb_icc_trace AS (
+    SELECT
+        CASE WHEN by_col IS NULL THEN NULL
+             ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
+        n AS __emb_tn, groups AS __emb_tgroups, ss_b AS __emb_tss_b, ss_w AS __emb_tss_w
+    FROM emb__anova('__emb_icc_vsrc', group_col, value_col, by_col)
+),
+__emb_icc_stats AS (
+    SELECT
+        c.* EXCLUDE (__emb_n, __emb_groups, __emb_ss_w, __emb_ss_b),
+        CASE WHEN c.__emb_kind = 'trace' THEN t.__emb_tn ELSE c.__emb_n END AS __emb_n,
+        CASE WHEN c.__emb_kind = 'trace' THEN t.__emb_tgroups ELSE c.__emb_groups END AS __emb_groups,
+        CASE WHEN c.__emb_kind = 'trace' THEN t.__emb_tss_b ELSE c.__emb_ss_b END AS __emb_ss_b,
+        CASE WHEN c.__emb_kind = 'trace' THEN t.__emb_tss_w ELSE c.__emb_ss_w END AS __emb_ss_w
+    FROM __emb_icc_checked c LEFT JOIN __emb_icc_trace t ON c.__emb_b IS NOT DISTINCT FROM t.__emb_b
+),
+__emb_icc_mean_squares AS (
+    SELECT *,
+        __emb_ss_b / (__emb_groups - 1.0) AS __emb_ms_b,
+        __emb_ss_w / (__emb_n - __emb_groups) AS __emb_ms_w,
+        (__emb_n - __emb_sum_n2 / __emb_n) / (__emb_groups - 1.0) AS __emb_nn0
+    FROM __emb_icc_stats
+)
+SELECT
+    COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
+    CASE
+        WHEN (__emb_kind = 'scalar' AND __emb_all_equal)
+          OR NOT (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w > 0) THEN error(format(
+            'embsql: all {} values in "{}" are equal (MS_B + (n0-1) MS_W = 0{}): ICC is undefined',
+            __emb_n, value_col, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END))
+        ELSE (__emb_ms_b - __emb_ms_w) / (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w)
+    END AS icc,
+    __emb_nn0 AS n0,
+    __emb_ms_b AS ms_b,
+    __emb_ms_w AS ms_w,
+    CASE WHEN __emb_ms_w = 0 THEN 'infinity'::DOUBLE ELSE __emb_ms_b / __emb_ms_w END AS f,
+    __emb_groups AS groups,
+    __emb_n AS n,
+    __emb_kind AS kind
+FROM __emb_icc_mean_squares
+ORDER BY __emb_b;
+
+CREATE OR REPLACE MACRO emb_icc(tbl, group_col, value_col) AS TABLE
+    (SELECT * EXCLUDE (__emb_all) FROM emb__icc(tbl, group_col, value_col, NULL)),
+    (tbl, group_col, value_col, "by") AS TABLE
+    (SELECT * FROM emb__icc(tbl, group_col, value_col, "by"));
+
+-- ---------------------------------------------------------------------------
+-- Power (S19): groups needed to detect a correlation rho between a per-group figure (W_g)
+-- and a per-group score, by Fisher's z:
+--   G = ((z_{1-alpha/2} + z_{power}) / atanh(rho))^2 + 3,   and inversely
+--   |rho| = tanh((z_{1-alpha/2} + z_{power}) / sqrt(G - 3)).
+-- ---------------------------------------------------------------------------
+
+-- The standard normal quantile: Wichura's algorithm AS241 (PPND16, Applied Statistics 37,
+-- 1988), relative accuracy about 1e-16.  Split into helpers because a macro has no variables.
+-- A(r)/B(r): for |q| <= 0.425 with q = p - 0.5, z = q A(r)/B(r) where r = 0.180625 - q^2
+CREATE OR REPLACE MACRO emb__ppnd16_central(r) AS
+    (((((((r * 2509.0809287301226727e0 + 33430.575583588128105e0) * r + 67265.770927008700853e0)
+        * r + 45921.953931549871457e0) * r + 13731.693765509461125e0)
+        * r + 1971.5909503065514427e0) * r + 133.14166789178437745e0)
+        * r + 3.387132872796366608e0)
+    / (((((((r * 5226.495278852545925e0 + 28729.085735721942674e0) * r + 39307.89580009271061e0)
+        * r + 21213.794301586595867e0) * r + 5394.1960214247511077e0)
+        * r + 687.1870074920579083e0) * r + 42.313330701600911252e0)
+        * r + 1.0e0);
+
+-- C(s)/D(s): the tails, r = sqrt(-ln(min(p, 1-p))) <= 5, s = r - 1.6; z = +-C(s)/D(s)
+CREATE OR REPLACE MACRO emb__ppnd16_near(s) AS
+    (((((((s * 7.7454501427834140764e-4 + 0.0227238449892691845833e0) * s + 0.24178072517745061177e0)
+        * s + 1.27045825245236838258e0) * s + 3.64784832476320460504e0)
+        * s + 5.7694972214606914055e0) * s + 4.6303378461565452959e0)
+        * s + 1.42343711074968357734e0)
+    / (((((((s * 1.05075007164441684324e-9 + 5.475938084995344946e-4) * s + 0.0151986665636164571966e0)
+        * s + 0.14810397642748007459e0) * s + 0.68976733498510000455e0)
+        * s + 1.6763848301838038494e0) * s + 2.05319162663775882187e0)
+        * s + 1.0e0);
+
+-- E(s)/F(s): the far tails (p or 1-p below about 1e-11), r > 5, s = r - 5
+CREATE OR REPLACE MACRO emb__ppnd16_far(s) AS
+    (((((((s * 2.01033439929228813265e-7 + 2.71155556874348757815e-5) * s + 0.0012426609473880784386e0)
+        * s + 0.026532189526576123093e0) * s + 0.29656057182850489123e0)
+        * s + 1.7848265399172913358e0) * s + 5.4637849111641143699e0)
+        * s + 6.6579046435011037772e0)
+    / (((((((s * 2.04426310338993978564e-15 + 1.4215117583164458887e-7) * s + 1.8463183175100546818e-5)
+        * s + 7.868691311456132591e-4) * s + 0.0148753612908506148525e0)
+        * s + 0.13692988092273580531e0) * s + 0.59983220655588793769e0)
+        * s + 1.0e0);
+
+CREATE OR REPLACE MACRO emb__ppnd16(p) AS
+    CASE
+        WHEN abs(p - 0.5e0) <= 0.425e0
+            THEN (p - 0.5e0) * emb__ppnd16_central(0.180625e0 - (p - 0.5e0) * (p - 0.5e0))
+        WHEN p < 0.5e0 AND sqrt(-ln(p)) <= 5.0e0 THEN -emb__ppnd16_near(sqrt(-ln(p)) - 1.6e0)
+        WHEN p < 0.5e0 THEN -emb__ppnd16_far(sqrt(-ln(p)) - 5.0e0)
+        WHEN sqrt(-ln(1.0e0 - p)) <= 5.0e0 THEN emb__ppnd16_near(sqrt(-ln(1.0e0 - p)) - 1.6e0)
+        ELSE emb__ppnd16_far(sqrt(-ln(1.0e0 - p)) - 5.0e0)
+    END;
+
+CREATE OR REPLACE MACRO emb_normal_quantile(p) AS
+    CASE
+        WHEN p IS NULL THEN NULL::DOUBLE
+        WHEN NOT (p::DOUBLE > 0 AND p::DOUBLE < 1) THEN error(format(
+            'embsql: normal quantile needs 0 < p < 1, got p = {}', p))
+        ELSE emb__ppnd16(p::DOUBLE)
+    END;
+
+-- The checks shared by both power macros; what names the failing argument and value.
+CREATE OR REPLACE MACRO emb__power_check(alpha, power) AS
+    CASE
+        WHEN alpha IS NULL OR NOT (alpha::DOUBLE > 0 AND alpha::DOUBLE < 1) THEN error(format(
+            'embsql: alpha must be in (0, 1), got alpha = {}', coalesce(alpha::VARCHAR, 'NULL')))
+        WHEN power IS NULL OR NOT (power::DOUBLE > 0 AND power::DOUBLE < 1) THEN error(format(
+            'embsql: power must be in (0, 1), got power = {}', coalesce(power::VARCHAR, 'NULL')))
+        ELSE emb_normal_quantile(1.0 - alpha::DOUBLE / 2.0) + emb_normal_quantile(power::DOUBLE)
+    END;
+
+CREATE OR REPLACE MACRO emb_power_groups(rho, alpha := 0.05, power := 0.8) AS TABLE
+SELECT
+    __emb_g AS groups_exact,
+    ceil(__emb_g)::BIGINT AS groups,
+    rho::DOUBLE AS rho,
+    alpha::DOUBLE AS alpha,
+    power::DOUBLE AS power
+FROM (
+    SELECT
+        CASE
+            WHEN rho IS NULL OR NOT (rho::DOUBLE > 0 AND rho::DOUBLE < 1) THEN error(format(
+                'embsql: rho must be in (0, 1), got rho = {}', coalesce(rho::VARCHAR, 'NULL')))
+            ELSE pow(emb__power_check(alpha, power) / atanh(rho::DOUBLE), 2) + 3.0
+        END AS __emb_g
+);
+
+CREATE OR REPLACE MACRO emb_power_rho(groups, alpha := 0.05, power := 0.8) AS TABLE
+SELECT
+    CASE
+        WHEN groups IS NULL OR NOT (groups::DOUBLE > 3 AND groups::DOUBLE < 'infinity'::DOUBLE)
+          OR groups::DOUBLE <> floor(groups::DOUBLE) THEN error(format(
+            'embsql: groups must be a whole number greater than 3, got groups = {}', coalesce(groups::VARCHAR, 'NULL')))
+        ELSE tanh(emb__power_check(alpha, power) / sqrt(groups::DOUBLE - 3.0))
+    END AS rho,
+    groups::BIGINT AS groups,
+    alpha::DOUBLE AS alpha,
+    power::DOUBLE AS power;

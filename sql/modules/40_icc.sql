@@ -1,0 +1,180 @@
+-- ---------------------------------------------------------------------------
+-- ICC(1), one-way random effects (S15):
+--   MS_B = SS_B/(G-1),  MS_W = SS_W/(n-G),  n0 = (n - sum_g n_g^2 / n)/(G-1),
+--   ICC = (MS_B - MS_W) / (MS_B + (n0-1) MS_W),  F = MS_B/MS_W.
+-- One macro for both kinds of value column:
+--   * numeric or BOOLEAN (0/1): kind 'scalar', the standard ICC(1) of the raw values,
+--   * a numeric vector (FLOAT[], DOUBLE[], FLOAT[d], ...): kind 'trace', the same formula with
+--     SS_B and SS_W of the unit vectors, taken from emb__anova (the stated extension).
+-- Scalar vs vector: each path has to *bind* whatever the column's type is.  The value column is
+-- read through typed macro overloads (emb__icc_num, emb__icc_vec), which DuckDB resolves by the
+-- argument's type at bind time: a vector column becomes NULL::DOUBLE for the scalar path and a
+-- number becomes NULL::DOUBLE[] for the vector path.  The vector path hands emb__anova a CTE
+-- (__emb_icc_vsrc) in which the value column keeps its name but has type DOUBLE[]; that CTE is
+-- empty unless the column is a vector column and every check below has passed, so emb__anova
+-- raises only its own vector errors (and names the user's column in them).
+-- ---------------------------------------------------------------------------
+
+-- The value as DOUBLE for the scalar path (NULL for any other type).
+CREATE OR REPLACE MACRO emb__icc_num(x DOUBLE) AS x,
+    (x BOOLEAN) AS x::INTEGER::DOUBLE,
+    (x) AS NULL::DOUBLE;
+
+-- The value as DOUBLE[] for the vector path (NULL for any other type).
+CREATE OR REPLACE MACRO emb__icc_vec(x DOUBLE[]) AS x,
+    (x DOUBLE) AS NULL::DOUBLE[],
+    (x BOOLEAN) AS NULL::DOUBLE[],
+    (x) AS NULL::DOUBLE[];
+
+-- 'scalar', 'trace' or NULL (unsupported) from a type name as typeof() spells it.
+CREATE OR REPLACE MACRO emb__icc_kind(type_name) AS
+    CASE
+        WHEN type_name = 'BOOLEAN'
+          OR regexp_full_match(type_name, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\))')
+            THEN 'scalar'
+        WHEN regexp_full_match(type_name, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\))\[\d*\]')
+            THEN 'trace'
+    END;
+
+CREATE OR REPLACE MACRO emb__icc(tbl, group_col, value_col, by_col) AS TABLE
+WITH __emb_icc_meta AS (
+    -- column counts (1 = missing, see 00_conventions) and the value column's type
+    SELECT
+        len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) AS __emb_gcols,
+        len(list_value(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_vcols,
+        typeof(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_type,
+        emb__icc_kind(typeof(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null'))))) AS __emb_kind
+    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true
+),
+__emb_icc_rows AS (
+    SELECT
+        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
+        CASE WHEN by_col IS NULL THEN NULL
+             ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
+        coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g,
+        emb__icc_num(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_x
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
+),
+__emb_icc_dev AS (
+    -- two passes: deviations from the group mean and of the group mean from the grand mean
+    SELECT *,
+        __emb_x - favg(__emb_x) OVER (PARTITION BY __emb_b, __emb_g) AS __emb_dw,
+        favg(__emb_x) OVER (PARTITION BY __emb_b, __emb_g) - favg(__emb_x) OVER (PARTITION BY __emb_b) AS __emb_db
+    FROM __emb_icc_rows
+),
+__emb_icc_per_group AS (
+    SELECT
+        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g,
+        count(*) AS __emb_rows,
+        count(*) FILTER (__emb_x IS NULL) AS __emb_nnull,  -- all rows for a vector column (unused),
+        count(*) FILTER (isnan(__emb_x)) AS __emb_nnan,
+        count(*) FILTER (isinf(__emb_x)) AS __emb_ninf,
+        fsum(__emb_dw * __emb_dw) AS __emb_ss_w,
+        fsum(__emb_db * __emb_db) AS __emb_ss_b,
+        min(__emb_x) AS __emb_min,
+        max(__emb_x) AS __emb_max
+    FROM __emb_icc_dev
+    GROUP BY ALL
+),
+__emb_icc_checked_groups AS (
+    SELECT * EXCLUDE (__emb_rows),
+        CASE
+            WHEN m.__emb_gcols = 1 THEN error(format('embsql: group column "{}" not found in {}', group_col, tbl))
+            WHEN m.__emb_vcols = 1 THEN error(format('embsql: value column "{}" not found in {}', value_col, tbl))
+            WHEN m.__emb_kind IS NULL THEN error(format(
+                'embsql: value column "{}" has type {}: ICC needs a numeric or BOOLEAN column, or a numeric vector column (FLOAT[], DOUBLE[], FLOAT[d])',
+                value_col, m.__emb_type))
+            WHEN __emb_g IS NULL THEN error(format(
+                'embsql: group column "{}" has {} NULL label(s){}', group_col, __emb_rows,
+                CASE WHEN __emb_b IS NULL THEN '' ELSE format(' (by value {})', __emb_b) END))
+            WHEN m.__emb_kind = 'scalar' AND __emb_nnull > 0 THEN error(format(
+                'embsql: value column "{}" has {} NULL value(s) in group ''{}''', value_col, __emb_nnull, __emb_g))
+            WHEN m.__emb_kind = 'scalar' AND __emb_nnan > 0 THEN error(format(
+                'embsql: value column "{}" has {} NaN value(s) in group ''{}''', value_col, __emb_nnan, __emb_g))
+            WHEN m.__emb_kind = 'scalar' AND __emb_ninf > 0 THEN error(format(
+                'embsql: value column "{}" has {} infinite value(s) in group ''{}''', value_col, __emb_ninf, __emb_g))
+            ELSE __emb_rows
+        END AS __emb_n_g
+    FROM __emb_icc_per_group, __emb_icc_meta m
+),
+__emb_icc_design AS (
+    SELECT
+        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
+        any_value(__emb_kind) AS __emb_kind,
+        sum(__emb_n_g)::BIGINT AS __emb_n0,
+        count(*) AS __emb_groups,
+        sum(__emb_n_g * __emb_n_g)::DOUBLE AS __emb_sum_n2,
+        fsum(__emb_ss_w) AS __emb_ss_w,
+        fsum(__emb_ss_b) AS __emb_ss_b,
+        min(__emb_min) = max(__emb_max) AS __emb_all_equal
+    FROM __emb_icc_checked_groups
+    GROUP BY ALL
+),
+__emb_icc_checked AS (
+    SELECT * EXCLUDE (__emb_n0),
+        CASE
+            WHEN __emb_groups < 2 THEN error(format(
+                'embsql: group column "{}" has only one group{}: ICC needs at least two',
+                group_col, CASE WHEN __emb_b IS NULL THEN '' ELSE format(' for by value {}', __emb_b) END))
+            WHEN __emb_n0 = __emb_groups THEN error(format(
+                'embsql: every group in "{}" has one row (n = G = {}{}): no within-group degrees of freedom, so MS_W and ICC are undefined',
+                group_col, __emb_n0, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END))
+            ELSE __emb_n0
+        END AS __emb_n
+    FROM __emb_icc_design
+),
+__emb_icc_vsrc AS NOT MATERIALIZED (
+    -- the vector path's source: the table with its value column as DOUBLE[] (name kept), and
+    -- rows only when the value column is a vector column and every check above passed
+    SELECT
+        COLUMNS(lambda c: c NOT IN (value_col, '__emb_icc_pad')),
+        emb__icc_vec(COLUMNS(lambda c: c IN (value_col, '__emb_icc_pad')))
+    FROM (SELECT *, NULL::DOUBLE[] AS __emb_icc_pad FROM query_table(tbl))
+    WHERE (SELECT bool_and(__emb_n > 0 AND __emb_kind = 'trace') FROM __emb_icc_checked)
+),
+__emb_icc_trace AS (
+    SELECT
+        CASE WHEN by_col IS NULL THEN NULL
+             ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
+        n AS __emb_tn, groups AS __emb_tgroups, ss_b AS __emb_tss_b, ss_w AS __emb_tss_w
+    FROM emb__anova('__emb_icc_vsrc', group_col, value_col, by_col)
+),
+__emb_icc_stats AS (
+    SELECT
+        c.* EXCLUDE (__emb_n, __emb_groups, __emb_ss_w, __emb_ss_b),
+        CASE WHEN c.__emb_kind = 'trace' THEN t.__emb_tn ELSE c.__emb_n END AS __emb_n,
+        CASE WHEN c.__emb_kind = 'trace' THEN t.__emb_tgroups ELSE c.__emb_groups END AS __emb_groups,
+        CASE WHEN c.__emb_kind = 'trace' THEN t.__emb_tss_b ELSE c.__emb_ss_b END AS __emb_ss_b,
+        CASE WHEN c.__emb_kind = 'trace' THEN t.__emb_tss_w ELSE c.__emb_ss_w END AS __emb_ss_w
+    FROM __emb_icc_checked c LEFT JOIN __emb_icc_trace t ON c.__emb_b IS NOT DISTINCT FROM t.__emb_b
+),
+__emb_icc_mean_squares AS (
+    SELECT *,
+        __emb_ss_b / (__emb_groups - 1.0) AS __emb_ms_b,
+        __emb_ss_w / (__emb_n - __emb_groups) AS __emb_ms_w,
+        (__emb_n - __emb_sum_n2 / __emb_n) / (__emb_groups - 1.0) AS __emb_nn0
+    FROM __emb_icc_stats
+)
+SELECT
+    COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
+    CASE
+        WHEN (__emb_kind = 'scalar' AND __emb_all_equal)
+          OR NOT (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w > 0) THEN error(format(
+            'embsql: all {} values in "{}" are equal (MS_B + (n0-1) MS_W = 0{}): ICC is undefined',
+            __emb_n, value_col, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END))
+        ELSE (__emb_ms_b - __emb_ms_w) / (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w)
+    END AS icc,
+    __emb_nn0 AS n0,
+    __emb_ms_b AS ms_b,
+    __emb_ms_w AS ms_w,
+    CASE WHEN __emb_ms_w = 0 THEN 'infinity'::DOUBLE ELSE __emb_ms_b / __emb_ms_w END AS f,
+    __emb_groups AS groups,
+    __emb_n AS n,
+    __emb_kind AS kind
+FROM __emb_icc_mean_squares
+ORDER BY __emb_b;
+
+CREATE OR REPLACE MACRO emb_icc(tbl, group_col, value_col) AS TABLE
+    (SELECT * EXCLUDE (__emb_all) FROM emb__icc(tbl, group_col, value_col, NULL)),
+    (tbl, group_col, value_col, "by") AS TABLE
+    (SELECT * FROM emb__icc(tbl, group_col, value_col, "by"));
