@@ -10,6 +10,7 @@
 
 from .api import anova, anova_dist, groups, run_sql
 from .inference import dispersion, permanova
+from .uncertainty import bootstrap, compare, jackknife
 from .errors import (BadLabelError, BadVectorError, ColumnNotFoundError, ColumnTypeError, DesignError,
                      DistanceTableError, EmbsqlError, InputError, SourceNotFoundError, SqlInputError)
 from .registration import connect, register
@@ -18,7 +19,7 @@ from .results import ResultTable
 __version__ = "0.1.0"
 
 __all__ = [
-    "anova", "anova_dist", "groups", "run_sql", "permanova", "dispersion", "connect", "register", "ResultTable",
+    "anova", "anova_dist", "groups", "run_sql", "permanova", "dispersion", "jackknife", "bootstrap", "compare", "connect", "register", "ResultTable",
     "EmbsqlError", "InputError", "SourceNotFoundError", "ColumnNotFoundError", "ColumnTypeError",
     "BadVectorError", "BadLabelError", "DesignError", "DistanceTableError", "SqlInputError",
 ]

@@ -1,0 +1,159 @@
+"""Cluster jackknife and cluster bootstrap from sufficient statistics (SPEC S17, S18), and the
+paired comparison of two models on the same items.
+
+A replicate reweights whole groups: w_g = 0 or 1 for the jackknife (leave one group out), w_g =
+the number of times group g was drawn for the bootstrap.  Every figure of the decomposition is a
+function of five weighted sums over groups,
+    n = sum w_g n_g,  G = sum w_g,  s = sum w_g s_g,  B = sum w_g ||s_g||^2 / n_g,  Q = sum w_g n_g^2,
+so a replicate costs O(d) (jackknife, in closed form) or one row of a matrix product (bootstrap):
+never a pass over the items.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import DesignError, InputError
+from .sufficient import GroupSums
+
+STATISTICS = ("r2", "f", "v", "w_bar", "icc")
+BOOTSTRAP_BLOCK = 256   # replicates per matrix product: bounds memory (see the OpenBLAS note)
+
+
+@dataclass(frozen=True)
+class Totals:
+    """The five weighted sums, one entry per replicate (or a single one for the full sample)."""
+
+    n: np.ndarray
+    groups: np.ndarray
+    tt: np.ndarray          # ||s||^2
+    between: np.ndarray     # sum_g w_g ||s_g||^2 / n_g
+    sum_n2: np.ndarray      # sum_g w_g n_g^2
+
+
+def statistic(name: str, t: Totals) -> np.ndarray:
+    """One figure of the decomposition from the weighted sums."""
+    if name not in STATISTICS:
+        raise InputError(f"stat must be one of {', '.join(STATISTICS)}, not {name!r}")
+    n, g = t.n.astype(float), t.groups.astype(float)
+    ss_t = n - t.tt / n
+    ss_w = n - t.between
+    ss_b = t.between - t.tt / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if name == "r2":
+            return ss_b / ss_t
+        if name == "v":
+            return ss_t / n
+        if name == "w_bar":
+            return ss_w / n
+        ms_b, ms_w = ss_b / (g - 1), ss_w / (n - g)
+        if name == "f":
+            return ms_b / ms_w
+        n0 = (n - t.sum_n2 / n) / (g - 1)
+        return (ms_b - ms_w) / (ms_b + (n0 - 1) * ms_w)
+
+
+def _parts(sums: GroupSums):
+    counts = sums.counts.astype(float)
+    own = np.einsum("gk,gk->g", sums.sums, sums.sums)
+    return counts, own, own / counts
+
+
+def full_totals(sums: GroupSums) -> Totals:
+    counts, _, between = _parts(sums)
+    total = sums.sums.sum(axis=0)
+    one = lambda x: np.array([x])  # noqa: E731
+    return Totals(one(counts.sum()), one(len(counts)), one(total @ total), one(between.sum()),
+                  one(counts @ counts))
+
+
+def jackknife_totals(sums: GroupSums) -> Totals:
+    """Leave-one-group-out sums in closed form: ||s - s_g||^2 = ||s||^2 - 2 s.s_g + ||s_g||^2."""
+    counts, own, between = _parts(sums)
+    total = sums.sums.sum(axis=0)
+    return Totals(counts.sum() - counts, np.full(len(counts), len(counts) - 1),
+                  total @ total - 2 * (sums.sums @ total) + own, between.sum() - between,
+                  counts @ counts - counts * counts)
+
+
+def bootstrap_weights(groups: int, replicates: int, seed: int) -> np.ndarray:
+    """Multinomial draw counts, replicates x groups; the same seed gives the same draws."""
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(groups, np.full(groups, 1.0 / groups), size=replicates).astype(float)
+
+
+def weighted_totals(sums: GroupSums, weights: np.ndarray) -> Totals:
+    counts, _, between = _parts(sums)
+    tt = np.empty(len(weights))
+    for low in range(0, len(weights), BOOTSTRAP_BLOCK):
+        block = weights[low:low + BOOTSTRAP_BLOCK] @ sums.sums
+        tt[low:low + BOOTSTRAP_BLOCK] = np.einsum("rk,rk->r", block, block)
+    return Totals(weights @ counts, weights.sum(axis=1), tt, weights @ between, weights @ (counts * counts))
+
+
+@dataclass(frozen=True)
+class Interval:
+    estimate: float
+    se: float
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+
+def _finite(values: np.ndarray, what: str) -> np.ndarray:
+    if not np.all(np.isfinite(values)):
+        raise DesignError(f"some {what} replicates leave the statistic undefined "
+                          "(too few groups, or a replicate with no within-group variation)")
+    return values
+
+
+def jackknife_se(replicates: np.ndarray) -> float:
+    """sqrt((G - 1)/G * sum_g (theta_(-g) - mean)^2)."""
+    g = len(replicates)
+    return float(np.sqrt((g - 1) / g * np.sum((replicates - replicates.mean()) ** 2)))
+
+
+def jackknife(sums: GroupSums, stat: str) -> Interval:
+    if len(sums.counts) < 3:
+        raise DesignError("the cluster jackknife needs at least 3 groups (each replicate keeps G - 1 >= 2)")
+    estimate = float(statistic(stat, full_totals(sums))[0])
+    return Interval(estimate, jackknife_se(_finite(statistic(stat, jackknife_totals(sums)), "jackknife")))
+
+
+def bootstrap(sums: GroupSums, stat: str, *, replicates: int = 2000, seed: int = 42, level: float = 0.95) -> Interval:
+    _check_bootstrap(replicates, level)
+    estimate = float(statistic(stat, full_totals(sums))[0])
+    draws = _finite(statistic(stat, weighted_totals(sums, bootstrap_weights(len(sums.counts), replicates, seed))),
+                    "bootstrap")
+    low, high = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2])
+    return Interval(estimate, float(np.std(draws, ddof=1)), float(low), float(high))
+
+
+def paired(a: GroupSums, b: GroupSums, stat: str, *, replicates: int = 2000, seed: int = 42,
+           level: float = 0.95) -> tuple[float, float, Interval]:
+    """theta_a - theta_b with the same deletions (jackknife SE) and the same resamples (interval).
+
+    ``a`` and ``b`` must hold the same groups in the same order (the same items, two models).
+    """
+    _check_bootstrap(replicates, level)
+    if list(a.labels) != list(b.labels):
+        raise InputError("the two models do not have the same groups")
+    if len(a.counts) < 3:
+        raise DesignError("the paired jackknife needs at least 3 groups")
+    estimate_a = float(statistic(stat, full_totals(a))[0])
+    estimate_b = float(statistic(stat, full_totals(b))[0])
+    jack = (_finite(statistic(stat, jackknife_totals(a)), "jackknife")
+            - _finite(statistic(stat, jackknife_totals(b)), "jackknife"))
+    weights = bootstrap_weights(len(a.counts), replicates, seed)
+    draws = (_finite(statistic(stat, weighted_totals(a, weights)), "bootstrap")
+             - _finite(statistic(stat, weighted_totals(b, weights)), "bootstrap"))
+    low, high = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2])
+    return estimate_a, estimate_b, Interval(estimate_a - estimate_b, jackknife_se(jack), float(low), float(high))
+
+
+def _check_bootstrap(replicates, level) -> None:
+    if not isinstance(replicates, (int, np.integer)) or replicates < 2:
+        raise InputError(f"replicates must be a whole number of at least 2, not {replicates!r}")
+    if not 0 < level < 1:
+        raise InputError(f"level must be between 0 and 1, not {level!r}")

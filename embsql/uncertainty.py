@@ -1,0 +1,103 @@
+"""Python face of the cluster jackknife, the cluster bootstrap and the paired model comparison.
+
+All three work on per-group sufficient statistics (embsql.sufficient), so they cost one pass
+over the items; the SQL functions emb_jackknife, emb_bootstrap and emb_compare call the same
+kernels (embsql.resampling) through the UDFs in udfs/resampling.py.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import duckdb
+import numpy as np
+
+from . import resampling
+from .errors import InputError
+from .results import ResultTable
+from .sources import resolve
+from .sufficient import GroupSums, group_sums, unit_rows
+
+JACKKNIFE_COLUMNS = ("stat", "estimate", "se", "groups")
+BOOTSTRAP_COLUMNS = ("stat", "estimate", "se", "ci_low", "ci_high", "level", "replicates", "groups")
+COMPARE_COLUMNS = ("model_a", "model_b", "estimate_a", "estimate_b", "difference", "se", "ci_low", "ci_high", "items")
+
+
+def jackknife(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *, stat: str = "r2",
+              by: str | None = None) -> ResultTable:
+    """Leave-one-group-out SE of ``stat`` (r2, f, v, w_bar or icc), per by value."""
+    rows = []
+    for value, sums in group_sums(con, resolve(con, source), group, vector, by=by):
+        result = resampling.jackknife(sums, stat)
+        rows.append({**({by: value} if by else {}), "stat": stat, "estimate": result.estimate, "se": result.se,
+                     "groups": len(sums.counts)})
+    return ResultTable.from_dicts("jackknife", ((by,) if by else ()) + JACKKNIFE_COLUMNS, rows)
+
+
+def bootstrap(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *, stat: str = "r2",
+              replicates: int = 2000, seed: int = 42, level: float = 0.95, by: str | None = None) -> ResultTable:
+    """Cluster bootstrap (groups resampled with replacement): SE and percentile interval."""
+    rows = []
+    for value, sums in group_sums(con, resolve(con, source), group, vector, by=by):
+        result = resampling.bootstrap(_canonical(sums), stat, replicates=replicates, seed=seed, level=level)
+        rows.append({**({by: value} if by else {}), "stat": stat, "estimate": result.estimate, "se": result.se,
+                     "ci_low": result.ci_low, "ci_high": result.ci_high, "level": level, "replicates": replicates,
+                     "groups": len(sums.counts)})
+    return ResultTable.from_dicts("bootstrap", ((by,) if by else ()) + BOOTSTRAP_COLUMNS, rows)
+
+
+def _canonical(sums: GroupSums) -> GroupSums:
+    """Groups sorted by their label as text: the order the seeded resamples refer to."""
+    order = np.argsort(np.asarray(sums.labels, dtype=object).astype(str), kind="stable")
+    return GroupSums(sums.labels[order], sums.counts[order], sums.sums[order])
+
+
+def compare_rows(models: dict, stat: str, *, replicates: int, seed: int, level: float, common: bool) -> list[dict]:
+    """``models``: model -> (item ids, group labels, unit vectors).  One row per pair of models."""
+    item_sets = {m: set(items.tolist()) for m, (items, _, _) in models.items()}
+    for m, (items, _, _) in models.items():
+        if len(item_sets[m]) != len(items):
+            dup = next(x for x in items.tolist() if items.tolist().count(x) > 1)
+            raise InputError(f"model {m!r} has item {dup!r} more than once")
+    shared = set.intersection(*item_sets.values())
+    if not common:
+        for m, items in item_sets.items():
+            extra = items - shared
+            if extra:
+                raise InputError(f"model {m!r} has item {sorted(extra, key=str)[0]!r} that another model lacks "
+                                 f"({len(extra)} such items); pass common=True to compare on the "
+                                 f"{len(shared)} items every model has")
+    group_of = {}
+    per_model = {}
+    for m, (items, labels, unit) in models.items():
+        keep = np.fromiter((x in shared for x in items.tolist()), bool, len(items))
+        for item, label in zip(items[keep].tolist(), labels[keep].tolist()):
+            if group_of.setdefault(item, label) != label:
+                raise InputError(f"item {item!r} is in group {group_of[item]!r} for one model and {label!r} for "
+                                 f"model {m!r}; the groups must be the same for every model")
+        per_model[m] = _canonical(GroupSums.from_rows(labels[keep], unit[keep]))
+    rows = []
+    for a, b in combinations(sorted(per_model, key=str), 2):
+        estimate_a, estimate_b, diff = resampling.paired(per_model[a], per_model[b], stat, replicates=replicates,
+                                                         seed=seed, level=level)
+        rows.append({"model_a": a, "model_b": b, "estimate_a": estimate_a, "estimate_b": estimate_b,
+                     "difference": diff.estimate, "se": diff.se, "ci_low": diff.ci_low, "ci_high": diff.ci_high,
+                     "items": len(shared)})
+    return rows
+
+
+def compare(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, model: str, item: str, *,
+            stat: str = "r2", replicates: int = 2000, seed: int = 42, level: float = 0.95,
+            common: bool = False) -> ResultTable:
+    """Paired comparison of every pair of models that embedded the same items.
+
+    difference = estimate_a - estimate_b; se from the paired cluster jackknife (the same group
+    deletions for both models); ci_low/ci_high a paired cluster-bootstrap percentile interval
+    (the same resamples for both models).
+    """
+    parts = unit_rows(con, resolve(con, source), group, vector, by=model, extra=item)
+    if len(parts) < 2:
+        raise InputError(f"model column {model!r} has {len(parts)} model(s); a comparison needs at least two")
+    models = {value: (part.extra, part.labels, part.unit) for value, part in parts}
+    rows = compare_rows(models, stat, replicates=replicates, seed=seed, level=level, common=common)
+    return ResultTable.from_dicts("compare", COMPARE_COLUMNS, rows)

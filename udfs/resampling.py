@@ -1,0 +1,89 @@
+"""UDF kernels for the jackknife, the bootstrap and the paired comparison (sql/python/70_resampling.sql).
+
+emb__jackknife and emb__bootstrap get one row per by value with that value's per-group counts and
+sums (lists); emb__compare gets the items of every model, as emb.compare does from Python.  The
+numerics are embsql.resampling and embsql.uncertainty, shared with the Python functions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from embsql import resampling
+from embsql.errors import EmbsqlError
+from embsql.sufficient import GroupSums, _unit_vectors
+from embsql.uncertainty import _canonical, compare_rows
+
+INTERVAL = "STRUCT(estimate DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, groups BIGINT)"
+COMPARISON = ("STRUCT(model_a VARCHAR, model_b VARCHAR, estimate_a DOUBLE, estimate_b DOUBLE, difference DOUBLE, "
+              "se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, items BIGINT)[]")
+
+
+def _sums(labels, counts, sums, row) -> GroupSums:
+    names = np.asarray(labels[row].as_py(), dtype=object)
+    vectors = sums[row].values
+    width = len(vectors[0]) if len(vectors) else 0
+    matrix = np.asarray(vectors.flatten().to_numpy(zero_copy_only=False), dtype=float).reshape(len(vectors), width)
+    return _canonical(GroupSums(names, np.asarray(counts[row].as_py(), dtype=np.int64), matrix))
+
+
+def emb__jackknife(labels, counts, sums, stat):
+    out = []
+    for row in range(len(labels)):
+        try:
+            group_sums = _sums(labels, counts, sums, row)
+            result = resampling.jackknife(group_sums, stat[row].as_py())
+        except EmbsqlError as error:
+            raise ValueError(f"embsql: {error}") from None
+        out.append({"estimate": result.estimate, "se": result.se, "ci_low": None, "ci_high": None,
+                    "groups": len(group_sums.counts)})
+    return pa.array(out, type=pa.struct([("estimate", pa.float64()), ("se", pa.float64()), ("ci_low", pa.float64()),
+                                         ("ci_high", pa.float64()), ("groups", pa.int64())]))
+
+
+def emb__bootstrap(labels, counts, sums, stat, replicates, seed, level):
+    out = []
+    for row in range(len(labels)):
+        try:
+            group_sums = _sums(labels, counts, sums, row)
+            result = resampling.bootstrap(group_sums, stat[row].as_py(), replicates=replicates[row].as_py(),
+                                          seed=seed[row].as_py(), level=level[row].as_py())
+        except EmbsqlError as error:
+            raise ValueError(f"embsql: {error}") from None
+        out.append({"estimate": result.estimate, "se": result.se, "ci_low": result.ci_low,
+                    "ci_high": result.ci_high, "groups": len(group_sums.counts)})
+    return pa.array(out)
+
+
+def emb__compare(models, items, labels, vectors, vector_col, stat, replicates, seed, level, common):
+    out = []
+    for row in range(len(models)):
+        try:
+            model_of = np.asarray(models[row].as_py(), dtype=object)
+            item_of = np.asarray(items[row].as_py(), dtype=object)
+            label_of = np.asarray(labels[row].as_py(), dtype=object)
+            unit = _unit_vectors(vectors[row].values, lambda i: f"item {item_of[i]!r}", vector_col[row].as_py(), None)
+            data = {m: (item_of[model_of == m], label_of[model_of == m], unit[model_of == m])
+                    for m in sorted(set(model_of.tolist()), key=str)}
+            if len(data) < 2:
+                raise EmbsqlError(f"the model column has {len(data)} model(s); a comparison needs at least two")
+            out.append(compare_rows(data, stat[row].as_py(), replicates=replicates[row].as_py(),
+                                    seed=seed[row].as_py(), level=level[row].as_py(), common=common[row].as_py()))
+        except EmbsqlError as error:
+            raise ValueError(f"embsql: {error}") from None
+    return pa.array([[{k: (str(v) if k.startswith("model") else v) for k, v in r.items()} for r in rows]
+                     for rows in out])
+
+
+SPECS = [
+    {"name": "emb__jackknife", "function": emb__jackknife,
+     "parameters": ["VARCHAR[]", "BIGINT[]", "DOUBLE[][]", "VARCHAR"], "return_type": INTERVAL},
+    {"name": "emb__bootstrap", "function": emb__bootstrap,
+     "parameters": ["VARCHAR[]", "BIGINT[]", "DOUBLE[][]", "VARCHAR", "BIGINT", "BIGINT", "DOUBLE"],
+     "return_type": INTERVAL},
+    {"name": "emb__compare", "function": emb__compare,
+     "parameters": ["VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "DOUBLE[][]", "VARCHAR", "VARCHAR", "BIGINT", "BIGINT",
+                    "DOUBLE", "BOOLEAN"],
+     "return_type": COMPARISON},
+]
