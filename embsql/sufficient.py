@@ -78,16 +78,23 @@ class _Accumulator:
             self.sums = np.vstack([self.sums, np.zeros((len(self.counts) - len(self.sums), self.dim))])
         return np.fromiter((self.index[label] for label in labels), np.int64, len(labels))
 
-    def add(self, codes: np.ndarray, unit: np.ndarray) -> None:
+    def add(self, codes: np.ndarray, raw: np.ndarray, where=None, vector: str = "") -> None:
+        """Add the rows ``raw`` (any float dtype; scaled to unit length here) to their groups.
+
+        Sorted by group and taken a few rows at a time, the gather, the norm, the scaling and
+        np.add.reduceat all stay in cache: several times faster than each over the whole batch.
+        """
         order = np.argsort(codes, kind="stable")
-        sorted_codes, sorted_unit = codes[order], unit[order]
+        sorted_codes = codes[order]
         self.counts += np.bincount(codes, minlength=len(self.counts))
-        # reduceat over a few rows at a time stays in cache: ~4x faster than over the batch
         for low in range(0, len(codes), SEGMENT_ROWS):
+            rows = order[low:low + SEGMENT_ROWS]
             block = sorted_codes[low:low + SEGMENT_ROWS]
+            x = np.asarray(raw[rows], dtype=np.float64)
+            x *= _inverse_norms(x, where, vector, rows)[:, None]
             starts = np.flatnonzero(np.r_[True, block[1:] != block[:-1]])
             # each code is one run of a sorted block, so the fancy-indexed += adds once per code
-            self.sums[block[starts]] += np.add.reduceat(sorted_unit[low:low + SEGMENT_ROWS], starts, axis=0)
+            self.sums[block[starts]] += np.add.reduceat(x, starts, axis=0)
 
     def result(self) -> GroupSums:
         n = len(self.labels)
@@ -121,8 +128,11 @@ def _query(source: Source, group: str, vector: str, by: str | None, key: str | N
     ).from_(source.table.copy())
 
 
-def _stream(con, source, group, vector, by=None, key=None, extra=None):
-    """Yield (by value, labels, unit vectors, extra values) per part of each Arrow batch, checked."""
+def _stream(con, source, group, vector, by=None, key=None, extra=None, unit=True):
+    """Yield (by value, labels, vectors, extra values, row namer) per part of each Arrow batch.
+
+    Vectors are checked and scaled to unit length, or with ``unit=False`` checked for NULLs and
+    lengths only and returned as they are (the caller scales them and checks their norms)."""
     dims: dict[object, int] = {}
     first_row = 0
     for batch in con.sql(_query(source, group, vector, by, key, extra).sql("duckdb")).to_arrow_reader(BATCH_ROWS):
@@ -133,13 +143,13 @@ def _stream(con, source, group, vector, by=None, key=None, extra=None):
             rows = np.arange(batch.num_rows) if mask is None else np.flatnonzero(mask.to_numpy(zero_copy_only=False))
             part = batch if mask is None else batch.filter(mask)
             where = _RowNamer(batch, rows, first_row, group)
-            unit = _unit_vectors(part.column(V), where, vector, dims.get(value))
-            dims.setdefault(value, unit.shape[1])
+            vectors = (_unit_vectors if unit else _raw_vectors)(part.column(V), where, vector, dims.get(value))
+            dims.setdefault(value, vectors.shape[1])
             labels = part.column(G).dictionary_encode()
             if labels.null_count:
                 first = int(np.flatnonzero(labels.is_null().to_numpy(zero_copy_only=False))[0])
                 raise BadLabelError(f"group column {group!r} has a NULL label at {where(first)}")
-            yield value, labels, unit, part.column(EXTRA)
+            yield value, labels, vectors, part.column(EXTRA), where
         first_row += batch.num_rows
     if first_row == 0:
         raise InputError(f"source {source.name!r} has no rows")
@@ -149,10 +159,10 @@ def group_sums(con: duckdb.DuckDBPyConnection, source: Source, group: str, vecto
                by: str | None = None, key: str | None = None) -> list[tuple[object, GroupSums]]:
     """Stage 1 on DuckDB: [(by value, GroupSums)] in by order; raise naming the first bad row."""
     accumulators: dict[object, _Accumulator] = {}
-    for value, labels, unit, _ in _stream(con, source, group, vector, by, key):
-        accumulator = accumulators.setdefault(value, _Accumulator(dim=unit.shape[1]))
+    for value, labels, raw, _, where in _stream(con, source, group, vector, by, key, unit=False):
+        accumulator = accumulators.setdefault(value, _Accumulator(dim=raw.shape[1]))
         local = accumulator.codes(labels.dictionary.to_pylist())
-        accumulator.add(local[labels.indices.to_numpy()], unit)
+        accumulator.add(local[labels.indices.to_numpy()], raw, where, vector)
     return [(value, accumulators[value].result()) for value in sorted(accumulators, key=_sort_key)]
 
 
@@ -160,7 +170,7 @@ def unit_rows(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector
               by: str | None = None, key: str | None = None, extra: str | None = None) -> list[tuple[object, UnitRows]]:
     """Every checked unit vector with its label (and extra column), per by value: O(n d) memory."""
     parts: dict[object, list] = {}
-    for value, labels, unit, extra_values in _stream(con, source, group, vector, by, key, extra):
+    for value, labels, unit, extra_values, _ in _stream(con, source, group, vector, by, key, extra):
         parts.setdefault(value, []).append((labels.to_pylist(), unit, extra_values.to_pylist()))
     out = []
     for value in sorted(parts, key=_sort_key):
@@ -184,35 +194,44 @@ class _RowNamer:
                 + ("" if label is None else f" (group {label!r})"))
 
 
-def _unit_vectors(column: pa.Array, where, vector: str, dim: int | None) -> np.ndarray:
-    """Check every vector (S1) and return them scaled to unit length, as float64 rows."""
-    def bad(i, word):
-        raise BadVectorError(f"vector column {vector!r} has a {word} vector at {where(int(i))}; "
-                             "vectors must be non-NULL, finite and of non-zero length")
+def _bad(vector: str, word: str, where) -> BadVectorError:
+    return BadVectorError(f"vector column {vector!r} has a {word} vector at {where}; "
+                          "vectors must be non-NULL, finite and of non-zero length")
 
+
+def _raw_vectors(column: pa.Array, where, vector: str, dim: int | None) -> np.ndarray:
+    """Check NULLs and lengths (S1); return the vectors as an n x d view of the Arrow values."""
     if column.null_count:
-        bad(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0], "NULL")
+        raise _bad(vector, "NULL", where(int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])))
     if isinstance(column, pa.FixedSizeListArray):
         lengths = np.full(len(column), column.type.list_size)
     else:
         lengths = np.diff(np.asarray(column.offsets))
-    if len(column) and lengths.min() != lengths.max():
-        expected = dim if dim is not None else int(np.bincount(lengths).argmax())
-        i = int(np.flatnonzero(lengths != expected)[0]) if (lengths != expected).any() else 0
+    expected = dim if dim is not None else (int(np.bincount(lengths).argmax()) if len(column) else 0)
+    if len(column) and (lengths != expected).any():
+        i = int(np.flatnonzero(lengths != expected)[0])
         raise BadVectorError(f"vector column {vector!r} has a vector of length {lengths[i]} at {where(i)}; "
                              f"other vectors have length {expected}, and every vector must have the same length")
     values = column.flatten()
     if values.null_count:
         element = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
-        bad(np.searchsorted(np.cumsum(lengths), element, side="right"), "NULL-element")
-    if dim is not None and len(column) and lengths[0] != dim:
-        raise BadVectorError(f"vector column {vector!r} has a vector of length {lengths[0]} at {where(0)}; "
-                             f"other vectors have length {dim}, and every vector must have the same length")
-    dim = int(lengths[0]) if len(column) else (dim or 0)
-    x = np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float64).reshape(len(column), dim)
+        raise _bad(vector, "NULL-element", where(int(np.searchsorted(np.cumsum(lengths), element, side="right"))))
+    return values.to_numpy(zero_copy_only=False).reshape(len(column), expected)
+
+
+def _inverse_norms(x: np.ndarray, where, vector: str, rows: np.ndarray | None = None) -> np.ndarray:
+    """1 / ||x_i|| in float64; a zero, NaN or infinite norm names its row (rows maps to the part)."""
+    x = np.asarray(x, dtype=np.float64)
     norms2 = np.einsum("ij,ij->i", x, x)
     invalid = ~np.isfinite(norms2) | (norms2 == 0)
     if invalid.any():
         i = int(np.flatnonzero(invalid)[0])
-        bad(i, "zero-length" if norms2[i] == 0 else "NaN" if np.isnan(x[i]).any() else "infinite")
-    return x / np.sqrt(norms2)[:, None]  # a new array: x may be a read-only view of Arrow memory
+        word = "zero-length" if norms2[i] == 0 else "NaN" if np.isnan(x[i]).any() else "infinite"
+        raise _bad(vector, word, where(int(i if rows is None else rows[i])))
+    return 1.0 / np.sqrt(norms2)
+
+
+def _unit_vectors(column: pa.Array, where, vector: str, dim: int | None) -> np.ndarray:
+    """Check every vector (S1) and return them scaled to unit length, as float64 rows."""
+    x = _raw_vectors(column, where, vector, dim)
+    return np.asarray(x, dtype=np.float64) * _inverse_norms(x, where, vector)[:, None]

@@ -50,38 +50,41 @@ FROM (
 -- Every input check is raised here, so each statistic built on it is checked.
 -- ---------------------------------------------------------------------------
 CREATE OR REPLACE MACRO emb__group_sums(tbl, group_col, vector_col, by_col) AS TABLE
-WITH long AS (
-    -- unnest(v[1:]) is much faster than unnest(v) on fixed-size arrays.
-    SELECT
-        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g, __emb_bad,
-        len(__emb_v::DOUBLE[]) AS __emb_d,
-        generate_subscripts(__emb_z, 1) AS __emb_k,
-        unnest(__emb_z) * __emb_inv AS __emb_x
-    FROM (
-        SELECT *,
-            CASE WHEN __emb_bad IS NULL THEN __emb_v[1:] ELSE [NULL] END AS __emb_z,
-            CASE WHEN __emb_bad IS NULL THEN 1.0 / sqrt(__emb_nrm2) END AS __emb_inv
-        FROM emb__rows(tbl, group_col, vector_col, by_col, NULL)
-    )
+WITH rows AS NOT MATERIALIZED (
+    SELECT *, len(__emb_v::DOUBLE[]) AS __emb_d,
+        CASE WHEN __emb_bad IS NULL THEN 1.0 / sqrt(__emb_nrm2) END AS __emb_inv
+    FROM emb__rows(tbl, group_col, vector_col, by_col, NULL)
 ),
-agg AS (
+-- Per group, from one row per item: counts, defects and lengths.
+counts AS (
     SELECT
-        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g, __emb_k,
+        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g,
         count(*) FILTER (__emb_bad IS NULL) AS __emb_n,
-        sum(__emb_x) AS __emb_s,
         count(*) FILTER (__emb_bad IS NOT NULL) AS __emb_nbad,
         min(__emb_bad) AS __emb_bad,
         count(*) AS __emb_rows,
         min(__emb_d) AS __emb_dmin,
         max(__emb_d) AS __emb_dmax
-    FROM long
+    FROM rows
+    GROUP BY ALL
+),
+-- Per group and coordinate, from one row per usable item and coordinate: the sums.  This is
+-- the expensive step (n * d rows), so it carries nothing else; reading the table twice is
+-- cheaper.  unnest(v[1:]) is much faster than unnest(v) on fixed-size arrays.
+sums AS (
+    SELECT __emb_b, __emb_g, __emb_k, sum(__emb_x) AS __emb_s
+    FROM (
+        SELECT __emb_b, __emb_g, generate_subscripts(__emb_z, 1) AS __emb_k, unnest(__emb_z) * __emb_inv AS __emb_x
+        FROM (SELECT __emb_b, __emb_g, __emb_inv, __emb_v[1:] AS __emb_z FROM rows WHERE __emb_bad IS NULL)
+    )
     GROUP BY ALL
 ),
 checked AS (
-    SELECT *,
-        min(__emb_dmin) OVER (PARTITION BY __emb_b) AS __emb_dmin_all,
-        max(__emb_dmax) OVER (PARTITION BY __emb_b) AS __emb_dmax_all
-    FROM agg
+    SELECT c.*, s.__emb_k, s.__emb_s,
+        min(c.__emb_dmin) OVER (PARTITION BY c.__emb_b) AS __emb_dmin_all,
+        max(c.__emb_dmax) OVER (PARTITION BY c.__emb_b) AS __emb_dmax_all
+    FROM counts c
+    LEFT JOIN sums s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g IS NOT DISTINCT FROM s.__emb_g
 )
 SELECT
     COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g, __emb_k, __emb_n,
