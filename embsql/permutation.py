@@ -20,7 +20,10 @@ from .errors import DesignError, InputError
 
 # vegan's adonis2 counts a permuted F as "at least as large" within sqrt(machine epsilon)
 TIE_TOLERANCE = float(np.sqrt(np.finfo(float).eps))
-PAIRS_MAX_N = 10_000          # the Gram matrix of 10,000 items is 800 MB of float64
+# The pairs method keeps an n x n Gram matrix: float64 up to 1 GB, float32 up to 2 GB (then
+# each permuted F carries a relative error near 1e-7, far below any difference that decides a
+# count; the observed F is computed the same way, so ties stay ties).
+GRAM_BYTES = {np.float64: 1 << 30, np.float32: 1 << 31}
 BLOCK_ROWS = 2048             # rows per block when building a Gram matrix (bounds memory; see README)
 
 
@@ -120,14 +123,55 @@ class _PairSums:
         self.i, self.j, self.w = np.concatenate(firsts), np.concatenate(seconds), np.concatenate(weights)
 
     def __call__(self, perm: np.ndarray) -> float:
-        return float(self.matrix[perm[self.i], perm[self.j]] @ self.w)
+        return float(self.matrix[perm[self.i], perm[self.j]].astype(np.float64) @ self.w)
 
 
-def gram(unit: np.ndarray) -> np.ndarray:
+class _CoordinateSums:
+    """SS_W = n - sum_g ||s_g||^2 / n_g for permuted rows, regrouping the vectors themselves.
+
+    Rows are taken in blocks of whole groups (about BLOCK_ROWS rows), so the gather, the
+    segment sums and the squared norms of one block stay in cache.
+    """
+
+    def __init__(self, unit: np.ndarray, d: Design):
+        self.unit, self.n = unit, d.n
+        self.order = np.argsort(d.codes, kind="stable")
+        sizes = np.bincount(d.codes)
+        starts = np.r_[0, np.cumsum(sizes)[:-1]]
+        # cut between groups, at the first group start past each multiple of BLOCK_ROWS
+        cuts = np.unique(np.r_[starts[np.searchsorted(starts, np.arange(0, d.n, BLOCK_ROWS))], d.n])
+        self.blocks = [(low, high, starts[(starts >= low) & (starts < high)] - low,
+                        1.0 / sizes[(starts >= low) & (starts < high)])
+                       for low, high in zip(cuts[:-1], cuts[1:])]
+
+        # equal group sizes (paraphrase sets of 4, say): a reshape sums them much faster than
+        # np.add.reduceat, whose cost is per segment
+        self.size = int(sizes[0]) if np.all(sizes == sizes[0]) else None
+
+    def __call__(self, perm: np.ndarray) -> float:
+        rows = perm[self.order]
+        between = 0.0
+        if self.size is not None:
+            step = max(1, BLOCK_ROWS // self.size) * self.size   # whole groups per block
+            for low in range(0, self.n, step):
+                sums = self.unit[rows[low:low + step]].reshape(-1, self.size, self.unit.shape[1]).sum(axis=1)
+                between += float(np.einsum("gk,gk->", sums, sums)) / self.size
+            return self.n - between
+        for low, high, local_starts, inverse_sizes in self.blocks:
+            sums = np.add.reduceat(self.unit[rows[low:high]], local_starts, axis=0)
+            between += float(np.einsum("gk,gk->g", sums, sums) @ inverse_sizes)
+        return self.n - between
+
+
+def gram(unit: np.ndarray, dtype=np.float64) -> np.ndarray:
     """Z Z^T in row blocks (one large float64 product has crashed OpenBLAS here; see README)."""
-    out = np.empty((len(unit), len(unit)))
+    unit = unit.astype(dtype, copy=False)
+    out = np.empty((len(unit), len(unit)), dtype=dtype)
     for low in range(0, len(unit), BLOCK_ROWS):
-        out[low:low + BLOCK_ROWS] = unit[low:low + BLOCK_ROWS] @ unit.T
+        high = low + BLOCK_ROWS
+        block = unit[low:high] @ unit[low:].T       # the upper triangle only: half the work
+        out[low:high, low:] = block
+        out[high:, low:high] = block[:, BLOCK_ROWS:].T
     return out
 
 
@@ -143,10 +187,19 @@ def _run(statistic_of: Callable[[np.ndarray], float], ss_t, d: Design, permutati
     return _result(f_observed, pseudo_f(ss_t, ss_w, d.n, d.groups), method)
 
 
+def gram_dtype(n: int):
+    """The most precise float type whose n x n Gram matrix fits its budget, or None."""
+    return next((t for t, budget in GRAM_BYTES.items() if n * n * np.dtype(t).itemsize <= budget), None)
+
+
 def choose_method(n: int, dim: int, codes: np.ndarray) -> str:
-    """pairs when the Gram matrix fits and its per-permutation work is smaller; else coordinates."""
-    pairs = float(np.sum(np.bincount(codes) ** 2)) / 2
-    return "pairs" if n <= PAIRS_MAX_N and 4 * pairs < n * dim else "coordinates"
+    """pairs when the Gram matrix fits and its per-permutation work is smaller; else coordinates.
+
+    A permutation costs about sum_g n_g^2 / 2 random reads of the Gram matrix (pairs) or n * d
+    streamed reads of the vectors (coordinates); a random read costs a few streamed ones.
+    """
+    pairs = float(np.sum(np.bincount(codes).astype(float) ** 2)) / 2
+    return "pairs" if gram_dtype(n) is not None and 4 * pairs < n * dim else "coordinates"
 
 
 def permanova_vectors(unit: np.ndarray, d: Design, *, permutations: int = 999, seed: int = 42,
@@ -160,17 +213,14 @@ def permanova_vectors(unit: np.ndarray, d: Design, *, permutations: int = 999, s
         raise DesignError("all vectors point the same way (SS_T = 0): F is undefined")
     method = choose_method(n, unit.shape[1], d.codes) if method == "auto" else method
     if method == "pairs":
-        pair_sums = _PairSums(gram(unit), d)
+        dtype = gram_dtype(n)
+        if dtype is None:
+            raise InputError(f"method 'pairs' needs an n x n matrix, too large for n = {n}; use 'coordinates'")
+        pair_sums = _PairSums(gram(unit, dtype), d)
         # SS_W = n - sum_g ||s_g||^2 / n_g, and ||s_g||^2 = n_g + 2 sum_{i<j in g} z_i.z_j
         within = lambda perm: n - d.groups - 2.0 * pair_sums(perm)  # noqa: E731
     elif method == "coordinates":
-        order = np.argsort(d.codes, kind="stable")
-        sizes = np.bincount(d.codes).astype(float)
-        starts = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
-
-        def within(perm):
-            sums = np.add.reduceat(unit[perm[order]], starts, axis=0)
-            return n - float(np.einsum("gk,gk->g", sums, sums) @ (1.0 / sizes))
+        within = _CoordinateSums(unit, d)
     else:
         raise InputError(f"method must be 'auto', 'pairs' or 'coordinates', not {method!r}")
     return _run(within, ss_t, d, permutations, seed, progress, method)

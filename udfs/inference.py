@@ -34,6 +34,11 @@ def _labels(labels: list, group: str = "group") -> np.ndarray:
     return np.asarray(labels, dtype=object)
 
 
+def _row(test) -> dict:
+    return {"statistic": test.statistic, "p_value": test.p_value, "permutations": test.permutations,
+            "method": test.method}
+
+
 def _scalar(array: pa.Array, row: int):
     return array[row].as_py()
 
@@ -50,8 +55,7 @@ def emb__permanova_test(labels, vectors, strata, vector_col, permutations, seed,
                                      permutations=_scalar(permutations, row), seed=_scalar(seed, row))
         except EmbsqlError as error:
             raise _sql_error(error) from None
-        out.append({"statistic": test.statistic, "p_value": test.p_value,
-                    "permutations": test.permutations, "method": test.method})
+        out.append(_row(test))
     return pa.array(out)
 
 
@@ -74,8 +78,7 @@ def emb__permanova_dist_test(first, second, distance, ids, labels, strata, permu
                                        permutations=_scalar(permutations, row), seed=_scalar(seed, row))
         except EmbsqlError as error:
             raise _sql_error(error) from None
-        out.append({"statistic": test.statistic, "p_value": test.p_value,
-                    "permutations": test.permutations, "method": test.method})
+        out.append(_row(test))
     return pa.array(out)
 
 
