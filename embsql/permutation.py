@@ -51,12 +51,15 @@ class Design:
         return len(self.codes)
 
 
-def canonical_order(labels, strata=None, data: np.ndarray | None = None) -> np.ndarray:
-    """Row order sorted by stratum, then label, then the bytes of the row's data (if given)."""
+def canonical_order(labels, strata=None, data: np.ndarray | None = None, ids=None) -> np.ndarray:
+    """Row order sorted by stratum, then label, then item id (if given) or the bytes of the row's
+    data (vectors: equal vectors are interchangeable, so their order does not matter)."""
     labels = np.asarray(labels, dtype=object).astype(str)
     keys = [labels] if strata is None else [labels, np.asarray(strata, dtype=object).astype(str)]
     order = np.arange(len(labels))
-    if data is not None:
+    if ids is not None:
+        order = np.argsort(np.asarray(ids, dtype=object).astype(str), kind="stable")
+    elif data is not None:
         rows = np.ascontiguousarray(data).view(np.dtype((np.void, data.dtype.itemsize * data.shape[1])))[:, 0]
         order = np.argsort(rows, kind="stable")
     return order[np.lexsort([k[order] for k in keys])]

@@ -123,6 +123,8 @@ def jackknife(sums: GroupSums, stat: str) -> Interval:
 
 def bootstrap(sums: GroupSums, stat: str, *, replicates: int = 2000, seed: int = 42, level: float = 0.95) -> Interval:
     _check_bootstrap(replicates, level)
+    if len(sums.counts) < 2:
+        raise DesignError("the cluster bootstrap needs at least 2 groups")
     estimate = float(statistic(stat, full_totals(sums))[0])
     draws = _finite(statistic(stat, weighted_totals(sums, bootstrap_weights(len(sums.counts), replicates, seed))),
                     "bootstrap")

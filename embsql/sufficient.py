@@ -112,8 +112,9 @@ def _column(name: str) -> exp.Column:
     return exp.column(name, quoted=True)
 
 
-def _query(source: Source, group: str, vector: str, by: str | None, key: str | None, extra: str | None):
-    for name, role in ((group, "group"), (by, "by"), (key, "key"), (extra, "strata")):
+def _query(source: Source, group: str, vector: str, by: str | None, key: str | None, extra: str | None,
+           extra_role: str = "strata"):
+    for name, role in ((group, "group"), (by, "by"), (key, "key"), (extra, extra_role)):
         if name is not None:
             source.require(name, role)
     source.vector_dimension(vector)
@@ -128,14 +129,15 @@ def _query(source: Source, group: str, vector: str, by: str | None, key: str | N
     ).from_(source.table.copy())
 
 
-def _stream(con, source, group, vector, by=None, key=None, extra=None, unit=True):
+def _stream(con, source, group, vector, by=None, key=None, extra=None, unit=True, extra_role="strata"):
     """Yield (by value, labels, vectors, extra values, row namer) per part of each Arrow batch.
 
     Vectors are checked and scaled to unit length, or with ``unit=False`` checked for NULLs and
     lengths only and returned as they are (the caller scales them and checks their norms)."""
     dims: dict[object, int] = {}
     first_row = 0
-    for batch in con.sql(_query(source, group, vector, by, key, extra).sql("duckdb")).to_arrow_reader(BATCH_ROWS):
+    query = _query(source, group, vector, by, key, extra, extra_role)
+    for batch in con.sql(query.sql("duckdb")).to_arrow_reader(BATCH_ROWS):
         by_values = batch.column(B)
         parts = [(None, None)] if by_values.null_count == len(by_values) else [
             (value, pc.equal(by_values, pa.scalar(value, by_values.type))) for value in pc.unique(by_values).to_pylist()]
@@ -167,10 +169,12 @@ def group_sums(con: duckdb.DuckDBPyConnection, source: Source, group: str, vecto
 
 
 def unit_rows(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str,
-              by: str | None = None, key: str | None = None, extra: str | None = None) -> list[tuple[object, UnitRows]]:
+              by: str | None = None, key: str | None = None, extra: str | None = None,
+              extra_role: str = "strata") -> list[tuple[object, UnitRows]]:
     """Every checked unit vector with its label (and extra column), per by value: O(n d) memory."""
     parts: dict[object, list] = {}
-    for value, labels, unit, extra_values, _ in _stream(con, source, group, vector, by, key, extra):
+    for value, labels, unit, extra_values, _ in _stream(con, source, group, vector, by, key, extra,
+                                                        extra_role=extra_role):
         parts.setdefault(value, []).append((labels.to_pylist(), unit, extra_values.to_pylist()))
     out = []
     for value in sorted(parts, key=_sort_key):

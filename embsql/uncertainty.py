@@ -95,7 +95,7 @@ def compare(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str
     deletions for both models); ci_low/ci_high a paired cluster-bootstrap percentile interval
     (the same resamples for both models).
     """
-    parts = unit_rows(con, resolve(con, source), group, vector, by=model, extra=item)
+    parts = unit_rows(con, resolve(con, source), group, vector, by=model, extra=item, extra_role="item")
     if len(parts) < 2:
         raise InputError(f"model column {model!r} has {len(parts)} model(s); a comparison needs at least two")
     models = {value: (part.extra, part.labels, part.unit) for value, part in parts}

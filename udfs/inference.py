@@ -72,7 +72,7 @@ def emb__permanova_dist_test(first, second, distance, ids, labels, strata, permu
             d = np.asarray(_scalar(distance, row), dtype=float)
             squared[a, b] = squared[b, a] = d * d
             blocks = np.asarray(_scalar(strata, row), dtype=object) if _scalar(use_strata, row) else None
-            order = canonical_order(names, blocks)
+            order = canonical_order(names, blocks, ids=id_list)
             test = permanova_distances(squared[np.ix_(order, order)],
                                        design(names[order], None if blocks is None else blocks[order]),
                                        permutations=_scalar(permutations, row), seed=_scalar(seed, row))

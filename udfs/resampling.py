@@ -63,9 +63,13 @@ def emb__compare(models, items, labels, vectors, vector_col, stat, replicates, s
             model_of = np.asarray(models[row].as_py(), dtype=object)
             item_of = np.asarray(items[row].as_py(), dtype=object)
             label_of = np.asarray(labels[row].as_py(), dtype=object)
-            unit = _unit_vectors(vectors[row].values, lambda i: f"item {item_of[i]!r}", vector_col[row].as_py(), None)
-            data = {m: (item_of[model_of == m], label_of[model_of == m], unit[model_of == m])
-                    for m in sorted(set(model_of.tolist()), key=str)}
+            column = vectors[row].values
+            data = {}
+            for m in sorted(set(model_of.tolist()), key=str):   # models may differ in dimension
+                mask = model_of == m
+                unit = _unit_vectors(column.filter(pa.array(mask)), lambda i, items=item_of[mask]: f"item {items[i]!r}",
+                                     vector_col[row].as_py(), None)
+                data[m] = (item_of[mask], label_of[mask], unit)
             if len(data) < 2:
                 raise EmbsqlError(f"the model column has {len(data)} model(s); a comparison needs at least two")
             out.append(compare_rows(data, stat[row].as_py(), replicates=replicates[row].as_py(),

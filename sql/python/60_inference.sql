@@ -37,13 +37,17 @@ pairs AS (
     FROM (SELECT *, NULL AS __emb_null FROM query_table(dist_tbl))
 ),
 test AS (
-    SELECT emb__permanova_dist_test(
+    SELECT CASE WHEN strata IS NOT NULL AND (SELECT len(list_value(*COLUMNS(lambda c: c IN (strata, '__emb_null'))))
+                                          FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl) LIMIT 1)) = 1
+               THEN error(format('embsql: strata column "{}" not found in {}', strata, labels_tbl))
+           END AS __emb_missing,
+        emb__permanova_dist_test(
         (SELECT list(a) FROM pairs WHERE a <> b), (SELECT list(b) FROM pairs WHERE a <> b),
         (SELECT list(d) FROM pairs WHERE a <> b),
         list(id), list(g), list(s), permutations, seed, strata IS NOT NULL) AS t
     FROM labels
 )
-SELECT a.*, test.t.p_value AS p_value, test.t.permutations AS permutations
+SELECT a.*, test.t.p_value AS p_value, coalesce(test.__emb_missing, test.t.permutations) AS permutations
 FROM emb_anova_dist(dist_tbl, labels_tbl, group_col, i_col := i_col, j_col := j_col, d_col := d_col,
                     id_col := id_col) a, test;
 

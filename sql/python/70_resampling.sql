@@ -29,11 +29,11 @@ CREATE OR REPLACE MACRO emb_jackknife(tbl, group_col, vector_col, stat := 'r2') 
 CREATE OR REPLACE MACRO emb_bootstrap(tbl, group_col, vector_col, stat := 'r2', replicates := 2000, seed := 42,
                                       level := 0.95) AS TABLE
     (SELECT stat AS stat, __emb_r.estimate AS estimate, __emb_r.se AS se, __emb_r.ci_low AS ci_low,
-            __emb_r.ci_high AS ci_high, level AS level, replicates AS replicates, __emb_r.groups AS groups
+            __emb_r.ci_high AS ci_high, level::DOUBLE AS level, replicates AS replicates, __emb_r.groups AS groups
      FROM emb__resampled(tbl, group_col, vector_col, NULL, stat, replicates, seed, level, 'bootstrap')),
     (tbl, group_col, vector_col, "by", stat := 'r2', replicates := 2000, seed := 42, level := 0.95) AS TABLE
     (SELECT COLUMNS(lambda c: c = "by"), stat AS stat, __emb_r.estimate AS estimate, __emb_r.se AS se,
-            __emb_r.ci_low AS ci_low, __emb_r.ci_high AS ci_high, level AS level, replicates AS replicates,
+            __emb_r.ci_low AS ci_low, __emb_r.ci_high AS ci_high, level::DOUBLE AS level, replicates AS replicates,
             __emb_r.groups AS groups
      FROM emb__resampled(tbl, group_col, vector_col, "by", stat, replicates, seed, level, 'bootstrap'));
 

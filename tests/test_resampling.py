@@ -1,0 +1,498 @@
+"""Cluster jackknife, cluster bootstrap and the paired model comparison (SPEC S17, S18):
+embsql.jackknife / emb_jackknife, embsql.bootstrap / emb_bootstrap, embsql.compare / emb_compare.
+
+The kernels work on per-group sums in closed form; every check here recomputes the replicates the
+slow way, from the items: embsql.anova on the table with one group removed (jackknife) or with
+the drawn groups copied as new groups (bootstrap), and ICC(1) from its textbook formula.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import embsql
+from embsql.resampling import bootstrap_weights
+
+from helpers import vectors_table
+
+STATS = ("r2", "f", "v", "w_bar", "icc")
+
+
+# ----------------------------------------------------------------------------------------------
+# data and brute force
+
+def clustered(seed, sizes, d=6, effect=0.6, noise=1.0, common=0.0):
+    """Unnormalised vectors: random group centres (scale effect) + noise + a common direction
+    of length `common` (which shrinks V while keeping the structure, SPEC S7/S8)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(0.0, effect, size=(len(sizes), d))
+    codes = np.repeat(np.arange(len(sizes)), sizes)
+    x = centres[codes] + rng.normal(0.0, noise, size=(len(codes), d)) / np.sqrt(d)
+    if common:
+        u = rng.normal(size=d)
+        x = x / np.linalg.norm(x, axis=1, keepdims=True) + common * u / np.linalg.norm(u)
+    return x, np.array([f"q{k:02d}" for k in codes], dtype=object)
+
+
+def statistics_of(con, table: pa.Table) -> dict:
+    """r2, f, v, w_bar from embsql.anova on the items, and ICC(1) from its formula (SPEC S15)."""
+    con.register("__brute", table)
+    row = embsql.anova(con, "__brute", "g", "v").to_dicts()[0]
+    sizes = np.array(list(pc.value_counts(table["g"]).field("counts").to_pylist()), dtype=float)
+    n, groups = sizes.sum(), len(sizes)
+    ms_b, ms_w = row["ss_b"] / (groups - 1), row["ss_w"] / (n - groups)
+    n0 = (n - np.sum(sizes ** 2) / n) / (groups - 1)
+    return {**{k: row[k] for k in ("r2", "f", "v", "w_bar")}, "icc": (ms_b - ms_w) / (ms_b + (n0 - 1) * ms_w)}
+
+
+def jackknife_by_hand(con, table: pa.Table) -> tuple[dict, dict]:
+    """(full-data statistics, SE = sqrt((G-1)/G sum_g (theta_(-g) - mean)^2)) for every statistic."""
+    labels = sorted(set(table["g"].to_pylist()))
+    replicates = [statistics_of(con, table.filter(pc.not_equal(table["g"], label))) for label in labels]
+    g = len(labels)
+    se = {}
+    for stat in STATS:
+        theta = np.array([r[stat] for r in replicates])
+        se[stat] = float(np.sqrt((g - 1) / g * np.sum((theta - theta.mean()) ** 2)))
+    return statistics_of(con, table), se
+
+
+def resample_by_hand(table: pa.Table, weights_row) -> pa.Table:
+    """The groups drawn, each copy a group of its own (a group drawn twice counts twice)."""
+    labels = sorted(set(table["g"].to_pylist()), key=str)
+    parts = []
+    for label, count in zip(labels, weights_row):
+        rows = table.filter(pc.equal(table["g"], label))
+        for copy in range(int(count)):
+            parts.append(rows.set_column(rows.schema.get_field_index("g"), "g",
+                                         pa.array([f"{label}#{copy}"] * rows.num_rows)))
+    return pa.concat_tables(parts)
+
+
+def sql_rows(con, query):
+    return con.sql(query).to_arrow_table().to_pylist()
+
+
+def sql_error(con, query):
+    with pytest.raises(duckdb.Error) as info:
+        con.sql(query).fetchall()
+    message = str(info.value)
+    assert "embsql:" in message, message
+    return message[message.index("embsql:"):].splitlines()[0]
+
+
+@pytest.fixture
+def groups10(con):
+    x, labels = clustered(1, [4, 6, 3, 5, 7, 4, 5, 6, 3, 5])
+    table = vectors_table(x, labels)
+    con.register("t", table)
+    return table
+
+
+# ----------------------------------------------------------------------------------------------
+# 7. jackknife
+
+@pytest.mark.parametrize("common", [0.0, 3.0], ids=["isotropic", "common_direction"])
+def test_jackknife_equals_leave_one_group_out(con, common):
+    """SE and estimate equal a leave-one-group-out loop over the items to 1e-10 for every statistic
+    (also with a strong common direction, V ~ 0.1, where the closed form subtracts large sums)."""
+    x, labels = clustered(2, [4, 6, 3, 5, 7, 4, 5, 6, 3], common=common)
+    table = vectors_table(x, labels)
+    full, se = jackknife_by_hand(con, table)
+    con.register("t", table)
+    if common:
+        assert full["v"] < 0.2
+    for stat in STATS:
+        got = embsql.jackknife(con, "t", "g", "v", stat=stat).to_dicts()
+        assert len(got) == 1
+        assert (got[0]["stat"], got[0]["groups"]) == (stat, 9)
+        assert got[0]["estimate"] == pytest.approx(full[stat], rel=1e-10, abs=1e-13)
+        assert got[0]["se"] == pytest.approx(se[stat], rel=1e-10, abs=1e-13)
+        assert se[stat] > 0
+
+
+def test_jackknife_icc_estimate_equals_emb_icc(con, groups10):
+    got = embsql.jackknife(con, "t", "g", "v", stat="icc").to_dicts()[0]
+    assert got["estimate"] == pytest.approx(sql_rows(con, "SELECT icc FROM emb_icc('t', 'g', 'v')")[0]["icc"], rel=1e-10)
+
+
+@pytest.mark.parametrize("stat", STATS)
+def test_sql_jackknife_equals_python(con, groups10, stat):
+    got_py = embsql.jackknife(con, "t", "g", "v", stat=stat).to_dicts()
+    got_sql = sql_rows(con, f"SELECT * FROM emb_jackknife('t', 'g', 'v', stat := '{stat}')")
+    assert list(got_sql[0]) == ["stat", "estimate", "se", "groups"]
+    assert got_sql[0]["stat"] == got_py[0]["stat"] == stat
+    assert got_sql[0]["groups"] == got_py[0]["groups"] == 10
+    assert got_sql[0]["estimate"] == pytest.approx(got_py[0]["estimate"], rel=1e-12)
+    assert got_sql[0]["se"] == pytest.approx(got_py[0]["se"], rel=1e-10)
+
+
+def test_jackknife_by_model(con):
+    """`by` gives per model what a call on that model's rows gives (Python and SQL)."""
+    x1, labels = clustered(3, [5, 5, 6, 4, 5])
+    x2, _ = clustered(4, [5, 5, 6, 4, 5], d=9)
+    con.register("t1", vectors_table(x1, labels))
+    con.register("t2", vectors_table(x2, labels))
+    rows = [{"model": m, "g": g, "v": v.tolist()} for m, xs in (("m1", x1), ("m2", x2)) for g, v in zip(labels, xs)]
+    con.register("t", pa.Table.from_pylist(rows))
+    alone = [embsql.jackknife(con, name, "g", "v", stat="f").to_dicts()[0] for name in ("t1", "t2")]
+    by_py = embsql.jackknife(con, "t", "g", "v", stat="f", by="model").to_dicts()
+    by_sql = sql_rows(con, "SELECT * FROM emb_jackknife('t', 'g', 'v', stat := 'f', by := 'model')")
+    assert [r["model"] for r in by_py] == [r["model"] for r in by_sql] == ["m1", "m2"]
+    for got in (by_py, by_sql):
+        for row, reference in zip(got, alone):
+            assert row["estimate"] == pytest.approx(reference["estimate"], rel=1e-12)
+            assert row["se"] == pytest.approx(reference["se"], rel=1e-10)
+
+
+# ----------------------------------------------------------------------------------------------
+# 8. bootstrap
+
+@pytest.mark.parametrize("stat", STATS)
+def test_bootstrap_equals_resampling_by_hand(con, groups10, stat):
+    """40 replicates rebuilt from the items: the documented draws (groups in label-as-text order,
+    multinomial counts from the seed), each drawn copy its own group; SE = sd (n-1) of the
+    replicates and the percentile interval (numpy's default quantile), to 1e-10."""
+    weights = bootstrap_weights(10, 40, 3)
+    assert np.all(weights.sum(axis=1) == 10)
+    draws = np.array([statistics_of(con, resample_by_hand(groups10, w))[stat] for w in weights])
+    con.register("t", groups10)
+    got = embsql.bootstrap(con, "t", "g", "v", stat=stat, replicates=40, seed=3, level=0.9).to_dicts()[0]
+    low, high = np.quantile(draws, [0.05, 0.95])
+    assert got["se"] == pytest.approx(float(np.std(draws, ddof=1)), rel=1e-10)
+    assert (got["ci_low"], got["ci_high"]) == pytest.approx((low, high), rel=1e-10)
+    assert got["estimate"] == pytest.approx(statistics_of(con, groups10)[stat], rel=1e-10)
+    assert (got["stat"], got["replicates"], got["level"], got["groups"]) == (stat, 40, 0.9, 10)
+
+
+def test_bootstrap_reproducible_and_seeded(con, groups10):
+    first = embsql.bootstrap(con, "t", "g", "v", replicates=500, seed=11).to_dicts()
+    assert embsql.bootstrap(con, "t", "g", "v", replicates=500, seed=11).to_dicts() == first
+    other = embsql.bootstrap(con, "t", "g", "v", replicates=500, seed=12).to_dicts()
+    assert (other[0]["se"], other[0]["ci_low"], other[0]["ci_high"]) != (first[0]["se"], first[0]["ci_low"],
+                                                                         first[0]["ci_high"])
+    assert other[0]["estimate"] == first[0]["estimate"]
+
+
+@pytest.mark.parametrize("stat", STATS)
+def test_sql_bootstrap_equals_python(con, stat):
+    """Integer labels 1..12 (text order 1, 10, 11, 12, 2, ... differs from numeric order) and rows
+    in shuffled order: Python and SQL draw the same groups."""
+    x, labels = clustered(5, [3, 4, 5, 6, 3, 4, 5, 6, 3, 4, 5, 6])
+    codes = [int(s[1:]) + 1 for s in labels]
+    table = vectors_table(x, codes)
+    con.register("t", table.take(np.random.default_rng(0).permutation(table.num_rows)))
+    got_py = embsql.bootstrap(con, "t", "g", "v", stat=stat, replicates=300, seed=5, level=0.8).to_dicts()[0]
+    got_sql = sql_rows(con, f"SELECT * FROM emb_bootstrap('t', 'g', 'v', stat := '{stat}', replicates := 300, "
+                            "seed := 5, level := 0.8)")[0]
+    assert list(got_sql) == ["stat", "estimate", "se", "ci_low", "ci_high", "level", "replicates", "groups"]
+    for key in ("estimate", "se", "ci_low", "ci_high"):
+        assert got_sql[key] == pytest.approx(got_py[key], rel=1e-10), key
+    assert float(got_sql["level"]) == got_py["level"] == 0.8
+    assert (got_sql["stat"], got_sql["replicates"], got_sql["groups"]) == (stat, 300, 12)
+    # the same draws as for the table in its original order
+    con.register("t0", table)
+    ordered = embsql.bootstrap(con, "t0", "g", "v", stat=stat, replicates=300, seed=5, level=0.8).to_dicts()[0]
+    for key in ("estimate", "se", "ci_low", "ci_high"):
+        assert ordered[key] == pytest.approx(got_py[key], rel=1e-12), key
+
+
+def test_bootstrap_interval_contains_estimate_and_widens_with_level(con):
+    x, labels = clustered(6, [5] * 30, effect=0.5)
+    con.register("t", vectors_table(x, labels))
+    intervals = {}
+    for level in (0.5, 0.8, 0.95, 0.99):
+        got = embsql.bootstrap(con, "t", "g", "v", replicates=2000, seed=42, level=level).to_dicts()[0]
+        assert got["ci_low"] < got["estimate"] < got["ci_high"]
+        intervals[level] = (got["ci_low"], got["ci_high"])
+    levels = sorted(intervals)
+    for narrow, wide in zip(levels, levels[1:]):
+        assert intervals[wide][0] < intervals[narrow][0] and intervals[narrow][1] < intervals[wide][1]
+    # the bootstrap SE and the jackknife SE estimate the same thing: same order of magnitude
+    boot = embsql.bootstrap(con, "t", "g", "v", replicates=2000, seed=42).to_dicts()[0]["se"]
+    jack = embsql.jackknife(con, "t", "g", "v").to_dicts()[0]["se"]
+    assert 0.5 < boot / jack < 2
+
+
+def test_bootstrap_by_model(con):
+    x1, labels = clustered(7, [4] * 8)
+    x2, _ = clustered(8, [4] * 8)
+    rows = [{"model": m, "g": g, "v": v.tolist()} for m, xs in (("m1", x1), ("m2", x2)) for g, v in zip(labels, xs)]
+    con.register("t", pa.Table.from_pylist(rows))
+    con.register("t2", vectors_table(x2, labels))
+    by_py = embsql.bootstrap(con, "t", "g", "v", replicates=200, by="model").to_dicts()
+    by_sql = sql_rows(con, "SELECT * FROM emb_bootstrap('t', 'g', 'v', replicates := 200, by := 'model')")
+    alone = embsql.bootstrap(con, "t2", "g", "v", replicates=200).to_dicts()[0]
+    assert [r["model"] for r in by_py] == [r["model"] for r in by_sql] == ["m1", "m2"]
+    for key in ("estimate", "se", "ci_low", "ci_high"):
+        assert by_py[1][key] == pytest.approx(alone[key], rel=1e-12)
+        assert by_sql[1][key] == pytest.approx(alone[key], rel=1e-10)
+
+
+# ----------------------------------------------------------------------------------------------
+# 9. paired comparison
+
+def two_models(seed=9, groups=12, per=5, d=8, noise_b=0.35, items=None, dim_b=None):
+    """Model B = model A's vectors plus independent noise (then optionally a few extra coordinates):
+    the two share most of their structure, as two embedding models of the same items do."""
+    x, labels = clustered(seed, [per] * groups, d=d)
+    rng = np.random.default_rng(seed + 100)
+    y = x / np.linalg.norm(x, axis=1, keepdims=True) + noise_b * rng.normal(size=x.shape) / np.sqrt(d)
+    if dim_b:
+        y = np.hstack([y, 0.2 * rng.normal(size=(len(y), dim_b - d))])
+    ids = list(range(len(labels))) if items is None else items
+    rows = [{"model": m, "item": i, "g": g, "v": v.tolist()}
+            for m, vs in (("A", x), ("B", y)) for i, g, v in zip(ids, labels, vs)]
+    return pa.Table.from_pylist(rows), labels, x, y
+
+
+@pytest.mark.parametrize("stat", STATS)
+def test_compare_equals_paired_resampling_by_hand(con, stat):
+    """difference = estimate_a - estimate_b; the SE equals the jackknife of theta_A - theta_B with
+    the same group deleted from both (by hand, 1e-10); the interval is the percentile interval
+    of theta_A - theta_B over the same drawn groups (by hand, 1e-10)."""
+    table, labels, x, y = two_models()
+    con.register("t", table)
+    got = embsql.compare(con, "t", "g", "v", "model", "item", stat=stat, replicates=30, seed=4, level=0.9).to_dicts()
+    assert len(got) == 1
+    got = got[0]
+    a, b = vectors_table(x, labels), vectors_table(y, labels)
+    assert got["estimate_a"] == pytest.approx(statistics_of(con, a)[stat], rel=1e-10)
+    assert got["estimate_b"] == pytest.approx(statistics_of(con, b)[stat], rel=1e-10)
+    assert got["difference"] == got["estimate_a"] - got["estimate_b"]
+    names = sorted(set(labels))
+    jack = np.array([statistics_of(con, a.filter(pc.not_equal(a["g"], n)))[stat]
+                     - statistics_of(con, b.filter(pc.not_equal(b["g"], n)))[stat] for n in names])
+    g = len(names)
+    assert got["se"] == pytest.approx(float(np.sqrt((g - 1) / g * np.sum((jack - jack.mean()) ** 2))), rel=1e-10)
+    draws = np.array([statistics_of(con, resample_by_hand(a, w))[stat] - statistics_of(con, resample_by_hand(b, w))[stat]
+                      for w in bootstrap_weights(g, 30, 4)])
+    assert (got["ci_low"], got["ci_high"]) == pytest.approx(tuple(np.quantile(draws, [0.05, 0.95])), rel=1e-10)
+    assert (got["model_a"], got["model_b"], got["items"]) == ("A", "B", len(labels))
+
+
+def test_paired_se_smaller_than_unpaired(con):
+    """Two correlated models: the paired SE is well below sqrt(se_A^2 + se_B^2) from separate
+    jackknifes, for every statistic (it removes the between-group variation both models share)."""
+    table, *_ = two_models(seed=10, groups=20)
+    con.register("t", table)
+    for stat in STATS:
+        paired = embsql.compare(con, "t", "g", "v", "model", "item", stat=stat, replicates=200).to_dicts()[0]["se"]
+        separate = embsql.jackknife(con, "t", "g", "v", stat=stat, by="model").to_dicts()
+        unpaired = float(np.hypot(separate[0]["se"], separate[1]["se"]))
+        assert 0 < paired < 0.5 * unpaired, (stat, paired, unpaired)
+
+
+def test_sql_compare_equals_python_and_ignores_row_order(con):
+    table, *_ = two_models(seed=12)
+    con.register("t", table.take(np.random.default_rng(1).permutation(table.num_rows)))
+    got_py = embsql.compare(con, "t", "g", "v", "model", "item", stat="w_bar", replicates=300, seed=8).to_dicts()
+    got_sql = sql_rows(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item', stat := 'w_bar', "
+                            "replicates := 300, seed := 8)")
+    assert list(got_sql[0]) == ["model_a", "model_b", "estimate_a", "estimate_b", "difference", "se", "ci_low",
+                                "ci_high", "items"]
+    assert len(got_py) == len(got_sql) == 1
+    for key, value in got_py[0].items():
+        assert got_sql[0][key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value), key
+    con.register("t0", table)
+    ordered = embsql.compare(con, "t0", "g", "v", "model", "item", stat="w_bar", replicates=300, seed=8).to_dicts()[0]
+    for key, value in got_py[0].items():
+        assert ordered[key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value), key
+
+
+def test_compare_three_models_gives_every_pair(con):
+    table, labels, x, y = two_models(seed=13)
+    extra = pa.Table.from_pylist([{"model": "C", "item": i, "g": g, "v": (v + 0.1).tolist()}
+                                  for i, g, v in zip(range(len(labels)), labels, x)])
+    con.register("t", pa.concat_tables([extra, table]))
+    got = embsql.compare(con, "t", "g", "v", "model", "item", replicates=50).to_dicts()
+    assert [(r["model_a"], r["model_b"]) for r in got] == [("A", "B"), ("A", "C"), ("B", "C")]
+    estimates = {r["model_a"]: r["estimate_a"] for r in got} | {r["model_b"]: r["estimate_b"] for r in got}
+    for r in got:
+        assert r["difference"] == estimates[r["model_a"]] - estimates[r["model_b"]]
+
+
+def test_compare_models_of_different_dimension_python(con):
+    table, labels, x, y = two_models(seed=14, dim_b=11)
+    con.register("t", table)
+    got = embsql.compare(con, "t", "g", "v", "model", "item", replicates=50).to_dicts()[0]
+    assert got["estimate_b"] == pytest.approx(statistics_of(con, vectors_table(y, labels))["r2"], rel=1e-10)
+
+
+def test_compare_models_of_different_dimension_sql(con):
+    table, *_ = two_models(seed=14, dim_b=11)
+    con.register("t", table)
+    got_py = embsql.compare(con, "t", "g", "v", "model", "item", replicates=50).to_dicts()[0]
+    got_sql = sql_rows(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item', replicates := 50)")[0]
+    assert got_sql["difference"] == pytest.approx(got_py["difference"], rel=1e-12)
+
+
+def test_compare_items_must_match_unless_common(con):
+    table, labels, *_ = two_models(seed=15)
+    n = len(labels)
+    keep = pc.invert(pc.and_(pc.equal(table["model"], "B"), pc.is_in(table["item"], pa.array([3, n - 1]))))
+    con.register("t", table.filter(keep))
+    message = (f"model 'A' has item 3 that another model lacks (2 such items); pass common=True to compare on the "
+               f"{n - 2} items every model has")
+    with pytest.raises(embsql.InputError, match=f"^{message}$".replace("(", r"\(").replace(")", r"\)")):
+        embsql.compare(con, "t", "g", "v", "model", "item")
+    assert sql_error(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item')") \
+        == "embsql: " + message.replace("item 3", "item '3'")
+    got_py = embsql.compare(con, "t", "g", "v", "model", "item", common=True, replicates=100).to_dicts()[0]
+    got_sql = sql_rows(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item', common := true, "
+                            "replicates := 100)")[0]
+    assert got_py["items"] == got_sql["items"] == n - 2
+    assert got_sql["difference"] == pytest.approx(got_py["difference"], rel=1e-12)
+    # common=True is the comparison on the shared items only
+    con.register("shared", table.filter(pc.invert(pc.is_in(table["item"], pa.array([3, n - 1])))))
+    reference = embsql.compare(con, "shared", "g", "v", "model", "item", replicates=100).to_dicts()[0]
+    for key in ("estimate_a", "estimate_b", "difference", "se", "ci_low", "ci_high"):
+        assert got_py[key] == pytest.approx(reference[key], rel=1e-12), key
+
+
+def test_compare_item_in_different_groups_is_an_error(con):
+    table, labels, *_ = two_models(seed=16)
+    moved = table.to_pylist()
+    for row in moved:
+        if row["model"] == "B" and row["item"] == 7:
+            assert row["g"] != labels[0]
+            row["g"] = labels[0]
+    con.register("t", pa.Table.from_pylist(moved))
+    message = (f"item 7 is in group '{labels[7]}' for one model and '{labels[0]}' for model 'B'; "
+               "the groups must be the same for every model")
+    with pytest.raises(embsql.InputError, match=f"^{message}$"):
+        embsql.compare(con, "t", "g", "v", "model", "item")
+    with pytest.raises(embsql.InputError, match=f"^{message}$"):
+        embsql.compare(con, "t", "g", "v", "model", "item", common=True)
+    assert sql_error(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item')") \
+        == "embsql: " + message.replace("item 7", "item '7'")
+
+
+def test_compare_duplicate_item_and_single_model(con):
+    table, *_ = two_models(seed=17)
+    con.register("dup", pa.concat_tables([table, table.slice(0, 1)]))
+    with pytest.raises(embsql.InputError, match=r"^model 'A' has item 0 more than once$"):
+        embsql.compare(con, "dup", "g", "v", "model", "item")
+    assert sql_error(con, "SELECT * FROM emb_compare('dup', 'g', 'v', 'model', 'item')") \
+        == "embsql: model 'A' has item '0' more than once"
+    con.register("single", table.filter(pc.equal(table["model"], "A")))
+    with pytest.raises(embsql.InputError, match=r"^model column 'model' has 1 model\(s\); a comparison needs at least two$"):
+        embsql.compare(con, "single", "g", "v", "model", "item")
+    assert sql_error(con, "SELECT * FROM emb_compare('single', 'g', 'v', 'model', 'item')") \
+        == "embsql: the model column has 1 model(s); a comparison needs at least two"
+
+
+# ----------------------------------------------------------------------------------------------
+# 10. bad input
+
+STAT_MESSAGE = "stat must be one of r2, f, v, w_bar, icc, not 'mean'"
+
+
+@pytest.fixture
+def pair(con):
+    table, *_ = two_models(seed=18)
+    con.register("pair", table)
+    return con
+
+
+def test_unknown_stat(con, groups10, pair):
+    for call in (lambda: embsql.jackknife(con, "t", "g", "v", stat="mean"),
+                 lambda: embsql.bootstrap(con, "t", "g", "v", stat="mean"),
+                 lambda: embsql.compare(con, "pair", "g", "v", "model", "item", stat="mean")):
+        with pytest.raises(embsql.InputError, match=f"^{STAT_MESSAGE}$"):
+            call()
+    for query in ("SELECT * FROM emb_jackknife('t', 'g', 'v', stat := 'mean')",
+                  "SELECT * FROM emb_bootstrap('t', 'g', 'v', stat := 'mean')",
+                  "SELECT * FROM emb_compare('pair', 'g', 'v', 'model', 'item', stat := 'mean')"):
+        assert sql_error(con, query) == f"embsql: {STAT_MESSAGE}"
+
+
+@pytest.mark.parametrize("replicates", [1, 0, -3])
+def test_too_few_replicates(con, groups10, pair, replicates):
+    message = f"replicates must be a whole number of at least 2, not {replicates}"
+    with pytest.raises(embsql.InputError, match=f"^{message}$"):
+        embsql.bootstrap(con, "t", "g", "v", replicates=replicates)
+    with pytest.raises(embsql.InputError, match=f"^{message}$"):
+        embsql.compare(con, "pair", "g", "v", "model", "item", replicates=replicates)
+    assert sql_error(con, f"SELECT * FROM emb_bootstrap('t', 'g', 'v', replicates := {replicates})") \
+        == f"embsql: {message}"
+    assert sql_error(con, f"SELECT * FROM emb_compare('pair', 'g', 'v', 'model', 'item', replicates := {replicates})") \
+        == f"embsql: {message}"
+
+
+def test_replicates_not_whole(con, groups10):
+    with pytest.raises(embsql.InputError, match=r"^replicates must be a whole number of at least 2, not 2\.5$"):
+        embsql.bootstrap(con, "t", "g", "v", replicates=2.5)
+
+
+@pytest.mark.parametrize("level", [0, 1, -0.1, 1.5])
+def test_level_outside_unit_interval(con, groups10, pair, level):
+    with pytest.raises(embsql.InputError, match=f"^level must be between 0 and 1, not {level}$"):
+        embsql.bootstrap(con, "t", "g", "v", level=level)
+    with pytest.raises(embsql.InputError, match=f"^level must be between 0 and 1, not {level}$"):
+        embsql.compare(con, "pair", "g", "v", "model", "item", level=level)
+    for query in (f"SELECT * FROM emb_bootstrap('t', 'g', 'v', level := {level})",
+                  f"SELECT * FROM emb_compare('pair', 'g', 'v', 'model', 'item', level := {level})"):
+        assert sql_error(con, query) == f"embsql: level must be between 0 and 1, not {float(level)}"
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_jackknife_needs_three_groups(con, groups):
+    x, labels = clustered(19, [5] * groups)
+    con.register("few", vectors_table(x, labels))
+    message = r"the cluster jackknife needs at least 3 groups \(each replicate keeps G - 1 >= 2\)"
+    with pytest.raises(embsql.DesignError, match=f"^{message}$"):
+        embsql.jackknife(con, "few", "g", "v")
+    assert sql_error(con, "SELECT * FROM emb_jackknife('few', 'g', 'v')") == "embsql: " + message.replace("\\", "")
+
+
+def test_compare_needs_three_groups(con):
+    table, *_ = two_models(seed=20, groups=2)
+    con.register("few", table)
+    with pytest.raises(embsql.DesignError, match=r"^the paired jackknife needs at least 3 groups$"):
+        embsql.compare(con, "few", "g", "v", "model", "item")
+    assert sql_error(con, "SELECT * FROM emb_compare('few', 'g', 'v', 'model', 'item')") \
+        == "embsql: the paired jackknife needs at least 3 groups"
+
+
+def test_bootstrap_one_group_is_an_error(con):
+    x, _ = clustered(21, [12])
+    con.register("one", vectors_table(x, ["only"] * 12))
+    with pytest.raises(embsql.InputError):
+        embsql.bootstrap(con, "one", "g", "v")
+    sql_error(con, "SELECT * FROM emb_bootstrap('one', 'g', 'v')")
+
+
+def test_bootstrap_undefined_replicates_are_an_error(con):
+    """F with every replicate made of copies of one group is undefined: an error, never a NaN."""
+    x, _ = clustered(22, [12])
+    con.register("one", vectors_table(x, ["only"] * 12))
+    message = "the cluster bootstrap needs at least 2 groups"
+    with pytest.raises(embsql.DesignError, match=f"^{message}$"):
+        embsql.bootstrap(con, "one", "g", "v", stat="f")
+    assert sql_error(con, "SELECT * FROM emb_bootstrap('one', 'g', 'v', stat := 'f')") == f"embsql: {message}"
+    # two singleton groups: n = G, so F is undefined in every replicate
+    con.register("two", vectors_table(x[:2], ["a", "b"]))
+    undefined = ("some bootstrap replicates leave the statistic undefined (too few groups, or a replicate with no "
+                 "within-group variation)")
+    with pytest.raises(embsql.DesignError, match="^" + undefined.replace("(", r"\(").replace(")", r"\)") + "$"):
+        embsql.bootstrap(con, "two", "g", "v", stat="f")
+
+
+def test_missing_columns(con, pair):
+    with pytest.raises(embsql.ColumnNotFoundError, match=r"^group column 'nope' not found in 'pair'"):
+        embsql.jackknife(con, "pair", "nope", "v")
+    with pytest.raises(embsql.ColumnNotFoundError, match=r"^by column 'nope' not found in 'pair'"):
+        embsql.bootstrap(con, "pair", "g", "v", by="nope")
+    assert sql_error(con, "SELECT * FROM emb_jackknife('pair', 'nope', 'v')") == 'embsql: group column "nope" not found in pair'
+    assert sql_error(con, "SELECT * FROM emb_compare('pair', 'g', 'v', 'model', 'nope')") \
+        == 'embsql: column "nope" not found in pair'
+
+
+def test_compare_missing_item_column_is_named_as_item(con, pair):
+    with pytest.raises(embsql.ColumnNotFoundError, match=r"^item column 'nope' not found in 'pair'"):
+        embsql.compare(con, "pair", "g", "v", "model", "nope")
