@@ -25,6 +25,8 @@ TIE_TOLERANCE = float(np.sqrt(np.finfo(float).eps))
 # count; the observed F is computed the same way, so ties stay ties).
 GRAM_BYTES = {np.float64: 1 << 30, np.float32: 1 << 31}
 BLOCK_ROWS = 2048             # rows per block when building a Gram matrix (bounds memory; see README)
+BATCH_PERMUTATIONS = 64       # permutations per matrix product when there are few groups
+FEW_GROUPS = 32
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,19 @@ class _CoordinateSums:
         # equal group sizes (paraphrase sets of 4, say): a reshape sums them much faster than
         # np.add.reduceat, whose cost is per segment
         self.size = int(sizes[0]) if np.all(sizes == sizes[0]) else None
+        self.codes, self.inverse_sizes = d.codes, 1.0 / sizes
+        if len(sizes) > FEW_GROUPS:
+            self.batch = None
+
+    def batch(self, perms: list) -> np.ndarray:
+        """Few groups: the group sums of many permutations as one matrix product (BLAS), with a
+        0/1 matrix whose row (b, g) marks the items that permutation b puts in group g."""
+        groups = len(self.inverse_sizes)
+        indicator = np.zeros((len(perms) * groups, self.n))
+        for b, perm in enumerate(perms):
+            indicator[b * groups + self.codes, perm] = 1.0   # item perm[i] takes the label of row i
+        sums = (indicator @ self.unit).reshape(len(perms), groups, -1)
+        return self.n - np.einsum("bgk,bgk->bg", sums, sums) @ self.inverse_sizes
 
     def __call__(self, perm: np.ndarray) -> float:
         rows = perm[self.order]
@@ -181,10 +196,14 @@ def gram(unit: np.ndarray, dtype=np.float64) -> np.ndarray:
 def _run(statistic_of: Callable[[np.ndarray], float], ss_t, d: Design, permutations, seed, progress, method):
     f_observed = float(pseudo_f(ss_t, statistic_of(np.arange(d.n)), d.n, d.groups))
     ss_w = np.empty(permutations)
-    for k, perm in enumerate(shuffles(d, permutations, seed)):
-        ss_w[k] = statistic_of(perm)
-        if progress is not None and (k + 1) % 50 == 0:
-            progress(k + 1, permutations)
+    batch = getattr(statistic_of, "batch", None)
+    step = BATCH_PERMUTATIONS if batch is not None else 1
+    stream = shuffles(d, permutations, seed)
+    for low in range(0, permutations, step):
+        perms = [next(stream) for _ in range(min(step, permutations - low))]
+        ss_w[low:low + len(perms)] = batch(perms) if batch is not None else [statistic_of(p) for p in perms]
+        if progress is not None and (low // step) % max(1, 50 // step) == 0:
+            progress(low + len(perms), permutations)
     if progress is not None:
         progress(permutations, permutations)
     return _result(f_observed, pseudo_f(ss_t, ss_w, d.n, d.groups), method)
