@@ -128,7 +128,26 @@ class _PairSums:
         self.i, self.j, self.w = np.concatenate(firsts), np.concatenate(seconds), np.concatenate(weights)
 
     def __call__(self, perm: np.ndarray) -> float:
-        return float(self.matrix[perm[self.i], perm[self.j]].astype(np.float64) @ self.w)
+        return float(self.batch([perm])[0])
+
+    def batch(self, perms: list) -> np.ndarray:
+        """Many permutations with one gather: fewer, larger numpy calls."""
+        stacked = np.stack(perms)
+        return self.matrix[stacked[:, self.i], stacked[:, self.j]] @ self.w.astype(self.matrix.dtype)
+
+
+class _GramWithin:
+    """SS_W from the Gram matrix: SS_W = n - sum_g ||s_g||^2 / n_g and, for unit vectors,
+    ||s_g||^2 = n_g + 2 sum_{i<j in g} z_i.z_j, so SS_W = n - G - 2 (pair sums)."""
+
+    def __init__(self, matrix: np.ndarray, d: Design):
+        self.pairs, self.constant = _PairSums(matrix, d), d.n - d.groups
+
+    def __call__(self, perm: np.ndarray) -> float:
+        return self.constant - 2.0 * self.pairs(perm)
+
+    def batch(self, perms: list) -> np.ndarray:
+        return self.constant - 2.0 * self.pairs.batch(perms).astype(np.float64)
 
 
 class _CoordinateSums:
@@ -238,9 +257,7 @@ def permanova_vectors(unit: np.ndarray, d: Design, *, permutations: int = 999, s
         dtype = gram_dtype(n)
         if dtype is None:
             raise InputError(f"method 'pairs' needs an n x n matrix, too large for n = {n}; use 'coordinates'")
-        pair_sums = _PairSums(gram(unit, dtype), d)
-        # SS_W = n - sum_g ||s_g||^2 / n_g, and ||s_g||^2 = n_g + 2 sum_{i<j in g} z_i.z_j
-        within = lambda perm: n - d.groups - 2.0 * pair_sums(perm)  # noqa: E731
+        within = _GramWithin(gram(unit, dtype), d)
     elif method == "coordinates":
         within = _CoordinateSums(unit, d)
     else:
