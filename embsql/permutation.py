@@ -23,7 +23,11 @@ TIE_TOLERANCE = float(np.sqrt(np.finfo(float).eps))
 # The pairs method keeps an n x n Gram matrix: float64 up to 1 GB, float32 up to 2 GB (then
 # each permuted F carries a relative error near 1e-7, far below any difference that decides a
 # count; the observed F is computed the same way, so ties stay ties).
+# Past F64_GRAM_MAX_N items float32 is used anyway: it halves the time to build the matrix and
+# the memory each permutation reads, and with thousands of items a permutation that ties the
+# observed grouping exactly (where float32 rounding could matter) has a negligible chance.
 GRAM_BYTES = {np.float64: 1 << 30, np.float32: 1 << 31}
+F64_GRAM_MAX_N = 2000
 BLOCK_ROWS = 2048             # rows per block when building a Gram matrix (bounds memory; see README)
 BATCH_PERMUTATIONS = 64       # permutations per matrix product when there are few groups
 FEW_GROUPS = 32
@@ -133,7 +137,8 @@ class _PairSums:
     def batch(self, perms: list) -> np.ndarray:
         """Many permutations with one gather: fewer, larger numpy calls."""
         stacked = np.stack(perms)
-        return self.matrix[stacked[:, self.i], stacked[:, self.j]] @ self.w.astype(self.matrix.dtype)
+        # accumulate in float64 whatever the matrix holds
+        return self.matrix[stacked[:, self.i], stacked[:, self.j]].astype(np.float64) @ self.w
 
 
 class _GramWithin:
@@ -230,7 +235,8 @@ def _run(statistic_of: Callable[[np.ndarray], float], ss_t, d: Design, permutati
 
 def gram_dtype(n: int):
     """The most precise float type whose n x n Gram matrix fits its budget, or None."""
-    return next((t for t, budget in GRAM_BYTES.items() if n * n * np.dtype(t).itemsize <= budget), None)
+    return next((t for t, budget in GRAM_BYTES.items() if n * n * np.dtype(t).itemsize <= budget
+                 and (t is not np.float64 or n <= F64_GRAM_MAX_N)), None)
 
 
 def choose_method(n: int, dim: int, codes: np.ndarray) -> str:
