@@ -1,7 +1,25 @@
-"""Builders of small Arrow tables for the tests."""
+"""Builders of small Arrow tables for the tests, and helpers to read SQL results and errors."""
 
+import duckdb
 import numpy as np
 import pyarrow as pa
+import pytest
+
+
+def sql_rows(con, query):
+    return con.sql(query).to_arrow_table().to_pylist()
+
+
+def sql_error(con, query, *, prefixed=True):
+    """The error ``query`` raises: from 'embsql:' on (its first line when ``prefixed``, which also
+    requires the prefix), or the whole DuckDB message when there is no such prefix."""
+    with pytest.raises(duckdb.Error) as info:
+        con.sql(query).fetchall()
+    message = str(info.value)
+    if prefixed:
+        assert "embsql:" in message, message
+        return message[message.index("embsql:"):].splitlines()[0]
+    return message[message.index("embsql:"):] if "embsql:" in message else message
 
 
 def vectors_table(vectors: np.ndarray, labels, *, fixed: bool = False, dtype=pa.float64(), **extra) -> pa.Table:

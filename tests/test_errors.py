@@ -11,6 +11,8 @@ import pytest
 
 import embsql
 
+import helpers
+
 GOOD = [[1.0, 0.0], [0.8, 0.6], [0.0, 1.0], [-0.6, 0.8]]
 
 
@@ -20,10 +22,7 @@ def table(vectors, groups=("A", "A", "B", "B"), **extra):
 
 
 def sql_error(con, query):
-    with pytest.raises(duckdb.Error) as info:
-        con.sql(query).fetchall()
-    message = str(info.value)
-    return message[message.index("embsql:"):] if "embsql:" in message else message
+    return helpers.sql_error(con, query, prefixed=False)
 
 
 BAD_VECTORS = [

@@ -19,6 +19,7 @@ import pytest
 
 from embsql.resources import sql_entry_file
 
+import helpers
 from helpers import vectors_table
 
 PINGOUIN = Path(__file__).parent / "reference" / "pingouin"
@@ -31,10 +32,7 @@ def icc_rows(con, query):
 
 
 def sql_error(con, query):
-    with pytest.raises(duckdb.Error) as info:
-        con.sql(query).fetchall()
-    message = str(info.value)
-    return message[message.index("embsql:"):] if "embsql:" in message else message
+    return helpers.sql_error(con, query, prefixed=False)
 
 
 def duckdb_cli() -> str:

@@ -17,7 +17,7 @@ import pytest
 import embsql
 from embsql.resampling import bootstrap_weights
 
-from helpers import vectors_table
+from helpers import sql_error, sql_rows, vectors_table
 
 STATS = ("r2", "f", "v", "w_bar", "icc")
 
@@ -73,16 +73,8 @@ def resample_by_hand(table: pa.Table, weights_row) -> pa.Table:
     return pa.concat_tables(parts)
 
 
-def sql_rows(con, query):
-    return con.sql(query).to_arrow_table().to_pylist()
 
 
-def sql_error(con, query):
-    with pytest.raises(duckdb.Error) as info:
-        con.sql(query).fetchall()
-    message = str(info.value)
-    assert "embsql:" in message, message
-    return message[message.index("embsql:"):].splitlines()[0]
 
 
 @pytest.fixture
