@@ -171,20 +171,6 @@ def python_anova(con, table: str) -> dict:
     return embsql.anova(con, table, "g", "v").to_dicts()[0]
 
 
-def sql_build_seconds(con, table: str, d: int) -> float | None:
-    """Informational: the part of embsql.anova spent building and rendering its SQL with sqlglot
-    (fixed per call for a given d, independent of n).  Uses embsql internals; None if they moved."""
-    try:
-        from embsql.sources import resolve
-        from embsql.sufficient import group_sums_query
-    except ImportError:
-        return None
-    source = resolve(con, table)
-    t0 = time.perf_counter()
-    group_sums_query(source, "g", "v", None, d).sql("duckdb")
-    return time.perf_counter() - t0
-
-
 def decomposition(counts: np.ndarray, sums: np.ndarray) -> dict:
     """SS_T, SS_W, SS_B, R2, F from n_g and s_g (sum of unit vectors per group), in float64."""
     counts = counts.astype(np.float64)
@@ -355,10 +341,6 @@ def main(argv=None) -> int:
         t_sql, r_sql, _ = best_of("embsql pure SQL macros", lambda: sql_macro_anova(con, "emb"), args.repeats)
         embsql.register(con)  # the same connection, now with everything embsql registers
         t_py, r_py, _ = best_of("embsql python path", lambda: python_anova(con, "emb"), args.repeats)
-        t_build = sql_build_seconds(con, "emb", args.d)
-        if t_build is not None:
-            print(f"      (of which building the {args.d}-column SQL with sqlglot: {t_build:.3f} s, independent of n)",
-                  flush=True)
         print("  agreement:", flush=True)
         ok_main = check({"embsql python path": r_py, "embsql pure SQL macros": r_sql, "numpy (in-memory)": r_np})
         del x, labels
@@ -453,10 +435,6 @@ def run_skbio(con, args, small_groups: int, version: str) -> dict:
     t_np, r_np, _ = best_of("numpy (in-memory)", lambda: numpy_anova(labels, x), args.repeats)
     t_sql, r_sql, _ = best_of("embsql pure SQL macros", lambda: sql_macro_anova(con, "emb_small"), args.repeats)
     t_py, r_py, _ = best_of("embsql python path", lambda: python_anova(con, "emb_small"), args.repeats)
-    t_build = sql_build_seconds(con, "emb_small", args.d)
-    if t_build is not None:
-        print(f"      (of which building the {args.d}-column SQL with sqlglot: {t_build:.3f} s, independent of n)",
-              flush=True)
     print("  agreement:", flush=True)
     ok = check({"embsql python path": r_py, "embsql pure SQL macros": r_sql, "numpy (in-memory)": r_np,
                 "skbio permanova": r_sk}, keys=CHECKED)

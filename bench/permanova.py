@@ -16,9 +16,7 @@ pseudo-F must equal embsql's; the ratio printed is tool time / embsql time.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile

@@ -4,8 +4,6 @@ Python raises embsql's own classes; the SQL macros raise DuckDB errors whose mes
 with "embsql:" (embsql.run_sql turns those into embsql.SqlInputError).
 """
 
-import duckdb
-import numpy as np
 import pyarrow as pa
 import pytest
 

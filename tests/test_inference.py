@@ -20,7 +20,6 @@ import warnings
 from fractions import Fraction
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest

@@ -8,7 +8,6 @@ the drawn groups copied as new groups (bootstrap), and ICC(1) from its textbook 
 
 from __future__ import annotations
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
