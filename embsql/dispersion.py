@@ -34,14 +34,20 @@ def centroid_distances(unit: np.ndarray, codes: np.ndarray) -> np.ndarray:
 
 
 def anova_f(values: np.ndarray, codes: np.ndarray, groups: int) -> float:
-    """One-way ANOVA F of scalar ``values`` by ``codes`` (inf when there is no within variance)."""
+    """One-way ANOVA F of scalar ``values`` by ``codes`` (inf when there is no within variance).
+
+    When every value is the same (to rounding), no grouping can differ: F = 0, so p = 1, never a
+    0/0 NaN (which no permuted F would reach, giving a spurious p = 1/(B+1)).
+    """
     n = len(values)
+    if np.ptp(values) <= 1e-12 * max(1.0, float(np.max(np.abs(values)))):
+        return 0.0
     sizes = np.bincount(codes, minlength=groups)
     means = np.bincount(codes, weights=values, minlength=groups) / sizes
     between = float(sizes @ (means - values.mean()) ** 2)
     within = float(np.sum((values - means[codes]) ** 2))
     if within <= 0:
-        return np.inf if between > 0 else np.nan
+        return np.inf if between > 0 else 0.0
     return (between / (groups - 1)) / (within / (n - groups))
 
 

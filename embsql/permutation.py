@@ -107,6 +107,8 @@ def pseudo_f(ss_t: float, ss_w, n: int, groups: int):
 
 
 def _count(f_observed: float, f_permuted: np.ndarray) -> int:
+    if np.isinf(f_observed):      # SS_W = 0: only another perfect separation ties it
+        return int(np.sum(np.isinf(f_permuted)))
     return int(np.sum(f_permuted >= f_observed - TIE_TOLERANCE * max(1.0, abs(f_observed))))
 
 

@@ -763,3 +763,30 @@ def test_permanova_does_not_warn_for_equal_spread(con):
         embsql.permanova(con, "spread", "g", "v", permutations=199)
         spread_table(con, 0.1, 1.5)
         embsql.permanova(con, "spread", "g", "v", permutations=199, check_dispersion=False)
+
+
+def test_dispersion_with_equal_spreads_is_not_significant(con):
+    """The source's Example 1: every item lies sqrt(0.1) from its group centroid, so no grouping
+    can differ in spread: F = 0 and p = 1, and permanova does not warn (a 0/0 NaN F would give
+    the smallest p and a spurious warning)."""
+    con.execute("CREATE TABLE ex AS SELECT * FROM (VALUES ('A', [1.0, 0.0]), ('A', [0.8, 0.6]), "
+                "('B', [0.0, 1.0]), ('B', [-0.6, 0.8])) t(g, v)")
+    tests, groups = embsql.dispersion(con, "ex", "g", "v", permutations=99)
+    assert (tests.f, tests.p_value) == (0.0, 1.0)
+    assert groups.column("mean_distance") == pytest.approx([0.1 ** 0.5] * 2, rel=1e-12)
+    assert sql_rows(con, "SELECT f, p_value FROM emb_dispersion('ex', 'g', 'v', permutations := 99)") == \
+        [{"f": 0.0, "p_value": 1.0}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        embsql.permanova(con, "ex", "g", "v", permutations=99)
+
+
+def test_perfect_separation_counts_only_perfect_permutations():
+    """SS_W = 0 makes F infinite; a permuted F ties it only by separating perfectly too.
+    6 items, 3 groups of 2 identical vectors: 1 of the 15 partitions separates, so p = 1/15
+    (Monte Carlo, 9,999 permutations: SE 0.0025; the bound is 5 SE)."""
+    from embsql.permutation import design, permanova_vectors
+    z = np.array([[1, 0], [1, 0], [0, 1], [0, 1], [-1, 0], [-1, 0.0]])
+    test = permanova_vectors(z, design(np.array([0, 0, 1, 1, 2, 2])), permutations=9999, seed=3)
+    assert test.statistic == np.inf
+    assert abs(test.p_value - 1 / 15) < 5 * np.sqrt((1 / 15) * (14 / 15) / 9999)
