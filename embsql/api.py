@@ -46,7 +46,8 @@ def groups(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str,
 def anova_dist(con: duckdb.DuckDBPyConnection, distances: str, labels: str, group: str, *,
                i: str = "i", j: str = "j", d: str = "d", id: str = "id") -> ResultTable:
     """The decomposition from a distance table (i, j, d) and a labels table (id, group)."""
-    register(con)
+    if not con.sql("SELECT 1 FROM duckdb_functions() WHERE function_name = 'emb_anova_dist'").fetchall():
+        register(con)  # a plain connection: the macro is needed; re-running the SQL file each call is not
     for name in (distances, labels):
         resolve(con, name)
     call = exp.func("emb_anova_dist", *(exp.Literal.string(s) for s in (distances, labels, group)),

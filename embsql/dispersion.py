@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .permutation import Design, PermutationTest, _check_permutations, _result, shuffles
+from .sufficient import GroupSums
 
 
 @dataclass(frozen=True)
@@ -26,10 +27,8 @@ class Dispersion:
 
 def centroid_distances(unit: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """||z_i - mu_g(i)|| for every row."""
-    sizes = np.bincount(codes)
-    sums = np.zeros((len(sizes), unit.shape[1]))
-    np.add.at(sums, codes, unit)
-    residual = unit - (sums / sizes[:, None])[codes]
+    sums = GroupSums.from_rows(codes, unit)   # labels are the codes 0..G-1, so rows come back in code order
+    residual = unit - (sums.sums / sums.counts[:, None])[codes]
     return np.sqrt(np.einsum("ij,ij->i", residual, residual))
 
 
