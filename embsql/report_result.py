@@ -1,0 +1,76 @@
+"""What a report returns: a summary table per model and named sections, each with its caution.
+
+Every table is a ResultTable whose first column is ``model`` (the value of the ``by`` column,
+or None when the report has no ``by``), so renderers and plots find the same columns in every
+report.  Rendering (text, Markdown, JSON, HTML) lives in embsql.render and plots in
+embsql.plots; this module only holds the data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .results import ResultTable
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of a report: a table of figures and what they can and cannot say (SPEC S27)."""
+
+    name: str          # stable key: decomposition, groups, jackknife, bootstrap, permanova, dispersion, compare, ...
+    title: str         # heading for people
+    table: ResultTable
+    caution: str       # plain words: what the figure supports and what it does not
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """A finished report.  ``meta`` records what was run: source, columns, seed, versions, the SQL."""
+
+    title: str
+    summary: ResultTable
+    sections: tuple[Section, ...]
+    meta: dict = field(default_factory=dict)
+
+    def section(self, name: str) -> Section:
+        for section in self.sections:
+            if section.name == name:
+                return section
+        raise KeyError(f"this report has no section {name!r}; it has: {', '.join(s.name for s in self.sections)}")
+
+    def __getitem__(self, name: str) -> ResultTable:
+        return self.section(name).table
+
+    def __str__(self) -> str:
+        from .render import to_text
+
+        return to_text(self)
+
+    def __repr__(self) -> str:
+        return self.__str__()
+
+    def _repr_html_(self) -> str:
+        from .render import to_html
+
+        return to_html(self, standalone=False)
+
+    def to_json(self) -> str:
+        from .render import to_json
+
+        return to_json(self)
+
+    def to_markdown(self) -> str:
+        from .render import to_markdown
+
+        return to_markdown(self)
+
+    def to_html(self, plots: bool = True) -> str:
+        from .render import to_html
+
+        return to_html(self, plots=plots)
+
+    def plot(self):
+        """Figures of the report (needs the ``plot`` extra: matplotlib); returns a list of Figures."""
+        from .plots import plot_report
+
+        return plot_report(self)
