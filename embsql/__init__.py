@@ -15,11 +15,14 @@ from .errors import (BadLabelError, BadVectorError, ColumnNotFoundError, ColumnT
                      DistanceTableError, EmbsqlError, InputError, SourceNotFoundError, SqlInputError)
 from .registration import connect, register
 from .results import ResultTable
+from .report import Report, report, run_on
+from .report_result import ReportResult, Section
 
 __version__ = "0.1.0"
 
 __all__ = [
     "anova", "anova_dist", "groups", "run_sql", "permanova", "dispersion", "jackknife", "bootstrap", "compare", "connect", "register", "ResultTable",
+    "report", "Report", "run_on", "ReportResult", "Section",
     "EmbsqlError", "InputError", "SourceNotFoundError", "ColumnNotFoundError", "ColumnTypeError",
     "BadVectorError", "BadLabelError", "DesignError", "DistanceTableError", "SqlInputError",
 ]

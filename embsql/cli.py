@@ -1,20 +1,128 @@
-"""The embsql command line (thin: parse, call the public API, render).
+"""The embsql command line (thin: parse, build a Report, run or print it, render).
 
-Exit codes: 0 ok; 2 bad input or arguments (one line on stderr, no traceback unless --debug).
+Exit codes: 0 ok; 1 a finding the user asked to fail on (--fail-if-dispersion, --min-r2);
+2 bad input or arguments (one line on stderr, no traceback unless --debug).
+NO_COLOR is honoured (rich reads it).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from pathlib import Path
 
-from .errors import EmbsqlError
+from sqlglot import exp
+
+from .errors import EmbsqlError, InputError
+
+EXIT_OK, EXIT_FINDING, EXIT_INPUT = 0, 1, 2
+FORMATS = ("table", "json", "markdown", "html")
+
+REPORT_EXAMPLE = """example:
+  embsql report examples/embeddings.parquet --vector embedding --group topic --by model
+  embsql report data.duckdb:emb --vector v --group topic --permutations 999 --format html --out report.html
+  embsql report --config report.toml --format json"""
+SQL_EXAMPLE = """example:
+  embsql sql examples/embeddings.parquet --vector embedding --group topic --by model --dialect spark --table emb"""
+DEMO_EXAMPLE = """example:
+  embsql demo
+  embsql demo --out demo.html"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit code 2 (argparse prints the usage too)."""
+
+    def error(self, message):
+        self.exit(EXIT_INPUT, f"embsql: error: {message} (see {self.prog} --help)\n")
+
+
+def _open(data: str | None):
+    """DATA is a Parquet/CSV file, or FILE.duckdb:TABLE; returns (connection, source name).
+
+    A DuckDB file is attached read-only to an in-memory connection (the macros live there), under
+    the file's stem, so the source is stem.table."""
+    from .registration import connect
+
+    con = connect()
+    if data is None:
+        return con, None
+    path, _, table = data.rpartition(":")
+    if Path(path).suffix in (".duckdb", ".db") and table:
+        if not Path(path).exists():
+            raise InputError(f"DuckDB file {path!r} does not exist")
+        alias = re.sub(r"\W", "_", Path(path).stem) or "data"
+        con.execute(f"ATTACH {exp.Literal.string(path).sql('duckdb')} AS {exp.to_identifier(alias, quoted=True).sql('duckdb')}"
+                    " (READ_ONLY)")
+        return con, f"{alias}.{table}"
+    if not Path(data).exists():
+        raise InputError(f"data file {data!r} does not exist")
+    return con, data
+
+
+def _build(args):
+    from .report import Report
+
+    con, source = _open(args.data)
+    settings = {"source": source, "vector": args.vector, "group": args.group, "by": args.by,
+                "permutations": args.permutations, "seed": args.seed, "replicates": args.replicates,
+                "sections": tuple(args.sections.split(",")) if args.sections else None, "table": args.table}
+    if args.config:
+        report = Report.from_file(args.config).replace(**settings)
+    else:
+        missing = [f"--{name}" for name in ("vector", "group") if getattr(args, name) is None]
+        if source is None:
+            missing.insert(0, "DATA")
+        if missing:
+            raise InputError(f"missing {', '.join(missing)} (or give --config FILE)")
+        report = Report(**{k: v for k, v in settings.items() if v is not None})
+    return con, report
+
+
+def _report(args) -> int:
+    con, report = _build(args)
+    from . import render
+    result = report.run(con, progress=False if args.no_progress else None)
+    text = {"table": render.to_text, "json": render.to_json, "markdown": render.to_markdown,
+            "html": render.to_html}[args.format](result)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return _findings(args, result)
+
+
+def _findings(args, result) -> int:
+    failed = []
+    for row in result.summary.to_dicts():
+        model = "" if row["model"] is None else f" ({row['model']})"
+        if args.min_r2 is not None and row["r2"] < args.min_r2:
+            failed.append(f"R² = {row['r2']:.4g} is below --min-r2 {args.min_r2}{model}")
+        if args.fail_if_dispersion and row["dispersion_p"] is not None and row["dispersion_p"] <= args.alpha:
+            failed.append(f"the dispersion test is significant, p = {row['dispersion_p']:.4g} <= {args.alpha}{model}")
+    if args.fail_if_dispersion and "dispersion" not in result.meta.get("sections", []):
+        raise InputError("--fail-if-dispersion needs the dispersion test: give --permutations N")
+    for line in failed:
+        print(f"embsql: finding: {line}", file=sys.stderr)
+    return EXIT_FINDING if failed else EXIT_OK
+
+
+def _sql(args) -> int:
+    con, report = _build(args)
+    sys.stdout.write(report.sql(args.dialect, con=con))
+    return EXIT_OK
 
 
 def _demo(args) -> int:
-    from .demo import run_demo
+    from .demo import demo_report, run_demo
     from .registration import connect
 
+    if args.out:
+        from .render import to_html
+
+        Path(args.out).write_text(to_html(demo_report(seeds=args.seeds, seed=args.seed)), encoding="utf-8")
+        print(f"wrote {args.out}")
+        return EXIT_OK
     table = run_demo(connect(), seeds=args.seeds, seed=args.seed)
     print(f"The source's experiment (SPEC S8): mean over {args.seeds} seeds of 80 unit vectors in 50-d, 20 groups of 4")
     print(f"{'experiment':24} {'param':>6} {'V':>7} {'R2':>7} {'R2_null':>8} {'F':>7}")
@@ -23,17 +131,65 @@ def _demo(args) -> int:
               f"{row['r2_null']:>8.3f} {row['f']:>7.2f}")
     print("V falls with a common direction while R2 stays; shrinking within groups moves R2, not V;\n"
           "the exact lift (a similarity) scales V by lambda and leaves R2 unchanged.")
-    return 0
+    return EXIT_OK
+
+
+def _report_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("data", nargs="?", metavar="DATA",
+                        help="a Parquet or CSV file, or FILE.duckdb:TABLE (optional with --config)")
+    parser.add_argument("--vector", help="the vector column (FLOAT[] or DOUBLE[])")
+    parser.add_argument("--group", help="the group column")
+    parser.add_argument("--by", help="the model column: one set of figures per value")
+    parser.add_argument("--config", metavar="FILE", help="a TOML file with a [report] table; flags override it")
+    parser.add_argument("--sections", help="comma-separated: decomposition,groups,jackknife,bootstrap,compare,"
+                                           "permanova,dispersion (default: the first five, plus the tests with "
+                                           "--permutations)")
+    parser.add_argument("--permutations", type=int, help="permutations for PERMANOVA and the dispersion test "
+                                                         "(default 0: no tests)")
+    parser.add_argument("--seed", type=int, help="random seed (default 42)")
+    parser.add_argument("--replicates", type=int, help="bootstrap replicates (default 2000)")
+    parser.add_argument("--table", help="the source's table name on another engine (for --dialect)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="embsql", description="Statistics of embedding tables, in DuckDB.")
+    parser = _Parser(prog="embsql", description="Statistics of embedding tables that are comparable across models.",
+                     epilog="exit codes: 0 ok, 1 a finding you asked to fail on, 2 bad input",
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    report = commands.add_parser("report", help="run a report on a file and print it",
+                                 description="Run a report: decomposition, per-group spread, jackknife and bootstrap "
+                                             "intervals, paired model comparison, and (with --permutations) "
+                                             "PERMANOVA and the dispersion test.",
+                                 epilog=REPORT_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _report_arguments(report)
+    report.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
+    report.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
+    report.add_argument("--min-r2", type=float, help="exit 1 if any model's R² is below this")
+    report.add_argument("--fail-if-dispersion", action="store_true",
+                        help="exit 1 if a dispersion test is significant at --alpha (needs --permutations)")
+    report.add_argument("--alpha", type=float, default=0.05, help="significance level for --fail-if-dispersion")
+    report.add_argument("--no-progress", action="store_true", help="no progress bar")
+    report.set_defaults(run=_report)
+
+    sql = commands.add_parser("sql", help="print the SQL a report runs, for any engine",
+                              description="Print the stage-1 SQL of a report (the aggregate that runs on the engine) "
+                                          "instead of running it.",
+                              epilog=SQL_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _report_arguments(sql)
+    from .report import DIALECTS
+
+    sql.add_argument("--dialect", choices=DIALECTS, default="duckdb", help="SQL dialect (default duckdb)")
+    sql.set_defaults(run=_sql)
+
     demo = commands.add_parser("demo", help="reproduce the source's experiment on an embedded DuckDB",
-                               description="Reproduce the source's experiment (SPEC S8).  Example: embsql demo --seeds 20")
+                               description="Reproduce the source's experiment (SPEC S8): a common direction makes "
+                                           "V fall while R² stays; shrinking groups moves R², not V.",
+                               epilog=DEMO_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     demo.add_argument("--seeds", type=int, default=20, help="number of random configurations to average (default 20)")
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    demo.add_argument("--out", metavar="FILE", help="write the demo as an HTML report to FILE")
     demo.set_defaults(run=_demo)
     return parser
 
@@ -46,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         print(f"embsql: error: {error}", file=sys.stderr)
-        return 2
+        return EXIT_INPUT
 
 
 if __name__ == "__main__":

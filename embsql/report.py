@@ -1,0 +1,405 @@
+"""The report builder: describe a report once, then print its SQL (any dialect) or run it.
+
+A report is stage 1 (embsql.stage1: a probe of the vector lengths and the group-sums aggregate,
+both sqlglot ASTs, so the same query is written for DuckDB, Spark, Postgres, Trino, BigQuery or
+Snowflake) followed by stage 2 in Python on the O(G * d) sums, the same code whatever engine ran
+stage 1: the decomposition (embsql.decomposition), the cluster jackknife and bootstrap and the
+paired model comparison (embsql.resampling).  The permutation and dispersion tests need the rows
+themselves, so those two sections run on DuckDB only (embsql.inference).
+
+>>> import embsql
+>>> r = embsql.report("emb.parquet", vector="embedding", group="topic", by="model")  # doctest: +SKIP
+>>> print(r.sql(dialect="spark"))                                                     # doctest: +SKIP
+>>> result = r.run()                                                                  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import sqlglot
+from sqlglot import ErrorLevel, exp
+from sqlglot.errors import SqlglotError
+
+from . import cautions, decomposition, resampling, stage1
+from .api import run_sql
+from .errors import ColumnNotFoundError, DesignError, InputError
+from .report_result import ReportResult, Section
+from .results import ResultTable
+from .sources import is_file, resolve, source_expression
+from .sufficient import GroupSums
+from .uncertainty import _canonical
+
+DEFAULT_SECTIONS = ("decomposition", "groups", "jackknife", "bootstrap", "compare")
+ROW_SECTIONS = ("permanova", "dispersion")     # need the rows: DuckDB only
+SECTIONS = DEFAULT_SECTIONS + ROW_SECTIONS + ("retrieval",)
+DIALECTS = ("duckdb", "spark", "postgres", "trino", "bigquery", "snowflake")
+SUMMARY_COLUMNS = ("model", "n", "groups", "r2", "r2_se", "r2_ci_low", "r2_ci_high", "f", "p_value", "v", "w_bar",
+                   "dispersion_p")
+JACKKNIFE_STATS = ("r2", "f", "w_bar")
+
+
+@dataclass(frozen=True)
+class Report:
+    """What to compute, on which table.  Build with embsql.report(...) or Report.from_file(path)."""
+
+    source: str
+    vector: str
+    group: str
+    by: str | None = None
+    sections: tuple[str, ...] = ()
+    permutations: int = 0
+    seed: int = 42
+    replicates: int = 2000
+    level: float = 0.95
+    queries: str | None = None
+    docs: str | None = None
+    retrieval: dict = field(default_factory=dict)
+    title: str | None = None
+    table: str | None = None
+    where: str | None = None
+
+    def __post_init__(self):
+        for name in ("source", "vector", "group"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise InputError(f"report: {name} must be a non-empty string, not {getattr(self, name)!r}")
+        object.__setattr__(self, "sections", tuple(self.sections))
+        unknown = [s for s in self.sections if s not in SECTIONS]
+        if unknown:
+            raise InputError(f"report: unknown section {unknown[0]!r}; the sections are: {', '.join(SECTIONS)}")
+        for name in ("permutations", "seed", "replicates"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise InputError(f"report: {name} must be a non-negative integer, not {value!r}")
+        if not 0 < self.level < 1:
+            raise InputError(f"report: level must be between 0 and 1, not {self.level!r}")
+        if self.by is not None and self.by == self.group:
+            raise InputError(f"report: by column {self.by!r} is the group column; pass a different column (e.g. the model)")
+        if self.where is not None:
+            self.condition()  # parse now: a bad filter is an error before anything runs
+        if (self.queries is None) != (self.docs is None):
+            raise InputError("report: the retrieval layers need both queries and docs")
+
+    # -- description ------------------------------------------------------------------------
+    @classmethod
+    def from_mapping(cls, values: dict) -> "Report":
+        """A report from a dict (the [report] table of a TOML file); unknown keys are errors."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise InputError(f"report: unknown setting {unknown[0]!r}; the settings are: {', '.join(sorted(names))}")
+        return cls(**values)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "Report":
+        """Read a report description from a TOML file with a [report] table."""
+        try:
+            import tomllib
+        except ModuleNotFoundError:  # Python 3.10
+            import tomli as tomllib
+        try:
+            with open(path, "rb") as f:
+                document = tomllib.load(f)
+        except FileNotFoundError:
+            raise InputError(f"report file {str(path)!r} does not exist") from None
+        except tomllib.TOMLDecodeError as error:
+            raise InputError(f"report file {str(path)!r} is not valid TOML: {error}") from None
+        if "report" not in document:
+            raise InputError(f"report file {str(path)!r} has no [report] table")
+        return cls.from_mapping(document["report"])
+
+    def replace(self, **changes) -> "Report":
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    @property
+    def chosen_sections(self) -> tuple[str, ...]:
+        """The sections asked for, or the defaults (plus the tests when permutations > 0, plus
+        retrieval when query and document tables are given)."""
+        if self.sections:
+            return self.sections
+        chosen = DEFAULT_SECTIONS + (ROW_SECTIONS if self.permutations else ())
+        return chosen + (("retrieval",) if self.queries else ())
+
+    # -- SQL ----------------------------------------------------------------------------------
+    def _table(self, dialect: str) -> exp.Expression:
+        if dialect == "duckdb":  # table names the source on the other engines only
+            return source_expression(self.source)
+        if self.table:
+            return source_expression(self.table)
+        if is_file(self.source):
+            raise InputError(f"{self.source!r} is a file, which only DuckDB reads; name the table that holds it on "
+                             f"the {dialect} engine (table=..., or --table on the command line)")
+        return source_expression(self.source)
+
+    def condition(self) -> exp.Expression | None:
+        """The row filter, parsed as DuckDB SQL (an expression, never spliced as text)."""
+        if self.where is None:
+            return None
+        try:
+            parsed = sqlglot.parse_one(f"SELECT 1 WHERE {self.where}", read="duckdb")
+        except SqlglotError as error:
+            raise InputError(f"report: where {self.where!r} is not a SQL condition: {str(error).splitlines()[0]}") from None
+        if not isinstance(parsed, exp.Select) or parsed.args.get("where") is None or \
+                len(parsed.args) and any(parsed.args.get(k) for k in ("from", "group", "limit", "order")):
+            raise InputError(f"report: where {self.where!r} must be one condition, e.g. \"split = 'test'\"")
+        condition = parsed.args["where"].this
+        for identifier in condition.find_all(exp.Identifier):
+            identifier.set("quoted", True)  # names stay names in every dialect, as the other columns do
+        return condition
+
+    def _relation(self, dialect: str) -> exp.Expression:
+        """The rows the report reads: the source, filtered by ``where``."""
+        table = self._table(dialect)
+        condition = self.condition()
+        if condition is None:
+            return table
+        return exp.select("*").from_(table).where(condition.copy()).subquery("__emb_source", copy=False)
+
+    def _check_columns(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Every named column must exist in the source (checked before any query runs)."""
+        source = resolve(con, self.source)
+        source.vector_dimension(self.vector)
+        source.require(self.group, "group")
+        if self.by:
+            source.require(self.by, "by")
+        for column in (self.condition() or exp.null()).find_all(exp.Column):
+            source.require(column.name, "where")
+
+    def _rows_source(self, con: duckdb.DuckDBPyConnection) -> str:
+        """A name for the (filtered) rows, for the sections that read rows through embsql.inference."""
+        if self.where is None:
+            return self.source
+        view = "__emb_report_rows"
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {exp.to_identifier(view, quoted=True).sql('duckdb')} AS "
+                    f"{exp.select('*').from_(self._relation('duckdb')).sql('duckdb')}")
+        return view
+
+    def stage1_queries(self, dialect: str, dims: stage1.Dimensions | None) -> list[tuple[str, exp.Expression]]:
+        """(purpose, AST) of each stage-1 query; without ``dims`` the aggregate is left out."""
+        table = self._relation(dialect)
+        queries = [("probe: vector lengths per model", stage1.probe_query(table, self.vector, self.by))]
+        if dims is not None:
+            queries.append(("stage 1: n_g and coordinate sums of the unit vectors per (model, group)",
+                            stage1.group_sums_query(table, self.group, self.vector, dims, self.by)))
+        return queries
+
+    def sql(self, dialect: str = "duckdb", con: duckdb.DuckDBPyConnection | None = None,
+            dims: dict | int | None = None) -> str:
+        """The SQL this report runs for stage 1, written for ``dialect``.
+
+        The vector lengths come from ``dims`` ({model: d} or one d), or else from running the probe
+        on ``con`` (or on an in-memory DuckDB for a file source); names are checked the same way."""
+        if dialect not in DIALECTS:
+            raise InputError(f"dialect must be one of {', '.join(DIALECTS)}, not {dialect!r}")
+        if dims is None:
+            con = con or _file_connection(self.source)
+            self._check_columns(con)
+            probe = self.stage1_queries("duckdb", None)[0][1]
+            found = stage1.dimensions_from_probe(run_sql(con, probe.sql("duckdb")), self.vector, self.by)
+        else:
+            found = stage1.Dimensions(dims if isinstance(dims, dict) else {None: int(dims)})
+        parts = [f"-- {purpose}\n{write(tree, dialect)}" for purpose, tree in self.stage1_queries(dialect, found)]
+        return ";\n\n".join(parts) + ";\n"
+
+    # -- running ------------------------------------------------------------------------------
+    def run(self, con: duckdb.DuckDBPyConnection | None = None, *, progress: bool | None = None) -> ReportResult:
+        """Run on DuckDB (``con``, or an in-memory connection for a file source)."""
+        from .registration import connect
+
+        con = con or connect()
+        self._check_columns(con)
+        return self.run_stage1(lambda sql: run_sql(con, sql), "duckdb", con=con, progress=progress)
+
+    def run_stage1(self, fetch, dialect: str, *, con=None, progress=None) -> ReportResult:
+        """Run stage 1 through ``fetch(sql) -> Arrow`` on any engine, then stage 2 here."""
+        probe, = self.stage1_queries(dialect, None)
+        if con is None:  # another engine: check the names there before the probe runs
+            columns = fetch(write(exp.select("*").from_(self._table(dialect)).limit(0), dialect)).column_names
+            for column, role in ((self.vector, "vector"), (self.group, "group"), (self.by, "by")):
+                if column is not None and column not in columns:
+                    raise ColumnNotFoundError(f"{role} column {column!r} not found in {self.table or self.source!r} "
+                                              f"on {dialect}; its columns are: {', '.join(columns)}")
+        dims = stage1.dimensions_from_probe(fetch(write(probe[1], dialect)), self.vector, self.by)
+        _, aggregate = self.stage1_queries(dialect, dims)[1]
+        sql = write(aggregate, dialect)
+        result = fetch(sql)
+        parts = stage1.group_sums_from_result(result, self.group, self.vector, dims, self.by)
+        meta = {"source": self.source, "vector": self.vector, "group": self.group, "by": self.by,
+                "dialect": dialect, "sections": list(self.chosen_sections), "permutations": self.permutations,
+                "seed": self.seed, "replicates": self.replicates, "level": self.level,
+                "dimensions": {str(k): v for k, v in dims.by_value.items()},
+                "stage1_bytes": int(result.nbytes), "sql": sql, **_versions()}
+        return self.finish(parts, con=con, meta=meta, progress=progress)
+
+    def finish(self, parts: list[tuple[object, GroupSums]], *, con=None, meta=None, progress=None) -> ReportResult:
+        """Stage 2: every section from the per-model group sums (and, for the tests, the rows)."""
+        wanted = self.chosen_sections
+        if con is None and any(s in wanted for s in ROW_SECTIONS + ("retrieval",)):
+            row_only = next(s for s in wanted if s in ROW_SECTIONS + ("retrieval",))
+            raise InputError(f"the {row_only} section needs the rows themselves, which only the DuckDB path reads; "
+                             "run it on DuckDB, or leave it out (sections=...)")
+        meta = dict(meta or {})
+        notes = []
+        summary = {value: {"model": value} for value, _ in parts}
+        sections = []
+
+        decomposition_rows = []
+        for value, sums in parts:
+            row = decomposition.anova_row(sums, value)
+            decomposition_rows.append({"model": value, **row})
+            summary[value].update({k: row[k] for k in ("n", "groups", "r2", "f", "v", "w_bar")})
+        if "decomposition" in wanted:
+            sections.append(_section("decomposition", "Sum-of-squares decomposition", cautions.DECOMPOSITION,
+                                     ("model",) + decomposition.ANOVA_COLUMNS, decomposition_rows))
+        if "groups" in wanted:
+            rows = [{"model": value, **row} for value, sums in parts for row in decomposition.group_rows(sums)]
+            sections.append(_section("groups", "Per-group spread W̃_g", cautions.GROUPS,
+                                     ("model",) + decomposition.GROUP_COLUMNS, rows))
+        canonical = [(value, _canonical(sums)) for value, sums in parts]
+        if "jackknife" in wanted:
+            rows = []
+            for value, sums in canonical:
+                for stat in JACKKNIFE_STATS:
+                    result = resampling.jackknife(sums, stat)
+                    rows.append({"model": value, "stat": stat, "estimate": result.estimate, "se": result.se,
+                                 "groups": len(sums.counts)})
+                    if stat == "r2":
+                        summary[value]["r2_se"] = result.se
+            sections.append(_section("jackknife", "Cluster jackknife (leave one group out)", cautions.JACKKNIFE,
+                                     ("model", "stat", "estimate", "se", "groups"), rows))
+        if "bootstrap" in wanted:
+            rows = []
+            for value, sums in canonical:
+                result = resampling.bootstrap(sums, "r2", replicates=self.replicates, seed=self.seed, level=self.level)
+                rows.append({"model": value, "stat": "r2", "estimate": result.estimate, "se": result.se,
+                             "ci_low": result.ci_low, "ci_high": result.ci_high, "level": self.level,
+                             "replicates": self.replicates, "groups": len(sums.counts)})
+                summary[value].update(r2_ci_low=result.ci_low, r2_ci_high=result.ci_high)
+            sections.append(_section("bootstrap", "Cluster bootstrap of R²", cautions.BOOTSTRAP,
+                                     ("model", "stat", "estimate", "se", "ci_low", "ci_high", "level", "replicates",
+                                      "groups"), rows))
+        if "compare" in wanted and len(parts) >= 2:
+            rows, why_not = self._compare(canonical)
+            if why_not and "compare" in self.sections:
+                raise DesignError(why_not)
+            if why_not:
+                notes.append(f"no paired comparison: {why_not}")
+            else:
+                sections.append(_section("compare", "Paired comparison of R² across models", cautions.COMPARE,
+                                         ("model_a", "model_b", "estimate_a", "estimate_b", "difference", "se",
+                                          "ci_low", "ci_high", "items"), rows))
+        if "permanova" in wanted:
+            sections.append(self._permanova(con, summary, progress))
+        if "dispersion" in wanted:
+            sections.append(self._dispersion(con, summary, progress))
+        if "retrieval" in wanted:
+            sections.extend(self._retrieval(con))
+        if notes:
+            meta["notes"] = notes
+        title = self.title or f"embsql report: {self.source}"
+        summary_table = ResultTable.from_dicts(
+            "summary", SUMMARY_COLUMNS, [{c: row.get(c) for c in SUMMARY_COLUMNS} for row in summary.values()])
+        return ReportResult(title, summary_table, tuple(sections), meta)
+
+    def _compare(self, canonical) -> tuple[list[dict], str | None]:
+        """Paired jackknife SE and bootstrap interval of R²_a − R²_b for every pair of models."""
+        rows = []
+        for (a, sums_a), (b, sums_b) in combinations(canonical, 2):
+            if list(sums_a.labels) != list(sums_b.labels) or not np.array_equal(sums_a.counts, sums_b.counts):
+                return [], (f"models {a!r} and {b!r} do not have the same groups of the same sizes, so their groups "
+                            "cannot be paired")
+            estimate_a, estimate_b, diff = resampling.paired(sums_a, sums_b, "r2", replicates=self.replicates,
+                                                             seed=self.seed, level=self.level)
+            rows.append({"model_a": a, "model_b": b, "estimate_a": estimate_a, "estimate_b": estimate_b,
+                         "difference": diff.estimate, "se": diff.se, "ci_low": diff.ci_low, "ci_high": diff.ci_high,
+                         "items": int(sums_a.counts.sum())})
+        return rows, None
+
+    def _permanova(self, con, summary, progress) -> Section:
+        from .inference import permanova
+
+        if not self.permutations:
+            raise InputError("the permanova section needs permutations > 0")
+        table = permanova(con, self._rows_source(con), self.group, self.vector, by=self.by, permutations=self.permutations,
+                          seed=self.seed, progress=progress, check_dispersion=False)
+        rows = [{"model": row.get(self.by) if self.by else None, **row} for row in table.to_dicts()]
+        for row in rows:
+            summary[row["model"]]["p_value"] = row["p_value"]
+        return _section("permanova", "PERMANOVA permutation test", cautions.PERMANOVA,
+                        ("model", "f", "r2", "p_value", "permutations"), rows)
+
+    def _dispersion(self, con, summary, progress) -> Section:
+        from .inference import dispersion
+
+        if not self.permutations:
+            raise InputError("the dispersion section needs permutations > 0")
+        tests, _ = dispersion(con, self._rows_source(con), self.group, self.vector, by=self.by, permutations=self.permutations,
+                              seed=self.seed, progress=progress)
+        rows = [{"model": row.get(self.by) if self.by else None, **row} for row in tests.to_dicts()]
+        for row in rows:
+            summary[row["model"]]["dispersion_p"] = row["p_value"]
+        return _section("dispersion", "Dispersion test (spread about the group centroids)", cautions.DISPERSION,
+                        ("model", "groups", "f", "p_value", "permutations"), rows)
+
+    def _retrieval(self, con) -> list[Section]:
+        from . import retrieval
+
+        if self.queries is None:
+            raise InputError("the retrieval section needs query and document tables (queries=..., docs=...)")
+        layers = retrieval.retrieval_layers(con, self.queries, self.docs, **self.retrieval)
+        return list(layers.sections)
+
+
+def _section(name, title, caution, columns, rows) -> Section:
+    return Section(name, title, ResultTable.from_dicts(name, columns, rows), caution)
+
+
+def write(tree: exp.Expression, dialect: str) -> str:
+    """``tree`` as ``dialect`` SQL; anything the dialect cannot express is an error, not silent SQL."""
+    functions = {node.name for node in tree.find_all(exp.Anonymous)}
+    if functions and dialect != "duckdb":
+        raise InputError(f"function {sorted(functions)[0]}() has no equivalent in {dialect}; "
+                         "this query can only run on DuckDB")
+    try:
+        return tree.sql(dialect=dialect, pretty=True, unsupported_level=ErrorLevel.RAISE)
+    except SqlglotError as error:
+        raise InputError(f"this query cannot be written for {dialect}: {error}") from None
+
+
+def _file_connection(source: str) -> duckdb.DuckDBPyConnection:
+    if not is_file(source):
+        raise InputError(f"to write the SQL for table {source!r}, pass the connection that has it (con=...) or "
+                         "the vector lengths (dims=...)")
+    return duckdb.connect()
+
+
+def _versions() -> dict:
+    from . import __version__
+
+    return {"embsql_version": __version__, "duckdb_version": duckdb.__version__}
+
+
+def report(source: str, *, vector: str, group: str, by: str | None = None, **settings) -> Report:
+    """Describe a report on ``source`` (a table, view or Parquet/CSV file).
+
+    Settings: sections (decomposition, groups, jackknife, bootstrap, compare, permanova,
+    dispersion, retrieval), permutations, seed, replicates, level, queries and docs (the
+    retrieval tables) with retrieval={column options}, title, and table (the source's name on
+    another engine).  Nothing runs until .sql() or .run()."""
+    return Report(source=source, vector=vector, group=group, by=by, **settings)
+
+
+def run_on(connection, report: Report, *, progress: bool | None = None) -> ReportResult:
+    """Run ``report`` with stage 1 on ``connection`` (DuckDB, a SparkSession or a psycopg
+    connection) and stage 2 here.  Only the O(G * d) group sums cross from the engine."""
+    if isinstance(connection, duckdb.DuckDBPyConnection):
+        return report.run(connection, progress=progress)
+    from .engines import dialect_of, fetch_arrow
+
+    dialect = dialect_of(connection)
+    return report.run_stage1(lambda sql: fetch_arrow(connection, sql), dialect, progress=progress)

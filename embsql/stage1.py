@@ -1,0 +1,170 @@
+"""Stage 1 as portable SQL: reduce an embedding table to per-group sufficient statistics.
+
+One aggregate query, built as a sqlglot AST and written in any dialect sqlglot knows, returns per
+(by value, group) the count n_g and the d per-coordinate sums of the unit vectors (the "wide"
+form: one SUM per coordinate, so the output is O(G * d) whatever n is).  Stage 2
+(embsql.decomposition, embsql.resampling) then runs on those sums in Python, the same code for
+every engine.  sqlglot writes each dialect's array index base (DuckDB and Postgres count from 1,
+Spark and Snowflake from 0) and its array-length function.
+
+The query is three nested SELECTs so each coordinate is read once:
+    x_k   = CAST(v[k] AS DOUBLE)                 (k = 1..d; zero past a shorter model's length)
+    ss    = sum_k x_k^2,  inv = 1 / sqrt(ss)     (NULL when ss is NULL or 0: counted, not dropped)
+    s_k   = SUM(x_k * inv),  unit = SUM(ss * inv^2)
+``unit`` equals n_g exactly when every vector was finite; a NaN or infinite coordinate (or a norm
+that overflows) makes it NaN or infinite, which stage 2 reports instead of a silent wrong sum.
+
+The lengths come first from a small probe query (min and max length and NULL vectors per by value),
+so a model of d = 384 and one of d = 768 can share a table and one pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+from sqlglot import exp
+
+from .errors import BadLabelError, BadVectorError, InputError
+from .sufficient import GroupSums, _sort_key
+
+B, G, N, BAD, UNIT = "__emb_b", "__emb_g", "__emb_n", "__emb_bad", "__emb_unit"
+LEN_MIN, LEN_MAX, NULLS = "__emb_len_min", "__emb_len_max", "__emb_nulls"
+SUM_PREFIX = "__emb_s"
+
+
+def _col(name: str, table: str | None = None) -> exp.Column:
+    return exp.column(name, table=table, quoted=True)
+
+
+def _sum_name(k: int) -> str:
+    return f"{SUM_PREFIX}{k}"
+
+
+def _length(vector: exp.Expression) -> exp.Expression:
+    return exp.ArraySize(this=vector)
+
+
+def _by_or_null(by: str | None) -> exp.Expression:
+    return _col(by) if by else exp.null()
+
+
+def probe_query(table: exp.Expression, vector: str, by: str | None = None) -> exp.Select:
+    """Per by value: rows, NULL vectors, and the shortest and longest vector (lengths decide d)."""
+    v = _col(vector)
+    query = exp.select(
+        exp.alias_(_by_or_null(by), B, quoted=True),
+        exp.alias_(exp.Count(this=exp.Star()), N, quoted=True),
+        exp.alias_(exp.Sub(this=exp.Count(this=exp.Star()), expression=exp.Count(this=v.copy())), NULLS, quoted=True),
+        exp.alias_(exp.Min(this=_length(v.copy())), LEN_MIN, quoted=True),
+        exp.alias_(exp.Max(this=_length(v.copy())), LEN_MAX, quoted=True),
+    ).from_(table.copy())
+    return query.group_by(_col(by)) if by else query
+
+
+@dataclass(frozen=True)
+class Dimensions:
+    """The vector length of each by value (one entry, key None, without a by column)."""
+
+    by_value: dict
+
+    @property
+    def low(self) -> int:
+        return min(self.by_value.values())
+
+    @property
+    def high(self) -> int:
+        return max(self.by_value.values())
+
+
+def dimensions_from_probe(result: pa.Table, vector: str, by: str | None) -> Dimensions:
+    """Check the probe: no empty source, no NULL vectors, one length per by value."""
+    rows = result.to_pylist()
+    if not rows or sum(r[N] for r in rows) == 0:
+        raise InputError("the source has no rows")
+    dims = {}
+    for row in rows:
+        where = "" if by is None else f" for {by} = {row[B]!r}"
+        if row[NULLS]:
+            raise BadVectorError(f"vector column {vector!r} has {row[NULLS]} NULL vector(s){where}; "
+                                 "vectors must be non-NULL, finite and of non-zero length")
+        if row[LEN_MIN] != row[LEN_MAX]:
+            raise BadVectorError(f"vector column {vector!r} has vectors of lengths {row[LEN_MIN]} to {row[LEN_MAX]}"
+                                 f"{where}; every vector of a model must have the same length"
+                                 + ("" if by else " (if the table holds several models, name the model column as by)"))
+        if not row[LEN_MIN]:
+            raise BadVectorError(f"vector column {vector!r} has empty vectors{where}")
+        dims[row[B] if by else None] = int(row[LEN_MIN])
+    return Dimensions(dims)
+
+
+def group_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimensions,
+                     by: str | None = None) -> exp.Select:
+    """The stage-1 aggregate: one row per (by, group) with n_g, checks and the d coordinate sums."""
+    v = _col(vector)
+    coordinates = []
+    for k in range(1, dims.high + 1):
+        element = exp.cast(exp.Bracket(this=v.copy(), expressions=[exp.Literal.number(k)], offset=1), "DOUBLE")
+        if k > dims.low:  # only a longer model has coordinate k; read it only where it exists
+            element = exp.Case(ifs=[exp.If(this=exp.GTE(this=_length(v.copy()), expression=exp.Literal.number(k)),
+                                           true=element)], default=exp.Literal.number(0))
+        coordinates.append(exp.alias_(element, f"x{k}", quoted=True))
+    keys = [exp.alias_(_by_or_null(by), B, quoted=True), exp.alias_(_col(group), G, quoted=True)]
+    inner = exp.select(*keys, *coordinates).from_(table.copy())
+
+    squares = [exp.Mul(this=_col(f"x{k}"), expression=_col(f"x{k}")) for k in range(1, dims.high + 1)]
+    ss = squares[0]
+    for term in squares[1:]:
+        ss = exp.Add(this=ss, expression=term)
+    middle = exp.select(_col(B), _col(G), *(_col(f"x{k}") for k in range(1, dims.high + 1)),
+                        exp.alias_(ss, "ss", quoted=True)).from_(inner.subquery("__emb_x"))
+    inverse = exp.Case(ifs=[exp.If(this=exp.GT(this=_col("ss"), expression=exp.Literal.number(0)),
+                                   true=exp.Div(this=exp.Literal.number(1), expression=exp.Sqrt(this=_col("ss"))))])
+    normed = exp.select(_col(B), _col(G), *(_col(f"x{k}") for k in range(1, dims.high + 1)), _col("ss"),
+                        exp.alias_(inverse, "inv", quoted=True)).from_(middle.subquery("__emb_ss"))
+
+    inv = _col("inv")
+    bad = exp.Sum(this=exp.Case(ifs=[exp.If(this=exp.Is(this=inv.copy(), expression=exp.null()),
+                                            true=exp.Literal.number(1))], default=exp.Literal.number(0)))
+    unit = exp.Sum(this=exp.Mul(this=_col("ss"), expression=exp.Mul(this=inv.copy(), expression=inv.copy())))
+    sums = [exp.alias_(exp.Sum(this=exp.Mul(this=_col(f"x{k}"), expression=inv.copy())), _sum_name(k), quoted=True)
+            for k in range(1, dims.high + 1)]
+    return (exp.select(_col(B), _col(G), exp.alias_(exp.Count(this=exp.Star()), N, quoted=True),
+                       exp.alias_(bad, BAD, quoted=True), exp.alias_(unit, UNIT, quoted=True), *sums)
+            .from_(normed.subquery("__emb_unit_rows"))
+            .group_by(_col(B), _col(G)))
+
+
+def group_sums_from_result(result: pa.Table, group: str, vector: str, dims: Dimensions,
+                           by: str | None = None) -> list[tuple[object, GroupSums]]:
+    """Stage 2's input: [(by value, GroupSums)] in by order, after checking what stage 1 counted."""
+    by_values = result.column(B).to_pylist()
+    labels = result.column(G).to_pylist()
+    counts = np.asarray(result.column(N).to_pylist(), dtype=np.int64)
+    bad = np.asarray(result.column(BAD).to_pylist(), dtype=np.int64)
+    unit = np.asarray(result.column(UNIT).to_pylist(), dtype=np.float64)
+    sums = np.column_stack([np.asarray(result.column(_sum_name(k)).to_numpy(zero_copy_only=False), dtype=np.float64)
+                            for k in range(1, dims.high + 1)]) if len(result) else np.zeros((0, dims.high))
+    out = []
+    for value in sorted(set(by_values), key=_sort_key):
+        rows = [i for i, b in enumerate(by_values) if b == value or (b is None and value is None)]
+        where = "" if by is None else f" for {by} = {value!r}"
+        for i in rows:
+            if labels[i] is None:
+                raise BadLabelError(f"group column {group!r} has {counts[i]} NULL label(s){where}")
+            if bad[i]:
+                raise BadVectorError(f"vector column {vector!r} has {bad[i]} vector(s) with a NULL element or of zero "
+                                     f"length in group {labels[i]!r}{where}; vectors must be non-NULL, finite and of "
+                                     "non-zero length")
+            good = counts[i] - bad[i]
+            if not np.isfinite(unit[i]) or abs(unit[i] - good) > 1e-6 * max(good, 1) or \
+                    not np.isfinite(sums[i]).all():
+                raise BadVectorError(f"vector column {vector!r} has a NaN or infinite coordinate (or a norm that "
+                                     f"overflows) in group {labels[i]!r}{where}; vectors must be finite")
+        d = dims.by_value[value if by else None]
+        order = sorted(rows, key=lambda i: _sort_key(labels[i]))
+        group_labels = np.empty(len(order), dtype=object)
+        group_labels[:] = [labels[i] for i in order]
+        out.append((value if by else None, GroupSums(group_labels, counts[order], sums[order, :d])))
+    return out

@@ -1,0 +1,64 @@
+-- probe: vector lengths per model
+SELECT
+  "model" AS "__emb_b",
+  COUNT(*) AS "__emb_n",
+  COUNT(*) - COUNT("emb") AS "__emb_nulls",
+  MIN(CARDINALITY("emb")) AS "__emb_len_min",
+  MAX(CARDINALITY("emb")) AS "__emb_len_max"
+FROM (
+  SELECT
+    *
+  FROM "emb"
+  WHERE
+    "split" = 'test'
+) AS __emb_source
+GROUP BY
+  "model";
+
+-- stage 1: n_g and coordinate sums of the unit vectors per (model, group)
+SELECT
+  "__emb_b",
+  "__emb_g",
+  COUNT(*) AS "__emb_n",
+  SUM(CASE WHEN "inv" IS NULL THEN 1 ELSE 0 END) AS "__emb_bad",
+  SUM("ss" * "inv" * "inv") AS "__emb_unit",
+  SUM("x1" * "inv") AS "__emb_s1",
+  SUM("x2" * "inv") AS "__emb_s2",
+  SUM("x3" * "inv") AS "__emb_s3"
+FROM (
+  SELECT
+    "__emb_b",
+    "__emb_g",
+    "x1",
+    "x2",
+    "x3",
+    "ss",
+    CASE WHEN "ss" > 0 THEN CAST(1 AS DOUBLE) / SQRT("ss") END AS "inv"
+  FROM (
+    SELECT
+      "__emb_b",
+      "__emb_g",
+      "x1",
+      "x2",
+      "x3",
+      "x1" * "x1" + "x2" * "x2" + "x3" * "x3" AS "ss"
+    FROM (
+      SELECT
+        "model" AS "__emb_b",
+        "topic" AS "__emb_g",
+        CAST("emb"[1] AS DOUBLE) AS "x1",
+        CAST("emb"[2] AS DOUBLE) AS "x2",
+        CASE WHEN CARDINALITY("emb") >= 3 THEN CAST("emb"[3] AS DOUBLE) ELSE 0 END AS "x3"
+      FROM (
+        SELECT
+          *
+        FROM "emb"
+        WHERE
+          "split" = 'test'
+      ) AS __emb_source
+    ) AS __emb_x
+  ) AS __emb_ss
+) AS __emb_unit_rows
+GROUP BY
+  "__emb_b",
+  "__emb_g";

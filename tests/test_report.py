@@ -1,0 +1,283 @@
+"""The report builder: its numbers are the SQL functions' numbers, its SQL is golden, parses back
+and runs, names are quoted and checked before anything runs, and bad input is a clear error."""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import sqlglot
+
+import embsql
+from embsql.report import DIALECTS, Report
+from helpers import sql_rows
+
+GOLDEN = Path(__file__).parent / "golden"
+TOL = 1e-9
+
+
+def model_table(seed=1, dims=(("a", 5), ("b", 7)), topics=6, per_topic=9, extra=None) -> pa.Table:
+    """Two models embedding the same items (item ids shared), topics of unequal strength."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for model, d in dims:
+        centres = rng.standard_normal((topics, d))
+        for i in range(topics * per_topic):
+            t = i % topics
+            rows.append({"model": model, "topic": f"t{t}", "item": i, "split": "test" if i % 3 else "train",
+                         "emb": (centres[t] * (0.5 + t / topics) + rng.standard_normal(d)).tolist()})
+    return pa.Table.from_pylist(rows)
+
+
+@pytest.fixture
+def emb_con(con):
+    con.register("emb", model_table())
+    return con
+
+
+def by_model(rows, key="model"):
+    return {row[key]: row for row in rows}
+
+
+def assert_close(a, b, tol=TOL):
+    assert a == pytest.approx(b, rel=tol, abs=tol)
+
+
+def test_report_numbers_are_the_sql_functions_numbers(emb_con):
+    report = embsql.report("emb", vector="emb", group="topic", by="model", permutations=49, seed=7, replicates=300)
+    result = report.run(emb_con, progress=False)
+    anova = by_model(sql_rows(emb_con, "SELECT * FROM emb_anova('emb', 'topic', 'emb', by := 'model')"))
+    for row in result["decomposition"].to_dicts():
+        for column in ("n", "groups", "ss_t", "ss_w", "ss_b", "r2", "r2_null", "f", "v", "mean_resultant_length", "w_bar"):
+            assert_close(row[column], anova[row["model"]][column])
+    groups = {(r["model"], r["group"]): r for r in sql_rows(emb_con, "SELECT * FROM emb_groups('emb', 'topic', 'emb', by := 'model')")}
+    assert len(groups) == len(result["groups"])
+    for row in result["groups"].to_dicts():
+        assert_close(row["w_tilde"], groups[(row["model"], row["group"])]["w_tilde"])
+    for stat in ("r2", "f", "w_bar"):
+        sql = by_model(sql_rows(emb_con, f"SELECT * FROM emb_jackknife('emb', 'topic', 'emb', by := 'model', stat := '{stat}')"))
+        for row in result["jackknife"].to_dicts():
+            if row["stat"] == stat:
+                assert_close(row["se"], sql[row["model"]]["se"])
+    boot = by_model(sql_rows(emb_con, "SELECT * FROM emb_bootstrap('emb', 'topic', 'emb', by := 'model', "
+                                      "replicates := 300, seed := 7)"))
+    for row in result["bootstrap"].to_dicts():
+        for column in ("se", "ci_low", "ci_high"):
+            assert_close(row[column], boot[row["model"]][column])
+    compare = sql_rows(emb_con, "SELECT * FROM emb_compare('emb', 'topic', 'emb', 'model', 'item', replicates := 300, seed := 7)")
+    (row,) = result["compare"].to_dicts()
+    for column in ("difference", "se", "ci_low", "ci_high"):
+        assert_close(row[column], compare[0][column])
+    perm = by_model(sql_rows(emb_con, "SELECT * FROM emb_permanova('emb', 'topic', 'emb', by := 'model', "
+                                      "permutations := 49, seed := 7)"))
+    disp = by_model(sql_rows(emb_con, "SELECT * FROM emb_dispersion('emb', 'topic', 'emb', by := 'model', "
+                                      "permutations := 49, seed := 7)"))
+    for row in result.summary.to_dicts():
+        assert row["p_value"] == perm[row["model"]]["p_value"]
+        assert row["dispersion_p"] == disp[row["model"]]["p_value"]
+        assert_close(row["r2"], anova[row["model"]]["r2"])
+        assert 0 < row["p_value"] <= 1 and 0 <= row["r2"] <= 1
+        assert row["r2_ci_low"] <= row["r2"] <= row["r2_ci_high"]
+
+
+def test_example_1_through_the_report(con):
+    con.execute("CREATE TABLE ex AS SELECT * FROM (VALUES ('A', [1.0, 0.0]), ('A', [0.8, 0.6]),"
+                " ('B', [0.0, 1.0]), ('B', [-0.6, 0.8])) t(g, v)")
+    result = embsql.report("ex", vector="v", group="g", sections=["decomposition"]).run(con)
+    (row,) = result["decomposition"].to_dicts()
+    assert row["ss_t"] == pytest.approx(2.2, abs=1e-12)
+    assert row["ss_w"] == pytest.approx(0.4, abs=1e-12)
+    assert row["r2"] == pytest.approx(1.8 / 2.2, abs=1e-12)
+    assert row["model"] is None
+
+
+def test_every_section_carries_its_caution_and_converts(emb_con):
+    result = embsql.report("emb", vector="emb", group="topic", by="model").run(emb_con)
+    assert [s.name for s in result.sections] == ["decomposition", "groups", "jackknife", "bootstrap", "compare"]
+    for section in result.sections:
+        assert len(section.caution) > 40
+        assert section.table.to_arrow().num_rows == len(section.table)
+    assert "not comparable" in result.section("decomposition").caution
+    assert "not crowding" in result.section("groups").caution
+    assert result["decomposition"].to_pandas().shape[0] == 2
+    assert result.meta["stage1_bytes"] < 10_000   # O(G d), not O(n d)
+
+
+def test_models_of_different_dimension_share_one_pass(emb_con):
+    result = embsql.report("emb", vector="emb", group="topic", by="model", sections=["decomposition"]).run(emb_con)
+    assert result.meta["dimensions"] == {"a": 5, "b": 7}
+    table = model_table()
+    for row in result["decomposition"].to_dicts():
+        part = table.filter(pa.compute.equal(table["model"], row["model"]))
+        x = np.asarray(part["emb"].to_pylist())
+        u = x / np.linalg.norm(x, axis=1, keepdims=True)
+        labels = np.asarray(part["topic"].to_pylist())
+        ss_t = ((u - u.mean(0)) ** 2).sum()
+        ss_w = sum(((u[labels == g] - u[labels == g].mean(0)) ** 2).sum() for g in set(labels))
+        assert_close(row["ss_t"], ss_t)
+        assert_close(row["ss_w"], ss_w)
+
+
+def test_where_filters_every_section(emb_con):
+    emb_con.execute("CREATE VIEW test_rows AS SELECT * FROM emb WHERE split = 'test'")
+    filtered = embsql.report("emb", vector="emb", group="topic", by="model", permutations=19, where="split = 'test'",
+                             sections=["decomposition", "permanova"]).run(emb_con, progress=False)
+    direct = embsql.report("test_rows", vector="emb", group="topic", by="model", permutations=19,
+                           sections=["decomposition", "permanova"]).run(emb_con, progress=False)
+    assert filtered.summary.to_dicts() == direct.summary.to_dicts()
+    assert filtered["decomposition"].column("n") == [36, 36]
+
+
+STRANGE = ['my "vec"; DROP TABLE x', "group col", "Model"]
+
+
+def test_strange_names_are_quoted_identifiers(con):
+    table = model_table().rename_columns(["Model", "group col", "item", "split", 'my "vec"; DROP TABLE x'])
+    con.register("weird table", table)
+    report = embsql.report("weird table", vector=STRANGE[0], group=STRANGE[1], by=STRANGE[2], sections=["decomposition"])
+    for dialect in DIALECTS:
+        sql = report.sql(dialect, con=con)
+        for statement in sqlglot.parse(sql, read=dialect):
+            columns = {c.name for c in statement.find_all(sqlglot.exp.Column)}
+            assert STRANGE[0] in columns
+    r2 = embsql.anova(con, "weird table", STRANGE[1], STRANGE[0], by=STRANGE[2]).column("r2")
+    assert report.run(con)["decomposition"].column("r2") == pytest.approx(r2, rel=TOL)
+
+
+def test_missing_names_fail_before_anything_runs(emb_con):
+    for kwargs, word in (({"vector": "nope", "group": "topic"}, "nope"), ({"vector": "emb", "group": "nope"}, "nope"),
+                         ({"vector": "emb", "group": "topic", "by": "nope"}, "nope"),
+                         ({"vector": "emb", "group": "topic", "where": "nope = 1"}, "nope")):
+        report = embsql.report("emb", **kwargs)
+        for call in (lambda: report.run(emb_con), lambda: report.sql("spark", con=emb_con)):
+            with pytest.raises(embsql.ColumnNotFoundError, match=word):
+                call()
+    with pytest.raises(embsql.SourceNotFoundError, match="no_table"):
+        embsql.report("no_table", vector="emb", group="topic").run(emb_con)
+    with pytest.raises(embsql.ColumnTypeError, match="topic"):
+        embsql.report("emb", vector="topic", group="model").run(emb_con)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"sections": ["nope"]}, "unknown section 'nope'"),
+    ({"permutations": -1}, "permutations"),
+    ({"permutations": 1.5}, "permutations"),
+    ({"level": 1.5}, "level"),
+    ({"by": "topic"}, "is the group column"),
+    ({"where": "split = "}, "not a SQL condition"),
+    ({"queries": "q"}, "both queries and docs"),
+])
+def test_bad_report_settings(kwargs, match):
+    with pytest.raises(embsql.InputError, match=match):
+        embsql.report("emb", vector="emb", group="topic", **kwargs)
+
+
+def test_duckdb_only_functions_are_caught_before_emitting(emb_con):
+    report = embsql.report("emb", vector="emb", group="topic", by="model",
+                           where="list_cosine_similarity(emb, emb) > 0.5")
+    assert "list_cosine_similarity" in report.sql("duckdb", con=emb_con).lower()
+    for dialect in ("spark", "postgres", "trino", "bigquery", "snowflake"):
+        with pytest.raises(embsql.InputError, match=f"list_cosine_similarity.*{dialect}"):
+            report.sql(dialect, con=emb_con)
+
+
+def test_a_file_source_needs_a_table_name_on_other_engines(tmp_path):
+    path = tmp_path / "emb.parquet"
+    import pyarrow.parquet as pq
+
+    pq.write_table(model_table(), path)
+    report = embsql.report(str(path), vector="emb", group="topic", by="model")
+    with pytest.raises(embsql.InputError, match="name the table"):
+        report.sql("spark")
+    sql = report.replace(table="lake.emb").sql("spark")
+    assert "`lake`.`emb`" in sql and "`emb`[4]" in sql and "`emb`[6]" in sql   # 0-based: coordinates 5 and 7
+
+
+def test_rows_sections_need_duckdb(emb_con):
+    report = embsql.report("emb", vector="emb", group="topic", permutations=9)
+    with pytest.raises(embsql.InputError, match="permanova section needs the rows"):
+        report.finish([], con=None)
+
+
+def _golden_report():
+    return embsql.report("emb", vector="emb", group="topic", by="model", where="split = 'test'")
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_golden_sql(dialect):
+    """sqlglot-style fixture pairs: the report in tests/golden/report.toml -> the SQL in <dialect>.sql.
+    Set EMBSQL_REGOLD=1 to rewrite them (then read the diff)."""
+    report = Report.from_file(GOLDEN / "report.toml")
+    sql = report.sql(dialect, dims={"a": 2, "b": 3})
+    path = GOLDEN / f"{dialect}.sql"
+    if os.environ.get("EMBSQL_REGOLD"):
+        path.write_text(sql)
+    assert sql == path.read_text()
+    statements = sqlglot.parse(sql, read=dialect)
+    assert len(statements) == 2 and all(s is not None for s in statements)
+
+
+def test_emitted_duckdb_sql_runs_and_gives_the_group_sums(emb_con):
+    report = embsql.report("emb", vector="emb", group="topic", by="model", where="split = 'test'")
+    probe, aggregate = [s for s in report.sql("duckdb", con=emb_con).split(";") if s.strip()]
+    rows = emb_con.sql(aggregate).to_arrow_table().to_pylist()
+    assert len(rows) == 8       # 2 models x the 4 topics with test rows (t0 and t3 hold only train rows)
+    table = model_table().to_pylist()
+    for row in rows:
+        members = [np.asarray(r["emb"]) for r in table
+                   if r["model"] == row["__emb_b"] and r["topic"] == row["__emb_g"] and r["split"] == "test"]
+        expected = sum(x / np.linalg.norm(x) for x in members)
+        got = [row[f"__emb_s{k + 1}"] for k in range(len(expected))]
+        assert got == pytest.approx(expected.tolist(), rel=1e-12, abs=1e-12)
+        assert row["__emb_n"] == len(members) and row["__emb_bad"] == 0
+
+
+@pytest.mark.parametrize("vectors, match", [
+    ([[1.0, None], [0.0, 1.0]], "NULL element or of zero length in group 'x'"),
+    ([[0.0, 0.0], [0.0, 1.0]], "NULL element or of zero length in group 'x'"),
+    ([[float("nan"), 1.0], [0.0, 1.0]], "NaN or infinite coordinate .* group 'x'"),
+    ([[float("inf"), 1.0], [0.0, 1.0]], "NaN or infinite coordinate .* group 'x'"),
+    ([[1e200, 1e200], [0.0, 1.0]], "NaN or infinite coordinate .* group 'x'"),
+    ([None, [0.0, 1.0]], "1 NULL vector"),
+    ([[1.0, 0.0, 1.0], [0.0, 1.0]], "lengths 2 to 3"),
+])
+def test_bad_vectors_are_named(con, vectors, match):
+    good = [[1.0, 0.2], [0.3, 1.0], [0.5, 0.5], [0.9, 0.1]]
+    con.register("bad", pa.table({"g": ["x", "x", "y", "y", "z", "z"],
+                                  "v": pa.array(vectors + good, pa.list_(pa.float64()))}))
+    with pytest.raises(embsql.BadVectorError, match=match):
+        embsql.report("bad", vector="v", group="g").run(con)
+
+
+def test_null_labels_and_empty_sources_are_named(con):
+    con.register("nolabel", pa.table({"g": ["x", None, "y", "y"], "v": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.5, 1]]}))
+    with pytest.raises(embsql.BadLabelError, match="group column 'g' has 1 NULL label"):
+        embsql.report("nolabel", vector="v", group="g").run(con)
+    con.execute("CREATE TABLE empty (g VARCHAR, v DOUBLE[])")
+    with pytest.raises(embsql.InputError, match="no rows"):
+        embsql.report("empty", vector="v", group="g").run(con)
+
+
+def test_toml_describes_the_same_report(emb_con, tmp_path):
+    path = tmp_path / "report.toml"
+    path.write_text('[report]\nsource = "emb"\nvector = "emb"\ngroup = "topic"\nby = "model"\nreplicates = 200\n')
+    from_file = Report.from_file(path).run(emb_con)
+    from_python = embsql.report("emb", vector="emb", group="topic", by="model", replicates=200).run(emb_con)
+    assert from_file.summary.to_dicts() == from_python.summary.to_dicts()
+    path.write_text('[report]\nsource = "emb"\nvectr = "emb"\n')
+    with pytest.raises(embsql.InputError, match="unknown setting 'vectr'"):
+        Report.from_file(path)
+    with pytest.raises(embsql.InputError, match="does not exist"):
+        Report.from_file(tmp_path / "nope.toml")
+
+
+def test_compare_needs_matching_groups(con):
+    table = model_table()
+    keep = [not (m == "b" and t == "t0") for m, t in zip(table["model"].to_pylist(), table["topic"].to_pylist())]
+    con.register("uneven", table.filter(pa.array(keep)))
+    result = embsql.report("uneven", vector="emb", group="topic", by="model").run(con)
+    assert "compare" not in [s.name for s in result.sections]
+    assert "cannot be paired" in result.meta["notes"][0]
+    with pytest.raises(embsql.DesignError, match="cannot be paired"):
+        embsql.report("uneven", vector="emb", group="topic", by="model", sections=["compare"]).run(con)
