@@ -81,8 +81,9 @@ def _build(args):
 
 def _report(args) -> int:
     con, report = _build(args)
-    from . import render
     result = report.run(con, progress=False if args.no_progress else None)
+    from . import render
+
     text = {"table": render.to_text, "json": render.to_json, "markdown": render.to_markdown,
             "html": render.to_html}[args.format](result)
     if args.out:

@@ -1,0 +1,152 @@
+"""The embsql command line, end to end as a subprocess on files it writes itself."""
+
+import json
+import os
+import subprocess
+import sys
+
+import duckdb
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+import sqlglot
+
+import embsql
+from test_report import model_table
+
+ANSI = "\x1b["
+
+
+def embsql_cli(*args, env=None, cwd=None):
+    environment = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "embsql", *map(str, args)], capture_output=True, text=True,
+                          env=environment, cwd=cwd, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("cli")
+    table = model_table()
+    pq.write_table(table, folder / "emb.parquet")
+    flat = table.drop_columns(["emb"]).append_column("x", pa.array([str(v[0]) for v in table["emb"].to_pylist()]))
+    pacsv.write_csv(flat, folder / "emb.csv")
+    con = duckdb.connect(str(folder / "emb.duckdb"))
+    con.register("t", table)
+    con.execute("CREATE TABLE emb AS SELECT * FROM t")
+    con.close()
+    return folder
+
+
+def expected_r2(files):
+    con = embsql.connect()
+    return dict(zip(*[embsql.anova(con, str(files / "emb.parquet"), "topic", "emb", by="model").column(c)
+                      for c in ("model", "r2")]))
+
+
+def test_report_json_is_stable_and_matches_the_api(files):
+    args = (files / "emb.parquet", "--vector", "emb", "--group", "topic", "--by", "model", "--format", "json")
+    first, second = embsql_cli("report", *args), embsql_cli("report", *args)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == second.stdout
+    document = json.loads(first.stdout)
+    assert document["schema"] == "embsql.report/1"
+    columns = document["summary"]["columns"]
+    got = {row[columns.index("model")]: row[columns.index("r2")] for row in document["summary"]["rows"]}
+    assert got == pytest.approx(expected_r2(files), rel=1e-9)
+    assert [s["name"] for s in document["sections"]][:2] == ["decomposition", "groups"]
+    assert all(s["caution"] for s in document["sections"])
+
+
+@pytest.mark.parametrize("source", ["emb.duckdb:emb", "emb.parquet"])
+def test_report_formats(files, source, tmp_path):
+    for fmt in ("table", "markdown"):
+        out = embsql_cli("report", files / source, "--vector", "emb", "--group", "topic", "--by", "model",
+                         "--format", fmt)
+        assert out.returncode == 0, out.stderr
+        assert ANSI not in out.stdout
+        r2 = expected_r2(files)["a"]
+        assert f"{r2:.6g}"[:6] in out.stdout or f"{r2:.4f}" in out.stdout
+        assert "not comparable" in out.stdout
+    html = tmp_path / "r.html"
+    out = embsql_cli("report", files / source, "--vector", "emb", "--group", "topic", "--format", "html", "--by",
+                     "model", "--out", html)
+    assert out.returncode == 0 and out.stdout == ""
+    assert html.read_text().lstrip().lower().startswith("<!doctype html")
+
+
+def test_permutations_and_a_finding_to_fail_on(files):
+    base = (files / "emb.parquet", "--vector", "emb", "--group", "topic", "--by", "model", "--format", "json")
+    out = embsql_cli("report", *base, "--permutations", "19", "--seed", "3")
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)["summary"]
+    p = summary["rows"][0][summary["columns"].index("p_value")]
+    assert p == pytest.approx(0.05)      # the smallest p with 19 permutations: the topics are strong
+    low = embsql_cli("report", *base, "--min-r2", "0.99")
+    assert low.returncode == 1
+    assert "below --min-r2 0.99" in low.stderr and low.stdout
+    missing = embsql_cli("report", *base, "--fail-if-dispersion")
+    assert missing.returncode == 2 and "--permutations" in missing.stderr
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--vector", "nope", "--group", "topic"), ["vector column 'nope'", "its columns are: model, topic"]),
+    (("--vector", "emb", "--group", "topic", "--by", "nope"), ["'nope'"]),
+    (("--vector", "emb"), ["--group"]),
+    (("--vector", "emb", "--group", "topic", "--permutations", "x"), ["--permutations", "invalid int"]),
+    (("--vector", "emb", "--group", "topic", "--format", "pdf"), ["--format"]),
+    (("--vector", "emb", "--group", "topic", "--sections", "nope"), ["unknown section 'nope'"]),
+])
+def test_bad_arguments_are_one_line_and_exit_2(files, args, words):
+    out = embsql_cli("report", files / "emb.parquet", *args)
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    for word in words:
+        assert word in out.stderr
+
+
+def test_missing_files_and_tables(files, tmp_path):
+    for data, word in ((tmp_path / "no.parquet", "does not exist"), (tmp_path / "no.duckdb:emb", "does not exist"),
+                       (f"{files / 'emb.duckdb'}:nope", "nope")):
+        out = embsql_cli("report", data, "--vector", "emb", "--group", "topic")
+        assert out.returncode == 2 and word in out.stderr and out.stderr.count("\n") == 1
+    debug = embsql_cli("--debug", "report", tmp_path / "no.parquet", "--vector", "emb", "--group", "topic")
+    assert "Traceback" in debug.stderr
+
+
+def test_sql_prints_what_the_report_runs(files):
+    out = embsql_cli("sql", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--by", "model",
+                     "--dialect", "spark", "--table", "lake.emb")
+    assert out.returncode == 0, out.stderr
+    statements = sqlglot.parse(out.stdout, read="spark")
+    assert len(statements) == 2 and "`emb`[6]" in out.stdout
+    duck = embsql_cli("sql", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--by", "model")
+    aggregate = [s for s in duck.stdout.split(";") if s.strip()][1]
+    assert len(duckdb.sql(aggregate).fetchall()) == 12
+    csv = embsql_cli("sql", files / "emb.csv", "--vector", "x", "--group", "topic")
+    assert csv.returncode == 2 and "vector column 'x'" in csv.stderr
+
+
+def test_config_file_and_flags(files, tmp_path):
+    config = tmp_path / "report.toml"
+    config.write_text(f'[report]\nsource = "{files / "emb.parquet"}"\nvector = "emb"\ngroup = "topic"\nby = "model"\n')
+    from_config = embsql_cli("report", "--config", config, "--format", "json")
+    from_flags = embsql_cli("report", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--by", "model",
+                            "--format", "json")
+    assert from_config.returncode == 0, from_config.stderr
+    assert json.loads(from_config.stdout)["summary"] == json.loads(from_flags.stdout)["summary"]
+
+
+@pytest.mark.parametrize("command", ["report", "sql", "demo"])
+def test_every_command_has_help_with_an_example(command):
+    out = embsql_cli(command, "--help")
+    assert out.returncode == 0 and "example:" in out.stdout and "embsql " + command in out.stdout
+    assert "exit codes" in embsql_cli("--help").stdout
+
+
+def test_demo_writes_a_self_contained_html_report(tmp_path):
+    out = embsql_cli("demo", "--seeds", "3", "--out", tmp_path / "demo.html")
+    assert out.returncode == 0, out.stderr
+    page = (tmp_path / "demo.html").read_text()
+    assert "common direction" in page and "within-group shrink" in page and "exact lift" in page
+    assert "http://" not in page and "https://" not in page
