@@ -131,7 +131,7 @@ def test_cli_demo_runs_as_a_subprocess():
 
 def test_cli_help_and_bad_arguments():
     assert subprocess.run([sys.executable, "-m", "embsql", "demo", "--help"], capture_output=True, text=True
-                          ).stdout.count("Example:") == 1
+                          ).stdout.count("example:") == 1
     bad = subprocess.run([sys.executable, "-m", "embsql", "demo", "--seeds", "x"], capture_output=True, text=True)
     assert bad.returncode == 2 and "invalid int value: 'x'" in bad.stderr
 
