@@ -260,7 +260,7 @@ def test_html_fragment_for_notebooks():
     report = fake_report()
     fragment = render.to_html(report, plots=False, standalone=False)
     assert fragment.startswith('<div class="embsql-report">')
-    assert not re.search(r"<(html|head|body|!DOCTYPE)\b", fragment, re.I)
+    assert not re.search(r"<(html|head|body|!DOCTYPE)\b", fragment, re.IGNORECASE)
     _check(fragment)
     # every style rule is scoped to the report, so a notebook's own styles are untouched
     css = fragment[fragment.index("<style>") + 7:fragment.index("</style>")]
