@@ -42,6 +42,8 @@ import shutil
 import sys
 import textwrap
 
+import numpy as np
+
 from .report_result import ReportResult
 from .results import ResultTable
 
@@ -57,6 +59,7 @@ PLOT_NOTE = "Figures are not shown: matplotlib is not installed (pip install 'em
 
 def format_cell(value) -> str:
     """A cell as people read it: 6 significant digits, None as "—", inf as "inf"."""
+    value = _plain(value)
     if value is None:
         return MISSING
     if isinstance(value, bool):
@@ -71,6 +74,11 @@ def format_cell(value) -> str:
             return "inf" if number > 0 else "-inf"
         return f"{number:.6g}"
     return str(value)
+
+
+def _plain(value):
+    """numpy scalars as the Python values they hold (np.bool_ is neither bool nor a number)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _is_number(value) -> bool:
@@ -225,6 +233,7 @@ def _json_table(table: ResultTable) -> dict:
 
 
 def _json_value(value):
+    value = _plain(value)
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, numbers.Integral):

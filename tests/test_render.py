@@ -31,6 +31,7 @@ def _flat(text: str) -> str:
 @pytest.mark.parametrize("value, shown", [
     (None, "—"), (math.inf, "inf"), (-math.inf, "-inf"), (math.nan, "nan"), (0.312345678, "0.312346"),
     (1234567.0, "1.23457e+06"), (3, "3"), (np.int64(999), "999"), (np.float32(0.5), "0.5"), (True, "true"),
+    (np.bool_(False), "false"), (np.float64(np.inf), "inf"),
     ("a|b", "a|b"),
 ])
 def test_cells_read_the_same_everywhere(value, shown):
@@ -188,6 +189,8 @@ def test_json_meta_with_odd_values():
                                                           "seeds": (1, 2), "np": np.float64(0.25)})
     meta = _strict_loads(render.to_json(odd))["meta"]
     assert meta == {"created": "2025-01-02", "x": "inf", "seeds": [1, 2], "np": 0.25}
+    flags = ReportResult("t", ResultTable("summary", ("model", "ok", "k"), (("a", np.bool_(True), np.int32(2)),)), ())
+    assert _strict_loads(render.to_json(flags))["summary"]["rows"] == [["a", True, 2]]
 
 
 # ---------------------------------------------------------------- HTML
@@ -284,6 +287,15 @@ def test_html_without_matplotlib_says_so(monkeypatch):
     assert "<img" not in html and render.PLOT_NOTE.replace("'", "&#x27;") in html
     with pytest.raises(ModuleNotFoundError, match=r"pip install 'embsql\[plot\]'"):
         fake_report().plot()
+
+
+def test_one_model_report_renders_everywhere():
+    report = fake_report(models=("mini-384",))         # the compare section has no rows
+    assert len(report["compare"]) == 0
+    assert "compare" in render.to_text(report) and "Compare" in render.to_markdown(report)
+    assert json.loads(render.to_json(report))["sections"][6]["rows"] == []
+    _check(render.to_html(report, plots=False))
+    assert len(plot_report(report)) == 4
 
 
 # ---------------------------------------------------------------- plots
