@@ -1,0 +1,269 @@
+"""Figures of a report: R² per model, W~_g per group, retrieval margins, paraphrase dose.
+
+matplotlib is optional (the ``plot`` extra) and imported only when a figure is asked for.  The
+figures are built on ``matplotlib.figure.Figure`` directly, never through pyplot: that needs no
+display and no backend switch (savefig renders with Agg), leaves the user's pyplot state alone,
+and lets the figures be garbage-collected.  In a notebook a returned Figure displays as usual.
+
+Each figure is drawn from one table of the report and skipped when that table, or the columns
+it needs, are absent.  Figures that show a per-model scale (W~_g, W~_q) get one panel per model
+with its own y axis, because those spreads are not comparable across models (SPEC S27).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .report_result import ReportResult
+
+NO_MODEL = "all items"   # the label of the model column's None (a report without ``by``)
+GOLDEN = (math.sqrt(5) - 1) / 2
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One figure and where it belongs in a report."""
+
+    anchor: str           # "summary" or the name of the section it illustrates
+    caution_from: str     # the section whose caution applies to the figure ("" for none)
+    caption: str          # what is drawn, in words (the interval, what was left out)
+    figure: object        # a matplotlib.figure.Figure
+
+
+def plot_report(result: ReportResult) -> list:
+    """The report's figures (matplotlib Figures); figures whose data are absent are skipped."""
+    return [plot.figure for plot in report_plots(result)]
+
+
+def report_plots(result: ReportResult) -> list[Plot]:
+    """Like :func:`plot_report`, with each figure's place and caption (used by the HTML renderer)."""
+    _require_matplotlib()
+    makers = (_r2_plot, _w_tilde_plot, _margin_plot, _dose_plot)
+    return [plot for plot in (make(result) for make in makers) if plot is not None]
+
+
+def matplotlib_available() -> bool:
+    try:
+        _require_matplotlib()
+    except ImportError:
+        return False
+    return True
+
+
+def _require_matplotlib():
+    try:
+        import matplotlib  # noqa: F401  (a None in sys.modules also raises here)
+        from matplotlib.figure import Figure
+    except ImportError as error:
+        raise ModuleNotFoundError("embsql's plots need matplotlib, which is not installed: "
+                                  "pip install 'embsql[plot]'", name="matplotlib") from error
+    return Figure
+
+
+# ---------------------------------------------------------------- R² per model
+
+def _r2_plot(result: ReportResult) -> Plot | None:
+    summary = result.summary
+    if "r2" not in summary.columns:
+        return None
+    points = [(row["model"], row["r2"]) for row in summary.to_dicts() if _finite(row["r2"])]
+    if not points:
+        return None
+    models = [model for model, _ in points]
+    r2 = [value for _, value in points]
+    low, high, source, interval = _r2_intervals(result, models, r2)
+
+    figure = _require_matplotlib()(figsize=(max(4.6, 1.3 * len(models) + 2.5), 4.0), layout="constrained")
+    ax = figure.subplots()
+    x = list(range(len(models)))
+    if source:
+        below = [v - lo if _finite(lo) else math.nan for v, lo in zip(r2, low)]
+        above = [hi - v if _finite(hi) else math.nan for v, hi in zip(r2, high)]
+        ax.errorbar(x, r2, yerr=[below, above], fmt="none", ecolor="#1f5f99", elinewidth=2, capsize=6)
+    ax.plot(x, r2, "o", color="#1f5f99", markersize=8, label="R²", zorder=3)
+    nulls = _column_by_model(result, "decomposition", "r2_null")
+    if nulls and all(m in nulls for m in models):
+        ax.plot(x, [nulls[m] for m in models], "x", color="#b04a1c", markersize=8,
+                label="null expectation (G−1)/(n−1)", zorder=3)
+    ax.set_xticks(x, [_label(m) for m in models])
+    ax.set_xlim(-0.6, len(models) - 0.4)
+    top = max([v for v in r2 + high if _finite(v)])
+    ax.set_ylim(0, min(1.0, top * 1.15 + 0.02))
+    ax.set_ylabel("R² = SS_B / SS_T")
+    ax.set_xlabel("model")
+    ax.set_title("R² per model")
+    ax.grid(axis="y", alpha=0.3)
+    figure.legend(loc="outside lower center", ncols=2, fontsize="small", frameon=False)
+    caption = "R² per model" + (f" with {interval}" if source else " (no interval in this report)") + "."
+    return Plot("summary", source or ("decomposition" if _has(result, "decomposition") else ""), caption, figure)
+
+
+def _r2_intervals(result, models, r2):
+    """Interval ends per model, and where they came from: bootstrap CI, else ±1.96 jackknife SE,
+    else the summary's own interval or SE."""
+    def r2_rows(name):
+        if not _has(result, name):
+            return {}
+        return {row["model"]: row for row in result[name].to_dicts() if row.get("stat", "r2") == "r2"}
+
+    boot = r2_rows("bootstrap")
+    if boot and all(m in boot for m in models):
+        row = boot[models[0]]
+        level, replicates = row.get("level"), row.get("replicates")
+        what = "cluster-bootstrap percentile interval"
+        what = (f"{level:.0%} " if _finite(level) else "") + what
+        what += f" ({replicates} resamples of groups)" if replicates else ""
+        return [boot[m].get("ci_low") for m in models], [boot[m].get("ci_high") for m in models], "bootstrap", what
+    jack = r2_rows("jackknife")
+    if jack and all(m in jack for m in models):
+        se = [jack[m].get("se") for m in models]
+        return _pm(r2, se) + ("jackknife", "±1.96 cluster-jackknife SE (leave one group out)")
+    rows = {row["model"]: row for row in result.summary.to_dicts()}
+    low = [rows[m].get("r2_ci_low") for m in models]
+    high = [rows[m].get("r2_ci_high") for m in models]
+    if any(_finite(v) for v in low + high):
+        return low, high, "summary", "the summary's interval (r2_ci_low to r2_ci_high)"
+    se = [rows[m].get("r2_se") for m in models]
+    if any(_finite(v) for v in se):
+        return _pm(r2, se) + ("summary", "±1.96 SE (the summary's r2_se)")
+    return low, high, "", ""
+
+
+def _pm(values, se):
+    low = [v - 1.96 * s if _finite(s) else None for v, s in zip(values, se)]
+    high = [v + 1.96 * s if _finite(s) else None for v, s in zip(values, se)]
+    return low, high
+
+
+# ---------------------------------------------------------------- W~_g per group
+
+def _w_tilde_plot(result: ReportResult) -> Plot | None:
+    if not _has(result, "groups") or "w_tilde" not in result["groups"].columns:
+        return None
+    per_model: dict = {}
+    singletons: dict = {}
+    for row in result["groups"].to_dicts():
+        per_model.setdefault(row["model"], [])
+        singletons.setdefault(row["model"], 0)
+        if _finite(row["w_tilde"]):
+            per_model[row["model"]].append(row["w_tilde"])
+        else:
+            singletons[row["model"]] += 1
+    if not any(per_model.values()):
+        return None
+
+    figure, axes = _panel_figure(len(per_model))
+    for ax, (model, values) in zip(axes, per_model.items()):
+        if values:
+            ax.boxplot([values], positions=[0], widths=0.5, showfliers=False,
+                       medianprops={"color": "#b04a1c"}, boxprops={"color": "#555"})
+            # a deterministic spread (golden-ratio steps by rank) instead of random jitter
+            ranked = sorted(values)
+            ax.scatter([((rank * GOLDEN) % 1 - 0.5) * 0.5 for rank in range(len(ranked))], ranked,
+                       s=14, color="#1f5f99", alpha=0.75, zorder=3)
+        ax.set_xticks([])
+        ax.set_xlim(-0.5, 0.5)
+        skipped = singletons[model]
+        excluded = f"; {skipped} singleton{'s' if skipped > 1 else ''} left out" if skipped else ""
+        ax.set_title(f"{_label(model)}\n{len(values)} groups{excluded}", fontsize="medium")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel(r"$\tilde{W}_g$ (size-corrected spread)")
+    figure.suptitle(r"Within-group spread $\tilde{W}_g$ per model, each on its own scale")
+    caption = ("W~_g of every group with two or more items, one panel per model (box: quartiles and median); "
+               "singleton groups have no W~_g and are left out.")
+    return Plot("groups", "groups", caption, figure)
+
+
+# ---------------------------------------------------------------- retrieval margins
+
+def _margin_plot(result: ReportResult) -> Plot | None:
+    if not _has(result, "alignment") or "m" not in result["alignment"].columns:
+        return None
+    per_model: dict = {}
+    for row in result["alignment"].to_dicts():
+        if _finite(row["m"]):
+            per_model.setdefault(row["model"], []).append(row["m"])
+    if not per_model:
+        return None
+    import numpy as np
+
+    data = [v for values in per_model.values() for v in values]
+    edges = np.linspace(min(-1.0, min(data)), max(1.0, max(data)), 41)
+    figure = _require_matplotlib()(figsize=(6.4, 4.0), layout="constrained")
+    ax = figure.subplots()
+    for model, values in per_model.items():
+        counts, _ = np.histogram(values, bins=edges)
+        positive = sum(v > 0 for v in values) / len(values)
+        ax.stairs(counts, edges, linewidth=1.8, label=f"{_label(model)}: {positive:.0%} of {len(values)} with M > 0")
+    ax.axvline(0, color="#444", linewidth=1, linestyle="--")
+    ax.set_xlabel("normalised margin M  (M > 0: the correct document ranks first)")
+    ax.set_ylabel("queries")
+    ax.set_title("Normalised retrieval margin M per query")
+    figure.legend(loc="outside lower center", ncols=min(len(per_model), 2), fontsize="small", frameon=False)
+    caption = "Histogram of the per-query normalised margin M (40 bins over [-1, 1]), one line per model."
+    return Plot("alignment", "alignment", caption, figure)
+
+
+# ---------------------------------------------------------------- paraphrase dose
+
+def _dose_plot(result: ReportResult) -> Plot | None:
+    if not _has(result, "dose") or not {"level", "w_tilde_q"} <= set(result["dose"].columns):
+        return None
+    per_model: dict = {}
+    for row in result["dose"].to_dicts():
+        if _finite(row["w_tilde_q"]):
+            per_model.setdefault(row["model"], []).append((row["level"], row["w_tilde_q"], row.get("se")))
+    if not per_model:
+        return None
+    levels = list(dict.fromkeys(level for rows in per_model.values() for level, _, _ in rows))
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in levels)
+    position = {level: (level if numeric else k) for k, level in enumerate(levels)}
+
+    figure, axes = _panel_figure(len(per_model))
+    for ax, (model, rows) in zip(axes, per_model.items()):
+        rows = sorted(rows, key=lambda r: position[r[0]])
+        x = [position[level] for level, _, _ in rows]
+        y = [w for _, w, _ in rows]
+        err = [1.96 * se if _finite(se) else math.nan for _, _, se in rows]
+        ax.errorbar(x, y, yerr=err, fmt="o-", color="#1f5f99", capsize=4)
+        ax.set_title(_label(model), fontsize="medium")
+        ax.set_xlabel("paraphrase level")
+        if not numeric:
+            ax.set_xticks(list(position.values()), [str(level) for level in levels])
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel(r"$\tilde{W}_q$ (query spread)")
+    figure.suptitle(r"Paraphrase dose: $\tilde{W}_q$ by level, each model on its own scale")
+    caption = "W~_q per paraphrase level with ±1.96 SE bars, one panel per model."
+    return Plot("dose", "dose", caption, figure)
+
+
+# ---------------------------------------------------------------- helpers
+
+def _panel_figure(count: int):
+    ncols = min(count, 3)
+    nrows = math.ceil(count / ncols)
+    figure = _require_matplotlib()(figsize=(min(2.6 * ncols + 1.0, 9.0), 3.2 * nrows + 0.5), layout="constrained")
+    axes = list(figure.subplots(nrows, ncols, squeeze=False).ravel())
+    for ax in axes[count:]:
+        ax.set_visible(False)
+    return figure, axes[:count]
+
+
+def _has(result: ReportResult, name: str) -> bool:
+    return any(section.name == name for section in result.sections)
+
+
+def _column_by_model(result: ReportResult, name: str, column: str) -> dict:
+    if not _has(result, name) or column not in result[name].columns:
+        return {}
+    return {row["model"]: row[column] for row in result[name].to_dicts() if _finite(row[column])}
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _label(model) -> str:
+    return NO_MODEL if model is None else str(model)
+

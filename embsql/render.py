@@ -1,0 +1,382 @@
+"""Rendering of a report (embsql.report_result.ReportResult): terminal text, Markdown, JSON, HTML.
+
+Every renderer shows the summary first (one column per model), then each section's table with
+its caution (SPEC S27) beneath it.  Cells read the same everywhere: 6 significant digits, None as
+"—", infinities as "inf" / "-inf", NaN as "nan".
+
+JSON (``to_json``) is the stable, machine-readable form.  Schema ``embsql.report/1``::
+
+    {
+      "schema":   "embsql.report/1",
+      "title":    str,
+      "meta":     {str: JSON value},          # source, vector, group, by, seed, sql, versions, created, ...
+      "summary":  Table,
+      "sections": [ {"name": str, "title": str, "caution": str, **Table}, ... ]   # report order
+    }
+    Table = {
+      "title":     str,                       # the ResultTable's own title
+      "columns":   [str, ...],                # first column "model" (null when the report has no by)
+      "rows":      [[cell, ...], ...],        # one list per row, in column order
+      "nonfinite": [{"row": int, "column": str, "value": "inf" | "-inf" | "nan"}, ...]
+    }
+
+A cell is a JSON number, string, boolean or null.  JSON has no infinity or NaN, so a non-finite
+float is written as null in ``rows`` and listed in its table's ``nonfinite`` (row index from 0),
+which keeps numeric columns numeric and loses nothing.  A non-finite float inside ``meta`` is
+written as the string "inf", "-inf" or "nan"; values JSON cannot hold (dates, paths) as text.
+Keys are sorted and the output is indented by two spaces, so the same result always gives the
+same bytes.  A reader should ignore keys it does not know: later versions of schema 1 may add
+keys, never remove or retype one.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+import numbers
+import os
+import shutil
+import sys
+import textwrap
+
+import numpy as np
+
+from .report_result import ReportResult
+from .results import ResultTable
+
+SCHEMA = "embsql.report/1"
+MISSING = "—"
+NO_MODEL = "all items"          # the summary column of a report without ``by`` (model is None)
+META_ORDER = ("source", "vector", "group", "by", "permutations", "seed", "embsql_version", "duckdb_version", "created")
+TALL_TABLE = 15                 # HTML tables with more rows scroll inside a box
+PLOT_NOTE = "Figures are not shown: matplotlib is not installed (pip install 'embsql[plot]')."
+
+
+# ---------------------------------------------------------------- cells
+
+def format_cell(value) -> str:
+    """A cell as people read it: 6 significant digits, None as "—", inf as "inf"."""
+    value = _plain(value)
+    if value is None:
+        return MISSING
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        if math.isnan(number):
+            return "nan"
+        if math.isinf(number):
+            return "inf" if number > 0 else "-inf"
+        return f"{number:.6g}"
+    return str(value)
+
+
+def _plain(value):
+    """numpy scalars as the Python values they hold (np.bool_ is neither bool nor a number)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _summary_grid(summary: ResultTable) -> tuple[list[str], list[list]]:
+    """The summary turned on its side: one row per statistic, one column per model."""
+    if not summary.rows or summary.columns[0] != "model":
+        return list(summary.columns), [list(row) for row in summary.rows]
+    header = ["statistic"] + [NO_MODEL if row[0] is None else str(row[0]) for row in summary.rows]
+    rows = [[column] + [row[i] for row in summary.rows] for i, column in enumerate(summary.columns) if i > 0]
+    return header, rows
+
+
+def _meta_items(meta: dict) -> list[tuple[str, str]]:
+    """Meta entries to show (not the SQL, shown on its own), known keys first."""
+    keys = [k for k in META_ORDER if k in meta] + sorted(k for k in meta if k not in META_ORDER and k != "sql")
+    return [(key, format_cell(meta[key])) for key in keys if meta[key] is not None]
+
+
+# ---------------------------------------------------------------- terminal text
+
+def to_text(result: ReportResult, *, color: bool | None = None, width: int | None = None) -> str:
+    """The report as terminal text.  Colour only when stdout is a terminal and NO_COLOR is unset
+    (``color`` overrides); without colour the text has no escape codes at all.  Tables fit the
+    terminal; written elsewhere (a file, a pipe, a string) they are never squeezed or cut."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    color = _color_wanted() if color is None else color
+    if width is None:
+        width = shutil.get_terminal_size((100, 24)).columns if color else 400
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, force_terminal=color, no_color=not color,
+                      color_system="standard" if color else None, highlight=False, emoji=False)
+    prose = min(width, 100)
+
+    def table(title, header, rows, first_is_label=False):
+        # Text objects throughout, so that a label such as "[bold]" is printed, not read as markup
+        shown = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD,
+                      show_edge=False, header_style="bold")
+        for k, name in enumerate(header):
+            numeric = any(_is_number(row[k]) for row in rows) and not (first_is_label and k == 0)
+            shown.add_column(Text(name), justify="right" if numeric else "left")
+        for row in rows:
+            shown.add_row(*(Text(format_cell(cell)) for cell in row))
+        return shown
+
+    console.print(Text(result.title, style="bold"))
+    for line in _pack([f"{k}: {v}" for k, v in _meta_items(result.meta)], prose):
+        console.print(Text(line, style="dim"))
+    console.print()
+    console.print(table(Text("Summary"), *_summary_grid(result.summary), first_is_label=True))
+    for section in result.sections:
+        console.print()
+        title = Text(section.title) + Text(f"  ({section.name})", style="dim")
+        console.print(table(title, list(section.table.columns), [list(r) for r in section.table.rows]))
+        if section.caution:
+            console.print(Text(textwrap.fill(f"Caution: {section.caution}", prose), style="italic"))
+    return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
+
+
+def _pack(items: list[str], width: int) -> list[str]:
+    """Items joined by two spaces into lines of at most ``width`` (an item is never split)."""
+    lines: list[str] = []
+    for item in items:
+        if lines and len(lines[-1]) + 2 + len(item) <= width:
+            lines[-1] += "  " + item
+        else:
+            lines.append(item)
+    return lines
+
+
+def _color_wanted() -> bool:
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    return sys.stdout.isatty()
+
+
+# ---------------------------------------------------------------- Markdown
+
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]|"} | {"<": "&lt;", ">": "&gt;", "&": "&amp;",
+                                                                   "\n": " ", "\r": " "})
+
+
+def _md(text: str) -> str:
+    """Text safe in a Markdown table cell or paragraph (no markup, no HTML, no line breaks)."""
+    return str(text).translate(_MD_SPECIAL)
+
+
+def to_markdown(result: ReportResult) -> str:
+    """GitHub-flavoured Markdown: tables, cautions as blockquotes, the SQL in a code block."""
+    lines = [f"# {_md(result.title)}", ""]
+    lines += [f"- **{_md(k)}**: {_md(v)}" for k, v in _meta_items(result.meta)]
+    lines += ["", "## Summary", ""] + _md_table(*_summary_grid(result.summary))
+    for section in result.sections:
+        lines += ["", f"## {_md(section.title)}", ""]
+        lines += _md_table(list(section.table.columns), [list(r) for r in section.table.rows])
+        if section.caution:
+            lines += ["", f"> **Caution:** {_md(section.caution)}"]
+    sql = result.meta.get("sql")
+    if sql:
+        fence = "`" * max(3, _longest_backtick_run(sql) + 1)
+        lines += ["", "## SQL", "", f"{fence}sql", str(sql).rstrip(), fence]
+    return "\n".join(lines) + "\n"
+
+
+def _md_table(header: list[str], rows: list[list]) -> list[str]:
+    align = ["---:" if any(_is_number(row[k]) for row in rows) else ":---" for k in range(len(header))]
+    lines = ["| " + " | ".join(_md(h) for h in header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(_md(format_cell(cell)) for cell in row) + " |" for row in rows]
+    return lines
+
+
+def _longest_backtick_run(text: str) -> int:
+    longest = run = 0
+    for char in str(text):
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return longest
+
+
+# ---------------------------------------------------------------- JSON
+
+def to_json(result: ReportResult) -> str:
+    """The report as JSON of schema ``embsql.report/1`` (see the module docstring)."""
+    document = {
+        "schema": SCHEMA,
+        "title": result.title,
+        "meta": _json_value(result.meta),
+        "summary": _json_table(result.summary),
+        "sections": [{"name": s.name, "title": s.title, "caution": s.caution, **_json_table(s.table)}
+                     for s in result.sections],
+    }
+    return json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def _json_table(table: ResultTable) -> dict:
+    rows, nonfinite = [], []
+    for r, row in enumerate(table.rows):
+        cells = []
+        for column, value in zip(table.columns, row):
+            if _is_number(value) and not math.isfinite(float(value)):
+                nonfinite.append({"row": r, "column": column, "value": format_cell(value)})
+                value = None
+            cells.append(_json_value(value))
+        rows.append(cells)
+    return {"title": table.title, "columns": list(table.columns), "rows": rows, "nonfinite": nonfinite}
+
+
+def _json_value(value):
+    value = _plain(value)
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        return number if math.isfinite(number) else format_cell(number)
+    if isinstance(value, dict):
+        return {str(k): _json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v) for v in value]
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+# ---------------------------------------------------------------- HTML
+
+def to_html(result: ReportResult, plots: bool = True, standalone: bool = True) -> str:
+    """One self-contained HTML file: inline CSS, figures as inline PNG, no scripts, no fetches.
+
+    ``standalone=False`` gives a fragment (no <html> or <head>) for Jupyter's _repr_html_.  When
+    matplotlib is missing, ``plots=True`` renders without figures and says so in a note.
+    """
+    figures, note = _html_figures(result) if plots else ({}, "")
+    esc = html.escape
+    parts = [f'<div class="embsql-report"><style>{_CSS}</style>', "<header>", f"<h1>{esc(result.title)}</h1>"]
+    meta = _meta_items(result.meta)
+    if meta:
+        parts.append('<p class="meta">' + " · ".join(
+            f'<span><span class="key">{esc(k)}</span> {esc(v)}</span>' for k, v in meta) + "</p>")
+    if result.sections:
+        parts.append('<nav>' + " · ".join(f'<a href="#section-{esc(s.name)}">{esc(s.title)}</a>'
+                                           for s in result.sections) + "</nav>")
+    parts.append("</header>")
+    if note:
+        parts.append(f'<p class="note">{esc(note)}</p>')
+
+    parts.append('<section id="summary"><h2>Summary</h2><div class="row">')
+    parts.append(_html_table(*_summary_grid(result.summary), row_headers=True))
+    parts += [_html_figure(plot, result) for plot in figures.get("summary", [])]
+    parts.append("</div></section>")
+
+    for section in result.sections:
+        parts.append(f'<section id="section-{esc(section.name)}">'
+                     f'<h2>{esc(section.title)} <span class="key">{esc(section.name)}</span></h2>')
+        parts.append('<div class="row">')
+        parts += [_html_figure(plot, result, with_caution=False) for plot in figures.get(section.name, [])]
+        parts.append(_html_table(list(section.table.columns), [list(r) for r in section.table.rows]))
+        parts.append("</div>")
+        if section.caution:
+            parts.append(f'<p class="caution"><strong>Caution.</strong> {esc(section.caution)}</p>')
+        parts.append("</section>")
+
+    sql = result.meta.get("sql")
+    if sql:
+        parts.append(f'<details class="sql"><summary>SQL that was run</summary><pre>{esc(str(sql))}</pre></details>')
+    parts.append("</div>")
+    body = "\n".join(parts)
+    if not standalone:
+        return body
+    return ('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f"<title>{esc(result.title)}</title>\n<style>{_PAGE_CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n")
+
+
+def _html_figures(result: ReportResult) -> tuple[dict, str]:
+    """Figures keyed by where they go; or no figures and a note when matplotlib is missing."""
+    from .plots import matplotlib_available, report_plots
+
+    if not matplotlib_available():
+        return {}, PLOT_NOTE
+    placed: dict = {}
+    for plot in report_plots(result):
+        placed.setdefault(plot.anchor, []).append(plot)
+    return placed, ""
+
+
+def _html_figure(plot, result: ReportResult, *, with_caution: bool = True) -> str:
+    """A figure as an inline PNG (rendered at 160 dpi, shown at 96 px per inch: sharp text on high-density screens)."""
+    buffer = io.BytesIO()
+    plot.figure.savefig(buffer, format="png", dpi=160, facecolor="white")
+    width, height = (round(v * 96) for v in plot.figure.get_size_inches())  # CSS px per inch
+    data = base64.b64encode(buffer.getvalue()).decode("ascii")
+    title = html.escape(plot.caption)
+    caution = ""
+    if with_caution and plot.caution_from:
+        caution = next((s.caution for s in result.sections if s.name == plot.caution_from), "")
+    caution_html = f'<p class="caution"><strong>Caution.</strong> {html.escape(caution)}</p>' if caution else ""
+    # the figure is as wide as its image, so the caption wraps under the image, not beside it
+    return (f'<figure style="width:{width}px"><img alt="{title}" width="{width}" height="{height}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{title}</figcaption>{caution_html}</figure>")
+
+
+def _html_table(header: list[str], rows: list[list], *, row_headers: bool = False) -> str:
+    esc = html.escape
+    numeric = [any(_is_number(row[k]) for row in rows) for k in range(len(header))]
+    head = "".join(f'<th class="{"num" if numeric[k] and not (row_headers and k == 0) else "txt"}">{esc(h)}</th>'
+                   for k, h in enumerate(header))
+    body = []
+    for row in rows:
+        cells = []
+        for k, cell in enumerate(row):
+            text = esc(format_cell(cell))
+            if row_headers and k == 0:
+                cells.append(f'<th scope="row" class="txt">{text}</th>')
+            elif cell is None:
+                cells.append(f'<td class="na" title="no value">{text}</td>')
+            else:
+                cells.append(f'<td class="{"num" if _is_number(cell) else "txt"}">{text}</td>')
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    tall = " tall" if len(rows) > TALL_TABLE else ""
+    return (f'<div class="tablewrap{tall}"><table><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
+
+
+# Every rule is scoped to .embsql-report so that a fragment in a notebook styles only itself.
+# System fonts only: nothing is fetched.
+_CSS = """
+.embsql-report{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;
+ color:#1d232a;background:#fff;max-width:1240px;margin:0 auto;padding:14px 24px 40px;box-sizing:border-box}
+.embsql-report h1{font-size:1.4rem;margin:0 0 2px}
+.embsql-report h2{font-size:1.1rem;margin:22px 0 6px;padding-top:6px;border-top:1px solid #d5dae0}
+.embsql-report #summary h2{border-top:none;margin-top:8px}
+.embsql-report .key{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;color:#5b6570;font-weight:normal}
+.embsql-report .meta{color:#3d4650;font-size:.85rem;margin:2px 0}
+.embsql-report .meta>span{white-space:nowrap;margin-right:4px}
+.embsql-report nav{font-size:.85rem;margin:4px 0}
+.embsql-report a{color:#1f5f99}
+.embsql-report .row{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}
+.embsql-report .tablewrap{overflow-x:auto;max-width:100%;width:fit-content}
+.embsql-report .tablewrap.tall{max-height:24em;overflow-y:auto;border:1px solid #e3e6ea}
+.embsql-report table{border-collapse:collapse;font-variant-numeric:tabular-nums;font-size:.88rem}
+.embsql-report th,.embsql-report td{padding:3px 10px;border-bottom:1px solid #e3e6ea;white-space:nowrap}
+.embsql-report thead th{background:#f1f4f7;position:sticky;top:0;font-weight:600}
+.embsql-report .num{text-align:right}
+.embsql-report .txt{text-align:left}
+.embsql-report tbody th{font:13px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-weight:normal}
+.embsql-report td.na{color:#8a939c;text-align:center}
+.embsql-report figure{margin:0 0 10px;max-width:100%}
+.embsql-report figure img{max-width:100%;height:auto;display:block}
+.embsql-report figcaption{font-size:.85rem;color:#3d4650}
+.embsql-report .caution{border-left:4px solid #c98f00;background:#fff7df;padding:6px 12px;margin:8px 0;
+ font-size:.9rem;max-width:82ch}
+.embsql-report .note{background:#eef3f8;padding:6px 12px;font-size:.9rem}
+.embsql-report details.sql pre{background:#f6f8fa;padding:10px;overflow-x:auto;font-size:.85rem}
+"""
+_PAGE_CSS = "body{margin:0;background:#fff}"
