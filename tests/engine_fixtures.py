@@ -81,7 +81,7 @@ def postgres_server():
                 raise EngineUnavailable("no postgres OS user to run PostgreSQL as (install postgresql)") from None
 
         def run(*args):
-            result = subprocess.run(prefix + [str(a) for a in args], capture_output=True, text=True)
+            result = subprocess.run(prefix + [str(a) for a in args], check=False, capture_output=True, text=True)
             if result.returncode:
                 detail = (result.stderr or result.stdout).strip()
                 if log.exists():
@@ -97,7 +97,7 @@ def postgres_server():
             yield {"host": str(home), "port": 5432, "user": "postgres"}
         finally:
             subprocess.run(prefix + [str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
-                           capture_output=True)
+                           check=False, capture_output=True)
     finally:
         shutil.rmtree(home, ignore_errors=True)
 
@@ -131,7 +131,7 @@ def postgres():
 
 def _java_major(java: str) -> int | None:
     try:
-        result = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+        result = subprocess.run([java, "-version"], check=False, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
     match = re.search(r'version "(\d+)', result.stderr + result.stdout)

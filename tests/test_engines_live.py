@@ -5,16 +5,16 @@ every number is checked against numpy on the source arrays."""
 import subprocess
 import sys
 
+import engine_fixtures
 import numpy as np
 import pyarrow as pa
 import pytest
 import sqlglot
+from engine_fixtures import engine, postgres, spark  # noqa: F401  (pytest fixtures)
 from sqlglot import exp
 
-import engine_fixtures
 from embsql.engines import dialect_of, fetch_arrow, load_table
 from embsql.errors import EngineError, InputError
-from engine_fixtures import engine, postgres, spark  # noqa: F401  (pytest fixtures)
 
 D = 5
 TABLE = "emb_vectors"
