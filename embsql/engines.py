@@ -237,9 +237,9 @@ def _records(*fields: tuple[str, object], size: int) -> np.ndarray:
     return records
 
 
-def _scalar_fields(values, code: str) -> pa.Array:
-    """Fixed-width values as COPY fields: <int32 width><big-endian value>."""
-    return _binary(_records(("length", (">i4", np.dtype(code).itemsize)), ("value", (code, values)), size=len(values)))
+def _scalar_records(values, code: str) -> np.ndarray:
+    """Fixed-width values as packed COPY fields: <int32 width><big-endian value>."""
+    return _records(("length", (">i4", np.dtype(code).itemsize)), ("value", (code, values)), size=len(values))
 
 
 def _vector_fields(array: pa.ListArray) -> pa.Array:
@@ -247,8 +247,7 @@ def _vector_fields(array: pa.ListArray) -> pa.Array:
     bound 1; 12 bytes and no dimension for an empty list), then each element as a field."""
     flat = pc.list_flatten(array)
     lengths = pc.fill_null(pc.list_value_length(array), 0).to_numpy(zero_copy_only=False).astype(np.int64)
-    elements = _records(("length", (">i4", 8)), ("value", (">f8", pc.fill_null(flat, 0.0).to_numpy(zero_copy_only=False))),
-                        size=len(flat))
+    elements = _scalar_records(pc.fill_null(flat, 0.0).to_numpy(zero_copy_only=False), ">f8")
     ends = np.concatenate([[0], np.cumsum(lengths)])
     has_null = int(flat.null_count > 0)
     if has_null:  # rare (a bad vector): element by element
@@ -277,7 +276,8 @@ def _copy_fields(array: pa.Array) -> pa.Array:
         fields = pc.binary_join_element_wise(prefix, pc.fill_null(data, b""), b"")
     else:
         code = {pa.int64(): ">i8", pa.float64(): ">f8", pa.bool_(): ">u1"}[array.type]
-        fields = _scalar_fields(pc.fill_null(array, False if code == ">u1" else 0).to_numpy(zero_copy_only=False), code)
+        values = pc.fill_null(array, False if code == ">u1" else 0).to_numpy(zero_copy_only=False)
+        fields = _binary(_scalar_records(values, code))
     return pc.if_else(array.is_null(), _NULL_FIELD, fields) if array.null_count else fields
 
 
@@ -335,7 +335,10 @@ def _load_spark(session, name: str, table: pa.Table) -> None:
     # DataFrame of the whole table; the view lives as long as the session (and the file)
     table, _ = _loadable(table, "spark")
     path = _spark_directory() / f"{uuid.uuid4().hex}.parquet"
-    pq.write_table(table, path)
+    # row groups of ~64 MB: Spark reads (and splits work) by row group, and a 1M-row group of
+    # 384-d vectors (pyarrow's default) is 3 GB for one task
+    rows = max(1, int(64_000_000 * table.num_rows / max(table.nbytes, 1)))
+    pq.write_table(table, path, row_group_size=rows)
     session.read.parquet(str(path)).createOrReplaceTempView(name)
 
 

@@ -163,11 +163,12 @@ appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 
 
 @contextlib.contextmanager
-def spark_session(cores: int = 2, quick_start: bool = True):
+def spark_session(cores: int = 2, quick_start: bool = True, memory: str = "2g"):
     """A local SparkSession: ``cores`` threads, few shuffle partitions, no UI, quiet logging.
 
     ``quick_start`` runs the JVM with only its fast (C1) compiler and the serial collector: start-up
-    and short queries take about half the time; pass False for long benchmark runs."""
+    and short queries take about half the time; pass False for long benchmark runs. ``memory`` is
+    the JVM heap (local mode runs the tasks in the driver)."""
     try:
         from pyspark.sql import SparkSession
     except ImportError:
@@ -189,6 +190,7 @@ def spark_session(cores: int = 2, quick_start: bool = True):
         java_options += " -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
     try:
         session = (SparkSession.builder.master(f"local[{cores}]").appName("embsql-tests")
+                   .config("spark.driver.memory", memory)  # local mode: the driver is the executor
                    .config("spark.ui.enabled", "false")
                    .config("spark.ui.showConsoleProgress", "false")
                    .config("spark.sql.shuffle.partitions", str(cores))

@@ -92,6 +92,29 @@ def test_load_table_round_trip_is_exact(loaded):
     assert np.array_equal(kept, np.delete(vectors, null_vector, axis=0))  # in fact bit for bit
 
 
+def test_load_table_round_trip_of_edge_values(engine):  # noqa: F811
+    """The values each encoding has a special path for: NULL inside a vector, an empty vector,
+    float32 elements, non-finite and subnormal doubles, booleans, strings with tabs, newlines,
+    backslashes and non-ASCII letters."""
+    table = pa.table({
+        "id": [0, 1, 2, 3],
+        "w": pa.array([[1.5, None, -2.0], [], None, [0.25]], pa.list_(pa.float32())),
+        "x": [float("nan"), float("-inf"), -0.0, 5e-324],
+        "b": [True, None, False, True],
+        "s": ["tab\there", "new\nline \\ back", None, "é ü 日本"],
+    })
+    load_table(engine, "edge_values", table)
+    query = exp.select("*").from_(exp.table_("edge_values", quoted=True)).order_by("id")
+    result = fetch_arrow(engine, sql_for(engine, query))
+    assert result.schema.field("w").type == pa.list_(pa.float64())
+    rows = result.to_pylist()
+    assert [row["w"] for row in rows] == [[1.5, None, -2.0], [], None, [0.25]]
+    assert [row["b"] for row in rows] == [True, None, False, True]
+    assert [row["s"] for row in rows] == ["tab\there", "new\nline \\ back", None, "é ü 日本"]
+    x = np.array([row["x"] for row in rows])
+    assert np.isnan(x[0]) and x[1] == -np.inf and x[2] == 0 and np.signbit(x[2]) and x[3] == 5e-324
+
+
 def test_engine_error_names_dialect_and_engine_message(loaded):
     connection = loaded[0]
     dialect = dialect_of(connection)
