@@ -46,3 +46,10 @@ class DistanceTableError(InputError):
 
 class SqlInputError(InputError):
     """An ``embsql:`` error raised inside DuckDB by one of the SQL macros."""
+
+
+class EngineError(EmbsqlError):
+    """Another SQL engine (Spark, PostgreSQL, or DuckDB running transpiled SQL) rejected a query.
+
+    The message names the dialect and gives the engine's own first message line.
+    """
