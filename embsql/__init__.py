@@ -11,6 +11,7 @@
 from .api import anova, anova_dist, groups, run_sql
 from .inference import dispersion, permanova
 from .uncertainty import bootstrap, compare, jackknife
+from .agreement import knn_agreement, mantel
 from .errors import (BadLabelError, BadVectorError, ColumnNotFoundError, ColumnTypeError, DesignError,
                      DistanceTableError, EmbsqlError, InputError, SourceNotFoundError, SqlInputError)
 from .registration import connect, register
@@ -20,6 +21,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "anova", "anova_dist", "groups", "run_sql", "permanova", "dispersion", "jackknife", "bootstrap", "compare", "connect", "register", "ResultTable",
+    "knn_agreement", "mantel",
     "EmbsqlError", "InputError", "SourceNotFoundError", "ColumnNotFoundError", "ColumnTypeError",
     "BadVectorError", "BadLabelError", "DesignError", "DistanceTableError", "SqlInputError",
 ]
