@@ -11,8 +11,9 @@
 from .api import anova, anova_dist, groups, run_sql
 from .inference import dispersion, permanova
 from .uncertainty import bootstrap, compare, jackknife
+from .agreement import knn_agreement, mantel
 from .errors import (BadLabelError, BadVectorError, ColumnNotFoundError, ColumnTypeError, DesignError,
-                     DistanceTableError, EmbsqlError, InputError, SourceNotFoundError, SqlInputError)
+                     DistanceTableError, EmbsqlError, EngineError, InputError, SourceNotFoundError, SqlInputError)
 from .registration import connect, register
 from .results import ResultTable
 from .report import Report, report, run_on
@@ -22,7 +23,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "anova", "anova_dist", "groups", "run_sql", "permanova", "dispersion", "jackknife", "bootstrap", "compare", "connect", "register", "ResultTable",
-    "report", "Report", "run_on", "ReportResult", "Section",
+    "report", "Report", "run_on", "ReportResult", "Section", "knn_agreement", "mantel", "EngineError",
     "EmbsqlError", "InputError", "SourceNotFoundError", "ColumnNotFoundError", "ColumnTypeError",
     "BadVectorError", "BadLabelError", "DesignError", "DistanceTableError", "SqlInputError",
 ]

@@ -113,13 +113,13 @@ def _column(name: str) -> exp.Column:
 
 
 def _query(source: Source, group: str, vector: str, by: str | None, key: str | None, extra: str | None,
-           extra_role: str = "strata"):
-    for name, role in ((group, "group"), (by, "by"), (key, "key"), (extra, extra_role)):
+           extra_role: str = "strata", group_role: str = "group"):
+    for name, role in ((group, group_role), (by, "by"), (key, "key"), (extra, extra_role)):
         if name is not None:
             source.require(name, role)
     source.vector_dimension(vector)
     if by is not None and by == group:
-        raise InputError(f"by column {by!r} is the group column; pass a different column (e.g. the model)")
+        raise InputError(f"by column {by!r} is the {group_role} column; pass a different column (e.g. the model)")
     return exp.select(
         exp.alias_(_column(by) if by else exp.null(), B),
         exp.alias_(_column(group), G),
@@ -129,14 +129,16 @@ def _query(source: Source, group: str, vector: str, by: str | None, key: str | N
     ).from_(source.table.copy())
 
 
-def _stream(con, source, group, vector, by=None, key=None, extra=None, unit=True, extra_role="strata"):
+def _stream(con, source, group, vector, by=None, key=None, extra=None, unit=True, extra_role="strata",
+            group_role="group"):
     """Yield (by value, labels, vectors, extra values, row namer) per part of each Arrow batch.
 
     Vectors are checked and scaled to unit length, or with ``unit=False`` checked for NULLs and
-    lengths only and returned as they are (the caller scales them and checks their norms)."""
+    lengths only and returned as they are (the caller scales them and checks their norms).
+    ``group_role`` names the label column in messages (e.g. "item" when items are the labels)."""
     dims: dict[object, int] = {}
     first_row = 0
-    query = _query(source, group, vector, by, key, extra, extra_role)
+    query = _query(source, group, vector, by, key, extra, extra_role, group_role)
     for batch in con.sql(query.sql("duckdb")).to_arrow_reader(BATCH_ROWS):
         by_values = batch.column(B)
         parts = [(None, None)] if by_values.null_count == len(by_values) else [
@@ -144,13 +146,13 @@ def _stream(con, source, group, vector, by=None, key=None, extra=None, unit=True
         for value, mask in parts:
             rows = np.arange(batch.num_rows) if mask is None else np.flatnonzero(mask.to_numpy(zero_copy_only=False))
             part = batch if mask is None else batch.filter(mask)
-            where = _RowNamer(batch, rows, first_row, group)
+            where = _RowNamer(batch, rows, first_row, group_role)
             vectors = (_unit_vectors if unit else _raw_vectors)(part.column(V), where, vector, dims.get(value))
             dims.setdefault(value, vectors.shape[1])
             labels = part.column(G).dictionary_encode()
             if labels.null_count:
                 first = int(np.flatnonzero(labels.is_null().to_numpy(zero_copy_only=False))[0])
-                raise BadLabelError(f"group column {group!r} has a NULL label at {where(first)}")
+                raise BadLabelError(f"{group_role} column {group!r} has a NULL label at {where(first)}")
             yield value, labels, vectors, part.column(EXTRA), where
         first_row += batch.num_rows
     if first_row == 0:
@@ -170,11 +172,11 @@ def group_sums(con: duckdb.DuckDBPyConnection, source: Source, group: str, vecto
 
 def unit_rows(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str,
               by: str | None = None, key: str | None = None, extra: str | None = None,
-              extra_role: str = "strata") -> list[tuple[object, UnitRows]]:
+              extra_role: str = "strata", group_role: str = "group") -> list[tuple[object, UnitRows]]:
     """Every checked unit vector with its label (and extra column), per by value: O(n d) memory."""
     parts: dict[object, list] = {}
     for value, labels, unit, extra_values, _ in _stream(con, source, group, vector, by, key, extra,
-                                                        extra_role=extra_role):
+                                                        extra_role=extra_role, group_role=group_role):
         parts.setdefault(value, []).append((labels.to_pylist(), unit, extra_values.to_pylist()))
     out = []
     for value in sorted(parts, key=_sort_key):
@@ -185,17 +187,18 @@ def unit_rows(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector
 
 
 class _RowNamer:
-    """Names a row of the current batch part as users see it: 0-based row in scan order, key, group."""
+    """Names a row of the current batch part as users see it: 0-based row in scan order, key, label
+    (``role`` says what the label is: a group, or an item)."""
 
-    def __init__(self, batch, rows, first_row, group):
-        self.batch, self.rows, self.first_row, self.group = batch, rows, first_row, group
+    def __init__(self, batch, rows, first_row, role="group"):
+        self.batch, self.rows, self.first_row, self.role = batch, rows, first_row, role
 
     def __call__(self, i: int) -> str:
         row = int(self.rows[i])
         key = self.batch.column(KEY)[row].as_py()
         label = self.batch.column(G)[row].as_py()
         return (f"row {self.first_row + row}" + ("" if key is None else f" (key {key!r})")
-                + ("" if label is None else f" (group {label!r})"))
+                + ("" if label is None else f" ({self.role} {label!r})"))
 
 
 def _bad(vector: str, word: str, where) -> BadVectorError:

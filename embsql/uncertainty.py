@@ -13,7 +13,7 @@ import duckdb
 import numpy as np
 
 from . import resampling
-from .errors import InputError
+from .errors import BadLabelError, InputError
 from .results import ResultTable
 from .sources import resolve
 from .sufficient import GroupSums, group_sums, unit_rows
@@ -52,25 +52,42 @@ def _canonical(sums: GroupSums) -> GroupSums:
     return GroupSums(sums.labels[order], sums.counts[order], sums.sums[order])
 
 
-def compare_rows(models: dict, stat: str, *, replicates: int, seed: int, level: float, common: bool) -> list[dict]:
-    """``models``: model -> (item ids, group labels, unit vectors).  One row per pair of models."""
-    item_sets = {m: set(items.tolist()) for m, (items, _, _) in models.items()}
-    for m, (items, _, _) in models.items():
-        if len(item_sets[m]) != len(items):
-            dup = next(x for x in items.tolist() if items.tolist().count(x) > 1)
-            raise InputError(f"model {m!r} has item {dup!r} more than once")
-    shared = set.intersection(*item_sets.values())
+def shared_items(items_by_model: dict, common: bool) -> tuple[list, dict]:
+    """Match items across models: the items every model has, in canonical order (sorted by their
+    text, the same order from Python and from SQL), and per model the row of each of them.
+
+    A NULL or duplicated item, or (unless ``common``) an item some model lacks, is an error that
+    names the item and the model.
+    """
+    rows_of = {}
+    for m, items in items_by_model.items():
+        position: dict = {}
+        for row, item in enumerate(items.tolist()):
+            if item is None:
+                raise BadLabelError(f"model {m!r} has a NULL item; every row needs an item id")
+            if position.setdefault(item, row) != row:
+                raise InputError(f"model {m!r} has item {item!r} more than once")
+        rows_of[m] = position
+    shared = set.intersection(*(set(position) for position in rows_of.values()))
     if not common:
-        for m, items in item_sets.items():
-            extra = items - shared
+        for m, position in rows_of.items():
+            extra = set(position) - shared
             if extra:
-                raise InputError(f"model {m!r} has item {sorted(extra, key=str)[0]!r} that another model lacks "
+                raise InputError(f"model {m!r} has item {min(extra, key=str)!r} that another model lacks "
                                  f"({len(extra)} such items); pass common=True to compare on the "
                                  f"{len(shared)} items every model has")
+    order = sorted(shared, key=str)
+    return order, {m: np.fromiter((position[x] for x in order), np.int64, len(order))
+                   for m, position in rows_of.items()}
+
+
+def compare_rows(models: dict, stat: str, *, replicates: int, seed: int, level: float, common: bool) -> list[dict]:
+    """``models``: model -> (item ids, group labels, unit vectors).  One row per pair of models."""
+    shared, rows_of = shared_items({m: items for m, (items, _, _) in models.items()}, common)
     group_of = {}
     per_model = {}
     for m, (items, labels, unit) in models.items():
-        keep = np.fromiter((x in shared for x in items.tolist()), bool, len(items))
+        keep = rows_of[m]
         for item, label in zip(items[keep].tolist(), labels[keep].tolist()):
             if group_of.setdefault(item, label) != label:
                 raise InputError(f"item {item!r} is in group {group_of[item]!r} for one model and {label!r} for "

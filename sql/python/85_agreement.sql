@@ -1,0 +1,40 @@
+-- Cross-model agreement on the same items (SPEC S25): k-NN overlap and the Mantel test.
+-- Loaded by embsql.register(con) after the UDFs in udfs/agreement.py.  The whole table goes to
+-- the UDF as lists (one model may have another dimension than the next), with the table's column
+-- names and types, so the UDF can name a missing or mistyped column as the Python API does.
+
+CREATE OR REPLACE MACRO emb__model_items(tbl, item_col, model_col, vector_col) AS TABLE
+SELECT tbl AS __emb_tbl,
+       (SELECT list(column_name) FROM (DESCRIBE SELECT * FROM query_table(tbl))) AS __emb_names,
+       (SELECT list(column_type) FROM (DESCRIBE SELECT * FROM query_table(tbl))) AS __emb_types,
+       item_col AS __emb_item_col, model_col AS __emb_model_col, vector_col AS __emb_vector_col,
+       coalesce(list(__emb_b), []) AS __emb_b, coalesce(list(__emb_x), []) AS __emb_x,
+       coalesce(list(__emb_v), []) AS __emb_v
+FROM (
+    -- a missing column gives NULLs here (the __emb_null* stand-ins) and an error in the UDF;
+    -- TRY_CAST lets a mistyped vector column reach the UDF too, which names its type
+    SELECT coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))::VARCHAR AS __emb_b,
+           coalesce(*COLUMNS(lambda c: c IN (item_col, '__emb_null')))::VARCHAR AS __emb_x,
+           coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv'))) AS __emb_v
+    FROM (SELECT TRY_CAST(COLUMNS(lambda c: c IN (vector_col, '__emb_nullv')) AS DOUBLE[]),
+                 COLUMNS(lambda c: c IN (model_col, item_col, '__emb_null'))
+          FROM (SELECT *, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(tbl)))
+);
+
+CREATE OR REPLACE MACRO emb_knn_agreement(tbl, item_col, model_col, vector_col, k := 10, common := false) AS TABLE
+SELECT unnest(emb__knn_agreement(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
+                                 __emb_vector_col, __emb_b, __emb_x, __emb_v, k, common), recursive := true)
+FROM emb__model_items(tbl, item_col, model_col, vector_col);
+
+CREATE OR REPLACE MACRO emb_knn_agreement_items(tbl, item_col, model_col, vector_col, k := 10,
+                                                common := false) AS TABLE
+SELECT unnest(emb__knn_agreement_items(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
+                                       __emb_vector_col, __emb_b, __emb_x, __emb_v, k, common), recursive := true)
+FROM emb__model_items(tbl, item_col, model_col, vector_col);
+
+CREATE OR REPLACE MACRO emb_mantel(tbl, item_col, model_col, vector_col, permutations := 999, seed := 42,
+                                   common := false) AS TABLE
+SELECT unnest(emb__mantel(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
+                          __emb_vector_col, __emb_b, __emb_x, __emb_v, permutations, seed, common),
+              recursive := true)
+FROM emb__model_items(tbl, item_col, model_col, vector_col);
