@@ -14,6 +14,7 @@ from .uncertainty import bootstrap, compare, jackknife
 from .errors import (BadLabelError, BadVectorError, ColumnNotFoundError, ColumnTypeError, DesignError,
                      DistanceTableError, EmbsqlError, InputError, SourceNotFoundError, SqlInputError)
 from .registration import connect, register
+from .retrieval import dose, margins, pairing, retrieval_layers, retrieval_summary
 from .results import ResultTable
 
 __version__ = "0.1.0"
@@ -22,4 +23,5 @@ __all__ = [
     "anova", "anova_dist", "groups", "run_sql", "permanova", "dispersion", "jackknife", "bootstrap", "compare", "connect", "register", "ResultTable",
     "EmbsqlError", "InputError", "SourceNotFoundError", "ColumnNotFoundError", "ColumnTypeError",
     "BadVectorError", "BadLabelError", "DesignError", "DistanceTableError", "SqlInputError",
+    "margins", "retrieval_summary", "retrieval_layers", "dose", "pairing",
 ]

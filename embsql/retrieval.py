@@ -8,7 +8,7 @@ matched with that model's documents.
 
 The rows stream from DuckDB as Arrow batches (as in embsql.sufficient); every vector is checked
 and scaled to unit length there, and a bad one is named by its row and id.  The numerics are
-embsql.margins (S20, S21), embsql.dose (S23), embsql.decomposition and embsql.resampling (R2,
+embsql.margin_scan (S20, S21), embsql.paraphrase_dose (S23), embsql.decomposition and embsql.resampling (R2,
 W~, jackknife); scalar ICC is the SQL macro emb_icc.
 """
 
@@ -24,9 +24,9 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from . import decomposition, resampling
-from .dose import analyse as analyse_dose
+from .paraphrase_dose import analyse as analyse_dose
 from .errors import BadLabelError, BadVectorError, DesignError, InputError, SqlInputError
-from .margins import QUANTILES, RECALL_AT, Margins, cluster_jackknife_ratio, compute
+from .margin_scan import QUANTILES, RECALL_AT, Margins, cluster_jackknife_ratio, compute
 from .registration import register
 from .report_result import ReportResult, Section
 from .results import ResultTable
@@ -340,22 +340,22 @@ def _group_codes(labels) -> np.ndarray:
 
 
 def _pairing_rows(con, per_model: list[tuple[object, Rows, Margins]]) -> list[dict]:
-    rows, scalar = [], []
+    inputs, scalar = [], []
     for code, (m, q, result) in enumerate(per_model):
+        sums = GroupSums.from_rows(q.group, q.unit)          # the input side first: its design errors
+        inputs.append((decomposition.anova_row(sums, m),
+                       float(resampling.statistic("icc", resampling.full_totals(sums))[0])))
         if len(set(result.top1.tolist())) > 1:
             scalar += zip(itertools.repeat(code), _group_codes(q.group.tolist()).tolist(),
                           result.top1.astype(int).tolist())
     outputs = _scalar_icc(con, scalar)
-    for code, (m, q, result) in enumerate(per_model):
-        sums = GroupSums.from_rows(q.group, q.unit)
-        anova = decomposition.anova_row(sums, m)
-        trace_icc = float(resampling.statistic("icc", resampling.full_totals(sums))[0])
+    rows = []
+    for code, ((m, _, result), (anova, trace_icc)) in enumerate(zip(per_model, inputs)):
         out = outputs.get(code)
-        note = None
+        note = out_r2 = out_icc = None
         if out is None:
             note = (f"every query has the same top-1 outcome ({'all' if result.top1.all() else 'none'} ranked "
                     "first): the output R2 and ICC are undefined")
-            out_r2 = out_icc = None
         else:
             ss_b, ss_w = out["ms_b"] * (out["groups"] - 1), out["ms_w"] * (out["n"] - out["groups"])
             out_r2, out_icc = ss_b / (ss_b + ss_w), out["icc"]

@@ -774,6 +774,8 @@ positives AS (
         CASE
             WHEN scope IS NULL OR scope NOT IN ('corpus', 'group') THEN error(format(
                 'embsql: scope must be ''corpus'' or ''group'', not {}', coalesce('''' || scope || '''', 'NULL')))
+            WHEN q.__emb_b NOT IN (SELECT __emb_b FROM d) THEN error(format(
+                'embsql: model {} is in queries {} but not in docs {}', q.__emb_b, queries, docs))
             WHEN p.__emb_k IS NULL THEN error(format(
                 'embsql: query {}{} has positive {}, which is not a doc_id of {}', q.__emb_q,
                 CASE WHEN q.__emb_b IS NULL THEN '' ELSE format(' (model {})', q.__emb_b) END, q.__emb_p, docs))

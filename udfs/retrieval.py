@@ -3,7 +3,7 @@
 Each row of a call is one model: its queries (qids as text for messages, positives, vectors) and
 its documents (doc_ids, groups, vectors) as lists.  Vectors are checked and scaled here (naming
 the query or document), then embsql.retrieval.model_margins runs the same kernel as
-embsql.margins() from Python.
+embsql.margins() from Python (the scan is embsql.margin_scan).
 """
 
 from __future__ import annotations

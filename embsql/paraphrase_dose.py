@@ -24,7 +24,7 @@ import numpy as np
 
 from . import decomposition
 from .errors import DesignError
-from .margins import cluster_jackknife_ratio
+from .margin_scan import cluster_jackknife_ratio
 from .permutation import _check_permutations, _result
 from .resampling import jackknife_se
 from .sufficient import GroupSums, _sort_key
