@@ -206,7 +206,7 @@ def cluster_jackknife_ratio(values: np.ndarray, weights: np.ndarray, clusters: n
     values = np.asarray(values, dtype=np.float64)
     weights = np.asarray(weights, dtype=np.float64)
     total_v, total_w = values.sum(), weights.sum()
-    theta = total_v / total_w
+    theta = total_v / total_w if total_w > 0 else np.nan      # nan only where no cluster has weight
     groups = int(clusters.max()) + 1 if len(clusters) else 0
     per_v = np.bincount(clusters, weights=values, minlength=groups)
     per_w = np.bincount(clusters, weights=weights, minlength=groups)
