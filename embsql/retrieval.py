@@ -114,7 +114,9 @@ def _read(con, source: Source, columns: dict[str, tuple[str | None, str]], what:
             select.append(exp.alias_(exp.null(), alias))
             continue
         source.require(name, role)
-        select.append(exp.alias_(exp.column(name, quoted=True), alias))
+        column = exp.column(name, quoted=True)
+        # positives are matched to doc_ids as text (the key), as in the SQL macros
+        select.append(exp.alias_(exp.cast(column, "VARCHAR") if part == "positive" else column, alias))
     source.vector_dimension(columns["vector"][0])
     query = exp.select(*select).from_(source.table.copy()).sql("duckdb")
     parts: dict[object, list] = {}
@@ -143,12 +145,16 @@ def _read(con, source: Source, columns: dict[str, tuple[str | None, str]], what:
             except BadVectorError as error:
                 raise BadVectorError(f"{what} {source.name!r}{_model_text(value)}: {error}") from None
             dims.setdefault(value, unit.shape[1])
-            parts.setdefault(value, []).append((part, unit))
+            # keep the labels and the unit vectors, not the raw vectors (memory: one copy of the data)
+            labels = [name for name in part.schema.names if name != "__emb_v"]
+            parts.setdefault(value, []).append((pa.RecordBatch.from_arrays([part.column(x) for x in labels], labels),
+                                                unit))
         first_row += batch.num_rows
     if first_row == 0:
         raise InputError(f"{what} {source.name!r} has no rows")
     out = {}
-    for value, chunks in parts.items():
+    for value in list(parts):
+        chunks = parts.pop(value)
         table = pa.Table.from_batches([c[0] for c in chunks])
         keys = _objects(table, _ALIASES["key"])
         out[value] = Rows(table.column(KEY).to_pylist(), keys,
@@ -459,8 +465,9 @@ CAUTIONS = {
     "query_stability": (
         "Layer 1, within the queries: R2 is the share of query spread between paraphrase groups (same design only, "
         "similarity-invariant, biased upward: compare with r2_null); W~_q, the mean size-corrected spread of a "
-        "paraphrase group (singletons excluded), is how far paraphrasing moves a query.  Neither says whether "
-        "retrieval succeeds: that is decided by the alignment of queries with their documents (layer 3). "
+        "paraphrase group (singletons excluded), is how far paraphrasing moves a query (with a level column the "
+        "groups pool every level; the dose section splits W~_q by level).  Neither says whether retrieval "
+        "succeeds: that is decided by the alignment of queries with their documents (layer 3). "
         + EFF_DIM_CAUTION),
     "document_structure": (
         "Layer 2, within the documents: R2 says how clearly the topic groups separate; W~_g is the overall spread "

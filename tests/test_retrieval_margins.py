@@ -94,8 +94,11 @@ def test_without_model_column_rows_are_by_qid_and_model_is_none(con):
     assert_rows_equal(sql.to_pylist(), result.to_dicts())
 
 
-def test_custom_column_names(con):
+def test_custom_column_names_and_integer_ids(con):
     queries, docs = rd.make(5, questions=4)
+    number = {f"d{t}_{k}": 10 * t + k for t in range(6) for k in range(5)}
+    queries = queries.set_column(4, "positive", pa.array([number[p] for p in queries.column("positive").to_pylist()]))
+    docs = docs.set_column(1, "doc_id", pa.array([number[p] for p in docs.column("doc_id").to_pylist()], pa.int32()))
     queries = queries.rename_columns(["mdl", "id", "question", "strength", "answer", "emb"])
     docs = docs.rename_columns(["mdl", "doc", "topic", "emb"])
     con.register("q", queries)
@@ -108,6 +111,8 @@ def test_custom_column_names(con):
                   "doc_vector_col := 'emb', model_col := 'mdl')").to_arrow_table()
     assert sql.column_names[0] == "mdl"
     assert_rows_equal(sql.to_pylist(), python.to_dicts())
+    original = rd.make(5, questions=4)
+    assert_rows_equal(python.to_dicts(), expected_rows(*original, "group", ("m1",)))
 
 
 def _near_tie_data(dim=64, seed=0):
