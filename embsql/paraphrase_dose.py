@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import decomposition
-from .errors import DesignError
+from .errors import DesignError, InputError
 from .margin_scan import cluster_jackknife_ratio
 from .permutation import _check_permutations, _result
 from .resampling import jackknife_se
@@ -50,6 +50,7 @@ class Dose:
     statistic: float          # T
     p_value: float
     permutations: int
+    works: bool               # monotone and p_value <= alpha: the manipulation acts as a dose
 
 
 def _codes(values) -> tuple[list, np.ndarray]:
@@ -58,13 +59,16 @@ def _codes(values) -> tuple[list, np.ndarray]:
     return names, np.fromiter((lookup[v] for v in values), np.int64, len(values))
 
 
-def analyse(groups, levels, keys, unit: np.ndarray, *, permutations: int = 999, seed: int = 42) -> Dose:
+def analyse(groups, levels, keys, unit: np.ndarray, *, permutations: int = 999, seed: int = 42,
+            alpha: float = 0.05) -> Dose:
     """W~_q per level with jackknife SEs, monotonicity and the within-group permutation trend test.
 
     ``groups``, ``levels``: labels per query; ``keys``: the query ids as text (a canonical order,
     so a seed gives the same p-value whatever order the rows came in); ``unit``: unit vectors.
     """
     _check_permutations(permutations)
+    if not 0 < alpha < 1:
+        raise InputError(f"alpha must be between 0 and 1, not {alpha!r}")
     level_names, level_codes = _codes(list(levels))
     if len(level_names) < 2:
         raise DesignError(f"the level column has only one level ({level_names[0]!r}); a dose needs at least two")
@@ -105,7 +109,8 @@ def analyse(groups, levels, keys, unit: np.ndarray, *, permutations: int = 999, 
     weights[valued] = np.arange(len(valued)) - (len(valued) - 1) / 2
     test = _trend_test(group_codes, level_codes, np.asarray(keys, dtype=object), unit, defined, weights,
                        permutations, seed)
-    return Dose(tuple(rows), monotone, test.statistic, test.p_value, test.permutations)
+    return Dose(tuple(rows), monotone, test.statistic, test.p_value, test.permutations,
+                monotone and test.p_value <= alpha)
 
 
 def _trend_test(group_codes, level_codes, keys, unit, defined, weights, permutations, seed):

@@ -398,14 +398,14 @@ def _mean_w_tilde(labels, unit) -> tuple[GroupSums, list, float | None, float | 
 
 
 def _dose_rows(m, q: Rows, d: Rows | None, permutations: int, seed: int, alpha: float) -> list[dict]:
-    result = analyse_dose(q.group.tolist(), q.level.tolist(), q.keys, q.unit, permutations=permutations, seed=seed)
+    result = analyse_dose(q.group.tolist(), q.level.tolist(), q.keys, q.unit, permutations=permutations, seed=seed,
+                          alpha=alpha)
     w_g = _mean_w_tilde(d.group, d.unit)[2] if d is not None else None
-    works = result.monotone and result.p_value <= alpha
     return [{"model": m, "level": lv.level, "queries": lv.queries, "groups": lv.groups, "w_tilde_q": lv.w_tilde_q,
              "se": lv.se, "step": lv.step, "step_se": lv.step_se, "w_tilde_g": w_g,
              "ratio": None if lv.w_tilde_q is None or not w_g else lv.w_tilde_q / w_g,
              "monotone": result.monotone, "p_value": result.p_value, "permutations": result.permutations,
-             "dose_works": works} for lv in result.levels]
+             "dose_works": result.works} for lv in result.levels]
 
 
 def dose(con: duckdb.DuckDBPyConnection, queries: str, docs: str | None = None, *, qid: str = "qid",
@@ -418,8 +418,6 @@ def dose(con: duckdb.DuckDBPyConnection, queries: str, docs: str | None = None, 
     dose_works = monotone and p_value <= alpha.  ``positive`` and ``scope`` are not used."""
     if level is None:
         raise InputError("dose needs a level column (paraphrase strength); pass level='column name'")
-    if not 0 < alpha < 1:
-        raise InputError(f"alpha must be between 0 and 1, not {alpha!r}")
     cols = Columns(qid, group, level, positive, vector, doc_id, doc_group, doc_vector, model)
     rows = []
     for m, q, d in _load(con, queries, docs, cols, query_group=True, query_level=True, doc_group=True,

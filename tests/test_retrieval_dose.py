@@ -10,6 +10,7 @@ import embsql
 from embsql.errors import DesignError, InputError
 from embsql.paraphrase_dose import analyse
 
+import helpers
 import retrieval_data as rd
 
 
@@ -138,3 +139,38 @@ def test_design_errors():
     con.register("q", pa.table({"qid": ["a"], "group": ["g"], "vector": [[1.0, 0.0]]}))
     with pytest.raises(InputError, match="level column"):
         embsql.dose(con, "q", level=None)
+
+
+def test_sql_dose_equals_python_with_numeric_labels():
+    """emb_retrieval_dose (UDF) and embsql.dose give the same figures and the same p; group labels
+    are numbers, whose order as text would differ (so would the seeded permutations)."""
+    queries, _ = rd.make(23, models=("a", "b"), questions=12, paraphrases=3, levels=3, dose=0.1, dim=8)
+    number = {f"question{k}": k for k in range(12)}
+    queries = queries.set_column(2, "group", pa.array([number[g] for g in queries.column("group").to_pylist()]))
+    con = embsql.connect()
+    con.register("q", queries)
+    python = embsql.dose(con, "q", model="model", permutations=199, seed=3).to_dicts()
+    sql = con.sql("SELECT * FROM emb_retrieval_dose('q', model_col := 'model', permutations := 199, seed := 3)"
+                  ).to_arrow_table()
+    assert sql.column_names == ["model", "level", "queries", "groups", "w_tilde_q", "se", "step", "step_se",
+                                "monotone", "p_value", "permutations", "dose_works"]
+    assert 0.01 < python[0]["p_value"] < 1            # not at its floor: equality below says something
+    for a, b in zip(sql.to_pylist(), python, strict=True):
+        for key, value in a.items():
+            assert value == pytest.approx(b[key], rel=1e-12) if isinstance(value, float) else value == b[key], key
+
+
+def test_sql_dose_errors():
+    queries, _ = rd.make(24, questions=4, levels=2)
+    con = embsql.connect()
+    con.register("q", queries)
+    assert 'level column "strength" not found' in helpers.sql_error(
+        con, "SELECT * FROM emb_retrieval_dose('q', level_col := 'strength')")
+    levels = queries.column("level").to_pylist()
+    levels[3] = None
+    con.register("q", queries.set_column(3, "level", pa.array(levels)))
+    assert 'level column "level" is NULL at row 3' in helpers.sql_error(
+        con, "SELECT * FROM emb_retrieval_dose('q', model_col := 'model')")
+    con.register("q", queries)
+    assert "alpha must be between 0 and 1" in helpers.sql_error(
+        con, "SELECT * FROM emb_retrieval_dose('q', alpha := 2.0)")

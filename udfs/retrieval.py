@@ -1,9 +1,10 @@
-"""UDF kernel for the fast emb_margins (sql/python/80_retrieval.sql): blocked matrix products.
+"""UDF kernels for the retrieval macros (sql/python/80_retrieval.sql): emb_margins by blocked
+matrix products, and the dose of emb_retrieval_dose.
 
 Each row of a call is one model: its queries (qids as text for messages, positives, vectors) and
 its documents (doc_ids, groups, vectors) as lists.  Vectors are checked and scaled here (naming
-the query or document), then embsql.retrieval.model_margins runs the same kernel as
-embsql.margins() from Python (the scan is embsql.margin_scan).
+the query or document); the numerics are the ones the Python API runs:
+embsql.retrieval.model_margins (the scan is embsql.margin_scan) and embsql.paraphrase_dose.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from embsql.errors import EmbsqlError
+from embsql.paraphrase_dose import analyse
 from embsql.retrieval import model_margins
 from embsql.sufficient import _unit_vectors
 
@@ -58,9 +60,37 @@ def emb__margin_kernel(qids, positives, q_vectors, doc_ids, doc_groups, d_vector
     return pa.ListArray.from_arrays(pa.array(offsets), values)
 
 
+
+
+DOSE = ("STRUCT(level_code BIGINT, queries BIGINT, groups BIGINT, w_tilde_q DOUBLE, se DOUBLE, step DOUBLE, "
+        "step_se DOUBLE, monotone BOOLEAN, p_value DOUBLE, permutations BIGINT, dose_works BOOLEAN)[]")
+
+
+def emb__dose_kernel(group_codes, level_codes, qids, vectors, vector_col, permutations, seed, alpha):
+    """W~_q per level and the trend test for one model per row (groups and levels as dense ranks,
+    so they keep the order SQL gives their values)."""
+    out = []
+    for row in range(len(qids)):
+        try:
+            ids = qids[row].as_py()
+            unit = _unit(vectors[row].values, ids, "qid", "queries", vector_col[row].as_py(), None)
+            result = analyse(group_codes[row].as_py(), level_codes[row].as_py(), np.asarray(ids, dtype=object), unit,
+                             permutations=permutations[row].as_py(), seed=seed[row].as_py(), alpha=alpha[row].as_py())
+        except EmbsqlError as error:
+            raise ValueError(f"embsql: {error}") from None
+        out.append([{"level_code": lv.level, "queries": lv.queries, "groups": lv.groups, "w_tilde_q": lv.w_tilde_q,
+                     "se": lv.se, "step": lv.step, "step_se": lv.step_se, "monotone": result.monotone,
+                     "p_value": result.p_value, "permutations": result.permutations, "dose_works": result.works}
+                    for lv in result.levels])
+    return pa.array(out)
+
+
 SPECS = [
     {"name": "emb__margin_kernel", "function": emb__margin_kernel,
      "parameters": ["VARCHAR[]", "VARCHAR[]", "DOUBLE[][]", "VARCHAR[]", "VARCHAR[]", "DOUBLE[][]", "VARCHAR",
                     "VARCHAR[]", "VARCHAR"],
      "return_type": MARGINS, "null_handling": "special"},
+    {"name": "emb__dose_kernel", "function": emb__dose_kernel,
+     "parameters": ["BIGINT[]", "BIGINT[]", "VARCHAR[]", "DOUBLE[][]", "VARCHAR", "BIGINT", "BIGINT", "DOUBLE"],
+     "return_type": DOSE},
 ]
