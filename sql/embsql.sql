@@ -632,120 +632,97 @@ SELECT
 -- matrix-product version (sql/python/80_retrieval.sql) that gives the same numbers.
 -- ---------------------------------------------------------------------------
 
--- One row per query: the model column (its own name, when given), __emb_b (model value), the
--- qid, paraphrase group, positive as text, the vector, and the unit vector or an error.
-CREATE OR REPLACE MACRO emb__margin_queries(queries, qid_col, group_col, positive_col, vector_col, model_col) AS TABLE
+-- One row per row of a queries or docs table: the model column (its own name, when given),
+-- __emb_b (model value), the id as it is (__emb_q) and as text (__emb_k), group, level, positive
+-- (as text), the vector, __emb_gcols (1 when the group column is missing), __emb_row (the row
+-- number once the columns and labels are checked) and __emb_z (the unit vector once checked).
+-- Roles name the columns in messages (qid, group, positive, vector; doc_id, doc_group,
+-- doc_vector).  A NULL level_col or positive_col means the caller does not use that column;
+-- need_group says whether the group column must exist and be non-NULL.
+CREATE OR REPLACE MACRO emb__retrieval_rows(tbl, what, id_col, id_role, group_col, group_role, need_group,
+                                            level_col, positive_col, vector_col, vector_role, model_col) AS TABLE
 WITH meta AS (
     SELECT
-        len(list_value(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))) AS __emb_qcols,
+        len(list_value(*COLUMNS(lambda c: c IN (id_col, '__emb_null')))) AS __emb_icols,
         len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) AS __emb_gcols,
+        len(list_value(*COLUMNS(lambda c: c IN (level_col, '__emb_null')))) AS __emb_lcols,
         len(list_value(*COLUMNS(lambda c: c IN (positive_col, '__emb_null')))) AS __emb_pcols,
         len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) AS __emb_vcols,
         len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))) AS __emb_mcols
-    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(queries) LIMIT 1) ON true
+    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true
 ),
 raw AS (
     SELECT
         COLUMNS(lambda c: c IN (model_col, '__emb_all')),
         coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null'))) AS __emb_b,
-        coalesce(*COLUMNS(lambda c: c IN (qid_col, '__emb_null'))) AS __emb_q,
+        coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null'))) AS __emb_q,
+        coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null')))::VARCHAR AS __emb_k,
         coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g,
+        coalesce(*COLUMNS(lambda c: c IN (level_col, '__emb_null'))) AS __emb_l,
         coalesce(*COLUMNS(lambda c: c IN (positive_col, '__emb_null')))::VARCHAR AS __emb_p,
         coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv')))::DOUBLE[] AS __emb_v,
         row_number() OVER () - 1 AS __emb_row
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(queries))
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(tbl))
 ),
 classified AS (
     SELECT *,
-        coalesce(TRY(list_dot_product(__emb_v, __emb_v)),
-                 CASE WHEN list_count(__emb_v) = len(__emb_v) THEN list_sum(list_transform(__emb_v, lambda x: x * x)) END)
-            AS __emb_nrm2,
-        count(*) OVER (PARTITION BY __emb_b, __emb_q) AS __emb_dup
-    FROM raw
-)
-SELECT c.* EXCLUDE (__emb_nrm2, __emb_dup, __emb_row), m.__emb_gcols,
-    -- the row number, once the columns and labels are checked (everything downstream uses it)
-    CASE
-        WHEN m.__emb_qcols = 1 THEN error(format('embsql: qid column "{}" not found in {}', qid_col, queries))
-        WHEN m.__emb_pcols = 1 THEN error(format('embsql: positive column "{}" not found in {}', positive_col, queries))
-        WHEN m.__emb_vcols = 1 THEN error(format('embsql: vector column "{}" not found in {}', vector_col, queries))
-        WHEN model_col IS NOT NULL AND m.__emb_mcols = 1
-            THEN error(format('embsql: model column "{}" not found in {}', model_col, queries))
-        WHEN model_col IS NOT NULL AND __emb_b IS NULL
-            THEN error(format('embsql: queries {}: model column "{}" is NULL at row {}', queries, model_col, __emb_row))
-        WHEN __emb_q IS NULL THEN error(format('embsql: queries {}: qid column "{}" is NULL at row {}', queries, qid_col, __emb_row))
-        WHEN __emb_p IS NULL THEN error(format('embsql: queries {}: positive column "{}" is NULL at row {} (qid ''{}'')',
-                                               queries, positive_col, __emb_row, __emb_q))
-        WHEN __emb_dup > 1 THEN error(format('embsql: queries {}: qid column "{}" has ''{}'' more than once; each qid must identify one row',
-                                             queries, qid_col, __emb_q))
-        ELSE __emb_row
-    END AS __emb_row,
-    -- the unit vector (only the plain-SQL route reads it; the UDF route checks vectors in Python)
-    CASE
-        WHEN __emb_v IS NULL OR __emb_nrm2 IS NULL OR isnan(__emb_nrm2) OR isinf(__emb_nrm2) OR __emb_nrm2 = 0
-            THEN error(format('embsql: queries {}: vector column "{}" has a {} vector at row {} (qid ''{}''); vectors must be non-NULL, finite and of non-zero length',
-                              queries, vector_col,
-                              CASE WHEN __emb_v IS NULL THEN 'NULL' WHEN __emb_nrm2 IS NULL THEN 'NULL-element'
-                                   WHEN isnan(__emb_nrm2) THEN 'NaN' WHEN isinf(__emb_nrm2) THEN 'infinite'
-                                   ELSE 'zero-length' END, __emb_row, __emb_q))
-        ELSE list_transform(__emb_v, lambda x: x / sqrt(__emb_nrm2))
-    END AS __emb_z
-FROM classified c, meta m;
-
--- One row per document: __emb_b, doc_id as text (__emb_k), topic group, unit vector or an error.
-CREATE OR REPLACE MACRO emb__margin_docs(docs, doc_id_col, doc_group_col, doc_vector_col, model_col, need_group) AS TABLE
-WITH meta AS (
-    SELECT
-        len(list_value(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))) AS __emb_kcols,
-        len(list_value(*COLUMNS(lambda c: c IN (doc_group_col, '__emb_null')))) AS __emb_gcols,
-        len(list_value(*COLUMNS(lambda c: c IN (doc_vector_col, '__emb_null')))) AS __emb_vcols,
-        len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))) AS __emb_mcols
-    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(docs) LIMIT 1) ON true
-),
-raw AS (
-    SELECT
-        coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null'))) AS __emb_b,
-        coalesce(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))::VARCHAR AS __emb_k,
-        coalesce(*COLUMNS(lambda c: c IN (doc_group_col, '__emb_null'))) AS __emb_g,
-        coalesce(*COLUMNS(lambda c: c IN (doc_vector_col, '__emb_nullv')))::DOUBLE[] AS __emb_v,
-        row_number() OVER () - 1 AS __emb_row
-    FROM (SELECT *, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(docs))
-),
-classified AS (
-    SELECT *,
+        -- squared norm in double precision; list_dot_product raises on a NULL element, and TRY()
+        -- then gives NULL for the chunk, so only those rows take the slow exact way
         coalesce(TRY(list_dot_product(__emb_v, __emb_v)),
                  CASE WHEN list_count(__emb_v) = len(__emb_v) THEN list_sum(list_transform(__emb_v, lambda x: x * x)) END)
             AS __emb_nrm2,
         count(*) OVER (PARTITION BY __emb_b, __emb_k) AS __emb_dup
     FROM raw
 )
-SELECT c.* EXCLUDE (__emb_nrm2, __emb_dup, __emb_row),
+SELECT c.* EXCLUDE (__emb_nrm2, __emb_dup, __emb_row), m.__emb_gcols,
     CASE
-        WHEN m.__emb_kcols = 1 THEN error(format('embsql: doc_id column "{}" not found in {}', doc_id_col, docs))
-        WHEN m.__emb_vcols = 1 THEN error(format('embsql: doc_vector column "{}" not found in {}', doc_vector_col, docs))
+        WHEN m.__emb_icols = 1 THEN error(format('embsql: {} column "{}" not found in {}', id_role, id_col, tbl))
+        WHEN positive_col IS NOT NULL AND m.__emb_pcols = 1
+            THEN error(format('embsql: positive column "{}" not found in {}', positive_col, tbl))
+        WHEN m.__emb_vcols = 1 THEN error(format('embsql: {} column "{}" not found in {}', vector_role, vector_col, tbl))
         WHEN need_group AND m.__emb_gcols = 1
-            THEN error(format('embsql: doc_group column "{}" not found in {}', doc_group_col, docs))
+            THEN error(format('embsql: {} column "{}" not found in {}', group_role, group_col, tbl))
+        WHEN level_col IS NOT NULL AND m.__emb_lcols = 1
+            THEN error(format('embsql: level column "{}" not found in {}', level_col, tbl))
         WHEN model_col IS NOT NULL AND m.__emb_mcols = 1
-            THEN error(format('embsql: model column "{}" not found in {}', model_col, docs))
+            THEN error(format('embsql: model column "{}" not found in {}', model_col, tbl))
         WHEN model_col IS NOT NULL AND __emb_b IS NULL
-            THEN error(format('embsql: docs {}: model column "{}" is NULL at row {}', docs, model_col, __emb_row))
-        WHEN __emb_k IS NULL THEN error(format('embsql: docs {}: doc_id column "{}" is NULL at row {}', docs, doc_id_col, __emb_row))
-        WHEN need_group AND __emb_g IS NULL THEN error(format('embsql: docs {}: doc_group column "{}" is NULL at row {} (doc_id ''{}'')',
-                                                              docs, doc_group_col, __emb_row, __emb_k))
-        WHEN __emb_dup > 1 THEN error(format('embsql: docs {}: doc_id column "{}" has ''{}'' more than once; each doc_id must identify one row',
-                                             docs, doc_id_col, __emb_k))
+            THEN error(format('embsql: {} {}: model column "{}" is NULL at row {}', what, tbl, model_col, __emb_row))
+        WHEN __emb_q IS NULL
+            THEN error(format('embsql: {} {}: {} column "{}" is NULL at row {}', what, tbl, id_role, id_col, __emb_row))
+        WHEN positive_col IS NOT NULL AND __emb_p IS NULL
+            THEN error(format('embsql: {} {}: positive column "{}" is NULL at row {} ({} ''{}'')',
+                              what, tbl, positive_col, __emb_row, id_role, __emb_q))
+        WHEN need_group AND __emb_g IS NULL
+            THEN error(format('embsql: {} {}: {} column "{}" is NULL at row {} ({} ''{}'')',
+                              what, tbl, group_role, group_col, __emb_row, id_role, __emb_q))
+        WHEN level_col IS NOT NULL AND __emb_l IS NULL
+            THEN error(format('embsql: {} {}: level column "{}" is NULL at row {} ({} ''{}'')',
+                              what, tbl, level_col, __emb_row, id_role, __emb_q))
+        WHEN __emb_dup > 1
+            THEN error(format('embsql: {} {}: {} column "{}" has ''{}'' more than once; each {} must identify one row',
+                              what, tbl, id_role, id_col, __emb_q, id_role))
         ELSE __emb_row
     END AS __emb_row,
+    -- the unit vector (only the plain-SQL margins read it; the UDFs check vectors in Python)
     CASE
         WHEN __emb_v IS NULL OR __emb_nrm2 IS NULL OR isnan(__emb_nrm2) OR isinf(__emb_nrm2) OR __emb_nrm2 = 0
-            THEN error(format('embsql: docs {}: doc_vector column "{}" has a {} vector at row {} (doc_id ''{}''); vectors must be non-NULL, finite and of non-zero length',
-                              docs, doc_vector_col,
+            THEN error(format('embsql: {} {}: {} column "{}" has a {} vector at row {} ({} ''{}''); vectors must be non-NULL, finite and of non-zero length',
+                              what, tbl, vector_role, vector_col,
                               CASE WHEN __emb_v IS NULL THEN 'NULL' WHEN __emb_nrm2 IS NULL THEN 'NULL-element'
                                    WHEN isnan(__emb_nrm2) THEN 'NaN' WHEN isinf(__emb_nrm2) THEN 'infinite'
-                                   ELSE 'zero-length' END, __emb_row, __emb_k))
+                                   ELSE 'zero-length' END, __emb_row, id_role, __emb_q))
         ELSE list_transform(__emb_v, lambda x: x / sqrt(__emb_nrm2))
     END AS __emb_z
 FROM classified c, meta m;
+
+CREATE OR REPLACE MACRO emb__margin_queries(queries, qid_col, group_col, positive_col, vector_col, model_col) AS TABLE
+FROM emb__retrieval_rows(queries, 'queries', qid_col, 'qid', group_col, 'group', false, NULL, positive_col,
+                         vector_col, 'vector', model_col);
+
+CREATE OR REPLACE MACRO emb__margin_docs(docs, doc_id_col, doc_group_col, doc_vector_col, model_col, need_group) AS TABLE
+FROM emb__retrieval_rows(docs, 'docs', doc_id_col, 'doc_id', doc_group_col, 'doc_group', need_group, NULL, NULL,
+                         doc_vector_col, 'doc_vector', model_col);
 
 -- Per query (plus the model column, __emb_b, __emb_g = paraphrase group, __emb_gcols): the margins.
 CREATE OR REPLACE MACRO emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col,

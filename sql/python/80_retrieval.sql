@@ -18,7 +18,7 @@ d AS (
     SELECT __emb_b, list(__emb_k ORDER BY __emb_row) AS __emb_ks, list(__emb_g::VARCHAR ORDER BY __emb_row) AS __emb_gs,
         list(__emb_v ORDER BY __emb_row) AS __emb_vs
     FROM emb__margin_docs(docs, doc_id_col, doc_group_col, doc_vector_col, model_col, scope = 'group')
-    GROUP BY ALL
+    GROUP BY __emb_b
 ),
 r AS (
     SELECT q.* EXCLUDE (__emb_ps, __emb_vs),
@@ -39,47 +39,12 @@ FROM r;
 CREATE OR REPLACE MACRO emb_retrieval_dose(queries, level_col := 'level', qid_col := 'qid', group_col := 'group',
                                            vector_col := 'vector', model_col := NULL, permutations := 999,
                                            seed := 42, alpha := 0.05) AS TABLE
-WITH meta AS (
-    SELECT
-        len(list_value(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))) AS __emb_qcols,
-        len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) AS __emb_gcols,
-        len(list_value(*COLUMNS(lambda c: c IN (level_col, '__emb_null')))) AS __emb_lcols,
-        len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) AS __emb_vcols,
-        len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))) AS __emb_mcols
-    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(queries) LIMIT 1) ON true
-),
-raw AS (
-    SELECT
-        COLUMNS(lambda c: c IN (model_col, '__emb_all')),
-        coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null'))) AS __emb_b,
-        coalesce(*COLUMNS(lambda c: c IN (qid_col, '__emb_null'))) AS __emb_q,
-        coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g,
-        coalesce(*COLUMNS(lambda c: c IN (level_col, '__emb_null'))) AS __emb_l,
-        coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv')))::DOUBLE[] AS __emb_v,
-        row_number() OVER () - 1 AS __emb_row
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(queries))
-),
-checked AS (
-    SELECT r.* EXCLUDE (__emb_row),
-        CASE
-            WHEN m.__emb_qcols = 1 THEN error(format('embsql: qid column "{}" not found in {}', qid_col, queries))
-            WHEN m.__emb_gcols = 1 THEN error(format('embsql: group column "{}" not found in {}', group_col, queries))
-            WHEN m.__emb_lcols = 1 THEN error(format('embsql: level column "{}" not found in {}', level_col, queries))
-            WHEN m.__emb_vcols = 1 THEN error(format('embsql: vector column "{}" not found in {}', vector_col, queries))
-            WHEN model_col IS NOT NULL AND m.__emb_mcols = 1
-                THEN error(format('embsql: model column "{}" not found in {}', model_col, queries))
-            WHEN model_col IS NOT NULL AND __emb_b IS NULL
-                THEN error(format('embsql: queries {}: model column "{}" is NULL at row {}', queries, model_col, __emb_row))
-            WHEN __emb_q IS NULL THEN error(format('embsql: queries {}: qid column "{}" is NULL at row {}', queries, qid_col, __emb_row))
-            WHEN __emb_g IS NULL THEN error(format('embsql: queries {}: group column "{}" is NULL at row {} (qid ''{}'')',
-                                                   queries, group_col, __emb_row, __emb_q))
-            WHEN __emb_l IS NULL THEN error(format('embsql: queries {}: level column "{}" is NULL at row {} (qid ''{}'')',
-                                                   queries, level_col, __emb_row, __emb_q))
-            ELSE __emb_row
-        END AS __emb_row,
+WITH checked AS (
+    SELECT *,
         dense_rank() OVER (PARTITION BY __emb_b ORDER BY __emb_g) - 1 AS __emb_gr,
         dense_rank() OVER (PARTITION BY __emb_b ORDER BY __emb_l) - 1 AS __emb_lr
-    FROM raw r, meta m
+    FROM emb__retrieval_rows(queries, 'queries', qid_col, 'qid', group_col, 'group', true, level_col, NULL,
+                             vector_col, 'vector', model_col)
 ),
 per_model AS (
     SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b,
