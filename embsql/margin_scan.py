@@ -170,8 +170,10 @@ def compute(queries: np.ndarray, positive: np.ndarray, docs: np.ndarray, doc_gro
         query_group = doc_groups[positive]
         order = np.argsort(query_group, kind="stable")
         starts = np.flatnonzero(np.r_[True, query_group[order][1:] != query_group[order][:-1]])
-        for q_rows in np.split(order, starts[1:]):
-            members = np.flatnonzero(doc_groups == query_group[q_rows[0]])
+        by_group = np.argsort(doc_groups, kind="stable")          # documents of group g: one slice
+        bounds = np.searchsorted(doc_groups[by_group], [query_group[order][starts], query_group[order][starts] + 1])
+        for q_rows, low, high in zip(np.split(order, starts[1:]), *bounds):
+            members = by_group[low:high]                           # ascending rows (stable sort)
             local = np.searchsorted(members, positive[q_rows])
             part = _scan(queries[q_rows], docs[members], local, s_pos[q_rows], tol)
             state.best[q_rows], state.higher[q_rows], state.ties[q_rows] = part.best, part.higher, part.ties

@@ -178,7 +178,7 @@ def test_exact_ties_count_against_the_positive():
 
 def test_float32_fixed_size_arrays():
     queries, docs = rd.make(6, questions=6, dim=10)
-    as_f32 = lambda t: t.set_column(t.column_names.index("vector"), "vector", pa.FixedSizeListArray.from_arrays(  # noqa: E731
+    as_f32 = lambda t: t.set_column(t.column_names.index("vector"), "vector", pa.FixedSizeListArray.from_arrays(
         pa.array(np.array(t.column("vector").to_pylist(), dtype=np.float32).ravel()), 10))
     queries, docs = as_f32(queries), as_f32(docs)
     expected = expected_rows(queries, docs, "corpus", ("m1",))
@@ -221,7 +221,7 @@ def test_m_and_ranks_are_unchanged_by_a_similarity_transform(seed, extra, lam):
     queries, positive, docs = _kernel(seed, 25, 30, 6, 0.8)
     rng = np.random.default_rng(seed + 1)
     rotation = np.linalg.qr(rng.normal(size=(6 + extra, 6 + extra)))[0][:, :6]
-    lift = lambda z: np.hstack([np.sqrt(lam) * z @ rotation.T, np.full((len(z), 1), np.sqrt(1 - lam))])  # noqa: E731
+    lift = lambda z: np.hstack([np.sqrt(lam) * z @ rotation.T, np.full((len(z), 1), np.sqrt(1 - lam))])
     before = margin_scan.compute(queries, positive, docs)
     after = margin_scan.compute(lift(queries), positive, lift(docs))
     assert np.array_equal(before.rank, after.rank)
@@ -256,3 +256,25 @@ def test_float32_screen_stays_within_its_error_bound(dim):
     b = rd.unit(np.vstack([rng.normal(size=(300, dim)), np.sign(rng.normal(size=(300, dim)))]))
     error = np.abs(a.astype(np.float32) @ b.astype(np.float32).T - a @ b.T).max()
     assert 0 < error <= margin_scan.screen_error(dim)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), nq=st.integers(1, 25), nd=st.integers(3, 40), dim=st.integers(2, 10),
+       groups=st.integers(1, 4), duplicates=st.integers(0, 3), scope=st.sampled_from(["corpus", "group"]))
+def test_kernel_equals_brute_force_on_random_data(seed, nq, nd, dim, groups, duplicates, scope):
+    """Random corpora with duplicated documents (exact ties), any group sizes, both scopes."""
+    rng = np.random.default_rng(seed)
+    nd = max(nd, 2 * groups)
+    docs = rd.unit(rng.normal(size=(nd, dim)))
+    docs[rng.integers(0, nd, duplicates)] = docs[rng.integers(0, nd, duplicates)]
+    doc_groups = rng.integers(0, groups, nd)
+    if scope == "group":                     # every group needs two documents
+        doc_groups[:2 * groups] = np.repeat(np.arange(groups), 2)
+    positive = rng.integers(0, nd, nq)
+    queries = rd.unit(docs[positive] + rng.uniform(0.05, 2) * rng.normal(size=(nq, dim)))
+    result = margin_scan.compute(queries, positive, docs, doc_groups if scope == "group" else None)
+    expected = rd.brute_force({"qid": np.arange(nq), "positive": positive.astype(object), "vector": queries},
+                              {"doc_id": np.arange(nd).astype(object), "group": doc_groups, "vector": docs}, scope)
+    got = [{"qid": i, **{f: getattr(result, f)[i] for f in ("d_pos2", "d_neg2", "margin", "m", "top1", "rank", "ties")}}
+           for i in range(nq)]
+    assert_rows_equal(got, expected)

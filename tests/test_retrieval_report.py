@@ -26,7 +26,7 @@ def reference_summary(queries: pa.Table, docs: pa.Table, model, scope) -> dict:
     rank = np.array([r["rank"] for r in rows])
     m = np.array([r["m"] for r in rows])
     clusters = q["group"]
-    mean = lambda x, c: float(np.mean(x))  # noqa: E731
+    mean = lambda x, c: float(np.mean(x))
     out = {"queries": len(rank), "groups": len(set(clusters)), "top1": np.mean(rank == 1),
            "top1_se": jackknife_se((rank == 1).astype(float), clusters, mean), "recall_at_1": np.mean(rank == 1),
            "mrr": np.mean(1 / rank), "mrr_se": jackknife_se(1 / rank, clusters, mean), "m_mean": m.mean(),
