@@ -15,6 +15,7 @@ from .agreement import knn_agreement, mantel
 from .errors import (BadLabelError, BadVectorError, ColumnNotFoundError, ColumnTypeError, DesignError,
                      DistanceTableError, EmbsqlError, EngineError, InputError, SourceNotFoundError, SqlInputError)
 from .registration import connect, register
+from .retrieval import dose, margins, pairing, retrieval_layers, retrieval_summary
 from .results import ResultTable
 from .report import Report, report, run_on
 from .report_result import ReportResult, Section
@@ -26,4 +27,5 @@ __all__ = [
     "report", "Report", "run_on", "ReportResult", "Section", "knn_agreement", "mantel", "EngineError",
     "EmbsqlError", "InputError", "SourceNotFoundError", "ColumnNotFoundError", "ColumnTypeError",
     "BadVectorError", "BadLabelError", "DesignError", "DistanceTableError", "SqlInputError",
+    "margins", "retrieval_summary", "retrieval_layers", "dose", "pairing",
 ]

@@ -615,3 +615,253 @@ SELECT
     groups::BIGINT AS groups,
     alpha::DOUBLE AS alpha,
     power::DOUBLE AS power;
+
+-- ---------------------------------------------------------------------------
+-- Retrieval margins (S20, S21) and the retrieval summary, in plain SQL.
+--   queries: qid, paraphrase group, positive (the doc_id of its one correct document), vector
+--   docs:    doc_id, topic group, vector          (both optionally with a model column)
+-- For each query q, d+ its positive and D- the distractors (every other document of the same
+-- model, or with scope 'group' only those of d+'s group), on unit vectors:
+--   margin = s(q, d+) - max_{D-} s(q, d)      (cosine similarity s)
+--   d_pos2 = ||q - d+||^2,  d_neg2 = ||q - d-||^2 (d- the best distractor),
+--   m = (d_neg2 - d_pos2) / (d_neg2 + d_pos2),
+--   ties = #{D-: |s - s+| <= tol}, rank = 1 + #{D-: s > s+ + tol} + ties, top1 = (rank = 1),
+-- with tol = 2 (d + 4) * 2^-52.  When the best distractor ties with d+, margin = m = 0, so
+-- top1 = (m > 0) in every row.  This is a join of every query with every document of its scope:
+-- fine for the CLI and small tables; embsql.register(con) replaces emb__margins with a blocked
+-- matrix-product version (sql/python/80_retrieval.sql) that gives the same numbers.
+-- ---------------------------------------------------------------------------
+
+-- One row per row of a queries or docs table: the model column (its own name, when given),
+-- __emb_b (model value), the id as it is (__emb_q) and as text (__emb_k), group, level, positive
+-- (as text), the vector, __emb_gcols (1 when the group column is missing), __emb_row (the row
+-- number once the columns and labels are checked) and __emb_z (the unit vector once checked).
+-- Roles name the columns in messages (qid, group, positive, vector; doc_id, doc_group,
+-- doc_vector).  A NULL level_col or positive_col means the caller does not use that column;
+-- need_group says whether the group column must exist and be non-NULL.
+CREATE OR REPLACE MACRO emb__retrieval_rows(tbl, what, id_col, id_role, group_col, group_role, need_group,
+                                            level_col, positive_col, vector_col, vector_role, model_col) AS TABLE
+WITH meta AS (
+    SELECT
+        len(list_value(*COLUMNS(lambda c: c IN (id_col, '__emb_null')))) AS __emb_icols,
+        len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) AS __emb_gcols,
+        len(list_value(*COLUMNS(lambda c: c IN (level_col, '__emb_null')))) AS __emb_lcols,
+        len(list_value(*COLUMNS(lambda c: c IN (positive_col, '__emb_null')))) AS __emb_pcols,
+        len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) AS __emb_vcols,
+        len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))) AS __emb_mcols
+    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true
+),
+raw AS (
+    SELECT
+        COLUMNS(lambda c: c IN (model_col, '__emb_all')),
+        coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null'))) AS __emb_b,
+        coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null'))) AS __emb_q,
+        coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null')))::VARCHAR AS __emb_k,
+        coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g,
+        coalesce(*COLUMNS(lambda c: c IN (level_col, '__emb_null'))) AS __emb_l,
+        coalesce(*COLUMNS(lambda c: c IN (positive_col, '__emb_null')))::VARCHAR AS __emb_p,
+        coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv')))::DOUBLE[] AS __emb_v,
+        row_number() OVER () - 1 AS __emb_row
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(tbl))
+),
+classified AS (
+    SELECT *,
+        -- squared norm in double precision; list_dot_product raises on a NULL element, and TRY()
+        -- then gives NULL for the chunk, so only those rows take the slow exact way
+        coalesce(TRY(list_dot_product(__emb_v, __emb_v)),
+                 CASE WHEN list_count(__emb_v) = len(__emb_v) THEN list_sum(list_transform(__emb_v, lambda x: x * x)) END)
+            AS __emb_nrm2,
+        count(*) OVER (PARTITION BY __emb_b, __emb_k) AS __emb_dup
+    FROM raw
+)
+SELECT c.* EXCLUDE (__emb_nrm2, __emb_dup, __emb_row), m.__emb_gcols,
+    CASE
+        WHEN m.__emb_icols = 1 THEN error(format('embsql: {} column "{}" not found in {}', id_role, id_col, tbl))
+        WHEN positive_col IS NOT NULL AND m.__emb_pcols = 1
+            THEN error(format('embsql: positive column "{}" not found in {}', positive_col, tbl))
+        WHEN m.__emb_vcols = 1 THEN error(format('embsql: {} column "{}" not found in {}', vector_role, vector_col, tbl))
+        WHEN need_group AND m.__emb_gcols = 1
+            THEN error(format('embsql: {} column "{}" not found in {}', group_role, group_col, tbl))
+        WHEN level_col IS NOT NULL AND m.__emb_lcols = 1
+            THEN error(format('embsql: level column "{}" not found in {}', level_col, tbl))
+        WHEN model_col IS NOT NULL AND m.__emb_mcols = 1
+            THEN error(format('embsql: model column "{}" not found in {}', model_col, tbl))
+        WHEN model_col IS NOT NULL AND __emb_b IS NULL
+            THEN error(format('embsql: {} {}: model column "{}" is NULL at row {}', what, tbl, model_col, __emb_row))
+        WHEN __emb_q IS NULL
+            THEN error(format('embsql: {} {}: {} column "{}" is NULL at row {}', what, tbl, id_role, id_col, __emb_row))
+        WHEN positive_col IS NOT NULL AND __emb_p IS NULL
+            THEN error(format('embsql: {} {}: positive column "{}" is NULL at row {} ({} ''{}'')',
+                              what, tbl, positive_col, __emb_row, id_role, __emb_q))
+        WHEN need_group AND __emb_g IS NULL
+            THEN error(format('embsql: {} {}: {} column "{}" is NULL at row {} ({} ''{}'')',
+                              what, tbl, group_role, group_col, __emb_row, id_role, __emb_q))
+        WHEN level_col IS NOT NULL AND __emb_l IS NULL
+            THEN error(format('embsql: {} {}: level column "{}" is NULL at row {} ({} ''{}'')',
+                              what, tbl, level_col, __emb_row, id_role, __emb_q))
+        WHEN __emb_dup > 1
+            THEN error(format('embsql: {} {}: {} column "{}" has ''{}'' more than once; each {} must identify one row',
+                              what, tbl, id_role, id_col, __emb_q, id_role))
+        ELSE __emb_row
+    END AS __emb_row,
+    -- the unit vector (only the plain-SQL margins read it; the UDFs check vectors in Python)
+    CASE
+        WHEN __emb_v IS NULL OR __emb_nrm2 IS NULL OR isnan(__emb_nrm2) OR isinf(__emb_nrm2) OR __emb_nrm2 = 0
+            THEN error(format('embsql: {} {}: {} column "{}" has a {} vector at row {} ({} ''{}''); vectors must be non-NULL, finite and of non-zero length',
+                              what, tbl, vector_role, vector_col,
+                              CASE WHEN __emb_v IS NULL THEN 'NULL' WHEN __emb_nrm2 IS NULL THEN 'NULL-element'
+                                   WHEN isnan(__emb_nrm2) THEN 'NaN' WHEN isinf(__emb_nrm2) THEN 'infinite'
+                                   ELSE 'zero-length' END, __emb_row, id_role, __emb_q))
+        ELSE list_transform(__emb_v, lambda x: x / sqrt(__emb_nrm2))
+    END AS __emb_z
+FROM classified c, meta m;
+
+CREATE OR REPLACE MACRO emb__margin_queries(queries, qid_col, group_col, positive_col, vector_col, model_col) AS TABLE
+FROM emb__retrieval_rows(queries, 'queries', qid_col, 'qid', group_col, 'group', false, NULL, positive_col,
+                         vector_col, 'vector', model_col);
+
+CREATE OR REPLACE MACRO emb__margin_docs(docs, doc_id_col, doc_group_col, doc_vector_col, model_col, need_group) AS TABLE
+FROM emb__retrieval_rows(docs, 'docs', doc_id_col, 'doc_id', doc_group_col, 'doc_group', need_group, NULL, NULL,
+                         doc_vector_col, 'doc_vector', model_col);
+
+-- Per query (plus the model column, __emb_b, __emb_g = paraphrase group, __emb_gcols): the margins.
+CREATE OR REPLACE MACRO emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col,
+                                     doc_id_col, doc_group_col, doc_vector_col, model_col) AS TABLE
+WITH q AS MATERIALIZED (
+    FROM emb__margin_queries(queries, qid_col, group_col, positive_col, vector_col, model_col)
+),
+d AS MATERIALIZED (
+    FROM emb__margin_docs(docs, doc_id_col, doc_group_col, doc_vector_col, model_col, scope = 'group')
+),
+checked_docs AS (
+    -- every document is checked, also those no query compares with; lengths agree within a model,
+    -- and every model of the documents has queries
+    SELECT count(CASE
+               WHEN __emb_row IS NULL OR len(__emb_z) <> dim_min OR len(__emb_z) <> dim_max THEN error(format(
+                   'embsql: docs {}: doc_vector column "{}" mixes vectors of length {} and {}{}', docs, doc_vector_col,
+                   dim_min, dim_max, CASE WHEN __emb_b IS NULL THEN '' ELSE format(' (model {})', __emb_b) END))
+               WHEN __emb_b NOT IN (SELECT __emb_b FROM q) THEN error(format(
+                   'embsql: model {} is in docs {} but not in queries {}', __emb_b, docs, queries))
+           END) AS __emb_n
+    FROM (SELECT __emb_b, __emb_row, __emb_z, min(len(__emb_z)) OVER (PARTITION BY __emb_b) AS dim_min,
+                 max(len(__emb_z)) OVER (PARTITION BY __emb_b) AS dim_max FROM d)
+),
+positives AS (
+    SELECT q.*, p.__emb_g AS __emb_pg,
+        CASE
+            WHEN scope IS NULL OR scope NOT IN ('corpus', 'group') THEN error(format(
+                'embsql: scope must be ''corpus'' or ''group'', not {}', coalesce('''' || scope || '''', 'NULL')))
+            WHEN q.__emb_b NOT IN (SELECT __emb_b FROM d) THEN error(format(
+                'embsql: model {} is in queries {} but not in docs {}', q.__emb_b, queries, docs))
+            WHEN p.__emb_k IS NULL THEN error(format(
+                'embsql: query {}{} has positive {}, which is not a doc_id of {}', q.__emb_q,
+                CASE WHEN q.__emb_b IS NULL THEN '' ELSE format(' (model {})', q.__emb_b) END, q.__emb_p, docs))
+            WHEN len(q.__emb_z) <> len(p.__emb_z) THEN error(format(
+                'embsql: query vectors ("{}") have dimension {} but document vectors ("{}") have dimension {}{}; queries and documents must be embedded by the same model',
+                vector_col, len(q.__emb_z), doc_vector_col, len(p.__emb_z),
+                CASE WHEN q.__emb_b IS NULL THEN '' ELSE format(' (model {})', q.__emb_b) END))
+            ELSE list_dot_product(q.__emb_z, p.__emb_z)
+        END AS __emb_spos,
+        list_distance(q.__emb_z, p.__emb_z) ** 2 AS __emb_dpos2,
+        2.0 * (len(q.__emb_z) + 4) * 2.220446049250313e-16 AS __emb_tol
+    FROM q LEFT JOIN d p ON q.__emb_b IS NOT DISTINCT FROM p.__emb_b AND q.__emb_p = p.__emb_k
+),
+pairs AS (
+    SELECT q.__emb_row, list_dot_product(q.__emb_z, x.__emb_z) AS s, x.__emb_z AS z
+    FROM positives q JOIN d x
+      ON q.__emb_b IS NOT DISTINCT FROM x.__emb_b AND x.__emb_k <> q.__emb_p
+     AND (scope = 'corpus' OR x.__emb_g IS NOT DISTINCT FROM q.__emb_pg)
+),
+best AS (
+    SELECT p.__emb_row, max(p.s) AS s_neg, arg_max(p.z, p.s) AS z_neg,
+           count(*) FILTER (p.s > q.__emb_spos + q.__emb_tol) AS higher,
+           count(*) FILTER (abs(p.s - q.__emb_spos) <= q.__emb_tol) AS ties
+    FROM pairs p JOIN positives q ON p.__emb_row = q.__emb_row
+    GROUP BY p.__emb_row
+),
+joined AS (
+    SELECT q.* EXCLUDE (__emb_v), b.s_neg, b.higher, b.ties,
+        CASE WHEN b.__emb_row IS NULL THEN error(format(
+                 'embsql: query {}{}: scope ''{}'' leaves it no distractor (its positive {} is the only document{})',
+                 q.__emb_q, CASE WHEN q.__emb_b IS NULL THEN '' ELSE format(' (model {})', q.__emb_b) END, scope, q.__emb_p,
+                 CASE WHEN scope = 'group' THEN format(' of group {}', q.__emb_pg) ELSE '' END))
+             ELSE list_distance(q.__emb_z, b.z_neg) ** 2 END AS __emb_dneg2
+    FROM positives q LEFT JOIN best b ON q.__emb_row = b.__emb_row, checked_docs
+    WHERE checked_docs.__emb_n >= 0
+)
+SELECT
+    COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b, __emb_g, __emb_gcols, __emb_row,
+    __emb_q AS qid,
+    __emb_dpos2 AS d_pos2,
+    __emb_dneg2 AS d_neg2,
+    CASE WHEN higher = 0 AND ties > 0 THEN 0.0 ELSE __emb_spos - s_neg END AS margin,
+    CASE WHEN higher = 0 AND ties > 0 THEN 0.0
+         ELSE (__emb_dneg2 - __emb_dpos2) / (__emb_dneg2 + __emb_dpos2) END AS m,
+    higher + ties = 0 AS top1,
+    1 + higher + ties AS rank,
+    ties
+FROM joined;
+
+CREATE OR REPLACE MACRO emb_margins(queries, docs, scope := 'corpus', qid_col := 'qid', group_col := 'group',
+                                    level_col := NULL, positive_col := 'positive', vector_col := 'vector',
+                                    doc_id_col := 'doc_id', doc_group_col := 'group', doc_vector_col := 'vector',
+                                    model_col := NULL) AS TABLE
+SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_b', '__emb_g', '__emb_gcols', '__emb_row'))
+FROM emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col, doc_id_col, doc_group_col,
+                  doc_vector_col, model_col)
+ORDER BY __emb_b, qid;
+
+-- Per model: top-1, recall@k, MRR, mean and quantiles of m, and cluster-jackknife SEs over the
+-- paraphrase groups: theta_(-g) = (sum - sum_g)/(n - n_g), SE = sqrt((G-1)/G sum_g (theta_(-g) - mean)^2)
+-- = sqrt((G - 1) var_pop(theta_(-g))).
+CREATE OR REPLACE MACRO emb_retrieval_summary(queries, docs, scope := 'corpus', qid_col := 'qid',
+                                              group_col := 'group', level_col := NULL, positive_col := 'positive',
+                                              vector_col := 'vector', doc_id_col := 'doc_id',
+                                              doc_group_col := 'group', doc_vector_col := 'vector',
+                                              model_col := NULL) AS TABLE
+WITH r AS (
+    SELECT * EXCLUDE (__emb_g),
+        CASE WHEN __emb_gcols = 1 THEN error(format('embsql: group column "{}" not found in {}', group_col, queries))
+             WHEN __emb_g IS NULL THEN error(format('embsql: queries {}: group column "{}" is NULL (qid {})', queries, group_col, qid))
+             ELSE __emb_g END AS __emb_g
+    FROM emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col, doc_id_col, doc_group_col,
+                      doc_vector_col, model_col)
+),
+per_group AS (
+    SELECT __emb_b, __emb_g, count(*)::DOUBLE AS n, sum(top1::INTEGER) AS t1, sum((rank <= 5)::INTEGER) AS r5,
+           sum((rank <= 10)::INTEGER) AS r10, sum(1.0 / rank) AS rr, sum(m) AS ms
+    FROM r GROUP BY ALL
+),
+replicates AS (
+    SELECT __emb_b,
+        (sum(t1) OVER w - t1) / (sum(n) OVER w - n) AS t1,
+        (sum(r5) OVER w - r5) / (sum(n) OVER w - n) AS r5,
+        (sum(r10) OVER w - r10) / (sum(n) OVER w - n) AS r10,
+        (sum(rr) OVER w - rr) / (sum(n) OVER w - n) AS rr,
+        (sum(ms) OVER w - ms) / (sum(n) OVER w - n) AS ms
+    FROM per_group
+    WINDOW w AS (PARTITION BY __emb_b)
+),
+se AS (
+    SELECT __emb_b, count(*) AS g,
+        CASE WHEN count(*) >= 2 THEN sqrt((count(*) - 1) * var_pop(t1)) END AS top1_se,
+        CASE WHEN count(*) >= 2 THEN sqrt((count(*) - 1) * var_pop(r5)) END AS recall_at_5_se,
+        CASE WHEN count(*) >= 2 THEN sqrt((count(*) - 1) * var_pop(r10)) END AS recall_at_10_se,
+        CASE WHEN count(*) >= 2 THEN sqrt((count(*) - 1) * var_pop(rr)) END AS mrr_se,
+        CASE WHEN count(*) >= 2 THEN sqrt((count(*) - 1) * var_pop(ms)) END AS m_mean_se
+    FROM replicates GROUP BY __emb_b
+),
+main AS (
+    SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b,
+        count(*) AS queries, avg(top1::INTEGER) AS top1, avg((rank <= 5)::INTEGER) AS recall_at_5,
+        avg((rank <= 10)::INTEGER) AS recall_at_10, avg(1.0 / rank) AS mrr, avg(m) AS m_mean,
+        quantile_cont(m, [0.05, 0.25, 0.5, 0.75, 0.95]) AS mq, count(*) FILTER (ties > 0) AS ties
+    FROM r GROUP BY ALL
+)
+SELECT COLUMNS(lambda c: c <> '__emb_all') FROM (
+SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')),
+    main.queries, se.g AS groups, main.top1, se.top1_se, main.top1 AS recall_at_1, main.recall_at_5, se.recall_at_5_se,
+    main.recall_at_10, se.recall_at_10_se, main.mrr, se.mrr_se, main.m_mean, se.m_mean_se,
+    mq[1] AS m_p05, mq[2] AS m_p25, mq[3] AS m_median, mq[4] AS m_p75, mq[5] AS m_p95, main.ties, scope AS scope
+FROM main JOIN se ON main.__emb_b IS NOT DISTINCT FROM se.__emb_b
+ORDER BY main.__emb_b);

@@ -1,0 +1,280 @@
+"""Margins (SPEC S20, S21): the Python API, the plain-SQL macro and the UDF-backed macro against a
+brute-force numpy computation written here (tests/retrieval_data.brute_force), blocks, near-ties
+closer than float32 can tell apart, exact ties, and invariance properties."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import embsql
+from embsql import margin_scan
+from embsql.resources import sql_entry_file
+
+import retrieval_data as rd
+
+FIELDS = ("d_pos2", "d_neg2", "margin", "m")
+
+
+def plain_sql() -> duckdb.DuckDBPyConnection:
+    """A connection with only sql/embsql.sql: what the stock CLI has."""
+    con = duckdb.connect()
+    con.execute(sql_entry_file().read_text())
+    return con
+
+
+def connections(queries, docs):
+    """(route name, connection) for the plain-SQL and the UDF-backed macros."""
+    out = []
+    for name, con in (("sql", plain_sql()), ("udf", embsql.connect())):
+        con.register("q", queries)
+        con.register("d", docs)
+        out.append((name, con))
+    return out
+
+
+def assert_rows_equal(got: list[dict], expected: list[dict], tol=1e-12):
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert g["qid"] == e["qid"]
+        assert (g["rank"], g["top1"], g["ties"]) == (e["rank"], e["top1"], e["ties"]), (g, e)
+        for field in FIELDS:
+            assert g[field] == pytest.approx(e[field], abs=tol), (field, g, e)
+
+
+def expected_rows(queries, docs, scope, models):
+    rows = []
+    for model in models:
+        for row in sorted(rd.brute_force(rd.arrays(queries, model), rd.arrays(docs, model), scope),
+                          key=lambda r: r["qid"]):
+            rows.append({"model": model, **row})
+    return rows
+
+
+@pytest.mark.parametrize("scope", ["corpus", "group"])
+def test_every_route_equals_brute_force(scope):
+    queries, docs = rd.make(3, models=("a", "b"), dims=[12, 20], topics=5, docs_per_topic=4, questions=12)
+    expected = expected_rows(queries, docs, scope, ("a", "b"))
+    con = embsql.connect()
+    con.register("q", queries)
+    con.register("d", docs)
+    python = embsql.margins(con, "q", "d", scope=scope, model="model")
+    assert python.columns == ("model", "qid", "d_pos2", "d_neg2", "margin", "m", "top1", "rank", "ties")
+    assert [r["model"] for r in python.to_dicts()] == [r["model"] for r in expected]
+    assert_rows_equal(python.to_dicts(), expected)
+    schemas = []
+    for route, sql_con in connections(queries, docs):
+        table = sql_con.sql(f"SELECT * FROM emb_margins('q', 'd', scope := '{scope}', model_col := 'model')"
+                            ).to_arrow_table()
+        assert table.column_names == list(python.columns), route
+        assert table.column("model").to_pylist() == [r["model"] for r in expected]
+        assert_rows_equal(table.to_pylist(), expected)
+        schemas.append(table.schema)
+    assert schemas[0] == schemas[1]
+    top1 = np.array([r["top1"] for r in expected])
+    assert 0.2 < top1.mean() < 0.95      # the data has hits and misses, so the test can fail
+
+
+def test_without_model_column_rows_are_by_qid_and_model_is_none(con):
+    queries, docs = rd.make(4, questions=5)
+    con.register("q", queries.drop_columns(["model"]))
+    con.register("d", docs.drop_columns(["model"]))
+    result = embsql.margins(con, "q", "d")
+    assert set(result.column("model")) == {None}
+    assert result.column("qid") == sorted(result.column("qid"))
+    sql = con.sql("SELECT * FROM emb_margins('q', 'd')").to_arrow_table()
+    assert sql.column_names == ["qid", "d_pos2", "d_neg2", "margin", "m", "top1", "rank", "ties"]
+    assert_rows_equal(sql.to_pylist(), result.to_dicts())
+
+
+def test_custom_column_names_and_integer_ids(con):
+    queries, docs = rd.make(5, questions=4)
+    number = {f"d{t}_{k}": 10 * t + k for t in range(6) for k in range(5)}
+    queries = queries.set_column(4, "positive", pa.array([number[p] for p in queries.column("positive").to_pylist()]))
+    docs = docs.set_column(1, "doc_id", pa.array([number[p] for p in docs.column("doc_id").to_pylist()], pa.int32()))
+    queries = queries.rename_columns(["mdl", "id", "question", "strength", "answer", "emb"])
+    docs = docs.rename_columns(["mdl", "doc", "topic", "emb"])
+    con.register("q", queries)
+    con.register("d", docs)
+    kwargs = dict(qid="id", group="question", positive="answer", vector="emb", doc_id="doc", doc_group="topic",
+                  doc_vector="emb", model="mdl")
+    python = embsql.margins(con, "q", "d", scope="group", **kwargs)
+    sql = con.sql("SELECT * FROM emb_margins('q', 'd', scope := 'group', qid_col := 'id', group_col := 'question', "
+                  "positive_col := 'answer', vector_col := 'emb', doc_id_col := 'doc', doc_group_col := 'topic', "
+                  "doc_vector_col := 'emb', model_col := 'mdl')").to_arrow_table()
+    assert sql.column_names[0] == "mdl"
+    assert_rows_equal(sql.to_pylist(), python.to_dicts())
+    original = rd.make(5, questions=4)
+    assert_rows_equal(python.to_dicts(), expected_rows(*original, "group", ("m1",)))
+
+
+def _near_tie_data(dim=64, seed=0):
+    """Distractors closer to s+ than float32 can resolve (1e-12 .. 5e-6 above and below), a
+    duplicate distractor, and a query whose best distractors are such a near-equal cluster."""
+    rng = np.random.default_rng(seed)
+    q = rd.unit(rng.normal(size=dim))
+    w = rng.normal(size=(120, dim))
+    w = rd.unit(w - np.outer(w @ q, q))                       # directions orthogonal to q
+    s_pos = 0.6
+    targets = [s_pos] + [s_pos + e for e in (1e-12, -1e-12, 3e-9, -3e-9, 2e-8, -2e-8, 1e-7, -1e-7, 5e-6, -5e-6)]
+    targets += [0.3 + 1e-10 * k for k in range(10)]
+    targets += [s_pos + sign * k * 1.5e-8 for k in range(1, 20) for sign in (1, -1)]   # float32's blur
+    targets += [0.8 + k * 2e-9 for k in range(30)]           # the best distractors: a cluster within float32's blur
+    docs = np.array([t * q + np.sqrt(1 - t * t) * w[k] for k, t in enumerate(targets)])
+    docs = np.vstack([docs, docs[3]])                          # an exact duplicate of d3
+    queries = np.vstack([q, rd.unit(q + 1e-3 * w[119]), q])
+    ids = [f"d{k}" for k in range(len(docs))]
+    return (pa.table({"qid": ["q0", "q1", "q2"], "positive": ["d0", "d0", "d11"], "vector": rd.vector_column(queries)}),
+            pa.table({"doc_id": ids, "group": ["g"] * len(ids), "vector": rd.vector_column(docs)}))
+
+
+def _columns(table: pa.Table) -> dict:
+    return {k: np.array(v) if k == "vector" else np.asarray(v, dtype=object) for k, v in table.to_pydict().items()}
+
+
+@pytest.mark.parametrize("blocks", ["one block", "tiny blocks"])
+def test_near_ties_below_float32_resolution_and_many_blocks(monkeypatch, blocks):
+    if blocks == "tiny blocks":
+        monkeypatch.setattr(margin_scan, "BLOCK_ELEMENTS", 4)
+        monkeypatch.setattr(margin_scan, "QUERY_BLOCK", 2)
+    queries, docs = _near_tie_data()
+    expected = rd.brute_force(_columns(queries), _columns(docs))
+    # q0: d1, d3, d5, d7, d9, the 19 at +k 1.5e-8, the cluster of 30 and the duplicate of d3 are above s+
+    assert (expected[0]["rank"], expected[0]["ties"]) == (1 + 5 + 19 + 30 + 1, 0)
+    con = embsql.connect()
+    con.register("q", queries)
+    con.register("d", docs)
+    python = embsql.margins(con, "q", "d").to_dicts()
+    assert_rows_equal(python, expected, tol=1e-15)
+    for route, sql_con in connections(queries, docs):
+        assert_rows_equal(sql_con.sql("SELECT * FROM emb_margins('q', 'd')").to_arrow_table().to_pylist(), expected,
+                          tol=1e-15)
+
+
+def test_exact_ties_count_against_the_positive():
+    """A duplicate of d+ ties it: not top-1, rank 2, ties 1, margin = m = 0, in every route."""
+    rng = np.random.default_rng(1)
+    docs = rd.unit(rng.normal(size=(6, 8)))
+    docs = np.vstack([docs, docs[0] * 3.0])                   # d6 = d0 (scaled; same unit vector)
+    queries = rd.unit(docs[[0, 0, 2]] + 0.05 * rng.normal(size=(3, 8)))
+    q = pa.table({"qid": [1, 2, 3], "positive": ["d0", "d6", "d2"], "vector": rd.vector_column(queries)})
+    d = pa.table({"doc_id": [f"d{k}" for k in range(7)], "group": ["g"] * 7, "vector": rd.vector_column(docs)})
+    con = embsql.connect()
+    con.register("q", q)
+    con.register("d", d)
+    rows = embsql.margins(con, "q", "d").to_dicts()
+    assert [(r["rank"], r["ties"], r["top1"], r["m"], r["margin"]) for r in rows[:2]] == [(2, 1, False, 0.0, 0.0)] * 2
+    assert rows[2]["top1"] and rows[2]["ties"] == 0
+    for route, sql_con in connections(q, d):
+        assert_rows_equal(sql_con.sql("SELECT * FROM emb_margins('q', 'd')").to_arrow_table().to_pylist(), rows)
+
+
+def test_float32_fixed_size_arrays():
+    queries, docs = rd.make(6, questions=6, dim=10)
+    as_f32 = lambda t: t.set_column(t.column_names.index("vector"), "vector", pa.FixedSizeListArray.from_arrays(
+        pa.array(np.array(t.column("vector").to_pylist(), dtype=np.float32).ravel()), 10))
+    queries, docs = as_f32(queries), as_f32(docs)
+    expected = expected_rows(queries, docs, "corpus", ("m1",))
+    con = embsql.connect()
+    con.register("q", queries)
+    con.register("d", docs)
+    assert_rows_equal(embsql.margins(con, "q", "d", model="model").to_dicts(), expected)
+    for route, sql_con in connections(queries, docs):
+        got = sql_con.sql("SELECT * FROM emb_margins('q', 'd', model_col := 'model')").to_arrow_table().to_pylist()
+        assert_rows_equal(got, expected)
+
+
+def _kernel(seed, nq, nd, dim, noise):
+    rng = np.random.default_rng(seed)
+    docs = rd.unit(rng.normal(size=(nd, dim)))
+    positive = rng.integers(0, nd, nq)
+    queries = rd.unit(docs[positive] + noise * rng.normal(size=(nq, dim)))
+    return queries, positive, docs
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), nq=st.integers(1, 30), nd=st.integers(2, 40), dim=st.integers(2, 12),
+       noise=st.floats(0.01, 3.0))
+def test_m_has_the_sign_of_the_margin_and_decides_top1(seed, nq, nd, dim, noise):
+    queries, positive, docs = _kernel(seed, nq, nd, dim, noise)
+    result = margin_scan.compute(queries, positive, docs)
+    assert np.array_equal(np.sign(result.m), np.sign(result.margin))
+    assert np.array_equal(result.top1, result.m > 0)
+    assert np.array_equal(result.top1, result.rank == 1)
+    assert np.all(np.abs(result.m) <= 1)
+    assert np.all((result.rank >= 1) & (result.rank <= nd))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), extra=st.integers(0, 5), lam=st.floats(0.05, 1.0))
+def test_m_and_ranks_are_unchanged_by_a_similarity_transform(seed, extra, lam):
+    """Rotate into d' >= d dimensions, then the exact lift y = (sqrt(lam) z, sqrt(1 - lam)) (S7):
+    unit vectors again, every squared distance times lam.  m and ranks stay; the cosine margin
+    is multiplied by lam (cos' = lam cos + 1 - lam)."""
+    queries, positive, docs = _kernel(seed, 25, 30, 6, 0.8)
+    rng = np.random.default_rng(seed + 1)
+    rotation = np.linalg.qr(rng.normal(size=(6 + extra, 6 + extra)))[0][:, :6]
+    lift = lambda z: np.hstack([np.sqrt(lam) * z @ rotation.T, np.full((len(z), 1), np.sqrt(1 - lam))])
+    before = margin_scan.compute(queries, positive, docs)
+    after = margin_scan.compute(lift(queries), positive, lift(docs))
+    assert np.array_equal(before.rank, after.rank)
+    np.testing.assert_allclose(after.m, before.m, atol=1e-9)
+    np.testing.assert_allclose(after.margin, lam * before.margin, atol=1e-12)
+    np.testing.assert_allclose(after.d_pos2, lam * before.d_pos2, atol=1e-12)
+
+
+def test_stock_duckdb_cli_has_emb_margins(tmp_path):
+    """S28: the plain-SQL macro from the CLI with no Python, on Parquet files."""
+    queries, docs = rd.make(7, questions=3)
+    import pyarrow.parquet as pq
+    pq.write_table(queries, tmp_path / "q.parquet")
+    pq.write_table(docs, tmp_path / "d.parquet")
+    cli = shutil.which("duckdb") or str(Path(sys.executable).parent / "duckdb")
+    script = (f".read {sql_entry_file()}\n.mode csv\nSELECT qid, rank, round(m, 12) AS m FROM emb_margins("
+              f"'{tmp_path / 'q.parquet'}', '{tmp_path / 'd.parquet'}', model_col := 'model');\n")
+    out = subprocess.run([cli], input=script, capture_output=True, text=True, check=True).stdout.strip().splitlines()
+    expected = sorted(rd.brute_force(rd.arrays(queries), rd.arrays(docs)), key=lambda r: r["qid"])
+    assert out[0] == "qid,rank,m"
+    for line, e in zip(out[1:], expected, strict=True):
+        qid, rank, m = line.split(",")
+        assert (qid, int(rank)) == (e["qid"], e["rank"]) and float(m) == pytest.approx(e["m"], abs=1e-11)
+
+
+@pytest.mark.parametrize("dim", [2, 64, 384, 1536])
+def test_float32_screen_stays_within_its_error_bound(dim):
+    """The float32 screen trusts |s32 - s64| <= screen_error(d) for unit vectors; check it on random
+    vectors and on vectors with many cancelling coordinates."""
+    rng = np.random.default_rng(dim)
+    a = rd.unit(rng.normal(size=(300, dim)))
+    b = rd.unit(np.vstack([rng.normal(size=(300, dim)), np.sign(rng.normal(size=(300, dim)))]))
+    error = np.abs(a.astype(np.float32) @ b.astype(np.float32).T - a @ b.T).max()
+    assert 0 < error <= margin_scan.screen_error(dim)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), nq=st.integers(1, 25), nd=st.integers(3, 40), dim=st.integers(2, 10),
+       groups=st.integers(1, 4), duplicates=st.integers(0, 3), scope=st.sampled_from(["corpus", "group"]))
+def test_kernel_equals_brute_force_on_random_data(seed, nq, nd, dim, groups, duplicates, scope):
+    """Random corpora with duplicated documents (exact ties), any group sizes, both scopes."""
+    rng = np.random.default_rng(seed)
+    nd = max(nd, 2 * groups)
+    docs = rd.unit(rng.normal(size=(nd, dim)))
+    docs[rng.integers(0, nd, duplicates)] = docs[rng.integers(0, nd, duplicates)]
+    doc_groups = rng.integers(0, groups, nd)
+    if scope == "group":                     # every group needs two documents
+        doc_groups[:2 * groups] = np.repeat(np.arange(groups), 2)
+    positive = rng.integers(0, nd, nq)
+    queries = rd.unit(docs[positive] + rng.uniform(0.05, 2) * rng.normal(size=(nq, dim)))
+    result = margin_scan.compute(queries, positive, docs, doc_groups if scope == "group" else None)
+    expected = rd.brute_force({"qid": np.arange(nq), "positive": positive.astype(object), "vector": queries},
+                              {"doc_id": np.arange(nd).astype(object), "group": doc_groups, "vector": docs}, scope)
+    got = [{"qid": i, **{f: getattr(result, f)[i] for f in ("d_pos2", "d_neg2", "margin", "m", "top1", "rank", "ties")}}
+           for i in range(nq)]
+    assert_rows_equal(got, expected)
