@@ -218,7 +218,8 @@ class Report:
     def run_stage1(self, fetch, dialect: str, *, con=None, progress=None) -> ReportResult:
         """Run stage 1 through ``fetch(sql) -> Arrow`` on any engine, then stage 2 here."""
         probe, = self.stage1_queries(dialect, None)
-        if con is None:  # another engine: check the names there before the probe runs
+        if con is None:  # another engine: check the sections and the names there before the probe runs
+            self._check_engine_sections()
             columns = fetch(write(exp.select("*").from_(self._table(dialect)).limit(0), dialect)).column_names
             for column, role in ((self.vector, "vector"), (self.group, "group"), (self.by, "by")):
                 if column is not None and column not in columns:
@@ -239,10 +240,8 @@ class Report:
     def finish(self, parts: list[tuple[object, GroupSums]], *, con=None, meta=None, progress=None) -> ReportResult:
         """Stage 2: every section from the per-model group sums (and, for the tests, the rows)."""
         wanted = self.chosen_sections
-        if con is None and any(s in wanted for s in ROW_SECTIONS + ("retrieval",)):
-            row_only = next(s for s in wanted if s in ROW_SECTIONS + ("retrieval",))
-            raise InputError(f"the {row_only} section needs the rows themselves, which only the DuckDB path reads; "
-                             "run it on DuckDB, or leave it out (sections=...)")
+        if con is None:
+            self._check_engine_sections()
         meta = dict(meta or {})
         notes = []
         summary = {value: {"model": value} for value, _ in parts}
@@ -305,6 +304,13 @@ class Report:
         summary_table = ResultTable.from_dicts(
             "summary", SUMMARY_COLUMNS, [{c: row.get(c) for c in SUMMARY_COLUMNS} for row in summary.values()])
         return ReportResult(title, summary_table, tuple(sections), meta)
+
+    def _check_engine_sections(self) -> None:
+        """Off DuckDB only the group sums arrive, so the sections that read rows cannot run."""
+        row_only = [s for s in self.chosen_sections if s in ROW_SECTIONS + ("retrieval",)]
+        if row_only:
+            raise InputError(f"the {row_only[0]} section needs the rows themselves, which only the DuckDB path reads; "
+                             "run it on DuckDB, or leave it out (sections=...)")
 
     def _compare(self, canonical) -> tuple[list[dict], str | None]:
         """Paired jackknife SE and bootstrap interval of R²_a − R²_b for every pair of models."""
