@@ -78,9 +78,11 @@ def _r2_plot(result: ReportResult) -> Plot | None:
     ax = figure.subplots()
     x = list(range(len(models)))
     if source:
-        below = [v - lo if _finite(lo) else math.nan for v, lo in zip(r2, low)]
-        above = [hi - v if _finite(hi) else math.nan for v, hi in zip(r2, high)]
-        ax.errorbar(x, r2, yerr=[below, above], fmt="none", ecolor="#1f5f99", elinewidth=2, capsize=6)
+        # drawn as segments, not errorbar(yerr=...): a percentile interval need not contain the estimate
+        for xi, lo, hi in zip(x, low, high):
+            if _finite(lo) and _finite(hi):
+                ax.vlines(xi, lo, hi, color="#1f5f99", linewidth=2)
+                ax.hlines([lo, hi], xi - 0.08, xi + 0.08, color="#1f5f99", linewidth=2)
     ax.plot(x, r2, "o", color="#1f5f99", markersize=8, label="R²", zorder=3)
     nulls = _column_by_model(result, "decomposition", "r2_null")
     if nulls and all(m in nulls for m in models):
@@ -177,9 +179,32 @@ def _w_tilde_plot(result: ReportResult) -> Plot | None:
 
 # ---------------------------------------------------------------- retrieval margins
 
-def _margin_plot(result: ReportResult) -> Plot | None:
-    if not _has(result, "alignment") or "m" not in result["alignment"].columns:
+_QUANTILE_COLUMNS = ("m_p05", "m_p25", "m_median", "m_p75", "m_p95")
+
+
+def _margin_quantile_plot(result: ReportResult) -> Plot | None:
+    """The alignment layer of a report carries quantiles of M, not every query: draw them as boxes
+    (5-25-50-75-95 %), the same picture as a box plot of the queries themselves."""
+    rows = [r for r in result["alignment"].to_dicts() if all(_finite(r.get(c)) for c in _QUANTILE_COLUMNS)]
+    if not rows:
         return None
+    stats = [{"label": _label(r["model"]), "whislo": r["m_p05"], "q1": r["m_p25"], "med": r["m_median"],
+              "q3": r["m_p75"], "whishi": r["m_p95"], "mean": r.get("m_mean")} for r in rows]
+    figure = _require_matplotlib()(figsize=(max(4.6, 1.3 * len(rows) + 2.5), 4.0), layout="constrained")
+    ax = figure.subplots()
+    ax.bxp(stats, showfliers=False, showmeans=all(_finite(s["mean"]) for s in stats))
+    ax.axhline(0, color="#444", linewidth=1, linestyle="--")
+    ax.set_ylabel("normalised margin M  (M > 0: the correct document ranks first)")
+    ax.set_title("Normalised retrieval margin M per model")
+    caption = "Boxes: 25-75 % of queries, line the median, whiskers 5 % and 95 %; one box per model."
+    return Plot("alignment", "alignment", caption, figure)
+
+
+def _margin_plot(result: ReportResult) -> Plot | None:
+    if not _has(result, "alignment"):
+        return None
+    if "m" not in result["alignment"].columns:
+        return _margin_quantile_plot(result)
     per_model: dict = {}
     for row in result["alignment"].to_dicts():
         if _finite(row["m"]):

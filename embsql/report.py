@@ -357,7 +357,8 @@ class Report:
 
         if self.queries is None:
             raise InputError("the retrieval section needs query and document tables (queries=..., docs=...)")
-        layers = retrieval.retrieval_layers(con, self.queries, self.docs, **self.retrieval)
+        options = {"model": self.by, "permutations": self.permutations or 999, "seed": self.seed, **self.retrieval}
+        layers = retrieval.retrieval_layers(con, self.queries, self.docs, **options)
         return list(layers.sections)
 
 
