@@ -66,7 +66,8 @@ def _build(args):
     con, source = _open(args.data)
     settings = {"source": source, "vector": args.vector, "group": args.group, "by": args.by,
                 "permutations": args.permutations, "seed": args.seed, "replicates": args.replicates,
-                "sections": tuple(args.sections.split(",")) if args.sections else None, "table": args.table}
+                "sections": tuple(args.sections.split(",")) if args.sections else None, "table": args.table,
+                "queries": args.queries, "docs": args.docs}
     if args.config:
         report = Report.from_file(args.config).replace(**settings)
     else:
@@ -150,6 +151,9 @@ def _report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="random seed (default 42)")
     parser.add_argument("--replicates", type=int, help="bootstrap replicates (default 2000)")
     parser.add_argument("--table", help="the source's table name on another engine (for --dialect)")
+    parser.add_argument("--queries", help="queries table or file: adds the retrieval layers (with --docs; column "
+                                          "names other than the defaults go in the config file's [report.retrieval])")
+    parser.add_argument("--docs", help="documents table or file (with --queries)")
 
 
 def build_parser() -> argparse.ArgumentParser:

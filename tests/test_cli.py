@@ -150,3 +150,23 @@ def test_demo_writes_a_self_contained_html_report(tmp_path):
     page = (tmp_path / "demo.html").read_text()
     assert "common direction" in page and "within-group shrink" in page and "exact lift" in page
     assert "http://" not in page and "https://" not in page
+
+
+def test_report_with_retrieval_layers(tmp_path):
+    import retrieval_data
+
+    queries, docs = retrieval_data.make(3, models=("m1", "m2"), dims=(8, 12))
+    pq.write_table(queries, tmp_path / "q.parquet")
+    pq.write_table(docs, tmp_path / "d.parquet")
+    out = embsql_cli("report", tmp_path / "d.parquet", "--vector", "vector", "--group", "group", "--by", "model",
+                     "--queries", tmp_path / "q.parquet", "--docs", tmp_path / "d.parquet", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    sections = {s["name"]: s for s in json.loads(out.stdout)["sections"]}
+    assert {"query_stability", "document_structure", "alignment", "rank", "pairing"} <= set(sections)
+    rank = sections["rank"]
+    got = {row[rank["columns"].index("model")]: row[rank["columns"].index("top1")] for row in rank["rows"]}
+    con = embsql.connect()
+    margins = embsql.margins(con, str(tmp_path / "q.parquet"), str(tmp_path / "d.parquet"), model="model")
+    for model in ("m1", "m2"):
+        rows = [r for r in margins.to_dicts() if r["model"] == model]
+        assert got[model] == pytest.approx(sum(r["top1"] for r in rows) / len(rows), rel=1e-12)
