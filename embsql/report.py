@@ -185,7 +185,8 @@ class Report:
         queries = [("probe: vector lengths per model", stage1.probe_query(table, self.vector, self.by))]
         if dims is not None:
             queries.append(("stage 1: n_g and coordinate sums of the unit vectors per (model, group)",
-                            stage1.group_sums_query(table, self.group, self.vector, dims, self.by)))
+                            stage1.group_sums_query(table, self.group, self.vector, dims, self.by,
+                                                    fence=dialect == "postgres")))
         return queries
 
     def sql(self, dialect: str = "duckdb", con: duckdb.DuckDBPyConnection | None = None,

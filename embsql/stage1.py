@@ -100,8 +100,13 @@ def dimensions_from_probe(result: pa.Table, vector: str, by: str | None) -> Dime
 
 
 def group_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimensions,
-                     by: str | None = None) -> exp.Select:
-    """The stage-1 aggregate: one row per (by, group) with n_g, checks and the d coordinate sums."""
+                     by: str | None = None, fence: bool = False) -> exp.Select:
+    """The stage-1 aggregate: one row per (by, group) with n_g, checks and the d coordinate sums.
+
+    ``fence`` (PostgreSQL) puts OFFSET 0 on the subquery that computes 1/||x||: PostgreSQL pulls
+    plain subqueries up into their parent and has no common-subexpression elimination, so without
+    the fence each of the d sums would recompute the d-term norm, O(d^2) work per row (minutes
+    instead of seconds at d = 64).  Spark, Trino and DuckDB do not inline a reused expression."""
     v = _col(vector)
     coordinates = []
     for k in range(1, dims.high + 1):
@@ -123,6 +128,8 @@ def group_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimen
                                    true=exp.Div(this=exp.Literal.number(1), expression=exp.Sqrt(this=_col("ss"))))])
     normed = exp.select(_col(B), _col(G), *(_col(f"x{k}") for k in range(1, dims.high + 1)), _col("ss"),
                         exp.alias_(inverse, "inv", quoted=True)).from_(middle.subquery("__emb_ss"))
+    if fence:
+        normed = normed.offset(0)
 
     inv = _col("inv")
     bad = exp.Sum(this=exp.Case(ifs=[exp.If(this=exp.Is(this=inv.copy(), expression=exp.null()),

@@ -62,6 +62,7 @@ FROM (
       ) AS __emb_source
     ) AS __emb_x
   ) AS __emb_ss
+  OFFSET 0
 ) AS __emb_unit_rows
 GROUP BY
   "__emb_b",

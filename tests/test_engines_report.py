@@ -1,0 +1,73 @@
+"""The same report on PostgreSQL and Spark as on DuckDB: stage 1 transpiled and run there, stage 2
+here, so every figure must agree to 1e-9 relative (the engines only add in another order)."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import embsql
+from embsql.engines import load_table
+from engine_fixtures import engine, postgres, spark  # noqa: F401  (pytest fixtures)
+
+N_PER_MODEL, D, GROUPS = 10_000, 64, 50
+TOL = 1e-9
+
+
+def engine_table() -> pa.Table:
+    """20,000 rows: 2 models x 10,000 items, d = 64, 50 unequal groups, float32 vectors."""
+    rng = np.random.default_rng(11)
+    parts = []
+    labels = rng.integers(0, GROUPS, N_PER_MODEL) ** 2 % GROUPS      # the same items in both models; unequal groups
+    for model, strength in (("m1", 0.6), ("m2", 0.9)):
+        centres = rng.standard_normal((GROUPS, D))
+        x = (strength * centres[labels] + rng.standard_normal((N_PER_MODEL, D)) + 0.3).astype(np.float32)
+        parts.append(pa.table({"model": [model] * N_PER_MODEL, "topic": [f"g{g:02d}" for g in labels],
+                               "vec": pa.array(list(x), pa.list_(pa.float32()))}))
+    return pa.concat_tables(parts)
+
+
+REPORT = embsql.report("emb", vector="vec", group="topic", by="model", replicates=500, seed=5,
+                       sections=["decomposition", "jackknife", "bootstrap", "compare"])
+
+
+@pytest.fixture(scope="module")
+def duckdb_result():
+    con = embsql.connect()
+    con.register("emb", engine_table())
+    return REPORT.run(con)
+
+
+def figures(result) -> dict:
+    out = {}
+    for name in ("decomposition", "jackknife", "bootstrap", "compare"):
+        for i, row in enumerate(result[name].to_dicts()):
+            for column, value in row.items():
+                if isinstance(value, float):
+                    out[(name, i, column)] = value
+    return out
+
+
+def test_every_engine_gives_the_duckdb_figures(engine, duckdb_result):  # noqa: F811
+    table = engine_table()
+    assert table.num_rows >= 20_000
+    load_table(engine, "emb", table)
+    result = embsql.run_on(engine, REPORT)
+    expected, got = figures(duckdb_result), figures(result)
+    assert got.keys() == expected.keys() and len(got) > 40
+    for key, value in expected.items():
+        assert got[key] == pytest.approx(value, rel=TOL, abs=1e-12), key
+    assert result.meta["stage1_bytes"] < 200 * GROUPS * D      # O(G d): the rows never cross
+    assert result.meta["dialect"] == embsql.engines.dialect_of(engine)
+
+
+def test_engine_errors_name_the_column_or_the_rows(engine):  # noqa: F811
+    load_table(engine, "bad", pa.table({"topic": ["a", "a", "b", "b"],
+                                        "vec": pa.array([[1.0, 0.0], [0.0, 0.0], [1.0, 1.0], [0.5, 1.0]],
+                                                        pa.list_(pa.float64()))}))
+    with pytest.raises(embsql.ColumnNotFoundError, match="group column 'nope'"):
+        embsql.run_on(engine, embsql.report("bad", vector="vec", group="nope"))
+    with pytest.raises(embsql.BadVectorError, match="zero length in group 'a'"):
+        embsql.run_on(engine, embsql.report("bad", vector="vec", group="topic"))
+    if embsql.engines.dialect_of(engine) != "duckdb":   # DuckDB runs the permutation tests
+        with pytest.raises(embsql.InputError, match="permanova section needs the rows"):
+            embsql.run_on(engine, embsql.report("bad", vector="vec", group="topic", permutations=9))
