@@ -313,6 +313,8 @@ def main(argv=None) -> int:
     print(f"  (b) {cli_label:<22}            (process {w_cli:6.2f} s)  peak RSS {peak['cli'] / 2**20:7,.0f} MB")
     print(f"  ratio report / emb_anova: {ratio:.2f} (work), {ratio_process:.2f} (whole processes) "
           f"{verdict(ratio, TARGET_RATIO, True)}")
+    rounds = [r["t_work"] / s["t_work"] for r, s in zip(runs["run"], runs["sql"])]
+    print(f"  the same ratio within each round (side by side): {', '.join(f'{x:.2f}' for x in rounds)}")
     if use_report_cli:
         print(f"  ratio embsql report (command line) / emb_anova process: {w_cli / w_sql:.2f} "
               f"{verdict(w_cli / w_sql, TARGET_RATIO, True)}")
