@@ -147,10 +147,8 @@ def child_split(path: str) -> dict:
     t_setup = time.perf_counter() - t0
     steps = {}
     _, steps["check columns"] = timed(lambda: rep._check_columns(con))
-    probe = rep.stage1_queries("duckdb", None)[0][1]
-    dims, steps["probe"] = timed(lambda: stage1.dimensions_from_probe(
-        run_sql(con, report_module.write(probe, "duckdb")), rep.vector, rep.by))
-    sql, steps["build aggregate SQL"] = timed(lambda: report_module.write(rep.stage1_queries("duckdb", dims)[1][1], "duckdb"))
+    (dims, _), steps["probe"] = timed(lambda: rep.probes(lambda q: run_sql(con, q), "duckdb"))
+    sql, steps["build aggregate SQL"] = timed(lambda: report_module.write(rep.aggregate_query("duckdb", dims), "duckdb"))
     table, steps["stage 1 aggregate"] = timed(lambda: run_sql(con, sql))
     parts, steps["Arrow -> GroupSums"] = timed(lambda: stage1.group_sums_from_result(table, rep.group, rep.vector, dims, rep.by))
     result, steps["stage 2 (all sections)"] = timed(lambda: rep.finish(parts, con=con, meta={}, progress=False))

@@ -1,6 +1,6 @@
 """The report builder: describe a report once, then print its SQL (any dialect) or run it.
 
-A report is stage 1 (embsql.stage1: a probe of the vector lengths and the group-sums aggregate,
+A report is stage 1 (embsql.stage1: cheap probes of the vector lengths and the group-sums aggregate,
 both sqlglot ASTs, so the same query is written for DuckDB, Spark, Postgres, Trino, BigQuery or
 Snowflake) followed by stage 2 in Python on the O(G * d) sums, the same code whatever engine ran
 stage 1: the decomposition (embsql.decomposition), the cluster jackknife and bootstrap and the
@@ -179,33 +179,47 @@ class Report:
                     f"{exp.select('*').from_(self._relation('duckdb')).sql('duckdb')}")
         return view
 
-    def stage1_queries(self, dialect: str, dims: stage1.Dimensions | None) -> list[tuple[str, exp.Expression]]:
-        """(purpose, AST) of each stage-1 query; without ``dims`` the aggregate is left out."""
+    def probes(self, fetch, dialect: str) -> tuple[stage1.Dimensions, list[tuple[str, exp.Expression]]]:
+        """d of each model from cheap probes run through ``fetch`` (the distinct by values, then one
+        vector of each); returns the dimensions and the probe queries that ran."""
         table = self._relation(dialect)
-        queries = [("probe: vector lengths per model", stage1.probe_query(table, self.vector, self.by))]
-        if dims is not None:
-            queries.append(("stage 1: n_g and coordinate sums of the unit vectors per (model, group)",
-                            stage1.group_sums_query(table, self.group, self.vector, dims, self.by,
-                                                    fence=dialect == "postgres")))
-        return queries
+        ran = []
+        values = [None]
+        if self.by:
+            query = stage1.models_query(table, self.by)
+            ran.append(("probe: the models", query))
+            values = fetch(write(query, dialect)).column(stage1.B).to_pylist()
+        lengths = {}
+        for value in values:
+            query = stage1.length_query(table, self.vector, self.by, value)
+            ran.append((f"probe: the vector length{'' if value is None and not self.by else f' of {value!r}'}", query))
+            lengths[value] = fetch(write(query, dialect))
+        return stage1.dimensions_from_lengths(lengths, self.vector, self.by), ran
+
+    def aggregate_query(self, dialect: str, dims: stage1.Dimensions) -> exp.Select:
+        """Stage 1: n_g, checks and the coordinate sums of the unit vectors per (model, group)."""
+        return stage1.group_sums_query(self._relation(dialect), self.group, self.vector, dims, self.by,
+                                       fence=dialect == "postgres")
 
     def sql(self, dialect: str = "duckdb", con: duckdb.DuckDBPyConnection | None = None,
             dims: dict | int | None = None) -> str:
         """The SQL this report runs for stage 1, written for ``dialect``.
 
-        The vector lengths come from ``dims`` ({model: d} or one d), or else from running the probe
-        on ``con`` (or on an in-memory DuckDB for a file source); names are checked the same way."""
+        The vector lengths come from ``dims`` ({model: d} or one d; then only the aggregate is
+        printed), or else from running the probes on ``con`` (or on an in-memory DuckDB for a file
+        source); names are checked the same way."""
         if dialect not in DIALECTS:
             raise InputError(f"dialect must be one of {', '.join(DIALECTS)}, not {dialect!r}")
+        ran = []
         if dims is None:
             con = con or _file_connection(self.source)
             self._check_columns(con)
-            probe = self.stage1_queries("duckdb", None)[0][1]
-            found = stage1.dimensions_from_probe(run_sql(con, probe.sql("duckdb")), self.vector, self.by)
+            found, ran = self.probes(lambda sql: run_sql(con, sql), "duckdb")
         else:
             found = stage1.Dimensions(dims if isinstance(dims, dict) else {None: int(dims)})
-        parts = [f"-- {purpose}\n{write(tree, dialect)}" for purpose, tree in self.stage1_queries(dialect, found)]
-        return ";\n\n".join(parts) + ";\n"
+        queries = ran + [("stage 1: n_g and coordinate sums of the unit vectors per (model, group)",
+                          self.aggregate_query(dialect, found))]
+        return ";\n\n".join(f"-- {purpose}\n{write(tree, dialect)}" for purpose, tree in queries) + ";\n"
 
     # -- running ------------------------------------------------------------------------------
     def run(self, con: duckdb.DuckDBPyConnection | None = None, *, progress: bool | None = None) -> ReportResult:
@@ -218,17 +232,15 @@ class Report:
 
     def run_stage1(self, fetch, dialect: str, *, con=None, progress=None) -> ReportResult:
         """Run stage 1 through ``fetch(sql) -> Arrow`` on any engine, then stage 2 here."""
-        probe, = self.stage1_queries(dialect, None)
-        if con is None:  # another engine: check the sections and the names there before the probe runs
+        if con is None:  # another engine: check the sections and the names there before the probes run
             self._check_engine_sections()
             columns = fetch(write(exp.select("*").from_(self._table(dialect)).limit(0), dialect)).column_names
             for column, role in ((self.vector, "vector"), (self.group, "group"), (self.by, "by")):
                 if column is not None and column not in columns:
                     raise ColumnNotFoundError(f"{role} column {column!r} not found in {self.table or self.source!r} "
                                               f"on {dialect}; its columns are: {', '.join(columns)}")
-        dims = stage1.dimensions_from_probe(fetch(write(probe[1], dialect)), self.vector, self.by)
-        _, aggregate = self.stage1_queries(dialect, dims)[1]
-        sql = write(aggregate, dialect)
+        dims, _ = self.probes(fetch, dialect)
+        sql = write(self.aggregate_query(dialect, dims), dialect)
         result = fetch(sql)
         parts = stage1.group_sums_from_result(result, self.group, self.vector, dims, self.by)
         meta = {"source": self.source, "vector": self.vector, "group": self.group, "by": self.by,
@@ -272,10 +284,14 @@ class Report:
                         summary[value]["r2_se"] = result.se
             sections.append(_section("jackknife", "Cluster jackknife (leave one group out)", cautions.JACKKNIFE,
                                      ("model", "stat", "estimate", "se", "groups"), rows))
+        # each model's resamples are drawn once, for its own interval and for every pair it is in
+        draws = {value: resampling.bootstrap_draws(sums, "r2", self.replicates, self.seed)
+                 for value, sums in canonical} if {"bootstrap", "compare"} & set(wanted) else {}
         if "bootstrap" in wanted:
             rows = []
             for value, sums in canonical:
-                result = resampling.bootstrap(sums, "r2", replicates=self.replicates, seed=self.seed, level=self.level)
+                result = resampling.percentile_interval(resampling.statistic("r2", resampling.full_totals(sums))[0],
+                                                        draws[value], self.level)
                 rows.append({"model": value, "stat": "r2", "estimate": result.estimate, "se": result.se,
                              "ci_low": result.ci_low, "ci_high": result.ci_high, "level": self.level,
                              "replicates": self.replicates, "groups": len(sums.counts)})
@@ -284,7 +300,7 @@ class Report:
                                      ("model", "stat", "estimate", "se", "ci_low", "ci_high", "level", "replicates",
                                       "groups"), rows))
         if "compare" in wanted and len(parts) >= 2:
-            rows, why_not = self._compare(canonical)
+            rows, why_not = self._compare(canonical, draws)
             if why_not and "compare" in self.sections:
                 raise DesignError(why_not)
             if why_not:
@@ -313,7 +329,7 @@ class Report:
             raise InputError(f"the {row_only[0]} section needs the rows themselves, which only the DuckDB path reads; "
                              "run it on DuckDB, or leave it out (sections=...)")
 
-    def _compare(self, canonical) -> tuple[list[dict], str | None]:
+    def _compare(self, canonical, draws) -> tuple[list[dict], str | None]:
         """Paired jackknife SE and bootstrap interval of R²_a − R²_b for every pair of models."""
         rows = []
         for (a, sums_a), (b, sums_b) in combinations(canonical, 2):
@@ -321,7 +337,8 @@ class Report:
                 return [], (f"models {a!r} and {b!r} do not have the same groups of the same sizes, so their groups "
                             "cannot be paired")
             estimate_a, estimate_b, diff = resampling.paired(sums_a, sums_b, "r2", replicates=self.replicates,
-                                                             seed=self.seed, level=self.level)
+                                                             seed=self.seed, level=self.level,
+                                                             draws=(draws[a], draws[b]))
             rows.append({"model_a": a, "model_b": b, "estimate_a": estimate_a, "estimate_b": estimate_b,
                          "difference": diff.estimate, "se": diff.se, "ci_low": diff.ci_low, "ci_high": diff.ci_high,
                          "items": int(sums_a.counts.sum())})

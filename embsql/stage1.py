@@ -14,8 +14,10 @@ The query is three nested SELECTs so each coordinate is read once:
 ``unit`` equals n_g exactly when every vector was finite; a NaN or infinite coordinate (or a norm
 that overflows) makes it NaN or infinite, which stage 2 reports instead of a silent wrong sum.
 
-The lengths come first from a small probe query (min and max length and NULL vectors per by value),
-so a model of d = 384 and one of d = 768 can share a table and one pass.
+d comes first from cheap probes (the distinct by values, then one vector of each: no pass over
+the vectors), so a model of d = 384 and one of d = 768 can share a table and one pass; the
+aggregate then counts NULL vectors and the shortest and longest vector per group, and stage 2
+checks them against d.
 """
 
 from __future__ import annotations
@@ -50,17 +52,23 @@ def _by_or_null(by: str | None) -> exp.Expression:
     return _col(by) if by else exp.null()
 
 
-def probe_query(table: exp.Expression, vector: str, by: str | None = None) -> exp.Select:
-    """Per by value: rows, NULL vectors, and the shortest and longest vector (lengths decide d)."""
-    v = _col(vector)
-    query = exp.select(
-        exp.alias_(_by_or_null(by), B, quoted=True),
-        exp.alias_(exp.Count(this=exp.Star()), N, quoted=True),
-        exp.alias_(exp.Sub(this=exp.Count(this=exp.Star()), expression=exp.Count(this=v.copy())), NULLS, quoted=True),
-        exp.alias_(exp.Min(this=_length(v.copy())), LEN_MIN, quoted=True),
-        exp.alias_(exp.Max(this=_length(v.copy())), LEN_MAX, quoted=True),
-    ).from_(table.copy())
-    return query.group_by(_col(by)) if by else query
+def models_query(table: exp.Expression, by: str) -> exp.Select:
+    """The distinct by values: reads only the by column."""
+    return exp.select(exp.alias_(_col(by), B, quoted=True)).distinct().from_(table.copy())
+
+
+def length_query(table: exp.Expression, vector: str, by: str | None = None, value=None) -> exp.Select:
+    """The length of one non-NULL vector (of one by value): stops at the first such row.
+
+    One vector per model sets d; the aggregate then checks every vector's length against it, so
+    this probe never reads the whole vector column."""
+    condition = exp.Not(this=exp.Is(this=_col(vector), expression=exp.null()))
+    if by is not None:
+        match = exp.Is(this=_col(by), expression=exp.null()) if value is None else exp.EQ(
+            this=_col(by), expression=exp.convert(value))
+        condition = exp.and_(match, condition)
+    return exp.select(exp.alias_(_length(_col(vector)), LEN_MIN, quoted=True)).from_(table.copy()).where(
+        condition).limit(1)
 
 
 @dataclass(frozen=True)
@@ -78,24 +86,20 @@ class Dimensions:
         return max(self.by_value.values())
 
 
-def dimensions_from_probe(result: pa.Table, vector: str, by: str | None) -> Dimensions:
-    """Check the probe: no empty source, no NULL vectors, one length per by value."""
-    rows = result.to_pylist()
-    if not rows or sum(r[N] for r in rows) == 0:
+def dimensions_from_lengths(lengths: dict, vector: str, by: str | None) -> Dimensions:
+    """{by value: the length_query result (an Arrow table of at most one row)} -> Dimensions."""
+    if not lengths:
         raise InputError("the source has no rows")
     dims = {}
-    for row in rows:
-        where = "" if by is None else f" for {by} = {row[B]!r}"
-        if row[NULLS]:
-            raise BadVectorError(f"vector column {vector!r} has {row[NULLS]} NULL vector(s){where}; "
-                                 "vectors must be non-NULL, finite and of non-zero length")
-        if row[LEN_MIN] != row[LEN_MAX]:
-            raise BadVectorError(f"vector column {vector!r} has vectors of lengths {row[LEN_MIN]} to {row[LEN_MAX]}"
-                                 f"{where}; every vector of a model must have the same length"
-                                 + ("" if by else " (if the table holds several models, name the model column as by)"))
-        if not row[LEN_MIN]:
-            raise BadVectorError(f"vector column {vector!r} has empty vectors{where}")
-        dims[row[B] if by else None] = int(row[LEN_MIN])
+    for value, result in lengths.items():
+        where = "" if by is None else f" for {by} = {value!r}"
+        found = result.column(LEN_MIN).to_pylist() if result.num_rows else []
+        if not found:
+            raise (BadVectorError(f"vector column {vector!r} has only NULL vectors{where}") if by else
+                   InputError("the source has no rows with a vector"))
+        if not found[0]:
+            raise BadVectorError(f"vector column {vector!r} has an empty vector{where}")
+        dims[value] = int(found[0])
     return Dimensions(dims)
 
 
@@ -110,23 +114,32 @@ def group_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimen
     v = _col(vector)
     coordinates = []
     for k in range(1, dims.high + 1):
-        element = exp.cast(exp.Bracket(this=v.copy(), expressions=[exp.Literal.number(k)], offset=1), "DOUBLE")
+        # safe: a vector shorter than d reads NULL (Spark, Trino and BigQuery would raise), which the
+        # length check of stage 2 then names
+        element = exp.cast(exp.Bracket(this=v.copy(), expressions=[exp.Literal.number(k)], offset=1, safe=True),
+                           "DOUBLE")
         if k > dims.low:  # only a longer model has coordinate k; read it only where it exists
             element = exp.Case(ifs=[exp.If(this=exp.GTE(this=_length(v.copy()), expression=exp.Literal.number(k)),
                                            true=element)], default=exp.Literal.number(0))
         coordinates.append(exp.alias_(element, f"x{k}", quoted=True))
     keys = [exp.alias_(_by_or_null(by), B, quoted=True), exp.alias_(_col(group), G, quoted=True)]
-    inner = exp.select(*keys, *coordinates).from_(table.copy())
+    # NULL vectors and each vector's length travel up to the aggregate, which checks them per group
+    checks = [exp.alias_(exp.Case(ifs=[exp.If(this=exp.Is(this=v.copy(), expression=exp.null()),
+                                              true=exp.Literal.number(1))], default=exp.Literal.number(0)),
+                         "is_null", quoted=True),
+              exp.alias_(_length(v.copy()), "len", quoted=True)]
+    inner = exp.select(*keys, *checks, *coordinates).from_(table.copy())
 
     squares = [exp.Mul(this=_col(f"x{k}"), expression=_col(f"x{k}")) for k in range(1, dims.high + 1)]
     ss = squares[0]
     for term in squares[1:]:
         ss = exp.Add(this=ss, expression=term)
-    middle = exp.select(_col(B), _col(G), *(_col(f"x{k}") for k in range(1, dims.high + 1)),
+    middle = exp.select(_col(B), _col(G), _col("is_null"), _col("len"), *(_col(f"x{k}") for k in range(1, dims.high + 1)),
                         exp.alias_(ss, "ss", quoted=True)).from_(inner.subquery("__emb_x"))
     inverse = exp.Case(ifs=[exp.If(this=exp.GT(this=_col("ss"), expression=exp.Literal.number(0)),
                                    true=exp.Div(this=exp.Literal.number(1), expression=exp.Sqrt(this=_col("ss"))))])
-    normed = exp.select(_col(B), _col(G), *(_col(f"x{k}") for k in range(1, dims.high + 1)), _col("ss"),
+    normed = exp.select(_col(B), _col(G), _col("is_null"), _col("len"),
+                        *(_col(f"x{k}") for k in range(1, dims.high + 1)), _col("ss"),
                         exp.alias_(inverse, "inv", quoted=True)).from_(middle.subquery("__emb_ss"))
     if fence:
         normed = normed.offset(0)
@@ -138,6 +151,9 @@ def group_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimen
     sums = [exp.alias_(exp.Sum(this=exp.Mul(this=_col(f"x{k}"), expression=inv.copy())), _sum_name(k), quoted=True)
             for k in range(1, dims.high + 1)]
     return (exp.select(_col(B), _col(G), exp.alias_(exp.Count(this=exp.Star()), N, quoted=True),
+                       exp.alias_(exp.Sum(this=_col("is_null")), NULLS, quoted=True),
+                       exp.alias_(exp.Min(this=_col("len")), LEN_MIN, quoted=True),
+                       exp.alias_(exp.Max(this=_col("len")), LEN_MAX, quoted=True),
                        exp.alias_(bad, BAD, quoted=True), exp.alias_(unit, UNIT, quoted=True), *sums)
             .from_(normed.subquery("__emb_unit_rows"))
             .group_by(_col(B), _col(G)))
@@ -151,15 +167,27 @@ def group_sums_from_result(result: pa.Table, group: str, vector: str, dims: Dime
     counts = np.asarray(result.column(N).to_pylist(), dtype=np.int64)
     bad = np.asarray(result.column(BAD).to_pylist(), dtype=np.int64)
     unit = np.asarray(result.column(UNIT).to_pylist(), dtype=np.float64)
+    nulls = result.column(NULLS).to_pylist()
+    shortest, longest = result.column(LEN_MIN).to_pylist(), result.column(LEN_MAX).to_pylist()
     sums = np.column_stack([np.asarray(result.column(_sum_name(k)).to_numpy(zero_copy_only=False), dtype=np.float64)
                             for k in range(1, dims.high + 1)]) if len(result) else np.zeros((0, dims.high))
     out = []
     for value in sorted(set(by_values), key=_sort_key):
         rows = [i for i, b in enumerate(by_values) if b == value or (b is None and value is None)]
         where = "" if by is None else f" for {by} = {value!r}"
+        d = dims.by_value[value if by else None]
         for i in rows:
             if labels[i] is None:
                 raise BadLabelError(f"group column {group!r} has {counts[i]} NULL label(s){where}")
+            if nulls[i]:
+                raise BadVectorError(f"vector column {vector!r} has {nulls[i]} NULL vector(s) in group {labels[i]!r}"
+                                     f"{where}; vectors must be non-NULL, finite and of non-zero length")
+            if shortest[i] != d or longest[i] != d:
+                odd = shortest[i] if shortest[i] != d else longest[i]
+                raise BadVectorError(
+                    f"vector column {vector!r} has a vector of length {odd} in group {labels[i]!r}{where}; other "
+                    f"vectors have length {d}, and every vector of a model must have the same length"
+                    + ("" if by else " (if the table holds several models, name the model column as by)"))
             if bad[i]:
                 raise BadVectorError(f"vector column {vector!r} has {bad[i]} vector(s) with a NULL element or of zero "
                                      f"length in group {labels[i]!r}{where}; vectors must be non-NULL, finite and of "
@@ -169,7 +197,6 @@ def group_sums_from_result(result: pa.Table, group: str, vector: str, dims: Dime
                     not np.isfinite(sums[i]).all():
                 raise BadVectorError(f"vector column {vector!r} has a NaN or infinite coordinate (or a norm that "
                                      f"overflows) in group {labels[i]!r}{where}; vectors must be finite")
-        d = dims.by_value[value if by else None]
         order = sorted(rows, key=lambda i: _sort_key(labels[i]))
         group_labels = np.empty(len(order), dtype=object)
         group_labels[:] = [labels[i] for i in order]

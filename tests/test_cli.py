@@ -119,9 +119,9 @@ def test_sql_prints_what_the_report_runs(files):
                      "--dialect", "spark", "--table", "lake.emb")
     assert out.returncode == 0, out.stderr
     statements = sqlglot.parse(out.stdout, read="spark")
-    assert len(statements) == 2 and "`emb`[6]" in out.stdout
+    assert len(statements) == 4 and "TRY_ELEMENT_AT(`emb`, 7)" in out.stdout      # 3 probes and the aggregate
     duck = embsql_cli("sql", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--by", "model")
-    aggregate = [s for s in duck.stdout.split(";") if s.strip()][1]
+    aggregate = [s for s in duck.stdout.split(";") if s.strip()][-1]
     assert len(duckdb.sql(aggregate).fetchall()) == 12
     csv = embsql_cli("sql", files / "emb.csv", "--vector", "x", "--group", "topic")
     assert csv.returncode == 2 and "vector column 'x'" in csv.stderr

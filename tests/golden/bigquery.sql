@@ -1,25 +1,11 @@
--- probe: vector lengths per model
-SELECT
-  `model` AS `__emb_b`,
-  COUNT(*) AS `__emb_n`,
-  COUNT(*) - COUNT(`emb`) AS `__emb_nulls`,
-  MIN(ARRAY_LENGTH(`emb`)) AS `__emb_len_min`,
-  MAX(ARRAY_LENGTH(`emb`)) AS `__emb_len_max`
-FROM (
-  SELECT
-    *
-  FROM `emb`
-  WHERE
-    `split` = 'test'
-) AS __emb_source
-GROUP BY
-  `model`;
-
 -- stage 1: n_g and coordinate sums of the unit vectors per (model, group)
 SELECT
   `__emb_b`,
   `__emb_g`,
   COUNT(*) AS `__emb_n`,
+  SUM(`is_null`) AS `__emb_nulls`,
+  MIN(`len`) AS `__emb_len_min`,
+  MAX(`len`) AS `__emb_len_max`,
   SUM(CASE WHEN `inv` IS NULL THEN 1 ELSE 0 END) AS `__emb_bad`,
   SUM(`ss` * `inv` * `inv`) AS `__emb_unit`,
   SUM(`x1` * `inv`) AS `__emb_s1`,
@@ -29,6 +15,8 @@ FROM (
   SELECT
     `__emb_b`,
     `__emb_g`,
+    `is_null`,
+    `len`,
     `x1`,
     `x2`,
     `x3`,
@@ -38,6 +26,8 @@ FROM (
     SELECT
       `__emb_b`,
       `__emb_g`,
+      `is_null`,
+      `len`,
       `x1`,
       `x2`,
       `x3`,
@@ -46,11 +36,13 @@ FROM (
       SELECT
         `model` AS `__emb_b`,
         `topic` AS `__emb_g`,
-        CAST(`emb`[ORDINAL(1)] AS FLOAT64) AS `x1`,
-        CAST(`emb`[ORDINAL(2)] AS FLOAT64) AS `x2`,
+        CASE WHEN `emb` IS NULL THEN 1 ELSE 0 END AS `is_null`,
+        ARRAY_LENGTH(`emb`) AS `len`,
+        CAST(`emb`[SAFE_ORDINAL(1)] AS FLOAT64) AS `x1`,
+        CAST(`emb`[SAFE_ORDINAL(2)] AS FLOAT64) AS `x2`,
         CASE
           WHEN ARRAY_LENGTH(`emb`) >= 3
-          THEN CAST(`emb`[ORDINAL(3)] AS FLOAT64)
+          THEN CAST(`emb`[SAFE_ORDINAL(3)] AS FLOAT64)
           ELSE 0
         END AS `x3`
       FROM (
