@@ -327,7 +327,7 @@ def test_r2_points_and_bootstrap_intervals_equal_the_tables():
     np.testing.assert_allclose(points.get_ydata(), [fx.R2[m] for m in fx.MODELS])
     nulls = next(line for line in ax.lines if line.get_label().startswith("null expectation"))
     np.testing.assert_allclose(nulls.get_ydata(), [(len(fx.SIZES) - 1) / (sum(fx.SIZES) - 1)] * 2)
-    segments = [seg for c in ax.collections for seg in c.get_segments()]
+    segments = [seg for c in ax.collections for seg in c.get_segments() if seg[0][0] == seg[1][0]]  # vertical: intervals
     np.testing.assert_allclose([(s[0][1], s[1][1]) for s in segments], [fx.BOOT_CI[m] for m in fx.MODELS])
     assert "bootstrap" in report_plots(fake_report())[0].caption
 
@@ -335,7 +335,7 @@ def test_r2_points_and_bootstrap_intervals_equal_the_tables():
 def test_r2_intervals_fall_back_to_the_jackknife():
     plot = report_plots(fake_report(sections=("jackknife",)))[0]
     ax = plot.figure.axes[0]
-    segments = [seg for c in ax.collections for seg in c.get_segments()]
+    segments = [seg for c in ax.collections for seg in c.get_segments() if seg[0][0] == seg[1][0]]  # vertical: intervals
     want = [(fx.R2[m] - 1.96 * fx.R2_SE[m], fx.R2[m] + 1.96 * fx.R2_SE[m]) for m in fx.MODELS]
     np.testing.assert_allclose([(s[0][1], s[1][1]) for s in segments], want)
     assert "jackknife" in plot.caption and plot.caution_from == "jackknife"
@@ -395,3 +395,19 @@ def test_dose_with_text_levels_keeps_their_order():
     report = ReportResult(report.title, report.summary, (Section("dose", "Dose", relabelled, ""),))
     ax = plot_report(report)[1].axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["none", "light", "medium", "heavy"]
+
+
+def test_a_percentile_interval_that_misses_the_estimate_still_plots():
+    """A cluster-bootstrap interval of R² need not contain R² (R² is biased upward); it is drawn as is."""
+    import embsql
+    import retrieval_data
+
+    _, docs = retrieval_data.make(1, models=("m1", "m2"), dims=(16, 24), levels=3, dose=0.5)
+    con = embsql.connect()
+    con.register("docs", docs)
+    result = embsql.report("docs", vector="vector", group="group", by="model", sections=["bootstrap"]).run(con)
+    rows = result["bootstrap"].to_dicts()
+    assert any(not (r["ci_low"] <= r["estimate"] <= r["ci_high"]) for r in rows)   # the case this test is for
+    ax = _axes_titled(plot_report(result)[0], "R² per model")
+    segments = [seg for c in ax.collections for seg in c.get_segments() if seg[0][0] == seg[1][0]]
+    np.testing.assert_allclose([(s[0][1], s[1][1]) for s in segments], [(r["ci_low"], r["ci_high"]) for r in rows])
