@@ -136,7 +136,7 @@ def child(name: str, db: str, memory_limit: str, threads: int, temp: str) -> Non
         table = getattr(embsql, what)(con, TABLE, "g", "v", by="model").to_dicts()
     seconds = time.perf_counter() - start
     cells = sum(len(row) for row in table)
-    first = {k: table[0][k] for k in ("model", "r2", "estimate", "se", "n", "count") if k in table[0]}
+    first = {k: table[0][k] for k in ("model", "r2", "estimate", "se", "n", "count") if table and k in table[0]}
     con.execute("PRAGMA disable_profiling")
     system = json.loads(profile.read_text()).get("system", {}) if profile.exists() else {}
     profile.unlink(missing_ok=True)
@@ -146,20 +146,27 @@ def child(name: str, db: str, memory_limit: str, threads: int, temp: str) -> Non
 
 
 def _report(con):
-    """embsql.report, if this version has it: the guessed interface, every table read; None = skipped."""
+    """embsql.report, if this version has it, called as guessed: embsql.report(source, vector=...,
+    group=..., by=...).run(con).  None (printed as skipped) when it is missing or its interface
+    differs; the signatures are checked before anything runs, so an error inside it still fails."""
+    import inspect
+
     import embsql
 
     if not hasattr(embsql, "report"):
         return None
     try:
+        inspect.signature(embsql.report).bind(TABLE, vector="v", group="g", by="model")
         report = embsql.report(TABLE, vector="v", group="g", by="model")
-        run = report.run
+        inspect.signature(report.run).bind(con)
     except (TypeError, AttributeError, ValueError) as error:
-        print(f"report API differs from the guess: {error}", file=sys.stderr)
+        print(f"embsql.report differs from the guessed interface: {error}", file=sys.stderr)
         return None
-    result = run(con)
-    tables = [getattr(result, "summary", None)] + [s.table for s in getattr(result, "sections", ())]
-    return [row for t in tables if t is not None for row in t.to_dicts()]
+    result = report.run(con)
+    # every table of the result: a summary and sections (embsql/report_result.py), or one table
+    tables = [getattr(result, "summary", None)] + [getattr(s, "table", None) for s in getattr(result, "sections", ())]
+    tables = [t for t in tables if hasattr(t, "to_dicts")] or ([result] if hasattr(result, "to_dicts") else [])
+    return [row for t in tables for row in t.to_dicts()] or [{}]
 
 
 # ---------------------------------------------------------------------------- parent
