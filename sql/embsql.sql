@@ -74,34 +74,56 @@ WITH rows AS NOT MATERIALIZED (
         CASE WHEN __emb_bad IS NULL THEN 1.0 / sqrt(__emb_nrm2) END AS __emb_inv
     FROM emb__rows(tbl, group_col, vector_col, by_col, NULL)
 ),
--- Per group, from one row per item: counts, defects and lengths.
+-- Per group, from one row per item: counts, defects and lengths (and the length range of
+-- the by value, taken here over G rows rather than over the G * d rows of the sums).
 counts AS (
-    SELECT
-        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g,
-        count(*) FILTER (__emb_bad IS NULL) AS __emb_n,
-        count(*) FILTER (__emb_bad IS NOT NULL) AS __emb_nbad,
-        min(__emb_bad) AS __emb_bad,
-        count(*) AS __emb_rows,
-        min(__emb_d) AS __emb_dmin,
-        max(__emb_d) AS __emb_dmax
-    FROM rows
-    GROUP BY ALL
-),
--- Per group and coordinate, from one row per usable item and coordinate: the sums.  This is
--- the expensive step (n * d rows), so it carries nothing else; reading the table twice is
--- cheaper.  unnest(v[1:]) is much faster than unnest(v) on fixed-size arrays.
-sums AS (
-    SELECT __emb_b, __emb_g, __emb_k, sum(__emb_x) AS __emb_s
+    SELECT *,
+        min(__emb_dmin) OVER (PARTITION BY __emb_b) AS __emb_dmin_all,
+        max(__emb_dmax) OVER (PARTITION BY __emb_b) AS __emb_dmax_all
     FROM (
-        SELECT __emb_b, __emb_g, generate_subscripts(__emb_z, 1) AS __emb_k, unnest(__emb_z) * __emb_inv AS __emb_x
-        FROM (SELECT __emb_b, __emb_g, __emb_inv, __emb_v[1:] AS __emb_z FROM rows WHERE __emb_bad IS NULL)
+        SELECT
+            COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g,
+            count(*) FILTER (__emb_bad IS NULL) AS __emb_n,
+            count(*) FILTER (__emb_bad IS NOT NULL) AS __emb_nbad,
+            min(__emb_bad) AS __emb_bad,
+            count(*) AS __emb_rows,
+            min(__emb_d) AS __emb_dmin,
+            max(__emb_d) AS __emb_dmax
+        FROM rows
+        GROUP BY ALL
     )
-    GROUP BY ALL
+),
+-- Per group and coordinate, from the usable items: the sums.  This is the expensive step, so
+-- it carries nothing else; reading the table twice is cheaper.  Each item becomes one row per
+-- block of 8 coordinates (j = 0, 8, 16, ...) with 8 sums per row, and the block sums are
+-- unnested to one row per coordinate only after the aggregate (a slot past d reads NULL and is
+-- dropped below).  Why blocks: one aggregate row per (group, coordinate) makes G * d groups
+-- (3.84M for 2 models x 5000 groups x 384), and under a memory limit DuckDB's hash aggregate
+-- then leaves its in-memory mode and spills nearly every input row (n * d of them: 5.9 GB
+-- spilled for 1M rows under memory_limit = '1GB'); with blocks it holds G * d / 8 groups and
+-- spilled nothing (bench/out_of_core.py).  It is also faster with many groups, not slower with
+-- few (bench/README.md).  __emb_v[1:] reads a fixed-size array once as a list (see emb__rows).
+sums AS (
+    SELECT __emb_b, __emb_g, __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s
+    FROM (
+        SELECT __emb_b, __emb_g, __emb_j, list_value(
+            sum(__emb_z[__emb_j + 1] * __emb_inv),
+            sum(__emb_z[__emb_j + 2] * __emb_inv),
+            sum(__emb_z[__emb_j + 3] * __emb_inv),
+            sum(__emb_z[__emb_j + 4] * __emb_inv),
+            sum(__emb_z[__emb_j + 5] * __emb_inv),
+            sum(__emb_z[__emb_j + 6] * __emb_inv),
+            sum(__emb_z[__emb_j + 7] * __emb_inv),
+            sum(__emb_z[__emb_j + 8] * __emb_inv)) AS __emb_sj
+        FROM (
+            SELECT __emb_b, __emb_g, __emb_inv, __emb_z, unnest(range(0, len(__emb_z), 8))::INTEGER AS __emb_j
+            FROM (SELECT __emb_b, __emb_g, __emb_inv, __emb_v[1:] AS __emb_z FROM rows WHERE __emb_bad IS NULL)
+        )
+        GROUP BY ALL
+    )
 ),
 checked AS (
-    SELECT c.*, s.__emb_k, s.__emb_s,
-        min(c.__emb_dmin) OVER (PARTITION BY c.__emb_b) AS __emb_dmin_all,
-        max(c.__emb_dmax) OVER (PARTITION BY c.__emb_b) AS __emb_dmax_all
+    SELECT c.*, s.__emb_k, s.__emb_s
     FROM counts c
     LEFT JOIN sums s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g IS NOT DISTINCT FROM s.__emb_g
 )
@@ -120,7 +142,7 @@ SELECT
         ELSE __emb_s
     END AS __emb_s
 FROM checked
-WHERE __emb_k IS NOT NULL OR __emb_nbad > 0 OR __emb_g IS NULL;
+WHERE (__emb_k IS NOT NULL AND __emb_k <= __emb_dmax) OR __emb_nbad > 0 OR __emb_g IS NULL;
 
 -- ---------------------------------------------------------------------------
 -- Per-group figures from the sufficient statistics (S4).
