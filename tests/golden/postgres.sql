@@ -36,22 +36,28 @@ FROM (
       SELECT
         "model" AS "__emb_b",
         "topic" AS "__emb_g",
-        CASE WHEN "emb" IS NULL THEN 1 ELSE 0 END AS "is_null",
+        CASE WHEN "__emb_v" IS NULL THEN 1 ELSE 0 END AS "is_null",
         ARRAY_LENGTH("emb", 1) AS "len",
-        CAST("emb"[1] AS DOUBLE PRECISION) AS "x1",
-        CAST("emb"[2] AS DOUBLE PRECISION) AS "x2",
+        CAST("__emb_v"[1] AS DOUBLE PRECISION) AS "x1",
+        CAST("__emb_v"[2] AS DOUBLE PRECISION) AS "x2",
         CASE
-          WHEN ARRAY_LENGTH("emb", 1) >= 3
-          THEN CAST("emb"[3] AS DOUBLE PRECISION)
+          WHEN ARRAY_LENGTH("__emb_v", 1) >= 3
+          THEN CAST("__emb_v"[3] AS DOUBLE PRECISION)
           ELSE 0
         END AS "x3"
       FROM (
         SELECT
-          *
-        FROM "emb"
-        WHERE
-          "split" = 'test'
-      ) AS __emb_source
+          *,
+          "emb"[1:3] AS "__emb_v"
+        FROM (
+          SELECT
+            *
+          FROM "emb"
+          WHERE
+            "split" = 'test'
+        ) AS __emb_source
+        OFFSET 0
+      ) AS __emb_detoasted
     ) AS __emb_x
   ) AS __emb_ss
   OFFSET 0
