@@ -1,0 +1,245 @@
+"""Benchmark: the same report with stage 1 on DuckDB, local Spark and PostgreSQL, over the same table.
+
+    python bench/engines.py                          # 1,000,000 x 384, 2 models, 5,000 groups
+    python bench/engines.py --n 100000               # a quick run
+    python bench/engines.py --engines duckdb,postgres
+
+A report (sections decomposition, jackknife, bootstrap, compare: the ones that need only the group
+sums) runs through ``embsql.run_on(connection, report)``: stage 1 (a length probe and one wide
+aggregate) on the engine, stage 2 here.  Printed per engine: the load time (not part of the report
+time), the report time (best of --repeats; one run when the first takes longer than --slow
+seconds), its ratio to DuckDB, the bytes stage 1 returned (O(G d): compared with n d 4, the rows
+themselves), the RSS of this process, and the largest relative difference of every figure from
+DuckDB's (it must be <= 1e-9: the engines only add in another order).  Stage 2 alone is timed once
+on DuckDB's sums, so each engine's stage-1 share is its time minus that.
+
+PostgreSQL and Spark are started here (tests/engine_fixtures.py); every file goes into one
+temporary directory (--tmp, default the system's), removed at the end.  Exit status 1 if an
+engine disagrees with DuckDB or stage 1 returned more than O(G d) bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+import embsql
+from embsql import stage1
+from embsql.engines import fetch_arrow, load_table
+
+# bench/ (the script's directory) is first on sys.path; the engine fixtures live in tests/
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from anova import RssSampler, peak_rss_mb
+from engine_fixtures import postgres_server, spark_session
+
+SECTIONS = ["decomposition", "jackknife", "bootstrap", "compare"]
+TOL = 1e-9
+CHUNK = 100_000
+# the figures the acceptance check names, as (section, column)
+NAMED = {"R²": ("decomposition", "r2"), "SS_W": ("decomposition", "ss_w"), "F": ("decomposition", "f"),
+         "jackknife SE": ("jackknife", "se"), "bootstrap CI": ("bootstrap", "ci_low|ci_high"),
+         "paired difference": ("compare", "difference|se|ci_low|ci_high")}
+
+
+def make_table(n: int, d: int, groups: int, seed: int) -> pa.Table:
+    """n rows: 2 models x n/2 items, the same items (and group labels) in both, float32 vectors.
+
+    Group sizes are multinomial (about n / (2 groups) each); each model places the group centres
+    with its own strength, so the models differ in R²."""
+    rng = np.random.default_rng(seed)
+    items = n // 2
+    labels = rng.integers(0, groups, items)
+    names = np.array([f"t{g:05d}" for g in range(groups)], dtype=object)
+    batches = []
+    for model, strength in (("m1", 0.6), ("m2", 0.9)):
+        centres = rng.standard_normal((groups, d)).astype(np.float32)
+        for low in range(0, items, CHUNK):
+            g = labels[low:low + CHUNK]
+            x = strength * centres[g] + rng.standard_normal((len(g), d), dtype=np.float32) + np.float32(0.3)
+            vectors = pa.ListArray.from_arrays(pa.array(np.arange(0, len(g) * d + 1, d, dtype=np.int32)),
+                                               pa.array(x.ravel()))
+            batches.append(pa.record_batch({"model": pa.array([model] * len(g)), "topic": pa.array(names[g]),
+                                            "vec": vectors}))
+    return pa.Table.from_batches(batches)
+
+
+def figures(result) -> dict:
+    """Every float of the report's sections, keyed by (section, row, column)."""
+    out = {}
+    for name in SECTIONS:
+        for i, row in enumerate(result[name].to_dicts()):
+            for column, value in row.items():
+                if isinstance(value, float):
+                    out[(name, i, column)] = value
+    return out
+
+
+def relative_differences(got: dict, expected: dict) -> dict:
+    if got.keys() != expected.keys():
+        raise SystemExit(f"the engines' reports have different figures: {sorted(set(got) ^ set(expected))[:5]}")
+    return {key: abs(got[key] - value) / max(abs(value), 1e-300) if got[key] != value else 0.0
+            for key, value in expected.items()}
+
+
+@contextlib.contextmanager
+def duckdb_engine(_args):
+    con = embsql.connect()
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+@contextlib.contextmanager
+def postgres_engine(args):
+    import psycopg
+
+    with postgres_server() as params, psycopg.connect(dbname="postgres", autocommit=True, **params) as con:
+        if args.timeout:  # the server cancels a slower query (EngineError): reported, not waited for
+            con.execute(f"SET statement_timeout = {int(args.timeout * 1000)}")
+        yield con
+
+
+@contextlib.contextmanager
+def spark_engine(args):
+    with spark_session(quick_start=False, memory=args.spark_memory) as session:
+        yield session
+
+
+ENGINES = {"duckdb": duckdb_engine, "postgres": postgres_engine, "spark": spark_engine}
+
+
+def run_engine(name: str, args, table: pa.Table, report) -> dict:
+    """Start the engine, load the table, time the report; the numbers for the summary."""
+    print(f"\n{name}", flush=True)
+    t0 = time.perf_counter()
+    with ENGINES[name](args) as con:
+        print(f"  started in {time.perf_counter() - t0:6.1f} s", flush=True)
+        t0 = time.perf_counter()
+        load_table(con, "emb", table)
+        load = time.perf_counter() - t0
+        print(f"  load       {load:7.1f} s  (not part of the report time)", flush=True)
+        times, result, rise = [], None, 0
+        for _ in range(args.repeats):
+            gc.collect()
+            with RssSampler() as sampler:
+                t0 = time.perf_counter()
+                try:
+                    result = embsql.run_on(con, report)
+                except embsql.EngineError as error:  # e.g. PostgreSQL's statement_timeout
+                    print(f"  report     failed after {time.perf_counter() - t0:.1f} s: {error}", flush=True)
+                    return {"load": load, "error": str(error), "after": time.perf_counter() - t0}
+                times.append(time.perf_counter() - t0)
+            rise = max(rise, sampler.peak_above_start)
+            print(f"  report     {times[-1]:7.2f} s  (RSS rise {rise / 2**20:,.0f} MB)", flush=True)
+            if times[0] > args.slow:
+                break
+        stage2 = None
+        if name == "duckdb":  # stage 2 alone, on the sums: the same work for every engine
+            sums = fetch_arrow(con, result.meta["sql"])
+            dims = stage1.Dimensions({k: v for k, v in result.meta["dimensions"].items()})
+            parts = stage1.group_sums_from_result(sums, "topic", "vec", dims, "model")
+            t0 = time.perf_counter()
+            report.finish(parts)
+            stage2 = time.perf_counter() - t0
+    return {"load": load, "time": min(times), "runs": len(times), "result": result, "rss_rise": rise,
+            "peak_rss": peak_rss_mb(), "stage2": stage2}
+
+
+def scratch_directory(parent: str | None) -> Path:
+    """One directory for every temporary file (the PostgreSQL cluster, Spark's Parquet and spill)."""
+    path = Path(tempfile.mkdtemp(prefix="embsql-bench-engines-", dir=parent))
+    path.chmod(0o755)  # the PostgreSQL server runs as the postgres user when this runs as root
+    tempfile.tempdir = str(path)
+    return path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=1_000_000, help="rows (two models of n/2 items)")
+    parser.add_argument("--d", type=int, default=384)
+    parser.add_argument("--groups", type=int, default=5000)
+    parser.add_argument("--engines", default="duckdb,postgres,spark", help="comma-separated; duckdb always runs first")
+    parser.add_argument("--repeats", type=int, default=2, help="report runs per engine (the best is kept)")
+    parser.add_argument("--slow", type=float, default=300.0, help="a first run longer than this is not repeated")
+    parser.add_argument("--replicates", type=int, default=2000, help="bootstrap replicates of the report")
+    parser.add_argument("--spark-memory", default="6g", help="Spark driver heap (local mode runs the tasks there)")
+    parser.add_argument("--timeout", type=float, default=1800.0,
+                        help="PostgreSQL statement_timeout in seconds (0: none); a slower report is reported as failed")
+    parser.add_argument("--tmp", default=None, help="parent of the temporary directory (default: the system's)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    engines = ["duckdb"] + [e for e in args.engines.split(",") if e and e != "duckdb"]
+    unknown = [e for e in engines if e not in ENGINES]
+    if unknown:
+        parser.error(f"unknown engine {unknown[0]!r}; the engines are {', '.join(ENGINES)}")
+
+    scratch = scratch_directory(args.tmp)
+    try:
+        load = os.getloadavg()
+        print(f"engines n={args.n:,} d={args.d} G={args.groups} (2 models of {args.n // 2:,} items), "
+              f"sections {', '.join(SECTIONS)}, {args.replicates} bootstrap replicates")
+        print(f"machine: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the start")
+        t0 = time.perf_counter()
+        table = make_table(args.n, args.d, args.groups, args.seed)
+        print(f"data: {table.num_rows:,} rows, {table.nbytes / 1e9:.2f} GB of Arrow, made in "
+              f"{time.perf_counter() - t0:.1f} s", flush=True)
+        report = embsql.report("emb", vector="vec", group="topic", by="model", sections=SECTIONS,
+                               replicates=args.replicates, seed=5)
+        runs = {name: run_engine(name, args, table, report) for name in engines}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return summarise(args, runs)
+
+
+def summarise(args, runs: dict) -> int:
+    base = runs["duckdb"]
+    expected = figures(base["result"])
+    cells = 2 * args.groups                            # (model, group) rows stage 1 returns
+    rows_bytes = args.n * args.d * 4
+    ok = True
+    print(f"\nsummary n={args.n:,} d={args.d} G={args.groups}; load average now "
+          + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print(f"  stage 2 alone (local, the same for every engine): {base['stage2']:.2f} s")
+    print(f"  {'engine':9} {'load s':>7} {'report s':>9} {'ratio':>6} {'stage1 bytes':>13} {'per (m,g)':>9} "
+          f"{'RSS rise':>9} {'peak RSS':>9} {'max rel diff':>12}")
+    for name, run in runs.items():
+        if "error" in run:
+            ok = False
+            print(f"  {name:9} {run['load']:7.1f}   failed after {run['after']:.0f} s: {run['error']}")
+            continue
+        bytes_ = run["result"].meta["stage1_bytes"]
+        worst = max(relative_differences(figures(run["result"]), expected).values())
+        ok &= worst <= TOL and bytes_ / cells <= 16 * (args.d + 8)   # O(G d): a few bytes per sum
+        best = f"{run['time']:.2f}" + ("" if run["runs"] > 1 else "*")
+        print(f"  {name:9} {run['load']:7.1f} {best:>9} {run['time'] / base['time']:6.2f} {bytes_:13,} "
+              f"{bytes_ / cells:9,.0f} {run['rss_rise'] / 2**20:7,.0f}MB {run['peak_rss']:7,.0f}MB {worst:12.1e}")
+    print(f"  (* one run; otherwise best of {args.repeats}.  The rows themselves: n·d·4 = {rows_bytes:,} bytes; "
+          f"stage 1 returns {2 * args.groups:,} (model, group) rows of d + 5 values.)")
+    print("  peak RSS is this Python process (getrusage; it only rises, and includes DuckDB and the load);"
+          " the PostgreSQL server and Spark's JVM are other processes")
+    for name, run in runs.items():
+        if name == "duckdb" or "error" in run:
+            continue
+        diffs = relative_differences(figures(run["result"]), expected)
+        named = []
+        for label, (section, columns) in NAMED.items():
+            values = [v for (s, _, c), v in diffs.items() if s == section and c in columns.split("|")]
+            named.append(f"{label} {max(values):.1e}")
+        print(f"  {name} vs duckdb, max relative difference: " + ", ".join(named))
+    print(f"check: every figure within {TOL:g} of DuckDB's and stage 1 O(G·d): {'met' if ok else 'NOT met'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
