@@ -19,7 +19,7 @@ import numpy as np
 from .errors import DesignError, InputError
 from .sufficient import GroupSums
 
-STATISTICS = ("r2", "f", "v", "w_bar", "icc")
+STATISTICS = ("r2", "f", "v", "w_bar", "icc", "r2_adj")
 BOOTSTRAP_BLOCK = 1024  # replicates per matrix product: bounds memory (see the OpenBLAS note); smaller
                         # blocks made OpenBLAS several times slower on a loaded machine
 
@@ -50,6 +50,8 @@ def statistic(name: str, t: Totals) -> np.ndarray:
             return ss_t / n
         if name == "w_bar":
             return ss_w / n
+        if name == "r2_adj":  # 1 - MS_W / MS_T: about 0 when the groups have no structure
+            return 1.0 - (ss_w / (n - g)) / (ss_t / (n - 1))
         ms_b, ms_w = ss_b / (g - 1), ss_w / (n - g)
         if name == "f":
             return ms_b / ms_w

@@ -1,0 +1,53 @@
+"""The argument rules every face shares: permutations, seed, replicates, level.
+
+Each check raises InputError naming the argument and the value, so the same bad argument gets the
+same message from every Python function (the SQL functions word theirs from the same rules).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from .errors import InputError
+
+# A permutation test costs one pass over the design per permutation: above this it runs for hours
+# on a laptop, and its Monte Carlo error (about sqrt(p(1-p)/B)) is far below anything a p-value needs.
+MAX_PERMUTATIONS = 1_000_000
+MAX_REPLICATES = 1_000_000
+SEED_LIMIT = 2**63  # numpy's generators take any non-negative integer; DuckDB's BIGINT caps SQL seeds
+
+
+def _whole(name: str, value, minimum: int, maximum: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InputError(f"{name} must be a whole number {what}, not {value!r}")
+    if not minimum <= value <= maximum:
+        raise InputError(f"{name} must be a whole number {what}, not {value!r}")
+    return int(value)
+
+
+def check_permutations(value, *, allow_zero: bool = False) -> int:
+    """A permutation count: 1..MAX_PERMUTATIONS (0 allowed where it means "no test")."""
+    low = 0 if allow_zero else 1
+    return _whole("permutations", value, low, MAX_PERMUTATIONS,
+                  f"from {low} to {MAX_PERMUTATIONS:,}")
+
+
+def check_replicates(value) -> int:
+    """A bootstrap replicate count: 2..MAX_REPLICATES."""
+    return _whole("replicates", value, 2, MAX_REPLICATES, f"from 2 to {MAX_REPLICATES:,}")
+
+
+def check_seed(value) -> int:
+    """A seed: a non-negative whole number.  None is refused: a p-value or an interval must be
+    reproducible from what the call says."""
+    if value is None:
+        raise InputError("seed must be a whole number (0 or more), not None: results are reproducible "
+                         "only from a fixed seed")
+    return _whole("seed", value, 0, SEED_LIMIT - 1, "(0 or more)")
+
+
+def check_level(value) -> float:
+    """A confidence level strictly between 0 and 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) < 1:
+        raise InputError(f"level must be a number between 0 and 1, not {value!r}")
+    return float(value)

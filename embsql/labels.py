@@ -1,0 +1,42 @@
+"""The one rule for group labels, on every route: NULL and NaN labels are errors, and -0.0 is 0.0.
+
+A NaN is not equal to itself, so as a dictionary key or a GROUP BY key every NaN row could become a
+group of its own (a NaN label once gave 12 groups in one function and 3 in another); and 0.0 and -0.0
+compare equal but can hash or sort apart.  Both are settled here, once.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .errors import BadLabelError
+
+
+def bad_label(value) -> str | None:
+    """'NULL' or 'NaN' when ``value`` cannot be a group label, else None."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    return None
+
+
+def clean_label(value, column: str, where: str = "", role: str = "group"):
+    """``value`` as a label (-0.0 becomes 0.0); a NULL or NaN label raises naming ``column``."""
+    word = bad_label(value)
+    if word is not None:
+        raise BadLabelError(f"{role} column {column!r} has a {word} label{f' at {where}' if where else ''}; "
+                            "every row needs a label (filter those rows out, or give them one)")
+    if isinstance(value, float) and value == 0.0:
+        return 0.0
+    return value
+
+
+def clean_labels(values, column: str, role: str = "group", where=None) -> np.ndarray:
+    """An object array of labels under the rule; ``where(i)`` names row i in a message."""
+    out = np.empty(len(values), dtype=object)
+    for i, value in enumerate(values):
+        out[i] = clean_label(value, column, where(i) if where is not None and bad_label(value) else "", role)
+    return out
