@@ -1,0 +1,35 @@
+"""When a spread of unit vectors is too small for float64 to resolve.
+
+Normalising a vector rounds each coordinate to about eps relative, so every unit vector carries an
+error of a few eps in norm whatever algorithm sums it afterwards.  A sum of squares whose root-mean-
+square spread r = sqrt(SS / n) is that small is rounding noise: R² = SS_B / SS_T then has a relative
+error of order eps / r.  Below RESOLUTION = sqrt(eps) (1.5e-8 on the unit sphere) that error could
+exceed about 1e-7, so the figure is refused with a clear error instead of printed.  The same threshold
+is written into the SQL macros (sql/modules), which word their message the same way.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .errors import DesignError
+
+RESOLUTION = math.sqrt(float(np.finfo(np.float64).eps))
+
+
+def _whose(model) -> str:
+    return "" if model is None else f" of model {model!r}"
+
+
+def check_spread(ss_t: float, ss_w: float, n: int, *, model=None) -> None:
+    """Raise DesignError when SS_T (then R² and F) or SS_W (then F) is below float64 resolution."""
+    if not ss_t >= n * RESOLUTION ** 2:  # also catches NaN
+        raise DesignError(f"the vectors{_whose(model)} are identical to within floating-point precision "
+                          f"(root-mean-square spread {math.sqrt(max(ss_t, 0.0) / n):.2g} < {RESOLUTION:.2g}); "
+                          "R² and F are undefined")
+    if not ss_w >= n * RESOLUTION ** 2:
+        raise DesignError(f"the vectors within each group{_whose(model)} are identical to within floating-point "
+                          f"precision (root-mean-square spread {math.sqrt(max(ss_w, 0.0) / n):.2g} < "
+                          f"{RESOLUTION:.2g}); F is undefined")
