@@ -128,3 +128,27 @@ def test_statistics_are_in_range(design):
         assert group["n_g"] == sizes[group["group"]]
         assert (group["w_tilde"] is None) == (group["n_g"] == 1)
         assert 0.0 <= group["w"] <= 1.0
+
+
+@SETTINGS
+@given(st.integers(2, 40), st.integers(0, 2**32 - 1), st.floats(-9, 0))
+def test_within_sums_merged_across_blocks_equal_two_pass(segment, seed, log_spread):
+    """The per-group within-group sum of squares, accumulated block by block (Chan et al.'s merge of
+    each block's two-pass figure), equals a two-pass over each whole group, whatever the block size
+    and the row order, also for vectors close together (spread 1e-9..1)."""
+    from embsql import sufficient
+
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, 4, 300)
+    z = rng.standard_normal(5) + 10.0 ** log_spread * (rng.standard_normal((4, 5))[codes] + rng.standard_normal((300, 5)))
+    z /= np.linalg.norm(z, axis=1, keepdims=True)
+    old, sufficient.SEGMENT_ROWS = sufficient.SEGMENT_ROWS, segment
+    try:
+        sums = sufficient.GroupSums.from_rows(codes.tolist(), z)
+    finally:
+        sufficient.SEGMENT_ROWS = old
+    for g, label in enumerate(sums.labels):
+        rows = z[codes == label]
+        assert sums.counts[g] == len(rows)
+        assert sums.within[g] == pytest.approx(((rows - rows.mean(axis=0)) ** 2).sum(), rel=1e-9)
+        assert sums.sums[g] == pytest.approx(rows.sum(axis=0), rel=1e-12, abs=1e-12)
