@@ -91,40 +91,39 @@ def check_refusal(error: embsql.DesignError, ref: dict):
     assert min(ref["rms_t"], ref["rms_w"]) < 1.01 * precision.RESOLUTION, (str(error), ref)
 
 
-@settings(max_examples=60, deadline=None)
-@given(clustered())
-def test_python_route_against_mpmath(data):
+def check_route(data, run):
+    """``run(con)`` -> (the decomposition row, the groups rows) on table t: right, or rightly refused."""
     x, labels = data
     ref = reference(x, labels)
     with embsql.connect() as con:
         con.register("t", table(x, labels))
         try:
-            row = embsql.anova(con, "t", "g", "v").to_dicts()[0]
+            row, groups = run(con)
         except embsql.DesignError as error:
             check_refusal(error, ref)
             return
-        check_against_reference(row, ref)
-        for group in embsql.groups(con, "t", "g", "v").to_dicts():
-            assert group["w"] >= 0
-            assert group["w"] == pytest.approx(ref["w"][group["group"]], rel=RTOL, abs=RTOL * ref["ss_w"] / len(x))
+    check_against_reference(row, ref)
+    for group in groups:
+        assert group["w"] >= 0
+        assert group["w"] == pytest.approx(ref["w"][group["group"]], rel=RTOL, abs=RTOL * ref["ss_w"] / len(x))
+
+
+@settings(max_examples=60, deadline=None)
+@given(clustered())
+def test_python_route_against_mpmath(data):
+    check_route(data, lambda con: (embsql.anova(con, "t", "g", "v").to_dicts()[0],
+                                   embsql.groups(con, "t", "g", "v").to_dicts()))
+
+
+def _report(con):
+    result = embsql.report("t", vector="v", group="g", sections=("decomposition", "groups")).run(con)
+    return result["decomposition"].to_dicts()[0], result["groups"].to_dicts()
 
 
 @settings(max_examples=40, deadline=None)
 @given(clustered())
 def test_report_route_against_mpmath(data):
-    x, labels = data
-    ref = reference(x, labels)
-    with embsql.connect() as con:
-        con.register("t", table(x, labels))
-        try:
-            result = embsql.report("t", vector="v", group="g", sections=("decomposition", "groups")).run(con)
-        except embsql.DesignError as error:
-            check_refusal(error, ref)
-            return
-    check_against_reference(result["decomposition"].to_dicts()[0], ref)
-    for group in result["groups"].to_dicts():
-        assert group["w"] >= 0
-        assert group["w"] == pytest.approx(ref["w"][group["group"]], rel=RTOL, abs=RTOL * ref["ss_w"] / len(x))
+    check_route(data, _report)
 
 
 @settings(max_examples=40, deadline=None)
