@@ -26,6 +26,7 @@ B, G, V, KEY, EXTRA = "__emb_b", "__emb_g", "__emb_v", "__emb_key", "__emb_x"
 BATCH_ROWS = 65_536
 SEGMENT_ROWS = 1024
 TINY_SQUARED, HUGE_SQUARED = 1e-290, 1e290  # ||x||^2 outside these is recomputed with scaling
+SPREAD_FLOOR = 1e-4  # a block's run of one group with mean squared spread below this gets the two-pass sum
 
 
 @dataclass(frozen=True)
@@ -107,38 +108,48 @@ class _Accumulator:
 
     def add(self, codes: np.ndarray, raw: np.ndarray, where=None, vector: str = "") -> None:
         """Add the rows ``raw`` (any float dtype; scaled to unit length here) to their groups."""
-        self._add(codes, raw, lambda x, rows: _normalise(x, where, vector, rows))
+        self._add(codes, raw, lambda x, rows: _normalise(x, where, vector, rows), scaled=True)
 
     def add_unit(self, codes: np.ndarray, unit: np.ndarray) -> None:
-        """Add rows that are unit vectors already (float64)."""
-        self._add(codes, unit, lambda x, rows: None)
+        """Add rows that are unit vectors already (float64; their norms are not assumed to be 1)."""
+        self._add(codes, unit, lambda x, rows: None, scaled=False)
 
-    def _add(self, codes: np.ndarray, raw: np.ndarray, normalise) -> None:
+    def _add(self, codes: np.ndarray, raw: np.ndarray, normalise, scaled: bool) -> None:
         """Sorted by group and taken a few rows at a time, the gather, the norm, the scaling and
         np.add.reduceat all stay in cache: several times faster than each over the whole batch.
 
-        Each run of one group in a block is summed, then its squared deviations from the run's own
-        mean are summed (two passes over rows still in cache), and the run is merged into the
-        group's running figures: M2 = M2_a + M2_b + ||mean_b - mean_a||^2 n_a n_b / (n_a + n_b)."""
+        Each run of one group in a block gets its sum and its sum of squares about its own mean,
+        and is merged into the group's running figures by Chan et al.'s update
+            M2 = M2_a + M2_b + ||mean_b - mean_a||^2 n_a n_b / (n_a + n_b).
+        A run's M2_b is k - ||s||^2 / k (rows we scaled have ||u||^2 = 1 to rounding) when that is
+        at least k * SPREAD_FLOOR: its rounding, about 2 k eps relative to ||s||^2 / k, is then
+        below 1e-8 of M2_b.  A tighter run (near-duplicates) gets the two-pass sum of its squared
+        deviations from its mean instead, which keeps its digits at any spread."""
         order = np.argsort(codes, kind="stable")
         sorted_codes = codes[order]
         for low in range(0, len(codes), SEGMENT_ROWS):
             rows = order[low:low + SEGMENT_ROWS]
             block = sorted_codes[low:low + SEGMENT_ROWS]
-            x = np.array(raw[rows], dtype=np.float64)
+            x = np.asarray(raw[rows], dtype=np.float64)  # a fresh copy (fancy indexing): safe to scale in place
             normalise(x, rows)
             starts = np.flatnonzero(np.r_[True, block[1:] != block[:-1]])
             size = np.diff(np.r_[starts, len(block)])
             run_sums = np.add.reduceat(x, starts, axis=0)
             run_means = run_sums / size[:, None]
-            x -= np.repeat(run_means, size, axis=0)
-            run_within = np.add.reduceat(np.einsum("ij,ij->i", x, x), starts)
+            if scaled:  # a run of one row has M2 = 0 exactly
+                run_within = np.where(size > 1, size - np.einsum("gk,gk->g", run_sums, run_means), 0.0)
+                tight = (size > 1) & (run_within < size * SPREAD_FLOOR)
+            if not scaled or tight.any():
+                x -= np.repeat(run_means, size, axis=0)
+                two_pass = np.add.reduceat(np.einsum("ij,ij->i", x, x), starts)
+                run_within = np.where(tight, two_pass, run_within) if scaled else two_pass
             # each code is one run of a sorted block, so the fancy-indexed updates touch each code once
             group = block[starts]
             before = self.counts[group].astype(np.float64)
-            delta = run_means - self.sums[group] / np.maximum(before, 1.0)[:, None]
+            previous = self.sums[group]
+            delta = run_means - previous / np.maximum(before, 1.0)[:, None]
             self.within[group] += run_within + np.einsum("gk,gk->g", delta, delta) * before * size / (before + size)
-            self.sums[group] += run_sums
+            self.sums[group] = previous + run_sums
             self.counts[group] += size
 
     def result(self) -> GroupSums:

@@ -80,9 +80,8 @@ def check_against_reference(row: dict, ref: dict):
         assert not np.isnan(value), key
     assert 0.0 <= row["r2"] <= 1.0
     assert row["ss_w"] <= row["ss_t"]
-    assert row["r2"] == pytest.approx(ref["r2"], rel=RTOL)
-    assert row["ss_t"] == pytest.approx(ref["ss_t"], rel=RTOL)
-    assert row["ss_w"] == pytest.approx(ref["ss_w"], rel=RTOL)
+    for key in ("r2", "ss_t", "ss_w"):   # abs=0: pytest's default 1e-12 would pass any tiny sum of squares
+        assert row[key] == pytest.approx(ref[key], rel=RTOL, abs=0), key
 
 
 def check_refusal(error: embsql.DesignError, ref: dict):
@@ -216,7 +215,7 @@ def test_tiny_and_huge_raw_vectors_give_the_unit_vectors_answer(con, scale):
     labels = np.repeat(["a", "b", "c"], 8)
     x = rng.standard_normal((24, 5)) + 0.4 * rng.standard_normal((3, 5))[np.repeat(np.arange(3), 8)]
     ref = reference(x * scale, labels)
-    assert ref["r2"] == pytest.approx(reference(x, labels)["r2"], rel=1e-12)
+    assert ref["r2"] == pytest.approx(reference(x, labels)["r2"], rel=1e-12, abs=0)
     con.register("t", table(x * scale, labels))
     check_against_reference(embsql.anova(con, "t", "g", "v").to_dicts()[0], ref)
     check_against_reference(embsql.report("t", vector="v", group="g", sections=("decomposition",)).run(con)
@@ -254,13 +253,13 @@ def test_replicates_on_near_duplicates_agree_with_the_rows():
     groups = len(sums.counts)
     jack = resampling.statistic("r2", resampling.jackknife_totals(sums))
     for g in range(groups):
-        assert jack[g] == pytest.approx(direct_r2(unit, codes, np.arange(groups) != g), rel=1e-7)
+        assert jack[g] == pytest.approx(direct_r2(unit, codes, np.arange(groups) != g), rel=1e-7, abs=0)
     weights = resampling.bootstrap_weights(groups, 40, 11)
     boot = resampling.statistic("r2", resampling.weighted_totals(sums, weights))
     for r in range(len(weights)):
-        assert boot[r] == pytest.approx(direct_r2(unit, codes, weights[r]), rel=1e-7)
+        assert boot[r] == pytest.approx(direct_r2(unit, codes, weights[r]), rel=1e-7, abs=0)
     full = resampling.statistic("r2", resampling.full_totals(sums))[0]
-    assert full == pytest.approx(direct_r2(unit, codes, np.ones(groups)), rel=1e-7)
+    assert full == pytest.approx(direct_r2(unit, codes, np.ones(groups)), rel=1e-7, abs=0)
 
 
 # ---- the label rule on the streaming route -------------------------------------------------------
