@@ -13,7 +13,10 @@ One run measures, side by side, on the same seeded data:
 3. scikit-bio's permanova(DistanceMatrix, grouping, permutations=0) at n = --skbio-n, with the
    time to build the distance matrix included, against embsql on the same rows; skbio's
    pseudo-F must equal embsql's f to 1e-6 relative;
-4. a summary with the ratios, the targets, and the peak memory.
+4. a summary with the ratios, the targets, and the peak memory;
+5. with --baseline PATH (another checkout, e.g. main's): that checkout's embsql.anova on the same
+   connection and table, timed alternately with this checkout's (baseline, current, baseline, ...),
+   and the ratio current / baseline (the cost of a change, measured side by side in one run).
 
 Needs scikit-bio for step 3 (pip install scikit-bio, or the project's "bench" extra);
 without it (or with --skip-skbio) step 3 is skipped.
@@ -43,6 +46,7 @@ SQL_FILE = ROOT / "sql" / "embsql.sql"
 CHECKED = ("ss_t", "ss_w", "r2", "f")
 TOLERANCE = 1e-6
 TARGET_PYTHON, TARGET_SQL, TARGET_SKBIO = 3.0, 10.0, 50.0
+TARGET_BASELINE = 1.3  # current / baseline time of the Python path: a change may cost at most this
 SLOW_SECONDS = 30.0  # a path whose first run takes longer than this is run twice, not R times
 NOISE = 1.5  # x = centre_g + NOISE * e / sqrt(d), e ~ N(0, I); gives R2 of about 1 / (1 + NOISE^2)
 
@@ -169,6 +173,35 @@ def sql_macro_anova(con, table: str) -> dict:
 def python_anova(con, table: str) -> dict:
     """(b) embsql.anova: one wide aggregate query in DuckDB + a numpy finish."""
     return embsql.anova(con, table, "g", "v").to_dicts()[0]
+
+
+def load_baseline(root: Path, name: str = "embsql_baseline"):
+    """The embsql package of another checkout, imported under ``name`` beside this one (its modules
+    import each other relatively, so the two do not mix)."""
+    spec = importlib.util.spec_from_file_location(name, root / "embsql" / "__init__.py",
+                                                  submodule_search_locations=[str(root / "embsql")])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def side_by_side(con, table: str, baseline, repeats: int) -> tuple[float, float, dict, dict]:
+    """Best-of-``repeats`` times of the baseline's and this checkout's embsql.anova, run alternately
+    so a change in the machine's load hits both; returns (t_baseline, t_current, rows)."""
+    runs = {"baseline": lambda: baseline.anova(con, table, "g", "v").to_dicts()[0],
+            "current": lambda: python_anova(con, table)}
+    times, rows = {k: [] for k in runs}, {}
+    for _ in range(repeats):
+        for name, fn in runs.items():
+            gc.collect()
+            t0 = time.perf_counter()
+            rows[name] = fn()
+            times[name].append(time.perf_counter() - t0)
+    for name in runs:
+        print(f"    {name + ' embsql.anova':<34} best {min(times[name]):8.3f} s of {repeats} "
+              f"({', '.join(f'{t:.3f}' for t in times[name])})", flush=True)
+    return min(times["baseline"]), min(times["current"]), rows["baseline"], rows["current"]
 
 
 def decomposition(counts: np.ndarray, sums: np.ndarray) -> dict:
@@ -308,6 +341,10 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--skip-skbio", action="store_true", help="skip the scikit-bio comparison")
     p.add_argument("--keep", action="store_true", help="keep the database file under bench/data/")
+    p.add_argument("--baseline", type=Path, help="another checkout (e.g. /work/main) whose embsql.anova is timed "
+                                                 "side by side with this one's")
+    p.add_argument("--baseline-only", action="store_true", help="with --baseline: time only the two Python paths "
+                                                                  "(skip numpy, the SQL macros and scikit-bio)")
     args = p.parse_args(argv)
 
     data_dir = ROOT / "bench" / "data"
@@ -333,6 +370,9 @@ def main(argv=None) -> int:
         print(f"    built in {time.perf_counter() - t0:.1f} s; database file "
               f"{db_path.stat().st_size / 2**20:,.0f} MB; in-memory float32 array {x.nbytes / 2**20:,.0f} MB",
               flush=True)
+
+        if args.baseline and args.baseline_only:
+            return compare_baseline(con, args)
 
         # ---- 2. the three paths on n rows -----------------------------------------------------
         print(f"\n[2] anova on n={args.n:,} (wall time, best of {args.repeats})", flush=True)
@@ -386,6 +426,8 @@ def main(argv=None) -> int:
               f"n={args.skbio_n:,}, {human_bytes(cond_big)} at n={args.n:,}")
         print("=" * 100, flush=True)
         ok = ok_main and (sk is None or sk["ok"])
+        if args.baseline:
+            ok &= compare_baseline(con, args) == 0
         return 0 if ok else 1
     finally:
         con.close()
@@ -394,6 +436,19 @@ def main(argv=None) -> int:
         else:
             for path in (db_path, Path(f"{db_path}.wal")):
                 path.unlink(missing_ok=True)
+
+
+def compare_baseline(con, args) -> int:
+    """Step 5: this checkout's Python path against the baseline checkout's, side by side."""
+    baseline = load_baseline(args.baseline.resolve())
+    print(f"\n[5] embsql.anova of {args.baseline} (baseline) and of {ROOT} (current), alternately, "
+          f"n={args.n:,}", flush=True)
+    t_old, t_new, r_old, r_new = side_by_side(con, "emb", baseline, args.repeats)
+    ok = check({"current": r_new, "baseline": r_old})
+    ratio = t_new / t_old
+    print(f"  current / baseline = {t_new:.2f} s / {t_old:.2f} s = {ratio:.3f}  "
+          f"{verdict(ratio, TARGET_BASELINE, True)}", flush=True)
+    return 0 if ok else 1
 
 
 def run_skbio(con, args, small_groups: int, version: str) -> dict:

@@ -1,14 +1,19 @@
 """Stage 2: the sum-of-squares decomposition from sufficient statistics (S2-S4, S10, S11).
 
-For unit vectors everything follows from n_g and s_g (the per-group sum of unit vectors):
-    SS_T = n - ||s||^2 / n,   SS_W = n - sum_g ||s_g||^2 / n_g,   SS_B = sum_g ||s_g||^2 / n_g - ||s||^2 / n.
-The same formulas are in sql/embsql.sql (emb__anova); tests hold the two to each other.
+For unit vectors u_i, with group means m_g = s_g / n_g and the overall mean m = s / n:
+    SS_W = sum_g within_g (within_g = sum_{i in g} ||u_i - m_g||^2, accumulated stably in stage 1),
+    SS_B = sum_g n_g ||m_g - m||^2,   SS_T = SS_W + SS_B.
+Algebraically SS_T = n - ||s||^2 / n and SS_W = n - sum_g ||s_g||^2 / n_g, but those differences of
+nearly equal numbers lose every digit when the vectors are close together; the sums above only
+ever add non-negative terms, so SS_W <= SS_T and 0 <= R^2 <= 1 by construction.  Spreads float64
+cannot resolve at all are refused (embsql.precision).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import precision
 from .errors import DesignError
 from .sufficient import GroupSums
 
@@ -21,6 +26,16 @@ def _where(by_value) -> str:
     return "" if by_value is None else f" (by value {by_value!r})"
 
 
+def between_ss(sums: GroupSums, centre: np.ndarray | None = None) -> np.ndarray:
+    """Per group n_g ||m_g - c||^2, about ``centre`` c (default: the overall mean)."""
+    counts = sums.counts.astype(np.float64)
+    means = sums.sums / counts[:, None]
+    if centre is None:
+        centre = sums.sums.sum(axis=0) / counts.sum()
+    deviation = means - centre
+    return counts * np.einsum("gk,gk->g", deviation, deviation)
+
+
 def anova_row(sums: GroupSums, by_value=None) -> dict:
     """The decomposition of one by value; raises DesignError where it is undefined."""
     counts = sums.counts.astype(np.float64)
@@ -30,24 +45,21 @@ def anova_row(sums: GroupSums, by_value=None) -> dict:
     if n == groups:
         raise DesignError(f"every group has one row (n = G = {int(n)}){_where(by_value)}: "
                           "no within-group degrees of freedom, so SS_W and F are undefined")
+    ss_w = float(sums.within_ss().sum())
+    ss_b = float(between_ss(sums).sum())
+    ss_t = ss_w + ss_b
+    precision.check_spread(ss_t, ss_w, int(n), model=by_value)
     total = sums.sums.sum(axis=0)
-    tt = float(total @ total)
-    between = float(np.einsum("gk,gk->g", sums.sums, sums.sums) @ (1.0 / counts))
-    ss_t = n - tt / n
-    if ss_t <= 0:
-        raise DesignError(f"all {int(n)} vectors point the same way (SS_T = 0){_where(by_value)}: R2 and F are undefined")
-    ss_w = max(0.0, n - between)
-    ss_b = max(0.0, between - tt / n)
-    f = np.inf if ss_w == 0 else (ss_b / (groups - 1)) / (ss_w / (n - groups))
     return {"n": int(n), "groups": groups, "ss_t": ss_t, "ss_w": ss_w, "ss_b": ss_b, "r2": ss_b / ss_t,
-            "r2_null": (groups - 1) / (n - 1), "f": f, "v": ss_t / n,
-            "mean_resultant_length": float(np.sqrt(tt)) / n, "w_bar": ss_w / n}
+            "r2_null": (groups - 1) / (n - 1), "f": (ss_b / (groups - 1)) / (ss_w / (n - groups)), "v": ss_t / n,
+            "mean_resultant_length": float(np.linalg.norm(total)) / n, "w_bar": ss_w / n}
 
 
 def group_rows(sums: GroupSums) -> list[dict]:
-    """W_g = 1 - ||s_g||^2 / n_g^2 and W~_g = n_g / (n_g - 1) W_g (None for singletons), by label."""
+    """W_g = within_g / n_g (the mean squared distance to the group mean; 1 - ||s_g||^2 / n_g^2 in
+    exact arithmetic) and W~_g = n_g / (n_g - 1) W_g (None for singletons), by label."""
     counts = sums.counts.astype(np.float64)
-    w = np.maximum(0.0, 1.0 - np.einsum("gk,gk->g", sums.sums, sums.sums) / (counts * counts))
+    w = sums.within_ss() / counts
     rows = [{"group": label, "n_g": int(c), "w": float(wg), "w_tilde": float(c / (c - 1) * wg) if c > 1 else None}
             for label, c, wg in zip(sums.labels, counts, w)]
     return sorted(rows, key=lambda r: r["group"])

@@ -23,13 +23,25 @@ def _whose(model) -> str:
     return "" if model is None else f" of model {model!r}"
 
 
+def _floor(n):
+    """The smallest sum of squares over n vectors that float64 resolves: n * RESOLUTION^2 = n * eps."""
+    return np.asarray(n, dtype=np.float64) * RESOLUTION ** 2
+
+
+def resolved(ss_t, ss_w, n):
+    """True where both SS_T and SS_W are above float64 resolution (elementwise; NaN is never resolved).
+
+    The vectorised form of check_spread, for resampling replicates (one entry per replicate)."""
+    return (np.asarray(ss_t) >= _floor(n)) & (np.asarray(ss_w) >= _floor(n))
+
+
 def check_spread(ss_t: float, ss_w: float, n: int, *, model=None) -> None:
     """Raise DesignError when SS_T (then R² and F) or SS_W (then F) is below float64 resolution."""
-    if not ss_t >= n * RESOLUTION ** 2:  # also catches NaN
+    if not ss_t >= _floor(n):  # also catches NaN
         raise DesignError(f"the vectors{_whose(model)} are identical to within floating-point precision "
                           f"(root-mean-square spread {math.sqrt(max(ss_t, 0.0) / n):.2g} < {RESOLUTION:.2g}); "
                           "R² and F are undefined")
-    if not ss_w >= n * RESOLUTION ** 2:
+    if not ss_w >= _floor(n):
         raise DesignError(f"the vectors within each group{_whose(model)} are identical to within floating-point "
                           f"precision (root-mean-square spread {math.sqrt(max(ss_w, 0.0) / n):.2g} < "
                           f"{RESOLUTION:.2g}); F is undefined")

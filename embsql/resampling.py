@@ -4,9 +4,11 @@ paired comparison of two models on the same items.
 A replicate reweights whole groups: w_g = 0 or 1 for the jackknife (leave one group out), w_g =
 the number of times group g was drawn for the bootstrap.  Every figure of the decomposition is a
 function of five weighted sums over groups,
-    n = sum w_g n_g,  G = sum w_g,  s = sum w_g s_g,  B = sum w_g ||s_g||^2 / n_g,  Q = sum w_g n_g^2,
-so a replicate costs O(d) (jackknife, in closed form) or one row of a matrix product (bootstrap):
-never a pass over the items.
+    n = sum w_g n_g,  G = sum w_g,  SS_W = sum w_g within_g,  Q = sum w_g n_g^2,
+    SS_B = sum w_g n_g ||m_g - c||^2 - n ||a / n||^2,  a = sum w_g n_g (m_g - c),
+with c the full-sample mean: centred there, no replicate's SS_B or SS_W is a difference of nearly
+equal numbers (as n - ||s||^2 / n would be), whatever the spread.  A replicate costs O(d)
+(jackknife, in closed form) or one row of a matrix product (bootstrap): never a pass over the items.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from . import precision
+from .decomposition import between_ss
 from .errors import DesignError, InputError
 from .sufficient import GroupSums
 
@@ -26,59 +30,76 @@ BOOTSTRAP_BLOCK = 1024  # replicates per matrix product: bounds memory (see the 
 
 @dataclass(frozen=True)
 class Totals:
-    """The five weighted sums, one entry per replicate (or a single one for the full sample)."""
+    """The weighted sums, one entry per replicate (or a single one for the full sample)."""
 
     n: np.ndarray
     groups: np.ndarray
-    tt: np.ndarray          # ||s||^2
-    between: np.ndarray     # sum_g w_g ||s_g||^2 / n_g
+    ss_w: np.ndarray        # sum_g w_g within_g
+    ss_b: np.ndarray        # between-group sum of squares about the replicate's own mean
     sum_n2: np.ndarray      # sum_g w_g n_g^2
 
 
 def statistic(name: str, t: Totals) -> np.ndarray:
-    """One figure of the decomposition from the weighted sums."""
+    """One figure of the decomposition from the weighted sums; NaN for a replicate whose spread
+    float64 cannot resolve (the full sample is refused earlier, by full_totals)."""
     if name not in STATISTICS:
         raise InputError(f"stat must be one of {', '.join(STATISTICS)}, not {name!r}")
     n, g = t.n.astype(float), t.groups.astype(float)
-    ss_t = n - t.tt / n
-    ss_w = n - t.between
-    ss_b = t.between - t.tt / n
+    ss_w, ss_b = t.ss_w, t.ss_b
+    ss_t = ss_w + ss_b
     with np.errstate(divide="ignore", invalid="ignore"):
-        if name == "r2":
-            return ss_b / ss_t
-        if name == "v":
-            return ss_t / n
-        if name == "w_bar":
-            return ss_w / n
-        if name == "r2_adj":  # 1 - MS_W / MS_T: about 0 when the groups have no structure
-            return 1.0 - (ss_w / (n - g)) / (ss_t / (n - 1))
-        ms_b, ms_w = ss_b / (g - 1), ss_w / (n - g)
-        if name == "f":
-            return ms_b / ms_w
-        n0 = (n - t.sum_n2 / n) / (g - 1)
-        return (ms_b - ms_w) / (ms_b + (n0 - 1) * ms_w)
+        value = _figure(name, n, g, ss_t, ss_w, ss_b, t.sum_n2)
+    return np.where(precision.resolved(ss_t, ss_w, n), value, np.nan)
+
+
+def _figure(name, n, g, ss_t, ss_w, ss_b, sum_n2):
+    if name == "r2":
+        return ss_b / ss_t
+    if name == "v":
+        return ss_t / n
+    if name == "w_bar":
+        return ss_w / n
+    if name == "r2_adj":  # 1 - MS_W / MS_T: about 0 when the groups have no structure
+        return 1.0 - (ss_w / (n - g)) / (ss_t / (n - 1))
+    ms_b, ms_w = ss_b / (g - 1), ss_w / (n - g)
+    if name == "f":
+        return ms_b / ms_w
+    n0 = (n - sum_n2 / n) / (g - 1)
+    return (ms_b - ms_w) / (ms_b + (n0 - 1) * ms_w)
 
 
 def _parts(sums: GroupSums):
+    """Per group: n_g, within_g, a_g = n_g (m_g - c) and n_g ||m_g - c||^2, c the full-sample mean."""
     counts = sums.counts.astype(float)
-    own = np.einsum("gk,gk->g", sums.sums, sums.sums)
-    return counts, own, own / counts
+    centre = sums.sums.sum(axis=0) / counts.sum()
+    offsets = (sums.sums / counts[:, None] - centre) * counts[:, None]
+    return counts, sums.within_ss(), offsets, between_ss(sums, centre)
+
+
+def _between(between: np.ndarray, offset: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """A replicate's SS_B about its own mean, from its sums about c (never below 0 by rounding)."""
+    return np.maximum(0.0, between - np.einsum("rk,rk->r", offset, offset) / n)
 
 
 def full_totals(sums: GroupSums) -> Totals:
-    counts, _, between = _parts(sums)
-    total = sums.sums.sum(axis=0)
-    one = lambda x: np.array([x])  # noqa: E731
-    return Totals(one(counts.sum()), one(len(counts)), one(total @ total), one(between.sum()),
-                  one(counts @ counts))
+    """The full sample's sums; raises DesignError when its spread is below float64 resolution."""
+    counts, within, offsets, between = _parts(sums)
+    n = np.array([counts.sum()])
+    ss_w = np.array([within.sum()])
+    ss_b = _between(np.array([between.sum()]), offsets.sum(axis=0)[None, :], n)
+    # with n = G there is no within-group spread to resolve (SS_W = 0 by design): only SS_T is checked,
+    # and the replicates' figures that need SS_W come out undefined and say so
+    ss_t = float(ss_w[0] + ss_b[0])
+    precision.check_spread(ss_t, float(ss_w[0]) if n[0] > len(counts) else ss_t, int(n[0]))
+    return Totals(n, np.array([len(counts)]), ss_w, ss_b, np.array([counts @ counts]))
 
 
 def jackknife_totals(sums: GroupSums) -> Totals:
-    """Leave-one-group-out sums in closed form: ||s - s_g||^2 = ||s||^2 - 2 s.s_g + ||s_g||^2."""
-    counts, own, between = _parts(sums)
-    total = sums.sums.sum(axis=0)
-    return Totals(counts.sum() - counts, np.full(len(counts), len(counts) - 1),
-                  total @ total - 2 * (sums.sums @ total) + own, between.sum() - between,
+    """Leave-one-group-out sums in closed form (the offsets' total less group g's)."""
+    counts, within, offsets, between = _parts(sums)
+    n = counts.sum() - counts
+    return Totals(n, np.full(len(counts), len(counts) - 1), within.sum() - within,
+                  _between(between.sum() - between, offsets.sum(axis=0) - offsets, n),
                   counts @ counts - counts * counts)
 
 
@@ -95,12 +116,13 @@ def bootstrap_weights(groups: int, replicates: int, seed: int) -> np.ndarray:
 
 
 def weighted_totals(sums: GroupSums, weights: np.ndarray) -> Totals:
-    counts, _, between = _parts(sums)
-    tt = np.empty(len(weights))
+    counts, within, offsets, between = _parts(sums)
+    n = weights @ counts
+    ss_b = np.empty(len(weights))
     for low in range(0, len(weights), BOOTSTRAP_BLOCK):
-        block = weights[low:low + BOOTSTRAP_BLOCK] @ sums.sums
-        tt[low:low + BOOTSTRAP_BLOCK] = np.einsum("rk,rk->r", block, block)
-    return Totals(weights @ counts, weights.sum(axis=1), tt, weights @ between, weights @ (counts * counts))
+        rows = slice(low, low + BOOTSTRAP_BLOCK)
+        ss_b[rows] = _between(weights[rows] @ between, weights[rows] @ offsets, n[rows])
+    return Totals(n, weights.sum(axis=1), weights @ within, ss_b, weights @ (counts * counts))
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ def bootstrap(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: s
 def _canonical(sums: GroupSums) -> GroupSums:
     """Groups sorted by their label as text: the order the seeded resamples refer to."""
     order = np.argsort(np.asarray(sums.labels, dtype=object).astype(str), kind="stable")
-    return GroupSums(sums.labels[order], sums.counts[order], sums.sums[order])
+    return sums.take(order)
 
 
 def shared_items(items_by_model: dict, common: bool) -> tuple[list, dict]:

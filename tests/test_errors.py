@@ -59,7 +59,7 @@ def test_vectors_of_different_lengths(con):
 
 def test_null_group_label(con):
     con.register("t", table(GOOD, groups=("A", None, "B", "B")))
-    with pytest.raises(embsql.BadLabelError, match=r"^group column 'g' has a NULL label at row 1$"):
+    with pytest.raises(embsql.BadLabelError, match=r"^group column 'g' has a NULL label at row 1; every row needs a label"):
         embsql.anova(con, "t", "g", "v")
     assert sql_error(con, "SELECT * FROM emb_anova('t', 'g', 'v')") == 'embsql: group column "g" has 1 NULL label(s)'
 
@@ -113,7 +113,7 @@ def test_every_group_a_singleton(con):
 
 def test_identical_vectors(con):
     con.register("t", table([[1.0, 0.0]] * 4))
-    with pytest.raises(embsql.DesignError, match=r"point the same way \(SS_T = 0\)"):
+    with pytest.raises(embsql.DesignError, match=r"identical to within floating-point precision .*R² and F are undefined"):
         embsql.anova(con, "t", "g", "v")
     assert "point the same way (SS_T = 0)" in sql_error(con, "SELECT * FROM emb_anova('t', 'g', 'v')")
 

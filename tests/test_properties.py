@@ -128,3 +128,37 @@ def test_statistics_are_in_range(design):
         assert group["n_g"] == sizes[group["group"]]
         assert (group["w_tilde"] is None) == (group["n_g"] == 1)
         assert 0.0 <= group["w"] <= 1.0
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 40), st.integers(0, 2**32 - 1), st.sampled_from([-7, -6, -5, -4, -3, -2, -1, 0]),
+       st.booleans())
+def test_within_sums_merged_across_blocks_equal_two_pass(segment, seed, log_spread, raw):
+    """The per-group within-group sum of squares, accumulated block by block (each block's runs
+    merged by Chan et al.'s update), equals a two-pass over each whole group, whatever the block
+    size and the row order, for spreads 1e-7..1 (below that float64's own two-pass is no reference); from unit rows (GroupSums.from_rows) and from raw
+    rows the accumulator scales itself (the streaming route)."""
+    from embsql import sufficient
+
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, 4, 300)
+    z = rng.standard_normal(5) + 10.0 ** log_spread * (rng.standard_normal((4, 5))[codes] + rng.standard_normal((300, 5)))
+    unit = z / np.linalg.norm(z, axis=1, keepdims=True)
+    saved = sufficient.SEGMENT_ROWS, sufficient.BATCH_ROWS
+    sufficient.SEGMENT_ROWS, sufficient.BATCH_ROWS = segment, 4 * segment + 3   # blocks and batches both split groups
+    try:
+        if raw:
+            with embsql.connect() as con:
+                con.register("t", vectors_table(3.0 * z, codes))
+                within = {r["group"]: r["w"] * r["n_g"] for r in embsql.groups(con, "t", "g", "v").to_dicts()}
+        else:
+            sums = sufficient.GroupSums.from_rows(codes.tolist(), unit)
+            within = dict(zip(sums.labels, sums.within))
+            for g, label in enumerate(sums.labels):
+                assert sums.sums[g] == pytest.approx(unit[codes == label].sum(axis=0), rel=1e-12, abs=1e-12)
+    finally:
+        sufficient.SEGMENT_ROWS, sufficient.BATCH_ROWS = saved
+    assert sorted(within) == sorted(set(codes.tolist()))
+    for label, value in within.items():
+        rows = unit[codes == label]
+        assert value == pytest.approx(((rows - rows.mean(axis=0)) ** 2).sum(), rel=1e-7, abs=0)

@@ -239,7 +239,6 @@ def test_emitted_duckdb_sql_runs_and_gives_the_group_sums(emb_con):
     ([[0.0, 0.0], [0.0, 1.0]], "NULL element or of zero length in group 'x'"),
     ([[float("nan"), 1.0], [0.0, 1.0]], "NaN or infinite coordinate .* group 'x'"),
     ([[float("inf"), 1.0], [0.0, 1.0]], "NaN or infinite coordinate .* group 'x'"),
-    ([[1e200, 1e200], [0.0, 1.0]], "NaN or infinite coordinate .* group 'x'"),
     ([[1.0, 0.0], None], "1 NULL vector.* in group 'x'"),
     ([[1.0, 0.0], [1.0, 0.0, 1.0]], "a vector of length 3 in group 'x'; other vectors have length 2"),
     ([[1.0, 0.0], [1.0]], "a vector of length 1 in group 'x'; other vectors have length 2"),

@@ -7,7 +7,9 @@ SELECT
   MIN("len") AS "__emb_len_min",
   MAX("len") AS "__emb_len_max",
   SUM(CASE WHEN "inv" IS NULL THEN 1 ELSE 0 END) AS "__emb_bad",
-  SUM("ss" * "inv" * "inv") AS "__emb_unit",
+  COUNT(*) * (
+    VARIANCE_POP("x1" * "inv") + VARIANCE_POP("x2" * "inv") + VARIANCE_POP("x3" * "inv")
+  ) AS "__emb_within",
   SUM("x1" * "inv") AS "__emb_s1",
   SUM("x2" * "inv") AS "__emb_s2",
   SUM("x3" * "inv") AS "__emb_s3"
@@ -20,8 +22,28 @@ FROM (
     "x1",
     "x2",
     "x3",
-    "ss",
-    CASE WHEN "ss" > 0 THEN 1 / SQRT("ss") END AS "inv"
+    CASE
+      WHEN "ss" > 1e-290 AND "ss" < 1e+290
+      THEN 1 / SQRT("ss")
+      WHEN "peak" > 0
+      THEN 1 / (
+        "peak" * SQRT(
+          (
+            "x1" / "peak"
+          ) * (
+            "x1" / "peak"
+          ) + (
+            "x2" / "peak"
+          ) * (
+            "x2" / "peak"
+          ) + (
+            "x3" / "peak"
+          ) * (
+            "x3" / "peak"
+          )
+        )
+      )
+    END AS "inv"
   FROM (
     SELECT
       "__emb_b",
@@ -31,25 +53,41 @@ FROM (
       "x1",
       "x2",
       "x3",
-      "x1" * "x1" + "x2" * "x2" + "x3" * "x3" AS "ss"
+      "ss",
+      CASE
+        WHEN "ss" > 1e-290 AND "ss" < 1e+290
+        THEN 1
+        ELSE GREATEST(ABS("x1"), ABS("x2"), ABS("x3"))
+      END AS "peak"
     FROM (
       SELECT
-        "model" AS "__emb_b",
-        "topic" AS "__emb_g",
-        CASE WHEN "emb" IS NULL THEN 1 ELSE 0 END AS "is_null",
-        ARRAY_SIZE("emb") AS "len",
-        CAST("emb"[0] AS DOUBLE) AS "x1",
-        CAST("emb"[1] AS DOUBLE) AS "x2",
-        CASE WHEN ARRAY_SIZE("emb") >= 3 THEN CAST("emb"[2] AS DOUBLE) ELSE 0 END AS "x3"
+        "__emb_b",
+        "__emb_g",
+        "is_null",
+        "len",
+        "x1",
+        "x2",
+        "x3",
+        "x1" * "x1" + "x2" * "x2" + "x3" * "x3" AS "ss"
       FROM (
         SELECT
-          *
-        FROM "emb"
-        WHERE
-          "split" = 'test'
-      ) AS __emb_source
-    ) AS __emb_x
-  ) AS __emb_ss
+          "model" AS "__emb_b",
+          "topic" AS "__emb_g",
+          CASE WHEN "emb" IS NULL THEN 1 ELSE 0 END AS "is_null",
+          ARRAY_SIZE("emb") AS "len",
+          CAST("emb"[0] AS DOUBLE) AS "x1",
+          CAST("emb"[1] AS DOUBLE) AS "x2",
+          CASE WHEN ARRAY_SIZE("emb") >= 3 THEN CAST("emb"[2] AS DOUBLE) ELSE 0 END AS "x3"
+        FROM (
+          SELECT
+            *
+          FROM "emb"
+          WHERE
+            "split" = 'test'
+        ) AS __emb_source
+      ) AS __emb_x
+    ) AS __emb_ss
+  ) AS __emb_peak
 ) AS __emb_unit_rows
 GROUP BY
   "__emb_b",
