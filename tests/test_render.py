@@ -101,7 +101,7 @@ def _md_tables(markdown: str) -> list[list[list[str]]]:
 
 def test_markdown_tables_are_rectangular_and_hold_the_values():
     report = fake_report()
-    markdown = render.to_markdown(report)
+    markdown = render.to_markdown(report, full=True)
     tables = _md_tables(markdown)
     assert len(tables) == 1 + len(report.sections)
     for table in tables:
@@ -137,7 +137,7 @@ def _strict_loads(text):
 def test_json_schema_and_values():
     report = fake_report()
     document = _strict_loads(render.to_json(report))
-    assert set(document) == {"schema", "title", "meta", "summary", "sections"}
+    assert set(document) == {"schema", "title", "verdict", "notes", "meta", "summary", "sections"}
     assert document["schema"] == "embsql.report/1"
     assert document["title"] == report.title
     assert document["meta"]["seed"] == 42 and document["meta"]["sql"] == report.meta["sql"]
@@ -241,7 +241,7 @@ def test_html_is_one_self_contained_file(page):
     tags = [tag for tag, _ in checker.tags]
     assert "script" not in tags and "link" not in tags and "iframe" not in tags
     sources = [attrs["src"] for tag, attrs in checker.tags if "src" in attrs]
-    assert len(sources) == 4 and all(s.startswith("data:image/png;base64,") for s in sources)
+    assert len(sources) == 5 and all(s.startswith("data:image/png;base64,") for s in sources)
     assert "@import" not in html and "url(" not in html
 
 
@@ -251,8 +251,8 @@ def test_html_escapes_labels_and_puts_the_summary_first(page):
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; | a&amp;b [red]" in html
     assert "<script" not in html
     checker = _check(html)
-    assert checker.ids[0] == "summary"
-    assert checker.ids[1:] == [f"section-{s.name}" for s in report.sections]
+    assert checker.ids[:2] == ["verdict", "summary"]
+    assert checker.ids[2:] == [f"section-{s.name}" for s in report.sections]
     summary = html[html.index('id="summary"'):html.index('id="section-')]
     assert ">mini-384</th>" in summary and ">0.312346</td>" in summary
     for caution in fx.CAUTIONS.values():
@@ -285,7 +285,7 @@ def test_html_without_matplotlib_says_so(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)      # import matplotlib now raises ImportError
     html = render.to_html(fake_report())
     assert "<img" not in html and render.PLOT_NOTE.replace("'", "&#x27;") in html
-    with pytest.raises(ModuleNotFoundError, match=r"pip install 'embsql\[plot\]'"):
+    with pytest.raises(ModuleNotFoundError, match=r"pip install matplotlib"):
         fake_report().plot()
 
 
@@ -310,8 +310,8 @@ def _suptitle(figure):
 
 def test_one_figure_per_kind_of_data():
     figures = plot_report(fake_report())
-    assert len(figures) == 4
-    assert [p.anchor for p in report_plots(fake_report())] == ["summary", "groups", "alignment", "dose"]
+    assert len(figures) == 5
+    assert [p.anchor for p in report_plots(fake_report())] == ["verdict", "summary", "groups", "alignment", "dose"]
     assert len(plot_report(fake_report(sections=("decomposition",)))) == 1
     assert len(plot_report(fake_report(sections=("groups", "permanova")))) == 2
     empty = ReportResult("t", ResultTable("summary", ("model", "n"), (("a", 3),)), ())
@@ -319,7 +319,7 @@ def test_one_figure_per_kind_of_data():
 
 
 def test_r2_points_and_bootstrap_intervals_equal_the_tables():
-    figure = plot_report(fake_report())[0]
+    figure = plot_report(fake_report())[1]
     ax = _axes_titled(figure, "R² per model")
     assert ax.get_ylabel() == "R² = SS_B / SS_T"
     assert [t.get_text() for t in ax.get_xticklabels()] == list(fx.MODELS)
@@ -329,7 +329,7 @@ def test_r2_points_and_bootstrap_intervals_equal_the_tables():
     np.testing.assert_allclose(nulls.get_ydata(), [(len(fx.SIZES) - 1) / (sum(fx.SIZES) - 1)] * 2)
     segments = [seg for c in ax.collections for seg in c.get_segments() if seg[0][0] == seg[1][0]]  # vertical: intervals
     np.testing.assert_allclose([(s[0][1], s[1][1]) for s in segments], [fx.BOOT_CI[m] for m in fx.MODELS])
-    assert "bootstrap" in report_plots(fake_report())[0].caption
+    assert "bootstrap" in report_plots(fake_report())[1].caption
 
 
 def test_r2_intervals_fall_back_to_the_jackknife():
