@@ -85,8 +85,9 @@ def test_permutations_and_a_finding_to_fail_on(files):
     low = embsql_cli("report", *base, "--min-r2", "0.99")
     assert low.returncode == 1
     assert "below --min-r2 0.99" in low.stderr and low.stdout
-    missing = embsql_cli("report", *base, "--fail-if-dispersion")
+    missing = embsql_cli("report", *base, "--fail-if-dispersion", "--permutations", "0")
     assert missing.returncode == 2 and "--permutations" in missing.stderr
+    assert missing.stdout == "" and missing.stderr.count("\n") == 1      # refused before any work
 
 
 @pytest.mark.parametrize("args, words", [

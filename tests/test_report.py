@@ -93,7 +93,7 @@ def test_example_1_through_the_report(con):
 
 
 def test_every_section_carries_its_caution_and_converts(emb_con):
-    result = embsql.report("emb", vector="emb", group="topic", by="model").run(emb_con)
+    result = embsql.report("emb", vector="emb", group="topic", by="model", permutations=0).run(emb_con)
     assert [s.name for s in result.sections] == ["decomposition", "groups", "jackknife", "bootstrap", "compare"]
     for section in result.sections:
         assert len(section.caution) > 40
@@ -195,9 +195,40 @@ def test_a_file_source_needs_a_table_name_on_other_engines(tmp_path):
 
 
 def test_rows_sections_need_duckdb(emb_con):
-    report = embsql.report("emb", vector="emb", group="topic", permutations=9)
+    report = embsql.report("emb", vector="emb", group="topic", permutations=9, sections=("decomposition", "permanova"))
     with pytest.raises(embsql.InputError, match="permanova section needs the rows"):
         report.finish([], con=None)
+
+
+def test_the_default_report_has_p_values_and_zero_permutations_skips_them(emb_con):
+    result = embsql.report("emb", vector="emb", group="topic", by="model").run(emb_con, progress=False)
+    names = [s.name for s in result.sections]
+    assert names[-2:] == ["permanova", "dispersion"] and result.meta["permutations"] == 999
+    for row in result.summary.to_dicts():
+        assert 1 / 1000 <= row["p_value"] <= 1 and 1 / 1000 <= row["dispersion_p"] <= 1
+        assert result["permanova"].to_dicts()[0]["permutations"] == 999
+    skipped = embsql.report("emb", vector="emb", group="topic", by="model", permutations=0).run(emb_con)
+    assert "permanova" not in [s.name for s in skipped.sections]
+    assert all(row["p_value"] is None for row in skipped.summary.to_dicts())
+    assert "No p-values" in " ".join(skipped.verdict)
+
+
+def test_off_duckdb_the_default_tests_are_left_out_with_a_note(emb_con):
+    """Another engine sends only the group sums: the defaulted tests are dropped, and the report says so."""
+    report = embsql.report("emb", vector="emb", group="topic", by="model")
+    sums = embsql.report("emb", vector="emb", group="topic", by="model", permutations=0)
+    parts = [(value, part) for value, part in _group_sums_of(emb_con)]
+    result = report.finish(parts, con=None)
+    assert "permanova" not in [s.name for s in result.sections]
+    assert any("only DuckDB" in note for note in result.meta["notes"])
+    assert sums.sections_on(False) == sums.chosen_sections
+
+
+def _group_sums_of(con):
+    from embsql.sources import resolve
+    from embsql.sufficient import group_sums
+
+    return group_sums(con, resolve(con, "emb"), "topic", "emb", by="model")
 
 
 def _golden_report():
