@@ -57,6 +57,7 @@ MISSING = "—"
 NO_MODEL = "all items"          # the summary column of a report without ``by`` (model is None)
 META_ORDER = ("source", "vector", "group", "by", "permutations", "seed", "embsql_version", "duckdb_version", "created")
 META_HIDDEN = ("sql", "notes", "verdict")   # shown in their own places, not in the header line
+META_HEADER = ("source", "vector", "group", "by", "dimensions", "permutations", "seed", "created")  # the rest: run details
 TALL_TABLE = 15                 # HTML tables with more rows scroll inside a box
 LONG_TABLE = 40                 # text and Markdown sections with more rows are shortened
 HEAD_ROWS = TAIL_ROWS = 8       # ... to this head and tail, plus quantiles
@@ -103,9 +104,12 @@ def _summary_grid(summary: ResultTable) -> tuple[list[str], list[list]]:
     return header, rows
 
 
-def _meta_items(meta: dict) -> list[tuple[str, str]]:
-    """Meta entries to show (not the SQL, notes or verdict, shown on their own), known keys first."""
+def _meta_items(meta: dict, header: bool | None = None) -> list[tuple[str, str]]:
+    """Meta entries to show (not the SQL, notes or verdict, shown on their own), known keys first;
+    ``header=True`` only those of the header line, ``False`` only the rest (the run details)."""
     keys = [k for k in META_ORDER if k in meta] + sorted(k for k in meta if k not in META_ORDER + META_HIDDEN)
+    if header is not None:
+        keys = [k for k in keys if (k in META_HEADER) == header]
     return [(key, _meta_text(meta[key])) for key in keys if meta[key] is not None]
 
 
@@ -348,7 +352,7 @@ def to_html(result: ReportResult, plots: bool = True, standalone: bool = True) -
     figures, note = _html_figures(result) if plots else ({}, "")
     esc = html.escape
     parts = [f'<div class="embsql-report"><style>{_CSS}</style>', "<header>", f"<h1>{esc(result.title)}</h1>"]
-    meta = _meta_items(result.meta)
+    meta = _meta_items(result.meta, header=True)
     if meta:
         parts.append('<p class="meta">' + " · ".join(
             f'<span><span class="key">{esc(k)}</span> {esc(v)}</span>' for k, v in meta) + "</p>")
@@ -384,6 +388,10 @@ def to_html(result: ReportResult, plots: bool = True, standalone: bool = True) -
             parts.append(f'<p class="caution"><strong>Caution.</strong> {esc(section.caution)}</p>')
         parts.append("</section>")
 
+    details = _meta_items(result.meta, header=False)
+    if details:
+        parts.append('<details class="run"><summary>Run details</summary><p class="meta">' + " · ".join(
+            f'<span><span class="key">{esc(k)}</span> {esc(v)}</span>' for k, v in details) + "</p></details>")
     sql = result.meta.get("sql")
     if sql:
         parts.append(f'<details class="sql"><summary>SQL that was run</summary><pre>{esc(str(sql))}</pre></details>')
@@ -447,8 +455,10 @@ def _html_table(header: list[str], rows: list[list], *, row_headers: bool = Fals
 
 
 # Every rule is scoped to .embsql-report so that a fragment in a notebook styles only itself.
-# System fonts only: nothing is fetched.
-_CSS = """
+# System fonts only: nothing is fetched.  _CSS doubles the class (.embsql-report.embsql-report)
+# so that its rules outrank a notebook's own table, heading and link styles (JupyterLab's
+# .jp-RenderedHTMLCommon rules): the report looks the same in a notebook and in a browser.
+_RULES = """
 .embsql-report{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;
  color:#1d232a;background:#fff;max-width:1240px;margin:0 auto;padding:14px 24px 40px;box-sizing:border-box}
 .embsql-report h1{font-size:1.4rem;margin:0 0 2px}
@@ -481,5 +491,13 @@ _CSS = """
 .embsql-report .verdict p:first-child{font-weight:600}
 .embsql-report ul.notes{font-size:.88rem;color:#3d4650;margin:4px 0;padding-left:18px}
 .embsql-report details.sql pre{background:#f6f8fa;padding:10px;overflow-x:auto;font-size:.85rem}
+.embsql-report details.run{font-size:.85rem;color:#3d4650;margin-top:8px}
+.embsql-report h1,.embsql-report h2{font-weight:600;line-height:1.25;color:#1d232a}
+.embsql-report p{margin:6px 0}
+.embsql-report table{table-layout:auto;margin:0;color:inherit;border:none}
+.embsql-report th,.embsql-report td{line-height:1.35;vertical-align:baseline;max-width:none}
+.embsql-report tbody tr,.embsql-report tbody tr:nth-child(odd),.embsql-report tbody tr:hover{background:transparent}
+.embsql-report a{text-decoration:underline}
 """
+_CSS = _RULES.replace(".embsql-report", ".embsql-report.embsql-report")
 _PAGE_CSS = "body{margin:0;background:#fff}"

@@ -47,17 +47,18 @@ def _models(result, rows: list[dict], group: str) -> str:
     groups = f", {lead['groups']} groups" if lead.get("groups") else ""
     level = _level(result)
     v_lead, v_second = lead.get("v"), second.get("v")
-    if low > 0:
+    r2_lead, r2_second, difference, low, high = _nums(lead["r2"], second["r2"], difference, low, high)
+    if pair[1] > 0:
         sentence = (f"{_name(lead['model'])} separates {group} more than {_name(second['model'])}: "
-                    f"R² {_num(lead['r2'])} vs {_num(second['r2'])}, paired difference {_num(difference)} "
-                    f"({level} CI {_range(low, high)}{groups})")
+                    f"R² {r2_lead} vs {r2_second}, paired difference {difference} "
+                    f"({level} CI {_range(pair[1], low, high)}{groups})")
         if _finite(v_lead) and _finite(v_second) and v_lead != v_second:
             sentence += ("; V would rank them the other way" if v_lead < v_second else "; V points the same way") + \
                         f" ({_num(v_lead)} vs {_num(v_second)}), but V is not comparable across models"
     else:
         sentence = (f"{_name(lead['model'])} and {_name(second['model'])} cannot be told apart on these data: "
-                    f"R² {_num(lead['r2'])} vs {_num(second['r2'])}, paired difference {_num(difference)} "
-                    f"({level} CI {_range(low, high)}{groups}) includes 0")
+                    f"R² {r2_lead} vs {r2_second}, paired difference {difference} "
+                    f"({level} CI {_range(pair[1], low, high)}{groups}) includes 0")
         if _finite(v_lead) and _finite(v_second):
             sentence += f"; V ({_num(v_lead)} vs {_num(v_second)}) is not comparable across models and cannot settle it"
     return ranking + sentence + "."
@@ -112,9 +113,9 @@ def _tests(rows: list[dict], permutations) -> str:
     p = [row["p_value"] for row in rows]
     each = _each(rows, p)
     count = f" with {permutations} permutations" if _finite(permutations) and permutations else ""
-    many = len(rows) > 1
+    where = "every model" if len(rows) > 1 else "this model" if rows[0].get("model") is None else _name(rows[0]["model"])
     if all(v <= ALPHA for v in p):
-        sentence = f"The groups differ beyond chance in {'every model' if many else 'this model'} (PERMANOVA {each}{count})"
+        sentence = f"The groups differ beyond chance in {where} (PERMANOVA {each}{count})"
     elif any(v <= ALPHA for v in p):
         sentence = f"The groups differ beyond chance in some models only (PERMANOVA {each}{count})"
     else:
@@ -170,8 +171,16 @@ def _num(value: float) -> str:
     return ("−" if value < 0 else "") + text
 
 
-def _range(low: float, high: float) -> str:
-    return f"{_num(low)}–{_num(high)}" if low >= 0 else f"{_num(low)} to {_num(high)}"
+def _nums(*values: float) -> list[str]:
+    """Figures read side by side, with the same number of decimals: two, or more (at most four)
+    when the smallest of them is below 0.01, so that it keeps two significant digits (0.0043)."""
+    smallest = min((abs(v) for v in values if v), default=1.0)
+    decimals = min(4, 1 - math.floor(math.log10(smallest))) if smallest < 0.0095 else 2
+    return [("−" if v < 0 else "") + f"{abs(v):.{decimals}f}" for v in values]
+
+
+def _range(low_value: float, low: str, high: str) -> str:
+    return f"{low}–{high}" if low_value >= 0 else f"{low} to {high}"
 
 
 def _p(value: float) -> str:

@@ -1,6 +1,7 @@
 """The report builder: its numbers are the SQL functions' numbers, its SQL is golden, parses back
 and runs, names are quoted and checked before anything runs, and bad input is a clear error."""
 
+import json
 import os
 from pathlib import Path
 
@@ -314,3 +315,81 @@ def test_compare_needs_matching_groups(con):
     assert "cannot be paired" in result.meta["notes"][0]
     with pytest.raises(embsql.DesignError, match="cannot be paired"):
         embsql.report("uneven", vector="emb", group="topic", by="model", sections=["compare"]).run(con)
+
+
+# ---------------------------------------------------------------- the verdict
+
+def _judged(r2, v, pairs, p=None, dispersion=None, groups=30, n=600, group="topic"):
+    """A report with only what the verdict reads: the summary and the compare rows."""
+    from embsql.report_result import ReportResult, Section
+    from embsql.results import ResultTable
+
+    columns = ("model", "n", "groups", "r2", "f", "p_value", "v", "dispersion_p")
+    summary = ResultTable.from_dicts("summary", columns, [
+        {"model": m, "n": n, "groups": groups, "r2": r2[m], "f": 10.0, "p_value": (p or {}).get(m), "v": v[m],
+         "dispersion_p": (dispersion or {}).get(m)} for m in r2])
+    compare = ResultTable.from_dicts("compare", ("model_a", "model_b", "estimate_a", "estimate_b", "difference",
+                                                 "ci_low", "ci_high"),
+                                     [{"model_a": a, "model_b": b, "estimate_a": r2[a], "estimate_b": r2[b],
+                                       "difference": r2[a] - r2[b], "ci_low": lo, "ci_high": hi}
+                                      for (a, b), (lo, hi) in pairs.items()])
+    sections = (Section("compare", "Paired comparison", compare, "paired"),) if pairs else ()
+    return ReportResult("t", summary, sections, {"group": group, "permutations": 999, "level": 0.95})
+
+
+def test_verdict_names_the_model_ahead_and_its_interval():
+    first = _judged({"mini": 0.30, "base": 0.40}, {"mini": 0.81, "base": 0.62}, {("mini", "base"): (-0.14, -0.07)})
+    (sentence,) = first.verdict[:1]
+    assert sentence.startswith("base separates the topic groups more than mini: R² 0.40 vs 0.30")
+    assert "paired difference 0.10 (95% CI 0.07–0.14, 30 groups)" in sentence      # flipped to base − mini
+    assert "V would rank them the other way (0.62 vs 0.81)" in sentence
+    # the other model ahead, and V agreeing: every part follows the numbers
+    second = _judged({"mini": 0.50, "base": 0.40}, {"mini": 0.70, "base": 0.60}, {("mini", "base"): (0.04, 0.16)})
+    assert second.verdict[0].startswith("mini separates the topic groups more than base: R² 0.50 vs 0.40")
+    assert "(95% CI 0.04–0.16" in second.verdict[0] and "V points the same way (0.70 vs 0.60)" in second.verdict[0]
+
+
+def test_verdict_says_when_the_interval_includes_zero():
+    tie = _judged({"a": 0.41, "b": 0.40}, {"a": 0.6, "b": 0.7}, {("a", "b"): (-0.02, 0.04)})
+    assert "a and b cannot be told apart on these data" in tie.verdict[0]
+    assert "(95% CI −0.02 to 0.04, 30 groups) includes 0" in tie.verdict[0]
+    assert "separates" not in tie.verdict[0]
+
+
+def test_verdict_with_three_models_ranks_them_and_compares_the_top_two():
+    result = _judged({"a": 0.2, "b": 0.5, "c": 0.3}, {"a": 1, "b": 1, "c": 1},
+                     {("a", "b"): (-0.4, -0.2), ("a", "c"): (-0.2, 0.0), ("b", "c"): (0.1, 0.3)})
+    assert result.verdict[0].startswith("Ranked by R²: b 0.50, c 0.30, a 0.20. b separates the topic groups more than c")
+
+
+def test_verdict_reads_the_p_values():
+    strong = _judged({"a": 0.4, "b": 0.3}, {"a": 1, "b": 1}, {("a", "b"): (0.05, 0.15)},
+                     p={"a": 0.001, "b": 0.001}, dispersion={"a": 0.4, "b": 0.03})
+    assert strong.verdict[1].startswith("The groups differ beyond chance in every model (PERMANOVA p = 0.001 for each")
+    assert "dispersion test is significant too (p = 0.4 (a), 0.03 (b))" in strong.verdict[1]
+    weak = _judged({"a": 0.4, "b": 0.3}, {"a": 1, "b": 1}, {("a", "b"): (0.05, 0.15)}, p={"a": 0.2, "b": 0.5})
+    assert weak.verdict[1].startswith("PERMANOVA finds no evidence")
+    none = _judged({"a": 0.4, "b": 0.3}, {"a": 1, "b": 1}, {("a", "b"): (0.05, 0.15)})
+    assert none.verdict[1].startswith("No p-values")
+
+
+def test_verdict_with_one_model_says_what_r2_f_and_p_show_and_cannot():
+    one = _judged({None: 0.25}, {None: 0.8}, {}, p={None: 0.001}, groups=11, n=101)
+    first, second = one.verdict
+    assert first.startswith("R² = 0.25: 25% of the spread of the unit vectors lies between the topic groups, "
+                            "against 0.10 expected with no structure (11 groups, 101 items); F = 10.00")
+    assert "cannot say whether another model" in first
+    assert second == "The groups differ beyond chance in this model (PERMANOVA p = 0.001 with 999 permutations)."
+
+
+def test_verdict_of_a_real_report(emb_con):
+    result = embsql.report("emb", vector="emb", group="topic", by="model", permutations=99).run(emb_con)
+    compare = result["compare"].to_dicts()[0]
+    lead, other = (compare["model_a"], compare["model_b"])[::1 if compare["difference"] > 0 else -1]
+    if compare["ci_low"] > 0 or compare["ci_high"] < 0:
+        assert result.verdict[0].startswith(f"{lead} separates the topic groups more than {other}")
+    else:
+        assert result.verdict[0].startswith(f"{lead} and {other} cannot be told apart on these data")
+    assert f"{abs(compare['difference']):.2f}" in result.verdict[0]
+    assert "99 permutations" in result.verdict[1]
+    assert result.verdict == json.loads(result.to_json())["verdict"]
