@@ -40,7 +40,8 @@ def _models(result, rows: list[dict], group: str) -> str:
     if len(ranked) > 2:
         ranking = "Ranked by R²: " + ", ".join(f"{_name(r['model'])} {_num(r['r2'])}" for r in ranked) + ". "
     if pair is None:
-        why = next((n for n in result.meta.get("notes", []) if "paired comparison" in n), "")
+        why = next((n for n in result.meta.get("notes", []) if "paired comparison" in n),
+                   "" if any(s.name == "compare" for s in result.sections) else "this report has no compare section")
         return (f"{ranking}{_name(lead['model'])} has the higher R² ({_num(lead['r2'])} vs {_num(second['r2'])}), "
                 f"but the difference has no paired interval{f' ({why})' if why else ''}, so it may be chance.")
     difference, low, high = pair
