@@ -530,7 +530,8 @@ def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *,
                 f"{group!r}) at each of two or more levels (column {level!r})",
     }
     if level is not None and not permutations:
-        left_out["dose"] = f"{why['dose']}, and its trend test needs permutations > 0 (0 were asked for)"
+        left_out["dose"] = (f"queries {shown['queries']!r}: the dose's trend test over column {level!r} needs "
+                            "permutations > 0 (0 were asked for)")
 
     def attempt(name, compute):
         """Run one layer's computation; a DesignError leaves that layer out, with a note."""
@@ -539,7 +540,7 @@ def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *,
         try:
             return compute()
         except DesignError as error:
-            left_out[name] = f"{why[name]} ({error})"
+            left_out[name] = f"{why[name]}; here {error}"
             return None
 
     summary, per_model = [], []
