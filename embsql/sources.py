@@ -179,6 +179,6 @@ def accepts_frames(*parameters: str):
 def _unsupported(source) -> str:
     module = type(source).__module__
     kind = type(source).__qualname__ if module == "builtins" else f"{module}.{type(source).__qualname__}"
-    kind = "an empty name" if source == "" else f"a {kind}"
+    kind = "an empty name" if isinstance(source, str) else f"a {kind}"
     return ("a source must be a table, view or file name (or FILE.duckdb:TABLE), a pandas or polars DataFrame, "
             f"or an Arrow table or dataset, not {kind}")
