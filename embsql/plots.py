@@ -213,7 +213,7 @@ def _w_tilde_plot(result: ReportResult) -> Plot | None:
         ax.set_title(f"{_label(model)}\n{len(values)} groups{excluded}", fontsize="medium")
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel(r"$\tilde{W}_g$ (size-corrected spread)")
-    figure.suptitle(r"Within-group spread $\tilde{W}_g$ per model, each on its own scale")
+    _suptitle(figure, r"Within-group spread $\tilde{W}_g$ per model,", "each on its own scale", len(per_model))
     caption = ("W~_g of every group with two or more items, one panel per model (box: quartiles and median); "
                "singleton groups have no W~_g and are left out.")
     return Plot("groups", "groups", caption, figure)
@@ -302,7 +302,7 @@ def _dose_plot(result: ReportResult) -> Plot | None:
             ax.set_xticks(list(position.values()), [str(level) for level in levels])
         ax.grid(alpha=0.3)
     axes[0].set_ylabel(r"$\tilde{W}_q$ (query spread)")
-    figure.suptitle(r"Paraphrase dose: $\tilde{W}_q$ by level, each model on its own scale")
+    _suptitle(figure, r"Paraphrase dose: $\tilde{W}_q$ by level,", "each model on its own scale", len(per_model))
     caption = "W~_q per paraphrase level with ±1.96 SE bars, one panel per model."
     return Plot("dose", "dose", caption, figure)
 
@@ -327,6 +327,9 @@ def _compare_plot(result: ReportResult) -> Plot | None:
             ax.vlines([low, high], yi - 0.12, yi + 0.12, color="#1f5f99" if excludes else "#8a939c", linewidth=2)
     ax.plot([r["difference"] for r in rows], y, "o", color="#1f5f99", markersize=7, zorder=3)
     ax.axvline(0, color="#444", linewidth=1, linestyle="--")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(6))      # wide tick labels (−0.025) must not run into each other
     ax.set_yticks(y, [f"{_label(r.get('model_a'))} − {_label(r.get('model_b'))}" for r in rows])
     ax.set_ylim(-0.6, len(rows) - 0.4)
     ax.set_xlabel("paired difference of R² (points: estimate; bars: interval)")
@@ -378,6 +381,11 @@ def _parameter(section) -> str:
 
 
 # ---------------------------------------------------------------- helpers
+
+def _suptitle(figure, first: str, rest: str, panels: int) -> None:
+    """A figure title on one line, or on two when the figure is one narrow panel."""
+    figure.suptitle(first + ("\n" if panels < 2 else " ") + rest)
+
 
 def _tick_style(labels) -> dict:
     """Long or many tick labels slant, so that they do not run into each other."""

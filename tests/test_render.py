@@ -411,3 +411,137 @@ def test_a_percentile_interval_that_misses_the_estimate_still_plots():
     ax = _axes_titled(plot_report(result)[0], "R² per model")
     segments = [seg for c in ax.collections for seg in c.get_segments() if seg[0][0] == seg[1][0]]
     np.testing.assert_allclose([(s[0][1], s[1][1]) for s in segments], [(r["ci_low"], r["ci_high"]) for r in rows])
+
+
+# ---------------------------------------------------------------- figures that read
+
+def _many_models_report(count=11):
+    """The summary of a report with many long model names (the demo's case), for tick labels."""
+    models = [f"common direction c = {k}" for k in range(count)]
+    summary = ResultTable.from_dicts("summary", ("model", "n", "groups", "r2", "r2_se"),
+                                     [{"model": m, "n": 80, "groups": 20, "r2": 0.3 + 0.01 * k, "r2_se": 0.02}
+                                      for k, m in enumerate(models)])
+    return ReportResult("many", summary, ())
+
+
+def _figures_to_check():
+    from embsql.demo import demo_report
+
+    import retrieval_data
+    import embsql
+
+    queries, docs = retrieval_data.make(5, models=("m1", "m2"), levels=2, dose=0.5)
+    con = embsql.connect()
+    con.register("q", queries)
+    con.register("d", docs)
+    retrieval = embsql.report("d", vector="vector", group="group", by="model", queries="q", docs="d",
+                              permutations=19, retrieval={"level": "level"}).run(con)
+    reports = {"fake": fake_report(), "one model": fake_report(models=("mini-384",)),
+               "no by": unlabelled_report(), "many models": _many_models_report(), "demo": demo_report(seeds=2),
+               "retrieval": retrieval}
+    return [(name, k, plot.figure) for name, report in reports.items() for k, plot in enumerate(report_plots(report))]
+
+
+def _text_boxes(figure):
+    """Every text drawn on the figure with its box in pixels: titles, axis labels, legends, and the
+    tick labels of ticks inside the axis limits (matplotlib keeps, but does not draw, the others)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    FigureCanvasAgg(figure).draw()         # the renderer savefig uses
+    renderer = figure.canvas.get_renderer()
+    ticks = set()
+    for ax in figure.axes:
+        for axis, (low, high) in ((ax.xaxis, sorted(ax.get_xlim())), (ax.yaxis, sorted(ax.get_ylim()))):
+            span = (high - low) * 1e-9
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                ticks.add(id(tick.label1))
+                ticks.add(id(tick.label2))
+                if low - span <= tick.get_loc() <= high + span:
+                    ticks.discard(id(tick.label1) if tick.label1.get_visible() else None)
+                    ticks.discard(id(tick.label2) if tick.label2.get_visible() else None)
+    shown = []
+    for text in figure.findobj(Text):
+        if not text.get_visible() or not text.get_text().strip() or id(text) in ticks:
+            continue
+        if text.axes is not None and not text.axes.get_visible():
+            continue
+        shown.append((text, text.get_window_extent(renderer)))
+    return shown
+
+
+def test_no_figure_clips_a_label_or_overlaps_tick_labels():
+    checked = 0
+    for name, k, figure in _figures_to_check():
+        drawn = _text_boxes(figure)
+        width, height = figure.canvas.get_width_height()
+        for text, box in drawn:
+            inside = box.x0 >= -1 and box.y0 >= -1 and box.x1 <= width + 1 and box.y1 <= height + 1
+            assert inside, f"{name} figure {k}: {text.get_text()!r} at {box} is outside the {width}x{height} canvas"
+            checked += 1
+        for ax in figure.axes:
+            labels = {id(t) for t in ax.get_xticklabels()}
+            placed = sorted(((text, box) for text, box in drawn if id(text) in labels), key=lambda tb: tb[1].x0)
+            for (text, a), (_, b) in zip(placed, placed[1:]):
+                angle = math.radians(text.get_rotation())
+                if angle:    # slanted labels: their lines must lie at least one text height apart
+                    height = text.get_fontsize() * figure.dpi / 72
+                    assert (b.x1 - a.x1) * math.sin(angle) >= height, f"{name} figure {k}: x tick labels overlap"
+                else:
+                    assert not a.overlaps(b), f"{name} figure {k}: x tick labels overlap"
+    assert checked > 100
+
+
+def test_the_demo_plots_v_beside_r2_for_each_experiment():
+    from embsql.demo import EXPERIMENTS, demo_report
+
+    report = demo_report(seeds=2)
+    plots = report_plots(report)
+    assert [p.anchor for p in plots] == [name for _, name, _, _ in EXPERIMENTS]
+    for plot in plots:
+        left, right = plot.figure.axes
+        assert left.get_title().startswith("V") and right.get_title().startswith("R²")
+        rows = report[plot.anchor].to_dicts()
+        np.testing.assert_allclose(sorted(left.lines[0].get_ydata()), sorted(r["v"] for r in rows))
+        np.testing.assert_allclose(sorted(right.lines[0].get_ydata()), sorted(r["r2"] for r in rows))
+
+
+def test_the_compare_figure_draws_every_pair_with_its_interval():
+    report = fake_report()
+    (plot,) = [p for p in report_plots(report) if p.anchor == "verdict"]
+    ax = plot.figure.axes[0]
+    rows = report["compare"].to_dicts()
+    np.testing.assert_allclose(ax.lines[0].get_xdata(), [r["difference"] for r in rows])
+    segments = [seg for c in ax.collections for seg in c.get_segments() if seg[0][1] == seg[1][1]]
+    np.testing.assert_allclose(sorted((s[0][0], s[1][0]) for s in segments),
+                               sorted((r["ci_low"], r["ci_high"]) for r in rows))
+
+
+def test_the_header_is_text_not_a_dict():
+    report = fake_report()
+    report = ReportResult(report.title, report.summary, report.sections,
+                          {**report.meta, "dimensions": {"mini-384": 384, "base-768": 768},
+                           "sections": ["decomposition", "groups"]})
+    for text in (render.to_text(report), render.to_markdown(report), render.to_html(report, plots=False)):
+        assert "{" not in text.split("Summary")[0].replace("{font", "") or "'mini-384'" not in text
+        assert "mini-384 384, base-768 768" in text and "['decomposition'" not in text
+
+
+def test_long_sections_show_head_tail_and_quantiles_in_text_and_markdown():
+    report = fake_report()
+    alignment = report["alignment"]
+    assert len(alignment) > render.LONG_TABLE
+    text, markdown = render.to_text(report), render.to_markdown(report).replace("\\", "")
+    for shown in (text, markdown):
+        assert f"{len(alignment)} rows, {2 * render.HEAD_ROWS} shown" in _flat(shown)
+        assert "--full" in shown and "to_pandas()" in shown and "Quantiles" in shown
+    first, last = alignment.rows[0], alignment.rows[-1]
+    hidden = alignment.rows[render.HEAD_ROWS + 2]
+    assert str(first[1]) in text and str(last[1]) in text and f" {hidden[1]} " not in text
+    # quantiles per model, from the rows themselves
+    m = [r["m"] for r in alignment.to_dicts() if r["model"] == "mini-384"]
+    for value in (min(m), float(np.median(m)), max(m)):
+        assert render.format_cell(value) in text
+    assert len(render.to_text(report, full=True).splitlines()) > len(text.splitlines()) + 40
+    assert len(json.loads(render.to_json(report))["sections"][[s.name for s in report.sections].index("alignment")]
+               ["rows"]) == len(alignment)
