@@ -142,8 +142,12 @@ def _demo(args) -> int:
     for row in table.to_pylist():
         print(f"{row['experiment']:24} {row['param']:>6.2f} {row['v']:>7.3f} {row['r2']:>7.3f} "
               f"{row['r2_null']:>8.3f} {row['f']:>7.2f}")
-    print("V falls with a common direction while R2 stays; shrinking within groups moves R2, not V;\n"
-          "the exact lift (a similarity) scales V by lambda and leaves R2 unchanged.")
+    import textwrap
+
+    from .demo import demo_verdict
+
+    for sentence in demo_verdict(table.to_pylist()):
+        print(textwrap.fill(sentence, 100))
     return EXIT_OK
 
 
