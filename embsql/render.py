@@ -202,7 +202,7 @@ def to_text(result: ReportResult, *, color: bool | None = None, width: int | Non
         return shown
 
     console.print(Text(result.title, style="bold"))
-    for line in _pack([f"{k}: {v}" for k, v in _meta_items(result.meta)], prose):
+    for line in _pack([f"{k}: {v}" for k, v in _meta_items(result.meta, header=True)], prose):
         console.print(Text(line, style="dim"))
     for sentence in _verdict(result):
         console.print()
@@ -222,6 +222,11 @@ def to_text(result: ReportResult, *, color: bool | None = None, width: int | Non
             console.print(Text(textwrap.fill(note, prose), style="dim"))
         if section.caution:
             console.print(Text(textwrap.fill(f"Caution: {section.caution}", prose), style="italic"))
+    details = _meta_items(result.meta, header=False)
+    if details:
+        console.print()
+        for line in _pack([f"{k}: {v}" for k, v in details], prose):
+            console.print(Text(line, style="dim"))
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
 
 
@@ -257,7 +262,7 @@ def to_markdown(result: ReportResult, *, full: bool = False) -> str:
     """GitHub-flavoured Markdown: tables, cautions as blockquotes, the SQL in a code block.
     ``full=True`` keeps every row of long sections."""
     lines = [f"# {_md(result.title)}", ""]
-    lines += [f"- **{_md(k)}**: {_md(v)}" for k, v in _meta_items(result.meta)]
+    lines += [f"- **{_md(k)}**: {_md(v)}" for k, v in _meta_items(result.meta, header=True)]
     for sentence in _verdict(result):
         lines += ["", f"**{_md(sentence)}**"]
     if _notes(result):
@@ -273,6 +278,9 @@ def to_markdown(result: ReportResult, *, full: bool = False) -> str:
             lines += ["", f"*{_md(note)}*"]
         if section.caution:
             lines += ["", f"> **Caution:** {_md(section.caution)}"]
+    details = _meta_items(result.meta, header=False)
+    if details:
+        lines += ["", "## Run details", ""] + [f"- **{_md(k)}**: {_md(v)}" for k, v in details]
     sql = result.meta.get("sql")
     if sql:
         fence = "`" * max(3, _longest_backtick_run(sql) + 1)
