@@ -244,7 +244,9 @@ class Report:
             local._check_columns(con)
             found, _ = local.probes(lambda sql: run_sql(con, sql), "duckdb")
             self._table(dialect)      # another engine needs the name of its table before anything is printed
-            printed = self.probe_queries(dialect, list(found.by_value)) + [(AGGREGATE, self.aggregate_query(dialect, found))]
+            shown = local if dialect == "duckdb" else self     # DuckDB reads the attached file; others their table
+            printed = shown.probe_queries(dialect, list(found.by_value)) + \
+                [(AGGREGATE, shown.aggregate_query(dialect, found))]
             return _script(printed, dialect)
 
     # -- running ------------------------------------------------------------------------------
