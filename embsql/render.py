@@ -468,7 +468,7 @@ def _html_table(header: list[str], rows: list[list], *, row_headers: bool = Fals
 # .jp-RenderedHTMLCommon rules): the report looks the same in a notebook and in a browser.
 _RULES = """
 .embsql-report{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;
- color:#1d232a;background:#fff;max-width:1240px;margin:0 auto;padding:14px 24px 40px;box-sizing:border-box}
+ color:#1d232a;background:#fff;max-width:1240px;margin:0 auto;padding:14px 24px 40px;box-sizing:border-box;text-align:left}
 .embsql-report h1{font-size:1.4rem;margin:0 0 2px}
 .embsql-report h2{font-size:1.1rem;margin:22px 0 6px;padding-top:6px;border-top:1px solid #d5dae0}
 .embsql-report #summary h2{border-top:none;margin-top:8px}
