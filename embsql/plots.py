@@ -316,7 +316,9 @@ def _compare_plot(result: ReportResult) -> Plot | None:
     rows = [r for r in result["compare"].to_dicts() if _finite(r.get("difference"))]
     if not rows:
         return None
-    figure = _require_matplotlib()(figsize=(5.6, 1.4 + 0.5 * len(rows)), layout="constrained")
+    names = [f"{_label(r.get('model_a'))} − {_label(r.get('model_b'))}" for r in rows]
+    width = 3.6 + 0.075 * max(len(n) for n in names)       # room for the pair names beside the axis
+    figure = _require_matplotlib()(figsize=(width, 1.5 + 0.5 * len(rows)), layout="constrained")
     ax = figure.subplots()
     y = list(range(len(rows)))[::-1]
     for yi, row in zip(y, rows):
@@ -330,15 +332,15 @@ def _compare_plot(result: ReportResult) -> Plot | None:
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(6))      # wide tick labels (−0.025) must not run into each other
-    ax.set_yticks(y, [f"{_label(r.get('model_a'))} − {_label(r.get('model_b'))}" for r in rows])
+    ax.set_yticks(y, names)
     ax.set_ylim(-0.6, len(rows) - 0.4)
-    ax.set_xlabel("paired difference of R² (points: estimate; bars: interval)")
+    ax.set_xlabel("difference of R²")
     ax.set_title("Paired difference of R² between models", fontsize="medium")
     ax.grid(axis="x", alpha=0.3)
     level = next((r.get("level") for r in rows if _finite(r.get("level"))), result.meta.get("level"))
     what = f"{level:.0%} interval" if _finite(level) else "interval"
-    caption = (f"R² of the first model minus R² of the second, paired over the same groups, with its {what}; "
-               "an interval that misses the dashed line at 0 separates the two models.")
+    caption = (f"R² of the first model minus R² of the second (point), paired over the same groups, with its "
+               f"{what} (bar); an interval that misses the dashed line at 0 separates the two models.")
     return Plot("verdict", "compare", caption, figure)
 
 

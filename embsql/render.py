@@ -284,7 +284,9 @@ def to_markdown(result: ReportResult, *, full: bool = False) -> str:
     sql = result.meta.get("sql")
     if sql:
         fence = "`" * max(3, _longest_backtick_run(sql) + 1)
-        lines += ["", "## SQL", "", f"{fence}sql", str(sql).rstrip(), fence]
+        # folded, as in the HTML report: with hundreds of dimensions the aggregate is long
+        lines += ["", "## SQL", "", "<details><summary>SQL that was run</summary>", "", f"{fence}sql",
+                  str(sql).rstrip(), fence, "", "</details>"]
     return "\n".join(lines) + "\n"
 
 

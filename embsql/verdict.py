@@ -55,13 +55,14 @@ def _models(result, rows: list[dict], group: str) -> str:
                     f"({level} CI {_range(pair[1], low, high)}{groups})")
         if _finite(v_lead) and _finite(v_second) and v_lead != v_second:
             sentence += ("; V would rank them the other way" if v_lead < v_second else "; V points the same way") + \
-                        f" ({_num(v_lead)} vs {_num(v_second)}), but V is not comparable across models"
+                        " ({} vs {}), but V is not comparable across models".format(*_nums(v_lead, v_second))
     else:
         sentence = (f"{_name(lead['model'])} and {_name(second['model'])} cannot be told apart on these data: "
                     f"R² {r2_lead} vs {r2_second}, paired difference {difference} "
                     f"({level} CI {_range(pair[1], low, high)}{groups}) includes 0")
         if _finite(v_lead) and _finite(v_second):
-            sentence += f"; V ({_num(v_lead)} vs {_num(v_second)}) is not comparable across models and cannot settle it"
+            sentence += "; V ({} vs {}) is not comparable across models and cannot settle it".format(
+                *_nums(v_lead, v_second))
     return ranking + sentence + "."
 
 
@@ -174,9 +175,12 @@ def _num(value: float) -> str:
 
 def _nums(*values: float) -> list[str]:
     """Figures read side by side, with the same number of decimals: two, or more (at most four)
-    when the smallest of them is below 0.01, so that it keeps two significant digits (0.0043)."""
+    when the smallest of them is below 0.01, so that it keeps two significant digits (0.0043), or
+    when two different figures would otherwise print alike (0.972 vs 0.969)."""
     smallest = min((abs(v) for v in values if v), default=1.0)
     decimals = min(4, 1 - math.floor(math.log10(smallest))) if smallest < 0.0095 else 2
+    while decimals < 4 and len({f"{v:.{decimals}f}" for v in values}) < len(set(values)):
+        decimals += 1
     return [("−" if v < 0 else "") + f"{abs(v):.{decimals}f}" for v in values]
 
 

@@ -424,6 +424,19 @@ def _many_models_report(count=11):
     return ReportResult("many", summary, ())
 
 
+def _three_models_compared():
+    """Three models with long names and every pair compared (intervals on both sides of 0)."""
+    models = ("lg-static-300-multilingual", "md-static-96", "md-static-64")
+    r2 = dict(zip(models, (0.40, 0.31, 0.28)))
+    summary = ResultTable.from_dicts("summary", ("model", "n", "groups", "r2", "r2_se"),
+                                     [{"model": m, "n": 2700, "groups": 300, "r2": r2[m], "r2_se": 0.002} for m in models])
+    pairs = [(a, b) for i, a in enumerate(models) for b in models[i + 1:]]
+    compare = ResultTable.from_dicts("compare", ("model_a", "model_b", "difference", "ci_low", "ci_high"),
+                                     [{"model_a": a, "model_b": b, "difference": r2[a] - r2[b],
+                                       "ci_low": r2[a] - r2[b] - 0.05, "ci_high": r2[a] - r2[b] + 0.01} for a, b in pairs])
+    return ReportResult("three", summary, (Section("compare", "Paired comparison", compare, "paired"),))
+
+
 def _figures_to_check():
     from embsql.demo import demo_report
 
@@ -437,6 +450,7 @@ def _figures_to_check():
     retrieval = embsql.report("d", vector="vector", group="group", by="model", queries="q", docs="d",
                               permutations=19, retrieval={"level": "level"}).run(con)
     reports = {"fake": fake_report(), "one model": fake_report(models=("mini-384",)),
+               "three long names": _three_models_compared(),
                "no by": unlabelled_report(), "many models": _many_models_report(), "demo": demo_report(seeds=2),
                "retrieval": retrieval}
     return [(name, k, plot.figure) for name, report in reports.items() for k, plot in enumerate(report_plots(report))]
