@@ -29,6 +29,7 @@ from sqlglot.errors import SqlglotError
 
 from . import cautions, decomposition, resampling, stage1
 from .api import run_sql
+from .arguments import check_level, check_permutations, check_replicates, check_seed
 from .errors import ColumnNotFoundError, DesignError, InputError
 from .report_result import ReportResult, Section
 from .results import ResultTable
@@ -78,12 +79,13 @@ class Report:
         unknown = [s for s in self.sections if s not in SECTIONS]
         if unknown:
             raise InputError(f"report: unknown section {unknown[0]!r}; the sections are: {', '.join(SECTIONS)}")
-        for name in ("permutations", "seed", "replicates"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise InputError(f"report: {name} must be a non-negative integer, not {value!r}")
-        if not 0 < self.level < 1:
-            raise InputError(f"report: level must be between 0 and 1, not {self.level!r}")
+        try:   # the rules every face shares (embsql.arguments); 0 permutations skips the tests
+            check_permutations(self.permutations, allow_zero=True)
+            check_seed(self.seed)
+            check_replicates(self.replicates)
+            check_level(self.level)
+        except InputError as error:
+            raise InputError(f"report: {error}") from None
         if self.by is not None and self.by == self.group:
             raise InputError(f"report: by column {self.by!r} is the group column; pass a different column (e.g. the model)")
         if self.where is not None:

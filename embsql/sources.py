@@ -16,6 +16,7 @@ import functools
 import inspect
 import itertools
 import re
+import warnings
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,7 +170,14 @@ def accepts_frames(*parameters: str):
                     value = bound.arguments.get(parameter)
                     if value is not None and isinstance(con, duckdb.DuckDBPyConnection):
                         bound.arguments[parameter] = stack.enter_context(local_source(con, value))
-                return function(*bound.args, **bound.kwargs)
+                # a warning the function raises for its caller (stacklevel=2) would point at this
+                # wrapper: catch it and raise it again one frame up, at the user's line
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    result = function(*bound.args, **bound.kwargs)
+            for warning in caught:
+                warnings.warn(warning.message, warning.category, stacklevel=2)
+            return result
 
         return call
 

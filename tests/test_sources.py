@@ -1,6 +1,8 @@
 """Sources every Python function accepts: names, files, FILE.duckdb:TABLE, and in-memory objects
 (pandas and polars DataFrames, Arrow tables and datasets), registered for one call only."""
 
+from pathlib import Path
+
 import duckdb
 import numpy as np
 import pyarrow as pa
@@ -101,3 +103,10 @@ def test_a_table_in_a_duckdb_file(tmp_path):
         embsql.anova(con, f"{tmp_path / 'nope.duckdb'}:emb", "topic", "emb")
     report = embsql.report(f"{path}:emb", vector="emb", group="topic", by="model", permutations=0).run(con)
     assert report.meta["source"] == f"{path}:emb"
+
+
+def test_a_warning_points_at_the_callers_line():
+    con = embsql.connect()
+    with pytest.warns(UserWarning, match="dispersion test is significant") as caught:
+        embsql.permanova(con, model_table(), "topic", "emb", by="model", permutations=19)
+    assert {Path(w.filename).name for w in caught} == {Path(__file__).name}
