@@ -44,7 +44,11 @@ def executed():
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in CELLS]
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    # the kernel imports the embsql this test imported (the checkout, or the installed wheel in CI)
+    import embsql
+
+    here = str(Path(embsql.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     previous = os.environ.copy()
     os.environ.update(env)          # the kernel inherits the environment: embsql from this checkout
     try:
