@@ -207,8 +207,10 @@ def to_text(result: ReportResult, *, color: bool | None = None, width: int | Non
     for sentence in _verdict(result):
         console.print()
         console.print(Text(textwrap.fill(sentence, prose), style="bold"))
+    if _notes(result):
+        console.print()
     for note in _notes(result):
-        console.print(Text(textwrap.fill(f"Note: {note}", prose, subsequent_indent="      ")))
+        console.print(Text(textwrap.fill(f"Note: {note.rstrip('.')}.", prose, subsequent_indent="      ")))
     console.print()
     console.print(table(Text("Summary"), *_summary_grid(result.summary), first_is_label=True))
     for section in result.sections:

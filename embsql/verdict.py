@@ -137,7 +137,7 @@ def _each(rows, values) -> str:
         return f"p = {_p(values[0])}"
     if len(set(values)) == 1:
         return f"p = {_p(values[0])} for each"
-    return "p = " + ", ".join(f"{_p(v)} ({_name(r['model'])})" for r, v in zip(rows, values))
+    return "p = " + ", ".join(f"{_p(v)} for {_name(r['model'])}" for r, v in zip(rows, values))
 
 
 # ---------------------------------------------------------------- retrieval

@@ -366,7 +366,7 @@ def test_verdict_reads_the_p_values():
     strong = _judged({"a": 0.4, "b": 0.3}, {"a": 1, "b": 1}, {("a", "b"): (0.05, 0.15)},
                      p={"a": 0.001, "b": 0.001}, dispersion={"a": 0.4, "b": 0.03})
     assert strong.verdict[1].startswith("The groups differ beyond chance in every model (PERMANOVA p = 0.001 for each")
-    assert "dispersion test is significant too (p = 0.4 (a), 0.03 (b))" in strong.verdict[1]
+    assert "dispersion test is significant too (p = 0.4 for a, 0.03 for b)" in strong.verdict[1]
     weak = _judged({"a": 0.4, "b": 0.3}, {"a": 1, "b": 1}, {("a", "b"): (0.05, 0.15)}, p={"a": 0.2, "b": 0.5})
     assert weak.verdict[1].startswith("PERMANOVA finds no evidence")
     none = _judged({"a": 0.4, "b": 0.3}, {"a": 1, "b": 1}, {("a", "b"): (0.05, 0.15)})
