@@ -129,6 +129,8 @@ def _tests(rows: list[dict], permutations) -> str:
                          "unequal spread within groups rather than separated centres")
         else:
             sentence += f"; the dispersion test finds no unequal spread ({_each(rows, spread)})"
+    if len(rows) == 1:
+        sentence += "; p says whether the grouping could be chance, not how strong it is (R² says that)"
     return sentence + "."
 
 
