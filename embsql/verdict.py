@@ -146,11 +146,11 @@ def _each(rows, values) -> str:
 
 def _retrieval(rows: list[dict]) -> str:
     ranked = sorted(rows, key=lambda r: -r["top1"])
-    parts = [f"{_name(r['model'])} for {r['top1']:.0%}" for r in ranked]
-    queries = f" of {ranked[0]['queries']} queries" if ranked[0].get("queries") else " of the queries"
+    queries = f"of the {ranked[0]['queries']} queries" if ranked[0].get("queries") else "of the queries"
     if len(rows) == 1:
-        return f"The correct document ranks first for {rows[0]['top1']:.0%}{queries}."
-    return f"The correct document ranks first{queries}: " + ", ".join(parts) + "."
+        return f"The correct document ranks first for {rows[0]['top1']:.0%} {queries}."
+    parts = ", ".join(f"{r['top1']:.0%} with {_name(r['model'])}" for r in ranked)
+    return f"The correct document ranks first for {parts} {queries}."
 
 
 # ---------------------------------------------------------------- words and numbers

@@ -266,3 +266,14 @@ def render_text(result):
     from embsql.render import to_text
 
     return to_text(result)
+
+
+def test_the_retrieval_report_opens_with_its_top1_rates(data):
+    queries, docs = data
+    con = embsql.connect()
+    result = embsql.retrieval_layers(con, queries, docs, model="model")
+    rank = {row["model"]: row["top1"] for row in result["rank"].to_dicts()}
+    (sentence,) = result.verdict
+    best, other = sorted(rank, key=lambda m: -rank[m])
+    assert sentence == (f"The correct document ranks first for {rank[best]:.0%} with {best}, "
+                        f"{rank[other]:.0%} with {other} of the {result['rank'].to_dicts()[0]['queries']} queries.")
