@@ -1,4 +1,4 @@
-"""Cross-model agreement on the same items (SPEC S25): do two models put the same items near
+"""Cross-model agreement on the same items: do two models put the same items near
 each other, and do they order all pairwise distances the same way?
 
 * k-NN agreement.  N_M(i) is the set of the k nearest OTHER items of item i under model M, by
