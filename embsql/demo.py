@@ -109,7 +109,10 @@ def demo_report(seeds: int = 20, seed: int = 0):
         Section(name, title, ResultTable.from_dicts(name, columns, [r for r in rows if r["experiment"] == experiment]),
                 caution)
         for experiment, name, title, caution in EXPERIMENTS)
-    summary = ResultTable.from_dicts("summary", ("model", "v", "r2", "r2_null", "f"), rows)
+    # one row per configuration (not one column each, as a report's models: eleven would not fit)
+    for row in rows:
+        row["configuration"] = row["model"]
+    summary = ResultTable.from_dicts("summary", ("configuration", "v", "r2", "r2_null", "f"), rows)
     meta = {"source": "the source's experiment", "seeds": seeds, "seed": seed,
             "design": f"{GROUPS} groups of {PER_GROUP} unit vectors in {DIM} dimensions, mean over {seeds} seeds",
             "verdict": demo_verdict(rows)}
