@@ -272,3 +272,31 @@ def test_the_progress_bar_writes_to_stderr_only(files):
     assert out.returncode == 0 and out.stderr == ""          # not a terminal: no bar at all
     document = json.loads(out.stdout)                         # stdout is the report alone
     assert document["summary"]["rows"][0][document["summary"]["columns"].index("p_value")] is not None
+
+
+def test_on_a_terminal_the_progress_bar_goes_to_stderr(files):
+    """stderr a terminal (a pty), stdout a pipe: the bar is drawn on the terminal, stdout is the report."""
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "embsql", "report", str(files / "emb.parquet"), "--vector", "emb", "--group",
+             "topic", "--by", "model", "--permutations", "2000", "--format", "json"],
+            stdout=subprocess.PIPE, stderr=follower, env={**os.environ, "NO_COLOR": "1", "COLUMNS": "100"})
+        os.close(follower)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:            # the child closed the terminal
+                break
+            if not chunk:
+                break
+            drawn += chunk
+        stdout, _ = process.communicate(timeout=300)
+    finally:
+        os.close(leader)
+    assert process.returncode == 0
+    assert b"permutations" in drawn                      # the bar's label, on the terminal
+    assert json.loads(stdout)["schema"] == "embsql.report/1"   # and nothing of it on stdout
