@@ -51,7 +51,7 @@ def _open(data: str | None):
     return con, data
 
 
-def _build(args, *, source_from_table: bool = False):
+def _build(args, *, source_from_table: bool = False, hint: str = ""):
     from .report import Report
 
     con, source = _open(args.data)
@@ -69,7 +69,7 @@ def _build(args, *, source_from_table: bool = False):
         if source is None:
             missing.insert(0, "DATA")
         if missing:
-            raise InputError(f"missing {', '.join(missing)} (or give --config FILE)")
+            raise InputError(f"missing {', '.join(missing)} (or give --config FILE{hint})")
         report = Report(**{k: v for k, v in settings.items() if v is not None})
     return con, report
 
@@ -106,7 +106,7 @@ def _findings(args, result) -> int:
 
 
 def _sql(args) -> int:
-    con, report = _build(args, source_from_table=args.dims is not None)
+    con, report = _build(args, source_from_table=args.dims is not None, hint=", or --table T with --dims MODEL=D,...")
     sys.stdout.write(report.sql(args.dialect, con=con, dims=args.dims))
     return EXIT_OK
 
