@@ -137,9 +137,15 @@ def local_source(con: duckdb.DuckDBPyConnection, source):
     if not is_frame(source):
         raise SourceNotFoundError(_unsupported(source))
     name = f"__embsql_source_{next(_counter)}"
-    frame = source.to_arrow() if type(source).__module__.startswith("polars") else source
-    if type(source).__name__ == "LazyFrame":
+    kind = type(source).__name__
+    if kind == "LazyFrame":
         frame = source.collect().to_arrow()
+    elif type(source).__module__.startswith("polars"):
+        frame = source.to_arrow()
+    elif kind == "RecordBatchReader":
+        frame = source.read_all()      # a stream reads once; a face reads its source more than once
+    else:
+        frame = source
     try:
         con.register(name, frame)
     except (duckdb.Error, TypeError, ValueError) as error:

@@ -19,7 +19,8 @@ def _frames(table: pa.Table):
     import polars
 
     return {"pandas": table.to_pandas(), "polars": polars.from_arrow(table), "arrow": table,
-            "dataset": ds.dataset(table), "batch": table.combine_chunks().to_batches()[0]}
+            "dataset": ds.dataset(table), "batch": table.combine_chunks().to_batches()[0],
+            "lazy": polars.from_arrow(table).lazy()}
 
 
 def _private_views(con) -> list:
@@ -28,7 +29,7 @@ def _private_views(con) -> list:
         [name for (name,) in con.sql("SHOW TABLES").fetchall() if name.startswith("__embsql")]
 
 
-@pytest.mark.parametrize("kind", ["pandas", "polars", "arrow", "dataset", "batch"])
+@pytest.mark.parametrize("kind", ["pandas", "polars", "arrow", "dataset", "batch", "lazy"])
 def test_every_face_takes_a_frame_and_leaves_nothing_behind(kind):
     table = model_table()
     con = embsql.connect()
@@ -110,3 +111,12 @@ def test_a_warning_points_at_the_callers_line():
     with pytest.warns(UserWarning, match="dispersion test is significant") as caught:
         embsql.permanova(con, model_table(), "topic", "emb", by="model", permutations=19)
     assert {Path(w.filename).name for w in caught} == {Path(__file__).name}
+
+
+def test_a_record_batch_reader_is_read_once_for_the_whole_call():
+    table = model_table()
+    con = embsql.connect()
+    con.register("named", table)
+    reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
+    assert embsql.anova(con, reader, "topic", "emb", by="model").to_dicts() == \
+        embsql.anova(con, "named", "topic", "emb", by="model").to_dicts()
