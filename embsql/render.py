@@ -503,7 +503,7 @@ _RULES = """
 .embsql-report .verdict p:first-child{font-weight:600}
 .embsql-report ul.notes{font-size:.88rem;color:#3d4650;margin:4px 0;padding-left:18px}
 .embsql-report details.sql pre{background:#f6f8fa;padding:10px;overflow-x:auto;font-size:.85rem}
-.embsql-report details.run{font-size:.85rem;color:#3d4650;margin-top:8px}
+.embsql-report details{font-size:.88rem;color:#3d4650;margin-top:8px}
 .embsql-report h1,.embsql-report h2{font-weight:600;line-height:1.25;color:#1d232a}
 .embsql-report p{margin:6px 0}
 .embsql-report table{table-layout:auto;margin:0;color:inherit;border:none}
