@@ -1,4 +1,4 @@
-"""Cross-model agreement on the same items (SPEC S25): do two models put the same items near
+"""Cross-model agreement on the same items: do two models put the same items near
 each other, and do they order all pairwise distances the same way?
 
 * k-NN agreement.  N_M(i) is the set of the k nearest OTHER items of item i under model M, by
@@ -37,7 +37,7 @@ from .permutation import PermutationTest, _check_permutations, _result
 from .progress import progress_bar
 from .resampling import jackknife_se
 from .results import ResultTable
-from .sources import resolve
+from .sources import accepts_frames, resolve
 from .sufficient import unit_rows
 from .uncertainty import shared_items
 
@@ -309,6 +309,7 @@ def _models(con, source: str, item: str, model: str, vector: str) -> dict:
     return {value: (part.labels, part.unit) for value, part in parts}
 
 
+@accepts_frames()
 def knn_agreement(con: duckdb.DuckDBPyConnection, source: str, item: str, model: str, vector: str, *,
                   k: int = 10, per_item: bool = False, common: bool = False) -> ResultTable:
     """k-NN agreement of every pair of models that embedded the same items.
@@ -327,6 +328,7 @@ def knn_agreement(con: duckdb.DuckDBPyConnection, source: str, item: str, model:
     return ResultTable.from_dicts("knn_agreement", KNN_COLUMNS, rows)
 
 
+@accepts_frames()
 def mantel(con: duckdb.DuckDBPyConnection, source: str, item: str, model: str, vector: str, *,
            permutations: int = 999, seed: int = 42, common: bool = False,
            progress: bool | None = None) -> ResultTable:

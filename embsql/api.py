@@ -15,10 +15,11 @@ from . import decomposition
 from .errors import SqlInputError
 from .registration import register
 from .results import ResultTable
-from .sources import resolve
+from .sources import accepts_frames, resolve
 from .sufficient import group_sums
 
 
+@accepts_frames()
 def anova(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *,
           by: str | None = None, key: str | None = None) -> ResultTable:
     """SS_T, SS_W, SS_B, R2, pseudo-F, V, mean resultant length and W-bar (one row per ``by`` value).
@@ -35,6 +36,7 @@ def anova(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, 
     return ResultTable.from_dicts("anova", ((by,) if by else ()) + decomposition.ANOVA_COLUMNS, rows)
 
 
+@accepts_frames()
 def groups(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *,
            by: str | None = None, key: str | None = None) -> ResultTable:
     """Per group: n_g, W_g and the size-corrected W~_g (None for a singleton group)."""
@@ -43,6 +45,7 @@ def groups(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str,
     return ResultTable.from_dicts("groups", ((by,) if by else ()) + decomposition.GROUP_COLUMNS, rows)
 
 
+@accepts_frames("distances", "labels")
 def anova_dist(con: duckdb.DuckDBPyConnection, distances: str, labels: str, group: str, *,
                i: str = "i", j: str = "j", d: str = "d", id: str = "id") -> ResultTable:
     """The decomposition from a distance table (i, j, d) and a labels table (id, group)."""

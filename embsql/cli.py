@@ -8,11 +8,8 @@ NO_COLOR is honoured (rich reads it).
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
-
-from sqlglot import exp
 
 from .errors import EmbsqlError, InputError
 
@@ -21,10 +18,13 @@ FORMATS = ("table", "json", "markdown", "html")
 
 REPORT_EXAMPLE = """example:
   embsql report examples/embeddings.parquet --vector embedding --group topic --by model
-  embsql report data.duckdb:emb --vector v --group topic --permutations 999 --format html --out report.html
+  embsql report data.duckdb:emb --vector v --group topic --format html --out report.html
+  embsql report data.parquet --vector v --group topic --permutations 0    (no tests: faster)
   embsql report --config report.toml --format json"""
 SQL_EXAMPLE = """example:
-  embsql sql examples/embeddings.parquet --vector embedding --group topic --by model --dialect spark --table emb"""
+  embsql sql examples/embeddings.parquet --vector embedding --group topic --by model --dialect spark --table emb
+  embsql sql --table lake.emb --vector embedding --group topic --by model --dims mini-384=384,base-768=768 \\
+      --dialect spark"""
 DEMO_EXAMPLE = """example:
   embsql demo
   embsql demo --out demo.html"""
@@ -38,34 +38,28 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _open(data: str | None):
-    """DATA is a Parquet/CSV file, or FILE.duckdb:TABLE; returns (connection, source name).
-
-    A DuckDB file is attached read-only to an in-memory connection (the macros live there), under
-    the file's stem, so the source is stem.table."""
+    """DATA is a Parquet/CSV file, or FILE.duckdb:TABLE (attached read-only when the report runs,
+    see embsql.sources); returns (connection, source name)."""
     from .registration import connect
+    from .sources import attached_name
 
     con = connect()
     if data is None:
         return con, None
-    path, _, table = data.rpartition(":")
-    if Path(path).suffix in (".duckdb", ".db") and table:
-        if not Path(path).exists():
-            raise InputError(f"DuckDB file {path!r} does not exist")
-        alias = re.sub(r"\W", "_", Path(path).stem) or "data"
-        con.execute(f"ATTACH {exp.Literal.string(path).sql('duckdb')} AS {exp.to_identifier(alias, quoted=True).sql('duckdb')}"
-                    " (READ_ONLY)")
-        return con, f"{alias}.{table}"
-    if not Path(data).exists():
+    if attached_name(con, data) == data and not Path(data).exists():
         raise InputError(f"data file {data!r} does not exist")
     return con, data
 
 
-def _build(args):
+def _build(args, *, source_from_table: bool = False, hint: str = ""):
     from .report import Report
 
     con, source = _open(args.data)
+    if source is None and source_from_table and args.table and not args.config:
+        source = args.table          # embsql sql --table T --dims ...: nothing local is read
     settings = {"source": source, "vector": args.vector, "group": args.group, "by": args.by,
-                "permutations": args.permutations, "seed": args.seed, "replicates": args.replicates,
+                "permutations": getattr(args, "permutations", None), "seed": getattr(args, "seed", None),
+                "replicates": getattr(args, "replicates", None),
                 "sections": tuple(args.sections.split(",")) if args.sections else None, "table": args.table,
                 "queries": args.queries, "docs": args.docs}
     if args.config:
@@ -75,18 +69,22 @@ def _build(args):
         if source is None:
             missing.insert(0, "DATA")
         if missing:
-            raise InputError(f"missing {', '.join(missing)} (or give --config FILE)")
+            raise InputError(f"missing {', '.join(missing)} (or give --config FILE{hint})")
         report = Report(**{k: v for k, v in settings.items() if v is not None})
     return con, report
 
 
 def _report(args) -> int:
     con, report = _build(args)
+    if args.fail_if_dispersion and "dispersion" not in report.chosen_sections:
+        raise InputError("--fail-if-dispersion needs the dispersion test, which runs with --permutations N (N > 0)"
+                         + (" and the dispersion section in --sections" if report.sections else ""))
     result = report.run(con, progress=False if args.no_progress else None)
     from . import render
 
-    text = {"table": render.to_text, "json": render.to_json, "markdown": render.to_markdown,
-            "html": render.to_html}[args.format](result)
+    renderers = {"table": lambda r: render.to_text(r, full=args.full), "json": render.to_json,
+                 "markdown": lambda r: render.to_markdown(r, full=args.full), "html": render.to_html}
+    text = renderers[args.format](result)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
     else:
@@ -102,17 +100,30 @@ def _findings(args, result) -> int:
             failed.append(f"R² = {row['r2']:.4g} is below --min-r2 {args.min_r2}{model}")
         if args.fail_if_dispersion and row["dispersion_p"] is not None and row["dispersion_p"] <= args.alpha:
             failed.append(f"the dispersion test is significant, p = {row['dispersion_p']:.4g} <= {args.alpha}{model}")
-    if args.fail_if_dispersion and "dispersion" not in result.meta.get("sections", []):
-        raise InputError("--fail-if-dispersion needs the dispersion test: give --permutations N")
     for line in failed:
         print(f"embsql: finding: {line}", file=sys.stderr)
     return EXIT_FINDING if failed else EXIT_OK
 
 
 def _sql(args) -> int:
-    con, report = _build(args)
-    sys.stdout.write(report.sql(args.dialect, con=con))
+    con, report = _build(args, source_from_table=args.dims is not None, hint=", or --table T with --dims MODEL=D,...")
+    sys.stdout.write(report.sql(args.dialect, con=con, dims=args.dims))
     return EXIT_OK
+
+
+def _dims(text: str):
+    """--dims: one d (768) or MODEL=D pairs (mini-384=384,base-768=768)."""
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    dims = {}
+    for part in text.split(","):
+        model, equals, d = part.strip().rpartition("=")
+        if not equals or not model or not d.strip().isdigit() or int(d) < 1:
+            raise argparse.ArgumentTypeError(f"{part.strip()!r} is not MODEL=D with D a positive whole number "
+                                             "(e.g. --dims mini-384=384,base-768=768, or --dims 768)")
+        dims[model.strip()] = int(d)
+    return dims
 
 
 def _demo(args) -> int:
@@ -126,17 +137,22 @@ def _demo(args) -> int:
         print(f"wrote {args.out}")
         return EXIT_OK
     table = run_demo(connect(), seeds=args.seeds, seed=args.seed)
-    print(f"The source's experiment (SPEC S8): mean over {args.seeds} seeds of 80 unit vectors in 50-d, 20 groups of 4")
+    print(f"The source's experiment: mean over {args.seeds} seeds of 80 unit vectors in 50-d, 20 groups of 4")
     print(f"{'experiment':24} {'param':>6} {'V':>7} {'R2':>7} {'R2_null':>8} {'F':>7}")
     for row in table.to_pylist():
         print(f"{row['experiment']:24} {row['param']:>6.2f} {row['v']:>7.3f} {row['r2']:>7.3f} "
               f"{row['r2_null']:>8.3f} {row['f']:>7.2f}")
-    print("V falls with a common direction while R2 stays; shrinking within groups moves R2, not V;\n"
-          "the exact lift (a similarity) scales V by lambda and leaves R2 unchanged.")
+    import textwrap
+
+    from .demo import demo_verdict
+
+    for sentence in demo_verdict(table.to_pylist()):
+        print(textwrap.fill(sentence, 100))
     return EXIT_OK
 
 
-def _report_arguments(parser: argparse.ArgumentParser) -> None:
+def _report_arguments(parser: argparse.ArgumentParser, *, running: bool) -> None:
+    """The flags that describe a report; ``running`` adds those that matter only when it runs."""
     parser.add_argument("data", nargs="?", metavar="DATA",
                         help="a Parquet or CSV file, or FILE.duckdb:TABLE (optional with --config)")
     parser.add_argument("--vector", help="the vector column (FLOAT[] or DOUBLE[])")
@@ -144,12 +160,13 @@ def _report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--by", help="the model column: one set of figures per value")
     parser.add_argument("--config", metavar="FILE", help="a TOML file with a [report] table; flags override it")
     parser.add_argument("--sections", help="comma-separated: decomposition,groups,jackknife,bootstrap,compare,"
-                                           "permanova,dispersion (default: the first five, plus the tests with "
-                                           "--permutations)")
-    parser.add_argument("--permutations", type=int, help="permutations for PERMANOVA and the dispersion test "
-                                                         "(default 0: no tests)")
-    parser.add_argument("--seed", type=int, help="random seed (default 42)")
-    parser.add_argument("--replicates", type=int, help="bootstrap replicates (default 2000)")
+                                           "permanova,dispersion (default: all seven; the last two are the "
+                                           "permutation tests)")
+    if running:
+        parser.add_argument("--permutations", type=int, help="permutations for PERMANOVA and the dispersion test "
+                                                             "(default 999; 0 skips both tests)")
+        parser.add_argument("--seed", type=int, help="random seed (default 42)")
+        parser.add_argument("--replicates", type=int, help="bootstrap replicates (default 2000)")
     parser.add_argument("--table", help="the source's table name on another engine (for --dialect)")
     parser.add_argument("--queries", help="queries table or file: adds the retrieval layers (with --docs; column "
                                           "names other than the defaults go in the config file's [report.retrieval])")
@@ -164,12 +181,15 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     report = commands.add_parser("report", help="run a report on a file and print it",
-                                 description="Run a report: decomposition, per-group spread, jackknife and bootstrap "
-                                             "intervals, paired model comparison, and (with --permutations) "
-                                             "PERMANOVA and the dispersion test.",
+                                 description="Run a report: a verdict first, then the decomposition, per-group spread, "
+                                             "jackknife and bootstrap intervals, paired model comparison, PERMANOVA "
+                                             "and the dispersion test (999 permutations; --permutations 0 skips "
+                                             "them).",
                                  epilog=REPORT_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
-    _report_arguments(report)
+    _report_arguments(report, running=True)
     report.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
+    report.add_argument("--full", action="store_true",
+                        help="every row of long sections in table and Markdown output (JSON and HTML always have them)")
     report.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
     report.add_argument("--min-r2", type=float, help="exit 1 if any model's R² is below this")
     report.add_argument("--fail-if-dispersion", action="store_true",
@@ -182,14 +202,17 @@ def build_parser() -> argparse.ArgumentParser:
                               description="Print the stage-1 SQL of a report (the aggregate that runs on the engine) "
                                           "instead of running it.",
                               epilog=SQL_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
-    _report_arguments(sql)
+    _report_arguments(sql, running=False)
     from .report import DIALECTS
 
     sql.add_argument("--dialect", choices=DIALECTS, default="duckdb", help="SQL dialect (default duckdb)")
+    sql.add_argument("--dims", type=_dims, metavar="MODEL=D,...",
+                     help="the vector length of each model (or one D): print only the aggregate, probe nothing; "
+                          "with --table, DATA may be left out")
     sql.set_defaults(run=_sql)
 
     demo = commands.add_parser("demo", help="reproduce the source's experiment on an embedded DuckDB",
-                               description="Reproduce the source's experiment (SPEC S8): a common direction makes "
+                               description="Reproduce the source's experiment: a common direction makes "
                                            "V fall while R² stays; shrinking groups moves R², not V.",
                                epilog=DEMO_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     demo.add_argument("--seeds", type=int, default=20, help="number of random configurations to average (default 20)")

@@ -17,7 +17,7 @@ from .dispersion import dispersion_test
 from .permutation import canonical_order, design, permanova_vectors
 from .progress import progress_bar
 from .results import ResultTable
-from .sources import resolve
+from .sources import accepts_frames, resolve
 from .sufficient import GroupSums, unit_rows
 
 PERMANOVA_COLUMNS = decomposition.ANOVA_COLUMNS + ("p_value", "permutations")
@@ -30,6 +30,7 @@ def _ordered(part, strata: bool):
     return part.labels[order], part.unit[order], (part.extra[order] if strata else None)
 
 
+@accepts_frames()
 def permanova(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *,
               permutations: int = 999, seed: int = 42, strata: str | None = None, by: str | None = None,
               method: str = "auto", progress: bool | None = None, check_dispersion: bool = True) -> ResultTable:
@@ -55,6 +56,7 @@ def permanova(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: s
     return ResultTable.from_dicts("permanova", ((by,) if by else ()) + PERMANOVA_COLUMNS, rows)
 
 
+@accepts_frames()
 def dispersion(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *,
                permutations: int = 999, seed: int = 42, by: str | None = None,
                progress: bool | None = None) -> tuple[ResultTable, ResultTable]:

@@ -1,10 +1,10 @@
-"""Retrieval margins (SPEC S20, S21) by blocked matrix products: never an nq x nd matrix at once.
+"""Retrieval margins by blocked matrix products: never an nq x nd matrix at once.
 
 For query q (unit vector) with correct document d+ and distractors D- (every other document of
 the corpus, or only those of d+'s group), with s(q, d) = q . d the cosine similarity:
-    s+ = s(q, d+),  s- = max over D- of s(q, d),  margin = s+ - s-            (S20)
+    s+ = s(q, d+),  s- = max over D- of s(q, d),  margin = s+ - s-
     d_pos2 = ||q - d+||^2,  d_neg2 = ||q - d-||^2 (d- the best distractor),
-    m = (d_neg2 - d_pos2) / (d_neg2 + d_pos2)                                   (S21)
+    m = (d_neg2 - d_pos2) / (d_neg2 + d_pos2)
     ties = #{d in D-: |s(q, d) - s+| <= tol},  higher = #{d in D-: s(q, d) > s+ + tol},
     rank = 1 + higher + ties,  top1 = (rank = 1) = (m > 0).
 A tie counts against d+ (pessimistic rank).  When the best distractor ties with d+, margin and m
@@ -197,7 +197,7 @@ def compute(queries: np.ndarray, positive: np.ndarray, docs: np.ndarray, doc_gro
 
 
 def cluster_jackknife_ratio(values: np.ndarray, weights: np.ndarray, clusters: np.ndarray):
-    """theta = sum(values) / sum(weights) and its delete-one-cluster replicates (SPEC S17).
+    """theta = sum(values) / sum(weights) and its delete-one-cluster replicates.
 
     ``clusters`` holds integer codes 0..G-1; deleting cluster g removes its values and weights.
     A mean of per-query figures (top-1, MRR, mean m) uses weights 1; a mean of per-group figures

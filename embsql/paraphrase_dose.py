@@ -1,8 +1,8 @@
-"""Paraphrase strength as a dose (SPEC S23, S24): W~_q per level, its trend and a permutation test.
+"""Paraphrase strength as a dose: W~_q per level, its trend and a permutation test.
 
 Queries carry a paraphrase group (the original question) and a level (paraphrase strength,
 ordered).  For each level l and group g with n_gl >= 2 queries at that level,
-    W~_gl = n_gl / (n_gl - 1) * (1 - ||s_gl||^2 / n_gl^2)        (S4, s_gl the sum of unit vectors)
+    W~_gl = n_gl / (n_gl - 1) * (1 - ||s_gl||^2 / n_gl^2)        (s_gl the sum of unit vectors)
 and W~_q(l) is the mean of W~_gl over the groups where it is defined.  Its SE is the cluster
 jackknife over paraphrase groups; a step between consecutive levels gets the paired SE (the
 same group deleted at both levels).

@@ -1,17 +1,22 @@
-"""Figures of a report: R² per model, W~_g per group, retrieval margins, paraphrase dose.
+"""Figures of a report: the paired differences of R², R² per model, W~_g per group, retrieval
+margins, paraphrase dose, and V beside R² for each experiment of the demo.
 
-matplotlib is optional (the ``plot`` extra) and imported only when a figure is asked for.  The
-figures are built on ``matplotlib.figure.Figure`` directly, never through pyplot: that needs no
-display and no backend switch (savefig renders with Agg), leaves the user's pyplot state alone,
-and lets the figures be garbage-collected.  In a notebook a returned Figure displays as usual.
+matplotlib (a dependency) is imported only when a figure is asked for.  The figures are built on
+``matplotlib.figure.Figure`` directly, never through pyplot: that needs no display and no backend
+switch (savefig renders with Agg), leaves the user's pyplot state alone, and lets the figures be
+garbage-collected.  ``plot_report`` returns a :class:`Figures` list, which a notebook displays as
+images with no magic command.
 
 Each figure is drawn from one table of the report and skipped when that table, or the columns
 it needs, are absent.  Figures that show a per-model scale (W~_g, W~_q) get one panel per model
-with its own y axis, because those spreads are not comparable across models (SPEC S27).
+with its own y axis, because those spreads are not comparable across models.
 """
 
 from __future__ import annotations
 
+import base64
+import html
+import io
 import math
 from dataclasses import dataclass
 
@@ -31,16 +36,53 @@ class Plot:
     figure: object        # a matplotlib.figure.Figure
 
 
-def plot_report(result: ReportResult) -> list:
+class Figures(list):
+    """A list of matplotlib Figures that a notebook shows as images (one PNG each), with no
+    ``%matplotlib`` magic: Jupyter calls ``_repr_mimebundle_`` on the value of a cell."""
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        if not self:
+            return {"text/plain": "no figures (the report has none of the tables they are drawn from)"}
+        pngs = [png_bytes(figure) for figure in self]
+        images = "".join(
+            f'<figure style="margin:0 0 14px"><img alt="{html.escape(_figure_title(f))}" width="{w}" '
+            f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}"></figure>'
+            for f, png, w in zip(self, pngs, (round(f.get_size_inches()[0] * 96) for f in self)))
+        return {"text/plain": repr(self), "text/html": f"<div>{images}</div>",
+                "image/png": base64.b64encode(pngs[0]).decode("ascii")}
+
+    def __repr__(self) -> str:
+        titles = "; ".join(_figure_title(f) for f in self)
+        return f"{len(self)} figure{'s' if len(self) != 1 else ''}: {titles}"
+
+
+def png_bytes(figure, dpi: int = 160) -> bytes:
+    """A figure as PNG (160 dpi: sharp text on high-density screens)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi, facecolor="white")
+    return buffer.getvalue()
+
+
+def _figure_title(figure) -> str:
+    if figure._suptitle is not None and figure._suptitle.get_text():
+        return figure._suptitle.get_text()
+    return next((ax.get_title() for ax in figure.axes if ax.get_title()), "figure")
+
+
+def plot_report(result: ReportResult) -> Figures:
     """The report's figures (matplotlib Figures); figures whose data are absent are skipped."""
-    return [plot.figure for plot in report_plots(result)]
+    return Figures(plot.figure for plot in report_plots(result))
 
 
 def report_plots(result: ReportResult) -> list[Plot]:
     """Like :func:`plot_report`, with each figure's place and caption (used by the HTML renderer)."""
     _require_matplotlib()
-    makers = (_r2_plot, _w_tilde_plot, _margin_plot, _dose_plot)
-    return [plot for plot in (make(result) for make in makers) if plot is not None]
+    makers = (_compare_plot, _r2_plot, _w_tilde_plot, _margin_plot, _dose_plot, _experiment_plots)
+    plots = []
+    for make in makers:
+        made = make(result)
+        plots += made if isinstance(made, list) else [made] if made is not None else []
+    return plots
 
 
 def matplotlib_available() -> bool:
@@ -57,7 +99,7 @@ def _require_matplotlib():
         from matplotlib.figure import Figure
     except ImportError as error:
         raise ModuleNotFoundError("embsql's plots need matplotlib, which is not installed: "
-                                  "pip install 'embsql[plot]'", name="matplotlib") from error
+                                  "pip install matplotlib", name="matplotlib") from error
     return Figure
 
 
@@ -65,8 +107,8 @@ def _require_matplotlib():
 
 def _r2_plot(result: ReportResult) -> Plot | None:
     summary = result.summary
-    if "r2" not in summary.columns:
-        return None
+    if "r2" not in summary.columns or _experiments(result):
+        return None   # the demo draws R² beside V in each experiment's figure
     points = [(row["model"], row["r2"]) for row in summary.to_dicts() if _finite(row["r2"])]
     if not points:
         return None
@@ -88,7 +130,7 @@ def _r2_plot(result: ReportResult) -> Plot | None:
     if nulls and all(m in nulls for m in models):
         ax.plot(x, [nulls[m] for m in models], "x", color="#b04a1c", markersize=8,
                 label="null expectation (G−1)/(n−1)", zorder=3)
-    ax.set_xticks(x, [_label(m) for m in models])
+    ax.set_xticks(x, [_label(m) for m in models], **_tick_style(models))
     ax.set_xlim(-0.6, len(models) - 0.4)
     top = max([v for v in r2 + high if _finite(v)])
     ax.set_ylim(0, min(1.0, top * 1.15 + 0.02))
@@ -171,7 +213,7 @@ def _w_tilde_plot(result: ReportResult) -> Plot | None:
         ax.set_title(f"{_label(model)}\n{len(values)} groups{excluded}", fontsize="medium")
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel(r"$\tilde{W}_g$ (size-corrected spread)")
-    figure.suptitle(r"Within-group spread $\tilde{W}_g$ per model, each on its own scale")
+    _suptitle(figure, r"Within-group spread $\tilde{W}_g$ per model,", "each on its own scale", len(per_model))
     caption = ("W~_g of every group with two or more items, one panel per model (box: quartiles and median); "
                "singleton groups have no W~_g and are left out.")
     return Plot("groups", "groups", caption, figure)
@@ -194,9 +236,11 @@ def _margin_quantile_plot(result: ReportResult) -> Plot | None:
     ax = figure.subplots()
     ax.bxp(stats, showfliers=False, showmeans=all(_finite(s["mean"]) for s in stats))
     ax.axhline(0, color="#444", linewidth=1, linestyle="--")
-    ax.set_ylabel("normalised margin M  (M > 0: the correct document ranks first)")
-    ax.set_title("Normalised retrieval margin M per model")
-    caption = "Boxes: 25-75 % of queries, line the median, whiskers 5 % and 95 %; one box per model."
+    ax.set_ylabel("normalised margin M")
+    ax.set_title("Normalised retrieval margin M per model\n(M > 0: the correct document ranks first)",
+                 fontsize="medium")
+    caption = ("Boxes: 25-75 % of queries, line the median, whiskers 5 % and 95 %; one box per model. "
+               "M > 0 exactly when the correct document ranks first.")
     return Plot("alignment", "alignment", caption, figure)
 
 
@@ -222,7 +266,7 @@ def _margin_plot(result: ReportResult) -> Plot | None:
         positive = sum(v > 0 for v in values) / len(values)
         ax.stairs(counts, edges, linewidth=1.8, label=f"{_label(model)}: {positive:.0%} of {len(values)} with M > 0")
     ax.axvline(0, color="#444", linewidth=1, linestyle="--")
-    ax.set_xlabel("normalised margin M  (M > 0: the correct document ranks first)")
+    ax.set_xlabel("normalised margin M  (M > 0: correct document first)")
     ax.set_ylabel("queries")
     ax.set_title("Normalised retrieval margin M per query")
     figure.legend(loc="outside lower center", ncols=min(len(per_model), 2), fontsize="small", frameon=False)
@@ -258,12 +302,99 @@ def _dose_plot(result: ReportResult) -> Plot | None:
             ax.set_xticks(list(position.values()), [str(level) for level in levels])
         ax.grid(alpha=0.3)
     axes[0].set_ylabel(r"$\tilde{W}_q$ (query spread)")
-    figure.suptitle(r"Paraphrase dose: $\tilde{W}_q$ by level, each model on its own scale")
+    _suptitle(figure, r"Paraphrase dose: $\tilde{W}_q$ by level,", "each model on its own scale", len(per_model))
     caption = "W~_q per paraphrase level with ±1.96 SE bars, one panel per model."
     return Plot("dose", "dose", caption, figure)
 
 
+# ---------------------------------------------------------------- paired differences
+
+def _compare_plot(result: ReportResult) -> Plot | None:
+    """R²_a − R²_b of every pair of models with its interval, against the line of no difference."""
+    if not _has(result, "compare"):
+        return None
+    rows = [r for r in result["compare"].to_dicts() if _finite(r.get("difference"))]
+    if not rows:
+        return None
+    names = [f"{_label(r.get('model_a'))} − {_label(r.get('model_b'))}" for r in rows]
+    width = 3.6 + 0.075 * max(len(n) for n in names)       # room for the pair names beside the axis
+    figure = _require_matplotlib()(figsize=(width, 1.5 + 0.5 * len(rows)), layout="constrained")
+    ax = figure.subplots()
+    y = list(range(len(rows)))[::-1]
+    for yi, row in zip(y, rows):
+        low, high = row.get("ci_low"), row.get("ci_high")
+        if _finite(low) and _finite(high):
+            excludes = low > 0 or high < 0
+            ax.hlines(yi, low, high, color="#1f5f99" if excludes else "#8a939c", linewidth=2.5)
+            ax.vlines([low, high], yi - 0.12, yi + 0.12, color="#1f5f99" if excludes else "#8a939c", linewidth=2)
+    ax.plot([r["difference"] for r in rows], y, "o", color="#1f5f99", markersize=7, zorder=3)
+    ax.axvline(0, color="#444", linewidth=1, linestyle="--")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(6))      # wide tick labels (−0.025) must not run into each other
+    ax.set_yticks(y, names)
+    ax.set_ylim(-0.6, len(rows) - 0.4)
+    ax.set_xlabel("difference of R²")
+    ax.set_title("Paired difference of R² between models", fontsize="medium")
+    ax.grid(axis="x", alpha=0.3)
+    level = next((r.get("level") for r in rows if _finite(r.get("level"))), result.meta.get("level"))
+    what = f"{level:.0%} interval" if _finite(level) else "interval"
+    caption = (f"R² of the first model minus R² of the second (point), paired over the same groups, with its "
+               f"{what} (bar); an interval that misses the dashed line at 0 separates the two models.")
+    return Plot("verdict", "compare", caption, figure)
+
+
+# ---------------------------------------------------------------- the demo's experiments
+
+def _experiments(result: ReportResult) -> list:
+    return [s for s in result.sections if {"param", "v", "r2"} <= set(s.table.columns)]
+
+
+def _experiment_plots(result: ReportResult) -> list[Plot]:
+    """For each experiment: V (left) and R² (right) against the parameter, side by side."""
+    plots = []
+    for section in _experiments(result):
+        rows = sorted((r for r in section.table.to_dicts() if _finite(r["v"]) and _finite(r["r2"])),
+                      key=lambda r: r["param"])
+        if not rows:
+            continue
+        figure = _require_matplotlib()(figsize=(6.4, 2.9), layout="constrained")
+        left, right = figure.subplots(1, 2)
+        x = [r["param"] for r in rows]
+        for ax, column, name, colour in ((left, "v", "V = SS_T / n", "#b04a1c"), (right, "r2", "R² = SS_B / SS_T", "#1f5f99")):
+            ax.plot(x, [r[column] for r in rows], "o-", color=colour)
+            ax.set_ylim(0, max(1.0, max(r[column] for r in rows) * 1.1))
+            ax.set_title(name, fontsize="medium")
+            ax.set_xlabel(_parameter(section))
+            ax.grid(alpha=0.3)
+        if "r2_null" in section.table.columns and all(_finite(r["r2_null"]) for r in rows):
+            right.plot(x, [r["r2_null"] for r in rows], "x--", color="#8a939c", label="no structure")
+            right.legend(fontsize="small", frameon=False)
+        figure.suptitle(section.title, fontsize="medium")
+        caption = f"V (left) and R² (right) against {_parameter(section)}, mean over the seeds."
+        plots.append(Plot(section.name, section.name, caption, figure))
+    return plots
+
+
+def _parameter(section) -> str:
+    """The experiment's parameter name: the last word of its configurations' label ("c", "s", "lambda")."""
+    label = str(section.table.to_dicts()[0].get("model", ""))
+    return label.split(" = ")[0].split()[-1] if " = " in label else "parameter"
+
+
 # ---------------------------------------------------------------- helpers
+
+def _suptitle(figure, first: str, rest: str, panels: int) -> None:
+    """A figure title on one line, or on two when the figure is one narrow panel."""
+    figure.suptitle(first + ("\n" if panels < 2 else " ") + rest)
+
+
+def _tick_style(labels) -> dict:
+    """Long or many tick labels slant, so that they do not run into each other."""
+    if len(labels) > 4 or sum(len(_label(m)) for m in labels) > 40:
+        return {"rotation": 30, "ha": "right", "rotation_mode": "anchor"}
+    return {}
+
 
 def _panel_figure(count: int):
     ncols = min(count, 3)

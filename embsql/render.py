@@ -1,7 +1,10 @@
 """Rendering of a report (embsql.report_result.ReportResult): terminal text, Markdown, JSON, HTML.
 
-Every renderer shows the summary first (one column per model), then each section's table with
-its caution (SPEC S27) beneath it.  Cells read the same everywhere: 6 significant digits, None as
+Every renderer opens with the verdict (embsql.verdict: one or two sentences computed from the
+numbers) and any notes, then shows the summary (one column per model), then each section's table
+with its caution beneath it.  In text and Markdown a section longer than LONG_TABLE rows shows its
+head, its tail and quantiles of its numeric columns (``full=True`` shows every row); JSON and
+HTML always keep every row.  Cells read the same everywhere: 6 significant digits, None as
 "—", infinities as "inf" / "-inf", NaN as "nan".
 
 JSON (``to_json``) is the stable, machine-readable form.  Schema ``embsql.report/1``::
@@ -9,6 +12,8 @@ JSON (``to_json``) is the stable, machine-readable form.  Schema ``embsql.report
     {
       "schema":   "embsql.report/1",
       "title":    str,
+      "verdict":  [str, ...],                 # the opening sentences (may be empty)
+      "notes":    [str, ...],                 # what was left out, and why
       "meta":     {str: JSON value},          # source, vector, group, by, seed, sql, versions, created, ...
       "summary":  Table,
       "sections": [ {"name": str, "title": str, "caution": str, **Table}, ... ]   # report order
@@ -51,8 +56,13 @@ SCHEMA = "embsql.report/1"
 MISSING = "—"
 NO_MODEL = "all items"          # the summary column of a report without ``by`` (model is None)
 META_ORDER = ("source", "vector", "group", "by", "permutations", "seed", "embsql_version", "duckdb_version", "created")
+META_HIDDEN = ("sql", "notes", "verdict")   # shown in their own places, not in the header line
+META_HEADER = ("source", "vector", "group", "by", "dimensions", "permutations", "seed", "created")  # the rest: run details
 TALL_TABLE = 15                 # HTML tables with more rows scroll inside a box
-PLOT_NOTE = "Figures are not shown: matplotlib is not installed (pip install 'embsql[plot]')."
+LONG_TABLE = 40                 # text and Markdown sections with more rows are shortened
+HEAD_ROWS = TAIL_ROWS = 8       # ... to this head and tail, plus quantiles
+QUANTILES = (("min", 0.0), ("25%", 0.25), ("median", 0.5), ("75%", 0.75), ("max", 1.0))
+PLOT_NOTE = "Figures are not shown: matplotlib is not installed (pip install matplotlib)."
 
 
 # ---------------------------------------------------------------- cells
@@ -94,18 +104,78 @@ def _summary_grid(summary: ResultTable) -> tuple[list[str], list[list]]:
     return header, rows
 
 
-def _meta_items(meta: dict) -> list[tuple[str, str]]:
-    """Meta entries to show (not the SQL, shown on its own), known keys first."""
-    keys = [k for k in META_ORDER if k in meta] + sorted(k for k in meta if k not in META_ORDER and k != "sql")
-    return [(key, format_cell(meta[key])) for key in keys if meta[key] is not None]
+def _meta_items(meta: dict, header: bool | None = None) -> list[tuple[str, str]]:
+    """Meta entries to show (not the SQL, notes or verdict, shown on their own), known keys first;
+    ``header=True`` only those of the header line, ``False`` only the rest (the run details)."""
+    keys = [k for k in META_ORDER if k in meta] + sorted(k for k in meta if k not in META_ORDER + META_HIDDEN)
+    if header is not None:
+        keys = [k for k in keys if (k in META_HEADER) == header]
+    return [(key, _meta_text(meta[key])) for key in keys if meta[key] is not None]
+
+
+def _meta_text(value) -> str:
+    """A header value as text: a mapping as "key value, ...", a list as "a, b"."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_meta_text(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_meta_text(v) for v in value)
+    return format_cell(value)
+
+
+def _verdict(result: ReportResult) -> list[str]:
+    from .verdict import verdict
+
+    return verdict(result)
+
+
+def _notes(result: ReportResult) -> list[str]:
+    notes = result.meta.get("notes") or []
+    return [notes] if isinstance(notes, str) else [str(n) for n in notes]
+
+
+# ---------------------------------------------------------------- long tables
+
+def _shortened(section, full: bool):
+    """(rows to show, quantile table or None, note) for text and Markdown.
+
+    Beyond LONG_TABLE rows: the first and last rows, an ellipsis row, and min/quartiles/max of every
+    numeric column (per model when there are several), with where to get every row."""
+    table = section.table
+    rows = [list(r) for r in table.rows]
+    if full or len(rows) <= LONG_TABLE:
+        return rows, None, ""
+    gap = ["…"] * len(table.columns)
+    shown = rows[:HEAD_ROWS] + [gap] + rows[-TAIL_ROWS:]
+    numeric = [k for k, c in enumerate(table.columns)
+               if c != "model" and any(_is_number(r[k]) for r in rows) and all(r[k] is None or _is_number(r[k]) for r in rows)]
+    quantiles = None
+    if numeric:
+        by_model = table.columns[0] == "model" and len({r[0] for r in rows}) > 1
+        groups = {}
+        for r in rows:
+            groups.setdefault(r[0] if by_model else None, []).append(r)
+        header = (["model"] if by_model else []) + ["quantile"] + [table.columns[k] for k in numeric]
+        body = []
+        for model, members in groups.items():
+            for label, q in QUANTILES:
+                cells = []
+                for k in numeric:
+                    values = [float(r[k]) for r in members if _is_number(r[k]) and math.isfinite(float(r[k]))]
+                    cells.append(float(np.quantile(values, q)) if values else None)
+                body.append(([model] if by_model else []) + [label] + cells)
+        quantiles = (header, body)
+    note = (f"{len(rows)} rows, {HEAD_ROWS + TAIL_ROWS} shown (the first and last {HEAD_ROWS}) with quantiles. "
+            f"Every row: --full on the command line, --format json or html, or result[{section.name!r}].to_pandas().")
+    return shown, quantiles, note
 
 
 # ---------------------------------------------------------------- terminal text
 
-def to_text(result: ReportResult, *, color: bool | None = None, width: int | None = None) -> str:
+def to_text(result: ReportResult, *, color: bool | None = None, width: int | None = None, full: bool = False) -> str:
     """The report as terminal text.  Colour only when stdout is a terminal and NO_COLOR is unset
     (``color`` overrides); without colour the text has no escape codes at all.  Tables fit the
-    terminal; written elsewhere (a file, a pipe, a string) they are never squeezed or cut."""
+    terminal; written elsewhere (a file, a pipe, a string) they are never squeezed or cut.
+    ``full=True`` prints every row of long sections."""
     from rich import box
     from rich.console import Console
     from rich.table import Table
@@ -115,7 +185,8 @@ def to_text(result: ReportResult, *, color: bool | None = None, width: int | Non
     if width is None:
         width = shutil.get_terminal_size((100, 24)).columns if color else 400
     buffer = io.StringIO()
-    console = Console(file=buffer, width=width, force_terminal=color, no_color=not color,
+    # force_jupyter=False: inside a notebook kernel rich would display the text instead of writing it
+    console = Console(file=buffer, width=width, force_terminal=color, force_jupyter=False, no_color=not color,
                       color_system="standard" if color else None, highlight=False, emoji=False)
     prose = min(width, 100)
 
@@ -131,16 +202,33 @@ def to_text(result: ReportResult, *, color: bool | None = None, width: int | Non
         return shown
 
     console.print(Text(result.title, style="bold"))
-    for line in _pack([f"{k}: {v}" for k, v in _meta_items(result.meta)], prose):
+    for line in _pack([f"{k}: {v}" for k, v in _meta_items(result.meta, header=True)], prose):
         console.print(Text(line, style="dim"))
+    for sentence in _verdict(result):
+        console.print()
+        console.print(Text(textwrap.fill(sentence, prose), style="bold"))
+    if _notes(result):
+        console.print()
+    for note in _notes(result):
+        console.print(Text(textwrap.fill(f"Note: {note.rstrip('.')}.", prose, subsequent_indent="      ")))
     console.print()
     console.print(table(Text("Summary"), *_summary_grid(result.summary), first_is_label=True))
     for section in result.sections:
         console.print()
         title = Text(section.title) + Text(f"  ({section.name})", style="dim")
-        console.print(table(title, list(section.table.columns), [list(r) for r in section.table.rows]))
+        rows, quantiles, note = _shortened(section, full)
+        console.print(table(title, list(section.table.columns), rows))
+        if quantiles:
+            console.print(table(Text("Quantiles", style="dim"), *quantiles))
+        if note:
+            console.print(Text(textwrap.fill(note, prose), style="dim"))
         if section.caution:
             console.print(Text(textwrap.fill(f"Caution: {section.caution}", prose), style="italic"))
+    details = _meta_items(result.meta, header=False)
+    if details:
+        console.print()
+        for line in _pack([f"{k}: {v}" for k, v in details], prose):
+            console.print(Text(line, style="dim"))
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
 
 
@@ -172,20 +260,35 @@ def _md(text: str) -> str:
     return str(text).translate(_MD_SPECIAL)
 
 
-def to_markdown(result: ReportResult) -> str:
-    """GitHub-flavoured Markdown: tables, cautions as blockquotes, the SQL in a code block."""
+def to_markdown(result: ReportResult, *, full: bool = False) -> str:
+    """GitHub-flavoured Markdown: tables, cautions as blockquotes, the SQL in a code block.
+    ``full=True`` keeps every row of long sections."""
     lines = [f"# {_md(result.title)}", ""]
-    lines += [f"- **{_md(k)}**: {_md(v)}" for k, v in _meta_items(result.meta)]
+    lines += [f"- **{_md(k)}**: {_md(v)}" for k, v in _meta_items(result.meta, header=True)]
+    for sentence in _verdict(result):
+        lines += ["", f"**{_md(sentence)}**"]
+    if _notes(result):
+        lines += [""] + [f"- Note: {_md(note)}" for note in _notes(result)]
     lines += ["", "## Summary", ""] + _md_table(*_summary_grid(result.summary))
     for section in result.sections:
         lines += ["", f"## {_md(section.title)}", ""]
-        lines += _md_table(list(section.table.columns), [list(r) for r in section.table.rows])
+        rows, quantiles, note = _shortened(section, full)
+        lines += _md_table(list(section.table.columns), rows)
+        if quantiles:
+            lines += ["", "Quantiles:", ""] + _md_table(*quantiles)
+        if note:
+            lines += ["", f"*{_md(note)}*"]
         if section.caution:
             lines += ["", f"> **Caution:** {_md(section.caution)}"]
+    details = _meta_items(result.meta, header=False)
+    if details:
+        lines += ["", "## Run details", ""] + [f"- **{_md(k)}**: {_md(v)}" for k, v in details]
     sql = result.meta.get("sql")
     if sql:
         fence = "`" * max(3, _longest_backtick_run(sql) + 1)
-        lines += ["", "## SQL", "", f"{fence}sql", str(sql).rstrip(), fence]
+        # folded, as in the HTML report: with hundreds of dimensions the aggregate is long
+        lines += ["", "## SQL", "", "<details><summary>SQL that was run</summary>", "", f"{fence}sql",
+                  str(sql).rstrip(), fence, "", "</details>"]
     return "\n".join(lines) + "\n"
 
 
@@ -211,6 +314,8 @@ def to_json(result: ReportResult) -> str:
     document = {
         "schema": SCHEMA,
         "title": result.title,
+        "verdict": _verdict(result),
+        "notes": _notes(result),
         "meta": _json_value(result.meta),
         "summary": _json_table(result.summary),
         "sections": [{"name": s.name, "title": s.title, "caution": s.caution, **_json_table(s.table)}
@@ -259,7 +364,7 @@ def to_html(result: ReportResult, plots: bool = True, standalone: bool = True) -
     figures, note = _html_figures(result) if plots else ({}, "")
     esc = html.escape
     parts = [f'<div class="embsql-report"><style>{_CSS}</style>', "<header>", f"<h1>{esc(result.title)}</h1>"]
-    meta = _meta_items(result.meta)
+    meta = _meta_items(result.meta, header=True)
     if meta:
         parts.append('<p class="meta">' + " · ".join(
             f'<span><span class="key">{esc(k)}</span> {esc(v)}</span>' for k, v in meta) + "</p>")
@@ -269,6 +374,15 @@ def to_html(result: ReportResult, plots: bool = True, standalone: bool = True) -
     parts.append("</header>")
     if note:
         parts.append(f'<p class="note">{esc(note)}</p>')
+    sentences, notes = _verdict(result), _notes(result)
+    if sentences or notes or figures.get("verdict"):
+        parts.append('<section id="verdict" class="row"><div class="verdict">')
+        parts += [f"<p>{esc(sentence)}</p>" for sentence in sentences]
+        if notes:
+            parts.append('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
+        parts.append("</div>")
+        parts += [_html_figure(plot, result, with_caution=False) for plot in figures.get("verdict", [])]
+        parts.append("</section>")
 
     parts.append('<section id="summary"><h2>Summary</h2><div class="row">')
     parts.append(_html_table(*_summary_grid(result.summary), row_headers=True))
@@ -286,6 +400,10 @@ def to_html(result: ReportResult, plots: bool = True, standalone: bool = True) -
             parts.append(f'<p class="caution"><strong>Caution.</strong> {esc(section.caution)}</p>')
         parts.append("</section>")
 
+    details = _meta_items(result.meta, header=False)
+    if details:
+        parts.append('<details class="run"><summary>Run details</summary><p class="meta">' + " · ".join(
+            f'<span><span class="key">{esc(k)}</span> {esc(v)}</span>' for k, v in details) + "</p></details>")
     sql = result.meta.get("sql")
     if sql:
         parts.append(f'<details class="sql"><summary>SQL that was run</summary><pre>{esc(str(sql))}</pre></details>')
@@ -312,10 +430,10 @@ def _html_figures(result: ReportResult) -> tuple[dict, str]:
 
 def _html_figure(plot, result: ReportResult, *, with_caution: bool = True) -> str:
     """A figure as an inline PNG (rendered at 160 dpi, shown at 96 px per inch: sharp text on high-density screens)."""
-    buffer = io.BytesIO()
-    plot.figure.savefig(buffer, format="png", dpi=160, facecolor="white")
+    from .plots import png_bytes
+
     width, height = (round(v * 96) for v in plot.figure.get_size_inches())  # CSS px per inch
-    data = base64.b64encode(buffer.getvalue()).decode("ascii")
+    data = base64.b64encode(png_bytes(plot.figure)).decode("ascii")
     title = html.escape(plot.caption)
     caution = ""
     if with_caution and plot.caution_from:
@@ -349,10 +467,12 @@ def _html_table(header: list[str], rows: list[list], *, row_headers: bool = Fals
 
 
 # Every rule is scoped to .embsql-report so that a fragment in a notebook styles only itself.
-# System fonts only: nothing is fetched.
-_CSS = """
+# System fonts only: nothing is fetched.  _CSS doubles the class (.embsql-report.embsql-report)
+# so that its rules outrank a notebook's own table, heading and link styles (JupyterLab's
+# .jp-RenderedHTMLCommon rules): the report looks the same in a notebook and in a browser.
+_RULES = """
 .embsql-report{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;
- color:#1d232a;background:#fff;max-width:1240px;margin:0 auto;padding:14px 24px 40px;box-sizing:border-box}
+ color:#1d232a;background:#fff;max-width:1240px;margin:0 auto;padding:14px 24px 40px;box-sizing:border-box;text-align:left}
 .embsql-report h1{font-size:1.4rem;margin:0 0 2px}
 .embsql-report h2{font-size:1.1rem;margin:22px 0 6px;padding-top:6px;border-top:1px solid #d5dae0}
 .embsql-report #summary h2{border-top:none;margin-top:8px}
@@ -377,6 +497,19 @@ _CSS = """
 .embsql-report .caution{border-left:4px solid #c98f00;background:#fff7df;padding:6px 12px;margin:8px 0;
  font-size:.9rem;max-width:82ch}
 .embsql-report .note{background:#eef3f8;padding:6px 12px;font-size:.9rem}
+.embsql-report #verdict{margin:10px 0 4px;align-items:center}
+.embsql-report .verdict{max-width:62ch;flex:1 1 32ch}
+.embsql-report .verdict p{font-size:1.02rem;margin:0 0 8px;line-height:1.5}
+.embsql-report .verdict p:first-child{font-weight:600}
+.embsql-report ul.notes{font-size:.88rem;color:#3d4650;margin:4px 0;padding-left:18px}
 .embsql-report details.sql pre{background:#f6f8fa;padding:10px;overflow-x:auto;font-size:.85rem}
+.embsql-report details{font-size:.88rem;color:#3d4650;margin-top:8px}
+.embsql-report h1,.embsql-report h2{font-weight:600;line-height:1.25;color:#1d232a}
+.embsql-report p{margin:6px 0}
+.embsql-report table{table-layout:auto;margin:0;color:inherit;border:none}
+.embsql-report th,.embsql-report td{line-height:1.35;vertical-align:baseline;max-width:none}
+.embsql-report tbody tr,.embsql-report tbody tr:nth-child(odd),.embsql-report tbody tr:hover{background:transparent}
+.embsql-report a{text-decoration:underline}
 """
+_CSS = _RULES.replace(".embsql-report", ".embsql-report.embsql-report")
 _PAGE_CSS = "body{margin:0;background:#fff}"

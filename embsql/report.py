@@ -16,6 +16,7 @@ themselves, so those two sections run on DuckDB only (embsql.inference).
 from __future__ import annotations
 
 import dataclasses
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -28,10 +29,11 @@ from sqlglot.errors import SqlglotError
 
 from . import cautions, decomposition, resampling, stage1
 from .api import run_sql
+from .arguments import check_level, check_permutations, check_replicates, check_seed
 from .errors import ColumnNotFoundError, DesignError, InputError
 from .report_result import ReportResult, Section
 from .results import ResultTable
-from .sources import is_file, resolve, source_expression
+from .sources import describe, is_file, is_frame, local_source, resolve, source_expression
 from .sufficient import GroupSums
 from .uncertainty import _canonical
 
@@ -53,7 +55,7 @@ class Report:
     group: str
     by: str | None = None
     sections: tuple[str, ...] = ()
-    permutations: int = 0
+    permutations: int = 999
     seed: int = 42
     replicates: int = 2000
     level: float = 0.95
@@ -66,18 +68,24 @@ class Report:
 
     def __post_init__(self):
         for name in ("source", "vector", "group"):
-            if not isinstance(getattr(self, name), str) or not getattr(self, name):
-                raise InputError(f"report: {name} must be a non-empty string, not {getattr(self, name)!r}")
+            value = getattr(self, name)
+            if name == "source" and is_frame(value):
+                continue        # a DataFrame or Arrow object, registered on the connection when the report runs
+            if not isinstance(value, str) or not value:
+                shown = repr(value) if isinstance(value, (str, int, float, type(None))) else f"a {type(value).__name__}"
+                raise InputError(f"report: {name} must be a non-empty string{' or a DataFrame' if name == 'source' else ''}"
+                                 f", not {shown}")
         object.__setattr__(self, "sections", tuple(self.sections))
         unknown = [s for s in self.sections if s not in SECTIONS]
         if unknown:
             raise InputError(f"report: unknown section {unknown[0]!r}; the sections are: {', '.join(SECTIONS)}")
-        for name in ("permutations", "seed", "replicates"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise InputError(f"report: {name} must be a non-negative integer, not {value!r}")
-        if not 0 < self.level < 1:
-            raise InputError(f"report: level must be between 0 and 1, not {self.level!r}")
+        try:   # the rules every face shares (embsql.arguments); 0 permutations skips the tests
+            check_permutations(self.permutations, allow_zero=True)
+            check_seed(self.seed)
+            check_replicates(self.replicates)
+            check_level(self.level)
+        except InputError as error:
+            raise InputError(f"report: {error}") from None
         if self.by is not None and self.by == self.group:
             raise InputError(f"report: by column {self.by!r} is the group column; pass a different column (e.g. the model)")
         if self.where is not None:
@@ -123,7 +131,23 @@ class Report:
         if self.sections:
             return self.sections
         chosen = DEFAULT_SECTIONS + (ROW_SECTIONS if self.permutations else ())
-        return chosen + (("retrieval",) if self.queries else ())
+        return chosen + (("retrieval",) if self.queries is not None else ())
+
+    def sections_on(self, rows: bool) -> tuple[str, ...]:
+        """The sections that run: off DuckDB (``rows=False``) the tests, which read the rows, are
+        dropped unless they were asked for by name (then _check_engine_sections refuses)."""
+        if rows or self.sections:
+            return self.chosen_sections
+        return tuple(s for s in self.chosen_sections if s not in ROW_SECTIONS)
+
+    @contextmanager
+    def on(self, con: duckdb.DuckDBPyConnection):
+        """This report with its sources as names on ``con``: DataFrames and Arrow objects registered
+        (unregistered on exit), FILE.duckdb:TABLE attached; the title and meta keep the user's names."""
+        with ExitStack() as stack:
+            names = {key: stack.enter_context(local_source(con, getattr(self, key)))
+                     for key in ("source", "queries", "docs")}
+            yield dataclasses.replace(self, **names, title=self.title or f"embsql report: {describe(self.source)}")
 
     # -- SQL ----------------------------------------------------------------------------------
     def _table(self, dialect: str) -> exp.Expression:
@@ -131,6 +155,9 @@ class Report:
             return source_expression(self.source)
         if self.table:
             return source_expression(self.table)
+        if not isinstance(self.source, str):
+            raise InputError(f"the source is a {describe(self.source)}, which only DuckDB reads; name the table that "
+                             f"holds it on the {dialect} engine (table=..., or --table on the command line)")
         if is_file(self.source):
             raise InputError(f"{self.source!r} is a file, which only DuckDB reads; name the table that holds it on "
                              f"the {dialect} engine (table=..., or --table on the command line)")
@@ -183,18 +210,18 @@ class Report:
         """d of each model from cheap probes run through ``fetch`` (the distinct by values, then one
         vector of each); returns the dimensions and the probe queries that ran."""
         table = self._relation(dialect)
-        ran = []
-        values = [None]
-        if self.by:
-            query = stage1.models_query(table, self.by)
-            ran.append(("probe: the models", query))
-            values = fetch(write(query, dialect)).column(stage1.B).to_pylist()
-        lengths = {}
-        for value in values:
-            query = stage1.length_query(table, self.vector, self.by, value)
-            ran.append((f"probe: the vector length{'' if value is None and not self.by else f' of {value!r}'}", query))
-            lengths[value] = fetch(write(query, dialect))
+        values = fetch(write(stage1.models_query(table, self.by), dialect)).column(stage1.B).to_pylist() \
+            if self.by else [None]
+        ran = self.probe_queries(dialect, values)
+        lengths = {value: fetch(write(query, dialect)) for value, (_, query) in zip(values, ran[-len(values):])}
         return stage1.dimensions_from_lengths(lengths, self.vector, self.by), ran
+
+    def probe_queries(self, dialect: str, values: list) -> list[tuple[str, exp.Expression]]:
+        """The probe queries on this dialect's table: the models, then one vector length per model."""
+        table = self._relation(dialect)
+        queries = [("probe: the models", stage1.models_query(table, self.by))] if self.by else []
+        return queries + [(f"probe: the vector length{'' if value is None and not self.by else f' of {value!r}'}",
+                           stage1.length_query(table, self.vector, self.by, value)) for value in values]
 
     def aggregate_query(self, dialect: str, dims: stage1.Dimensions) -> exp.Select:
         """Stage 1: n_g, checks and the coordinate sums of the unit vectors per (model, group)."""
@@ -207,19 +234,22 @@ class Report:
 
         The vector lengths come from ``dims`` ({model: d} or one d; then only the aggregate is
         printed), or else from running the probes on ``con`` (or on an in-memory DuckDB for a file
-        source); names are checked the same way."""
+        source); names are checked the same way.  Every printed statement reads the dialect's
+        table (``table=``), never a local file, so the output runs on that engine as it is."""
         if dialect not in DIALECTS:
             raise InputError(f"dialect must be one of {', '.join(DIALECTS)}, not {dialect!r}")
-        ran = []
-        if dims is None:
-            con = con or _file_connection(self.source)
-            self._check_columns(con)
-            found, ran = self.probes(lambda sql: run_sql(con, sql), "duckdb")
-        else:
+        if dims is not None:
             found = stage1.Dimensions(dims if isinstance(dims, dict) else {None: int(dims)})
-        queries = ran + [("stage 1: n_g and coordinate sums of the unit vectors per (model, group)",
-                          self.aggregate_query(dialect, found))]
-        return ";\n\n".join(f"-- {purpose}\n{write(tree, dialect)}" for purpose, tree in queries) + ";\n"
+            return _script([(AGGREGATE, self.aggregate_query(dialect, found))], dialect)
+        con = con or _file_connection(self.source)
+        with self.on(con) as local:
+            local._check_columns(con)
+            found, _ = local.probes(lambda sql: run_sql(con, sql), "duckdb")
+            self._table(dialect)      # another engine needs the name of its table before anything is printed
+            shown = local if dialect == "duckdb" else self     # DuckDB reads the attached file; others their table
+            printed = shown.probe_queries(dialect, list(found.by_value)) + \
+                [(AGGREGATE, shown.aggregate_query(dialect, found))]
+            return _script(printed, dialect)
 
     # -- running ------------------------------------------------------------------------------
     def run(self, con: duckdb.DuckDBPyConnection | None = None, *, progress: bool | None = None) -> ReportResult:
@@ -227,8 +257,10 @@ class Report:
         from .registration import connect
 
         con = con or connect()
-        self._check_columns(con)
-        return self.run_stage1(lambda sql: run_sql(con, sql), "duckdb", con=con, progress=progress)
+        with self.on(con) as local:
+            local._check_columns(con)
+            result = local.run_stage1(lambda sql: run_sql(con, sql), "duckdb", con=con, progress=progress)
+        return dataclasses.replace(result, meta={**result.meta, "source": describe(self.source)})
 
     def run_stage1(self, fetch, dialect: str, *, con=None, progress=None) -> ReportResult:
         """Run stage 1 through ``fetch(sql) -> Arrow`` on any engine, then stage 2 here."""
@@ -244,7 +276,8 @@ class Report:
         result = fetch(sql)
         parts = stage1.group_sums_from_result(result, self.group, self.vector, dims, self.by)
         meta = {"source": self.source, "vector": self.vector, "group": self.group, "by": self.by,
-                "dialect": dialect, "sections": list(self.chosen_sections), "permutations": self.permutations,
+                "dialect": dialect, "sections": list(self.sections_on(con is not None)),
+                "permutations": self.permutations,
                 "seed": self.seed, "replicates": self.replicates, "level": self.level,
                 "dimensions": {str(k): v for k, v in dims.by_value.items()},
                 "stage1_bytes": int(result.nbytes), "sql": sql, **_versions()}
@@ -252,11 +285,14 @@ class Report:
 
     def finish(self, parts: list[tuple[object, GroupSums]], *, con=None, meta=None, progress=None) -> ReportResult:
         """Stage 2: every section from the per-model group sums (and, for the tests, the rows)."""
-        wanted = self.chosen_sections
+        wanted = self.sections_on(con is not None)
         if con is None:
             self._check_engine_sections()
         meta = dict(meta or {})
         notes = []
+        if set(self.chosen_sections) - set(wanted):
+            notes.append(f"no PERMANOVA or dispersion test: they read the rows, which only DuckDB does "
+                         f"(run the report on DuckDB for their p-values)")
         summary = {value: {"model": value} for value, _ in parts}
         sections = []
 
@@ -314,7 +350,9 @@ class Report:
         if "dispersion" in wanted:
             sections.append(self._dispersion(con, summary, progress))
         if "retrieval" in wanted:
-            sections.extend(self._retrieval(con))
+            layers = self._retrieval(con)
+            sections.extend(layers.sections)
+            notes += layers.meta.get("notes", [])
         if notes:
             meta["notes"] = notes
         title = self.title or f"embsql report: {self.source}"
@@ -324,7 +362,7 @@ class Report:
 
     def _check_engine_sections(self) -> None:
         """Off DuckDB only the group sums arrive, so the sections that read rows cannot run."""
-        row_only = [s for s in self.chosen_sections if s in ROW_SECTIONS + ("retrieval",)]
+        row_only = [s for s in self.sections_on(False) if s in ROW_SECTIONS + ("retrieval",)]
         if row_only:
             raise InputError(f"the {row_only[0]} section needs the rows themselves, which only the DuckDB path reads; "
                              "run it on DuckDB, or leave it out (sections=...)")
@@ -370,14 +408,20 @@ class Report:
         return _section("dispersion", "Dispersion test (spread about the group centroids)", cautions.DISPERSION,
                         ("model", "groups", "f", "p_value", "permutations"), rows)
 
-    def _retrieval(self, con) -> list[Section]:
+    def _retrieval(self, con) -> ReportResult:
         from . import retrieval
 
         if self.queries is None:
             raise InputError("the retrieval section needs query and document tables (queries=..., docs=...)")
-        options = {"model": self.by, "permutations": self.permutations or 999, "seed": self.seed, **self.retrieval}
-        layers = retrieval.retrieval_layers(con, self.queries, self.docs, **options)
-        return list(layers.sections)
+        options = {"model": self.by, "permutations": self.permutations, "seed": self.seed, **self.retrieval}
+        return retrieval.retrieval_layers(con, self.queries, self.docs, **options)
+
+
+AGGREGATE = "stage 1: n_g and coordinate sums of the unit vectors per (model, group)"
+
+
+def _script(queries: list[tuple[str, exp.Expression]], dialect: str) -> str:
+    return ";\n\n".join(f"-- {purpose}\n{write(tree, dialect)}" for purpose, tree in queries) + ";\n"
 
 
 def _section(name, title, caution, columns, rows) -> Section:
@@ -396,7 +440,9 @@ def write(tree: exp.Expression, dialect: str) -> str:
         raise InputError(f"this query cannot be written for {dialect}: {error}") from None
 
 
-def _file_connection(source: str) -> duckdb.DuckDBPyConnection:
+def _file_connection(source) -> duckdb.DuckDBPyConnection:
+    if is_frame(source) or (isinstance(source, str) and ":" in source and not is_file(source)):
+        return duckdb.connect()      # registered, or FILE.duckdb:TABLE attached, by Report.on
     if not is_file(source):
         raise InputError(f"to write the SQL for table {source!r}, pass the connection that has it (con=...) or "
                          "the vector lengths (dims=...)")

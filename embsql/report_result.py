@@ -15,7 +15,7 @@ from .results import ResultTable
 
 @dataclass(frozen=True)
 class Section:
-    """One part of a report: a table of figures and what they can and cannot say (SPEC S27)."""
+    """One part of a report: a table of figures and what they can and cannot say (its caution)."""
 
     name: str          # stable key: decomposition, groups, jackknife, bootstrap, permanova, dispersion, compare, ...
     title: str         # heading for people
@@ -41,10 +41,23 @@ class ReportResult:
     def __getitem__(self, name: str) -> ResultTable:
         return self.section(name).table
 
+    @property
+    def verdict(self) -> list[str]:
+        """The opening sentences: what the numbers say, computed from them (embsql.verdict)."""
+        from .verdict import verdict
+
+        return verdict(self)
+
     def __str__(self) -> str:
         from .render import to_text
 
         return to_text(self)
+
+    def to_text(self, full: bool = False) -> str:
+        """The text report; ``full=True`` prints every row of long sections."""
+        from .render import to_text
+
+        return to_text(self, full=full)
 
     def __repr__(self) -> str:
         return self.__str__()
@@ -59,10 +72,10 @@ class ReportResult:
 
         return to_json(self)
 
-    def to_markdown(self) -> str:
+    def to_markdown(self, full: bool = False) -> str:
         from .render import to_markdown
 
-        return to_markdown(self)
+        return to_markdown(self, full=full)
 
     def to_html(self, plots: bool = True) -> str:
         from .render import to_html
@@ -70,7 +83,7 @@ class ReportResult:
         return to_html(self, plots=plots)
 
     def plot(self):
-        """Figures of the report (needs the ``plot`` extra: matplotlib); returns a list of Figures."""
+        """Figures of the report: a list of matplotlib Figures that displays as images in a notebook."""
         from .plots import plot_report
 
         return plot_report(self)

@@ -66,8 +66,14 @@ class ResultTable:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
+        # numbers right-aligned and text left, whatever the notebook's own table style
+        def cell(value, shown):
+            align = "right" if isinstance(value, (int, float)) and not isinstance(value, bool) else "left"
+            return f'<td style="text-align:{align}">{html.escape(shown)}</td>'
+
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in r) + "</tr>" for r in self._cells())
+        body = "".join("<tr>" + "".join(cell(v, shown) for v, shown in zip(row, cells)) + "</tr>"
+                       for row, cells in zip(self.rows, self._cells()))
         return (f"<table><caption>{html.escape(self.title)}</caption>"
                 f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 

@@ -1,4 +1,4 @@
-"""Retrieval diagnostics (SPEC S16, S20-S24, S26, S27): margins, rank figures, dose, pairing and
+"""Retrieval diagnostics: margins, rank figures, dose, pairing and
 the four-layer report, from a queries table and a documents table (one row per query / document).
 
 queries: qid, paraphrase group, optional level, the id of its one correct document (positive), vector.
@@ -8,7 +8,7 @@ matched with that model's documents.
 
 The rows stream from DuckDB as Arrow batches (as in embsql.sufficient); every vector is checked
 and scaled to unit length there, and a bad one is named by its row and id.  The numerics are
-embsql.margin_scan (S20, S21), embsql.paraphrase_dose (S23), embsql.decomposition and embsql.resampling (R2,
+embsql.margin_scan (margins and ranks), embsql.paraphrase_dose (the dose), embsql.decomposition and embsql.resampling (R2,
 W~, jackknife); scalar ICC is the SQL macro emb_icc.
 """
 
@@ -30,7 +30,7 @@ from .margin_scan import QUANTILES, RECALL_AT, Margins, cluster_jackknife_ratio,
 from .registration import register
 from .report_result import ReportResult, Section
 from .results import ResultTable
-from .sources import Source, resolve
+from .sources import Source, accepts_frames, resolve, shown_name
 from .sufficient import BATCH_ROWS, G, KEY, GroupSums, _RowNamer, _sort_key, _unit_vectors
 
 SCOPES = ("corpus", "group")
@@ -59,7 +59,7 @@ PAIRING_CAUTION = (
 EFF_DIM_CAUTION = (
     "eff_dim is the participation ratio (sum of covariance eigenvalues)^2 / (sum of squares): an "
     "eigenvalue-based 'number of directions'.  With n items it is bounded by n - 1, so when n <= d "
-    "(eff_dim_bounded) it mostly reflects the sample size; prefer the mean-based figures (S26).")
+    "(eff_dim_bounded) it mostly reflects the sample size; prefer the mean-based figures.")
 
 
 # ---- column names and reading ------------------------------------------------------------
@@ -206,7 +206,7 @@ def _load(con, queries: str, docs: str | None, cols: Columns, *, query_group: bo
     return out
 
 
-# ---- margins (S20, S21) ------------------------------------------------------------------
+# ---- margins --------------------------------------------------------------------------------
 
 
 def _check_scope(scope) -> None:
@@ -255,11 +255,12 @@ def margin_dicts(model, qids: list, result: Margins) -> list[dict]:
                                                 result.top1, result.rank, result.ties)]
 
 
+@accepts_frames("queries", "docs")
 def margins(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *, scope: str = "corpus", qid: str = "qid",
             group: str = "group", level: str | None = None, positive: str = "positive", vector: str = "vector",
             doc_id: str = "doc_id", doc_group: str = "group", doc_vector: str = "vector",
             model: str | None = None) -> ResultTable:
-    """Per query: d_pos2, d_neg2, margin (cosine), m (normalised margin), top1, rank, ties (SPEC S20, S21).
+    """Per query: d_pos2, d_neg2, margin (cosine), m (normalised margin), top1, rank, ties.
 
     ``scope='corpus'``: every other document is a distractor; ``'group'``: only the other
     documents of the positive's group (``doc_group``).  ``group`` and ``level`` are not used here
@@ -304,6 +305,7 @@ def summary_row(group_labels, result: Margins, scope: str) -> dict:
     return row
 
 
+@accepts_frames("queries", "docs")
 def retrieval_summary(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *, scope: str = "corpus",
                       qid: str = "qid", group: str = "group", level: str | None = None, positive: str = "positive",
                       vector: str = "vector", doc_id: str = "doc_id", doc_group: str = "group",
@@ -316,7 +318,7 @@ def retrieval_summary(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *
     return ResultTable.from_dicts("retrieval summary", SUMMARY_COLUMNS, rows)
 
 
-# ---- input/output pairing (S16) ----------------------------------------------------------
+# ---- input/output pairing ----------------------------------------------------------------
 
 
 def _scalar_icc(con, rows: list[tuple[int, int, int]]) -> dict[int, dict]:
@@ -371,11 +373,12 @@ def _pairing_rows(con, per_model: list[tuple[object, Rows, Margins]]) -> list[di
     return rows
 
 
+@accepts_frames("queries", "docs")
 def pairing(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *, scope: str = "corpus", qid: str = "qid",
             group: str = "group", level: str | None = None, positive: str = "positive", vector: str = "vector",
             doc_id: str = "doc_id", doc_group: str = "group", doc_vector: str = "vector",
             model: str | None = None) -> ResultTable:
-    """S16: per model, R2 of the query embeddings beside R2 of per-query top-1 (0/1), and trace ICC
+    """Per model, R2 of the query embeddings beside R2 of per-query top-1 (0/1), and trace ICC
     beside scalar ICC, all over the paraphrase groups.  Same-side figures only; see PAIRING_CAUTION."""
     cols = Columns(qid, group, level, positive, vector, doc_id, doc_group, doc_vector, model)
     per_model = [(m, q, result) for m, q, _, result in _margins_per_model(con, queries, docs, cols, scope, True)]
@@ -383,7 +386,7 @@ def pairing(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *, scope: s
                                   PAIRING_COLUMNS, _pairing_rows(con, per_model))
 
 
-# ---- dose (S23, S24) -----------------------------------------------------------------------
+# ---- dose ----------------------------------------------------------------------------------
 
 
 def _mean_w_tilde(labels, unit) -> tuple[GroupSums, list, float | None, float | None]:
@@ -408,11 +411,12 @@ def _dose_rows(m, q: Rows, d: Rows | None, permutations: int, seed: int, alpha: 
              "dose_works": result.works} for lv in result.levels]
 
 
+@accepts_frames("queries", "docs")
 def dose(con: duckdb.DuckDBPyConnection, queries: str, docs: str | None = None, *, qid: str = "qid",
          group: str = "group", level: str = "level", vector: str = "vector", doc_id: str = "doc_id",
          doc_group: str = "group", doc_vector: str = "vector", model: str | None = None, positive: str = "positive",
          scope: str = "corpus", permutations: int = 999, seed: int = 42, alpha: float = 0.05) -> ResultTable:
-    """S23/S24: W~_q per level with jackknife SE and the step from the previous level (paired SE),
+    """W~_q per level with jackknife SE and the step from the previous level (paired SE),
     whether it increases monotonically, a one-sided permutation trend test (levels permuted within
     paraphrase groups), and with ``docs`` the ratio W~_q / W~_g (mean W~ of the document groups).
     dose_works = monotone and p_value <= alpha.  ``positive`` and ``scope`` are not used."""
@@ -426,7 +430,7 @@ def dose(con: duckdb.DuckDBPyConnection, queries: str, docs: str | None = None, 
     return ResultTable.from_dicts("dose", DOSE_COLUMNS, rows)
 
 
-# ---- the four layers (S20-S22, S26, S27) -------------------------------------------------
+# ---- the four layers -------------------------------------------------------------------
 
 
 def participation_ratio(unit: np.ndarray) -> float | None:
@@ -487,50 +491,84 @@ CAUTIONS = {
         "W~_q per level says whether the paraphrase manipulation works as a dose (spread grows with level); it "
         "does not say whether real inputs fall in that range.  p_value is one-sided (levels permuted within "
         "paraphrase groups): small means spread increases with level beyond chance, not by how much.  The ratio "
-        "W~_q / W~_g (S24) is descriptive: how far paraphrasing moves a query relative to the spread of the "
+        "W~_q / W~_g is descriptive: how far paraphrasing moves a query relative to the spread of the "
         "document groups, not a difficulty measure (W~_g is not crowding around d+)."),
 }
 TITLES = {"query_stability": "1. Query stability (paraphrase groups)",
           "document_structure": "2. Document structure (topic groups)",
           "alignment": "3. Alignment: normalised margin m",
           "rank": "4. Rank: top-1, recall@k, MRR",
-          "pairing": "Input/output pairing (S16)",
-          "dose": "Dose: W~_q by paraphrase level (S23, S24)"}
+          "pairing": "Input/output pairing",
+          "dose": "Dose: W~_q by paraphrase level"}
 
 
+@accepts_frames("queries", "docs")
 def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *, scope: str = "corpus",
                      qid: str = "qid", group: str = "group", level: str | None = None, positive: str = "positive",
                      vector: str = "vector", doc_id: str = "doc_id", doc_group: str = "group",
                      doc_vector: str = "vector", model: str | None = None, permutations: int = 999,
                      seed: int = 42, alpha: float = 0.05) -> ReportResult:
-    """The four layers (S20-S22) per model in one report, with pairing (S16) and, given a level
-    column, the dose (S23, S24).  Every section table starts with the model column."""
+    """The four layers per model in one report, with the input/output pairing and, given a level
+    column, the dose.  Every section table starts with the model column.
+
+    A layer whose data do not support it (documents without topic groups, paraphrase groups of
+    one query, one query per group and level) is left out with a note in ``meta["notes"]`` that
+    names the table and column and says what would make it work; the other layers still run."""
     _check_scope(scope)
     cols = Columns(qid, group, level, positive, vector, doc_id, doc_group, doc_vector, model)
     tables: dict[str, list[dict]] = {name: [] for name in TITLES}
+    left_out: dict[str, str] = {}
+    shown = {"queries": shown_name(queries), "docs": shown_name(docs)}
+    why = {
+        "query_stability": f"queries {shown['queries']!r}: paraphrase groups in column {group!r} need two or more "
+                           "queries each for R² and W̃_q",
+        "document_structure": f"documents {shown['docs']!r}: topic groups in column {doc_group!r} need two or more "
+                              "documents each (give the documents a topic column, doc_group=...)",
+        "pairing": f"queries {shown['queries']!r}: the pairing compares paraphrase groups (column {group!r}), which "
+                   "need two or more queries each",
+        "dose": f"queries {shown['queries']!r}: the dose needs two or more queries of one paraphrase group (column "
+                f"{group!r}) at each of two or more levels (column {level!r})",
+    }
+    if level is not None and not permutations:
+        left_out["dose"] = (f"queries {shown['queries']!r}: the dose's trend test over column {level!r} needs "
+                            "permutations > 0 (0 were asked for)")
+
+    def attempt(name, compute):
+        """Run one layer's computation; a DesignError leaves that layer out, with a note."""
+        if name in left_out:
+            return None
+        try:
+            return compute()
+        except DesignError as error:
+            left_out[name] = f"{why[name]}; here {error}"
+            return None
+
     summary, per_model = [], []
     for m, q, d in _load(con, queries, docs, cols, query_group=True, query_level=level is not None, doc_group=True):
         result = model_margins(q.ids, q.positive, q.unit, d.keys, d.group, d.unit, scope, m)
         per_model.append((m, q, result))
-        stability, structure = _structure_row(m, q.group, q.unit), _structure_row(m, d.group, d.unit)
+        stability = attempt("query_stability", lambda: _structure_row(m, q.group, q.unit)) or {}
+        structure = attempt("document_structure", lambda: _structure_row(m, d.group, d.unit)) or {}
         figures = {"model": m, **summary_row(q.group.tolist(), result, scope)}
         tables["query_stability"].append(stability)
         tables["document_structure"].append(structure)
         tables["alignment"].append(figures)
         tables["rank"].append(figures)
         if level is not None:
-            tables["dose"] += _dose_rows(m, q, d, permutations, seed, alpha)
-        summary.append({"model": m, "queries": len(q.ids), "docs": len(d.ids), "r2_queries": stability["r2"],
-                        "w_tilde_q": stability["w_tilde_mean"], "r2_docs": structure["r2"],
-                        "w_tilde_g": structure["w_tilde_mean"], "m_median": figures["m_median"],
+            tables["dose"] += attempt("dose", lambda: _dose_rows(m, q, d, permutations, seed, alpha)) or []
+        summary.append({"model": m, "queries": len(q.ids), "docs": len(d.ids), "r2_queries": stability.get("r2"),
+                        "w_tilde_q": stability.get("w_tilde_mean"), "r2_docs": structure.get("r2"),
+                        "w_tilde_g": structure.get("w_tilde_mean"), "m_median": figures["m_median"],
                         "top1": figures["top1"], "mrr": figures["mrr"]})
-    tables["pairing"] = _pairing_rows(con, per_model)
+    tables["pairing"] = attempt("pairing", lambda: _pairing_rows(con, per_model)) or []
     columns = {"query_stability": STRUCTURE_COLUMNS, "document_structure": STRUCTURE_COLUMNS,
                "alignment": ALIGNMENT_COLUMNS, "rank": RANK_COLUMNS, "pairing": PAIRING_COLUMNS, "dose": DOSE_COLUMNS}
+    wanted = [name for name in TITLES if (name != "dose" or level is not None) and name not in left_out]
     sections = tuple(Section(name, TITLES[name], ResultTable.from_dicts(name, columns[name], tables[name]),
-                             CAUTIONS[name]) for name in TITLES if name != "dose" or level is not None)
+                             CAUTIONS[name]) for name in wanted)
     summary_table = ResultTable.from_dicts("retrieval", ("model", "queries", "docs", "r2_queries", "w_tilde_q",
                                                          "r2_docs", "w_tilde_g", "m_median", "top1", "mrr"), summary)
-    meta = {"queries": queries, "docs": docs, "scope": scope, "columns": cols.__dict__.copy(),
-            "permutations": permutations, "seed": seed, "alpha": alpha}
+    notes = [f"{TITLES[name].split('. ')[-1]} left out: {text}" for name, text in left_out.items()]
+    meta = {"queries": shown["queries"], "docs": shown["docs"], "scope": scope, "columns": cols.__dict__.copy(),
+            "permutations": permutations, "seed": seed, "alpha": alpha, **({"notes": notes} if notes else {})}
     return ReportResult("Retrieval diagnostics: four layers", summary_table, sections, meta)

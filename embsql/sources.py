@@ -1,4 +1,10 @@
-"""Resolve what the user calls a source (table, view, registered frame or file) and its columns.
+"""Resolve what the user calls a source and its columns.
+
+A source is a table or view on the connection, a Parquet/CSV/JSON file, ``FILE.duckdb:TABLE``
+(the DuckDB file is attached read-only, under its stem), or an in-memory object: a pandas or
+polars DataFrame, or an Arrow table, record batch or dataset.  An object is registered on the
+connection under a private name for the length of one call and unregistered afterwards
+(:func:`local_source`, or the :func:`accepts_frames` decorator on a function that takes sources).
 
 Names are never spliced into SQL text: they become sqlglot identifiers (quoted) or string
 literals (file paths), and every column named in a call is checked before anything runs.
@@ -6,7 +12,12 @@ literals (file paths), and every column named in a call is checked before anythi
 
 from __future__ import annotations
 
+import functools
+import inspect
+import itertools
 import re
+import warnings
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +27,10 @@ from sqlglot import exp
 from .errors import ColumnNotFoundError, ColumnTypeError, SourceNotFoundError
 
 _FILE_SUFFIX = re.compile(r"\.(parquet|csv|tsv|json|jsonl|ndjson)(\.gz|\.zst)?$", re.IGNORECASE)
+_DUCKDB_FILE = re.compile(r"^(?P<path>.+\.(duckdb|ddb|db)):(?P<table>[^:/\\]+)$", re.IGNORECASE)
+_FRAME_MODULES = ("pandas", "polars", "pyarrow")   # whose objects DuckDB registers (polars through Arrow)
+_registered: dict[str, str] = {}                   # private name -> what the user passed, for messages
+_counter = itertools.count(1)
 _VECTOR_TYPE = re.compile(r"^(FLOAT|DOUBLE|REAL|DECIMAL\(\d+,\s*\d+\)|TINYINT|SMALLINT|INTEGER|BIGINT)(\[(\d*)\])$")
 
 
@@ -60,11 +75,124 @@ def source_expression(name: str) -> exp.Expression:
 def resolve(con: duckdb.DuckDBPyConnection, name: str) -> Source:
     """Look ``name`` up on ``con`` and read its column names and types."""
     if not isinstance(name, str) or not name:
-        raise SourceNotFoundError(f"a source must be a table, view or file name, not {name!r}")
+        raise SourceNotFoundError(_unsupported(name))
+    name = attached_name(con, name)
     table = source_expression(name)
     query = exp.select("*").from_(table).sql("duckdb")
+    shown = _registered.get(name, name)
     try:
         described = con.sql(f"DESCRIBE {query}").fetchall()
     except duckdb.Error as error:
-        raise SourceNotFoundError(f"source {name!r} cannot be read: {str(error).splitlines()[0]}") from None
-    return Source(name=name, table=table, columns={row[0]: row[1] for row in described})
+        raise SourceNotFoundError(f"source {shown!r} cannot be read: {str(error).splitlines()[0]}") from None
+    return Source(name=shown, table=table, columns={row[0]: row[1] for row in described})
+
+
+def shown_name(name):
+    """The name a message or a report uses for ``name``: what the user passed, not a private name."""
+    return _registered.get(name, name) if isinstance(name, str) else describe(name)
+
+
+def is_frame(source) -> bool:
+    """A pandas or polars DataFrame, or an Arrow table, record batch or dataset."""
+    return type(source).__module__.split(".")[0] in _FRAME_MODULES and not isinstance(source, str)
+
+
+def describe(source) -> str:
+    """How a source is named in a report: its name, or e.g. "pandas DataFrame (600 rows)"."""
+    if isinstance(source, str):
+        return source
+    rows = getattr(source, "num_rows", None)
+    if rows is None and hasattr(source, "shape"):
+        rows = source.shape[0]
+    kind = f"{type(source).__module__.split('.')[0]} {type(source).__name__}"
+    return f"{kind} ({rows} rows)" if isinstance(rows, int) else kind
+
+
+def attached_name(con: duckdb.DuckDBPyConnection, name: str) -> str:
+    """``FILE.duckdb:TABLE`` becomes stem.TABLE, the file attached read-only under its stem (once);
+    any other name is returned as it is."""
+    match = _DUCKDB_FILE.match(name)
+    if not match:
+        return name
+    path = Path(match["path"])
+    if not path.exists():
+        raise SourceNotFoundError(f"DuckDB file {str(path)!r} does not exist (in source {name!r})")
+    alias = re.sub(r"\W", "_", path.stem) or "data"
+    attached = {row[0]: row[1] for row in con.sql("SELECT database_name, path FROM duckdb_databases()").fetchall()}
+    if alias not in attached:
+        con.execute(f"ATTACH {exp.Literal.string(str(path)).sql('duckdb')} AS "
+                    f"{exp.to_identifier(alias, quoted=True).sql('duckdb')} (READ_ONLY)")
+    elif attached[alias] is None or Path(attached[alias]).resolve() != path.resolve():
+        raise SourceNotFoundError(f"cannot attach {str(path)!r} as {alias!r}: another database of that name is attached")
+    return f"{alias}.{match['table']}"
+
+
+@contextmanager
+def local_source(con: duckdb.DuckDBPyConnection, source):
+    """Yield a name for ``source`` on ``con``: an in-memory object registered under a private name
+    (unregistered on exit), ``FILE.duckdb:TABLE`` attached; any other name as it is."""
+    if isinstance(source, str) or source is None:
+        yield attached_name(con, source) if isinstance(source, str) else source
+        return
+    if not is_frame(source):
+        raise SourceNotFoundError(_unsupported(source))
+    name = f"__embsql_source_{next(_counter)}"
+    kind = type(source).__name__
+    if kind == "LazyFrame":
+        frame = source.collect().to_arrow()
+    elif type(source).__module__.startswith("polars"):
+        frame = source.to_arrow()
+    elif kind == "RecordBatchReader":
+        frame = source.read_all()      # a stream reads once; a face reads its source more than once
+    else:
+        frame = source
+    try:
+        con.register(name, frame)
+    except (duckdb.Error, TypeError, ValueError) as error:
+        raise SourceNotFoundError(f"the {describe(source)} cannot be read as a table: "
+                                  f"{str(error).splitlines()[0]}") from None
+    _registered[name] = describe(source)
+    try:
+        yield name
+    finally:
+        _registered.pop(name, None)
+        con.unregister(name)
+
+
+def accepts_frames(*parameters: str):
+    """Decorate a function ``f(con, source, ...)`` so that each named source parameter (default
+    ``source``) may also be a DataFrame, an Arrow object or ``FILE.duckdb:TABLE``."""
+    parameters = parameters or ("source",)
+
+    def decorate(function):
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def call(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            con = bound.arguments.get("con")
+            with ExitStack() as stack:
+                for parameter in parameters:
+                    value = bound.arguments.get(parameter)
+                    if value is not None and isinstance(con, duckdb.DuckDBPyConnection):
+                        bound.arguments[parameter] = stack.enter_context(local_source(con, value))
+                # a warning the function raises for its caller (stacklevel=2) would point at this
+                # wrapper: catch it and raise it again one frame up, at the user's line
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    result = function(*bound.args, **bound.kwargs)
+            for warning in caught:
+                warnings.warn(warning.message, warning.category, stacklevel=2)
+            return result
+
+        return call
+
+    return decorate
+
+
+def _unsupported(source) -> str:
+    module = type(source).__module__
+    kind = type(source).__qualname__ if module == "builtins" else f"{module}.{type(source).__qualname__}"
+    kind = "an empty name" if isinstance(source, str) else f"a {kind}"
+    return ("a source must be a table, view or file name (or FILE.duckdb:TABLE), a pandas or polars DataFrame, "
+            f"or an Arrow table or dataset, not {kind}")

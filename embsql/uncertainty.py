@@ -15,7 +15,7 @@ import numpy as np
 from . import resampling
 from .errors import BadLabelError, InputError
 from .results import ResultTable
-from .sources import resolve
+from .sources import accepts_frames, resolve
 from .sufficient import GroupSums, group_sums, unit_rows
 
 JACKKNIFE_COLUMNS = ("stat", "estimate", "se", "groups")
@@ -23,6 +23,7 @@ BOOTSTRAP_COLUMNS = ("stat", "estimate", "se", "ci_low", "ci_high", "level", "re
 COMPARE_COLUMNS = ("model_a", "model_b", "estimate_a", "estimate_b", "difference", "se", "ci_low", "ci_high", "items")
 
 
+@accepts_frames()
 def jackknife(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *, stat: str = "r2",
               by: str | None = None) -> ResultTable:
     """Leave-one-group-out SE of ``stat`` (r2, f, v, w_bar or icc), per by value."""
@@ -34,6 +35,7 @@ def jackknife(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: s
     return ResultTable.from_dicts("jackknife", ((by,) if by else ()) + JACKKNIFE_COLUMNS, rows)
 
 
+@accepts_frames()
 def bootstrap(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *, stat: str = "r2",
               replicates: int = 2000, seed: int = 42, level: float = 0.95, by: str | None = None) -> ResultTable:
     """Cluster bootstrap (groups resampled with replacement): SE and percentile interval."""
@@ -103,6 +105,7 @@ def compare_rows(models: dict, stat: str, *, replicates: int, seed: int, level: 
     return rows
 
 
+@accepts_frames()
 def compare(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, model: str, item: str, *,
             stat: str = "r2", replicates: int = 2000, seed: int = 42, level: float = 0.95,
             common: bool = False) -> ResultTable:

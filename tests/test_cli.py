@@ -13,6 +13,7 @@ import pytest
 import sqlglot
 
 import embsql
+from engine_fixtures import postgres, spark  # noqa: F401  (pytest fixtures)
 from test_report import model_table
 
 ANSI = "\x1b["
@@ -85,8 +86,9 @@ def test_permutations_and_a_finding_to_fail_on(files):
     low = embsql_cli("report", *base, "--min-r2", "0.99")
     assert low.returncode == 1
     assert "below --min-r2 0.99" in low.stderr and low.stdout
-    missing = embsql_cli("report", *base, "--fail-if-dispersion")
+    missing = embsql_cli("report", *base, "--fail-if-dispersion", "--permutations", "0")
     assert missing.returncode == 2 and "--permutations" in missing.stderr
+    assert missing.stdout == "" and missing.stderr.count("\n") == 1      # refused before any work
 
 
 @pytest.mark.parametrize("args, words", [
@@ -170,3 +172,131 @@ def test_report_with_retrieval_layers(tmp_path):
     for model in ("m1", "m2"):
         rows = [r for r in margins.to_dicts() if r["model"] == model]
         assert got[model] == pytest.approx(sum(r["top1"] for r in rows) / len(rows), rel=1e-12)
+
+
+# ---------------------------------------------------------------- sources, flags and SQL for other engines
+
+def test_sql_takes_no_flags_it_would_ignore(files):
+    for flag, value in (("--permutations", "9"), ("--seed", "1"), ("--replicates", "10")):
+        out = embsql_cli("sql", files / "emb.parquet", "--vector", "emb", "--group", "topic", flag, value)
+        assert out.returncode == 2 and f"unrecognized arguments: {flag}" in out.stderr
+        assert out.stderr.count("\n") == 1
+
+
+def test_sql_with_dims_probes_nothing_and_reads_no_file(files):
+    out = embsql_cli("sql", "--table", "lake.emb", "--vector", "emb", "--group", "topic", "--by", "model",
+                     "--dims", "a=5,b=7", "--dialect", "spark")
+    assert out.returncode == 0, out.stderr
+    (statement,) = sqlglot.parse(out.stdout, read="spark")
+    assert "`lake`.`emb`" in out.stdout and "TRY_ELEMENT_AT(`emb`, 7)" in out.stdout
+    for bad in ("a=x", "a", "=5", "a=0"):
+        wrong = embsql_cli("sql", "--table", "t", "--vector", "emb", "--group", "topic", "--dims", bad)
+        assert wrong.returncode == 2 and "--dims" in wrong.stderr and wrong.stderr.count("\n") == 1
+
+
+def test_sql_for_another_engine_never_names_the_local_file(files):
+    out = embsql_cli("sql", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--by", "model",
+                     "--dialect", "postgres", "--table", "emb_lake")
+    assert out.returncode == 0, out.stderr
+    assert str(files) not in out.stdout and "parquet" not in out.stdout
+    assert out.stdout.count('"emb_lake"') == 4                 # the models probe, two length probes, the aggregate
+
+
+@pytest.mark.parametrize("engine_name", ["postgres", "spark"])
+def test_printed_sql_runs_on_the_engine_as_it_is(files, engine_name, request):
+    """The SQL `embsql sql --dialect X --table T` prints, run statement by statement on a live engine,
+    gives the same group counts and coordinate sums as the report computes on DuckDB."""
+    from embsql.engines import fetch_arrow, load_table
+
+    connection = request.getfixturevalue(engine_name)
+    table = model_table()
+    load_table(connection, "emb_lake", table)
+    dialect = {"postgres": "postgres", "spark": "spark"}[engine_name]
+    for extra in ((), ("--dims", "a=5,b=7")):
+        out = embsql_cli("sql", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--by", "model",
+                         "--dialect", dialect, "--table", "emb_lake", *extra)
+        assert out.returncode == 0, out.stderr
+        statements = [s for s in out.stdout.split(";\n") if s.strip()]
+        assert len(statements) == (1 if extra else 4)
+        results = [fetch_arrow(connection, statement) for statement in statements]
+        sums = results[-1].to_pylist()
+        n_column = next(c for c in results[-1].column_names if c.endswith("_n"))
+        assert sum(row[n_column] for row in sums) == table.num_rows
+        assert len(sums) == 12                                     # 2 models x 6 topics
+
+
+def test_duckdb_file_tables_for_queries_docs_and_config(tmp_path):
+    import retrieval_data
+
+    queries, docs = retrieval_data.make(3, models=("m1", "m2"), dims=(8, 12))
+    database = tmp_path / "lake.duckdb"
+    con = duckdb.connect(str(database))
+    con.register("q", queries)
+    con.register("d", docs)
+    con.execute("CREATE TABLE queries AS SELECT * FROM q; CREATE TABLE docs AS SELECT * FROM d")
+    con.close()
+    out = embsql_cli("report", f"{database}:docs", "--vector", "vector", "--group", "group", "--by", "model",
+                     "--queries", f"{database}:queries", "--docs", f"{database}:docs", "--format", "json",
+                     "--permutations", "0")
+    assert out.returncode == 0, out.stderr
+    sections = {s["name"] for s in json.loads(out.stdout)["sections"]}
+    assert {"decomposition", "alignment", "rank"} <= sections
+    config = tmp_path / "report.toml"
+    config.write_text(f'[report]\nsource = "{database}:docs"\nvector = "vector"\ngroup = "group"\nby = "model"\n'
+                      "permutations = 0\n")
+    from_config = embsql_cli("report", "--config", config, "--format", "json")
+    assert from_config.returncode == 0, from_config.stderr
+    assert json.loads(from_config.stdout)["summary"] == json.loads(out.stdout)["summary"]
+
+
+def test_long_sections_are_shortened_unless_full(files):
+    base = (files / "emb.parquet", "--vector", "emb", "--group", "topic", "--by", "model", "--permutations", "0")
+    short = embsql_cli("report", *base, "--sections", "groups")
+    full = embsql_cli("report", *base, "--sections", "groups", "--full")
+    assert short.returncode == full.returncode == 0
+    assert full.stdout.count(" t3 ") == 2 and "Quantiles" not in full.stdout      # 12 rows: nothing to cut
+    big = tuple(str(x) for x in base[1:])
+    many = model_table(topics=30, per_topic=3)
+    pq.write_table(many, files / "many.parquet")
+    short = embsql_cli("report", files / "many.parquet", *big, "--sections", "groups")
+    full = embsql_cli("report", files / "many.parquet", *big, "--sections", "groups", "--full")
+    assert "60 rows, 16 shown" in short.stdout and "--full" in short.stdout and "Quantiles" in short.stdout
+    assert len(full.stdout.splitlines()) > len(short.stdout.splitlines()) + 20
+    as_json = embsql_cli("report", files / "many.parquet", *big, "--sections", "groups", "--format", "json")
+    assert len(json.loads(as_json.stdout)["sections"][0]["rows"]) == 60
+
+
+def test_the_progress_bar_writes_to_stderr_only(files):
+    out = embsql_cli("report", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--by", "model",
+                     "--permutations", "9", "--format", "json")
+    assert out.returncode == 0 and out.stderr == ""          # not a terminal: no bar at all
+    document = json.loads(out.stdout)                         # stdout is the report alone
+    assert document["summary"]["rows"][0][document["summary"]["columns"].index("p_value")] is not None
+
+
+def test_on_a_terminal_the_progress_bar_goes_to_stderr(files):
+    """stderr a terminal (a pty), stdout a pipe: the bar is drawn on the terminal, stdout is the report."""
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "embsql", "report", str(files / "emb.parquet"), "--vector", "emb", "--group",
+             "topic", "--by", "model", "--permutations", "2000", "--format", "json"],
+            stdout=subprocess.PIPE, stderr=follower, env={**os.environ, "NO_COLOR": "1", "COLUMNS": "100"})
+        os.close(follower)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:            # the child closed the terminal
+                break
+            if not chunk:
+                break
+            drawn += chunk
+        stdout, _ = process.communicate(timeout=300)
+    finally:
+        os.close(leader)
+    assert process.returncode == 0
+    assert b"permutations" in drawn                      # the bar's label, on the terminal
+    assert json.loads(stdout)["schema"] == "embsql.report/1"   # and nothing of it on stdout

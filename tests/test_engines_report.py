@@ -70,4 +70,5 @@ def test_engine_errors_name_the_column_or_the_rows(engine):  # noqa: F811
         embsql.run_on(engine, embsql.report("bad", vector="vec", group="topic"))
     if embsql.engines.dialect_of(engine) != "duckdb":   # DuckDB runs the permutation tests
         with pytest.raises(embsql.InputError, match="permanova section needs the rows"):
-            embsql.run_on(engine, embsql.report("bad", vector="vec", group="topic", permutations=9))
+            embsql.run_on(engine, embsql.report("bad", vector="vec", group="topic", permutations=9,
+                                                sections=("decomposition", "permanova")))

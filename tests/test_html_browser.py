@@ -64,7 +64,7 @@ def test_report_loads_cleanly_and_summary_is_in_the_first_screen(page_of):
     assert events["errors"] == []
     assert all(u == url or u.startswith("data:") for u in events["requests"]), events["requests"]
     assert page.evaluate("Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
-    assert page.evaluate("document.images.length") == 4
+    assert page.evaluate("document.images.length") == 5      # the paired differences, R², W~_g, margins, dose
     # the HTML label was shown as text, not run: no script element exists
     assert page.evaluate("document.querySelectorAll('script').length") == 0
     assert '<script>alert("x")</script>' in page.inner_text("#section-groups")
@@ -97,3 +97,53 @@ def test_report_without_figures_loads_cleanly(page_of):
     assert events["errors"] == [] and events["requests"] == [url]
     assert page.evaluate("document.images.length") == 0
     assert page.locator("#section-dose table").is_visible()
+
+
+def test_the_verdict_opens_the_first_screen(page_of):
+    page, _, _ = page_of(fake_report().to_html(), "verdict.html")
+    verdict = page.locator("#verdict .verdict p").first
+    box = verdict.bounding_box()
+    assert box is not None and box["y"] + box["height"] <= HEIGHT
+    assert page.inner_text("#verdict").startswith("base-768 separates the topic groups more than mini-384")
+    figure = page.locator("#verdict img").bounding_box()
+    assert figure is not None and figure["y"] < HEIGHT and figure["x"] + figure["width"] <= WIDTH
+
+
+STYLES = ("font-size", "font-weight", "text-align", "background-color", "table-layout", "padding-left",
+          "border-bottom-width", "color")
+ELEMENTS = ("h1", "#summary h2", "#summary table", "#summary tbody tr:nth-child(1) th",
+            "#summary tbody tr:nth-child(1) td", "#summary thead th:nth-child(2)", ".caution", "#verdict p",
+            "nav a")
+
+
+def _styles(page) -> dict:
+    script = """([selectors, names]) => Object.fromEntries(selectors.map(s => {
+        const e = document.querySelector('.embsql-report ' + s) || document.querySelector(s);
+        const style = getComputedStyle(e);
+        return [s, Object.fromEntries(names.map(n => [n, style.getPropertyValue(n)]))];
+    }))"""
+    return page.evaluate(script, [list(ELEMENTS), list(STYLES)])
+
+
+def test_the_report_looks_the_same_in_a_notebook_and_in_a_browser(page_of):
+    """The fragment a notebook shows (ReportResult._repr_html_), inside nbconvert's JupyterLab page
+    with its own table and heading styles, computes the same styles as the standalone file."""
+    try:
+        import nbformat
+        from nbconvert import HTMLExporter
+    except ImportError:
+        _need(False, "nbconvert is not installed (pip install '.[test]')")
+    report = fake_report()
+    notebook = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("result")
+    cell.outputs = [nbformat.v4.new_output("execute_result", data={"text/html": report._repr_html_(),
+                                                                    "text/plain": "report"}, execution_count=1)]
+    notebook.cells = [cell]
+    body, _ = HTMLExporter().from_notebook_node(notebook)
+    in_notebook, events, _ = page_of(body, "notebook.html")
+    in_browser, _, _ = page_of(report.to_html(), "standalone.html")
+    assert events["errors"] == []
+    assert _styles(in_notebook) == _styles(in_browser)
+    if os.environ.get("EMBSQL_SCREENSHOT_DIR"):
+        target = os.path.join(os.environ["EMBSQL_SCREENSHOT_DIR"], "notebook-fragment-1366x768.png")
+        in_notebook.screenshot(path=target, full_page=True)

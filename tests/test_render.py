@@ -101,7 +101,7 @@ def _md_tables(markdown: str) -> list[list[list[str]]]:
 
 def test_markdown_tables_are_rectangular_and_hold_the_values():
     report = fake_report()
-    markdown = render.to_markdown(report)
+    markdown = render.to_markdown(report, full=True)
     tables = _md_tables(markdown)
     assert len(tables) == 1 + len(report.sections)
     for table in tables:
@@ -137,7 +137,7 @@ def _strict_loads(text):
 def test_json_schema_and_values():
     report = fake_report()
     document = _strict_loads(render.to_json(report))
-    assert set(document) == {"schema", "title", "meta", "summary", "sections"}
+    assert set(document) == {"schema", "title", "verdict", "notes", "meta", "summary", "sections"}
     assert document["schema"] == "embsql.report/1"
     assert document["title"] == report.title
     assert document["meta"]["seed"] == 42 and document["meta"]["sql"] == report.meta["sql"]
@@ -241,7 +241,7 @@ def test_html_is_one_self_contained_file(page):
     tags = [tag for tag, _ in checker.tags]
     assert "script" not in tags and "link" not in tags and "iframe" not in tags
     sources = [attrs["src"] for tag, attrs in checker.tags if "src" in attrs]
-    assert len(sources) == 4 and all(s.startswith("data:image/png;base64,") for s in sources)
+    assert len(sources) == 5 and all(s.startswith("data:image/png;base64,") for s in sources)
     assert "@import" not in html and "url(" not in html
 
 
@@ -251,8 +251,8 @@ def test_html_escapes_labels_and_puts_the_summary_first(page):
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; | a&amp;b [red]" in html
     assert "<script" not in html
     checker = _check(html)
-    assert checker.ids[0] == "summary"
-    assert checker.ids[1:] == [f"section-{s.name}" for s in report.sections]
+    assert checker.ids[:2] == ["verdict", "summary"]
+    assert checker.ids[2:] == [f"section-{s.name}" for s in report.sections]
     summary = html[html.index('id="summary"'):html.index('id="section-')]
     assert ">mini-384</th>" in summary and ">0.312346</td>" in summary
     for caution in fx.CAUTIONS.values():
@@ -285,7 +285,7 @@ def test_html_without_matplotlib_says_so(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)      # import matplotlib now raises ImportError
     html = render.to_html(fake_report())
     assert "<img" not in html and render.PLOT_NOTE.replace("'", "&#x27;") in html
-    with pytest.raises(ModuleNotFoundError, match=r"pip install 'embsql\[plot\]'"):
+    with pytest.raises(ModuleNotFoundError, match=r"pip install matplotlib"):
         fake_report().plot()
 
 
@@ -310,8 +310,8 @@ def _suptitle(figure):
 
 def test_one_figure_per_kind_of_data():
     figures = plot_report(fake_report())
-    assert len(figures) == 4
-    assert [p.anchor for p in report_plots(fake_report())] == ["summary", "groups", "alignment", "dose"]
+    assert len(figures) == 5
+    assert [p.anchor for p in report_plots(fake_report())] == ["verdict", "summary", "groups", "alignment", "dose"]
     assert len(plot_report(fake_report(sections=("decomposition",)))) == 1
     assert len(plot_report(fake_report(sections=("groups", "permanova")))) == 2
     empty = ReportResult("t", ResultTable("summary", ("model", "n"), (("a", 3),)), ())
@@ -319,7 +319,7 @@ def test_one_figure_per_kind_of_data():
 
 
 def test_r2_points_and_bootstrap_intervals_equal_the_tables():
-    figure = plot_report(fake_report())[0]
+    figure = plot_report(fake_report())[1]
     ax = _axes_titled(figure, "R² per model")
     assert ax.get_ylabel() == "R² = SS_B / SS_T"
     assert [t.get_text() for t in ax.get_xticklabels()] == list(fx.MODELS)
@@ -329,7 +329,7 @@ def test_r2_points_and_bootstrap_intervals_equal_the_tables():
     np.testing.assert_allclose(nulls.get_ydata(), [(len(fx.SIZES) - 1) / (sum(fx.SIZES) - 1)] * 2)
     segments = [seg for c in ax.collections for seg in c.get_segments() if seg[0][0] == seg[1][0]]  # vertical: intervals
     np.testing.assert_allclose([(s[0][1], s[1][1]) for s in segments], [fx.BOOT_CI[m] for m in fx.MODELS])
-    assert "bootstrap" in report_plots(fake_report())[0].caption
+    assert "bootstrap" in report_plots(fake_report())[1].caption
 
 
 def test_r2_intervals_fall_back_to_the_jackknife():
@@ -411,3 +411,151 @@ def test_a_percentile_interval_that_misses_the_estimate_still_plots():
     ax = _axes_titled(plot_report(result)[0], "R² per model")
     segments = [seg for c in ax.collections for seg in c.get_segments() if seg[0][0] == seg[1][0]]
     np.testing.assert_allclose([(s[0][1], s[1][1]) for s in segments], [(r["ci_low"], r["ci_high"]) for r in rows])
+
+
+# ---------------------------------------------------------------- figures that read
+
+def _many_models_report(count=11):
+    """The summary of a report with many long model names (the demo's case), for tick labels."""
+    models = [f"common direction c = {k}" for k in range(count)]
+    summary = ResultTable.from_dicts("summary", ("model", "n", "groups", "r2", "r2_se"),
+                                     [{"model": m, "n": 80, "groups": 20, "r2": 0.3 + 0.01 * k, "r2_se": 0.02}
+                                      for k, m in enumerate(models)])
+    return ReportResult("many", summary, ())
+
+
+def _three_models_compared():
+    """Three models with long names and every pair compared (intervals on both sides of 0)."""
+    models = ("lg-static-300-multilingual", "md-static-96", "md-static-64")
+    r2 = dict(zip(models, (0.40, 0.31, 0.28)))
+    summary = ResultTable.from_dicts("summary", ("model", "n", "groups", "r2", "r2_se"),
+                                     [{"model": m, "n": 2700, "groups": 300, "r2": r2[m], "r2_se": 0.002} for m in models])
+    pairs = [(a, b) for i, a in enumerate(models) for b in models[i + 1:]]
+    compare = ResultTable.from_dicts("compare", ("model_a", "model_b", "difference", "ci_low", "ci_high"),
+                                     [{"model_a": a, "model_b": b, "difference": r2[a] - r2[b],
+                                       "ci_low": r2[a] - r2[b] - 0.05, "ci_high": r2[a] - r2[b] + 0.01} for a, b in pairs])
+    return ReportResult("three", summary, (Section("compare", "Paired comparison", compare, "paired"),))
+
+
+def _figures_to_check():
+    from embsql.demo import demo_report
+
+    import retrieval_data
+    import embsql
+
+    queries, docs = retrieval_data.make(5, models=("m1", "m2"), levels=2, dose=0.5)
+    con = embsql.connect()
+    con.register("q", queries)
+    con.register("d", docs)
+    retrieval = embsql.report("d", vector="vector", group="group", by="model", queries="q", docs="d",
+                              permutations=19, retrieval={"level": "level"}).run(con)
+    reports = {"fake": fake_report(), "one model": fake_report(models=("mini-384",)),
+               "three long names": _three_models_compared(),
+               "no by": unlabelled_report(), "many models": _many_models_report(), "demo": demo_report(seeds=2),
+               "retrieval": retrieval}
+    return [(name, k, plot.figure) for name, report in reports.items() for k, plot in enumerate(report_plots(report))]
+
+
+def _text_boxes(figure):
+    """Every text drawn on the figure with its box in pixels: titles, axis labels, legends, and the
+    tick labels of ticks inside the axis limits (matplotlib keeps, but does not draw, the others)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    FigureCanvasAgg(figure).draw()         # the renderer savefig uses
+    renderer = figure.canvas.get_renderer()
+    ticks = set()
+    for ax in figure.axes:
+        for axis, (low, high) in ((ax.xaxis, sorted(ax.get_xlim())), (ax.yaxis, sorted(ax.get_ylim()))):
+            span = (high - low) * 1e-9
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                ticks.add(id(tick.label1))
+                ticks.add(id(tick.label2))
+                if low - span <= tick.get_loc() <= high + span:
+                    ticks.discard(id(tick.label1) if tick.label1.get_visible() else None)
+                    ticks.discard(id(tick.label2) if tick.label2.get_visible() else None)
+    shown = []
+    for text in figure.findobj(Text):
+        if not text.get_visible() or not text.get_text().strip() or id(text) in ticks:
+            continue
+        if text.axes is not None and not text.axes.get_visible():
+            continue
+        shown.append((text, text.get_window_extent(renderer)))
+    return shown
+
+
+def test_no_figure_clips_a_label_or_overlaps_tick_labels():
+    checked = 0
+    for name, k, figure in _figures_to_check():
+        drawn = _text_boxes(figure)
+        width, height = figure.canvas.get_width_height()
+        for text, box in drawn:
+            inside = box.x0 >= -1 and box.y0 >= -1 and box.x1 <= width + 1 and box.y1 <= height + 1
+            assert inside, f"{name} figure {k}: {text.get_text()!r} at {box} is outside the {width}x{height} canvas"
+            checked += 1
+        for ax in figure.axes:
+            labels = {id(t) for t in ax.get_xticklabels()}
+            placed = sorted(((text, box) for text, box in drawn if id(text) in labels), key=lambda tb: tb[1].x0)
+            for (text, a), (_, b) in zip(placed, placed[1:]):
+                angle = math.radians(text.get_rotation())
+                if angle:    # slanted labels: their lines must lie at least one text height apart
+                    height = text.get_fontsize() * figure.dpi / 72
+                    assert (b.x1 - a.x1) * math.sin(angle) >= height, f"{name} figure {k}: x tick labels overlap"
+                else:
+                    assert not a.overlaps(b), f"{name} figure {k}: x tick labels overlap"
+    assert checked > 100
+
+
+def test_the_demo_plots_v_beside_r2_for_each_experiment():
+    from embsql.demo import EXPERIMENTS, demo_report
+
+    report = demo_report(seeds=2)
+    plots = report_plots(report)
+    assert [p.anchor for p in plots] == [name for _, name, _, _ in EXPERIMENTS]
+    for plot in plots:
+        left, right = plot.figure.axes
+        assert left.get_title().startswith("V") and right.get_title().startswith("R²")
+        rows = report[plot.anchor].to_dicts()
+        np.testing.assert_allclose(sorted(left.lines[0].get_ydata()), sorted(r["v"] for r in rows))
+        np.testing.assert_allclose(sorted(right.lines[0].get_ydata()), sorted(r["r2"] for r in rows))
+
+
+def test_the_compare_figure_draws_every_pair_with_its_interval():
+    report = fake_report()
+    (plot,) = [p for p in report_plots(report) if p.anchor == "verdict"]
+    ax = plot.figure.axes[0]
+    rows = report["compare"].to_dicts()
+    np.testing.assert_allclose(ax.lines[0].get_xdata(), [r["difference"] for r in rows])
+    segments = [seg for c in ax.collections for seg in c.get_segments() if seg[0][1] == seg[1][1]]
+    np.testing.assert_allclose(sorted((s[0][0], s[1][0]) for s in segments),
+                               sorted((r["ci_low"], r["ci_high"]) for r in rows))
+
+
+def test_the_header_is_text_not_a_dict():
+    report = fake_report()
+    report = ReportResult(report.title, report.summary, report.sections,
+                          {**report.meta, "dimensions": {"mini-384": 384, "base-768": 768},
+                           "sections": ["decomposition", "groups"]})
+    for text in (render.to_text(report), render.to_markdown(report), render.to_html(report, plots=False)):
+        assert "{" not in text.split("Summary")[0].replace("{font", "") or "'mini-384'" not in text
+        assert "mini-384 384, base-768 768" in text and "['decomposition'" not in text
+
+
+def test_long_sections_show_head_tail_and_quantiles_in_text_and_markdown():
+    report = fake_report()
+    alignment = report["alignment"]
+    assert len(alignment) > render.LONG_TABLE
+    text, markdown = render.to_text(report), render.to_markdown(report).replace("\\", "")
+    for shown in (text, markdown):
+        assert f"{len(alignment)} rows, {2 * render.HEAD_ROWS} shown" in _flat(shown)
+        assert "--full" in shown and "to_pandas()" in shown and "Quantiles" in shown
+    first, last = alignment.rows[0], alignment.rows[-1]
+    hidden = alignment.rows[render.HEAD_ROWS + 2]
+    assert str(first[1]) in text and str(last[1]) in text and f" {hidden[1]} " not in text
+    # quantiles per model, from the rows themselves
+    m = [r["m"] for r in alignment.to_dicts() if r["model"] == "mini-384"]
+    for value in (min(m), float(np.median(m)), max(m)):
+        assert render.format_cell(value) in text
+    assert len(render.to_text(report, full=True).splitlines()) > len(text.splitlines()) + 40
+    assert len(json.loads(render.to_json(report))["sections"][[s.name for s in report.sections].index("alignment")]
+               ["rows"]) == len(alignment)

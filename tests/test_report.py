@@ -1,6 +1,7 @@
 """The report builder: its numbers are the SQL functions' numbers, its SQL is golden, parses back
 and runs, names are quoted and checked before anything runs, and bad input is a clear error."""
 
+import json
 import os
 from pathlib import Path
 
@@ -93,7 +94,7 @@ def test_example_1_through_the_report(con):
 
 
 def test_every_section_carries_its_caution_and_converts(emb_con):
-    result = embsql.report("emb", vector="emb", group="topic", by="model").run(emb_con)
+    result = embsql.report("emb", vector="emb", group="topic", by="model", permutations=0).run(emb_con)
     assert [s.name for s in result.sections] == ["decomposition", "groups", "jackknife", "bootstrap", "compare"]
     for section in result.sections:
         assert len(section.caution) > 40
@@ -195,9 +196,40 @@ def test_a_file_source_needs_a_table_name_on_other_engines(tmp_path):
 
 
 def test_rows_sections_need_duckdb(emb_con):
-    report = embsql.report("emb", vector="emb", group="topic", permutations=9)
+    report = embsql.report("emb", vector="emb", group="topic", permutations=9, sections=("decomposition", "permanova"))
     with pytest.raises(embsql.InputError, match="permanova section needs the rows"):
         report.finish([], con=None)
+
+
+def test_the_default_report_has_p_values_and_zero_permutations_skips_them(emb_con):
+    result = embsql.report("emb", vector="emb", group="topic", by="model").run(emb_con, progress=False)
+    names = [s.name for s in result.sections]
+    assert names[-2:] == ["permanova", "dispersion"] and result.meta["permutations"] == 999
+    for row in result.summary.to_dicts():
+        assert 1 / 1000 <= row["p_value"] <= 1 and 1 / 1000 <= row["dispersion_p"] <= 1
+        assert result["permanova"].to_dicts()[0]["permutations"] == 999
+    skipped = embsql.report("emb", vector="emb", group="topic", by="model", permutations=0).run(emb_con)
+    assert "permanova" not in [s.name for s in skipped.sections]
+    assert all(row["p_value"] is None for row in skipped.summary.to_dicts())
+    assert "No p-values" in " ".join(skipped.verdict)
+
+
+def test_off_duckdb_the_default_tests_are_left_out_with_a_note(emb_con):
+    """Another engine sends only the group sums: the defaulted tests are dropped, and the report says so."""
+    report = embsql.report("emb", vector="emb", group="topic", by="model")
+    sums = embsql.report("emb", vector="emb", group="topic", by="model", permutations=0)
+    parts = [(value, part) for value, part in _group_sums_of(emb_con)]
+    result = report.finish(parts, con=None)
+    assert "permanova" not in [s.name for s in result.sections]
+    assert any("only DuckDB" in note for note in result.meta["notes"])
+    assert sums.sections_on(False) == sums.chosen_sections
+
+
+def _group_sums_of(con):
+    from embsql.sources import resolve
+    from embsql.sufficient import group_sums
+
+    return group_sums(con, resolve(con, "emb"), "topic", "emb", by="model")
 
 
 def _golden_report():
@@ -282,3 +314,82 @@ def test_compare_needs_matching_groups(con):
     assert "cannot be paired" in result.meta["notes"][0]
     with pytest.raises(embsql.DesignError, match="cannot be paired"):
         embsql.report("uneven", vector="emb", group="topic", by="model", sections=["compare"]).run(con)
+
+
+# ---------------------------------------------------------------- the verdict
+
+def _judged(r2, v, pairs, p=None, dispersion=None, groups=30, n=600, group="topic"):
+    """A report with only what the verdict reads: the summary and the compare rows."""
+    from embsql.report_result import ReportResult, Section
+    from embsql.results import ResultTable
+
+    columns = ("model", "n", "groups", "r2", "f", "p_value", "v", "dispersion_p")
+    summary = ResultTable.from_dicts("summary", columns, [
+        {"model": m, "n": n, "groups": groups, "r2": r2[m], "f": 10.0, "p_value": (p or {}).get(m), "v": v[m],
+         "dispersion_p": (dispersion or {}).get(m)} for m in r2])
+    compare = ResultTable.from_dicts("compare", ("model_a", "model_b", "estimate_a", "estimate_b", "difference",
+                                                 "ci_low", "ci_high"),
+                                     [{"model_a": a, "model_b": b, "estimate_a": r2[a], "estimate_b": r2[b],
+                                       "difference": r2[a] - r2[b], "ci_low": lo, "ci_high": hi}
+                                      for (a, b), (lo, hi) in pairs.items()])
+    sections = (Section("compare", "Paired comparison", compare, "paired"),) if pairs else ()
+    return ReportResult("t", summary, sections, {"group": group, "permutations": 999, "level": 0.95})
+
+
+def test_verdict_names_the_model_ahead_and_its_interval():
+    first = _judged({"mini": 0.30, "base": 0.40}, {"mini": 0.81, "base": 0.62}, {("mini", "base"): (-0.14, -0.07)})
+    (sentence,) = first.verdict[:1]
+    assert sentence.startswith("base separates the topic groups more than mini: R² 0.40 vs 0.30")
+    assert "paired difference 0.10 (95% CI 0.07–0.14, 30 groups)" in sentence      # flipped to base − mini
+    assert "V would rank them the other way (0.62 vs 0.81)" in sentence
+    # the other model ahead, and V agreeing: every part follows the numbers
+    second = _judged({"mini": 0.50, "base": 0.40}, {"mini": 0.70, "base": 0.60}, {("mini", "base"): (0.04, 0.16)})
+    assert second.verdict[0].startswith("mini separates the topic groups more than base: R² 0.50 vs 0.40")
+    assert "(95% CI 0.04–0.16" in second.verdict[0] and "V points the same way (0.70 vs 0.60)" in second.verdict[0]
+
+
+def test_verdict_says_when_the_interval_includes_zero():
+    tie = _judged({"a": 0.41, "b": 0.40}, {"a": 0.6, "b": 0.7}, {("a", "b"): (-0.02, 0.04)})
+    assert "a and b cannot be told apart on these data" in tie.verdict[0]
+    assert "(95% CI −0.02 to 0.04, 30 groups) includes 0" in tie.verdict[0]
+    assert "separates" not in tie.verdict[0]
+
+
+def test_verdict_with_three_models_ranks_them_and_compares_the_top_two():
+    result = _judged({"a": 0.2, "b": 0.5, "c": 0.3}, {"a": 1, "b": 1, "c": 1},
+                     {("a", "b"): (-0.4, -0.2), ("a", "c"): (-0.2, 0.0), ("b", "c"): (0.1, 0.3)})
+    assert result.verdict[0].startswith("Ranked by R²: b 0.50, c 0.30, a 0.20. b separates the topic groups more than c")
+
+
+def test_verdict_reads_the_p_values():
+    strong = _judged({"a": 0.4, "b": 0.3}, {"a": 1, "b": 1}, {("a", "b"): (0.05, 0.15)},
+                     p={"a": 0.001, "b": 0.001}, dispersion={"a": 0.4, "b": 0.03})
+    assert strong.verdict[1].startswith("The groups differ beyond chance in every model (PERMANOVA p = 0.001 for each")
+    assert "dispersion test is significant too (p = 0.4 for a, 0.03 for b)" in strong.verdict[1]
+    weak = _judged({"a": 0.4, "b": 0.3}, {"a": 1, "b": 1}, {("a", "b"): (0.05, 0.15)}, p={"a": 0.2, "b": 0.5})
+    assert weak.verdict[1].startswith("PERMANOVA finds no evidence")
+    none = _judged({"a": 0.4, "b": 0.3}, {"a": 1, "b": 1}, {("a", "b"): (0.05, 0.15)})
+    assert none.verdict[1].startswith("No p-values")
+
+
+def test_verdict_with_one_model_says_what_r2_f_and_p_show_and_cannot():
+    one = _judged({None: 0.25}, {None: 0.8}, {}, p={None: 0.001}, groups=11, n=101)
+    first, second = one.verdict
+    assert first.startswith("R² = 0.25: 25% of the spread of the unit vectors lies between the topic groups, "
+                            "against 0.10 expected with no structure (11 groups, 101 items); F = 10.00")
+    assert "cannot say whether another model" in first
+    assert second.startswith("The groups differ beyond chance in this model (PERMANOVA p = 0.001 with 999 "
+                             "permutations); p says whether the grouping could be chance, not how strong it is")
+
+
+def test_verdict_of_a_real_report(emb_con):
+    result = embsql.report("emb", vector="emb", group="topic", by="model", permutations=99).run(emb_con)
+    compare = result["compare"].to_dicts()[0]
+    lead, other = (compare["model_a"], compare["model_b"])[::1 if compare["difference"] > 0 else -1]
+    if compare["ci_low"] > 0 or compare["ci_high"] < 0:
+        assert result.verdict[0].startswith(f"{lead} separates the topic groups more than {other}")
+    else:
+        assert result.verdict[0].startswith(f"{lead} and {other} cannot be told apart on these data")
+    assert f"{abs(compare['difference']):.2f}" in result.verdict[0]
+    assert "99 permutations" in result.verdict[1]
+    assert result.verdict == json.loads(result.to_json())["verdict"]

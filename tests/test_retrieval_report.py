@@ -1,5 +1,5 @@
-"""Retrieval summary (rank figures with cluster-jackknife SEs), the four-layer report, the S16 pairing
-and the S26 flag, against numpy computations written here (explicit delete-one-group loops,
+"""Retrieval summary (rank figures with cluster-jackknife SEs), the four-layer report, the input/output
+pairing and the eff_dim flag, against numpy computations written here (explicit delete-one-group loops,
 one-way ANOVA by its definition, eigenvalues of the covariance)."""
 
 import duckdb
@@ -211,3 +211,69 @@ def test_pairing_when_every_query_succeeds():
     rows = embsql.pairing(con, "q", "d", model="model").to_dicts()
     assert all(r["output"] is None and "same top-1 outcome (all ranked first)" in r["note"] for r in rows)
     assert all(r["input"] is not None for r in rows)
+
+
+# ---------------------------------------------------------------- layers the data cannot support
+
+def test_documents_without_topic_groups_leave_out_only_their_layer(data):
+    queries, docs = data
+    own_topic = docs.set_column(docs.schema.get_field_index("group"), "group",
+                                pa.array([f"doc-{i}" for i in range(docs.num_rows)]))
+    result = _retrieval_report_only(queries, own_topic)
+    names = [s.name for s in result.sections]
+    assert "document_structure" not in names
+    assert {"query_stability", "alignment", "rank", "pairing"} <= set(names)
+    (note,) = [n for n in result.meta["notes"] if "Document structure" in n]
+    assert "documents 'd'" in note and "column 'group'" in note and "two or more documents" in note
+    # the figures that remain are the ones the full data give
+    full = _retrieval_report_only(queries, docs)
+    assert result["rank"].to_dicts() == full["rank"].to_dicts()
+    assert "Document structure" in render_text(result)
+
+
+def test_one_query_per_group_and_level_leaves_out_the_dose(data):
+    queries, docs = data
+    levels = queries.column("level").to_numpy()
+    groups = np.asarray(queries.column("group").to_pylist(), dtype=object)
+    first = np.zeros(len(levels), dtype=bool)
+    seen = set()
+    for i, key in enumerate(zip(queries.column("model").to_pylist(), groups, levels)):
+        first[i] = key not in seen
+        seen.add(key)
+    thin = queries.filter(pa.array(first))
+    result = _retrieval_report_only(thin, docs, level="level")
+    assert "dose" not in [s.name for s in result.sections] and "alignment" in [s.name for s in result.sections]
+    (note,) = [n for n in result.meta["notes"] if n.startswith("Dose")]
+    assert "queries 'q'" in note and "column 'level'" in note
+    with_dose = _retrieval_report_only(queries, docs, level="level")
+    assert "dose" in [s.name for s in with_dose.sections]
+    skipped = _retrieval_report_only(queries, docs, level="level", permutations=0)
+    assert "dose" not in [s.name for s in skipped.sections]
+    assert any("permutations > 0" in n for n in skipped.meta["notes"])
+
+
+def _retrieval_report_only(queries, docs, level=None, permutations=19):
+    con = embsql.connect()
+    con.register("q", queries)
+    con.register("d", docs)
+    retrieval = {"level": level} if level else {}
+    return embsql.report("q", vector="vector", group="group", by="model", queries="q", docs="d",
+                         permutations=permutations, sections=("decomposition", "retrieval"),
+                         retrieval=retrieval).run(con)
+
+
+def render_text(result):
+    from embsql.render import to_text
+
+    return to_text(result)
+
+
+def test_the_retrieval_report_opens_with_its_top1_rates(data):
+    queries, docs = data
+    con = embsql.connect()
+    result = embsql.retrieval_layers(con, queries, docs, model="model")
+    rank = {row["model"]: row["top1"] for row in result["rank"].to_dicts()}
+    (sentence,) = result.verdict
+    best, other = sorted(rank, key=lambda m: -rank[m])
+    assert sentence == (f"The correct document ranks first for {rank[best]:.0%} with {best}, "
+                        f"{rank[other]:.0%} with {other} of the {result['rank'].to_dicts()[0]['queries']} queries.")

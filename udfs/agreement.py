@@ -1,4 +1,4 @@
-"""UDF kernels for cross-model agreement (SPEC S25), called by sql/python/85_agreement.sql.
+"""UDF kernels for cross-model agreement, called by sql/python/85_agreement.sql.
 
 Each call gets the whole table as lists (models, items, vectors) plus the table's column names
 and types, so that a missing or mistyped column gives the same message as from Python.  The

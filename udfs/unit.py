@@ -1,4 +1,4 @@
-"""UDF kernel: scale vectors to unit length (S1), as DuckDB sees it: one Arrow chunk per call.
+"""UDF kernel: scale vectors to unit length, as DuckDB sees it: one Arrow chunk per call.
 
 Loaded by embsql.registration, which reads SPECS; nothing here imports embsql, so the
 kernel can be tested on plain Arrow arrays.

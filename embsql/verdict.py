@@ -1,0 +1,194 @@
+"""The first lines of a report: one or two plain sentences computed from its numbers.
+
+The sentences are read off the summary (r2, v, f, p_value, dispersion_p, groups, n) and the
+paired comparison rows (difference, ci_low, ci_high, estimate_a, estimate_b); every claim in
+them is a comparison made here (which model is ahead, whether the interval excludes 0, whether V
+points the other way, whether a p-value is below ALPHA), never a fixed text.  A report that
+carries its own sentences in ``meta["verdict"]`` (the demo) keeps them.
+"""
+
+from __future__ import annotations
+
+import math
+
+ALPHA = 0.05           # the level at which a p-value is called "beyond chance" in the sentences
+
+
+def verdict(result) -> list[str]:
+    """The report's opening sentences (an empty list when its tables hold nothing to judge)."""
+    own = result.meta.get("verdict")
+    if own:
+        return [own] if isinstance(own, str) else list(own)
+    rows = [row for row in result.summary.to_dicts() if _finite(row.get("r2"))]
+    if rows:
+        group = _groups_word(result.meta.get("group"))
+        first = _one_model(rows[0], group) if len(rows) == 1 else _models(result, rows, group)
+        return [s for s in (first, _tests(rows, result.meta.get("permutations"))) if s]
+    rows = [row for row in result.summary.to_dicts() if _finite(row.get("top1"))]
+    if rows:
+        return [_retrieval(rows)]
+    return []
+
+
+# ---------------------------------------------------------------- two or more models
+
+def _models(result, rows: list[dict], group: str) -> str:
+    ranked = sorted(rows, key=lambda r: -r["r2"])
+    lead, second = ranked[0], ranked[1]
+    pair = _pair(result, lead["model"], second["model"])
+    ranking = ""
+    if len(ranked) > 2:
+        ranking = "Ranked by R²: " + ", ".join(f"{_name(r['model'])} {_num(r['r2'])}" for r in ranked) + ". "
+    if pair is None:
+        why = next((n for n in result.meta.get("notes", []) if "paired comparison" in n),
+                   "" if any(s.name == "compare" for s in result.sections) else "this report has no compare section")
+        return (f"{ranking}{_name(lead['model'])} has the higher R² ({_num(lead['r2'])} vs {_num(second['r2'])}), "
+                f"but the difference has no paired interval{f' ({why})' if why else ''}, so it may be chance.")
+    difference, low, high = pair
+    groups = f", {lead['groups']} groups" if lead.get("groups") else ""
+    level = _level(result)
+    v_lead, v_second = lead.get("v"), second.get("v")
+    r2_lead, r2_second, difference, low, high = _nums(lead["r2"], second["r2"], difference, low, high)
+    if pair[1] > 0:
+        sentence = (f"{_name(lead['model'])} separates {group} more than {_name(second['model'])}: "
+                    f"R² {r2_lead} vs {r2_second}, paired difference {difference} "
+                    f"({level} CI {_range(pair[1], low, high)}{groups})")
+        if _finite(v_lead) and _finite(v_second) and v_lead != v_second:
+            sentence += ("; V would rank them the other way" if v_lead < v_second else "; V points the same way") + \
+                        " ({} vs {}), but V is not comparable across models".format(*_nums(v_lead, v_second))
+    else:
+        sentence = (f"{_name(lead['model'])} and {_name(second['model'])} cannot be told apart on these data: "
+                    f"R² {r2_lead} vs {r2_second}, paired difference {difference} "
+                    f"({level} CI {_range(pair[1], low, high)}{groups}) includes 0")
+        if _finite(v_lead) and _finite(v_second):
+            sentence += "; V ({} vs {}) is not comparable across models and cannot settle it".format(
+                *_nums(v_lead, v_second))
+    return ranking + sentence + "."
+
+
+def _pair(result, lead, second):
+    """R²(lead) − R²(second) and its interval from the compare rows, or None."""
+    if not any(s.name == "compare" for s in result.sections):
+        return None
+    for row in result["compare"].to_dicts():
+        values = [row.get(k) for k in ("difference", "ci_low", "ci_high")]
+        if not all(_finite(v) for v in values):
+            continue
+        if (row.get("model_a"), row.get("model_b")) == (lead, second):
+            return tuple(values)
+        if (row.get("model_a"), row.get("model_b")) == (second, lead):
+            return -values[0], -values[2], -values[1]
+    return None
+
+
+def _level(result) -> str:
+    level = result.meta.get("level")
+    if any(s.name == "compare" for s in result.sections):
+        level = next((r.get("level") for r in result["compare"].to_dicts() if _finite(r.get("level"))), level)
+    return f"{level:.0%}" if _finite(level) else "95%"
+
+
+# ---------------------------------------------------------------- one model
+
+def _one_model(row: dict, group: str) -> str:
+    r2 = row["r2"]
+    sentence = f"R² = {_num(r2)}: {r2:.0%} of the spread of the unit vectors lies between {group}"
+    n, g = row.get("n"), row.get("groups")
+    if _finite(n) and _finite(g) and n > 1:
+        sentence += f", against {_num((g - 1) / (n - 1))} expected with no structure ({g} groups, {n} items)"
+    if _finite(row.get("f")):
+        sentence += f"; F = {_num(row['f'])}"
+    sentence += (". These figures describe this grouping of these items: they cannot say whether another model "
+                 "separates the groups better (compare models on the same items), what R² would be on another "
+                 "design, or that R² is a population share of variance.")
+    return sentence
+
+
+# ---------------------------------------------------------------- the permutation tests
+
+def _tests(rows: list[dict], permutations) -> str:
+    if "p_value" not in rows[0]:
+        return ""
+    rows = [row for row in rows if _finite(row.get("p_value"))]
+    if not rows:
+        return "No p-values: the permutation tests were not run (give permutations > 0 to run them)."
+    p = [row["p_value"] for row in rows]
+    each = _each(rows, p)
+    count = f" with {permutations} permutations" if _finite(permutations) and permutations else ""
+    where = "every model" if len(rows) > 1 else "this model" if rows[0].get("model") is None else _name(rows[0]["model"])
+    if all(v <= ALPHA for v in p):
+        sentence = f"The groups differ beyond chance in {where} (PERMANOVA {each}{count})"
+    elif any(v <= ALPHA for v in p):
+        sentence = f"The groups differ beyond chance in some models only (PERMANOVA {each}{count})"
+    else:
+        sentence = f"PERMANOVA finds no evidence that the groups differ beyond chance ({each}{count})"
+    spread = [row.get("dispersion_p") for row in rows]
+    if all(_finite(v) for v in spread):
+        if any(v <= ALPHA for v in spread):
+            sentence += (f"; the dispersion test is significant too ({_each(rows, spread)}), so part of F may be "
+                         "unequal spread within groups rather than separated centres")
+        else:
+            sentence += f"; the dispersion test finds no unequal spread ({_each(rows, spread)})"
+    if len(rows) == 1:
+        sentence += "; p says whether the grouping could be chance, not how strong it is (R² says that)"
+    return sentence + "."
+
+
+def _each(rows, values) -> str:
+    if len(rows) == 1:
+        return f"p = {_p(values[0])}"
+    if len(set(values)) == 1:
+        return f"p = {_p(values[0])} for each"
+    return "p = " + ", ".join(f"{_p(v)} for {_name(r['model'])}" for r, v in zip(rows, values))
+
+
+# ---------------------------------------------------------------- retrieval
+
+def _retrieval(rows: list[dict]) -> str:
+    ranked = sorted(rows, key=lambda r: -r["top1"])
+    queries = f"of the {ranked[0]['queries']} queries" if ranked[0].get("queries") else "of the queries"
+    if len(rows) == 1:
+        return f"The correct document ranks first for {rows[0]['top1']:.0%} {queries}."
+    parts = ", ".join(f"{r['top1']:.0%} with {_name(r['model'])}" for r in ranked)
+    return f"The correct document ranks first for {parts} {queries}."
+
+
+# ---------------------------------------------------------------- words and numbers
+
+def _groups_word(group) -> str:
+    return f"the {group} groups" if group else "the groups"
+
+
+def _name(model) -> str:
+    return "all items" if model is None else str(model)
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _num(value: float) -> str:
+    """Two decimals for figures of 0.1 and more; two significant digits below (0.0043)."""
+    if value == 0:
+        return "0"
+    text = f"{abs(value):.2f}" if abs(value) >= 0.095 else f"{abs(value):.2g}"
+    return ("−" if value < 0 else "") + text
+
+
+def _nums(*values: float) -> list[str]:
+    """Figures read side by side, with the same number of decimals: two, or more (at most four)
+    when the smallest of them is below 0.01, so that it keeps two significant digits (0.0043), or
+    when two different figures would otherwise print alike (0.972 vs 0.969)."""
+    smallest = min((abs(v) for v in values if v), default=1.0)
+    decimals = min(4, 1 - math.floor(math.log10(smallest))) if smallest < 0.0095 else 2
+    while decimals < 4 and len({f"{v:.{decimals}f}" for v in values}) < len(set(values)):
+        decimals += 1
+    return [("−" if v < 0 else "") + f"{abs(v):.{decimals}f}" for v in values]
+
+
+def _range(low_value: float, low: str, high: str) -> str:
+    return f"{low}–{high}" if low_value >= 0 else f"{low} to {high}"
+
+
+def _p(value: float) -> str:
+    return f"{value:.3g}"
