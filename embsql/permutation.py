@@ -178,7 +178,7 @@ class _CoordinateSums:
         sizes = np.bincount(d.codes)
         starts = np.r_[0, np.cumsum(sizes)[:-1]]
         # cut between groups, at the first group start past each multiple of BLOCK_ROWS
-        cuts = np.unique(np.r_[starts[np.searchsorted(starts, np.arange(0, d.n, BLOCK_ROWS))], d.n])
+        cuts = np.unique(np.r_[np.r_[starts, d.n][np.searchsorted(starts, np.arange(0, d.n, BLOCK_ROWS))], d.n])
         self.blocks = [(low, high, starts[(starts >= low) & (starts < high)] - low,
                         1.0 / sizes[(starts >= low) & (starts < high)])
                        for low, high in zip(cuts[:-1], cuts[1:])]

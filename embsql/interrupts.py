@@ -1,0 +1,58 @@
+"""Stopping a long UDF kernel when its query is interrupted (``con.interrupt()``).
+
+DuckDB looks for an interrupt between chunks of work, never inside a Python UDF, and a permutation
+test runs inside one UDF call; DuckDB gives the UDF no way to read the interrupt flag either.  So
+when the kernels are loaded, ``DuckDBPyConnection.interrupt`` is wrapped once: each call still
+interrupts as before and also counts itself here.  A kernel takes a ``Watch`` when it starts and
+calls it between blocks of permutations (a fraction of a second apart); once an interrupt has been
+counted since it started, the watch raises and the query ends with a clear error, leaving the
+connection usable.  The count is process-wide, so an interrupt of any connection stops the kernels
+running at that moment (DuckDB tells a UDF nothing about which connection runs it).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import duckdb
+
+from .errors import EmbsqlError
+
+_lock = threading.Lock()
+_count = 0
+
+
+class QueryInterrupted(EmbsqlError):
+    """The query running a kernel was interrupted."""
+
+
+def _counted(original):
+    def interrupt(self, *args, **kwargs):
+        global _count
+        with _lock:
+            _count += 1
+        return original(self, *args, **kwargs)
+
+    interrupt.__doc__ = original.__doc__
+    interrupt.embsql_counts_interrupts = True
+    return interrupt
+
+
+def install() -> None:
+    """Wrap DuckDBPyConnection.interrupt (once; idempotent)."""
+    cls = duckdb.DuckDBPyConnection
+    if not getattr(cls.interrupt, "embsql_counts_interrupts", False):
+        cls.interrupt = _counted(cls.interrupt)
+
+
+class Watch:
+    """``watch(done, total)`` raises QueryInterrupted once an interrupt came after the watch began."""
+
+    def __init__(self):
+        install()
+        self.start = _count
+
+    def __call__(self, done=None, total=None) -> None:
+        if _count != self.start:
+            raise QueryInterrupted("the query was interrupted; the permutation test stopped"
+                                   + ("" if done is None else f" after {done} of {total} permutations"))
