@@ -8,10 +8,16 @@ calls it between blocks of permutations (a fraction of a second apart); once an 
 counted since it started, the watch raises and the query ends with a clear error, leaving the
 connection usable.  The count is process-wide, so an interrupt of any connection stops the kernels
 running at that moment (DuckDB tells a UDF nothing about which connection runs it).
+
+Ctrl-C (SIGINT) is counted the same way: DuckDB runs a query's tasks on worker threads too, where
+Python raises no KeyboardInterrupt, and turns the signal into an interrupt that bypasses the Python
+method.  So the Python-level SIGINT handler is chained once (from the main thread): it counts, then
+does whatever the previous handler did (by default, raise KeyboardInterrupt).
 """
 
 from __future__ import annotations
 
+import signal
 import threading
 
 import duckdb
@@ -26,11 +32,15 @@ class QueryInterrupted(EmbsqlError):
     """The query running a kernel was interrupted."""
 
 
+def _bump() -> None:
+    global _count
+    with _lock:
+        _count += 1
+
+
 def _counted(original):
     def interrupt(self, *args, **kwargs):
-        global _count
-        with _lock:
-            _count += 1
+        _bump()
         return original(self, *args, **kwargs)
 
     interrupt.__doc__ = original.__doc__
@@ -38,11 +48,28 @@ def _counted(original):
     return interrupt
 
 
+def _counting_handler(previous):
+    def handler(signum, frame):
+        _bump()
+        if callable(previous):
+            return previous(signum, frame)
+        if previous == signal.SIG_DFL:
+            raise KeyboardInterrupt
+        return None     # SIG_IGN: ignored before, still ignored (but counted)
+
+    handler.embsql_counts_interrupts = True
+    return handler
+
+
 def install() -> None:
-    """Wrap DuckDBPyConnection.interrupt (once; idempotent)."""
+    """Wrap DuckDBPyConnection.interrupt and chain the SIGINT handler (once each; idempotent)."""
     cls = duckdb.DuckDBPyConnection
     if not getattr(cls.interrupt, "embsql_counts_interrupts", False):
         cls.interrupt = _counted(cls.interrupt)
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.getsignal(signal.SIGINT)
+        if previous is not None and not getattr(previous, "embsql_counts_interrupts", False):
+            signal.signal(signal.SIGINT, _counting_handler(previous))
 
 
 class Watch:

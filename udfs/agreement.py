@@ -58,6 +58,8 @@ def _each(inputs: tuple, compute) -> pa.Array:
             out.append(_rows(compute(_models(row, *inputs), row)))
         except EmbsqlError as error:
             raise ValueError(f"embsql: {error}") from None
+        except KeyboardInterrupt:    # Ctrl-C while the kernel ran on the main thread
+            raise ValueError("embsql: the query was interrupted; the permutation test stopped") from None
     return pa.array(out)
 
 

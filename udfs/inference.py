@@ -26,7 +26,9 @@ FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL")
 install()   # so that con.interrupt() reaches the kernels (embsql.interrupts)
 
 
-def _sql_error(error: Exception) -> ValueError:
+def _sql_error(error: BaseException) -> ValueError:
+    if isinstance(error, KeyboardInterrupt):   # Ctrl-C while the kernel ran on the main thread
+        return ValueError("embsql: the query was interrupted; the permutation test stopped")
     return ValueError(f"embsql: {error}")
 
 
@@ -66,7 +68,7 @@ def emb__permanova_test(labels, vectors, strata, vector_col, permutations, seed,
             test = permanova_vectors(unit[order], design(names[order], None if blocks is None else blocks[order]),
                                      permutations=_scalar(permutations, row), seed=_scalar(seed, row),
                                      statistic=_scalar(statistic, row), progress=Watch())
-        except EmbsqlError as error:
+        except (EmbsqlError, KeyboardInterrupt) as error:
             raise _sql_error(error) from None
         out.append(_row(test, _scalar(statistic, row)))
     return pa.array(out)
@@ -91,7 +93,7 @@ def emb__permanova_dist_test(first, second, distance, ids, labels, strata, permu
                                        design(names[order], None if blocks is None else blocks[order]),
                                        permutations=_scalar(permutations, row), seed=_scalar(seed, row),
                                        statistic=_scalar(statistic, row), progress=Watch())
-        except EmbsqlError as error:
+        except (EmbsqlError, KeyboardInterrupt) as error:
             raise _sql_error(error) from None
         out.append(_row(test, _scalar(statistic, row)))
     return pa.array(out)
@@ -106,7 +108,7 @@ def emb__dispersion_test(labels, vectors, vector_col, permutations, seed, group_
             order = canonical_order(names, None, unit)
             result = dispersion_test(unit[order], design(names[order]), permutations=_scalar(permutations, row),
                                      seed=_scalar(seed, row), progress=Watch())
-        except EmbsqlError as error:
+        except (EmbsqlError, KeyboardInterrupt) as error:
             raise _sql_error(error) from None
         test = result.test
         out.append({"groups": result.groups, "f": None if test is None else test.statistic,
