@@ -9,6 +9,7 @@ Table 1, the dispersion test on null data (groups equal in spread), three scheme
            betadisper(bias.adjust = TRUE) + permutest)
   embsql   adjusted distances, residual *vectors* permuted, groups under 4 items left out
            (embsql.dispersion, the scheme now used)
+Table 1b, the same on null data built from examples/embeddings.parquet (R / 5 data sets).
 Table 2, PERMANOVA with equal centres: pseudo-F against the Welch-type W*_d (statistic='welch').
 
 Each cell: the share of R seeded data sets with p <= 0.05 (199 permutations each) and its Monte
@@ -87,6 +88,42 @@ def dispersion_table(runs):
                   f"{cell(hits['new'], runs)} | {len(small)} groups, {sum(small)} items |", flush=True)
 
 
+def real_table(runs, model="mini-384"):
+    """Null data built from examples/embeddings.parquet (600 items, 30 topics of 4 to 56 items):
+    (a) the topic labels shuffled at random (no group structure), (b) each topic's centroid plus
+    residuals drawn at random from all topics, renormalised (real locations, one spread)."""
+    from pathlib import Path
+
+    import duckdb
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "embeddings.parquet"
+    table = duckdb.sql(f"SELECT topic, embedding FROM '{path}' WHERE model = '{model}' ORDER BY item").fetchnumpy()
+    z = unit(np.vstack(table["embedding"]).astype(np.float64))
+    topics, codes = np.unique(table["topic"], return_inverse=True)
+    sizes = np.bincount(codes)
+    centres = np.vstack([z[codes == g].mean(axis=0) for g in range(len(topics))])
+    residuals = (z - centres[codes]) * np.sqrt(sizes / (sizes - 1.0))[codes][:, None]
+    print(f"\nTable 1b. Dispersion test on null data from examples/embeddings.parquet ({model}: n = {len(z)}, "
+          f"{len(topics)} topics of {sizes.min()} to {sizes.max()} items), {runs} data sets x {B} permutations")
+    print("| data | old | vegan-style | embsql (new) |")
+    print("|---|---|---|---|")
+    order = np.argsort(codes, kind="stable")
+    d = design(codes[order])
+    for name in ("topic labels shuffled", "topic centroids + shuffled residuals"):
+        rng = np.random.default_rng(len(name))
+        hits = {"old": 0, "vegan": 0, "new": 0}
+        for rep in range(runs):
+            if name.startswith("topic labels"):
+                data = z[rng.permutation(len(z))][order]
+            else:
+                data = unit(centres[codes] + residuals[rng.permutation(len(z))])[order]
+            hits["old"] += old_p(data, d, rep) <= 0.05
+            hits["vegan"] += vegan_p(data, d, rep) <= 0.05
+            hits["new"] += dispersion_test(data, d, permutations=B, seed=rep).test.p_value <= 0.05
+        print(f"| {name} | {cell(hits['old'], runs)} | {cell(hits['vegan'], runs)} | {cell(hits['new'], runs)} |",
+              flush=True)
+
+
 def anisotropic(rng, n_small, n_large, rank=2, radius=0.5):
     """Unit vectors with equal centres and equal spread: every item is m + r u, u a unit vector
     orthogonal to m, so every norm is sqrt(1 + r^2); the small group's u lie in a rank-2 subspace
@@ -134,12 +171,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--short", action="store_true", help="200 data sets per cell")
     parser.add_argument("--runs", type=int, default=None)
-    parser.add_argument("--only", choices=("dispersion", "permanova"))
+    parser.add_argument("--only", choices=("dispersion", "real", "permanova"))
     args = parser.parse_args()
     runs = args.runs or (200 if args.short else 1000)
     start = time.perf_counter()
     if args.only in (None, "dispersion"):
         dispersion_table(runs)
+    if args.only in (None, "real"):
+        real_table(max(runs // 5, 40))
     if args.only in (None, "permanova"):
         permanova_table(runs)
     print(f"\n({time.perf_counter() - start:.0f} s)")
