@@ -120,6 +120,10 @@ def float_labels():
     labels = [0.0, -0.0] * 5 + [1.0] * 10 + [2.0] * 10
     con.register("f", pa.table({"g": labels, "v": list(x)}))
     con.register("nan", pa.table({"g": labels[:-1] + [float("nan")], "v": list(x)}))
+    i, j = np.triu_indices(30, 1)
+    con.register("dist", pa.table({"i": i.astype(str), "j": j.astype(str), "d": np.linalg.norm(x[i] - x[j], axis=1)}))
+    con.register("lab", pa.table({"id": np.arange(30).astype(str), "g": labels}))
+    con.register("lab_nan", pa.table({"id": np.arange(30).astype(str), "g": labels[:-1] + [float("nan")]}))
     return con
 
 
@@ -145,8 +149,16 @@ def test_nan_label_is_an_error_naming_the_column(float_labels):
         with pytest.raises(embsql.BadLabelError, match=message):
             run()
     for query in ("SELECT * FROM emb_dispersion('nan', 'g', 'v', permutations := 9)",
-                  "SELECT * FROM emb_dispersion_groups('nan', 'g', 'v', permutations := 9)"):
-        assert sql_error(con, query).startswith(f"embsql: {message}")
+                  "SELECT * FROM emb_dispersion_groups('nan', 'g', 'v', permutations := 9)",
+                  "SELECT * FROM emb_permanova('nan', 'g', 'v', permutations := 9)",
+                  "SELECT * FROM emb_permanova_dist('dist', 'lab_nan', 'g', permutations := 9)"):
+        assert sql_error(con, query).startswith(f"embsql: {message}"), query
+
+
+def test_distance_route_labels(float_labels):
+    """emb_permanova_dist: 0.0 and -0.0 one group (3 groups of 10)."""
+    assert sql_rows(float_labels, "SELECT groups FROM emb_permanova_dist('dist', 'lab', 'g', permutations := 9)") \
+        == [{"groups": 3}]
 
 
 def test_string_label_nan_is_a_label(con):
