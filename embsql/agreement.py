@@ -33,7 +33,8 @@ import duckdb
 import numpy as np
 
 from .errors import BadLabelError, DesignError, InputError
-from .permutation import PermutationTest, _check_permutations, _result
+from .arguments import check_permutations, check_seed
+from .permutation import PermutationTest, _result
 from .progress import progress_bar
 from .resampling import jackknife_se
 from .results import ResultTable
@@ -235,7 +236,8 @@ def mantel_test(unit_a: np.ndarray, unit_b: np.ndarray, *, permutations: int = 9
     Permutations whose r lies within 1e-5 of the observed r are recomputed in float64 before
     they are counted, so float32 rounding never decides whether r_perm >= r.
     """
-    _check_permutations(permutations)
+    check_permutations(permutations)
+    check_seed(seed)
     n = len(unit_a)
     if n < 3:
         raise DesignError(f"the Mantel test needs at least 3 items (3 pairs); there are {n}")

@@ -13,67 +13,97 @@ import duckdb
 import numpy as np
 
 from . import decomposition
+from .arguments import check_permutations, check_seed
 from .dispersion import dispersion_test
-from .permutation import canonical_order, design, permanova_vectors
+from .errors import InputError
+from .labels import clean_labels
+from .permutation import STATISTICS, canonical_order, design, permanova_vectors
 from .progress import progress_bar
 from .results import ResultTable
 from .sources import accepts_frames, resolve
 from .sufficient import GroupSums, unit_rows
 
-PERMANOVA_COLUMNS = decomposition.ANOVA_COLUMNS + ("p_value", "permutations")
-DISPERSION_COLUMNS = ("groups", "f", "p_value", "permutations")
-DISPERSION_GROUP_COLUMNS = ("group", "n_g", "mean_distance")
+PERMANOVA_COLUMNS = decomposition.ANOVA_COLUMNS + ("p_value", "permutations", "statistic", "w_d")
+DISPERSION_COLUMNS = ("groups", "f", "p_value", "permutations", "groups_left_out", "items_left_out", "note")
+DISPERSION_GROUP_COLUMNS = ("group", "n_g", "mean_distance", "in_test")
+DISPERSION_ALPHA = 0.05     # permanova warns when the dispersion test rejects at this level
 
 
-def _ordered(part, strata: bool):
-    order = canonical_order(part.labels, part.extra if strata else None, part.unit)
-    return part.labels[order], part.unit[order], (part.extra[order] if strata else None)
+def _ordered(part, strata: bool, group: str):
+    labels = clean_labels(part.labels, group)
+    order = canonical_order(labels, part.extra if strata else None, part.unit)
+    return labels[order], part.unit[order], (part.extra[order] if strata else None)
+
+
+def _check_arguments(permutations, seed, statistic="pseudo-f") -> None:
+    check_permutations(permutations)
+    check_seed(seed)
+    if statistic not in STATISTICS:
+        raise InputError(f"statistic must be 'pseudo-f' or 'welch', not {statistic!r}")
 
 
 @accepts_frames()
 def permanova(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *,
               permutations: int = 999, seed: int = 42, strata: str | None = None, by: str | None = None,
-              method: str = "auto", progress: bool | None = None, check_dispersion: bool = True) -> ResultTable:
+              method: str = "auto", progress: bool | None = None, check_dispersion: bool = True,
+              statistic: str = "pseudo-f") -> ResultTable:
     """emb_anova's columns plus a permutation p-value of pseudo-F (labels permuted within strata).
 
+    ``statistic='welch'`` permutes W*_d (Hamidi et al. 2019) instead: it weights each group by its
+    own spread, so unequal spreads in unbalanced designs do not inflate it; its value is in ``w_d``.
     Warns when the dispersion test is significant at 5%: F may then reflect spread, not location.
     """
+    _check_arguments(permutations, seed, statistic)
     rows = []
     for value, part in unit_rows(con, resolve(con, source), group, vector, by=by, extra=strata):
-        labels, unit, extra = _ordered(part, strata is not None)
+        labels, unit, extra = _ordered(part, strata is not None, group)
         d = design(labels, extra)
         with progress_bar(f"permutations{'' if value is None else f' ({value})'}", permutations, progress) as tick:
-            test = permanova_vectors(unit, d, permutations=permutations, seed=seed, method=method, progress=tick)
+            test = permanova_vectors(unit, d, permutations=permutations, seed=seed, method=method, progress=tick,
+                                     statistic=statistic)
         row = decomposition.anova_row(GroupSums.from_rows(labels, unit), value)
-        rows.append({**({by: value} if by else {}), **row, "p_value": test.p_value, "permutations": test.permutations})
+        rows.append({**({by: value} if by else {}), **row, "p_value": test.p_value, "permutations": test.permutations,
+                     "statistic": statistic, "w_d": test.statistic if statistic == "welch" else None})
         if check_dispersion:
-            spread = dispersion_test(unit, d, permutations=permutations, seed=seed)
-            if spread.test.p_value <= 0.05:
-                warnings.warn(
-                    f"the dispersion test is significant (p = {spread.test.p_value:.3g}"
-                    f"{'' if value is None else f', {by} = {value!r}'}): groups differ in spread, so a large "
-                    "pseudo-F may reflect spread rather than location (SPEC S14)", stacklevel=2)
+            _warn_on_spread(dispersion_test(unit, d, permutations=permutations, seed=seed),
+                            "" if value is None else f", {by} = {value!r}")
     return ResultTable.from_dicts("permanova", ((by,) if by else ()) + PERMANOVA_COLUMNS, rows)
+
+
+def _warn_on_spread(spread, where: str) -> None:
+    if spread.test is not None and spread.test.p_value <= DISPERSION_ALPHA:
+        warnings.warn(
+            f"the dispersion test is significant (p = {spread.test.p_value:.3g}{where}): groups differ in spread, "
+            "so a large pseudo-F may reflect spread rather than location", stacklevel=3)
 
 
 @accepts_frames()
 def dispersion(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *,
                permutations: int = 999, seed: int = 42, by: str | None = None,
                progress: bool | None = None) -> tuple[ResultTable, ResultTable]:
-    """The dispersion test (F and p) and the per-group mean distance to the centroid."""
+    """The dispersion test (F and p of the bias-adjusted distances to the group centroids) and the
+    per-group mean distance to the centroid.  Groups with fewer than 4 items are left out of the
+    test (``groups_left_out``, ``items_left_out``, ``note``; ``in_test`` per group); with fewer than
+    two groups left, f and p_value are None and the note says why."""
+    _check_arguments(permutations, seed)
     tests, groups = [], []
     for value, part in unit_rows(con, resolve(con, source), group, vector, by=by):
-        labels, unit, _ = _ordered(part, False)
+        labels, unit, _ = _ordered(part, False, group)
         d = design(labels)
         with progress_bar("dispersion permutations", permutations, progress) as tick:
             result = dispersion_test(unit, d, permutations=permutations, seed=seed, progress=tick)
         prefix = {by: value} if by else {}
-        tests.append({**prefix, "groups": result.groups, "f": result.test.statistic,
-                      "p_value": result.test.p_value, "permutations": result.test.permutations})
+        test = result.test
+        tests.append({**prefix, "groups": result.groups, "f": None if test is None else test.statistic,
+                      "p_value": None if test is None else test.p_value,
+                      "permutations": None if test is None else test.permutations,
+                      "groups_left_out": result.groups_left_out, "items_left_out": result.items_left_out,
+                      "note": result.note})
         names = np.unique(np.asarray(labels, dtype=object).astype(str))
         first_label = {str(x): x for x in labels}
-        groups += [{**prefix, "group": first_label[name], "n_g": int(size), "mean_distance": float(mean)}
-                   for name, size, mean in zip(names, result.sizes, result.mean_distance)]
+        groups += [{**prefix, "group": first_label[name], "n_g": int(size), "mean_distance": float(mean),
+                    "in_test": bool(tested)}
+                   for name, size, mean, tested in zip(names, result.sizes, result.mean_distance, result.tested)]
     key = (by,) if by else ()
     return (ResultTable.from_dicts("dispersion", key + DISPERSION_COLUMNS, tests),
             ResultTable.from_dicts("dispersion groups", key + DISPERSION_GROUP_COLUMNS, groups))

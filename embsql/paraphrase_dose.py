@@ -25,7 +25,8 @@ import numpy as np
 from . import decomposition
 from .errors import DesignError, InputError
 from .margin_scan import cluster_jackknife_ratio
-from .permutation import _check_permutations, _result
+from .arguments import check_permutations, check_seed
+from .permutation import _result
 from .resampling import jackknife_se
 from .sufficient import GroupSums, _sort_key
 
@@ -66,7 +67,8 @@ def analyse(groups, levels, keys, unit: np.ndarray, *, permutations: int = 999, 
     ``groups``, ``levels``: labels per query; ``keys``: the query ids as text (a canonical order,
     so a seed gives the same p-value whatever order the rows came in); ``unit``: unit vectors.
     """
-    _check_permutations(permutations)
+    check_permutations(permutations)
+    check_seed(seed)
     if not 0 < alpha < 1:
         raise InputError(f"alpha must be between 0 and 1, not {alpha!r}")
     level_names, level_codes = _codes(list(levels))

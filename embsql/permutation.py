@@ -1,6 +1,11 @@
 """Permutation tests of the pseudo-F (SPEC S10, S12, S13): PERMANOVA on unit vectors or on any
 dissimilarity, with labels permuted freely or only within strata.
 
+Two statistics: the pseudo-F (Anderson 2001; the default) and the Welch-type W*_d (Hamidi,
+Wallace, Vinzant and Alekseyenko 2019; for two groups Alekseyenko's 2016 Tw^2), which weights each
+group by n_g / s_g^2 instead of pooling the within spread, so that a small group with a larger
+spread does not inflate the statistic (the Behrens-Fisher weakness of pseudo-F).
+
 Two ways to get SS_W for permuted labels, chosen by cost (bench/README.md has the figures):
   * pairs: from a precomputed n x n matrix (the Gram matrix of unit vectors, or squared
     distances), SS_W needs only the within-group pairs, sum_g n_g (n_g - 1) / 2 per permutation;
@@ -16,7 +21,9 @@ from typing import Callable
 
 import numpy as np
 
+from .arguments import check_permutations, check_seed
 from .errors import DesignError, InputError
+from .precision import check_spread
 
 # vegan's adonis2 counts a permuted F as "at least as large" within sqrt(machine epsilon)
 TIE_TOLERANCE = float(np.sqrt(np.finfo(float).eps))
@@ -31,6 +38,7 @@ F64_GRAM_MAX_N = 2000
 BLOCK_ROWS = 2048             # rows per block when building a Gram matrix (bounds memory; see README)
 BATCH_PERMUTATIONS = 64       # permutations per matrix product when there are few groups
 FEW_GROUPS = 32
+STATISTICS = ("pseudo-f", "welch")
 
 
 @dataclass(frozen=True)
@@ -170,7 +178,7 @@ class _CoordinateSums:
         sizes = np.bincount(d.codes)
         starts = np.r_[0, np.cumsum(sizes)[:-1]]
         # cut between groups, at the first group start past each multiple of BLOCK_ROWS
-        cuts = np.unique(np.r_[starts[np.searchsorted(starts, np.arange(0, d.n, BLOCK_ROWS))], d.n])
+        cuts = np.unique(np.r_[np.r_[starts, d.n][np.searchsorted(starts, np.arange(0, d.n, BLOCK_ROWS))], d.n])
         self.blocks = [(low, high, starts[(starts >= low) & (starts < high)] - low,
                         1.0 / sizes[(starts >= low) & (starts < high)])
                        for low, high in zip(cuts[:-1], cuts[1:])]
@@ -219,20 +227,109 @@ def gram(unit: np.ndarray, dtype=np.float64) -> np.ndarray:
     return out
 
 
-def _run(statistic_of: Callable[[np.ndarray], float], ss_t, d: Design, permutations, seed, progress, method):
-    f_observed = float(pseudo_f(ss_t, statistic_of(np.arange(d.n)), d.n, d.groups))
-    ss_w = np.empty(permutations)
+POLL_BLOCK = 16   # permutations between calls of ``progress`` without a batch (it may stop the run)
+
+
+def _run(statistic_of: Callable[[np.ndarray], float], finish: Callable, d: Design, permutations, seed, progress,
+         method):
+    """``statistic_of(perm)`` gives a raw value (SS_W, or the statistic itself), ``finish`` the statistic.
+
+    ``progress(done, total)`` is called after every block (a fraction of a second): besides a
+    progress bar it is how a caller stops the run (by raising), e.g. on an interrupt.
+    """
+    f_observed = float(finish(statistic_of(np.arange(d.n))))
+    raw = np.empty(permutations)
     batch = getattr(statistic_of, "batch", None)
-    step = BATCH_PERMUTATIONS if batch is not None else 1
+    step = BATCH_PERMUTATIONS if batch is not None else POLL_BLOCK
     stream = shuffles(d, permutations, seed)
     for low in range(0, permutations, step):
         perms = [next(stream) for _ in range(min(step, permutations - low))]
-        ss_w[low:low + len(perms)] = batch(perms) if batch is not None else [statistic_of(p) for p in perms]
-        if progress is not None and (low // step) % max(1, 50 // step) == 0:
+        raw[low:low + len(perms)] = batch(perms) if batch is not None else [statistic_of(p) for p in perms]
+        if progress is not None:
             progress(low + len(perms), permutations)
-    if progress is not None:
-        progress(permutations, permutations)
-    return _result(f_observed, pseudo_f(ss_t, ss_w, d.n, d.groups), method)
+    return _result(f_observed, finish(raw), method)
+
+
+def welch_statistic(sizes: np.ndarray, ss: np.ndarray, centroid_sq: np.ndarray):
+    """W*_d (Hamidi et al. 2019, eq. 4) from group sizes n_g, within sums of squares SS_g (..., G) and
+    squared distances between group centroids (..., G, G):
+
+        W*_d = [sum_{i<j} (w_i w_j / W) ||c_i - c_j||^2 / (G - 1)] / [1 + 2 (G - 2) / (G^2 - 1) * h],
+        w_g = n_g / s_g^2,  s_g^2 = SS_g / (n_g - 1),  W = sum_g w_g,  h = sum_g (1 - w_g / W)^2 / (n_g - 1).
+
+    For two groups the denominator is 1 and W*_d = ||c_1 - c_2||^2 / (s_1^2 / n_1 + s_2^2 / n_2), Tw^2.
+    A group without spread (SS_g = 0) has infinite weight: W*_d is then inf.
+    """
+    sizes = np.asarray(sizes, dtype=float)
+    ss = np.asarray(ss, dtype=float)
+    groups = len(sizes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = sizes * (sizes - 1) / ss
+        total = w.sum(axis=-1)
+        numerator = np.einsum("...i,...ij,...j->...", w, centroid_sq, w) / (2 * total * (groups - 1))
+        h = np.sum((1 - w / total[..., None]) ** 2 / (sizes - 1), axis=-1)
+        value = numerator / (1 + 2 * (groups - 2) / (groups ** 2 - 1) * h)
+    return np.where(np.any(ss <= 0, axis=-1), np.inf, value)
+
+
+def _centroid_sq(centroids: np.ndarray) -> np.ndarray:
+    """||c_i - c_j||^2 for rows of (..., G, d)."""
+    norms = np.einsum("...gk,...gk->...g", centroids, centroids)
+    return np.maximum(norms[..., :, None] + norms[..., None, :] - 2 * centroids @ np.swapaxes(centroids, -1, -2), 0)
+
+
+class _WelchVectors:
+    """W*_d of unit vectors regrouped by a permutation: group sums give SS_g = n_g - ||s_g||^2 / n_g
+    and the centroids s_g / n_g."""
+
+    def __init__(self, unit: np.ndarray, d: Design):
+        self.unit = unit
+        self.order = np.argsort(d.codes, kind="stable")
+        self.sizes = np.bincount(d.codes).astype(float)
+        self.starts = np.r_[0, np.cumsum(self.sizes)[:-1]].astype(np.int64)
+
+    def __call__(self, perm: np.ndarray) -> float:
+        sums = np.add.reduceat(self.unit[perm[self.order]], self.starts, axis=0)
+        ss = self.sizes - np.einsum("gk,gk->g", sums, sums) / self.sizes
+        return float(welch_statistic(self.sizes, ss, _centroid_sq(sums / self.sizes[:, None])))
+
+
+class _WelchDistances:
+    """W*_d from an n x n matrix of squared dissimilarities: with block sums B_gh = sum over i in g,
+    j in h of d_ij^2, SS_g = B_gg / (2 n_g) and ||c_g - c_h||^2 = B_gh / (n_g n_h) - SS_g / n_g - SS_h / n_h
+    (the centroids of the principal-coordinates embedding; Hamidi et al. 2019, eqs. 5-6)."""
+
+    def __init__(self, squared: np.ndarray, d: Design):
+        self.squared, self.codes = squared, d.codes
+        self.sizes = np.bincount(d.codes).astype(float)
+        self.order = np.argsort(d.codes, kind="stable")
+        self.starts = np.r_[0, np.cumsum(self.sizes)[:-1]].astype(np.int64)
+
+    def __call__(self, perm: np.ndarray) -> float:
+        return float(self.batch([perm])[0])
+
+    def batch(self, perms: list) -> np.ndarray:
+        groups, n = len(self.sizes), len(self.codes)
+        indicator = np.zeros((n, len(perms) * groups))
+        for b, perm in enumerate(perms):
+            indicator[perm, b * groups + self.codes] = 1.0     # item perm[i] takes the label of row i
+        to_groups = self.squared @ indicator                     # (n, B G): sum over j in h of d_ij^2
+        out = np.empty(len(perms))
+        for b, perm in enumerate(perms):
+            blocks = np.add.reduceat(to_groups[perm[self.order], b * groups:(b + 1) * groups], self.starts, axis=0)
+            ss = np.diag(blocks) / (2 * self.sizes)
+            within = ss / self.sizes
+            centroid_sq = np.maximum(blocks / np.outer(self.sizes, self.sizes) - within[:, None] - within[None, :], 0)
+            out[b] = welch_statistic(self.sizes, ss, centroid_sq)
+        return out
+
+
+def _check_statistic(statistic: str, d: Design) -> None:
+    if statistic not in STATISTICS:
+        raise InputError(f"statistic must be 'pseudo-f' or 'welch', not {statistic!r}")
+    if statistic == "welch" and np.min(np.bincount(d.codes)) < 2:
+        raise DesignError("statistic 'welch' needs at least 2 items in every group (it weights each group by "
+                          "its own spread); a group has 1")
 
 
 def gram_dtype(n: int):
@@ -251,15 +348,24 @@ def choose_method(n: int, dim: int, codes: np.ndarray) -> str:
     return "pairs" if gram_dtype(n) is not None and 4 * pairs < n * dim else "coordinates"
 
 
+def _check_run(permutations, seed, statistic, d: Design) -> None:
+    check_permutations(permutations)
+    check_seed(seed)
+    _check_statistic(statistic, d)
+
+
 def permanova_vectors(unit: np.ndarray, d: Design, *, permutations: int = 999, seed: int = 42,
-                      method: str = "auto", progress=None) -> PermutationTest:
-    """Permutation test of pseudo-F for unit vectors (rows of ``unit``, canonical order)."""
-    _check_permutations(permutations)
+                      method: str = "auto", progress=None, statistic: str = "pseudo-f") -> PermutationTest:
+    """Permutation test of pseudo-F (or W*_d) for unit vectors (rows of ``unit``, canonical order)."""
+    _check_run(permutations, seed, statistic, d)
     n = d.n
     total = unit.sum(axis=0)
     ss_t = n - float(total @ total) / n
-    if ss_t <= 0:
-        raise DesignError("all vectors point the same way (SS_T = 0): F is undefined")
+    sums = np.add.reduceat(unit[np.argsort(d.codes, kind="stable")], np.r_[0, np.cumsum(np.bincount(d.codes))[:-1]],
+                           axis=0)
+    check_spread(ss_t, n - float(np.einsum("gk,gk->g", sums, sums) @ (1.0 / np.bincount(d.codes))), n)
+    if statistic == "welch":
+        return _run(_WelchVectors(unit, d), lambda w: w, d, permutations, seed, progress, "welch")
     method = choose_method(n, unit.shape[1], d.codes) if method == "auto" else method
     if method == "pairs":
         dtype = gram_dtype(n)
@@ -270,20 +376,18 @@ def permanova_vectors(unit: np.ndarray, d: Design, *, permutations: int = 999, s
         within = _CoordinateSums(unit, d)
     else:
         raise InputError(f"method must be 'auto', 'pairs' or 'coordinates', not {method!r}")
-    return _run(within, ss_t, d, permutations, seed, progress, method)
+    return _run(within, lambda ss_w: pseudo_f(ss_t, ss_w, n, d.groups), d, permutations, seed, progress, method)
 
 
 def permanova_distances(squared: np.ndarray, d: Design, *, permutations: int = 999, seed: int = 42,
-                        progress=None) -> PermutationTest:
-    """Permutation test of pseudo-F from an n x n matrix of squared dissimilarities."""
-    _check_permutations(permutations)
+                        progress=None, statistic: str = "pseudo-f") -> PermutationTest:
+    """Permutation test of pseudo-F (or W*_d) from an n x n matrix of squared dissimilarities."""
+    _check_run(permutations, seed, statistic, d)
     ss_t = float(np.triu(squared, 1).sum()) / d.n
     if ss_t <= 0:
         raise DesignError("every distance is 0 (SS_T = 0): F is undefined")
+    if statistic == "welch":
+        return _run(_WelchDistances(squared, d), lambda w: w, d, permutations, seed, progress, "welch")
     pair_sums = _PairSums(squared, d)
-    return _run(pair_sums, ss_t, d, permutations, seed, progress, "pairs")
-
-
-def _check_permutations(permutations: int) -> None:
-    if not isinstance(permutations, (int, np.integer)) or permutations < 1:
-        raise InputError(f"permutations must be a positive whole number, not {permutations!r}")
+    return _run(pair_sums, lambda ss_w: pseudo_f(ss_t, ss_w, d.n, d.groups), d, permutations, seed, progress,
+                "pairs")

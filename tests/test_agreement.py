@@ -400,7 +400,7 @@ def test_mantel_undefined_or_too_large(con, monkeypatch):
         agreement.mantel_rows({"a": (names, simplex), "b": (names, unit(np.random.default_rng(1).normal(size=(4, 3))))})
     with pytest.raises(DesignError, match="needs at least 3 items"):
         agreement.mantel_test(np.eye(2), np.eye(2))
-    with pytest.raises(InputError, match="permutations must be a positive whole number, not 0"):
+    with pytest.raises(InputError, match="permutations must be a whole number from 1 to 1,000,000, not 0"):
         agreement.mantel_test(np.eye(3), np.eye(3), permutations=0)
     monkeypatch.setattr(agreement, "MANTEL_MAX_ITEMS", 5)
     with pytest.raises(InputError, match="6 items is more than 5: run it on a random sample of items"):
@@ -408,4 +408,4 @@ def test_mantel_undefined_or_too_large(con, monkeypatch):
     x, y = related(20, 6)
     con.register("t", long_table({"a": x, "b": y}))
     assert sql_error(con, "SELECT * FROM emb_mantel('t', 'item', 'model', 'v', permutations := 0)") == \
-        "embsql: permutations must be a positive whole number, not 0"
+        "embsql: permutations must be a whole number from 1 to 1,000,000, not 0"

@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from embsql.agreement import knn_rows, mantel_rows
 from embsql.errors import EmbsqlError
+from embsql.interrupts import Watch, install
 from embsql.sources import Source
 from embsql.sufficient import _unit_vectors
 
@@ -20,6 +21,7 @@ KNN_ITEMS = "STRUCT(model_a VARCHAR, model_b VARCHAR, item VARCHAR, overlap DOUB
 MANTEL = ("STRUCT(model_a VARCHAR, model_b VARCHAR, r DOUBLE, p_value DOUBLE, permutations BIGINT, "
           "items BIGINT)[]")
 # the table (name, column names and types), the three columns named in the call, their values
+install()   # so that con.interrupt() reaches the Mantel kernel (embsql.interrupts)
 INPUTS = ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR[]", "VARCHAR[]",
           "DOUBLE[][]"]
 
@@ -56,6 +58,8 @@ def _each(inputs: tuple, compute) -> pa.Array:
             out.append(_rows(compute(_models(row, *inputs), row)))
         except EmbsqlError as error:
             raise ValueError(f"embsql: {error}") from None
+        except KeyboardInterrupt:    # Ctrl-C while the kernel ran on the main thread
+            raise ValueError("embsql: the query was interrupted; the permutation test stopped") from None
     return pa.array(out)
 
 
@@ -73,7 +77,8 @@ def emb__mantel(tbl, names, types, item_col, model_col, vector_col, models, item
                 common):
     inputs = (tbl, names, types, item_col, model_col, vector_col, models, items, vectors)
     return _each(inputs, lambda data, row: mantel_rows(data, permutations=permutations[row].as_py(),
-                                                       seed=seed[row].as_py(), common=common[row].as_py()))
+                                                       seed=seed[row].as_py(), common=common[row].as_py(),
+                                                       progress=Watch()))
 
 
 SPECS = [

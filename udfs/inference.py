@@ -12,15 +12,23 @@ import pyarrow as pa
 
 from embsql.dispersion import dispersion_test
 from embsql.errors import EmbsqlError
+from embsql.interrupts import Watch, install
+from embsql.labels import clean_label
 from embsql.permutation import canonical_order, design, permanova_distances, permanova_vectors
 from embsql.sufficient import _unit_vectors
 
-PERMANOVA = "STRUCT(statistic DOUBLE, p_value DOUBLE, permutations BIGINT, method VARCHAR)"
-DISPERSION = ("STRUCT(groups BIGINT, f DOUBLE, p_value DOUBLE, permutations BIGINT, "
-              "labels VARCHAR[], sizes BIGINT[], mean_distance DOUBLE[])")
+PERMANOVA = ("STRUCT(statistic DOUBLE, p_value DOUBLE, permutations BIGINT, method VARCHAR, statistic_name VARCHAR, "
+             "w_d DOUBLE)")
+DISPERSION = ("STRUCT(groups BIGINT, f DOUBLE, p_value DOUBLE, permutations BIGINT, groups_left_out BIGINT, "
+              "items_left_out BIGINT, note VARCHAR, labels VARCHAR[], sizes BIGINT[], mean_distance DOUBLE[], "
+              "in_test BOOLEAN[])")
+FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL")
+install()   # so that con.interrupt() reaches the kernels (embsql.interrupts)
 
 
-def _sql_error(error: Exception) -> ValueError:
+def _sql_error(error: BaseException) -> ValueError:
+    if isinstance(error, KeyboardInterrupt):   # Ctrl-C while the kernel ran on the main thread
+        return ValueError("embsql: the query was interrupted; the permutation test stopped")
     return ValueError(f"embsql: {error}")
 
 
@@ -28,42 +36,50 @@ def _unit(vectors: pa.Array, labels: list, vector_col: str) -> np.ndarray:
     return _unit_vectors(vectors, lambda i: f"an item of group {labels[i]!r}", vector_col, None)
 
 
-def _labels(labels: list, group: str = "group") -> np.ndarray:
-    if any(x is None for x in labels):
-        raise EmbsqlError(f"the {group} column has a NULL label")
-    return np.asarray(labels, dtype=object)
+def _labels(labels: list, column: str, sql_type: str | None) -> np.ndarray:
+    """The labels as text, under embsql.labels' rule: NULL and NaN refused, -0.0 is 0.0.  They arrive
+    as VARCHAR; a float column's NaN and -0.0 are recognised from its SQL type."""
+    out = np.empty(len(labels), dtype=object)
+    for i, text in enumerate(labels):
+        value = float(text) if text is not None and sql_type in FLOAT_TYPES else text
+        clean_label(value, column)
+        out[i] = "0.0" if sql_type in FLOAT_TYPES and value == 0.0 else text
+    return out
 
 
-def _row(test) -> dict:
+def _row(test, statistic: str) -> dict:
     return {"statistic": test.statistic, "p_value": test.p_value, "permutations": test.permutations,
-            "method": test.method}
+            "method": test.method, "statistic_name": statistic, "w_d": test.statistic if statistic == "welch" else None}
 
 
 def _scalar(array: pa.Array, row: int):
     return array[row].as_py()
 
 
-def emb__permanova_test(labels, vectors, strata, vector_col, permutations, seed, use_strata):
+def emb__permanova_test(labels, vectors, strata, vector_col, permutations, seed, use_strata, statistic, group_col,
+                        label_type):
     out = []
     for row in range(len(labels)):
         try:
-            names = _labels(_scalar(labels, row))
+            names = _labels(_scalar(labels, row), _scalar(group_col, row), _scalar(label_type, row))
             unit = _unit(vectors[row].values, names, _scalar(vector_col, row))
             blocks = np.asarray(_scalar(strata, row), dtype=object) if _scalar(use_strata, row) else None
             order = canonical_order(names, blocks, unit)
             test = permanova_vectors(unit[order], design(names[order], None if blocks is None else blocks[order]),
-                                     permutations=_scalar(permutations, row), seed=_scalar(seed, row))
-        except EmbsqlError as error:
+                                     permutations=_scalar(permutations, row), seed=_scalar(seed, row),
+                                     statistic=_scalar(statistic, row), progress=Watch())
+        except (EmbsqlError, KeyboardInterrupt) as error:
             raise _sql_error(error) from None
-        out.append(_row(test))
+        out.append(_row(test, _scalar(statistic, row)))
     return pa.array(out)
 
 
-def emb__permanova_dist_test(first, second, distance, ids, labels, strata, permutations, seed, use_strata):
+def emb__permanova_dist_test(first, second, distance, ids, labels, strata, permutations, seed, use_strata, statistic,
+                             group_col, label_type):
     out = []
     for row in range(len(ids)):
         try:
-            names = _labels(_scalar(labels, row))
+            names = _labels(_scalar(labels, row), _scalar(group_col, row), _scalar(label_type, row))
             id_list = _scalar(ids, row)
             position = {item: k for k, item in enumerate(id_list)}
             squared = np.zeros((len(id_list), len(id_list)))
@@ -75,39 +91,46 @@ def emb__permanova_dist_test(first, second, distance, ids, labels, strata, permu
             order = canonical_order(names, blocks, ids=id_list)
             test = permanova_distances(squared[np.ix_(order, order)],
                                        design(names[order], None if blocks is None else blocks[order]),
-                                       permutations=_scalar(permutations, row), seed=_scalar(seed, row))
-        except EmbsqlError as error:
+                                       permutations=_scalar(permutations, row), seed=_scalar(seed, row),
+                                       statistic=_scalar(statistic, row), progress=Watch())
+        except (EmbsqlError, KeyboardInterrupt) as error:
             raise _sql_error(error) from None
-        out.append(_row(test))
+        out.append(_row(test, _scalar(statistic, row)))
     return pa.array(out)
 
 
-def emb__dispersion_test(labels, vectors, vector_col, permutations, seed):
+def emb__dispersion_test(labels, vectors, vector_col, permutations, seed, group_col, label_type):
     out = []
     for row in range(len(labels)):
         try:
-            names = _labels(_scalar(labels, row))
+            names = _labels(_scalar(labels, row), _scalar(group_col, row), _scalar(label_type, row))
             unit = _unit(vectors[row].values, names, _scalar(vector_col, row))
             order = canonical_order(names, None, unit)
-            result = dispersion_test(unit[order], design(names[order]),
-                                     permutations=_scalar(permutations, row), seed=_scalar(seed, row))
-        except EmbsqlError as error:
+            result = dispersion_test(unit[order], design(names[order]), permutations=_scalar(permutations, row),
+                                     seed=_scalar(seed, row), progress=Watch())
+        except (EmbsqlError, KeyboardInterrupt) as error:
             raise _sql_error(error) from None
-        out.append({"groups": result.groups, "f": result.test.statistic, "p_value": result.test.p_value,
-                    "permutations": result.test.permutations,
-                    "labels": sorted(set(str(x) for x in names)),
-                    "sizes": result.sizes.tolist(), "mean_distance": result.mean_distance.tolist()})
+        test = result.test
+        out.append({"groups": result.groups, "f": None if test is None else test.statistic,
+                    "p_value": None if test is None else test.p_value,
+                    "permutations": None if test is None else test.permutations,
+                    "groups_left_out": result.groups_left_out, "items_left_out": result.items_left_out,
+                    "note": result.note, "labels": sorted(set(str(x) for x in names)),
+                    "sizes": result.sizes.tolist(), "mean_distance": result.mean_distance.tolist(),
+                    "in_test": result.tested.tolist()})
     return pa.array(out)
 
 
 SPECS = [
     {"name": "emb__permanova_test", "function": emb__permanova_test,
-     "parameters": ["VARCHAR[]", "DOUBLE[][]", "VARCHAR[]", "VARCHAR", "BIGINT", "BIGINT", "BOOLEAN"],
+     "parameters": ["VARCHAR[]", "DOUBLE[][]", "VARCHAR[]", "VARCHAR", "BIGINT", "BIGINT", "BOOLEAN", "VARCHAR",
+                    "VARCHAR", "VARCHAR"],
      "return_type": PERMANOVA},
     {"name": "emb__permanova_dist_test", "function": emb__permanova_dist_test,
      "parameters": ["VARCHAR[]", "VARCHAR[]", "DOUBLE[]", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "BIGINT", "BIGINT",
-                    "BOOLEAN"],
+                    "BOOLEAN", "VARCHAR", "VARCHAR", "VARCHAR"],
      "return_type": PERMANOVA},
     {"name": "emb__dispersion_test", "function": emb__dispersion_test,
-     "parameters": ["VARCHAR[]", "DOUBLE[][]", "VARCHAR", "BIGINT", "BIGINT"], "return_type": DISPERSION},
+     "parameters": ["VARCHAR[]", "DOUBLE[][]", "VARCHAR", "BIGINT", "BIGINT", "VARCHAR", "VARCHAR"],
+     "return_type": DISPERSION},
 ]

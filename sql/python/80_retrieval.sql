@@ -51,7 +51,8 @@ per_model AS (
         list(DISTINCT __emb_l ORDER BY __emb_l) AS __emb_levels,
         emb__dose_kernel(list(__emb_gr ORDER BY __emb_row), list(__emb_lr ORDER BY __emb_row),
                          list(__emb_q::VARCHAR ORDER BY __emb_row), list(__emb_v ORDER BY __emb_row), vector_col,
-                         permutations, seed, alpha) AS __emb_r
+                         emb__whole_argument(permutations, 'permutations'), emb__whole_argument(seed, 'seed'),
+                         alpha) AS __emb_r
     FROM checked GROUP BY ALL
 )
 SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_b', '__emb_levels', '__emb_r', '__emb_u', 'level_code'))

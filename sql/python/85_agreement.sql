@@ -35,6 +35,7 @@ FROM emb__model_items(tbl, item_col, model_col, vector_col);
 CREATE OR REPLACE MACRO emb_mantel(tbl, item_col, model_col, vector_col, permutations := 999, seed := 42,
                                    common := false) AS TABLE
 SELECT unnest(emb__mantel(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
-                          __emb_vector_col, __emb_b, __emb_x, __emb_v, permutations, seed, common),
+                          __emb_vector_col, __emb_b, __emb_x, __emb_v, emb__whole_argument(permutations, 'permutations'),
+                          emb__whole_argument(seed, 'seed'), common),
               recursive := true)
 FROM emb__model_items(tbl, item_col, model_col, vector_col);
