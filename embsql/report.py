@@ -287,6 +287,7 @@ class Report:
                                      ("model", "stat", "estimate", "se", "groups"), rows))
         for value, sums in canonical:  # the adjusted R², about 0 when the groups have no structure
             summary[value]["r2_adj"] = float(resampling.statistic("r2_adj", resampling.full_totals(sums))[0])
+        few_groups = []  # noted after the comparison's own note
         if "bootstrap" in wanted:
             rows = []
             for value, sums in canonical:
@@ -296,7 +297,7 @@ class Report:
                 summary[value].update(r2_ci_low=result.ci_low, r2_ci_high=result.ci_high, r2_bc=result.estimate_bc,
                                       calibrated=result.calibrated)
                 if not result.calibrated:
-                    notes.append(f"model {value!r} has {len(sums.counts)} groups: {cautions.FEW_GROUPS}")
+                    few_groups.append(f"model {value!r} has {len(sums.counts)} groups: {cautions.FEW_GROUPS}")
             sections.append(_section("bootstrap", "Cluster bootstrap of R²", cautions.BOOTSTRAP,
                                      ("model",) + BOOTSTRAP_COLUMNS, rows))
         if "compare" in wanted and len(parts) >= 2:
@@ -308,6 +309,7 @@ class Report:
             else:
                 sections.append(_section("compare", "Paired comparison of R² across models", cautions.COMPARE,
                                          COMPARE_COLUMNS, rows))
+        notes.extend(few_groups)
         if "permanova" in wanted:
             sections.append(self._permanova(con, summary, progress))
         if "dispersion" in wanted:

@@ -258,7 +258,8 @@ def resample_jackknife(sums: GroupSums, stat: str, weights: np.ndarray) -> tuple
     n, groups, between, sum_n2 = weights @ counts, weights.sum(axis=1), weights @ (own / counts), weights @ counts ** 2
     left_out = Totals((n[:, None] - counts), groups[:, None] - 1, tt[:, None] - 2 * (drawn @ sums.sums.T) + own,
                       between[:, None] - own / counts, sum_n2[:, None] - counts ** 2)
-    return defined_statistic(stat, weighted_totals(sums, weights)), defined_statistic(stat, left_out)
+    # the resample's own figure from the same sums (weighted_totals would repeat the product)
+    return defined_statistic(stat, Totals(n, groups, tt, between, sum_n2)), defined_statistic(stat, left_out)
 
 
 def _inner_se(replicates: np.ndarray, weights: np.ndarray) -> np.ndarray:

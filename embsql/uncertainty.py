@@ -148,7 +148,7 @@ def same_groups_problem(a, sums_a: GroupSums, b, sums_b: GroupSums) -> str | Non
     for model, other, only in ((a, b, only_a), (b, a, only_b)):
         if only:
             return (f"group {min(only, key=str)!r} has items from model {model!r} but none from model {other!r} "
-                    f"({len(only)} such groups); models are paired by group, so both need every group")
+                    f"({len(only)} such groups), so the two models' groups cannot be paired")
     return None
 
 

@@ -398,8 +398,8 @@ def test_compare_group_missing_from_one_model_is_an_error(con):
     table, labels, *_ = two_models(seed=15)
     missing = labels[0]
     con.register("t", table.filter(pc.invert(pc.and_(pc.equal(table["model"], "B"), pc.equal(table["g"], missing)))))
-    message = (f"group '{missing}' has items from model 'A' but none from model 'B' (1 such groups); models are "
-               "paired by group, so both need every group")
+    message = (f"group '{missing}' has items from model 'A' but none from model 'B' (1 such groups), so the two "
+               "models' groups cannot be paired")
     with pytest.raises(embsql.InputError, match="^" + message.replace("(", r"\(").replace(")", r"\)") + "$"):
         embsql.compare(con, "t", "g", "v", "model", "item")
     assert sql_error(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item')") == "embsql: " + message
