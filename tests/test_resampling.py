@@ -577,3 +577,53 @@ def test_missing_columns(con, pair):
 def test_compare_missing_item_column_is_named_as_item(con, pair):
     with pytest.raises(embsql.ColumnNotFoundError, match=r"^item column 'nope' not found in 'pair'"):
         embsql.compare(con, "pair", "g", "v", "model", "nope")
+
+
+# ----------------------------------------------------------------------------------------------
+# 11. the report prints the same intervals
+
+def test_report_bootstrap_and_compare_equal_the_functions(con):
+    """The report's bootstrap rows, compare rows and summary columns (r2_ci_low/high, r2_bc, r2_adj,
+    calibrated) are what embsql.bootstrap and embsql.compare give on the same table and seed; r2_adj
+    is 1 - MS_W/MS_T from emb_anova; 12 groups is below the calibrated range, and a note says so."""
+    table, labels, *_ = two_models(seed=30)
+    con.register("t", table)
+    result = embsql.report("t", vector="v", group="g", by="model", replicates=300, seed=9).run(con)
+    sections = {s.name: s.table.to_dicts() for s in result.sections}
+    summary = {row["model"]: row for row in result.summary.to_dicts()}
+    boot = {row["model"]: row for row in embsql.bootstrap(con, "t", "g", "v", by="model", replicates=300,
+                                                          seed=9).to_dicts()}
+    anova = {row["model"]: row for row in embsql.anova(con, "t", "g", "v", by="model").to_dicts()}
+    for row in sections["bootstrap"]:
+        reference = boot[row["model"]]
+        for key in ("estimate", "se", "ci_low", "ci_high", "estimate_bc"):  # stage 1 sums in another order
+            assert row[key] == pytest.approx(reference[key], rel=1e-12), key
+        assert (row["dropped"], row["calibrated"], row["groups"]) == (0, False, 12)
+        got = summary[row["model"]]
+        assert (got["r2_ci_low"], got["r2_ci_high"], got["r2_bc"]) == (row["ci_low"], row["ci_high"], row["estimate_bc"])
+        assert got["calibrated"] is False
+        a = anova[row["model"]]
+        ms_w, ms_t = a["ss_w"] / (a["n"] - a["groups"]), a["ss_t"] / (a["n"] - 1)
+        assert got["r2_adj"] == pytest.approx(1 - ms_w / ms_t, rel=1e-10)
+    compare = embsql.compare(con, "t", "g", "v", "model", "item", replicates=300, seed=9).to_dicts()[0]
+    (row,) = sections["compare"]
+    for key in ("difference", "se", "ci_low", "ci_high", "dropped", "calibrated"):
+        assert row[key] == pytest.approx(compare[key], rel=1e-12), key
+    # the report has only group sums: equal sizes cannot tell whether the items are the same
+    assert (row["items"], row["same_items"], row["shared_items"]) == (len(labels), None, None)
+    assert compare["same_items"] is True
+    assert sum("12 groups: fewer than 30 groups" in note for note in result.meta["notes"]) == 2
+
+
+def test_report_pairs_models_whose_group_sizes_differ(con):
+    """One pairing rule: a model missing some items is still paired by group; same_items is false."""
+    table, labels, x, y = two_models(seed=31)
+    keep = pc.invert(pc.and_(pc.equal(table["model"], "B"), pc.is_in(table["item"], pa.array([0, 7]))))
+    con.register("t", table.filter(keep))
+    result = embsql.report("t", vector="v", group="g", by="model", replicates=200, sections=["compare"]).run(con)
+    (row,) = result.sections[0].table.to_dicts()
+    compare = embsql.compare(con, "t", "g", "v", "model", "item", replicates=200).to_dicts()[0]
+    assert (row["same_items"], row["items"], row["shared_items"]) == (False, None, None)
+    assert (compare["same_items"], compare["shared_items"]) == (False, len(labels) - 2)
+    assert row["difference"] == pytest.approx(compare["difference"], rel=1e-12)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((compare["ci_low"], compare["ci_high"]), rel=1e-12)
