@@ -34,7 +34,9 @@ SUMMARY = ("One row per model. R² and F are comparable across models (similarit
            "about 0 when the groups have no structure; calibrated is false below 30 groups.")
 
 DECOMPOSITION = ("SS_T = SS_B + SS_W on unit vectors. R² = SS_B/SS_T describes this design's group structure and "
-                 "is similarity-invariant, but it is biased upward (compare it with r2_null = (G−1)/(n−1), its "
+                 "is similarity-invariant (exactly unchanged by rotation, uniform scaling of the raw vectors, extra "
+                 "dimensions or the exact lift; only approximately by a shared direction or a translation added "
+                 "before normalisation), but it is biased upward (compare it with r2_null = (G−1)/(n−1), its "
                  "expectation with no structure) and it is not a population share of variance. V = SS_T/n is "
                  "isometry-invariant only and descriptive: a shared direction lowers it without changing what a "
                  "model can tell apart, so V is not comparable across models.")
@@ -47,7 +49,10 @@ JACKKNIFE = ("Cluster jackknife: leave one group out at a time. The SE treats gr
              "does not cover the choice of items within a group or of the model's training data.")
 
 BOOTSTRAP = ("Cluster bootstrap: groups resampled with replacement; se is the SD of the resampled R². "
-             + INTERVALS + " Like the jackknife it treats groups as the sampled units.")
+             + INTERVALS + " Like the jackknife it treats groups as the sampled units. The summary repeats the "
+             "interval (r2_ci_low, r2_ci_high) with r2_bc, the bias-corrected R² it is built around, calibrated, "
+             "and r2_adj = 1 − MS_W/MS_T, the adjusted R², which is about 0 when the groups have no structure "
+             "(plain R² is then about (G−1)/(n−1)).")
 
 PERMANOVA = ("Permutation p-value of pseudo-F: how often relabelling the items at random gives an F at least "
              "this large. Valid under exchangeability of items between groups; it is not the probability that "

@@ -119,3 +119,13 @@ def test_bundled_example_shared_direction_moves_r2(con):
     for sign in (1, -1):
         assert 0.385 < r2(u + sign * 2 * axis) < 0.395
     assert pc.count_distinct(table["topic"]).as_py() == 30
+
+
+def test_cautions_cite_no_spec_sections():
+    from embsql import cautions
+
+    texts = {name: value for name, value in vars(cautions).items() if name.isupper() and isinstance(value, str)}
+    assert len(texts) >= 10
+    for name, text in texts.items():
+        assert "SPEC" not in text and not any(f"S{k}" in text.split() for k in range(1, 40)), name
+    assert "SPEC" not in (cautions.__doc__ or "")
