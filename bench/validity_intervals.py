@@ -140,6 +140,7 @@ def main(argv=None) -> None:
     parser.add_argument("--datasets", type=int, help="data sets per cell (default 2000, or 200 with --short)")
     parser.add_argument("--groups", default=None, help="comma-separated G values (default 10,30,100)")
     parser.add_argument("--designs", default=None, help="comma-separated design numbers 1-5 (default all)")
+    parser.add_argument("--seed-offset", type=int, default=0, help="fresh data sets (to add to an earlier run)")
     args = parser.parse_args(argv)
     datasets = args.datasets or (200 if args.short else 2000)
     group_counts = [int(g) for g in (args.groups or ("10,30" if args.short else "10,30,100")).split(",")]
@@ -148,7 +149,8 @@ def main(argv=None) -> None:
     for design, noise in chosen:
         for groups in group_counts:
             started = time.time()
-            hits = cell(design, noise, groups, datasets, seed=groups * 1000 + DESIGNS.index((design, noise)))
+            hits = cell(design, noise, groups, datasets,
+                        seed=groups * 1000 + DESIGNS.index((design, noise)) + 100_000 * args.seed_offset)
             print("\n".join(format_cell(design, noise, groups, hits, time.time() - started)), flush=True)
 
 
