@@ -19,12 +19,13 @@ INTERVALS = ("ci_low/ci_high are calibrated 95% (level) intervals for the value 
              "more groups like these: the jackknife bias-corrected estimate (estimate_bc, r2_bc) ± t(G−1) × its "
              "jackknife SE, built on the logit scale for R² and W̄ and the log scale for F, so they stay inside "
              "the figure's range. They are not centred on the plain estimate, which is biased by about "
-             "−R²(1−R²)/G. In simulation they covered 95 ± 2.5% from 30 groups on; calibrated is false below 30 "
-             "groups, where coverage fell to 82–90% in some designs. dropped counts bootstrap resamples in which "
+             "−R²(1−R²)/G. In simulation they covered 92.5–97% from 30 groups on; calibrated is false below 30 "
+             "groups, where the coverage of a paired difference fell to 85–90% in some designs. dropped counts bootstrap resamples in which "
              "the figure was undefined (e.g. F when only groups of one were drawn); they are left out.")
 
-FEW_GROUPS = ("fewer than 30 groups, so the interval is not calibrated (its coverage was measured at 82–97% "
-              "at 10 groups, depending on the design); read it as rough")
+FEW_GROUPS = ("fewer than 30 groups, so the interval is not calibrated (at 10 groups its coverage was measured "
+              "at 90–97% for one model and 85–97.5% for a paired difference, depending on the design); read it as "
+              "rough")
 
 SUMMARY = ("One row per model. R² and F are comparable across models (similarity level: exactly unchanged by "
            "rotation, uniform scaling of the raw vectors, extra dimensions or the exact lift; only approximately "
@@ -68,5 +69,5 @@ COMPARE = ("Paired comparison across models, paired by group label: the same gro
            "the same with different items as with the same ones). The report sees only group sums, so it cannot "
            "check the items: same_items is false when a group's size differs and blank otherwise. ci_low/ci_high "
            "are a studentized bootstrap interval (each resample's difference divided by its own jackknife SE), "
-           "which covered 95 ± 2.5% from 30 groups on; calibrated is false below 30 groups; dropped counts "
+           "which covered 92.5–97% from 30 groups on; calibrated is false below 30 groups; dropped counts "
            "resamples in which the difference was undefined.")
