@@ -155,7 +155,7 @@ def _r2_intervals(result, models, r2):
     if boot and all(m in boot for m in models):
         row = boot[models[0]]
         level, replicates = row.get("level"), row.get("replicates")
-        what = "cluster-bootstrap percentile interval"
+        what = "calibrated interval (jackknife bias-corrected t, see the bootstrap section)"
         what = (f"{level:.0%} " if _finite(level) else "") + what
         what += f" ({replicates} resamples of groups)" if replicates else ""
         return [boot[m].get("ci_low") for m in models], [boot[m].get("ci_high") for m in models], "bootstrap", what

@@ -35,14 +35,15 @@ from .report_result import ReportResult, Section
 from .results import ResultTable
 from .sources import describe, is_file, is_frame, local_source, resolve, source_expression
 from .sufficient import GroupSums
-from .uncertainty import _canonical
+from .uncertainty import (BOOTSTRAP_COLUMNS, COMPARE_COLUMNS, bootstrap_row, canonical as _canonical, compare_row,
+                          same_groups_problem)
 
 DEFAULT_SECTIONS = ("decomposition", "groups", "jackknife", "bootstrap", "compare")
 ROW_SECTIONS = ("permanova", "dispersion")     # need the rows: DuckDB only
 SECTIONS = DEFAULT_SECTIONS + ROW_SECTIONS + ("retrieval",)
 DIALECTS = ("duckdb", "spark", "postgres", "trino", "bigquery", "snowflake")
 SUMMARY_COLUMNS = ("model", "n", "groups", "r2", "r2_se", "r2_ci_low", "r2_ci_high", "f", "p_value", "v", "w_bar",
-                   "dispersion_p")
+                   "dispersion_p", "r2_bc", "r2_adj", "calibrated")
 JACKKNIFE_STATS = ("r2", "f", "w_bar")
 
 
@@ -320,31 +321,31 @@ class Report:
                         summary[value]["r2_se"] = result.se
             sections.append(_section("jackknife", "Cluster jackknife (leave one group out)", cautions.JACKKNIFE,
                                      ("model", "stat", "estimate", "se", "groups"), rows))
-        # each model's resamples are drawn once, for its own interval and for every pair it is in
-        draws = {value: resampling.bootstrap_draws(sums, "r2", self.replicates, self.seed)
-                 for value, sums in canonical} if {"bootstrap", "compare"} & set(wanted) else {}
+        for value, sums in canonical:  # the adjusted R², about 0 when the groups have no structure
+            summary[value]["r2_adj"] = float(resampling.statistic("r2_adj", resampling.full_totals(sums))[0])
+        few_groups = []  # noted after the comparison's own note
         if "bootstrap" in wanted:
             rows = []
             for value, sums in canonical:
-                result = resampling.percentile_interval(resampling.statistic("r2", resampling.full_totals(sums))[0],
-                                                        draws[value], self.level)
-                rows.append({"model": value, "stat": "r2", "estimate": result.estimate, "se": result.se,
-                             "ci_low": result.ci_low, "ci_high": result.ci_high, "level": self.level,
-                             "replicates": self.replicates, "groups": len(sums.counts)})
-                summary[value].update(r2_ci_low=result.ci_low, r2_ci_high=result.ci_high)
+                result = resampling.bootstrap(sums, "r2", replicates=self.replicates, seed=self.seed, level=self.level)
+                rows.append({"model": value, **bootstrap_row("r2", result, self.level, self.replicates,
+                                                             len(sums.counts))})
+                summary[value].update(r2_ci_low=result.ci_low, r2_ci_high=result.ci_high, r2_bc=result.estimate_bc,
+                                      calibrated=result.calibrated)
+                if not result.calibrated:
+                    few_groups.append(f"model {value!r} has {len(sums.counts)} groups: {cautions.FEW_GROUPS}")
             sections.append(_section("bootstrap", "Cluster bootstrap of R²", cautions.BOOTSTRAP,
-                                     ("model", "stat", "estimate", "se", "ci_low", "ci_high", "level", "replicates",
-                                      "groups"), rows))
+                                     ("model",) + BOOTSTRAP_COLUMNS, rows))
         if "compare" in wanted and len(parts) >= 2:
-            rows, why_not = self._compare(canonical, draws)
+            rows, why_not = self._compare(canonical)
             if why_not and "compare" in self.sections:
                 raise DesignError(why_not)
             if why_not:
                 notes.append(f"no paired comparison: {why_not}")
             else:
                 sections.append(_section("compare", "Paired comparison of R² across models", cautions.COMPARE,
-                                         ("model_a", "model_b", "estimate_a", "estimate_b", "difference", "se",
-                                          "ci_low", "ci_high", "items"), rows))
+                                         COMPARE_COLUMNS, rows))
+        notes.extend(few_groups)
         if "permanova" in wanted:
             sections.append(self._permanova(con, summary, progress))
         if "dispersion" in wanted:
@@ -367,19 +368,22 @@ class Report:
             raise InputError(f"the {row_only[0]} section needs the rows themselves, which only the DuckDB path reads; "
                              "run it on DuckDB, or leave it out (sections=...)")
 
-    def _compare(self, canonical, draws) -> tuple[list[dict], str | None]:
-        """Paired jackknife SE and bootstrap interval of R²_a − R²_b for every pair of models."""
+    def _compare(self, canonical) -> tuple[list[dict], str | None]:
+        """Paired jackknife SE and studentized bootstrap interval of R²_a − R²_b for every pair of
+        models, paired by group label (the rule embsql.compare uses).  The report sees only the group
+        sums, so it cannot tell whether the items are the same: same_items is false when some group's
+        size differs, else blank, and shared_items is blank."""
         rows = []
         for (a, sums_a), (b, sums_b) in combinations(canonical, 2):
-            if list(sums_a.labels) != list(sums_b.labels) or not np.array_equal(sums_a.counts, sums_b.counts):
-                return [], (f"models {a!r} and {b!r} do not have the same groups of the same sizes, so their groups "
-                            "cannot be paired")
+            problem = same_groups_problem(a, sums_a, b, sums_b)
+            if problem:
+                return [], problem
             estimate_a, estimate_b, diff = resampling.paired(sums_a, sums_b, "r2", replicates=self.replicates,
-                                                             seed=self.seed, level=self.level,
-                                                             draws=(draws[a], draws[b]))
-            rows.append({"model_a": a, "model_b": b, "estimate_a": estimate_a, "estimate_b": estimate_b,
-                         "difference": diff.estimate, "se": diff.se, "ci_low": diff.ci_low, "ci_high": diff.ci_high,
-                         "items": int(sums_a.counts.sum())})
+                                                             seed=self.seed, level=self.level)
+            same_sizes = bool(np.array_equal(sums_a.counts, sums_b.counts))
+            rows.append(compare_row(a, b, estimate_a, estimate_b, diff,
+                                    items=int(sums_a.counts.sum()) if same_sizes else None,
+                                    same_items=None if same_sizes else False, shared_items=None))
         return rows, None
 
     def _permanova(self, con, summary, progress) -> Section:

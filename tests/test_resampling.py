@@ -15,6 +15,7 @@ import pytest
 
 import embsql
 from embsql.resampling import bootstrap_weights
+from scipy import stats as scipy_stats
 
 from helpers import sql_error, sql_rows, vectors_table
 
@@ -48,8 +49,9 @@ def statistics_of(con, table: pa.Table) -> dict:
     return {**{k: row[k] for k in ("r2", "f", "v", "w_bar")}, "icc": (ms_b - ms_w) / (ms_b + (n0 - 1) * ms_w)}
 
 
-def jackknife_by_hand(con, table: pa.Table) -> tuple[dict, dict]:
-    """(full-data statistics, SE = sqrt((G-1)/G sum_g (theta_(-g) - mean)^2)) for every statistic."""
+def jackknife_by_hand(con, table: pa.Table, with_replicates: bool = False):
+    """(full-data statistics, SE = sqrt((G-1)/G sum_g (theta_(-g) - mean)^2)) for every statistic
+    (and, with_replicates, the leave-one-group-out values themselves)."""
     labels = sorted(set(table["g"].to_pylist()))
     replicates = [statistics_of(con, table.filter(pc.not_equal(table["g"], label))) for label in labels]
     g = len(labels)
@@ -57,7 +59,24 @@ def jackknife_by_hand(con, table: pa.Table) -> tuple[dict, dict]:
     for stat in STATS:
         theta = np.array([r[stat] for r in replicates])
         se[stat] = float(np.sqrt((g - 1) / g * np.sum((theta - theta.mean()) ** 2)))
+    if with_replicates:
+        return statistics_of(con, table), se, {stat: np.array([r[stat] for r in replicates]) for stat in STATS}
     return statistics_of(con, table), se
+
+
+SCALE = {"r2": "logit", "w_bar": "logit", "v": "logit", "f": "log"}
+
+
+def jackknife_t_by_hand(estimate, replicates, stat, level):
+    """Jackknife bias-corrected estimate +- t_{G-1} SE on the logit (R², W̄, V) or log (F) scale,
+    mapped back; t from scipy."""
+    forward, back = {"logit": (scipy_stats.logistic.ppf, scipy_stats.logistic.cdf), "log": (np.log, np.exp)}.get(
+        SCALE.get(stat), (lambda x: x, lambda x: x))
+    g = len(replicates)
+    r = forward(np.asarray(replicates))
+    centre = g * forward(estimate) - (g - 1) * r.mean()
+    half = scipy_stats.t.ppf((1 + level) / 2, g - 1) * np.sqrt((g - 1) / g * np.sum((r - r.mean()) ** 2))
+    return back(centre), back(centre - half), back(centre + half)
 
 
 def resample_by_hand(table: pa.Table, weights_row) -> pa.Table:
@@ -147,17 +166,20 @@ def test_jackknife_by_model(con):
 def test_bootstrap_equals_resampling_by_hand(con, groups10, stat):
     """40 replicates rebuilt from the items: the documented draws (groups in label-as-text order,
     multinomial counts from the seed), each drawn copy its own group; SE = sd (n-1) of the
-    replicates and the percentile interval (numpy's default quantile), to 1e-10."""
+    replicates, to 1e-10.  The interval and estimate_bc: the jackknife bias-corrected t interval
+    from a leave-one-group-out loop over the items (jackknife_t_by_hand), to 1e-9."""
     weights = bootstrap_weights(10, 40, 3)
     assert np.all(weights.sum(axis=1) == 10)
     draws = np.array([statistics_of(con, resample_by_hand(groups10, w))[stat] for w in weights])
+    full, _, replicates = jackknife_by_hand(con, groups10, with_replicates=True)
     con.register("t", groups10)
     got = embsql.bootstrap(con, "t", "g", "v", stat=stat, replicates=40, seed=3, level=0.9).to_dicts()[0]
-    low, high = np.quantile(draws, [0.05, 0.95])
     assert got["se"] == pytest.approx(float(np.std(draws, ddof=1)), rel=1e-10)
-    assert (got["ci_low"], got["ci_high"]) == pytest.approx((low, high), rel=1e-10)
-    assert got["estimate"] == pytest.approx(statistics_of(con, groups10)[stat], rel=1e-10)
+    centre, low, high = jackknife_t_by_hand(full[stat], replicates[stat], stat, 0.9)
+    assert (got["estimate_bc"], got["ci_low"], got["ci_high"]) == pytest.approx((centre, low, high), rel=1e-9)
+    assert got["estimate"] == pytest.approx(full[stat], rel=1e-10)
     assert (got["stat"], got["replicates"], got["level"], got["groups"]) == (stat, 40, 0.9, 10)
+    assert (got["dropped"], got["calibrated"]) == (0, False)  # 10 groups: below the calibrated range
 
 
 def test_bootstrap_reproducible_and_seeded(con, groups10):
@@ -180,8 +202,10 @@ def test_sql_bootstrap_equals_python(con, stat):
     got_py = embsql.bootstrap(con, "t", "g", "v", stat=stat, replicates=300, seed=5, level=0.8).to_dicts()[0]
     got_sql = sql_rows(con, f"SELECT * FROM emb_bootstrap('t', 'g', 'v', stat := '{stat}', replicates := 300, "
                             "seed := 5, level := 0.8)")[0]
-    assert list(got_sql) == ["stat", "estimate", "se", "ci_low", "ci_high", "level", "replicates", "groups"]
-    for key in ("estimate", "se", "ci_low", "ci_high"):
+    assert list(got_sql) == ["stat", "estimate", "se", "ci_low", "ci_high", "level", "replicates", "groups",
+                             "estimate_bc", "dropped", "calibrated"]
+    assert (got_sql["dropped"], got_sql["calibrated"]) == (got_py["dropped"], got_py["calibrated"]) == (0, False)
+    for key in ("estimate", "se", "ci_low", "ci_high", "estimate_bc"):
         assert got_sql[key] == pytest.approx(got_py[key], rel=1e-10), key
     assert float(got_sql["level"]) == got_py["level"] == 0.8
     assert (got_sql["stat"], got_sql["replicates"], got_sql["groups"]) == (stat, 300, 12)
@@ -198,7 +222,8 @@ def test_bootstrap_interval_contains_estimate_and_widens_with_level(con):
     intervals = {}
     for level in (0.5, 0.8, 0.95, 0.99):
         got = embsql.bootstrap(con, "t", "g", "v", replicates=2000, seed=42, level=level).to_dicts()[0]
-        assert got["ci_low"] < got["estimate"] < got["ci_high"]
+        assert got["ci_low"] < got["estimate_bc"] < got["ci_high"]
+        assert got["calibrated"] is True
         intervals[level] = (got["ci_low"], got["ci_high"])
     levels = sorted(intervals)
     for narrow, wide in zip(levels, levels[1:]):
@@ -241,14 +266,30 @@ def two_models(seed=9, groups=12, per=5, d=8, noise_b=0.35, items=None, dim_b=No
     return pa.Table.from_pylist(rows), labels, x, y
 
 
+def studentized_by_hand(con, a, b, stat, weights, estimate, se, level):
+    """The studentized paired bootstrap from the items: in each resample (drawn copies as groups)
+    the difference, and its jackknife SE over the G drawn copies (each left out of both models)."""
+    t = []
+    for w in weights:
+        ra, rb = resample_by_hand(a, w), resample_by_hand(b, w)
+        draws = sorted(set(ra["g"].to_pylist()))
+        difference = statistics_of(con, ra)[stat] - statistics_of(con, rb)[stat]
+        left = np.array([statistics_of(con, ra.filter(pc.not_equal(ra["g"], x)))[stat]
+                         - statistics_of(con, rb.filter(pc.not_equal(rb["g"], x)))[stat] for x in draws])
+        g = len(draws)
+        t.append((difference - estimate) / np.sqrt((g - 1) / g * np.sum((left - left.mean()) ** 2)))
+    low_q, high_q = np.quantile(t, [(1 - level) / 2, (1 + level) / 2])
+    return estimate - high_q * se, estimate - low_q * se
+
+
 @pytest.mark.parametrize("stat", STATS)
 def test_compare_equals_paired_resampling_by_hand(con, stat):
     """difference = estimate_a - estimate_b; the SE equals the jackknife of theta_A - theta_B with
-    the same group deleted from both (by hand, 1e-10); the interval is the percentile interval
-    of theta_A - theta_B over the same drawn groups (by hand, 1e-10)."""
+    the same group deleted from both (by hand, 1e-10); the interval is the studentized bootstrap
+    rebuilt from the items over the same drawn groups (studentized_by_hand, 1e-9)."""
     table, labels, x, y = two_models()
     con.register("t", table)
-    got = embsql.compare(con, "t", "g", "v", "model", "item", stat=stat, replicates=30, seed=4, level=0.9).to_dicts()
+    got = embsql.compare(con, "t", "g", "v", "model", "item", stat=stat, replicates=6, seed=4, level=0.9).to_dicts()
     assert len(got) == 1
     got = got[0]
     a, b = vectors_table(x, labels), vectors_table(y, labels)
@@ -259,11 +300,12 @@ def test_compare_equals_paired_resampling_by_hand(con, stat):
     jack = np.array([statistics_of(con, a.filter(pc.not_equal(a["g"], n)))[stat]
                      - statistics_of(con, b.filter(pc.not_equal(b["g"], n)))[stat] for n in names])
     g = len(names)
-    assert got["se"] == pytest.approx(float(np.sqrt((g - 1) / g * np.sum((jack - jack.mean()) ** 2))), rel=1e-10)
-    draws = np.array([statistics_of(con, resample_by_hand(a, w))[stat] - statistics_of(con, resample_by_hand(b, w))[stat]
-                      for w in bootstrap_weights(g, 30, 4)])
-    assert (got["ci_low"], got["ci_high"]) == pytest.approx(tuple(np.quantile(draws, [0.05, 0.95])), rel=1e-10)
+    se = float(np.sqrt((g - 1) / g * np.sum((jack - jack.mean()) ** 2)))
+    assert got["se"] == pytest.approx(se, rel=1e-10)
+    expected = studentized_by_hand(con, a, b, stat, bootstrap_weights(g, 6, 4), got["difference"], se, 0.9)
+    assert (got["ci_low"], got["ci_high"]) == pytest.approx(expected, rel=1e-9)
     assert (got["model_a"], got["model_b"], got["items"]) == ("A", "B", len(labels))
+    assert (got["same_items"], got["shared_items"], got["dropped"], got["calibrated"]) == (True, len(labels), 0, False)
 
 
 def test_paired_se_smaller_than_unpaired(con):
@@ -285,7 +327,7 @@ def test_sql_compare_equals_python_and_ignores_row_order(con):
     got_sql = sql_rows(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item', stat := 'w_bar', "
                             "replicates := 300, seed := 8)")
     assert list(got_sql[0]) == ["model_a", "model_b", "estimate_a", "estimate_b", "difference", "se", "ci_low",
-                                "ci_high", "items"]
+                                "ci_high", "items", "same_items", "shared_items", "dropped", "calibrated"]
     assert len(got_py) == len(got_sql) == 1
     for key, value in got_py[0].items():
         assert got_sql[0][key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value), key
@@ -322,27 +364,45 @@ def test_compare_models_of_different_dimension_sql(con):
     assert got_sql["difference"] == pytest.approx(got_py["difference"], rel=1e-12)
 
 
-def test_compare_items_must_match_unless_common(con):
-    table, labels, *_ = two_models(seed=15)
+def test_compare_pairs_by_group_when_items_differ(con):
+    """One pairing rule: by group label.  Model B lacks two items: the comparison runs on each
+    model's own items (equal to the two models' separate figures), says same_items = false and
+    counts the shared items; common=True is the comparison on the shared items only."""
+    table, labels, x, y = two_models(seed=15)
     n = len(labels)
     keep = pc.invert(pc.and_(pc.equal(table["model"], "B"), pc.is_in(table["item"], pa.array([3, n - 1]))))
     con.register("t", table.filter(keep))
-    message = (f"model 'A' has item 3 that another model lacks (2 such items); pass common=True to compare on the "
-               f"{n - 2} items every model has")
-    with pytest.raises(embsql.InputError, match=f"^{message}$".replace("(", r"\(").replace(")", r"\)")):
-        embsql.compare(con, "t", "g", "v", "model", "item")
-    assert sql_error(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item')") \
-        == "embsql: " + message.replace("item 3", "item '3'")
-    got_py = embsql.compare(con, "t", "g", "v", "model", "item", common=True, replicates=100).to_dicts()[0]
-    got_sql = sql_rows(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item', common := true, "
-                            "replicates := 100)")[0]
-    assert got_py["items"] == got_sql["items"] == n - 2
-    assert got_sql["difference"] == pytest.approx(got_py["difference"], rel=1e-12)
-    # common=True is the comparison on the shared items only
+    got_py = embsql.compare(con, "t", "g", "v", "model", "item", replicates=100).to_dicts()[0]
+    got_sql = sql_rows(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item', replicates := 100)")[0]
+    for got in (got_py, got_sql):
+        assert (got["items"], got["same_items"], got["shared_items"]) == (n, False, n - 2)
+        assert got["difference"] == pytest.approx(got_py["difference"], rel=1e-12)
+    mask = np.ones(n, bool)
+    mask[[3, n - 1]] = False
+    assert got_py["estimate_a"] == pytest.approx(statistics_of(con, vectors_table(x, labels))["r2"], rel=1e-10)
+    assert got_py["estimate_b"] == pytest.approx(statistics_of(con, vectors_table(y[mask], labels[mask]))["r2"],
+                                                 rel=1e-10)
+    common_py = embsql.compare(con, "t", "g", "v", "model", "item", common=True, replicates=100).to_dicts()[0]
+    common_sql = sql_rows(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item', common := true, "
+                               "replicates := 100)")[0]
+    assert (common_py["items"], common_py["same_items"], common_py["shared_items"]) == (n - 2, True, n - 2)
+    assert common_sql["items"] == n - 2
+    assert common_sql["difference"] == pytest.approx(common_py["difference"], rel=1e-12)
     con.register("shared", table.filter(pc.invert(pc.is_in(table["item"], pa.array([3, n - 1])))))
     reference = embsql.compare(con, "shared", "g", "v", "model", "item", replicates=100).to_dicts()[0]
     for key in ("estimate_a", "estimate_b", "difference", "se", "ci_low", "ci_high"):
-        assert got_py[key] == pytest.approx(reference[key], rel=1e-12), key
+        assert common_py[key] == pytest.approx(reference[key], rel=1e-12), key
+
+
+def test_compare_group_missing_from_one_model_is_an_error(con):
+    table, labels, *_ = two_models(seed=15)
+    missing = labels[0]
+    con.register("t", table.filter(pc.invert(pc.and_(pc.equal(table["model"], "B"), pc.equal(table["g"], missing)))))
+    message = (f"group '{missing}' has items from model 'A' but none from model 'B' (1 such groups), so the two "
+               "models' groups cannot be paired")
+    with pytest.raises(embsql.InputError, match="^" + message.replace("(", r"\(").replace(")", r"\)") + "$"):
+        embsql.compare(con, "t", "g", "v", "model", "item")
+    assert sql_error(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item')") == "embsql: " + message
 
 
 def test_compare_item_in_different_groups_is_an_error(con):
@@ -380,7 +440,7 @@ def test_compare_duplicate_item_and_single_model(con):
 # ----------------------------------------------------------------------------------------------
 # 10. bad input
 
-STAT_MESSAGE = "stat must be one of r2, f, v, w_bar, icc, not 'mean'"
+STAT_MESSAGE = "stat must be one of r2, f, v, w_bar, icc, r2_adj, not 'mean'"
 
 
 @pytest.fixture
@@ -404,7 +464,7 @@ def test_unknown_stat(con, groups10, pair):
 
 @pytest.mark.parametrize("replicates", [1, 0, -3])
 def test_too_few_replicates(con, groups10, pair, replicates):
-    message = f"replicates must be a whole number of at least 2, not {replicates}"
+    message = f"replicates must be a whole number from 2 to 1,000,000, not {replicates}"
     with pytest.raises(embsql.InputError, match=f"^{message}$"):
         embsql.bootstrap(con, "t", "g", "v", replicates=replicates)
     with pytest.raises(embsql.InputError, match=f"^{message}$"):
@@ -416,19 +476,27 @@ def test_too_few_replicates(con, groups10, pair, replicates):
 
 
 def test_replicates_not_whole(con, groups10):
-    with pytest.raises(embsql.InputError, match=r"^replicates must be a whole number of at least 2, not 2\.5$"):
+    with pytest.raises(embsql.InputError, match=r"^replicates must be a whole number from 2 to 1,000,000, not 2\.5$"):
         embsql.bootstrap(con, "t", "g", "v", replicates=2.5)
+
+
+def test_seed_none_is_refused(con, groups10, pair):
+    message = "^seed must be a whole number \\(0 or more\\), not None"
+    with pytest.raises(embsql.InputError, match=message):
+        embsql.bootstrap(con, "t", "g", "v", seed=None)
+    with pytest.raises(embsql.InputError, match=message):
+        embsql.compare(con, "pair", "g", "v", "model", "item", seed=None)
 
 
 @pytest.mark.parametrize("level", [0, 1, -0.1, 1.5])
 def test_level_outside_unit_interval(con, groups10, pair, level):
-    with pytest.raises(embsql.InputError, match=f"^level must be between 0 and 1, not {level}$"):
+    with pytest.raises(embsql.InputError, match=f"^level must be a number between 0 and 1, not {level}$"):
         embsql.bootstrap(con, "t", "g", "v", level=level)
-    with pytest.raises(embsql.InputError, match=f"^level must be between 0 and 1, not {level}$"):
+    with pytest.raises(embsql.InputError, match=f"^level must be a number between 0 and 1, not {level}$"):
         embsql.compare(con, "pair", "g", "v", "model", "item", level=level)
     for query in (f"SELECT * FROM emb_bootstrap('t', 'g', 'v', level := {level})",
                   f"SELECT * FROM emb_compare('pair', 'g', 'v', 'model', 'item', level := {level})"):
-        assert sql_error(con, query) == f"embsql: level must be between 0 and 1, not {float(level)}"
+        assert sql_error(con, query) == f"embsql: level must be a number between 0 and 1, not {float(level)}"
 
 
 @pytest.mark.parametrize("groups", [1, 2])
@@ -444,10 +512,10 @@ def test_jackknife_needs_three_groups(con, groups):
 def test_compare_needs_three_groups(con):
     table, *_ = two_models(seed=20, groups=2)
     con.register("few", table)
-    with pytest.raises(embsql.DesignError, match=r"^the paired jackknife needs at least 3 groups$"):
+    message = "the paired jackknife needs at least 3 groups (each replicate keeps G - 1 >= 2)"
+    with pytest.raises(embsql.DesignError, match="^" + message.replace("(", r"\(").replace(")", r"\)") + "$"):
         embsql.compare(con, "few", "g", "v", "model", "item")
-    assert sql_error(con, "SELECT * FROM emb_compare('few', 'g', 'v', 'model', 'item')") \
-        == "embsql: the paired jackknife needs at least 3 groups"
+    assert sql_error(con, "SELECT * FROM emb_compare('few', 'g', 'v', 'model', 'item')") == "embsql: " + message
 
 
 def test_bootstrap_one_group_is_an_error(con):
@@ -458,20 +526,42 @@ def test_bootstrap_one_group_is_an_error(con):
     sql_error(con, "SELECT * FROM emb_bootstrap('one', 'g', 'v')")
 
 
-def test_bootstrap_undefined_replicates_are_an_error(con):
-    """F with every replicate made of copies of one group is undefined: an error, never a NaN."""
+def test_bootstrap_undefined_replicates_are_dropped_and_counted(con):
+    """F is undefined in a resample that drew only groups of one (n = G).  With 10 singletons among
+    20 groups that happens in about 0.5^20 of resamples; with 17 of 20 in 0.85^20 = 3.9%: dropped
+    counts them (checked against the draws themselves) and the call succeeds.  Two singleton
+    groups: F is undefined in every resample, and the error says how many."""
+    rng = np.random.default_rng(23)
+    sizes = [1] * 17 + [4, 5, 6]
+    x = rng.normal(size=(sum(sizes), 5))
+    labels = np.repeat([f"g{k:02d}" for k in range(20)], sizes)
+    con.register("singles", vectors_table(x, labels))
+    got = embsql.bootstrap(con, "singles", "g", "v", stat="f", replicates=2000, seed=5).to_dicts()[0]
+    only_singletons = np.all(bootstrap_weights(20, 2000, 5)[:, 17:] == 0, axis=1).sum()
+    assert got["dropped"] == only_singletons > 40    # 3.9% of 2000 = 78, SD 9
+    assert np.isfinite(got["se"]) and got["ci_low"] < got["estimate_bc"] < got["ci_high"]
+    sql = sql_rows(con, "SELECT dropped FROM emb_bootstrap('singles', 'g', 'v', stat := 'f', seed := 5)")[0]
+    assert sql["dropped"] == only_singletons
     x, _ = clustered(22, [12])
-    con.register("one", vectors_table(x, ["only"] * 12))
-    message = "the cluster bootstrap needs at least 2 groups"
-    with pytest.raises(embsql.DesignError, match=f"^{message}$"):
-        embsql.bootstrap(con, "one", "g", "v", stat="f")
-    assert sql_error(con, "SELECT * FROM emb_bootstrap('one', 'g', 'v', stat := 'f')") == f"embsql: {message}"
-    # two singleton groups: n = G, so F is undefined in every replicate
-    con.register("two", vectors_table(x[:2], ["a", "b"]))
-    undefined = ("some bootstrap replicates leave the statistic undefined (too few groups, or a replicate with no "
-                 "within-group variation)")
-    with pytest.raises(embsql.DesignError, match="^" + undefined.replace("(", r"\(").replace(")", r"\)") + "$"):
-        embsql.bootstrap(con, "two", "g", "v", stat="f")
+    con.register("three", vectors_table(x[:4], ["a", "a", "b", "c"]))
+    undefined = "1 of 3 jackknife replicates leave the statistic undefined"
+    with pytest.raises(embsql.DesignError, match="^" + undefined):
+        embsql.bootstrap(con, "three", "g", "v", stat="f")
+
+
+def test_too_many_dropped_resamples_is_an_error(con):
+    """18 of 20 groups of one: 0.9^20 = 12% of resamples draw only those, above the 10% limit."""
+    rng = np.random.default_rng(24)
+    sizes = [1] * 18 + [5, 6]
+    labels = np.repeat([f"g{k:02d}" for k in range(20)], sizes)
+    con.register("singles", vectors_table(rng.normal(size=(sum(sizes), 5)), labels))
+    dropped = int(np.all(bootstrap_weights(20, 2000, 42)[:, 18:] == 0, axis=1).sum())
+    assert dropped > 200
+    message = (f"{dropped} of 2000 bootstrap resamples leave the statistic undefined (more than 10%), so no "
+               "interval: too few groups, or too many groups of one item")
+    with pytest.raises(embsql.DesignError, match="^" + message.replace("(", r"\(").replace(")", r"\)") + "$"):
+        embsql.bootstrap(con, "singles", "g", "v", stat="f")
+    assert sql_error(con, "SELECT * FROM emb_bootstrap('singles', 'g', 'v', stat := 'f')") == "embsql: " + message
 
 
 def test_missing_columns(con, pair):
@@ -487,3 +577,53 @@ def test_missing_columns(con, pair):
 def test_compare_missing_item_column_is_named_as_item(con, pair):
     with pytest.raises(embsql.ColumnNotFoundError, match=r"^item column 'nope' not found in 'pair'"):
         embsql.compare(con, "pair", "g", "v", "model", "nope")
+
+
+# ----------------------------------------------------------------------------------------------
+# 11. the report prints the same intervals
+
+def test_report_bootstrap_and_compare_equal_the_functions(con):
+    """The report's bootstrap rows, compare rows and summary columns (r2_ci_low/high, r2_bc, r2_adj,
+    calibrated) are what embsql.bootstrap and embsql.compare give on the same table and seed; r2_adj
+    is 1 - MS_W/MS_T from emb_anova; 12 groups is below the calibrated range, and a note says so."""
+    table, labels, *_ = two_models(seed=30)
+    con.register("t", table)
+    result = embsql.report("t", vector="v", group="g", by="model", replicates=300, seed=9).run(con)
+    sections = {s.name: s.table.to_dicts() for s in result.sections}
+    summary = {row["model"]: row for row in result.summary.to_dicts()}
+    boot = {row["model"]: row for row in embsql.bootstrap(con, "t", "g", "v", by="model", replicates=300,
+                                                          seed=9).to_dicts()}
+    anova = {row["model"]: row for row in embsql.anova(con, "t", "g", "v", by="model").to_dicts()}
+    for row in sections["bootstrap"]:
+        reference = boot[row["model"]]
+        for key in ("estimate", "se", "ci_low", "ci_high", "estimate_bc"):  # stage 1 sums in another order
+            assert row[key] == pytest.approx(reference[key], rel=1e-12), key
+        assert (row["dropped"], row["calibrated"], row["groups"]) == (0, False, 12)
+        got = summary[row["model"]]
+        assert (got["r2_ci_low"], got["r2_ci_high"], got["r2_bc"]) == (row["ci_low"], row["ci_high"], row["estimate_bc"])
+        assert got["calibrated"] is False
+        a = anova[row["model"]]
+        ms_w, ms_t = a["ss_w"] / (a["n"] - a["groups"]), a["ss_t"] / (a["n"] - 1)
+        assert got["r2_adj"] == pytest.approx(1 - ms_w / ms_t, rel=1e-10)
+    compare = embsql.compare(con, "t", "g", "v", "model", "item", replicates=300, seed=9).to_dicts()[0]
+    (row,) = sections["compare"]
+    for key in ("difference", "se", "ci_low", "ci_high", "dropped", "calibrated"):
+        assert row[key] == pytest.approx(compare[key], rel=1e-12), key
+    # the report has only group sums: equal sizes cannot tell whether the items are the same
+    assert (row["items"], row["same_items"], row["shared_items"]) == (len(labels), None, None)
+    assert compare["same_items"] is True
+    assert sum("12 groups: fewer than 30 groups" in note for note in result.meta["notes"]) == 2
+
+
+def test_report_pairs_models_whose_group_sizes_differ(con):
+    """One pairing rule: a model missing some items is still paired by group; same_items is false."""
+    table, labels, x, y = two_models(seed=31)
+    keep = pc.invert(pc.and_(pc.equal(table["model"], "B"), pc.is_in(table["item"], pa.array([0, 7]))))
+    con.register("t", table.filter(keep))
+    result = embsql.report("t", vector="v", group="g", by="model", replicates=200, sections=["compare"]).run(con)
+    (row,) = result.sections[0].table.to_dicts()
+    compare = embsql.compare(con, "t", "g", "v", "model", "item", replicates=200).to_dicts()[0]
+    assert (row["same_items"], row["items"], row["shared_items"]) == (False, None, None)
+    assert (compare["same_items"], compare["shared_items"]) == (False, len(labels) - 2)
+    assert row["difference"] == pytest.approx(compare["difference"], rel=1e-12)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((compare["ci_low"], compare["ci_high"]), rel=1e-12)

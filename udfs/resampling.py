@@ -13,11 +13,16 @@ import pyarrow as pa
 from embsql import resampling
 from embsql.errors import EmbsqlError
 from embsql.sufficient import GroupSums, _unit_vectors
-from embsql.uncertainty import _canonical, compare_rows
+from embsql.uncertainty import canonical, compare_rows
 
-INTERVAL = "STRUCT(estimate DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, groups BIGINT)"
+INTERVAL = ("STRUCT(estimate DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, groups BIGINT, estimate_bc DOUBLE, "
+            "dropped BIGINT, calibrated BOOLEAN)")
+INTERVAL_TYPE = pa.struct([("estimate", pa.float64()), ("se", pa.float64()), ("ci_low", pa.float64()),
+                           ("ci_high", pa.float64()), ("groups", pa.int64()), ("estimate_bc", pa.float64()),
+                           ("dropped", pa.int64()), ("calibrated", pa.bool_())])
 COMPARISON = ("STRUCT(model_a VARCHAR, model_b VARCHAR, estimate_a DOUBLE, estimate_b DOUBLE, difference DOUBLE, "
-              "se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, items BIGINT)[]")
+              "se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, items BIGINT, same_items BOOLEAN, shared_items BIGINT, "
+              "dropped BIGINT, calibrated BOOLEAN)[]")
 
 
 def _sums(labels, counts, sums, row) -> GroupSums:
@@ -25,7 +30,7 @@ def _sums(labels, counts, sums, row) -> GroupSums:
     vectors = sums[row].values
     width = len(vectors[0]) if len(vectors) else 0
     matrix = np.asarray(vectors.flatten().to_numpy(zero_copy_only=False), dtype=float).reshape(len(vectors), width)
-    return _canonical(GroupSums(names, np.asarray(counts[row].as_py(), dtype=np.int64), matrix))
+    return canonical(GroupSums(names, np.asarray(counts[row].as_py(), dtype=np.int64), matrix))
 
 
 def emb__jackknife(labels, counts, sums, stat):
@@ -36,10 +41,14 @@ def emb__jackknife(labels, counts, sums, stat):
             result = resampling.jackknife(group_sums, stat[row].as_py())
         except EmbsqlError as error:
             raise ValueError(f"embsql: {error}") from None
-        out.append({"estimate": result.estimate, "se": result.se, "ci_low": None, "ci_high": None,
-                    "groups": len(group_sums.counts)})
-    return pa.array(out, type=pa.struct([("estimate", pa.float64()), ("se", pa.float64()), ("ci_low", pa.float64()),
-                                         ("ci_high", pa.float64()), ("groups", pa.int64())]))
+        out.append(_interval(result, len(group_sums.counts)))
+    return pa.array(out, type=INTERVAL_TYPE)
+
+
+def _interval(result: resampling.Interval, groups: int) -> dict:
+    return {"estimate": result.estimate, "se": result.se, "ci_low": result.ci_low, "ci_high": result.ci_high,
+            "groups": groups, "estimate_bc": result.estimate_bc, "dropped": result.dropped,
+            "calibrated": result.calibrated}
 
 
 def emb__bootstrap(labels, counts, sums, stat, replicates, seed, level):
@@ -51,9 +60,8 @@ def emb__bootstrap(labels, counts, sums, stat, replicates, seed, level):
                                           seed=seed[row].as_py(), level=level[row].as_py())
         except EmbsqlError as error:
             raise ValueError(f"embsql: {error}") from None
-        out.append({"estimate": result.estimate, "se": result.se, "ci_low": result.ci_low,
-                    "ci_high": result.ci_high, "groups": len(group_sums.counts)})
-    return pa.array(out)
+        out.append(_interval(result, len(group_sums.counts)))
+    return pa.array(out, type=INTERVAL_TYPE)
 
 
 def emb__compare(models, items, labels, vectors, vector_col, stat, replicates, seed, level, common):

@@ -1,4 +1,4 @@
--- Cluster jackknife, cluster bootstrap and paired comparison (SPEC S17, S18).  Loaded by
+-- Cluster jackknife, cluster bootstrap and paired comparison.  Loaded by
 -- embsql.register(con) after the UDFs in udfs/resampling.py.  The jackknife and bootstrap take
 -- per-group sufficient statistics (n_g and the vector sum s_g), never the items.
 
@@ -29,12 +29,14 @@ CREATE OR REPLACE MACRO emb_jackknife(tbl, group_col, vector_col, stat := 'r2') 
 CREATE OR REPLACE MACRO emb_bootstrap(tbl, group_col, vector_col, stat := 'r2', replicates := 2000, seed := 42,
                                       level := 0.95) AS TABLE
     (SELECT stat AS stat, __emb_r.estimate AS estimate, __emb_r.se AS se, __emb_r.ci_low AS ci_low,
-            __emb_r.ci_high AS ci_high, level::DOUBLE AS level, replicates AS replicates, __emb_r.groups AS groups
+            __emb_r.ci_high AS ci_high, level::DOUBLE AS level, replicates AS replicates, __emb_r.groups AS groups,
+            __emb_r.estimate_bc AS estimate_bc, __emb_r.dropped AS dropped, __emb_r.calibrated AS calibrated
      FROM emb__resampled(tbl, group_col, vector_col, NULL, stat, replicates, seed, level, 'bootstrap')),
     (tbl, group_col, vector_col, "by", stat := 'r2', replicates := 2000, seed := 42, level := 0.95) AS TABLE
     (SELECT COLUMNS(lambda c: c = "by"), stat AS stat, __emb_r.estimate AS estimate, __emb_r.se AS se,
             __emb_r.ci_low AS ci_low, __emb_r.ci_high AS ci_high, level::DOUBLE AS level, replicates AS replicates,
-            __emb_r.groups AS groups
+            __emb_r.groups AS groups, __emb_r.estimate_bc AS estimate_bc, __emb_r.dropped AS dropped,
+            __emb_r.calibrated AS calibrated
      FROM emb__resampled(tbl, group_col, vector_col, "by", stat, replicates, seed, level, 'bootstrap'));
 
 CREATE OR REPLACE MACRO emb_compare(tbl, group_col, vector_col, model_col, item_col, stat := 'r2',
