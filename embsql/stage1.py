@@ -202,10 +202,16 @@ def group_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimen
 
 
 def _plus(terms: list[exp.Expression]) -> exp.Expression:
-    total = terms[0]
-    for term in terms[1:]:
-        total = exp.Add(this=total, expression=term)
-    return total
+    """t_1 + ... + t_d as a balanced tree, a + b + (c + d): depth log2(d), not d.
+
+    DuckDB's common-subexpression pass is quadratic in the depth of a left-deep chain: at d = 768
+    it took 9 of the aggregate's 10.7 s (1200 rows; the execution itself 0.1 s), the balanced tree
+    0.1 s.  Only a composite right operand needs its parentheses (+ is left-associative)."""
+    if len(terms) == 1:
+        return terms[0]
+    half = len(terms) // 2
+    right = _plus(terms[half:])
+    return exp.Add(this=_plus(terms[:half]), expression=exp.Paren(this=right) if len(terms) - half > 1 else right)
 
 
 def _sum_of_squares(terms) -> exp.Expression:
