@@ -127,9 +127,10 @@ def group_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimen
 
     length = _length(_col(vector))       # of the vector as stored (a slice would hide a longer one)
     if fence:
-        table = exp.select("*", exp.alias_(exp.Bracket(this=_col(vector), expressions=[exp.Slice(
-            this=exp.Literal.number(1), expression=exp.Literal.number(dims.high))], offset=1), "__emb_v", quoted=True),
-            copy=False).from_(table.copy(), copy=False).offset(0, copy=False).subquery("__emb_detoasted", copy=False)
+        sliced = exp.Bracket(this=_col(vector), expressions=[exp.Slice(
+            this=exp.Literal.number(1), expression=exp.Literal.number(dims.high))], offset=1)
+        table = exp.select("*", exp.alias_(sliced, "__emb_v", quoted=True, copy=False), copy=False).from_(
+            table.copy(), copy=False).offset(0, copy=False).subquery("__emb_detoasted", copy=False)
     else:
         table = table.copy()
     coordinates = []
@@ -142,7 +143,7 @@ def group_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimen
             element = exp.Case(ifs=[exp.If(this=exp.GTE(this=_length(vec()), expression=exp.Literal.number(k)),
                                            true=element)], default=exp.Literal.number(0))
         coordinates.append(exp.alias_(element, f"x{k}", quoted=True, copy=False))
-    keys = [exp.alias_(_by_or_null(by), B, quoted=True), exp.alias_(_col(group), G, quoted=True)]
+    keys = [exp.alias_(_by_or_null(by), B, quoted=True, copy=False), exp.alias_(_col(group), G, quoted=True, copy=False)]
     # NULL vectors and each vector's length travel up to the aggregate, which checks them per group
     checks = [exp.alias_(exp.Case(ifs=[exp.If(this=exp.Is(this=vec(), expression=exp.null()),
                                               true=exp.Literal.number(1))], default=exp.Literal.number(0)),
@@ -191,10 +192,10 @@ def group_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimen
     within = exp.Mul(this=exp.Count(this=exp.Star()), expression=exp.Paren(this=_plus(
         [exp.VariancePop(this=u) for u in units()])))
     sums = [exp.alias_(exp.Sum(this=u), _sum_name(k), quoted=True, copy=False) for k, u in enumerate(units(), start=1)]
-    return (exp.select(_col(B), _col(G), exp.alias_(exp.Count(this=exp.Star()), N, quoted=True),
-                       exp.alias_(exp.Sum(this=_col("is_null")), NULLS, quoted=True),
-                       exp.alias_(exp.Min(this=_col("len")), LEN_MIN, quoted=True),
-                       exp.alias_(exp.Max(this=_col("len")), LEN_MAX, quoted=True),
+    return (exp.select(_col(B), _col(G), exp.alias_(exp.Count(this=exp.Star()), N, quoted=True, copy=False),
+                       exp.alias_(exp.Sum(this=_col("is_null")), NULLS, quoted=True, copy=False),
+                       exp.alias_(exp.Min(this=_col("len")), LEN_MIN, quoted=True, copy=False),
+                       exp.alias_(exp.Max(this=_col("len")), LEN_MAX, quoted=True, copy=False),
                        exp.alias_(bad, BAD, quoted=True, copy=False), exp.alias_(within, WITHIN, quoted=True, copy=False),
                        *sums, copy=False)
             .from_(normed.subquery("__emb_unit_rows", copy=False), copy=False)
