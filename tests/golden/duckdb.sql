@@ -8,7 +8,9 @@ SELECT
   MAX("len") AS "__emb_len_max",
   SUM(CASE WHEN "inv" IS NULL THEN 1 ELSE 0 END) AS "__emb_bad",
   COUNT(*) * (
-    VAR_POP("x1" * "inv") + VAR_POP("x2" * "inv") + VAR_POP("x3" * "inv")
+    VAR_POP("x1" * "inv") + (
+      VAR_POP("x2" * "inv") + VAR_POP("x3" * "inv")
+    )
   ) AS "__emb_within",
   SUM("x1" * "inv") AS "__emb_s1",
   SUM("x2" * "inv") AS "__emb_s2",
@@ -33,13 +35,15 @@ FROM (
           ) * (
             "x1" / "peak"
           ) + (
-            "x2" / "peak"
-          ) * (
-            "x2" / "peak"
-          ) + (
-            "x3" / "peak"
-          ) * (
-            "x3" / "peak"
+            (
+              "x2" / "peak"
+            ) * (
+              "x2" / "peak"
+            ) + (
+              "x3" / "peak"
+            ) * (
+              "x3" / "peak"
+            )
           )
         )
       )
@@ -72,7 +76,9 @@ FROM (
         "x1",
         "x2",
         "x3",
-        "x1" * "x1" + "x2" * "x2" + "x3" * "x3" AS "ss"
+        "x1" * "x1" + (
+          "x2" * "x2" + "x3" * "x3"
+        ) AS "ss"
       FROM (
         SELECT
           "model" AS "__emb_b",
