@@ -1,4 +1,4 @@
-"""Stage 2: the sum-of-squares decomposition from sufficient statistics (S2-S4, S10, S11).
+"""Stage 2: the sum-of-squares decomposition from sufficient statistics.
 
 For unit vectors u_i, with group means m_g = s_g / n_g and the overall mean m = s / n:
     SS_W = sum_g within_g (within_g = sum_{i in g} ||u_i - m_g||^2, accumulated stably in stage 1),

@@ -1,4 +1,4 @@
-"""Cluster jackknife and cluster bootstrap from sufficient statistics (SPEC S17, S18), and the
+"""Cluster jackknife and cluster bootstrap from sufficient statistics, and the
 paired comparison of two models on the same items.
 
 A replicate reweights whole groups: w_g = 0 or 1 for the jackknife (leave one group out), w_g =

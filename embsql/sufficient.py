@@ -275,7 +275,7 @@ def _bad(vector: str, word: str, where) -> BadVectorError:
 
 
 def _raw_vectors(column: pa.Array, where, vector: str, dim: int | None) -> np.ndarray:
-    """Check NULLs and lengths (S1); return the vectors as an n x d view of the Arrow values."""
+    """Check NULLs and lengths; return the vectors as an n x d view of the Arrow values."""
     if column.null_count:
         raise _bad(vector, "NULL", where(int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])))
     if isinstance(column, pa.FixedSizeListArray):
@@ -320,7 +320,7 @@ def _normalise(x: np.ndarray, where, vector: str, rows: np.ndarray | None = None
 
 
 def _unit_vectors(column: pa.Array, where, vector: str, dim: int | None) -> np.ndarray:
-    """Check every vector (S1) and return them scaled to unit length, as float64 rows."""
+    """Check every vector and return them scaled to unit length, as float64 rows."""
     x = np.array(_raw_vectors(column, where, vector, dim), dtype=np.float64)
     _normalise(x, where, vector)
     return x
