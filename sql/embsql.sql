@@ -22,7 +22,7 @@
 -- One row per input row.  __emb_bad is NULL for a usable vector, else a word.
 -- __emb_x carries one more column when extra_col names one (strata for permutations).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE MACRO emb__rows(tbl, group_col, vector_col, by_col, extra_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__rows(tbl, group_col, vector_col, by_col, extra_col) AS TABLE
 SELECT
     * EXCLUDE (__emb_g0, __emb_gcols, __emb_vcols, __emb_xcols),
     CASE
@@ -68,7 +68,7 @@ FROM (
 -- the group count n_g and the k-th coordinate of the sum of unit vectors s_g.
 -- Every input check is raised here, so each statistic built on it is checked.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE MACRO emb__group_sums(tbl, group_col, vector_col, by_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__group_sums(tbl, group_col, vector_col, by_col) AS TABLE
 WITH rows AS NOT MATERIALIZED (
     SELECT *, len(__emb_v::DOUBLE[]) AS __emb_d,
         CASE WHEN __emb_bad IS NULL THEN 1.0 / sqrt(__emb_nrm2) END AS __emb_inv
@@ -147,7 +147,7 @@ WHERE (__emb_k IS NOT NULL AND __emb_k <= __emb_dmax) OR __emb_nbad > 0 OR __emb
 -- ---------------------------------------------------------------------------
 -- Per-group figures from the sufficient statistics (S4).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE MACRO emb__groups(tbl, group_col, vector_col, by_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__groups(tbl, group_col, vector_col, by_col) AS TABLE
 SELECT
     COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
     __emb_g AS "group",
@@ -162,7 +162,7 @@ SELECT
 FROM emb__group_sums(tbl, group_col, vector_col, by_col)
 GROUP BY ALL;
 
-CREATE OR REPLACE MACRO emb_groups(tbl, group_col, vector_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_groups(tbl, group_col, vector_col) AS TABLE
     (SELECT "group", n_g, w, w_tilde
      FROM emb__groups(tbl, group_col, vector_col, NULL) ORDER BY "group"),
     (tbl, group_col, vector_col, "by") AS TABLE
@@ -172,7 +172,7 @@ CREATE OR REPLACE MACRO emb_groups(tbl, group_col, vector_col) AS TABLE
 -- ---------------------------------------------------------------------------
 -- The decomposition (S2, S3, S10, S11).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE MACRO emb__anova(tbl, group_col, vector_col, by_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__anova(tbl, group_col, vector_col, by_col) AS TABLE
 WITH sums AS MATERIALIZED (
     FROM emb__group_sums(tbl, group_col, vector_col, by_col)
 ),
@@ -231,7 +231,7 @@ SELECT
 FROM stats
 ORDER BY __emb_b;
 
-CREATE OR REPLACE MACRO emb_anova(tbl, group_col, vector_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_anova(tbl, group_col, vector_col) AS TABLE
     (SELECT * EXCLUDE (__emb_all, __emb_b) FROM emb__anova(tbl, group_col, vector_col, NULL)),
     (tbl, group_col, vector_col, "by") AS TABLE
     (SELECT * EXCLUDE (__emb_b) FROM emb__anova(tbl, group_col, vector_col, "by"));
@@ -241,7 +241,7 @@ CREATE OR REPLACE MACRO emb_anova(tbl, group_col, vector_col) AS TABLE
 -- dissimilarities (i, j, d) and a labels table (id, group).  Any dissimilarity.
 --   SS_T = (1/n) sum_{i<j} d_ij^2,   SS_W = sum_g (1/n_g) sum_{i<j in g} d_ij^2
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE MACRO emb_anova_dist(dist_tbl, labels_tbl, group_col,
+CREATE OR REPLACE TEMP MACRO emb_anova_dist(dist_tbl, labels_tbl, group_col,
                                        i_col := 'i', j_col := 'j', d_col := 'd',
                                        id_col := 'id') AS TABLE
 WITH labels AS MATERIALIZED (
@@ -377,18 +377,18 @@ FROM stats;
 -- ---------------------------------------------------------------------------
 
 -- The value as DOUBLE for the scalar path (NULL for any other type).
-CREATE OR REPLACE MACRO emb__icc_num(x DOUBLE) AS x,
+CREATE OR REPLACE TEMP MACRO emb__icc_num(x DOUBLE) AS x,
     (x BOOLEAN) AS x::INTEGER::DOUBLE,
     (x) AS NULL::DOUBLE;
 
 -- The value as DOUBLE[] for the vector path (NULL for any other type).
-CREATE OR REPLACE MACRO emb__icc_vec(x DOUBLE[]) AS x,
+CREATE OR REPLACE TEMP MACRO emb__icc_vec(x DOUBLE[]) AS x,
     (x DOUBLE) AS NULL::DOUBLE[],
     (x BOOLEAN) AS NULL::DOUBLE[],
     (x) AS NULL::DOUBLE[];
 
 -- 'scalar', 'trace' or NULL (unsupported) from a type name as typeof() spells it.
-CREATE OR REPLACE MACRO emb__icc_kind(type_name) AS
+CREATE OR REPLACE TEMP MACRO emb__icc_kind(type_name) AS
     CASE
         WHEN type_name = 'BOOLEAN'
           OR regexp_full_match(type_name, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\))')
@@ -397,7 +397,7 @@ CREATE OR REPLACE MACRO emb__icc_kind(type_name) AS
             THEN 'trace'
     END;
 
-CREATE OR REPLACE MACRO emb__icc(tbl, group_col, value_col, by_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__icc(tbl, group_col, value_col, by_col) AS TABLE
 WITH __emb_icc_meta AS (
     -- column counts (1 = missing, see 00_conventions) and the value column's type
     SELECT
@@ -535,7 +535,7 @@ SELECT
 FROM __emb_icc_mean_squares
 ORDER BY __emb_b;
 
-CREATE OR REPLACE MACRO emb_icc(tbl, group_col, value_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_icc(tbl, group_col, value_col) AS TABLE
     (SELECT * EXCLUDE (__emb_all) FROM emb__icc(tbl, group_col, value_col, NULL)),
     (tbl, group_col, value_col, "by") AS TABLE
     (SELECT * FROM emb__icc(tbl, group_col, value_col, "by"));
@@ -550,7 +550,7 @@ CREATE OR REPLACE MACRO emb_icc(tbl, group_col, value_col) AS TABLE
 -- The standard normal quantile: Wichura's algorithm AS241 (PPND16, Applied Statistics 37,
 -- 1988), relative accuracy about 1e-16.  Split into helpers because a macro has no variables.
 -- A(r)/B(r): for |q| <= 0.425 with q = p - 0.5, z = q A(r)/B(r) where r = 0.180625 - q^2
-CREATE OR REPLACE MACRO emb__ppnd16_central(r) AS
+CREATE OR REPLACE TEMP MACRO emb__ppnd16_central(r) AS
     (((((((r * 2509.0809287301226727e0 + 33430.575583588128105e0) * r + 67265.770927008700853e0)
         * r + 45921.953931549871457e0) * r + 13731.693765509461125e0)
         * r + 1971.5909503065514427e0) * r + 133.14166789178437745e0)
@@ -561,7 +561,7 @@ CREATE OR REPLACE MACRO emb__ppnd16_central(r) AS
         * r + 1.0e0);
 
 -- C(s)/D(s): the tails, r = sqrt(-ln(min(p, 1-p))) <= 5, s = r - 1.6; z = +-C(s)/D(s)
-CREATE OR REPLACE MACRO emb__ppnd16_near(s) AS
+CREATE OR REPLACE TEMP MACRO emb__ppnd16_near(s) AS
     (((((((s * 7.7454501427834140764e-4 + 0.0227238449892691845833e0) * s + 0.24178072517745061177e0)
         * s + 1.27045825245236838258e0) * s + 3.64784832476320460504e0)
         * s + 5.7694972214606914055e0) * s + 4.6303378461565452959e0)
@@ -572,7 +572,7 @@ CREATE OR REPLACE MACRO emb__ppnd16_near(s) AS
         * s + 1.0e0);
 
 -- E(s)/F(s): the far tails (p or 1-p below about 1e-11), r > 5, s = r - 5
-CREATE OR REPLACE MACRO emb__ppnd16_far(s) AS
+CREATE OR REPLACE TEMP MACRO emb__ppnd16_far(s) AS
     (((((((s * 2.01033439929228813265e-7 + 2.71155556874348757815e-5) * s + 0.0012426609473880784386e0)
         * s + 0.026532189526576123093e0) * s + 0.29656057182850489123e0)
         * s + 1.7848265399172913358e0) * s + 5.4637849111641143699e0)
@@ -582,7 +582,7 @@ CREATE OR REPLACE MACRO emb__ppnd16_far(s) AS
         * s + 0.13692988092273580531e0) * s + 0.59983220655588793769e0)
         * s + 1.0e0);
 
-CREATE OR REPLACE MACRO emb__ppnd16(p) AS
+CREATE OR REPLACE TEMP MACRO emb__ppnd16(p) AS
     CASE
         WHEN abs(p - 0.5e0) <= 0.425e0
             THEN (p - 0.5e0) * emb__ppnd16_central(0.180625e0 - (p - 0.5e0) * (p - 0.5e0))
@@ -592,7 +592,7 @@ CREATE OR REPLACE MACRO emb__ppnd16(p) AS
         ELSE emb__ppnd16_far(sqrt(-ln(1.0e0 - p)) - 5.0e0)
     END;
 
-CREATE OR REPLACE MACRO emb_normal_quantile(p) AS
+CREATE OR REPLACE TEMP MACRO emb_normal_quantile(p) AS
     CASE
         WHEN p IS NULL THEN NULL::DOUBLE
         WHEN NOT (p::DOUBLE > 0 AND p::DOUBLE < 1) THEN error(format(
@@ -601,7 +601,7 @@ CREATE OR REPLACE MACRO emb_normal_quantile(p) AS
     END;
 
 -- The checks shared by both power macros; what names the failing argument and value.
-CREATE OR REPLACE MACRO emb__power_check(alpha, power) AS
+CREATE OR REPLACE TEMP MACRO emb__power_check(alpha, power) AS
     CASE
         WHEN alpha IS NULL OR NOT (alpha::DOUBLE > 0 AND alpha::DOUBLE < 1) THEN error(format(
             'embsql: alpha must be in (0, 1), got alpha = {}', coalesce(alpha::VARCHAR, 'NULL')))
@@ -610,7 +610,7 @@ CREATE OR REPLACE MACRO emb__power_check(alpha, power) AS
         ELSE emb_normal_quantile(1.0 - alpha::DOUBLE / 2.0) + emb_normal_quantile(power::DOUBLE)
     END;
 
-CREATE OR REPLACE MACRO emb_power_groups(rho, alpha := 0.05, power := 0.8) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_power_groups(rho, alpha := 0.05, power := 0.8) AS TABLE
 SELECT
     __emb_g AS groups_exact,
     ceil(__emb_g)::BIGINT AS groups,
@@ -626,7 +626,7 @@ FROM (
         END AS __emb_g
 );
 
-CREATE OR REPLACE MACRO emb_power_rho(groups, alpha := 0.05, power := 0.8) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_power_rho(groups, alpha := 0.05, power := 0.8) AS TABLE
 SELECT
     CASE
         WHEN groups IS NULL OR NOT (groups::DOUBLE > 3 AND groups::DOUBLE < 'infinity'::DOUBLE)
@@ -661,7 +661,7 @@ SELECT
 -- Roles name the columns in messages (qid, group, positive, vector; doc_id, doc_group,
 -- doc_vector).  A NULL level_col or positive_col means the caller does not use that column;
 -- need_group says whether the group column must exist and be non-NULL.
-CREATE OR REPLACE MACRO emb__retrieval_rows(tbl, what, id_col, id_role, group_col, group_role, need_group,
+CREATE OR REPLACE TEMP MACRO emb__retrieval_rows(tbl, what, id_col, id_role, group_col, group_role, need_group,
                                             level_col, positive_col, vector_col, vector_role, model_col) AS TABLE
 WITH meta AS (
     SELECT
@@ -738,16 +738,16 @@ SELECT c.* EXCLUDE (__emb_nrm2, __emb_dup, __emb_row), m.__emb_gcols,
     END AS __emb_z
 FROM classified c, meta m;
 
-CREATE OR REPLACE MACRO emb__margin_queries(queries, qid_col, group_col, positive_col, vector_col, model_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__margin_queries(queries, qid_col, group_col, positive_col, vector_col, model_col) AS TABLE
 FROM emb__retrieval_rows(queries, 'queries', qid_col, 'qid', group_col, 'group', false, NULL, positive_col,
                          vector_col, 'vector', model_col);
 
-CREATE OR REPLACE MACRO emb__margin_docs(docs, doc_id_col, doc_group_col, doc_vector_col, model_col, need_group) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__margin_docs(docs, doc_id_col, doc_group_col, doc_vector_col, model_col, need_group) AS TABLE
 FROM emb__retrieval_rows(docs, 'docs', doc_id_col, 'doc_id', doc_group_col, 'doc_group', need_group, NULL, NULL,
                          doc_vector_col, 'doc_vector', model_col);
 
 -- Per query (plus the model column, __emb_b, __emb_g = paraphrase group, __emb_gcols): the margins.
-CREATE OR REPLACE MACRO emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col,
+CREATE OR REPLACE TEMP MACRO emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col,
                                      doc_id_col, doc_group_col, doc_vector_col, model_col) AS TABLE
 WITH q AS MATERIALIZED (
     FROM emb__margin_queries(queries, qid_col, group_col, positive_col, vector_col, model_col)
@@ -824,7 +824,7 @@ SELECT
     ties
 FROM joined;
 
-CREATE OR REPLACE MACRO emb_margins(queries, docs, scope := 'corpus', qid_col := 'qid', group_col := 'group',
+CREATE OR REPLACE TEMP MACRO emb_margins(queries, docs, scope := 'corpus', qid_col := 'qid', group_col := 'group',
                                     level_col := NULL, positive_col := 'positive', vector_col := 'vector',
                                     doc_id_col := 'doc_id', doc_group_col := 'group', doc_vector_col := 'vector',
                                     model_col := NULL) AS TABLE
@@ -836,7 +836,7 @@ ORDER BY __emb_b, qid;
 -- Per model: top-1, recall@k, MRR, mean and quantiles of m, and cluster-jackknife SEs over the
 -- paraphrase groups: theta_(-g) = (sum - sum_g)/(n - n_g), SE = sqrt((G-1)/G sum_g (theta_(-g) - mean)^2)
 -- = sqrt((G - 1) var_pop(theta_(-g))).
-CREATE OR REPLACE MACRO emb_retrieval_summary(queries, docs, scope := 'corpus', qid_col := 'qid',
+CREATE OR REPLACE TEMP MACRO emb_retrieval_summary(queries, docs, scope := 'corpus', qid_col := 'qid',
                                               group_col := 'group', level_col := NULL, positive_col := 'positive',
                                               vector_col := 'vector', doc_id_col := 'doc_id',
                                               doc_group_col := 'group', doc_vector_col := 'vector',

@@ -3,7 +3,7 @@
 -- One row per input row.  __emb_bad is NULL for a usable vector, else a word.
 -- __emb_x carries one more column when extra_col names one (strata for permutations).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE MACRO emb__rows(tbl, group_col, vector_col, by_col, extra_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__rows(tbl, group_col, vector_col, by_col, extra_col) AS TABLE
 SELECT
     * EXCLUDE (__emb_g0, __emb_gcols, __emb_vcols, __emb_xcols),
     CASE
@@ -49,7 +49,7 @@ FROM (
 -- the group count n_g and the k-th coordinate of the sum of unit vectors s_g.
 -- Every input check is raised here, so each statistic built on it is checked.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE MACRO emb__group_sums(tbl, group_col, vector_col, by_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__group_sums(tbl, group_col, vector_col, by_col) AS TABLE
 WITH rows AS NOT MATERIALIZED (
     SELECT *, len(__emb_v::DOUBLE[]) AS __emb_d,
         CASE WHEN __emb_bad IS NULL THEN 1.0 / sqrt(__emb_nrm2) END AS __emb_inv
@@ -128,7 +128,7 @@ WHERE (__emb_k IS NOT NULL AND __emb_k <= __emb_dmax) OR __emb_nbad > 0 OR __emb
 -- ---------------------------------------------------------------------------
 -- Per-group figures from the sufficient statistics (S4).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE MACRO emb__groups(tbl, group_col, vector_col, by_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__groups(tbl, group_col, vector_col, by_col) AS TABLE
 SELECT
     COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
     __emb_g AS "group",
@@ -143,7 +143,7 @@ SELECT
 FROM emb__group_sums(tbl, group_col, vector_col, by_col)
 GROUP BY ALL;
 
-CREATE OR REPLACE MACRO emb_groups(tbl, group_col, vector_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_groups(tbl, group_col, vector_col) AS TABLE
     (SELECT "group", n_g, w, w_tilde
      FROM emb__groups(tbl, group_col, vector_col, NULL) ORDER BY "group"),
     (tbl, group_col, vector_col, "by") AS TABLE

@@ -1,7 +1,7 @@
 -- ---------------------------------------------------------------------------
 -- The decomposition (S2, S3, S10, S11).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE MACRO emb__anova(tbl, group_col, vector_col, by_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__anova(tbl, group_col, vector_col, by_col) AS TABLE
 WITH sums AS MATERIALIZED (
     FROM emb__group_sums(tbl, group_col, vector_col, by_col)
 ),
@@ -60,7 +60,7 @@ SELECT
 FROM stats
 ORDER BY __emb_b;
 
-CREATE OR REPLACE MACRO emb_anova(tbl, group_col, vector_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_anova(tbl, group_col, vector_col) AS TABLE
     (SELECT * EXCLUDE (__emb_all, __emb_b) FROM emb__anova(tbl, group_col, vector_col, NULL)),
     (tbl, group_col, vector_col, "by") AS TABLE
     (SELECT * EXCLUDE (__emb_b) FROM emb__anova(tbl, group_col, vector_col, "by"));

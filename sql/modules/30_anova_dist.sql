@@ -3,7 +3,7 @@
 -- dissimilarities (i, j, d) and a labels table (id, group).  Any dissimilarity.
 --   SS_T = (1/n) sum_{i<j} d_ij^2,   SS_W = sum_g (1/n_g) sum_{i<j in g} d_ij^2
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE MACRO emb_anova_dist(dist_tbl, labels_tbl, group_col,
+CREATE OR REPLACE TEMP MACRO emb_anova_dist(dist_tbl, labels_tbl, group_col,
                                        i_col := 'i', j_col := 'j', d_col := 'd',
                                        id_col := 'id') AS TABLE
 WITH labels AS MATERIALIZED (

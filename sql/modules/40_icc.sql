@@ -16,18 +16,18 @@
 -- ---------------------------------------------------------------------------
 
 -- The value as DOUBLE for the scalar path (NULL for any other type).
-CREATE OR REPLACE MACRO emb__icc_num(x DOUBLE) AS x,
+CREATE OR REPLACE TEMP MACRO emb__icc_num(x DOUBLE) AS x,
     (x BOOLEAN) AS x::INTEGER::DOUBLE,
     (x) AS NULL::DOUBLE;
 
 -- The value as DOUBLE[] for the vector path (NULL for any other type).
-CREATE OR REPLACE MACRO emb__icc_vec(x DOUBLE[]) AS x,
+CREATE OR REPLACE TEMP MACRO emb__icc_vec(x DOUBLE[]) AS x,
     (x DOUBLE) AS NULL::DOUBLE[],
     (x BOOLEAN) AS NULL::DOUBLE[],
     (x) AS NULL::DOUBLE[];
 
 -- 'scalar', 'trace' or NULL (unsupported) from a type name as typeof() spells it.
-CREATE OR REPLACE MACRO emb__icc_kind(type_name) AS
+CREATE OR REPLACE TEMP MACRO emb__icc_kind(type_name) AS
     CASE
         WHEN type_name = 'BOOLEAN'
           OR regexp_full_match(type_name, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\))')
@@ -36,7 +36,7 @@ CREATE OR REPLACE MACRO emb__icc_kind(type_name) AS
             THEN 'trace'
     END;
 
-CREATE OR REPLACE MACRO emb__icc(tbl, group_col, value_col, by_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__icc(tbl, group_col, value_col, by_col) AS TABLE
 WITH __emb_icc_meta AS (
     -- column counts (1 = missing, see 00_conventions) and the value column's type
     SELECT
@@ -174,7 +174,7 @@ SELECT
 FROM __emb_icc_mean_squares
 ORDER BY __emb_b;
 
-CREATE OR REPLACE MACRO emb_icc(tbl, group_col, value_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_icc(tbl, group_col, value_col) AS TABLE
     (SELECT * EXCLUDE (__emb_all) FROM emb__icc(tbl, group_col, value_col, NULL)),
     (tbl, group_col, value_col, "by") AS TABLE
     (SELECT * FROM emb__icc(tbl, group_col, value_col, "by"));

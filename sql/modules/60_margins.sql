@@ -21,7 +21,7 @@
 -- Roles name the columns in messages (qid, group, positive, vector; doc_id, doc_group,
 -- doc_vector).  A NULL level_col or positive_col means the caller does not use that column;
 -- need_group says whether the group column must exist and be non-NULL.
-CREATE OR REPLACE MACRO emb__retrieval_rows(tbl, what, id_col, id_role, group_col, group_role, need_group,
+CREATE OR REPLACE TEMP MACRO emb__retrieval_rows(tbl, what, id_col, id_role, group_col, group_role, need_group,
                                             level_col, positive_col, vector_col, vector_role, model_col) AS TABLE
 WITH meta AS (
     SELECT
@@ -98,16 +98,16 @@ SELECT c.* EXCLUDE (__emb_nrm2, __emb_dup, __emb_row), m.__emb_gcols,
     END AS __emb_z
 FROM classified c, meta m;
 
-CREATE OR REPLACE MACRO emb__margin_queries(queries, qid_col, group_col, positive_col, vector_col, model_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__margin_queries(queries, qid_col, group_col, positive_col, vector_col, model_col) AS TABLE
 FROM emb__retrieval_rows(queries, 'queries', qid_col, 'qid', group_col, 'group', false, NULL, positive_col,
                          vector_col, 'vector', model_col);
 
-CREATE OR REPLACE MACRO emb__margin_docs(docs, doc_id_col, doc_group_col, doc_vector_col, model_col, need_group) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__margin_docs(docs, doc_id_col, doc_group_col, doc_vector_col, model_col, need_group) AS TABLE
 FROM emb__retrieval_rows(docs, 'docs', doc_id_col, 'doc_id', doc_group_col, 'doc_group', need_group, NULL, NULL,
                          doc_vector_col, 'doc_vector', model_col);
 
 -- Per query (plus the model column, __emb_b, __emb_g = paraphrase group, __emb_gcols): the margins.
-CREATE OR REPLACE MACRO emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col,
+CREATE OR REPLACE TEMP MACRO emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col,
                                      doc_id_col, doc_group_col, doc_vector_col, model_col) AS TABLE
 WITH q AS MATERIALIZED (
     FROM emb__margin_queries(queries, qid_col, group_col, positive_col, vector_col, model_col)
@@ -184,7 +184,7 @@ SELECT
     ties
 FROM joined;
 
-CREATE OR REPLACE MACRO emb_margins(queries, docs, scope := 'corpus', qid_col := 'qid', group_col := 'group',
+CREATE OR REPLACE TEMP MACRO emb_margins(queries, docs, scope := 'corpus', qid_col := 'qid', group_col := 'group',
                                     level_col := NULL, positive_col := 'positive', vector_col := 'vector',
                                     doc_id_col := 'doc_id', doc_group_col := 'group', doc_vector_col := 'vector',
                                     model_col := NULL) AS TABLE
@@ -196,7 +196,7 @@ ORDER BY __emb_b, qid;
 -- Per model: top-1, recall@k, MRR, mean and quantiles of m, and cluster-jackknife SEs over the
 -- paraphrase groups: theta_(-g) = (sum - sum_g)/(n - n_g), SE = sqrt((G-1)/G sum_g (theta_(-g) - mean)^2)
 -- = sqrt((G - 1) var_pop(theta_(-g))).
-CREATE OR REPLACE MACRO emb_retrieval_summary(queries, docs, scope := 'corpus', qid_col := 'qid',
+CREATE OR REPLACE TEMP MACRO emb_retrieval_summary(queries, docs, scope := 'corpus', qid_col := 'qid',
                                               group_col := 'group', level_col := NULL, positive_col := 'positive',
                                               vector_col := 'vector', doc_id_col := 'doc_id',
                                               doc_group_col := 'group', doc_vector_col := 'vector',

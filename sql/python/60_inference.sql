@@ -3,7 +3,7 @@
 -- Items reach the UDF as lists per by value; the UDF sorts them into a canonical order, so a
 -- seed gives the same p-value whatever order the rows arrive in.
 
-CREATE OR REPLACE MACRO emb__permanova(tbl, group_col, vector_col, by_col, permutations, seed, strata_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__permanova(tbl, group_col, vector_col, by_col, permutations, seed, strata_col) AS TABLE
 WITH test AS (
     SELECT __emb_b,
         emb__permanova_test(list(__emb_g::VARCHAR), list(__emb_v::DOUBLE[]), list(__emb_x::VARCHAR),
@@ -16,12 +16,12 @@ FROM emb__anova(tbl, group_col, vector_col, by_col) a
 JOIN test ON a.__emb_b IS NOT DISTINCT FROM test.__emb_b
 ORDER BY a.__emb_b;
 
-CREATE OR REPLACE MACRO emb_permanova(tbl, group_col, vector_col, permutations := 999, seed := 42,
+CREATE OR REPLACE TEMP MACRO emb_permanova(tbl, group_col, vector_col, permutations := 999, seed := 42,
                                       strata := NULL, "by" := NULL) AS TABLE
 SELECT COLUMNS(lambda c: c NOT IN ('__emb_b', '__emb_all'))
 FROM emb__permanova(tbl, group_col, vector_col, "by", permutations, seed, strata);
 
-CREATE OR REPLACE MACRO emb_permanova_dist(dist_tbl, labels_tbl, group_col, i_col := 'i', j_col := 'j',
+CREATE OR REPLACE TEMP MACRO emb_permanova_dist(dist_tbl, labels_tbl, group_col, i_col := 'i', j_col := 'j',
                                            d_col := 'd', id_col := 'id', permutations := 999, seed := 42,
                                            strata := NULL) AS TABLE
 WITH labels AS (
@@ -51,14 +51,14 @@ SELECT a.*, test.t.p_value AS p_value, coalesce(test.__emb_missing, test.t.permu
 FROM emb_anova_dist(dist_tbl, labels_tbl, group_col, i_col := i_col, j_col := j_col, d_col := d_col,
                     id_col := id_col) a, test;
 
-CREATE OR REPLACE MACRO emb__dispersion(tbl, group_col, vector_col, by_col, permutations, seed) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__dispersion(tbl, group_col, vector_col, by_col, permutations, seed) AS TABLE
 SELECT COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
        emb__dispersion_test(list(__emb_g::VARCHAR), list(__emb_v::DOUBLE[]), vector_col, permutations, seed) AS __emb_t
 FROM emb__rows(tbl, group_col, vector_col, by_col, NULL)
 GROUP BY ALL
 ORDER BY __emb_b;
 
-CREATE OR REPLACE MACRO emb_dispersion(tbl, group_col, vector_col, permutations := 999, seed := 42) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_dispersion(tbl, group_col, vector_col, permutations := 999, seed := 42) AS TABLE
     (SELECT __emb_t.groups AS groups, __emb_t.f AS f, __emb_t.p_value AS p_value, __emb_t.permutations AS permutations
      FROM emb__dispersion(tbl, group_col, vector_col, NULL, permutations, seed)),
     (tbl, group_col, vector_col, "by", permutations := 999, seed := 42) AS TABLE
@@ -66,7 +66,7 @@ CREATE OR REPLACE MACRO emb_dispersion(tbl, group_col, vector_col, permutations 
             __emb_t.groups AS groups, __emb_t.f AS f, __emb_t.p_value AS p_value, __emb_t.permutations AS permutations
      FROM emb__dispersion(tbl, group_col, vector_col, "by", permutations, seed));
 
-CREATE OR REPLACE MACRO emb_dispersion_groups(tbl, group_col, vector_col, permutations := 999, seed := 42) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_dispersion_groups(tbl, group_col, vector_col, permutations := 999, seed := 42) AS TABLE
     (SELECT unnest(__emb_t.labels) AS "group", unnest(__emb_t.sizes) AS n_g,
             unnest(__emb_t.mean_distance) AS mean_distance
      FROM emb__dispersion(tbl, group_col, vector_col, NULL, permutations, seed)),
