@@ -18,35 +18,117 @@
 --     column __emb_all in its place and drop it at the end.
 
 -- ---------------------------------------------------------------------------
+-- Shared rules, as scalar macros (each lives here once).
+-- ---------------------------------------------------------------------------
+
+-- The smallest root-mean-square spread of unit vectors that float64 resolves: sqrt(eps), squared.
+-- Normalising a vector rounds each coordinate to about eps, so a sum of squares SS over n unit
+-- vectors with SS / n below eps is rounding noise (the same threshold as embsql/precision.py).
+CREATE OR REPLACE TEMP MACRO emb__resolution2() AS pow(sqrt(2.220446049250313e-16), 2);
+
+-- The refusal when SS_T (what = 'the vectors', undefined 'R² and F') or SS_W (what = 'the vectors
+-- within each group', undefined 'F') is below that resolution; model is the by value or NULL.
+CREATE OR REPLACE TEMP MACRO emb__precision_error(what, model, ss, n, undefined) AS error(format(
+    'embsql: {}{} are identical to within floating-point precision (root-mean-square spread {:.2g} < {:.2g}); {} {} undefined',
+    what,
+    CASE WHEN model IS NULL THEN ''
+         WHEN typeof(model) = 'VARCHAR' THEN format(' of model ''{}''', model)
+         ELSE format(' of model {}', model) END,
+    sqrt(greatest(ss, 0.0) / n), sqrt(emb__resolution2()), undefined,
+    CASE WHEN undefined LIKE '% and %' THEN 'are' ELSE 'is' END));
+
+CREATE OR REPLACE TEMP MACRO emb__no_rows_error(tbl) AS error(format('embsql: source ''{}'' has no rows', tbl));
+
+-- A label as DOUBLE when it is a number (for the NaN and -0.0 rule below), else NULL.  Typed
+-- overloads resolve by the argument's type at bind time, so any label type binds.
+CREATE OR REPLACE TEMP MACRO emb__label_double(x DOUBLE) AS x, (x) AS NULL::DOUBLE;
+
+-- The one rule for group labels (as embsql/labels.py): a NULL or NaN label is an error naming the
+-- column, and -0.0 is 0.0 (the literal '0' takes the label's own type).  x_double is
+-- emb__label_double(x), computed by the caller (a scalar macro cannot call a typed one in the CLI).
+CREATE OR REPLACE TEMP MACRO emb__label(x, x_double, column_name, role) AS
+    CASE
+        WHEN x IS NULL THEN error(format(
+            'embsql: {} column "{}" has a NULL label; every row needs a label (filter those rows out, or give them one)',
+            role, column_name))
+        WHEN typeof(x) IN ('FLOAT', 'DOUBLE') AND isnan(x_double) THEN error(format(
+            'embsql: {} column "{}" has a NaN label; every row needs a label (filter those rows out, or give them one)',
+            role, column_name))
+        WHEN typeof(x) IN ('FLOAT', 'DOUBLE') AND x_double = 0 THEN '0'
+        ELSE x
+    END;
+
+-- A vector column's value as DOUBLE[] (a fixed-size array becomes a list, FLOAT becomes DOUBLE once
+-- here), or NULL when the column holds something else (its type is then refused by name).
+CREATE OR REPLACE TEMP MACRO emb__vector(x DOUBLE[]) AS x, (x) AS NULL::DOUBLE[];
+
+-- Whether a type name, as typeof() spells it, is a vector of numbers.
+CREATE OR REPLACE TEMP MACRO emb__is_vector_type(type_name) AS
+    regexp_full_match(type_name, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\))\[\d*\]');
+
+-- Squared norm in double precision.  list_dot_product raises on a NULL element, and TRY() then
+-- gives NULL for the whole chunk, so only those rows take the slow exact way.
+CREATE OR REPLACE TEMP MACRO emb__norm2(v) AS
+    coalesce(TRY(list_dot_product(v::DOUBLE[], v::DOUBLE[])),
+             CASE WHEN list_count(v::DOUBLE[]) = len(v::DOUBLE[])
+                  THEN list_sum(list_transform(v::DOUBLE[], lambda x: x * x)) END);
+
+-- The largest |coordinate|, only for a vector whose squared norm leaves the safe range (it
+-- overflowed, like 1e200 * x, or may have lost digits to underflow, like 1e-160 * x); else NULL.
+-- Such a vector is normalised by way of v / scale, whose squares are in range.
+CREATE OR REPLACE TEMP MACRO emb__norm_scale(v, norm2) AS
+    CASE WHEN NOT (norm2 >= 1e-270 AND norm2 <= 1e300)
+         THEN list_max(list_transform(v::DOUBLE[], lambda x: abs(x))) END;
+
+-- NULL for a usable vector, else the word for what is wrong with it.
+CREATE OR REPLACE TEMP MACRO emb__unusable(v, norm2, scale) AS
+    CASE
+        WHEN v IS NULL THEN 'NULL'
+        WHEN norm2 IS NULL THEN 'NULL-element'
+        WHEN isnan(norm2) THEN 'NaN'
+        WHEN isinf(scale) THEN 'infinite'
+        WHEN norm2 = 0 AND scale IS NULL THEN 'zero-length'
+        -- a length below the smallest normal double has no finite reciprocal
+        WHEN NOT (scale >= 2.2250738585072014e-308) THEN 'zero-length'
+    END;
+
+-- 1 / ||v|| for a usable vector, so that v * inv is its unit vector.
+CREATE OR REPLACE TEMP MACRO emb__inverse_norm(v, norm2, scale) AS
+    CASE
+        WHEN scale IS NULL THEN 1.0 / sqrt(norm2)
+        ELSE (1.0 / scale) / sqrt(list_dot_product(list_transform(v::DOUBLE[], lambda x: x / scale),
+                                                   list_transform(v::DOUBLE[], lambda x: x / scale)))
+    END;
+
+-- ---------------------------------------------------------------------------
 -- Row stage: select the group, vector and by columns; classify each vector.
--- One row per input row.  __emb_bad is NULL for a usable vector, else a word.
--- __emb_x carries one more column when extra_col names one (strata for permutations).
+-- One row per input row.  __emb_bad is NULL for a usable vector, else a word; __emb_inv is then
+-- 1 / ||v||.  __emb_x carries one more column when extra_col names one (strata, items).
+-- Every check of a column or a label raises from __emb_g, which every consumer groups by.
 -- ---------------------------------------------------------------------------
 CREATE OR REPLACE TEMP MACRO emb__rows(tbl, group_col, vector_col, by_col, extra_col) AS TABLE
+-- (nested SELECTs, so that each of the norm steps is computed once per row, not once per use)
+SELECT *, CASE WHEN __emb_bad IS NULL THEN emb__inverse_norm(__emb_v, __emb_nrm2, __emb_scale) END AS __emb_inv
+FROM (
+SELECT *, emb__unusable(__emb_v, __emb_nrm2, __emb_scale) AS __emb_bad
+FROM (
+SELECT *, emb__norm_scale(__emb_v, __emb_nrm2) AS __emb_scale
+FROM (
 SELECT
-    * EXCLUDE (__emb_g0, __emb_gcols, __emb_vcols, __emb_xcols),
+    * EXCLUDE (__emb_g0, __emb_gcols, __emb_vcols, __emb_xcols, __emb_vtype),
     CASE
         WHEN __emb_gcols = 1
             THEN error(format('embsql: group column "{}" not found in {}', group_col, tbl))
         WHEN __emb_vcols = 1
             THEN error(format('embsql: vector column "{}" not found in {}', vector_col, tbl))
+        WHEN NOT emb__is_vector_type(__emb_vtype) THEN error(format(
+            'embsql: vector column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d])',
+            vector_col, tbl, __emb_vtype))
         WHEN extra_col IS NOT NULL AND __emb_xcols = 1
             THEN error(format('embsql: column "{}" not found in {}', extra_col, tbl))
-        ELSE __emb_g0
+        ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
     END AS __emb_g,
-    -- Squared norm in double precision.  list_dot_product raises on a NULL element, and
-    -- TRY() then gives NULL for the whole chunk, so only those rows take the slow exact way.
-    coalesce(
-        TRY(list_dot_product(__emb_v::DOUBLE[], __emb_v::DOUBLE[])),
-        CASE WHEN list_count(__emb_v::DOUBLE[]) = len(__emb_v::DOUBLE[])
-             THEN list_sum(list_transform(__emb_v::DOUBLE[], lambda x: x * x)) END) AS __emb_nrm2,
-    CASE
-        WHEN __emb_v IS NULL THEN 'NULL'
-        WHEN __emb_nrm2 IS NULL THEN 'NULL-element'
-        WHEN isnan(__emb_nrm2) THEN 'NaN'
-        WHEN isinf(__emb_nrm2) THEN 'infinite'
-        WHEN __emb_nrm2 = 0 THEN 'zero-length'
-    END AS __emb_bad
+    emb__norm2(__emb_v) AS __emb_nrm2
 FROM (
     SELECT
         COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
@@ -54,24 +136,42 @@ FROM (
              ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
         coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_gcols,
+        -- the vector column as DOUBLE[] (see the innermost SELECT), the stand-in as NULL
         coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv'))) AS __emb_v,
+        -- the vector column's type, read from a one-row probe that exists even for an empty table
+        (SELECT typeof(coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_null'))))
+         FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true) AS __emb_vtype,
         -- an optional extra column (e.g. permutation strata), NULL when not asked for
         coalesce(*COLUMNS(lambda c: c IN (extra_col, '__emb_null'))) AS __emb_x,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (extra_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_xcols,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_vcols
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv
-          FROM query_table(tbl))
-);
+    FROM (
+        -- the vector column through the typed emb__vector: any type binds, and a fixed-size array
+        -- becomes a list, which the stock CLI's CASE and coalesce need
+        SELECT COLUMNS(lambda c: c NOT IN (vector_col, '__emb_nullv')),
+               emb__vector(COLUMNS(lambda c: c IN (vector_col, '__emb_nullv')))
+        FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(tbl))
+    )
+))));
 
 -- ---------------------------------------------------------------------------
--- Sufficient statistics in long form: one row per (by, group, dimension k) with
--- the group count n_g and the k-th coordinate of the sum of unit vectors s_g.
--- Every input check is raised here, so each statistic built on it is checked.
+-- Sufficient statistics in long form: one row per (by, group, dimension k) with the group count
+-- n_g, the k-th coordinate of the sum of unit vectors s_g, and the group's within sum of squares
+-- __emb_ssw = sum_i ||z_i - mu_g||^2 = n_g W_g (the same on each of its rows).
+-- Every input check is a filter here (a filter is never pruned, whatever columns a query reads),
+-- so each statistic built on it is checked.
+--
+-- Stable sums.  From s_g alone, n_g W_g = n_g - ||s_g||^2 / n_g subtracts two numbers of size n_g,
+-- which leaves noise of a few n_g eps: fine when W_g is large, garbage when the group's vectors are
+-- nearly equal.  So a group whose W_g from s_g is below TIGHT (1e-3; its noise is then at most
+-- about 1e-7 of W_g even for a million rows) is summed again about its mean mu (the corrected
+-- two-pass algorithm): n_g W_g = sum_i ||z_i - mu||^2 - ||t||^2 / n_g and s_g = n_g mu + t, with
+-- t = sum_i (z_i - mu).  Both terms are then of the size of the spread, not of n_g.  Only the rows
+-- of such groups are read a third time; when there are none (the usual case) that join is empty.
 -- ---------------------------------------------------------------------------
 CREATE OR REPLACE TEMP MACRO emb__group_sums(tbl, group_col, vector_col, by_col) AS TABLE
 WITH rows AS NOT MATERIALIZED (
-    SELECT *, len(__emb_v::DOUBLE[]) AS __emb_d,
-        CASE WHEN __emb_bad IS NULL THEN 1.0 / sqrt(__emb_nrm2) END AS __emb_inv
+    SELECT *, len(__emb_v) AS __emb_d
     FROM emb__rows(tbl, group_col, vector_col, by_col, NULL)
 ),
 -- Per group, from one row per item: counts, defects and lengths (and the length range of
@@ -86,7 +186,6 @@ counts AS (
             count(*) FILTER (__emb_bad IS NULL) AS __emb_n,
             count(*) FILTER (__emb_bad IS NOT NULL) AS __emb_nbad,
             min(__emb_bad) AS __emb_bad,
-            count(*) AS __emb_rows,
             min(__emb_d) AS __emb_dmin,
             max(__emb_d) AS __emb_dmax
         FROM rows
@@ -102,7 +201,7 @@ counts AS (
 -- then leaves its in-memory mode and spills nearly every input row (n * d of them: 5.9 GB
 -- spilled for 1M rows under memory_limit = '1GB'); with blocks it holds G * d / 8 groups and
 -- spilled nothing (bench/out_of_core.py).  It is also faster with many groups, not slower with
--- few (bench/README.md).  __emb_v[1:] reads a fixed-size array once as a list (see emb__rows).
+-- few (bench/README.md).  __emb_v[1:] reads the list once.
 sums AS (
     SELECT __emb_b, __emb_g, __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s
     FROM (
@@ -122,114 +221,167 @@ sums AS (
         GROUP BY ALL
     )
 ),
-checked AS (
+checked AS MATERIALIZED (
     SELECT c.*, s.__emb_k, s.__emb_s
     FROM counts c
-    LEFT JOIN sums s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g IS NOT DISTINCT FROM s.__emb_g
+    LEFT JOIN sums s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g = s.__emb_g
+    WHERE CASE
+        WHEN c.__emb_nbad > 0 THEN error(format(
+            'embsql: vector column "{}" has {} unusable vector(s) in group ''{}'' ({}; vectors must be non-NULL, finite and of non-zero length)',
+            vector_col, c.__emb_nbad, c.__emb_g, c.__emb_bad))
+        WHEN c.__emb_dmin_all <> c.__emb_dmax_all THEN error(format(
+            'embsql: vector column "{}" mixes vectors of length {} and {} (group ''{}'' has length {})',
+            vector_col, c.__emb_dmin_all, c.__emb_dmax_all, c.__emb_g, c.__emb_dmin))
+        ELSE s.__emb_k <= c.__emb_dmax
+    END
+),
+-- n_g W_g from s_g, and which groups need the second sum (more than one row, W_g below TIGHT)
+naive AS (
+    SELECT __emb_b, __emb_g, greatest(0.0, max(__emb_n) - sum(__emb_s * __emb_s) / max(__emb_n)) AS __emb_ssw,
+           max(__emb_n) > 1 AND sum(__emb_s * __emb_s) / (max(__emb_n)::DOUBLE * max(__emb_n)) > 1.0 - 1e-3 AS __emb_tight
+    FROM checked GROUP BY ALL
+),
+tight_means AS MATERIALIZED (
+    SELECT c.__emb_b, c.__emb_g, list(c.__emb_s / c.__emb_n ORDER BY c.__emb_k) AS __emb_mu
+    FROM checked c SEMI JOIN naive t
+        ON t.__emb_tight AND c.__emb_b IS NOT DISTINCT FROM t.__emb_b AND c.__emb_g = t.__emb_g
+    GROUP BY ALL
+),
+-- each row of a tight group: its unit vector minus the group mean from s_g
+deviations AS (
+    SELECT r.__emb_b, r.__emb_g,
+           list_transform(r.__emb_v[1:], lambda x, i: x * r.__emb_inv - m.__emb_mu[i]) AS __emb_dev
+    FROM rows r JOIN tight_means m ON r.__emb_b IS NOT DISTINCT FROM m.__emb_b AND r.__emb_g = m.__emb_g
+    WHERE r.__emb_bad IS NULL
+),
+tight_ss AS (
+    SELECT __emb_b, __emb_g, fsum(list_dot_product(__emb_dev, __emb_dev)) AS __emb_dd
+    FROM deviations GROUP BY ALL
+),
+tight_t AS (
+    SELECT __emb_b, __emb_g, __emb_k, fsum(__emb_e) AS __emb_t
+    FROM (SELECT __emb_b, __emb_g, generate_subscripts(__emb_dev, 1) AS __emb_k, unnest(__emb_dev) AS __emb_e
+          FROM deviations)
+    GROUP BY ALL
+),
+tight AS (
+    SELECT t.__emb_b, t.__emb_g, t.__emb_k, t.__emb_t,
+           greatest(0.0, s.__emb_dd - sum(t.__emb_t * t.__emb_t) OVER (PARTITION BY t.__emb_b, t.__emb_g)
+                                      / c.__emb_n) AS __emb_ssw
+    FROM tight_t t
+    JOIN tight_ss s ON t.__emb_b IS NOT DISTINCT FROM s.__emb_b AND t.__emb_g = s.__emb_g
+    JOIN (SELECT DISTINCT __emb_b, __emb_g, __emb_n FROM checked) c
+        ON t.__emb_b IS NOT DISTINCT FROM c.__emb_b AND t.__emb_g = c.__emb_g
 )
 SELECT
-    COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g, __emb_k, __emb_n,
-    CASE
-        WHEN __emb_g IS NULL THEN error(format(
-            'embsql: group column "{}" has {} NULL label(s){}', group_col, __emb_rows,
-            CASE WHEN __emb_b IS NULL THEN '' ELSE format(' (by value {})', __emb_b) END))
-        WHEN __emb_nbad > 0 THEN error(format(
-            'embsql: vector column "{}" has {} unusable vector(s) in group ''{}'' ({}; vectors must be non-NULL, finite and of non-zero length)',
-            vector_col, __emb_nbad, __emb_g, __emb_bad))
-        WHEN __emb_dmin_all <> __emb_dmax_all THEN error(format(
-            'embsql: vector column "{}" mixes vectors of length {} and {} (group ''{}'' has length {})',
-            vector_col, __emb_dmin_all, __emb_dmax_all, __emb_g, __emb_dmin))
-        ELSE __emb_s
-    END AS __emb_s
-FROM checked
-WHERE (__emb_k IS NOT NULL AND __emb_k <= __emb_dmax) OR __emb_nbad > 0 OR __emb_g IS NULL;
+    COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_k, c.__emb_n,
+    CASE WHEN t.__emb_g IS NULL THEN c.__emb_s ELSE c.__emb_n * (c.__emb_s / c.__emb_n) + t.__emb_t END AS __emb_s,
+    coalesce(t.__emb_ssw, w.__emb_ssw) AS __emb_ssw
+FROM checked c
+JOIN naive w ON c.__emb_b IS NOT DISTINCT FROM w.__emb_b AND c.__emb_g = w.__emb_g
+LEFT JOIN tight t ON c.__emb_b IS NOT DISTINCT FROM t.__emb_b AND c.__emb_g = t.__emb_g AND c.__emb_k = t.__emb_k;
 
 -- ---------------------------------------------------------------------------
--- Per-group figures from the sufficient statistics (S4).
+-- Per-group figures from the sufficient statistics: W_g = n_g W_g / n_g, W~_g = n_g / (n_g - 1) W_g.
 -- ---------------------------------------------------------------------------
 CREATE OR REPLACE TEMP MACRO emb__groups(tbl, group_col, vector_col, by_col) AS TABLE
-SELECT
-    COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
-    __emb_g AS "group",
-    max(__emb_n) AS n_g,
-    -- ||mu_g||^2 = ||s_g||^2 / n_g^2, and W_g = 1 - ||mu_g||^2 (S4)
-    sum(__emb_s * __emb_s) AS __emb_ss,
-    greatest(0.0, 1.0 - sum(__emb_s * __emb_s) / (max(__emb_n)::DOUBLE * max(__emb_n))) AS w,
-    CASE WHEN max(__emb_n) > 1
-        THEN max(__emb_n) / (max(__emb_n) - 1.0)
-             * greatest(0.0, 1.0 - sum(__emb_s * __emb_s) / (max(__emb_n)::DOUBLE * max(__emb_n)))
-    END AS w_tilde
-FROM emb__group_sums(tbl, group_col, vector_col, by_col)
-GROUP BY ALL;
+WITH per_group AS (
+    SELECT
+        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
+        __emb_g AS "group",
+        max(__emb_n) AS n_g,
+        max(__emb_ssw) / max(__emb_n) AS w,
+        CASE WHEN max(__emb_n) > 1 THEN max(__emb_ssw) / (max(__emb_n) - 1.0) END AS w_tilde
+    FROM emb__group_sums(tbl, group_col, vector_col, by_col)
+    GROUP BY ALL
+)
+SELECT p.*
+FROM (SELECT count(*) AS __emb_groups FROM per_group) e LEFT JOIN per_group p ON true
+WHERE CASE WHEN e.__emb_groups = 0 THEN emb__no_rows_error(tbl) ELSE true END;
 
 CREATE OR REPLACE TEMP MACRO emb_groups(tbl, group_col, vector_col) AS TABLE
     (SELECT "group", n_g, w, w_tilde
      FROM emb__groups(tbl, group_col, vector_col, NULL) ORDER BY "group"),
     (tbl, group_col, vector_col, "by") AS TABLE
-    (SELECT * EXCLUDE (__emb_b, __emb_ss)
+    (SELECT * EXCLUDE (__emb_b)
      FROM emb__groups(tbl, group_col, vector_col, "by") ORDER BY __emb_b, "group");
 
 -- ---------------------------------------------------------------------------
--- The decomposition (S2, S3, S10, S11).
+-- The decomposition, from the stable group sums of emb__group_sums:
+--   SS_W = sum_g n_g W_g,   SS_B = sum_g n_g ||mu_g - mu||^2 (group means about the overall mean),
+--   SS_T = SS_W + SS_B,     R2 = SS_B / SS_T,   F = (SS_B / (G - 1)) / (SS_W / (n - G)).
+-- No sum of squares is a difference of two large numbers, so near-identical vectors keep their
+-- digits; below float64 resolution (SS / n < eps) the figures are refused, not printed.
+-- Every check is a filter on the result (never pruned, whatever columns a query reads), and an
+-- empty source is an error unless empty_ok (emb_icc hands in a source that is empty on purpose).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__anova(tbl, group_col, vector_col, by_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__decomposition(tbl, group_col, vector_col, by_col, empty_ok) AS TABLE
 WITH sums AS MATERIALIZED (
     FROM emb__group_sums(tbl, group_col, vector_col, by_col)
 ),
 per_group AS (
     SELECT COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g,
-           max(__emb_n) AS n_g, sum(__emb_s * __emb_s) AS ss
+           max(__emb_n) AS n_g, max(__emb_ssw) AS ssw
     FROM sums GROUP BY ALL
 ),
 per_by AS (
     SELECT COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
-           sum(n_g)::BIGINT AS __emb_n, count(*) AS __emb_groups,
-           sum(ss / n_g) AS __emb_between  -- sum_g n_g ||mu_g||^2
+           sum(n_g)::BIGINT AS __emb_n, count(*) AS __emb_groups, fsum(ssw) AS __emb_ss_w
     FROM per_group GROUP BY ALL
 ),
-total AS (
-    -- ||s||^2 with s the sum of all unit vectors of one by value
-    SELECT __emb_b, sum(t * t) AS __emb_tt
-    FROM (SELECT __emb_b, __emb_k, sum(__emb_s) AS t FROM sums GROUP BY ALL)
+-- the overall mean mu_k = (sum_g s_gk) / n, summed with compensation (G terms per coordinate)
+means AS (
+    SELECT s.__emb_b, s.__emb_k, fsum(s.__emb_s) / any_value(p.__emb_n) AS __emb_mu
+    FROM sums s JOIN per_by p ON s.__emb_b IS NOT DISTINCT FROM p.__emb_b
     GROUP BY ALL
 ),
+spread_between AS (
+    SELECT s.__emb_b, fsum(s.__emb_n * pow(s.__emb_s / s.__emb_n - m.__emb_mu, 2)) AS __emb_ss_b
+    FROM sums s JOIN means m ON s.__emb_b IS NOT DISTINCT FROM m.__emb_b AND s.__emb_k = m.__emb_k
+    GROUP BY ALL
+),
+resultant AS (
+    SELECT __emb_b, sqrt(sum(__emb_mu * __emb_mu)) AS __emb_mrl FROM means GROUP BY ALL
+),
 stats AS (
-    SELECT p.*,
-        p.__emb_n - t.__emb_tt / p.__emb_n AS __emb_ss_t,
-        greatest(0.0, p.__emb_n - p.__emb_between) AS __emb_ss_w,
-        -- SS_B = sum_g n_g ||mu_g||^2 - n ||mu||^2, computed directly (not SS_T - SS_W)
-        greatest(0.0, p.__emb_between - t.__emb_tt / p.__emb_n) AS __emb_ss_b,
-        t.__emb_tt
-    FROM per_by p JOIN total t ON p.__emb_b IS NOT DISTINCT FROM t.__emb_b
+    SELECT p.*, b.__emb_ss_b, p.__emb_ss_w + b.__emb_ss_b AS __emb_ss_t, r.__emb_mrl
+    FROM per_by p
+    JOIN spread_between b ON p.__emb_b IS NOT DISTINCT FROM b.__emb_b
+    JOIN resultant r ON p.__emb_b IS NOT DISTINCT FROM r.__emb_b
 )
 SELECT
-    * EXCLUDE (__emb_n, __emb_groups, __emb_between, __emb_ss_t, __emb_ss_w,
-               __emb_ss_b, __emb_tt),
-    CASE
-        WHEN __emb_groups < 2 THEN error(format(
-            'embsql: group column "{}" has only one group{}: the decomposition needs at least two',
-            group_col, CASE WHEN __emb_b IS NULL THEN '' ELSE format(' for by value {}', __emb_b) END))
-        WHEN __emb_n = __emb_groups THEN error(format(
-            'embsql: every group in "{}" has one row (n = G = {}{}): no within-group degrees of freedom, so SS_W and F are undefined',
-            group_col, __emb_n, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END))
-        WHEN __emb_ss_t <= 0 THEN error(format(
-            'embsql: all {} vectors in "{}" point the same way (SS_T = 0{}): R2 and F are undefined',
-            __emb_n, vector_col, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END))
-        ELSE __emb_n
-    END AS n,
-    __emb_groups AS groups,
-    __emb_ss_t AS ss_t,
-    __emb_ss_w AS ss_w,
-    __emb_ss_b AS ss_b,
-    __emb_ss_b / __emb_ss_t AS r2,
-    (__emb_groups - 1.0) / (__emb_n - 1.0) AS r2_null,
-    CASE WHEN __emb_ss_w = 0 THEN 'infinity'::DOUBLE
-         ELSE (__emb_ss_b / (__emb_groups - 1.0)) / (__emb_ss_w / (__emb_n - __emb_groups)) END AS f,
-    __emb_ss_t / __emb_n AS v,
-    sqrt(__emb_tt) / __emb_n AS mean_resultant_length,
-    __emb_ss_w / __emb_n AS w_bar
-FROM stats
-ORDER BY __emb_b;
+    s.* EXCLUDE (__emb_n, __emb_groups, __emb_ss_t, __emb_ss_w, __emb_ss_b, __emb_mrl),
+    s.__emb_n AS n,
+    s.__emb_groups AS groups,
+    s.__emb_ss_t AS ss_t,
+    s.__emb_ss_w AS ss_w,
+    s.__emb_ss_b AS ss_b,
+    s.__emb_ss_b / s.__emb_ss_t AS r2,
+    (s.__emb_groups - 1.0) / (s.__emb_n - 1.0) AS r2_null,
+    (s.__emb_ss_b / (s.__emb_groups - 1.0)) / (s.__emb_ss_w / (s.__emb_n - s.__emb_groups)) AS f,
+    s.__emb_ss_t / s.__emb_n AS v,
+    s.__emb_mrl AS mean_resultant_length,
+    s.__emb_ss_w / s.__emb_n AS w_bar
+FROM (SELECT count(*) AS __emb_bys FROM per_by) e LEFT JOIN stats s ON true
+WHERE CASE
+    WHEN e.__emb_bys = 0 AND NOT empty_ok THEN emb__no_rows_error(tbl)
+    WHEN e.__emb_bys = 0 THEN false
+    WHEN s.__emb_groups < 2 THEN error(format(
+        'embsql: group column "{}" has only one group{}: the decomposition needs at least two',
+        group_col, CASE WHEN s.__emb_b IS NULL THEN '' ELSE format(' for by value {}', s.__emb_b) END))
+    WHEN s.__emb_n = s.__emb_groups THEN error(format(
+        'embsql: every group in "{}" has one row (n = G = {}{}): no within-group degrees of freedom, so SS_W and F are undefined',
+        group_col, s.__emb_n, CASE WHEN s.__emb_b IS NULL THEN '' ELSE format(', by value {}', s.__emb_b) END))
+    WHEN NOT (s.__emb_ss_t >= s.__emb_n * emb__resolution2()) THEN
+        emb__precision_error('the vectors', s.__emb_b, s.__emb_ss_t, s.__emb_n, 'R² and F')
+    WHEN NOT (s.__emb_ss_w >= s.__emb_n * emb__resolution2()) THEN
+        emb__precision_error('the vectors within each group', s.__emb_b, s.__emb_ss_w, s.__emb_n, 'F')
+    ELSE true
+END
+ORDER BY s.__emb_b;
+
+CREATE OR REPLACE TEMP MACRO emb__anova(tbl, group_col, vector_col, by_col) AS TABLE
+    FROM emb__decomposition(tbl, group_col, vector_col, by_col, false);
 
 CREATE OR REPLACE TEMP MACRO emb_anova(tbl, group_col, vector_col) AS TABLE
     (SELECT * EXCLUDE (__emb_all, __emb_b) FROM emb__anova(tbl, group_col, vector_col, NULL)),
@@ -368,7 +520,7 @@ FROM stats;
 --   * a numeric vector (FLOAT[], DOUBLE[], FLOAT[d], ...): kind 'trace', the same formula with
 --     SS_B and SS_W of the unit vectors, taken from emb__anova (the stated extension).
 -- Scalar vs vector: each path has to *bind* whatever the column's type is.  The value column is
--- read through typed macro overloads (emb__icc_num, emb__icc_vec), which DuckDB resolves by the
+-- read through typed macro overloads (emb__icc_num, and emb__vector of emb__rows), which DuckDB resolves by the
 -- argument's type at bind time: a vector column becomes NULL::DOUBLE for the scalar path and a
 -- number becomes NULL::DOUBLE[] for the vector path.  The vector path hands emb__anova a CTE
 -- (__emb_icc_vsrc) in which the value column keeps its name but has type DOUBLE[]; that CTE is
@@ -381,20 +533,13 @@ CREATE OR REPLACE TEMP MACRO emb__icc_num(x DOUBLE) AS x,
     (x BOOLEAN) AS x::INTEGER::DOUBLE,
     (x) AS NULL::DOUBLE;
 
--- The value as DOUBLE[] for the vector path (NULL for any other type).
-CREATE OR REPLACE TEMP MACRO emb__icc_vec(x DOUBLE[]) AS x,
-    (x DOUBLE) AS NULL::DOUBLE[],
-    (x BOOLEAN) AS NULL::DOUBLE[],
-    (x) AS NULL::DOUBLE[];
-
 -- 'scalar', 'trace' or NULL (unsupported) from a type name as typeof() spells it.
 CREATE OR REPLACE TEMP MACRO emb__icc_kind(type_name) AS
     CASE
         WHEN type_name = 'BOOLEAN'
           OR regexp_full_match(type_name, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\))')
             THEN 'scalar'
-        WHEN regexp_full_match(type_name, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\))\[\d*\]')
-            THEN 'trace'
+        WHEN emb__is_vector_type(type_name) THEN 'trace'
     END;
 
 CREATE OR REPLACE TEMP MACRO emb__icc(tbl, group_col, value_col, by_col) AS TABLE
@@ -408,13 +553,21 @@ WITH __emb_icc_meta AS (
     FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true
 ),
 __emb_icc_rows AS (
-    SELECT
-        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
-        CASE WHEN by_col IS NULL THEN NULL
-             ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
-        coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g,
-        emb__icc_num(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_x
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
+    -- the label rule of emb__rows (NULL and NaN refused, -0.0 is 0.0), once the column exists
+    SELECT * EXCLUDE (__emb_g0),
+        CASE WHEN (SELECT __emb_gcols FROM __emb_icc_meta) = 1
+                 THEN error(format('embsql: group column "{}" not found in {}', group_col, tbl))
+             ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
+        END AS __emb_g
+    FROM (
+        SELECT
+            COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
+            CASE WHEN by_col IS NULL THEN NULL
+                 ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
+            coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
+            emb__icc_num(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_x
+        FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
+    )
 ),
 __emb_icc_dev AS (
     -- two passes: deviations from the group mean and of the group mean from the grand mean
@@ -437,26 +590,24 @@ __emb_icc_per_group AS (
     FROM __emb_icc_dev
     GROUP BY ALL
 ),
+-- every check is a filter (never pruned, whatever columns a query reads)
 __emb_icc_checked_groups AS (
-    SELECT * EXCLUDE (__emb_rows),
-        CASE
+    SELECT * EXCLUDE (__emb_rows), __emb_rows AS __emb_n_g
+    FROM __emb_icc_per_group, __emb_icc_meta m
+    WHERE CASE
             WHEN m.__emb_gcols = 1 THEN error(format('embsql: group column "{}" not found in {}', group_col, tbl))
             WHEN m.__emb_vcols = 1 THEN error(format('embsql: value column "{}" not found in {}', value_col, tbl))
             WHEN m.__emb_kind IS NULL THEN error(format(
                 'embsql: value column "{}" has type {}: ICC needs a numeric or BOOLEAN column, or a numeric vector column (FLOAT[], DOUBLE[], FLOAT[d])',
                 value_col, m.__emb_type))
-            WHEN __emb_g IS NULL THEN error(format(
-                'embsql: group column "{}" has {} NULL label(s){}', group_col, __emb_rows,
-                CASE WHEN __emb_b IS NULL THEN '' ELSE format(' (by value {})', __emb_b) END))
             WHEN m.__emb_kind = 'scalar' AND __emb_nnull > 0 THEN error(format(
                 'embsql: value column "{}" has {} NULL value(s) in group ''{}''', value_col, __emb_nnull, __emb_g))
             WHEN m.__emb_kind = 'scalar' AND __emb_nnan > 0 THEN error(format(
                 'embsql: value column "{}" has {} NaN value(s) in group ''{}''', value_col, __emb_nnan, __emb_g))
             WHEN m.__emb_kind = 'scalar' AND __emb_ninf > 0 THEN error(format(
                 'embsql: value column "{}" has {} infinite value(s) in group ''{}''', value_col, __emb_ninf, __emb_g))
-            ELSE __emb_rows
-        END AS __emb_n_g
-    FROM __emb_icc_per_group, __emb_icc_meta m
+            ELSE true
+        END
 ),
 __emb_icc_design AS (
     SELECT
@@ -472,24 +623,24 @@ __emb_icc_design AS (
     GROUP BY ALL
 ),
 __emb_icc_checked AS (
-    SELECT * EXCLUDE (__emb_n0),
-        CASE
+    SELECT * EXCLUDE (__emb_n0), __emb_n0 AS __emb_n
+    FROM __emb_icc_design
+    WHERE CASE
             WHEN __emb_groups < 2 THEN error(format(
                 'embsql: group column "{}" has only one group{}: ICC needs at least two',
                 group_col, CASE WHEN __emb_b IS NULL THEN '' ELSE format(' for by value {}', __emb_b) END))
             WHEN __emb_n0 = __emb_groups THEN error(format(
                 'embsql: every group in "{}" has one row (n = G = {}{}): no within-group degrees of freedom, so MS_W and ICC are undefined',
                 group_col, __emb_n0, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END))
-            ELSE __emb_n0
-        END AS __emb_n
-    FROM __emb_icc_design
+            ELSE true
+        END
 ),
 __emb_icc_vsrc AS NOT MATERIALIZED (
     -- the vector path's source: the table with its value column as DOUBLE[] (name kept), and
     -- rows only when the value column is a vector column and every check above passed
     SELECT
         COLUMNS(lambda c: c NOT IN (value_col, '__emb_icc_pad')),
-        emb__icc_vec(COLUMNS(lambda c: c IN (value_col, '__emb_icc_pad')))
+        emb__vector(COLUMNS(lambda c: c IN (value_col, '__emb_icc_pad')))
     FROM (SELECT *, NULL::DOUBLE[] AS __emb_icc_pad FROM query_table(tbl))
     WHERE (SELECT bool_and(__emb_n > 0 AND __emb_kind = 'trace') FROM __emb_icc_checked)
 ),
@@ -498,7 +649,7 @@ __emb_icc_trace AS (
         CASE WHEN by_col IS NULL THEN NULL
              ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
         n AS __emb_tn, groups AS __emb_tgroups, ss_b AS __emb_tss_b, ss_w AS __emb_tss_w
-    FROM emb__anova('__emb_icc_vsrc', group_col, value_col, by_col)
+    FROM emb__decomposition('__emb_icc_vsrc', group_col, value_col, by_col, true)
 ),
 __emb_icc_stats AS (
     SELECT
@@ -518,13 +669,7 @@ __emb_icc_mean_squares AS (
 )
 SELECT
     COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
-    CASE
-        WHEN (__emb_kind = 'scalar' AND __emb_all_equal)
-          OR NOT (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w > 0) THEN error(format(
-            'embsql: all {} values in "{}" are equal (MS_B + (n0-1) MS_W = 0{}): ICC is undefined',
-            __emb_n, value_col, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END))
-        ELSE (__emb_ms_b - __emb_ms_w) / (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w)
-    END AS icc,
+    (__emb_ms_b - __emb_ms_w) / (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w) AS icc,
     __emb_nn0 AS n0,
     __emb_ms_b AS ms_b,
     __emb_ms_w AS ms_w,
@@ -532,7 +677,15 @@ SELECT
     __emb_groups AS groups,
     __emb_n AS n,
     __emb_kind AS kind
-FROM __emb_icc_mean_squares
+FROM (SELECT count(*) AS __emb_bys FROM __emb_icc_mean_squares) e LEFT JOIN __emb_icc_mean_squares ON true
+WHERE CASE
+    WHEN e.__emb_bys = 0 THEN emb__no_rows_error(tbl)
+    WHEN (__emb_kind = 'scalar' AND __emb_all_equal)
+      OR NOT (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w > 0) THEN error(format(
+        'embsql: all {} values in "{}" are equal (MS_B + (n0-1) MS_W = 0{}): ICC is undefined',
+        __emb_n, value_col, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END))
+    ELSE true
+END
 ORDER BY __emb_b;
 
 CREATE OR REPLACE TEMP MACRO emb_icc(tbl, group_col, value_col) AS TABLE
