@@ -115,7 +115,7 @@ FROM (
 SELECT *, emb__norm_scale(__emb_v, __emb_nrm2) AS __emb_scale
 FROM (
 SELECT
-    * EXCLUDE (__emb_g0, __emb_gcols, __emb_vcols, __emb_xcols, __emb_vtype),
+    * EXCLUDE (__emb_g0, __emb_gcols, __emb_vcols, __emb_xcols, __emb_bycols, __emb_vtype),
     CASE
         WHEN __emb_gcols = 1
             THEN error(format('embsql: group column "{}" not found in {}', group_col, tbl))
@@ -126,14 +126,15 @@ SELECT
             vector_col, tbl, __emb_vtype))
         WHEN extra_col IS NOT NULL AND __emb_xcols = 1
             THEN error(format('embsql: column "{}" not found in {}', extra_col, tbl))
+        WHEN by_col IS NOT NULL AND __emb_bycols = 1
+            THEN error(format('embsql: by column "{}" not found in {}', by_col, tbl))
         ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
     END AS __emb_g,
     emb__norm2(__emb_v) AS __emb_nrm2
 FROM (
     SELECT
-        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
-        CASE WHEN by_col IS NULL THEN NULL
-             ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
+        COLUMNS(lambda c: c IN (by_col, '__emb_all')),
+        coalesce(*COLUMNS(lambda c: c IN (by_col, '__emb_null'))) AS __emb_b,
         coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_gcols,
         -- the vector column as DOUBLE[] (see the innermost SELECT), the stand-in as NULL
@@ -144,7 +145,8 @@ FROM (
         -- an optional extra column (e.g. permutation strata), NULL when not asked for
         coalesce(*COLUMNS(lambda c: c IN (extra_col, '__emb_null'))) AS __emb_x,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (extra_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_xcols,
-        (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_vcols
+        (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_vcols,
+        (SELECT len(list_value(*COLUMNS(lambda c: c IN (by_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_bycols
     FROM (
         -- the vector column through the typed emb__vector: any type binds, and a fixed-size array
         -- becomes a list, which the stock CLI's CASE and coalesce need
@@ -182,7 +184,7 @@ counts AS (
         max(__emb_dmax) OVER (PARTITION BY __emb_b) AS __emb_dmax_all
     FROM (
         SELECT
-            COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g,
+            COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g,
             count(*) FILTER (__emb_bad IS NULL) AS __emb_n,
             count(*) FILTER (__emb_bad IS NOT NULL) AS __emb_nbad,
             min(__emb_bad) AS __emb_bad,
@@ -274,7 +276,7 @@ tight AS (
         ON t.__emb_b IS NOT DISTINCT FROM c.__emb_b AND t.__emb_g = c.__emb_g
 )
 SELECT
-    COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_k, c.__emb_n,
+    COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_k, c.__emb_n,
     CASE WHEN t.__emb_g IS NULL THEN c.__emb_s ELSE c.__emb_n * (c.__emb_s / c.__emb_n) + t.__emb_t END AS __emb_s,
     coalesce(t.__emb_ssw, w.__emb_ssw) AS __emb_ssw
 FROM checked c
@@ -287,7 +289,7 @@ LEFT JOIN tight t ON c.__emb_b IS NOT DISTINCT FROM t.__emb_b AND c.__emb_g = t.
 CREATE OR REPLACE TEMP MACRO emb__groups(tbl, group_col, vector_col, by_col) AS TABLE
 WITH per_group AS (
     SELECT
-        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
+        COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
         __emb_g AS "group",
         max(__emb_n) AS n_g,
         max(__emb_ssw) / max(__emb_n) AS w,
@@ -303,7 +305,7 @@ CREATE OR REPLACE TEMP MACRO emb_groups(tbl, group_col, vector_col) AS TABLE
     (SELECT "group", n_g, w, w_tilde
      FROM emb__groups(tbl, group_col, vector_col, NULL) ORDER BY "group"),
     (tbl, group_col, vector_col, "by") AS TABLE
-    (SELECT * EXCLUDE (__emb_b)
+    (SELECT * EXCLUDE (__emb_b, __emb_all)
      FROM emb__groups(tbl, group_col, vector_col, "by") ORDER BY __emb_b, "group");
 
 -- ---------------------------------------------------------------------------
@@ -320,12 +322,12 @@ WITH sums AS MATERIALIZED (
     FROM emb__group_sums(tbl, group_col, vector_col, by_col)
 ),
 per_group AS (
-    SELECT COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g,
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g,
            max(__emb_n) AS n_g, max(__emb_ssw) AS ssw
     FROM sums GROUP BY ALL
 ),
 per_by AS (
-    SELECT COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
            sum(n_g)::BIGINT AS __emb_n, count(*) AS __emb_groups, fsum(ssw) AS __emb_ss_w
     FROM per_group GROUP BY ALL
 ),
@@ -386,7 +388,7 @@ CREATE OR REPLACE TEMP MACRO emb__anova(tbl, group_col, vector_col, by_col) AS T
 CREATE OR REPLACE TEMP MACRO emb_anova(tbl, group_col, vector_col) AS TABLE
     (SELECT * EXCLUDE (__emb_all, __emb_b) FROM emb__anova(tbl, group_col, vector_col, NULL)),
     (tbl, group_col, vector_col, "by") AS TABLE
-    (SELECT * EXCLUDE (__emb_b) FROM emb__anova(tbl, group_col, vector_col, "by"));
+    (SELECT * EXCLUDE (__emb_b, __emb_all) FROM emb__anova(tbl, group_col, vector_col, "by"));
 
 -- ---------------------------------------------------------------------------
 -- The distance route (S5): the same decomposition from a table of pairwise
@@ -548,6 +550,7 @@ WITH __emb_icc_meta AS (
     SELECT
         len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) AS __emb_gcols,
         len(list_value(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_vcols,
+        len(list_value(*COLUMNS(lambda c: c IN (by_col, '__emb_null')))) AS __emb_bycols,
         typeof(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_type,
         emb__icc_kind(typeof(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null'))))) AS __emb_kind
     FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true
@@ -557,13 +560,14 @@ __emb_icc_rows AS (
     SELECT * EXCLUDE (__emb_g0),
         CASE WHEN (SELECT __emb_gcols FROM __emb_icc_meta) = 1
                  THEN error(format('embsql: group column "{}" not found in {}', group_col, tbl))
+             WHEN by_col IS NOT NULL AND (SELECT __emb_bycols FROM __emb_icc_meta) = 1
+                 THEN error(format('embsql: by column "{}" not found in {}', by_col, tbl))
              ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
         END AS __emb_g
     FROM (
         SELECT
-            COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
-            CASE WHEN by_col IS NULL THEN NULL
-                 ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
+            COLUMNS(lambda c: c IN (by_col, '__emb_all')),
+            coalesce(*COLUMNS(lambda c: c IN (by_col, '__emb_null'))) AS __emb_b,
             coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
             emb__icc_num(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_x
         FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
@@ -578,7 +582,7 @@ __emb_icc_dev AS (
 ),
 __emb_icc_per_group AS (
     SELECT
-        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g,
+        COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g,
         count(*) AS __emb_rows,
         count(*) FILTER (__emb_x IS NULL) AS __emb_nnull,  -- all rows for a vector column (unused),
         count(*) FILTER (isnan(__emb_x)) AS __emb_nnan,
@@ -611,7 +615,7 @@ __emb_icc_checked_groups AS (
 ),
 __emb_icc_design AS (
     SELECT
-        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
+        COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
         any_value(__emb_kind) AS __emb_kind,
         sum(__emb_n_g)::BIGINT AS __emb_n0,
         count(*) AS __emb_groups,
@@ -646,9 +650,7 @@ __emb_icc_vsrc AS NOT MATERIALIZED (
 ),
 __emb_icc_trace AS (
     SELECT
-        CASE WHEN by_col IS NULL THEN NULL
-             ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
-        n AS __emb_tn, groups AS __emb_tgroups, ss_b AS __emb_tss_b, ss_w AS __emb_tss_w
+        __emb_b, n AS __emb_tn, groups AS __emb_tgroups, ss_b AS __emb_tss_b, ss_w AS __emb_tss_w
     FROM emb__decomposition('__emb_icc_vsrc', group_col, value_col, by_col, true)
 ),
 __emb_icc_stats AS (
@@ -668,7 +670,7 @@ __emb_icc_mean_squares AS (
     FROM __emb_icc_stats
 )
 SELECT
-    COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
+    COLUMNS(lambda c: c IN (by_col, '__emb_all')),
     (__emb_ms_b - __emb_ms_w) / (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w) AS icc,
     __emb_nn0 AS n0,
     __emb_ms_b AS ms_b,
@@ -691,7 +693,7 @@ ORDER BY __emb_b;
 CREATE OR REPLACE TEMP MACRO emb_icc(tbl, group_col, value_col) AS TABLE
     (SELECT * EXCLUDE (__emb_all) FROM emb__icc(tbl, group_col, value_col, NULL)),
     (tbl, group_col, value_col, "by") AS TABLE
-    (SELECT * FROM emb__icc(tbl, group_col, value_col, "by"));
+    (SELECT * EXCLUDE (__emb_all) FROM emb__icc(tbl, group_col, value_col, "by"));
 
 -- ---------------------------------------------------------------------------
 -- Power (S19): groups needed to detect a correlation rho between a per-group figure (W_g)

@@ -96,7 +96,7 @@ FROM (
 SELECT *, emb__norm_scale(__emb_v, __emb_nrm2) AS __emb_scale
 FROM (
 SELECT
-    * EXCLUDE (__emb_g0, __emb_gcols, __emb_vcols, __emb_xcols, __emb_vtype),
+    * EXCLUDE (__emb_g0, __emb_gcols, __emb_vcols, __emb_xcols, __emb_bycols, __emb_vtype),
     CASE
         WHEN __emb_gcols = 1
             THEN error(format('embsql: group column "{}" not found in {}', group_col, tbl))
@@ -107,14 +107,15 @@ SELECT
             vector_col, tbl, __emb_vtype))
         WHEN extra_col IS NOT NULL AND __emb_xcols = 1
             THEN error(format('embsql: column "{}" not found in {}', extra_col, tbl))
+        WHEN by_col IS NOT NULL AND __emb_bycols = 1
+            THEN error(format('embsql: by column "{}" not found in {}', by_col, tbl))
         ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
     END AS __emb_g,
     emb__norm2(__emb_v) AS __emb_nrm2
 FROM (
     SELECT
-        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
-        CASE WHEN by_col IS NULL THEN NULL
-             ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
+        COLUMNS(lambda c: c IN (by_col, '__emb_all')),
+        coalesce(*COLUMNS(lambda c: c IN (by_col, '__emb_null'))) AS __emb_b,
         coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_gcols,
         -- the vector column as DOUBLE[] (see the innermost SELECT), the stand-in as NULL
@@ -125,7 +126,8 @@ FROM (
         -- an optional extra column (e.g. permutation strata), NULL when not asked for
         coalesce(*COLUMNS(lambda c: c IN (extra_col, '__emb_null'))) AS __emb_x,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (extra_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_xcols,
-        (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_vcols
+        (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_vcols,
+        (SELECT len(list_value(*COLUMNS(lambda c: c IN (by_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_bycols
     FROM (
         -- the vector column through the typed emb__vector: any type binds, and a fixed-size array
         -- becomes a list, which the stock CLI's CASE and coalesce need
@@ -163,7 +165,7 @@ counts AS (
         max(__emb_dmax) OVER (PARTITION BY __emb_b) AS __emb_dmax_all
     FROM (
         SELECT
-            COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g,
+            COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g,
             count(*) FILTER (__emb_bad IS NULL) AS __emb_n,
             count(*) FILTER (__emb_bad IS NOT NULL) AS __emb_nbad,
             min(__emb_bad) AS __emb_bad,
@@ -255,7 +257,7 @@ tight AS (
         ON t.__emb_b IS NOT DISTINCT FROM c.__emb_b AND t.__emb_g = c.__emb_g
 )
 SELECT
-    COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_k, c.__emb_n,
+    COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_k, c.__emb_n,
     CASE WHEN t.__emb_g IS NULL THEN c.__emb_s ELSE c.__emb_n * (c.__emb_s / c.__emb_n) + t.__emb_t END AS __emb_s,
     coalesce(t.__emb_ssw, w.__emb_ssw) AS __emb_ssw
 FROM checked c
@@ -268,7 +270,7 @@ LEFT JOIN tight t ON c.__emb_b IS NOT DISTINCT FROM t.__emb_b AND c.__emb_g = t.
 CREATE OR REPLACE TEMP MACRO emb__groups(tbl, group_col, vector_col, by_col) AS TABLE
 WITH per_group AS (
     SELECT
-        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
+        COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
         __emb_g AS "group",
         max(__emb_n) AS n_g,
         max(__emb_ssw) / max(__emb_n) AS w,
@@ -284,5 +286,5 @@ CREATE OR REPLACE TEMP MACRO emb_groups(tbl, group_col, vector_col) AS TABLE
     (SELECT "group", n_g, w, w_tilde
      FROM emb__groups(tbl, group_col, vector_col, NULL) ORDER BY "group"),
     (tbl, group_col, vector_col, "by") AS TABLE
-    (SELECT * EXCLUDE (__emb_b)
+    (SELECT * EXCLUDE (__emb_b, __emb_all)
      FROM emb__groups(tbl, group_col, vector_col, "by") ORDER BY __emb_b, "group");

@@ -12,12 +12,12 @@ WITH sums AS MATERIALIZED (
     FROM emb__group_sums(tbl, group_col, vector_col, by_col)
 ),
 per_group AS (
-    SELECT COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g,
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g,
            max(__emb_n) AS n_g, max(__emb_ssw) AS ssw
     FROM sums GROUP BY ALL
 ),
 per_by AS (
-    SELECT COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
            sum(n_g)::BIGINT AS __emb_n, count(*) AS __emb_groups, fsum(ssw) AS __emb_ss_w
     FROM per_group GROUP BY ALL
 ),
@@ -78,4 +78,4 @@ CREATE OR REPLACE TEMP MACRO emb__anova(tbl, group_col, vector_col, by_col) AS T
 CREATE OR REPLACE TEMP MACRO emb_anova(tbl, group_col, vector_col) AS TABLE
     (SELECT * EXCLUDE (__emb_all, __emb_b) FROM emb__anova(tbl, group_col, vector_col, NULL)),
     (tbl, group_col, vector_col, "by") AS TABLE
-    (SELECT * EXCLUDE (__emb_b) FROM emb__anova(tbl, group_col, vector_col, "by"));
+    (SELECT * EXCLUDE (__emb_b, __emb_all) FROM emb__anova(tbl, group_col, vector_col, "by"));

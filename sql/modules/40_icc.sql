@@ -35,6 +35,7 @@ WITH __emb_icc_meta AS (
     SELECT
         len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) AS __emb_gcols,
         len(list_value(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_vcols,
+        len(list_value(*COLUMNS(lambda c: c IN (by_col, '__emb_null')))) AS __emb_bycols,
         typeof(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_type,
         emb__icc_kind(typeof(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null'))))) AS __emb_kind
     FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true
@@ -44,13 +45,14 @@ __emb_icc_rows AS (
     SELECT * EXCLUDE (__emb_g0),
         CASE WHEN (SELECT __emb_gcols FROM __emb_icc_meta) = 1
                  THEN error(format('embsql: group column "{}" not found in {}', group_col, tbl))
+             WHEN by_col IS NOT NULL AND (SELECT __emb_bycols FROM __emb_icc_meta) = 1
+                 THEN error(format('embsql: by column "{}" not found in {}', by_col, tbl))
              ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
         END AS __emb_g
     FROM (
         SELECT
-            COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
-            CASE WHEN by_col IS NULL THEN NULL
-                 ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
+            COLUMNS(lambda c: c IN (by_col, '__emb_all')),
+            coalesce(*COLUMNS(lambda c: c IN (by_col, '__emb_null'))) AS __emb_b,
             coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
             emb__icc_num(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_x
         FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
@@ -65,7 +67,7 @@ __emb_icc_dev AS (
 ),
 __emb_icc_per_group AS (
     SELECT
-        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g,
+        COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g,
         count(*) AS __emb_rows,
         count(*) FILTER (__emb_x IS NULL) AS __emb_nnull,  -- all rows for a vector column (unused),
         count(*) FILTER (isnan(__emb_x)) AS __emb_nnan,
@@ -98,7 +100,7 @@ __emb_icc_checked_groups AS (
 ),
 __emb_icc_design AS (
     SELECT
-        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
+        COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
         any_value(__emb_kind) AS __emb_kind,
         sum(__emb_n_g)::BIGINT AS __emb_n0,
         count(*) AS __emb_groups,
@@ -133,9 +135,7 @@ __emb_icc_vsrc AS NOT MATERIALIZED (
 ),
 __emb_icc_trace AS (
     SELECT
-        CASE WHEN by_col IS NULL THEN NULL
-             ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
-        n AS __emb_tn, groups AS __emb_tgroups, ss_b AS __emb_tss_b, ss_w AS __emb_tss_w
+        __emb_b, n AS __emb_tn, groups AS __emb_tgroups, ss_b AS __emb_tss_b, ss_w AS __emb_tss_w
     FROM emb__decomposition('__emb_icc_vsrc', group_col, value_col, by_col, true)
 ),
 __emb_icc_stats AS (
@@ -155,7 +155,7 @@ __emb_icc_mean_squares AS (
     FROM __emb_icc_stats
 )
 SELECT
-    COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
+    COLUMNS(lambda c: c IN (by_col, '__emb_all')),
     (__emb_ms_b - __emb_ms_w) / (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w) AS icc,
     __emb_nn0 AS n0,
     __emb_ms_b AS ms_b,
@@ -178,4 +178,4 @@ ORDER BY __emb_b;
 CREATE OR REPLACE TEMP MACRO emb_icc(tbl, group_col, value_col) AS TABLE
     (SELECT * EXCLUDE (__emb_all) FROM emb__icc(tbl, group_col, value_col, NULL)),
     (tbl, group_col, value_col, "by") AS TABLE
-    (SELECT * FROM emb__icc(tbl, group_col, value_col, "by"));
+    (SELECT * EXCLUDE (__emb_all) FROM emb__icc(tbl, group_col, value_col, "by"));
