@@ -182,6 +182,7 @@ def test_distance_missing_column(con):
 
 def test_distance_null_label_and_duplicate_id(con):
     null_label = pa.table({"id": [1, 2, 3, 4], "g": ["A", None, "B", "B"]})
-    assert dist_error(con, PAIRS, null_label) == 'embsql: group column "g" has a NULL label for id 2'
+    assert dist_error(con, PAIRS, null_label) == ('embsql: group column "g" has a NULL label for id 2; every row needs a '
+                                                  'label (filter those rows out, or give them one)')
     duplicate = pa.table({"id": [1, 2, 3, 4, 4], "g": ["A", "A", "B", "B", "B"]})
     assert dist_error(con, PAIRS, duplicate) == "embsql: id 4 appears more than once in lab"

@@ -26,15 +26,16 @@ CREATE OR REPLACE TEMP MACRO emb__label_double(x DOUBLE) AS x, (x) AS NULL::DOUB
 
 -- The one rule for group labels (as embsql/labels.py): a NULL or NaN label is an error naming the
 -- column, and -0.0 is 0.0 (the literal '0' takes the label's own type).  x_double is
--- emb__label_double(x), computed by the caller (a scalar macro cannot call a typed one in the CLI).
-CREATE OR REPLACE TEMP MACRO emb__label(x, x_double, column_name, role) AS
+-- emb__label_double(x), computed by the caller (a scalar macro cannot call a typed one in the CLI);
+-- place is '' or says where the label is (' for id 7').
+CREATE OR REPLACE TEMP MACRO emb__label(x, x_double, column_name, role, place := '') AS
     CASE
         WHEN x IS NULL THEN error(format(
-            'embsql: {} column "{}" has a NULL label; every row needs a label (filter those rows out, or give them one)',
-            role, column_name))
+            'embsql: {} column "{}" has a NULL label{}; every row needs a label (filter those rows out, or give them one)',
+            role, column_name, place))
         WHEN typeof(x) IN ('FLOAT', 'DOUBLE') AND isnan(x_double) THEN error(format(
-            'embsql: {} column "{}" has a NaN label; every row needs a label (filter those rows out, or give them one)',
-            role, column_name))
+            'embsql: {} column "{}" has a NaN label{}; every row needs a label (filter those rows out, or give them one)',
+            role, column_name, place))
         WHEN typeof(x) IN ('FLOAT', 'DOUBLE') AND x_double = 0 THEN '0'
         ELSE x
     END;
