@@ -772,6 +772,8 @@ CREATE OR REPLACE TEMP MACRO emb__power_check(alpha, power) AS
         ELSE emb_normal_quantile(1.0 - alpha::DOUBLE / 2.0) + emb_normal_quantile(power::DOUBLE)
     END;
 
+-- In both table macros the checked figure is also a filter, so the checks hold whatever columns a
+-- query reads (a column that is not read is pruned, a filter never is).
 CREATE OR REPLACE TEMP MACRO emb_power_groups(rho, alpha := 0.05, power := 0.8) AS TABLE
 SELECT
     __emb_g AS groups_exact,
@@ -786,9 +788,11 @@ FROM (
                 'embsql: rho must be in (0, 1), got rho = {}', coalesce(rho::VARCHAR, 'NULL')))
             ELSE pow(emb__power_check(alpha, power) / atanh(rho::DOUBLE), 2) + 3.0
         END AS __emb_g
-);
+)
+WHERE __emb_g IS NOT NULL;
 
 CREATE OR REPLACE TEMP MACRO emb_power_rho(groups, alpha := 0.05, power := 0.8) AS TABLE
+SELECT * FROM (
 SELECT
     CASE
         WHEN groups IS NULL OR NOT (groups::DOUBLE > 3 AND groups::DOUBLE < 'infinity'::DOUBLE)
@@ -798,7 +802,9 @@ SELECT
     END AS rho,
     groups::BIGINT AS groups,
     alpha::DOUBLE AS alpha,
-    power::DOUBLE AS power;
+    power::DOUBLE AS power
+)
+WHERE rho IS NOT NULL;
 
 -- ---------------------------------------------------------------------------
 -- Retrieval margins (S20, S21) and the retrieval summary, in plain SQL.
