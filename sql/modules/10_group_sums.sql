@@ -26,7 +26,7 @@ CREATE OR REPLACE TEMP MACRO emb__label_double(x DOUBLE) AS x, (x) AS NULL::DOUB
 
 -- The one rule for group labels (as embsql/labels.py): a NULL or NaN label is an error naming the
 -- column, and -0.0 is 0.0 (the literal '0' takes the label's own type).  x_double is
--- emb__label_double(x), computed by the caller (a scalar macro cannot call a typed one in the CLI);
+-- emb__label_double(x), computed by the caller (a scalar macro cannot call a typed one in the CLI),
 -- place is '' or says where the label is (' for id 7').
 CREATE OR REPLACE TEMP MACRO emb__label(x, x_double, column_name, role, place := '') AS
     CASE
@@ -186,29 +186,28 @@ counts AS (
 -- spilled for 1M rows under memory_limit = '1GB'); with blocks it holds G * d / 8 groups and
 -- spilled nothing (bench/out_of_core.py).  It is also faster with many groups, not slower with
 -- few (bench/README.md).  __emb_v[1:] reads the list once.
-sums AS (
-    SELECT __emb_b, __emb_g, __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s
+blocks AS (
+    SELECT __emb_b, __emb_g, __emb_j, list_value(
+        sum(__emb_z[__emb_j + 1] * __emb_inv),
+        sum(__emb_z[__emb_j + 2] * __emb_inv),
+        sum(__emb_z[__emb_j + 3] * __emb_inv),
+        sum(__emb_z[__emb_j + 4] * __emb_inv),
+        sum(__emb_z[__emb_j + 5] * __emb_inv),
+        sum(__emb_z[__emb_j + 6] * __emb_inv),
+        sum(__emb_z[__emb_j + 7] * __emb_inv),
+        sum(__emb_z[__emb_j + 8] * __emb_inv)) AS __emb_sj
     FROM (
-        SELECT __emb_b, __emb_g, __emb_j, list_value(
-            sum(__emb_z[__emb_j + 1] * __emb_inv),
-            sum(__emb_z[__emb_j + 2] * __emb_inv),
-            sum(__emb_z[__emb_j + 3] * __emb_inv),
-            sum(__emb_z[__emb_j + 4] * __emb_inv),
-            sum(__emb_z[__emb_j + 5] * __emb_inv),
-            sum(__emb_z[__emb_j + 6] * __emb_inv),
-            sum(__emb_z[__emb_j + 7] * __emb_inv),
-            sum(__emb_z[__emb_j + 8] * __emb_inv)) AS __emb_sj
-        FROM (
-            SELECT __emb_b, __emb_g, __emb_inv, __emb_z, unnest(range(0, len(__emb_z), 8))::INTEGER AS __emb_j
-            FROM (SELECT __emb_b, __emb_g, __emb_inv, __emb_v[1:] AS __emb_z FROM rows WHERE __emb_bad IS NULL)
-        )
-        GROUP BY ALL
+        SELECT __emb_b, __emb_g, __emb_inv, __emb_z, unnest(range(0, len(__emb_z), 8))::INTEGER AS __emb_j
+        FROM (SELECT __emb_b, __emb_g, __emb_inv, __emb_v[1:] AS __emb_z FROM rows WHERE __emb_bad IS NULL)
     )
+    GROUP BY ALL
 ),
+-- the checks, on the G rows of counts joined with the G * d / 8 block rows (a group with no usable
+-- vector joins no block and keeps one row with a NULL block)
 checked AS MATERIALIZED (
-    SELECT c.*, s.__emb_k, s.__emb_s
+    SELECT c.*, s.__emb_j, s.__emb_sj
     FROM counts c
-    LEFT JOIN sums s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g = s.__emb_g
+    LEFT JOIN blocks s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g = s.__emb_g
     WHERE CASE
         WHEN c.__emb_nbad > 0 THEN error(format(
             'embsql: vector column "{}" has {} unusable vector(s) in group ''{}'' ({}; vectors must be non-NULL, finite and of non-zero length)',
@@ -216,22 +215,32 @@ checked AS MATERIALIZED (
         WHEN c.__emb_dmin_all <> c.__emb_dmax_all THEN error(format(
             'embsql: vector column "{}" mixes vectors of length {} and {} (group ''{}'' has length {})',
             vector_col, c.__emb_dmin_all, c.__emb_dmax_all, c.__emb_g, c.__emb_dmin))
-        ELSE s.__emb_k <= c.__emb_dmax
+        ELSE true
     END
 ),
--- n_g W_g from s_g, and which groups need the second sum (more than one row, W_g below TIGHT)
+-- n_g W_g from s_g, and which groups need the second sum (more than one row, W_g below TIGHT).
+-- (list_sum skips the NULL slots past d.)
 naive AS (
-    SELECT __emb_b, __emb_g, greatest(0.0, max(__emb_n) - sum(__emb_s * __emb_s) / max(__emb_n)) AS __emb_ssw,
-           max(__emb_n) > 1 AND sum(__emb_s * __emb_s) / (max(__emb_n)::DOUBLE * max(__emb_n)) > 1.0 - 1e-3 AS __emb_tight
-    FROM checked GROUP BY ALL
+    SELECT __emb_b, __emb_g, __emb_n,
+           greatest(0.0, __emb_n - __emb_ss / __emb_n) AS __emb_ssw,
+           __emb_n > 1 AND __emb_ss / (__emb_n::DOUBLE * __emb_n) > 1.0 - 1e-3 AS __emb_tight
+    FROM (SELECT __emb_b, __emb_g, max(__emb_n) AS __emb_n,
+                 sum(list_sum(list_transform(__emb_sj, lambda x: x * x))) AS __emb_ss
+          FROM checked GROUP BY ALL)
 ),
+-- one row per (group, coordinate) k <= d, with n_g W_g from s_g
+unnested AS (
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, c.__emb_dmax,
+           w.__emb_ssw, w.__emb_tight,
+           c.__emb_j + generate_subscripts(c.__emb_sj, 1) AS __emb_k, unnest(c.__emb_sj) AS __emb_s
+    FROM checked c JOIN naive w ON c.__emb_b IS NOT DISTINCT FROM w.__emb_b AND c.__emb_g = w.__emb_g
+),
+-- the tight groups only: their mean from s_g, then each of their rows minus that mean
 tight_means AS MATERIALIZED (
-    SELECT c.__emb_b, c.__emb_g, list(c.__emb_s / c.__emb_n ORDER BY c.__emb_k) AS __emb_mu
-    FROM checked c SEMI JOIN naive t
-        ON t.__emb_tight AND c.__emb_b IS NOT DISTINCT FROM t.__emb_b AND c.__emb_g = t.__emb_g
+    SELECT __emb_b, __emb_g, list(__emb_s / __emb_n ORDER BY __emb_k) AS __emb_mu
+    FROM unnested WHERE __emb_tight AND __emb_k <= __emb_dmax
     GROUP BY ALL
 ),
--- each row of a tight group: its unit vector minus the group mean from s_g
 deviations AS (
     SELECT r.__emb_b, r.__emb_g,
            list_transform(r.__emb_v[1:], lambda x, i: x * r.__emb_inv - m.__emb_mu[i]) AS __emb_dev
@@ -254,16 +263,16 @@ tight AS (
                                       / c.__emb_n) AS __emb_ssw
     FROM tight_t t
     JOIN tight_ss s ON t.__emb_b IS NOT DISTINCT FROM s.__emb_b AND t.__emb_g = s.__emb_g
-    JOIN (SELECT DISTINCT __emb_b, __emb_g, __emb_n FROM checked) c
-        ON t.__emb_b IS NOT DISTINCT FROM c.__emb_b AND t.__emb_g = c.__emb_g
+    JOIN naive c ON t.__emb_b IS NOT DISTINCT FROM c.__emb_b AND t.__emb_g = c.__emb_g
 )
-SELECT
-    COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_k, c.__emb_n,
-    CASE WHEN t.__emb_g IS NULL THEN c.__emb_s ELSE c.__emb_n * (c.__emb_s / c.__emb_n) + t.__emb_t END AS __emb_s,
-    coalesce(t.__emb_ssw, w.__emb_ssw) AS __emb_ssw
-FROM checked c
-JOIN naive w ON c.__emb_b IS NOT DISTINCT FROM w.__emb_b AND c.__emb_g = w.__emb_g
-LEFT JOIN tight t ON c.__emb_b IS NOT DISTINCT FROM t.__emb_b AND c.__emb_g = t.__emb_g AND c.__emb_k = t.__emb_k;
+-- the usual groups as they are, and the tight ones corrected: s_g = n_g mu + t
+SELECT * EXCLUDE (__emb_tight, __emb_dmax) FROM unnested
+WHERE NOT __emb_tight AND __emb_k <= __emb_dmax
+UNION ALL BY NAME
+SELECT u.* EXCLUDE (__emb_tight, __emb_dmax, __emb_s, __emb_ssw),
+       u.__emb_n * (u.__emb_s / u.__emb_n) + t.__emb_t AS __emb_s, t.__emb_ssw
+FROM unnested u JOIN tight t ON u.__emb_b IS NOT DISTINCT FROM t.__emb_b AND u.__emb_g = t.__emb_g AND u.__emb_k = t.__emb_k
+WHERE u.__emb_tight;
 
 -- ---------------------------------------------------------------------------
 -- Per-group figures from the sufficient statistics: W_g = n_g W_g / n_g, W~_g = n_g / (n_g - 1) W_g.
@@ -273,11 +282,11 @@ WITH per_group AS (
     SELECT
         COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
         __emb_g AS "group",
-        max(__emb_n) AS n_g,
-        max(__emb_ssw) / max(__emb_n) AS w,
-        CASE WHEN max(__emb_n) > 1 THEN max(__emb_ssw) / (max(__emb_n) - 1.0) END AS w_tilde
+        __emb_n AS n_g,
+        __emb_ssw / __emb_n AS w,
+        CASE WHEN __emb_n > 1 THEN __emb_ssw / (__emb_n - 1.0) END AS w_tilde
     FROM emb__group_sums(tbl, group_col, vector_col, by_col)
-    GROUP BY ALL
+    WHERE __emb_k = 1  -- n_g and n_g W_g are on each of a group's rows
 )
 SELECT p.*
 FROM (SELECT count(*) AS __emb_groups FROM per_group) e LEFT JOIN per_group p ON true

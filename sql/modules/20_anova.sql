@@ -12,23 +12,23 @@ WITH sums AS MATERIALIZED (
     FROM emb__group_sums(tbl, group_col, vector_col, by_col)
 ),
 per_group AS (
-    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g,
-           max(__emb_n) AS n_g, max(__emb_ssw) AS ssw
-    FROM sums GROUP BY ALL
+    -- n_g and n_g W_g are on each of a group's rows; its first coordinate's row has them once
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g, __emb_n AS n_g, __emb_ssw AS ssw
+    FROM sums WHERE __emb_k = 1
 ),
 per_by AS (
     SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
            sum(n_g)::BIGINT AS __emb_n, count(*) AS __emb_groups, fsum(ssw) AS __emb_ss_w
     FROM per_group GROUP BY ALL
 ),
--- the overall mean mu_k = (sum_g s_gk) / n, summed with compensation (G terms per coordinate)
+-- the overall mean mu_k = (sum_g s_gk) / (sum_g n_g), summed with compensation (G terms each)
 means AS (
-    SELECT s.__emb_b, s.__emb_k, fsum(s.__emb_s) / any_value(p.__emb_n) AS __emb_mu
-    FROM sums s JOIN per_by p ON s.__emb_b IS NOT DISTINCT FROM p.__emb_b
-    GROUP BY ALL
+    SELECT __emb_b, __emb_k, fsum(__emb_s) / sum(__emb_n) AS __emb_mu
+    FROM sums GROUP BY ALL
 ),
 spread_between AS (
-    SELECT s.__emb_b, fsum(s.__emb_n * pow(s.__emb_s / s.__emb_n - m.__emb_mu, 2)) AS __emb_ss_b
+    -- a sum of non-negative terms: no cancellation, so a plain sum
+    SELECT s.__emb_b, sum(s.__emb_n * pow(s.__emb_s / s.__emb_n - m.__emb_mu, 2)) AS __emb_ss_b
     FROM sums s JOIN means m ON s.__emb_b IS NOT DISTINCT FROM m.__emb_b AND s.__emb_k = m.__emb_k
     GROUP BY ALL
 ),
