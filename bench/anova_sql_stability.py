@@ -77,7 +77,7 @@ def reference(x, labels):
     z = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.longdouble)
     ss_t = ((z - z.mean(axis=0)) ** 2).sum()
     ss_w = sum(((z[labels == g] - z[labels == g].mean(axis=0)) ** 2).sum() for g in np.unique(labels))
-    return float(ss_t), float((ss_t - ss_w) / ss_t)
+    return float(ss_t), (float((ss_t - ss_w) / ss_t) if ss_t > 0 else float("nan"))
 
 
 def outcome(con, table: str) -> str:
