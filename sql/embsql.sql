@@ -138,8 +138,10 @@ FROM (
         coalesce(*COLUMNS(lambda c: c IN (by_col, '__emb_null'))) AS __emb_b,
         coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_gcols,
-        -- the vector column as DOUBLE[] (see the innermost SELECT), the stand-in as NULL
-        coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv'))) AS __emb_v,
+        -- the vector column as DOUBLE[] through the typed emb__vector (any type binds, a fixed-size
+        -- array becomes a list, which the stock CLI's CASE needs).  The first of the column and the
+        -- NULL stand-in is taken from a row(), not by coalesce, which would copy every list again.
+        emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector_col, '__emb_null'))), 1)) AS __emb_v,
         -- the vector column's type, read from a one-row probe that exists even for an empty table
         (SELECT typeof(coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_null'))))
          FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true) AS __emb_vtype,
@@ -148,31 +150,29 @@ FROM (
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (extra_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_xcols,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_vcols,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (by_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_bycols
-    FROM (
-        -- the vector column through the typed emb__vector: any type binds, and a fixed-size array
-        -- becomes a list, which the stock CLI's CASE and coalesce need
-        SELECT COLUMNS(lambda c: c NOT IN (vector_col, '__emb_nullv')),
-               emb__vector(COLUMNS(lambda c: c IN (vector_col, '__emb_nullv')))
-        FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(tbl))
-    )
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
 ))));
 
 -- ---------------------------------------------------------------------------
--- Sufficient statistics in long form: one row per (by, group, dimension k) with the group count
--- n_g, the k-th coordinate of the sum of unit vectors s_g, and the group's within sum of squares
--- __emb_ssw = sum_i ||z_i - mu_g||^2 = n_g W_g (the same on each of its rows).
+-- Sufficient statistics in blocks: one row per (by, group, block of 8 coordinates j = 0, 8, ...)
+-- with the group count n_g, the group's within sum of squares __emb_ssw = sum_i ||z_i - mu_g||^2 =
+-- n_g W_g (the same on each of its rows), __emb_sj, coordinates j+1 .. j+8 of the sum of unit
+-- vectors s_g (NULL past d), and __emb_muj, the same coordinates of the overall mean mu (only
+-- when with_mean: a caller that does not need it is spared that aggregate, and its memory).  A block row is 8 coordinates in one row, so what holds these (a
+-- materialized CTE) needs a fraction of the memory of one row per coordinate; emb__group_sums
+-- below gives the long form.
 -- Every input check is a filter here (a filter is never pruned, whatever columns a query reads),
 -- so each statistic built on it is checked.
 --
 -- Stable sums.  From s_g alone, n_g W_g = n_g - ||s_g||^2 / n_g subtracts two numbers of size n_g,
 -- which leaves noise of a few n_g eps: fine when W_g is large, garbage when the group's vectors are
--- nearly equal.  So a group whose W_g from s_g is below TIGHT (1e-3; its noise is then at most
--- about 1e-7 of W_g even for a million rows) is summed again about its mean mu (the corrected
+-- nearly equal.  So a group whose W_g from s_g is below TIGHT (1e-3; its noise, at most about n_g eps,
+-- is then below 3e-7 of W_g even for a million rows) is summed again about its mean mu (the corrected
 -- two-pass algorithm): n_g W_g = sum_i ||z_i - mu||^2 - ||t||^2 / n_g and s_g = n_g mu + t, with
 -- t = sum_i (z_i - mu).  Both terms are then of the size of the spread, not of n_g.  Only the rows
 -- of such groups are read a third time; when there are none (the usual case) that join is empty.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__group_sums(tbl, group_col, vector_col, by_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__group_blocks(tbl, group_col, vector_col, by_col, with_mean) AS TABLE
 WITH rows AS NOT MATERIALIZED (
     SELECT *, len(__emb_v) AS __emb_d
     FROM emb__rows(tbl, group_col, vector_col, by_col, NULL)
@@ -224,7 +224,7 @@ blocks AS (
 -- the checks, on the G rows of counts joined with the G * d / 8 block rows (a group with no usable
 -- vector joins no block and keeps one row with a NULL block)
 checked AS MATERIALIZED (
-    SELECT c.*, s.__emb_j, s.__emb_sj
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, c.__emb_dmax, s.__emb_j, s.__emb_sj
     FROM counts c
     LEFT JOIN blocks s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g = s.__emb_g
     WHERE CASE
@@ -247,18 +247,19 @@ naive AS (
                  sum(list_sum(list_transform(__emb_sj, lambda x: x * x))) AS __emb_ss
           FROM checked GROUP BY ALL)
 ),
--- one row per (group, coordinate) k <= d, with n_g W_g from s_g
-unnested AS (
-    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, c.__emb_dmax,
-           w.__emb_ssw, w.__emb_tight,
-           c.__emb_j + generate_subscripts(c.__emb_sj, 1) AS __emb_k, unnest(c.__emb_sj) AS __emb_s
-    FROM checked c JOIN naive w ON c.__emb_b IS NOT DISTINCT FROM w.__emb_b AND c.__emb_g = w.__emb_g
+-- the tight groups only: one row per (group, coordinate) k <= d, their mean from s_g, then each
+-- of their rows minus that mean
+tight_sums AS (
+    SELECT * FROM (
+        SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, c.__emb_dmax,
+               c.__emb_j + generate_subscripts(c.__emb_sj, 1) AS __emb_k, unnest(c.__emb_sj) AS __emb_s
+        FROM checked c SEMI JOIN naive w
+            ON w.__emb_tight AND c.__emb_b IS NOT DISTINCT FROM w.__emb_b AND c.__emb_g = w.__emb_g)
+    WHERE __emb_k <= __emb_dmax
 ),
--- the tight groups only: their mean from s_g, then each of their rows minus that mean
 tight_means AS MATERIALIZED (
     SELECT __emb_b, __emb_g, list(__emb_s / __emb_n ORDER BY __emb_k) AS __emb_mu
-    FROM unnested WHERE __emb_tight AND __emb_k <= __emb_dmax
-    GROUP BY ALL
+    FROM tight_sums GROUP BY ALL
 ),
 deviations AS (
     SELECT r.__emb_b, r.__emb_g,
@@ -283,15 +284,46 @@ tight AS (
     FROM tight_t t
     JOIN tight_ss s ON t.__emb_b IS NOT DISTINCT FROM s.__emb_b AND t.__emb_g = s.__emb_g
     JOIN naive c ON t.__emb_b IS NOT DISTINCT FROM c.__emb_b AND t.__emb_g = c.__emb_g
+),
+-- the overall mean of each coordinate, mu_k = (sum_g s_gk) / n, in the same blocks (NULL past d).
+-- From s_g before any correction: SS_B = sum_g n_g ||mu_g - mu||^2 is off by only n ||error of mu||^2.
+overall AS (
+    SELECT __emb_b, __emb_j, list(__emb_mu ORDER BY __emb_k) AS __emb_muj
+    FROM (
+        SELECT __emb_b, __emb_j, __emb_k, sum(__emb_s) / sum(__emb_n) AS __emb_mu
+        FROM (SELECT __emb_b, __emb_n, __emb_j, __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k,
+                     unnest(__emb_sj) AS __emb_s
+              FROM checked WHERE with_mean)
+        GROUP BY ALL)
+    GROUP BY ALL
+),
+-- the usual groups' blocks as they are, and the tight ones' corrected (s_g = n_g mu + t) and blocked again
+blocked AS (
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, w.__emb_ssw, c.__emb_j, c.__emb_sj
+    FROM checked c JOIN naive w ON c.__emb_b IS NOT DISTINCT FROM w.__emb_b AND c.__emb_g = w.__emb_g
+    WHERE NOT w.__emb_tight
+    UNION ALL BY NAME
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g, __emb_n, __emb_ssw, __emb_j,
+           list(__emb_s ORDER BY __emb_k) AS __emb_sj
+    FROM (
+        SELECT u.* EXCLUDE (__emb_s, __emb_dmax), (u.__emb_k - 1) // 8 * 8 AS __emb_j,
+               u.__emb_n * (u.__emb_s / u.__emb_n) + t.__emb_t AS __emb_s, t.__emb_ssw
+        FROM tight_sums u
+        JOIN tight t ON u.__emb_b IS NOT DISTINCT FROM t.__emb_b AND u.__emb_g = t.__emb_g AND u.__emb_k = t.__emb_k
+    )
+    GROUP BY ALL
 )
--- the usual groups as they are, and the tight ones corrected: s_g = n_g mu + t
-SELECT * EXCLUDE (__emb_tight, __emb_dmax) FROM unnested
-WHERE NOT __emb_tight AND __emb_k <= __emb_dmax
-UNION ALL BY NAME
-SELECT u.* EXCLUDE (__emb_tight, __emb_dmax, __emb_s, __emb_ssw),
-       u.__emb_n * (u.__emb_s / u.__emb_n) + t.__emb_t AS __emb_s, t.__emb_ssw
-FROM unnested u JOIN tight t ON u.__emb_b IS NOT DISTINCT FROM t.__emb_b AND u.__emb_g = t.__emb_g AND u.__emb_k = t.__emb_k
-WHERE u.__emb_tight;
+SELECT b.*, m.__emb_muj
+FROM blocked b LEFT JOIN overall m ON b.__emb_b IS NOT DISTINCT FROM m.__emb_b AND b.__emb_j = m.__emb_j;
+
+-- The same in long form: one row per (by, group, coordinate k), with n_g, s_gk and n_g W_g.
+CREATE OR REPLACE TEMP MACRO emb__group_sums(tbl, group_col, vector_col, by_col) AS TABLE
+SELECT * FROM (
+    SELECT * EXCLUDE (__emb_j, __emb_sj, __emb_muj),
+           __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s
+    FROM emb__group_blocks(tbl, group_col, vector_col, by_col, false)
+)
+WHERE __emb_s IS NOT NULL;  -- the slots of the last block past d
 
 -- ---------------------------------------------------------------------------
 -- Per-group figures from the sufficient statistics: W_g = n_g W_g / n_g, W~_g = n_g / (n_g - 1) W_g.
@@ -304,12 +336,13 @@ WITH per_group AS (
         __emb_n AS n_g,
         __emb_ssw / __emb_n AS w,
         CASE WHEN __emb_n > 1 THEN __emb_ssw / (__emb_n - 1.0) END AS w_tilde
-    FROM emb__group_sums(tbl, group_col, vector_col, by_col)
-    WHERE __emb_k = 1  -- n_g and n_g W_g are on each of a group's rows
+    FROM emb__group_blocks(tbl, group_col, vector_col, by_col, false)
+    WHERE __emb_j = 0  -- n_g and n_g W_g are on each of a group's rows
 )
+-- one row with NULLs when per_group is empty (read once, so nothing is computed twice)
 SELECT p.*
-FROM (SELECT count(*) AS __emb_groups FROM per_group) e LEFT JOIN per_group p ON true
-WHERE CASE WHEN e.__emb_groups = 0 THEN emb__no_rows_error(tbl) ELSE true END;
+FROM (SELECT 1) LEFT JOIN per_group p ON true
+WHERE CASE WHEN p.n_g IS NULL THEN emb__no_rows_error(tbl) ELSE true END;
 
 CREATE OR REPLACE TEMP MACRO emb_groups(tbl, group_col, vector_col) AS TABLE
     (SELECT "group", n_g, w, w_tilde
@@ -328,38 +361,29 @@ CREATE OR REPLACE TEMP MACRO emb_groups(tbl, group_col, vector_col) AS TABLE
 -- empty source is an error unless empty_ok (emb_icc hands in a source that is empty on purpose).
 -- ---------------------------------------------------------------------------
 CREATE OR REPLACE TEMP MACRO emb__decomposition(tbl, group_col, vector_col, by_col, empty_ok) AS TABLE
-WITH sums AS MATERIALIZED (
-    FROM emb__group_sums(tbl, group_col, vector_col, by_col)
-),
-per_group AS (
-    -- n_g and n_g W_g are on each of a group's rows; its first coordinate's row has them once
-    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g, __emb_n AS n_g, __emb_ssw AS ssw
-    FROM sums WHERE __emb_k = 1
-),
-per_by AS (
-    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
-           sum(n_g)::BIGINT AS __emb_n, count(*) AS __emb_groups, fsum(ssw) AS __emb_ss_w
-    FROM per_group GROUP BY ALL
-),
--- the overall mean mu_k = (sum_g s_gk) / (sum_g n_g), summed with compensation (G terms each)
-means AS (
-    SELECT __emb_b, __emb_k, fsum(__emb_s) / sum(__emb_n) AS __emb_mu
-    FROM sums GROUP BY ALL
-),
-spread_between AS (
-    -- a sum of non-negative terms: no cancellation, so a plain sum
-    SELECT s.__emb_b, sum(s.__emb_n * pow(s.__emb_s / s.__emb_n - m.__emb_mu, 2)) AS __emb_ss_b
-    FROM sums s JOIN means m ON s.__emb_b IS NOT DISTINCT FROM m.__emb_b AND s.__emb_k = m.__emb_k
-    GROUP BY ALL
-),
-resultant AS (
-    SELECT __emb_b, sqrt(sum(__emb_mu * __emb_mu)) AS __emb_mrl FROM means GROUP BY ALL
+-- one pass over the blocks, unnested on the fly (nothing of size G * d is held)
+WITH per_k AS (
+    SELECT * FROM (
+        SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_n, __emb_ssw,
+               __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s,
+               unnest(__emb_muj) AS __emb_mu
+        FROM emb__group_blocks(tbl, group_col, vector_col, by_col, true))
+    WHERE __emb_s IS NOT NULL
 ),
 stats AS (
-    SELECT p.*, b.__emb_ss_b, p.__emb_ss_w + b.__emb_ss_b AS __emb_ss_t, r.__emb_mrl
-    FROM per_by p
-    JOIN spread_between b ON p.__emb_b IS NOT DISTINCT FROM b.__emb_b
-    JOIN resultant r ON p.__emb_b IS NOT DISTINCT FROM r.__emb_b
+    -- n_g and n_g W_g are on each of a group's rows, so they are taken from its row k = 1; a plain
+    -- sum for SS_B, whose terms are non-negative (no cancellation); ||mu||^2 = sum_k mu_k^2, where
+    -- each mu_k is on the row of every group
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
+        sum(__emb_n) FILTER (__emb_k = 1)::BIGINT AS __emb_n,
+        count(*) FILTER (__emb_k = 1) AS __emb_groups,
+        fsum(__emb_ssw) FILTER (__emb_k = 1) AS __emb_ss_w,
+        sum(__emb_n * pow(__emb_s / __emb_n - __emb_mu, 2)) AS __emb_ss_b,
+        sqrt(sum(__emb_mu * __emb_mu) / count(*) FILTER (__emb_k = 1)) AS __emb_mrl
+    FROM per_k GROUP BY ALL
+),
+with_total AS (
+    SELECT *, __emb_ss_w + __emb_ss_b AS __emb_ss_t FROM stats
 )
 SELECT
     s.* EXCLUDE (__emb_n, __emb_groups, __emb_ss_t, __emb_ss_w, __emb_ss_b, __emb_mrl),
@@ -374,10 +398,11 @@ SELECT
     s.__emb_ss_t / s.__emb_n AS v,
     s.__emb_mrl AS mean_resultant_length,
     s.__emb_ss_w / s.__emb_n AS w_bar
-FROM (SELECT count(*) AS __emb_bys FROM per_by) e LEFT JOIN stats s ON true
+-- one row with NULLs when there are no stats (read once, so nothing is computed twice)
+FROM (SELECT 1) LEFT JOIN with_total s ON true
 WHERE CASE
-    WHEN e.__emb_bys = 0 AND NOT empty_ok THEN emb__no_rows_error(tbl)
-    WHEN e.__emb_bys = 0 THEN false
+    WHEN s.__emb_n IS NULL AND NOT empty_ok THEN emb__no_rows_error(tbl)
+    WHEN s.__emb_n IS NULL THEN false
     WHEN s.__emb_groups < 2 THEN error(format(
         'embsql: group column "{}" has only one group{}: the decomposition needs at least two',
         group_col, CASE WHEN s.__emb_b IS NULL THEN '' ELSE format(' for by value {}', s.__emb_b) END))
@@ -695,9 +720,10 @@ SELECT
     __emb_groups AS groups,
     __emb_n AS n,
     __emb_kind AS kind
-FROM (SELECT count(*) AS __emb_bys FROM __emb_icc_mean_squares) e LEFT JOIN __emb_icc_mean_squares ON true
+-- one row with NULLs when there are no rows (read once, so nothing is computed twice)
+FROM (SELECT 1) LEFT JOIN __emb_icc_mean_squares ON true
 WHERE CASE
-    WHEN e.__emb_bys = 0 THEN emb__no_rows_error(tbl)
+    WHEN __emb_n IS NULL THEN emb__no_rows_error(tbl)
     WHEN (__emb_kind = 'scalar' AND __emb_all_equal)
       OR NOT (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w > 0) THEN error(format(
         'embsql: all {} values in "{}" are equal (MS_B + (n0-1) MS_W = 0{}): ICC is undefined',
@@ -860,14 +886,10 @@ raw AS (
         coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
         coalesce(*COLUMNS(lambda c: c IN (level_col, '__emb_null'))) AS __emb_l,
         coalesce(*COLUMNS(lambda c: c IN (positive_col, '__emb_null')))::VARCHAR AS __emb_p,
-        coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv'))) AS __emb_v,
+        -- the vector column as DOUBLE[] (see emb__rows)
+        emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector_col, '__emb_null'))), 1)) AS __emb_v,
         row_number() OVER () - 1 AS __emb_row
-    FROM (
-        -- the vector column as DOUBLE[] through the typed emb__vector (see emb__rows)
-        SELECT COLUMNS(lambda c: c NOT IN (vector_col, '__emb_nullv')),
-               emb__vector(COLUMNS(lambda c: c IN (vector_col, '__emb_nullv')))
-        FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(tbl))
-    )
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
 ),
 classified AS (
     SELECT * EXCLUDE (__emb_g0),

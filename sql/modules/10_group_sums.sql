@@ -119,8 +119,10 @@ FROM (
         coalesce(*COLUMNS(lambda c: c IN (by_col, '__emb_null'))) AS __emb_b,
         coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_gcols,
-        -- the vector column as DOUBLE[] (see the innermost SELECT), the stand-in as NULL
-        coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv'))) AS __emb_v,
+        -- the vector column as DOUBLE[] through the typed emb__vector (any type binds, a fixed-size
+        -- array becomes a list, which the stock CLI's CASE needs).  The first of the column and the
+        -- NULL stand-in is taken from a row(), not by coalesce, which would copy every list again.
+        emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector_col, '__emb_null'))), 1)) AS __emb_v,
         -- the vector column's type, read from a one-row probe that exists even for an empty table
         (SELECT typeof(coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_null'))))
          FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true) AS __emb_vtype,
@@ -129,31 +131,29 @@ FROM (
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (extra_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_xcols,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_vcols,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (by_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_bycols
-    FROM (
-        -- the vector column through the typed emb__vector: any type binds, and a fixed-size array
-        -- becomes a list, which the stock CLI's CASE and coalesce need
-        SELECT COLUMNS(lambda c: c NOT IN (vector_col, '__emb_nullv')),
-               emb__vector(COLUMNS(lambda c: c IN (vector_col, '__emb_nullv')))
-        FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(tbl))
-    )
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
 ))));
 
 -- ---------------------------------------------------------------------------
--- Sufficient statistics in long form: one row per (by, group, dimension k) with the group count
--- n_g, the k-th coordinate of the sum of unit vectors s_g, and the group's within sum of squares
--- __emb_ssw = sum_i ||z_i - mu_g||^2 = n_g W_g (the same on each of its rows).
+-- Sufficient statistics in blocks: one row per (by, group, block of 8 coordinates j = 0, 8, ...)
+-- with the group count n_g, the group's within sum of squares __emb_ssw = sum_i ||z_i - mu_g||^2 =
+-- n_g W_g (the same on each of its rows), __emb_sj, coordinates j+1 .. j+8 of the sum of unit
+-- vectors s_g (NULL past d), and __emb_muj, the same coordinates of the overall mean mu (only
+-- when with_mean: a caller that does not need it is spared that aggregate, and its memory).  A block row is 8 coordinates in one row, so what holds these (a
+-- materialized CTE) needs a fraction of the memory of one row per coordinate; emb__group_sums
+-- below gives the long form.
 -- Every input check is a filter here (a filter is never pruned, whatever columns a query reads),
 -- so each statistic built on it is checked.
 --
 -- Stable sums.  From s_g alone, n_g W_g = n_g - ||s_g||^2 / n_g subtracts two numbers of size n_g,
 -- which leaves noise of a few n_g eps: fine when W_g is large, garbage when the group's vectors are
--- nearly equal.  So a group whose W_g from s_g is below TIGHT (1e-3; its noise is then at most
--- about 1e-7 of W_g even for a million rows) is summed again about its mean mu (the corrected
+-- nearly equal.  So a group whose W_g from s_g is below TIGHT (1e-3; its noise, at most about n_g eps,
+-- is then below 3e-7 of W_g even for a million rows) is summed again about its mean mu (the corrected
 -- two-pass algorithm): n_g W_g = sum_i ||z_i - mu||^2 - ||t||^2 / n_g and s_g = n_g mu + t, with
 -- t = sum_i (z_i - mu).  Both terms are then of the size of the spread, not of n_g.  Only the rows
 -- of such groups are read a third time; when there are none (the usual case) that join is empty.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__group_sums(tbl, group_col, vector_col, by_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__group_blocks(tbl, group_col, vector_col, by_col, with_mean) AS TABLE
 WITH rows AS NOT MATERIALIZED (
     SELECT *, len(__emb_v) AS __emb_d
     FROM emb__rows(tbl, group_col, vector_col, by_col, NULL)
@@ -205,7 +205,7 @@ blocks AS (
 -- the checks, on the G rows of counts joined with the G * d / 8 block rows (a group with no usable
 -- vector joins no block and keeps one row with a NULL block)
 checked AS MATERIALIZED (
-    SELECT c.*, s.__emb_j, s.__emb_sj
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, c.__emb_dmax, s.__emb_j, s.__emb_sj
     FROM counts c
     LEFT JOIN blocks s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g = s.__emb_g
     WHERE CASE
@@ -228,18 +228,19 @@ naive AS (
                  sum(list_sum(list_transform(__emb_sj, lambda x: x * x))) AS __emb_ss
           FROM checked GROUP BY ALL)
 ),
--- one row per (group, coordinate) k <= d, with n_g W_g from s_g
-unnested AS (
-    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, c.__emb_dmax,
-           w.__emb_ssw, w.__emb_tight,
-           c.__emb_j + generate_subscripts(c.__emb_sj, 1) AS __emb_k, unnest(c.__emb_sj) AS __emb_s
-    FROM checked c JOIN naive w ON c.__emb_b IS NOT DISTINCT FROM w.__emb_b AND c.__emb_g = w.__emb_g
+-- the tight groups only: one row per (group, coordinate) k <= d, their mean from s_g, then each
+-- of their rows minus that mean
+tight_sums AS (
+    SELECT * FROM (
+        SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, c.__emb_dmax,
+               c.__emb_j + generate_subscripts(c.__emb_sj, 1) AS __emb_k, unnest(c.__emb_sj) AS __emb_s
+        FROM checked c SEMI JOIN naive w
+            ON w.__emb_tight AND c.__emb_b IS NOT DISTINCT FROM w.__emb_b AND c.__emb_g = w.__emb_g)
+    WHERE __emb_k <= __emb_dmax
 ),
--- the tight groups only: their mean from s_g, then each of their rows minus that mean
 tight_means AS MATERIALIZED (
     SELECT __emb_b, __emb_g, list(__emb_s / __emb_n ORDER BY __emb_k) AS __emb_mu
-    FROM unnested WHERE __emb_tight AND __emb_k <= __emb_dmax
-    GROUP BY ALL
+    FROM tight_sums GROUP BY ALL
 ),
 deviations AS (
     SELECT r.__emb_b, r.__emb_g,
@@ -264,15 +265,46 @@ tight AS (
     FROM tight_t t
     JOIN tight_ss s ON t.__emb_b IS NOT DISTINCT FROM s.__emb_b AND t.__emb_g = s.__emb_g
     JOIN naive c ON t.__emb_b IS NOT DISTINCT FROM c.__emb_b AND t.__emb_g = c.__emb_g
+),
+-- the overall mean of each coordinate, mu_k = (sum_g s_gk) / n, in the same blocks (NULL past d).
+-- From s_g before any correction: SS_B = sum_g n_g ||mu_g - mu||^2 is off by only n ||error of mu||^2.
+overall AS (
+    SELECT __emb_b, __emb_j, list(__emb_mu ORDER BY __emb_k) AS __emb_muj
+    FROM (
+        SELECT __emb_b, __emb_j, __emb_k, sum(__emb_s) / sum(__emb_n) AS __emb_mu
+        FROM (SELECT __emb_b, __emb_n, __emb_j, __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k,
+                     unnest(__emb_sj) AS __emb_s
+              FROM checked WHERE with_mean)
+        GROUP BY ALL)
+    GROUP BY ALL
+),
+-- the usual groups' blocks as they are, and the tight ones' corrected (s_g = n_g mu + t) and blocked again
+blocked AS (
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, w.__emb_ssw, c.__emb_j, c.__emb_sj
+    FROM checked c JOIN naive w ON c.__emb_b IS NOT DISTINCT FROM w.__emb_b AND c.__emb_g = w.__emb_g
+    WHERE NOT w.__emb_tight
+    UNION ALL BY NAME
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g, __emb_n, __emb_ssw, __emb_j,
+           list(__emb_s ORDER BY __emb_k) AS __emb_sj
+    FROM (
+        SELECT u.* EXCLUDE (__emb_s, __emb_dmax), (u.__emb_k - 1) // 8 * 8 AS __emb_j,
+               u.__emb_n * (u.__emb_s / u.__emb_n) + t.__emb_t AS __emb_s, t.__emb_ssw
+        FROM tight_sums u
+        JOIN tight t ON u.__emb_b IS NOT DISTINCT FROM t.__emb_b AND u.__emb_g = t.__emb_g AND u.__emb_k = t.__emb_k
+    )
+    GROUP BY ALL
 )
--- the usual groups as they are, and the tight ones corrected: s_g = n_g mu + t
-SELECT * EXCLUDE (__emb_tight, __emb_dmax) FROM unnested
-WHERE NOT __emb_tight AND __emb_k <= __emb_dmax
-UNION ALL BY NAME
-SELECT u.* EXCLUDE (__emb_tight, __emb_dmax, __emb_s, __emb_ssw),
-       u.__emb_n * (u.__emb_s / u.__emb_n) + t.__emb_t AS __emb_s, t.__emb_ssw
-FROM unnested u JOIN tight t ON u.__emb_b IS NOT DISTINCT FROM t.__emb_b AND u.__emb_g = t.__emb_g AND u.__emb_k = t.__emb_k
-WHERE u.__emb_tight;
+SELECT b.*, m.__emb_muj
+FROM blocked b LEFT JOIN overall m ON b.__emb_b IS NOT DISTINCT FROM m.__emb_b AND b.__emb_j = m.__emb_j;
+
+-- The same in long form: one row per (by, group, coordinate k), with n_g, s_gk and n_g W_g.
+CREATE OR REPLACE TEMP MACRO emb__group_sums(tbl, group_col, vector_col, by_col) AS TABLE
+SELECT * FROM (
+    SELECT * EXCLUDE (__emb_j, __emb_sj, __emb_muj),
+           __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s
+    FROM emb__group_blocks(tbl, group_col, vector_col, by_col, false)
+)
+WHERE __emb_s IS NOT NULL;  -- the slots of the last block past d
 
 -- ---------------------------------------------------------------------------
 -- Per-group figures from the sufficient statistics: W_g = n_g W_g / n_g, W~_g = n_g / (n_g - 1) W_g.
@@ -285,12 +317,13 @@ WITH per_group AS (
         __emb_n AS n_g,
         __emb_ssw / __emb_n AS w,
         CASE WHEN __emb_n > 1 THEN __emb_ssw / (__emb_n - 1.0) END AS w_tilde
-    FROM emb__group_sums(tbl, group_col, vector_col, by_col)
-    WHERE __emb_k = 1  -- n_g and n_g W_g are on each of a group's rows
+    FROM emb__group_blocks(tbl, group_col, vector_col, by_col, false)
+    WHERE __emb_j = 0  -- n_g and n_g W_g are on each of a group's rows
 )
+-- one row with NULLs when per_group is empty (read once, so nothing is computed twice)
 SELECT p.*
-FROM (SELECT count(*) AS __emb_groups FROM per_group) e LEFT JOIN per_group p ON true
-WHERE CASE WHEN e.__emb_groups = 0 THEN emb__no_rows_error(tbl) ELSE true END;
+FROM (SELECT 1) LEFT JOIN per_group p ON true
+WHERE CASE WHEN p.n_g IS NULL THEN emb__no_rows_error(tbl) ELSE true END;
 
 CREATE OR REPLACE TEMP MACRO emb_groups(tbl, group_col, vector_col) AS TABLE
     (SELECT "group", n_g, w, w_tilde

@@ -8,38 +8,29 @@
 -- empty source is an error unless empty_ok (emb_icc hands in a source that is empty on purpose).
 -- ---------------------------------------------------------------------------
 CREATE OR REPLACE TEMP MACRO emb__decomposition(tbl, group_col, vector_col, by_col, empty_ok) AS TABLE
-WITH sums AS MATERIALIZED (
-    FROM emb__group_sums(tbl, group_col, vector_col, by_col)
-),
-per_group AS (
-    -- n_g and n_g W_g are on each of a group's rows; its first coordinate's row has them once
-    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g, __emb_n AS n_g, __emb_ssw AS ssw
-    FROM sums WHERE __emb_k = 1
-),
-per_by AS (
-    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
-           sum(n_g)::BIGINT AS __emb_n, count(*) AS __emb_groups, fsum(ssw) AS __emb_ss_w
-    FROM per_group GROUP BY ALL
-),
--- the overall mean mu_k = (sum_g s_gk) / (sum_g n_g), summed with compensation (G terms each)
-means AS (
-    SELECT __emb_b, __emb_k, fsum(__emb_s) / sum(__emb_n) AS __emb_mu
-    FROM sums GROUP BY ALL
-),
-spread_between AS (
-    -- a sum of non-negative terms: no cancellation, so a plain sum
-    SELECT s.__emb_b, sum(s.__emb_n * pow(s.__emb_s / s.__emb_n - m.__emb_mu, 2)) AS __emb_ss_b
-    FROM sums s JOIN means m ON s.__emb_b IS NOT DISTINCT FROM m.__emb_b AND s.__emb_k = m.__emb_k
-    GROUP BY ALL
-),
-resultant AS (
-    SELECT __emb_b, sqrt(sum(__emb_mu * __emb_mu)) AS __emb_mrl FROM means GROUP BY ALL
+-- one pass over the blocks, unnested on the fly (nothing of size G * d is held)
+WITH per_k AS (
+    SELECT * FROM (
+        SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_n, __emb_ssw,
+               __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s,
+               unnest(__emb_muj) AS __emb_mu
+        FROM emb__group_blocks(tbl, group_col, vector_col, by_col, true))
+    WHERE __emb_s IS NOT NULL
 ),
 stats AS (
-    SELECT p.*, b.__emb_ss_b, p.__emb_ss_w + b.__emb_ss_b AS __emb_ss_t, r.__emb_mrl
-    FROM per_by p
-    JOIN spread_between b ON p.__emb_b IS NOT DISTINCT FROM b.__emb_b
-    JOIN resultant r ON p.__emb_b IS NOT DISTINCT FROM r.__emb_b
+    -- n_g and n_g W_g are on each of a group's rows, so they are taken from its row k = 1; a plain
+    -- sum for SS_B, whose terms are non-negative (no cancellation); ||mu||^2 = sum_k mu_k^2, where
+    -- each mu_k is on the row of every group
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
+        sum(__emb_n) FILTER (__emb_k = 1)::BIGINT AS __emb_n,
+        count(*) FILTER (__emb_k = 1) AS __emb_groups,
+        fsum(__emb_ssw) FILTER (__emb_k = 1) AS __emb_ss_w,
+        sum(__emb_n * pow(__emb_s / __emb_n - __emb_mu, 2)) AS __emb_ss_b,
+        sqrt(sum(__emb_mu * __emb_mu) / count(*) FILTER (__emb_k = 1)) AS __emb_mrl
+    FROM per_k GROUP BY ALL
+),
+with_total AS (
+    SELECT *, __emb_ss_w + __emb_ss_b AS __emb_ss_t FROM stats
 )
 SELECT
     s.* EXCLUDE (__emb_n, __emb_groups, __emb_ss_t, __emb_ss_w, __emb_ss_b, __emb_mrl),
@@ -54,10 +45,11 @@ SELECT
     s.__emb_ss_t / s.__emb_n AS v,
     s.__emb_mrl AS mean_resultant_length,
     s.__emb_ss_w / s.__emb_n AS w_bar
-FROM (SELECT count(*) AS __emb_bys FROM per_by) e LEFT JOIN stats s ON true
+-- one row with NULLs when there are no stats (read once, so nothing is computed twice)
+FROM (SELECT 1) LEFT JOIN with_total s ON true
 WHERE CASE
-    WHEN e.__emb_bys = 0 AND NOT empty_ok THEN emb__no_rows_error(tbl)
-    WHEN e.__emb_bys = 0 THEN false
+    WHEN s.__emb_n IS NULL AND NOT empty_ok THEN emb__no_rows_error(tbl)
+    WHEN s.__emb_n IS NULL THEN false
     WHEN s.__emb_groups < 2 THEN error(format(
         'embsql: group column "{}" has only one group{}: the decomposition needs at least two',
         group_col, CASE WHEN s.__emb_b IS NULL THEN '' ELSE format(' for by value {}', s.__emb_b) END))

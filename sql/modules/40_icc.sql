@@ -164,9 +164,10 @@ SELECT
     __emb_groups AS groups,
     __emb_n AS n,
     __emb_kind AS kind
-FROM (SELECT count(*) AS __emb_bys FROM __emb_icc_mean_squares) e LEFT JOIN __emb_icc_mean_squares ON true
+-- one row with NULLs when there are no rows (read once, so nothing is computed twice)
+FROM (SELECT 1) LEFT JOIN __emb_icc_mean_squares ON true
 WHERE CASE
-    WHEN e.__emb_bys = 0 THEN emb__no_rows_error(tbl)
+    WHEN __emb_n IS NULL THEN emb__no_rows_error(tbl)
     WHEN (__emb_kind = 'scalar' AND __emb_all_equal)
       OR NOT (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w > 0) THEN error(format(
         'embsql: all {} values in "{}" are equal (MS_B + (n0-1) MS_W = 0{}): ICC is undefined',

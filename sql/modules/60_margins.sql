@@ -43,14 +43,10 @@ raw AS (
         coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
         coalesce(*COLUMNS(lambda c: c IN (level_col, '__emb_null'))) AS __emb_l,
         coalesce(*COLUMNS(lambda c: c IN (positive_col, '__emb_null')))::VARCHAR AS __emb_p,
-        coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv'))) AS __emb_v,
+        -- the vector column as DOUBLE[] (see emb__rows)
+        emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector_col, '__emb_null'))), 1)) AS __emb_v,
         row_number() OVER () - 1 AS __emb_row
-    FROM (
-        -- the vector column as DOUBLE[] through the typed emb__vector (see emb__rows)
-        SELECT COLUMNS(lambda c: c NOT IN (vector_col, '__emb_nullv')),
-               emb__vector(COLUMNS(lambda c: c IN (vector_col, '__emb_nullv')))
-        FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(tbl))
-    )
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
 ),
 classified AS (
     SELECT * EXCLUDE (__emb_g0),
