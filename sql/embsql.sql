@@ -352,7 +352,7 @@ CREATE OR REPLACE TEMP MACRO emb_groups(tbl, group_col, vector_col) AS TABLE
      FROM emb__groups(tbl, group_col, vector_col, "by") ORDER BY __emb_b, "group");
 
 -- ---------------------------------------------------------------------------
--- The decomposition, from the stable group sums of emb__group_sums:
+-- The decomposition, from the stable group sums of emb__group_blocks (10_group_sums.sql):
 --   SS_W = sum_g n_g W_g,   SS_B = sum_g n_g ||mu_g - mu||^2 (group means about the overall mean),
 --   SS_T = SS_W + SS_B,     R2 = SS_B / SS_T,   F = (SS_B / (G - 1)) / (SS_W / (n - G)).
 -- No sum of squares is a difference of two large numbers, so near-identical vectors keep their
