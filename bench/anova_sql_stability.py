@@ -11,9 +11,10 @@
    identical vectors, through both macro sets, against numpy's long-double two-pass sums of the same
    unit vectors.  The previous macros print wrong numbers there; the stable ones agree or refuse.
 
-Result (2026-12-01, 2 cores shared with other jobs, load average about 8; duckdb 2.0.1):
-n = 1,000,000, d = 384, G = 5000: previous macros 25.69 s, stable macros 24.11 s, ratio 0.938
-(target <= 1.3: met); ss_t, ss_w, r2, f agree to 1e-9.  Stability: at spreads 1e-4 .. 3e-8 the
+Result (2026-12-01, 2 cores shared with other jobs; duckdb 2.0.1), n = 1,000,000, d = 384, G = 5000:
+previous macros 11.56 s, stable macros 9.62 s, ratio 0.832 (target <= 1.3: met); ss_t, ss_w, r2 and
+f agree to 1e-9.  (An earlier run of the stable macros, under a load average of 8: 25.69 s against
+24.11 s, ratio 0.938.)  Stability: at spreads 1e-4 .. 3e-8 the
 stable macros agree with the long-double reference to 1e-9 or better, where the previous ones gave
 R² = 0.0313 for 0.0536, 0 for 0.111, 0.333 for a spread below resolution; below resolution
 (spread under 1.5e-8, and identical vectors) the stable macros refuse with the precision error.
