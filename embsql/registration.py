@@ -3,8 +3,10 @@
 Order: sql/embsql.sql (pure SQL, the same file the CLI reads), then the UDFs from udfs/*.py,
 then sql/python/*.sql (macros built on those UDFs).
 
-``register(con)`` is idempotent: macros are ``CREATE OR REPLACE``d and every UDF is removed
-before it is created again, so calling it twice is the same as calling it once.
+Macros are ``CREATE OR REPLACE TEMP``: they live as long as the connection, nothing is written into
+the user's database, and a read-only connection can be registered too.  ``register(con)`` is
+idempotent: macros are replaced and every UDF is removed before it is created again, so calling it
+twice is the same as calling it once.
 """
 
 from __future__ import annotations

@@ -18,60 +18,163 @@
 --     column __emb_all in its place and drop it at the end.
 
 -- ---------------------------------------------------------------------------
--- Row stage: select the group, vector and by columns; classify each vector.
--- One row per input row.  __emb_bad is NULL for a usable vector, else a word.
--- __emb_x carries one more column when extra_col names one (strata for permutations).
+-- Shared rules, as scalar macros (each lives here once).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE MACRO emb__rows(tbl, group_col, vector_col, by_col, extra_col) AS TABLE
+
+-- The smallest root-mean-square spread of unit vectors that float64 resolves: sqrt(eps), squared.
+-- Normalising a vector rounds each coordinate to about eps, so a sum of squares SS over n unit
+-- vectors with SS / n below eps is rounding noise (the same threshold as embsql/precision.py).
+CREATE OR REPLACE TEMP MACRO emb__resolution2() AS pow(sqrt(2.220446049250313e-16), 2);
+
+-- The refusal when SS_T (what = 'the vectors', undefined 'R² and F') or SS_W (what = 'the vectors
+-- within each group', undefined 'F') is below that resolution; model is the by value or NULL.
+CREATE OR REPLACE TEMP MACRO emb__precision_error(what, model, ss, n, undefined) AS error(format(
+    'embsql: {}{} are identical to within floating-point precision (root-mean-square spread {:.2g} < {:.2g}); {} {} undefined',
+    what,
+    CASE WHEN model IS NULL THEN ''
+         WHEN typeof(model) = 'VARCHAR' THEN format(' of model ''{}''', model)
+         ELSE format(' of model {}', model) END,
+    sqrt(greatest(ss, 0.0) / n), sqrt(emb__resolution2()), undefined,
+    CASE WHEN undefined LIKE '% and %' THEN 'are' ELSE 'is' END));
+
+CREATE OR REPLACE TEMP MACRO emb__no_rows_error(tbl) AS error(format('embsql: source ''{}'' has no rows', tbl));
+
+-- A label as DOUBLE when it is a number (for the NaN and -0.0 rule below), else NULL.  Typed
+-- overloads resolve by the argument's type at bind time, so any label type binds.
+CREATE OR REPLACE TEMP MACRO emb__label_double(x DOUBLE) AS x, (x) AS NULL::DOUBLE;
+
+-- The one rule for group labels (as embsql/labels.py): a NULL or NaN label is an error naming the
+-- column, and -0.0 is 0.0 (the literal '0' takes the label's own type).  x_double is
+-- emb__label_double(x), computed by the caller (a scalar macro cannot call a typed one in the CLI),
+-- place is '' or says where the label is (' for id 7').
+CREATE OR REPLACE TEMP MACRO emb__label(x, x_double, column_name, role, place := '') AS
+    CASE
+        WHEN x IS NULL THEN error(format(
+            'embsql: {} column "{}" has a NULL label{}; every row needs a label (filter those rows out, or give them one)',
+            role, column_name, place))
+        WHEN typeof(x) IN ('FLOAT', 'DOUBLE') AND isnan(x_double) THEN error(format(
+            'embsql: {} column "{}" has a NaN label{}; every row needs a label (filter those rows out, or give them one)',
+            role, column_name, place))
+        WHEN typeof(x) IN ('FLOAT', 'DOUBLE') AND x_double = 0 THEN '0'
+        ELSE x
+    END;
+
+-- A vector column's value as DOUBLE[] (a fixed-size array becomes a list, FLOAT becomes DOUBLE once
+-- here), or NULL when the column holds something else (its type is then refused by name).
+CREATE OR REPLACE TEMP MACRO emb__vector(x DOUBLE[]) AS x, (x) AS NULL::DOUBLE[];
+
+-- Whether a type name, as typeof() spells it, is a vector of numbers.
+CREATE OR REPLACE TEMP MACRO emb__is_vector_type(type_name) AS
+    regexp_full_match(type_name, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\))\[\d*\]');
+
+-- Squared norm in double precision.  list_dot_product raises on a NULL element, and TRY() then
+-- gives NULL for the whole chunk, so only those rows take the slow exact way.
+CREATE OR REPLACE TEMP MACRO emb__norm2(v) AS
+    coalesce(TRY(list_dot_product(v::DOUBLE[], v::DOUBLE[])),
+             CASE WHEN list_count(v::DOUBLE[]) = len(v::DOUBLE[])
+                  THEN list_sum(list_transform(v::DOUBLE[], lambda x: x * x)) END);
+
+-- The largest |coordinate|, only for a vector whose squared norm leaves the safe range (it
+-- overflowed, like 1e200 * x, or may have lost digits to underflow, like 1e-160 * x); else NULL.
+-- Such a vector is normalised by way of v / scale, whose squares are in range.
+CREATE OR REPLACE TEMP MACRO emb__norm_scale(v, norm2) AS
+    CASE WHEN NOT (norm2 >= 1e-270 AND norm2 <= 1e300)
+         THEN list_max(list_transform(v::DOUBLE[], lambda x: abs(x))) END;
+
+-- NULL for a usable vector, else the word for what is wrong with it.
+CREATE OR REPLACE TEMP MACRO emb__unusable(v, norm2, scale) AS
+    CASE
+        WHEN v IS NULL THEN 'NULL'
+        WHEN norm2 IS NULL THEN 'NULL-element'
+        WHEN isnan(norm2) THEN 'NaN'
+        WHEN isinf(scale) THEN 'infinite'
+        WHEN norm2 = 0 AND scale IS NULL THEN 'zero-length'
+        -- a length below the smallest normal double has no finite reciprocal
+        WHEN NOT (scale >= 2.2250738585072014e-308) THEN 'zero-length'
+    END;
+
+-- 1 / ||v|| for a usable vector, so that v * inv is its unit vector.
+CREATE OR REPLACE TEMP MACRO emb__inverse_norm(v, norm2, scale) AS
+    CASE
+        WHEN scale IS NULL THEN 1.0 / sqrt(norm2)
+        ELSE (1.0 / scale) / sqrt(list_dot_product(list_transform(v::DOUBLE[], lambda x: x / scale),
+                                                   list_transform(v::DOUBLE[], lambda x: x / scale)))
+    END;
+
+-- ---------------------------------------------------------------------------
+-- Row stage: select the group, vector and by columns; classify each vector.
+-- One row per input row.  __emb_bad is NULL for a usable vector, else a word; __emb_inv is then
+-- 1 / ||v||.  __emb_x carries one more column when extra_col names one (strata, items).
+-- Every check of a column or a label raises from __emb_g, which every consumer groups by.
+-- ---------------------------------------------------------------------------
+CREATE OR REPLACE TEMP MACRO emb__rows(tbl, group_col, vector_col, by_col, extra_col) AS TABLE
+-- (nested SELECTs, so that each of the norm steps is computed once per row, not once per use)
+SELECT *, CASE WHEN __emb_bad IS NULL THEN emb__inverse_norm(__emb_v, __emb_nrm2, __emb_scale) END AS __emb_inv
+FROM (
+SELECT *, emb__unusable(__emb_v, __emb_nrm2, __emb_scale) AS __emb_bad
+FROM (
+SELECT *, emb__norm_scale(__emb_v, __emb_nrm2) AS __emb_scale
+FROM (
 SELECT
-    * EXCLUDE (__emb_g0, __emb_gcols, __emb_vcols, __emb_xcols),
+    * EXCLUDE (__emb_g0, __emb_gcols, __emb_vcols, __emb_xcols, __emb_bycols, __emb_vtype),
     CASE
         WHEN __emb_gcols = 1
             THEN error(format('embsql: group column "{}" not found in {}', group_col, tbl))
         WHEN __emb_vcols = 1
             THEN error(format('embsql: vector column "{}" not found in {}', vector_col, tbl))
+        WHEN NOT emb__is_vector_type(__emb_vtype) THEN error(format(
+            'embsql: vector column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d])',
+            vector_col, tbl, __emb_vtype))
         WHEN extra_col IS NOT NULL AND __emb_xcols = 1
             THEN error(format('embsql: column "{}" not found in {}', extra_col, tbl))
-        ELSE __emb_g0
+        WHEN by_col IS NOT NULL AND __emb_bycols = 1
+            THEN error(format('embsql: by column "{}" not found in {}', by_col, tbl))
+        ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
     END AS __emb_g,
-    -- Squared norm in double precision.  list_dot_product raises on a NULL element, and
-    -- TRY() then gives NULL for the whole chunk, so only those rows take the slow exact way.
-    coalesce(
-        TRY(list_dot_product(__emb_v::DOUBLE[], __emb_v::DOUBLE[])),
-        CASE WHEN list_count(__emb_v::DOUBLE[]) = len(__emb_v::DOUBLE[])
-             THEN list_sum(list_transform(__emb_v::DOUBLE[], lambda x: x * x)) END) AS __emb_nrm2,
-    CASE
-        WHEN __emb_v IS NULL THEN 'NULL'
-        WHEN __emb_nrm2 IS NULL THEN 'NULL-element'
-        WHEN isnan(__emb_nrm2) THEN 'NaN'
-        WHEN isinf(__emb_nrm2) THEN 'infinite'
-        WHEN __emb_nrm2 = 0 THEN 'zero-length'
-    END AS __emb_bad
+    emb__norm2(__emb_v) AS __emb_nrm2
 FROM (
     SELECT
-        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
-        CASE WHEN by_col IS NULL THEN NULL
-             ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
+        COLUMNS(lambda c: c IN (by_col, '__emb_all')),
+        coalesce(*COLUMNS(lambda c: c IN (by_col, '__emb_null'))) AS __emb_b,
         coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_gcols,
-        coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv'))) AS __emb_v,
+        -- the vector column as DOUBLE[] through the typed emb__vector (any type binds, a fixed-size
+        -- array becomes a list, which the stock CLI's CASE needs).  The first of the column and the
+        -- NULL stand-in is taken from a row(), not by coalesce, which would copy every list again.
+        emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector_col, '__emb_null'))), 1)) AS __emb_v,
+        -- the vector column's type, read from a one-row probe that exists even for an empty table
+        (SELECT typeof(coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_null'))))
+         FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true) AS __emb_vtype,
         -- an optional extra column (e.g. permutation strata), NULL when not asked for
         coalesce(*COLUMNS(lambda c: c IN (extra_col, '__emb_null'))) AS __emb_x,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (extra_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_xcols,
-        (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_vcols
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv
-          FROM query_table(tbl))
-);
+        (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_vcols,
+        (SELECT len(list_value(*COLUMNS(lambda c: c IN (by_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_bycols
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
+))));
 
 -- ---------------------------------------------------------------------------
--- Sufficient statistics in long form: one row per (by, group, dimension k) with
--- the group count n_g and the k-th coordinate of the sum of unit vectors s_g.
--- Every input check is raised here, so each statistic built on it is checked.
+-- Sufficient statistics in blocks: one row per (by, group, block of 8 coordinates j = 0, 8, ...)
+-- with the group count n_g, the group's within sum of squares __emb_ssw = sum_i ||z_i - mu_g||^2 =
+-- n_g W_g (the same on each of its rows), __emb_sj, coordinates j+1 .. j+8 of the sum of unit
+-- vectors s_g (NULL past d), and __emb_muj, the same coordinates of the overall mean mu (only
+-- when with_mean: a caller that does not need it is spared that aggregate, and its memory).  A block row is 8 coordinates in one row, so what holds these (a
+-- materialized CTE) needs a fraction of the memory of one row per coordinate; emb__group_sums
+-- below gives the long form.
+-- Every input check is a filter here (a filter is never pruned, whatever columns a query reads),
+-- so each statistic built on it is checked.
+--
+-- Stable sums.  From s_g alone, n_g W_g = n_g - ||s_g||^2 / n_g subtracts two numbers of size n_g,
+-- which leaves noise of a few n_g eps: fine when W_g is large, garbage when the group's vectors are
+-- nearly equal.  So a group whose W_g from s_g is below TIGHT (1e-3; its noise, at most about n_g eps,
+-- is then below 3e-7 of W_g even for a million rows) is summed again about its mean mu (the corrected
+-- two-pass algorithm): n_g W_g = sum_i ||z_i - mu||^2 - ||t||^2 / n_g and s_g = n_g mu + t, with
+-- t = sum_i (z_i - mu).  Both terms are then of the size of the spread, not of n_g.  Only the rows
+-- of such groups are read a third time; when there are none (the usual case) that join is empty.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE MACRO emb__group_sums(tbl, group_col, vector_col, by_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__group_blocks(tbl, group_col, vector_col, by_col, with_mean) AS TABLE
 WITH rows AS NOT MATERIALIZED (
-    SELECT *, len(__emb_v::DOUBLE[]) AS __emb_d,
-        CASE WHEN __emb_bad IS NULL THEN 1.0 / sqrt(__emb_nrm2) END AS __emb_inv
+    SELECT *, len(__emb_v) AS __emb_d
     FROM emb__rows(tbl, group_col, vector_col, by_col, NULL)
 ),
 -- Per group, from one row per item: counts, defects and lengths (and the length range of
@@ -82,11 +185,10 @@ counts AS (
         max(__emb_dmax) OVER (PARTITION BY __emb_b) AS __emb_dmax_all
     FROM (
         SELECT
-            COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g,
+            COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g,
             count(*) FILTER (__emb_bad IS NULL) AS __emb_n,
             count(*) FILTER (__emb_bad IS NOT NULL) AS __emb_nbad,
             min(__emb_bad) AS __emb_bad,
-            count(*) AS __emb_rows,
             min(__emb_d) AS __emb_dmin,
             max(__emb_d) AS __emb_dmax
         FROM rows
@@ -102,146 +204,235 @@ counts AS (
 -- then leaves its in-memory mode and spills nearly every input row (n * d of them: 5.9 GB
 -- spilled for 1M rows under memory_limit = '1GB'); with blocks it holds G * d / 8 groups and
 -- spilled nothing (bench/out_of_core.py).  It is also faster with many groups, not slower with
--- few (bench/README.md).  __emb_v[1:] reads a fixed-size array once as a list (see emb__rows).
-sums AS (
-    SELECT __emb_b, __emb_g, __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s
+-- few (bench/README.md).  __emb_v[1:] reads the list once.
+blocks AS (
+    SELECT __emb_b, __emb_g, __emb_j, list_value(
+        sum(__emb_z[__emb_j + 1] * __emb_inv),
+        sum(__emb_z[__emb_j + 2] * __emb_inv),
+        sum(__emb_z[__emb_j + 3] * __emb_inv),
+        sum(__emb_z[__emb_j + 4] * __emb_inv),
+        sum(__emb_z[__emb_j + 5] * __emb_inv),
+        sum(__emb_z[__emb_j + 6] * __emb_inv),
+        sum(__emb_z[__emb_j + 7] * __emb_inv),
+        sum(__emb_z[__emb_j + 8] * __emb_inv)) AS __emb_sj
     FROM (
-        SELECT __emb_b, __emb_g, __emb_j, list_value(
-            sum(__emb_z[__emb_j + 1] * __emb_inv),
-            sum(__emb_z[__emb_j + 2] * __emb_inv),
-            sum(__emb_z[__emb_j + 3] * __emb_inv),
-            sum(__emb_z[__emb_j + 4] * __emb_inv),
-            sum(__emb_z[__emb_j + 5] * __emb_inv),
-            sum(__emb_z[__emb_j + 6] * __emb_inv),
-            sum(__emb_z[__emb_j + 7] * __emb_inv),
-            sum(__emb_z[__emb_j + 8] * __emb_inv)) AS __emb_sj
-        FROM (
-            SELECT __emb_b, __emb_g, __emb_inv, __emb_z, unnest(range(0, len(__emb_z), 8))::INTEGER AS __emb_j
-            FROM (SELECT __emb_b, __emb_g, __emb_inv, __emb_v[1:] AS __emb_z FROM rows WHERE __emb_bad IS NULL)
-        )
-        GROUP BY ALL
+        SELECT __emb_b, __emb_g, __emb_inv, __emb_z, unnest(range(0, len(__emb_z), 8))::INTEGER AS __emb_j
+        FROM (SELECT __emb_b, __emb_g, __emb_inv, __emb_v[1:] AS __emb_z FROM rows WHERE __emb_bad IS NULL)
     )
+    GROUP BY ALL
 ),
-checked AS (
-    SELECT c.*, s.__emb_k, s.__emb_s
+-- the checks, on the G rows of counts joined with the G * d / 8 block rows (a group with no usable
+-- vector joins no block and keeps one row with a NULL block)
+checked AS MATERIALIZED (
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, c.__emb_dmax, s.__emb_j, s.__emb_sj
     FROM counts c
-    LEFT JOIN sums s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g IS NOT DISTINCT FROM s.__emb_g
-)
-SELECT
-    COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g, __emb_k, __emb_n,
-    CASE
-        WHEN __emb_g IS NULL THEN error(format(
-            'embsql: group column "{}" has {} NULL label(s){}', group_col, __emb_rows,
-            CASE WHEN __emb_b IS NULL THEN '' ELSE format(' (by value {})', __emb_b) END))
-        WHEN __emb_nbad > 0 THEN error(format(
+    LEFT JOIN blocks s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g = s.__emb_g
+    WHERE CASE
+        WHEN c.__emb_nbad > 0 THEN error(format(
             'embsql: vector column "{}" has {} unusable vector(s) in group ''{}'' ({}; vectors must be non-NULL, finite and of non-zero length)',
-            vector_col, __emb_nbad, __emb_g, __emb_bad))
-        WHEN __emb_dmin_all <> __emb_dmax_all THEN error(format(
+            vector_col, c.__emb_nbad, c.__emb_g, c.__emb_bad))
+        WHEN c.__emb_dmin_all <> c.__emb_dmax_all THEN error(format(
             'embsql: vector column "{}" mixes vectors of length {} and {} (group ''{}'' has length {})',
-            vector_col, __emb_dmin_all, __emb_dmax_all, __emb_g, __emb_dmin))
-        ELSE __emb_s
-    END AS __emb_s
-FROM checked
-WHERE (__emb_k IS NOT NULL AND __emb_k <= __emb_dmax) OR __emb_nbad > 0 OR __emb_g IS NULL;
+            vector_col, c.__emb_dmin_all, c.__emb_dmax_all, c.__emb_g, c.__emb_dmin))
+        ELSE true
+    END
+),
+-- n_g W_g from s_g, and which groups need the second sum (more than one row, W_g below TIGHT).
+-- (list_sum skips the NULL slots past d.)
+naive AS (
+    SELECT __emb_b, __emb_g, __emb_n,
+           greatest(0.0, __emb_n - __emb_ss / __emb_n) AS __emb_ssw,
+           __emb_n > 1 AND __emb_ss / (__emb_n::DOUBLE * __emb_n) > 1.0 - 1e-3 AS __emb_tight
+    FROM (SELECT __emb_b, __emb_g, max(__emb_n) AS __emb_n,
+                 sum(list_sum(list_transform(__emb_sj, lambda x: x * x))) AS __emb_ss
+          FROM checked GROUP BY ALL)
+),
+-- the tight groups only: one row per (group, coordinate) k <= d, their mean from s_g, then each
+-- of their rows minus that mean
+tight_sums AS (
+    SELECT * FROM (
+        SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, c.__emb_dmax,
+               c.__emb_j + generate_subscripts(c.__emb_sj, 1) AS __emb_k, unnest(c.__emb_sj) AS __emb_s
+        FROM checked c SEMI JOIN naive w
+            ON w.__emb_tight AND c.__emb_b IS NOT DISTINCT FROM w.__emb_b AND c.__emb_g = w.__emb_g)
+    WHERE __emb_k <= __emb_dmax
+),
+tight_means AS MATERIALIZED (
+    SELECT __emb_b, __emb_g, list(__emb_s / __emb_n ORDER BY __emb_k) AS __emb_mu
+    FROM tight_sums GROUP BY ALL
+),
+deviations AS (
+    SELECT r.__emb_b, r.__emb_g,
+           list_transform(r.__emb_v[1:], lambda x, i: x * r.__emb_inv - m.__emb_mu[i]) AS __emb_dev
+    FROM rows r JOIN tight_means m ON r.__emb_b IS NOT DISTINCT FROM m.__emb_b AND r.__emb_g = m.__emb_g
+    WHERE r.__emb_bad IS NULL
+),
+tight_ss AS (
+    SELECT __emb_b, __emb_g, fsum(list_dot_product(__emb_dev, __emb_dev)) AS __emb_dd
+    FROM deviations GROUP BY ALL
+),
+tight_t AS (
+    SELECT __emb_b, __emb_g, __emb_k, fsum(__emb_e) AS __emb_t
+    FROM (SELECT __emb_b, __emb_g, generate_subscripts(__emb_dev, 1) AS __emb_k, unnest(__emb_dev) AS __emb_e
+          FROM deviations)
+    GROUP BY ALL
+),
+tight AS (
+    SELECT t.__emb_b, t.__emb_g, t.__emb_k, t.__emb_t,
+           greatest(0.0, s.__emb_dd - sum(t.__emb_t * t.__emb_t) OVER (PARTITION BY t.__emb_b, t.__emb_g)
+                                      / c.__emb_n) AS __emb_ssw
+    FROM tight_t t
+    JOIN tight_ss s ON t.__emb_b IS NOT DISTINCT FROM s.__emb_b AND t.__emb_g = s.__emb_g
+    JOIN naive c ON t.__emb_b IS NOT DISTINCT FROM c.__emb_b AND t.__emb_g = c.__emb_g
+),
+-- the overall mean of each coordinate, mu_k = (sum_g s_gk) / n, in the same blocks (NULL past d).
+-- From s_g before any correction: SS_B = sum_g n_g ||mu_g - mu||^2 is off by only n ||error of mu||^2.
+overall AS (
+    SELECT __emb_b, __emb_j, list(__emb_mu ORDER BY __emb_k) AS __emb_muj
+    FROM (
+        SELECT __emb_b, __emb_j, __emb_k, sum(__emb_s) / sum(__emb_n) AS __emb_mu
+        FROM (SELECT __emb_b, __emb_n, __emb_j, __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k,
+                     unnest(__emb_sj) AS __emb_s
+              FROM checked WHERE with_mean)
+        GROUP BY ALL)
+    GROUP BY ALL
+),
+-- the usual groups' blocks as they are, and the tight ones' corrected (s_g = n_g mu + t) and blocked again
+blocked AS (
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, w.__emb_ssw, c.__emb_j, c.__emb_sj
+    FROM checked c JOIN naive w ON c.__emb_b IS NOT DISTINCT FROM w.__emb_b AND c.__emb_g = w.__emb_g
+    WHERE NOT w.__emb_tight
+    UNION ALL BY NAME
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g, __emb_n, __emb_ssw, __emb_j,
+           list(__emb_s ORDER BY __emb_k) AS __emb_sj
+    FROM (
+        SELECT u.* EXCLUDE (__emb_s, __emb_dmax), (u.__emb_k - 1) // 8 * 8 AS __emb_j,
+               u.__emb_n * (u.__emb_s / u.__emb_n) + t.__emb_t AS __emb_s, t.__emb_ssw
+        FROM tight_sums u
+        JOIN tight t ON u.__emb_b IS NOT DISTINCT FROM t.__emb_b AND u.__emb_g = t.__emb_g AND u.__emb_k = t.__emb_k
+    )
+    GROUP BY ALL
+)
+SELECT b.*, m.__emb_muj
+FROM blocked b LEFT JOIN overall m ON b.__emb_b IS NOT DISTINCT FROM m.__emb_b AND b.__emb_j = m.__emb_j;
+
+-- The same in long form: one row per (by, group, coordinate k), with n_g, s_gk and n_g W_g.
+CREATE OR REPLACE TEMP MACRO emb__group_sums(tbl, group_col, vector_col, by_col) AS TABLE
+SELECT * FROM (
+    SELECT * EXCLUDE (__emb_j, __emb_sj, __emb_muj),
+           __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s
+    FROM emb__group_blocks(tbl, group_col, vector_col, by_col, false)
+)
+WHERE __emb_s IS NOT NULL;  -- the slots of the last block past d
 
 -- ---------------------------------------------------------------------------
--- Per-group figures from the sufficient statistics (S4).
+-- Per-group figures from the sufficient statistics: W_g = n_g W_g / n_g, W~_g = n_g / (n_g - 1) W_g.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE MACRO emb__groups(tbl, group_col, vector_col, by_col) AS TABLE
-SELECT
-    COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
-    __emb_g AS "group",
-    max(__emb_n) AS n_g,
-    -- ||mu_g||^2 = ||s_g||^2 / n_g^2, and W_g = 1 - ||mu_g||^2 (S4)
-    sum(__emb_s * __emb_s) AS __emb_ss,
-    greatest(0.0, 1.0 - sum(__emb_s * __emb_s) / (max(__emb_n)::DOUBLE * max(__emb_n))) AS w,
-    CASE WHEN max(__emb_n) > 1
-        THEN max(__emb_n) / (max(__emb_n) - 1.0)
-             * greatest(0.0, 1.0 - sum(__emb_s * __emb_s) / (max(__emb_n)::DOUBLE * max(__emb_n)))
-    END AS w_tilde
-FROM emb__group_sums(tbl, group_col, vector_col, by_col)
-GROUP BY ALL;
+CREATE OR REPLACE TEMP MACRO emb__groups(tbl, group_col, vector_col, by_col) AS TABLE
+WITH per_group AS (
+    SELECT
+        COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
+        __emb_g AS "group",
+        __emb_n AS n_g,
+        __emb_ssw / __emb_n AS w,
+        CASE WHEN __emb_n > 1 THEN __emb_ssw / (__emb_n - 1.0) END AS w_tilde
+    FROM emb__group_blocks(tbl, group_col, vector_col, by_col, false)
+    WHERE __emb_j = 0  -- n_g and n_g W_g are on each of a group's rows
+)
+-- one row with NULLs when per_group is empty (read once, so nothing is computed twice)
+SELECT p.*
+FROM (SELECT 1) LEFT JOIN per_group p ON true
+WHERE CASE WHEN p.n_g IS NULL THEN emb__no_rows_error(tbl) ELSE true END;
 
-CREATE OR REPLACE MACRO emb_groups(tbl, group_col, vector_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_groups(tbl, group_col, vector_col) AS TABLE
     (SELECT "group", n_g, w, w_tilde
      FROM emb__groups(tbl, group_col, vector_col, NULL) ORDER BY "group"),
     (tbl, group_col, vector_col, "by") AS TABLE
-    (SELECT * EXCLUDE (__emb_b, __emb_ss)
+    (SELECT * EXCLUDE (__emb_b, __emb_all)
      FROM emb__groups(tbl, group_col, vector_col, "by") ORDER BY __emb_b, "group");
 
 -- ---------------------------------------------------------------------------
--- The decomposition (S2, S3, S10, S11).
+-- The decomposition, from the stable group sums of emb__group_blocks (10_group_sums.sql):
+--   SS_W = sum_g n_g W_g,   SS_B = sum_g n_g ||mu_g - mu||^2 (group means about the overall mean),
+--   SS_T = SS_W + SS_B,     R2 = SS_B / SS_T,   F = (SS_B / (G - 1)) / (SS_W / (n - G)).
+-- No sum of squares is a difference of two large numbers, so near-identical vectors keep their
+-- digits; below float64 resolution (SS / n < eps) the figures are refused, not printed.
+-- Every check is a filter on the result (never pruned, whatever columns a query reads), and an
+-- empty source is an error unless empty_ok (emb_icc hands in a source that is empty on purpose).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE MACRO emb__anova(tbl, group_col, vector_col, by_col) AS TABLE
-WITH sums AS MATERIALIZED (
-    FROM emb__group_sums(tbl, group_col, vector_col, by_col)
-),
-per_group AS (
-    SELECT COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g,
-           max(__emb_n) AS n_g, sum(__emb_s * __emb_s) AS ss
-    FROM sums GROUP BY ALL
-),
-per_by AS (
-    SELECT COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
-           sum(n_g)::BIGINT AS __emb_n, count(*) AS __emb_groups,
-           sum(ss / n_g) AS __emb_between  -- sum_g n_g ||mu_g||^2
-    FROM per_group GROUP BY ALL
-),
-total AS (
-    -- ||s||^2 with s the sum of all unit vectors of one by value
-    SELECT __emb_b, sum(t * t) AS __emb_tt
-    FROM (SELECT __emb_b, __emb_k, sum(__emb_s) AS t FROM sums GROUP BY ALL)
-    GROUP BY ALL
+CREATE OR REPLACE TEMP MACRO emb__decomposition(tbl, group_col, vector_col, by_col, empty_ok) AS TABLE
+-- one pass over the blocks, unnested on the fly (nothing of size G * d is held)
+WITH per_k AS (
+    SELECT * FROM (
+        SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_n, __emb_ssw,
+               __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s,
+               unnest(__emb_muj) AS __emb_mu
+        FROM emb__group_blocks(tbl, group_col, vector_col, by_col, true))
+    WHERE __emb_s IS NOT NULL
 ),
 stats AS (
-    SELECT p.*,
-        p.__emb_n - t.__emb_tt / p.__emb_n AS __emb_ss_t,
-        greatest(0.0, p.__emb_n - p.__emb_between) AS __emb_ss_w,
-        -- SS_B = sum_g n_g ||mu_g||^2 - n ||mu||^2, computed directly (not SS_T - SS_W)
-        greatest(0.0, p.__emb_between - t.__emb_tt / p.__emb_n) AS __emb_ss_b,
-        t.__emb_tt
-    FROM per_by p JOIN total t ON p.__emb_b IS NOT DISTINCT FROM t.__emb_b
+    -- n_g and n_g W_g are on each of a group's rows, so they are taken from its row k = 1; a plain
+    -- sum for SS_B, whose terms are non-negative (no cancellation); ||mu||^2 = sum_k mu_k^2, where
+    -- each mu_k is on the row of every group
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
+        sum(__emb_n) FILTER (__emb_k = 1)::BIGINT AS __emb_n,
+        count(*) FILTER (__emb_k = 1) AS __emb_groups,
+        fsum(__emb_ssw) FILTER (__emb_k = 1) AS __emb_ss_w,
+        sum(__emb_n * pow(__emb_s / __emb_n - __emb_mu, 2)) AS __emb_ss_b,
+        sqrt(sum(__emb_mu * __emb_mu) / count(*) FILTER (__emb_k = 1)) AS __emb_mrl
+    FROM per_k GROUP BY ALL
+),
+with_total AS (
+    SELECT *, __emb_ss_w + __emb_ss_b AS __emb_ss_t FROM stats
 )
 SELECT
-    * EXCLUDE (__emb_n, __emb_groups, __emb_between, __emb_ss_t, __emb_ss_w,
-               __emb_ss_b, __emb_tt),
-    CASE
-        WHEN __emb_groups < 2 THEN error(format(
-            'embsql: group column "{}" has only one group{}: the decomposition needs at least two',
-            group_col, CASE WHEN __emb_b IS NULL THEN '' ELSE format(' for by value {}', __emb_b) END))
-        WHEN __emb_n = __emb_groups THEN error(format(
-            'embsql: every group in "{}" has one row (n = G = {}{}): no within-group degrees of freedom, so SS_W and F are undefined',
-            group_col, __emb_n, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END))
-        WHEN __emb_ss_t <= 0 THEN error(format(
-            'embsql: all {} vectors in "{}" point the same way (SS_T = 0{}): R2 and F are undefined',
-            __emb_n, vector_col, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END))
-        ELSE __emb_n
-    END AS n,
-    __emb_groups AS groups,
-    __emb_ss_t AS ss_t,
-    __emb_ss_w AS ss_w,
-    __emb_ss_b AS ss_b,
-    __emb_ss_b / __emb_ss_t AS r2,
-    (__emb_groups - 1.0) / (__emb_n - 1.0) AS r2_null,
-    CASE WHEN __emb_ss_w = 0 THEN 'infinity'::DOUBLE
-         ELSE (__emb_ss_b / (__emb_groups - 1.0)) / (__emb_ss_w / (__emb_n - __emb_groups)) END AS f,
-    __emb_ss_t / __emb_n AS v,
-    sqrt(__emb_tt) / __emb_n AS mean_resultant_length,
-    __emb_ss_w / __emb_n AS w_bar
-FROM stats
-ORDER BY __emb_b;
+    s.* EXCLUDE (__emb_n, __emb_groups, __emb_ss_t, __emb_ss_w, __emb_ss_b, __emb_mrl),
+    s.__emb_n AS n,
+    s.__emb_groups AS groups,
+    s.__emb_ss_t AS ss_t,
+    s.__emb_ss_w AS ss_w,
+    s.__emb_ss_b AS ss_b,
+    s.__emb_ss_b / s.__emb_ss_t AS r2,
+    (s.__emb_groups - 1.0) / (s.__emb_n - 1.0) AS r2_null,
+    (s.__emb_ss_b / (s.__emb_groups - 1.0)) / (s.__emb_ss_w / (s.__emb_n - s.__emb_groups)) AS f,
+    s.__emb_ss_t / s.__emb_n AS v,
+    s.__emb_mrl AS mean_resultant_length,
+    s.__emb_ss_w / s.__emb_n AS w_bar
+-- one row with NULLs when there are no stats (read once, so nothing is computed twice)
+FROM (SELECT 1) LEFT JOIN with_total s ON true
+WHERE CASE
+    WHEN s.__emb_n IS NULL AND NOT empty_ok THEN emb__no_rows_error(tbl)
+    WHEN s.__emb_n IS NULL THEN false
+    WHEN s.__emb_groups < 2 THEN error(format(
+        'embsql: group column "{}" has only one group{}: the decomposition needs at least two',
+        group_col, CASE WHEN s.__emb_b IS NULL THEN '' ELSE format(' for by value {}', s.__emb_b) END))
+    WHEN s.__emb_n = s.__emb_groups THEN error(format(
+        'embsql: every group in "{}" has one row (n = G = {}{}): no within-group degrees of freedom, so SS_W and F are undefined',
+        group_col, s.__emb_n, CASE WHEN s.__emb_b IS NULL THEN '' ELSE format(', by value {}', s.__emb_b) END))
+    WHEN NOT (s.__emb_ss_t >= s.__emb_n * emb__resolution2()) THEN
+        emb__precision_error('the vectors', s.__emb_b, s.__emb_ss_t, s.__emb_n, 'R² and F')
+    WHEN NOT (s.__emb_ss_w >= s.__emb_n * emb__resolution2()) THEN
+        emb__precision_error('the vectors within each group', s.__emb_b, s.__emb_ss_w, s.__emb_n, 'F')
+    ELSE true
+END
+ORDER BY s.__emb_b;
 
-CREATE OR REPLACE MACRO emb_anova(tbl, group_col, vector_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__anova(tbl, group_col, vector_col, by_col) AS TABLE
+    FROM emb__decomposition(tbl, group_col, vector_col, by_col, false);
+
+CREATE OR REPLACE TEMP MACRO emb_anova(tbl, group_col, vector_col) AS TABLE
     (SELECT * EXCLUDE (__emb_all, __emb_b) FROM emb__anova(tbl, group_col, vector_col, NULL)),
     (tbl, group_col, vector_col, "by") AS TABLE
-    (SELECT * EXCLUDE (__emb_b) FROM emb__anova(tbl, group_col, vector_col, "by"));
+    (SELECT * EXCLUDE (__emb_b, __emb_all) FROM emb__anova(tbl, group_col, vector_col, "by"));
 
 -- ---------------------------------------------------------------------------
 -- The distance route (S5): the same decomposition from a table of pairwise
 -- dissimilarities (i, j, d) and a labels table (id, group).  Any dissimilarity.
 --   SS_T = (1/n) sum_{i<j} d_ij^2,   SS_W = sum_g (1/n_g) sum_{i<j in g} d_ij^2
+-- Sums of squared distances have no cancellation, so they need no second pass; every check is a
+-- filter (never pruned, whatever columns a query reads).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE MACRO emb_anova_dist(dist_tbl, labels_tbl, group_col,
+CREATE OR REPLACE TEMP MACRO emb_anova_dist(dist_tbl, labels_tbl, group_col,
                                        i_col := 'i', j_col := 'j', d_col := 'd',
                                        id_col := 'id') AS TABLE
 WITH labels AS MATERIALIZED (
@@ -261,14 +452,19 @@ WITH labels AS MATERIALIZED (
         FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl))
     )
 ),
-labels_checked AS (
+labels_ruled AS (
+    -- the label rule of emb__rows: NULL and NaN labels refused, -0.0 is 0.0
     SELECT id, CASE
         WHEN id IS NULL THEN error(format('embsql: id column "{}" in {} has a NULL id', id_col, labels_tbl))
-        WHEN g IS NULL THEN error(format('embsql: group column "{}" has a NULL label for id {}', group_col, id))
-        WHEN count(*) OVER (PARTITION BY id) > 1 THEN error(format('embsql: id {} appears more than once in {}', id, labels_tbl))
-        ELSE g END AS g,
-        count(*) OVER (PARTITION BY g) AS n_g
+        ELSE emb__label(g, emb__label_double(g), group_col, 'group', place := format(' for id {}', id)) END AS g
     FROM labels
+),
+labels_checked AS MATERIALIZED (
+    SELECT id, g, count(*) OVER (PARTITION BY g) AS n_g
+    FROM labels_ruled
+    QUALIFY CASE
+        WHEN count(*) OVER (PARTITION BY id) > 1 THEN error(format('embsql: id {} appears more than once in {}', id, labels_tbl))
+        ELSE true END
 ),
 raw AS (
     SELECT
@@ -291,13 +487,14 @@ raw AS (
     )
 ),
 raw_checked AS (
-    SELECT least(i, j) AS a, greatest(i, j) AS b, CASE
+    SELECT least(i, j) AS a, greatest(i, j) AS b, d
+    FROM raw
+    WHERE CASE
         WHEN i IS NULL OR j IS NULL THEN error(format('embsql: distance table {} has a NULL id in "{}" or "{}"', dist_tbl, i_col, j_col))
         WHEN d IS NULL OR isnan(d) THEN error(format('embsql: distance for pair ({}, {}) in column "{}" is NULL or NaN', i, j, d_col))
         WHEN isinf(d) THEN error(format('embsql: distance for pair ({}, {}) in column "{}" is infinite', i, j, d_col))
         WHEN d < 0 THEN error(format('embsql: distance for pair ({}, {}) in column "{}" is negative ({})', i, j, d_col, d))
-        ELSE d END AS d
-    FROM raw
+        ELSE true END
 ),
 pairs AS (
     SELECT a, b, min(d) AS d, max(d) AS d_max
@@ -305,21 +502,21 @@ pairs AS (
 ),
 joined AS (
     SELECT
-        CASE
-            WHEN p.a = p.b AND p.d_max <> 0 THEN error(format(
-                'embsql: distance of id {} to itself is {}, not 0', p.a, p.d_max))
-            WHEN p.d <> p.d_max THEN error(format(
-                'embsql: pair ({}, {}) is given in both orders with different distances ({} and {})', p.a, p.b, p.d, p.d_max))
-            WHEN la.id IS NULL THEN error(format('embsql: id {} in distance table {} has no label in {}', p.a, dist_tbl, labels_tbl))
-            WHEN lb.id IS NULL THEN error(format('embsql: id {} in distance table {} has no label in {}', p.b, dist_tbl, labels_tbl))
-            ELSE p.d * p.d
-        END AS d2,
+        p.d * p.d AS d2,
         la.g = lb.g AND p.a <> p.b AS same,
         p.a <> p.b AS off_diagonal,
         la.n_g
     FROM pairs p
     LEFT JOIN labels_checked la ON la.id = p.a
     LEFT JOIN labels_checked lb ON lb.id = p.b
+    WHERE CASE
+        WHEN p.a = p.b AND p.d_max <> 0 THEN error(format(
+            'embsql: distance of id {} to itself is {}, not 0', p.a, p.d_max))
+        WHEN p.d <> p.d_max THEN error(format(
+            'embsql: pair ({}, {}) is given in both orders with different distances ({} and {})', p.a, p.b, p.d, p.d_max))
+        WHEN la.id IS NULL THEN error(format('embsql: id {} in distance table {} has no label in {}', p.a, dist_tbl, labels_tbl))
+        WHEN lb.id IS NULL THEN error(format('embsql: id {} in distance table {} has no label in {}', p.b, dist_tbl, labels_tbl))
+        ELSE true END
 ),
 sums AS (
     SELECT
@@ -335,8 +532,15 @@ stats AS (
     SELECT design.n, design.groups, sums.sum_d2 / design.n AS ss_t, sums.ss_w, sums.n_pairs
     FROM design, sums
 )
-SELECT
-    CASE
+SELECT n, groups, ss_t, ss_w,
+    greatest(0.0, ss_t - ss_w) AS ss_b,
+    greatest(0.0, ss_t - ss_w) / ss_t AS r2,
+    (groups - 1.0) / (n - 1.0) AS r2_null,
+    CASE WHEN ss_w = 0 THEN 'infinity'::DOUBLE
+         ELSE (greatest(0.0, ss_t - ss_w) / (groups - 1.0)) / (ss_w / (n - groups)) END AS f
+FROM stats
+WHERE CASE
+        WHEN n = 0 THEN emb__no_rows_error(labels_tbl)
         WHEN n_pairs <> n * (n - 1) / 2 THEN error(format(
             'embsql: distance table {} has {} distinct pairs, but {} labelled ids need {}: missing pair(s), e.g. {}',
             dist_tbl, n_pairs, n, n * (n - 1) // 2,
@@ -347,17 +551,8 @@ SELECT
         WHEN n = groups THEN error(format(
             'embsql: every group in "{}" has one id (n = G = {}): no within-group degrees of freedom, so SS_W and F are undefined', group_col, n))
         WHEN ss_t <= 0 THEN error('embsql: every distance is 0 (SS_T = 0): R2 and F are undefined')
-        ELSE n
-    END AS n,
-    groups,
-    ss_t,
-    ss_w,
-    greatest(0.0, ss_t - ss_w) AS ss_b,
-    greatest(0.0, ss_t - ss_w) / ss_t AS r2,
-    (groups - 1.0) / (n - 1.0) AS r2_null,
-    CASE WHEN ss_w = 0 THEN 'infinity'::DOUBLE
-         ELSE (greatest(0.0, ss_t - ss_w) / (groups - 1.0)) / (ss_w / (n - groups)) END AS f
-FROM stats;
+        ELSE true
+    END;
 
 -- ---------------------------------------------------------------------------
 -- ICC(1), one-way random effects (S15):
@@ -368,7 +563,7 @@ FROM stats;
 --   * a numeric vector (FLOAT[], DOUBLE[], FLOAT[d], ...): kind 'trace', the same formula with
 --     SS_B and SS_W of the unit vectors, taken from emb__anova (the stated extension).
 -- Scalar vs vector: each path has to *bind* whatever the column's type is.  The value column is
--- read through typed macro overloads (emb__icc_num, emb__icc_vec), which DuckDB resolves by the
+-- read through typed macro overloads (emb__icc_num, and emb__vector of emb__rows), which DuckDB resolves by the
 -- argument's type at bind time: a vector column becomes NULL::DOUBLE for the scalar path and a
 -- number becomes NULL::DOUBLE[] for the vector path.  The vector path hands emb__anova a CTE
 -- (__emb_icc_vsrc) in which the value column keeps its name but has type DOUBLE[]; that CTE is
@@ -377,44 +572,47 @@ FROM stats;
 -- ---------------------------------------------------------------------------
 
 -- The value as DOUBLE for the scalar path (NULL for any other type).
-CREATE OR REPLACE MACRO emb__icc_num(x DOUBLE) AS x,
+CREATE OR REPLACE TEMP MACRO emb__icc_num(x DOUBLE) AS x,
     (x BOOLEAN) AS x::INTEGER::DOUBLE,
     (x) AS NULL::DOUBLE;
 
--- The value as DOUBLE[] for the vector path (NULL for any other type).
-CREATE OR REPLACE MACRO emb__icc_vec(x DOUBLE[]) AS x,
-    (x DOUBLE) AS NULL::DOUBLE[],
-    (x BOOLEAN) AS NULL::DOUBLE[],
-    (x) AS NULL::DOUBLE[];
-
 -- 'scalar', 'trace' or NULL (unsupported) from a type name as typeof() spells it.
-CREATE OR REPLACE MACRO emb__icc_kind(type_name) AS
+CREATE OR REPLACE TEMP MACRO emb__icc_kind(type_name) AS
     CASE
         WHEN type_name = 'BOOLEAN'
           OR regexp_full_match(type_name, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\))')
             THEN 'scalar'
-        WHEN regexp_full_match(type_name, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\))\[\d*\]')
-            THEN 'trace'
+        WHEN emb__is_vector_type(type_name) THEN 'trace'
     END;
 
-CREATE OR REPLACE MACRO emb__icc(tbl, group_col, value_col, by_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__icc(tbl, group_col, value_col, by_col) AS TABLE
 WITH __emb_icc_meta AS (
     -- column counts (1 = missing, see 00_conventions) and the value column's type
     SELECT
         len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) AS __emb_gcols,
         len(list_value(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_vcols,
+        len(list_value(*COLUMNS(lambda c: c IN (by_col, '__emb_null')))) AS __emb_bycols,
         typeof(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_type,
         emb__icc_kind(typeof(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null'))))) AS __emb_kind
     FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true
 ),
 __emb_icc_rows AS (
-    SELECT
-        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
-        CASE WHEN by_col IS NULL THEN NULL
-             ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
-        coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g,
-        emb__icc_num(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_x
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
+    -- the label rule of emb__rows (NULL and NaN refused, -0.0 is 0.0), once the column exists
+    SELECT * EXCLUDE (__emb_g0),
+        CASE WHEN (SELECT __emb_gcols FROM __emb_icc_meta) = 1
+                 THEN error(format('embsql: group column "{}" not found in {}', group_col, tbl))
+             WHEN by_col IS NOT NULL AND (SELECT __emb_bycols FROM __emb_icc_meta) = 1
+                 THEN error(format('embsql: by column "{}" not found in {}', by_col, tbl))
+             ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
+        END AS __emb_g
+    FROM (
+        SELECT
+            COLUMNS(lambda c: c IN (by_col, '__emb_all')),
+            coalesce(*COLUMNS(lambda c: c IN (by_col, '__emb_null'))) AS __emb_b,
+            coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
+            emb__icc_num(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_x
+        FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
+    )
 ),
 __emb_icc_dev AS (
     -- two passes: deviations from the group mean and of the group mean from the grand mean
@@ -425,7 +623,7 @@ __emb_icc_dev AS (
 ),
 __emb_icc_per_group AS (
     SELECT
-        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g,
+        COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g,
         count(*) AS __emb_rows,
         count(*) FILTER (__emb_x IS NULL) AS __emb_nnull,  -- all rows for a vector column (unused),
         count(*) FILTER (isnan(__emb_x)) AS __emb_nnan,
@@ -437,30 +635,28 @@ __emb_icc_per_group AS (
     FROM __emb_icc_dev
     GROUP BY ALL
 ),
+-- every check is a filter (never pruned, whatever columns a query reads)
 __emb_icc_checked_groups AS (
-    SELECT * EXCLUDE (__emb_rows),
-        CASE
+    SELECT * EXCLUDE (__emb_rows), __emb_rows AS __emb_n_g
+    FROM __emb_icc_per_group, __emb_icc_meta m
+    WHERE CASE
             WHEN m.__emb_gcols = 1 THEN error(format('embsql: group column "{}" not found in {}', group_col, tbl))
             WHEN m.__emb_vcols = 1 THEN error(format('embsql: value column "{}" not found in {}', value_col, tbl))
             WHEN m.__emb_kind IS NULL THEN error(format(
                 'embsql: value column "{}" has type {}: ICC needs a numeric or BOOLEAN column, or a numeric vector column (FLOAT[], DOUBLE[], FLOAT[d])',
                 value_col, m.__emb_type))
-            WHEN __emb_g IS NULL THEN error(format(
-                'embsql: group column "{}" has {} NULL label(s){}', group_col, __emb_rows,
-                CASE WHEN __emb_b IS NULL THEN '' ELSE format(' (by value {})', __emb_b) END))
             WHEN m.__emb_kind = 'scalar' AND __emb_nnull > 0 THEN error(format(
                 'embsql: value column "{}" has {} NULL value(s) in group ''{}''', value_col, __emb_nnull, __emb_g))
             WHEN m.__emb_kind = 'scalar' AND __emb_nnan > 0 THEN error(format(
                 'embsql: value column "{}" has {} NaN value(s) in group ''{}''', value_col, __emb_nnan, __emb_g))
             WHEN m.__emb_kind = 'scalar' AND __emb_ninf > 0 THEN error(format(
                 'embsql: value column "{}" has {} infinite value(s) in group ''{}''', value_col, __emb_ninf, __emb_g))
-            ELSE __emb_rows
-        END AS __emb_n_g
-    FROM __emb_icc_per_group, __emb_icc_meta m
+            ELSE true
+        END
 ),
 __emb_icc_design AS (
     SELECT
-        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
+        COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
         any_value(__emb_kind) AS __emb_kind,
         sum(__emb_n_g)::BIGINT AS __emb_n0,
         count(*) AS __emb_groups,
@@ -472,33 +668,31 @@ __emb_icc_design AS (
     GROUP BY ALL
 ),
 __emb_icc_checked AS (
-    SELECT * EXCLUDE (__emb_n0),
-        CASE
+    SELECT * EXCLUDE (__emb_n0), __emb_n0 AS __emb_n
+    FROM __emb_icc_design
+    WHERE CASE
             WHEN __emb_groups < 2 THEN error(format(
                 'embsql: group column "{}" has only one group{}: ICC needs at least two',
                 group_col, CASE WHEN __emb_b IS NULL THEN '' ELSE format(' for by value {}', __emb_b) END))
             WHEN __emb_n0 = __emb_groups THEN error(format(
                 'embsql: every group in "{}" has one row (n = G = {}{}): no within-group degrees of freedom, so MS_W and ICC are undefined',
                 group_col, __emb_n0, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END))
-            ELSE __emb_n0
-        END AS __emb_n
-    FROM __emb_icc_design
+            ELSE true
+        END
 ),
 __emb_icc_vsrc AS NOT MATERIALIZED (
     -- the vector path's source: the table with its value column as DOUBLE[] (name kept), and
     -- rows only when the value column is a vector column and every check above passed
     SELECT
         COLUMNS(lambda c: c NOT IN (value_col, '__emb_icc_pad')),
-        emb__icc_vec(COLUMNS(lambda c: c IN (value_col, '__emb_icc_pad')))
+        emb__vector(COLUMNS(lambda c: c IN (value_col, '__emb_icc_pad')))
     FROM (SELECT *, NULL::DOUBLE[] AS __emb_icc_pad FROM query_table(tbl))
     WHERE (SELECT bool_and(__emb_n > 0 AND __emb_kind = 'trace') FROM __emb_icc_checked)
 ),
 __emb_icc_trace AS (
     SELECT
-        CASE WHEN by_col IS NULL THEN NULL
-             ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
-        n AS __emb_tn, groups AS __emb_tgroups, ss_b AS __emb_tss_b, ss_w AS __emb_tss_w
-    FROM emb__anova('__emb_icc_vsrc', group_col, value_col, by_col)
+        __emb_b, n AS __emb_tn, groups AS __emb_tgroups, ss_b AS __emb_tss_b, ss_w AS __emb_tss_w
+    FROM emb__decomposition('__emb_icc_vsrc', group_col, value_col, by_col, true)
 ),
 __emb_icc_stats AS (
     SELECT
@@ -517,14 +711,8 @@ __emb_icc_mean_squares AS (
     FROM __emb_icc_stats
 )
 SELECT
-    COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
-    CASE
-        WHEN (__emb_kind = 'scalar' AND __emb_all_equal)
-          OR NOT (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w > 0) THEN error(format(
-            'embsql: all {} values in "{}" are equal (MS_B + (n0-1) MS_W = 0{}): ICC is undefined',
-            __emb_n, value_col, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END))
-        ELSE (__emb_ms_b - __emb_ms_w) / (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w)
-    END AS icc,
+    COLUMNS(lambda c: c IN (by_col, '__emb_all')),
+    (__emb_ms_b - __emb_ms_w) / (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w) AS icc,
     __emb_nn0 AS n0,
     __emb_ms_b AS ms_b,
     __emb_ms_w AS ms_w,
@@ -532,13 +720,22 @@ SELECT
     __emb_groups AS groups,
     __emb_n AS n,
     __emb_kind AS kind
-FROM __emb_icc_mean_squares
+-- one row with NULLs when there are no rows (read once, so nothing is computed twice)
+FROM (SELECT 1) LEFT JOIN __emb_icc_mean_squares ON true
+WHERE CASE
+    WHEN __emb_n IS NULL THEN emb__no_rows_error(tbl)
+    WHEN (__emb_kind = 'scalar' AND __emb_all_equal)
+      OR NOT (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w > 0) THEN error(format(
+        'embsql: all {} values in "{}" are equal (MS_B + (n0-1) MS_W = 0{}): ICC is undefined',
+        __emb_n, value_col, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END))
+    ELSE true
+END
 ORDER BY __emb_b;
 
-CREATE OR REPLACE MACRO emb_icc(tbl, group_col, value_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_icc(tbl, group_col, value_col) AS TABLE
     (SELECT * EXCLUDE (__emb_all) FROM emb__icc(tbl, group_col, value_col, NULL)),
     (tbl, group_col, value_col, "by") AS TABLE
-    (SELECT * FROM emb__icc(tbl, group_col, value_col, "by"));
+    (SELECT * EXCLUDE (__emb_all) FROM emb__icc(tbl, group_col, value_col, "by"));
 
 -- ---------------------------------------------------------------------------
 -- Power (S19): groups needed to detect a correlation rho between a per-group figure (W_g)
@@ -550,7 +747,7 @@ CREATE OR REPLACE MACRO emb_icc(tbl, group_col, value_col) AS TABLE
 -- The standard normal quantile: Wichura's algorithm AS241 (PPND16, Applied Statistics 37,
 -- 1988), relative accuracy about 1e-16.  Split into helpers because a macro has no variables.
 -- A(r)/B(r): for |q| <= 0.425 with q = p - 0.5, z = q A(r)/B(r) where r = 0.180625 - q^2
-CREATE OR REPLACE MACRO emb__ppnd16_central(r) AS
+CREATE OR REPLACE TEMP MACRO emb__ppnd16_central(r) AS
     (((((((r * 2509.0809287301226727e0 + 33430.575583588128105e0) * r + 67265.770927008700853e0)
         * r + 45921.953931549871457e0) * r + 13731.693765509461125e0)
         * r + 1971.5909503065514427e0) * r + 133.14166789178437745e0)
@@ -561,7 +758,7 @@ CREATE OR REPLACE MACRO emb__ppnd16_central(r) AS
         * r + 1.0e0);
 
 -- C(s)/D(s): the tails, r = sqrt(-ln(min(p, 1-p))) <= 5, s = r - 1.6; z = +-C(s)/D(s)
-CREATE OR REPLACE MACRO emb__ppnd16_near(s) AS
+CREATE OR REPLACE TEMP MACRO emb__ppnd16_near(s) AS
     (((((((s * 7.7454501427834140764e-4 + 0.0227238449892691845833e0) * s + 0.24178072517745061177e0)
         * s + 1.27045825245236838258e0) * s + 3.64784832476320460504e0)
         * s + 5.7694972214606914055e0) * s + 4.6303378461565452959e0)
@@ -572,7 +769,7 @@ CREATE OR REPLACE MACRO emb__ppnd16_near(s) AS
         * s + 1.0e0);
 
 -- E(s)/F(s): the far tails (p or 1-p below about 1e-11), r > 5, s = r - 5
-CREATE OR REPLACE MACRO emb__ppnd16_far(s) AS
+CREATE OR REPLACE TEMP MACRO emb__ppnd16_far(s) AS
     (((((((s * 2.01033439929228813265e-7 + 2.71155556874348757815e-5) * s + 0.0012426609473880784386e0)
         * s + 0.026532189526576123093e0) * s + 0.29656057182850489123e0)
         * s + 1.7848265399172913358e0) * s + 5.4637849111641143699e0)
@@ -582,7 +779,7 @@ CREATE OR REPLACE MACRO emb__ppnd16_far(s) AS
         * s + 0.13692988092273580531e0) * s + 0.59983220655588793769e0)
         * s + 1.0e0);
 
-CREATE OR REPLACE MACRO emb__ppnd16(p) AS
+CREATE OR REPLACE TEMP MACRO emb__ppnd16(p) AS
     CASE
         WHEN abs(p - 0.5e0) <= 0.425e0
             THEN (p - 0.5e0) * emb__ppnd16_central(0.180625e0 - (p - 0.5e0) * (p - 0.5e0))
@@ -592,7 +789,7 @@ CREATE OR REPLACE MACRO emb__ppnd16(p) AS
         ELSE emb__ppnd16_far(sqrt(-ln(1.0e0 - p)) - 5.0e0)
     END;
 
-CREATE OR REPLACE MACRO emb_normal_quantile(p) AS
+CREATE OR REPLACE TEMP MACRO emb_normal_quantile(p) AS
     CASE
         WHEN p IS NULL THEN NULL::DOUBLE
         WHEN NOT (p::DOUBLE > 0 AND p::DOUBLE < 1) THEN error(format(
@@ -601,7 +798,7 @@ CREATE OR REPLACE MACRO emb_normal_quantile(p) AS
     END;
 
 -- The checks shared by both power macros; what names the failing argument and value.
-CREATE OR REPLACE MACRO emb__power_check(alpha, power) AS
+CREATE OR REPLACE TEMP MACRO emb__power_check(alpha, power) AS
     CASE
         WHEN alpha IS NULL OR NOT (alpha::DOUBLE > 0 AND alpha::DOUBLE < 1) THEN error(format(
             'embsql: alpha must be in (0, 1), got alpha = {}', coalesce(alpha::VARCHAR, 'NULL')))
@@ -610,7 +807,9 @@ CREATE OR REPLACE MACRO emb__power_check(alpha, power) AS
         ELSE emb_normal_quantile(1.0 - alpha::DOUBLE / 2.0) + emb_normal_quantile(power::DOUBLE)
     END;
 
-CREATE OR REPLACE MACRO emb_power_groups(rho, alpha := 0.05, power := 0.8) AS TABLE
+-- In both table macros the checked figure is also a filter, so the checks hold whatever columns a
+-- query reads (a column that is not read is pruned, a filter never is).
+CREATE OR REPLACE TEMP MACRO emb_power_groups(rho, alpha := 0.05, power := 0.8) AS TABLE
 SELECT
     __emb_g AS groups_exact,
     ceil(__emb_g)::BIGINT AS groups,
@@ -624,9 +823,11 @@ FROM (
                 'embsql: rho must be in (0, 1), got rho = {}', coalesce(rho::VARCHAR, 'NULL')))
             ELSE pow(emb__power_check(alpha, power) / atanh(rho::DOUBLE), 2) + 3.0
         END AS __emb_g
-);
+)
+WHERE __emb_g IS NOT NULL;
 
-CREATE OR REPLACE MACRO emb_power_rho(groups, alpha := 0.05, power := 0.8) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_power_rho(groups, alpha := 0.05, power := 0.8) AS TABLE
+SELECT * FROM (
 SELECT
     CASE
         WHEN groups IS NULL OR NOT (groups::DOUBLE > 3 AND groups::DOUBLE < 'infinity'::DOUBLE)
@@ -636,7 +837,9 @@ SELECT
     END AS rho,
     groups::BIGINT AS groups,
     alpha::DOUBLE AS alpha,
-    power::DOUBLE AS power;
+    power::DOUBLE AS power
+)
+WHERE rho IS NOT NULL;
 
 -- ---------------------------------------------------------------------------
 -- Retrieval margins (S20, S21) and the retrieval summary, in plain SQL.
@@ -661,7 +864,7 @@ SELECT
 -- Roles name the columns in messages (qid, group, positive, vector; doc_id, doc_group,
 -- doc_vector).  A NULL level_col or positive_col means the caller does not use that column;
 -- need_group says whether the group column must exist and be non-NULL.
-CREATE OR REPLACE MACRO emb__retrieval_rows(tbl, what, id_col, id_role, group_col, group_role, need_group,
+CREATE OR REPLACE TEMP MACRO emb__retrieval_rows(tbl, what, id_col, id_role, group_col, group_role, need_group,
                                             level_col, positive_col, vector_col, vector_role, model_col) AS TABLE
 WITH meta AS (
     SELECT
@@ -670,7 +873,8 @@ WITH meta AS (
         len(list_value(*COLUMNS(lambda c: c IN (level_col, '__emb_null')))) AS __emb_lcols,
         len(list_value(*COLUMNS(lambda c: c IN (positive_col, '__emb_null')))) AS __emb_pcols,
         len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) AS __emb_vcols,
-        len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))) AS __emb_mcols
+        len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))) AS __emb_mcols,
+        typeof(coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) AS __emb_vtype
     FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true
 ),
 raw AS (
@@ -679,75 +883,89 @@ raw AS (
         coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null'))) AS __emb_b,
         coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null'))) AS __emb_q,
         coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null')))::VARCHAR AS __emb_k,
-        coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g,
+        coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
         coalesce(*COLUMNS(lambda c: c IN (level_col, '__emb_null'))) AS __emb_l,
         coalesce(*COLUMNS(lambda c: c IN (positive_col, '__emb_null')))::VARCHAR AS __emb_p,
-        coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv')))::DOUBLE[] AS __emb_v,
+        -- the vector column as DOUBLE[] (see emb__rows)
+        emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector_col, '__emb_null'))), 1)) AS __emb_v,
         row_number() OVER () - 1 AS __emb_row
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(tbl))
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
 ),
 classified AS (
-    SELECT *,
-        -- squared norm in double precision; list_dot_product raises on a NULL element, and TRY()
-        -- then gives NULL for the chunk, so only those rows take the slow exact way
-        coalesce(TRY(list_dot_product(__emb_v, __emb_v)),
-                 CASE WHEN list_count(__emb_v) = len(__emb_v) THEN list_sum(list_transform(__emb_v, lambda x: x * x)) END)
-            AS __emb_nrm2,
+    SELECT * EXCLUDE (__emb_g0),
+        -- the label rule of emb__rows (NaN refused, -0.0 is 0.0); a NULL label is checked below
+        CASE WHEN __emb_g0 IS NOT NULL
+             THEN emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, group_role) END AS __emb_g,
+        emb__norm2(__emb_v) AS __emb_nrm2,
         count(*) OVER (PARTITION BY __emb_b, __emb_k) AS __emb_dup
     FROM raw
+),
+scaled AS (
+    SELECT *, emb__norm_scale(__emb_v, __emb_nrm2) AS __emb_scale FROM classified
+),
+judged AS (
+    SELECT *, emb__unusable(__emb_v, __emb_nrm2, __emb_scale) AS __emb_bad FROM scaled
+),
+normed AS (
+    -- 1 / ||v|| for the few vectors whose squared norm needed scaling (see emb__norm_scale)
+    SELECT *, CASE WHEN __emb_bad IS NULL AND __emb_scale IS NOT NULL
+                   THEN emb__inverse_norm(__emb_v, __emb_nrm2, __emb_scale) END AS __emb_inv
+    FROM judged
 )
-SELECT c.* EXCLUDE (__emb_nrm2, __emb_dup, __emb_row), m.__emb_gcols,
-    CASE
-        WHEN m.__emb_icols = 1 THEN error(format('embsql: {} column "{}" not found in {}', id_role, id_col, tbl))
-        WHEN positive_col IS NOT NULL AND m.__emb_pcols = 1
-            THEN error(format('embsql: positive column "{}" not found in {}', positive_col, tbl))
-        WHEN m.__emb_vcols = 1 THEN error(format('embsql: {} column "{}" not found in {}', vector_role, vector_col, tbl))
-        WHEN need_group AND m.__emb_gcols = 1
-            THEN error(format('embsql: {} column "{}" not found in {}', group_role, group_col, tbl))
-        WHEN level_col IS NOT NULL AND m.__emb_lcols = 1
-            THEN error(format('embsql: level column "{}" not found in {}', level_col, tbl))
-        WHEN model_col IS NOT NULL AND m.__emb_mcols = 1
-            THEN error(format('embsql: model column "{}" not found in {}', model_col, tbl))
-        WHEN model_col IS NOT NULL AND __emb_b IS NULL
-            THEN error(format('embsql: {} {}: model column "{}" is NULL at row {}', what, tbl, model_col, __emb_row))
-        WHEN __emb_q IS NULL
-            THEN error(format('embsql: {} {}: {} column "{}" is NULL at row {}', what, tbl, id_role, id_col, __emb_row))
-        WHEN positive_col IS NOT NULL AND __emb_p IS NULL
-            THEN error(format('embsql: {} {}: positive column "{}" is NULL at row {} ({} ''{}'')',
-                              what, tbl, positive_col, __emb_row, id_role, __emb_q))
-        WHEN need_group AND __emb_g IS NULL
-            THEN error(format('embsql: {} {}: {} column "{}" is NULL at row {} ({} ''{}'')',
-                              what, tbl, group_role, group_col, __emb_row, id_role, __emb_q))
-        WHEN level_col IS NOT NULL AND __emb_l IS NULL
-            THEN error(format('embsql: {} {}: level column "{}" is NULL at row {} ({} ''{}'')',
-                              what, tbl, level_col, __emb_row, id_role, __emb_q))
-        WHEN __emb_dup > 1
-            THEN error(format('embsql: {} {}: {} column "{}" has ''{}'' more than once; each {} must identify one row',
-                              what, tbl, id_role, id_col, __emb_q, id_role))
-        ELSE __emb_row
-    END AS __emb_row,
+SELECT c.* EXCLUDE (__emb_nrm2, __emb_dup, __emb_scale, __emb_bad, __emb_inv), m.__emb_gcols,
     -- the unit vector (only the plain-SQL margins read it; the UDFs check vectors in Python)
-    CASE
-        WHEN __emb_v IS NULL OR __emb_nrm2 IS NULL OR isnan(__emb_nrm2) OR isinf(__emb_nrm2) OR __emb_nrm2 = 0
-            THEN error(format('embsql: {} {}: {} column "{}" has a {} vector at row {} ({} ''{}''); vectors must be non-NULL, finite and of non-zero length',
-                              what, tbl, vector_role, vector_col,
-                              CASE WHEN __emb_v IS NULL THEN 'NULL' WHEN __emb_nrm2 IS NULL THEN 'NULL-element'
-                                   WHEN isnan(__emb_nrm2) THEN 'NaN' WHEN isinf(__emb_nrm2) THEN 'infinite'
-                                   ELSE 'zero-length' END, __emb_row, id_role, __emb_q))
-        ELSE list_transform(__emb_v, lambda x: x / sqrt(__emb_nrm2))
+    CASE WHEN __emb_bad IS NOT NULL THEN NULL
+         WHEN __emb_scale IS NULL THEN list_transform(__emb_v, lambda x: x / sqrt(__emb_nrm2))
+         ELSE list_transform(__emb_v, lambda x: x * __emb_inv)
     END AS __emb_z
-FROM classified c, meta m;
+FROM normed c, meta m
+-- every check is a filter, so it holds whatever columns a query reads
+WHERE CASE
+    WHEN m.__emb_icols = 1 THEN error(format('embsql: {} column "{}" not found in {}', id_role, id_col, tbl))
+    WHEN positive_col IS NOT NULL AND m.__emb_pcols = 1
+        THEN error(format('embsql: positive column "{}" not found in {}', positive_col, tbl))
+    WHEN m.__emb_vcols = 1 THEN error(format('embsql: {} column "{}" not found in {}', vector_role, vector_col, tbl))
+    WHEN NOT emb__is_vector_type(m.__emb_vtype) THEN error(format(
+        'embsql: {} column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d])',
+        vector_role, vector_col, tbl, m.__emb_vtype))
+    WHEN need_group AND m.__emb_gcols = 1
+        THEN error(format('embsql: {} column "{}" not found in {}', group_role, group_col, tbl))
+    WHEN level_col IS NOT NULL AND m.__emb_lcols = 1
+        THEN error(format('embsql: level column "{}" not found in {}', level_col, tbl))
+    WHEN model_col IS NOT NULL AND m.__emb_mcols = 1
+        THEN error(format('embsql: model column "{}" not found in {}', model_col, tbl))
+    WHEN model_col IS NOT NULL AND __emb_b IS NULL
+        THEN error(format('embsql: {} {}: model column "{}" is NULL at row {}', what, tbl, model_col, __emb_row))
+    WHEN __emb_q IS NULL
+        THEN error(format('embsql: {} {}: {} column "{}" is NULL at row {}', what, tbl, id_role, id_col, __emb_row))
+    WHEN positive_col IS NOT NULL AND __emb_p IS NULL
+        THEN error(format('embsql: {} {}: positive column "{}" is NULL at row {} ({} ''{}'')',
+                          what, tbl, positive_col, __emb_row, id_role, __emb_q))
+    WHEN need_group AND __emb_g IS NULL
+        THEN error(format('embsql: {} {}: {} column "{}" is NULL at row {} ({} ''{}'')',
+                          what, tbl, group_role, group_col, __emb_row, id_role, __emb_q))
+    WHEN level_col IS NOT NULL AND __emb_l IS NULL
+        THEN error(format('embsql: {} {}: level column "{}" is NULL at row {} ({} ''{}'')',
+                          what, tbl, level_col, __emb_row, id_role, __emb_q))
+    WHEN __emb_dup > 1
+        THEN error(format('embsql: {} {}: {} column "{}" has ''{}'' more than once; each {} must identify one row',
+                          what, tbl, id_role, id_col, __emb_q, id_role))
+    WHEN __emb_bad IS NOT NULL
+        THEN error(format('embsql: {} {}: {} column "{}" has a {} vector at row {} ({} ''{}''); vectors must be non-NULL, finite and of non-zero length',
+                          what, tbl, vector_role, vector_col, __emb_bad, __emb_row, id_role, __emb_q))
+    ELSE true
+END;
 
-CREATE OR REPLACE MACRO emb__margin_queries(queries, qid_col, group_col, positive_col, vector_col, model_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__margin_queries(queries, qid_col, group_col, positive_col, vector_col, model_col) AS TABLE
 FROM emb__retrieval_rows(queries, 'queries', qid_col, 'qid', group_col, 'group', false, NULL, positive_col,
                          vector_col, 'vector', model_col);
 
-CREATE OR REPLACE MACRO emb__margin_docs(docs, doc_id_col, doc_group_col, doc_vector_col, model_col, need_group) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__margin_docs(docs, doc_id_col, doc_group_col, doc_vector_col, model_col, need_group) AS TABLE
 FROM emb__retrieval_rows(docs, 'docs', doc_id_col, 'doc_id', doc_group_col, 'doc_group', need_group, NULL, NULL,
                          doc_vector_col, 'doc_vector', model_col);
 
 -- Per query (plus the model column, __emb_b, __emb_g = paraphrase group, __emb_gcols): the margins.
-CREATE OR REPLACE MACRO emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col,
+CREATE OR REPLACE TEMP MACRO emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col,
                                      doc_id_col, doc_group_col, doc_vector_col, model_col) AS TABLE
 WITH q AS MATERIALIZED (
     FROM emb__margin_queries(queries, qid_col, group_col, positive_col, vector_col, model_col)
@@ -770,7 +988,12 @@ checked_docs AS (
 ),
 positives AS (
     SELECT q.*, p.__emb_g AS __emb_pg,
-        CASE
+        list_dot_product(q.__emb_z, p.__emb_z) AS __emb_spos,
+        list_distance(q.__emb_z, p.__emb_z) ** 2 AS __emb_dpos2,
+        2.0 * (len(q.__emb_z) + 4) * 2.220446049250313e-16 AS __emb_tol
+    FROM q LEFT JOIN d p ON q.__emb_b IS NOT DISTINCT FROM p.__emb_b AND q.__emb_p = p.__emb_k
+    -- the checks are filters, so they hold whatever columns a query reads
+    WHERE CASE
             WHEN scope IS NULL OR scope NOT IN ('corpus', 'group') THEN error(format(
                 'embsql: scope must be ''corpus'' or ''group'', not {}', coalesce('''' || scope || '''', 'NULL')))
             WHEN q.__emb_b NOT IN (SELECT __emb_b FROM d) THEN error(format(
@@ -782,11 +1005,8 @@ positives AS (
                 'embsql: query vectors ("{}") have dimension {} but document vectors ("{}") have dimension {}{}; queries and documents must be embedded by the same model',
                 vector_col, len(q.__emb_z), doc_vector_col, len(p.__emb_z),
                 CASE WHEN q.__emb_b IS NULL THEN '' ELSE format(' (model {})', q.__emb_b) END))
-            ELSE list_dot_product(q.__emb_z, p.__emb_z)
-        END AS __emb_spos,
-        list_distance(q.__emb_z, p.__emb_z) ** 2 AS __emb_dpos2,
-        2.0 * (len(q.__emb_z) + 4) * 2.220446049250313e-16 AS __emb_tol
-    FROM q LEFT JOIN d p ON q.__emb_b IS NOT DISTINCT FROM p.__emb_b AND q.__emb_p = p.__emb_k
+            ELSE true
+        END
 ),
 pairs AS (
     SELECT q.__emb_row, list_dot_product(q.__emb_z, x.__emb_z) AS s, x.__emb_z AS z
@@ -802,14 +1022,14 @@ best AS (
     GROUP BY p.__emb_row
 ),
 joined AS (
-    SELECT q.* EXCLUDE (__emb_v), b.s_neg, b.higher, b.ties,
-        CASE WHEN b.__emb_row IS NULL THEN error(format(
-                 'embsql: query {}{}: scope ''{}'' leaves it no distractor (its positive {} is the only document{})',
-                 q.__emb_q, CASE WHEN q.__emb_b IS NULL THEN '' ELSE format(' (model {})', q.__emb_b) END, scope, q.__emb_p,
-                 CASE WHEN scope = 'group' THEN format(' of group {}', q.__emb_pg) ELSE '' END))
-             ELSE list_distance(q.__emb_z, b.z_neg) ** 2 END AS __emb_dneg2
+    SELECT q.* EXCLUDE (__emb_v), b.s_neg, b.higher, b.ties, list_distance(q.__emb_z, b.z_neg) ** 2 AS __emb_dneg2
     FROM positives q LEFT JOIN best b ON q.__emb_row = b.__emb_row, checked_docs
-    WHERE checked_docs.__emb_n >= 0
+    WHERE checked_docs.__emb_n >= 0 AND CASE
+        WHEN b.__emb_row IS NULL THEN error(format(
+            'embsql: query {}{}: scope ''{}'' leaves it no distractor (its positive {} is the only document{})',
+            q.__emb_q, CASE WHEN q.__emb_b IS NULL THEN '' ELSE format(' (model {})', q.__emb_b) END, scope, q.__emb_p,
+            CASE WHEN scope = 'group' THEN format(' of group {}', q.__emb_pg) ELSE '' END))
+        ELSE true END
 )
 SELECT
     COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b, __emb_g, __emb_gcols, __emb_row,
@@ -824,7 +1044,7 @@ SELECT
     ties
 FROM joined;
 
-CREATE OR REPLACE MACRO emb_margins(queries, docs, scope := 'corpus', qid_col := 'qid', group_col := 'group',
+CREATE OR REPLACE TEMP MACRO emb_margins(queries, docs, scope := 'corpus', qid_col := 'qid', group_col := 'group',
                                     level_col := NULL, positive_col := 'positive', vector_col := 'vector',
                                     doc_id_col := 'doc_id', doc_group_col := 'group', doc_vector_col := 'vector',
                                     model_col := NULL) AS TABLE
@@ -836,18 +1056,19 @@ ORDER BY __emb_b, qid;
 -- Per model: top-1, recall@k, MRR, mean and quantiles of m, and cluster-jackknife SEs over the
 -- paraphrase groups: theta_(-g) = (sum - sum_g)/(n - n_g), SE = sqrt((G-1)/G sum_g (theta_(-g) - mean)^2)
 -- = sqrt((G - 1) var_pop(theta_(-g))).
-CREATE OR REPLACE MACRO emb_retrieval_summary(queries, docs, scope := 'corpus', qid_col := 'qid',
+CREATE OR REPLACE TEMP MACRO emb_retrieval_summary(queries, docs, scope := 'corpus', qid_col := 'qid',
                                               group_col := 'group', level_col := NULL, positive_col := 'positive',
                                               vector_col := 'vector', doc_id_col := 'doc_id',
                                               doc_group_col := 'group', doc_vector_col := 'vector',
                                               model_col := NULL) AS TABLE
 WITH r AS (
-    SELECT * EXCLUDE (__emb_g),
-        CASE WHEN __emb_gcols = 1 THEN error(format('embsql: group column "{}" not found in {}', group_col, queries))
-             WHEN __emb_g IS NULL THEN error(format('embsql: queries {}: group column "{}" is NULL (qid {})', queries, group_col, qid))
-             ELSE __emb_g END AS __emb_g
+    SELECT *
     FROM emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col, doc_id_col, doc_group_col,
                       doc_vector_col, model_col)
+    -- a filter, so the check holds whatever columns a query reads
+    WHERE CASE WHEN __emb_gcols = 1 THEN error(format('embsql: group column "{}" not found in {}', group_col, queries))
+               WHEN __emb_g IS NULL THEN error(format('embsql: queries {}: group column "{}" is NULL (qid {})', queries, group_col, qid))
+               ELSE true END
 ),
 per_group AS (
     SELECT __emb_b, __emb_g, count(*)::DOUBLE AS n, sum(top1::INTEGER) AS t1, sum((rank <= 5)::INTEGER) AS r5,

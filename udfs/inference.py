@@ -47,6 +47,13 @@ def _labels(labels: list, column: str, sql_type: str | None) -> np.ndarray:
     return out
 
 
+def _position(position: dict, item) -> int:
+    """Where id ``item`` of the distance table is among the labelled ids (an embsql error if nowhere)."""
+    if item not in position:
+        raise EmbsqlError(f"id {item} in the distance table has no label in the labels table")
+    return position[item]
+
+
 def _row(test, statistic: str) -> dict:
     return {"statistic": test.statistic, "p_value": test.p_value, "permutations": test.permutations,
             "method": test.method, "statistic_name": statistic, "w_d": test.statistic if statistic == "welch" else None}
@@ -83,8 +90,8 @@ def emb__permanova_dist_test(first, second, distance, ids, labels, strata, permu
             id_list = _scalar(ids, row)
             position = {item: k for k, item in enumerate(id_list)}
             squared = np.zeros((len(id_list), len(id_list)))
-            a = np.fromiter((position[x] for x in _scalar(first, row)), np.int64)
-            b = np.fromiter((position[x] for x in _scalar(second, row)), np.int64)
+            a = np.fromiter((_position(position, x) for x in _scalar(first, row)), np.int64)
+            b = np.fromiter((_position(position, x) for x in _scalar(second, row)), np.int64)
             d = np.asarray(_scalar(distance, row), dtype=float)
             squared[a, b] = squared[b, a] = d * d
             blocks = np.asarray(_scalar(strata, row), dtype=object) if _scalar(use_strata, row) else None

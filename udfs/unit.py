@@ -23,13 +23,28 @@ def emb_unit(vectors: pa.Array) -> pa.Array:
     lengths = np.diff(np.asarray(vectors.offsets))
     flat = np.asarray(vectors.flatten().to_numpy(zero_copy_only=False), dtype=np.float64)
     row = np.repeat(np.arange(len(lengths)), lengths)
-    norms = np.sqrt(np.bincount(row, weights=flat * flat, minlength=len(lengths)))
+    with np.errstate(over="ignore", under="ignore"):  # out-of-range rows are rescaled just below
+        norms = np.sqrt(np.bincount(row, weights=flat * flat, minlength=len(lengths)))
+    _rescale_out_of_range(norms, flat, np.asarray(vectors.offsets))
     bad = ~np.isfinite(norms) | (norms == 0)
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
         raise ValueError(f"embsql: emb_unit cannot scale vector {first} of this chunk to unit length "
                          f"(its norm is {norms[first]})")
     return pa.ListArray.from_arrays(vectors.offsets, pa.array(flat / norms[row]))
+
+
+def _rescale_out_of_range(norms: np.ndarray, flat: np.ndarray, offsets: np.ndarray) -> None:
+    """Recompute, in place, the norms whose squares overflowed or underflowed (1e200 * x, 1e-160 * x).
+
+    Such a norm is max|x| * ||x / max|x|||, whose squares are in range; NaN and infinite
+    coordinates keep their NaN or infinite norm.  Only the few rows out of range are looped over.
+    """
+    for i in np.flatnonzero(~((norms >= 1e-135) & (norms <= 1e150))):
+        segment = flat[offsets[i]:offsets[i + 1]]
+        scale = np.max(np.abs(segment)) if len(segment) else 0.0
+        if np.isfinite(scale) and scale > 0:
+            norms[i] = scale * np.sqrt(np.sum((segment / scale) ** 2))
 
 
 # name, kernel, parameter types, return type (DuckDB type strings); see embsql.registration

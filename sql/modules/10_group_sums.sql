@@ -1,58 +1,161 @@
 -- ---------------------------------------------------------------------------
--- Row stage: select the group, vector and by columns; classify each vector.
--- One row per input row.  __emb_bad is NULL for a usable vector, else a word.
--- __emb_x carries one more column when extra_col names one (strata for permutations).
+-- Shared rules, as scalar macros (each lives here once).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE MACRO emb__rows(tbl, group_col, vector_col, by_col, extra_col) AS TABLE
+
+-- The smallest root-mean-square spread of unit vectors that float64 resolves: sqrt(eps), squared.
+-- Normalising a vector rounds each coordinate to about eps, so a sum of squares SS over n unit
+-- vectors with SS / n below eps is rounding noise (the same threshold as embsql/precision.py).
+CREATE OR REPLACE TEMP MACRO emb__resolution2() AS pow(sqrt(2.220446049250313e-16), 2);
+
+-- The refusal when SS_T (what = 'the vectors', undefined 'R² and F') or SS_W (what = 'the vectors
+-- within each group', undefined 'F') is below that resolution; model is the by value or NULL.
+CREATE OR REPLACE TEMP MACRO emb__precision_error(what, model, ss, n, undefined) AS error(format(
+    'embsql: {}{} are identical to within floating-point precision (root-mean-square spread {:.2g} < {:.2g}); {} {} undefined',
+    what,
+    CASE WHEN model IS NULL THEN ''
+         WHEN typeof(model) = 'VARCHAR' THEN format(' of model ''{}''', model)
+         ELSE format(' of model {}', model) END,
+    sqrt(greatest(ss, 0.0) / n), sqrt(emb__resolution2()), undefined,
+    CASE WHEN undefined LIKE '% and %' THEN 'are' ELSE 'is' END));
+
+CREATE OR REPLACE TEMP MACRO emb__no_rows_error(tbl) AS error(format('embsql: source ''{}'' has no rows', tbl));
+
+-- A label as DOUBLE when it is a number (for the NaN and -0.0 rule below), else NULL.  Typed
+-- overloads resolve by the argument's type at bind time, so any label type binds.
+CREATE OR REPLACE TEMP MACRO emb__label_double(x DOUBLE) AS x, (x) AS NULL::DOUBLE;
+
+-- The one rule for group labels (as embsql/labels.py): a NULL or NaN label is an error naming the
+-- column, and -0.0 is 0.0 (the literal '0' takes the label's own type).  x_double is
+-- emb__label_double(x), computed by the caller (a scalar macro cannot call a typed one in the CLI),
+-- place is '' or says where the label is (' for id 7').
+CREATE OR REPLACE TEMP MACRO emb__label(x, x_double, column_name, role, place := '') AS
+    CASE
+        WHEN x IS NULL THEN error(format(
+            'embsql: {} column "{}" has a NULL label{}; every row needs a label (filter those rows out, or give them one)',
+            role, column_name, place))
+        WHEN typeof(x) IN ('FLOAT', 'DOUBLE') AND isnan(x_double) THEN error(format(
+            'embsql: {} column "{}" has a NaN label{}; every row needs a label (filter those rows out, or give them one)',
+            role, column_name, place))
+        WHEN typeof(x) IN ('FLOAT', 'DOUBLE') AND x_double = 0 THEN '0'
+        ELSE x
+    END;
+
+-- A vector column's value as DOUBLE[] (a fixed-size array becomes a list, FLOAT becomes DOUBLE once
+-- here), or NULL when the column holds something else (its type is then refused by name).
+CREATE OR REPLACE TEMP MACRO emb__vector(x DOUBLE[]) AS x, (x) AS NULL::DOUBLE[];
+
+-- Whether a type name, as typeof() spells it, is a vector of numbers.
+CREATE OR REPLACE TEMP MACRO emb__is_vector_type(type_name) AS
+    regexp_full_match(type_name, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\))\[\d*\]');
+
+-- Squared norm in double precision.  list_dot_product raises on a NULL element, and TRY() then
+-- gives NULL for the whole chunk, so only those rows take the slow exact way.
+CREATE OR REPLACE TEMP MACRO emb__norm2(v) AS
+    coalesce(TRY(list_dot_product(v::DOUBLE[], v::DOUBLE[])),
+             CASE WHEN list_count(v::DOUBLE[]) = len(v::DOUBLE[])
+                  THEN list_sum(list_transform(v::DOUBLE[], lambda x: x * x)) END);
+
+-- The largest |coordinate|, only for a vector whose squared norm leaves the safe range (it
+-- overflowed, like 1e200 * x, or may have lost digits to underflow, like 1e-160 * x); else NULL.
+-- Such a vector is normalised by way of v / scale, whose squares are in range.
+CREATE OR REPLACE TEMP MACRO emb__norm_scale(v, norm2) AS
+    CASE WHEN NOT (norm2 >= 1e-270 AND norm2 <= 1e300)
+         THEN list_max(list_transform(v::DOUBLE[], lambda x: abs(x))) END;
+
+-- NULL for a usable vector, else the word for what is wrong with it.
+CREATE OR REPLACE TEMP MACRO emb__unusable(v, norm2, scale) AS
+    CASE
+        WHEN v IS NULL THEN 'NULL'
+        WHEN norm2 IS NULL THEN 'NULL-element'
+        WHEN isnan(norm2) THEN 'NaN'
+        WHEN isinf(scale) THEN 'infinite'
+        WHEN norm2 = 0 AND scale IS NULL THEN 'zero-length'
+        -- a length below the smallest normal double has no finite reciprocal
+        WHEN NOT (scale >= 2.2250738585072014e-308) THEN 'zero-length'
+    END;
+
+-- 1 / ||v|| for a usable vector, so that v * inv is its unit vector.
+CREATE OR REPLACE TEMP MACRO emb__inverse_norm(v, norm2, scale) AS
+    CASE
+        WHEN scale IS NULL THEN 1.0 / sqrt(norm2)
+        ELSE (1.0 / scale) / sqrt(list_dot_product(list_transform(v::DOUBLE[], lambda x: x / scale),
+                                                   list_transform(v::DOUBLE[], lambda x: x / scale)))
+    END;
+
+-- ---------------------------------------------------------------------------
+-- Row stage: select the group, vector and by columns; classify each vector.
+-- One row per input row.  __emb_bad is NULL for a usable vector, else a word; __emb_inv is then
+-- 1 / ||v||.  __emb_x carries one more column when extra_col names one (strata, items).
+-- Every check of a column or a label raises from __emb_g, which every consumer groups by.
+-- ---------------------------------------------------------------------------
+CREATE OR REPLACE TEMP MACRO emb__rows(tbl, group_col, vector_col, by_col, extra_col) AS TABLE
+-- (nested SELECTs, so that each of the norm steps is computed once per row, not once per use)
+SELECT *, CASE WHEN __emb_bad IS NULL THEN emb__inverse_norm(__emb_v, __emb_nrm2, __emb_scale) END AS __emb_inv
+FROM (
+SELECT *, emb__unusable(__emb_v, __emb_nrm2, __emb_scale) AS __emb_bad
+FROM (
+SELECT *, emb__norm_scale(__emb_v, __emb_nrm2) AS __emb_scale
+FROM (
 SELECT
-    * EXCLUDE (__emb_g0, __emb_gcols, __emb_vcols, __emb_xcols),
+    * EXCLUDE (__emb_g0, __emb_gcols, __emb_vcols, __emb_xcols, __emb_bycols, __emb_vtype),
     CASE
         WHEN __emb_gcols = 1
             THEN error(format('embsql: group column "{}" not found in {}', group_col, tbl))
         WHEN __emb_vcols = 1
             THEN error(format('embsql: vector column "{}" not found in {}', vector_col, tbl))
+        WHEN NOT emb__is_vector_type(__emb_vtype) THEN error(format(
+            'embsql: vector column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d])',
+            vector_col, tbl, __emb_vtype))
         WHEN extra_col IS NOT NULL AND __emb_xcols = 1
             THEN error(format('embsql: column "{}" not found in {}', extra_col, tbl))
-        ELSE __emb_g0
+        WHEN by_col IS NOT NULL AND __emb_bycols = 1
+            THEN error(format('embsql: by column "{}" not found in {}', by_col, tbl))
+        ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
     END AS __emb_g,
-    -- Squared norm in double precision.  list_dot_product raises on a NULL element, and
-    -- TRY() then gives NULL for the whole chunk, so only those rows take the slow exact way.
-    coalesce(
-        TRY(list_dot_product(__emb_v::DOUBLE[], __emb_v::DOUBLE[])),
-        CASE WHEN list_count(__emb_v::DOUBLE[]) = len(__emb_v::DOUBLE[])
-             THEN list_sum(list_transform(__emb_v::DOUBLE[], lambda x: x * x)) END) AS __emb_nrm2,
-    CASE
-        WHEN __emb_v IS NULL THEN 'NULL'
-        WHEN __emb_nrm2 IS NULL THEN 'NULL-element'
-        WHEN isnan(__emb_nrm2) THEN 'NaN'
-        WHEN isinf(__emb_nrm2) THEN 'infinite'
-        WHEN __emb_nrm2 = 0 THEN 'zero-length'
-    END AS __emb_bad
+    emb__norm2(__emb_v) AS __emb_nrm2
 FROM (
     SELECT
-        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
-        CASE WHEN by_col IS NULL THEN NULL
-             ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
+        COLUMNS(lambda c: c IN (by_col, '__emb_all')),
+        coalesce(*COLUMNS(lambda c: c IN (by_col, '__emb_null'))) AS __emb_b,
         coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_gcols,
-        coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv'))) AS __emb_v,
+        -- the vector column as DOUBLE[] through the typed emb__vector (any type binds, a fixed-size
+        -- array becomes a list, which the stock CLI's CASE needs).  The first of the column and the
+        -- NULL stand-in is taken from a row(), not by coalesce, which would copy every list again.
+        emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector_col, '__emb_null'))), 1)) AS __emb_v,
+        -- the vector column's type, read from a one-row probe that exists even for an empty table
+        (SELECT typeof(coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_null'))))
+         FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true) AS __emb_vtype,
         -- an optional extra column (e.g. permutation strata), NULL when not asked for
         coalesce(*COLUMNS(lambda c: c IN (extra_col, '__emb_null'))) AS __emb_x,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (extra_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_xcols,
-        (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_vcols
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv
-          FROM query_table(tbl))
-);
+        (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_vcols,
+        (SELECT len(list_value(*COLUMNS(lambda c: c IN (by_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_bycols
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
+))));
 
 -- ---------------------------------------------------------------------------
--- Sufficient statistics in long form: one row per (by, group, dimension k) with
--- the group count n_g and the k-th coordinate of the sum of unit vectors s_g.
--- Every input check is raised here, so each statistic built on it is checked.
+-- Sufficient statistics in blocks: one row per (by, group, block of 8 coordinates j = 0, 8, ...)
+-- with the group count n_g, the group's within sum of squares __emb_ssw = sum_i ||z_i - mu_g||^2 =
+-- n_g W_g (the same on each of its rows), __emb_sj, coordinates j+1 .. j+8 of the sum of unit
+-- vectors s_g (NULL past d), and __emb_muj, the same coordinates of the overall mean mu (only
+-- when with_mean: a caller that does not need it is spared that aggregate, and its memory).  A block row is 8 coordinates in one row, so what holds these (a
+-- materialized CTE) needs a fraction of the memory of one row per coordinate; emb__group_sums
+-- below gives the long form.
+-- Every input check is a filter here (a filter is never pruned, whatever columns a query reads),
+-- so each statistic built on it is checked.
+--
+-- Stable sums.  From s_g alone, n_g W_g = n_g - ||s_g||^2 / n_g subtracts two numbers of size n_g,
+-- which leaves noise of a few n_g eps: fine when W_g is large, garbage when the group's vectors are
+-- nearly equal.  So a group whose W_g from s_g is below TIGHT (1e-3; its noise, at most about n_g eps,
+-- is then below 3e-7 of W_g even for a million rows) is summed again about its mean mu (the corrected
+-- two-pass algorithm): n_g W_g = sum_i ||z_i - mu||^2 - ||t||^2 / n_g and s_g = n_g mu + t, with
+-- t = sum_i (z_i - mu).  Both terms are then of the size of the spread, not of n_g.  Only the rows
+-- of such groups are read a third time; when there are none (the usual case) that join is empty.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE MACRO emb__group_sums(tbl, group_col, vector_col, by_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__group_blocks(tbl, group_col, vector_col, by_col, with_mean) AS TABLE
 WITH rows AS NOT MATERIALIZED (
-    SELECT *, len(__emb_v::DOUBLE[]) AS __emb_d,
-        CASE WHEN __emb_bad IS NULL THEN 1.0 / sqrt(__emb_nrm2) END AS __emb_inv
+    SELECT *, len(__emb_v) AS __emb_d
     FROM emb__rows(tbl, group_col, vector_col, by_col, NULL)
 ),
 -- Per group, from one row per item: counts, defects and lengths (and the length range of
@@ -63,11 +166,10 @@ counts AS (
         max(__emb_dmax) OVER (PARTITION BY __emb_b) AS __emb_dmax_all
     FROM (
         SELECT
-            COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g,
+            COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g,
             count(*) FILTER (__emb_bad IS NULL) AS __emb_n,
             count(*) FILTER (__emb_bad IS NOT NULL) AS __emb_nbad,
             min(__emb_bad) AS __emb_bad,
-            count(*) AS __emb_rows,
             min(__emb_d) AS __emb_dmin,
             max(__emb_d) AS __emb_dmax
         FROM rows
@@ -83,70 +185,149 @@ counts AS (
 -- then leaves its in-memory mode and spills nearly every input row (n * d of them: 5.9 GB
 -- spilled for 1M rows under memory_limit = '1GB'); with blocks it holds G * d / 8 groups and
 -- spilled nothing (bench/out_of_core.py).  It is also faster with many groups, not slower with
--- few (bench/README.md).  __emb_v[1:] reads a fixed-size array once as a list (see emb__rows).
-sums AS (
-    SELECT __emb_b, __emb_g, __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s
+-- few (bench/README.md).  __emb_v[1:] reads the list once.
+blocks AS (
+    SELECT __emb_b, __emb_g, __emb_j, list_value(
+        sum(__emb_z[__emb_j + 1] * __emb_inv),
+        sum(__emb_z[__emb_j + 2] * __emb_inv),
+        sum(__emb_z[__emb_j + 3] * __emb_inv),
+        sum(__emb_z[__emb_j + 4] * __emb_inv),
+        sum(__emb_z[__emb_j + 5] * __emb_inv),
+        sum(__emb_z[__emb_j + 6] * __emb_inv),
+        sum(__emb_z[__emb_j + 7] * __emb_inv),
+        sum(__emb_z[__emb_j + 8] * __emb_inv)) AS __emb_sj
     FROM (
-        SELECT __emb_b, __emb_g, __emb_j, list_value(
-            sum(__emb_z[__emb_j + 1] * __emb_inv),
-            sum(__emb_z[__emb_j + 2] * __emb_inv),
-            sum(__emb_z[__emb_j + 3] * __emb_inv),
-            sum(__emb_z[__emb_j + 4] * __emb_inv),
-            sum(__emb_z[__emb_j + 5] * __emb_inv),
-            sum(__emb_z[__emb_j + 6] * __emb_inv),
-            sum(__emb_z[__emb_j + 7] * __emb_inv),
-            sum(__emb_z[__emb_j + 8] * __emb_inv)) AS __emb_sj
-        FROM (
-            SELECT __emb_b, __emb_g, __emb_inv, __emb_z, unnest(range(0, len(__emb_z), 8))::INTEGER AS __emb_j
-            FROM (SELECT __emb_b, __emb_g, __emb_inv, __emb_v[1:] AS __emb_z FROM rows WHERE __emb_bad IS NULL)
-        )
-        GROUP BY ALL
+        SELECT __emb_b, __emb_g, __emb_inv, __emb_z, unnest(range(0, len(__emb_z), 8))::INTEGER AS __emb_j
+        FROM (SELECT __emb_b, __emb_g, __emb_inv, __emb_v[1:] AS __emb_z FROM rows WHERE __emb_bad IS NULL)
     )
+    GROUP BY ALL
 ),
-checked AS (
-    SELECT c.*, s.__emb_k, s.__emb_s
+-- the checks, on the G rows of counts joined with the G * d / 8 block rows (a group with no usable
+-- vector joins no block and keeps one row with a NULL block)
+checked AS MATERIALIZED (
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, c.__emb_dmax, s.__emb_j, s.__emb_sj
     FROM counts c
-    LEFT JOIN sums s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g IS NOT DISTINCT FROM s.__emb_g
-)
-SELECT
-    COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g, __emb_k, __emb_n,
-    CASE
-        WHEN __emb_g IS NULL THEN error(format(
-            'embsql: group column "{}" has {} NULL label(s){}', group_col, __emb_rows,
-            CASE WHEN __emb_b IS NULL THEN '' ELSE format(' (by value {})', __emb_b) END))
-        WHEN __emb_nbad > 0 THEN error(format(
+    LEFT JOIN blocks s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g = s.__emb_g
+    WHERE CASE
+        WHEN c.__emb_nbad > 0 THEN error(format(
             'embsql: vector column "{}" has {} unusable vector(s) in group ''{}'' ({}; vectors must be non-NULL, finite and of non-zero length)',
-            vector_col, __emb_nbad, __emb_g, __emb_bad))
-        WHEN __emb_dmin_all <> __emb_dmax_all THEN error(format(
+            vector_col, c.__emb_nbad, c.__emb_g, c.__emb_bad))
+        WHEN c.__emb_dmin_all <> c.__emb_dmax_all THEN error(format(
             'embsql: vector column "{}" mixes vectors of length {} and {} (group ''{}'' has length {})',
-            vector_col, __emb_dmin_all, __emb_dmax_all, __emb_g, __emb_dmin))
-        ELSE __emb_s
-    END AS __emb_s
-FROM checked
-WHERE (__emb_k IS NOT NULL AND __emb_k <= __emb_dmax) OR __emb_nbad > 0 OR __emb_g IS NULL;
+            vector_col, c.__emb_dmin_all, c.__emb_dmax_all, c.__emb_g, c.__emb_dmin))
+        ELSE true
+    END
+),
+-- n_g W_g from s_g, and which groups need the second sum (more than one row, W_g below TIGHT).
+-- (list_sum skips the NULL slots past d.)
+naive AS (
+    SELECT __emb_b, __emb_g, __emb_n,
+           greatest(0.0, __emb_n - __emb_ss / __emb_n) AS __emb_ssw,
+           __emb_n > 1 AND __emb_ss / (__emb_n::DOUBLE * __emb_n) > 1.0 - 1e-3 AS __emb_tight
+    FROM (SELECT __emb_b, __emb_g, max(__emb_n) AS __emb_n,
+                 sum(list_sum(list_transform(__emb_sj, lambda x: x * x))) AS __emb_ss
+          FROM checked GROUP BY ALL)
+),
+-- the tight groups only: one row per (group, coordinate) k <= d, their mean from s_g, then each
+-- of their rows minus that mean
+tight_sums AS (
+    SELECT * FROM (
+        SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, c.__emb_dmax,
+               c.__emb_j + generate_subscripts(c.__emb_sj, 1) AS __emb_k, unnest(c.__emb_sj) AS __emb_s
+        FROM checked c SEMI JOIN naive w
+            ON w.__emb_tight AND c.__emb_b IS NOT DISTINCT FROM w.__emb_b AND c.__emb_g = w.__emb_g)
+    WHERE __emb_k <= __emb_dmax
+),
+tight_means AS MATERIALIZED (
+    SELECT __emb_b, __emb_g, list(__emb_s / __emb_n ORDER BY __emb_k) AS __emb_mu
+    FROM tight_sums GROUP BY ALL
+),
+deviations AS (
+    SELECT r.__emb_b, r.__emb_g,
+           list_transform(r.__emb_v[1:], lambda x, i: x * r.__emb_inv - m.__emb_mu[i]) AS __emb_dev
+    FROM rows r JOIN tight_means m ON r.__emb_b IS NOT DISTINCT FROM m.__emb_b AND r.__emb_g = m.__emb_g
+    WHERE r.__emb_bad IS NULL
+),
+tight_ss AS (
+    SELECT __emb_b, __emb_g, fsum(list_dot_product(__emb_dev, __emb_dev)) AS __emb_dd
+    FROM deviations GROUP BY ALL
+),
+tight_t AS (
+    SELECT __emb_b, __emb_g, __emb_k, fsum(__emb_e) AS __emb_t
+    FROM (SELECT __emb_b, __emb_g, generate_subscripts(__emb_dev, 1) AS __emb_k, unnest(__emb_dev) AS __emb_e
+          FROM deviations)
+    GROUP BY ALL
+),
+tight AS (
+    SELECT t.__emb_b, t.__emb_g, t.__emb_k, t.__emb_t,
+           greatest(0.0, s.__emb_dd - sum(t.__emb_t * t.__emb_t) OVER (PARTITION BY t.__emb_b, t.__emb_g)
+                                      / c.__emb_n) AS __emb_ssw
+    FROM tight_t t
+    JOIN tight_ss s ON t.__emb_b IS NOT DISTINCT FROM s.__emb_b AND t.__emb_g = s.__emb_g
+    JOIN naive c ON t.__emb_b IS NOT DISTINCT FROM c.__emb_b AND t.__emb_g = c.__emb_g
+),
+-- the overall mean of each coordinate, mu_k = (sum_g s_gk) / n, in the same blocks (NULL past d).
+-- From s_g before any correction: SS_B = sum_g n_g ||mu_g - mu||^2 is off by only n ||error of mu||^2.
+overall AS (
+    SELECT __emb_b, __emb_j, list(__emb_mu ORDER BY __emb_k) AS __emb_muj
+    FROM (
+        SELECT __emb_b, __emb_j, __emb_k, sum(__emb_s) / sum(__emb_n) AS __emb_mu
+        FROM (SELECT __emb_b, __emb_n, __emb_j, __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k,
+                     unnest(__emb_sj) AS __emb_s
+              FROM checked WHERE with_mean)
+        GROUP BY ALL)
+    GROUP BY ALL
+),
+-- the usual groups' blocks as they are, and the tight ones' corrected (s_g = n_g mu + t) and blocked again
+blocked AS (
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, w.__emb_ssw, c.__emb_j, c.__emb_sj
+    FROM checked c JOIN naive w ON c.__emb_b IS NOT DISTINCT FROM w.__emb_b AND c.__emb_g = w.__emb_g
+    WHERE NOT w.__emb_tight
+    UNION ALL BY NAME
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g, __emb_n, __emb_ssw, __emb_j,
+           list(__emb_s ORDER BY __emb_k) AS __emb_sj
+    FROM (
+        SELECT u.* EXCLUDE (__emb_s, __emb_dmax), (u.__emb_k - 1) // 8 * 8 AS __emb_j,
+               u.__emb_n * (u.__emb_s / u.__emb_n) + t.__emb_t AS __emb_s, t.__emb_ssw
+        FROM tight_sums u
+        JOIN tight t ON u.__emb_b IS NOT DISTINCT FROM t.__emb_b AND u.__emb_g = t.__emb_g AND u.__emb_k = t.__emb_k
+    )
+    GROUP BY ALL
+)
+SELECT b.*, m.__emb_muj
+FROM blocked b LEFT JOIN overall m ON b.__emb_b IS NOT DISTINCT FROM m.__emb_b AND b.__emb_j = m.__emb_j;
+
+-- The same in long form: one row per (by, group, coordinate k), with n_g, s_gk and n_g W_g.
+CREATE OR REPLACE TEMP MACRO emb__group_sums(tbl, group_col, vector_col, by_col) AS TABLE
+SELECT * FROM (
+    SELECT * EXCLUDE (__emb_j, __emb_sj, __emb_muj),
+           __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s
+    FROM emb__group_blocks(tbl, group_col, vector_col, by_col, false)
+)
+WHERE __emb_s IS NOT NULL;  -- the slots of the last block past d
 
 -- ---------------------------------------------------------------------------
--- Per-group figures from the sufficient statistics (S4).
+-- Per-group figures from the sufficient statistics: W_g = n_g W_g / n_g, W~_g = n_g / (n_g - 1) W_g.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE MACRO emb__groups(tbl, group_col, vector_col, by_col) AS TABLE
-SELECT
-    COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
-    __emb_g AS "group",
-    max(__emb_n) AS n_g,
-    -- ||mu_g||^2 = ||s_g||^2 / n_g^2, and W_g = 1 - ||mu_g||^2 (S4)
-    sum(__emb_s * __emb_s) AS __emb_ss,
-    greatest(0.0, 1.0 - sum(__emb_s * __emb_s) / (max(__emb_n)::DOUBLE * max(__emb_n))) AS w,
-    CASE WHEN max(__emb_n) > 1
-        THEN max(__emb_n) / (max(__emb_n) - 1.0)
-             * greatest(0.0, 1.0 - sum(__emb_s * __emb_s) / (max(__emb_n)::DOUBLE * max(__emb_n)))
-    END AS w_tilde
-FROM emb__group_sums(tbl, group_col, vector_col, by_col)
-GROUP BY ALL;
+CREATE OR REPLACE TEMP MACRO emb__groups(tbl, group_col, vector_col, by_col) AS TABLE
+WITH per_group AS (
+    SELECT
+        COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
+        __emb_g AS "group",
+        __emb_n AS n_g,
+        __emb_ssw / __emb_n AS w,
+        CASE WHEN __emb_n > 1 THEN __emb_ssw / (__emb_n - 1.0) END AS w_tilde
+    FROM emb__group_blocks(tbl, group_col, vector_col, by_col, false)
+    WHERE __emb_j = 0  -- n_g and n_g W_g are on each of a group's rows
+)
+-- one row with NULLs when per_group is empty (read once, so nothing is computed twice)
+SELECT p.*
+FROM (SELECT 1) LEFT JOIN per_group p ON true
+WHERE CASE WHEN p.n_g IS NULL THEN emb__no_rows_error(tbl) ELSE true END;
 
-CREATE OR REPLACE MACRO emb_groups(tbl, group_col, vector_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_groups(tbl, group_col, vector_col) AS TABLE
     (SELECT "group", n_g, w, w_tilde
      FROM emb__groups(tbl, group_col, vector_col, NULL) ORDER BY "group"),
     (tbl, group_col, vector_col, "by") AS TABLE
-    (SELECT * EXCLUDE (__emb_b, __emb_ss)
+    (SELECT * EXCLUDE (__emb_b, __emb_all)
      FROM emb__groups(tbl, group_col, vector_col, "by") ORDER BY __emb_b, "group");
-

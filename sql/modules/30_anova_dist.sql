@@ -2,8 +2,10 @@
 -- The distance route (S5): the same decomposition from a table of pairwise
 -- dissimilarities (i, j, d) and a labels table (id, group).  Any dissimilarity.
 --   SS_T = (1/n) sum_{i<j} d_ij^2,   SS_W = sum_g (1/n_g) sum_{i<j in g} d_ij^2
+-- Sums of squared distances have no cancellation, so they need no second pass; every check is a
+-- filter (never pruned, whatever columns a query reads).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE MACRO emb_anova_dist(dist_tbl, labels_tbl, group_col,
+CREATE OR REPLACE TEMP MACRO emb_anova_dist(dist_tbl, labels_tbl, group_col,
                                        i_col := 'i', j_col := 'j', d_col := 'd',
                                        id_col := 'id') AS TABLE
 WITH labels AS MATERIALIZED (
@@ -23,14 +25,19 @@ WITH labels AS MATERIALIZED (
         FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl))
     )
 ),
-labels_checked AS (
+labels_ruled AS (
+    -- the label rule of emb__rows: NULL and NaN labels refused, -0.0 is 0.0
     SELECT id, CASE
         WHEN id IS NULL THEN error(format('embsql: id column "{}" in {} has a NULL id', id_col, labels_tbl))
-        WHEN g IS NULL THEN error(format('embsql: group column "{}" has a NULL label for id {}', group_col, id))
-        WHEN count(*) OVER (PARTITION BY id) > 1 THEN error(format('embsql: id {} appears more than once in {}', id, labels_tbl))
-        ELSE g END AS g,
-        count(*) OVER (PARTITION BY g) AS n_g
+        ELSE emb__label(g, emb__label_double(g), group_col, 'group', place := format(' for id {}', id)) END AS g
     FROM labels
+),
+labels_checked AS MATERIALIZED (
+    SELECT id, g, count(*) OVER (PARTITION BY g) AS n_g
+    FROM labels_ruled
+    QUALIFY CASE
+        WHEN count(*) OVER (PARTITION BY id) > 1 THEN error(format('embsql: id {} appears more than once in {}', id, labels_tbl))
+        ELSE true END
 ),
 raw AS (
     SELECT
@@ -53,13 +60,14 @@ raw AS (
     )
 ),
 raw_checked AS (
-    SELECT least(i, j) AS a, greatest(i, j) AS b, CASE
+    SELECT least(i, j) AS a, greatest(i, j) AS b, d
+    FROM raw
+    WHERE CASE
         WHEN i IS NULL OR j IS NULL THEN error(format('embsql: distance table {} has a NULL id in "{}" or "{}"', dist_tbl, i_col, j_col))
         WHEN d IS NULL OR isnan(d) THEN error(format('embsql: distance for pair ({}, {}) in column "{}" is NULL or NaN', i, j, d_col))
         WHEN isinf(d) THEN error(format('embsql: distance for pair ({}, {}) in column "{}" is infinite', i, j, d_col))
         WHEN d < 0 THEN error(format('embsql: distance for pair ({}, {}) in column "{}" is negative ({})', i, j, d_col, d))
-        ELSE d END AS d
-    FROM raw
+        ELSE true END
 ),
 pairs AS (
     SELECT a, b, min(d) AS d, max(d) AS d_max
@@ -67,21 +75,21 @@ pairs AS (
 ),
 joined AS (
     SELECT
-        CASE
-            WHEN p.a = p.b AND p.d_max <> 0 THEN error(format(
-                'embsql: distance of id {} to itself is {}, not 0', p.a, p.d_max))
-            WHEN p.d <> p.d_max THEN error(format(
-                'embsql: pair ({}, {}) is given in both orders with different distances ({} and {})', p.a, p.b, p.d, p.d_max))
-            WHEN la.id IS NULL THEN error(format('embsql: id {} in distance table {} has no label in {}', p.a, dist_tbl, labels_tbl))
-            WHEN lb.id IS NULL THEN error(format('embsql: id {} in distance table {} has no label in {}', p.b, dist_tbl, labels_tbl))
-            ELSE p.d * p.d
-        END AS d2,
+        p.d * p.d AS d2,
         la.g = lb.g AND p.a <> p.b AS same,
         p.a <> p.b AS off_diagonal,
         la.n_g
     FROM pairs p
     LEFT JOIN labels_checked la ON la.id = p.a
     LEFT JOIN labels_checked lb ON lb.id = p.b
+    WHERE CASE
+        WHEN p.a = p.b AND p.d_max <> 0 THEN error(format(
+            'embsql: distance of id {} to itself is {}, not 0', p.a, p.d_max))
+        WHEN p.d <> p.d_max THEN error(format(
+            'embsql: pair ({}, {}) is given in both orders with different distances ({} and {})', p.a, p.b, p.d, p.d_max))
+        WHEN la.id IS NULL THEN error(format('embsql: id {} in distance table {} has no label in {}', p.a, dist_tbl, labels_tbl))
+        WHEN lb.id IS NULL THEN error(format('embsql: id {} in distance table {} has no label in {}', p.b, dist_tbl, labels_tbl))
+        ELSE true END
 ),
 sums AS (
     SELECT
@@ -97,8 +105,15 @@ stats AS (
     SELECT design.n, design.groups, sums.sum_d2 / design.n AS ss_t, sums.ss_w, sums.n_pairs
     FROM design, sums
 )
-SELECT
-    CASE
+SELECT n, groups, ss_t, ss_w,
+    greatest(0.0, ss_t - ss_w) AS ss_b,
+    greatest(0.0, ss_t - ss_w) / ss_t AS r2,
+    (groups - 1.0) / (n - 1.0) AS r2_null,
+    CASE WHEN ss_w = 0 THEN 'infinity'::DOUBLE
+         ELSE (greatest(0.0, ss_t - ss_w) / (groups - 1.0)) / (ss_w / (n - groups)) END AS f
+FROM stats
+WHERE CASE
+        WHEN n = 0 THEN emb__no_rows_error(labels_tbl)
         WHEN n_pairs <> n * (n - 1) / 2 THEN error(format(
             'embsql: distance table {} has {} distinct pairs, but {} labelled ids need {}: missing pair(s), e.g. {}',
             dist_tbl, n_pairs, n, n * (n - 1) // 2,
@@ -109,14 +124,5 @@ SELECT
         WHEN n = groups THEN error(format(
             'embsql: every group in "{}" has one id (n = G = {}): no within-group degrees of freedom, so SS_W and F are undefined', group_col, n))
         WHEN ss_t <= 0 THEN error('embsql: every distance is 0 (SS_T = 0): R2 and F are undefined')
-        ELSE n
-    END AS n,
-    groups,
-    ss_t,
-    ss_w,
-    greatest(0.0, ss_t - ss_w) AS ss_b,
-    greatest(0.0, ss_t - ss_w) / ss_t AS r2,
-    (groups - 1.0) / (n - 1.0) AS r2_null,
-    CASE WHEN ss_w = 0 THEN 'infinity'::DOUBLE
-         ELSE (greatest(0.0, ss_t - ss_w) / (groups - 1.0)) / (ss_w / (n - groups)) END AS f
-FROM stats;
+        ELSE true
+    END;

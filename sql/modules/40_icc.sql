@@ -7,7 +7,7 @@
 --   * a numeric vector (FLOAT[], DOUBLE[], FLOAT[d], ...): kind 'trace', the same formula with
 --     SS_B and SS_W of the unit vectors, taken from emb__anova (the stated extension).
 -- Scalar vs vector: each path has to *bind* whatever the column's type is.  The value column is
--- read through typed macro overloads (emb__icc_num, emb__icc_vec), which DuckDB resolves by the
+-- read through typed macro overloads (emb__icc_num, and emb__vector of emb__rows), which DuckDB resolves by the
 -- argument's type at bind time: a vector column becomes NULL::DOUBLE for the scalar path and a
 -- number becomes NULL::DOUBLE[] for the vector path.  The vector path hands emb__anova a CTE
 -- (__emb_icc_vsrc) in which the value column keeps its name but has type DOUBLE[]; that CTE is
@@ -16,44 +16,47 @@
 -- ---------------------------------------------------------------------------
 
 -- The value as DOUBLE for the scalar path (NULL for any other type).
-CREATE OR REPLACE MACRO emb__icc_num(x DOUBLE) AS x,
+CREATE OR REPLACE TEMP MACRO emb__icc_num(x DOUBLE) AS x,
     (x BOOLEAN) AS x::INTEGER::DOUBLE,
     (x) AS NULL::DOUBLE;
 
--- The value as DOUBLE[] for the vector path (NULL for any other type).
-CREATE OR REPLACE MACRO emb__icc_vec(x DOUBLE[]) AS x,
-    (x DOUBLE) AS NULL::DOUBLE[],
-    (x BOOLEAN) AS NULL::DOUBLE[],
-    (x) AS NULL::DOUBLE[];
-
 -- 'scalar', 'trace' or NULL (unsupported) from a type name as typeof() spells it.
-CREATE OR REPLACE MACRO emb__icc_kind(type_name) AS
+CREATE OR REPLACE TEMP MACRO emb__icc_kind(type_name) AS
     CASE
         WHEN type_name = 'BOOLEAN'
           OR regexp_full_match(type_name, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\))')
             THEN 'scalar'
-        WHEN regexp_full_match(type_name, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\))\[\d*\]')
-            THEN 'trace'
+        WHEN emb__is_vector_type(type_name) THEN 'trace'
     END;
 
-CREATE OR REPLACE MACRO emb__icc(tbl, group_col, value_col, by_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__icc(tbl, group_col, value_col, by_col) AS TABLE
 WITH __emb_icc_meta AS (
     -- column counts (1 = missing, see 00_conventions) and the value column's type
     SELECT
         len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) AS __emb_gcols,
         len(list_value(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_vcols,
+        len(list_value(*COLUMNS(lambda c: c IN (by_col, '__emb_null')))) AS __emb_bycols,
         typeof(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_type,
         emb__icc_kind(typeof(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null'))))) AS __emb_kind
     FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true
 ),
 __emb_icc_rows AS (
-    SELECT
-        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
-        CASE WHEN by_col IS NULL THEN NULL
-             ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
-        coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g,
-        emb__icc_num(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_x
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
+    -- the label rule of emb__rows (NULL and NaN refused, -0.0 is 0.0), once the column exists
+    SELECT * EXCLUDE (__emb_g0),
+        CASE WHEN (SELECT __emb_gcols FROM __emb_icc_meta) = 1
+                 THEN error(format('embsql: group column "{}" not found in {}', group_col, tbl))
+             WHEN by_col IS NOT NULL AND (SELECT __emb_bycols FROM __emb_icc_meta) = 1
+                 THEN error(format('embsql: by column "{}" not found in {}', by_col, tbl))
+             ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
+        END AS __emb_g
+    FROM (
+        SELECT
+            COLUMNS(lambda c: c IN (by_col, '__emb_all')),
+            coalesce(*COLUMNS(lambda c: c IN (by_col, '__emb_null'))) AS __emb_b,
+            coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
+            emb__icc_num(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_x
+        FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
+    )
 ),
 __emb_icc_dev AS (
     -- two passes: deviations from the group mean and of the group mean from the grand mean
@@ -64,7 +67,7 @@ __emb_icc_dev AS (
 ),
 __emb_icc_per_group AS (
     SELECT
-        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g,
+        COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g,
         count(*) AS __emb_rows,
         count(*) FILTER (__emb_x IS NULL) AS __emb_nnull,  -- all rows for a vector column (unused),
         count(*) FILTER (isnan(__emb_x)) AS __emb_nnan,
@@ -76,30 +79,28 @@ __emb_icc_per_group AS (
     FROM __emb_icc_dev
     GROUP BY ALL
 ),
+-- every check is a filter (never pruned, whatever columns a query reads)
 __emb_icc_checked_groups AS (
-    SELECT * EXCLUDE (__emb_rows),
-        CASE
+    SELECT * EXCLUDE (__emb_rows), __emb_rows AS __emb_n_g
+    FROM __emb_icc_per_group, __emb_icc_meta m
+    WHERE CASE
             WHEN m.__emb_gcols = 1 THEN error(format('embsql: group column "{}" not found in {}', group_col, tbl))
             WHEN m.__emb_vcols = 1 THEN error(format('embsql: value column "{}" not found in {}', value_col, tbl))
             WHEN m.__emb_kind IS NULL THEN error(format(
                 'embsql: value column "{}" has type {}: ICC needs a numeric or BOOLEAN column, or a numeric vector column (FLOAT[], DOUBLE[], FLOAT[d])',
                 value_col, m.__emb_type))
-            WHEN __emb_g IS NULL THEN error(format(
-                'embsql: group column "{}" has {} NULL label(s){}', group_col, __emb_rows,
-                CASE WHEN __emb_b IS NULL THEN '' ELSE format(' (by value {})', __emb_b) END))
             WHEN m.__emb_kind = 'scalar' AND __emb_nnull > 0 THEN error(format(
                 'embsql: value column "{}" has {} NULL value(s) in group ''{}''', value_col, __emb_nnull, __emb_g))
             WHEN m.__emb_kind = 'scalar' AND __emb_nnan > 0 THEN error(format(
                 'embsql: value column "{}" has {} NaN value(s) in group ''{}''', value_col, __emb_nnan, __emb_g))
             WHEN m.__emb_kind = 'scalar' AND __emb_ninf > 0 THEN error(format(
                 'embsql: value column "{}" has {} infinite value(s) in group ''{}''', value_col, __emb_ninf, __emb_g))
-            ELSE __emb_rows
-        END AS __emb_n_g
-    FROM __emb_icc_per_group, __emb_icc_meta m
+            ELSE true
+        END
 ),
 __emb_icc_design AS (
     SELECT
-        COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
+        COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
         any_value(__emb_kind) AS __emb_kind,
         sum(__emb_n_g)::BIGINT AS __emb_n0,
         count(*) AS __emb_groups,
@@ -111,33 +112,31 @@ __emb_icc_design AS (
     GROUP BY ALL
 ),
 __emb_icc_checked AS (
-    SELECT * EXCLUDE (__emb_n0),
-        CASE
+    SELECT * EXCLUDE (__emb_n0), __emb_n0 AS __emb_n
+    FROM __emb_icc_design
+    WHERE CASE
             WHEN __emb_groups < 2 THEN error(format(
                 'embsql: group column "{}" has only one group{}: ICC needs at least two',
                 group_col, CASE WHEN __emb_b IS NULL THEN '' ELSE format(' for by value {}', __emb_b) END))
             WHEN __emb_n0 = __emb_groups THEN error(format(
                 'embsql: every group in "{}" has one row (n = G = {}{}): no within-group degrees of freedom, so MS_W and ICC are undefined',
                 group_col, __emb_n0, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END))
-            ELSE __emb_n0
-        END AS __emb_n
-    FROM __emb_icc_design
+            ELSE true
+        END
 ),
 __emb_icc_vsrc AS NOT MATERIALIZED (
     -- the vector path's source: the table with its value column as DOUBLE[] (name kept), and
     -- rows only when the value column is a vector column and every check above passed
     SELECT
         COLUMNS(lambda c: c NOT IN (value_col, '__emb_icc_pad')),
-        emb__icc_vec(COLUMNS(lambda c: c IN (value_col, '__emb_icc_pad')))
+        emb__vector(COLUMNS(lambda c: c IN (value_col, '__emb_icc_pad')))
     FROM (SELECT *, NULL::DOUBLE[] AS __emb_icc_pad FROM query_table(tbl))
     WHERE (SELECT bool_and(__emb_n > 0 AND __emb_kind = 'trace') FROM __emb_icc_checked)
 ),
 __emb_icc_trace AS (
     SELECT
-        CASE WHEN by_col IS NULL THEN NULL
-             ELSE COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')) END AS __emb_b,
-        n AS __emb_tn, groups AS __emb_tgroups, ss_b AS __emb_tss_b, ss_w AS __emb_tss_w
-    FROM emb__anova('__emb_icc_vsrc', group_col, value_col, by_col)
+        __emb_b, n AS __emb_tn, groups AS __emb_tgroups, ss_b AS __emb_tss_b, ss_w AS __emb_tss_w
+    FROM emb__decomposition('__emb_icc_vsrc', group_col, value_col, by_col, true)
 ),
 __emb_icc_stats AS (
     SELECT
@@ -156,14 +155,8 @@ __emb_icc_mean_squares AS (
     FROM __emb_icc_stats
 )
 SELECT
-    COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')),
-    CASE
-        WHEN (__emb_kind = 'scalar' AND __emb_all_equal)
-          OR NOT (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w > 0) THEN error(format(
-            'embsql: all {} values in "{}" are equal (MS_B + (n0-1) MS_W = 0{}): ICC is undefined',
-            __emb_n, value_col, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END))
-        ELSE (__emb_ms_b - __emb_ms_w) / (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w)
-    END AS icc,
+    COLUMNS(lambda c: c IN (by_col, '__emb_all')),
+    (__emb_ms_b - __emb_ms_w) / (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w) AS icc,
     __emb_nn0 AS n0,
     __emb_ms_b AS ms_b,
     __emb_ms_w AS ms_w,
@@ -171,10 +164,19 @@ SELECT
     __emb_groups AS groups,
     __emb_n AS n,
     __emb_kind AS kind
-FROM __emb_icc_mean_squares
+-- one row with NULLs when there are no rows (read once, so nothing is computed twice)
+FROM (SELECT 1) LEFT JOIN __emb_icc_mean_squares ON true
+WHERE CASE
+    WHEN __emb_n IS NULL THEN emb__no_rows_error(tbl)
+    WHEN (__emb_kind = 'scalar' AND __emb_all_equal)
+      OR NOT (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w > 0) THEN error(format(
+        'embsql: all {} values in "{}" are equal (MS_B + (n0-1) MS_W = 0{}): ICC is undefined',
+        __emb_n, value_col, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END))
+    ELSE true
+END
 ORDER BY __emb_b;
 
-CREATE OR REPLACE MACRO emb_icc(tbl, group_col, value_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_icc(tbl, group_col, value_col) AS TABLE
     (SELECT * EXCLUDE (__emb_all) FROM emb__icc(tbl, group_col, value_col, NULL)),
     (tbl, group_col, value_col, "by") AS TABLE
-    (SELECT * FROM emb__icc(tbl, group_col, value_col, "by"));
+    (SELECT * EXCLUDE (__emb_all) FROM emb__icc(tbl, group_col, value_col, "by"));

@@ -8,7 +8,7 @@
 -- The standard normal quantile: Wichura's algorithm AS241 (PPND16, Applied Statistics 37,
 -- 1988), relative accuracy about 1e-16.  Split into helpers because a macro has no variables.
 -- A(r)/B(r): for |q| <= 0.425 with q = p - 0.5, z = q A(r)/B(r) where r = 0.180625 - q^2
-CREATE OR REPLACE MACRO emb__ppnd16_central(r) AS
+CREATE OR REPLACE TEMP MACRO emb__ppnd16_central(r) AS
     (((((((r * 2509.0809287301226727e0 + 33430.575583588128105e0) * r + 67265.770927008700853e0)
         * r + 45921.953931549871457e0) * r + 13731.693765509461125e0)
         * r + 1971.5909503065514427e0) * r + 133.14166789178437745e0)
@@ -19,7 +19,7 @@ CREATE OR REPLACE MACRO emb__ppnd16_central(r) AS
         * r + 1.0e0);
 
 -- C(s)/D(s): the tails, r = sqrt(-ln(min(p, 1-p))) <= 5, s = r - 1.6; z = +-C(s)/D(s)
-CREATE OR REPLACE MACRO emb__ppnd16_near(s) AS
+CREATE OR REPLACE TEMP MACRO emb__ppnd16_near(s) AS
     (((((((s * 7.7454501427834140764e-4 + 0.0227238449892691845833e0) * s + 0.24178072517745061177e0)
         * s + 1.27045825245236838258e0) * s + 3.64784832476320460504e0)
         * s + 5.7694972214606914055e0) * s + 4.6303378461565452959e0)
@@ -30,7 +30,7 @@ CREATE OR REPLACE MACRO emb__ppnd16_near(s) AS
         * s + 1.0e0);
 
 -- E(s)/F(s): the far tails (p or 1-p below about 1e-11), r > 5, s = r - 5
-CREATE OR REPLACE MACRO emb__ppnd16_far(s) AS
+CREATE OR REPLACE TEMP MACRO emb__ppnd16_far(s) AS
     (((((((s * 2.01033439929228813265e-7 + 2.71155556874348757815e-5) * s + 0.0012426609473880784386e0)
         * s + 0.026532189526576123093e0) * s + 0.29656057182850489123e0)
         * s + 1.7848265399172913358e0) * s + 5.4637849111641143699e0)
@@ -40,7 +40,7 @@ CREATE OR REPLACE MACRO emb__ppnd16_far(s) AS
         * s + 0.13692988092273580531e0) * s + 0.59983220655588793769e0)
         * s + 1.0e0);
 
-CREATE OR REPLACE MACRO emb__ppnd16(p) AS
+CREATE OR REPLACE TEMP MACRO emb__ppnd16(p) AS
     CASE
         WHEN abs(p - 0.5e0) <= 0.425e0
             THEN (p - 0.5e0) * emb__ppnd16_central(0.180625e0 - (p - 0.5e0) * (p - 0.5e0))
@@ -50,7 +50,7 @@ CREATE OR REPLACE MACRO emb__ppnd16(p) AS
         ELSE emb__ppnd16_far(sqrt(-ln(1.0e0 - p)) - 5.0e0)
     END;
 
-CREATE OR REPLACE MACRO emb_normal_quantile(p) AS
+CREATE OR REPLACE TEMP MACRO emb_normal_quantile(p) AS
     CASE
         WHEN p IS NULL THEN NULL::DOUBLE
         WHEN NOT (p::DOUBLE > 0 AND p::DOUBLE < 1) THEN error(format(
@@ -59,7 +59,7 @@ CREATE OR REPLACE MACRO emb_normal_quantile(p) AS
     END;
 
 -- The checks shared by both power macros; what names the failing argument and value.
-CREATE OR REPLACE MACRO emb__power_check(alpha, power) AS
+CREATE OR REPLACE TEMP MACRO emb__power_check(alpha, power) AS
     CASE
         WHEN alpha IS NULL OR NOT (alpha::DOUBLE > 0 AND alpha::DOUBLE < 1) THEN error(format(
             'embsql: alpha must be in (0, 1), got alpha = {}', coalesce(alpha::VARCHAR, 'NULL')))
@@ -68,7 +68,9 @@ CREATE OR REPLACE MACRO emb__power_check(alpha, power) AS
         ELSE emb_normal_quantile(1.0 - alpha::DOUBLE / 2.0) + emb_normal_quantile(power::DOUBLE)
     END;
 
-CREATE OR REPLACE MACRO emb_power_groups(rho, alpha := 0.05, power := 0.8) AS TABLE
+-- In both table macros the checked figure is also a filter, so the checks hold whatever columns a
+-- query reads (a column that is not read is pruned, a filter never is).
+CREATE OR REPLACE TEMP MACRO emb_power_groups(rho, alpha := 0.05, power := 0.8) AS TABLE
 SELECT
     __emb_g AS groups_exact,
     ceil(__emb_g)::BIGINT AS groups,
@@ -82,9 +84,11 @@ FROM (
                 'embsql: rho must be in (0, 1), got rho = {}', coalesce(rho::VARCHAR, 'NULL')))
             ELSE pow(emb__power_check(alpha, power) / atanh(rho::DOUBLE), 2) + 3.0
         END AS __emb_g
-);
+)
+WHERE __emb_g IS NOT NULL;
 
-CREATE OR REPLACE MACRO emb_power_rho(groups, alpha := 0.05, power := 0.8) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_power_rho(groups, alpha := 0.05, power := 0.8) AS TABLE
+SELECT * FROM (
 SELECT
     CASE
         WHEN groups IS NULL OR NOT (groups::DOUBLE > 3 AND groups::DOUBLE < 'infinity'::DOUBLE)
@@ -94,4 +98,6 @@ SELECT
     END AS rho,
     groups::BIGINT AS groups,
     alpha::DOUBLE AS alpha,
-    power::DOUBLE AS power;
+    power::DOUBLE AS power
+)
+WHERE rho IS NOT NULL;

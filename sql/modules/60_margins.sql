@@ -21,7 +21,7 @@
 -- Roles name the columns in messages (qid, group, positive, vector; doc_id, doc_group,
 -- doc_vector).  A NULL level_col or positive_col means the caller does not use that column;
 -- need_group says whether the group column must exist and be non-NULL.
-CREATE OR REPLACE MACRO emb__retrieval_rows(tbl, what, id_col, id_role, group_col, group_role, need_group,
+CREATE OR REPLACE TEMP MACRO emb__retrieval_rows(tbl, what, id_col, id_role, group_col, group_role, need_group,
                                             level_col, positive_col, vector_col, vector_role, model_col) AS TABLE
 WITH meta AS (
     SELECT
@@ -30,7 +30,8 @@ WITH meta AS (
         len(list_value(*COLUMNS(lambda c: c IN (level_col, '__emb_null')))) AS __emb_lcols,
         len(list_value(*COLUMNS(lambda c: c IN (positive_col, '__emb_null')))) AS __emb_pcols,
         len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) AS __emb_vcols,
-        len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))) AS __emb_mcols
+        len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))) AS __emb_mcols,
+        typeof(coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) AS __emb_vtype
     FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true
 ),
 raw AS (
@@ -39,75 +40,89 @@ raw AS (
         coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null'))) AS __emb_b,
         coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null'))) AS __emb_q,
         coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null')))::VARCHAR AS __emb_k,
-        coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g,
+        coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
         coalesce(*COLUMNS(lambda c: c IN (level_col, '__emb_null'))) AS __emb_l,
         coalesce(*COLUMNS(lambda c: c IN (positive_col, '__emb_null')))::VARCHAR AS __emb_p,
-        coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv')))::DOUBLE[] AS __emb_v,
+        -- the vector column as DOUBLE[] (see emb__rows)
+        emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector_col, '__emb_null'))), 1)) AS __emb_v,
         row_number() OVER () - 1 AS __emb_row
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(tbl))
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
 ),
 classified AS (
-    SELECT *,
-        -- squared norm in double precision; list_dot_product raises on a NULL element, and TRY()
-        -- then gives NULL for the chunk, so only those rows take the slow exact way
-        coalesce(TRY(list_dot_product(__emb_v, __emb_v)),
-                 CASE WHEN list_count(__emb_v) = len(__emb_v) THEN list_sum(list_transform(__emb_v, lambda x: x * x)) END)
-            AS __emb_nrm2,
+    SELECT * EXCLUDE (__emb_g0),
+        -- the label rule of emb__rows (NaN refused, -0.0 is 0.0); a NULL label is checked below
+        CASE WHEN __emb_g0 IS NOT NULL
+             THEN emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, group_role) END AS __emb_g,
+        emb__norm2(__emb_v) AS __emb_nrm2,
         count(*) OVER (PARTITION BY __emb_b, __emb_k) AS __emb_dup
     FROM raw
+),
+scaled AS (
+    SELECT *, emb__norm_scale(__emb_v, __emb_nrm2) AS __emb_scale FROM classified
+),
+judged AS (
+    SELECT *, emb__unusable(__emb_v, __emb_nrm2, __emb_scale) AS __emb_bad FROM scaled
+),
+normed AS (
+    -- 1 / ||v|| for the few vectors whose squared norm needed scaling (see emb__norm_scale)
+    SELECT *, CASE WHEN __emb_bad IS NULL AND __emb_scale IS NOT NULL
+                   THEN emb__inverse_norm(__emb_v, __emb_nrm2, __emb_scale) END AS __emb_inv
+    FROM judged
 )
-SELECT c.* EXCLUDE (__emb_nrm2, __emb_dup, __emb_row), m.__emb_gcols,
-    CASE
-        WHEN m.__emb_icols = 1 THEN error(format('embsql: {} column "{}" not found in {}', id_role, id_col, tbl))
-        WHEN positive_col IS NOT NULL AND m.__emb_pcols = 1
-            THEN error(format('embsql: positive column "{}" not found in {}', positive_col, tbl))
-        WHEN m.__emb_vcols = 1 THEN error(format('embsql: {} column "{}" not found in {}', vector_role, vector_col, tbl))
-        WHEN need_group AND m.__emb_gcols = 1
-            THEN error(format('embsql: {} column "{}" not found in {}', group_role, group_col, tbl))
-        WHEN level_col IS NOT NULL AND m.__emb_lcols = 1
-            THEN error(format('embsql: level column "{}" not found in {}', level_col, tbl))
-        WHEN model_col IS NOT NULL AND m.__emb_mcols = 1
-            THEN error(format('embsql: model column "{}" not found in {}', model_col, tbl))
-        WHEN model_col IS NOT NULL AND __emb_b IS NULL
-            THEN error(format('embsql: {} {}: model column "{}" is NULL at row {}', what, tbl, model_col, __emb_row))
-        WHEN __emb_q IS NULL
-            THEN error(format('embsql: {} {}: {} column "{}" is NULL at row {}', what, tbl, id_role, id_col, __emb_row))
-        WHEN positive_col IS NOT NULL AND __emb_p IS NULL
-            THEN error(format('embsql: {} {}: positive column "{}" is NULL at row {} ({} ''{}'')',
-                              what, tbl, positive_col, __emb_row, id_role, __emb_q))
-        WHEN need_group AND __emb_g IS NULL
-            THEN error(format('embsql: {} {}: {} column "{}" is NULL at row {} ({} ''{}'')',
-                              what, tbl, group_role, group_col, __emb_row, id_role, __emb_q))
-        WHEN level_col IS NOT NULL AND __emb_l IS NULL
-            THEN error(format('embsql: {} {}: level column "{}" is NULL at row {} ({} ''{}'')',
-                              what, tbl, level_col, __emb_row, id_role, __emb_q))
-        WHEN __emb_dup > 1
-            THEN error(format('embsql: {} {}: {} column "{}" has ''{}'' more than once; each {} must identify one row',
-                              what, tbl, id_role, id_col, __emb_q, id_role))
-        ELSE __emb_row
-    END AS __emb_row,
+SELECT c.* EXCLUDE (__emb_nrm2, __emb_dup, __emb_scale, __emb_bad, __emb_inv), m.__emb_gcols,
     -- the unit vector (only the plain-SQL margins read it; the UDFs check vectors in Python)
-    CASE
-        WHEN __emb_v IS NULL OR __emb_nrm2 IS NULL OR isnan(__emb_nrm2) OR isinf(__emb_nrm2) OR __emb_nrm2 = 0
-            THEN error(format('embsql: {} {}: {} column "{}" has a {} vector at row {} ({} ''{}''); vectors must be non-NULL, finite and of non-zero length',
-                              what, tbl, vector_role, vector_col,
-                              CASE WHEN __emb_v IS NULL THEN 'NULL' WHEN __emb_nrm2 IS NULL THEN 'NULL-element'
-                                   WHEN isnan(__emb_nrm2) THEN 'NaN' WHEN isinf(__emb_nrm2) THEN 'infinite'
-                                   ELSE 'zero-length' END, __emb_row, id_role, __emb_q))
-        ELSE list_transform(__emb_v, lambda x: x / sqrt(__emb_nrm2))
+    CASE WHEN __emb_bad IS NOT NULL THEN NULL
+         WHEN __emb_scale IS NULL THEN list_transform(__emb_v, lambda x: x / sqrt(__emb_nrm2))
+         ELSE list_transform(__emb_v, lambda x: x * __emb_inv)
     END AS __emb_z
-FROM classified c, meta m;
+FROM normed c, meta m
+-- every check is a filter, so it holds whatever columns a query reads
+WHERE CASE
+    WHEN m.__emb_icols = 1 THEN error(format('embsql: {} column "{}" not found in {}', id_role, id_col, tbl))
+    WHEN positive_col IS NOT NULL AND m.__emb_pcols = 1
+        THEN error(format('embsql: positive column "{}" not found in {}', positive_col, tbl))
+    WHEN m.__emb_vcols = 1 THEN error(format('embsql: {} column "{}" not found in {}', vector_role, vector_col, tbl))
+    WHEN NOT emb__is_vector_type(m.__emb_vtype) THEN error(format(
+        'embsql: {} column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d])',
+        vector_role, vector_col, tbl, m.__emb_vtype))
+    WHEN need_group AND m.__emb_gcols = 1
+        THEN error(format('embsql: {} column "{}" not found in {}', group_role, group_col, tbl))
+    WHEN level_col IS NOT NULL AND m.__emb_lcols = 1
+        THEN error(format('embsql: level column "{}" not found in {}', level_col, tbl))
+    WHEN model_col IS NOT NULL AND m.__emb_mcols = 1
+        THEN error(format('embsql: model column "{}" not found in {}', model_col, tbl))
+    WHEN model_col IS NOT NULL AND __emb_b IS NULL
+        THEN error(format('embsql: {} {}: model column "{}" is NULL at row {}', what, tbl, model_col, __emb_row))
+    WHEN __emb_q IS NULL
+        THEN error(format('embsql: {} {}: {} column "{}" is NULL at row {}', what, tbl, id_role, id_col, __emb_row))
+    WHEN positive_col IS NOT NULL AND __emb_p IS NULL
+        THEN error(format('embsql: {} {}: positive column "{}" is NULL at row {} ({} ''{}'')',
+                          what, tbl, positive_col, __emb_row, id_role, __emb_q))
+    WHEN need_group AND __emb_g IS NULL
+        THEN error(format('embsql: {} {}: {} column "{}" is NULL at row {} ({} ''{}'')',
+                          what, tbl, group_role, group_col, __emb_row, id_role, __emb_q))
+    WHEN level_col IS NOT NULL AND __emb_l IS NULL
+        THEN error(format('embsql: {} {}: level column "{}" is NULL at row {} ({} ''{}'')',
+                          what, tbl, level_col, __emb_row, id_role, __emb_q))
+    WHEN __emb_dup > 1
+        THEN error(format('embsql: {} {}: {} column "{}" has ''{}'' more than once; each {} must identify one row',
+                          what, tbl, id_role, id_col, __emb_q, id_role))
+    WHEN __emb_bad IS NOT NULL
+        THEN error(format('embsql: {} {}: {} column "{}" has a {} vector at row {} ({} ''{}''); vectors must be non-NULL, finite and of non-zero length',
+                          what, tbl, vector_role, vector_col, __emb_bad, __emb_row, id_role, __emb_q))
+    ELSE true
+END;
 
-CREATE OR REPLACE MACRO emb__margin_queries(queries, qid_col, group_col, positive_col, vector_col, model_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__margin_queries(queries, qid_col, group_col, positive_col, vector_col, model_col) AS TABLE
 FROM emb__retrieval_rows(queries, 'queries', qid_col, 'qid', group_col, 'group', false, NULL, positive_col,
                          vector_col, 'vector', model_col);
 
-CREATE OR REPLACE MACRO emb__margin_docs(docs, doc_id_col, doc_group_col, doc_vector_col, model_col, need_group) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__margin_docs(docs, doc_id_col, doc_group_col, doc_vector_col, model_col, need_group) AS TABLE
 FROM emb__retrieval_rows(docs, 'docs', doc_id_col, 'doc_id', doc_group_col, 'doc_group', need_group, NULL, NULL,
                          doc_vector_col, 'doc_vector', model_col);
 
 -- Per query (plus the model column, __emb_b, __emb_g = paraphrase group, __emb_gcols): the margins.
-CREATE OR REPLACE MACRO emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col,
+CREATE OR REPLACE TEMP MACRO emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col,
                                      doc_id_col, doc_group_col, doc_vector_col, model_col) AS TABLE
 WITH q AS MATERIALIZED (
     FROM emb__margin_queries(queries, qid_col, group_col, positive_col, vector_col, model_col)
@@ -130,7 +145,12 @@ checked_docs AS (
 ),
 positives AS (
     SELECT q.*, p.__emb_g AS __emb_pg,
-        CASE
+        list_dot_product(q.__emb_z, p.__emb_z) AS __emb_spos,
+        list_distance(q.__emb_z, p.__emb_z) ** 2 AS __emb_dpos2,
+        2.0 * (len(q.__emb_z) + 4) * 2.220446049250313e-16 AS __emb_tol
+    FROM q LEFT JOIN d p ON q.__emb_b IS NOT DISTINCT FROM p.__emb_b AND q.__emb_p = p.__emb_k
+    -- the checks are filters, so they hold whatever columns a query reads
+    WHERE CASE
             WHEN scope IS NULL OR scope NOT IN ('corpus', 'group') THEN error(format(
                 'embsql: scope must be ''corpus'' or ''group'', not {}', coalesce('''' || scope || '''', 'NULL')))
             WHEN q.__emb_b NOT IN (SELECT __emb_b FROM d) THEN error(format(
@@ -142,11 +162,8 @@ positives AS (
                 'embsql: query vectors ("{}") have dimension {} but document vectors ("{}") have dimension {}{}; queries and documents must be embedded by the same model',
                 vector_col, len(q.__emb_z), doc_vector_col, len(p.__emb_z),
                 CASE WHEN q.__emb_b IS NULL THEN '' ELSE format(' (model {})', q.__emb_b) END))
-            ELSE list_dot_product(q.__emb_z, p.__emb_z)
-        END AS __emb_spos,
-        list_distance(q.__emb_z, p.__emb_z) ** 2 AS __emb_dpos2,
-        2.0 * (len(q.__emb_z) + 4) * 2.220446049250313e-16 AS __emb_tol
-    FROM q LEFT JOIN d p ON q.__emb_b IS NOT DISTINCT FROM p.__emb_b AND q.__emb_p = p.__emb_k
+            ELSE true
+        END
 ),
 pairs AS (
     SELECT q.__emb_row, list_dot_product(q.__emb_z, x.__emb_z) AS s, x.__emb_z AS z
@@ -162,14 +179,14 @@ best AS (
     GROUP BY p.__emb_row
 ),
 joined AS (
-    SELECT q.* EXCLUDE (__emb_v), b.s_neg, b.higher, b.ties,
-        CASE WHEN b.__emb_row IS NULL THEN error(format(
-                 'embsql: query {}{}: scope ''{}'' leaves it no distractor (its positive {} is the only document{})',
-                 q.__emb_q, CASE WHEN q.__emb_b IS NULL THEN '' ELSE format(' (model {})', q.__emb_b) END, scope, q.__emb_p,
-                 CASE WHEN scope = 'group' THEN format(' of group {}', q.__emb_pg) ELSE '' END))
-             ELSE list_distance(q.__emb_z, b.z_neg) ** 2 END AS __emb_dneg2
+    SELECT q.* EXCLUDE (__emb_v), b.s_neg, b.higher, b.ties, list_distance(q.__emb_z, b.z_neg) ** 2 AS __emb_dneg2
     FROM positives q LEFT JOIN best b ON q.__emb_row = b.__emb_row, checked_docs
-    WHERE checked_docs.__emb_n >= 0
+    WHERE checked_docs.__emb_n >= 0 AND CASE
+        WHEN b.__emb_row IS NULL THEN error(format(
+            'embsql: query {}{}: scope ''{}'' leaves it no distractor (its positive {} is the only document{})',
+            q.__emb_q, CASE WHEN q.__emb_b IS NULL THEN '' ELSE format(' (model {})', q.__emb_b) END, scope, q.__emb_p,
+            CASE WHEN scope = 'group' THEN format(' of group {}', q.__emb_pg) ELSE '' END))
+        ELSE true END
 )
 SELECT
     COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b, __emb_g, __emb_gcols, __emb_row,
@@ -184,7 +201,7 @@ SELECT
     ties
 FROM joined;
 
-CREATE OR REPLACE MACRO emb_margins(queries, docs, scope := 'corpus', qid_col := 'qid', group_col := 'group',
+CREATE OR REPLACE TEMP MACRO emb_margins(queries, docs, scope := 'corpus', qid_col := 'qid', group_col := 'group',
                                     level_col := NULL, positive_col := 'positive', vector_col := 'vector',
                                     doc_id_col := 'doc_id', doc_group_col := 'group', doc_vector_col := 'vector',
                                     model_col := NULL) AS TABLE
@@ -196,18 +213,19 @@ ORDER BY __emb_b, qid;
 -- Per model: top-1, recall@k, MRR, mean and quantiles of m, and cluster-jackknife SEs over the
 -- paraphrase groups: theta_(-g) = (sum - sum_g)/(n - n_g), SE = sqrt((G-1)/G sum_g (theta_(-g) - mean)^2)
 -- = sqrt((G - 1) var_pop(theta_(-g))).
-CREATE OR REPLACE MACRO emb_retrieval_summary(queries, docs, scope := 'corpus', qid_col := 'qid',
+CREATE OR REPLACE TEMP MACRO emb_retrieval_summary(queries, docs, scope := 'corpus', qid_col := 'qid',
                                               group_col := 'group', level_col := NULL, positive_col := 'positive',
                                               vector_col := 'vector', doc_id_col := 'doc_id',
                                               doc_group_col := 'group', doc_vector_col := 'vector',
                                               model_col := NULL) AS TABLE
 WITH r AS (
-    SELECT * EXCLUDE (__emb_g),
-        CASE WHEN __emb_gcols = 1 THEN error(format('embsql: group column "{}" not found in {}', group_col, queries))
-             WHEN __emb_g IS NULL THEN error(format('embsql: queries {}: group column "{}" is NULL (qid {})', queries, group_col, qid))
-             ELSE __emb_g END AS __emb_g
+    SELECT *
     FROM emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col, doc_id_col, doc_group_col,
                       doc_vector_col, model_col)
+    -- a filter, so the check holds whatever columns a query reads
+    WHERE CASE WHEN __emb_gcols = 1 THEN error(format('embsql: group column "{}" not found in {}', group_col, queries))
+               WHEN __emb_g IS NULL THEN error(format('embsql: queries {}: group column "{}" is NULL (qid {})', queries, group_col, qid))
+               ELSE true END
 ),
 per_group AS (
     SELECT __emb_b, __emb_g, count(*)::DOUBLE AS n, sum(top1::INTEGER) AS t1, sum((rank <= 5)::INTEGER) AS r5,

@@ -6,7 +6,7 @@
 -- A permutation count or seed as BIGINT for a UDF: any integer type passes (its range is checked by
 -- the UDF, under the one rule of embsql/arguments.py); NULL or another type (99.5, 'abc', true) is an
 -- embsql: error naming the argument, never a binder error naming an internal function.
-CREATE OR REPLACE MACRO emb__whole_argument(value, name) AS
+CREATE OR REPLACE TEMP MACRO emb__whole_argument(value, name) AS
     CASE WHEN value IS NOT NULL
               AND typeof(value) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT',
                                     'UINTEGER', 'UBIGINT', 'UHUGEINT')
@@ -18,13 +18,13 @@ CREATE OR REPLACE MACRO emb__whole_argument(value, name) AS
     END;
 
 -- statistic := for emb_permanova(_dist): a text value, checked by the UDF
-CREATE OR REPLACE MACRO emb__text_argument(value, name) AS
+CREATE OR REPLACE TEMP MACRO emb__text_argument(value, name) AS
     CASE WHEN value IS NOT NULL AND typeof(value) = 'VARCHAR' THEN value::VARCHAR
          ELSE error(format('embsql: {} must be ''pseudo-f'' or ''welch'', not {}', name,
                            coalesce(value::VARCHAR, 'NULL')))
     END;
 
-CREATE OR REPLACE MACRO emb__permanova(tbl, group_col, vector_col, by_col, permutations, seed, strata_col,
+CREATE OR REPLACE TEMP MACRO emb__permanova(tbl, group_col, vector_col, by_col, permutations, seed, strata_col,
                                        statistic) AS TABLE
 WITH test AS (
     SELECT __emb_b,
@@ -41,12 +41,12 @@ FROM emb__anova(tbl, group_col, vector_col, by_col) a
 JOIN test ON a.__emb_b IS NOT DISTINCT FROM test.__emb_b
 ORDER BY a.__emb_b;
 
-CREATE OR REPLACE MACRO emb_permanova(tbl, group_col, vector_col, permutations := 999, seed := 42,
+CREATE OR REPLACE TEMP MACRO emb_permanova(tbl, group_col, vector_col, permutations := 999, seed := 42,
                                       strata := NULL, "by" := NULL, statistic := 'pseudo-f') AS TABLE
 SELECT COLUMNS(lambda c: c NOT IN ('__emb_b', '__emb_all'))
 FROM emb__permanova(tbl, group_col, vector_col, "by", permutations, seed, strata, statistic);
 
-CREATE OR REPLACE MACRO emb_permanova_dist(dist_tbl, labels_tbl, group_col, i_col := 'i', j_col := 'j',
+CREATE OR REPLACE TEMP MACRO emb_permanova_dist(dist_tbl, labels_tbl, group_col, i_col := 'i', j_col := 'j',
                                            d_col := 'd', id_col := 'id', permutations := 999, seed := 42,
                                            strata := NULL, statistic := 'pseudo-f') AS TABLE
 WITH labels AS (
@@ -80,7 +80,7 @@ SELECT a.*, test.t.p_value AS p_value, coalesce(test.__emb_missing, test.t.permu
 FROM emb_anova_dist(dist_tbl, labels_tbl, group_col, i_col := i_col, j_col := j_col, d_col := d_col,
                     id_col := id_col) a, test;
 
-CREATE OR REPLACE MACRO emb__dispersion(tbl, group_col, vector_col, by_col, permutations, seed) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__dispersion(tbl, group_col, vector_col, by_col, permutations, seed) AS TABLE
 SELECT COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
        emb__dispersion_test(list(__emb_g::VARCHAR), list(__emb_v::DOUBLE[]), vector_col,
                             emb__whole_argument(permutations, 'permutations'), emb__whole_argument(seed, 'seed'),
@@ -89,7 +89,7 @@ FROM emb__rows(tbl, group_col, vector_col, by_col, NULL)
 GROUP BY ALL
 ORDER BY __emb_b;
 
-CREATE OR REPLACE MACRO emb_dispersion(tbl, group_col, vector_col, permutations := 999, seed := 42) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_dispersion(tbl, group_col, vector_col, permutations := 999, seed := 42) AS TABLE
     (SELECT __emb_t.groups AS groups, __emb_t.f AS f, __emb_t.p_value AS p_value, __emb_t.permutations AS permutations,
             __emb_t.groups_left_out AS groups_left_out, __emb_t.items_left_out AS items_left_out, __emb_t.note AS note
      FROM emb__dispersion(tbl, group_col, vector_col, NULL, permutations, seed)),
@@ -99,7 +99,7 @@ CREATE OR REPLACE MACRO emb_dispersion(tbl, group_col, vector_col, permutations 
             __emb_t.groups_left_out AS groups_left_out, __emb_t.items_left_out AS items_left_out, __emb_t.note AS note
      FROM emb__dispersion(tbl, group_col, vector_col, "by", permutations, seed));
 
-CREATE OR REPLACE MACRO emb_dispersion_groups(tbl, group_col, vector_col, permutations := 999, seed := 42) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_dispersion_groups(tbl, group_col, vector_col, permutations := 999, seed := 42) AS TABLE
     (SELECT unnest(__emb_t.labels) AS "group", unnest(__emb_t.sizes) AS n_g,
             unnest(__emb_t.mean_distance) AS mean_distance, unnest(__emb_t.in_test) AS in_test
      FROM emb__dispersion(tbl, group_col, vector_col, NULL, permutations, seed)),

@@ -2,13 +2,13 @@
 -- embsql.register(con) after the UDFs in udfs/resampling.py.  The jackknife and bootstrap take
 -- per-group sufficient statistics (n_g and the vector sum s_g), never the items.
 
-CREATE OR REPLACE MACRO emb__group_vectors(tbl, group_col, vector_col, by_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__group_vectors(tbl, group_col, vector_col, by_col) AS TABLE
 SELECT COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g,
        max(__emb_n) AS __emb_n, list(__emb_s ORDER BY __emb_k) AS __emb_s
 FROM emb__group_sums(tbl, group_col, vector_col, by_col)
 GROUP BY ALL;
 
-CREATE OR REPLACE MACRO emb__resampled(tbl, group_col, vector_col, by_col, stat, replicates, seed, level, kind) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__resampled(tbl, group_col, vector_col, by_col, stat, replicates, seed, level, kind) AS TABLE
 SELECT COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
        CASE kind
            WHEN 'jackknife' THEN emb__jackknife(list(__emb_g::VARCHAR), list(__emb_n), list(__emb_s), stat)
@@ -18,7 +18,7 @@ FROM emb__group_vectors(tbl, group_col, vector_col, by_col)
 GROUP BY ALL
 ORDER BY __emb_b;
 
-CREATE OR REPLACE MACRO emb_jackknife(tbl, group_col, vector_col, stat := 'r2') AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_jackknife(tbl, group_col, vector_col, stat := 'r2') AS TABLE
     (SELECT stat AS stat, __emb_r.estimate AS estimate, __emb_r.se AS se, __emb_r.groups AS groups
      FROM emb__resampled(tbl, group_col, vector_col, NULL, stat, 0, 0, 0.0, 'jackknife')),
     (tbl, group_col, vector_col, "by", stat := 'r2') AS TABLE
@@ -26,7 +26,7 @@ CREATE OR REPLACE MACRO emb_jackknife(tbl, group_col, vector_col, stat := 'r2') 
             __emb_r.groups AS groups
      FROM emb__resampled(tbl, group_col, vector_col, "by", stat, 0, 0, 0.0, 'jackknife'));
 
-CREATE OR REPLACE MACRO emb_bootstrap(tbl, group_col, vector_col, stat := 'r2', replicates := 2000, seed := 42,
+CREATE OR REPLACE TEMP MACRO emb_bootstrap(tbl, group_col, vector_col, stat := 'r2', replicates := 2000, seed := 42,
                                       level := 0.95) AS TABLE
     (SELECT stat AS stat, __emb_r.estimate AS estimate, __emb_r.se AS se, __emb_r.ci_low AS ci_low,
             __emb_r.ci_high AS ci_high, level::DOUBLE AS level, replicates AS replicates, __emb_r.groups AS groups,
@@ -39,7 +39,7 @@ CREATE OR REPLACE MACRO emb_bootstrap(tbl, group_col, vector_col, stat := 'r2', 
             __emb_r.calibrated AS calibrated
      FROM emb__resampled(tbl, group_col, vector_col, "by", stat, replicates, seed, level, 'bootstrap'));
 
-CREATE OR REPLACE MACRO emb_compare(tbl, group_col, vector_col, model_col, item_col, stat := 'r2',
+CREATE OR REPLACE TEMP MACRO emb_compare(tbl, group_col, vector_col, model_col, item_col, stat := 'r2',
                                     replicates := 2000, seed := 42, level := 0.95, common := false) AS TABLE
 SELECT unnest(emb__compare(list(__emb_b::VARCHAR), list(__emb_x::VARCHAR), list(__emb_g::VARCHAR),
                            list(__emb_v::DOUBLE[]), vector_col, stat, replicates, seed, level, common),

@@ -4,7 +4,7 @@
 -- emb_retrieval_summary keep their signatures and columns and give the same numbers.  Columns and
 -- labels are checked by the same SQL as the plain version; vectors are checked in the UDF.
 
-CREATE OR REPLACE MACRO emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col,
+CREATE OR REPLACE TEMP MACRO emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col,
                                      doc_id_col, doc_group_col, doc_vector_col, model_col) AS TABLE
 WITH q AS (
     SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b, any_value(__emb_gcols) AS __emb_gcols,
@@ -36,7 +36,7 @@ FROM r;
 -- Dose (SPEC S23): W~_q per paraphrase level, jackknife SEs, monotonicity and the within-group
 -- permutation trend test (udfs/retrieval.py, embsql.paraphrase_dose).  Groups and levels reach the
 -- UDF as dense ranks, so levels keep the order SQL gives their values (numbers as numbers).
-CREATE OR REPLACE MACRO emb_retrieval_dose(queries, level_col := 'level', qid_col := 'qid', group_col := 'group',
+CREATE OR REPLACE TEMP MACRO emb_retrieval_dose(queries, level_col := 'level', qid_col := 'qid', group_col := 'group',
                                            vector_col := 'vector', model_col := NULL, permutations := 999,
                                            seed := 42, alpha := 0.05) AS TABLE
 WITH checked AS (

@@ -3,7 +3,7 @@
 -- the UDF as lists (one model may have another dimension than the next), with the table's column
 -- names and types, so the UDF can name a missing or mistyped column as the Python API does.
 
-CREATE OR REPLACE MACRO emb__model_items(tbl, item_col, model_col, vector_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__model_items(tbl, item_col, model_col, vector_col) AS TABLE
 SELECT tbl AS __emb_tbl,
        (SELECT list(column_name) FROM (DESCRIBE SELECT * FROM query_table(tbl))) AS __emb_names,
        (SELECT list(column_type) FROM (DESCRIBE SELECT * FROM query_table(tbl))) AS __emb_types,
@@ -21,18 +21,18 @@ FROM (
           FROM (SELECT *, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(tbl)))
 );
 
-CREATE OR REPLACE MACRO emb_knn_agreement(tbl, item_col, model_col, vector_col, k := 10, common := false) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_knn_agreement(tbl, item_col, model_col, vector_col, k := 10, common := false) AS TABLE
 SELECT unnest(emb__knn_agreement(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
                                  __emb_vector_col, __emb_b, __emb_x, __emb_v, k, common), recursive := true)
 FROM emb__model_items(tbl, item_col, model_col, vector_col);
 
-CREATE OR REPLACE MACRO emb_knn_agreement_items(tbl, item_col, model_col, vector_col, k := 10,
+CREATE OR REPLACE TEMP MACRO emb_knn_agreement_items(tbl, item_col, model_col, vector_col, k := 10,
                                                 common := false) AS TABLE
 SELECT unnest(emb__knn_agreement_items(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
                                        __emb_vector_col, __emb_b, __emb_x, __emb_v, k, common), recursive := true)
 FROM emb__model_items(tbl, item_col, model_col, vector_col);
 
-CREATE OR REPLACE MACRO emb_mantel(tbl, item_col, model_col, vector_col, permutations := 999, seed := 42,
+CREATE OR REPLACE TEMP MACRO emb_mantel(tbl, item_col, model_col, vector_col, permutations := 999, seed := 42,
                                    common := false) AS TABLE
 SELECT unnest(emb__mantel(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
                           __emb_vector_col, __emb_b, __emb_x, __emb_v, emb__whole_argument(permutations, 'permutations'),
