@@ -25,19 +25,22 @@ COMPARISON = ("STRUCT(model_a VARCHAR, model_b VARCHAR, estimate_a DOUBLE, estim
               "dropped BIGINT, calibrated BOOLEAN)[]")
 
 
-def _sums(labels, counts, sums, row) -> GroupSums:
+def _sums(labels, counts, within, sums, row) -> GroupSums:
+    """One by value's GroupSums; ``within`` is each group's within sum of squares, summed stably by
+    emb__group_sums (so near-duplicate vectors resample as exactly as in Python)."""
     names = np.asarray(labels[row].as_py(), dtype=object)
     vectors = sums[row].values
     width = len(vectors[0]) if len(vectors) else 0
     matrix = np.asarray(vectors.flatten().to_numpy(zero_copy_only=False), dtype=float).reshape(len(vectors), width)
-    return canonical(GroupSums(names, np.asarray(counts[row].as_py(), dtype=np.int64), matrix))
+    return canonical(GroupSums(names, np.asarray(counts[row].as_py(), dtype=np.int64), matrix,
+                               within=np.asarray(within[row].as_py(), dtype=float)))
 
 
-def emb__jackknife(labels, counts, sums, stat):
+def emb__jackknife(labels, counts, within, sums, stat):
     out = []
     for row in range(len(labels)):
         try:
-            group_sums = _sums(labels, counts, sums, row)
+            group_sums = _sums(labels, counts, within, sums, row)
             result = resampling.jackknife(group_sums, stat[row].as_py())
         except EmbsqlError as error:
             raise ValueError(f"embsql: {error}") from None
@@ -51,11 +54,11 @@ def _interval(result: resampling.Interval, groups: int) -> dict:
             "calibrated": result.calibrated}
 
 
-def emb__bootstrap(labels, counts, sums, stat, replicates, seed, level):
+def emb__bootstrap(labels, counts, within, sums, stat, replicates, seed, level):
     out = []
     for row in range(len(labels)):
         try:
-            group_sums = _sums(labels, counts, sums, row)
+            group_sums = _sums(labels, counts, within, sums, row)
             result = resampling.bootstrap(group_sums, stat[row].as_py(), replicates=replicates[row].as_py(),
                                           seed=seed[row].as_py(), level=level[row].as_py())
         except EmbsqlError as error:
@@ -90,9 +93,9 @@ def emb__compare(models, items, labels, vectors, vector_col, stat, replicates, s
 
 SPECS = [
     {"name": "emb__jackknife", "function": emb__jackknife,
-     "parameters": ["VARCHAR[]", "BIGINT[]", "DOUBLE[][]", "VARCHAR"], "return_type": INTERVAL},
+     "parameters": ["VARCHAR[]", "BIGINT[]", "DOUBLE[]", "DOUBLE[][]", "VARCHAR"], "return_type": INTERVAL},
     {"name": "emb__bootstrap", "function": emb__bootstrap,
-     "parameters": ["VARCHAR[]", "BIGINT[]", "DOUBLE[][]", "VARCHAR", "BIGINT", "BIGINT", "DOUBLE"],
+     "parameters": ["VARCHAR[]", "BIGINT[]", "DOUBLE[]", "DOUBLE[][]", "VARCHAR", "BIGINT", "BIGINT", "DOUBLE"],
      "return_type": INTERVAL},
     {"name": "emb__compare", "function": emb__compare,
      "parameters": ["VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "DOUBLE[][]", "VARCHAR", "VARCHAR", "BIGINT", "BIGINT",

@@ -3,16 +3,18 @@
 -- per-group sufficient statistics (n_g and the vector sum s_g), never the items.
 
 CREATE OR REPLACE TEMP MACRO emb__group_vectors(tbl, group_col, vector_col, by_col) AS TABLE
-SELECT COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b, __emb_g,
-       max(__emb_n) AS __emb_n, list(__emb_s ORDER BY __emb_k) AS __emb_s
+SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g,
+       max(__emb_n) AS __emb_n, max(__emb_ssw) AS __emb_ssw, list(__emb_s ORDER BY __emb_k) AS __emb_s
 FROM emb__group_sums(tbl, group_col, vector_col, by_col)
 GROUP BY ALL;
 
 CREATE OR REPLACE TEMP MACRO emb__resampled(tbl, group_col, vector_col, by_col, stat, replicates, seed, level, kind) AS TABLE
-SELECT COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
+SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
        CASE kind
-           WHEN 'jackknife' THEN emb__jackknife(list(__emb_g::VARCHAR), list(__emb_n), list(__emb_s), stat)
-           ELSE emb__bootstrap(list(__emb_g::VARCHAR), list(__emb_n), list(__emb_s), stat, replicates, seed, level)
+           WHEN 'jackknife' THEN emb__jackknife(list(__emb_g::VARCHAR), list(__emb_n), list(__emb_ssw), list(__emb_s),
+                                                stat)
+           ELSE emb__bootstrap(list(__emb_g::VARCHAR), list(__emb_n), list(__emb_ssw), list(__emb_s), stat,
+                               emb__whole_argument(replicates, 'replicates'), emb__whole_argument(seed, 'seed'), level)
        END AS __emb_r
 FROM emb__group_vectors(tbl, group_col, vector_col, by_col)
 GROUP BY ALL
@@ -22,7 +24,7 @@ CREATE OR REPLACE TEMP MACRO emb_jackknife(tbl, group_col, vector_col, stat := '
     (SELECT stat AS stat, __emb_r.estimate AS estimate, __emb_r.se AS se, __emb_r.groups AS groups
      FROM emb__resampled(tbl, group_col, vector_col, NULL, stat, 0, 0, 0.0, 'jackknife')),
     (tbl, group_col, vector_col, "by", stat := 'r2') AS TABLE
-    (SELECT COLUMNS(lambda c: c = "by"), stat AS stat, __emb_r.estimate AS estimate, __emb_r.se AS se,
+    (SELECT * EXCLUDE (__emb_all, __emb_b, __emb_r), stat AS stat, __emb_r.estimate AS estimate, __emb_r.se AS se,
             __emb_r.groups AS groups
      FROM emb__resampled(tbl, group_col, vector_col, "by", stat, 0, 0, 0.0, 'jackknife'));
 
@@ -33,7 +35,7 @@ CREATE OR REPLACE TEMP MACRO emb_bootstrap(tbl, group_col, vector_col, stat := '
             __emb_r.estimate_bc AS estimate_bc, __emb_r.dropped AS dropped, __emb_r.calibrated AS calibrated
      FROM emb__resampled(tbl, group_col, vector_col, NULL, stat, replicates, seed, level, 'bootstrap')),
     (tbl, group_col, vector_col, "by", stat := 'r2', replicates := 2000, seed := 42, level := 0.95) AS TABLE
-    (SELECT COLUMNS(lambda c: c = "by"), stat AS stat, __emb_r.estimate AS estimate, __emb_r.se AS se,
+    (SELECT * EXCLUDE (__emb_all, __emb_b, __emb_r), stat AS stat, __emb_r.estimate AS estimate, __emb_r.se AS se,
             __emb_r.ci_low AS ci_low, __emb_r.ci_high AS ci_high, level::DOUBLE AS level, replicates AS replicates,
             __emb_r.groups AS groups, __emb_r.estimate_bc AS estimate_bc, __emb_r.dropped AS dropped,
             __emb_r.calibrated AS calibrated
