@@ -426,7 +426,7 @@ CREATE OR REPLACE TEMP MACRO emb_anova(tbl, group_col, vector_col) AS TABLE
     (SELECT * EXCLUDE (__emb_b, __emb_all) FROM emb__anova(tbl, group_col, vector_col, "by"));
 
 -- ---------------------------------------------------------------------------
--- The distance route (S5): the same decomposition from a table of pairwise
+-- The distance route: the same decomposition from a table of pairwise
 -- dissimilarities (i, j, d) and a labels table (id, group).  Any dissimilarity.
 --   SS_T = (1/n) sum_{i<j} d_ij^2,   SS_W = sum_g (1/n_g) sum_{i<j in g} d_ij^2
 -- Sums of squared distances have no cancellation, so they need no second pass; every check is a
@@ -555,7 +555,7 @@ WHERE CASE
     END;
 
 -- ---------------------------------------------------------------------------
--- ICC(1), one-way random effects (S15):
+-- ICC(1), one-way random effects:
 --   MS_B = SS_B/(G-1),  MS_W = SS_W/(n-G),  n0 = (n - sum_g n_g^2 / n)/(G-1),
 --   ICC = (MS_B - MS_W) / (MS_B + (n0-1) MS_W),  F = MS_B/MS_W.
 -- One macro for both kinds of value column:
@@ -738,7 +738,7 @@ CREATE OR REPLACE TEMP MACRO emb_icc(tbl, group_col, value_col) AS TABLE
     (SELECT * EXCLUDE (__emb_all) FROM emb__icc(tbl, group_col, value_col, "by"));
 
 -- ---------------------------------------------------------------------------
--- Power (S19): groups needed to detect a correlation rho between a per-group figure (W_g)
+-- Power: groups needed to detect a correlation rho between a per-group figure (W_g)
 -- and a per-group score, by Fisher's z:
 --   G = ((z_{1-alpha/2} + z_{power}) / atanh(rho))^2 + 3,   and inversely
 --   |rho| = tanh((z_{1-alpha/2} + z_{power}) / sqrt(G - 3)).
@@ -842,7 +842,7 @@ SELECT
 WHERE rho IS NOT NULL;
 
 -- ---------------------------------------------------------------------------
--- Retrieval margins (S20, S21) and the retrieval summary, in plain SQL.
+-- Retrieval margins and the retrieval summary, in plain SQL.
 --   queries: qid, paraphrase group, positive (the doc_id of its one correct document), vector
 --   docs:    doc_id, topic group, vector          (both optionally with a model column)
 -- For each query q, d+ its positive and D- the distractors (every other document of the same

@@ -99,6 +99,11 @@ def _run_python(code: str, namespace: dict) -> None:
             exec(compile(ast.Module([node], []), "<example>", "exec"), namespace)
 
 
+def _without_comments(statement: str) -> str:
+    """The statement without its whole-line comments (a comment above a statement must not hide it)."""
+    return "\n".join(line for line in statement.splitlines() if not line.strip().startswith("--")).strip()
+
+
 def test_python_only_examples_run_through_embsql_connect():
     import embsql
 
@@ -113,7 +118,7 @@ def test_python_only_examples_run_through_embsql_connect():
                     _run_python(code, namespace)
                 else:                             # SQL of a Python-only function: on an embsql connection
                     con = namespace.setdefault("con", embsql.connect())
-                    for statement in (s for s in code.split(";") if s.strip() and not s.strip().startswith("--")):
+                    for statement in filter(None, (_without_comments(s) for s in code.split(";"))):
                         con.sql(statement).fetchall() if statement.strip().upper().startswith("SELECT") \
                             else con.execute(statement)
             except Exception as error:  # noqa: BLE001  (report every example that fails, not only the first)

@@ -1,5 +1,5 @@
 -- ---------------------------------------------------------------------------
--- The distance route (S5): the same decomposition from a table of pairwise
+-- The distance route: the same decomposition from a table of pairwise
 -- dissimilarities (i, j, d) and a labels table (id, group).  Any dissimilarity.
 --   SS_T = (1/n) sum_{i<j} d_ij^2,   SS_W = sum_g (1/n_g) sum_{i<j in g} d_ij^2
 -- Sums of squared distances have no cancellation, so they need no second pass; every check is a

@@ -1,5 +1,5 @@
 -- ---------------------------------------------------------------------------
--- ICC(1), one-way random effects (S15):
+-- ICC(1), one-way random effects:
 --   MS_B = SS_B/(G-1),  MS_W = SS_W/(n-G),  n0 = (n - sum_g n_g^2 / n)/(G-1),
 --   ICC = (MS_B - MS_W) / (MS_B + (n0-1) MS_W),  F = MS_B/MS_W.
 -- One macro for both kinds of value column:

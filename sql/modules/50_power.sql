@@ -1,5 +1,5 @@
 -- ---------------------------------------------------------------------------
--- Power (S19): groups needed to detect a correlation rho between a per-group figure (W_g)
+-- Power: groups needed to detect a correlation rho between a per-group figure (W_g)
 -- and a per-group score, by Fisher's z:
 --   G = ((z_{1-alpha/2} + z_{power}) / atanh(rho))^2 + 3,   and inversely
 --   |rho| = tanh((z_{1-alpha/2} + z_{power}) / sqrt(G - 3)).

@@ -1,5 +1,5 @@
 -- ---------------------------------------------------------------------------
--- Retrieval margins (S20, S21) and the retrieval summary, in plain SQL.
+-- Retrieval margins and the retrieval summary, in plain SQL.
 --   queries: qid, paraphrase group, positive (the doc_id of its one correct document), vector
 --   docs:    doc_id, topic group, vector          (both optionally with a model column)
 -- For each query q, d+ its positive and D- the distractors (every other document of the same

@@ -1,4 +1,4 @@
--- Retrieval margins by blocked matrix products (SPEC S20, S21).  Loaded by embsql.register(con)
+-- Retrieval margins by blocked matrix products.  Loaded by embsql.register(con)
 -- after the UDF in udfs/retrieval.py.  Replaces the plain-SQL emb__margins of sql/embsql.sql
 -- (a join of every query with every document) with one UDF call per model; emb_margins and
 -- emb_retrieval_summary keep their signatures and columns and give the same numbers.  Columns and
@@ -33,7 +33,7 @@ SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b, unnest(__emb_g
        unnest(__emb_rows) AS __emb_row, unnest(__emb_qs) AS qid, unnest(__emb_r, recursive := true)
 FROM r;
 
--- Dose (SPEC S23): W~_q per paraphrase level, jackknife SEs, monotonicity and the within-group
+-- Dose: W~_q per paraphrase level, jackknife SEs, monotonicity and the within-group
 -- permutation trend test (udfs/retrieval.py, embsql.paraphrase_dose).  Groups and levels reach the
 -- UDF as dense ranks, so levels keep the order SQL gives their values (numbers as numbers).
 CREATE OR REPLACE TEMP MACRO emb_retrieval_dose(queries, level_col := 'level', qid_col := 'qid', group_col := 'group',

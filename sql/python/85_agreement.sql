@@ -1,4 +1,4 @@
--- Cross-model agreement on the same items (SPEC S25): k-NN overlap and the Mantel test.
+-- Cross-model agreement on the same items: k-NN overlap and the Mantel test.
 -- Loaded by embsql.register(con) after the UDFs in udfs/agreement.py.  The whole table goes to
 -- the UDF as lists (one model may have another dimension than the next), with the table's column
 -- names and types, so the UDF can name a missing or mistyped column as the Python API does.
