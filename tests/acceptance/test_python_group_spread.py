@@ -34,4 +34,7 @@ def test_w_g_near_duplicates():
     except embsql.errors.EmbsqlError:
         return
     for row in got.itertuples():
+        if not row.resolved:   # flagged: its W_g is declared rounding noise, not offered as a figure
+            continue
         assert row.w == pytest.approx(want[row.group], rel=1e-6, abs=0), (row.group, row.w, want[row.group])
+    assert got["resolved"].dtype == bool

@@ -18,7 +18,8 @@ def make(labels, x, label_type="VARCHAR"):
     con = duckdb.connect()
     embsql.register(con)
     con.execute(f"CREATE TABLE t (grp {label_type}, emb DOUBLE[])")
-    con.executemany("INSERT INTO t VALUES (?, ?)", [(g, [float(c) for c in row]) for g, row in zip(labels, x)])
+    if len(labels):  # executemany refuses an empty list; the empty case keeps the empty table
+        con.executemany("INSERT INTO t VALUES (?, ?)", [(g, [float(c) for c in row]) for g, row in zip(labels, x)])
     return con
 
 
