@@ -44,7 +44,8 @@ DECOMPOSITION = ("SS_T = SS_B + SS_W on unit vectors. R² = SS_B/SS_T describes 
 
 GROUPS = ("W̃_g is the size-corrected spread of group g about its own mean (blank for a group of one, where it is "
           "undefined; isometry level). It describes a group's spread; it is not crowding around any one item, and "
-          "it is not retrieval difficulty.")
+          "it is not retrieval difficulty. resolved is false for a group whose vectors are identical to within "
+          "floating-point precision (spread above 0 but below 1.5e-8 on the unit sphere): its W_g is rounding noise.")
 
 JACKKNIFE = ("Cluster jackknife: leave one group out at a time. The SE treats groups as the sampled units; it "
              "does not cover the choice of items within a group or of the model's training data.")

@@ -19,7 +19,7 @@ from .sufficient import GroupSums
 
 ANOVA_COLUMNS = ("n", "groups", "ss_t", "ss_w", "ss_b", "r2", "r2_null", "f", "v",
                  "mean_resultant_length", "w_bar")
-GROUP_COLUMNS = ("group", "n_g", "w", "w_tilde")
+GROUP_COLUMNS = ("group", "n_g", "w", "w_tilde", "resolved")
 
 
 def _where(by_value) -> str:
@@ -57,9 +57,14 @@ def anova_row(sums: GroupSums, by_value=None) -> dict:
 
 def group_rows(sums: GroupSums) -> list[dict]:
     """W_g = within_g / n_g (the mean squared distance to the group mean; 1 - ||s_g||^2 / n_g^2 in
-    exact arithmetic) and W~_g = n_g / (n_g - 1) W_g (None for singletons), by label."""
+    exact arithmetic) and W~_g = n_g / (n_g - 1) W_g (None for singletons), by label; ``resolved`` is
+    False where the group's spread is above 0 but below float64 resolution (precision.RESOLUTION), so
+    its W_g is rounding noise and must not be read as a figure."""
     counts = sums.counts.astype(np.float64)
-    w = sums.within_ss() / counts
-    rows = [{"group": label, "n_g": int(c), "w": float(wg), "w_tilde": float(c / (c - 1) * wg) if c > 1 else None}
-            for label, c, wg in zip(sums.labels, counts, w)]
+    within = sums.within_ss()
+    w = within / counts
+    resolved = precision.resolved_groups(within, counts)
+    rows = [{"group": label, "n_g": int(c), "w": float(wg), "w_tilde": float(c / (c - 1) * wg) if c > 1 else None,
+             "resolved": bool(ok)}
+            for label, c, wg, ok in zip(sums.labels, counts, w, resolved)]
     return sorted(rows, key=lambda r: r["group"])

@@ -45,3 +45,11 @@ def check_spread(ss_t: float, ss_w: float, n: int, *, model=None) -> None:
         raise DesignError(f"the vectors within each group{_whose(model)} are identical to within floating-point "
                           f"precision (root-mean-square spread {math.sqrt(max(ss_w, 0.0) / n):.2g} < "
                           f"{RESOLUTION:.2g}); F is undefined")
+
+
+
+def resolved_groups(within: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per group: False where its spread is above 0 but below float64 resolution (W_g is then
+    rounding noise, so the report flags it); a group of identical unit vectors has W_g = 0 exactly."""
+    within = np.asarray(within, dtype=float)
+    return (within == 0) | (within >= _floor(np.asarray(counts, dtype=float)))

@@ -335,7 +335,9 @@ WITH per_group AS (
         __emb_g AS "group",
         __emb_n AS n_g,
         __emb_ssw / __emb_n AS w,
-        CASE WHEN __emb_n > 1 THEN __emb_ssw / (__emb_n - 1.0) END AS w_tilde
+        CASE WHEN __emb_n > 1 THEN __emb_ssw / (__emb_n - 1.0) END AS w_tilde,
+        -- false where the spread is above 0 but below float64 resolution (sqrt(eps)): W_g is rounding noise
+        __emb_ssw = 0 OR __emb_ssw >= __emb_n * 2.220446049250313e-16 AS resolved
     FROM emb__group_blocks(tbl, group_col, vector_col, by_col, false)
     WHERE __emb_j = 0  -- n_g and n_g W_g are on each of a group's rows
 )
@@ -345,7 +347,7 @@ FROM (SELECT 1) LEFT JOIN per_group p ON true
 WHERE CASE WHEN p.n_g IS NULL THEN emb__no_rows_error(tbl) ELSE true END;
 
 CREATE OR REPLACE TEMP MACRO emb_groups(tbl, group_col, vector_col) AS TABLE
-    (SELECT "group", n_g, w, w_tilde
+    (SELECT "group", n_g, w, w_tilde, resolved
      FROM emb__groups(tbl, group_col, vector_col, NULL) ORDER BY "group"),
     (tbl, group_col, vector_col, "by") AS TABLE
     (SELECT * EXCLUDE (__emb_b, __emb_all)

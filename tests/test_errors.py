@@ -109,7 +109,7 @@ def test_every_group_a_singleton(con):
     assert "(n = G = 4): no within-group degrees of freedom" in sql_error(con, "SELECT * FROM emb_anova('t', 'g', 'v')")
     # per-group spread is still defined: W = 0 and no W~ for singletons
     rows = con.sql("SELECT * FROM emb_groups('t', 'g', 'v')").fetchall()
-    assert rows == [("A", 1, 0.0, None), ("B", 1, 0.0, None), ("C", 1, 0.0, None), ("D", 1, 0.0, None)]
+    assert rows == [("A", 1, 0.0, None, True), ("B", 1, 0.0, None, True), ("C", 1, 0.0, None, True), ("D", 1, 0.0, None, True)]
 
 
 def test_identical_vectors(con):

@@ -91,7 +91,7 @@ def test_by_returns_one_row_per_model_with_the_column_first(con):
     assert rows.column("r2")[1].as_py() == pytest.approx(rows.column("r2")[0].as_py(), rel=1e-12)
     assert rows.column("v")[1].as_py() == pytest.approx(rows.column("v")[0].as_py() / 2, rel=1e-12)
     groups = con.sql("SELECT * FROM emb_groups('ex', 'g', 'v', by := 'model')").to_arrow_table()
-    assert groups.column_names == ["model", "group", "n_g", "w", "w_tilde"]
+    assert groups.column_names == ["model", "group", "n_g", "w", "w_tilde", "resolved"]
 
 
 def test_result_object_renders_and_converts(con):

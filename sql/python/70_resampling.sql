@@ -8,13 +8,26 @@ SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g,
 FROM emb__group_sums(tbl, group_col, vector_col, by_col)
 GROUP BY ALL;
 
+-- level := for emb_bootstrap: a number (its range, 0 < level < 1, is checked by the UDF under the one
+-- rule of embsql/arguments.py); NULL or text is an embsql: error naming the argument.
+CREATE OR REPLACE TEMP MACRO emb__level_argument(value) AS
+    CASE WHEN value IS NOT NULL AND (typeof(value) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'FLOAT',
+                                                      'DOUBLE', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT')
+                                     OR typeof(value) LIKE 'DECIMAL%')
+         THEN try_cast(value::VARCHAR AS DOUBLE)
+         ELSE error(format('embsql: level must be a number between 0 and 1, not {}',
+                           coalesce(CASE WHEN typeof(value) = 'VARCHAR' THEN '''' || value::VARCHAR || ''''
+                                         ELSE value::VARCHAR END, 'NULL')))
+    END;
+
 CREATE OR REPLACE TEMP MACRO emb__resampled(tbl, group_col, vector_col, by_col, stat, replicates, seed, level, kind) AS TABLE
 SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
        CASE kind
            WHEN 'jackknife' THEN emb__jackknife(list(__emb_g::VARCHAR), list(__emb_n), list(__emb_ssw), list(__emb_s),
                                                 stat)
            ELSE emb__bootstrap(list(__emb_g::VARCHAR), list(__emb_n), list(__emb_ssw), list(__emb_s), stat,
-                               emb__whole_argument(replicates, 'replicates'), emb__whole_argument(seed, 'seed'), level)
+                               emb__whole_argument(replicates, 'replicates'), emb__whole_argument(seed, 'seed'),
+                               emb__level_argument(level))
        END AS __emb_r
 FROM emb__group_vectors(tbl, group_col, vector_col, by_col)
 GROUP BY ALL
