@@ -18,7 +18,7 @@ from embsql.permutation import canonical_order, design, permanova_distances, per
 from embsql.sufficient import _unit_vectors
 
 PERMANOVA = ("STRUCT(statistic DOUBLE, p_value DOUBLE, permutations BIGINT, method VARCHAR, statistic_name VARCHAR, "
-             "w_d DOUBLE)")
+             "w_d DOUBLE, null_method VARCHAR)")
 DISPERSION = ("STRUCT(groups BIGINT, f DOUBLE, p_value DOUBLE, permutations BIGINT, groups_left_out BIGINT, "
               "items_left_out BIGINT, note VARCHAR, labels VARCHAR[], sizes BIGINT[], mean_distance DOUBLE[], "
               "in_test BOOLEAN[])")
@@ -49,7 +49,7 @@ def _labels(labels: list, column: str, sql_type: str | None) -> np.ndarray:
 
 def _row(test, statistic: str) -> dict:
     return {"statistic": test.statistic, "p_value": test.p_value, "permutations": test.permutations,
-            "method": test.method, "statistic_name": statistic, "w_d": test.statistic if statistic == "welch" else None}
+            "method": test.method, "statistic_name": statistic, "w_d": test.statistic if statistic == "welch" else None, "null_method": test.null}
 
 
 def _scalar(array: pa.Array, row: int):

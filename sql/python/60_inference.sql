@@ -36,7 +36,7 @@ WITH test AS (
     GROUP BY __emb_b
 )
 SELECT a.*, test.t.p_value AS p_value, test.t.permutations AS permutations, test.t.statistic_name AS statistic,
-       test.t.w_d AS w_d
+       test.t.w_d AS w_d, test.t.null_method AS null_method
 FROM emb__anova(tbl, group_col, vector_col, by_col) a
 JOIN test ON a.__emb_b IS NOT DISTINCT FROM test.__emb_b
 ORDER BY a.__emb_b;
@@ -76,7 +76,7 @@ test AS (
     FROM labels
 )
 SELECT a.*, test.t.p_value AS p_value, coalesce(test.__emb_missing, test.t.permutations) AS permutations,
-       test.t.statistic_name AS statistic, test.t.w_d AS w_d
+       test.t.statistic_name AS statistic, test.t.w_d AS w_d, test.t.null_method AS null_method
 FROM emb_anova_dist(dist_tbl, labels_tbl, group_col, i_col := i_col, j_col := j_col, d_col := d_col,
                     id_col := id_col) a, test;
 
