@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 from embsql.dispersion import MIN_GROUP, anova_f, bias_factors, centroid_distances, dispersion_test
-from embsql.permutation import design, permanova_distances, permanova_vectors, shuffles
+from embsql.permutation import default_null, design, permanova_distances, permanova_vectors, shuffles
 
 B = 199
 DIM = 16
@@ -150,17 +150,20 @@ def permanova_cases():
             x = np.vstack([sd * rng.standard_normal((6, 8)), rng.standard_normal((40, 8))])
             return ((x[:, None] - x[None]) ** 2).sum(-1), True
         return make
-    cases = [(f"unit vectors, 6 vs 40, small group anisotropic (rank {rank}), equal centres and spread", (6, 40),
-              lambda rng, rank=rank: (anisotropic(rng, 6, 40, rank=rank)[0], False)) for rank in (2, 8)]
+    cases = [(f"unit vectors, {small} vs 40, small group anisotropic (rank {rank}), equal centres and spread",
+              (small, 40), lambda rng, rank=rank, small=small: (anisotropic(rng, small, 40, rank=rank)[0], False))
+             for small, rank in ((6, 2), (6, 8), (5, 2), (4, 2))]
     cases += [("Euclidean (distance route), 6 vs 40, small group sd 2, large sd 1, d = 8", (6, 40), gaussian(2.0)),
               ("Euclidean (distance route), 6 vs 40, equal sd", (6, 40), gaussian(1.0))]
-    for sizes in [(2,) * 5, (3,) * 5, (5,) * 5, (10,) * 5, (20,) * 5, (2, 3, 5, 10, 20), (3, 5, 10, 20)]:
+    for sizes in [(2,) * 5, (3,) * 5, (5,) * 5, (6,) * 5, (8,) * 5, (10,) * 5, (20,) * 5, (2, 3, 5, 10, 20),
+                  (3, 5, 10, 20), (6, 10, 20, 40)]:
         cases.append((f"iid unit vectors (noise 0.6), sizes {','.join(map(str, sizes))}", sizes,
                       lambda rng, sizes=sizes: (null_data(rng, sizes, "iid", 0.6)[0], False)))
     return cases
 
 
 POWER_CASES = [("power: unit vectors, 10 vs 30, first centre shifted 1.0", (10, 30), 1.0),
+               ("power: unit vectors, 6 vs 40, first centre shifted 1.5", (6, 40), 1.5),
                ("power: unit vectors, 5 x 5, first centre shifted 2.0", (5,) * 5, 2.0),
                ("power: unit vectors, 2,3,5,10,20, first centre shifted 2.0", (2, 3, 5, 10, 20), 2.0)]
 COLUMNS = (("pseudo-f", "permutation"), ("welch", "permutation"), ("welch", "wild bootstrap"))
@@ -175,14 +178,15 @@ def _rejections(rng, runs, sizes, make):
         for statistic, null in COLUMNS:
             hits[statistic, null] += test(data, d, permutations=B, seed=rep, statistic=statistic,
                                           null=null).p_value <= 0.05
-    return " | ".join(cell(hits[c], runs) for c in COLUMNS)
+    return " | ".join(cell(hits[c], runs) for c in COLUMNS) + f" | {default_null('welch', d)}"
 
 
 def permanova_table(runs):
     print(f"\nTable 2. PERMANOVA, {runs} data sets x {B} resamples; share with p <= 0.05 ± MC SE.  Rows above"
           " the power rows are null data (equal centres): the share should be 5%.")
-    print("| data | pseudo-F, permutation | W*_d, label permutation (old) | W*_d, wild bootstrap (now the default) |")
-    print("|---|---|---|---|")
+    print("| data | pseudo-F, permutation | W*_d, label permutation (old) | W*_d, wild bootstrap | statistic='welch' "
+          "uses |")
+    print("|---|---|---|---|---|")
     for name, sizes, make in permanova_cases():
         rng = np.random.default_rng([len(name), sum(sizes)])
         print(f"| {name} | {_rejections(rng, runs, sizes, make)} |", flush=True)

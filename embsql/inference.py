@@ -52,9 +52,10 @@ def permanova(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: s
 
     ``statistic='welch'`` tests W*_d (Hamidi et al. 2019) instead: it weights each group by its
     own spread, so unequal spreads in unbalanced designs do not inflate it; its value is in ``w_d``.
-    Its p-value comes from a group-wise wild bootstrap (each group keeps its own covariance shape;
-    ``null_method`` says 'wild bootstrap'); ``null='permutation'`` permutes labels instead, which is
-    exact when groups are exchangeable but not when they differ in the shape of their spread.
+    Its p-value comes from a group-wise wild bootstrap (each group keeps its own covariance shape)
+    when every group has at least 6 items, else from label permutation (exact when groups are
+    exchangeable, not when they differ in the shape of their spread); ``null_method`` says which,
+    and ``null='permutation'`` or ``null='wild bootstrap'`` chooses (embsql.permutation.default_null).
     Warns when the dispersion test is significant at 5%: F may then reflect spread, not location.
     """
     _check_arguments(permutations, seed, statistic)

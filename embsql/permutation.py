@@ -4,7 +4,8 @@ dissimilarity, with labels permuted freely or only within strata.
 Two statistics: the pseudo-F (Anderson 2001; the default) and the Welch-type W*_d (Hamidi,
 Wallace, Vinzant and Alekseyenko 2019; for two groups Alekseyenko's 2016 Tw^2), which weights each
 group by n_g / s_g^2 instead of pooling the within spread, so that a small group with a larger
-spread does not inflate the statistic (the Behrens-Fisher weakness of pseudo-F).
+spread does not inflate the statistic (the Behrens-Fisher weakness of pseudo-F).  W*_d's p-value
+comes by default from a group-wise wild bootstrap (embsql.wild_bootstrap; see default_null).
 
 Two ways to get SS_W for permuted labels, chosen by cost (bench/README.md has the figures):
   * pairs: from a precomputed n x n matrix (the Gram matrix of unit vectors, or squared
