@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 BATCH = 64                    # bootstrap samples per block (bounds memory: BATCH x G x d)
+PRODUCTS_MAX = 1 << 22        # at most this many group-sum products per block (many groups: smaller blocks)
 
 
 def cells(codes: np.ndarray, strata: np.ndarray) -> np.ndarray:
@@ -81,21 +82,23 @@ def bootstrap_welch(codes: np.ndarray, samples: int, seed: int, welch_statistic,
     rng = np.random.default_rng(seed)
     n, groups = len(codes), int(codes.max()) + 1
     sizes = np.bincount(codes, minlength=groups).astype(float)
-    indicator = np.zeros((n, groups))
-    indicator[np.arange(n), codes] = 1.0
     norms = np.einsum("ik,ik->i", coordinates, coordinates) if gram is None else np.diag(gram).copy()
+    members = [np.flatnonzero(codes == g) for g in range(groups)]
+    step = max(1, min(BATCH, PRODUCTS_MAX // groups ** 2))     # C[b, g, h] holds step x G x G numbers
     out = np.empty(samples)
-    for low in range(0, samples, BATCH):
-        v = signs(rng, (min(BATCH, samples - low), n))
+    for low in range(0, samples, step):
+        v = signs(rng, (min(step, samples - low), n))
         if gram is None:
             # group sums of v_i e_i for each sample: (b, g, d), by one product per group
-            sums = np.stack([v[:, codes == g] @ coordinates[codes == g] for g in range(groups)], axis=1)
+            sums = np.stack([v[:, m] @ coordinates[m] for m in members], axis=1)
             products = sums @ np.swapaxes(sums, 1, 2)
         else:
             # column h: sum over i in g of v_i (sum over j in h of R_ij v_j); b n^2 work in all
-            products = np.stack([(v * (v[:, codes == h] @ gram[codes == h])) @ indicator for h in range(groups)],
-                                axis=2)
-        out[low:low + len(v)] = _welch_from_products(sizes, (v ** 2 * norms) @ indicator, products, welch_statistic)
+            weighted = [v[:, m] @ gram[m] for m in members]
+            products = np.stack([np.stack([(v[:, m] * w[:, m]).sum(axis=1) for m in members], axis=1)
+                                 for w in weighted], axis=2)
+        squares = np.stack([v[:, m] ** 2 @ norms[m] for m in members], axis=1)
+        out[low:low + len(v)] = _welch_from_products(sizes, squares, products, welch_statistic)
         if progress is not None:
             progress(low + len(v), samples)
     return out
