@@ -398,8 +398,8 @@ def _check_run(permutations, seed, statistic, d: Design) -> None:
 def permanova_vectors(unit: np.ndarray, d: Design, *, permutations: int = 999, seed: int = 42,
                       method: str = "auto", progress=None, statistic: str = "pseudo-f",
                       null: str | None = None) -> PermutationTest:
-    """Permutation test of pseudo-F for unit vectors (rows of ``unit``, canonical order), or of W*_d
-    against its wild bootstrap (``null='permutation'``: labels permuted, as for pseudo-F)."""
+    """Permutation test of pseudo-F for unit vectors (rows of ``unit``, canonical order), or test of
+    W*_d, its null from the wild bootstrap or label permutation (``null``; None: default_null)."""
     null = default_null(statistic, d) if null is None else null
     _check_run(permutations, seed, statistic, d)
     _check_null(null, statistic)
