@@ -1,4 +1,4 @@
-"""Permutation tests of the pseudo-F (SPEC S10, S12, S13): PERMANOVA on unit vectors or on any
+"""Permutation tests of the pseudo-F: PERMANOVA on unit vectors or on any
 dissimilarity, with labels permuted freely or only within strata.
 
 Two statistics: the pseudo-F (Anderson 2001; the default) and the Welch-type W*_d (Hamidi,
@@ -104,7 +104,7 @@ def design(labels, strata=None) -> Design:
 
 
 def shuffles(design: Design, permutations: int, seed: int):
-    """Yield row orders: each shuffles rows within strata (S13); labels stay with positions."""
+    """Yield row orders: each shuffles rows within strata; labels stay with positions."""
     rng = np.random.default_rng(seed)
     segments = np.split(np.arange(design.n), np.flatnonzero(np.diff(design.strata)) + 1)
     if not np.all(np.diff(design.strata) >= 0):

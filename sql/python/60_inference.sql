@@ -1,4 +1,4 @@
--- Permutation tests (SPEC S12-S14).  Loaded by embsql.register(con) after the UDFs they call
+-- Permutation tests.  Loaded by embsql.register(con) after the UDFs they call
 -- (udfs/inference.py); not part of sql/embsql.sql, which the CLI reads without Python.
 -- Items reach the UDF as lists per by value; the UDF sorts them into a canonical order, so a
 -- seed gives the same p-value whatever order the rows arrive in.
