@@ -47,7 +47,7 @@ def _check_arguments(permutations, seed, statistic="pseudo-f") -> None:
 def permanova(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *,
               permutations: int = 999, seed: int = 42, strata: str | None = None, by: str | None = None,
               method: str = "auto", progress: bool | None = None, check_dispersion: bool = True,
-              statistic: str = "pseudo-f", null: str | None = None) -> ResultTable:
+              statistic: str = "pseudo-f", null_method: str = "auto") -> ResultTable:
     """emb_anova's columns plus a permutation p-value of pseudo-F (labels permuted within strata).
 
     ``statistic='welch'`` tests W*_d (Hamidi et al. 2019) instead: it weights each group by its
@@ -55,7 +55,7 @@ def permanova(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: s
     Its p-value comes from a group-wise wild bootstrap (each group keeps its own covariance shape)
     when every group has at least 6 items, else from label permutation (exact when groups are
     exchangeable, not when they differ in the shape of their spread); ``null_method`` says which,
-    and ``null='permutation'`` or ``null='wild bootstrap'`` chooses (embsql.permutation.default_null).
+    and ``null_method='permutation'`` or ``'wild bootstrap'`` chooses (``'auto'``: embsql.permutation.default_null).
     Warns when the dispersion test is significant at 5%: F may then reflect spread, not location.
     """
     _check_arguments(permutations, seed, statistic)
@@ -65,7 +65,7 @@ def permanova(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: s
         d = design(labels, extra)
         with progress_bar(f"permutations{'' if value is None else f' ({value})'}", permutations, progress) as tick:
             test = permanova_vectors(unit, d, permutations=permutations, seed=seed, method=method, progress=tick,
-                                     statistic=statistic, null=null)
+                                     statistic=statistic, null=null_method)
         row = decomposition.anova_row(GroupSums.from_rows(labels, unit), value)
         rows.append({**({by: value} if by else {}), **row, "p_value": test.p_value, "permutations": test.permutations,
                      "statistic": statistic, "w_d": test.statistic if statistic == "welch" else None,

@@ -343,9 +343,10 @@ def _wild_bootstrap(observed: float, d: Design, samples: int, seed: int, progres
 
 def _check_null(null: str, statistic: str) -> None:
     if null not in NULLS:
-        raise InputError(f"null must be 'permutation' or 'wild bootstrap', not {null!r}")
+        raise InputError(f"null_method must be 'auto', 'permutation' or 'wild bootstrap', not {null!r}")
     if null == "wild bootstrap" and statistic != "welch":
-        raise InputError("null 'wild bootstrap' is for statistic 'welch' (pseudo-F pools the spreads it would keep)")
+        raise InputError("null_method 'wild bootstrap' is for statistic 'welch' (pseudo-F pools the spreads it "
+                         "would keep)")
 
 
 def _check_statistic(statistic: str, d: Design) -> None:
@@ -399,8 +400,8 @@ def permanova_vectors(unit: np.ndarray, d: Design, *, permutations: int = 999, s
                       method: str = "auto", progress=None, statistic: str = "pseudo-f",
                       null: str | None = None) -> PermutationTest:
     """Permutation test of pseudo-F for unit vectors (rows of ``unit``, canonical order), or test of
-    W*_d, its null from the wild bootstrap or label permutation (``null``; None: default_null)."""
-    null = default_null(statistic, d) if null is None else null
+    W*_d, its null from the wild bootstrap or label permutation (``null``; None or 'auto': default_null)."""
+    null = default_null(statistic, d) if null in (None, "auto") else null
     _check_run(permutations, seed, statistic, d)
     _check_null(null, statistic)
     n = d.n
@@ -432,7 +433,7 @@ def permanova_distances(squared: np.ndarray, d: Design, *, permutations: int = 9
                         progress=None, statistic: str = "pseudo-f", null: str | None = None) -> PermutationTest:
     """Permutation test of pseudo-F (or W*_d, by default against its wild bootstrap on the residual
     inner products of the principal-coordinates embedding) from an n x n matrix of squared dissimilarities."""
-    null = default_null(statistic, d) if null is None else null
+    null = default_null(statistic, d) if null in (None, "auto") else null
     _check_run(permutations, seed, statistic, d)
     _check_null(null, statistic)
     ss_t = float(np.triu(squared, 1).sum()) / d.n

@@ -19,7 +19,7 @@ import pytest
 import embsql
 from embsql.permutation import MIN_BOOTSTRAP_GROUP, design, permanova_distances, permanova_vectors, welch_statistic
 
-from helpers import sql_rows, vectors_table
+from helpers import sql_error, sql_rows, vectors_table
 
 REFERENCE = json.loads((Path(__file__).parent / "reference" / "vegan" / "betadisper_adjusted.json").read_text())
 DATA = Path(__file__).parent / "reference" / "vegan" / "data"
@@ -198,6 +198,8 @@ def test_wild_bootstrap_is_seeded_and_route_free(con):
     dist = sql_rows(con, "SELECT null_method FROM emb_permanova_dist('dist', 'lab', 'g', permutations := 99, "
                          "statistic := 'welch')")[0]
     assert dist["null_method"] == "wild bootstrap"
+    assert sql_rows(con, "SELECT null_method FROM emb_permanova_dist('dist', 'lab', 'g', permutations := 9, "
+                         "statistic := 'welch', null_method := 'permutation')")[0]["null_method"] == "permutation"
     py = embsql.permanova(con, "t", "g", "v", permutations=499, seed=7, statistic="welch",
                           check_dispersion=False).to_dicts()[0]
     assert py["p_value"] == first["p_value"] and py["null_method"] == "wild bootstrap"
@@ -206,7 +208,8 @@ def test_wild_bootstrap_is_seeded_and_route_free(con):
 def test_small_groups_permute_labels(con):
     """Below MIN_BOOTSTRAP_GROUP items in some group the bootstrap cannot estimate that group's shape
     (groups of 2-3 make it reject 0% of null data sets): W*_d's labels are permuted, and the
-    column says so; pseudo-F always permutes.  null='wild bootstrap' can still be asked for."""
+    column says so; pseudo-F always permutes.  null_method 'wild bootstrap' can still be asked for,
+    in Python and in SQL; a bad value is an error naming the argument."""
     rng = np.random.default_rng(4)
     sizes = [MIN_BOOTSTRAP_GROUP - 1, 12]
     z = anisotropic(rng, *sizes, rank=3)
@@ -215,10 +218,16 @@ def test_small_groups_permute_labels(con):
         row = embsql.permanova(con, "t", "g", "v", permutations=99, statistic=statistic,
                                check_dispersion=False).to_dicts()[0]
         assert row["null_method"] == "permutation"
-    forced = embsql.permanova(con, "t", "g", "v", permutations=99, statistic="welch", null="wild bootstrap",
+    forced = embsql.permanova(con, "t", "g", "v", permutations=99, statistic="welch", null_method="wild bootstrap",
                               check_dispersion=False).to_dicts()[0]
     assert forced["null_method"] == "wild bootstrap"
-    with pytest.raises(embsql.InputError, match="null 'wild bootstrap' is for statistic 'welch'"):
-        embsql.permanova(con, "t", "g", "v", permutations=9, null="wild bootstrap")
-    with pytest.raises(embsql.InputError, match="^null must be 'permutation' or 'wild bootstrap', not 'x'$"):
-        embsql.permanova(con, "t", "g", "v", permutations=9, statistic="welch", null="x")
+    sql = "SELECT null_method FROM emb_permanova('t', 'g', 'v', permutations := 99, statistic := 'welch'{})"
+    assert sql_rows(con, sql.format(""))[0]["null_method"] == "permutation"
+    assert sql_rows(con, sql.format(", null_method := 'wild bootstrap'"))[0]["null_method"] == "wild bootstrap"
+    with pytest.raises(embsql.InputError, match="null_method 'wild bootstrap' is for statistic 'welch'"):
+        embsql.permanova(con, "t", "g", "v", permutations=9, null_method="wild bootstrap")
+    message = "null_method must be 'auto', 'permutation' or 'wild bootstrap', not {}"
+    with pytest.raises(embsql.InputError, match=f"^{message.format(repr('x'))}$"):
+        embsql.permanova(con, "t", "g", "v", permutations=9, statistic="welch", null_method="x")
+    for value, shown in (("'x'", "'x'"), ("NULL", "NULL")):
+        assert sql_error(con, sql.format(f", null_method := {value}")) == "embsql: " + message.format(shown)

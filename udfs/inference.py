@@ -57,7 +57,7 @@ def _scalar(array: pa.Array, row: int):
 
 
 def emb__permanova_test(labels, vectors, strata, vector_col, permutations, seed, use_strata, statistic, group_col,
-                        label_type):
+                        label_type, null_method):
     out = []
     for row in range(len(labels)):
         try:
@@ -67,7 +67,8 @@ def emb__permanova_test(labels, vectors, strata, vector_col, permutations, seed,
             order = canonical_order(names, blocks, unit)
             test = permanova_vectors(unit[order], design(names[order], None if blocks is None else blocks[order]),
                                      permutations=_scalar(permutations, row), seed=_scalar(seed, row),
-                                     statistic=_scalar(statistic, row), progress=Watch())
+                                     statistic=_scalar(statistic, row), progress=Watch(),
+                                     null=_scalar(null_method, row))
         except (EmbsqlError, KeyboardInterrupt) as error:
             raise _sql_error(error) from None
         out.append(_row(test, _scalar(statistic, row)))
@@ -75,7 +76,7 @@ def emb__permanova_test(labels, vectors, strata, vector_col, permutations, seed,
 
 
 def emb__permanova_dist_test(first, second, distance, ids, labels, strata, permutations, seed, use_strata, statistic,
-                             group_col, label_type):
+                             group_col, label_type, null_method):
     out = []
     for row in range(len(ids)):
         try:
@@ -92,7 +93,8 @@ def emb__permanova_dist_test(first, second, distance, ids, labels, strata, permu
             test = permanova_distances(squared[np.ix_(order, order)],
                                        design(names[order], None if blocks is None else blocks[order]),
                                        permutations=_scalar(permutations, row), seed=_scalar(seed, row),
-                                       statistic=_scalar(statistic, row), progress=Watch())
+                                       statistic=_scalar(statistic, row), progress=Watch(),
+                                       null=_scalar(null_method, row))
         except (EmbsqlError, KeyboardInterrupt) as error:
             raise _sql_error(error) from None
         out.append(_row(test, _scalar(statistic, row)))
@@ -124,11 +126,11 @@ def emb__dispersion_test(labels, vectors, vector_col, permutations, seed, group_
 SPECS = [
     {"name": "emb__permanova_test", "function": emb__permanova_test,
      "parameters": ["VARCHAR[]", "DOUBLE[][]", "VARCHAR[]", "VARCHAR", "BIGINT", "BIGINT", "BOOLEAN", "VARCHAR",
-                    "VARCHAR", "VARCHAR"],
+                    "VARCHAR", "VARCHAR", "VARCHAR"],
      "return_type": PERMANOVA},
     {"name": "emb__permanova_dist_test", "function": emb__permanova_dist_test,
      "parameters": ["VARCHAR[]", "VARCHAR[]", "DOUBLE[]", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "BIGINT", "BIGINT",
-                    "BOOLEAN", "VARCHAR", "VARCHAR", "VARCHAR"],
+                    "BOOLEAN", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR"],
      "return_type": PERMANOVA},
     {"name": "emb__dispersion_test", "function": emb__dispersion_test,
      "parameters": ["VARCHAR[]", "DOUBLE[][]", "VARCHAR", "BIGINT", "BIGINT", "VARCHAR", "VARCHAR"],

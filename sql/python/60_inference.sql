@@ -24,14 +24,22 @@ CREATE OR REPLACE MACRO emb__text_argument(value, name) AS
                            coalesce(value::VARCHAR, 'NULL')))
     END;
 
+-- null_method := for emb_permanova(_dist): a text value (checked by the UDF); NULL would skip the UDF
+CREATE OR REPLACE MACRO emb__null_method_argument(value) AS
+    CASE WHEN value IS NOT NULL AND typeof(value) = 'VARCHAR' THEN value::VARCHAR
+         ELSE error(format('embsql: null_method must be ''auto'', ''permutation'' or ''wild bootstrap'', not {}',
+                           coalesce(value::VARCHAR, 'NULL')))
+    END;
+
 CREATE OR REPLACE MACRO emb__permanova(tbl, group_col, vector_col, by_col, permutations, seed, strata_col,
-                                       statistic) AS TABLE
+                                       statistic, null_method) AS TABLE
 WITH test AS (
     SELECT __emb_b,
         emb__permanova_test(list(__emb_g::VARCHAR), list(__emb_v::DOUBLE[]), list(__emb_x::VARCHAR),
                             vector_col, emb__whole_argument(permutations, 'permutations'),
                             emb__whole_argument(seed, 'seed'), strata_col IS NOT NULL,
-                            emb__text_argument(statistic, 'statistic'), group_col, any_value(typeof(__emb_g))) AS t
+                            emb__text_argument(statistic, 'statistic'), group_col, any_value(typeof(__emb_g)),
+                            emb__null_method_argument(null_method)) AS t
     FROM emb__rows(tbl, group_col, vector_col, by_col, strata_col)
     GROUP BY __emb_b
 )
@@ -42,13 +50,14 @@ JOIN test ON a.__emb_b IS NOT DISTINCT FROM test.__emb_b
 ORDER BY a.__emb_b;
 
 CREATE OR REPLACE MACRO emb_permanova(tbl, group_col, vector_col, permutations := 999, seed := 42,
-                                      strata := NULL, "by" := NULL, statistic := 'pseudo-f') AS TABLE
+                                      strata := NULL, "by" := NULL, statistic := 'pseudo-f',
+                                      null_method := 'auto') AS TABLE
 SELECT COLUMNS(lambda c: c NOT IN ('__emb_b', '__emb_all'))
-FROM emb__permanova(tbl, group_col, vector_col, "by", permutations, seed, strata, statistic);
+FROM emb__permanova(tbl, group_col, vector_col, "by", permutations, seed, strata, statistic, null_method);
 
 CREATE OR REPLACE MACRO emb_permanova_dist(dist_tbl, labels_tbl, group_col, i_col := 'i', j_col := 'j',
                                            d_col := 'd', id_col := 'id', permutations := 999, seed := 42,
-                                           strata := NULL, statistic := 'pseudo-f') AS TABLE
+                                           strata := NULL, statistic := 'pseudo-f', null_method := 'auto') AS TABLE
 WITH labels AS (
     SELECT coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null')))::VARCHAR AS id,
            coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))::VARCHAR AS g,
@@ -72,7 +81,7 @@ test AS (
         (SELECT list(d) FROM pairs WHERE a <> b),
         list(id), list(g), list(s), emb__whole_argument(permutations, 'permutations'),
         emb__whole_argument(seed, 'seed'), strata IS NOT NULL, emb__text_argument(statistic, 'statistic'),
-        group_col, any_value(typeof(g0))) AS t
+        group_col, any_value(typeof(g0)), emb__null_method_argument(null_method)) AS t
     FROM labels
 )
 SELECT a.*, test.t.p_value AS p_value, coalesce(test.__emb_missing, test.t.permutations) AS permutations,
