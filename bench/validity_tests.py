@@ -10,7 +10,8 @@ Table 1, the dispersion test on null data (groups equal in spread), three scheme
   embsql   adjusted distances, residual *vectors* permuted, groups under 4 items left out
            (embsql.dispersion, the scheme now used)
 Table 1b, the same on null data built from examples/embeddings.parquet (R / 5 data sets).
-Table 2, PERMANOVA with equal centres: pseudo-F against the Welch-type W*_d (statistic='welch').
+Table 2, PERMANOVA: pseudo-F, and the Welch-type W*_d (statistic='welch') with its p-value from label
+permutation (before) and from the group-wise wild bootstrap (now), on null data and with a shift (power).
 
 Each cell: the share of R seeded data sets with p <= 0.05 (199 permutations each) and its Monte
 Carlo standard error sqrt(r (1 - r) / R).  --short: R = 200 (a minute or two); default R = 1000.
@@ -24,7 +25,7 @@ import time
 import numpy as np
 
 from embsql.dispersion import MIN_GROUP, anova_f, bias_factors, centroid_distances, dispersion_test
-from embsql.permutation import design, permanova_distances, permanova_vectors, shuffles
+from embsql.permutation import default_null, design, permanova_distances, permanova_vectors, shuffles
 
 B = 199
 DIM = 16
@@ -134,33 +135,65 @@ def anisotropic(rng, n_small, n_large, rank=2, radius=0.5):
     return unit(x), np.repeat([0, 1], [n_small, n_large])
 
 
+def shifted(rng, sizes, shift, noise=0.6):
+    """Unit vectors whose first group's centre is moved by ``shift`` (a real location effect)."""
+    codes = np.repeat(np.arange(len(sizes)), sizes)
+    centres = np.tile(np.eye(DIM)[0], (len(sizes), 1))
+    centres[0, 1] = shift
+    return unit(centres[codes] + noise * rng.standard_normal((len(codes), DIM))), codes
+
+
+def permanova_cases():
+    """(row label, sizes, make(rng) -> (data, is_distance)) for Table 2."""
+    def gaussian(sd):
+        def make(rng):
+            x = np.vstack([sd * rng.standard_normal((6, 8)), rng.standard_normal((40, 8))])
+            return ((x[:, None] - x[None]) ** 2).sum(-1), True
+        return make
+    cases = [(f"unit vectors, {small} vs 40, small group anisotropic (rank {rank}), equal centres and spread",
+              (small, 40), lambda rng, rank=rank, small=small: (anisotropic(rng, small, 40, rank=rank)[0], False))
+             for small, rank in ((6, 2), (6, 8), (5, 2), (4, 2))]
+    cases += [("Euclidean (distance route), 6 vs 40, small group sd 2, large sd 1, d = 8", (6, 40), gaussian(2.0)),
+              ("Euclidean (distance route), 6 vs 40, equal sd", (6, 40), gaussian(1.0))]
+    for sizes in [(2,) * 5, (3,) * 5, (5,) * 5, (6,) * 5, (8,) * 5, (10,) * 5, (20,) * 5, (2, 3, 5, 10, 20),
+                  (3, 5, 10, 20), (6, 10, 20, 40)]:
+        cases.append((f"iid unit vectors (noise 0.6), sizes {','.join(map(str, sizes))}", sizes,
+                      lambda rng, sizes=sizes: (null_data(rng, sizes, "iid", 0.6)[0], False)))
+    return cases
+
+
+POWER_CASES = [("power: unit vectors, 10 vs 30, first centre shifted 1.0", (10, 30), 1.0),
+               ("power: unit vectors, 6 vs 40, first centre shifted 1.5", (6, 40), 1.5),
+               ("power: unit vectors, 5 x 5, first centre shifted 2.0", (5,) * 5, 2.0),
+               ("power: unit vectors, 2,3,5,10,20, first centre shifted 2.0", (2, 3, 5, 10, 20), 2.0)]
+COLUMNS = (("pseudo-f", "permutation"), ("welch", "permutation"), ("welch", "wild bootstrap"))
+
+
+def _rejections(rng, runs, sizes, make):
+    hits = dict.fromkeys(COLUMNS, 0)
+    d = design(np.repeat(np.arange(len(sizes)), sizes))
+    for rep in range(runs):
+        data, is_distance = make(rng)
+        test = permanova_distances if is_distance else permanova_vectors
+        for statistic, null in COLUMNS:
+            hits[statistic, null] += test(data, d, permutations=B, seed=rep, statistic=statistic,
+                                          null=null).p_value <= 0.05
+    return " | ".join(cell(hits[c], runs) for c in COLUMNS) + f" | {default_null('welch', d)}"
+
+
 def permanova_table(runs):
-    print(f"\nTable 2. PERMANOVA with equal centres, {runs} data sets x {B} permutations; share with p <= 0.05 ± MC SE")
-    print("| data | pseudo-F | W*_d (welch) |")
-    print("|---|---|---|")
-    cases = [
-        ("unit vectors, 6 vs 40, small group anisotropic (rank 2), equal spread", "shape", 2),
-        ("unit vectors, 6 vs 40, small group rank 8, equal spread", "shape", 8),
-        ("Euclidean (emb_permanova_dist), 6 vs 40, small group sd 2, large sd 1, d = 8", "scale", 2.0),
-        ("Euclidean, 6 vs 40, equal sd (both statistics exact)", "scale", 1.0),
-    ]
-    for name, kind, parameter in cases:
-        rng = np.random.default_rng([len(name), int(10 * parameter)])
-        hits = {"pseudo-f": 0, "welch": 0}
-        d = design(np.repeat([0, 1], [6, 40]))
-        for rep in range(runs):
-            if kind == "shape":
-                z, _ = anisotropic(rng, 6, 40, rank=parameter)
-                for statistic in hits:
-                    hits[statistic] += permanova_vectors(z, d, permutations=B, seed=rep,
-                                                         statistic=statistic).p_value <= 0.05
-            else:
-                x = np.vstack([parameter * rng.standard_normal((6, 8)), rng.standard_normal((40, 8))])
-                squared = ((x[:, None] - x[None]) ** 2).sum(-1)
-                for statistic in hits:
-                    hits[statistic] += permanova_distances(squared, d, permutations=B, seed=rep,
-                                                           statistic=statistic).p_value <= 0.05
-        print(f"| {name} | {cell(hits['pseudo-f'], runs)} | {cell(hits['welch'], runs)} |", flush=True)
+    print(f"\nTable 2. PERMANOVA, {runs} data sets x {B} resamples; share with p <= 0.05 ± MC SE.  Rows above"
+          " the power rows are null data (equal centres): the share should be 5%.")
+    print("| data | pseudo-F, permutation | W*_d, label permutation (old) | W*_d, wild bootstrap | statistic='welch' "
+          "uses |")
+    print("|---|---|---|---|---|")
+    for name, sizes, make in permanova_cases():
+        rng = np.random.default_rng([len(name), sum(sizes)])
+        print(f"| {name} | {_rejections(rng, runs, sizes, make)} |", flush=True)
+    for name, sizes, shift in POWER_CASES:
+        rng = np.random.default_rng([len(name), sum(sizes)])
+        print(f"| {name} | {_rejections(rng, runs, sizes, lambda r: (shifted(r, sizes, shift)[0], False))} |",
+              flush=True)
 
 
 def main():

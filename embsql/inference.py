@@ -23,7 +23,8 @@ from .results import ResultTable
 from .sources import accepts_frames, resolve
 from .sufficient import GroupSums, unit_rows
 
-PERMANOVA_COLUMNS = decomposition.ANOVA_COLUMNS + ("p_value", "permutations", "statistic", "w_d")
+PERMANOVA_COLUMNS = decomposition.ANOVA_COLUMNS + ("p_value", "permutations", "statistic", "w_d",
+                                                     "null_method")
 DISPERSION_COLUMNS = ("groups", "f", "p_value", "permutations", "groups_left_out", "items_left_out", "note")
 DISPERSION_GROUP_COLUMNS = ("group", "n_g", "mean_distance", "in_test")
 DISPERSION_ALPHA = 0.05     # permanova warns when the dispersion test rejects at this level
@@ -46,11 +47,15 @@ def _check_arguments(permutations, seed, statistic="pseudo-f") -> None:
 def permanova(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *,
               permutations: int = 999, seed: int = 42, strata: str | None = None, by: str | None = None,
               method: str = "auto", progress: bool | None = None, check_dispersion: bool = True,
-              statistic: str = "pseudo-f") -> ResultTable:
+              statistic: str = "pseudo-f", null_method: str = "auto") -> ResultTable:
     """emb_anova's columns plus a permutation p-value of pseudo-F (labels permuted within strata).
 
-    ``statistic='welch'`` permutes W*_d (Hamidi et al. 2019) instead: it weights each group by its
+    ``statistic='welch'`` tests W*_d (Hamidi et al. 2019) instead: it weights each group by its
     own spread, so unequal spreads in unbalanced designs do not inflate it; its value is in ``w_d``.
+    Its p-value comes from a group-wise wild bootstrap (each group keeps its own covariance shape)
+    when every group has at least 6 items, else from label permutation (exact when groups are
+    exchangeable, not when they differ in the shape of their spread); ``null_method`` says which,
+    and ``null_method='permutation'`` or ``'wild bootstrap'`` chooses (``'auto'``: embsql.permutation.default_null).
     Warns when the dispersion test is significant at 5%: F may then reflect spread, not location.
     """
     _check_arguments(permutations, seed, statistic)
@@ -60,10 +65,11 @@ def permanova(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: s
         d = design(labels, extra)
         with progress_bar(f"permutations{'' if value is None else f' ({value})'}", permutations, progress) as tick:
             test = permanova_vectors(unit, d, permutations=permutations, seed=seed, method=method, progress=tick,
-                                     statistic=statistic)
+                                     statistic=statistic, null=null_method)
         row = decomposition.anova_row(GroupSums.from_rows(labels, unit), value)
         rows.append({**({by: value} if by else {}), **row, "p_value": test.p_value, "permutations": test.permutations,
-                     "statistic": statistic, "w_d": test.statistic if statistic == "welch" else None})
+                     "statistic": statistic, "w_d": test.statistic if statistic == "welch" else None,
+                     "null_method": test.null})
         if check_dispersion:
             _warn_on_spread(dispersion_test(unit, d, permutations=permutations, seed=seed),
                             "" if value is None else f", {by} = {value!r}")

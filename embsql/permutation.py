@@ -1,10 +1,11 @@
-"""Permutation tests of the pseudo-F (SPEC S10, S12, S13): PERMANOVA on unit vectors or on any
+"""Permutation tests of the pseudo-F: PERMANOVA on unit vectors or on any
 dissimilarity, with labels permuted freely or only within strata.
 
 Two statistics: the pseudo-F (Anderson 2001; the default) and the Welch-type W*_d (Hamidi,
 Wallace, Vinzant and Alekseyenko 2019; for two groups Alekseyenko's 2016 Tw^2), which weights each
 group by n_g / s_g^2 instead of pooling the within spread, so that a small group with a larger
-spread does not inflate the statistic (the Behrens-Fisher weakness of pseudo-F).
+spread does not inflate the statistic (the Behrens-Fisher weakness of pseudo-F).  W*_d's p-value
+comes by default from a group-wise wild bootstrap (embsql.wild_bootstrap; see default_null).
 
 Two ways to get SS_W for permuted labels, chosen by cost (bench/README.md has the figures):
   * pairs: from a precomputed n x n matrix (the Gram matrix of unit vectors, or squared
@@ -24,6 +25,7 @@ import numpy as np
 from .arguments import check_permutations, check_seed
 from .errors import DesignError, InputError
 from .precision import check_spread
+from .wild_bootstrap import bootstrap_welch, cells, residual_gram, residuals
 
 # vegan's adonis2 counts a permuted F as "at least as large" within sqrt(machine epsilon)
 TIE_TOLERANCE = float(np.sqrt(np.finfo(float).eps))
@@ -39,6 +41,9 @@ BLOCK_ROWS = 2048             # rows per block when building a Gram matrix (boun
 BATCH_PERMUTATIONS = 64       # permutations per matrix product when there are few groups
 FEW_GROUPS = 32
 STATISTICS = ("pseudo-f", "welch")
+# how the p-value's null distribution is drawn: labels permuted, or (W*_d) the group-wise wild bootstrap
+NULLS = ("permutation", "wild bootstrap")
+MIN_BOOTSTRAP_GROUP = 6   # smallest cell for which W*_d uses the wild bootstrap by default (default_null)
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,7 @@ class PermutationTest:
     permutations: int
     exceedances: int
     method: str
+    null: str = "permutation"
 
 
 @dataclass(frozen=True)
@@ -98,7 +104,7 @@ def design(labels, strata=None) -> Design:
 
 
 def shuffles(design: Design, permutations: int, seed: int):
-    """Yield row orders: each shuffles rows within strata (S13); labels stay with positions."""
+    """Yield row orders: each shuffles rows within strata; labels stay with positions."""
     rng = np.random.default_rng(seed)
     segments = np.split(np.arange(design.n), np.flatnonzero(np.diff(design.strata)) + 1)
     if not np.all(np.diff(design.strata) >= 0):
@@ -324,12 +330,48 @@ class _WelchDistances:
         return out
 
 
+def _wild_bootstrap(observed: float, d: Design, samples: int, seed: int, progress, **residual) -> PermutationTest:
+    """p of W*_d against its group-wise wild bootstrap (embsql.wild_bootstrap).  With strata, no
+    stratum holding two groups leaves nothing to compare: p = 1, as a permutation within strata gives."""
+    if not any(len(np.unique(d.codes[d.strata == s])) > 1 for s in np.unique(d.strata)):
+        return PermutationTest(float(observed), 1.0, samples, samples, "welch", "wild bootstrap")
+    boot = bootstrap_welch(d.codes, samples, seed, welch_statistic, progress=progress, **residual)
+    result = _result(observed, boot, "welch")
+    return PermutationTest(result.statistic, result.p_value, result.permutations, result.exceedances, "welch",
+                           "wild bootstrap")
+
+
+def _check_null(null: str, statistic: str) -> None:
+    if null not in NULLS:
+        raise InputError(f"null_method must be 'auto', 'permutation' or 'wild bootstrap', not {null!r}")
+    if null == "wild bootstrap" and statistic != "welch":
+        raise InputError("null_method 'wild bootstrap' is for statistic 'welch' (pseudo-F pools the spreads it "
+                         "would keep)")
+
+
 def _check_statistic(statistic: str, d: Design) -> None:
     if statistic not in STATISTICS:
         raise InputError(f"statistic must be 'pseudo-f' or 'welch', not {statistic!r}")
     if statistic == "welch" and np.min(np.bincount(d.codes)) < 2:
         raise DesignError("statistic 'welch' needs at least 2 items in every group (it weights each group by "
                           "its own spread); a group has 1")
+
+
+def default_null(statistic: str, d: Design) -> str:
+    """Where W*_d's p-value comes from when the caller does not say.
+
+    The wild bootstrap keeps each group's covariance shape, which label permutation mixes: with a
+    rank-2 group of 6 against 40 (equal centres and spread) permutation rejected 17%, the bootstrap
+    4.5%.  But it must estimate each group's shape from its own items, and with many small groups it
+    is conservative (5 groups of 5: 2.0%, of 3: 0%; a group of 2 has no spread in half the samples).
+    So it is used when every group (every stratum x group cell) has at least MIN_BOOTSTRAP_GROUP
+    items; smaller designs permute labels, exact when groups are exchangeable
+    (bench/validity_tests.py, Table 2).
+    """
+    if statistic != "welch":
+        return "permutation"
+    smallest = np.min(np.bincount(cells(d.codes, d.strata)))
+    return "wild bootstrap" if smallest >= MIN_BOOTSTRAP_GROUP else "permutation"
 
 
 def gram_dtype(n: int):
@@ -355,15 +397,23 @@ def _check_run(permutations, seed, statistic, d: Design) -> None:
 
 
 def permanova_vectors(unit: np.ndarray, d: Design, *, permutations: int = 999, seed: int = 42,
-                      method: str = "auto", progress=None, statistic: str = "pseudo-f") -> PermutationTest:
-    """Permutation test of pseudo-F (or W*_d) for unit vectors (rows of ``unit``, canonical order)."""
+                      method: str = "auto", progress=None, statistic: str = "pseudo-f",
+                      null: str | None = None) -> PermutationTest:
+    """Permutation test of pseudo-F for unit vectors (rows of ``unit``, canonical order), or test of
+    W*_d, its null from the wild bootstrap or label permutation (``null``; None or 'auto': default_null)."""
+    null = default_null(statistic, d) if null in (None, "auto") else null
     _check_run(permutations, seed, statistic, d)
+    _check_null(null, statistic)
     n = d.n
     total = unit.sum(axis=0)
     ss_t = n - float(total @ total) / n
     sums = np.add.reduceat(unit[np.argsort(d.codes, kind="stable")], np.r_[0, np.cumsum(np.bincount(d.codes))[:-1]],
                            axis=0)
     check_spread(ss_t, n - float(np.einsum("gk,gk->g", sums, sums) @ (1.0 / np.bincount(d.codes))), n)
+    if null == "wild bootstrap":
+        observed = _WelchVectors(unit, d)(np.arange(n))
+        return _wild_bootstrap(observed, d, permutations, seed, progress,
+                               coordinates=residuals(unit, cells(d.codes, d.strata)))
     if statistic == "welch":
         return _run(_WelchVectors(unit, d), lambda w: w, d, permutations, seed, progress, "welch")
     method = choose_method(n, unit.shape[1], d.codes) if method == "auto" else method
@@ -380,12 +430,19 @@ def permanova_vectors(unit: np.ndarray, d: Design, *, permutations: int = 999, s
 
 
 def permanova_distances(squared: np.ndarray, d: Design, *, permutations: int = 999, seed: int = 42,
-                        progress=None, statistic: str = "pseudo-f") -> PermutationTest:
-    """Permutation test of pseudo-F (or W*_d) from an n x n matrix of squared dissimilarities."""
+                        progress=None, statistic: str = "pseudo-f", null: str | None = None) -> PermutationTest:
+    """Permutation test of pseudo-F (or W*_d, by default against its wild bootstrap on the residual
+    inner products of the principal-coordinates embedding) from an n x n matrix of squared dissimilarities."""
+    null = default_null(statistic, d) if null in (None, "auto") else null
     _check_run(permutations, seed, statistic, d)
+    _check_null(null, statistic)
     ss_t = float(np.triu(squared, 1).sum()) / d.n
     if ss_t <= 0:
         raise DesignError("every distance is 0 (SS_T = 0): F is undefined")
+    if null == "wild bootstrap":
+        observed = _WelchDistances(squared, d)(np.arange(d.n))
+        return _wild_bootstrap(observed, d, permutations, seed, progress,
+                               gram=residual_gram(squared, cells(d.codes, d.strata)))
     if statistic == "welch":
         return _run(_WelchDistances(squared, d), lambda w: w, d, permutations, seed, progress, "welch")
     pair_sums = _PairSums(squared, d)

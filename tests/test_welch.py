@@ -3,7 +3,8 @@
 Pinned to the published formulas (Hamidi et al. 2019 eq. 4; Alekseyenko 2016's Tw^2 for two
 groups) as written out in R on the coordinates (tests/reference/vegan/betadisper_adjusted.R; no
 R implementation of W*_d is packaged in Debian), to a hand-worked case, and by simulation to its
-level where pseudo-F fails (unequal spreads, unbalanced).
+level where pseudo-F fails (unequal spreads, unbalanced), and its p-value from the group-wise wild
+bootstrap, by simulation where label permutation fails (a small anisotropic group).
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import pyarrow as pa
 import pytest
 
 import embsql
-from embsql.permutation import design, permanova_distances, welch_statistic
+from embsql.permutation import MIN_BOOTSTRAP_GROUP, design, permanova_distances, permanova_vectors, welch_statistic
 
-from helpers import sql_rows, vectors_table
+from helpers import sql_error, sql_rows, vectors_table
 
 REFERENCE = json.loads((Path(__file__).parent / "reference" / "vegan" / "betadisper_adjusted.json").read_text())
 DATA = Path(__file__).parent / "reference" / "vegan" / "data"
@@ -115,8 +116,8 @@ def test_welch_by_and_strata(con):
 
 def test_welch_holds_its_level_where_pseudo_f_does_not():
     """Equal centres, unequal spreads, unbalanced: 6 items with sd 2 against 40 with sd 1 (d = 8,
-    Euclidean distances).  200 data sets x 199 permutations: pseudo-F rejected 58% in a 300-set run
-    (bench/validity_tests.py), W*_d 4%.  Bounds: the W*_d count is Binomial(200, p) with p near
+    Euclidean distances).  200 data sets x 199 resamples: in 1000 data sets (bench/validity_tests.py)
+    pseudo-F rejected 61.4%, W*_d (wild bootstrap, the default here) 5.4%.  Bounds: the W*_d count is Binomial(200, p) with p near
     0.05 (SE 1.5%); [1%, 10%] is more than 3 SE either side; pseudo-F above 35% is 15 SE below its rate."""
     rng = np.random.default_rng(3)
     d = design(np.repeat(["a", "b"], [6, 40]))
@@ -135,3 +136,98 @@ def test_welch_needs_two_items_per_group(con):
     con.register("t", vectors_table(np.eye(5)[[0, 1, 2, 3, 4]] + 0.1, ["a", "a", "b", "b", "c"]))
     with pytest.raises(embsql.DesignError, match="statistic 'welch' needs at least 2 items in every group"):
         embsql.permanova(con, "t", "g", "v", permutations=9, statistic="welch")
+
+
+def anisotropic(rng, n_small=6, n_large=40, rank=2, dim=16, radius=0.5):
+    """As bench/validity_tests.py: every item m + r u, u a unit vector orthogonal to m; the small
+    group's u in a rank-2 subspace, the large group's in all dim - 1 directions.  Equal centres and
+    equal spread (every norm sqrt(1 + r^2)); only the shape differs."""
+    def directions(n, k):
+        e = np.zeros((n, dim))
+        g = rng.standard_normal((n, k))
+        e[:, 1:1 + k] = g / np.linalg.norm(g, axis=1, keepdims=True)
+        return e
+    x = np.vstack([np.eye(dim)[0] + radius * directions(n_small, rank),
+                   np.eye(dim)[0] + radius * directions(n_large, dim - 1)])
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_wild_bootstrap_holds_the_level_where_label_permutation_does_not():
+    """6 items in a rank-2 subspace against 40 isotropic ones, equal centres and spread: 200 data sets
+    x 199 resamples.  In 1000 data sets (bench/validity_tests.py, Table 2) the wild bootstrap rejected
+    4.5% (SE 0.7), label permutation of the same W*_d 17.3% (SE 1.2).  Here the counts are
+    Binomial(200, p): the bootstrap's bound 10% is 3.7 SE (at p = 0.05, SE 1.5%) above 5%; the
+    permutation's bound 12% is 4.5 SE above 5%, so it fails only if permutation were near its level."""
+    rng = np.random.default_rng(11)
+    d = design(np.repeat(["a", "b"], [6, 40]))
+    rejected = {"wild bootstrap": 0, "permutation": 0}
+    for rep in range(200):
+        z = anisotropic(rng)
+        for null in rejected:
+            test = permanova_vectors(z, d, permutations=199, seed=rep, statistic="welch", null=null)
+            rejected[null] += test.p_value <= 0.05
+    assert rejected["wild bootstrap"] / 200 <= 0.10, rejected
+    assert rejected["permutation"] / 200 > 0.12, rejected
+
+
+def test_wild_bootstrap_is_seeded_and_route_free(con):
+    """The same seed gives the same p whatever the row order; another seed another draw; on the same
+    row order the distance route (Euclidean distances of the same unit vectors, residual inner
+    products from the Gower matrix) draws the very same bootstrap statistics, so the same count."""
+    rng = np.random.default_rng(2)
+    z = anisotropic(rng, 8, 30, rank=3)
+    labels = np.repeat(["small", "large"], [8, 30])
+    rows = rng.permutation(len(z))
+    con.register("t", vectors_table(z, list(labels)))
+    con.register("shuffled", vectors_table(z[rows], list(labels[rows])))
+    query = "SELECT p_value, null_method, permutations FROM emb_permanova('{}', 'g', 'v', permutations := 499, " \
+            "statistic := 'welch', seed := {})"
+    first = sql_rows(con, query.format("t", 7))[0]
+    assert first == sql_rows(con, query.format("shuffled", 7))[0]
+    assert first["null_method"] == "wild bootstrap" and first["permutations"] == 499
+    assert sql_rows(con, query.format("t", 8))[0]["p_value"] != first["p_value"]
+    # the kernels on the same row order: coordinates and the Gower route draw the same statistics
+    d = design(labels)
+    squared = ((z[:, None] - z[None]) ** 2).sum(-1)
+    vectors = permanova_vectors(z, d, permutations=499, seed=7, statistic="welch")
+    distances = permanova_distances(squared, d, permutations=499, seed=7, statistic="welch")
+    assert (vectors.null, vectors.exceedances) == (distances.null, distances.exceedances) == ("wild bootstrap",
+                                                                                              vectors.exceedances)
+    assert vectors.statistic == pytest.approx(distances.statistic, rel=1e-9)
+    register_dist(con, z, labels)
+    dist = sql_rows(con, "SELECT null_method FROM emb_permanova_dist('dist', 'lab', 'g', permutations := 99, "
+                         "statistic := 'welch')")[0]
+    assert dist["null_method"] == "wild bootstrap"
+    assert sql_rows(con, "SELECT null_method FROM emb_permanova_dist('dist', 'lab', 'g', permutations := 9, "
+                         "statistic := 'welch', null_method := 'permutation')")[0]["null_method"] == "permutation"
+    py = embsql.permanova(con, "t", "g", "v", permutations=499, seed=7, statistic="welch",
+                          check_dispersion=False).to_dicts()[0]
+    assert py["p_value"] == first["p_value"] and py["null_method"] == "wild bootstrap"
+
+
+def test_small_groups_permute_labels(con):
+    """Below MIN_BOOTSTRAP_GROUP items in some group the bootstrap cannot estimate that group's shape
+    (groups of 2-3 make it reject 0% of null data sets): W*_d's labels are permuted, and the
+    column says so; pseudo-F always permutes.  null_method 'wild bootstrap' can still be asked for,
+    in Python and in SQL; a bad value is an error naming the argument."""
+    rng = np.random.default_rng(4)
+    sizes = [MIN_BOOTSTRAP_GROUP - 1, 12]
+    z = anisotropic(rng, *sizes, rank=3)
+    con.register("t", vectors_table(z, list(np.repeat(["a", "b"], sizes))))
+    for statistic in ("welch", "pseudo-f"):
+        row = embsql.permanova(con, "t", "g", "v", permutations=99, statistic=statistic,
+                               check_dispersion=False).to_dicts()[0]
+        assert row["null_method"] == "permutation"
+    forced = embsql.permanova(con, "t", "g", "v", permutations=99, statistic="welch", null_method="wild bootstrap",
+                              check_dispersion=False).to_dicts()[0]
+    assert forced["null_method"] == "wild bootstrap"
+    sql = "SELECT null_method FROM emb_permanova('t', 'g', 'v', permutations := 99, statistic := 'welch'{})"
+    assert sql_rows(con, sql.format(""))[0]["null_method"] == "permutation"
+    assert sql_rows(con, sql.format(", null_method := 'wild bootstrap'"))[0]["null_method"] == "wild bootstrap"
+    with pytest.raises(embsql.InputError, match="null_method 'wild bootstrap' is for statistic 'welch'"):
+        embsql.permanova(con, "t", "g", "v", permutations=9, null_method="wild bootstrap")
+    message = "null_method must be 'auto', 'permutation' or 'wild bootstrap', not {}"
+    with pytest.raises(embsql.InputError, match=f"^{message.format(repr('x'))}$"):
+        embsql.permanova(con, "t", "g", "v", permutations=9, statistic="welch", null_method="x")
+    for value, shown in (("'x'", "'x'"), ("NULL", "NULL")):
+        assert sql_error(con, sql.format(f", null_method := {value}")) == "embsql: " + message.format(shown)

@@ -18,7 +18,7 @@ from embsql.permutation import canonical_order, design, permanova_distances, per
 from embsql.sufficient import _unit_vectors
 
 PERMANOVA = ("STRUCT(statistic DOUBLE, p_value DOUBLE, permutations BIGINT, method VARCHAR, statistic_name VARCHAR, "
-             "w_d DOUBLE)")
+             "w_d DOUBLE, null_method VARCHAR)")
 DISPERSION = ("STRUCT(groups BIGINT, f DOUBLE, p_value DOUBLE, permutations BIGINT, groups_left_out BIGINT, "
               "items_left_out BIGINT, note VARCHAR, labels VARCHAR[], sizes BIGINT[], mean_distance DOUBLE[], "
               "in_test BOOLEAN[])")
@@ -56,7 +56,7 @@ def _position(position: dict, item) -> int:
 
 def _row(test, statistic: str) -> dict:
     return {"statistic": test.statistic, "p_value": test.p_value, "permutations": test.permutations,
-            "method": test.method, "statistic_name": statistic, "w_d": test.statistic if statistic == "welch" else None}
+            "method": test.method, "statistic_name": statistic, "w_d": test.statistic if statistic == "welch" else None, "null_method": test.null}
 
 
 def _scalar(array: pa.Array, row: int):
@@ -64,7 +64,7 @@ def _scalar(array: pa.Array, row: int):
 
 
 def emb__permanova_test(labels, vectors, strata, vector_col, permutations, seed, use_strata, statistic, group_col,
-                        label_type):
+                        label_type, null_method):
     out = []
     for row in range(len(labels)):
         try:
@@ -74,7 +74,8 @@ def emb__permanova_test(labels, vectors, strata, vector_col, permutations, seed,
             order = canonical_order(names, blocks, unit)
             test = permanova_vectors(unit[order], design(names[order], None if blocks is None else blocks[order]),
                                      permutations=_scalar(permutations, row), seed=_scalar(seed, row),
-                                     statistic=_scalar(statistic, row), progress=Watch())
+                                     statistic=_scalar(statistic, row), progress=Watch(),
+                                     null=_scalar(null_method, row))
         except (EmbsqlError, KeyboardInterrupt) as error:
             raise _sql_error(error) from None
         out.append(_row(test, _scalar(statistic, row)))
@@ -82,7 +83,7 @@ def emb__permanova_test(labels, vectors, strata, vector_col, permutations, seed,
 
 
 def emb__permanova_dist_test(first, second, distance, ids, labels, strata, permutations, seed, use_strata, statistic,
-                             group_col, label_type):
+                             group_col, label_type, null_method):
     out = []
     for row in range(len(ids)):
         try:
@@ -99,7 +100,8 @@ def emb__permanova_dist_test(first, second, distance, ids, labels, strata, permu
             test = permanova_distances(squared[np.ix_(order, order)],
                                        design(names[order], None if blocks is None else blocks[order]),
                                        permutations=_scalar(permutations, row), seed=_scalar(seed, row),
-                                       statistic=_scalar(statistic, row), progress=Watch())
+                                       statistic=_scalar(statistic, row), progress=Watch(),
+                                       null=_scalar(null_method, row))
         except (EmbsqlError, KeyboardInterrupt) as error:
             raise _sql_error(error) from None
         out.append(_row(test, _scalar(statistic, row)))
@@ -131,11 +133,11 @@ def emb__dispersion_test(labels, vectors, vector_col, permutations, seed, group_
 SPECS = [
     {"name": "emb__permanova_test", "function": emb__permanova_test,
      "parameters": ["VARCHAR[]", "DOUBLE[][]", "VARCHAR[]", "VARCHAR", "BIGINT", "BIGINT", "BOOLEAN", "VARCHAR",
-                    "VARCHAR", "VARCHAR"],
+                    "VARCHAR", "VARCHAR", "VARCHAR"],
      "return_type": PERMANOVA},
     {"name": "emb__permanova_dist_test", "function": emb__permanova_dist_test,
      "parameters": ["VARCHAR[]", "VARCHAR[]", "DOUBLE[]", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "BIGINT", "BIGINT",
-                    "BOOLEAN", "VARCHAR", "VARCHAR", "VARCHAR"],
+                    "BOOLEAN", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR"],
      "return_type": PERMANOVA},
     {"name": "emb__dispersion_test", "function": emb__dispersion_test,
      "parameters": ["VARCHAR[]", "DOUBLE[][]", "VARCHAR", "BIGINT", "BIGINT", "VARCHAR", "VARCHAR"],

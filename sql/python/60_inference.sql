@@ -1,4 +1,4 @@
--- Permutation tests (SPEC S12-S14).  Loaded by embsql.register(con) after the UDFs they call
+-- Permutation tests.  Loaded by embsql.register(con) after the UDFs they call
 -- (udfs/inference.py); not part of sql/embsql.sql, which the CLI reads without Python.
 -- Items reach the UDF as lists per by value; the UDF sorts them into a canonical order, so a
 -- seed gives the same p-value whatever order the rows arrive in.
@@ -24,31 +24,40 @@ CREATE OR REPLACE TEMP MACRO emb__text_argument(value, name) AS
                            coalesce(value::VARCHAR, 'NULL')))
     END;
 
+-- null_method := for emb_permanova(_dist): a text value (checked by the UDF); NULL would skip the UDF
+CREATE OR REPLACE TEMP MACRO emb__null_method_argument(value) AS
+    CASE WHEN value IS NOT NULL AND typeof(value) = 'VARCHAR' THEN value::VARCHAR
+         ELSE error(format('embsql: null_method must be ''auto'', ''permutation'' or ''wild bootstrap'', not {}',
+                           coalesce(value::VARCHAR, 'NULL')))
+    END;
+
 CREATE OR REPLACE TEMP MACRO emb__permanova(tbl, group_col, vector_col, by_col, permutations, seed, strata_col,
-                                       statistic) AS TABLE
+                                       statistic, null_method) AS TABLE
 WITH test AS (
     SELECT __emb_b,
         emb__permanova_test(list(__emb_g::VARCHAR), list(__emb_v::DOUBLE[]), list(__emb_x::VARCHAR),
                             vector_col, emb__whole_argument(permutations, 'permutations'),
                             emb__whole_argument(seed, 'seed'), strata_col IS NOT NULL,
-                            emb__text_argument(statistic, 'statistic'), group_col, any_value(typeof(__emb_g))) AS t
+                            emb__text_argument(statistic, 'statistic'), group_col, any_value(typeof(__emb_g)),
+                            emb__null_method_argument(null_method)) AS t
     FROM emb__rows(tbl, group_col, vector_col, by_col, strata_col)
     GROUP BY __emb_b
 )
 SELECT a.*, test.t.p_value AS p_value, test.t.permutations AS permutations, test.t.statistic_name AS statistic,
-       test.t.w_d AS w_d
+       test.t.w_d AS w_d, test.t.null_method AS null_method
 FROM emb__anova(tbl, group_col, vector_col, by_col) a
 JOIN test ON a.__emb_b IS NOT DISTINCT FROM test.__emb_b
 ORDER BY a.__emb_b;
 
 CREATE OR REPLACE TEMP MACRO emb_permanova(tbl, group_col, vector_col, permutations := 999, seed := 42,
-                                      strata := NULL, "by" := NULL, statistic := 'pseudo-f') AS TABLE
+                                      strata := NULL, "by" := NULL, statistic := 'pseudo-f',
+                                      null_method := 'auto') AS TABLE
 SELECT COLUMNS(lambda c: c NOT IN ('__emb_b', '__emb_all'))
-FROM emb__permanova(tbl, group_col, vector_col, "by", permutations, seed, strata, statistic);
+FROM emb__permanova(tbl, group_col, vector_col, "by", permutations, seed, strata, statistic, null_method);
 
 CREATE OR REPLACE TEMP MACRO emb_permanova_dist(dist_tbl, labels_tbl, group_col, i_col := 'i', j_col := 'j',
                                            d_col := 'd', id_col := 'id', permutations := 999, seed := 42,
-                                           strata := NULL, statistic := 'pseudo-f') AS TABLE
+                                           strata := NULL, statistic := 'pseudo-f', null_method := 'auto') AS TABLE
 WITH labels AS (
     SELECT coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null')))::VARCHAR AS id,
            coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))::VARCHAR AS g,
@@ -72,16 +81,16 @@ test AS (
         (SELECT list(d) FROM pairs WHERE a <> b),
         list(id), list(g), list(s), emb__whole_argument(permutations, 'permutations'),
         emb__whole_argument(seed, 'seed'), strata IS NOT NULL, emb__text_argument(statistic, 'statistic'),
-        group_col, any_value(typeof(g0))) AS t
+        group_col, any_value(typeof(g0)), emb__null_method_argument(null_method)) AS t
     FROM labels
 )
 SELECT a.*, test.t.p_value AS p_value, coalesce(test.__emb_missing, test.t.permutations) AS permutations,
-       test.t.statistic_name AS statistic, test.t.w_d AS w_d
+       test.t.statistic_name AS statistic, test.t.w_d AS w_d, test.t.null_method AS null_method
 FROM emb_anova_dist(dist_tbl, labels_tbl, group_col, i_col := i_col, j_col := j_col, d_col := d_col,
                     id_col := id_col) a, test;
 
 CREATE OR REPLACE TEMP MACRO emb__dispersion(tbl, group_col, vector_col, by_col, permutations, seed) AS TABLE
-SELECT COLUMNS(lambda c: c = coalesce(by_col, '__emb_all')), __emb_b,
+SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
        emb__dispersion_test(list(__emb_g::VARCHAR), list(__emb_v::DOUBLE[]), vector_col,
                             emb__whole_argument(permutations, 'permutations'), emb__whole_argument(seed, 'seed'),
                             group_col, any_value(typeof(__emb_g))) AS __emb_t
@@ -94,7 +103,7 @@ CREATE OR REPLACE TEMP MACRO emb_dispersion(tbl, group_col, vector_col, permutat
             __emb_t.groups_left_out AS groups_left_out, __emb_t.items_left_out AS items_left_out, __emb_t.note AS note
      FROM emb__dispersion(tbl, group_col, vector_col, NULL, permutations, seed)),
     (tbl, group_col, vector_col, "by", permutations := 999, seed := 42) AS TABLE
-    (SELECT COLUMNS(lambda c: c = "by"),
+    (SELECT * EXCLUDE (__emb_all, __emb_b, __emb_t),
             __emb_t.groups AS groups, __emb_t.f AS f, __emb_t.p_value AS p_value, __emb_t.permutations AS permutations,
             __emb_t.groups_left_out AS groups_left_out, __emb_t.items_left_out AS items_left_out, __emb_t.note AS note
      FROM emb__dispersion(tbl, group_col, vector_col, "by", permutations, seed));
@@ -104,6 +113,6 @@ CREATE OR REPLACE TEMP MACRO emb_dispersion_groups(tbl, group_col, vector_col, p
             unnest(__emb_t.mean_distance) AS mean_distance, unnest(__emb_t.in_test) AS in_test
      FROM emb__dispersion(tbl, group_col, vector_col, NULL, permutations, seed)),
     (tbl, group_col, vector_col, "by", permutations := 999, seed := 42) AS TABLE
-    (SELECT COLUMNS(lambda c: c = "by"), unnest(__emb_t.labels) AS "group", unnest(__emb_t.sizes) AS n_g,
+    (SELECT * EXCLUDE (__emb_all, __emb_b, __emb_t), unnest(__emb_t.labels) AS "group", unnest(__emb_t.sizes) AS n_g,
             unnest(__emb_t.mean_distance) AS mean_distance, unnest(__emb_t.in_test) AS in_test
      FROM emb__dispersion(tbl, group_col, vector_col, "by", permutations, seed));
