@@ -21,8 +21,8 @@ import math
 from dataclasses import dataclass
 
 from .report_result import ReportResult
+from .results import model_label
 
-NO_MODEL = "all items"   # the label of the model column's None (a report without ``by``)
 GOLDEN = (math.sqrt(5) - 1) / 2
 
 
@@ -421,5 +421,5 @@ def _finite(value) -> bool:
 
 
 def _label(model) -> str:
-    return NO_MODEL if model is None else str(model)
+    return model_label(model)
 

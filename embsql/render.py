@@ -50,11 +50,10 @@ import textwrap
 import numpy as np
 
 from .report_result import ReportResult
-from .results import ResultTable
+from .results import ResultTable, model_label
 
 SCHEMA = "embsql.report/1"
 MISSING = "—"
-NO_MODEL = "all items"          # the summary column of a report without ``by`` (model is None)
 META_ORDER = ("source", "vector", "group", "by", "permutations", "seed", "embsql_version", "duckdb_version", "created")
 META_HIDDEN = ("sql", "notes", "verdict")   # shown in their own places, not in the header line
 META_HEADER = ("source", "vector", "group", "by", "dimensions", "permutations", "seed", "created")  # the rest: run details
@@ -99,7 +98,7 @@ def _summary_grid(summary: ResultTable) -> tuple[list[str], list[list]]:
     """The summary turned on its side: one row per statistic, one column per model."""
     if not summary.rows or summary.columns[0] != "model":
         return list(summary.columns), [list(row) for row in summary.rows]
-    header = ["statistic"] + [NO_MODEL if row[0] is None else str(row[0]) for row in summary.rows]
+    header = ["statistic"] + [model_label(row[0]) for row in summary.rows]
     rows = [[column] + [row[i] for row in summary.rows] for i, column in enumerate(summary.columns) if i > 0]
     return header, rows
 

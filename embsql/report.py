@@ -32,7 +32,7 @@ from .api import run_sql
 from .arguments import check_level, check_permutations, check_replicates, check_seed
 from .errors import ColumnNotFoundError, DesignError, InputError
 from .report_result import ReportResult, Section
-from .results import ResultTable
+from .results import ResultTable, model_label
 from .sources import describe, is_file, is_frame, local_source, resolve, source_expression
 from .sufficient import GroupSums
 from .uncertainty import (BOOTSTRAP_COLUMNS, COMPARE_COLUMNS, bootstrap_row, canonical as _canonical, compare_row,
@@ -280,7 +280,7 @@ class Report:
                 "dialect": dialect, "sections": list(self.sections_on(con is not None)),
                 "permutations": self.permutations,
                 "seed": self.seed, "replicates": self.replicates, "level": self.level,
-                "dimensions": {str(k): v for k, v in dims.by_value.items()},
+                "dimensions": {model_label(k): v for k, v in dims.by_value.items()},
                 "stage1_bytes": int(result.nbytes), "sql": sql, **_versions()}
         return self.finish(parts, con=con, meta=meta, progress=progress)
 
@@ -310,9 +310,22 @@ class Report:
             sections.append(_section("groups", "Per-group spread W̃_g", cautions.GROUPS,
                                      ("model",) + decomposition.GROUP_COLUMNS, rows))
         canonical = [(value, _canonical(sums)) for value, sums in parts]
+        for value, sums in canonical:  # the adjusted R², about 0 when the groups have no structure
+            summary[value]["r2_adj"] = float(resampling.statistic("r2_adj", resampling.full_totals(sums))[0])
+        # the jackknife, the intervals and the comparison leave one group out: too few groups, no interval
+        resampled = [(value, sums) for value, sums in canonical if len(sums.counts) >= resampling.MIN_GROUPS]
+        for value, sums in canonical:
+            if len(sums.counts) < resampling.MIN_GROUPS:
+                asked = [s for s in ("jackknife", "bootstrap", "compare") if s in self.sections]
+                if asked:
+                    raise DesignError(f"the {asked[0]} section needs at least {resampling.MIN_GROUPS} groups; "
+                                      f"{_whose(value)} {len(sums.counts)}")
+                summary[value]["calibrated"] = False
+                notes.append(f"no jackknife, interval or comparison for {_whose(value, verb=False)}: it has "
+                             f"{len(sums.counts)} groups, and they need at least {resampling.MIN_GROUPS}")
         if "jackknife" in wanted:
             rows = []
-            for value, sums in canonical:
+            for value, sums in resampled:
                 for stat in JACKKNIFE_STATS:
                     result = resampling.jackknife(sums, stat)
                     rows.append({"model": value, "stat": stat, "estimate": result.estimate, "se": result.se,
@@ -321,23 +334,21 @@ class Report:
                         summary[value]["r2_se"] = result.se
             sections.append(_section("jackknife", "Cluster jackknife (leave one group out)", cautions.JACKKNIFE,
                                      ("model", "stat", "estimate", "se", "groups"), rows))
-        for value, sums in canonical:  # the adjusted R², about 0 when the groups have no structure
-            summary[value]["r2_adj"] = float(resampling.statistic("r2_adj", resampling.full_totals(sums))[0])
         few_groups = []  # noted after the comparison's own note
         if "bootstrap" in wanted:
             rows = []
-            for value, sums in canonical:
+            for value, sums in resampled:
                 result = resampling.bootstrap(sums, "r2", replicates=self.replicates, seed=self.seed, level=self.level)
                 rows.append({"model": value, **bootstrap_row("r2", result, self.level, self.replicates,
                                                              len(sums.counts))})
                 summary[value].update(r2_ci_low=result.ci_low, r2_ci_high=result.ci_high, r2_bc=result.estimate_bc,
                                       calibrated=result.calibrated)
                 if not result.calibrated:
-                    few_groups.append(f"model {value!r} has {len(sums.counts)} groups: {cautions.FEW_GROUPS}")
+                    few_groups.append(f"{_whose(value)} {len(sums.counts)} groups: {cautions.FEW_GROUPS}")
             sections.append(_section("bootstrap", "Cluster bootstrap of R²", cautions.BOOTSTRAP,
                                      ("model",) + BOOTSTRAP_COLUMNS, rows))
-        if "compare" in wanted and len(parts) >= 2:
-            rows, why_not = self._compare(canonical)
+        if "compare" in wanted and len(resampled) >= 2:
+            rows, why_not = self._compare(resampled)
             if why_not and "compare" in self.sections:
                 raise DesignError(why_not)
             if why_not:
@@ -426,6 +437,13 @@ AGGREGATE = "stage 1: n_g and coordinate sums of the unit vectors per (model, gr
 
 def _script(queries: list[tuple[str, exp.Expression]], dialect: str) -> str:
     return ";\n\n".join(f"-- {purpose}\n{write(tree, dialect)}" for purpose, tree in queries) + ";\n"
+
+
+def _whose(value, verb: bool = True) -> str:
+    """"model 'x' has" (or "the data have" without a model column), for notes."""
+    if value is None:
+        return "the data have" if verb else "the data"
+    return f"model {value!r} has" if verb else f"model {value!r}"
 
 
 def _section(name, title, caution, columns, rows) -> Section:

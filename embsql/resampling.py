@@ -138,6 +138,7 @@ def weighted_totals(sums: GroupSums, weights: np.ndarray) -> Totals:
 # jackknife t interval of a difference of F undercovered with unequal groups (90% at G = 30, 80% at
 # G = 10); bench/validity_intervals.txt has the table.
 
+MIN_GROUPS = 3           # the jackknife (and so every interval here) leaves one group out and needs 2 left
 CALIBRATED_GROUPS = 30   # coverage measured at 92.5-97% from here on; at G = 10 it was 85-97.5%
 MAX_DROPPED_SHARE = 0.1  # beyond this the kept resamples are a selected subset, not the bootstrap
 SCALES = {"r2": "logit", "w_bar": "logit", "v": "logit", "f": "log"}
@@ -192,8 +193,8 @@ def jackknife_se(replicates: np.ndarray) -> float:
 
 def jackknife_replicates(sums: GroupSums, stat: str, what: str = "cluster jackknife") -> tuple[float, np.ndarray]:
     """The figure on all groups and with each group left out in turn (an error if any is undefined)."""
-    if len(sums.counts) < 3:
-        raise DesignError(f"the {what} needs at least 3 groups (each replicate keeps G - 1 >= 2)")
+    if len(sums.counts) < MIN_GROUPS:
+        raise DesignError(f"the {what} needs at least {MIN_GROUPS} groups (each replicate keeps G - 1 >= 2)")
     estimate = float(defined_statistic(stat, full_totals(sums))[0])
     if not np.isfinite(estimate):
         raise DesignError(f"{stat} is undefined on these groups (fewer than 2 groups, as many groups as items, or "

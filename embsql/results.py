@@ -12,6 +12,13 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+NO_MODEL = "all items"   # how a report names the model of a table without a model column (value None)
+
+
+def model_label(model) -> str:
+    """A model value as a report shows it: its text, or NO_MODEL for a report without ``by``."""
+    return NO_MODEL if model is None else str(model)
+
 
 @dataclass(frozen=True)
 class ResultTable:
