@@ -421,7 +421,8 @@ class Report:
         for row in rows:
             summary[row["model"]]["dispersion_p"] = row["p_value"]
         return _section("dispersion", "Dispersion test (spread about the group centroids)", cautions.DISPERSION,
-                        ("model", "groups", "f", "p_value", "permutations"), rows)
+                        ("model", "groups", "f", "p_value", "permutations", "groups_left_out", "items_left_out",
+                         "note"), rows)
 
     def _retrieval(self, con) -> ReportResult:
         from . import retrieval
