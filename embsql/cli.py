@@ -14,7 +14,7 @@ from pathlib import Path
 from .errors import EmbsqlError, InputError
 
 EXIT_OK, EXIT_FINDING, EXIT_INPUT = 0, 1, 2
-FORMATS = ("table", "json", "markdown", "html")
+FORMATS = ("table", "text", "json", "markdown", "html")   # text: another name for table
 
 REPORT_EXAMPLE = """example:
   embsql report examples/embeddings.parquet --vector embedding --group topic --by model
@@ -82,7 +82,8 @@ def _report(args) -> int:
     result = report.run(con, progress=False if args.no_progress else None)
     from . import render
 
-    renderers = {"table": lambda r: render.to_text(r, full=args.full), "json": render.to_json,
+    renderers = {"table": lambda r: render.to_text(r, full=args.full), "text": lambda r: render.to_text(r, full=args.full),
+                 "json": render.to_json,
                  "markdown": lambda r: render.to_markdown(r, full=args.full), "html": render.to_html}
     text = renderers[args.format](result)
     if args.out:
@@ -187,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
                                              "them).",
                                  epilog=REPORT_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     _report_arguments(report, running=True)
-    report.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
+    report.add_argument("--format", choices=FORMATS, default="table", help="output format (default table; text is the same)")
     report.add_argument("--full", action="store_true",
                         help="every row of long sections in table and Markdown output (JSON and HTML always have them)")
     report.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")

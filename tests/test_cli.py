@@ -61,7 +61,7 @@ def test_report_json_is_stable_and_matches_the_api(files):
 
 @pytest.mark.parametrize("source", ["emb.duckdb:emb", "emb.parquet"])
 def test_report_formats(files, source, tmp_path):
-    for fmt in ("table", "markdown"):
+    for fmt in ("table", "text", "markdown"):
         out = embsql_cli("report", files / source, "--vector", "emb", "--group", "topic", "--by", "model",
                          "--format", fmt)
         assert out.returncode == 0, out.stderr
