@@ -94,7 +94,11 @@ def test_default_is_pseudo_f_and_unchanged(con):
     default = sql_rows(con, "SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 199)")[0]
     explicit = sql_rows(con, "SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 199, "
                              "statistic := 'pseudo-f')")[0]
-    assert default == explicit and default["statistic"] == "pseudo-f" and default["w_d"] is None
+    # DuckDB sums in parallel, so two runs of the same query may differ in the last bit of a sum
+    figures = [k for k, v in default.items() if isinstance(v, float)]
+    assert {k: v for k, v in default.items() if k not in figures} == {k: v for k, v in explicit.items() if k not in figures}
+    assert all(default[k] == pytest.approx(explicit[k], rel=1e-12, abs=0) for k in figures)
+    assert default["statistic"] == "pseudo-f" and default["w_d"] is None
 
 
 def test_welch_by_and_strata(con):
