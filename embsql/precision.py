@@ -47,7 +47,6 @@ def check_spread(ss_t: float, ss_w: float, n: int, *, model=None) -> None:
                           f"{RESOLUTION:.2g}); F is undefined")
 
 
-
 def resolved_groups(within: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Per group: False where its spread is above 0 but below float64 resolution (W_g is then
     rounding noise, so the report flags it); a group of identical unit vectors has W_g = 0 exactly."""

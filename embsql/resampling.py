@@ -140,6 +140,7 @@ def weighted_totals(sums: GroupSums, weights: np.ndarray) -> Totals:
 
 MIN_GROUPS = 3           # the jackknife (and so every interval here) leaves one group out and needs 2 left
 CALIBRATED_GROUPS = 30   # coverage measured at 92.5-97% from here on; at G = 10 it was 85-97.5%
+CALIBRATED_STATS = ("r2", "f", "w_bar")  # the figures whose coverage bench/validity_intervals.py measured
 MAX_DROPPED_SHARE = 0.1  # beyond this the kept resamples are a selected subset, not the bootstrap
 SCALES = {"r2": "logit", "w_bar": "logit", "v": "logit", "f": "log"}
 UPPER = {"r2": 1.0, "w_bar": 1.0, "v": 1.0, "r2_adj": 1.0, "icc": 1.0}   # F has no upper bound
@@ -152,7 +153,7 @@ class Interval:
     """estimate: the plain figure; se: its SE (jackknife, or the bootstrap SD for bootstrap());
     ci_low/ci_high: the calibrated interval, built around estimate_bc (one model) or estimate (a
     difference); dropped: bootstrap resamples left out because the figure was undefined in them;
-    calibrated: G >= CALIBRATED_GROUPS, the range where the coverage was measured to be nominal."""
+    calibrated: see calibrated(); False where the coverage was not measured to be nominal."""
 
     estimate: float
     se: float
@@ -161,6 +162,12 @@ class Interval:
     estimate_bc: float | None = None
     dropped: int = 0
     calibrated: bool | None = None
+
+
+def calibrated(stat: str, groups: int) -> bool:
+    """True where simulation measured the interval's coverage at 95 +- 2.5%: a figure of
+    CALIBRATED_STATS (v, icc and r2_adj were not simulated) and at least CALIBRATED_GROUPS groups."""
+    return stat in CALIBRATED_STATS and groups >= CALIBRATED_GROUPS
 
 
 WITHIN_DF = ("f", "icc", "r2_adj")  # figures with MS_W = SS_W / (n - G): undefined when n = G
@@ -206,7 +213,7 @@ def jackknife(sums: GroupSums, stat: str, level: float = 0.95) -> Interval:
     """Jackknife SE and the calibrated interval (see jackknife_t_interval)."""
     estimate, replicates = jackknife_replicates(sums, stat)
     centre, low, high = jackknife_t_interval(stat, estimate, replicates, arguments.check_level(level))
-    return Interval(estimate, jackknife_se(replicates), low, high, centre, 0, len(replicates) >= CALIBRATED_GROUPS)
+    return Interval(estimate, jackknife_se(replicates), low, high, centre, 0, calibrated(stat, len(replicates)))
 
 
 def _scale(stat: str, values: np.ndarray):
@@ -245,7 +252,7 @@ def bootstrap(sums: GroupSums, stat: str, *, replicates: int = 2000, seed: int =
     dropped = _check_dropped(replicates - len(kept), replicates)
     centre, low, high = jackknife_t_interval(stat, estimate, jack, level)
     return Interval(estimate, float(np.std(kept, ddof=1)), low, high, centre, dropped,
-                    len(sums.counts) >= CALIBRATED_GROUPS)
+                    calibrated(stat, len(sums.counts)))
 
 
 def percentile_interval(estimate: float, draws: np.ndarray, level: float) -> Interval:
@@ -328,15 +335,15 @@ def paired(a: GroupSums, b: GroupSums, stat: str, *, replicates: int = 2000, see
     estimate, jack = estimate_a - estimate_b, jack_a - jack_b
     g, se = len(jack), jackknife_se(jack)
     centre = g * estimate - (g - 1) * float(jack.mean())
-    calibrated = g >= CALIBRATED_GROUPS
+    measured = calibrated(stat, g)
     if se == 0:  # the models agree on every group (e.g. a model against itself): nothing to resample
-        return estimate_a, estimate_b, Interval(estimate, 0.0, estimate, estimate, centre, 0, calibrated)
+        return estimate_a, estimate_b, Interval(estimate, 0.0, estimate, estimate, centre, 0, measured)
     difference, inner = paired_resamples(a, b, stat, bootstrap_weights(g, replicates, seed))
     ok = np.isfinite(difference) & np.isfinite(inner) & (inner > 0)
     dropped = _check_dropped(replicates - int(ok.sum()), replicates)
     low_q, high_q = np.quantile((difference[ok] - estimate) / inner[ok], [(1 - level) / 2, (1 + level) / 2])
     return estimate_a, estimate_b, Interval(estimate, se, float(estimate - high_q * se), float(estimate - low_q * se),
-                                            centre, dropped, calibrated)
+                                            centre, dropped, measured)
 
 
 def _check_bootstrap(replicates, seed, level) -> tuple[int, int, float]:

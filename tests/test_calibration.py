@@ -99,3 +99,13 @@ def test_t_quantile_bad_arguments():
     for p, df in ((0.0, 5), (1.0, 5), (0.5, 0), (float("nan"), 3)):
         with pytest.raises(ValueError, match="^t quantile needs 0 < p < 1 and df > 0"):
             t_quantile(p, df)
+
+
+def test_calibrated_only_where_coverage_was_simulated():
+    """The flag vouches for r2, f and w_bar from 30 groups on (bench/validity_intervals.py measured
+    those); v, icc and r2_adj were never simulated, so their intervals are not called calibrated."""
+    from embsql import resampling
+
+    assert all(resampling.calibrated(stat, 30) for stat in ("r2", "f", "w_bar"))
+    assert not any(resampling.calibrated(stat, 30) for stat in ("v", "icc", "r2_adj"))
+    assert not resampling.calibrated("r2", 29)

@@ -318,7 +318,7 @@ WITH per_group AS (
         __emb_ssw / __emb_n AS w,
         CASE WHEN __emb_n > 1 THEN __emb_ssw / (__emb_n - 1.0) END AS w_tilde,
         -- false where the spread is above 0 but below float64 resolution (sqrt(eps)): W_g is rounding noise
-        __emb_ssw = 0 OR __emb_ssw >= __emb_n * 2.220446049250313e-16 AS resolved
+        __emb_ssw = 0 OR __emb_ssw >= __emb_n * emb__resolution2() AS resolved
     FROM emb__group_blocks(tbl, group_col, vector_col, by_col, false)
     WHERE __emb_j = 0  -- n_g and n_g W_g are on each of a group's rows
 )
