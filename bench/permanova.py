@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 import embsql
-from embsql.permutation import choose_method
+from embsql.core.permutation import choose_method
 
 CASES = {"vegan": (1_000, 4), "small": (5_000, 4), "large": (20_000, 4), "topics": (5_000, 500),
          "huge": (100_000, 4)}

@@ -131,8 +131,8 @@ def child_split(path: str) -> dict:
     import importlib
 
     import embsql
-    from embsql import stage1
-    from embsql.api import run_sql
+    from embsql.io import stage1
+    from embsql.api.decomposition import run_sql
 
     report_module = importlib.import_module("embsql.report")  # the module (embsql.report is also the function)
 
@@ -203,7 +203,7 @@ def child_argv(kind: str, path: Path, render: bool) -> tuple[list[str], str]:
 
 
 def has_render() -> bool:
-    probe = subprocess.run([sys.executable, "-c", "import embsql.render"], cwd=ROOT, capture_output=True, check=False,
+    probe = subprocess.run([sys.executable, "-c", "import embsql.render.formats"], cwd=ROOT, capture_output=True, check=False,
                            env={**os.environ, "PYTHONPATH": str(ROOT)})
     return probe.returncode == 0
 
@@ -255,7 +255,7 @@ def main(argv=None) -> int:
     kinds = ["sql", "run"] + ([] if args.no_split else ["split"]) + ["cli"]
     note = ""
     if args.cli and not render:
-        note = "embsql.render is not importable here, so (b) times `embsql sql` (probe + SQL writing), not `embsql report`"
+        note = "embsql.render.formats is not importable here, so (b) times `embsql sql` (probe + SQL writing), not `embsql report`"
     elif not args.cli:
         note = "(b) without --cli times `embsql sql` (probe + SQL writing); pass --cli for `embsql report`"
     use_report_cli = args.cli and render

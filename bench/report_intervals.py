@@ -24,9 +24,9 @@ TARGET = 1.5
 CHILD = """
 import json, time
 import embsql
-from embsql import stage1
-from embsql.api import run_sql
-from embsql.report import write
+from embsql.io import stage1
+from embsql.api.decomposition import run_sql
+from embsql.reporting.build import write
 
 report = embsql.report("examples/embeddings.parquet", vector="embedding", group="topic", by="model")
 con = embsql.connect()

@@ -24,8 +24,8 @@ import time
 
 import numpy as np
 
-from embsql.dispersion import MIN_GROUP, anova_f, bias_factors, centroid_distances, dispersion_test
-from embsql.permutation import default_null, design, permanova_distances, permanova_vectors, shuffles
+from embsql.core.dispersion import MIN_GROUP, anova_f, bias_factors, centroid_distances, dispersion_test
+from embsql.core.permutation import default_null, design, permanova_distances, permanova_vectors, shuffles
 
 B = 199
 DIM = 16

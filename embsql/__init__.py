@@ -8,17 +8,17 @@
 [(2.2, 0.4, 0.8182)]
 """
 
-from .api import anova, anova_dist, groups, run_sql
-from .inference import dispersion, permanova
-from .uncertainty import bootstrap, compare, jackknife
-from .agreement import knn_agreement, mantel
-from .errors import (BadLabelError, BadVectorError, ColumnNotFoundError, ColumnTypeError, DesignError,
+from embsql.api.decomposition import anova, anova_dist, groups, run_sql
+from embsql.api.permutation import dispersion, permanova
+from embsql.api.resampling import bootstrap, compare, jackknife
+from embsql.api.agreement import knn_agreement, mantel
+from embsql.errors import (BadLabelError, BadVectorError, ColumnNotFoundError, ColumnTypeError, DesignError,
                      DistanceTableError, EmbsqlError, EngineError, InputError, SourceNotFoundError, SqlInputError)
-from .registration import connect, register
-from .retrieval import dose, margins, pairing, retrieval_layers, retrieval_summary
-from .results import ResultTable
-from .report import Report, report, run_on
-from .report_result import ReportResult, Section
+from embsql.io.registration import connect, register
+from embsql.api.retrieval import dose, margins, pairing, retrieval_layers, retrieval_summary
+from embsql.results import ResultTable
+from embsql.reporting.build import Report, report, run_on
+from embsql.reporting.result import ReportResult, Section
 
 __version__ = "0.1.0"
 

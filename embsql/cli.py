@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .errors import EmbsqlError, InputError
+from embsql.errors import EmbsqlError, InputError
 
 EXIT_OK, EXIT_FINDING, EXIT_INPUT = 0, 1, 2
 FORMATS = ("table", "text", "json", "markdown", "html")   # text: another name for table
@@ -39,9 +39,9 @@ class _Parser(argparse.ArgumentParser):
 
 def _open(data: str | None):
     """DATA is a Parquet/CSV file, or FILE.duckdb:TABLE (attached read-only when the report runs,
-    see embsql.sources); returns (connection, source name)."""
-    from .registration import connect
-    from .sources import attached_name
+    see embsql.io.sources); returns (connection, source name)."""
+    from embsql.io.registration import connect
+    from embsql.io.sources import attached_name
 
     con = connect()
     if data is None:
@@ -52,7 +52,7 @@ def _open(data: str | None):
 
 
 def _build(args, *, source_from_table: bool = False, hint: str = ""):
-    from .report import Report
+    from embsql.reporting.build import Report
 
     con, source = _open(args.data)
     if source is None and source_from_table and args.table and not args.config:
@@ -80,7 +80,7 @@ def _report(args) -> int:
         raise InputError("--fail-if-dispersion needs the dispersion test, which runs with --permutations N (N > 0)"
                          + (" and the dispersion section in --sections" if report.sections else ""))
     result = report.run(con, progress=False if args.no_progress else None)
-    from . import render
+    from embsql.render import formats as render
 
     renderers = {"table": lambda r: render.to_text(r, full=args.full), "text": lambda r: render.to_text(r, full=args.full),
                  "json": render.to_json,
@@ -128,11 +128,11 @@ def _dims(text: str):
 
 
 def _demo(args) -> int:
-    from .demo import demo_report, run_demo
-    from .registration import connect
+    from embsql.demo import demo_report, run_demo
+    from embsql.io.registration import connect
 
     if args.out:
-        from .render import to_html
+        from embsql.render.formats import to_html
 
         Path(args.out).write_text(to_html(demo_report(seeds=args.seeds, seed=args.seed)), encoding="utf-8")
         print(f"wrote {args.out}")
@@ -145,7 +145,7 @@ def _demo(args) -> int:
               f"{row['r2_null']:>8.3f} {row['f']:>7.2f}")
     import textwrap
 
-    from .demo import demo_verdict
+    from embsql.demo import demo_verdict
 
     for sentence in demo_verdict(table.to_pylist()):
         print(textwrap.fill(sentence, 100))
@@ -204,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
                                           "instead of running it.",
                               epilog=SQL_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     _report_arguments(sql, running=False)
-    from .report import DIALECTS
+    from embsql.reporting.build import DIALECTS
 
     sql.add_argument("--dialect", choices=DIALECTS, default="duckdb", help="SQL dialect (default duckdb)")
     sql.add_argument("--dims", type=_dims, metavar="MODEL=D,...",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from embsql.report_result import ReportResult, Section
+from embsql.reporting.result import ReportResult, Section
 from embsql.results import ResultTable
 
 MODELS = ("mini-384", "base-768")

@@ -1,7 +1,7 @@
 """The intervals cover at their nominal rate: small seeded simulations (the full table with
 Monte Carlo errors is bench/validity_intervals.py, whose simulation model these tests reuse).
 
-Each test runs the real functions (embsql.resampling.bootstrap / paired) on simulated data sets
+Each test runs the real functions (embsql.core.resampling.bootstrap / paired) on simulated data sets
 and counts how often the 95% interval holds the value at G -> infinity.  The bounds come from the
 Monte Carlo SE: with 400 data sets and true coverage 95% the SE is 1.1%, so [90%, 99%] fails only
 if the coverage is off by more than 4 SE; and each test also shows that it has power: the old
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from embsql import resampling
-from embsql.student_t import LARGE_DF, t_cdf, t_quantile
+from embsql.core import resampling
+from embsql.core.student_t import LARGE_DF, t_cdf, t_quantile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import validity_intervals as sim  # noqa: E402
@@ -104,7 +104,7 @@ def test_t_quantile_bad_arguments():
 def test_calibrated_only_where_coverage_was_simulated():
     """The flag vouches for r2, f and w_bar from 30 groups on (bench/validity_intervals.py measured
     those); v, icc and r2_adj were never simulated, so their intervals are not called calibrated."""
-    from embsql import resampling
+    from embsql.core import resampling
 
     assert all(resampling.calibrated(stat, 30) for stat in ("r2", "f", "w_bar"))
     assert not any(resampling.calibrated(stat, 30) for stat in ("v", "icc", "r2_adj"))

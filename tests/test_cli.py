@@ -206,7 +206,7 @@ def test_sql_for_another_engine_never_names_the_local_file(files):
 def test_printed_sql_runs_on_the_engine_as_it_is(files, engine_name, request):
     """The SQL `embsql sql --dialect X --table T` prints, run statement by statement on a live engine,
     gives the same group counts and coordinate sums as the report computes on DuckDB."""
-    from embsql.engines import fetch_arrow, load_table
+    from embsql.engines.connections import fetch_arrow, load_table
 
     connection = request.getfixturevalue(engine_name)
     table = model_table()

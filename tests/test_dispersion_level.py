@@ -17,8 +17,8 @@ import pyarrow as pa
 import pytest
 
 import embsql
-from embsql.dispersion import anova_f, centroid_distances, dispersion_test
-from embsql.permutation import design, shuffles
+from embsql.core.dispersion import anova_f, centroid_distances, dispersion_test
+from embsql.core.permutation import design, shuffles
 
 SIZES = (2, 3, 5, 10, 20)
 DIM = 16

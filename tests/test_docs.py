@@ -152,7 +152,7 @@ def test_no_spec_cites_in_rendered_reports():
     import embsql
     import report_fixtures
     import retrieval_data
-    from embsql import render
+    from embsql.render import formats as render
     from embsql.demo import demo_report
 
     queries, docs = retrieval_data.make(4, models=("m1", "m2"), levels=2, dose=0.5)

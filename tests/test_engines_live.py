@@ -1,4 +1,4 @@
-"""embsql.engines on real engines started by the tests: DuckDB, PostgreSQL (a scratch server) and
+"""embsql.engines.connections on real engines started by the tests: DuckDB, PostgreSQL (a scratch server) and
 Spark (local). Queries are written once with sqlglot and transpiled, as the stage-1 builder does;
 every number is checked against numpy on the source arrays."""
 
@@ -13,7 +13,7 @@ import sqlglot
 from engine_fixtures import engine, postgres, spark  # noqa: F401  (pytest fixtures)
 from sqlglot import exp
 
-from embsql.engines import dialect_of, fetch_arrow, load_table
+from embsql.engines.connections import dialect_of, fetch_arrow, load_table
 from embsql.errors import EngineError, InputError
 
 D = 5
@@ -55,7 +55,7 @@ def test_dialect_of_rejects_other_objects_naming_the_type():
 
 
 def test_engines_module_imports_neither_pyspark_nor_psycopg():
-    code = "import sys, embsql.engines; print(sorted(m for m in ('pyspark', 'psycopg', 'psycopg2') if m in sys.modules))"
+    code = "import sys, embsql.engines.connections; print(sorted(m for m in ('pyspark', 'psycopg', 'psycopg2') if m in sys.modules))"
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert output.strip() == "[]"
 

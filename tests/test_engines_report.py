@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 import embsql
-from embsql.engines import load_table
+from embsql.engines.connections import load_table
 from engine_fixtures import engine, postgres, spark  # noqa: F401  (pytest fixtures)
 
 N_PER_MODEL, D, GROUPS = 10_000, 64, 50
@@ -57,7 +57,7 @@ def test_every_engine_gives_the_duckdb_figures(engine, duckdb_result):  # noqa: 
     for key, value in expected.items():
         assert got[key] == pytest.approx(value, rel=TOL, abs=1e-12), key
     assert result.meta["stage1_bytes"] < 200 * GROUPS * D      # O(G d): the rows never cross
-    assert result.meta["dialect"] == embsql.engines.dialect_of(engine)
+    assert result.meta["dialect"] == embsql.engines.connections.dialect_of(engine)
 
 
 def test_engine_errors_name_the_column_or_the_rows(engine):  # noqa: F811
@@ -68,7 +68,7 @@ def test_engine_errors_name_the_column_or_the_rows(engine):  # noqa: F811
         embsql.run_on(engine, embsql.report("bad", vector="vec", group="nope"))
     with pytest.raises(embsql.BadVectorError, match="zero length in group 'a'"):
         embsql.run_on(engine, embsql.report("bad", vector="vec", group="topic"))
-    if embsql.engines.dialect_of(engine) != "duckdb":   # DuckDB runs the permutation tests
+    if embsql.engines.connections.dialect_of(engine) != "duckdb":   # DuckDB runs the permutation tests
         with pytest.raises(embsql.InputError, match="permanova section needs the rows"):
             embsql.run_on(engine, embsql.report("bad", vector="vec", group="topic", permutations=9,
                                                 sections=("decomposition", "permanova")))

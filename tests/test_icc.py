@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from embsql.resources import sql_entry_file
+from embsql.io.resources import sql_entry_file
 
 import helpers
 from helpers import vectors_table

@@ -25,8 +25,8 @@ import pyarrow as pa
 import pytest
 
 import embsql
-from embsql.dispersion import bias_factors, centroid_distances
-from embsql.permutation import Design, canonical_order, design, permanova_vectors, shuffles
+from embsql.core.dispersion import bias_factors, centroid_distances
+from embsql.core.permutation import Design, canonical_order, design, permanova_vectors, shuffles
 
 from helpers import sql_error, sql_rows, vectors_table
 
@@ -815,9 +815,9 @@ def test_dispersion_leaves_out_groups_too_small_to_test(con):
 
 def test_identical_vectors_within_groups_are_refused_as_in_anova():
     """SS_W = 0 (each group one repeated vector): F is undefined, and permanova (either statistic)
-    and the dispersion test refuse it with emb_anova's message (embsql.precision)."""
-    from embsql.dispersion import dispersion_test
-    from embsql.permutation import design, permanova_vectors
+    and the dispersion test refuse it with emb_anova's message (embsql.core.precision)."""
+    from embsql.core.dispersion import dispersion_test
+    from embsql.core.permutation import design, permanova_vectors
     z = np.array([[1, 0], [1, 0], [0, 1], [0, 1], [-1, 0], [-1, 0.0]])
     d = design(np.array([0, 0, 1, 1, 2, 2]))
     for run in (lambda: permanova_vectors(z, d, permutations=99, seed=3),

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import embsql
-from embsql import resampling
-from embsql.sufficient import GroupSums
+from embsql.core import resampling
+from embsql.io.reading import GroupSums
 
 from helpers import vectors_table
 
@@ -122,7 +122,7 @@ def test_bundled_example_shared_direction_moves_r2(con):
 
 
 def test_cautions_cite_no_spec_sections():
-    from embsql import cautions
+    from embsql.reporting import cautions
 
     texts = {name: value for name, value in vars(cautions).items() if name.isupper() and isinstance(value, str)}
     assert len(texts) >= 10

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pytest
 
 import embsql
-import embsql.sufficient
+import embsql.io.reading
 
 MEMORY_LIMIT = "80MB"
 ROWS, D, GROUPS, MODELS = 32_000, 384, 500, ("m0", "m1")
@@ -155,7 +155,7 @@ def test_sql_jackknife_streams_under_the_memory_limit(con, profile, expected):
 
 def test_python_anova_and_jackknife_stream_in_batches(con, profile, expected, monkeypatch):
     # 2048-row batches: about 31 per table, so every group's sum is built across many batches
-    monkeypatch.setattr(embsql.sufficient, "BATCH_ROWS", 2048)
+    monkeypatch.setattr(embsql.io.reading, "BATCH_ROWS", 2048)
     check_anova(embsql.anova(con, "ooc.emb", "g", "v", by="model").to_dicts(), expected)
     assert spilled(profile) == 0
     check_jackknife(embsql.jackknife(con, "ooc.emb", "g", "v", by="model").to_dicts(), expected)

@@ -20,7 +20,7 @@ import pytest
 
 import embsql
 import retrieval_data as rd
-from embsql.arguments import MAX_PERMUTATIONS
+from embsql.core.arguments import MAX_PERMUTATIONS
 
 from helpers import sql_error, sql_rows, vectors_table
 

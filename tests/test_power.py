@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 from scipy.stats import norm
 
-from embsql.resources import sql_entry_file
+from embsql.io.resources import sql_entry_file
 
 
 def sql_error(con, query):

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from embsql.permutation import design, permanova_vectors
-from embsql.progress import progress_bar
+from embsql.core.permutation import design, permanova_vectors
+from embsql.core.progress import progress_bar
 
 
 def unit_vectors(n=40, d=5, seed=0):

@@ -138,7 +138,7 @@ def test_within_sums_merged_across_blocks_equal_two_pass(segment, seed, log_spre
     merged by Chan et al.'s update), equals a two-pass over each whole group, whatever the block
     size and the row order, for spreads 1e-7..1 (below that float64's own two-pass is no reference); from unit rows (GroupSums.from_rows) and from raw
     rows the accumulator scales itself (the streaming route)."""
-    from embsql import sufficient
+    from embsql.io import reading as sufficient
 
     rng = np.random.default_rng(seed)
     codes = rng.integers(0, 4, 300)

@@ -1,4 +1,4 @@
-"""Rendering (embsql.render) and plots (embsql.plots) of a report, on the fake report in
+"""Rendering (embsql.render.formats) and plots (embsql.render.plots) of a report, on the fake report in
 tests/report_fixtures.py.  Expected values come from the fixture's own constants, not from a
 renderer's output."""
 
@@ -14,9 +14,9 @@ import pytest
 import report_fixtures as fx
 from report_fixtures import fake_report, unlabelled_report
 
-from embsql import render
-from embsql.plots import plot_report, report_plots
-from embsql.report_result import ReportResult, Section
+from embsql.render import formats as render
+from embsql.render.plots import plot_report, report_plots
+from embsql.reporting.result import ReportResult, Section
 from embsql.results import ResultTable
 
 ANSI = re.compile(r"\x1b\[")

@@ -11,7 +11,7 @@ import pytest
 import sqlglot
 
 import embsql
-from embsql.report import DIALECTS, Report
+from embsql.reporting.build import DIALECTS, Report
 from helpers import sql_rows
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -226,8 +226,8 @@ def test_off_duckdb_the_default_tests_are_left_out_with_a_note(emb_con):
 
 
 def _group_sums_of(con):
-    from embsql.sources import resolve
-    from embsql.sufficient import group_sums
+    from embsql.io.sources import resolve
+    from embsql.io.reading import group_sums
 
     return group_sums(con, resolve(con, "emb"), "topic", "emb", by="model")
 
@@ -320,7 +320,7 @@ def test_compare_needs_matching_groups(con):
 
 def _judged(r2, v, pairs, p=None, dispersion=None, groups=30, n=600, group="topic"):
     """A report with only what the verdict reads: the summary and the compare rows."""
-    from embsql.report_result import ReportResult, Section
+    from embsql.reporting.result import ReportResult, Section
     from embsql.results import ResultTable
 
     columns = ("model", "n", "groups", "r2", "f", "p_value", "v", "dispersion_p")

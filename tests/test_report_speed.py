@@ -12,7 +12,7 @@ import pytest
 from sqlglot import exp
 
 import embsql
-from embsql import stage1
+from embsql.io import stage1
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "embeddings.parquet"
 # 6.7 s unloaded on 2 cores; the bound leaves room for a loaded CI machine, not for a regression

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pytest
 
 import embsql
-from embsql.resampling import bootstrap_weights
+from embsql.core.resampling import bootstrap_weights
 from scipy import stats as scipy_stats
 
 from helpers import sql_error, sql_rows, vectors_table

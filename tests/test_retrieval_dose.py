@@ -8,7 +8,7 @@ import pytest
 
 import embsql
 from embsql.errors import DesignError, InputError
-from embsql.paraphrase_dose import analyse
+from embsql.core.dose import analyse
 
 import helpers
 import retrieval_data as rd

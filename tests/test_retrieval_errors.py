@@ -9,7 +9,7 @@ import pytest
 
 import embsql
 from embsql.errors import BadLabelError, BadVectorError, ColumnNotFoundError, DesignError, InputError
-from embsql.resources import sql_entry_file
+from embsql.io.resources import sql_entry_file
 
 import retrieval_data as rd
 from helpers import sql_error

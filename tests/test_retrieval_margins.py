@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import embsql
-from embsql import margin_scan
-from embsql.resources import sql_entry_file
+from embsql.core import margins as margin_scan
+from embsql.io.resources import sql_entry_file
 
 import retrieval_data as rd
 

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 import embsql
-from embsql.resources import sql_entry_file
+from embsql.io.resources import sql_entry_file
 
 import retrieval_data as rd
 
@@ -263,7 +263,7 @@ def _retrieval_report_only(queries, docs, level=None, permutations=19):
 
 
 def render_text(result):
-    from embsql.render import to_text
+    from embsql.render.formats import to_text
 
     return to_text(result)
 

@@ -14,7 +14,7 @@ import pytest
 import sqlglot
 
 import embsql
-from embsql.resources import sql_entry_file
+from embsql.io.resources import sql_entry_file
 
 EXAMPLE = "SELECT * FROM (VALUES ('A', [1.0, 0.0]), ('A', [0.8, 0.6]), ('B', [0.0, 1.0]), ('B', [-0.6, 0.8])) t(g, v)"
 
@@ -171,7 +171,7 @@ def test_every_public_sql_macro_is_documented():
         assert f"## {name}" in readme, name
 
 
-@pytest.mark.parametrize("module", ["embsql", "embsql.api", "embsql.registration"])
+@pytest.mark.parametrize("module", ["embsql", "embsql.api.decomposition", "embsql.io.registration"])
 def test_docstring_examples(module):
     failed, attempted = doctest.testmod(importlib.import_module(module))
     assert attempted > 0 and failed == 0

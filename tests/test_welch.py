@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 import embsql
-from embsql.permutation import MIN_BOOTSTRAP_GROUP, design, permanova_distances, permanova_vectors, welch_statistic
+from embsql.core.permutation import MIN_BOOTSTRAP_GROUP, design, permanova_distances, permanova_vectors, welch_statistic
 
 from helpers import sql_error, sql_rows, vectors_table
 

@@ -2,7 +2,7 @@
 
 Each call gets the whole table as lists (models, items, vectors) plus the table's column names
 and types, so that a missing or mistyped column gives the same message as from Python.  The
-numerics are embsql.agreement, shared with embsql.knn_agreement and embsql.mantel.
+numerics are embsql.api.agreement, shared with embsql.knn_agreement and embsql.mantel.
 """
 
 from __future__ import annotations
@@ -10,18 +10,18 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from embsql.agreement import knn_rows, mantel_rows
+from embsql.api.agreement import knn_rows, mantel_rows
 from embsql.errors import EmbsqlError
-from embsql.interrupts import Watch, install
-from embsql.sources import Source
-from embsql.sufficient import _unit_vectors
+from embsql.io.interrupts import Watch, install
+from embsql.io.sources import Source
+from embsql.io.reading import _unit_vectors
 
 KNN = "STRUCT(model_a VARCHAR, model_b VARCHAR, k BIGINT, overlap DOUBLE, se DOUBLE, chance DOUBLE, items BIGINT)[]"
 KNN_ITEMS = "STRUCT(model_a VARCHAR, model_b VARCHAR, item VARCHAR, overlap DOUBLE)[]"
 MANTEL = ("STRUCT(model_a VARCHAR, model_b VARCHAR, r DOUBLE, p_value DOUBLE, permutations BIGINT, "
           "items BIGINT)[]")
 # the table (name, column names and types), the three columns named in the call, their values
-install()   # so that con.interrupt() reaches the Mantel kernel (embsql.interrupts)
+install()   # so that con.interrupt() reaches the Mantel kernel (embsql.io.interrupts)
 INPUTS = ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR[]", "VARCHAR[]",
           "DOUBLE[][]"]
 

@@ -1,7 +1,7 @@
 """UDF kernels for the permutation tests, called by the macros in sql/python/60_inference.sql.
 
 DuckDB hands each call one Arrow chunk; every row of it is one by value, whose items arrive as
-lists (labels, vectors, strata).  The numerics are embsql's own (embsql.permutation,
+lists (labels, vectors, strata).  The numerics are embsql's own (embsql.core.permutation,
 embsql.dispersion), the same code embsql.permanova runs from Python.
 """
 
@@ -10,12 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from embsql.dispersion import dispersion_test
+from embsql.core.dispersion import dispersion_test
 from embsql.errors import EmbsqlError
-from embsql.interrupts import Watch, install
-from embsql.labels import clean_label
-from embsql.permutation import canonical_order, design, permanova_distances, permanova_vectors
-from embsql.sufficient import _unit_vectors
+from embsql.io.interrupts import Watch, install
+from embsql.core.labels import clean_label
+from embsql.core.permutation import canonical_order, design, permanova_distances, permanova_vectors
+from embsql.io.reading import _unit_vectors
 
 PERMANOVA = ("STRUCT(statistic DOUBLE, p_value DOUBLE, permutations BIGINT, method VARCHAR, statistic_name VARCHAR, "
              "w_d DOUBLE, null_method VARCHAR)")
@@ -23,7 +23,7 @@ DISPERSION = ("STRUCT(groups BIGINT, f DOUBLE, p_value DOUBLE, permutations BIGI
               "items_left_out BIGINT, note VARCHAR, labels VARCHAR[], sizes BIGINT[], mean_distance DOUBLE[], "
               "in_test BOOLEAN[])")
 FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL")
-install()   # so that con.interrupt() reaches the kernels (embsql.interrupts)
+install()   # so that con.interrupt() reaches the kernels (embsql.io.interrupts)
 
 
 def _sql_error(error: BaseException) -> ValueError:
@@ -37,7 +37,7 @@ def _unit(vectors: pa.Array, labels: list, vector_col: str) -> np.ndarray:
 
 
 def _labels(labels: list, column: str, sql_type: str | None) -> np.ndarray:
-    """The labels as text, under embsql.labels' rule: NULL and NaN refused, -0.0 is 0.0.  They arrive
+    """The labels as text, under embsql.core.labels' rule: NULL and NaN refused, -0.0 is 0.0.  They arrive
     as VARCHAR; a float column's NaN and -0.0 are recognised from its SQL type."""
     out = np.empty(len(labels), dtype=object)
     for i, text in enumerate(labels):

@@ -2,7 +2,7 @@
 
 emb__jackknife and emb__bootstrap get one row per by value with that value's per-group counts and
 sums (lists); emb__compare gets the items of every model, as emb.compare does from Python.  The
-numerics are embsql.resampling and embsql.uncertainty, shared with the Python functions.
+numerics are embsql.core.resampling and embsql.api.resampling, shared with the Python functions.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from embsql import resampling
+from embsql.core import resampling
 from embsql.errors import EmbsqlError
-from embsql.sufficient import GroupSums, _unit_vectors
-from embsql.uncertainty import canonical, compare_rows
+from embsql.io.reading import GroupSums, _unit_vectors
+from embsql.api.resampling import canonical, compare_rows
 
 INTERVAL = ("STRUCT(estimate DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, groups BIGINT, estimate_bc DOUBLE, "
             "dropped BIGINT, calibrated BOOLEAN)")

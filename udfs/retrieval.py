@@ -4,7 +4,7 @@ matrix products, and the dose of emb_retrieval_dose.
 Each row of a call is one model: its queries (qids as text for messages, positives, vectors) and
 its documents (doc_ids, groups, vectors) as lists.  Vectors are checked and scaled here (naming
 the query or document); the numerics are the ones the Python API runs:
-embsql.retrieval.model_margins (the scan is embsql.margin_scan) and embsql.paraphrase_dose.
+embsql.api.retrieval.model_margins (the scan is embsql.core.margins) and embsql.core.dose.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import numpy as np
 import pyarrow as pa
 
 from embsql.errors import EmbsqlError
-from embsql.paraphrase_dose import analyse
-from embsql.retrieval import model_margins
-from embsql.sufficient import _unit_vectors
+from embsql.core.dose import analyse
+from embsql.api.retrieval import model_margins
+from embsql.io.reading import _unit_vectors
 
 MARGINS = "STRUCT(d_pos2 DOUBLE, d_neg2 DOUBLE, margin DOUBLE, m DOUBLE, top1 BOOLEAN, rank BIGINT, ties BIGINT)[]"
 FIELDS = pa.struct([("d_pos2", pa.float64()), ("d_neg2", pa.float64()), ("margin", pa.float64()), ("m", pa.float64()),

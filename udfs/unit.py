@@ -1,6 +1,6 @@
 """UDF kernel: scale vectors to unit length, as DuckDB sees it: one Arrow chunk per call.
 
-Loaded by embsql.registration, which reads SPECS; nothing here imports embsql, so the
+Loaded by embsql.io.registration, which reads SPECS; nothing here imports embsql, so the
 kernel can be tested on plain Arrow arrays.
 """
 
@@ -47,7 +47,7 @@ def _rescale_out_of_range(norms: np.ndarray, flat: np.ndarray, offsets: np.ndarr
             norms[i] = scale * np.sqrt(np.sum((segment / scale) ** 2))
 
 
-# name, kernel, parameter types, return type (DuckDB type strings); see embsql.registration
+# name, kernel, parameter types, return type (DuckDB type strings); see embsql.io.registration
 SPECS = [
     {"name": "emb_unit", "function": emb_unit, "parameters": ["DOUBLE[]"], "return_type": "DOUBLE[]",
      "null_handling": "default", "side_effects": False},

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from embsql.resources import sql_entry_file
+from embsql.io.resources import sql_entry_file
 
 VECTOR_TYPES = ["FLOAT[]", "FLOAT[3]", "DOUBLE[]", "DOUBLE[3]"]
 RNG = np.random.default_rng(11)

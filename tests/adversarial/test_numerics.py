@@ -18,8 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import embsql
-from embsql import precision, resampling
-from embsql.sufficient import GroupSums
+from embsql.core import precision
+from embsql.core import resampling
+from embsql.io.reading import GroupSums
 
 RTOL = 1e-6
 mpmath.mp.dps = 50

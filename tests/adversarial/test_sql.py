@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 import embsql
-from embsql.resources import sql_entry_file
+from embsql.io.resources import sql_entry_file
 
 RESOLUTION = "1.5e-08"
 PRECISION_T = "embsql: the vectors{} are identical to within floating-point precision (root-mean-square spread {}"

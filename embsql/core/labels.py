@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .errors import BadLabelError
+from embsql.errors import BadLabelError
 
 
 def bad_label(value) -> str | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numbers
 
-from .errors import InputError
+from embsql.errors import InputError
 
 # A permutation test costs one pass over the design per permutation: above this it runs for hours
 # on a laptop, and its Monte Carlo error (about sqrt(p(1-p)/B)) is far below anything a p-value needs.

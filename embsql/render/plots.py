@@ -20,8 +20,8 @@ import io
 import math
 from dataclasses import dataclass
 
-from .report_result import ReportResult
-from .results import model_label
+from embsql.reporting.result import ReportResult
+from embsql.results import model_label
 
 GOLDEN = (math.sqrt(5) - 1) / 2
 

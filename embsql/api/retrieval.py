@@ -6,9 +6,9 @@ docs:    doc_id, topic group, vector.
 Both may carry a model column: every figure is then per model, and each model's queries are
 matched with that model's documents.
 
-The rows stream from DuckDB as Arrow batches (as in embsql.sufficient); every vector is checked
+The rows stream from DuckDB as Arrow batches (as in embsql.io.reading); every vector is checked
 and scaled to unit length there, and a bad one is named by its row and id.  The numerics are
-embsql.margin_scan (margins and ranks), embsql.paraphrase_dose (the dose), embsql.decomposition and embsql.resampling (R2,
+embsql.margin_scan (margins and ranks), embsql.paraphrase_dose (the dose), embsql.core.decomposition and embsql.resampling (R2,
 W~, jackknife); scalar ICC is the SQL macro emb_icc.
 """
 
@@ -23,15 +23,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from . import decomposition, resampling
-from .paraphrase_dose import analyse as analyse_dose
-from .errors import BadLabelError, BadVectorError, DesignError, InputError, SqlInputError
-from .margin_scan import QUANTILES, RECALL_AT, Margins, cluster_jackknife_ratio, compute
-from .registration import register
-from .report_result import ReportResult, Section
-from .results import ResultTable
-from .sources import Source, accepts_frames, resolve, shown_name
-from .sufficient import BATCH_ROWS, G, KEY, GroupSums, _RowNamer, _sort_key, _unit_vectors
+from embsql.core import decomposition
+from embsql.core import resampling
+from embsql.core.dose import analyse as analyse_dose
+from embsql.errors import BadLabelError, BadVectorError, DesignError, InputError, SqlInputError
+from embsql.core.margins import QUANTILES, RECALL_AT, Margins, cluster_jackknife_ratio, compute
+from embsql.io.registration import register
+from embsql.reporting.result import ReportResult, Section
+from embsql.results import ResultTable
+from embsql.io.sources import Source, accepts_frames, resolve, shown_name
+from embsql.io.reading import BATCH_ROWS, G, KEY, GroupSums, _RowNamer, _sort_key, _unit_vectors
 
 SCOPES = ("corpus", "group")
 MARGIN_COLUMNS = ("model", "qid", "d_pos2", "d_neg2", "margin", "m", "top1", "rank", "ties")

@@ -6,7 +6,7 @@ one SUM per coordinate, so the output is O(G * d) whatever n is) and the within-
 squares, n_g * sum_k VAR_POP(u_k).  VAR_POP is computed stably by every engine here (Welford-type
 updates: DuckDB, Spark, Trino; Youngs-Cramer: PostgreSQL), where n_g - ||s_g||^2 / n_g would lose
 every digit for vectors close together.  (It costs about 1.25x the plain sums on DuckDB.)  Stage 2
-(embsql.decomposition, embsql.resampling) then runs on those sums in Python, the same code for
+(embsql.core.decomposition, embsql.core.resampling) then runs on those sums in Python, the same code for
 every engine.  sqlglot writes each dialect's array index base (DuckDB and Postgres count from 1,
 Spark and Snowflake from 0) and its array-length function.
 
@@ -33,8 +33,8 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
-from .errors import BadLabelError, BadVectorError, InputError
-from .sufficient import HUGE_SQUARED, TINY_SQUARED, GroupSums, _sort_key
+from embsql.errors import BadLabelError, BadVectorError, InputError
+from embsql.io.reading import HUGE_SQUARED, TINY_SQUARED, GroupSums, _sort_key
 
 B, G, N, BAD, WITHIN = "__emb_b", "__emb_g", "__emb_n", "__emb_bad", "__emb_within"
 LEN_MIN, LEN_MAX, NULLS = "__emb_len_min", "__emb_len_max", "__emb_nulls"

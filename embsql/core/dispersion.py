@@ -34,9 +34,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arguments import check_permutations, check_seed
-from .permutation import Design, PermutationTest, _result, shuffles
-from .precision import check_spread
+from embsql.core.arguments import check_permutations, check_seed
+from embsql.core.permutation import Design, PermutationTest, _result, shuffles
+from embsql.core.precision import check_spread
 
 MIN_GROUP = 4          # groups smaller than this are left out of the test (see the module docstring)
 POLL_EVERY = 16        # permutations between calls of ``progress`` (it may stop the run)

@@ -1,6 +1,6 @@
-"""Rendering of a report (embsql.report_result.ReportResult): terminal text, Markdown, JSON, HTML.
+"""Rendering of a report (embsql.reporting.result.ReportResult): terminal text, Markdown, JSON, HTML.
 
-Every renderer opens with the verdict (embsql.verdict: one or two sentences computed from the
+Every renderer opens with the verdict (embsql.reporting.verdict: one or two sentences computed from the
 numbers) and any notes, then shows the summary (one column per model), then each section's table
 with its caution beneath it.  In text and Markdown a section longer than LONG_TABLE rows shows its
 head, its tail and quantiles of its numeric columns (``full=True`` shows every row); JSON and
@@ -49,8 +49,8 @@ import textwrap
 
 import numpy as np
 
-from .report_result import ReportResult
-from .results import ResultTable, model_label
+from embsql.reporting.result import ReportResult
+from embsql.results import ResultTable, model_label
 
 SCHEMA = "embsql.report/1"
 MISSING = "—"
@@ -122,7 +122,7 @@ def _meta_text(value) -> str:
 
 
 def _verdict(result: ReportResult) -> list[str]:
-    from .verdict import verdict
+    from embsql.reporting.verdict import verdict
 
     return verdict(result)
 
@@ -417,7 +417,7 @@ def to_html(result: ReportResult, plots: bool = True, standalone: bool = True) -
 
 def _html_figures(result: ReportResult) -> tuple[dict, str]:
     """Figures keyed by where they go; or no figures and a note when matplotlib is missing."""
-    from .plots import matplotlib_available, report_plots
+    from embsql.render.plots import matplotlib_available, report_plots
 
     if not matplotlib_available():
         return {}, PLOT_NOTE
@@ -429,7 +429,7 @@ def _html_figures(result: ReportResult) -> tuple[dict, str]:
 
 def _html_figure(plot, result: ReportResult, *, with_caution: bool = True) -> str:
     """A figure as an inline PNG (rendered at 160 dpi, shown at 96 px per inch: sharp text on high-density screens)."""
-    from .plots import png_bytes
+    from embsql.render.plots import png_bytes
 
     width, height = (round(v * 96) for v in plot.figure.get_size_inches())  # CSS px per inch
     data = base64.b64encode(png_bytes(plot.figure)).decode("ascii")

@@ -1,7 +1,7 @@
 """Python face of the permutation tests: permanova (vector route), dispersion.
 
-Each function reads the rows once (embsql.sufficient.unit_rows), puts them in canonical order,
-and runs the kernels of embsql.permutation and embsql.dispersion; the SQL functions
+Each function reads the rows once (embsql.io.reading.unit_rows), puts them in canonical order,
+and runs the kernels of embsql.core.permutation and embsql.dispersion; the SQL functions
 (emb_permanova, emb_dispersion, ...) call the very same kernels through the UDFs in udfs/.
 """
 
@@ -12,16 +12,16 @@ import warnings
 import duckdb
 import numpy as np
 
-from . import decomposition
-from .arguments import check_permutations, check_seed
-from .dispersion import dispersion_test
-from .errors import InputError
-from .labels import clean_labels
-from .permutation import STATISTICS, canonical_order, design, permanova_vectors
-from .progress import progress_bar
-from .results import ResultTable
-from .sources import accepts_frames, resolve
-from .sufficient import GroupSums, unit_rows
+from embsql.core import decomposition
+from embsql.core.arguments import check_permutations, check_seed
+from embsql.core.dispersion import dispersion_test
+from embsql.errors import InputError
+from embsql.core.labels import clean_labels
+from embsql.core.permutation import STATISTICS, canonical_order, design, permanova_vectors
+from embsql.core.progress import progress_bar
+from embsql.results import ResultTable
+from embsql.io.sources import accepts_frames, resolve
+from embsql.io.reading import GroupSums, unit_rows
 
 PERMANOVA_COLUMNS = decomposition.ANOVA_COLUMNS + ("p_value", "permutations", "statistic", "w_d",
                                                      "null_method")
@@ -55,7 +55,7 @@ def permanova(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: s
     Its p-value comes from a group-wise wild bootstrap (each group keeps its own covariance shape)
     when every group has at least 6 items, else from label permutation (exact when groups are
     exchangeable, not when they differ in the shape of their spread); ``null_method`` says which,
-    and ``null_method='permutation'`` or ``'wild bootstrap'`` chooses (``'auto'``: embsql.permutation.default_null).
+    and ``null_method='permutation'`` or ``'wild bootstrap'`` chooses (``'auto'``: embsql.core.permutation.default_null).
     Warns when the dispersion test is significant at 5%: F may then reflect spread, not location.
     """
     _check_arguments(permutations, seed, statistic)

@@ -24,7 +24,7 @@ from pathlib import Path
 import duckdb
 from sqlglot import exp
 
-from .errors import ColumnNotFoundError, ColumnTypeError, SourceNotFoundError
+from embsql.errors import ColumnNotFoundError, ColumnTypeError, SourceNotFoundError
 
 _FILE_SUFFIX = re.compile(r"\.(parquet|csv|tsv|json|jsonl|ndjson)(\.gz|\.zst)?$", re.IGNORECASE)
 _DUCKDB_FILE = re.compile(r"^(?P<path>.+\.(duckdb|ddb|db)):(?P<table>[^:/\\]+)$", re.IGNORECASE)

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import duckdb
 
-from .resources import resource_dir, sql_entry_file
+from embsql.io.resources import resource_dir, sql_entry_file
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import decomposition
-from .errors import DesignError, InputError
-from .margin_scan import cluster_jackknife_ratio
-from .arguments import check_permutations, check_seed
-from .permutation import _result
-from .resampling import jackknife_se
-from .sufficient import GroupSums, _sort_key
+from embsql.core import decomposition
+from embsql.errors import DesignError, InputError
+from embsql.core.margins import cluster_jackknife_ratio
+from embsql.core.arguments import check_permutations, check_seed
+from embsql.core.permutation import _result
+from embsql.core.resampling import jackknife_se
+from embsql.io.reading import GroupSums, _sort_key
 
 PERMUTATION_BLOCK = 256       # permutations per matrix product (bounds memory for large groups)
 

@@ -32,15 +32,15 @@ from itertools import combinations
 import duckdb
 import numpy as np
 
-from .errors import BadLabelError, DesignError, InputError
-from .arguments import check_permutations, check_seed
-from .permutation import PermutationTest, _result
-from .progress import progress_bar
-from .resampling import jackknife_se
-from .results import ResultTable
-from .sources import accepts_frames, resolve
-from .sufficient import unit_rows
-from .uncertainty import shared_items
+from embsql.errors import BadLabelError, DesignError, InputError
+from embsql.core.arguments import check_permutations, check_seed
+from embsql.core.permutation import PermutationTest, _result
+from embsql.core.progress import progress_bar
+from embsql.core.resampling import jackknife_se
+from embsql.results import ResultTable
+from embsql.io.sources import accepts_frames, resolve
+from embsql.io.reading import unit_rows
+from embsql.api.resampling import shared_items
 
 RESOLUTION = 2.0 ** -40
 KNN_COLUMNS = ("model_a", "model_b", "k", "overlap", "se", "chance", "items")

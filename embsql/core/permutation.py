@@ -5,7 +5,7 @@ Two statistics: the pseudo-F (Anderson 2001; the default) and the Welch-type W*_
 Wallace, Vinzant and Alekseyenko 2019; for two groups Alekseyenko's 2016 Tw^2), which weights each
 group by n_g / s_g^2 instead of pooling the within spread, so that a small group with a larger
 spread does not inflate the statistic (the Behrens-Fisher weakness of pseudo-F).  W*_d's p-value
-comes by default from a group-wise wild bootstrap (embsql.wild_bootstrap; see default_null).
+comes by default from a group-wise wild bootstrap (embsql.core.wild_bootstrap; see default_null).
 
 Two ways to get SS_W for permuted labels, chosen by cost (bench/README.md has the figures):
   * pairs: from a precomputed n x n matrix (the Gram matrix of unit vectors, or squared
@@ -22,10 +22,10 @@ from typing import Callable
 
 import numpy as np
 
-from .arguments import check_permutations, check_seed
-from .errors import DesignError, InputError
-from .precision import check_spread
-from .wild_bootstrap import bootstrap_welch, cells, residual_gram, residuals
+from embsql.core.arguments import check_permutations, check_seed
+from embsql.errors import DesignError, InputError
+from embsql.core.precision import check_spread
+from embsql.core.wild_bootstrap import bootstrap_welch, cells, residual_gram, residuals
 
 # vegan's adonis2 counts a permuted F as "at least as large" within sqrt(machine epsilon)
 TIE_TOLERANCE = float(np.sqrt(np.finfo(float).eps))
@@ -331,7 +331,7 @@ class _WelchDistances:
 
 
 def _wild_bootstrap(observed: float, d: Design, samples: int, seed: int, progress, **residual) -> PermutationTest:
-    """p of W*_d against its group-wise wild bootstrap (embsql.wild_bootstrap).  With strata, no
+    """p of W*_d against its group-wise wild bootstrap (embsql.core.wild_bootstrap).  With strata, no
     stratum holding two groups leaves nothing to compare: p = 1, as a permutation within strata gives."""
     if not any(len(np.unique(d.codes[d.strata == s])) > 1 for s in np.unique(d.strata)):
         return PermutationTest(float(observed), 1.0, samples, samples, "welch", "wild bootstrap")

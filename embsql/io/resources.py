@@ -15,7 +15,7 @@ def resource_dir(name: str) -> Path:
     packaged = Path(str(resources.files("embsql"))) / name
     if packaged.is_dir():
         return packaged
-    checkout = Path(__file__).resolve().parent.parent / name
+    checkout = Path(__file__).resolve().parents[2] / name   # embsql/io/ -> the checkout
     if checkout.is_dir():
         return checkout
     raise FileNotFoundError(f"embsql: cannot find its {name}/ directory (looked in {packaged} and {checkout})")

@@ -1,7 +1,7 @@
 """The Python face of the descriptive statistics: anova, groups and anova_dist.
 
-``anova`` and ``groups`` run stage 1 (embsql.sufficient) on DuckDB and stage 2
-(embsql.decomposition) in numpy; ``anova_dist`` runs the emb_anova_dist macro, so the
+``anova`` and ``groups`` run stage 1 (embsql.io.reading) on DuckDB and stage 2
+(embsql.core.decomposition) in numpy; ``anova_dist`` runs the emb_anova_dist macro, so the
 distance route has exactly one implementation.
 """
 
@@ -11,12 +11,12 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from . import decomposition
-from .errors import SqlInputError
-from .registration import register
-from .results import ResultTable
-from .sources import accepts_frames, resolve
-from .sufficient import group_sums
+from embsql.core import decomposition
+from embsql.errors import SqlInputError
+from embsql.io.registration import register
+from embsql.results import ResultTable
+from embsql.io.sources import accepts_frames, resolve
+from embsql.io.reading import group_sums
 
 
 @accepts_frames()

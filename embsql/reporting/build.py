@@ -1,11 +1,11 @@
 """The report builder: describe a report once, then print its SQL (any dialect) or run it.
 
-A report is stage 1 (embsql.stage1: cheap probes of the vector lengths and the group-sums aggregate,
+A report is stage 1 (embsql.io.stage1: cheap probes of the vector lengths and the group-sums aggregate,
 both sqlglot ASTs, so the same query is written for DuckDB, Spark, Postgres, Trino, BigQuery or
 Snowflake) followed by stage 2 in Python on the O(G * d) sums, the same code whatever engine ran
-stage 1: the decomposition (embsql.decomposition), the cluster jackknife and bootstrap and the
-paired model comparison (embsql.resampling).  The permutation and dispersion tests need the rows
-themselves, so those two sections run on DuckDB only (embsql.inference).
+stage 1: the decomposition (embsql.core.decomposition), the cluster jackknife and bootstrap and the
+paired model comparison (embsql.core.resampling).  The permutation and dispersion tests need the rows
+themselves, so those two sections run on DuckDB only (embsql.api.permutation).
 
 >>> import embsql
 >>> r = embsql.report("emb.parquet", vector="embedding", group="topic", by="model")  # doctest: +SKIP
@@ -27,15 +27,18 @@ import sqlglot
 from sqlglot import ErrorLevel, exp
 from sqlglot.errors import SqlglotError
 
-from . import cautions, decomposition, resampling, stage1
-from .api import run_sql
-from .arguments import check_level, check_permutations, check_replicates, check_seed
-from .errors import ColumnNotFoundError, DesignError, InputError
-from .report_result import ReportResult, Section
-from .results import ResultTable, model_label
-from .sources import describe, is_file, is_frame, local_source, resolve, source_expression
-from .sufficient import GroupSums
-from .uncertainty import (BOOTSTRAP_COLUMNS, COMPARE_COLUMNS, bootstrap_row, canonical as _canonical, compare_row,
+from embsql.reporting import cautions
+from embsql.core import decomposition
+from embsql.core import resampling
+from embsql.io import stage1
+from embsql.api.decomposition import run_sql
+from embsql.core.arguments import check_level, check_permutations, check_replicates, check_seed
+from embsql.errors import ColumnNotFoundError, DesignError, InputError
+from embsql.reporting.result import ReportResult, Section
+from embsql.results import ResultTable, model_label
+from embsql.io.sources import describe, is_file, is_frame, local_source, resolve, source_expression
+from embsql.io.reading import GroupSums
+from embsql.api.resampling import (BOOTSTRAP_COLUMNS, COMPARE_COLUMNS, bootstrap_row, canonical as _canonical, compare_row,
                           same_groups_problem)
 
 DEFAULT_SECTIONS = ("decomposition", "groups", "jackknife", "bootstrap", "compare")
@@ -80,7 +83,7 @@ class Report:
         unknown = [s for s in self.sections if s not in SECTIONS]
         if unknown:
             raise InputError(f"report: unknown section {unknown[0]!r}; the sections are: {', '.join(SECTIONS)}")
-        try:   # the rules every face shares (embsql.arguments); 0 permutations skips the tests
+        try:   # the rules every face shares (embsql.core.arguments); 0 permutations skips the tests
             check_permutations(self.permutations, allow_zero=True)
             check_seed(self.seed)
             check_replicates(self.replicates)
@@ -199,7 +202,7 @@ class Report:
             source.require(column.name, "where")
 
     def _rows_source(self, con: duckdb.DuckDBPyConnection) -> str:
-        """A name for the (filtered) rows, for the sections that read rows through embsql.inference."""
+        """A name for the (filtered) rows, for the sections that read rows through embsql.api.permutation."""
         if self.where is None:
             return self.source
         view = "__emb_report_rows"
@@ -255,7 +258,7 @@ class Report:
     # -- running ------------------------------------------------------------------------------
     def run(self, con: duckdb.DuckDBPyConnection | None = None, *, progress: bool | None = None) -> ReportResult:
         """Run on DuckDB (``con``, or an in-memory connection for a file source)."""
-        from .registration import connect
+        from embsql.io.registration import connect
 
         con = con or connect()
         with self.on(con) as local:
@@ -398,7 +401,7 @@ class Report:
         return rows, None
 
     def _permanova(self, con, summary, progress) -> Section:
-        from .inference import permanova
+        from embsql.api.permutation import permanova
 
         if not self.permutations:
             raise InputError("the permanova section needs permutations > 0")
@@ -411,7 +414,7 @@ class Report:
                         ("model", "f", "r2", "p_value", "permutations"), rows)
 
     def _dispersion(self, con, summary, progress) -> Section:
-        from .inference import dispersion
+        from embsql.api.permutation import dispersion
 
         if not self.permutations:
             raise InputError("the dispersion section needs permutations > 0")
@@ -425,7 +428,7 @@ class Report:
                          "note"), rows)
 
     def _retrieval(self, con) -> ReportResult:
-        from . import retrieval
+        from embsql.api import retrieval
 
         if self.queries is None:
             raise InputError("the retrieval section needs query and document tables (queries=..., docs=...)")
@@ -473,7 +476,7 @@ def _file_connection(source) -> duckdb.DuckDBPyConnection:
 
 
 def _versions() -> dict:
-    from . import __version__
+    from embsql import __version__
 
     return {"embsql_version": __version__, "duckdb_version": duckdb.__version__}
 
@@ -493,7 +496,7 @@ def run_on(connection, report: Report, *, progress: bool | None = None) -> Repor
     connection) and stage 2 here.  Only the O(G * d) group sums cross from the engine."""
     if isinstance(connection, duckdb.DuckDBPyConnection):
         return report.run(connection, progress=progress)
-    from .engines import dialect_of, fetch_arrow
+    from embsql.engines.connections import dialect_of, fetch_arrow
 
     dialect = dialect_of(connection)
     return report.run_stage1(lambda sql: fetch_arrow(connection, sql), dialect, progress=progress)

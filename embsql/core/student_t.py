@@ -12,7 +12,7 @@ import math
 from functools import lru_cache
 from statistics import NormalDist
 
-from .errors import InputError
+from embsql.errors import InputError
 
 LARGE_DF = 1e4
 

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .errors import DesignError
+from embsql.errors import DesignError
 
 RESOLUTION = math.sqrt(float(np.finfo(np.float64).eps))
 

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from sqlglot import exp
 
-from .errors import EngineError, InputError
+from embsql.errors import EngineError, InputError
 
 DIALECTS = ("duckdb", "spark", "postgres")
 

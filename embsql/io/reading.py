@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from .errors import BadVectorError, InputError
-from .labels import bad_label, clean_label
-from .sources import Source
+from embsql.errors import BadVectorError, InputError
+from embsql.core.labels import bad_label, clean_label
+from embsql.io.sources import Source
 
 B, G, V, KEY, EXTRA = "__emb_b", "__emb_g", "__emb_v", "__emb_key", "__emb_x"
 BATCH_ROWS = 65_536

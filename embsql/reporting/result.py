@@ -2,15 +2,15 @@
 
 Every table is a ResultTable whose first column is ``model`` (the value of the ``by`` column,
 or None when the report has no ``by``), so renderers and plots find the same columns in every
-report.  Rendering (text, Markdown, JSON, HTML) lives in embsql.render and plots in
-embsql.plots; this module only holds the data.
+report.  Rendering (text, Markdown, JSON, HTML) lives in embsql.render.formats and plots in
+embsql.render.plots; this module only holds the data.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .results import ResultTable
+from embsql.results import ResultTable
 
 
 @dataclass(frozen=True)
@@ -43,19 +43,19 @@ class ReportResult:
 
     @property
     def verdict(self) -> list[str]:
-        """The opening sentences: what the numbers say, computed from them (embsql.verdict)."""
-        from .verdict import verdict
+        """The opening sentences: what the numbers say, computed from them (embsql.reporting.verdict)."""
+        from embsql.reporting.verdict import verdict
 
         return verdict(self)
 
     def __str__(self) -> str:
-        from .render import to_text
+        from embsql.render.formats import to_text
 
         return to_text(self)
 
     def to_text(self, full: bool = False) -> str:
         """The text report; ``full=True`` prints every row of long sections."""
-        from .render import to_text
+        from embsql.render.formats import to_text
 
         return to_text(self, full=full)
 
@@ -63,27 +63,27 @@ class ReportResult:
         return self.__str__()
 
     def _repr_html_(self) -> str:
-        from .render import to_html
+        from embsql.render.formats import to_html
 
         return to_html(self, standalone=False)
 
     def to_json(self) -> str:
-        from .render import to_json
+        from embsql.render.formats import to_json
 
         return to_json(self)
 
     def to_markdown(self, full: bool = False) -> str:
-        from .render import to_markdown
+        from embsql.render.formats import to_markdown
 
         return to_markdown(self, full=full)
 
     def to_html(self, plots: bool = True) -> str:
-        from .render import to_html
+        from embsql.render.formats import to_html
 
         return to_html(self, plots=plots)
 
     def plot(self):
         """Figures of the report: a list of matplotlib Figures that displays as images in a notebook."""
-        from .plots import plot_report
+        from embsql.render.plots import plot_report
 
         return plot_report(self)

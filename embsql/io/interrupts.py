@@ -22,7 +22,7 @@ import threading
 
 import duckdb
 
-from .errors import EmbsqlError
+from embsql.errors import EmbsqlError
 
 _lock = threading.Lock()
 _count = 0

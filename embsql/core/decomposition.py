@@ -6,16 +6,16 @@ For unit vectors u_i, with group means m_g = s_g / n_g and the overall mean m = 
 Algebraically SS_T = n - ||s||^2 / n and SS_W = n - sum_g ||s_g||^2 / n_g, but those differences of
 nearly equal numbers lose every digit when the vectors are close together; the sums above only
 ever add non-negative terms, so SS_W <= SS_T and 0 <= R^2 <= 1 by construction.  Spreads float64
-cannot resolve at all are refused (embsql.precision).
+cannot resolve at all are refused (embsql.core.precision).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import precision
-from .errors import DesignError
-from .sufficient import GroupSums
+from embsql.core import precision
+from embsql.errors import DesignError
+from embsql.io.reading import GroupSums
 
 ANOVA_COLUMNS = ("n", "groups", "ss_t", "ss_w", "ss_b", "r2", "r2_null", "f", "v",
                  "mean_resultant_length", "w_bar")

@@ -1,8 +1,8 @@
 """Python face of the cluster jackknife, the cluster bootstrap and the paired model comparison.
 
-All three work on per-group sufficient statistics (embsql.sufficient), so they cost one pass
+All three work on per-group sufficient statistics (embsql.io.reading), so they cost one pass
 over the items; the SQL functions emb_jackknife, emb_bootstrap and emb_compare call the same
-kernels (embsql.resampling) through the UDFs in udfs/resampling.py.
+kernels (embsql.core.resampling) through the UDFs in udfs/resampling.py.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from itertools import combinations
 import duckdb
 import numpy as np
 
-from . import resampling
-from .errors import BadLabelError, InputError
-from .results import ResultTable
-from .sources import accepts_frames, resolve
-from .sufficient import GroupSums, group_sums, unit_rows
+from embsql.core import resampling
+from embsql.errors import BadLabelError, InputError
+from embsql.results import ResultTable
+from embsql.io.sources import accepts_frames, resolve
+from embsql.io.reading import GroupSums, group_sums, unit_rows
 
 JACKKNIFE_COLUMNS = ("stat", "estimate", "se", "groups")
 BOOTSTRAP_COLUMNS = ("stat", "estimate", "se", "ci_low", "ci_high", "level", "replicates", "groups", "estimate_bc",
@@ -42,7 +42,7 @@ def bootstrap(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: s
               replicates: int = 2000, seed: int = 42, level: float = 0.95, by: str | None = None) -> ResultTable:
     """Cluster bootstrap (groups resampled with replacement): the bootstrap SE, and the calibrated
     interval (ci_low, ci_high) around the bias-corrected estimate (estimate_bc); see
-    embsql.resampling for the method and bench/validity_intervals.py for its coverage."""
+    embsql.core.resampling for the method and bench/validity_intervals.py for its coverage."""
     rows = []
     for value, sums in group_sums(con, resolve(con, source), group, vector, by=by):
         result = resampling.bootstrap(canonical(sums), stat, replicates=replicates, seed=seed, level=level)
