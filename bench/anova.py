@@ -483,7 +483,7 @@ def run_skbio(con, args, small_groups: int, version: str) -> dict:
     print(f"    using engine={engine!r} (the fastest above; 'fast' means numba if installed, else cython: "
           f"here {'numba' if numba else 'cython'}, so 'fast' and 'cython' differ only by noise)", flush=True)
 
-    t_skbio, r_sk, _ = best_of(f"skbio permanova incl. matrix", lambda: skbio_permanova(labels, x, engine),
+    t_skbio, r_sk, _ = best_of("skbio permanova incl. matrix", lambda: skbio_permanova(labels, x, engine),
                                args.repeats)
     print(f"      (fastest run: matrix {r_sk['t_matrix']:.2f} s, DistanceMatrix {r_sk['t_wrap']:.2f} s, "
           f"permanova {r_sk['t_permanova']:.2f} s)", flush=True)

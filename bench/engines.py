@@ -34,8 +34,8 @@ import numpy as np
 import pyarrow as pa
 
 import embsql
-from embsql.io import stage1
 from embsql.engines.connections import fetch_arrow, load_table
+from embsql.io import stage1
 
 # bench/ (the script's directory) is first on sys.path; the engine fixtures live in tests/
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))

@@ -9,7 +9,7 @@ both models' unit vectors in memory as float32 and, per block of rows, takes one
 and np.argpartition for the k largest similarities; the overlap is then counted with one
 vectorised comparison.  Its block size is the faster of 512 and 2048 rows.  It computes the
 overlap only, no jackknife and no tie rule.  Against it:
-  * the embsql kernel on the same vectors in memory (embsql.api.agreement.knn_rows: neighbours, tie
+  * the embsql kernel on the same vectors in memory (embsql.core.agreement.knn_rows: neighbours, tie
     rule, per-item overlaps, jackknife SE);
   * embsql.knn_agreement on a DuckDB table (reading, checking and normalising the vectors too);
   * SQL emb_knn_agreement on the same table.
@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 import embsql
-from embsql.api import agreement
+from embsql.core import agreement
 
 
 def timed(function):

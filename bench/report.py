@@ -131,8 +131,8 @@ def child_split(path: str) -> dict:
     import importlib
 
     import embsql
-    from embsql.io import stage1
     from embsql.api.decomposition import run_sql
+    from embsql.io import stage1
 
     report_module = importlib.import_module("embsql.report")  # the module (embsql.report is also the function)
 

@@ -33,8 +33,8 @@ import duckdb  # noqa: E402
 from sqlglot import exp  # noqa: E402
 
 import embsql  # noqa: E402
-from embsql.io import stage1  # noqa: E402
 from embsql.api.decomposition import run_sql  # noqa: E402
+from embsql.io import stage1  # noqa: E402
 
 report_module = importlib.import_module("embsql.report")  # the module (embsql.report is also the function)
 EXAMPLE = ROOT / "examples" / "embeddings.parquet"

@@ -34,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from embsql.core import resampling  # noqa: E402
-from embsql.io.reading import GroupSums  # noqa: E402
+from embsql.core.sums import GroupSums  # noqa: E402
 
 D_A, D_B, SIGMA, REPLICATES, LEVEL = 64, 32, 0.9, 999, 0.95
 SIZES = np.array([2, 3, 5, 10, 20])

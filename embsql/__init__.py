@@ -8,19 +8,33 @@
 [(2.2, 0.4, 0.8182)]
 """
 
-from embsql.api.decomposition import anova, anova_dist, groups, run_sql
+from importlib.metadata import version
+
+from embsql.api.agreement import knn_agreement, mantel
+from embsql.api.decomposition import anova, anova_dist, groups
 from embsql.api.permutation import dispersion, permanova
 from embsql.api.resampling import bootstrap, compare, jackknife
-from embsql.api.agreement import knn_agreement, mantel
-from embsql.errors import (BadLabelError, BadVectorError, ColumnNotFoundError, ColumnTypeError, DesignError,
-                     DistanceTableError, EmbsqlError, EngineError, InputError, SourceNotFoundError, SqlInputError)
-from embsql.io.registration import connect, register
 from embsql.api.retrieval import dose, margins, pairing, retrieval_layers, retrieval_summary
-from embsql.results import ResultTable
+from embsql.errors import (
+                     BadLabelError,
+                     BadVectorError,
+                     ColumnNotFoundError,
+                     ColumnTypeError,
+                     DesignError,
+                     DistanceTableError,
+                     EmbsqlError,
+                     EngineError,
+                     InputError,
+                     SourceNotFoundError,
+                     SqlInputError,
+)
+from embsql.io.registration import connect, register
+from embsql.io.sql import run_sql
 from embsql.reporting.build import Report, report, run_on
 from embsql.reporting.result import ReportResult, Section
+from embsql.results import ResultTable
 
-__version__ = "0.1.0"
+__version__ = version("embsql")   # the one version source is pyproject.toml
 
 __all__ = [
     "anova", "anova_dist", "groups", "run_sql", "permanova", "dispersion", "jackknife", "bootstrap", "compare", "connect", "register", "ResultTable",

@@ -29,7 +29,7 @@ class ResultTable:
     rows: tuple[tuple, ...]
 
     @classmethod
-    def from_dicts(cls, title: str, columns, dicts) -> "ResultTable":
+    def from_dicts(cls, title: str, columns, dicts) -> ResultTable:
         columns = tuple(columns)
         return cls(title, columns, tuple(tuple(d[c] for c in columns) for d in dicts))
 

@@ -19,7 +19,7 @@ from scipy.spatial.distance import pdist, squareform
 from scipy.stats import spearmanr
 
 import embsql
-from embsql.api import agreement
+from embsql.core import agreement
 from embsql.errors import (
     BadLabelError,
     BadVectorError,

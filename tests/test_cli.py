@@ -11,10 +11,10 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 import sqlglot
-
-import embsql
 from engine_fixtures import postgres, spark  # noqa: F401  (pytest fixtures)
 from test_report import model_table
+
+import embsql
 
 ANSI = "\x1b["
 

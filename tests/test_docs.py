@@ -149,11 +149,12 @@ def test_no_spec_cites_in_the_package_or_the_docs():
 
 
 def test_no_spec_cites_in_rendered_reports():
-    import embsql
     import report_fixtures
     import retrieval_data
-    from embsql.render import formats as render
+
+    import embsql
     from embsql.demo import demo_report
+    from embsql.render import formats as render
 
     queries, docs = retrieval_data.make(4, models=("m1", "m2"), levels=2, dose=0.5)
     con = embsql.connect()

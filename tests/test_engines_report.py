@@ -4,10 +4,10 @@ here, so every figure must agree to 1e-9 relative (the engines only add in anoth
 import numpy as np
 import pyarrow as pa
 import pytest
+from engine_fixtures import engine, postgres, spark  # noqa: F401  (pytest fixtures)
 
 import embsql
 from embsql.engines.connections import load_table
-from engine_fixtures import engine, postgres, spark  # noqa: F401  (pytest fixtures)
 
 N_PER_MODEL, D, GROUPS = 10_000, 64, 50
 TOL = 1e-9

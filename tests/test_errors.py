@@ -4,12 +4,11 @@ Python raises embsql's own classes; the SQL macros raise DuckDB errors whose mes
 with "embsql:" (embsql.run_sql turns those into embsql.SqlInputError).
 """
 
+import helpers
 import pyarrow as pa
 import pytest
 
 import embsql
-
-import helpers
 
 GOOD = [[1.0, 0.0], [0.8, 0.6], [0.0, 1.0], [-0.6, 0.8]]
 

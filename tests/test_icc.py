@@ -13,14 +13,13 @@ from fractions import Fraction
 from pathlib import Path
 
 import duckdb
+import helpers
 import numpy as np
 import pyarrow as pa
 import pytest
+from helpers import vectors_table
 
 from embsql.io.resources import sql_entry_file
-
-import helpers
-from helpers import vectors_table
 
 PINGOUIN = Path(__file__).parent / "reference" / "pingouin"
 REFERENCE = json.loads((PINGOUIN / "reference.json").read_text())

@@ -23,12 +23,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from helpers import sql_error, sql_rows, vectors_table
 
 import embsql
 from embsql.core.dispersion import bias_factors, centroid_distances
 from embsql.core.permutation import Design, canonical_order, design, permanova_vectors, shuffles
-
-from helpers import sql_error, sql_rows, vectors_table
 
 REFERENCE = Path(__file__).parent / "reference"
 VEGAN = json.loads((REFERENCE / "vegan" / "reference.json").read_text())

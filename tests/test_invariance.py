@@ -12,14 +12,13 @@ similarity-level (the lift leaves them).
 import numpy as np
 import pyarrow.compute as pc
 import pytest
+from helpers import vectors_table
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import embsql
 from embsql.core import resampling
-from embsql.io.reading import GroupSums
-
-from helpers import vectors_table
+from embsql.core.sums import GroupSums
 
 SETTINGS = settings(max_examples=20, deadline=None)
 SIMILARITY_LEVEL = ("r2", "r2_adj", "f", "icc")

@@ -17,12 +17,11 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
+import retrieval_data as rd
+from helpers import sql_error, sql_rows, vectors_table
 
 import embsql
-import retrieval_data as rd
 from embsql.core.arguments import MAX_PERMUTATIONS
-
-from helpers import sql_error, sql_rows, vectors_table
 
 BAD_PERMUTATIONS = [(99.5, "99.5"), (None, "NULL"), ("abc", "'abc'"), (True, "true"), (0, "0"), (-1, "-1"),
                     (10 ** 9, "1000000000")]

@@ -7,12 +7,11 @@ Gaussian and then normalised, so no example is degenerate by construction.
 import numpy as np
 import pyarrow as pa
 import pytest
+from helpers import distance_table, vectors_table
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import embsql
-
-from helpers import distance_table, vectors_table
 
 RATIOS = ("r2",)
 SETTINGS = settings(max_examples=25, deadline=None)
@@ -138,26 +137,27 @@ def test_within_sums_merged_across_blocks_equal_two_pass(segment, seed, log_spre
     merged by Chan et al.'s update), equals a two-pass over each whole group, whatever the block
     size and the row order, for spreads 1e-7..1 (below that float64's own two-pass is no reference); from unit rows (GroupSums.from_rows) and from raw
     rows the accumulator scales itself (the streaming route)."""
-    from embsql.io import reading as sufficient
+    from embsql.core import sums as core_sums
+    from embsql.io import reading
 
     rng = np.random.default_rng(seed)
     codes = rng.integers(0, 4, 300)
     z = rng.standard_normal(5) + 10.0 ** log_spread * (rng.standard_normal((4, 5))[codes] + rng.standard_normal((300, 5)))
     unit = z / np.linalg.norm(z, axis=1, keepdims=True)
-    saved = sufficient.SEGMENT_ROWS, sufficient.BATCH_ROWS
-    sufficient.SEGMENT_ROWS, sufficient.BATCH_ROWS = segment, 4 * segment + 3   # blocks and batches both split groups
+    saved = core_sums.SEGMENT_ROWS, reading.BATCH_ROWS
+    core_sums.SEGMENT_ROWS, reading.BATCH_ROWS = segment, 4 * segment + 3   # blocks and batches both split groups
     try:
         if raw:
             with embsql.connect() as con:
                 con.register("t", vectors_table(3.0 * z, codes))
                 within = {r["group"]: r["w"] * r["n_g"] for r in embsql.groups(con, "t", "g", "v").to_dicts()}
         else:
-            sums = sufficient.GroupSums.from_rows(codes.tolist(), unit)
+            sums = core_sums.GroupSums.from_rows(codes.tolist(), unit)
             within = dict(zip(sums.labels, sums.within))
             for g, label in enumerate(sums.labels):
                 assert sums.sums[g] == pytest.approx(unit[codes == label].sum(axis=0), rel=1e-12, abs=1e-12)
     finally:
-        sufficient.SEGMENT_ROWS, sufficient.BATCH_ROWS = saved
+        core_sums.SEGMENT_ROWS, reading.BATCH_ROWS = saved
     assert sorted(within) == sorted(set(codes.tolist()))
     for label, value in within.items():
         rows = unit[codes == label]

@@ -399,8 +399,9 @@ def test_dose_with_text_levels_keeps_their_order():
 
 def test_a_percentile_interval_that_misses_the_estimate_still_plots():
     """A cluster-bootstrap interval of R² need not contain R² (R² is biased upward); it is drawn as is."""
-    import embsql
     import retrieval_data
+
+    import embsql
 
     _, docs = retrieval_data.make(1, models=("m1", "m2"), dims=(16, 24), levels=3, dose=0.5)
     con = embsql.connect()
@@ -438,10 +439,10 @@ def _three_models_compared():
 
 
 def _figures_to_check():
-    from embsql.demo import demo_report
-
     import retrieval_data
+
     import embsql
+    from embsql.demo import demo_report
 
     queries, docs = retrieval_data.make(5, models=("m1", "m2"), levels=2, dose=0.5)
     con = embsql.connect()

@@ -9,10 +9,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import sqlglot
+from helpers import sql_rows
 
 import embsql
 from embsql.reporting.build import DIALECTS, Report
-from helpers import sql_rows
 
 GOLDEN = Path(__file__).parent / "golden"
 TOL = 1e-9
@@ -226,8 +226,8 @@ def test_off_duckdb_the_default_tests_are_left_out_with_a_note(emb_con):
 
 
 def _group_sums_of(con):
-    from embsql.io.sources import resolve
     from embsql.io.reading import group_sums
+    from embsql.io.sources import resolve
 
     return group_sums(con, resolve(con, "emb"), "topic", "emb", by="model")
 

@@ -12,12 +12,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from helpers import sql_error, sql_rows, vectors_table
+from scipy import stats as scipy_stats
 
 import embsql
 from embsql.core.resampling import bootstrap_weights
-from scipy import stats as scipy_stats
-
-from helpers import sql_error, sql_rows, vectors_table
 
 STATS = ("r2", "f", "v", "w_bar", "icc")
 

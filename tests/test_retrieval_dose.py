@@ -2,16 +2,15 @@
 and the permutation trend test: it detects a planted monotone increase and does not flag a flat
 design more often than its level (simulation)."""
 
+import helpers
 import numpy as np
 import pyarrow as pa
 import pytest
+import retrieval_data as rd
 
 import embsql
-from embsql.errors import DesignError, InputError
 from embsql.core.dose import analyse
-
-import helpers
-import retrieval_data as rd
+from embsql.errors import DesignError, InputError
 
 
 def cell_w_tilde(z: np.ndarray) -> float:

@@ -6,13 +6,12 @@ import math
 import duckdb
 import pyarrow as pa
 import pytest
+import retrieval_data as rd
+from helpers import sql_error
 
 import embsql
 from embsql.errors import BadLabelError, BadVectorError, ColumnNotFoundError, DesignError, InputError
 from embsql.io.resources import sql_entry_file
-
-import retrieval_data as rd
-from helpers import sql_error
 
 
 def base():

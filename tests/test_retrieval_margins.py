@@ -11,14 +11,13 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
+import retrieval_data as rd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import embsql
 from embsql.core import margins as margin_scan
 from embsql.io.resources import sql_entry_file
-
-import retrieval_data as rd
 
 FIELDS = ("d_pos2", "d_neg2", "margin", "m")
 

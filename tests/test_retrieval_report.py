@@ -6,11 +6,10 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
+import retrieval_data as rd
 
 import embsql
 from embsql.io.resources import sql_entry_file
-
-import retrieval_data as rd
 
 
 def jackknife_se(values: np.ndarray, clusters: np.ndarray, statistic) -> float:

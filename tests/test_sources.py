@@ -8,14 +8,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
-
-import embsql
 import retrieval_data as rd
 from test_report import model_table
 
+import embsql
+
 
 def _frames(table: pa.Table):
-    import pandas
     import polars
 
     return {"pandas": table.to_pandas(), "polars": polars.from_arrow(table), "arrow": table,

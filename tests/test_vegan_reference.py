@@ -8,10 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import vectors_table
 
 import embsql
-
-from helpers import vectors_table
 
 HERE = Path(__file__).parent / "reference" / "vegan"
 REFERENCE = json.loads((HERE / "reference.json").read_text())

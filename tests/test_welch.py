@@ -15,11 +15,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from helpers import sql_error, sql_rows, vectors_table
 
 import embsql
 from embsql.core.permutation import MIN_BOOTSTRAP_GROUP, design, permanova_distances, permanova_vectors, welch_statistic
-
-from helpers import sql_error, sql_rows, vectors_table
 
 REFERENCE = json.loads((Path(__file__).parent / "reference" / "vegan" / "betadisper_adjusted.json").read_text())
 DATA = Path(__file__).parent / "reference" / "vegan" / "data"

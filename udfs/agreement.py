@@ -2,7 +2,7 @@
 
 Each call gets the whole table as lists (models, items, vectors) plus the table's column names
 and types, so that a missing or mistyped column gives the same message as from Python.  The
-numerics are embsql.api.agreement, shared with embsql.knn_agreement and embsql.mantel.
+numerics are embsql.core.agreement, shared with embsql.knn_agreement and embsql.mantel.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from embsql.api.agreement import knn_rows, mantel_rows
+from embsql.core.agreement import knn_rows, mantel_rows
 from embsql.errors import EmbsqlError
 from embsql.io.interrupts import Watch, install
+from embsql.io.reading import unit_vectors
 from embsql.io.sources import Source
-from embsql.io.reading import _unit_vectors
 
 KNN = "STRUCT(model_a VARCHAR, model_b VARCHAR, k BIGINT, overlap DOUBLE, se DOUBLE, chance DOUBLE, items BIGINT)[]"
 KNN_ITEMS = "STRUCT(model_a VARCHAR, model_b VARCHAR, item VARCHAR, overlap DOUBLE)[]"
@@ -42,7 +42,7 @@ def _models(row, tbl, names, types, item_col, model_col, vector_col, models, ite
     for m in sorted(set(model_of.tolist()), key=str):      # models may differ in dimension
         mask = np.fromiter((x == m for x in model_of.tolist()), bool, len(model_of))
         where = lambda i, ids=item_of[mask], m=m: f"item {ids[i]!r} of model {m!r}"
-        out[m] = (item_of[mask], _unit_vectors(column.filter(pa.array(mask)), where, scalar(vector_col), None))
+        out[m] = (item_of[mask], unit_vectors(column.filter(pa.array(mask)), where, scalar(vector_col), None))
     return out
 
 

@@ -11,11 +11,11 @@ import numpy as np
 import pyarrow as pa
 
 from embsql.core.dispersion import dispersion_test
-from embsql.errors import EmbsqlError
-from embsql.io.interrupts import Watch, install
 from embsql.core.labels import clean_label
 from embsql.core.permutation import canonical_order, design, permanova_distances, permanova_vectors
-from embsql.io.reading import _unit_vectors
+from embsql.errors import EmbsqlError
+from embsql.io.interrupts import Watch, install
+from embsql.io.reading import unit_vectors
 
 PERMANOVA = ("STRUCT(statistic DOUBLE, p_value DOUBLE, permutations BIGINT, method VARCHAR, statistic_name VARCHAR, "
              "w_d DOUBLE, null_method VARCHAR)")
@@ -33,7 +33,7 @@ def _sql_error(error: BaseException) -> ValueError:
 
 
 def _unit(vectors: pa.Array, labels: list, vector_col: str) -> np.ndarray:
-    return _unit_vectors(vectors, lambda i: f"an item of group {labels[i]!r}", vector_col, None)
+    return unit_vectors(vectors, lambda i: f"an item of group {labels[i]!r}", vector_col, None)
 
 
 def _labels(labels: list, column: str, sql_type: str | None) -> np.ndarray:

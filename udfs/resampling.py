@@ -11,9 +11,10 @@ import numpy as np
 import pyarrow as pa
 
 from embsql.core import resampling
+from embsql.core.paired import canonical, compare_rows
+from embsql.core.sums import GroupSums
 from embsql.errors import EmbsqlError
-from embsql.io.reading import GroupSums, _unit_vectors
-from embsql.api.resampling import canonical, compare_rows
+from embsql.io.reading import unit_vectors
 
 INTERVAL = ("STRUCT(estimate DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, groups BIGINT, estimate_bc DOUBLE, "
             "dropped BIGINT, calibrated BOOLEAN)")
@@ -78,7 +79,7 @@ def emb__compare(models, items, labels, vectors, vector_col, stat, replicates, s
             data = {}
             for m in sorted(set(model_of.tolist()), key=str):   # models may differ in dimension
                 mask = model_of == m
-                unit = _unit_vectors(column.filter(pa.array(mask)), lambda i, items=item_of[mask]: f"item {items[i]!r}",
+                unit = unit_vectors(column.filter(pa.array(mask)), lambda i, items=item_of[mask]: f"item {items[i]!r}",
                                      vector_col[row].as_py(), None)
                 data[m] = (item_of[mask], label_of[mask], unit)
             if len(data) < 2:

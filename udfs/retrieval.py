@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from embsql.errors import EmbsqlError
 from embsql.core.dose import analyse
-from embsql.api.retrieval import model_margins
-from embsql.io.reading import _unit_vectors
+from embsql.core.margins import model_margins
+from embsql.errors import EmbsqlError
+from embsql.io.reading import unit_vectors
 
 MARGINS = "STRUCT(d_pos2 DOUBLE, d_neg2 DOUBLE, margin DOUBLE, m DOUBLE, top1 BOOLEAN, rank BIGINT, ties BIGINT)[]"
 FIELDS = pa.struct([("d_pos2", pa.float64()), ("d_neg2", pa.float64()), ("margin", pa.float64()), ("m", pa.float64()),
@@ -25,7 +25,7 @@ FIELDS = pa.struct([("d_pos2", pa.float64()), ("d_neg2", pa.float64()), ("margin
 def _unit(vectors: pa.Array, ids: list, what: str, table: str, column: str, model) -> np.ndarray:
     where = lambda i: f"{what} {ids[i]!r}"
     try:
-        return _unit_vectors(vectors, where, column, None)
+        return unit_vectors(vectors, where, column, None)
     except EmbsqlError as error:
         raise EmbsqlError(f"{table}{'' if model is None else f' (model {model!r})'}: {error}") from None
 

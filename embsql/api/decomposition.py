@@ -8,15 +8,14 @@ distance route has exactly one implementation.
 from __future__ import annotations
 
 import duckdb
-import pyarrow as pa
 from sqlglot import exp
 
 from embsql.core import decomposition
-from embsql.errors import SqlInputError
-from embsql.io.registration import register
-from embsql.results import ResultTable
-from embsql.io.sources import accepts_frames, resolve
 from embsql.io.reading import group_sums
+from embsql.io.registration import register
+from embsql.io.sources import accepts_frames, resolve
+from embsql.io.sql import run_sql
+from embsql.results import ResultTable
 
 
 @accepts_frames()
@@ -58,14 +57,3 @@ def anova_dist(con: duckdb.DuckDBPyConnection, distances: str, labels: str, grou
                       for k, v in (("i_col", i), ("j_col", j), ("d_col", d), ("id_col", id))))
     result = run_sql(con, exp.select("*").from_(call).sql("duckdb"))
     return ResultTable.from_dicts("anova_dist", result.column_names, result.to_pylist())
-
-
-def run_sql(con: duckdb.DuckDBPyConnection, query: str) -> pa.Table:
-    """Run ``query`` and return its result as Arrow; an ``embsql:`` error becomes SqlInputError."""
-    try:
-        return con.sql(query).to_arrow_table()
-    except duckdb.Error as error:
-        message = str(error)
-        if "embsql:" in message:
-            raise SqlInputError(message[message.index("embsql:"):].splitlines()[0]) from None
-        raise

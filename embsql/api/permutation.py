@@ -15,13 +15,14 @@ import numpy as np
 from embsql.core import decomposition
 from embsql.core.arguments import check_permutations, check_seed
 from embsql.core.dispersion import dispersion_test
-from embsql.errors import InputError
 from embsql.core.labels import clean_labels
 from embsql.core.permutation import STATISTICS, canonical_order, design, permanova_vectors
 from embsql.core.progress import progress_bar
-from embsql.results import ResultTable
+from embsql.core.sums import GroupSums
+from embsql.errors import InputError
+from embsql.io.reading import unit_rows
 from embsql.io.sources import accepts_frames, resolve
-from embsql.io.reading import GroupSums, unit_rows
+from embsql.results import ResultTable
 
 PERMANOVA_COLUMNS = decomposition.ANOVA_COLUMNS + ("p_value", "permutations", "statistic", "w_d",
                                                      "null_method")

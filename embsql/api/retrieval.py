@@ -8,7 +8,7 @@ matched with that model's documents.
 
 The rows stream from DuckDB as Arrow batches (as in embsql.io.reading); every vector is checked
 and scaled to unit length there, and a bad one is named by its row and id.  The numerics are
-embsql.margin_scan (margins and ranks), embsql.paraphrase_dose (the dose), embsql.core.decomposition and embsql.resampling (R2,
+embsql.core.margins (margins and ranks), embsql.core.dose (the dose), embsql.core.decomposition and embsql.core.resampling (R2,
 W~, jackknife); scalar ICC is the SQL macro emb_icc.
 """
 
@@ -23,18 +23,26 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from embsql.core import decomposition
-from embsql.core import resampling
+from embsql.core import decomposition, resampling
 from embsql.core.dose import analyse as analyse_dose
+from embsql.core.labels import sort_key
+from embsql.core.margins import (
+    QUANTILES,
+    RECALL_AT,
+    Margins,
+    check_scope,
+    cluster_jackknife_ratio,
+    model_margins,
+    model_text,
+)
+from embsql.core.sums import GroupSums
 from embsql.errors import BadLabelError, BadVectorError, DesignError, InputError, SqlInputError
-from embsql.core.margins import QUANTILES, RECALL_AT, Margins, cluster_jackknife_ratio, compute
+from embsql.io.reading import BATCH_ROWS, KEY, G, RowNamer, unit_vectors
 from embsql.io.registration import register
+from embsql.io.sources import Source, accepts_frames, resolve, shown_name
 from embsql.reporting.result import ReportResult, Section
 from embsql.results import ResultTable
-from embsql.io.sources import Source, accepts_frames, resolve, shown_name
-from embsql.io.reading import BATCH_ROWS, G, KEY, GroupSums, _RowNamer, _sort_key, _unit_vectors
 
-SCOPES = ("corpus", "group")
 MARGIN_COLUMNS = ("model", "qid", "d_pos2", "d_neg2", "margin", "m", "top1", "rank", "ties")
 SUMMARY_COLUMNS = ("model", "queries", "groups", "top1", "top1_se", "recall_at_1", "recall_at_5", "recall_at_5_se",
                    "recall_at_10", "recall_at_10_se", "mrr", "mrr_se", "m_mean", "m_mean_se", *QUANTILES,
@@ -97,10 +105,6 @@ _ALIASES = {"model": "__emb_b", "id": KEY, "key": "__emb_kstr", "group": G, "lev
             "positive": "__emb_p", "vector": "__emb_v"}
 
 
-def _model_text(model) -> str:
-    return "" if model is None else f" (model {model!r})"
-
-
 def _read(con, source: Source, columns: dict[str, tuple[str | None, str]], what: str) -> dict[object, Rows]:
     """Read one table: ``columns`` maps a part (id, group, level, positive, vector, model) to
     (column name or None, role name for messages).  Returns {model value: Rows}."""
@@ -126,7 +130,7 @@ def _read(con, source: Source, columns: dict[str, tuple[str | None, str]], what:
     for batch in con.sql(query).to_arrow_reader(BATCH_ROWS):
         models = batch.column("__emb_b")
         if columns.get("model", (None,))[0] is not None and models.null_count:
-            where = _RowNamer(batch, np.arange(batch.num_rows), first_row, columns.get("group", (None,))[0])
+            where = RowNamer(batch, np.arange(batch.num_rows), first_row, columns.get("group", (None,))[0])
             raise BadLabelError(f"{what} {source.name!r}: model column {columns['model'][0]!r} is NULL at "
                                 f"{where(int(np.flatnonzero(models.is_null().to_numpy(zero_copy_only=False))[0]))}")
         values = [None] if columns.get("model", (None,))[0] is None else pc.unique(models).to_pylist()
@@ -134,7 +138,7 @@ def _read(con, source: Source, columns: dict[str, tuple[str | None, str]], what:
             mask = None if value is None else pc.equal(models, pa.scalar(value, models.type))
             rows = np.arange(batch.num_rows) if mask is None else np.flatnonzero(mask.to_numpy(zero_copy_only=False))
             part = batch if mask is None else batch.filter(mask)
-            where = _RowNamer(batch, rows, first_row, columns.get("group", (None,))[0])
+            where = RowNamer(batch, rows, first_row, columns.get("group", (None,))[0])
             for name in ("id", "group", "level", "positive"):
                 column_name, role = columns.get(name, (None, name))
                 alias = _ALIASES[name]
@@ -142,9 +146,9 @@ def _read(con, source: Source, columns: dict[str, tuple[str | None, str]], what:
                     bad = int(np.flatnonzero(part.column(alias).is_null().to_numpy(zero_copy_only=False))[0])
                     raise BadLabelError(f"{what} {source.name!r}: {role} column {column_name!r} is NULL at {where(bad)}")
             try:
-                unit = _unit_vectors(part.column("__emb_v"), where, columns["vector"][0], dims.get(value))
+                unit = unit_vectors(part.column("__emb_v"), where, columns["vector"][0], dims.get(value))
             except BadVectorError as error:
-                raise BadVectorError(f"{what} {source.name!r}{_model_text(value)}: {error}") from None
+                raise BadVectorError(f"{what} {source.name!r}{model_text(value)}: {error}") from None
             dims.setdefault(value, unit.shape[1])
             # keep the labels and the unit vectors, not the raw vectors (memory: one copy of the data)
             labels = [name for name in part.schema.names if name != "__emb_v"]
@@ -176,7 +180,7 @@ def _check_unique(keys: np.ndarray, column: tuple[str, str], what: str, name: st
         return
     seen = set()
     duplicate = next(k for k in keys.tolist() if k in seen or seen.add(k))
-    raise BadLabelError(f"{what} {name!r}{_model_text(model)}: {column[1]} column {column[0]!r} has "
+    raise BadLabelError(f"{what} {name!r}{model_text(model)}: {column[1]} column {column[0]!r} has "
                         f"{duplicate!r} more than once; each {column[1]} must identify one row")
 
 
@@ -190,7 +194,7 @@ def _load(con, queries: str, docs: str | None, cols: Columns, *, query_group: bo
         "positive": (cols.positive if positive else None, "positive"), "vector": (cols.vector, "vector"),
         "model": model}, "queries")
     if docs is None:
-        return [(m, q[m], None) for m in sorted(q, key=_sort_key)]
+        return [(m, q[m], None) for m in sorted(q, key=sort_key)]
     d = _read(con, resolve(con, docs), {
         "id": (cols.doc_id, "doc_id"), "group": (cols.doc_group if doc_group else None, "doc_group"),
         "vector": (cols.doc_vector, "doc_vector"), "model": model}, "docs")
@@ -198,10 +202,10 @@ def _load(con, queries: str, docs: str | None, cols: Columns, *, query_group: bo
         side, other = ("queries", "docs") if m in q else ("docs", "queries")
         raise InputError(f"model {m!r} is in {side} {queries if side == 'queries' else docs!r} but not in {other}")
     out = []
-    for m in sorted(q, key=_sort_key):
+    for m in sorted(q, key=sort_key):
         if q[m].unit.shape[1] != d[m].unit.shape[1]:
             raise BadVectorError(f"query vectors ({cols.vector!r}) have dimension {q[m].unit.shape[1]} but document "
-                                 f"vectors ({cols.doc_vector!r}) have dimension {d[m].unit.shape[1]}{_model_text(m)}; "
+                                 f"vectors ({cols.doc_vector!r}) have dimension {d[m].unit.shape[1]}{model_text(m)}; "
                                  "queries and documents must be embedded by the same model")
         out.append((m, q[m], d[m]))
     return out
@@ -210,40 +214,8 @@ def _load(con, queries: str, docs: str | None, cols: Columns, *, query_group: bo
 # ---- margins --------------------------------------------------------------------------------
 
 
-def _check_scope(scope) -> None:
-    if scope not in SCOPES:
-        raise InputError(f"scope must be 'corpus' or 'group', not {scope!r}")
-
-
-def model_margins(q_ids: list, positive: np.ndarray, q_unit: np.ndarray, d_keys: np.ndarray,
-                  d_groups: np.ndarray | None, d_unit: np.ndarray, scope: str, model=None) -> Margins:
-    """Map positives to documents, check that every query has distractors, run the kernel."""
-    _check_scope(scope)
-    index = {k: i for i, k in enumerate(d_keys.tolist())}
-    rows = np.fromiter((index.get(p, -1) for p in positive.tolist()), np.int64, len(positive))
-    if (rows < 0).any():
-        i = int(np.flatnonzero(rows < 0)[0])
-        raise BadLabelError(f"query {q_ids[i]!r}{_model_text(model)} has positive {positive[i]!r}, which is not a "
-                            f"doc_id of the documents ({(rows < 0).sum()} such queries)")
-    if scope == "corpus":
-        if len(d_keys) < 2:
-            raise DesignError(f"the documents{_model_text(model)} hold only the positive: no distractor")
-        return compute(q_unit, rows, d_unit)
-    names = sorted(set(d_groups.tolist()), key=_sort_key)
-    lookup = {g: k for k, g in enumerate(names)}
-    codes = np.fromiter((lookup[g] for g in d_groups.tolist()), np.int64, len(d_groups))
-    sizes = np.bincount(codes, minlength=len(names))
-    lonely = np.flatnonzero(sizes[codes[rows]] < 2)
-    if len(lonely):
-        i = int(lonely[0])
-        raise DesignError(f"query {q_ids[i]!r}{_model_text(model)}: its positive {positive[i]!r} is the only "
-                          f"document of group {d_groups[rows[i]]!r}, so scope 'group' leaves it no distractor "
-                          f"({len(lonely)} such queries); use scope 'corpus' or add documents")
-    return compute(q_unit, rows, d_unit, codes)
-
-
 def _margins_per_model(con, queries, docs, cols: Columns, scope: str, query_group: bool, query_level: bool = False):
-    _check_scope(scope)
+    check_scope(scope)
     for m, q, d in _load(con, queries, docs, cols, query_group=query_group, query_level=query_level,
                          doc_group=scope == "group"):
         yield m, q, d, model_margins(q.ids, q.positive, q.unit, d.keys, d.group, d.unit, scope, m)
@@ -270,7 +242,7 @@ def margins(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *, scope: s
     cols = Columns(qid, group, level, positive, vector, doc_id, doc_group, doc_vector, model)
     rows = []
     for m, q, _, result in _margins_per_model(con, queries, docs, cols, scope, query_group=False):
-        rows += sorted(margin_dicts(m, q.ids, result), key=lambda r: _sort_key(r["qid"]))
+        rows += sorted(margin_dicts(m, q.ids, result), key=lambda r: sort_key(r["qid"]))
     return ResultTable.from_dicts("margins", MARGIN_COLUMNS, rows)
 
 
@@ -284,7 +256,7 @@ def _se(theta_replicates) -> float | None:
 
 def summary_row(group_labels, result: Margins, scope: str) -> dict:
     """top-1, recall@k, MRR and the distribution of m, with cluster-jackknife SEs over paraphrase groups."""
-    names = sorted(set(group_labels), key=_sort_key)
+    names = sorted(set(group_labels), key=sort_key)
     lookup = {g: k for k, g in enumerate(names)}
     clusters = np.fromiter((lookup[g] for g in group_labels), np.int64, len(group_labels))
     ones = np.ones(len(clusters))
@@ -344,7 +316,7 @@ def _scalar_icc(con, rows: list[tuple[int, int, int]]) -> dict[int, dict]:
 
 
 def _group_codes(labels) -> np.ndarray:
-    lookup = {g: k for k, g in enumerate(sorted(set(labels), key=_sort_key))}
+    lookup = {g: k for k, g in enumerate(sorted(set(labels), key=sort_key))}
     return np.fromiter((lookup[g] for g in labels), np.int64, len(labels))
 
 
@@ -515,7 +487,7 @@ def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *,
     A layer whose data do not support it (documents without topic groups, paraphrase groups of
     one query, one query per group and level) is left out with a note in ``meta["notes"]`` that
     names the table and column and says what would make it work; the other layers still run."""
-    _check_scope(scope)
+    check_scope(scope)
     cols = Columns(qid, group, level, positive, vector, doc_id, doc_group, doc_vector, model)
     tables: dict[str, list[dict]] = {name: [] for name in TITLES}
     left_out: dict[str, str] = {}

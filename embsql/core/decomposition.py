@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from embsql.core import precision
+from embsql.core.sums import GroupSums
 from embsql.errors import DesignError
-from embsql.io.reading import GroupSums
 
 ANOVA_COLUMNS = ("n", "groups", "ss_t", "ss_w", "ss_b", "r2", "r2_null", "f", "v",
                  "mean_resultant_length", "w_bar")

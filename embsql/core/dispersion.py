@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from embsql.core.arguments import check_permutations, check_seed
-from embsql.core.permutation import Design, PermutationTest, _result, shuffles
+from embsql.core.permutation import Design, PermutationTest, permutation_result, shuffles
 from embsql.core.precision import check_spread
 
 MIN_GROUP = 4          # groups smaller than this are left out of the test (see the module docstring)
@@ -145,7 +145,7 @@ def dispersion_test(unit: np.ndarray, d: Design, *, permutations: int = 999, see
         f_permuted[k] = permuted_f(perm)
         if progress is not None and ((k + 1) % POLL_EVERY == 0 or k + 1 == permutations):
             progress(k + 1, permutations)
-    return Dispersion(_result(f_observed, f_permuted, "residual vectors"), groups, mean_distance, sizes, tested,
+    return Dispersion(permutation_result(f_observed, f_permuted, "residual vectors"), groups, mean_distance, sizes, tested,
                       items_left_out, _note(sizes, tested))
 
 

@@ -23,12 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from embsql.core import decomposition
-from embsql.errors import DesignError, InputError
-from embsql.core.margins import cluster_jackknife_ratio
 from embsql.core.arguments import check_permutations, check_seed
-from embsql.core.permutation import _result
+from embsql.core.labels import sort_key
+from embsql.core.margins import cluster_jackknife_ratio
+from embsql.core.permutation import permutation_result
 from embsql.core.resampling import jackknife_se
-from embsql.io.reading import GroupSums, _sort_key
+from embsql.core.sums import GroupSums
+from embsql.errors import DesignError, InputError
 
 PERMUTATION_BLOCK = 256       # permutations per matrix product (bounds memory for large groups)
 
@@ -55,7 +56,7 @@ class Dose:
 
 
 def _codes(values) -> tuple[list, np.ndarray]:
-    names = sorted(set(values), key=_sort_key)
+    names = sorted(set(values), key=sort_key)
     lookup = {v: k for k, v in enumerate(names)}
     return names, np.fromiter((lookup[v] for v in values), np.int64, len(values))
 
@@ -132,7 +133,7 @@ def _trend_test(group_codes, level_codes, keys, unit, defined, weights, permutat
     with np.errstate(invalid="ignore", divide="ignore"):
         w = np.where(counts > 0, totals / np.maximum(counts, 1), 0.0)
     t = w @ weights
-    return _result(t[0], t[1:], "levels permuted within paraphrase groups")
+    return permutation_result(t[0], t[1:], "levels permuted within paraphrase groups")
 
 
 def _cell_w_tilde(gram: np.ndarray, shuffled: np.ndarray, defined: np.ndarray, n_levels: int) -> np.ndarray:

@@ -40,3 +40,23 @@ def clean_labels(values, column: str, role: str = "group", where=None) -> np.nda
     for i, value in enumerate(values):
         out[i] = clean_label(value, column, where(i) if where is not None and bad_label(value) else "", role)
     return out
+
+
+def sort_key(value):
+    """The one canonical order of labels (and of model values): by type, then by value, NULL last.
+
+    Every route orders groups, models and items by this key, so a seeded resample refers to the
+    same groups whether the rows came from Python, SQL or another engine."""
+    return (value is None, str(type(value)), value)
+
+
+def text_key(value) -> str:
+    """The resampling order's key: a label as text.  The SQL routes pass labels to the UDFs as
+    VARCHAR, so ordering by text is what lets a seed draw the same groups, permutations and
+    items from SQL and from Python.  (sort_key is the display order: 2 before 10.)"""
+    return str(value)
+
+
+def text_order(labels) -> np.ndarray:
+    """Indices that put ``labels`` in the resampling order (stable for equal texts)."""
+    return np.argsort(np.asarray(labels, dtype=object).astype(str), kind="stable")

@@ -25,6 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from embsql.core.labels import sort_key
+from embsql.errors import BadLabelError, DesignError, InputError
+
 EPS64 = float(np.finfo(np.float64).eps)
 EPS32 = float(np.finfo(np.float32).eps)
 BLOCK_ELEMENTS = 1 << 24      # float32 similarities per block (64 MB): bounds memory, stays BLAS-sized
@@ -217,3 +220,42 @@ def cluster_jackknife_ratio(values: np.ndarray, weights: np.ndarray, clusters: n
     with np.errstate(invalid="ignore", divide="ignore"):
         replicates = (total_v - per_v) / (total_w - per_w)
     return theta, replicates
+
+
+SCOPES = ("corpus", "group")
+
+
+def model_text(model) -> str:
+    return "" if model is None else f" (model {model!r})"
+
+
+def check_scope(scope) -> None:
+    if scope not in SCOPES:
+        raise InputError(f"scope must be 'corpus' or 'group', not {scope!r}")
+
+
+def model_margins(q_ids: list, positive: np.ndarray, q_unit: np.ndarray, d_keys: np.ndarray,
+                  d_groups: np.ndarray | None, d_unit: np.ndarray, scope: str, model=None) -> Margins:
+    """Map positives to documents, check that every query has distractors, run the kernel."""
+    check_scope(scope)
+    index = {k: i for i, k in enumerate(d_keys.tolist())}
+    rows = np.fromiter((index.get(p, -1) for p in positive.tolist()), np.int64, len(positive))
+    if (rows < 0).any():
+        i = int(np.flatnonzero(rows < 0)[0])
+        raise BadLabelError(f"query {q_ids[i]!r}{model_text(model)} has positive {positive[i]!r}, which is not a "
+                            f"doc_id of the documents ({(rows < 0).sum()} such queries)")
+    if scope == "corpus":
+        if len(d_keys) < 2:
+            raise DesignError(f"the documents{model_text(model)} hold only the positive: no distractor")
+        return compute(q_unit, rows, d_unit)
+    names = sorted(set(d_groups.tolist()), key=sort_key)
+    lookup = {g: k for k, g in enumerate(names)}
+    codes = np.fromiter((lookup[g] for g in d_groups.tolist()), np.int64, len(d_groups))
+    sizes = np.bincount(codes, minlength=len(names))
+    lonely = np.flatnonzero(sizes[codes[rows]] < 2)
+    if len(lonely):
+        i = int(lonely[0])
+        raise DesignError(f"query {q_ids[i]!r}{model_text(model)}: its positive {positive[i]!r} is the only "
+                          f"document of group {d_groups[rows[i]]!r}, so scope 'group' leaves it no distractor "
+                          f"({len(lonely)} such queries); use scope 'corpus' or add documents")
+    return compute(q_unit, rows, d_unit, codes)

@@ -17,15 +17,15 @@ p-value whatever order the database returned the rows in.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 from embsql.core.arguments import check_permutations, check_seed
-from embsql.errors import DesignError, InputError
 from embsql.core.precision import check_spread
 from embsql.core.wild_bootstrap import bootstrap_welch, cells, residual_gram, residuals
+from embsql.errors import DesignError, InputError
 
 # vegan's adonis2 counts a permuted F as "at least as large" within sqrt(machine epsilon)
 TIE_TOLERANCE = float(np.sqrt(np.finfo(float).eps))
@@ -126,7 +126,7 @@ def _count(f_observed: float, f_permuted: np.ndarray) -> int:
     return int(np.sum(f_permuted >= f_observed - TIE_TOLERANCE * max(1.0, abs(f_observed))))
 
 
-def _result(f_observed, f_permuted, method) -> PermutationTest:
+def permutation_result(f_observed, f_permuted, method) -> PermutationTest:
     b = _count(f_observed, f_permuted)
     return PermutationTest(float(f_observed), (b + 1) / (len(f_permuted) + 1), len(f_permuted), b, method)
 
@@ -253,7 +253,7 @@ def _run(statistic_of: Callable[[np.ndarray], float], finish: Callable, d: Desig
         raw[low:low + len(perms)] = batch(perms) if batch is not None else [statistic_of(p) for p in perms]
         if progress is not None:
             progress(low + len(perms), permutations)
-    return _result(f_observed, finish(raw), method)
+    return permutation_result(f_observed, finish(raw), method)
 
 
 def welch_statistic(sizes: np.ndarray, ss: np.ndarray, centroid_sq: np.ndarray):
@@ -336,7 +336,7 @@ def _wild_bootstrap(observed: float, d: Design, samples: int, seed: int, progres
     if not any(len(np.unique(d.codes[d.strata == s])) > 1 for s in np.unique(d.strata)):
         return PermutationTest(float(observed), 1.0, samples, samples, "welch", "wild bootstrap")
     boot = bootstrap_welch(d.codes, samples, seed, welch_statistic, progress=progress, **residual)
-    result = _result(observed, boot, "welch")
+    result = permutation_result(observed, boot, "welch")
     return PermutationTest(result.statistic, result.p_value, result.permutations, result.exceedances, "welch",
                            "wild bootstrap")
 

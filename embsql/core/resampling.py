@@ -18,12 +18,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from embsql.core import arguments
-from embsql.core import precision
+from embsql.core import arguments, precision
 from embsql.core.decomposition import between_ss
-from embsql.errors import DesignError, InputError
 from embsql.core.student_t import t_quantile
-from embsql.io.reading import GroupSums
+from embsql.core.sums import GroupSums
+from embsql.errors import DesignError, InputError
 
 STATISTICS = ("r2", "f", "v", "w_bar", "icc", "r2_adj")
 BOOTSTRAP_BLOCK = 1024  # replicates per matrix product: bounds memory (see the OpenBLAS note); smaller

@@ -12,8 +12,9 @@ twice is the same as calling it once.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import duckdb
 

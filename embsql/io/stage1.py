@@ -33,8 +33,9 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
+from embsql.core.labels import sort_key
+from embsql.core.sums import HUGE_SQUARED, TINY_SQUARED, GroupSums
 from embsql.errors import BadLabelError, BadVectorError, InputError
-from embsql.io.reading import HUGE_SQUARED, TINY_SQUARED, GroupSums, _sort_key
 
 B, G, N, BAD, WITHIN = "__emb_b", "__emb_g", "__emb_n", "__emb_bad", "__emb_within"
 LEN_MIN, LEN_MAX, NULLS = "__emb_len_min", "__emb_len_max", "__emb_nulls"
@@ -233,7 +234,7 @@ def group_sums_from_result(result: pa.Table, group: str, vector: str, dims: Dime
     sums = np.column_stack([np.asarray(result.column(_sum_name(k)).to_numpy(zero_copy_only=False), dtype=np.float64)
                             for k in range(1, dims.high + 1)]) if len(result) else np.zeros((0, dims.high))
     out = []
-    for value in sorted(set(by_values), key=_sort_key):
+    for value in sorted(set(by_values), key=sort_key):
         rows = [i for i, b in enumerate(by_values) if b == value or (b is None and value is None)]
         where = "" if by is None else f" for {by} = {value!r}"
         d = dims.by_value[value if by else None]
@@ -256,7 +257,7 @@ def group_sums_from_result(result: pa.Table, group: str, vector: str, dims: Dime
             if not np.isfinite(within[i]) or not np.isfinite(sums[i]).all():
                 raise BadVectorError(f"vector column {vector!r} has a NaN or infinite coordinate (or a norm that "
                                      f"overflows) in group {labels[i]!r}{where}; vectors must be finite")
-        order = sorted(rows, key=lambda i: _sort_key(labels[i]))
+        order = sorted(rows, key=lambda i: sort_key(labels[i]))
         group_labels = np.empty(len(order), dtype=object)
         group_labels[:] = [labels[i] for i in order]
         out.append((value if by else None, GroupSums(group_labels, counts[order], sums[order, :d],

@@ -27,19 +27,17 @@ import sqlglot
 from sqlglot import ErrorLevel, exp
 from sqlglot.errors import SqlglotError
 
-from embsql.reporting import cautions
-from embsql.core import decomposition
-from embsql.core import resampling
-from embsql.io import stage1
-from embsql.api.decomposition import run_sql
+from embsql.core import decomposition, resampling
 from embsql.core.arguments import check_level, check_permutations, check_replicates, check_seed
+from embsql.core.paired import BOOTSTRAP_COLUMNS, COMPARE_COLUMNS, bootstrap_row, canonical, compare_row, same_groups_problem
+from embsql.core.sums import GroupSums
 from embsql.errors import ColumnNotFoundError, DesignError, InputError
+from embsql.io import stage1
+from embsql.io.sources import describe, is_file, is_frame, local_source, resolve, source_expression
+from embsql.io.sql import run_sql
+from embsql.reporting import cautions
 from embsql.reporting.result import ReportResult, Section
 from embsql.results import ResultTable, model_label
-from embsql.io.sources import describe, is_file, is_frame, local_source, resolve, source_expression
-from embsql.io.reading import GroupSums
-from embsql.api.resampling import (BOOTSTRAP_COLUMNS, COMPARE_COLUMNS, bootstrap_row, canonical as _canonical, compare_row,
-                          same_groups_problem)
 
 DEFAULT_SECTIONS = ("decomposition", "groups", "jackknife", "bootstrap", "compare")
 ROW_SECTIONS = ("permanova", "dispersion")     # need the rows: DuckDB only
@@ -99,7 +97,7 @@ class Report:
 
     # -- description ------------------------------------------------------------------------
     @classmethod
-    def from_mapping(cls, values: dict) -> "Report":
+    def from_mapping(cls, values: dict) -> Report:
         """A report from a dict (the [report] table of a TOML file); unknown keys are errors."""
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - names)
@@ -108,7 +106,7 @@ class Report:
         return cls(**values)
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "Report":
+    def from_file(cls, path: str | Path) -> Report:
         """Read a report description from a TOML file with a [report] table."""
         try:
             import tomllib
@@ -125,7 +123,7 @@ class Report:
             raise InputError(f"report file {str(path)!r} has no [report] table")
         return cls.from_mapping(document["report"])
 
-    def replace(self, **changes) -> "Report":
+    def replace(self, **changes) -> Report:
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     @property
@@ -295,8 +293,8 @@ class Report:
         meta = dict(meta or {})
         notes = []
         if set(self.chosen_sections) - set(wanted):
-            notes.append(f"no PERMANOVA or dispersion test: they read the rows, which only DuckDB does "
-                         f"(run the report on DuckDB for their p-values)")
+            notes.append("no PERMANOVA or dispersion test: they read the rows, which only DuckDB does "
+                         "(run the report on DuckDB for their p-values)")
         summary = {value: {"model": value} for value, _ in parts}
         sections = []
 
@@ -312,12 +310,12 @@ class Report:
             rows = [{"model": value, **row} for value, sums in parts for row in decomposition.group_rows(sums)]
             sections.append(_section("groups", "Per-group spread W̃_g", cautions.GROUPS,
                                      ("model",) + decomposition.GROUP_COLUMNS, rows))
-        canonical = [(value, _canonical(sums)) for value, sums in parts]
-        for value, sums in canonical:  # the adjusted R², about 0 when the groups have no structure
+        ordered = [(value, canonical(sums)) for value, sums in parts]
+        for value, sums in ordered:  # the adjusted R², about 0 when the groups have no structure
             summary[value]["r2_adj"] = float(resampling.statistic("r2_adj", resampling.full_totals(sums))[0])
         # the jackknife, the intervals and the comparison leave one group out: too few groups, no interval
-        resampled = [(value, sums) for value, sums in canonical if len(sums.counts) >= resampling.MIN_GROUPS]
-        for value, sums in canonical:
+        resampled = [(value, sums) for value, sums in ordered if len(sums.counts) >= resampling.MIN_GROUPS]
+        for value, sums in ordered:
             if len(sums.counts) < resampling.MIN_GROUPS:
                 asked = [s for s in ("jackknife", "bootstrap", "compare") if s in self.sections]
                 if asked:
@@ -382,13 +380,13 @@ class Report:
             raise InputError(f"the {row_only[0]} section needs the rows themselves, which only the DuckDB path reads; "
                              "run it on DuckDB, or leave it out (sections=...)")
 
-    def _compare(self, canonical) -> tuple[list[dict], str | None]:
+    def _compare(self, ordered) -> tuple[list[dict], str | None]:
         """Paired jackknife SE and studentized bootstrap interval of R²_a − R²_b for every pair of
         models, paired by group label (the rule embsql.compare uses).  The report sees only the group
         sums, so it cannot tell whether the items are the same: same_items is false when some group's
         size differs, else blank, and shared_items is blank."""
         rows = []
-        for (a, sums_a), (b, sums_b) in combinations(canonical, 2):
+        for (a, sums_a), (b, sums_b) in combinations(ordered, 2):
             problem = same_groups_problem(a, sums_a, b, sums_b)
             if problem:
                 return [], problem

@@ -34,7 +34,7 @@ SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b, unnest(__emb_g
 FROM r;
 
 -- Dose: W~_q per paraphrase level, jackknife SEs, monotonicity and the within-group
--- permutation trend test (udfs/retrieval.py, embsql.paraphrase_dose).  Groups and levels reach the
+-- permutation trend test (udfs/retrieval.py, embsql.core.dose).  Groups and levels reach the
 -- UDF as dense ranks, so levels keep the order SQL gives their values (numbers as numbers).
 CREATE OR REPLACE TEMP MACRO emb_retrieval_dose(queries, level_col := 'level', qid_col := 'qid', group_col := 'group',
                                            vector_col := 'vector', model_col := NULL, permutations := 999,

@@ -5,9 +5,9 @@ against mpmath (or a clear error). On the data below it is off by 3.0e-6 relativ
 import duckdb
 import numpy as np
 import pytest
+from acceptance.mp_reference import reference
 
 import embsql
-from acceptance.mp_reference import reference
 
 
 def data():

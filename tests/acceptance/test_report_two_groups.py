@@ -7,9 +7,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from acceptance.mp_reference import reference
 
 import embsql
-from acceptance.mp_reference import reference
 
 
 def test_two_group_report_runs(tmp_path):

@@ -6,9 +6,9 @@ true 0.100, R² = -2.0, NaN, inf and R² > 1 here; the Python route already pass
 import duckdb
 import numpy as np
 import pytest
+from acceptance.mp_reference import near_duplicates, reference
 
 import embsql
-from acceptance.mp_reference import near_duplicates, reference
 
 RTOL = 1e-6
 

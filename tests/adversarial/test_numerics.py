@@ -18,9 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import embsql
-from embsql.core import precision
-from embsql.core import resampling
-from embsql.io.reading import GroupSums
+from embsql.core import precision, resampling
+from embsql.core.sums import GroupSums
 
 RTOL = 1e-6
 mpmath.mp.dps = 50

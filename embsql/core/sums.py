@@ -1,0 +1,178 @@
+"""The sufficient statistics every kernel consumes: per group, the count n_g, the sum s_g of the unit
+vectors and their within-group sum of squares (accumulated stably), plus the one rule that scales a
+vector to unit length.  numpy only: the readers in embsql.io fill these from DuckDB, Arrow or SQL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from embsql.core.labels import sort_key
+from embsql.errors import BadVectorError
+
+SEGMENT_ROWS = 1024
+TINY_SQUARED, HUGE_SQUARED = 1e-290, 1e290  # ||x||^2 outside these is recomputed with scaling
+SPREAD_FLOOR = 1e-4  # a block's run of one group with mean squared spread below this gets the two-pass sum
+
+
+@dataclass(frozen=True)
+class GroupSums:
+    """Sufficient statistics of one by value: labels, counts n_g, sums s_g (G x d, float64) and
+    ``within``, the per-group sum of squares about the group mean, sum_i ||u_i - s_g / n_g||^2.
+
+    ``within`` is accumulated stably (two-pass per block of rows, merged across blocks by Chan et
+    al.'s pairwise update), so it keeps its digits when a group's vectors are close together; the
+    textbook n_g - ||s_g||^2 / n_g loses them all there.  It is None in a GroupSums built from sums
+    alone (a route that only has s_g); within_ss() then falls back to that formula."""
+
+    labels: np.ndarray
+    counts: np.ndarray
+    sums: np.ndarray
+    within: np.ndarray | None = None
+
+    @classmethod
+    def from_rows(cls, labels, unit: np.ndarray) -> GroupSums:
+        """The sums of rows already in memory (labels and unit vectors)."""
+        labels = list(labels)
+        names = sorted(set(labels), key=sort_key)
+        accumulator = Accumulator(dim=unit.shape[1])
+        lookup = dict(zip(names, accumulator.codes(names)))
+        accumulator.add_unit(np.fromiter((lookup[x] for x in labels), np.int64, len(labels)),
+                             np.asarray(unit, dtype=np.float64))
+        return accumulator.result()
+
+    def within_ss(self) -> np.ndarray:
+        """Per group sum_i ||u_i - mean_g||^2: the stable figure, or n_g - ||s_g||^2 / n_g without one."""
+        if self.within is not None:
+            return self.within
+        counts = self.counts.astype(np.float64)
+        return np.maximum(0.0, counts - np.einsum("gk,gk->g", self.sums, self.sums) / counts)
+
+    def take(self, order) -> GroupSums:
+        """The same statistics with the groups in ``order`` (an index array)."""
+        return GroupSums(self.labels[order], self.counts[order], self.sums[order],
+                         None if self.within is None else self.within[order])
+
+
+@dataclass(frozen=True)
+class UnitRows:
+    """The rows of one by value: group labels, unit vectors and an optional extra column."""
+
+    labels: np.ndarray
+    unit: np.ndarray
+    extra: np.ndarray | None
+
+
+@dataclass
+class Accumulator:
+    """Running n_g, s_g and within-group sum of squares of one by value; groups are numbered in
+    order of first appearance."""
+
+    dim: int
+    index: dict = field(default_factory=dict)
+    labels: list = field(default_factory=list)
+    counts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    sums: np.ndarray = field(init=False)
+    within: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def __post_init__(self):
+        self.sums = np.zeros((0, self.dim))
+
+    def codes(self, labels: list) -> np.ndarray:
+        """Global codes of a batch's distinct labels, growing the arrays for new ones."""
+        for label in labels:
+            if label not in self.index:
+                self.index[label] = len(self.labels)
+                self.labels.append(label)
+        grow = len(self.labels) - len(self.counts)
+        if grow > 0:
+            size = len(self.counts) + max(grow, len(self.counts))
+            self.counts = np.concatenate([self.counts, np.zeros(size - len(self.counts), np.int64)])
+            self.within = np.concatenate([self.within, np.zeros(size - len(self.within))])
+            self.sums = np.vstack([self.sums, np.zeros((size - len(self.sums), self.dim))])
+        return np.fromiter((self.index[label] for label in labels), np.int64, len(labels))
+
+    def add(self, codes: np.ndarray, raw: np.ndarray, where=None, vector: str = "") -> None:
+        """Add the rows ``raw`` (any float dtype; scaled to unit length here) to their groups."""
+        self._add(codes, raw, lambda x, rows: normalise(x, where, vector, rows), scaled=True)
+
+    def add_unit(self, codes: np.ndarray, unit: np.ndarray) -> None:
+        """Add rows that are unit vectors already (float64; their norms are not assumed to be 1)."""
+        self._add(codes, unit, lambda x, rows: None, scaled=False)
+
+    def _add(self, codes: np.ndarray, raw: np.ndarray, normalise, scaled: bool) -> None:
+        """Sorted by group and taken a few rows at a time, the gather, the norm, the scaling and
+        np.add.reduceat all stay in cache: several times faster than each over the whole batch.
+
+        Each run of one group in a block gets its sum and its sum of squares about its own mean,
+        and is merged into the group's running figures by Chan et al.'s update
+            M2 = M2_a + M2_b + ||mean_b - mean_a||^2 n_a n_b / (n_a + n_b).
+        A run's M2_b is k - ||s||^2 / k (rows we scaled have ||u||^2 = 1 to rounding) when that is
+        at least k * SPREAD_FLOOR: its rounding, about 2 k eps relative to ||s||^2 / k, is then
+        below 1e-8 of M2_b.  A tighter run (near-duplicates) gets the two-pass sum of its squared
+        deviations from its mean instead, which keeps its digits at any spread."""
+        order = np.argsort(codes, kind="stable")
+        sorted_codes = codes[order]
+        for low in range(0, len(codes), SEGMENT_ROWS):
+            rows = order[low:low + SEGMENT_ROWS]
+            block = sorted_codes[low:low + SEGMENT_ROWS]
+            x = np.asarray(raw[rows], dtype=np.float64)  # a fresh copy (fancy indexing): safe to scale in place
+            normalise(x, rows)
+            starts = np.flatnonzero(np.r_[True, block[1:] != block[:-1]])
+            size = np.diff(np.r_[starts, len(block)])
+            run_sums = np.add.reduceat(x, starts, axis=0)
+            run_means = run_sums / size[:, None]
+            if scaled:  # a run of one row has M2 = 0 exactly
+                run_within = np.where(size > 1, size - np.einsum("gk,gk->g", run_sums, run_means), 0.0)
+                tight = (size > 1) & (run_within < size * SPREAD_FLOOR)
+            if not scaled or tight.any():
+                x -= np.repeat(run_means, size, axis=0)
+                two_pass = np.add.reduceat(np.einsum("ij,ij->i", x, x), starts)
+                run_within = np.where(tight, two_pass, run_within) if scaled else two_pass
+            # each code is one run of a sorted block, so the fancy-indexed updates touch each code once
+            group = block[starts]
+            before = self.counts[group].astype(np.float64)
+            previous = self.sums[group]
+            delta = run_means - previous / np.maximum(before, 1.0)[:, None]
+            self.within[group] += run_within + np.einsum("gk,gk->g", delta, delta) * before * size / (before + size)
+            self.sums[group] = previous + run_sums
+            self.counts[group] += size
+
+    def result(self) -> GroupSums:
+        n = len(self.labels)
+        order = sorted(range(n), key=lambda i: sort_key(self.labels[i]))
+        labels = np.empty(n, dtype=object)
+        labels[:] = [self.labels[i] for i in order]
+        return GroupSums(labels, self.counts[:n][order], self.sums[:n][order], self.within[:n][order])
+
+
+def bad_vector(vector: str, word: str, where) -> BadVectorError:
+    return BadVectorError(f"vector column {vector!r} has a {word} vector at {where}; "
+                          "vectors must be non-NULL, finite and of non-zero length")
+
+
+def normalise(x: np.ndarray, where, vector: str, rows: np.ndarray | None = None) -> None:
+    """Scale the float64 rows of x to unit length in place; a zero, NaN or infinite vector names its
+    row (rows maps to the part).
+
+    ||x||^2 is summed directly, except where it would underflow (squares of coordinates below about
+    1e-154 lose digits or vanish) or overflow (above about 1e154): those rows are first divided by
+    their largest |x_k|, so a finite non-zero vector of any magnitude gets its unit vector."""
+    norms2 = np.einsum("ij,ij->i", x, x)
+    awkward = np.flatnonzero(~((norms2 > TINY_SQUARED) & (norms2 < HUGE_SQUARED)))  # NaN is awkward too
+    scaled = None
+    if len(awkward):
+        largest = np.max(np.abs(x[awkward]), axis=1)
+        bad = ~(np.isfinite(largest) & (largest > 0))
+        if bad.any():
+            i = int(awkward[np.flatnonzero(bad)[0]])
+            word = "zero-length" if largest[bad][0] == 0 else "NaN" if np.isnan(x[i]).any() else "infinite"
+            raise bad_vector(vector, word, where(int(i if rows is None else rows[i])))
+        scaled = x[awkward] / largest[:, None]
+        scaled /= np.sqrt(np.einsum("ij,ij->i", scaled, scaled))[:, None]
+        norms2[awkward] = 1.0
+    x *= (1.0 / np.sqrt(norms2))[:, None]
+    if scaled is not None:
+        x[awkward] = scaled
