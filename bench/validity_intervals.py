@@ -110,7 +110,8 @@ def cell(design: str, noise: str, groups: int, datasets: int, seed: int) -> dict
             for name, sums, value in (("A", a, truth[0][stat]), ("B", b, truth[1][stat])):
                 # what resampling.bootstrap returns as ci_low/ci_high, without drawing twice
                 estimate, jack[name] = resampling.jackknife_replicates(sums, stat)
-                _, low, high = resampling.jackknife_t_interval(stat, estimate, jack[name], LEVEL)
+                _, low, high = resampling.jackknife_t_interval(stat, estimate, jack[name], LEVEL,
+                                                               resampling.size_strata(sums))
                 record(f"{stat} {name}", "calibrated", low, high, value)
                 draws[name] = resampling.bootstrap_draws(sums, stat, REPLICATES, 42)
                 old = resampling.percentile_interval(estimate, draws[name][np.isfinite(draws[name])], LEVEL)
