@@ -33,6 +33,7 @@ EPS32 = float(np.finfo(np.float32).eps)
 BLOCK_ELEMENTS = 1 << 24      # float32 similarities per block (64 MB): bounds memory, stays BLAS-sized
 QUERY_BLOCK = 2048
 RECALL_AT = (1, 5, 10)
+MARGIN_COLUMNS = ("model", "qid", "d_pos2", "d_neg2", "margin", "m", "top1", "rank", "ties")
 QUANTILES = {"m_p05": 0.05, "m_p25": 0.25, "m_median": 0.5, "m_p75": 0.75, "m_p95": 0.95}
 
 
@@ -259,3 +260,11 @@ def model_margins(q_ids: list, positive: np.ndarray, q_unit: np.ndarray, d_keys:
                           f"document of group {d_groups[rows[i]]!r}, so scope 'group' leaves it no distractor "
                           f"({len(lonely)} such queries); use scope 'corpus' or add documents")
     return compute(q_unit, rows, d_unit, codes)
+
+
+def margin_dicts(model, qids: list, result: Margins) -> list[dict]:
+    """Rows of MARGIN_COLUMNS for one model's queries (in the order of ``qids``)."""
+    return [{"model": model, "qid": qid, "d_pos2": float(a), "d_neg2": float(b), "margin": float(c), "m": float(e),
+             "top1": bool(f), "rank": int(g), "ties": int(h)}
+            for qid, a, b, c, e, f, g, h in zip(qids, result.d_pos2, result.d_neg2, result.margin, result.m,
+                                                result.top1, result.rank, result.ties)]
