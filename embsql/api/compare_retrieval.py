@@ -10,10 +10,13 @@ from __future__ import annotations
 import duckdb
 from sqlglot import exp
 
-from embsql.core.query_pairs import PAIR_COLUMNS, compare_rows
-from embsql.errors import InputError
+from embsql.core.query_pairs import PAIR_COLUMNS, compare_metric
+from embsql.errors import ColumnTypeError, InputError
 from embsql.io.sources import accepts_frames, resolve
 from embsql.results import ResultTable
+
+NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
+           "FLOAT", "DOUBLE", "REAL", "DECIMAL")
 
 
 def _table(source):
@@ -21,15 +24,16 @@ def _table(source):
     return source.to_arrow() if isinstance(source, ResultTable) else source
 
 
-def _select(con, name: str, columns: dict[str, str], what: str, where: exp.Expression | None = None) -> dict:
+def _select(con, name: str, columns: dict[str, str]) -> dict:
     """{role: list of values} of the named columns of a source (each column checked first)."""
     source = resolve(con, name)
     for role, column in columns.items():
-        source.require(column, role)
+        kind = source.require(column, role)
+        if role == "value" and not kind.upper().startswith(NUMERIC):
+            raise ColumnTypeError(f"value column {column!r} in {source.name!r} has type {kind}; expected a number "
+                                  "per query")
     query = exp.select(*(exp.alias_(exp.column(c, quoted=True), f"__emb_{r}", quoted=True) for r, c in columns.items())
                        ).from_(source.table.copy())
-    if where is not None:
-        query = query.where(where)
     table = con.sql(query.sql("duckdb")).to_arrow_table()
     return {role: table.column(f"__emb_{role}").to_pylist() for role in columns}
 
@@ -55,20 +59,13 @@ def compare_retrieval(con: duckdb.DuckDBPyConnection, evaluation, *, queries=Non
 
 @accepts_frames("evaluation", "queries")
 def _compare(con, evaluation, queries, *, metric, model, qid, group, permutations, seed, level, p_adjust):
-    if not isinstance(metric, str) or not metric:
-        raise InputError(f"metric must be a metric name such as 'ndcg@10', not {metric!r}")
     columns = {"model": model, "qid": qid, "metric": "metric", "value": "value"}
     if group is not None and queries is None:
         columns["group"] = group
-    rows = _select(con, evaluation, columns, "evaluation",
-                   exp.column("metric", quoted=True).eq(exp.Literal.string(metric)))
-    if not rows["qid"]:
-        present = _select(con, evaluation, {"metric": "metric"}, "evaluation")["metric"]
-        shown = ", ".join(repr(m) for m in sorted({str(m) for m in present})) or "(none: the table is empty)"
-        raise InputError(f"evaluation has no rows for metric {metric!r}; its metrics are: {shown}")
+    rows = _select(con, evaluation, columns)
     groups = rows.get("group")
     if group is not None and queries is not None:
-        known = _select(con, queries, {"qid": qid, "group": group}, "queries")
+        known = _select(con, queries, {"qid": qid, "group": group})
         pairs = {}
         for q, g in zip(known["qid"], known["group"]):
             pairs.setdefault(str(q), set()).add(g)
@@ -81,6 +78,6 @@ def _compare(con, evaluation, queries, *, metric, model, qid, group, permutation
             raise InputError(f"evaluation: qid {missing[0]!r} is not in queries ({len(set(map(str, missing)))} such "
                              f"queries), so it has no paraphrase group ({group!r})")
         groups = [next(iter(pairs[str(q)])) for q in rows["qid"]]
-    result = compare_rows(rows["model"], rows["qid"], rows["value"], groups, metric=metric, permutations=permutations,
-                          seed=seed, level=level, p_adjust=p_adjust)
+    result = compare_metric(rows["model"], rows["qid"], rows["metric"], rows["value"], groups, metric=metric,
+                            permutations=permutations, seed=seed, level=level, p_adjust=p_adjust)
     return ResultTable.from_dicts(f"paired comparison of {metric}", PAIR_COLUMNS, result)

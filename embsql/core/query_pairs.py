@@ -238,6 +238,20 @@ def compare_rows(models, qids, values, groups=None, *, metric: str = "ndcg@10", 
     return rows
 
 
+def compare_metric(models, qids, metrics, values, groups=None, *, metric: str = "ndcg@10",
+                   what: str = "evaluation", **options) -> list[dict]:
+    """compare_rows on the rows of a long evaluation table whose ``metrics`` entry is ``metric``."""
+    if not isinstance(metric, str) or not metric:
+        raise InputError(f"metric must be a metric name such as 'ndcg@10', not {metric!r}")
+    keep = [i for i, m in enumerate(metrics) if m == metric]
+    if not keep:
+        shown = ", ".join(repr(m) for m in sorted({str(m) for m in metrics})) or "(none: the table is empty)"
+        raise InputError(f"{what} has no rows for metric {metric!r}; its metrics are: {shown}")
+    pick = lambda values: None if values is None else [values[i] for i in keep]
+    return compare_rows(pick(list(models)), pick(list(qids)), pick(list(values)), pick(groups), metric=metric,
+                        what=what, **options)
+
+
 def _cluster_codes(qids: np.ndarray, groups, order: list[str], what: str):
     """Cluster codes of the queries in ``order`` (text of qids), or None with no groups."""
     if groups is None:
