@@ -17,11 +17,12 @@ import duckdb
 
 from embsql.core.dose import DOSE_COLUMNS, dose_rows
 from embsql.core.labels import sort_key
-from embsql.core.margins import MARGIN_COLUMNS, check_scope, margin_dicts, model_margins
+from embsql.core.margins import MARGIN_COLUMNS, check_scope, margin_dicts, model_margins, relevant_margins
 from embsql.core.pairing import PAIRING_COLUMNS
 from embsql.core.query_summary import ALIGNMENT_COLUMNS, RANK_COLUMNS, SUMMARY_COLUMNS, summary_row
 from embsql.core.structure import STRUCTURE_COLUMNS, participation_ratio
 from embsql.errors import InputError
+from embsql.io.qrels_minimal import read_qrels
 from embsql.io.retrieval_rows import Columns, Rows, load_models
 from embsql.io.sources import accepts_frames
 from embsql.reporting.cautions import RETRIEVAL as CAUTIONS
@@ -36,30 +37,46 @@ __all__ = ["ALIGNMENT_COLUMNS", "CAUTIONS", "DOSE_COLUMNS", "EFF_DIM_CAUTION", "
            "summary_row"]
 
 
-def _margins_per_model(con, queries, docs, cols: Columns, scope: str, query_group: bool, query_level: bool = False):
+def _margins_per_model(con, queries, docs, cols: Columns, scope: str, query_group: bool, query_level: bool = False,
+                       qrels=None, relevance_threshold: int = 1):
     check_scope(scope)
+    if qrels is not None and scope != "corpus":
+        raise InputError("qrels work with scope 'corpus' (d- is the nearest non-relevant document of the corpus); "
+                         "scope 'group' needs one positive per query")
+    judged = None if qrels is None else read_qrels(con, qrels)
     for m, q, d in load_models(con, queries, docs, cols, query_group=query_group, query_level=query_level,
-                         doc_group=scope == "group"):
-        yield m, q, d, model_margins(q.ids, q.positive, q.unit, d.keys, d.group, d.unit, scope, m)
+                               doc_group=scope == "group", positive=qrels is None):
+        if judged is None:
+            yield m, q, d, model_margins(q.ids, q.positive, q.unit, d.keys, d.group, d.unit, scope, m)
+        else:
+            yield m, q, d, relevant_margins(q.ids, q.keys, q.unit, d.keys, d.unit,
+                                            (judged.qids, judged.doc_ids, judged.relevance), relevance_threshold, m,
+                                            f"qrels {judged.name!r}")
 
 
-@accepts_frames("queries", "docs")
-def margins(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *, scope: str = "corpus", qid: str = "qid",
-            group: str = "group", level: str | None = None, positive: str = "positive", vector: str = "vector",
-            doc_id: str = "doc_id", doc_group: str = "group", doc_vector: str = "vector",
-            model: str | None = None) -> ResultTable:
+@accepts_frames("queries", "docs", "qrels")
+def margins(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *, qrels=None, relevance_threshold: int = 1,
+            scope: str = "corpus", qid: str = "qid", group: str = "group", level: str | None = None,
+            positive: str = "positive", vector: str = "vector", doc_id: str = "doc_id", doc_group: str = "group",
+            doc_vector: str = "vector", model: str | None = None) -> ResultTable:
     """Per query: d_pos2, d_neg2, margin (cosine), m (normalised margin), top1, rank, ties.
 
     ``scope='corpus'``: every other document is a distractor; ``'group'``: only the other
     documents of the positive's group (``doc_group``).  ``group`` and ``level`` are not used here
     (every retrieval function takes the same arguments).  Rows are ordered by model, then qid.
+
+    ``qrels`` (a table, Parquet/CSV file, DataFrame or TREC qrels text file with qid, doc_id,
+    relevance) replaces the ``positive`` column: a document with relevance >= ``relevance_threshold``
+    is relevant, every other one a distractor; d_pos2 is the squared distance to the nearest
+    relevant document, d_neg2 to the nearest non-relevant one, rank that of the first relevant
+    document.  m > 0 exactly when the nearest relevant document beats every non-relevant one.
     """
     cols = Columns(qid, group, level, positive, vector, doc_id, doc_group, doc_vector, model)
     rows = []
-    for m, q, _, result in _margins_per_model(con, queries, docs, cols, scope, query_group=False):
+    for m, q, _, result in _margins_per_model(con, queries, docs, cols, scope, query_group=False, qrels=qrels,
+                                              relevance_threshold=relevance_threshold):
         rows += sorted(margin_dicts(m, q.ids, result), key=lambda r: sort_key(r["qid"]))
     return ResultTable.from_dicts("margins", MARGIN_COLUMNS, rows)
-
 
 
 @accepts_frames("queries", "docs")
