@@ -235,3 +235,31 @@ def test_sql_errors_start_with_embsql():
         with pytest.raises(Exception) as caught:
             con.sql(f"SELECT * FROM {call}").fetchall()
         assert "embsql:" in str(caught.value) and words in str(caught.value)
+
+
+# ---- the verdict sentence ----------------------------------------------------------------------
+
+
+def _row(a, b, mean_a, mean_b, p, low, high, groups=40, calibrated=True):
+    return {"model_a": a, "model_b": b, "metric": "ndcg@10", "mean_a": mean_a, "mean_b": mean_b,
+            "difference": mean_a - mean_b, "se": 0.01, "ci_low": low, "ci_high": high, "p_value": p / 3,
+            "p_adjusted": p, "p_adjust": "holm", "queries": 4 * groups, "groups": groups, "permutations": 10_000,
+            "method": "group sign-flip", "level": 0.95, "calibrated": calibrated}
+
+
+def test_verdict_names_the_better_model_the_gap_and_the_evidence():
+    from embsql.reporting.retrieval_verdict import retrieval_comparison_sentence
+
+    # model_b ahead: the sentence leads with it and turns the interval round
+    text = retrieval_comparison_sentence([_row("e5", "bge", 0.41, 0.47, 0.002, -0.09, -0.03)])
+    assert text.startswith("bge retrieves better than e5 on ndcg@10: 0.470 against 0.410, 0.060 higher")
+    assert "p = 0.002, Holm-adjusted, 95% interval 0.030 to 0.090; over 40 paraphrase groups" in text
+    text = retrieval_comparison_sentence([_row("e5", "bge", 0.47, 0.46, 0.41, -0.02, 0.04, groups=12,
+                                               calibrated=False)])
+    assert text.startswith("e5 and bge are not told apart on ndcg@10") and "p = 0.410" in text
+    assert text.endswith("With 12 groups (under 30) the intervals are rough.")
+    three = [_row("a", "b", 0.5, 0.4, 0.001, 0.05, 0.15), _row("a", "c", 0.5, 0.48, 0.3, -0.02, 0.06),
+             _row("b", "c", 0.4, 0.48, 0.01, -0.12, -0.04)]
+    assert retrieval_comparison_sentence(three).startswith(
+        "a has the highest ndcg@10 (0.500) and beats 1 of the 2 others beyond chance. a retrieves better than b")
+    assert retrieval_comparison_sentence([]) == ""
