@@ -158,13 +158,27 @@ def test_interval_covers_at_30_groups_and_the_query_interval_does_not():
 
 
 def test_ten_thousand_permutations_over_ten_thousand_queries_is_fast():
+    """Best of 3, warm: under 2 s; and at 1,000 sign vectors faster than a dense +/-1 sign matrix timed
+    beside it (bench/retrieval_validity.py: 6x)."""
     import time
 
     rng = np.random.default_rng(0)
-    a, b = rng.random(10_000), rng.random(10_000)
-    started = time.perf_counter()
-    qp.paired_difference(a, b, None, permutations=10_000, seed=1)
-    assert time.perf_counter() - started < 2.0
+    d = rng.normal(size=10_000)
+
+    def dense():
+        for _ in range(2):
+            (rng.integers(0, 2, size=(500, 10_000), dtype=np.int8).astype(np.float64) * 2 - 1) @ d
+
+    def best(run):
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - started)
+        return min(times)
+
+    assert best(lambda: qp.sign_flip_p(d, 10_000, 1)) < 2.0
+    assert best(lambda: qp.sign_flip_p(d, 1_000, 1)) < best(dense)
 
 
 # ---- the faces: Python, SQL, groups from a queries table ----------------------------------
