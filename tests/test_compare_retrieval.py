@@ -14,6 +14,8 @@ import math
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 import embsql
@@ -181,6 +183,27 @@ def test_ten_thousand_permutations_over_ten_thousand_queries_is_fast():
     assert best(lambda: qp.sign_flip_p(d, 1_000, 1)) < best(dense)
 
 
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), groups=st.integers(2, 40), shift=st.floats(-5, 5), scale=st.floats(0.1, 10))
+def test_swapping_models_negates_and_shifting_both_changes_nothing(seed, groups, shift, scale):
+    """a <-> b negates the difference and its interval and keeps se and p; adding one constant to
+    both models moves only the means; scaling both scales difference, se and interval, keeps p."""
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, groups, 5 * groups)
+    codes[:groups] = np.arange(groups)
+    a, b = rng.random(len(codes)), rng.random(len(codes))
+    base = qp.paired_difference(a, b, codes, permutations=300, seed=1)
+    swapped = qp.paired_difference(b, a, codes, permutations=300, seed=1)
+    assert swapped.p_value == base.p_value and swapped.se == pytest.approx(base.se, rel=1e-12)
+    assert swapped.difference == pytest.approx(-base.difference, abs=1e-12)
+    assert swapped.ci_low == pytest.approx(-base.ci_high, abs=1e-12)
+    moved = qp.paired_difference(scale * a + shift, scale * b + shift, codes, permutations=300, seed=1)
+    assert moved.p_value == base.p_value
+    assert moved.difference == pytest.approx(scale * base.difference, abs=1e-9)
+    assert moved.se == pytest.approx(scale * base.se, rel=1e-9)
+    assert moved.mean_a == pytest.approx(scale * base.mean_a + shift, abs=1e-9)
+
+
 # ---- the faces: Python, SQL, groups from a queries table ----------------------------------
 
 
@@ -197,12 +220,17 @@ def test_sql_equals_python_and_groups_may_come_from_a_queries_table():
     for key in qp.PAIR_COLUMNS:
         assert sql[0][key] == (python[0][key] if not isinstance(python[0][key], float)
                                else pytest.approx(python[0][key], abs=1e-15)), key
+    unquoted = con.sql("SELECT * FROM emb_compare_retrieval('ev', group_col := 'group', permutations := 2000, seed := 9)")
+    assert unquoted.to_arrow_table().to_pylist() == sql
+    plain = con.sql("SELECT p_value, p_adjusted, p_adjust FROM emb_compare_retrieval('ev', p_adjust := NULL)").fetchall()
+    assert plain[0][0] == plain[0][1] and plain[0][2] is None
     queries = pa.table({"qid": [f"q{i}" for i in range(90)] * 2, "group": groups * 2, "model": ["m1"] * 90 + ["m2"] * 90})
     other = embsql.compare_retrieval(con, table.drop(["group"]), queries=queries, group="group", permutations=2000,
                                      seed=9).to_dicts()
     assert other == python
     assert embsql.compare_retrieval(con, embsql.ResultTable.from_dicts("t", table.column_names, table.to_pylist()),
                                     group="group", permutations=2000, seed=9).to_dicts() == python
+    assert embsql.compare_retrieval(con, table.to_pandas(), group="group", permutations=2000, seed=9).to_dicts() == python
 
 
 def test_the_seed_does_not_depend_on_row_order():
