@@ -333,6 +333,8 @@ def test_one_relevant_document_each_equals_the_positive_column():
     by_positive = embsql.margins(con, queries, docs, model="model").to_dicts()
     by_qrels = embsql.margins(con, queries.drop(["positive"]), docs, model="model", qrels=qrels).to_dicts()
     assert by_qrels == by_positive
+    assert embsql.retrieval_summary(con, queries.drop(["positive"]), docs, model="model", qrels=qrels).to_dicts() == \
+        embsql.retrieval_summary(con, queries, docs, model="model").to_dicts()
 
 
 def _relevant_kernel(seed, nq, nd, dim, per_query):

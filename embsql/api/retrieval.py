@@ -79,16 +79,20 @@ def margins(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *, qrels=No
     return ResultTable.from_dicts("margins", MARGIN_COLUMNS, rows)
 
 
-@accepts_frames("queries", "docs")
+@accepts_frames("queries", "docs", "qrels")
 def retrieval_summary(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *, scope: str = "corpus",
                       qid: str = "qid", group: str = "group", level: str | None = None, positive: str = "positive",
                       vector: str = "vector", doc_id: str = "doc_id", doc_group: str = "group",
-                      doc_vector: str = "vector", model: str | None = None) -> ResultTable:
+                      doc_vector: str = "vector", model: str | None = None, qrels=None,
+                      relevance_threshold: int = 1) -> ResultTable:
     """Per model: queries, top-1, recall@1/5/10, MRR, mean and quantiles of m, with cluster-jackknife SEs
-    over the paraphrase groups (``group``) and the number of queries whose d+ ties with a distractor."""
+    over the paraphrase groups (``group``) and the number of queries whose d+ ties with a distractor.
+    ``qrels`` and ``relevance_threshold`` as in :func:`margins` (the ranks are those of the first
+    relevant document, so recall@k here is success@k)."""
     cols = Columns(qid, group, level, positive, vector, doc_id, doc_group, doc_vector, model)
     rows = [{"model": m, **summary_row(q.group.tolist(), result, scope)}
-            for m, q, _, result in _margins_per_model(con, queries, docs, cols, scope, query_group=True)]
+            for m, q, _, result in _margins_per_model(con, queries, docs, cols, scope, query_group=True, qrels=qrels,
+                                                      relevance_threshold=relevance_threshold)]
     return ResultTable.from_dicts("retrieval summary", SUMMARY_COLUMNS, rows)
 
 
