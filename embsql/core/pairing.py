@@ -29,7 +29,8 @@ def pairing_inputs(per_model) -> tuple[list, list[tuple[int, int, int]]]:
 
     ``per_model``: [(model, query Rows, Margins)].  The input side runs first, so its design
     errors are the ones raised."""
-    inputs, scalar = [], []
+    inputs: list = []
+    scalar: list[tuple[int, int, int]] = []
     for code, (m, q, result) in enumerate(per_model):
         sums = GroupSums.from_rows(q.group, q.unit)
         inputs.append((decomposition.anova_row(sums, m),

@@ -64,7 +64,7 @@ def retrieval_comparison_sentence(rows) -> str:
     for r in rows:
         means[r["model_a"]], means[r["model_b"]] = r["mean_a"], r["mean_b"]
     if len(means) > 2:
-        best = max(means, key=means.get)
+        best = max(means, key=lambda m: means[m])
         beaten = [r for r in rows if best in (r["model_a"], r["model_b"])
                   and (r["p_adjusted"] if r.get("p_adjusted") is not None else r["p_value"]) <= ALPHA]
         others = len(means) - 1
