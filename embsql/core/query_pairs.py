@@ -40,6 +40,7 @@ from embsql.errors import DesignError, InputError
 CALIBRATED_FROM = 30          # clusters: the simulated coverage held (95 +/- 2.5%) from here on
 BYTE_BLOCK = 2048             # permutations per block of random bytes (bounds memory)
 EXACT_LIMIT = 20              # enumerate every sign vector up to 2^20 of them
+EXACT_BLOCK = 1 << 14         # sign vectors per block of the enumeration
 ADJUSTMENTS = ("holm", "bh", "bonferroni", None)
 TIE_TOLERANCE = 1e-9          # relative: |T*| this close to |T| counts as a tie (summation order)
 PAIR_COLUMNS = ("model_a", "model_b", "metric", "mean_a", "mean_b", "difference", "se", "ci_low", "ci_high",
@@ -129,8 +130,12 @@ def sign_flip_statistics(sums: np.ndarray, permutations: int, seed: int) -> np.n
 
 def every_sign_statistic(sums: np.ndarray) -> np.ndarray:
     """T* for all 2^G sign vectors (G <= EXACT_LIMIT)."""
-    signs = 1 - 2 * ((np.arange(2 ** len(sums))[:, None] >> np.arange(len(sums))) & 1)
-    return signs @ sums
+    total = 2 ** len(sums)
+    out = np.empty(total)
+    for low in range(0, total, EXACT_BLOCK):                 # blocks bound memory (2^20 x 20 at most)
+        index = np.arange(low, min(total, low + EXACT_BLOCK))
+        out[low:low + len(index)] = (1 - 2 * ((index[:, None] >> np.arange(len(sums))) & 1)) @ sums
+    return out
 
 
 def sign_flip_p(sums: np.ndarray, permutations: int, seed: int) -> tuple[float, int, bool]:
