@@ -38,7 +38,8 @@ from embsql.core.student_t import t_quantile
 from embsql.errors import DesignError, InputError
 
 CALIBRATED_FROM = 30          # clusters: the simulated coverage held (95 +/- 2.5%) from here on
-BYTE_BLOCK = 2048             # permutations per block of random bytes (bounds memory)
+BYTE_BLOCK = 2048             # permutations per block of random bytes
+BLOCK_CELLS = 1 << 22         # at most this many looked-up partial sums per block (32 MB of float64)
 EXACT_LIMIT = 20              # enumerate every sign vector up to 2^20 of them
 EXACT_BLOCK = 1 << 14         # sign vectors per block of the enumeration
 ADJUSTMENTS = ("holm", "bh", "bonferroni", None)
@@ -120,8 +121,9 @@ def sign_flip_statistics(sums: np.ndarray, permutations: int, seed: int) -> np.n
     flat, total = tables.ravel(), sums.sum()
     rng = np.random.default_rng(seed)
     out = np.empty(permutations)
-    for low in range(0, permutations, BYTE_BLOCK):
-        count = min(BYTE_BLOCK, permutations - low)
+    block = max(1, min(BYTE_BLOCK, BLOCK_CELLS // tables.shape[0]))     # bounds memory for many groups
+    for low in range(0, permutations, block):
+        count = min(block, permutations - low)
         draws = rng.integers(0, 256, size=(count, tables.shape[0]), dtype=np.uint8)
         chosen = flat[draws + offsets].sum(axis=1)         # the sum over clusters whose bit is set
         out[low:low + count] = 2 * chosen - total           # set bit: +S_g, clear bit: -S_g
