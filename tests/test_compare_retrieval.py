@@ -1,8 +1,9 @@
 """embsql.compare_retrieval and emb_compare_retrieval: the paired comparison of retrieval models.
 
 References: a hand-worked three-group case (every sign vector by hand, the interval with scipy's t
-quantile), exact enumeration of sign vectors against the seeded random ones, statsmodels'
-multipletests for Holm/BH/Bonferroni, and small seeded simulations whose bounds come from the
+quantile), statsmodels' cluster-robust OLS and scipy's paired t test for the interval, exact
+enumeration of sign vectors against the seeded random ones, statsmodels' multipletests for
+Holm/BH/Bonferroni, and small seeded simulations whose bounds come from the
 Monte Carlo SE (the full tables are bench/retrieval_validity.py, in bench/README.md).
 """
 
@@ -65,6 +66,25 @@ def test_hand_worked_three_groups():
     # i.e. none flipped or all flipped: 2 of 32
     row = embsql.compare_retrieval(con, table).to_dicts()[0]
     assert row["p_value"] == 2 / 32 and row["permutations"] == 32 and row["groups"] == 5
+
+
+@pytest.mark.parametrize("seed,groups", [(3, 25), (4, 60), (5, 7)])
+def test_interval_equals_statsmodels_cluster_ols_and_scipy_paired_t(seed, groups):
+    """With groups: the intercept of an OLS of d on 1 with statsmodels' cluster-robust covariance
+    (CR1, t with G - 1 df).  Without: scipy's paired t test's interval."""
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, groups, 6 * groups)
+    codes[:groups] = np.arange(groups)
+    a, b = rng.random(len(codes)), rng.random(len(codes)) + 0.05
+    ours = qp.paired_difference(a, b, codes, permutations=10)
+    fit = sm.OLS(a - b, np.ones(len(a))).fit(cov_type="cluster", cov_kwds={"groups": codes}, use_t=True)
+    assert ours.se == pytest.approx(fit.bse[0], rel=1e-12)
+    assert [ours.ci_low, ours.ci_high] == pytest.approx(list(fit.conf_int(0.05)[0]), rel=1e-12)
+    ours = qp.paired_difference(a, b, None, permutations=10)
+    paired = stats.ttest_rel(a, b).confidence_interval(0.95)
+    assert [ours.ci_low, ours.ci_high] == pytest.approx([paired.low, paired.high], rel=1e-12)
 
 
 def test_random_sign_vectors_agree_with_exact_enumeration():
