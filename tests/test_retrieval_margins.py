@@ -411,3 +411,21 @@ def test_bad_qrels_are_named(qrels, kwargs, error, words):
     with pytest.raises(error) as caught:
         embsql.margins(embsql.connect(), HAND_QUERIES, HAND_DOCS, qrels=pa.table(qrels), **kwargs)
     assert words in str(caught.value)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), nq=st.integers(1, 25), nd=st.integers(2, 40), dim=st.integers(2, 10),
+       duplicates=st.integers(0, 3))
+def test_one_relevant_each_is_the_positive_kernel_exactly(seed, nq, nd, dim, duplicates):
+    """compute_relevant with one relevant document per query gives compute's numbers bit for bit,
+    exact ties (duplicated documents) included."""
+    rng = np.random.default_rng(seed)
+    docs = rd.unit(rng.normal(size=(nd, dim)))
+    docs[rng.integers(0, nd, duplicates)] = docs[rng.integers(0, nd, duplicates)]
+    positive = rng.integers(0, nd, nq)
+    queries = rd.unit(docs[positive] + rng.uniform(0.05, 2) * rng.normal(size=(nq, dim)))
+    one = margin_scan.compute(queries, positive, docs)
+    order = rng.permutation(nq)                      # qrels in any order
+    many = margin_scan.compute_relevant(queries, order, positive[order], docs)
+    for field in ("d_pos2", "d_neg2", "margin", "m", "top1", "rank", "ties"):
+        assert np.array_equal(getattr(one, field), getattr(many, field)), field
