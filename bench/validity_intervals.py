@@ -7,6 +7,8 @@ Superpopulation: G group centres uniform on the sphere in 64 dimensions; an item
 centre + sigma_g * N(0, I/64).  Model A embeds it as itself (d = 64), model B as a fixed random
 projection to 32 dimensions plus its own noise (d = 32); both are normalised.  Designs:
     balanced       n_g = 8;  unbalanced  n_g drawn from {2, 3, 5, 10, 20} for each group
+    fixed sizes    {2, 3, 5, 10, 20} repeated G/5 times, the same in every data set (a design: the
+                   intervals then use the stratified jackknife, embsql.core.resampling.size_strata)
     homogeneous    sigma_g = 0.9;  heterogeneous  sigma_g = 0.9 * U(0.4, 1.6) for each group
     different items  (one extra row) model B sees only 6 of the 8 items of each group
 The estimand is the value at G -> infinity for the same design: with that many groups the mean
@@ -41,11 +43,18 @@ SIZES = np.array([2, 3, 5, 10, 20])
 PROJECTION = np.random.default_rng(999).normal(size=(D_B, D_A)) / np.sqrt(D_A)
 STATS = ("r2", "f", "w_bar")
 DESIGNS = (("balanced", "homogeneous"), ("balanced", "heterogeneous"), ("unbalanced", "homogeneous"),
-           ("unbalanced", "heterogeneous"), ("balanced, different items", "heterogeneous"))
+           ("unbalanced", "heterogeneous"), ("balanced, different items", "heterogeneous"),
+           ("fixed sizes", "homogeneous"), ("fixed sizes", "heterogeneous"))
 
 
 def sizes_of(rng, groups: int, design: str) -> np.ndarray:
-    return np.full(groups, 8) if design.startswith("balanced") else SIZES[rng.integers(0, len(SIZES), groups)]
+    """Equal groups of 8; sizes drawn from SIZES with each group ("unbalanced"); or SIZES repeated,
+    the same in every data set ("fixed sizes": a design, G a multiple of 5)."""
+    if design.startswith("balanced"):
+        return np.full(groups, 8)
+    if design == "fixed sizes":
+        return np.tile(SIZES, groups // len(SIZES))
+    return SIZES[rng.integers(0, len(SIZES), groups)]
 
 
 def sample(rng, sizes: np.ndarray, noise: str, design: str) -> tuple[GroupSums, GroupSums]:
@@ -101,7 +110,8 @@ def cell(design: str, noise: str, groups: int, datasets: int, seed: int) -> dict
             for name, sums, value in (("A", a, truth[0][stat]), ("B", b, truth[1][stat])):
                 # what resampling.bootstrap returns as ci_low/ci_high, without drawing twice
                 estimate, jack[name] = resampling.jackknife_replicates(sums, stat)
-                _, low, high = resampling.jackknife_t_interval(stat, estimate, jack[name], LEVEL)
+                _, low, high = resampling.jackknife_t_interval(stat, estimate, jack[name], LEVEL,
+                                                               resampling.size_strata(sums))
                 record(f"{stat} {name}", "calibrated", low, high, value)
                 draws[name] = resampling.bootstrap_draws(sums, stat, REPLICATES, 42)
                 old = resampling.percentile_interval(estimate, draws[name][np.isfinite(draws[name])], LEVEL)
@@ -139,7 +149,7 @@ def main(argv=None) -> None:
     parser.add_argument("--short", action="store_true", help="200 data sets per cell, G = 10 and 30")
     parser.add_argument("--datasets", type=int, help="data sets per cell (default 2000, or 200 with --short)")
     parser.add_argument("--groups", default=None, help="comma-separated G values (default 10,30,100)")
-    parser.add_argument("--designs", default=None, help="comma-separated design numbers 1-5 (default all)")
+    parser.add_argument("--designs", default=None, help="comma-separated design numbers 1-7 (default all)")
     parser.add_argument("--seed-offset", type=int, default=0, help="fresh data sets (to add to an earlier run)")
     args = parser.parse_args(argv)
     datasets = args.datasets or (200 if args.short else 2000)

@@ -38,15 +38,17 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _open(data: str | None):
-    """DATA is a Parquet/CSV file, or FILE.duckdb:TABLE (attached read-only when the report runs,
-    see embsql.io.sources); returns (connection, source name)."""
+    """DATA is a Parquet/CSV file, a directory of Parquet files, a Lance dataset (lance://PATH, a
+    *.lance directory, lance://DIR?table=T), a saved Hugging Face dataset directory, or
+    FILE.duckdb:TABLE (attached read-only when the report runs, see embsql.io.sources); returns
+    (connection, source name)."""
     from embsql.io.registration import connect
-    from embsql.io.sources import attached_name
+    from embsql.io.sources import attached_name, is_lance
 
     con = connect()
     if data is None:
         return con, None
-    if attached_name(con, data) == data and not Path(data).exists():
+    if attached_name(con, data) == data and not Path(data).exists() and not is_lance(data):
         raise InputError(f"data file {data!r} does not exist")
     return con, data
 

@@ -133,7 +133,7 @@ def test_jackknife_icc_estimate_equals_emb_icc(con, groups10):
 def test_sql_jackknife_equals_python(con, groups10, stat):
     got_py = embsql.jackknife(con, "t", "g", "v", stat=stat).to_dicts()
     got_sql = sql_rows(con, f"SELECT * FROM emb_jackknife('t', 'g', 'v', stat := '{stat}')")
-    assert list(got_sql[0]) == ["stat", "estimate", "se", "groups"]
+    assert list(got_sql[0]) == ["stat", "estimate", "se", "groups", "sizes"]
     assert got_sql[0]["stat"] == got_py[0]["stat"] == stat
     assert got_sql[0]["groups"] == got_py[0]["groups"] == 10
     assert got_sql[0]["estimate"] == pytest.approx(got_py[0]["estimate"], rel=1e-12)
@@ -202,7 +202,7 @@ def test_sql_bootstrap_equals_python(con, stat):
     got_sql = sql_rows(con, f"SELECT * FROM emb_bootstrap('t', 'g', 'v', stat := '{stat}', replicates := 300, "
                             "seed := 5, level := 0.8)")[0]
     assert list(got_sql) == ["stat", "estimate", "se", "ci_low", "ci_high", "level", "replicates", "groups",
-                             "estimate_bc", "dropped", "calibrated"]
+                             "estimate_bc", "dropped", "calibrated", "sizes"]
     assert (got_sql["dropped"], got_sql["calibrated"]) == (got_py["dropped"], got_py["calibrated"]) == (0, False)
     for key in ("estimate", "se", "ci_low", "ci_high", "estimate_bc"):
         assert got_sql[key] == pytest.approx(got_py[key], rel=1e-10), key
@@ -326,7 +326,7 @@ def test_sql_compare_equals_python_and_ignores_row_order(con):
     got_sql = sql_rows(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item', stat := 'w_bar', "
                             "replicates := 300, seed := 8)")
     assert list(got_sql[0]) == ["model_a", "model_b", "estimate_a", "estimate_b", "difference", "se", "ci_low",
-                                "ci_high", "items", "same_items", "shared_items", "dropped", "calibrated"]
+                                "ci_high", "items", "same_items", "shared_items", "dropped", "calibrated", "sizes"]
     assert len(got_py) == len(got_sql) == 1
     for key, value in got_py[0].items():
         assert got_sql[0][key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value), key

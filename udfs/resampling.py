@@ -17,13 +17,13 @@ from embsql.errors import EmbsqlError
 from embsql.io.reading import unit_vectors
 
 INTERVAL = ("STRUCT(estimate DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, groups BIGINT, estimate_bc DOUBLE, "
-            "dropped BIGINT, calibrated BOOLEAN)")
+            "dropped BIGINT, calibrated BOOLEAN, sizes VARCHAR)")
 INTERVAL_TYPE = pa.struct([("estimate", pa.float64()), ("se", pa.float64()), ("ci_low", pa.float64()),
                            ("ci_high", pa.float64()), ("groups", pa.int64()), ("estimate_bc", pa.float64()),
-                           ("dropped", pa.int64()), ("calibrated", pa.bool_())])
+                           ("dropped", pa.int64()), ("calibrated", pa.bool_()), ("sizes", pa.string())])
 COMPARISON = ("STRUCT(model_a VARCHAR, model_b VARCHAR, estimate_a DOUBLE, estimate_b DOUBLE, difference DOUBLE, "
               "se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, items BIGINT, same_items BOOLEAN, shared_items BIGINT, "
-              "dropped BIGINT, calibrated BOOLEAN)[]")
+              "dropped BIGINT, calibrated BOOLEAN, sizes VARCHAR)[]")
 
 
 def _sums(labels, counts, within, sums, row) -> GroupSums:
@@ -52,7 +52,7 @@ def emb__jackknife(labels, counts, within, sums, stat):
 def _interval(result: resampling.Interval, groups: int) -> dict:
     return {"estimate": result.estimate, "se": result.se, "ci_low": result.ci_low, "ci_high": result.ci_high,
             "groups": groups, "estimate_bc": result.estimate_bc, "dropped": result.dropped,
-            "calibrated": result.calibrated}
+            "calibrated": result.calibrated, "sizes": result.sizes}
 
 
 def emb__bootstrap(labels, counts, within, sums, stat, replicates, seed, level):

@@ -19,25 +19,28 @@ from embsql.results import ResultTable
 
 @accepts_frames()
 def jackknife(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *, stat: str = "r2",
-              by: str | None = None) -> ResultTable:
-    """Leave-one-group-out SE of ``stat`` (r2, f, v, w_bar or icc), per by value."""
+              by: str | None = None, sizes: str = "auto") -> ResultTable:
+    """Leave-one-group-out SE of ``stat`` (r2, f, v, w_bar or icc), per by value.  ``sizes``: "fixed"
+    when the group sizes are fixed by the design, "random" when they come with the groups, "auto"
+    to decide from the sizes (embsql.core.resampling.size_strata); the ``sizes`` column says which."""
     rows = []
     for value, sums in group_sums(con, resolve(con, source), group, vector, by=by):
-        result = resampling.jackknife(sums, stat)
+        result = resampling.jackknife(sums, stat, sizes=sizes)
         rows.append({**({by: value} if by else {}), "stat": stat, "estimate": result.estimate, "se": result.se,
-                     "groups": len(sums.counts)})
+                     "groups": len(sums.counts), "sizes": result.sizes})
     return ResultTable.from_dicts("jackknife", ((by,) if by else ()) + JACKKNIFE_COLUMNS, rows)
 
 
 @accepts_frames()
 def bootstrap(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *, stat: str = "r2",
-              replicates: int = 2000, seed: int = 42, level: float = 0.95, by: str | None = None) -> ResultTable:
+              replicates: int = 2000, seed: int = 42, level: float = 0.95, by: str | None = None,
+              sizes: str = "auto") -> ResultTable:
     """Cluster bootstrap (groups resampled with replacement): the bootstrap SE, and the calibrated
     interval (ci_low, ci_high) around the bias-corrected estimate (estimate_bc); see
     embsql.core.resampling for the method and bench/validity_intervals.py for its coverage."""
     rows = []
     for value, sums in group_sums(con, resolve(con, source), group, vector, by=by):
-        result = resampling.bootstrap(canonical(sums), stat, replicates=replicates, seed=seed, level=level)
+        result = resampling.bootstrap(canonical(sums), stat, replicates=replicates, seed=seed, level=level, sizes=sizes)
         rows.append({**({by: value} if by else {}), **bootstrap_row(stat, result, level, replicates, len(sums.counts))})
     return ResultTable.from_dicts("bootstrap", ((by,) if by else ()) + BOOTSTRAP_COLUMNS, rows)
 
@@ -45,7 +48,7 @@ def bootstrap(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: s
 @accepts_frames()
 def compare(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, model: str, item: str, *,
             stat: str = "r2", replicates: int = 2000, seed: int = 42, level: float = 0.95,
-            common: bool = False) -> ResultTable:
+            common: bool = False, sizes: str = "auto") -> ResultTable:
     """Paired comparison of every pair of models, paired by group label.
 
     difference = estimate_a - estimate_b; se from the paired cluster jackknife (the same group
@@ -58,5 +61,5 @@ def compare(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str
     if len(parts) < 2:
         raise InputError(f"model column {model!r} has {len(parts)} model(s); a comparison needs at least two")
     models = {value: (part.extra, part.labels, part.unit) for value, part in parts}
-    rows = compare_rows(models, stat, replicates=replicates, seed=seed, level=level, common=common)
+    rows = compare_rows(models, stat, replicates=replicates, seed=seed, level=level, common=common, sizes=sizes)
     return ResultTable.from_dicts("compare", COMPARE_COLUMNS, rows)

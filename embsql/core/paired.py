@@ -14,18 +14,19 @@ from embsql.core.labels import text_key, text_order
 from embsql.core.sums import GroupSums
 from embsql.errors import BadLabelError, InputError
 
-JACKKNIFE_COLUMNS = ("stat", "estimate", "se", "groups")
+JACKKNIFE_COLUMNS = ("stat", "estimate", "se", "groups", "sizes")
 BOOTSTRAP_COLUMNS = ("stat", "estimate", "se", "ci_low", "ci_high", "level", "replicates", "groups", "estimate_bc",
-                     "dropped", "calibrated")
+                     "dropped", "calibrated", "sizes")
 COMPARE_COLUMNS = ("model_a", "model_b", "estimate_a", "estimate_b", "difference", "se", "ci_low", "ci_high", "items",
-                   "same_items", "shared_items", "dropped", "calibrated")
+                   "same_items", "shared_items", "dropped", "calibrated", "sizes")
 
 
 def bootstrap_row(stat: str, result: resampling.Interval, level: float, replicates: int, groups: int) -> dict:
     """One row of BOOTSTRAP_COLUMNS (the report's bootstrap section prints the same)."""
     return {"stat": stat, "estimate": result.estimate, "se": result.se, "ci_low": result.ci_low,
             "ci_high": result.ci_high, "level": level, "replicates": replicates, "groups": groups,
-            "estimate_bc": result.estimate_bc, "dropped": result.dropped, "calibrated": result.calibrated}
+            "estimate_bc": result.estimate_bc, "dropped": result.dropped, "calibrated": result.calibrated,
+            "sizes": result.sizes}
 
 
 def canonical(sums: GroupSums) -> GroupSums:
@@ -68,7 +69,8 @@ def shared_items(items_by_model: dict, common: bool) -> tuple[list, dict]:
                    for m, position in rows_of.items()}
 
 
-def compare_rows(models: dict, stat: str, *, replicates: int, seed: int, level: float, common: bool) -> list[dict]:
+def compare_rows(models: dict, stat: str, *, replicates: int, seed: int, level: float, common: bool,
+                 sizes: str = "auto") -> list[dict]:
     """``models``: model -> (item ids, group labels, unit vectors).  One row per pair of models.
 
     Models are paired by group label: the same groups are left out (jackknife) and drawn (bootstrap)
@@ -94,7 +96,7 @@ def compare_rows(models: dict, stat: str, *, replicates: int, seed: int, level: 
     for a, b in combinations(sorted(per_model, key=text_key), 2):
         check_same_groups(a, per_model[a], b, per_model[b])
         estimate_a, estimate_b, diff = resampling.paired(per_model[a], per_model[b], stat, replicates=replicates,
-                                                         seed=seed, level=level)
+                                                         seed=seed, level=level, sizes=sizes)
         shared = len(item_sets[a] & item_sets[b])
         rows.append(compare_row(a, b, estimate_a, estimate_b, diff, items=len(item_sets[a] | item_sets[b]),
                                 same_items=item_sets[a] == item_sets[b], shared_items=shared))
@@ -107,7 +109,7 @@ def compare_row(a, b, estimate_a: float, estimate_b: float, diff: resampling.Int
     return {"model_a": a, "model_b": b, "estimate_a": estimate_a, "estimate_b": estimate_b,
             "difference": diff.estimate, "se": diff.se, "ci_low": diff.ci_low, "ci_high": diff.ci_high,
             "items": items, "same_items": same_items, "shared_items": shared_items, "dropped": diff.dropped,
-            "calibrated": diff.calibrated}
+            "calibrated": diff.calibrated, "sizes": diff.sizes}
 
 
 def same_groups_problem(a, sums_a: GroupSums, b, sums_b: GroupSums) -> str | None:

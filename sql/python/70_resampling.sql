@@ -34,24 +34,26 @@ GROUP BY ALL
 ORDER BY __emb_b;
 
 CREATE OR REPLACE TEMP MACRO emb_jackknife(tbl, group_col, vector_col, stat := 'r2') AS TABLE
-    (SELECT stat AS stat, __emb_r.estimate AS estimate, __emb_r.se AS se, __emb_r.groups AS groups
+    (SELECT stat AS stat, __emb_r.estimate AS estimate, __emb_r.se AS se, __emb_r.groups AS groups,
+            __emb_r.sizes AS sizes
      FROM emb__resampled(tbl, group_col, vector_col, NULL, stat, 0, 0, 0.0, 'jackknife')),
     (tbl, group_col, vector_col, "by", stat := 'r2') AS TABLE
     (SELECT * EXCLUDE (__emb_all, __emb_b, __emb_r), stat AS stat, __emb_r.estimate AS estimate, __emb_r.se AS se,
-            __emb_r.groups AS groups
+            __emb_r.groups AS groups, __emb_r.sizes AS sizes
      FROM emb__resampled(tbl, group_col, vector_col, "by", stat, 0, 0, 0.0, 'jackknife'));
 
 CREATE OR REPLACE TEMP MACRO emb_bootstrap(tbl, group_col, vector_col, stat := 'r2', replicates := 2000, seed := 42,
                                       level := 0.95) AS TABLE
     (SELECT stat AS stat, __emb_r.estimate AS estimate, __emb_r.se AS se, __emb_r.ci_low AS ci_low,
             __emb_r.ci_high AS ci_high, level::DOUBLE AS level, replicates AS replicates, __emb_r.groups AS groups,
-            __emb_r.estimate_bc AS estimate_bc, __emb_r.dropped AS dropped, __emb_r.calibrated AS calibrated
+            __emb_r.estimate_bc AS estimate_bc, __emb_r.dropped AS dropped, __emb_r.calibrated AS calibrated,
+            __emb_r.sizes AS sizes
      FROM emb__resampled(tbl, group_col, vector_col, NULL, stat, replicates, seed, level, 'bootstrap')),
     (tbl, group_col, vector_col, "by", stat := 'r2', replicates := 2000, seed := 42, level := 0.95) AS TABLE
     (SELECT * EXCLUDE (__emb_all, __emb_b, __emb_r), stat AS stat, __emb_r.estimate AS estimate, __emb_r.se AS se,
             __emb_r.ci_low AS ci_low, __emb_r.ci_high AS ci_high, level::DOUBLE AS level, replicates AS replicates,
             __emb_r.groups AS groups, __emb_r.estimate_bc AS estimate_bc, __emb_r.dropped AS dropped,
-            __emb_r.calibrated AS calibrated
+            __emb_r.calibrated AS calibrated, __emb_r.sizes AS sizes
      FROM emb__resampled(tbl, group_col, vector_col, "by", stat, replicates, seed, level, 'bootstrap'));
 
 CREATE OR REPLACE TEMP MACRO emb_compare(tbl, group_col, vector_col, model_col, item_col, stat := 'r2',
