@@ -11,6 +11,7 @@
 from importlib.metadata import version
 
 from embsql.api.agreement import knn_agreement, mantel
+from embsql.api.compare_retrieval import compare_retrieval
 from embsql.api.decomposition import anova, anova_dist, groups
 from embsql.api.permutation import dispersion, permanova
 from embsql.api.resampling import bootstrap, compare, jackknife
@@ -42,4 +43,5 @@ __all__ = [
     "EmbsqlError", "InputError", "SourceNotFoundError", "ColumnNotFoundError", "ColumnTypeError",
     "BadVectorError", "BadLabelError", "DesignError", "DistanceTableError", "SqlInputError",
     "margins", "retrieval_summary", "retrieval_layers", "dose", "pairing",
+    "compare_retrieval",
 ]

@@ -2,6 +2,7 @@
 brute-force numpy computation written here (tests/retrieval_data.brute_force), blocks, near-ties
 closer than float32 can tell apart, exact ties, and invariance properties."""
 
+import math
 import shutil
 import subprocess
 import sys
@@ -152,7 +153,7 @@ def test_near_ties_below_float32_resolution_and_many_blocks(monkeypatch, blocks)
     con.register("d", docs)
     python = embsql.margins(con, "q", "d").to_dicts()
     assert_rows_equal(python, expected, tol=1e-15)
-    for route, sql_con in connections(queries, docs):
+    for _route, sql_con in connections(queries, docs):
         assert_rows_equal(sql_con.sql("SELECT * FROM emb_margins('q', 'd')").to_arrow_table().to_pylist(), expected,
                           tol=1e-15)
 
@@ -171,7 +172,7 @@ def test_exact_ties_count_against_the_positive():
     rows = embsql.margins(con, "q", "d").to_dicts()
     assert [(r["rank"], r["ties"], r["top1"], r["m"], r["margin"]) for r in rows[:2]] == [(2, 1, False, 0.0, 0.0)] * 2
     assert rows[2]["top1"] and rows[2]["ties"] == 0
-    for route, sql_con in connections(q, d):
+    for _route, sql_con in connections(q, d):
         assert_rows_equal(sql_con.sql("SELECT * FROM emb_margins('q', 'd')").to_arrow_table().to_pylist(), rows)
 
 
@@ -185,7 +186,7 @@ def test_float32_fixed_size_arrays():
     con.register("q", queries)
     con.register("d", docs)
     assert_rows_equal(embsql.margins(con, "q", "d", model="model").to_dicts(), expected)
-    for route, sql_con in connections(queries, docs):
+    for _route, sql_con in connections(queries, docs):
         got = sql_con.sql("SELECT * FROM emb_margins('q', 'd', model_col := 'model')").to_arrow_table().to_pylist()
         assert_rows_equal(got, expected)
 
@@ -277,3 +278,154 @@ def test_kernel_equals_brute_force_on_random_data(seed, nq, nd, dim, groups, dup
     got = [{"qid": i, **{f: getattr(result, f)[i] for f in ("d_pos2", "d_neg2", "margin", "m", "top1", "rank", "ties")}}
            for i in range(nq)]
     assert_rows_equal(got, expected)
+
+
+# ---- many relevant documents (qrels) ----------------------------------------------------------
+
+
+def _angles(*degrees):
+    return [[math.cos(math.radians(a)), math.sin(math.radians(a))] for a in degrees]
+
+
+HAND_DOCS = pa.table({"doc_id": ["r1", "r2", "n1", "n2"], "vector": _angles(60, 30, 45, 90)})
+HAND_QUERIES = pa.table({"qid": ["q1", "q2"], "vector": _angles(0, 50)})
+HAND_QRELS = pa.table({"qid": ["q1", "q1", "q2", "q2", "q2"], "doc_id": ["r1", "r2", "r1", "r2", "n2"],
+                       "relevance": [1, 2, 1, 2, 0]})
+
+
+def _chord2(degrees):
+    return 2 - 2 * math.cos(math.radians(degrees))
+
+
+@pytest.mark.parametrize("threshold,expected", [
+    # q1 at 0 deg: nearest relevant r2 (30 deg away), nearest non-relevant n1 (45); nothing beats r2
+    # q2 at 50 deg: nearest relevant r1 (10 deg), nearest non-relevant n1 (5): rank 2 (n2, judged 0, is not relevant)
+    (1, {"q1": (30, 45, 1), "q2": (10, 5, 2)}),
+    # relevance >= 2: only r2 is relevant, so r1 becomes a distractor
+    # q1: d+ r2 (30), d- n1 (45), rank 1; q2: d+ r2 (20), d- n1 (5), above it n1 and r1 (10): rank 3
+    (2, {"q1": (30, 45, 1), "q2": (20, 5, 3)}),
+])
+def test_hand_worked_many_relevant_documents(threshold, expected):
+    con = embsql.connect()
+    rows = embsql.margins(con, HAND_QUERIES, HAND_DOCS, qrels=HAND_QRELS, relevance_threshold=threshold).to_dicts()
+    for row in rows:
+        pos, neg, rank = expected[row["qid"]]
+        d_pos2, d_neg2 = _chord2(pos), _chord2(neg)
+        assert row["d_pos2"] == pytest.approx(d_pos2, abs=1e-15) and row["d_neg2"] == pytest.approx(d_neg2, abs=1e-15)
+        assert row["m"] == pytest.approx((d_neg2 - d_pos2) / (d_neg2 + d_pos2), abs=1e-14)
+        assert row["margin"] == pytest.approx(math.cos(math.radians(pos)) - math.cos(math.radians(neg)), abs=1e-15)
+        assert (row["rank"], row["top1"], row["ties"]) == (rank, rank == 1, 0)
+
+
+def test_trec_qrels_file_gives_the_same_rows(tmp_path):
+    path = tmp_path / "qrels.txt"
+    path.write_text("".join(f"{r['qid']} 0 {r['doc_id']} {r['relevance']}\n" for r in HAND_QRELS.to_pylist()))
+    con = embsql.connect()
+    assert embsql.margins(con, HAND_QUERIES, HAND_DOCS, qrels=str(path)).to_dicts() == \
+        embsql.margins(con, HAND_QUERIES, HAND_DOCS, qrels=HAND_QRELS).to_dicts()
+
+
+def test_one_relevant_document_each_equals_the_positive_column():
+    queries, docs = rd.make(11, topics=4, docs_per_topic=5, questions=8)     # qrels hold for every model
+    qrels = pa.table({"qid": queries.column("qid"), "doc_id": queries.column("positive"),
+                      "relevance": pa.array([3] * queries.num_rows)})
+    con = embsql.connect()
+    by_positive = embsql.margins(con, queries, docs, model="model").to_dicts()
+    by_qrels = embsql.margins(con, queries.drop(["positive"]), docs, model="model", qrels=qrels).to_dicts()
+    assert by_qrels == by_positive
+    assert embsql.retrieval_summary(con, queries.drop(["positive"]), docs, model="model", qrels=qrels).to_dicts() == \
+        embsql.retrieval_summary(con, queries, docs, model="model").to_dicts()
+
+
+def _relevant_kernel(seed, nq, nd, dim, per_query):
+    rng = np.random.default_rng(seed)
+    docs = rd.unit(rng.normal(size=(nd, dim)))
+    rq, rdoc = [], []
+    for q in range(nq):
+        chosen = rng.choice(nd - 1, size=min(per_query, nd - 1), replace=False)
+        rq += [q] * len(chosen)
+        rdoc += chosen.tolist()
+    rq, rdoc = np.array(rq), np.array(rdoc)
+    queries = rd.unit(docs[rdoc[np.r_[0, np.flatnonzero(np.diff(rq)) + 1]]] + rng.uniform(0.1, 2)
+                      * rng.normal(size=(nq, dim)))
+    return queries, rq, rdoc, docs
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), nq=st.integers(1, 20), nd=st.integers(3, 30), dim=st.integers(2, 10),
+       per_query=st.integers(1, 5))
+def test_many_relevant_sign_property_and_brute_force(seed, nq, nd, dim, per_query):
+    """m > 0 exactly when the nearest relevant document beats every non-relevant one, and every
+    figure equals a float64 brute force written here."""
+    queries, rq, rdoc, docs = _relevant_kernel(seed, nq, nd, dim, per_query)
+    result = margin_scan.compute_relevant(queries, rq, rdoc, docs)
+    sims = queries @ docs.T
+    tol = margin_scan.tie_tolerance(dim)
+    for q in range(nq):
+        relevant = np.zeros(nd, bool)
+        relevant[rdoc[rq == q]] = True
+        best_rel, best_non = sims[q][relevant].max(), sims[q][~relevant].max()
+        higher = int(np.sum(sims[q][~relevant] > best_rel + tol))
+        ties = int(np.sum(np.abs(sims[q][~relevant] - best_rel) <= tol))
+        assert (result.rank[q], result.ties[q]) == (1 + higher + ties, ties)
+        assert result.top1[q] == (result.m[q] > 0) == (best_rel > best_non + tol)
+        if ties == 0 or higher > 0:
+            d_pos2 = np.sum((queries[q] - docs[relevant][np.argmax(sims[q][relevant])]) ** 2)
+            d_neg2 = np.sum((queries[q] - docs[~relevant][np.argmax(sims[q][~relevant])]) ** 2)
+            assert result.m[q] == pytest.approx((d_neg2 - d_pos2) / (d_neg2 + d_pos2), abs=1e-12)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), extra=st.integers(0, 5), lam=st.floats(0.05, 1.0))
+def test_many_relevant_m_is_unchanged_by_a_similarity_transform(seed, extra, lam):
+    queries, rq, rdoc, docs = _relevant_kernel(seed, 20, 25, 6, 3)
+    rng = np.random.default_rng(seed + 1)
+    rotation = np.linalg.qr(rng.normal(size=(6 + extra, 6 + extra)))[0][:, :6]
+    lift = lambda z: np.hstack([np.sqrt(lam) * z @ rotation.T, np.full((len(z), 1), np.sqrt(1 - lam))])
+    before = margin_scan.compute_relevant(queries, rq, rdoc, docs)
+    after = margin_scan.compute_relevant(lift(queries), rq, rdoc, lift(docs))
+    assert np.array_equal(before.rank, after.rank)
+    np.testing.assert_allclose(after.m, before.m, atol=1e-9)
+    np.testing.assert_allclose(after.d_pos2, lam * before.d_pos2, atol=1e-12)
+
+
+@pytest.mark.parametrize("qrels,kwargs,error,words", [
+    ({"qid": ["q1", "q9"], "doc_id": ["r1", "r1"], "relevance": [1, 1]}, {}, embsql.BadLabelError,
+     "qid 'q9' is not a qid of the queries"),
+    ({"qid": ["q1", "q2"], "doc_id": ["r1", "zz"], "relevance": [1, 1]}, {}, embsql.BadLabelError,
+     "doc_id 'zz' is not a doc_id of the documents"),
+    ({"qid": ["q1", "q2"], "doc_id": ["r1", "r1"], "relevance": [1, -1]}, {}, embsql.InputError,
+     "relevance -1 is not a whole number >= 0"),
+    ({"qid": ["q1", "q2"], "doc_id": ["r1", "r1"], "relevance": [1, 1.5]}, {}, embsql.InputError,
+     "relevance 1.5 is not a whole number >= 0"),
+    ({"qid": ["q1", "q1", "q2"], "doc_id": ["r1", "r1", "r1"], "relevance": [1, 2, 1]}, {}, embsql.InputError,
+     "given more than once"),
+    ({"qid": ["q1", "q2"], "doc_id": ["r1", "r1"], "relevance": [1, 0]}, {}, embsql.DesignError,
+     "query 'q2' has no document with relevance >= 1"),
+    ({"qid": ["q1", "q2"], "doc_id": ["r1", "r1"], "relevance": [1, 1]}, {"relevance_threshold": 0},
+     embsql.InputError, "relevance_threshold must be a whole number >= 1"),
+    ({"qid": ["q1", "q2"], "doc_id": ["r1", "r1"], "relevance": [1, 1]}, {"scope": "group"}, embsql.InputError,
+     "qrels work with scope 'corpus'"),
+])
+def test_bad_qrels_are_named(qrels, kwargs, error, words):
+    with pytest.raises(error) as caught:
+        embsql.margins(embsql.connect(), HAND_QUERIES, HAND_DOCS, qrels=pa.table(qrels), **kwargs)
+    assert words in str(caught.value)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), nq=st.integers(1, 25), nd=st.integers(2, 40), dim=st.integers(2, 10),
+       duplicates=st.integers(0, 3))
+def test_one_relevant_each_is_the_positive_kernel_exactly(seed, nq, nd, dim, duplicates):
+    """compute_relevant with one relevant document per query gives compute's numbers bit for bit,
+    exact ties (duplicated documents) included."""
+    rng = np.random.default_rng(seed)
+    docs = rd.unit(rng.normal(size=(nd, dim)))
+    docs[rng.integers(0, nd, duplicates)] = docs[rng.integers(0, nd, duplicates)]
+    positive = rng.integers(0, nd, nq)
+    queries = rd.unit(docs[positive] + rng.uniform(0.05, 2) * rng.normal(size=(nq, dim)))
+    one = margin_scan.compute(queries, positive, docs)
+    order = rng.permutation(nq)                      # qrels in any order
+    many = margin_scan.compute_relevant(queries, order, positive[order], docs)
+    for field in ("d_pos2", "d_neg2", "margin", "m", "top1", "rank", "ties"):
+        assert np.array_equal(getattr(one, field), getattr(many, field)), field

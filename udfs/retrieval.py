@@ -4,7 +4,7 @@ matrix products, and the dose of emb_retrieval_dose.
 Each row of a call is one model: its queries (qids as text for messages, positives, vectors) and
 its documents (doc_ids, groups, vectors) as lists.  Vectors are checked and scaled here (naming
 the query or document); the numerics are the ones the Python API runs:
-embsql.api.retrieval.model_margins (the scan is embsql.core.margins) and embsql.core.dose.
+embsql.core.margins.model_margins and embsql.core.dose.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from embsql.core.labels import sort_key
 from embsql.core.margins import cluster_jackknife_ratio
 from embsql.core.permutation import permutation_result
 from embsql.core.resampling import jackknife_se
+from embsql.core.structure import mean_w_tilde
 from embsql.core.sums import GroupSums
 from embsql.errors import DesignError, InputError
 
@@ -150,3 +151,20 @@ def _cell_w_tilde(gram: np.ndarray, shuffled: np.ndarray, defined: np.ndarray, n
             w = size / (size - 1) * np.maximum(0.0, 1 - squared / (size * size))
         out[low:low + len(block)] = np.where(defined, w, 0.0)
     return out
+
+
+DOSE_COLUMNS = ("model", "level", "queries", "groups", "w_tilde_q", "se", "step", "step_se", "w_tilde_g",
+                "ratio", "monotone", "p_value", "permutations", "dose_works")
+
+
+def dose_rows(m, q, d, permutations: int, seed: int, alpha: float) -> list[dict]:
+    """Rows of DOSE_COLUMNS for model ``m``: ``q`` the query rows (group, level, keys, unit), ``d``
+    the document rows (group, unit) or None; the ratio is W~_q / W~_g (mean W~ of the document groups)."""
+    result = analyse(q.group.tolist(), q.level.tolist(), q.keys, q.unit, permutations=permutations, seed=seed,
+                     alpha=alpha)
+    w_g = mean_w_tilde(d.group, d.unit)[2] if d is not None else None
+    return [{"model": m, "level": lv.level, "queries": lv.queries, "groups": lv.groups, "w_tilde_q": lv.w_tilde_q,
+             "se": lv.se, "step": lv.step, "step_se": lv.step_se, "w_tilde_g": w_g,
+             "ratio": None if lv.w_tilde_q is None or not w_g else lv.w_tilde_q / w_g,
+             "monotone": result.monotone, "p_value": result.p_value, "permutations": result.permutations,
+             "dose_works": result.works} for lv in result.levels]

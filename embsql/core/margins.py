@@ -33,6 +33,7 @@ EPS32 = float(np.finfo(np.float32).eps)
 BLOCK_ELEMENTS = 1 << 24      # float32 similarities per block (64 MB): bounds memory, stays BLAS-sized
 QUERY_BLOCK = 2048
 RECALL_AT = (1, 5, 10)
+MARGIN_COLUMNS = ("model", "qid", "d_pos2", "d_neg2", "margin", "m", "top1", "rank", "ties")
 QUANTILES = {"m_p05": 0.05, "m_p25": 0.25, "m_median": 0.5, "m_p75": 0.75, "m_p95": 0.95}
 
 
@@ -87,8 +88,10 @@ def _exact(q64: np.ndarray, d64: np.ndarray, rows: np.ndarray, cols: np.ndarray)
     return np.einsum("ij,ij->i", q64[rows], d64[cols])
 
 
-def _scan(q64: np.ndarray, d64: np.ndarray, positive: np.ndarray, s_pos: np.ndarray, tol: float) -> _Scan:
-    """Compare every query with every document except its positive (positive: row in d64)."""
+def _scan(q64: np.ndarray, d64: np.ndarray, relevant: tuple[np.ndarray, np.ndarray], s_pos: np.ndarray,
+          tol: float) -> _Scan:
+    """Compare every query with every document except its relevant ones: ``relevant`` holds the
+    (query row, document row) pairs left out (one positive per query, or every relevant document)."""
     nq, dim = q64.shape
     delta = screen_error(dim)
     hi = _f32_up(s_pos + delta + tol)           # float32 above hi: certainly higher than s+ + tol
@@ -98,13 +101,16 @@ def _scan(q64: np.ndarray, d64: np.ndarray, positive: np.ndarray, s_pos: np.ndar
     running = np.full(nq, -np.inf, np.float32)  # float32 best distractor so far
     q_block = min(nq, QUERY_BLOCK)
     d_block = max(1, BLOCK_ELEMENTS // max(q_block, 1))
+    by_query = np.argsort(relevant[0], kind="stable")
+    left_query, left_doc = relevant[0][by_query], relevant[1][by_query]
     for q0 in range(0, nq, q_block):
         rows = slice(q0, min(nq, q0 + q_block))
+        low, high = np.searchsorted(left_query, [rows.start, rows.stop])
+        block_query, block_doc = left_query[low:high] - q0, left_doc[low:high]
         for d0 in range(0, len(d64), d_block):
             s = q32[rows] @ d32[d0:d0 + d_block].T
-            local = positive[rows] - d0
-            here = np.flatnonzero((local >= 0) & (local < s.shape[1]))
-            s[here, local[here]] = -np.inf
+            here = (block_doc >= d0) & (block_doc < d0 + s.shape[1])
+            s[block_query[here], block_doc[here] - d0] = -np.inf
             block_max = s.max(axis=1)
             _count(s, block_max, q0, d0, hi[rows], lo[rows], q64, d64, s_pos, tol, state)
             _best(s, block_max, q0, d0, running[rows], 2 * delta, q64, d64, state)
@@ -167,7 +173,7 @@ def compute(queries: np.ndarray, positive: np.ndarray, docs: np.ndarray, doc_gro
     tol = tie_tolerance(queries.shape[1])
     s_pos = np.einsum("ij,ij->i", queries, docs[positive])
     if doc_groups is None:
-        state = _scan(queries, docs, positive, s_pos, tol)
+        state = _scan(queries, docs, (np.arange(len(queries)), positive), s_pos, tol)
     else:
         state = _Scan.empty(len(queries))
         query_group = doc_groups[positive]
@@ -178,9 +184,36 @@ def compute(queries: np.ndarray, positive: np.ndarray, docs: np.ndarray, doc_gro
         for q_rows, low, high in zip(np.split(order, starts[1:]), *bounds):
             members = by_group[low:high]                           # ascending rows (stable sort)
             local = np.searchsorted(members, positive[q_rows])
-            part = _scan(queries[q_rows], docs[members], local, s_pos[q_rows], tol)
+            part = _scan(queries[q_rows], docs[members], (np.arange(len(q_rows)), local), s_pos[q_rows], tol)
             state.best[q_rows], state.higher[q_rows], state.ties[q_rows] = part.best, part.higher, part.ties
             state.best_index[q_rows] = members[part.best_index]
+    return _finish(queries, docs, positive, s_pos, state)
+
+
+def compute_relevant(queries: np.ndarray, relevant_query: np.ndarray, relevant_doc: np.ndarray,
+                     docs: np.ndarray) -> Margins:
+    """Margins with any number of relevant documents per query (scope 'corpus').
+
+    ``relevant_query``, ``relevant_doc``: the (query row, document row) pairs judged relevant;
+    every query needs one, and one document that is not (the caller checks and names the query).
+    d+ is the nearest relevant document, d- the nearest non-relevant one; the rank is that of the
+    first relevant document (ties with non-relevant ones count against it), so with one relevant
+    document per query this is :func:`compute` exactly.
+    """
+    relevant_query = np.asarray(relevant_query, dtype=np.int64)
+    relevant_doc = np.asarray(relevant_doc, dtype=np.int64)
+    similarity = np.einsum("ij,ij->i", queries[relevant_query], docs[relevant_doc])
+    order = np.lexsort((similarity, relevant_query))          # by query, then by similarity: the last is d+
+    last = order[np.r_[relevant_query[order][1:] != relevant_query[order][:-1], True]]
+    positive = np.empty(len(queries), np.int64)
+    positive[relevant_query[last]] = relevant_doc[last]
+    s_pos = np.einsum("ij,ij->i", queries, docs[positive])
+    state = _scan(queries, docs, (relevant_query, relevant_doc), s_pos, tie_tolerance(queries.shape[1]))
+    return _finish(queries, docs, positive, s_pos, state)
+
+
+def _finish(queries, docs, positive, s_pos, state: _Scan) -> Margins:
+    """Distances, margins and ranks from a finished scan (positive: the row of d+ per query)."""
     if (state.best_index < 0).any():
         raise AssertionError("a query without distractors reached the margin kernel")
     d_pos2 = _squared_distances(queries, docs[positive])
@@ -259,3 +292,44 @@ def model_margins(q_ids: list, positive: np.ndarray, q_unit: np.ndarray, d_keys:
                           f"document of group {d_groups[rows[i]]!r}, so scope 'group' leaves it no distractor "
                           f"({len(lonely)} such queries); use scope 'corpus' or add documents")
     return compute(q_unit, rows, d_unit, codes)
+
+
+def margin_dicts(model, qids: list, result: Margins) -> list[dict]:
+    """Rows of MARGIN_COLUMNS for one model's queries (in the order of ``qids``)."""
+    return [{"model": model, "qid": qid, "d_pos2": float(a), "d_neg2": float(b), "margin": float(c), "m": float(e),
+             "top1": bool(f), "rank": int(g), "ties": int(h)}
+            for qid, a, b, c, e, f, g, h in zip(qids, result.d_pos2, result.d_neg2, result.margin, result.m,
+                                                result.top1, result.rank, result.ties)]
+
+
+def relevant_margins(q_ids: list, q_keys: np.ndarray, q_unit: np.ndarray, d_keys: np.ndarray, d_unit: np.ndarray,
+                     judged: tuple[list, list, list], threshold: int = 1, model=None, name: str = "qrels") -> Margins:
+    """Margins from qrels: ``judged`` = (qids, doc_ids, relevance) as text, text, whole numbers.
+
+    A document is relevant to a query when its relevance is at least ``threshold``; every other
+    document (judged below it, or not judged) is a distractor.  Every qrels id must be in the tables,
+    and every query needs one relevant document and one distractor: each is an error naming it."""
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, np.integer)) or threshold < 1:
+        raise InputError(f"relevance_threshold must be a whole number >= 1, not {threshold!r}")
+    query_row = {k: i for i, k in enumerate(q_keys.tolist())}
+    doc_row = {k: i for i, k in enumerate(d_keys.tolist())}
+    qids, docs, relevance = judged
+    for ids, rows, what in ((qids, query_row, "qid"), (docs, doc_row, "doc_id")):
+        absent = [x for x in ids if x not in rows]
+        if absent:
+            raise BadLabelError(f"{name}: {what} {absent[0]!r} is not a {what} of the "
+                                f"{'queries' if what == 'qid' else 'documents'}{model_text(model)} "
+                                f"({len(set(absent))} such ids); qrels must refer to rows of the tables")
+    keep = [i for i, r in enumerate(relevance) if r >= threshold]
+    rq = np.fromiter((query_row[qids[i]] for i in keep), np.int64, len(keep))
+    rd = np.fromiter((doc_row[docs[i]] for i in keep), np.int64, len(keep))
+    counts = np.bincount(rq, minlength=len(q_keys))
+    if (counts == 0).any():
+        i = int(np.flatnonzero(counts == 0)[0])
+        raise DesignError(f"query {q_ids[i]!r}{model_text(model)} has no document with relevance >= {threshold} in "
+                          f"{name} ({int((counts == 0).sum())} such queries): its margin is undefined; leave those "
+                          "queries out or lower relevance_threshold")
+    if (counts >= len(d_keys)).any():
+        i = int(np.flatnonzero(counts >= len(d_keys))[0])
+        raise DesignError(f"query {q_ids[i]!r}{model_text(model)}: every document is relevant, so it has no distractor")
+    return compute_relevant(q_unit, rq, rd, d_unit)

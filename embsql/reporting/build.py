@@ -426,7 +426,7 @@ class Report:
                          "note"), rows)
 
     def _retrieval(self, con) -> ReportResult:
-        from embsql.api import retrieval
+        from embsql.reporting import retrieval
 
         if self.queries is None:
             raise InputError("the retrieval section needs query and document tables (queries=..., docs=...)")

@@ -75,3 +75,61 @@ COMPARE = ("Paired comparison across models, paired by group label: the same gro
            "are a studentized bootstrap interval (each resample's difference divided by its own jackknife SE), "
            "which covered 92.5–97% from 30 groups on; calibrated is false below 30 groups; dropped counts "
            "resamples in which the difference was undefined.")
+
+
+# ---- the retrieval layers (embsql.retrieval_layers and the report's retrieval section) ----
+
+RETRIEVAL_PAIRING = (
+    "Same grouping (paraphrases of one question) on both sides: the input is the query embeddings, the "
+    "output per-query correctness (top-1 as 0/1).  Compare same-side figures only (R2 with R2, ICC with "
+    "ICC): R2 has no correction and ICC has one.  A difference between input and output is a clue (high "
+    "input identity but low output identity suggests paraphrasing changes results somewhere in the "
+    "system), not an effect size: the two live in different response spaces, and the corpus, the decision "
+    "boundary, near-miss documents and later stages also move the output.  The trace ICC of embeddings is "
+    "a stated multivariate extension, not the standard ICC; the ANOVA ICC of a 0/1 outcome is not the "
+    "latent-scale ICC of a logistic mixed model.")
+RETRIEVAL_EFF_DIM = (
+    "eff_dim is the participation ratio (sum of covariance eigenvalues)^2 / (sum of squares): an "
+    "eigenvalue-based 'number of directions'.  With n items it is bounded by n - 1, so when n <= d "
+    "(eff_dim_bounded) it mostly reflects the sample size; prefer the mean-based figures.")
+RETRIEVAL = {
+    "query_stability": (
+        "Layer 1, within the queries: R2 is the share of query spread between paraphrase groups (same design only, "
+        "similarity-invariant, biased upward: compare with r2_null); W~_q, the mean size-corrected spread of a "
+        "paraphrase group (singletons excluded), is how far paraphrasing moves a query (with a level column the "
+        "groups pool every level; the dose section splits W~_q by level).  Neither says whether retrieval "
+        "succeeds: that is decided by the alignment of queries with their documents (layer 3). "
+        + RETRIEVAL_EFF_DIM),
+    "document_structure": (
+        "Layer 2, within the documents: R2 says how clearly the topic groups separate; W~_g is the overall spread "
+        "of a topic group (size-corrected), NOT the crowding around the correct document: a wide group can still "
+        "hold one near-duplicate of d+ that wins.  Do not read W~_g as retrieval difficulty; the margin m "
+        "(layer 3) is the figure for that. " + RETRIEVAL_EFF_DIM),
+    "alignment": (
+        "Layer 3, queries against documents: m = (d-^2 - d+^2)/(d-^2 + d+^2) in [-1, 1] is the room a query has "
+        "to its correct document; scale-free (unchanged by similarity transforms), so comparable across models, "
+        "and m > 0 exactly when d+ ranks first.  It says nothing about ranks below the first.  m_mean_se is a "
+        "cluster jackknife over paraphrase groups; quantiles carry no SE.  A tie with a distractor gives m = 0."),
+    "rank": (
+        "Layer 4, final ranks in the stated scope: top-1, recall@k and MRR depend only on the order of "
+        "similarities (unchanged by any monotone transform).  A distractor tied with d+ counts as ranked above "
+        "it.  SEs are cluster jackknives over paraphrase groups (paraphrases of one question are not "
+        "independent).  These say how often retrieval succeeds, not why: layers 1-3 are the diagnosis."),
+    "pairing": RETRIEVAL_PAIRING,
+    "dose": (
+        "W~_q per level says whether the paraphrase manipulation works as a dose (spread grows with level); it "
+        "does not say whether real inputs fall in that range.  p_value is one-sided (levels permuted within "
+        "paraphrase groups): small means spread increases with level beyond chance, not by how much.  The ratio "
+        "W~_q / W~_g is descriptive: how far paraphrasing moves a query relative to the spread of the "
+        "document groups, not a difficulty measure (W~_g is not crowding around d+)."),
+}
+
+COMPARE_RETRIEVAL = (
+    "Paired comparison of retrieval models on the same queries: difference = mean_a − mean_b of the per-query "
+    "metric. The p-value is a randomization test that swaps the two models' scores for whole paraphrase groups "
+    "(paraphrases of one question share their difference, so swapping single queries would reject too often: "
+    "9–27% instead of 5% in simulation); p_adjusted corrects for every pair compared (Holm by default). The "
+    "interval is difference ± t(G−1) × a cluster-robust SE over the groups; it covered 94.3–95.5% from 30 "
+    "groups on in simulation, and calibrated is false below 30 groups. Without paraphrase groups every query "
+    "counts as independent. A significant difference says which model is ahead on these queries' population, "
+    "not that the gap matters: read the difference and its interval for that.")

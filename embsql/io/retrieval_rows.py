@@ -1,0 +1,185 @@
+"""Reading the retrieval tables: queries and documents from DuckDB, per model, as unit vectors.
+
+queries: qid, paraphrase group, optional level, the id of its one correct document (positive), vector.
+docs:    doc_id, topic group, vector.
+Both may carry a model column: each model's queries are then matched with that model's documents.
+
+The rows stream from DuckDB as Arrow batches (as in embsql.io.reading); every vector is checked
+and scaled to unit length there, and a bad one is named by its row and id.  scalar_icc runs the
+SQL macro emb_icc on per-query 0/1 outcomes (the output side of the pairing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from embsql.core.labels import sort_key
+from embsql.core.margins import model_text
+from embsql.errors import BadLabelError, BadVectorError, InputError, SqlInputError
+from embsql.io.reading import BATCH_ROWS, KEY, G, RowNamer, unit_vectors
+from embsql.io.registration import register
+from embsql.io.sources import Source, resolve
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Column names in the two tables (defaults as documented in sql/README.md)."""
+
+    qid: str = "qid"
+    group: str = "group"
+    level: str | None = None
+    positive: str = "positive"
+    vector: str = "vector"
+    doc_id: str = "doc_id"
+    doc_group: str = "group"
+    doc_vector: str = "vector"
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class Rows:
+    """The rows of one model of one table, in scan order."""
+
+    ids: list                       # the id column as it is (qid or doc_id)
+    keys: np.ndarray                # the same ids as text: how positives are matched to doc_ids
+    group: np.ndarray | None
+    level: np.ndarray | None
+    positive: np.ndarray | None     # queries: the positive's id as text
+    unit: np.ndarray
+
+
+_ALIASES = {"model": "__emb_b", "id": KEY, "key": "__emb_kstr", "group": G, "level": "__emb_l",
+            "positive": "__emb_p", "vector": "__emb_v"}
+
+
+def read_rows(con, source: Source, columns: dict[str, tuple[str | None, str]], what: str) -> dict[object, Rows]:
+    """Read one table: ``columns`` maps a part (id, group, level, positive, vector, model) to
+    (column name or None, role name for messages).  Returns {model value: Rows}."""
+    select = []
+    for part, alias in _ALIASES.items():
+        if part == "key":
+            name = columns["id"][0]
+            select.append(exp.alias_(exp.cast(exp.column(name, quoted=True), "VARCHAR"), alias))
+            continue
+        name, role = columns.get(part, (None, part))
+        if name is None:
+            select.append(exp.alias_(exp.null(), alias))
+            continue
+        source.require(name, role)
+        column = exp.column(name, quoted=True)
+        # positives are matched to doc_ids as text (the key), as in the SQL macros
+        select.append(exp.alias_(exp.cast(column, "VARCHAR") if part == "positive" else column, alias))
+    source.vector_dimension(columns["vector"][0])
+    query = exp.select(*select).from_(source.table.copy()).sql("duckdb")
+    parts: dict[object, list] = {}
+    dims: dict[object, int] = {}
+    first_row = 0
+    for batch in con.sql(query).to_arrow_reader(BATCH_ROWS):
+        models = batch.column("__emb_b")
+        if columns.get("model", (None,))[0] is not None and models.null_count:
+            where = RowNamer(batch, np.arange(batch.num_rows), first_row, columns.get("group", (None,))[0])
+            raise BadLabelError(f"{what} {source.name!r}: model column {columns['model'][0]!r} is NULL at "
+                                f"{where(int(np.flatnonzero(models.is_null().to_numpy(zero_copy_only=False))[0]))}")
+        values = [None] if columns.get("model", (None,))[0] is None else pc.unique(models).to_pylist()
+        for value in values:
+            mask = None if value is None else pc.equal(models, pa.scalar(value, models.type))
+            rows = np.arange(batch.num_rows) if mask is None else np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+            part = batch if mask is None else batch.filter(mask)
+            where = RowNamer(batch, rows, first_row, columns.get("group", (None,))[0])
+            for name in ("id", "group", "level", "positive"):
+                column_name, role = columns.get(name, (None, name))
+                alias = _ALIASES[name]
+                if column_name is not None and part.column(alias).null_count:
+                    bad = int(np.flatnonzero(part.column(alias).is_null().to_numpy(zero_copy_only=False))[0])
+                    raise BadLabelError(f"{what} {source.name!r}: {role} column {column_name!r} is NULL at {where(bad)}")
+            try:
+                unit = unit_vectors(part.column("__emb_v"), where, columns["vector"][0], dims.get(value))
+            except BadVectorError as error:
+                raise BadVectorError(f"{what} {source.name!r}{model_text(value)}: {error}") from None
+            dims.setdefault(value, unit.shape[1])
+            # keep the labels and the unit vectors, not the raw vectors (memory: one copy of the data)
+            labels = [name for name in part.schema.names if name != "__emb_v"]
+            parts.setdefault(value, []).append((pa.RecordBatch.from_arrays([part.column(x) for x in labels], labels),
+                                                unit))
+        first_row += batch.num_rows
+    if first_row == 0:
+        raise InputError(f"{what} {source.name!r} has no rows")
+    out = {}
+    for value in list(parts):
+        chunks = parts.pop(value)
+        table = pa.Table.from_batches([c[0] for c in chunks])
+        keys = objects(table, _ALIASES["key"])
+        out[value] = Rows(table.column(KEY).to_pylist(), keys,
+                          objects(table, G) if columns.get("group", (None,))[0] else None,
+                          objects(table, "__emb_l") if columns.get("level", (None,))[0] else None,
+                          objects(table, "__emb_p") if columns.get("positive", (None,))[0] else None,
+                          np.vstack([c[1] for c in chunks]))
+        check_unique(keys, columns["id"], what, source.name, value)
+    return out
+
+
+def objects(table: pa.Table, alias: str) -> np.ndarray:
+    return np.asarray(table.column(alias).to_pylist(), dtype=object)
+
+
+def check_unique(keys: np.ndarray, column: tuple[str, str], what: str, name: str, model) -> None:
+    if len(set(keys.tolist())) == len(keys):
+        return
+    seen = set()
+    duplicate = next(k for k in keys.tolist() if k in seen or seen.add(k))
+    raise BadLabelError(f"{what} {name!r}{model_text(model)}: {column[1]} column {column[0]!r} has "
+                        f"{duplicate!r} more than once; each {column[1]} must identify one row")
+
+
+def load_models(con, queries: str, docs: str | None, cols: Columns, *, query_group: bool, query_level: bool,
+          doc_group: bool, positive: bool = True) -> list[tuple[object, Rows, Rows | None]]:
+    """[(model, query rows, doc rows)] in model order, each model's tables checked against each other."""
+    model = (cols.model, "model") if cols.model else (None, "model")
+    q = read_rows(con, resolve(con, queries), {
+        "id": (cols.qid, "qid"), "group": (cols.group if query_group else None, "group"),
+        "level": (cols.level if query_level else None, "level"),
+        "positive": (cols.positive if positive else None, "positive"), "vector": (cols.vector, "vector"),
+        "model": model}, "queries")
+    if docs is None:
+        return [(m, q[m], None) for m in sorted(q, key=sort_key)]
+    d = read_rows(con, resolve(con, docs), {
+        "id": (cols.doc_id, "doc_id"), "group": (cols.doc_group if doc_group else None, "doc_group"),
+        "vector": (cols.doc_vector, "doc_vector"), "model": model}, "docs")
+    for m in set(q) ^ set(d):
+        side, other = ("queries", "docs") if m in q else ("docs", "queries")
+        raise InputError(f"model {m!r} is in {side} {queries if side == 'queries' else docs!r} but not in {other}")
+    out = []
+    for m in sorted(q, key=sort_key):
+        if q[m].unit.shape[1] != d[m].unit.shape[1]:
+            raise BadVectorError(f"query vectors ({cols.vector!r}) have dimension {q[m].unit.shape[1]} but document "
+                                 f"vectors ({cols.doc_vector!r}) have dimension {d[m].unit.shape[1]}{model_text(m)}; "
+                                 "queries and documents must be embedded by the same model")
+        out.append((m, q[m], d[m]))
+    return out
+
+
+def scalar_icc(con, rows: list[tuple[int, int, int]]) -> dict[int, dict]:
+    """emb_icc (sql/modules/40_icc.sql) on (model code, group code, 0/1 value) rows: {model code: its row}."""
+    if not rows:
+        return {}
+    if not con.sql("SELECT 1 FROM duckdb_functions() WHERE function_name = 'emb_icc'").fetchall():
+        register(con)
+    name = f"__emb_pairing_{id(rows)}"
+    con.register(name, pa.table({"m": [r[0] for r in rows], "g": [r[1] for r in rows], "y": [r[2] for r in rows]}))
+    try:
+        query = exp.select("*").from_(exp.func("emb_icc", *(exp.Literal.string(s) for s in (name, "g", "y")),
+                                               exp.Kwarg(this=exp.var("by"), expression=exp.Literal.string("m"))))
+        result = con.sql(query.sql("duckdb")).to_arrow_table().to_pylist()
+    except duckdb.Error as error:
+        message = str(error)
+        raise SqlInputError(message[message.index("embsql:"):].splitlines()[0] if "embsql:" in message
+                            else message) from None
+    finally:
+        con.unregister(name)
+    return {r["m"]: r for r in result}
