@@ -24,7 +24,7 @@ def load(connection, name: str, table: pa.Table) -> None:
     view = f"embsql_load_{uuid.uuid4().hex}"
     connection.register(view, table)
     try:
-        target = exp.to_identifier(name, quoted=True).sql("duckdb")
-        connection.execute(f"CREATE OR REPLACE TABLE {target} AS SELECT * FROM {exp.to_identifier(view, quoted=True).sql('duckdb')}")
+        target, rows = (exp.to_identifier(n, quoted=True).sql("duckdb") for n in (name, view))
+        connection.execute(f"CREATE OR REPLACE TABLE {target} AS SELECT * FROM {rows}")
     finally:
         connection.unregister(view)
