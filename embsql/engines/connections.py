@@ -12,6 +12,7 @@ an engine quickly (Parquet for Spark, COPY for PostgreSQL).
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import duckdb
@@ -47,9 +48,7 @@ def dialect_of(connection) -> str:
 
 def engine_error(dialect: str, error: Exception) -> EngineError:
     """The engine's exception as one line naming the dialect."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    first = lines[0] if lines else type(error).__name__
-    return EngineError(f"{dialect} rejected the query: {first}")
+    return EngineError(f"{dialect} rejected the query: {_first_line(error)}")
 
 
 def errors_of(dialect: str) -> tuple[type[BaseException], ...]:
@@ -99,3 +98,50 @@ def load_table(connection, name: str, table: pa.Table, *, vector_type: str | Non
             _MODULES[dialect].load(connection, name, table)
     except errors_of(dialect) as error:
         raise engine_error(dialect, error) from error
+
+
+ENGINES = ("postgres", "spark")
+
+
+@contextlib.contextmanager
+def connect(engine: str, *, dsn: str | None = None, spark_master: str | None = None):
+    """A connection to ``engine`` for the command line: PostgreSQL from a libpq ``dsn`` (psycopg 3),
+    Spark as a SparkSession on ``spark_master`` (default local[*]); closed (stopped) on exit.
+
+    A missing client library, or a server that refuses the connection, is an EngineError of one
+    line naming the engine."""
+    if engine not in ENGINES:
+        raise InputError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    if engine == "postgres":
+        if not dsn:
+            raise InputError("postgres: --dsn is needed (a libpq connection string, e.g. \"host=db dbname=emb\")")
+        try:
+            import psycopg
+        except ImportError:
+            raise EngineError("postgres: psycopg is not installed (pip install 'embsql[postgres]')") from None
+        try:
+            connection = psycopg.connect(dsn, autocommit=True)
+        except psycopg.Error as error:
+            raise EngineError(f"postgres: cannot connect: {_first_line(error)}") from None
+        with connection:
+            yield connection
+        return
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise EngineError("spark: pyspark is not installed (pip install 'embsql[spark]')") from None
+    running = SparkSession.getActiveSession()     # this process's own session: use it, leave it running
+    try:
+        session = running or SparkSession.builder.master(spark_master or "local[*]").appName("embsql").getOrCreate()
+    except Exception as error:  # py4j / JVM start-up: no Java, a master that does not answer
+        raise EngineError(f"spark: cannot start a session on {spark_master or 'local[*]'}: {_first_line(error)}") from None
+    try:
+        yield session
+    finally:
+        if running is None:
+            session.stop()
+
+
+def _first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__

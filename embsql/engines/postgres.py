@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from embsql.engines.tables import loadable
 from embsql.errors import EngineError, InputError
+from embsql.io.stage1 import version_tuple
 
 CONNECTIONS = (("psycopg", "Connection"), ("psycopg2.extensions", "connection"))
 ERRORS = (("psycopg", "Error"), ("psycopg2", "Error"))
@@ -75,10 +76,6 @@ def extension_version(connection) -> str | None:
     """The installed pgvector version ("0.6.2"), or None without the extension."""
     rows = fetch(connection, "SELECT extversion FROM pg_extension WHERE extname = 'vector'").column(0).to_pylist()
     return rows[0] if rows else None
-
-
-def version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split(".") if part.isdigit())
 
 
 # PostgreSQL's binary COPY format: a header, then per row an int16 field count and per field an
