@@ -153,6 +153,8 @@ def group_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimen
                          "is_null", quoted=True, copy=False),
               exp.alias_(length, "len", quoted=True, copy=False)]
     inner = exp.select(*keys, *checks, *coordinates, copy=False).from_(table, copy=False)
+    if fence:   # each v[k] once per row: PostgreSQL would inline x_k into ss, peak and every sum
+        inner = inner.offset(0, copy=False)
 
     def xs() -> list[exp.Column]:
         return [_col(f"x{k}") for k in range(1, dims.high + 1)]
