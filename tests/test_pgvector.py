@@ -211,3 +211,27 @@ def test_command_line_engine_errors_are_one_line(pg):
     assert "postgres: cannot read table 'nope'" in missing.stderr
     no_dsn = cli("report", "--engine", "postgres", "--table", "emb", "--vector", "vec", "--group", "topic")
     assert no_dsn.returncode == 2 and "--dsn is needed" in no_dsn.stderr
+
+
+def test_models_of_different_lengths_share_one_column(pgvector):
+    """An unconstrained vector column with d = 5 for one model and d = 8 for another: each model's
+    rows are checked against its own d, and the figures match DuckDB's within the float32 bound."""
+    rng = np.random.default_rng(8)
+    parts = []
+    for model, d in (("small", 5), ("large", 8)):
+        labels = rng.integers(0, 6, 300)
+        x = (rng.standard_normal((6, d))[labels] + rng.standard_normal((300, d))).astype(np.float32)
+        parts.append(pa.table({"model": [model] * 300, "g": [f"g{k}" for k in labels],
+                               "v": pa.array(list(x), pa.list_(pa.float32()))}))
+    table = pa.concat_tables(parts)
+    load_table(pgvector, "two_lengths", table, vector_type="vector")
+    report = embsql.report("two_lengths", vector="v", group="g", by="model", sections=["decomposition"])
+    got = embsql.run_on(pgvector, report)
+    assert got.meta["dimensions"] == {"small": 5, "large": 8}
+    con = embsql.connect()
+    con.register("two_lengths", table)
+    expected = report.run(con)["decomposition"].to_dicts()
+    for want, have in zip(expected, got["decomposition"].to_dicts()):
+        assert want["model"] == have["model"]
+        for column, tol in decomposition_tolerances(want).items():
+            assert have[column] == pytest.approx(want[column], rel=tol), (want["model"], column)
