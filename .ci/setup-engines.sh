@@ -2,6 +2,17 @@
 # Install what the live engine tests start by themselves (tests/engine_fixtures.py): a PostgreSQL
 # server and a Java runtime (17 or 21) for Spark. Idempotent: when both are there it only checks.
 # Debian/Ubuntu, as root (or with sudo).
+#
+# Which PostgreSQL runs what:
+# - Debian's postgresql package (installed here; 15 on bookworm) runs tests/test_engines_live.py,
+#   tests/test_engines_report.py and the double precision[] line of bench/engines.py.  It has no
+#   pgvector, which is what tests/test_pgvector.py::test_a_server_without_the_extension_is_named needs.
+# - pgvector's tests (tests/test_pgvector.py) and the pgvector line of bench/engines.py run on
+#   PostgreSQL 16.2 with pgvector 0.6.2 from the PyPI wheel `pgserver` (the `test` extra; nothing to
+#   install here: Debian's package list has no pgvector, and building it from source would add a
+#   compiler and the server headers to CI's time).  pgserver starts it in about a second; as root it
+#   runs the server as an OS user `pgserver` it creates.  pgvector 0.6.2 has no halfvec or
+#   l2_normalize (both came in 0.7): the halfvec path is written for such servers but not run in CI.
 set -euo pipefail
 
 java_ok() {  # a java >= 17 on PATH or under /usr/lib/jvm

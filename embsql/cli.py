@@ -77,11 +77,11 @@ def _build(args, *, source_from_table: bool = False, hint: str = ""):
 
 
 def _report(args) -> int:
-    con, report = _build(args)
+    con, report = _build(args, source_from_table=args.engine is not None)
     if args.fail_if_dispersion and "dispersion" not in report.chosen_sections:
         raise InputError("--fail-if-dispersion needs the dispersion test, which runs with --permutations N (N > 0)"
                          + (" and the dispersion section in --sections" if report.sections else ""))
-    result = report.run(con, progress=False if args.no_progress else None)
+    result = _run_on_engine(args, con, report)
     from embsql.render import formats as render
 
     renderers = {"table": lambda r: render.to_text(r, full=args.full), "text": lambda r: render.to_text(r, full=args.full),
@@ -93,6 +93,33 @@ def _report(args) -> int:
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return _findings(args, result)
+
+
+# -- --engine: stage 1 on PostgreSQL or Spark, stage 2 here ------------------------------------
+ENGINE_EXAMPLE = """
+  embsql report --engine postgres --dsn "host=db dbname=rag" --table emb --vector v --group topic --by model
+  embsql report --engine spark --table lake.emb --vector v --group topic --by model [--spark-master URL]"""
+
+
+def _engine_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--engine", choices=("postgres", "spark"),
+                        help="run stage 1 (the group sums) on this engine, on --table; stage 2 runs here")
+    parser.add_argument("--dsn", help="PostgreSQL connection string for --engine postgres (libpq: \"host=... dbname=...\")")
+    parser.add_argument("--spark-master", metavar="URL", help="Spark master for --engine spark (default local[*])")
+    parser.epilog = (parser.epilog or "") + ENGINE_EXAMPLE
+
+
+def _run_on_engine(args, con, report):
+    progress = False if args.no_progress else None
+    if args.engine is None:
+        return report.run(con, progress=progress)
+    from embsql.engines.connections import connect
+    from embsql.reporting.build import run_on
+
+    if not report.table and args.data:
+        raise InputError(f"--engine {args.engine} reads a table there: give --table (DATA is a local file)")
+    with connect(args.engine, dsn=args.dsn, spark_master=args.spark_master) as engine:
+        return run_on(engine, report, progress=progress)
 
 
 def _findings(args, result) -> int:
@@ -199,6 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="exit 1 if a dispersion test is significant at --alpha (needs --permutations)")
     report.add_argument("--alpha", type=float, default=0.05, help="significance level for --fail-if-dispersion")
     report.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _engine_arguments(report)
     report.set_defaults(run=_report)
 
     sql = commands.add_parser("sql", help="print the SQL a report runs, for any engine",

@@ -72,3 +72,35 @@ def test_engine_errors_name_the_column_or_the_rows(engine):  # noqa: F811
         with pytest.raises(embsql.InputError, match="permanova section needs the rows"):
             embsql.run_on(engine, embsql.report("bad", vector="vec", group="topic", permutations=9,
                                                 sections=("decomposition", "permanova")))
+
+
+def test_spark_vector_column_must_be_an_array_of_numbers(spark):  # noqa: F811
+    spark.sql("SELECT 'a' AS topic, 'x y' AS vec").createOrReplaceTempView("strings")
+    spark.sql("SELECT 'a' AS topic, array('x', 'y') AS vec").createOrReplaceTempView("string_arrays")
+    for name, kind in (("strings", "string"), ("string_arrays", "array<string>")):
+        with pytest.raises(embsql.ColumnTypeError, match=rf"^spark: vector column 'vec' of '{name}' is {kind}; it "
+                                                         "must be an array of numbers$"):
+            embsql.run_on(spark, embsql.report(name, vector="vec", group="topic"))
+    with pytest.raises(embsql.EngineError, match=r"^spark: cannot read table 'no_such_view': .*no_such_view"):
+        embsql.run_on(spark, embsql.report("no_such_view", vector="vec", group="topic"))
+
+
+def test_command_line_runs_stage_1_on_spark(spark, duckdb_result, capsys):  # noqa: F811
+    """embsql report --engine spark --table db.emb: this process's session runs stage 1 (and stays up)."""
+    import json
+
+    from embsql.cli import main
+
+    load_table(spark, "emb", engine_table())
+    spark.sql("CREATE DATABASE IF NOT EXISTS lake")
+    spark.sql("DROP TABLE IF EXISTS lake.emb")
+    spark.sql("CREATE TABLE lake.emb USING parquet AS SELECT * FROM emb")
+    assert main(["report", "--engine", "spark", "--table", "lake.emb", "--vector", "vec", "--group", "topic",
+                 "--by", "model", "--sections", "decomposition", "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["meta"]["engine"] == "spark" and document["meta"]["stage1_bytes"] > 0
+    section = next(s for s in document["sections"] if s["name"] == "decomposition")
+    got = {row[0]: dict(zip(section["columns"], row)) for row in section["rows"]}
+    for row in duckdb_result["decomposition"].to_dicts():
+        assert got[row["model"]]["r2"] == pytest.approx(row["r2"], rel=TOL)
+    assert spark.sql("SELECT 1 AS one").collect()[0].one == 1          # the session was left running

@@ -1,1 +1,1 @@
-"""engines"""
+"""engines: one module per SQL engine (duckdb, postgres, spark); the dispatch is embsql.engines.connections."""

@@ -35,7 +35,7 @@ from sqlglot import exp
 
 from embsql.core.labels import sort_key
 from embsql.core.sums import HUGE_SQUARED, TINY_SQUARED, GroupSums
-from embsql.errors import BadLabelError, BadVectorError, InputError
+from embsql.errors import BadLabelError, BadVectorError, ColumnTypeError, InputError
 
 B, G, N, BAD, WITHIN = "__emb_b", "__emb_g", "__emb_n", "__emb_bad", "__emb_within"
 LEN_MIN, LEN_MAX, NULLS = "__emb_len_min", "__emb_len_max", "__emb_nulls"
@@ -63,17 +63,19 @@ def models_query(table: exp.Expression, by: str) -> exp.Select:
     return exp.select(exp.alias_(_col(by), B, quoted=True)).distinct().from_(table.copy())
 
 
-def length_query(table: exp.Expression, vector: str, by: str | None = None, value=None) -> exp.Select:
+def length_query(table: exp.Expression, vector: str, by: str | None = None, value=None,
+                 pgvector: bool = False) -> exp.Select:
     """The length of one non-NULL vector (of one by value): stops at the first such row.
 
     One vector per model sets d; the aggregate then checks every vector's length against it, so
-    this probe never reads the whole vector column."""
+    this probe never reads the whole vector column.  A pgvector column is read as real[] (its cast)."""
     condition = exp.Not(this=exp.Is(this=_col(vector), expression=exp.null()))
     if by is not None:
         match = exp.Is(this=_col(by), expression=exp.null()) if value is None else exp.EQ(
             this=_col(by), expression=exp.convert(value))
         condition = exp.and_(match, condition)
-    return exp.select(exp.alias_(_length(_col(vector)), LEN_MIN, quoted=True)).from_(table.copy()).where(
+    read = exp.Cast(this=_col(vector), to=exp.DataType.build("REAL[]", dialect="postgres")) if pgvector else _col(vector)
+    return exp.select(exp.alias_(_length(read), LEN_MIN, quoted=True)).from_(table.copy()).where(
         condition).limit(1)
 
 
@@ -151,6 +153,8 @@ def group_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimen
                          "is_null", quoted=True, copy=False),
               exp.alias_(length, "len", quoted=True, copy=False)]
     inner = exp.select(*keys, *checks, *coordinates, copy=False).from_(table, copy=False)
+    if fence:   # each v[k] once per row: PostgreSQL would inline x_k into ss, peak and every sum
+        inner = inner.offset(0, copy=False)
 
     def xs() -> list[exp.Column]:
         return [_col(f"x{k}") for k in range(1, dims.high + 1)]
@@ -263,3 +267,123 @@ def group_sums_from_result(result: pa.Table, group: str, vector: str, dims: Dime
         out.append((value if by else None, GroupSums(group_labels, counts[order], sums[order, :d],
                                                      np.maximum(within[order], 0.0))))
     return out
+
+
+# ---------------------------------------------------------------- the vector column's type (engines)
+
+TYPE, VERSION, MEAN = "__emb_type", "__emb_version", "__emb_mean"
+PGVECTOR_TYPES = ("vector", "halfvec")
+# an array of numbers, as Spark's typeof() and PostgreSQL's pg_typeof() name it
+_SPARK_NUMBERS = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal")
+_POSTGRES_NUMBERS = ("smallint", "integer", "bigint", "real", "double precision", "numeric")
+
+
+def vector_type_query(table: exp.Expression, vector: str, dialect: str) -> str | None:
+    """Spark and PostgreSQL: the vector column's type name (and, on PostgreSQL, the pgvector
+    version, NULL without the extension) from one row; None for the other dialects."""
+    column = _col(vector).sql(dialect)
+    if dialect == "postgres":
+        return (f"SELECT pg_typeof({column})::text AS \"{TYPE}\", (SELECT extversion FROM pg_extension "
+                f"WHERE extname = 'vector') AS \"{VERSION}\" FROM {table.sql('postgres')} LIMIT 1")
+    if dialect == "spark":
+        return f"SELECT typeof({column}) AS `{TYPE}`, NULL AS `{VERSION}` FROM {table.sql('spark')} LIMIT 1"
+    return None
+
+
+def is_number_array(type_name: str, dialect: str) -> bool:
+    """Is ``type_name`` (from vector_type_query) an array of numbers, or a pgvector type?"""
+    name = type_name.strip().lower()
+    if dialect == "spark":
+        return name.startswith("array<") and name[6:-1].split("(")[0] in _SPARK_NUMBERS
+    return name in PGVECTOR_TYPES or (name.endswith("[]") and name[:-2].split("(")[0] in _POSTGRES_NUMBERS)
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
+def pgvector_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimensions, *,
+                        by: str | None = None, version: str = "0.6.2", halfvec: bool = False) -> str:
+    """Stage 1 on a pgvector column: per (by, group) the counts, the checks and the mean unit vector.
+
+    pgvector's ``avg(vector)`` adds in double precision and rounds the mean to float32 once;
+    its ``sum(vector)`` adds in float32 (a rounding per row: at n_g = 1000 the sums would carry
+    about 1e-5 relative error), so the sums are n_g times the mean (sums_from_means).  The unit
+    vector: pgvector 0.7 has ``l2_normalize``; 0.6 has neither it nor a vector-times-scalar, so
+    it is v * array_fill(1 / ||v||)::vector, element-wise in float32 (||v|| from vector_norm, in
+    double), through a power-of-ten scale where 1 / ||v|| would leave float32's normal range.
+    A vector of another length than its model's d stays out of the mean and is counted by the
+    length check (pgvector's avg would otherwise stop at the first such row with its own error);
+    a zero vector is counted as bad.  halfvec (pgvector 0.7) is read as vector."""
+    v = _col("__emb_v").sql("postgres")
+    length, norm = '"__emb_len"', '"__emb_norm"'
+    source = _col(vector).sql("postgres") + ("::vector" if halfvec else "")
+    if version_tuple(version) >= (0, 7):
+        unit = f"l2_normalize({v})"
+    else:
+        def scaled(vector_sql: str, factor: str) -> str:
+            return f"{vector_sql} * array_fill(({factor})::real, ARRAY[{length}])::vector"
+
+        first = f"CASE WHEN {norm} < 1 THEN 1e30 ELSE 1e-30 END"
+        second = f"CASE WHEN {norm} < 1 THEN 1e-30 ELSE 1e30 END / {norm}"
+        unit = (f"CASE WHEN {norm} BETWEEN 1e-30 AND 1e30 THEN {scaled(v, f'1 / {norm}')} "
+                f"ELSE {scaled(scaled(v, first), second)} END")
+    if dims.low == dims.high:
+        d = str(dims.high)
+    else:
+        d = "CASE \"__emb_b\" " + " ".join(f"WHEN {exp.convert(value).sql('postgres')} THEN {n}"
+                                           for value, n in dims.by_value.items()) + " END"
+    by_sql = _col(by).sql("postgres") if by else "NULL"
+    return (f"SELECT \"{B}\", \"{G}\", COUNT(*) AS \"{N}\",\n"
+            f"  SUM(CASE WHEN {v} IS NULL THEN 1 ELSE 0 END) AS \"{NULLS}\",\n"
+            f"  MIN({length}) AS \"{LEN_MIN}\", MAX({length}) AS \"{LEN_MAX}\",\n"
+            f"  SUM(CASE WHEN {v} IS NOT NULL AND NOT {norm} > 0 THEN 1 ELSE 0 END) AS \"{BAD}\",\n"
+            f"  AVG(CASE WHEN {length} = {d} AND {norm} > 0 THEN {unit} END)::real[] AS \"{MEAN}\"\n"
+            f"FROM (SELECT {by_sql} AS \"{B}\", {_col(group).sql('postgres')} AS \"{G}\", {source} AS {v},\n"
+            f"        vector_dims({source}) AS {length}, vector_norm({source}) AS {norm}\n"
+            f"      FROM {table.sql('postgres')}) AS \"__emb_rows\"\n"
+            f"GROUP BY \"{B}\", \"{G}\"")
+
+
+def sums_from_means(result: pa.Table, dims: Dimensions) -> pa.Table:
+    """pgvector_sums_query's result in group_sums_query's columns: s_k = n_g * mean_k and the
+    within-group sum of squares n_g (1 - ||mean||^2) (for unit vectors sum_i ||u_i - mean||^2)."""
+    counts = np.asarray(result.column(N).to_pylist(), dtype=np.float64)
+    means = np.full((len(result), dims.high), np.nan)
+    for i, mean in enumerate(result.column(MEAN).to_pylist()):
+        if mean is not None:
+            means[i, :len(mean)] = mean
+            means[i, len(mean):] = 0.0            # a shorter model's coordinates past its d
+    sums = means * counts[:, None]
+    within = counts * (1.0 - np.einsum("ij,ij->i", means, means))
+    columns = {name: result.column(name) for name in (B, G, N, NULLS, LEN_MIN, LEN_MAX, BAD)}
+    columns[WITHIN] = pa.array(within)
+    columns.update({_sum_name(k): pa.array(sums[:, k - 1]) for k in range(1, dims.high + 1)})
+    return pa.table(columns)
+
+
+@dataclass(frozen=True)
+class VectorForm:
+    """How an engine stores the vector column: its type name there (None on DuckDB, which reads
+    its sources itself) and, for pgvector's types, the extension's version."""
+
+    type_name: str | None = None
+    pgvector_version: str | None = None
+
+    @property
+    def pgvector(self) -> bool:
+        return self.type_name in PGVECTOR_TYPES
+
+
+def vector_form(fetch, table: exp.Expression, vector: str, dialect: str, name: str) -> VectorForm:
+    """The vector column's form on ``dialect`` (one row read through ``fetch``); a column that is
+    not an array of numbers (or a pgvector vector) is refused naming the engine and the column."""
+    sql = vector_type_query(table, vector, dialect)
+    rows = fetch(sql).to_pylist() if sql else []
+    if not rows:               # DuckDB, or no rows (the probes say so)
+        return VectorForm()
+    type_name = rows[0][TYPE]
+    if not is_number_array(type_name, dialect):
+        wanted = "an array of numbers" + (" or pgvector's vector" if dialect == "postgres" else "")
+        raise ColumnTypeError(f"{dialect}: vector column {vector!r} of {name!r} is {type_name}; it must be {wanted}")
+    return VectorForm(type_name.strip().lower(), rows[0][VERSION])

@@ -31,7 +31,7 @@ from embsql.core import decomposition, resampling
 from embsql.core.arguments import check_level, check_permutations, check_replicates, check_seed
 from embsql.core.paired import BOOTSTRAP_COLUMNS, COMPARE_COLUMNS, bootstrap_row, canonical, compare_row, same_groups_problem
 from embsql.core.sums import GroupSums
-from embsql.errors import ColumnNotFoundError, DesignError, InputError
+from embsql.errors import BadLabelError, BadVectorError, ColumnNotFoundError, DesignError, EngineError, InputError
 from embsql.io import stage1
 from embsql.io.sources import describe, is_file, is_frame, local_source, resolve, source_expression
 from embsql.io.sql import run_sql
@@ -208,22 +208,23 @@ class Report:
                     f"{exp.select('*').from_(self._relation('duckdb')).sql('duckdb')}")
         return view
 
-    def probes(self, fetch, dialect: str) -> tuple[stage1.Dimensions, list[tuple[str, exp.Expression]]]:
+    def probes(self, fetch, dialect: str, pgvector: bool = False
+               ) -> tuple[stage1.Dimensions, list[tuple[str, exp.Expression]]]:
         """d of each model from cheap probes run through ``fetch`` (the distinct by values, then one
         vector of each); returns the dimensions and the probe queries that ran."""
         table = self._relation(dialect)
         values = fetch(write(stage1.models_query(table, self.by), dialect)).column(stage1.B).to_pylist() \
             if self.by else [None]
-        ran = self.probe_queries(dialect, values)
+        ran = self.probe_queries(dialect, values, pgvector)
         lengths = {value: fetch(write(query, dialect)) for value, (_, query) in zip(values, ran[-len(values):])}
         return stage1.dimensions_from_lengths(lengths, self.vector, self.by), ran
 
-    def probe_queries(self, dialect: str, values: list) -> list[tuple[str, exp.Expression]]:
+    def probe_queries(self, dialect: str, values: list, pgvector: bool = False) -> list[tuple[str, exp.Expression]]:
         """The probe queries on this dialect's table: the models, then one vector length per model."""
         table = self._relation(dialect)
         queries = [("probe: the models", stage1.models_query(table, self.by))] if self.by else []
         return queries + [(f"probe: the vector length{'' if value is None and not self.by else f' of {value!r}'}",
-                           stage1.length_query(table, self.vector, self.by, value)) for value in values]
+                           stage1.length_query(table, self.vector, self.by, value, pgvector)) for value in values]
 
     def aggregate_query(self, dialect: str, dims: stage1.Dimensions) -> exp.Select:
         """Stage 1: n_g, checks and the coordinate sums of the unit vectors per (model, group)."""
@@ -266,23 +267,41 @@ class Report:
 
     def run_stage1(self, fetch, dialect: str, *, con=None, progress=None) -> ReportResult:
         """Run stage 1 through ``fetch(sql) -> Arrow`` on any engine, then stage 2 here."""
+        form, name = stage1.VectorForm(), self.table or self.source
         if con is None:  # another engine: check the sections and the names there before the probes run
             self._check_engine_sections()
-            columns = fetch(write(exp.select("*").from_(self._table(dialect)).limit(0), dialect)).column_names
+            try:
+                columns = fetch(write(exp.select("*").from_(self._table(dialect)).limit(0), dialect)).column_names
+            except EngineError as error:   # no such table, no access: say which table
+                raise EngineError(f"{dialect}: cannot read table {name!r}: {str(error).split(': ', 1)[-1]}") from None
             for column, role in ((self.vector, "vector"), (self.group, "group"), (self.by, "by")):
                 if column is not None and column not in columns:
-                    raise ColumnNotFoundError(f"{role} column {column!r} not found in {self.table or self.source!r} "
+                    raise ColumnNotFoundError(f"{role} column {column!r} not found in {name!r} "
                                               f"on {dialect}; its columns are: {', '.join(columns)}")
-        dims, _ = self.probes(fetch, dialect)
-        sql = write(self.aggregate_query(dialect, dims), dialect)
-        result = fetch(sql)
-        parts = stage1.group_sums_from_result(result, self.group, self.vector, dims, self.by)
+            form = stage1.vector_form(fetch, self._relation(dialect), self.vector, dialect, name)
+        dims, _ = self.probes(fetch, dialect, form.pgvector)
+        if form.pgvector:   # pgvector's own aggregate: the mean unit vector per group, n_g times
+            sql = stage1.pgvector_sums_query(self._relation(dialect), self.group, self.vector, dims, by=self.by,
+                                             version=form.pgvector_version, halfvec=form.type_name == "halfvec")
+            returned = fetch(sql)
+            result = stage1.sums_from_means(returned, dims)
+        else:
+            sql = write(self.aggregate_query(dialect, dims), dialect)
+            returned = result = fetch(sql)
+        try:
+            parts = stage1.group_sums_from_result(result, self.group, self.vector, dims, self.by)
+        except (BadLabelError, BadVectorError) as error:
+            if con is not None:
+                raise
+            raise type(error)(f"{dialect}: {error}") from None
+        engine = {"engine": dialect, "vector_type": form.type_name, "pgvector_version": form.pgvector_version}
         meta = {"source": self.source, "vector": self.vector, "group": self.group, "by": self.by,
-                "dialect": dialect, "sections": list(self.sections_on(con is not None)),
+                "dialect": dialect, **{k: v for k, v in engine.items() if v is not None},
+                "sections": list(self.sections_on(con is not None)),
                 "permutations": self.permutations,
                 "seed": self.seed, "replicates": self.replicates, "level": self.level,
                 "dimensions": {model_label(k): v for k, v in dims.by_value.items()},
-                "stage1_bytes": int(result.nbytes), "sql": sql, **_versions()}
+                "stage1_bytes": int(returned.nbytes), "sql": sql, **_versions()}
         return self.finish(parts, con=con, meta=meta, progress=progress)
 
     def finish(self, parts: list[tuple[object, GroupSums]], *, con=None, meta=None, progress=None) -> ReportResult:

@@ -101,6 +101,7 @@ FROM (
           ) AS __emb_source
           OFFSET 0
         ) AS __emb_detoasted
+        OFFSET 0
       ) AS __emb_x
     ) AS __emb_ss
     OFFSET 0
