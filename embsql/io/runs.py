@@ -1,0 +1,108 @@
+"""Runs (ranked lists of documents per query): read a run table or a TREC run file, write the
+TREC run format.
+
+A TREC run line is ``qid Q0 doc_id rank score tag``.  trec_eval ignores the rank field and
+orders each query's documents by score descending, then doc_id descending; embsql.evaluate does
+the same, so a run evaluates alike here and there.  Reading a TREC run file gives the columns
+``model`` (the tag), ``qid``, ``doc_id``, ``rank``, ``score``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from embsql.errors import BadLabelError, ColumnTypeError, InputError
+from embsql.io.qrels import is_trec_text, read_trec_columns
+from embsql.io.sources import resolve
+
+RUN_COLUMNS = ("model", "qid", "doc_id", "rank", "score")
+_SPACE = re.compile(r"\s")
+
+
+def read_run(con: duckdb.DuckDBPyConnection, source, *, qid: str = "qid", doc_id: str = "doc_id",
+             score: str = "score", model: str | None = None) -> pa.Table:
+    """A run as an Arrow table (model, qid, doc_id as text; score float64).  ``model`` names the
+    model column; None uses a column called "model" if there is one (retrieve's output and TREC
+    run files have it), else the run is one model (model NULL)."""
+    if is_trec_text(source):
+        q, _, d, _, s, tag = read_trec_columns(source, 6, "TREC run")
+        if not q:
+            raise InputError(f"TREC run file {source!r} has no lines; an empty run cannot be evaluated")
+        try:
+            scores = np.asarray(s, dtype=np.float64)
+        except ValueError:
+            bad = next(i for i, v in enumerate(s) if not _number(v))
+            raise InputError(f"TREC run file {source!r} line {bad + 1}: score {s[bad]!r} is not a number") from None
+        table = pa.table({"model": pa.array(tag, pa.string()), "qid": pa.array(q, pa.string()),
+                          "doc_id": pa.array(d, pa.string()), "score": scores})
+        return _checked(table, source)
+    resolved = resolve(con, source)
+    if model is None and "model" in resolved.columns:
+        model = "model"
+    for column, role in ((qid, "qid"), (doc_id, "doc_id"), (score, "score")) + (((model, "model"),) if model else ()):
+        resolved.require(column, role)
+    kind = resolved.columns[score]
+    if not re.match(r"^(FLOAT|DOUBLE|REAL|DECIMAL|TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|U)", kind):
+        raise ColumnTypeError(f"score column {score!r} in {resolved.name!r} has type {kind}; expected numbers")
+    select = [exp.cast(exp.column(model, quoted=True), "VARCHAR").as_("model") if model else
+              exp.cast(exp.null(), "VARCHAR").as_("model"),
+              exp.cast(exp.column(qid, quoted=True), "VARCHAR").as_("qid"),
+              exp.cast(exp.column(doc_id, quoted=True), "VARCHAR").as_("doc_id"),
+              exp.cast(exp.column(score, quoted=True), "DOUBLE").as_("score")]
+    table = con.sql(exp.select(*select).from_(resolved.table.copy()).sql("duckdb")).to_arrow_table()
+    return _checked(table.combine_chunks(), resolved.name, model)
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _checked(table: pa.Table, name: str, model: str | None = "model") -> pa.Table:
+    if table.num_rows == 0:
+        raise InputError(f"run {name!r} has no rows; an empty run cannot be evaluated")
+    for column in ("qid", "doc_id", "score") + (("model",) if model else ()):
+        values = table.column(column)
+        if values.null_count:
+            row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
+            raise BadLabelError(f"run {name!r}: {column} is NULL at row {row}")
+    scores = table.column("score").to_numpy()
+    if not np.isfinite(scores).all():
+        row = int(np.flatnonzero(~np.isfinite(scores))[0])
+        raise InputError(f"run {name!r}: score {scores[row]!r} at row {row} is not finite")
+    counts = table.group_by(["model", "qid", "doc_id"]).aggregate([([], "count_all")])
+    if counts.num_rows != table.num_rows:
+        row = counts.filter(pc.greater(counts.column("count_all"), 1)).slice(0, 1).to_pylist()[0]
+        of_model = "" if row["model"] is None else f" (model {row['model']!r})"
+        raise InputError(f"run {name!r}: doc_id {row['doc_id']!r} is ranked {row['count_all']} times for qid "
+                         f"{row['qid']!r}{of_model}; a document appears at most once per query")
+    return table
+
+
+def write_trec_run(rows, path: str, *, tag: str | None = None) -> int:
+    """Write ``rows`` (dicts or tuples with model, qid, doc_id, rank, score) as a TREC run file;
+    the tag is ``tag``, else the row's model, else "embsql".  Scores keep every digit (repr),
+    so trec_eval orders them as embsql did.  Returns the number of lines."""
+    lines = 0
+    with open(path, "w", encoding="utf-8") as handle:
+        for model, qid, doc_id, rank, score in rows:
+            name = tag if tag is not None else ("embsql" if model is None else str(model))
+            for value, what in ((qid, "qid"), (doc_id, "doc_id"), (name, "tag")):
+                text = str(value)
+                if not text or _SPACE.search(text):
+                    raise InputError(f"{what} {text!r} cannot be written in a TREC run: it is empty or has white space")
+            if not math.isfinite(score):
+                raise InputError(f"score {score!r} of qid {qid!r}, doc_id {doc_id!r} is not finite")
+            handle.write(f"{qid} Q0 {doc_id} {int(rank)} {float(score)!r} {name}\n")
+            lines += 1
+    return lines
