@@ -208,7 +208,7 @@ def _ids(con, source, column: str, role: str) -> pa.Array:
     return con.sql(query.sql("duckdb")).to_arrow_table().column("i").combine_chunks()
 
 
-@accepts_frames("run", "qrels", "queries", "docs")
+@accepts_frames("qrels", "queries", "docs")
 def evaluate(con, run=None, qrels=None, *, metrics=ranking.DEFAULT_METRICS, model: str | None = None,
              queries=None, docs=None, k: int | None = None, per_query: bool = False, qid: str = "qid",
              doc_id: str = "doc_id", vector: str = "vector", doc_vector: str | None = None,

@@ -68,7 +68,7 @@ def read_vectors(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, i
             rows = (np.arange(batch.num_rows) if not model
                     else np.flatnonzero(pc.equal(models, pa.scalar(value, models.type)).to_numpy(zero_copy_only=False)))
             ids = part.column("i")
-            where = lambda i, ids=ids, rows=rows: f"row {first_row + int(rows[i])} ({id_role} {ids[i].as_py()!r})"
+            where = lambda i, ids=ids, rows=rows, first=first_row: f"row {first + int(rows[i])} ({id_role} {ids[i].as_py()!r})"
             if ids.null_count:
                 raise BadLabelError(f"{what} {source.name!r}: {id_role} column {id_col!r} is NULL at "
                                     f"row {first_row + int(rows[_first_null(ids)])}")
