@@ -42,6 +42,19 @@ def tie_keys(doc_ids: pa.Array) -> np.ndarray:
     return keys
 
 
+def ranked(model, qids: pa.Array, unit: np.ndarray, doc_ids: pa.Array, docs: np.ndarray, inv_norms: np.ndarray,
+           k: int) -> pa.Table:
+    """One model's run as Arrow: model, qid, doc_id, rank, score."""
+    idx, scores = ranking.top_k(unit, docs, inv_norms, tie_keys(doc_ids), k)
+    n, depth = idx.shape
+    return pa.table({
+        "model": pa.array([None if model is None else str(model)] * (n * depth), pa.string()),
+        "qid": qids.take(pa.array(np.repeat(np.arange(n), depth))),
+        "doc_id": doc_ids.take(pa.array(idx.ravel())),
+        "rank": pa.array(np.tile(np.arange(1, depth + 1), n)),
+        "score": pa.array(scores.ravel())})
+
+
 def retrieve_arrow(con, queries: str, docs: str, *, k: int, model: str | None, qid: str, doc_id: str,
                    vector: str, doc_vector: str | None) -> pa.Table:
     k = ranking.check_k(k)
@@ -61,15 +74,7 @@ def retrieve_arrow(con, queries: str, docs: str, *, k: int, model: str | None, q
             of_model = "" if value is None else f" (model {value!r})"
             raise DesignError(f"query vectors have dimension {qv.vectors.shape[1]} but document vectors "
                               f"{dv.vectors.shape[1]}{of_model}; queries and documents must be embedded by the same model")
-        idx, scores = ranking.top_k(qv.unit(), dv.vectors, dv.inv_norms, tie_keys(dv.ids), k)
-        depth = idx.shape[1]
-        n = len(qv.ids)
-        parts.append(pa.table({
-            "model": pa.array([None if value is None else str(value)] * (n * depth), pa.string()),
-            "qid": qv.ids.take(pa.array(np.repeat(np.arange(n), depth))),
-            "doc_id": dv.ids.take(pa.array(idx.ravel())),
-            "rank": pa.array(np.tile(np.arange(1, depth + 1), n)),
-            "score": pa.array(scores.ravel())}))
+        parts.append(ranked(value, qv.ids, qv.unit(), dv.ids, dv.vectors, dv.inv_norms, k))
         del dv
     return pa.concat_tables(parts)
 
@@ -188,7 +193,30 @@ def evaluate_model(run: pa.Table, qrels: Qrels, metrics: list[ranking.Metric], d
     return queries.take(pa.array(evaluated)), values, relevant, missing
 
 
-def _check_known(qrels: Qrels, ids: pa.Array, role: str, column: pa.Array, unknown: str, where: str) -> tuple[Qrels, int]:
+def score_runs(table: pa.Table, judgements: Qrels, parsed: list[ranking.Metric], k: int | None, *,
+               per_query: bool = False) -> tuple[list[dict], list[pa.Table]]:
+    """Summary rows (SUMMARY_COLUMNS) per model and metric, and the per-query tables if asked."""
+    summary, rows = [], []
+    models = table.column("model")
+    for value in sorted(pc.unique(models).to_pylist(), key=sort_key):
+        part = table if len(pc.unique(models)) == 1 else table.filter(
+            pc.is_null(models) if value is None else pc.equal(models, value))
+        qids, values, relevant, missing = evaluate_model(part, judgements, parsed, k)
+        if len(qids) == 0:
+            raise InputError(f"no query of the run{'' if value is None else f' (model {value!r})'} has judgements "
+                             f"in qrels {judgements.source!r}; check that the qids match")
+        for metric in parsed:
+            per = values[metric.name]
+            summary.append({"model": value, "metric": metric.name, "value": float(per.mean()), "queries": len(qids),
+                            "without_relevant": int((relevant == 0).sum()), "missing": missing,
+                            "unjudged": float(values[f"unjudged@{metric.cutoff}"].mean())})
+            if per_query:
+                rows.append(pa.table({"model": pa.array([value] * len(qids), pa.string()), "qid": qids,
+                                      "metric": pa.array([metric.name] * len(qids)), "value": pa.array(per)}))
+    return summary, rows
+
+
+def check_known(qrels: Qrels, ids: pa.Array, role: str, column: pa.Array, unknown: str, where: str) -> tuple[Qrels, int]:
     known = pc.is_in(column, value_set=ids).to_numpy(zero_copy_only=False)
     if known.all():
         return qrels, 0
@@ -249,32 +277,16 @@ def evaluate(con, run=None, qrels=None, *, metrics=ranking.DEFAULT_METRICS, mode
         judgements = read_qrels(con, qrels, qid=qid, doc_id=doc_id, relevance=relevance)
     skipped = 0
     if queries is not None:
-        judgements, n = _check_known(judgements, _ids(con, queries, qid, "qid"), "qid", judgements.qid, unknown,
+        judgements, n = check_known(judgements, _ids(con, queries, qid, "qid"), "qid", judgements.qid, unknown,
                                      f"queries {queries!r}")
         skipped += n
     if docs is not None:
-        judgements, n = _check_known(judgements, _ids(con, docs, doc_id, "doc_id"), "doc_id", judgements.doc_id,
+        judgements, n = check_known(judgements, _ids(con, docs, doc_id, "doc_id"), "doc_id", judgements.doc_id,
                                      unknown, f"docs {docs!r}")
         skipped += n
     if len(judgements) == 0:
         raise InputError(f"qrels {judgements.source!r} has no judgements left to evaluate with")
-    summary, rows = [], []
-    models = table.column("model")
-    for value in sorted(pc.unique(models).to_pylist(), key=sort_key):
-        part = table if len(pc.unique(models)) == 1 else table.filter(
-            pc.is_null(models) if value is None else pc.equal(models, value))
-        qids, values, relevant, missing = evaluate_model(part, judgements, parsed, k)
-        if len(qids) == 0:
-            raise InputError(f"no query of the run{'' if value is None else f' (model {value!r})'} has judgements "
-                             f"in qrels {judgements.source!r}; check that the qids match")
-        for metric in parsed:
-            per = values[metric.name]
-            summary.append({"model": value, "metric": metric.name, "value": float(per.mean()), "queries": len(qids),
-                            "without_relevant": int((relevant == 0).sum()), "missing": missing,
-                            "unjudged": float(values[f"unjudged@{metric.cutoff}"].mean())})
-            if per_query:
-                rows.append(pa.table({"model": pa.array([value] * len(qids), pa.string()), "qid": qids,
-                                      "metric": pa.array([metric.name] * len(qids)), "value": pa.array(per)}))
+    summary, rows = score_runs(table, judgements, parsed, k, per_query=per_query)
     if per_query:
         return _result("evaluate (per query)", pa.concat_tables(rows))
     title = "evaluate" + (f" ({skipped} qrels rows with unknown ids skipped)" if skipped else "")

@@ -203,7 +203,8 @@ def top_k(queries: np.ndarray, docs: np.ndarray, inv_norms: np.ndarray, tie_key:
                 if idx.shape[1] == depth:
                     threshold = val[:, -1]
                 continue
-            rows, cols = np.nonzero(sims >= threshold[:, None])
+            # flatnonzero is several times faster than a 2-d nonzero on a mostly-False mask
+            rows, cols = np.divmod(np.flatnonzero(sims >= threshold[:, None]), width)
             # what is not taken lies below the threshold, which therefore bounds the outside
             outside = np.maximum(outside, threshold)
             if len(rows):

@@ -70,7 +70,7 @@ def read_trec_columns(path: str, width: int, what: str) -> list[list[str]]:
     return columns
 
 
-def _relevance(values: pa.Array, where, column: str) -> np.ndarray:
+def check_relevance(values: pa.Array, where, column: str) -> np.ndarray:
     """int64 relevance, refusing NULL, non-whole and negative values (naming the first)."""
     if values.null_count:
         raise BadLabelError(f"relevance column {column!r} is NULL at {where(_first(values.is_null()))}")
@@ -104,7 +104,7 @@ def _first(mask: pa.Array) -> int:
     return int(np.flatnonzero(mask.to_numpy(zero_copy_only=False))[0])
 
 
-def _check_unique(qid: pa.Array, doc_id: pa.Array, where, source: str) -> None:
+def check_unique_pairs(qid: pa.Array, doc_id: pa.Array, where, source: str) -> None:
     table = pa.table({"q": qid, "d": doc_id})
     counts = table.group_by(["q", "d"]).aggregate([([], "count_all")])
     repeated = pc.greater(counts.column("count_all"), 1)
@@ -123,8 +123,8 @@ def read_qrels(con: duckdb.DuckDBPyConnection, source: str, *, qid: str = "qid",
             raise InputError(f"TREC qrels file {source!r} has no judgements")
         where = lambda i: f"line {i + 1}"
         qids, docs = pa.array(q, pa.string()), pa.array(d, pa.string())
-        values = _relevance(pa.array(rel, pa.string()), where, "relevance (4th field)")
-        _check_unique(qids, docs, where, source)
+        values = check_relevance(pa.array(rel, pa.string()), where, "relevance (4th field)")
+        check_unique_pairs(qids, docs, where, source)
         return Qrels(qids, docs, values, source)
     resolved = resolve(con, source)
     for column, role in ((qid, "qid"), (doc_id, "doc_id"), (relevance, "relevance")):
@@ -145,8 +145,8 @@ def read_qrels(con: duckdb.DuckDBPyConnection, source: str, *, qid: str = "qid",
         if values.null_count:
             raise BadLabelError(f"qrels {resolved.name!r}: {role} column {column!r} is NULL at {where(_first(values.is_null()))}")
     qids, docs = table.column("q").combine_chunks(), table.column("d").combine_chunks()
-    values = _relevance(table.column("r").combine_chunks(), where, relevance)
-    _check_unique(qids, docs, where, resolved.name)
+    values = check_relevance(table.column("r").combine_chunks(), where, relevance)
+    check_unique_pairs(qids, docs, where, resolved.name)
     return Qrels(qids, docs, values, resolved.name)
 
 
