@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import embsql
+import embsql.io.runs
 from embsql.core import ranking
 from embsql.errors import BadLabelError, DesignError, InputError
 
@@ -105,7 +106,7 @@ def _brute(q, d, ids, k):
     unit_q = q / np.linalg.norm(q, axis=1, keepdims=True)
     d64 = np.asarray(d, dtype=np.float32).astype(np.float64)
     sims = ranking.grid(unit_q @ (d64 / np.linalg.norm(d64, axis=1, keepdims=True)).T)
-    tie = embsql.api.evaluation.tie_keys(pa.array(ids))
+    tie = embsql.io.runs.tie_keys(pa.array(ids))
     return [[ids[j] for j in np.lexsort((tie, -row))[:k]] for row in sims]
 
 
@@ -116,7 +117,7 @@ def test_top_k_is_exact_with_duplicates_and_blocks(query_block, doc_block):
     d = np.vstack([base[rng.integers(0, 12, size=300)], rng.normal(size=(200, 6))]).astype(np.float32)
     q = rng.normal(size=(40, 6))
     ids = [f"doc{j}" for j in rng.permutation(500)]
-    tie = embsql.api.evaluation.tie_keys(pa.array(ids))
+    tie = embsql.io.runs.tie_keys(pa.array(ids))
     inv = 1 / np.linalg.norm(d.astype(np.float64), axis=1)
     idx, _ = ranking.top_k(q / np.linalg.norm(q, axis=1, keepdims=True), d, inv, tie, 25,
                            query_block=query_block, doc_block=doc_block)

@@ -14,7 +14,6 @@ import pytest
 from adversarial.test_cli_duckdb import run_cli
 from helpers import sql_error
 
-import embsql
 from embsql.io.resources import sql_entry_file
 
 REFERENCE = json.loads((Path(__file__).parent / "reference/retrieval/reference.json").read_text())

@@ -1,6 +1,6 @@
 """UDF kernel of emb_retrieval_eval (sql/python/90_evaluation.sql): per model, the exact cosine
 top-k run of its queries against its documents, scored against the qrels with trec_eval's
-definitions.  The numerics are the Python API's (embsql.api.evaluation, embsql.core.ranking);
+definitions.  The numerics are the Python API's (embsql.io.runs, embsql.io.scoring, embsql.core.ranking);
 vectors, relevance values and ids are checked here, naming the row."""
 
 from __future__ import annotations
@@ -8,11 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from embsql.api.evaluation import check_known, ranked, score_runs
 from embsql.core.ranking import check_k, parse_metrics
 from embsql.errors import EmbsqlError
-from embsql.io.qrels import Qrels, check_relevance, check_unique_pairs
+from embsql.io.qrels import Qrels, check_known, check_relevance, check_unique_pairs
 from embsql.io.reading import unit_vectors
+from embsql.io.runs import ranked
+from embsql.io.scoring import score_runs
 
 RESULT = ("STRUCT(metric VARCHAR, value DOUBLE, queries BIGINT, without_relevant BIGINT, missing BIGINT, "
           "unjudged DOUBLE)[]")

@@ -169,3 +169,20 @@ def qrels_from_positives(con: duckdb.DuckDBPyConnection, queries: str, *, qid: s
     return Qrels(table.column("q").combine_chunks(), table.column("d").combine_chunks(),
                  np.ones(table.num_rows, dtype=np.int64), f"{resolved.name} ({positive} column)")
 
+
+def check_known(qrels: Qrels, ids: pa.Array, role: str, column: pa.Array, unknown: str, where: str) -> tuple[Qrels, int]:
+    known = pc.is_in(column, value_set=ids).to_numpy(zero_copy_only=False)
+    if known.all():
+        return qrels, 0
+    bad = int(np.flatnonzero(~known)[0])
+    if unknown == "error":
+        raise InputError(f"qrels {qrels.source!r} row {bad}: {role} {column[bad].as_py()!r} is not in {where} "
+                         f"({int((~known).sum())} qrels rows are not); pass unknown='skip' to leave them out (counted)")
+    return qrels.filter(known), int((~known).sum())
+
+
+def table_ids(con, source, column: str, role: str) -> pa.Array:
+    resolved = resolve(con, source)
+    resolved.require(column, role)
+    query = exp.select(exp.cast(exp.column(column, quoted=True), "VARCHAR").as_("i")).distinct().from_(resolved.table.copy())
+    return con.sql(query.sql("duckdb")).to_arrow_table().column("i").combine_chunks()

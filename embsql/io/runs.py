@@ -1,5 +1,5 @@
-"""Runs (ranked lists of documents per query): read a run table or a TREC run file, write the
-TREC run format.
+"""Runs (ranked lists of documents per query): rank documents by exact cosine (retrieve_run),
+read a run table or a TREC run file, write the TREC run format.
 
 A TREC run line is ``qid Q0 doc_id rank score tag``.  trec_eval ignores the rank field and
 orders each query's documents by score descending, then doc_id descending; embsql.evaluate does
@@ -18,9 +18,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from embsql.errors import BadLabelError, ColumnTypeError, InputError
+from embsql.core import ranking
+from embsql.core.labels import sort_key
+from embsql.errors import BadLabelError, ColumnTypeError, DesignError, InputError
 from embsql.io.qrels import is_trec_text, read_trec_columns
 from embsql.io.sources import resolve
+from embsql.io.vectors import read_vectors
 
 RUN_COLUMNS = ("model", "qid", "doc_id", "rank", "score")
 _SPACE = re.compile(r"\s")
@@ -106,3 +109,51 @@ def write_trec_run(rows, path: str, *, tag: str | None = None) -> int:
             handle.write(f"{qid} Q0 {doc_id} {int(rank)} {float(score)!r} {name}\n")
             lines += 1
     return lines
+
+
+# ---- runs from embeddings ------------------------------------------------------------
+
+
+def tie_keys(doc_ids: pa.Array) -> np.ndarray:
+    """Position of each doc_id in descending text order: the smaller key wins a tie (trec_eval)."""
+    order = pc.array_sort_indices(doc_ids, order="descending").to_numpy()
+    keys = np.empty(len(doc_ids), dtype=np.int64)
+    keys[order] = np.arange(len(doc_ids))
+    return keys
+
+
+def ranked(model, qids: pa.Array, unit: np.ndarray, doc_ids: pa.Array, docs: np.ndarray, inv_norms: np.ndarray,
+           k: int) -> pa.Table:
+    """One model's run as Arrow: model, qid, doc_id, rank, score."""
+    idx, scores = ranking.top_k(unit, docs, inv_norms, tie_keys(doc_ids), k)
+    n, depth = idx.shape
+    return pa.table({
+        "model": pa.array([None if model is None else str(model)] * (n * depth), pa.string()),
+        "qid": qids.take(pa.array(np.repeat(np.arange(n), depth))),
+        "doc_id": doc_ids.take(pa.array(idx.ravel())),
+        "rank": pa.array(np.tile(np.arange(1, depth + 1), n)),
+        "score": pa.array(scores.ravel())})
+
+
+def retrieve_run(con, queries: str, docs: str, *, k: int, model: str | None, qid: str, doc_id: str,
+                   vector: str, doc_vector: str | None) -> pa.Table:
+    k = ranking.check_k(k)
+    q = read_vectors(con, resolve(con, queries), "queries", id_col=qid, id_role="qid", vector=vector, model=model)
+    d = read_vectors(con, resolve(con, docs), "docs", id_col=doc_id, id_role="doc_id",
+                     vector=doc_vector or vector, model=model)
+    for value in q:
+        if value not in d:
+            raise DesignError(f"model {value!r} is in queries {queries!r} but not in docs {docs!r}")
+    for value in d:
+        if value not in q:
+            raise DesignError(f"model {value!r} is in docs {docs!r} but not in queries {queries!r}")
+    parts = []
+    for value in sorted(q, key=sort_key):
+        qv, dv = q[value], d.pop(value)
+        if qv.vectors.shape[1] != dv.vectors.shape[1]:
+            of_model = "" if value is None else f" (model {value!r})"
+            raise DesignError(f"query vectors have dimension {qv.vectors.shape[1]} but document vectors "
+                              f"{dv.vectors.shape[1]}{of_model}; queries and documents must be embedded by the same model")
+        parts.append(ranked(value, qv.ids, qv.unit(), dv.ids, dv.vectors, dv.inv_norms, k))
+        del dv
+    return pa.concat_tables(parts)
