@@ -17,10 +17,10 @@ import pyarrow as pa
 from embsql.core import ranking
 from embsql.errors import InputError
 from embsql.io.qrels import check_known, qrels_from_positives, read_qrels, table_ids
-from embsql.io.runs import RUN_COLUMNS, read_run, retrieve_run
+from embsql.io.runs import RUN_COLUMNS, arrow_run, read_run, retrieve_run
 from embsql.io.runs import write_trec_run as write_lines
 from embsql.io.scoring import SUMMARY_COLUMNS, score_runs
-from embsql.io.sources import accepts_frames, local_source
+from embsql.io.sources import accepts_frames, describe, local_source
 from embsql.results import ResultTable
 
 UNKNOWN = ("error", "skip")
@@ -62,8 +62,8 @@ def run_table(con, run, *, model: str | None = None) -> pa.Table:
         if missing:
             raise InputError(f"run {run.title!r} has no column {missing[0]!r}; a run has qid, doc_id and score")
         run = pa.table({c: pa.array(run.column(c)) for c in run.columns if c in RUN_COLUMNS})
-    if isinstance(run, pa.Table) and model is None and "model" in run.column_names:
-        model = "model"
+    if isinstance(run, pa.Table):
+        return arrow_run(run, describe(run), model=model)
     with local_source(con, run) as name:
         return read_run(con, name, model=model)
 

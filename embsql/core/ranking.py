@@ -257,37 +257,49 @@ def rank_metrics(query: np.ndarray, position: np.ndarray, gain: np.ndarray, judg
     n = len(relevant)
     depth = max(m.cutoff for m in metrics)
     keep = position < depth
+    rows, cols = query[keep], position[keep]
     g = np.zeros((n, depth))
-    g[query[keep], position[keep]] = gain[keep]
-    seen = np.zeros((n, depth), dtype=bool)
-    seen[query[keep], position[keep]] = True
-    unjudged = seen.copy()
-    unjudged[query[keep], position[keep]] = ~judged[keep]
+    g[rows, cols] = gain[keep]
+    unjudged = np.zeros((n, depth), dtype=np.int32)
+    unjudged[rows, cols] = ~judged[keep]
     hit = g >= 1
-    found = np.cumsum(hit, axis=1)
+    found = np.cumsum(hit, axis=1, dtype=np.int32)
     discount = 1.0 / np.log2(np.arange(depth) + 2.0)
     r = relevant.astype(np.float64)
     has = r > 0
     safe_r = np.where(has, r, 1.0)
+    # every metric at cutoff c is column c - 1 of a running sum over the ranks
+    running = {}
+
+    def cumulative(kind):
+        if kind not in running:
+            if kind == "dcg":
+                running[kind] = np.cumsum(g * discount, axis=1)
+            elif kind == "idcg":
+                running[kind] = np.cumsum(ideal[:, :depth] * discount[:ideal.shape[1]], axis=1)
+            elif kind == "ap":
+                running[kind] = np.cumsum(np.where(hit, found / np.arange(1.0, depth + 1), 0.0), axis=1)
+            else:
+                running[kind] = np.cumsum(unjudged, axis=1)
+        return running[kind]
+
+    first = np.where(hit.any(axis=1), np.argmax(hit, axis=1), depth)
     out = {}
     for metric in metrics:
         c = metric.cutoff
         if metric.kind == "ndcg":
-            dcg = g[:, :c] @ discount[:c]
-            idcg = ideal[:, :c] @ discount[:c]
-            value = np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0)
+            idcg = cumulative("idcg")[:, c - 1]
+            value = np.where(idcg > 0, cumulative("dcg")[:, c - 1] / np.where(idcg > 0, idcg, 1.0), 0.0)
         elif metric.kind == "map":
-            precision_at = found[:, :c] / np.arange(1, c + 1)
-            value = np.where(has, (precision_at * hit[:, :c]).sum(axis=1) / safe_r, 0.0)
+            value = np.where(has, cumulative("ap")[:, c - 1] / safe_r, 0.0)
         elif metric.kind == "recall":
             value = np.where(has, found[:, c - 1] / safe_r, 0.0)
         elif metric.kind == "precision":
             value = found[:, c - 1] / c
         elif metric.kind == "mrr":
-            first = np.argmax(hit[:, :c], axis=1)
-            value = np.where(hit[:, :c].any(axis=1), 1.0 / (first + 1.0), 0.0)
+            value = np.where(first < c, 1.0 / (first + 1.0), 0.0)
         else:  # hit_rate
             value = (found[:, c - 1] > 0).astype(np.float64)
         out[metric.name] = value
-        out[f"unjudged@{c}"] = unjudged[:, :c].sum(axis=1) / c
+        out[f"unjudged@{c}"] = cumulative("unjudged")[:, c - 1] / c
     return out

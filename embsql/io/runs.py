@@ -20,13 +20,35 @@ from sqlglot import exp
 
 from embsql.core import ranking
 from embsql.core.labels import sort_key
-from embsql.errors import BadLabelError, ColumnTypeError, DesignError, InputError
+from embsql.errors import BadLabelError, ColumnNotFoundError, ColumnTypeError, DesignError, InputError
 from embsql.io.qrels import is_trec_text, read_trec_columns
 from embsql.io.sources import resolve
 from embsql.io.vectors import read_vectors
 
 RUN_COLUMNS = ("model", "qid", "doc_id", "rank", "score")
 _SPACE = re.compile(r"\s")
+
+
+def arrow_run(table: pa.Table, name: str, *, qid: str = "qid", doc_id: str = "doc_id", score: str = "score",
+              model: str | None = None) -> pa.Table:
+    """A run given as an Arrow table, checked and cast without a round trip through SQL."""
+    if model is None and "model" in table.column_names:
+        model = "model"
+    for column, role in ((qid, "qid"), (doc_id, "doc_id"), (score, "score")) + (((model, "model"),) if model else ()):
+        if column not in table.column_names:
+            raise ColumnNotFoundError(f"{role} column {column!r} not found in run {name!r}; its columns are: "
+                                      f"{', '.join(table.column_names)}")
+    if not (pa.types.is_floating(table.schema.field(score).type) or pa.types.is_integer(table.schema.field(score).type)):
+        raise ColumnTypeError(f"score column {score!r} in {name!r} has type {table.schema.field(score).type}; "
+                              "expected numbers")
+    # text ids; retrieve's dictionary-encoded ids stay encoded (scoring reads their codes)
+    text = lambda c: c if pa.types.is_string(c.type) or (pa.types.is_dictionary(c.type) and pa.types.is_string(
+        c.type.value_type)) else pc.cast(c, pa.string())
+    rows = table.num_rows
+    out = pa.table({"model": text(table.column(model)) if model else pa.nulls(rows, pa.string()),
+                    "qid": text(table.column(qid)), "doc_id": text(table.column(doc_id)),
+                    "score": pc.cast(table.column(score), pa.float64())})
+    return _checked(out.combine_chunks(), name, model)
 
 
 def read_run(con: duckdb.DuckDBPyConnection, source, *, qid: str = "qid", doc_id: str = "doc_id",
@@ -76,6 +98,8 @@ def _checked(table: pa.Table, name: str, model: str | None = "model") -> pa.Tabl
         raise InputError(f"run {name!r} has no rows; an empty run cannot be evaluated")
     for column in ("qid", "doc_id", "score") + (("model",) if model else ()):
         values = table.column(column)
+        if column == "model" and values.null_count == len(values):
+            continue                 # a model column that is NULL throughout: one model (retrieve without model=)
         if values.null_count:
             row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
             raise BadLabelError(f"run {name!r}: {column} is NULL at row {row}")
@@ -83,12 +107,7 @@ def _checked(table: pa.Table, name: str, model: str | None = "model") -> pa.Tabl
     if not np.isfinite(scores).all():
         row = int(np.flatnonzero(~np.isfinite(scores))[0])
         raise InputError(f"run {name!r}: score {scores[row]!r} at row {row} is not finite")
-    counts = table.group_by(["model", "qid", "doc_id"]).aggregate([([], "count_all")])
-    if counts.num_rows != table.num_rows:
-        row = counts.filter(pc.greater(counts.column("count_all"), 1)).slice(0, 1).to_pylist()[0]
-        of_model = "" if row["model"] is None else f" (model {row['model']!r})"
-        raise InputError(f"run {name!r}: doc_id {row['doc_id']!r} is ranked {row['count_all']} times for qid "
-                         f"{row['qid']!r}{of_model}; a document appears at most once per query")
+    # a document ranked twice for one query is refused when the run is scored (embsql.io.scoring)
     return table
 
 
@@ -129,8 +148,9 @@ def ranked(model, qids: pa.Array, unit: np.ndarray, doc_ids: pa.Array, docs: np.
     n, depth = idx.shape
     return pa.table({
         "model": pa.array([None if model is None else str(model)] * (n * depth), pa.string()),
-        "qid": qids.take(pa.array(np.repeat(np.arange(n), depth))),
-        "doc_id": doc_ids.take(pa.array(idx.ravel())),
+        # ids dictionary-encoded over the tables' ids: scoring reads the codes without hashing text
+        "qid": pa.DictionaryArray.from_arrays(pa.array(np.repeat(np.arange(n), depth)), qids),
+        "doc_id": pa.DictionaryArray.from_arrays(pa.array(idx.ravel()), doc_ids),
         "rank": pa.array(np.tile(np.arange(1, depth + 1), n)),
         "score": pa.array(scores.ravel())})
 

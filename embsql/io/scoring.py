@@ -16,30 +16,79 @@ from embsql.core import ranking
 from embsql.core.labels import sort_key
 from embsql.errors import InputError
 from embsql.io.qrels import Qrels
-from embsql.io.runs import tie_keys
 
 SUMMARY_COLUMNS = ("model", "metric", "value", "queries", "without_relevant", "missing", "unjudged")
 PER_QUERY_COLUMNS = ("model", "qid", "metric", "value")
 
 
-def _codes(values: pa.Array, universe: pa.Array) -> np.ndarray:
-    return pc.index_in(values, value_set=universe).to_numpy(zero_copy_only=False).astype(np.int64)
+def _encode(run_values: pa.Array, judged_values: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """Codes of the run's and the qrels' ids over one dictionary, and the dictionary.  A run that
+    is dictionary-encoded already (retrieve's) keeps its codes: only the qrels are looked up."""
+    if pa.types.is_dictionary(run_values.type):
+        dictionary = run_values.dictionary
+        run_codes = run_values.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    else:
+        encoded = pc.dictionary_encode(run_values)
+        dictionary = encoded.dictionary
+        run_codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    # the qrels are the smaller side: hash their distinct ids and probe with the dictionary
+    judged = pc.dictionary_encode(judged_values)
+    where = pc.index_in(dictionary, value_set=judged.dictionary).to_numpy(zero_copy_only=False)
+    present = ~np.isnan(where) if where.dtype.kind == "f" else where >= 0
+    code_of = np.full(len(judged.dictionary), -1, dtype=np.int64)
+    code_of[where[present].astype(np.int64)] = np.flatnonzero(present)
+    unknown = code_of < 0
+    if unknown.any():       # judged ids the run never ranks: codes after the dictionary's
+        code_of[unknown] = len(dictionary) + np.arange(int(unknown.sum()))
+        dictionary = pa.concat_arrays([dictionary.cast(pa.string()),
+                                       judged.dictionary.filter(pa.array(unknown)).cast(pa.string())])
+    judged_codes = code_of[judged.indices.to_numpy(zero_copy_only=False)]
+    return run_codes, judged_codes, dictionary
+
+
+def _trec_order(rq: np.ndarray, score: np.ndarray, rd: np.ndarray, documents: pa.Array) -> np.ndarray:
+    """Row order by query, score descending, then doc_id descending as text (trec_eval's order).
+    A run that is already in that order (retrieve's, most run files) is not sorted again, and
+    only the rows whose scores tie are ordered by their text."""
+    grouped = (rq[1:] > rq[:-1]) | ((rq[1:] == rq[:-1]) & (score[1:] <= score[:-1]))
+    order = np.arange(len(rq)) if grouped.all() else np.lexsort((-score, rq))
+    q, s = rq[order], score[order]
+    tied = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
+    if tied.any():
+        in_block = np.zeros(len(q), dtype=bool)
+        in_block[1:] |= tied
+        in_block[:-1] |= tied
+        rows = np.flatnonzero(in_block)
+        block = np.cumsum(np.r_[True, ~tied])[rows]           # one number per block of equal scores
+        text = np.asarray(documents.take(pa.array(rd[order[rows]])).to_pylist(), dtype=object)
+        _, rank = np.unique(text.astype(str), return_inverse=True)   # code point order = UTF-8 byte order
+        order[rows] = order[rows][np.lexsort((-rank.ravel(), block))]
+    return order
+
+
+def _check_once(keys: np.ndarray, width: int, queries: pa.Array, documents: pa.Array) -> None:
+    """Refuse a document ranked twice for one query (``keys``: query code * width + doc code)."""
+    keys = np.sort(keys)
+    repeated = np.flatnonzero(keys[1:] == keys[:-1])
+    if not len(repeated):
+        return
+    key = int(keys[repeated[0]])
+    raise InputError(f"the run ranks doc_id {documents[key % width].as_py()!r} more than once for qid "
+                     f"{queries[key // width].as_py()!r} ({len(repeated)} repeats); a document appears at most "
+                     "once per query")
 
 
 def evaluate_model(run: pa.Table, qrels: Qrels, metrics: list[ranking.Metric], depth: int | None):
-    """Per-query values of one model's run: (qids evaluated, {metric: values}, missing count)."""
-    run_q, run_d = run.column("qid").combine_chunks(), run.column("doc_id").combine_chunks()
-    queries = pc.unique(pa.concat_arrays([run_q, qrels.qid]))
-    documents = pc.unique(pa.concat_arrays([run_d, qrels.doc_id]))
-    rq, rd = _codes(run_q, queries), _codes(run_d, documents)
-    jq, jd = _codes(qrels.qid, queries), _codes(qrels.doc_id, documents)
+    """Per-query values of one model's run: (qids evaluated, {metric: values}, R per query, missing)."""
+    rq, jq, queries = _encode(run.column("qid").combine_chunks(), qrels.qid)
+    rd, jd, documents = _encode(run.column("doc_id").combine_chunks(), qrels.doc_id)
     width = np.int64(len(documents))
-    judged_keys = jq * width + jd
-    by_key = np.argsort(judged_keys)
-    sorted_keys = judged_keys[by_key]
-    at = np.minimum(np.searchsorted(sorted_keys, rq * width + rd), len(sorted_keys) - 1)
-    judged = sorted_keys[at] == rq * width + rd
-    gain = np.where(judged, qrels.relevance[by_key][at], 0)
+    run_keys = rq * width + rd
+    _check_once(run_keys, width, queries, documents)
+    at = pc.index_in(pa.array(run_keys), value_set=pa.array(jq * width + jd)).to_numpy(zero_copy_only=False)
+    judged = ~np.isnan(at) if at.dtype.kind == "f" else at >= 0
+    gain = np.zeros(len(run_keys), dtype=np.int64)
+    gain[judged] = qrels.relevance[at[judged].astype(np.int64)]
     # trec_eval evaluates the queries of the run that have judgements; the others are skipped
     has_judgement = np.zeros(len(queries), dtype=bool)
     has_judgement[jq] = True
@@ -49,7 +98,7 @@ def evaluate_model(run: pa.Table, qrels: Qrels, metrics: list[ranking.Metric], d
     missing = int((has_judgement & ~in_run).sum())
     index = np.full(len(queries), -1, dtype=np.int64)
     index[evaluated] = np.arange(len(evaluated))
-    order = ranking.run_order(rq, run.column("score").to_numpy(), tie_keys(documents)[rd])
+    order = _trec_order(rq, run.column("score").to_numpy(), rd, documents)
     rq_sorted = rq[order]
     position = ranking.positions(rq_sorted)
     keep = index[rq_sorted] >= 0
