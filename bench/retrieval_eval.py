@@ -42,8 +42,11 @@ TREC = {"ndcg@10": "ndcg_cut_10", "ndcg@100": "ndcg_cut_100", "map@10": "map_cut
         "mrr@100": "recip_rank", "hit_rate@10": "success_10"}
 
 
+QUERIES = None      # --queries: fewer queries against the full documents (time scales with them, memory not)
+
+
 def sizes(scale: float) -> tuple[int, int, int, int]:
-    return int(10_000 * scale), int(1_000_000 * scale), 384, 100
+    return QUERIES or int(10_000 * scale), int(1_000_000 * scale), 384, 100
 
 
 def data(scale: float, seed: int = 0):
@@ -122,9 +125,9 @@ def child_embsql(scale, database=None):
         queries, docs = data(scale)
         start = time.perf_counter()
         inv = np.empty(len(docs))
-        for a in range(0, len(docs), 65536):                      # as embsql.io.vectors does
-            block = docs[a:a + 65536].astype(np.float64)
-            inv[a:a + 65536] = 1 / np.sqrt(np.einsum("ij,ij->i", block, block))
+        for a in range(0, len(docs), 8192):                       # as embsql.io.vectors does
+            block = docs[a:a + 8192].astype(np.float64)
+            inv[a:a + 8192] = 1 / np.sqrt(np.einsum("ij,ij->i", block, block))
         unit = queries.astype(np.float64)
         unit /= np.linalg.norm(unit, axis=1, keepdims=True)
         run = ranked(None, pa.array([f"q{i}" for i in range(len(queries))]), unit,
@@ -160,12 +163,27 @@ def child_evaluate(scale, run_path):
 
     sys.path.insert(0, str(ROOT))
     import embsql
+    from embsql.io.runs import ranked
 
-    run = pq.read_table(run_path)
     n, m, _, k = sizes(scale)
+    if QUERIES and QUERIES < int(10_000 * scale):
+        # part 1 ran fewer queries: score a run of the full number of queries, exact top-k of
+        # embsql against a 20,000-document sample (the same kind of run: ids dictionary-encoded)
+        n = int(10_000 * scale)
+        queries, docs = data(scale)
+        rng = np.random.default_rng(5)
+        queries = rng.standard_normal((n, docs.shape[1]))
+        queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+        sample = docs[:20_000]
+        run = ranked(None, pa.array([f"q{i}" for i in range(n)]), queries, pa.array([str(i) for i in range(20_000)]),
+                     sample, 1 / np.linalg.norm(sample.astype(np.float64), axis=1), k)
+        m = 20_000
+        del docs
+    else:
+        run = pq.read_table(run_path)
     rng = np.random.default_rng(3)
     top = np.asarray(run.column("doc_id").to_pylist(), dtype=object).reshape(n, k)
-    qids = [f"q{i}" for i in range(n)]
+    qids = sorted(set(run.column("qid").to_pylist()), key=lambda q: int(q[1:]) if q[1:].isdigit() else q)
     judged = {}
     for i, qid in enumerate(qids):
         docs = list(top[i, rng.choice(k, size=5, replace=False)]) + [str(x) for x in rng.integers(0, m, size=5)]
@@ -237,7 +255,8 @@ def run_child(name: str, scale: float, threads: int, out: str, extra: str = "") 
     env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
            "MKL_NUM_THREADS": str(threads), "NUMBA_NUM_THREADS": str(threads), "BENCH_OUT": out,
            "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, __file__, "--child", name, "--scale", str(scale), "--extra", extra],
+    done = subprocess.run([sys.executable, __file__, "--child", name, "--scale", str(scale), "--extra", extra]
+                          + (["--queries", str(QUERIES)] if QUERIES else []),
                           env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{name} failed:\n{done.stderr}")
@@ -250,7 +269,10 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--child")
     parser.add_argument("--extra", default="")
+    parser.add_argument("--queries", type=int, help="queries in part 1 (default 10,000 x scale)")
     args = parser.parse_args()
+    global QUERIES
+    QUERIES = args.queries
     if args.child:
         functions = {"faiss": lambda: child_faiss(args.scale), "embsql": lambda: child_embsql(args.scale),
                      "faiss_duckdb": lambda: child_faiss(args.scale, args.extra),

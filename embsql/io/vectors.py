@@ -108,8 +108,9 @@ def _first_null(values: pa.Array) -> int:
 def _inverse_norms(vectors: np.ndarray, ids: pa.Array, what: str, name: str, vector: str, role: str) -> np.ndarray:
     """1 / ||x|| in float64, block by block; a zero or non-finite vector is named."""
     out = np.empty(len(vectors))
-    for a in range(0, len(vectors), BATCH_ROWS):
-        block = vectors[a:a + BATCH_ROWS].astype(np.float64)
+    step = 8192                            # a float64 copy of 8192 rows (25 MB at d = 384), not of all
+    for a in range(0, len(vectors), step):
+        block = vectors[a:a + step].astype(np.float64)
         scale = np.max(np.abs(block), axis=1)
         good = np.isfinite(scale) & (scale > 0)
         if not good.all():
