@@ -225,7 +225,8 @@ def child_evaluate(scale, run_path):
     order = sorted(ranx_r.keys()) if hasattr(ranx_r, "keys") else sorted(run_dict)
     diff_trec = max(abs(values[mm][q] - trec[q][TREC[mm]]) for mm in METRICS for q in qids)
     diff_ranx = max(abs(values[mm][q] - float(v)) for mm in METRICS for q, v in zip(order, theirs[mm]))
-    return {"embsql": t_embsql, "embsql_per_query": t_embsql_per_query, "ranx": t_ranx, "ranx_from_dataframes": t_ranx_df, "pytrec_eval": t_trec,
+    return {"embsql": t_embsql, "embsql_per_query": t_embsql_per_query, "ranx": t_ranx,
+            "ranx_from_dataframes": t_ranx_df, "pytrec_eval": t_trec,
             "max_diff_pytrec_eval": diff_trec, "max_diff_ranx": diff_ranx, "rows": run.num_rows}
 
 
@@ -285,7 +286,7 @@ def main() -> int:
     n, m, d, k = sizes(args.scale)
     print(f"exact top-{k}: {n:,} queries x {m:,} docs, d = {d}, float32, {args.threads} threads; "
           f"load average before: {os.getloadavg()[0]:.1f}", flush=True)
-    with tempfile.TemporaryDirectory(dir=ROOT / "bench") as folder:
+    with tempfile.TemporaryDirectory() as folder:
         database = str(Path(folder) / "retrieval.duckdb")
         print(f"  DuckDB database written in {make_database(args.scale, database):.1f} s", flush=True)
         results = {}
@@ -305,7 +306,8 @@ def main() -> int:
         e = run_child("evaluate", args.scale, args.threads, str(Path(folder) / "e"),
                       str(Path(folder) / "embsql.npy.run.parquet"))
         print(f"evaluate: {e['rows']:,} run rows, {len(METRICS)} metrics")
-        print(f"  embsql.evaluate {e['embsql']:.2f} s (per_query=True {e['embsql_per_query']:.2f} s)   ranx {e['ranx']:.2f} s (from DataFrames "
+        print(f"  embsql.evaluate {e['embsql']:.2f} s (per_query=True {e['embsql_per_query']:.2f} s)   "
+              f"ranx {e['ranx']:.2f} s (from DataFrames "
               f"{e['ranx_from_dataframes']:.2f} s)   pytrec_eval {e['pytrec_eval']:.2f} s")
         print(f"  ratio embsql / ranx: {e['embsql'] / e['ranx']:.2f}   embsql / ranx from DataFrames: "
               f"{e['embsql'] / e['ranx_from_dataframes']:.2f}   embsql / pytrec_eval: {e['embsql'] / e['pytrec_eval']:.2f}")
