@@ -13,6 +13,7 @@ from importlib.metadata import version
 from embsql.api.agreement import knn_agreement, mantel
 from embsql.api.compare_retrieval import compare_retrieval
 from embsql.api.decomposition import anova, anova_dist, groups
+from embsql.api.evaluation import evaluate, retrieve, write_trec_run
 from embsql.api.permutation import dispersion, permanova
 from embsql.api.resampling import bootstrap, compare, jackknife
 from embsql.api.retrieval import dose, margins, pairing, retrieval_layers, retrieval_summary
@@ -44,4 +45,5 @@ __all__ = [
     "BadVectorError", "BadLabelError", "DesignError", "DistanceTableError", "SqlInputError",
     "margins", "retrieval_summary", "retrieval_layers", "dose", "pairing",
     "compare_retrieval",
+    "retrieve", "evaluate", "write_trec_run",
 ]

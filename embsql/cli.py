@@ -63,7 +63,7 @@ def _build(args, *, source_from_table: bool = False, hint: str = ""):
                 "permutations": getattr(args, "permutations", None), "seed": getattr(args, "seed", None),
                 "replicates": getattr(args, "replicates", None),
                 "sections": tuple(args.sections.split(",")) if args.sections else None, "table": args.table,
-                "queries": args.queries, "docs": args.docs}
+                "queries": args.queries, "docs": args.docs, "qrels": getattr(args, "qrels", None)}
     if args.config:
         report = Report.from_file(args.config).replace(**settings)
     else:
@@ -201,6 +201,8 @@ def _report_arguments(parser: argparse.ArgumentParser, *, running: bool) -> None
     parser.add_argument("--queries", help="queries table or file: adds the retrieval layers (with --docs; column "
                                           "names other than the defaults go in the config file's [report.retrieval])")
     parser.add_argument("--docs", help="documents table or file (with --queries)")
+    parser.add_argument("--qrels", metavar="FILE", help="relevance judgements (qid, doc_id, relevance: a table, "
+                        "Parquet/CSV or a TREC qrels file): adds the retrieval evaluation (with --queries and --docs)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1110,3 +1110,160 @@ SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')),
     mq[1] AS m_p05, mq[2] AS m_p25, mq[3] AS m_median, mq[4] AS m_p75, mq[5] AS m_p95, main.ties, scope AS scope
 FROM main JOIN se ON main.__emb_b IS NOT DISTINCT FROM se.__emb_b
 ORDER BY main.__emb_b);
+
+-- ---------------------------------------------------------------------------
+-- Rank metrics of a run against relevance judgements, in plain SQL (the stock DuckDB CLI).
+--   run:   qid, doc_id, score (optionally a model column, named by "by")
+--   qrels: qid, doc_id, relevance (a whole number >= 0; relevant = relevance >= 1)
+-- trec_eval's definitions and order: each query's documents by score descending, then doc_id
+-- descending as text (the run's own rank column is ignored, as trec_eval does).  Per query q
+-- with R relevant documents and gains g_i = relevance of the document at rank i (0 unjudged):
+--   ndcg@k      sum_{i<=k} g_i / log2(i + 1)  /  the same sum over the judged gains sorted
+--               descending (0 when that is 0)
+--   map@k       sum over relevant documents at ranks i <= k of (relevant in the top i) / i, / R
+--   recall@k    relevant in the top k / R           precision@k  relevant in the top k / k
+--   mrr@k       1 / rank of the first relevant document in the top k (0 if none)
+--   hit_rate@k  1 if a relevant document is in the top k
+-- Queries of the run without any judgement are skipped; judged queries without a relevant
+-- document score 0 and count (as in trec_eval).  ids are compared as text.
+-- ---------------------------------------------------------------------------
+
+-- One row per (model, qid, metric) with the internal columns (__emb_b model value, __emb_o
+-- metric order, __emb_none: the query has no relevant document).
+CREATE OR REPLACE TEMP MACRO emb__run_metric_rows(run, qrels, k, "by", qid_col, doc_id_col, score_col,
+                                             relevance_col) AS TABLE
+WITH rmeta AS (
+    SELECT
+        len(list_value(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))) AS __emb_qcols,
+        len(list_value(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))) AS __emb_dcols,
+        len(list_value(*COLUMNS(lambda c: c IN (score_col, '__emb_null')))) AS __emb_scols,
+        len(list_value(*COLUMNS(lambda c: c IN ("by", '__emb_null')))) AS __emb_bcols
+    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(run) LIMIT 1) ON true
+),
+jmeta AS (
+    SELECT
+        len(list_value(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))) AS __emb_qcols,
+        len(list_value(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))) AS __emb_dcols,
+        len(list_value(*COLUMNS(lambda c: c IN (relevance_col, '__emb_null')))) AS __emb_rcols
+    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(qrels) LIMIT 1) ON true
+),
+r0 AS (
+    SELECT
+        COLUMNS(lambda c: c IN ("by", '__emb_all')),
+        coalesce(*COLUMNS(lambda c: c IN ("by", '__emb_null'))) AS __emb_b,
+        coalesce(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))::VARCHAR AS __emb_q,
+        coalesce(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))::VARCHAR AS __emb_d,
+        coalesce(*COLUMNS(lambda c: c IN (score_col, '__emb_null')))::DOUBLE AS __emb_s,
+        row_number() OVER () - 1 AS __emb_row
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(run))
+),
+r AS (
+    SELECT r0.*,
+        row_number() OVER (PARTITION BY __emb_b, __emb_q ORDER BY __emb_s DESC, __emb_d DESC) AS __emb_pos,
+        count(*) OVER (PARTITION BY __emb_b, __emb_q, __emb_d) AS __emb_dup
+    FROM r0, rmeta m
+    WHERE CASE
+        WHEN k IS NULL OR k < 1 OR k <> floor(k) THEN error(format('embsql: k must be a whole number of 1 or more, not {}', k))
+        WHEN m.__emb_qcols = 1 THEN error(format('embsql: qid column "{}" not found in run {}', qid_col, run))
+        WHEN m.__emb_dcols = 1 THEN error(format('embsql: doc_id column "{}" not found in run {}', doc_id_col, run))
+        WHEN m.__emb_scols = 1 THEN error(format('embsql: score column "{}" not found in run {}', score_col, run))
+        WHEN "by" IS NOT NULL AND m.__emb_bcols = 1
+            THEN error(format('embsql: model column "{}" not found in run {}', "by", run))
+        WHEN __emb_q IS NULL OR __emb_d IS NULL OR __emb_s IS NULL OR ("by" IS NOT NULL AND __emb_b IS NULL)
+            THEN error(format('embsql: run {}: NULL qid, doc_id, score or model at row {}', run, __emb_row))
+        WHEN isnan(__emb_s) OR isinf(__emb_s)
+            THEN error(format('embsql: run {}: score {} at row {} is not finite', run, __emb_s, __emb_row))
+        ELSE true
+    END
+),
+j AS (
+    SELECT
+        coalesce(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))::VARCHAR AS __emb_q,
+        coalesce(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))::VARCHAR AS __emb_d,
+        coalesce(*COLUMNS(lambda c: c IN (relevance_col, '__emb_null'))) AS __emb_r0,
+        try_cast(coalesce(*COLUMNS(lambda c: c IN (relevance_col, '__emb_null'))) AS DOUBLE) AS __emb_r,
+        row_number() OVER () - 1 AS __emb_row
+    FROM (SELECT *, NULL AS __emb_null FROM query_table(qrels))
+),
+judged AS (
+    SELECT j.__emb_q, j.__emb_d, j.__emb_r::BIGINT AS __emb_r,
+        count(*) OVER (PARTITION BY j.__emb_q, j.__emb_d) AS __emb_dup
+    FROM j, jmeta m
+    WHERE CASE
+        WHEN m.__emb_qcols = 1 THEN error(format('embsql: qid column "{}" not found in qrels {}', qid_col, qrels))
+        WHEN m.__emb_dcols = 1 THEN error(format('embsql: doc_id column "{}" not found in qrels {}', doc_id_col, qrels))
+        WHEN m.__emb_rcols = 1 THEN error(format('embsql: relevance column "{}" not found in qrels {}', relevance_col, qrels))
+        WHEN j.__emb_q IS NULL OR j.__emb_d IS NULL OR j.__emb_r0 IS NULL
+            THEN error(format('embsql: qrels {}: NULL qid, doc_id or relevance at row {}', qrels, j.__emb_row))
+        WHEN j.__emb_r IS NULL OR j.__emb_r < 0 OR j.__emb_r <> floor(j.__emb_r) OR isinf(j.__emb_r) THEN error(format(
+            'embsql: qrels {}: relevance {} at row {}; relevance must be a whole number of 0 or more',
+            qrels, j.__emb_r0, j.__emb_row))
+        ELSE true
+    END
+),
+judged_once AS (
+    SELECT __emb_q, __emb_d, __emb_r FROM judged
+    WHERE CASE WHEN __emb_dup > 1 THEN error(format(
+        'embsql: qrels {}: (qid {}, doc_id {}) is judged {} times; each pair must be judged once',
+        qrels, __emb_q, __emb_d, __emb_dup)) ELSE true END
+),
+per_qid AS (
+    -- R and the ideal DCG@k of each judged query
+    SELECT __emb_q, count(*) FILTER (WHERE __emb_r >= 1) AS __emb_nrel,
+        sum(CASE WHEN __emb_i <= k THEN __emb_r / log2(__emb_i + 1) ELSE 0 END) AS __emb_idcg
+    FROM (SELECT *, row_number() OVER (PARTITION BY __emb_q ORDER BY __emb_r DESC) AS __emb_i FROM judged_once)
+    GROUP BY __emb_q
+),
+top AS (
+    SELECT r.* EXCLUDE (__emb_dup), coalesce(jo.__emb_r, 0) AS __emb_g
+    FROM r LEFT JOIN judged_once jo ON r.__emb_q = jo.__emb_q AND r.__emb_d = jo.__emb_d
+    WHERE CASE WHEN r.__emb_dup > 1 THEN error(format(
+        'embsql: run {}: doc_id {} is ranked {} times for qid {}; a document appears at most once per query',
+        run, r.__emb_d, r.__emb_dup, r.__emb_q)) ELSE r.__emb_pos <= k END
+),
+scored AS (
+    SELECT *, sum((__emb_g >= 1)::INTEGER) OVER (PARTITION BY __emb_b, __emb_q ORDER BY __emb_pos) AS __emb_found
+    FROM top
+),
+per_query AS (
+    SELECT COLUMNS(lambda c: c IN ("by", '__emb_all')), s.__emb_b, s.__emb_q AS qid,
+        CASE WHEN any_value(p.__emb_idcg) > 0 THEN sum(__emb_g / log2(__emb_pos + 1)) / any_value(p.__emb_idcg)
+             ELSE 0.0 END AS "ndcg",
+        CASE WHEN any_value(p.__emb_nrel) > 0
+             THEN sum(CASE WHEN __emb_g >= 1 THEN __emb_found / __emb_pos ELSE 0 END) / any_value(p.__emb_nrel)
+             ELSE 0.0 END AS "map",
+        CASE WHEN any_value(p.__emb_nrel) > 0 THEN count(*) FILTER (WHERE __emb_g >= 1) / any_value(p.__emb_nrel)
+             ELSE 0.0 END AS "recall",
+        count(*) FILTER (WHERE __emb_g >= 1) / k AS "precision",
+        coalesce(max(1.0 / __emb_pos) FILTER (WHERE __emb_g >= 1), 0.0) AS "mrr",
+        CASE WHEN count(*) FILTER (WHERE __emb_g >= 1) > 0 THEN 1.0 ELSE 0.0 END AS "hit_rate",
+        any_value(p.__emb_nrel) = 0 AS __emb_none
+    FROM scored s JOIN per_qid p ON s.__emb_q = p.__emb_q
+    GROUP BY ALL
+)
+SELECT * EXCLUDE ("ndcg", "map", "recall", "precision", "mrr", "hit_rate"),
+    unnest([format('ndcg@{}', k), format('map@{}', k), format('recall@{}', k), format('precision@{}', k),
+            format('mrr@{}', k), format('hit_rate@{}', k)]) AS metric,
+    unnest(["ndcg", "map", "recall", "precision", "mrr", "hit_rate"]) AS value,
+    unnest(range(6)) AS __emb_o
+FROM per_query;
+
+-- One row per (model, qid, metric): the per-query values (model, qid, metric, value).
+CREATE OR REPLACE TEMP MACRO emb_run_metrics_per_query(run, qrels, k := 10, "by" := NULL, qid_col := 'qid',
+                                                  doc_id_col := 'doc_id', score_col := 'score',
+                                                  relevance_col := 'relevance') AS TABLE
+SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_b', '__emb_none', '__emb_o'))
+FROM emb__run_metric_rows(run, qrels, k, "by", qid_col, doc_id_col, score_col, relevance_col)
+ORDER BY __emb_b, __emb_o, qid;
+
+-- One row per (model, metric): the mean over the queries evaluated, their number, and how many
+-- of them have no relevant document.
+CREATE OR REPLACE TEMP MACRO emb_run_metrics(run, qrels, k := 10, "by" := NULL, qid_col := 'qid', doc_id_col := 'doc_id',
+                                        score_col := 'score', relevance_col := 'relevance') AS TABLE
+SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_b', '__emb_o')) FROM (
+    SELECT COLUMNS(lambda c: c IN ("by", '__emb_all')), __emb_b, __emb_o, metric, avg(value) AS value,
+        count(*) AS queries, count(*) FILTER (WHERE __emb_none) AS without_relevant
+    FROM emb__run_metric_rows(run, qrels, k, "by", qid_col, doc_id_col, score_col, relevance_col)
+    GROUP BY ALL
+)
+ORDER BY __emb_b, __emb_o;

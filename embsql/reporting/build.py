@@ -64,6 +64,7 @@ class Report:
     queries: str | None = None
     docs: str | None = None
     retrieval: dict = field(default_factory=dict)
+    qrels: str | None = None       # relevance judgements: adds the evaluation sections (with queries and docs)
     title: str | None = None
     table: str | None = None
     where: str | None = None
@@ -148,7 +149,7 @@ class Report:
         (unregistered on exit), FILE.duckdb:TABLE attached; the title and meta keep the user's names."""
         with ExitStack() as stack:
             names = {key: stack.enter_context(local_source(con, getattr(self, key)))
-                     for key in ("source", "queries", "docs")}
+                     for key in ("source", "queries", "docs", "qrels")}
             yield dataclasses.replace(self, **names, title=self.title or f"embsql report: {describe(self.source)}")
 
     # -- SQL ----------------------------------------------------------------------------------
@@ -385,6 +386,14 @@ class Report:
             layers = self._retrieval(con)
             sections.extend(layers.sections)
             notes += layers.meta.get("notes", [])
+        if self.qrels is not None and con is not None:   # retrieval evaluation (embsql.reporting.evaluation)
+            from embsql.reporting.evaluation import evaluation_sections
+
+            if self.queries is None:
+                raise InputError("report: the evaluation with qrels needs the queries and docs tables")
+            sections.extend(evaluation_sections(con, queries=self.queries, docs=self.docs, qrels=self.qrels,
+                                                model=self.by, columns=self.retrieval, replicates=self.replicates,
+                                                seed=self.seed, level=self.level))
         if notes:
             meta["notes"] = notes
         title = self.title or f"embsql report: {self.source}"

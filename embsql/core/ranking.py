@@ -1,0 +1,305 @@
+"""Ranked retrieval: exact cosine top-k in blocks, and the trec_eval rank metrics.
+
+Top-k.  ``top_k`` ranks every document for every query by cosine similarity, exactly, without an
+n x m product: float32 products of a block of queries with a block of documents pick candidates
+(the k + SPARE best per query so far, and afterwards only what beats the current SPARE-th best),
+then float64 recomputes the candidates' cosines and decides.  A query is kept only if no
+document outside its candidates can reach its k-th score given the worst-case float32 error; the
+rare others are ranked again over all documents in float64.
+
+Tie rule.  Scores are float64 cosines rounded to a grid of RESOLUTION = 2^-40 (about 9e-13,
+the grid of embsql.core.agreement): rounding noise of the dot product stays below it, so
+duplicated documents tie exactly.  Equal scores are ordered by doc_id DESCENDING as text (byte
+order), which is trec_eval's own order (it sorts by score descending, then by docno with strcmp,
+descending).  A run written with full-precision scores therefore gets the same ranks from
+trec_eval, pytrec_eval and embsql.evaluate; the rank column is that order.
+
+Metrics (trec_eval's definitions, relevant = relevance >= 1, gain = relevance):
+  ndcg@k       trec_eval ndcg_cut.k: sum_{i<k} g_i / log2(i + 2) over the ideal DCG of the judged
+               gains sorted descending, cut at k; 0 when the ideal DCG is 0
+  map@k        map_cut.k: sum over relevant documents at ranks i <= k of precision@i, / R
+  recall@k     recall.k: relevant in the top k / R
+  precision@k  P.k: relevant in the top k / k (k, even when fewer are retrieved)
+  mrr@k        recip_rank of the run cut at k: 1 / rank of the first relevant document, 0 if none
+  hit_rate@k   success.k: 1 if a relevant document is in the top k
+R is the number of judged relevant documents of the query (retrieved or not).  A query with
+judgements but no relevant document scores 0 on every metric and counts in the mean, as in
+trec_eval; a query of the run without any judgement is skipped (trec_eval skips it too).
+Documents without a judgement are not relevant.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from embsql.errors import InputError
+
+RESOLUTION = 2.0 ** -40
+SPARE = 8                          # candidates beyond k: the float32 error must not reach past them
+QUERY_BLOCK = 1024                 # queries per block
+DOC_BLOCK = 16_384                 # documents per block: 1024 x 16384 float32 similarities = 64 MB
+METRICS = ("ndcg", "map", "recall", "precision", "mrr", "hit_rate")
+DEFAULT_METRICS = ("ndcg@10", "map@100", "recall@10", "recall@100", "mrr@10", "precision@10", "hit_rate@10")
+_METRIC = re.compile(r"^(ndcg|map|recall|precision|mrr|hit_rate)@([0-9]+)$")
+
+
+# ----------------------------------------------------------------------------------------------
+# arguments
+
+def check_k(k) -> int:
+    """A depth or cutoff: a whole number of 1 or more."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise InputError(f"k must be a whole number of 1 or more, not {k!r}")
+    return int(k)
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str          # as the user wrote it, lower case: "ndcg@10"
+    kind: str          # one of METRICS
+    cutoff: int
+
+
+def parse_metrics(metrics) -> list[Metric]:
+    """``["ndcg@10", "map@100", ...]`` -> Metric list (order kept, repeats refused)."""
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    metrics = list(metrics)
+    if not metrics:
+        raise InputError("metrics is empty; name at least one, e.g. ['ndcg@10']")
+    out, seen = [], set()
+    for raw in metrics:
+        name = str(raw).strip().lower()
+        match = _METRIC.match(name)
+        if not match or int(match.group(2)) < 1:
+            raise InputError(f"unknown metric {raw!r}; metrics are {', '.join(m + '@k' for m in METRICS)} "
+                             "with a cutoff k of 1 or more, e.g. 'ndcg@10'")
+        if name in seen:
+            raise InputError(f"metric {raw!r} is named twice")
+        seen.add(name)
+        out.append(Metric(name, match.group(1), int(match.group(2))))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# exact top-k
+
+def float32_slack(d: int) -> float:
+    """|float32 cosine - exact cosine| of unit vectors: rounding the inputs and the scale (3u) and a
+    d-term float32 dot product (d u / (1 - d u)), u = 2^-24; plus the float64 error d 2^-52."""
+    u = 2.0 ** -24
+    return (d * u / (1 - d * u) + 4 * u) + d * 2.0 ** -52
+
+
+def grid(similarities: np.ndarray) -> np.ndarray:
+    """Cosines on the tie grid, as exact integers held in float64 (larger = nearer)."""
+    return np.rint(np.clip(similarities, -1.0, 1.0) / RESOLUTION)
+
+
+def _merge(idx, val, rows, cols, vals, depth):
+    """Per query, the ``depth`` best of the current candidates and new hits (float32 values);
+    returns (idx, val, best value dropped per row or -inf)."""
+    b = len(idx)
+    all_rows = np.concatenate([np.repeat(np.arange(b), idx.shape[1]), *rows])
+    all_cols = np.concatenate([idx.ravel(), *cols])
+    all_vals = np.concatenate([val.ravel(), *vals])
+    order = np.lexsort((-all_vals, all_rows))
+    all_rows, all_cols, all_vals = all_rows[order], all_cols[order], all_vals[order]
+    start = np.searchsorted(all_rows, np.arange(b))
+    position = np.arange(len(all_rows)) - start[all_rows]
+    keep = position < depth
+    new_idx = all_cols[keep].reshape(b, depth)
+    new_val = all_vals[keep].reshape(b, depth)
+    dropped = np.full(b, -np.inf, dtype=np.float32)
+    first_out = position == depth
+    dropped[all_rows[first_out]] = all_vals[first_out]
+    return new_idx, new_val, dropped
+
+
+def _exact_scores(queries, docs, inv_norms, low, cand):
+    """float64 cosines of queries low, low + 1, ... with their candidates, 32 rows at a time so
+    the gathered candidate vectors stay in cache."""
+    out = np.empty(cand.shape)
+    for start in range(0, len(cand), 32):
+        stop = min(len(cand), start + 32)
+        rows = slice(start, stop)
+        gathered = docs[cand[rows]].astype(np.float64)
+        out[rows] = np.einsum("rk,rck->rc", queries[low + start:low + stop], gathered) * inv_norms[cand[rows]]
+    return out
+
+
+def _order(keys, cand, tie_key, k):
+    """Positions of the k best per row: larger key first, then smaller tie key."""
+    order = np.lexsort((tie_key[cand], -keys), axis=-1)[:, :k]
+    return order
+
+
+def _exact_rows(queries, docs, inv_norms, tie_key, k, doc_block):
+    """Top k of a few queries over every document in float64 (the fallback)."""
+    m = len(docs)
+    keys = np.empty((len(queries), m))
+    for a in range(0, m, doc_block):
+        keys[:, a:a + doc_block] = grid((queries @ docs[a:a + doc_block].astype(np.float64).T) * inv_norms[a:a + doc_block])
+    idx = np.empty((len(queries), k), dtype=np.int64)
+    out = np.empty((len(queries), k))
+    for r, row in enumerate(keys):
+        bound = np.partition(row, m - k)[m - k]
+        cand = np.flatnonzero(row >= bound)
+        order = np.lexsort((tie_key[cand], -row[cand]))[:k]
+        idx[r], out[r] = cand[order], row[cand[order]]
+    return idx, out
+
+
+def top_k(queries: np.ndarray, docs: np.ndarray, inv_norms: np.ndarray, tie_key: np.ndarray, k: int, *,
+          query_block: int = QUERY_BLOCK, doc_block: int = DOC_BLOCK) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, scores), both n x min(k, m): each query's best documents by cosine, best first.
+
+    queries: n x d unit vectors (float64).  docs: m x d vectors as given (float32 keeps memory at
+    one copy); inv_norms: 1 / ||doc|| in float64.  tie_key: int per document, smaller first among
+    equal scores (the position of the doc_id in descending text order gives trec_eval's rule).
+    scores are grid-rounded float64 cosines (see the module docstring).
+    """
+    n, d = queries.shape
+    m = len(docs)
+    k = min(k, m)
+    depth = min(m, k + SPARE)
+    slack = float32_slack(d)
+    q32 = queries.astype(np.float32)
+    inv32 = inv_norms.astype(np.float32)
+    tie_key = np.asarray(tie_key, dtype=np.int64)
+    out_idx = np.empty((n, k), dtype=np.int64)
+    out_score = np.empty((n, k))
+    for low in range(0, n, query_block):
+        high = min(n, low + query_block)
+        b = high - low
+        idx = np.empty((b, 0), dtype=np.int64)
+        val = np.empty((b, 0), dtype=np.float32)
+        threshold = np.full(b, -np.inf, dtype=np.float32)
+        outside = np.full(b, -np.inf, dtype=np.float32)
+        pending: tuple[list, list, list] = ([], [], [])
+        buffered = 0
+        for a in range(0, m, doc_block):
+            block = docs[a:a + doc_block]
+            sims = q32[low:high] @ (block if block.dtype == np.float32 else block.astype(np.float32)).T
+            sims *= inv32[a:a + doc_block]
+            width = sims.shape[1]
+            if idx.shape[1] < depth:
+                # too few candidates yet: take this block's best outright
+                take = min(width, depth)
+                if take < width:
+                    part = np.argpartition(sims, (width - take - 1, width - take), axis=1)
+                    cols = part[:, width - take:]
+                    best_left = np.take_along_axis(sims, part[:, width - take - 1:width - take], axis=1)[:, 0]
+                    outside = np.maximum(outside, best_left)
+                else:
+                    cols = np.broadcast_to(np.arange(width), (b, width))
+                vals = np.take_along_axis(sims, cols, axis=1)
+                idx, val, dropped = _merge(idx, val, [np.repeat(np.arange(b), take)], [(cols + a).ravel()],
+                                           [vals.ravel()], min(depth, idx.shape[1] + take))
+                outside = np.maximum(outside, dropped)
+                if idx.shape[1] == depth:
+                    threshold = val[:, -1]
+                continue
+            # flatnonzero is several times faster than a 2-d nonzero on a mostly-False mask
+            rows, cols = np.divmod(np.flatnonzero(sims >= threshold[:, None]), width)
+            # what is not taken lies below the threshold, which therefore bounds the outside
+            outside = np.maximum(outside, threshold)
+            if len(rows):
+                pending[0].append(rows)
+                pending[1].append(cols + a)
+                pending[2].append(sims[rows, cols])
+                buffered += len(rows)
+            if buffered > b * depth or (buffered and a + doc_block >= m):
+                idx, val, dropped = _merge(idx, val, *pending, depth)
+                outside = np.maximum(outside, dropped)
+                threshold = val[:, -1]
+                pending, buffered = ([], [], []), 0
+        keys = grid(_exact_scores(queries, docs, inv_norms, low, idx))
+        order = _order(keys, idx, tie_key, k)
+        out_idx[low:high] = np.take_along_axis(idx, order, axis=1)
+        out_score[low:high] = np.take_along_axis(keys, order, axis=1)
+        if depth < m:
+            last = out_score[low:high, -1]
+            unsure = np.flatnonzero(outside.astype(np.float64) + slack >= (last - 0.5) * RESOLUTION)
+            if len(unsure):
+                rows = low + unsure
+                out_idx[rows], out_score[rows] = _exact_rows(queries[rows], docs, inv_norms, tie_key, k, doc_block)
+    return out_idx, out_score * RESOLUTION
+
+
+# ----------------------------------------------------------------------------------------------
+# ordering a run and the metrics
+
+def run_order(query: np.ndarray, score: np.ndarray, tie_key: np.ndarray) -> np.ndarray:
+    """Row order of a run: by query, score descending, then tie key ascending (trec_eval's order
+    when the tie key ranks doc_ids in descending text order)."""
+    return np.lexsort((tie_key, -score, query))
+
+
+def positions(query_sorted: np.ndarray) -> np.ndarray:
+    """0-based rank of each row within its query, for rows sorted by query."""
+    start = np.flatnonzero(np.r_[True, query_sorted[1:] != query_sorted[:-1]])
+    return np.arange(len(query_sorted)) - np.repeat(start, np.diff(np.r_[start, len(query_sorted)]))
+
+
+def rank_metrics(query: np.ndarray, position: np.ndarray, gain: np.ndarray, judged: np.ndarray,
+                 ideal: np.ndarray, relevant: np.ndarray, metrics: list[Metric]) -> dict[str, np.ndarray]:
+    """Per-query values of each metric.
+
+    query, position, gain, judged: per run row (query index 0..n-1, 0-based rank, relevance of the
+    document or 0, whether it has a judgement).  ideal: n x c judged gains sorted descending (c >=
+    every cutoff, zero-padded); relevant: n, the number of documents with relevance >= 1.
+    Also returns "unjudged@k": the share of the top k (of k) without a judgement.
+    """
+    n = len(relevant)
+    depth = max(m.cutoff for m in metrics)
+    keep = position < depth
+    rows, cols = query[keep], position[keep]
+    g = np.zeros((n, depth))
+    g[rows, cols] = gain[keep]
+    unjudged = np.zeros((n, depth), dtype=np.int32)
+    unjudged[rows, cols] = ~judged[keep]
+    hit = g >= 1
+    found = np.cumsum(hit, axis=1, dtype=np.int32)
+    discount = 1.0 / np.log2(np.arange(depth) + 2.0)
+    r = relevant.astype(np.float64)
+    has = r > 0
+    safe_r = np.where(has, r, 1.0)
+    # every metric at cutoff c is column c - 1 of a running sum over the ranks
+    running = {}
+
+    def cumulative(kind):
+        if kind not in running:
+            if kind == "dcg":
+                running[kind] = np.cumsum(g * discount, axis=1)
+            elif kind == "idcg":
+                running[kind] = np.cumsum(ideal[:, :depth] * discount[:ideal.shape[1]], axis=1)
+            elif kind == "ap":
+                running[kind] = np.cumsum(np.where(hit, found / np.arange(1.0, depth + 1), 0.0), axis=1)
+            else:
+                running[kind] = np.cumsum(unjudged, axis=1)
+        return running[kind]
+
+    first = np.where(hit.any(axis=1), np.argmax(hit, axis=1), depth)
+    out = {}
+    for metric in metrics:
+        c = metric.cutoff
+        if metric.kind == "ndcg":
+            idcg = cumulative("idcg")[:, c - 1]
+            value = np.where(idcg > 0, cumulative("dcg")[:, c - 1] / np.where(idcg > 0, idcg, 1.0), 0.0)
+        elif metric.kind == "map":
+            value = np.where(has, cumulative("ap")[:, c - 1] / safe_r, 0.0)
+        elif metric.kind == "recall":
+            value = np.where(has, found[:, c - 1] / safe_r, 0.0)
+        elif metric.kind == "precision":
+            value = found[:, c - 1] / c
+        elif metric.kind == "mrr":
+            value = np.where(first < c, 1.0 / (first + 1.0), 0.0)
+        else:  # hit_rate
+            value = (found[:, c - 1] > 0).astype(np.float64)
+        out[metric.name] = value
+        out[f"unjudged@{c}"] = cumulative("unjudged")[:, c - 1] / c
+    return out

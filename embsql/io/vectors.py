@@ -1,0 +1,132 @@
+"""Ids and vectors per model, read for ranking: one copy of the vectors, as stored.
+
+Retrieval over a million documents cannot afford a float64 copy (3 GB at d = 384): FLOAT
+vectors stay float32, DOUBLE vectors float64, and only 1 / ||x|| is kept beside them (float64).
+Rows stream from DuckDB in Arrow batches into arrays allocated once per model (the row counts
+are read first), so the peak is the vectors plus one batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from embsql.core.sums import bad_vector
+from embsql.errors import BadLabelError, BadVectorError, InputError
+from embsql.io.reading import BATCH_ROWS, raw_vectors
+from embsql.io.sources import Source
+
+
+@dataclass(frozen=True)
+class Vectors:
+    """The rows of one model: ids as text, optional group labels, vectors and their inverse norms."""
+
+    ids: pa.Array
+    group: list | None
+    vectors: np.ndarray
+    inv_norms: np.ndarray
+
+    def unit(self, rows=slice(None)) -> np.ndarray:
+        """float64 unit vectors of ``rows``."""
+        return self.vectors[rows].astype(np.float64) * self.inv_norms[rows, None]
+
+
+def read_vectors(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, id_col: str, id_role: str,
+                 vector: str, model: str | None, group: str | None = None) -> dict[object, Vectors]:
+    """{model value (None without a model column): Vectors}, checking NULL ids and vectors, lengths,
+    zero or non-finite vectors and repeated ids (each named by row)."""
+    source.require(id_col, id_role)
+    if model:
+        source.require(model, "model")
+    if group:
+        source.require(group, "group")
+    dim = source.vector_dimension(vector)
+    element = source.columns[vector].split("[")[0]
+    dtype = np.float32 if element in ("FLOAT", "REAL") else np.float64
+    model_expr = exp.column(model, quoted=True) if model else exp.null()
+    counts = dict(con.sql(exp.select(model_expr.copy().as_("m"), exp.func("count", exp.Star()))
+                          .from_(source.table.copy()).group_by(model_expr.copy()).sql("duckdb")).fetchall())
+    if not counts:
+        raise InputError(f"{what} {source.name!r} has no rows")
+    if model and None in counts:
+        raise BadLabelError(f"{what} {source.name!r}: model column {model!r} is NULL in {counts[None]} rows")
+    select = [model_expr.as_("m"), exp.cast(exp.column(id_col, quoted=True), "VARCHAR").as_("i"),
+              (exp.column(group, quoted=True) if group else exp.null()).as_("g"), exp.column(vector, quoted=True).as_("v")]
+    query = exp.select(*select).from_(source.table.copy()).sql("duckdb")
+    parts = {m: {"ids": [], "group": [], "vectors": None, "filled": 0} for m in counts}
+    first_row = 0
+    for batch in con.sql(query).to_arrow_reader(BATCH_ROWS):
+        models = batch.column("m")
+        values = [None] if not model else pc.unique(models).to_pylist()
+        for value in values:
+            part = batch if not model else batch.filter(pc.equal(models, pa.scalar(value, models.type)))
+            rows = (np.arange(batch.num_rows) if not model
+                    else np.flatnonzero(pc.equal(models, pa.scalar(value, models.type)).to_numpy(zero_copy_only=False)))
+            ids = part.column("i")
+            where = lambda i, ids=ids, rows=rows, first=first_row: f"row {first + int(rows[i])} ({id_role} {ids[i].as_py()!r})"
+            if ids.null_count:
+                raise BadLabelError(f"{what} {source.name!r}: {id_role} column {id_col!r} is NULL at "
+                                    f"row {first_row + int(rows[_first_null(ids)])}")
+            if group and part.column("g").null_count:
+                raise BadLabelError(f"{what} {source.name!r}: group column {group!r} is NULL at "
+                                    f"{where(_first_null(part.column('g')))}")
+            state = parts[value]
+            try:
+                raw = raw_vectors(part.column("v"), where, vector, dim)
+            except BadVectorError as error:
+                raise BadVectorError(f"{what} {source.name!r}: {error}") from None
+            if state["vectors"] is None:
+                state["vectors"] = np.empty((counts[value], raw.shape[1]), dtype=dtype)
+            elif raw.shape[1] != state["vectors"].shape[1]:
+                raise BadVectorError(f"{what} {source.name!r}: vector column {vector!r} has a vector of length "
+                                     f"{raw.shape[1]} at {where(0)}; other vectors have length {state['vectors'].shape[1]}")
+            state["vectors"][state["filled"]:state["filled"] + len(raw)] = raw
+            state["filled"] += len(raw)
+            state["ids"].append(ids)
+            if group:
+                state["group"].extend(part.column("g").to_pylist())
+        first_row += batch.num_rows
+    out = {}
+    for value, state in parts.items():
+        vectors = state["vectors"]
+        ids = pa.concat_arrays(state["ids"]) if len(state["ids"]) > 1 else state["ids"][0]
+        out[value] = Vectors(ids, state["group"] if group else None, vectors,
+                             _inverse_norms(vectors, ids, what, source.name, vector, id_role))
+        _check_unique(ids, what, source.name, id_col, id_role, value)
+    return out
+
+
+def _first_null(values: pa.Array) -> int:
+    return int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
+
+
+def _inverse_norms(vectors: np.ndarray, ids: pa.Array, what: str, name: str, vector: str, role: str) -> np.ndarray:
+    """1 / ||x|| in float64, block by block; a zero or non-finite vector is named."""
+    out = np.empty(len(vectors))
+    step = 8192                            # a float64 copy of 8192 rows (25 MB at d = 384), not of all
+    for a in range(0, len(vectors), step):
+        block = vectors[a:a + step].astype(np.float64)
+        scale = np.max(np.abs(block), axis=1)
+        good = np.isfinite(scale) & (scale > 0)
+        if not good.all():
+            i = a + int(np.flatnonzero(~good)[0])
+            word = "zero" if np.isfinite(scale[i - a]) else "non-finite"
+            raise bad_vector(vector, word, f"{what} {name!r} row {i} ({role} {ids[i].as_py()!r})")
+        block /= scale[:, None]            # no overflow or underflow in the squares
+        out[a:a + len(block)] = 1.0 / (np.sqrt(np.einsum("ij,ij->i", block, block)) * scale)
+    return out
+
+
+def _check_unique(ids: pa.Array, what: str, name: str, column: str, role: str, model) -> None:
+    if len(pc.unique(ids)) == len(ids):
+        return
+    counts = pa.table({"i": ids}).group_by("i").aggregate([([], "count_all")])
+    repeated = counts.filter(pc.greater(counts.column("count_all"), 1)).column("i")[0].as_py()
+    of_model = "" if model is None else f" (model {model!r})"
+    raise BadLabelError(f"{what} {name!r}{of_model}: {role} column {column!r} has {repeated!r} more than once; "
+                        f"each {role} must identify one row")

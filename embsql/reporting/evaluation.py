@@ -1,0 +1,97 @@
+"""The report's retrieval evaluation (``--qrels`` with ``--queries/--docs``): metrics per model
+with cluster bootstrap intervals, and the per-query distribution of nDCG@10.
+
+The run is the exact cosine top-100 of each model (embsql.io.runs.retrieve_run), scored with
+trec_eval's definitions (embsql.io.scoring); the intervals resample paraphrase groups when the
+queries table has a group column, else single queries (embsql.core.query_means).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from sqlglot import exp
+
+from embsql.core import ranking
+from embsql.core.query_means import cluster_codes, mean_interval
+from embsql.io.qrels import check_known, read_qrels, table_ids
+from embsql.io.runs import retrieve_run
+from embsql.io.scoring import score_runs
+from embsql.io.sources import resolve
+from embsql.reporting.result import Section
+from embsql.results import ResultTable
+
+REPORT_METRICS = ("ndcg@10", "map@100", "recall@10", "recall@100", "mrr@10", "precision@10", "hit_rate@10")
+DEPTH = 100
+METRIC_COLUMNS = ("model", "metric", "value", "se", "ci_low", "ci_high", "queries", "clusters", "without_relevant",
+                  "unjudged")
+DISTRIBUTION_COLUMNS = ("model", "metric", "queries", "mean", "p05", "p25", "median", "p75", "p95", "zero", "perfect")
+DISTRIBUTION_METRIC = "ndcg@10"
+
+METRICS_CAUTION = (
+    "trec_eval's definitions on the exact cosine top-100 of each model (ties: doc_id descending, as trec_eval); "
+    "relevant means relevance >= 1, nDCG uses the relevance as gain. value is the mean over the queries that have "
+    "judgements; queries judged but without a relevant document (without_relevant) score 0 and count, as in "
+    "trec_eval. se and ci_low/ci_high are a cluster bootstrap over {unit} (percentile interval at {level:.0%}): "
+    "{why} unjudged is the mean share of each query's top cutoff without a judgement; a large share means the "
+    "qrels miss documents this model finds, and every metric is then a lower bound.")
+CLUSTERED = "paraphrases of one question are resampled together, because they are not independent queries."
+UNCLUSTERED = ("the queries table has no group column, so queries are taken as independent; if some are "
+               "paraphrases of one question, the interval is too narrow (give the group column).")
+DISTRIBUTION_CAUTION = (
+    "How nDCG@10 spreads over the queries: quantiles per model, zero = share of queries with no relevant document "
+    "in the top 10, perfect = share with the ideal top 10. A mean can hide a model that fails a few queries "
+    "completely.")
+
+
+def _groups(con, queries: str, qid: str, group: str) -> dict | None:
+    """qid (as text) -> group label, or None when the queries table has no group column."""
+    source = resolve(con, queries)
+    if group not in source.columns:
+        return None
+    query = exp.select(exp.cast(exp.column(qid, quoted=True), "VARCHAR").as_("q"),
+                       exp.column(group, quoted=True).as_("g")).distinct().from_(source.table.copy())
+    return dict(con.sql(query.sql("duckdb")).fetchall())
+
+
+def evaluation_sections(con, *, queries: str, docs: str, qrels: str, model: str | None, columns: dict,
+                        replicates: int, seed: int, level: float) -> list[Section]:
+    """The evaluation sections of a report (``columns``: the report's retrieval column options)."""
+    qid, doc_id = columns.get("qid", "qid"), columns.get("doc_id", "doc_id")
+    vector = columns.get("vector", "vector")
+    run = retrieve_run(con, queries, docs, k=DEPTH, model=model, qid=qid, doc_id=doc_id, vector=vector,
+                       doc_vector=columns.get("doc_vector"))
+    judgements = read_qrels(con, qrels, qid=qid, doc_id=doc_id, relevance=columns.get("relevance", "relevance"))
+    judgements, _ = check_known(judgements, table_ids(con, queries, qid, "qid"), "qid", judgements.qid, "error",
+                                f"queries {queries!r}")
+    judgements, _ = check_known(judgements, table_ids(con, docs, doc_id, "doc_id"), "doc_id", judgements.doc_id,
+                                "error", f"docs {docs!r}")
+    parsed = ranking.parse_metrics(REPORT_METRICS)
+    summary, per_query = score_runs(run, judgements, parsed, None, per_query=True)
+    per_query_table = pa.concat_tables(per_query)
+    groups = _groups(con, queries, qid, columns.get("group", "group"))
+    rows, spread = [], []
+    for row in summary:
+        part = per_query_table.filter(pa.compute.and_(
+            pa.compute.equal(per_query_table.column("metric"), row["metric"]),
+            pa.compute.is_null(per_query_table.column("model")) if row["model"] is None
+            else pa.compute.equal(per_query_table.column("model"), row["model"])))
+        qids = part.column("qid").to_pylist()
+        values = part.column("value").to_numpy()
+        codes = cluster_codes([groups[q] for q in qids] if groups is not None else qids)
+        interval = mean_interval(values, codes, replicates=replicates, seed=seed, level=level)
+        rows.append({**row, "se": interval.se, "ci_low": interval.ci_low, "ci_high": interval.ci_high,
+                     "clusters": interval.clusters})
+        if row["metric"] == DISTRIBUTION_METRIC:
+            p = np.quantile(values, [0.05, 0.25, 0.5, 0.75, 0.95])
+            spread.append({"model": row["model"], "metric": row["metric"], "queries": len(values),
+                           "mean": float(values.mean()), "p05": p[0], "p25": p[1], "median": p[2], "p75": p[3],
+                           "p95": p[4], "zero": float((values == 0).mean()),
+                           "perfect": float((values >= 1 - 1e-12).mean())})
+    # HOOK(compare_retrieval): the lead adds the paired comparison section here, from per_query_table.
+    caution = METRICS_CAUTION.format(unit="paraphrase groups" if groups is not None else "queries", level=level,
+                                     why=CLUSTERED if groups is not None else UNCLUSTERED)
+    return [Section("evaluation", "Retrieval evaluation with relevance judgements",
+                    ResultTable.from_dicts("evaluation", METRIC_COLUMNS, rows), caution),
+            Section("evaluation_queries", "Per-query distribution of nDCG@10",
+                    ResultTable.from_dicts("evaluation_queries", DISTRIBUTION_COLUMNS, spread), DISTRIBUTION_CAUTION)]
