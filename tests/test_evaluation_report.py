@@ -57,6 +57,32 @@ def test_report_sections_agree_with_evaluate(files):
     assert len(plots) == 1 and "Per-query nDCG@10" in plots[0].figure.axes[0].get_title()
 
 
+def test_report_compares_the_models_as_compare_retrieval_does(files):
+    """The evaluation_compare section is embsql.compare_retrieval on the per-query nDCG@10, paired by
+    paraphrase group; the verdict says which model retrieves better; a figure shows the difference."""
+    con = embsql.connect()
+    queries, docs, qrels = (str(files / name) for name in ("queries.parquet", "docs.parquet", "qrels.txt"))
+    result = embsql.report(queries, vector="vector", group="group", by="model", sections=("decomposition",),
+                           queries=queries, docs=docs, qrels=qrels, replicates=200).run(con)
+    per_query = embsql.evaluate(con, None, qrels, queries=queries, docs=docs, model="model", metrics=["ndcg@10"],
+                                per_query=True)
+    expected = embsql.compare_retrieval(con, per_query, queries=queries, metric="ndcg@10", group="group",
+                                        permutations=10_000, seed=42).to_dicts()
+    got = result["evaluation_compare"].to_dicts()
+    assert len(got) == 1 and got[0].keys() == expected[0].keys()
+    for key, value in expected[0].items():
+        assert got[0][key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value), key
+    assert (got[0]["model_a"], got[0]["model_b"]) == ("far", "near")      # display order
+    assert got[0]["groups"] == 30 and got[0]["p_value"] < 0.01 and got[0]["ci_high"] < 0   # "near" is clearly better
+    sentences = " ".join(result.verdict)
+    assert "near" in sentences and "far" in sentences and "ndcg@10" in sentences.lower()
+    plots = [p for p in report_plots(result) if p.anchor == "evaluation_compare"]
+    assert len(plots) == 1 and plots[0].figure.axes[0].get_title() == "Paired comparison of models"
+    skipped = embsql.report(queries, vector="vector", group="group", by="model", sections=("decomposition",),
+                            queries=queries, docs=docs, qrels=qrels, replicates=200, permutations=0).run(con)
+    assert "evaluation_compare" not in [s.name for s in skipped.sections]
+
+
 def test_cli_report_with_qrels_and_its_one_line_error(files):
     environment = {**os.environ, "NO_COLOR": "1"}
     base = [sys.executable, "-m", "embsql", "report", str(files / "queries.parquet"), "--vector", "vector",

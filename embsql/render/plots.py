@@ -77,9 +77,10 @@ def plot_report(result: ReportResult) -> Figures:
 def report_plots(result: ReportResult) -> list[Plot]:
     """Like :func:`plot_report`, with each figure's place and caption (used by the HTML renderer)."""
     _require_matplotlib()
-    from embsql.render.evaluation_plots import ndcg_distribution_plot  # it imports Plot from here
+    from embsql.render.evaluation_plots import evaluation_compare_plot, ndcg_distribution_plot  # they import Plot from here
 
-    makers = (_compare_plot, _r2_plot, _w_tilde_plot, _margin_plot, _dose_plot, _experiment_plots, ndcg_distribution_plot)
+    makers = (_compare_plot, _r2_plot, _w_tilde_plot, _margin_plot, _dose_plot, _experiment_plots, ndcg_distribution_plot,
+              evaluation_compare_plot)
     plots = []
     for make in makers:
         made = make(result)

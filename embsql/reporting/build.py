@@ -393,7 +393,7 @@ class Report:
                 raise InputError("report: the evaluation with qrels needs the queries and docs tables")
             sections.extend(evaluation_sections(con, queries=self.queries, docs=self.docs, qrels=self.qrels,
                                                 model=self.by, columns=self.retrieval, replicates=self.replicates,
-                                                seed=self.seed, level=self.level))
+                                                seed=self.seed, level=self.level, permutations=self.permutations))
         if notes:
             meta["notes"] = notes
         title = self.title or f"embsql report: {self.source}"

@@ -14,6 +14,7 @@ from sqlglot import exp
 
 from embsql.core import ranking
 from embsql.core.query_means import cluster_codes, mean_interval
+from embsql.core.query_pairs import PAIR_COLUMNS, compare_metric
 from embsql.io.qrels import check_known, read_qrels, table_ids
 from embsql.io.runs import retrieve_run
 from embsql.io.scoring import score_runs
@@ -54,8 +55,17 @@ def _groups(con, queries: str, qid: str, group: str) -> dict | None:
     return dict(con.sql(query.sql("duckdb")).fetchall())
 
 
+COMPARE_PERMUTATIONS = 10_000   # the sign-flip test is cheap (0.35 s at 10,000 queries): its p-value to 1e-4
+COMPARE_CAUTION = (
+    "Every pair of models on nDCG@10, on the same queries: difference = mean_a - mean_b. p_value: a paired "
+    "randomization test that swaps the two models' scores for whole {unit} (a sign flip of each {one}'s summed "
+    "difference), two-sided; p_adjusted: Holm across the pairs. ci_low/ci_high: a cluster-robust t interval over "
+    "{unit}; calibrated says whether its coverage was measured to be nominal (30 or more clusters). "
+    "{why}")
+
+
 def evaluation_sections(con, *, queries: str, docs: str, qrels: str, model: str | None, columns: dict,
-                        replicates: int, seed: int, level: float) -> list[Section]:
+                        replicates: int, seed: int, level: float, permutations: int = 999) -> list[Section]:
     """The evaluation sections of a report (``columns``: the report's retrieval column options)."""
     qid, doc_id = columns.get("qid", "qid"), columns.get("doc_id", "doc_id")
     vector = columns.get("vector", "vector")
@@ -88,10 +98,24 @@ def evaluation_sections(con, *, queries: str, docs: str, qrels: str, model: str 
                            "mean": float(values.mean()), "p05": p[0], "p25": p[1], "median": p[2], "p75": p[3],
                            "p95": p[4], "zero": float((values == 0).mean()),
                            "perfect": float((values >= 1 - 1e-12).mean())})
-    # HOOK(compare_retrieval): the lead adds the paired comparison section here, from per_query_table.
-    caution = METRICS_CAUTION.format(unit="paraphrase groups" if groups is not None else "queries", level=level,
-                                     why=CLUSTERED if groups is not None else UNCLUSTERED)
-    return [Section("evaluation", "Retrieval evaluation with relevance judgements",
-                    ResultTable.from_dicts("evaluation", METRIC_COLUMNS, rows), caution),
-            Section("evaluation_queries", "Per-query distribution of nDCG@10",
-                    ResultTable.from_dicts("evaluation_queries", DISTRIBUTION_COLUMNS, spread), DISTRIBUTION_CAUTION)]
+    unit = "paraphrase groups" if groups is not None else "queries"
+    why = CLUSTERED if groups is not None else UNCLUSTERED
+    caution = METRICS_CAUTION.format(unit=unit, level=level, why=why)
+    sections = [Section("evaluation", "Retrieval evaluation with relevance judgements",
+                        ResultTable.from_dicts("evaluation", METRIC_COLUMNS, rows), caution),
+                Section("evaluation_queries", "Per-query distribution of nDCG@10",
+                        ResultTable.from_dicts("evaluation_queries", DISTRIBUTION_COLUMNS, spread),
+                        DISTRIBUTION_CAUTION)]
+    models = set(per_query_table.column("model").to_pylist())
+    if len(models) >= 2 and permutations:   # 0 permutations skips the tests, as for the rest of the report
+        qids = per_query_table.column("qid").to_pylist()
+        pairs = compare_metric(per_query_table.column("model").to_pylist(), qids,
+                               per_query_table.column("metric").to_pylist(), per_query_table.column("value").to_pylist(),
+                               None if groups is None else [groups[q] for q in qids], metric=DISTRIBUTION_METRIC,
+                               permutations=max(permutations, COMPARE_PERMUTATIONS), seed=seed, level=level,
+                               what="the report's evaluation")
+        sections.append(Section("evaluation_compare", "Paired comparison of models on nDCG@10",
+                                ResultTable.from_dicts("evaluation_compare", PAIR_COLUMNS, pairs),
+                                COMPARE_CAUTION.format(unit=unit, one="group" if groups is not None else "query",
+                                                       why=why)))
+    return sections

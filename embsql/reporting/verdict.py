@@ -19,6 +19,18 @@ def verdict(result) -> list[str]:
     own = result.meta.get("verdict")
     if own:
         return [own] if isinstance(own, str) else list(own)
+    return [s for s in _summary(result) + [_evaluation(result)] if s]
+
+
+def _evaluation(result) -> str:
+    """Which model retrieves better on the qrels, by how much and how sure (the evaluation_compare rows)."""
+    from embsql.reporting.retrieval_verdict import retrieval_comparison_sentence
+
+    section = next((s for s in result.sections if s.name == "evaluation_compare"), None)
+    return retrieval_comparison_sentence(section.table.to_dicts()) if section is not None else ""
+
+
+def _summary(result) -> list[str]:
     rows = [row for row in result.summary.to_dicts() if _finite(row.get("r2"))]
     if rows:
         group = _groups_word(result.meta.get("group"))
