@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from embsql.core.arguments import check_permutations, check_seed
+from embsql.core.design import check_groups, check_total_spread
 from embsql.core.precision import check_spread
 from embsql.core.wild_bootstrap import bootstrap_welch, cells, residual_gram, residuals
 from embsql.errors import DesignError, InputError
@@ -96,10 +97,7 @@ def design(labels, strata=None) -> Design:
             raise InputError("the strata column has a NULL value; every row needs a stratum")
         strata_codes = np.unique(strata.astype(str), return_inverse=True)[1]
     groups = len(names)
-    if groups < 2:
-        raise DesignError("only one group: the permutation test needs at least two")
-    if groups == len(codes):
-        raise DesignError(f"every group has one row (n = G = {groups}): F is undefined")
+    check_groups(groups, len(codes), needs="the permutation test")
     return Design(codes.astype(np.int64), strata_codes.astype(np.int64), groups)
 
 
@@ -437,8 +435,7 @@ def permanova_distances(squared: np.ndarray, d: Design, *, permutations: int = 9
     _check_run(permutations, seed, statistic, d)
     _check_null(null, statistic)
     ss_t = float(np.triu(squared, 1).sum()) / d.n
-    if ss_t <= 0:
-        raise DesignError("every distance is 0 (SS_T = 0): F is undefined")
+    check_total_spread(ss_t)
     if null == "wild bootstrap":
         observed = _WelchDistances(squared, d)(np.arange(d.n))
         return _wild_bootstrap(observed, d, permutations, seed, progress,
