@@ -162,7 +162,7 @@ CATALOGUE: dict[str, Check] = {
         DesignError, "query {query}{whose}: scope {scope} leaves it no distractor (its positive {positive} is the "
                      "only document{where})"),
     "model.missing": Check(InputError, "model {model} is in {side} {source} but not in {other_side} {other}"),
-    "model.too_few": Check(InputError, "the model column has {models} model(s); {needs} needs at least two"),
+    "model.too_few": Check(InputError, "{column} has {models} model(s); {needs} needs at least two"),
     # ---- columns and sources
     "column.missing": Check(ColumnNotFoundError, "{role} column {column} not found in {source}{hint}"),
     "column.type": Check(ColumnTypeError, "{role} column {column} in {source} has type {type}: {hint}"),
@@ -236,8 +236,10 @@ def sql_class(cls: type[EmbsqlError]) -> type[SqlInputError]:
     """``cls`` as raised from SQL: a subclass of both ``cls`` and SqlInputError (one per class)."""
     if issubclass(cls, SqlInputError):
         return cls
+    if issubclass(SqlInputError, cls):           # InputError, EmbsqlError: SqlInputError is one already
+        return SqlInputError
     if cls not in _SQL_CLASSES:
-        bases = (cls, SqlInputError) if issubclass(cls, InputError) else (SqlInputError, cls)
+        bases = (cls, SqlInputError)
         name = f"Sql{cls.__name__}"
         _SQL_CLASSES[cls] = type(name, bases, {"__module__": __name__, "__qualname__": name,
                                                "__doc__": f"A {cls.__name__} raised by embsql's SQL."})

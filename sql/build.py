@@ -65,7 +65,7 @@ def catalogue_text() -> str:
     words = "".join(f" WHEN {sql_literal(word)} THEN {sql_literal(kind)}" for word, kind in VECTOR_KINDS.items())
     return ("-- ---------------------------------------------------------------------------\n"
             "-- The error catalogue (GENERATED from embsql/errors.py): one macro per kind raises\n"
-            "-- 'embsql: [kind] message', worded by the kind's one template.\n"
+            "-- the error  embsql: [kind] message,  worded by the kind's one template.\n"
             "-- ---------------------------------------------------------------------------\n"
             + "".join(fail_macro(kind) for kind in CATALOGUE)
             + f"CREATE OR REPLACE TEMP MACRO emb__vector_kind(word) AS CASE word{words} ELSE 'vector' END;\n")

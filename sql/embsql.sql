@@ -6,7 +6,7 @@
 
 -- ---------------------------------------------------------------------------
 -- The error catalogue (GENERATED from embsql/errors.py): one macro per kind raises
--- 'embsql: [kind] message', worded by the kind's one template.
+-- the error  embsql: [kind] message,  worded by the kind's one template.
 -- ---------------------------------------------------------------------------
 CREATE OR REPLACE TEMP MACRO emb__fail_design_one_group("subject", "where", "needs") AS
     error(format('embsql: [design.one_group] {} has only one group{}: {} needs at least two', "subject", "where", "needs"));
@@ -48,8 +48,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_design_no_distractor("query", "whose", "s
     error(format('embsql: [design.no_distractor] query {}{}: scope {} leaves it no distractor (its positive {} is the only document{})', "query", "whose", "scope", "positive", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_model_missing("model", "side", "source", "other_side", "other") AS
     error(format('embsql: [model.missing] model {} is in {} {} but not in {} {}', "model", "side", "source", "other_side", "other"));
-CREATE OR REPLACE TEMP MACRO emb__fail_model_too_few("models", "needs") AS
-    error(format('embsql: [model.too_few] the model column has {} model(s); {} needs at least two', "models", "needs"));
+CREATE OR REPLACE TEMP MACRO emb__fail_model_too_few("column", "models", "needs") AS
+    error(format('embsql: [model.too_few] {} has {} model(s); {} needs at least two', "column", "models", "needs"));
 CREATE OR REPLACE TEMP MACRO emb__fail_column_missing("role", "column", "source", "hint") AS
     error(format('embsql: [column.missing] {} column {} not found in {}{}', "role", "column", "source", "hint"));
 CREATE OR REPLACE TEMP MACRO emb__fail_column_type("role", "column", "source", "type", "hint") AS

@@ -80,7 +80,7 @@ def emb__compare(models, items, labels, vectors, vector_col, stat, replicates, s
                                  vector_col[row].as_py(), None)
             data[m] = (item_of[mask], label_of[mask], unit)
         if len(data) < 2:
-            fail("model.too_few", models=len(data), needs="a comparison")
+            fail("model.too_few", column="the model column", models=len(data), needs="a comparison")
         out.append(compare_rows(data, stat[row].as_py(), replicates=replicates[row].as_py(),
                                 seed=seed[row].as_py(), level=level[row].as_py(), common=common[row].as_py()))
     return pa.array([[{k: (str(v) if k.startswith("model") else v) for k, v in r.items()} for r in rows]
