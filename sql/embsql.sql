@@ -82,6 +82,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_level("name", "rule", "value") A
     error(format('embsql: [argument.level] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_statistic("name", "rule", "value") AS
     error(format('embsql: [argument.statistic] {} must be {}, not {}', "name", "rule", "value"));
+CREATE OR REPLACE TEMP MACRO emb__fail_argument_stat("names", "value") AS
+    error(format('embsql: [argument.stat] stat must be one of {}, not {}', "names", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_null_method("name", "rule", "value") AS
     error(format('embsql: [argument.null_method] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_scope("name", "rule", "value") AS

@@ -35,8 +35,8 @@ SPREAD = RNG.normal(size=(8, 3))
 
 
 def vectors(rows, groups, **extra) -> pa.Table:
-    return pa.table({"g": list(groups), "v": pa.array([None if r is None else [None if x is None else float(x) for x in r] for r in rows],
-                                                     type=pa.list_(pa.float64())), **extra})
+    lists = [None if r is None else [None if x is None else float(x) for x in r] for r in rows]
+    return pa.table({"g": list(groups), "v": pa.array(lists, type=pa.list_(pa.float64())), **extra})
 
 
 TWO_GROUPS = list("AAAABBBB")

@@ -341,7 +341,8 @@ def _wild_bootstrap(observed: float, d: Design, samples: int, seed: int, progres
 
 def _check_null(null: str, statistic: str) -> None:
     if null not in NULLS:
-        raise InputError(f"null_method must be 'auto', 'permutation' or 'wild bootstrap', not {null!r}")
+        raise InputError(f"null_method must be 'auto', 'permutation' or 'wild bootstrap', not {null!r}",
+                         kind="argument.null_method")
     if null == "wild bootstrap" and statistic != "welch":
         raise InputError("null_method 'wild bootstrap' is for statistic 'welch' (pseudo-F pools the spreads it "
                          "would keep)")
@@ -349,7 +350,7 @@ def _check_null(null: str, statistic: str) -> None:
 
 def _check_statistic(statistic: str, d: Design) -> None:
     if statistic not in STATISTICS:
-        raise InputError(f"statistic must be 'pseudo-f' or 'welch', not {statistic!r}")
+        raise InputError(f"statistic must be 'pseudo-f' or 'welch', not {statistic!r}", kind="argument.statistic")
     if statistic == "welch" and np.min(np.bincount(d.codes)) < 2:
         raise DesignError("statistic 'welch' needs at least 2 items in every group (it weights each group by "
                           "its own spread); a group has 1")
