@@ -139,6 +139,9 @@ CATALOGUE: dict[str, Check] = {
     "design.dropped_resamples": Check(
         DesignError, "{dropped} of {total} bootstrap resamples leave the statistic undefined (more than "
                      "{share}), so no interval: too few groups, or too many groups of one item"),
+    "design.no_distractor": Check(
+        DesignError, "query {query}{whose}: scope {scope} leaves it no distractor (its positive {positive} is the "
+                     "only document{where})"),
     # ---- vectors
     "vector.null": Check(BadVectorError, _VECTOR),
     "vector.null_element": Check(BadVectorError, _VECTOR),
@@ -158,9 +161,6 @@ CATALOGUE: dict[str, Check] = {
     "label.duplicate": Check(BadLabelError, "id {id} appears more than once in {source}"),
     "label.unknown_positive": Check(
         BadLabelError, "query {query}{whose} has positive {positive}, which is not a doc_id of {docs}"),
-    "design.no_distractor": Check(
-        DesignError, "query {query}{whose}: scope {scope} leaves it no distractor (its positive {positive} is the "
-                     "only document{where})"),
     "model.missing": Check(InputError, "model {model} is in {side} {source} but not in {other_side} {other}"),
     "model.too_few": Check(InputError, "{column} has {models} model(s); {needs} needs at least two"),
     # ---- columns and sources

@@ -26,6 +26,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_design_undefined_replicates("bad", "total
     error(format('embsql: [design.undefined_replicates] {} of {} {} replicates leave the statistic undefined (too few groups, or a replicate with no within-group variation)', "bad", "total", "what"));
 CREATE OR REPLACE TEMP MACRO emb__fail_design_dropped_resamples("dropped", "total", "share") AS
     error(format('embsql: [design.dropped_resamples] {} of {} bootstrap resamples leave the statistic undefined (more than {}), so no interval: too few groups, or too many groups of one item', "dropped", "total", "share"));
+CREATE OR REPLACE TEMP MACRO emb__fail_design_no_distractor("query", "whose", "scope", "positive", "where") AS
+    error(format('embsql: [design.no_distractor] query {}{}: scope {} leaves it no distractor (its positive {} is the only document{})', "query", "whose", "scope", "positive", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_vector_null("column", "word", "where") AS
     error(format('embsql: [vector.null] vector column {} has a {} vector at {}; vectors must be non-NULL, finite and of non-zero length', "column", "word", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_vector_null_element("column", "word", "where") AS
@@ -44,8 +46,6 @@ CREATE OR REPLACE TEMP MACRO emb__fail_label_duplicate("id", "source") AS
     error(format('embsql: [label.duplicate] id {} appears more than once in {}', "id", "source"));
 CREATE OR REPLACE TEMP MACRO emb__fail_label_unknown_positive("query", "whose", "positive", "docs") AS
     error(format('embsql: [label.unknown_positive] query {}{} has positive {}, which is not a doc_id of {}', "query", "whose", "positive", "docs"));
-CREATE OR REPLACE TEMP MACRO emb__fail_design_no_distractor("query", "whose", "scope", "positive", "where") AS
-    error(format('embsql: [design.no_distractor] query {}{}: scope {} leaves it no distractor (its positive {} is the only document{})', "query", "whose", "scope", "positive", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_model_missing("model", "side", "source", "other_side", "other") AS
     error(format('embsql: [model.missing] model {} is in {} {} but not in {} {}', "model", "side", "source", "other_side", "other"));
 CREATE OR REPLACE TEMP MACRO emb__fail_model_too_few("column", "models", "needs") AS

@@ -254,3 +254,9 @@ def test_udf_adapter_tags_embsql_errors_and_interrupts_and_passes_bugs_through()
     with pytest.raises(ZeroDivisionError):
         kernel("bug")
     assert sql_error(embsql.InputError("x")).args == ("embsql: [input] x",)
+
+
+def test_the_sql_readme_lists_every_kind():
+    text = (ROOT / "sql" / "README.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^\| `([a-z]+\.[a-z_]+)` \| (\w+) \|", text, flags=re.M))
+    assert listed == {(kind, check.error.__name__) for kind, check in CATALOGUE.items()}
