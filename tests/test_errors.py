@@ -1,7 +1,8 @@
 """Bad input: a clear error naming the column and the row or value, never a NaN or a crash.
 
 Python raises embsql's own classes; the SQL macros raise DuckDB errors whose message starts
-with "embsql:" (embsql.run_sql turns those into embsql.SqlInputError).
+with "embsql: [kind]" (embsql.run_sql turns those into the kind's class, which is also an
+embsql.SqlInputError; tests/test_catalogue.py holds the two routes to one class per kind).
 """
 
 import helpers
