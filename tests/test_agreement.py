@@ -21,6 +21,7 @@ from scipy.stats import spearmanr
 import embsql
 from embsql.core import agreement
 from embsql.errors import (
+    VECTOR_KINDS,
     BadLabelError,
     BadVectorError,
     ColumnNotFoundError,
@@ -297,7 +298,7 @@ def test_items_must_match_unless_common(con):
         with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
             run()
     assert sql_error(con, "SELECT * FROM emb_knn_agreement('t', 'item', 'model', 'v', k := 3)") == \
-        f"embsql: {message}"
+        f"embsql: [input] {message}"
     keep = [j for j in range(12) if j not in (3, 7)]
     con.register("shared", long_table({"a": x[keep], "b": y[keep]}, items=[f"i{j:03d}" for j in keep]))
     for run in (lambda source, **kw: embsql.knn_agreement(con, source, "item", "model", "v", k=3, **kw),
@@ -314,20 +315,20 @@ def test_duplicate_and_null_items_and_models(con):
     with pytest.raises(InputError, match="model 'a' has item 'i0' more than once"):
         embsql.knn_agreement(con, "dup", "item", "model", "v", k=2)
     assert sql_error(con, "SELECT * FROM emb_mantel('dup', 'item', 'model', 'v')") == \
-        "embsql: model 'a' has item 'i0' more than once"
+        "embsql: [input] model 'a' has item 'i0' more than once"
     null_item = long_table({"a": x, "b": y}, items=[f"i{j}" for j in range(7)] + [None])
     con.register("null_item", null_item)
     with pytest.raises(BadLabelError, match=r"item column 'item' has a NULL label at row 7"):
         embsql.knn_agreement(con, "null_item", "item", "model", "v", k=2)
     assert sql_error(con, "SELECT * FROM emb_knn_agreement('null_item', 'item', 'model', 'v', k := 2)") == \
-        "embsql: model 'a' has a NULL item; every row needs an item id"
+        "embsql: [label] model 'a' has a NULL item; every row needs an item id"
     null_model = dup.set_column(1, "model", pa.array(["a"] * 8 + [None] * 8))
     null_model = null_model.set_column(0, "item", pa.array([f"i{j}" for j in range(8)] * 2))
     con.register("null_model", null_model)
     with pytest.raises(BadLabelError, match="the model column has a NULL value"):
         embsql.mantel(con, "null_model", "item", "model", "v")
     assert sql_error(con, "SELECT * FROM emb_mantel('null_model', 'item', 'model', 'v')") == \
-        "embsql: the model column has a NULL value; every row needs a model"
+        "embsql: [label] the model column has a NULL value; every row needs a model"
 
 
 def test_one_model_and_no_rows(con):
@@ -336,12 +337,12 @@ def test_one_model_and_no_rows(con):
     with pytest.raises(InputError, match=r"the model column has 1 model\(s\); agreement needs at least two"):
         embsql.knn_agreement(con, "one", "item", "model", "v", k=2)
     assert sql_error(con, "SELECT * FROM emb_mantel('one', 'item', 'model', 'v')") == \
-        "embsql: the model column has 1 model(s); agreement needs at least two"
+        "embsql: [model.too_few] the model column has 1 model(s); agreement needs at least two"
     con.execute("CREATE TABLE empty (item VARCHAR, model VARCHAR, v DOUBLE[])")
     with pytest.raises(InputError, match="has no rows"):
         embsql.mantel(con, "empty", "item", "model", "v")
     assert sql_error(con, "SELECT * FROM emb_knn_agreement('empty', 'item', 'model', 'v')") == \
-        "embsql: source 'empty' has no rows"
+        "embsql: [source.empty] source 'empty' has no rows"
 
 
 @pytest.mark.parametrize("k,message", [
@@ -358,7 +359,7 @@ def test_bad_k(con, k, message):
     assert str(info.value) == message
     if isinstance(k, int):
         assert sql_error(con, f"SELECT * FROM emb_knn_agreement('t', 'item', 'model', 'v', k := {k})") == \
-            f"embsql: {message}"
+            f"embsql: [{info.value.kind}] {message}"
     assert embsql.knn_agreement(con, "t", "item", "model", "v", k=8).k == 8     # n - 2 is allowed
 
 
@@ -374,7 +375,8 @@ def test_bad_vectors_name_the_row(con, bad, word):
         embsql.knn_agreement(con, "t", "item", "model", "v", k=3)
     assert str(info.value).startswith(f"vector column 'v' has a {word} vector at row 13 (item 'i003')")
     assert sql_error(con, "SELECT * FROM emb_mantel('t', 'item', 'model', 'v')").startswith(
-        f"embsql: vector column 'v' has a {word} vector at item 'i003' of model 'b'")
+        f"embsql: [{info.value.kind}] vector column 'v' has a {word} vector at item 'i003' of model 'b'")
+    assert info.value.kind == VECTOR_KINDS[word]
 
 
 def test_missing_and_mistyped_columns(con):
@@ -388,7 +390,8 @@ def test_missing_and_mistyped_columns(con):
             embsql.mantel(con, "t", *args)
         assert str(info.value).startswith(message)
         quoted = ", ".join(f"'{a}'" for a in args)
-        assert sql_error(con, f"SELECT * FROM emb_knn_agreement('t', {quoted})").startswith(f"embsql: {message}")
+        assert sql_error(con, f"SELECT * FROM emb_knn_agreement('t', {quoted})").startswith(
+            f"embsql: [{info.value.kind}] {message}")
     with pytest.raises(ColumnNotFoundError):
         embsql.knn_agreement(con, "t", "item", "nope", "v")
 
@@ -408,4 +411,4 @@ def test_mantel_undefined_or_too_large(con, monkeypatch):
     x, y = related(20, 6)
     con.register("t", long_table({"a": x, "b": y}))
     assert sql_error(con, "SELECT * FROM emb_mantel('t', 'item', 'model', 'v', permutations := 0)") == \
-        "embsql: permutations must be a whole number from 1 to 1,000,000, not 0"
+        "embsql: [argument.permutations] permutations must be a whole number from 1 to 1,000,000, not 0"

@@ -1,7 +1,8 @@
 """Bad input: a clear error naming the column and the row or value, never a NaN or a crash.
 
 Python raises embsql's own classes; the SQL macros raise DuckDB errors whose message starts
-with "embsql:" (embsql.run_sql turns those into embsql.SqlInputError).
+with "embsql: [kind]" (embsql.run_sql turns those into the kind's class, which is also an
+embsql.SqlInputError; tests/test_catalogue.py holds the two routes to one class per kind).
 """
 
 import helpers
@@ -9,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 import embsql
+from embsql.errors import VECTOR_KINDS
 
 GOOD = [[1.0, 0.0], [0.8, 0.6], [0.0, 1.0], [-0.6, 0.8]]
 
@@ -44,7 +46,8 @@ def test_bad_vector_sql_names_column_group_and_kind(con, word, bad):
     con.register("t", table(GOOD[:2] + [bad] + GOOD[3:]))
     for function in ("emb_anova", "emb_groups"):
         message = sql_error(con, f"SELECT * FROM {function}('t', 'g', 'v')")
-        assert message.startswith(f"embsql: vector column \"v\" has 1 unusable vector(s) in group 'B' ({word};"), message
+        assert message.startswith(f"embsql: [{VECTOR_KINDS[word]}] vector column \"v\" has 1 unusable vector(s) in group "
+                                  f"'B' ({word};"), message
 
 
 def test_vectors_of_different_lengths(con):
@@ -53,7 +56,7 @@ def test_vectors_of_different_lengths(con):
                                                     r"other vectors have length 2, and every vector must have the same length$"):
         embsql.anova(con, "t", "g", "v")
     assert sql_error(con, "SELECT * FROM emb_anova('t', 'g', 'v')").startswith(
-        "embsql: vector column \"v\" mixes vectors of length 2 and 3")
+        "embsql: [vector.length] vector column \"v\" mixes vectors of length 2 and 3")
 
 
 def test_null_group_label(con):
@@ -61,7 +64,8 @@ def test_null_group_label(con):
     with pytest.raises(embsql.BadLabelError, match=r"^group column 'g' has a NULL label at row 1; every row needs a label"):
         embsql.anova(con, "t", "g", "v")
     assert sql_error(con, "SELECT * FROM emb_anova('t', 'g', 'v')") == \
-        'embsql: group column "g" has a NULL label; every row needs a label (filter those rows out, or give them one)'
+        ('embsql: [label.null] group column "g" has a NULL label; every row needs a label (filter those rows out, '
+         'or give them one)')
 
 
 def test_missing_table(con):
@@ -78,7 +82,7 @@ def test_missing_column(con, group, vector, role, missing):
                        match=rf"^{role} column '{missing}' not found in 't'; its columns are: id, g, v$"):
         embsql.anova(con, "t", group, vector)
     assert sql_error(con, f"SELECT * FROM emb_anova('t', '{group}', '{vector}')") == \
-        f'embsql: {role} column "{missing}" not found in t'
+        f'embsql: [column.missing] {role} column "{missing}" not found in t'
 
 
 def test_missing_by_column(con):
@@ -95,10 +99,10 @@ def test_vector_column_of_wrong_type(con):
 
 def test_one_group(con):
     con.register("t", table(GOOD, groups=("A",) * 4))
-    with pytest.raises(embsql.DesignError, match=r"^only one group: the decomposition needs at least two$"):
+    with pytest.raises(embsql.DesignError, match=r"^the group column has only one group: the decomposition needs at least two$"):
         embsql.anova(con, "t", "g", "v")
     assert sql_error(con, "SELECT * FROM emb_anova('t', 'g', 'v')") == \
-        'embsql: group column "g" has only one group: the decomposition needs at least two'
+        'embsql: [design.one_group] group column "g" has only one group: the decomposition needs at least two'
 
 
 def test_every_group_a_singleton(con):
@@ -116,13 +120,14 @@ def test_identical_vectors(con):
     with pytest.raises(embsql.DesignError, match=r"identical to within floating-point precision .*R² and F are undefined"):
         embsql.anova(con, "t", "g", "v")
     assert sql_error(con, "SELECT * FROM emb_anova('t', 'g', 'v')") == (
-        "embsql: the vectors are identical to within floating-point precision (root-mean-square spread 0 < 1.5e-08); "
+        "embsql: [design.identical] the vectors are identical to within floating-point precision "
+        "(root-mean-square spread 0 < 1.5e-08); "
         "R² and F are undefined")
 
 
 def test_sql_errors_become_embsql_errors_in_python(con):
     con.register("t", table(GOOD, groups=("A",) * 4))
-    with pytest.raises(embsql.SqlInputError, match=r"^embsql: group column \"g\" has only one group"):
+    with pytest.raises(embsql.SqlInputError, match=r"^embsql: \[design.one_group\] group column \"g\" has only one group"):
         embsql.run_sql(con, "SELECT * FROM emb_anova('t', 'g', 'v')")
 
 
@@ -143,7 +148,7 @@ def dist_error(con, pairs, labels=LABELS):
 
 def test_distance_both_orders_disagree(con):
     assert dist_error(con, PAIRS + [(2, 1, 0.25)]) == \
-        "embsql: pair (1, 2) is given in both orders with different distances (0.2 and 0.25)"
+        "embsql: [distance.asymmetric] pair (1, 2) is given in both orders with different distances (0.2 and 0.25)"
 
 
 def test_distance_both_orders_agree_is_fine(con):
@@ -155,33 +160,37 @@ def test_distance_both_orders_agree_is_fine(con):
 
 def test_distance_missing_pair(con):
     assert dist_error(con, PAIRS[:-1]).startswith(
-        "embsql: distance table dist has 5 distinct pairs, but 4 labelled ids need 6: missing pair(s), e.g. (3, 4)")
+        "embsql: [distance.incomplete] distance table dist has 5 distinct pairs, but 4 labelled ids need 6: "
+        "missing pair(s), e.g. (3, 4)")
 
 
 def test_distance_id_without_label(con):
-    assert dist_error(con, PAIRS + [(4, 5, 1.0)]) == "embsql: id 5 in distance table dist has no label in lab"
+    assert dist_error(con, PAIRS + [(4, 5, 1.0)]) == \
+        "embsql: [distance.unlabelled] id 5 in distance table dist has no label in lab"
 
 
 @pytest.mark.parametrize("value,word", [(-0.5, "is negative (-0.5)"), (None, "is NULL or NaN"),
                                         (float("nan"), "is NULL or NaN"), (float("inf"), "is infinite")])
 def test_distance_invalid_value(con, value, word):
-    assert dist_error(con, PAIRS[:-1] + [(3, 4, value)]) == f'embsql: distance for pair (3, 4) in column "d" {word}'
+    assert dist_error(con, PAIRS[:-1] + [(3, 4, value)]) == \
+        f'embsql: [distance.invalid] distance for pair (3, 4) in column "d" {word}'
 
 
 def test_distance_to_itself_not_zero(con):
-    assert dist_error(con, PAIRS + [(2, 2, 0.1)]) == "embsql: distance of id 2 to itself is 0.1, not 0"
+    assert dist_error(con, PAIRS + [(2, 2, 0.1)]) == "embsql: [distance.self] distance of id 2 to itself is 0.1, not 0"
 
 
 def test_distance_missing_column(con):
     con.register("dist", pa.table({"a": [1], "b": [2], "d": [0.1]}))
     con.register("lab", LABELS)
-    with pytest.raises(embsql.SqlInputError, match=r'^embsql: column "i" not found in dist$'):
+    with pytest.raises(embsql.SqlInputError, match=r'^embsql: \[column.missing\] column "i" not found in dist$'):
         embsql.anova_dist(con, "dist", "lab", "g")
 
 
 def test_distance_null_label_and_duplicate_id(con):
     null_label = pa.table({"id": [1, 2, 3, 4], "g": ["A", None, "B", "B"]})
-    assert dist_error(con, PAIRS, null_label) == ('embsql: group column "g" has a NULL label for id 2; every row needs a '
+    assert dist_error(con, PAIRS, null_label) == ('embsql: [label.null] group column "g" has a NULL label for id 2; '
+                                                  'every row needs a '
                                                   'label (filter those rows out, or give them one)')
     duplicate = pa.table({"id": [1, 2, 3, 4, 4], "g": ["A", "A", "B", "B", "B"]})
-    assert dist_error(con, PAIRS, duplicate) == "embsql: id 4 appears more than once in lab"
+    assert dist_error(con, PAIRS, duplicate) == "embsql: [label.duplicate] id 4 appears more than once in lab"

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pytest
 from helpers import vectors_table
 
+from embsql.errors import VECTOR_KINDS
 from embsql.io.resources import sql_entry_file
 
 PINGOUIN = Path(__file__).parent / "reference" / "pingouin"
@@ -243,18 +244,18 @@ def scalar_table(values, groups=("A", "A", "B", "B")):
 def test_bad_scalar_value(con, bad, word):
     con.register("t", scalar_table([1.0, 2.0, bad, 4.0]))
     assert sql_error(con, "SELECT * FROM emb_icc('t', 'g', 'x')") == \
-        f"embsql: value column \"x\" has 1 {word} value(s) in group 'B'"
+        f"embsql: [{'value.null' if word == 'NULL' else 'value.nonfinite'}] value column \"x\" has 1 {word} value(s) in group 'B'"
 
 
 def test_null_boolean_value(con):
     con.register("t", pa.table({"g": ["A", "A", "B", "B"], "ok": [True, None, False, True]}))
     assert sql_error(con, "SELECT * FROM emb_icc('t', 'g', 'ok')") == \
-        "embsql: value column \"ok\" has 1 NULL value(s) in group 'A'"
+        "embsql: [value.null] value column \"ok\" has 1 NULL value(s) in group 'A'"
 
 
 @pytest.mark.parametrize("group,value,message", [
-    ("nope", "x", 'embsql: group column "nope" not found in t'),
-    ("g", "nope", 'embsql: value column "nope" not found in t'),
+    ("nope", "x", 'embsql: [column.missing] group column "nope" not found in t'),
+    ("g", "nope", 'embsql: [column.missing] value column "nope" not found in t'),
 ])
 def test_missing_column(con, group, value, message):
     con.register("t", scalar_table([1.0, 2.0, 3.0, 4.0]))
@@ -264,7 +265,8 @@ def test_missing_column(con, group, value, message):
 def test_missing_column_of_a_vector_table(con):
     x, labels = unit_data()
     con.register("t", vectors_table(x, labels))
-    assert sql_error(con, "SELECT * FROM emb_icc('t', 'nope', 'v')") == 'embsql: group column "nope" not found in t'
+    assert sql_error(con, "SELECT * FROM emb_icc('t', 'nope', 'v')") == \
+        'embsql: [column.missing] group column "nope" not found in t'
 
 
 @pytest.mark.parametrize("values,type_name", [(["a", "b", "c", "d"], "VARCHAR"),
@@ -273,14 +275,15 @@ def test_missing_column_of_a_vector_table(con):
 def test_value_column_of_wrong_type(con, values, type_name):
     con.register("t", pa.table({"g": ["A", "A", "B", "B"], "x": values}))
     assert sql_error(con, "SELECT * FROM emb_icc('t', 'g', 'x')") == (
-        f'embsql: value column "x" has type {type_name}: ICC needs a numeric or BOOLEAN column, '
+        f'embsql: [column.type] value column "x" has type {type_name}: ICC needs a numeric or BOOLEAN column, '
         "or a numeric vector column (FLOAT[], DOUBLE[], FLOAT[d])")
 
 
 def test_null_group_label(con):
     con.register("t", scalar_table([1.0, 2.0, 3.0, 4.0], groups=("A", None, "B", "B")))
     assert sql_error(con, "SELECT * FROM emb_icc('t', 'g', 'x')") == \
-        'embsql: group column "g" has a NULL label; every row needs a label (filter those rows out, or give them one)'
+        ('embsql: [label.null] group column "g" has a NULL label; every row needs a label (filter those rows out, '
+         'or give them one)')
 
 
 @pytest.mark.parametrize("kind", ["scalar", "trace"])
@@ -293,14 +296,14 @@ def test_one_group(con, kind):
         con.register("t", vectors_table(x, ["A"] * 4))
         column = "v"
     assert sql_error(con, f"SELECT * FROM emb_icc('t', 'g', '{column}')") == \
-        'embsql: group column "g" has only one group: ICC needs at least two'
+        'embsql: [design.one_group] group column "g" has only one group: ICC needs at least two'
 
 
 def test_one_group_in_one_by_value(con):
     con.register("t", pa.table({"m": ["m1"] * 4 + ["m2"] * 4, "g": list("AABB") + list("AAAA"),
                                 "x": [1.0, 2.0, 3.0, 5.0] * 2}))
     assert sql_error(con, "SELECT * FROM emb_icc('t', 'g', 'x', by := 'm')") == \
-        'embsql: group column "g" has only one group for by value m2: ICC needs at least two'
+        'embsql: [design.one_group] group column "g" has only one group for by value m2: ICC needs at least two'
 
 
 @pytest.mark.parametrize("kind", ["scalar", "trace"])
@@ -313,7 +316,7 @@ def test_every_group_a_singleton(con, kind):
         con.register("t", vectors_table(x, list("ABCD")))
         column = "v"
     assert sql_error(con, f"SELECT * FROM emb_icc('t', 'g', '{column}')") == (
-        'embsql: every group in "g" has one row (n = G = 4): no within-group degrees of freedom, '
+        'embsql: [design.no_residual_df] every group in "g" has one row (n = G = 4): no within-group degrees of freedom, '
         "so MS_W and ICC are undefined")
 
 
@@ -322,21 +325,22 @@ def test_all_values_equal(con, value):
     # 0.1: the group means of equal values need not come out exactly equal in floating point
     con.register("t", scalar_table([value] * 5, groups=("A", "A", "B", "B", "B")))
     assert sql_error(con, "SELECT * FROM emb_icc('t', 'g', 'x')") == \
-        'embsql: all 5 values in "x" are equal (MS_B + (n0-1) MS_W = 0): ICC is undefined'
+        'embsql: [design.equal_values] all 5 values in "x" are equal (MS_B + (n0-1) MS_W = 0): ICC is undefined'
 
 
 def test_all_values_equal_within_one_by_value(con):
     con.register("t", pa.table({"m": ["m1"] * 4 + ["m2"] * 4, "g": list("AABB") * 2,
                                 "x": [1.0, 2.0, 3.0, 5.0] + [2.0] * 4}))
     assert sql_error(con, "SELECT * FROM emb_icc('t', 'g', 'x', by := 'm')") == \
-        'embsql: all 4 values in "x" are equal (MS_B + (n0-1) MS_W = 0, by value m2): ICC is undefined'
+        'embsql: [design.equal_values] all 4 values in "x" are equal (MS_B + (n0-1) MS_W = 0, by value m2): ICC is undefined'
 
 
 def test_all_vectors_point_the_same_way(con):
     """Trace: all unit vectors equal means SS_T = 0; the shared decomposition refuses it (ICC is not 1)."""
     con.register("t", vectors_table(np.array([[1.0, 0.0], [2.0, 0.0], [3.0, 0.0], [0.5, 0.0]]), list("AABB")))
     assert sql_error(con, "SELECT * FROM emb_icc('t', 'g', 'v')") == \
-        "embsql: the vectors are identical to within floating-point precision (root-mean-square spread 0 < 1.5e-08); " \
+        "embsql: [design.identical] the vectors are identical to within floating-point precision " \
+        "(root-mean-square spread 0 < 1.5e-08); " \
         "R² and F are undefined"
 
 
@@ -345,7 +349,7 @@ def test_bad_vector(con, word, bad):
     con.register("t", pa.table({"g": list("AABB"), "v": pa.array([[1.0, 0.0], [0.8, 0.6], bad, [-0.6, 0.8]],
                                                                   type=pa.list_(pa.float64()))}))
     assert sql_error(con, "SELECT * FROM emb_icc('t', 'g', 'v')").startswith(
-        f"embsql: vector column \"v\" has 1 unusable vector(s) in group 'B' ({word};")
+        f"embsql: [{VECTOR_KINDS[word]}] vector column \"v\" has 1 unusable vector(s) in group 'B' ({word};")
 
 
 def test_ms_w_zero_gives_icc_one_and_infinite_f(con):
@@ -386,7 +390,7 @@ def test_stock_cli_scalar_and_trace(tmp_path):
 def test_stock_cli_error(tmp_path):
     out = run_cli("CREATE TABLE t AS SELECT * FROM (VALUES ('A', 1.0), ('A', 2.0), ('B', NULL), ('B', 3.0)) t(g, x);\n"
                   "SELECT * FROM emb_icc('t', 'g', 'x');\n")
-    assert "embsql: value column \"x\" has 1 NULL value(s) in group 'B'" in out.stdout + out.stderr
+    assert "embsql: [value.null] value column \"x\" has 1 NULL value(s) in group 'B'" in out.stdout + out.stderr
 
 
 @pytest.mark.parametrize("name", ["design", "stats", "rows", "meta", "trace", "checked"])

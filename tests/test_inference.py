@@ -701,30 +701,30 @@ def test_permutations_zero(small):
                   "SELECT * FROM emb_dispersion('t', 'g', 'v', permutations := 0)",
                   "SELECT * FROM emb_dispersion_groups('t', 'g', 'v', permutations := 0)",
                   "SELECT * FROM emb_permanova_dist('dist', 'lab', 'g', permutations := 0)"):
-        assert sql_error(small, query) == f"embsql: {PERMUTATIONS_MESSAGE}"
+        assert sql_error(small, query) == f"embsql: [argument.permutations] {PERMUTATIONS_MESSAGE}"
 
 
 def test_one_group(small):
-    message = "only one group: the permutation test needs at least two"
+    message = "the group column has only one group: the permutation test needs at least two"
     with pytest.raises(embsql.DesignError, match=f"^{message}$"):
         embsql.permanova(small, "one", "g", "v")
     with pytest.raises(embsql.DesignError, match=f"^{message}$"):
         embsql.dispersion(small, "one", "g", "v")
     # emb_permanova and emb_permanova_dist check the design twice (the decomposition and the
     # permutation UDF); DuckDB runs both in parallel, so either message may come first
-    decomposition = ('embsql: group column "g" has only one group: the decomposition needs at least two',)
+    decomposition = ('embsql: [design.one_group] group column "g" has only one group: the decomposition needs at least two',)
     for query, also in (("SELECT * FROM emb_permanova('one', 'g', 'v')", decomposition),
                         ("SELECT * FROM emb_dispersion('one', 'g', 'v')", ()),
                         ("SELECT * FROM emb_dispersion_groups('one', 'g', 'v')", ()),
                         ("SELECT * FROM emb_permanova_dist('dist', 'lab_one', 'g')", decomposition)):
-        assert sql_error(small, query) in (f"embsql: {message}",) + also
+        assert sql_error(small, query) in (f"embsql: [design.one_group] {message}",) + also
 
 
 def test_strata_column_missing(small):
     with pytest.raises(embsql.ColumnNotFoundError, match=r"^strata column 'nope' not found in 't'; its columns are: "):
         embsql.permanova(small, "t", "g", "v", strata="nope")
     assert sql_error(small, "SELECT * FROM emb_permanova('t', 'g', 'v', strata := 'nope')") \
-        == 'embsql: column "nope" not found in t'
+        == 'embsql: [column.missing] column "nope" not found in t'
 
 
 def test_strata_column_missing_distance_route(small):
@@ -736,9 +736,9 @@ def test_null_stratum(small):
     message = "the strata column has a NULL value; every row needs a stratum"
     with pytest.raises(embsql.InputError, match=f"^{message}$"):
         embsql.permanova(small, "t", "g", "v", strata="s_null")
-    assert sql_error(small, "SELECT * FROM emb_permanova('t', 'g', 'v', strata := 's_null')") == f"embsql: {message}"
+    assert sql_error(small, "SELECT * FROM emb_permanova('t', 'g', 'v', strata := 's_null')") == f"embsql: [input] {message}"
     assert sql_error(small, "SELECT * FROM emb_permanova_dist('dist', 'lab_null', 'g', strata := 's')") \
-        == f"embsql: {message}"
+        == f"embsql: [input] {message}"
 
 
 def test_unknown_method(small):
@@ -747,7 +747,7 @@ def test_unknown_method(small):
 
 
 def test_run_sql_turns_permanova_errors_into_sql_input_error(small):
-    with pytest.raises(embsql.SqlInputError, match=f"^embsql: {PERMUTATIONS_MESSAGE}$"):
+    with pytest.raises(embsql.SqlInputError, match=rf"^embsql: \[argument\.permutations\] {PERMUTATIONS_MESSAGE}$"):
         embsql.run_sql(small, "SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 0)")
 
 

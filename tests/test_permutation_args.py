@@ -89,13 +89,13 @@ def test_sql_refuses_bad_permutations_and_seeds(con, function):
     for value, text in BAD_PERMUTATIONS:
         message = sql_error(con, SQL[function].format(f"permutations := {text}"))
         whole = isinstance(value, int) and not isinstance(value, bool)
-        expected = (f"embsql: permutations must be a whole number from 1 to {MAX_PERMUTATIONS:,}, not {value}" if whole
-                    else f"embsql: permutations must be a whole number, not {text}")
+        expected = ("embsql: [argument.permutations] permutations must be a whole number"
+                    + (f" from 1 to {MAX_PERMUTATIONS:,}, not {value}" if whole else f", not {text}"))
         assert message == expected, (function, text)
     for value, text in BAD_SEEDS:
         message = sql_error(con, SQL[function].format(f"permutations := 9, seed := {text}"))
-        expected = ("embsql: seed must be a whole number (0 or more), not -1" if value == -1
-                    else f"embsql: seed must be a whole number, not {text}")
+        expected = ("embsql: [argument.seed] seed must be a whole number (0 or more), not -1" if value == -1
+                    else f"embsql: [argument.seed] seed must be a whole number, not {text}")
         assert message == expected, (function, text)
 
 
@@ -104,9 +104,9 @@ def test_statistic_is_checked(con):
         embsql.permanova(con, "t", "g", "v", permutations=9, statistic="F")
     for query in (SQL["emb_permanova"], SQL["emb_permanova_dist"]):
         assert sql_error(con, query.format("statistic := 'F'")) == \
-            "embsql: statistic must be 'pseudo-f' or 'welch', not 'F'"
+            "embsql: [argument.statistic] statistic must be 'pseudo-f' or 'welch', not 'F'"
         assert sql_error(con, query.format("statistic := NULL")) == \
-            "embsql: statistic must be 'pseudo-f' or 'welch', not NULL"
+            "embsql: [argument.statistic] statistic must be 'pseudo-f' or 'welch', not NULL"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -153,7 +153,7 @@ def test_nan_label_is_an_error_naming_the_column(float_labels):
                   "SELECT * FROM emb_permanova('nan', 'g', 'v', permutations := 9)",
                   "SELECT * FROM emb_permanova_dist('dist', 'lab_nan', 'g', permutations := 9)"):
         # SQL names columns as SQL does, in double quotes (the rule and its words are the same)
-        assert re.match(r"""embsql: group column ['"]g['"] has a NaN label""", sql_error(con, query)), query
+        assert re.match(r"""embsql: \[label.null\] group column ['"]g['"] has a NaN label""", sql_error(con, query)), query
 
 
 def test_distance_route_labels(float_labels):

@@ -80,9 +80,9 @@ def test_normal_quantile_is_odd_and_accepts_decimals_and_null(con):
 @pytest.mark.parametrize("p", ["0", "1", "-0.1", "1.5", "'nan'::DOUBLE", "'inf'::DOUBLE"])
 def test_normal_quantile_outside_unit_interval(con, p):
     message = sql_error(con, f"SELECT emb_normal_quantile({p})")
-    assert message.startswith("embsql: normal quantile needs 0 < p < 1, got p = "), message
+    assert message.startswith("embsql: [argument.range] normal quantile needs 0 < p < 1, got p = "), message
     shown = one(con, f"SELECT ({p})::VARCHAR AS s")["s"]
-    assert message == f"embsql: normal quantile needs 0 < p < 1, got p = {shown}"
+    assert message == f"embsql: [argument.range] normal quantile needs 0 < p < 1, got p = {shown}"
 
 
 # ---- groups needed / detectable rho ---------------------------------------------------------
@@ -144,7 +144,8 @@ def test_power_rho_named_arguments(con):
 @pytest.mark.parametrize("rho", ["0", "1", "-0.5", "1.5", "'nan'::DOUBLE", "NULL"])
 def test_power_groups_bad_rho(con, rho):
     shown = one(con, f"SELECT coalesce(({rho})::VARCHAR, 'NULL') AS s")["s"]
-    assert sql_error(con, f"SELECT * FROM emb_power_groups({rho})") == f"embsql: rho must be in (0, 1), got rho = {shown}"
+    assert sql_error(con, f"SELECT * FROM emb_power_groups({rho})") == \
+        f"embsql: [argument.range] rho must be in (0, 1), got rho = {shown}"
 
 
 @pytest.mark.parametrize("macro", ["emb_power_groups(0.5", "emb_power_rho(20"])
@@ -153,14 +154,14 @@ def test_power_groups_bad_rho(con, rho):
 def test_bad_alpha_or_power(con, macro, name, value):
     shown = "NULL" if value == "NULL" else value
     assert sql_error(con, f"SELECT * FROM {macro}, {name} := {value})") == \
-        f"embsql: {name} must be in (0, 1), got {name} = {shown}"
+        f"embsql: [argument.range] {name} must be in (0, 1), got {name} = {shown}"
 
 
 @pytest.mark.parametrize("groups", ["3", "2", "-5", "20.5", "'inf'::DOUBLE", "NULL"])
 def test_power_rho_bad_groups(con, groups):
     shown = one(con, f"SELECT coalesce(({groups})::VARCHAR, 'NULL') AS s")["s"]
     assert sql_error(con, f"SELECT * FROM emb_power_rho({groups})") == \
-        f"embsql: groups must be a whole number greater than 3, got groups = {shown}"
+        f"embsql: [argument.range] groups must be a whole number greater than 3, got groups = {shown}"
 
 
 # ---- the stock DuckDB CLI --------------------------------------------------------------------
@@ -187,4 +188,4 @@ def test_stock_cli_power_macros():
 def test_stock_cli_power_error():
     script = f".read {sql_entry_file()}\nSELECT * FROM emb_power_rho(3);\n"
     out = subprocess.run([duckdb_cli()], input=script, capture_output=True, text=True)
-    assert "embsql: groups must be a whole number greater than 3, got groups = 3" in out.stdout + out.stderr
+    assert "embsql: [argument.range] groups must be a whole number greater than 3, got groups = 3" in out.stdout + out.stderr

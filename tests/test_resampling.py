@@ -401,7 +401,7 @@ def test_compare_group_missing_from_one_model_is_an_error(con):
                "models' groups cannot be paired")
     with pytest.raises(embsql.InputError, match="^" + message.replace("(", r"\(").replace(")", r"\)") + "$"):
         embsql.compare(con, "t", "g", "v", "model", "item")
-    assert sql_error(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item')") == "embsql: " + message
+    assert sql_error(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item')") == "embsql: [input] " + message
 
 
 def test_compare_item_in_different_groups_is_an_error(con):
@@ -419,7 +419,7 @@ def test_compare_item_in_different_groups_is_an_error(con):
     with pytest.raises(embsql.InputError, match=f"^{message}$"):
         embsql.compare(con, "t", "g", "v", "model", "item", common=True)
     assert sql_error(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item')") \
-        == "embsql: " + message.replace("item 7", "item '7'")
+        == "embsql: [input] " + message.replace("item 7", "item '7'")
 
 
 def test_compare_duplicate_item_and_single_model(con):
@@ -428,12 +428,12 @@ def test_compare_duplicate_item_and_single_model(con):
     with pytest.raises(embsql.InputError, match=r"^model 'A' has item 0 more than once$"):
         embsql.compare(con, "dup", "g", "v", "model", "item")
     assert sql_error(con, "SELECT * FROM emb_compare('dup', 'g', 'v', 'model', 'item')") \
-        == "embsql: model 'A' has item '0' more than once"
+        == "embsql: [input] model 'A' has item '0' more than once"
     con.register("single", table.filter(pc.equal(table["model"], "A")))
     with pytest.raises(embsql.InputError, match=r"^model column 'model' has 1 model\(s\); a comparison needs at least two$"):
         embsql.compare(con, "single", "g", "v", "model", "item")
     assert sql_error(con, "SELECT * FROM emb_compare('single', 'g', 'v', 'model', 'item')") \
-        == "embsql: the model column has 1 model(s); a comparison needs at least two"
+        == "embsql: [model.too_few] the model column has 1 model(s); a comparison needs at least two"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -458,7 +458,7 @@ def test_unknown_stat(con, groups10, pair):
     for query in ("SELECT * FROM emb_jackknife('t', 'g', 'v', stat := 'mean')",
                   "SELECT * FROM emb_bootstrap('t', 'g', 'v', stat := 'mean')",
                   "SELECT * FROM emb_compare('pair', 'g', 'v', 'model', 'item', stat := 'mean')"):
-        assert sql_error(con, query) == f"embsql: {STAT_MESSAGE}"
+        assert sql_error(con, query) == f"embsql: [argument.stat] {STAT_MESSAGE}"
 
 
 @pytest.mark.parametrize("replicates", [1, 0, -3])
@@ -469,9 +469,9 @@ def test_too_few_replicates(con, groups10, pair, replicates):
     with pytest.raises(embsql.InputError, match=f"^{message}$"):
         embsql.compare(con, "pair", "g", "v", "model", "item", replicates=replicates)
     assert sql_error(con, f"SELECT * FROM emb_bootstrap('t', 'g', 'v', replicates := {replicates})") \
-        == f"embsql: {message}"
+        == f"embsql: [argument.replicates] {message}"
     assert sql_error(con, f"SELECT * FROM emb_compare('pair', 'g', 'v', 'model', 'item', replicates := {replicates})") \
-        == f"embsql: {message}"
+        == f"embsql: [argument.replicates] {message}"
 
 
 def test_replicates_not_whole(con, groups10):
@@ -495,7 +495,7 @@ def test_level_outside_unit_interval(con, groups10, pair, level):
         embsql.compare(con, "pair", "g", "v", "model", "item", level=level)
     for query in (f"SELECT * FROM emb_bootstrap('t', 'g', 'v', level := {level})",
                   f"SELECT * FROM emb_compare('pair', 'g', 'v', 'model', 'item', level := {level})"):
-        assert sql_error(con, query) == f"embsql: level must be a number between 0 and 1, not {float(level)}"
+        assert sql_error(con, query) == f"embsql: [argument.level] level must be a number between 0 and 1, not {float(level)}"
 
 
 @pytest.mark.parametrize("groups", [1, 2])
@@ -505,7 +505,8 @@ def test_jackknife_needs_three_groups(con, groups):
     message = r"the cluster jackknife needs at least 3 groups \(each replicate keeps G - 1 >= 2\)"
     with pytest.raises(embsql.DesignError, match=f"^{message}$"):
         embsql.jackknife(con, "few", "g", "v")
-    assert sql_error(con, "SELECT * FROM emb_jackknife('few', 'g', 'v')") == "embsql: " + message.replace("\\", "")
+    assert sql_error(con, "SELECT * FROM emb_jackknife('few', 'g', 'v')") == \
+        "embsql: [design.min_groups] " + message.replace("\\", "")
 
 
 def test_compare_needs_three_groups(con):
@@ -514,7 +515,8 @@ def test_compare_needs_three_groups(con):
     message = "the paired jackknife needs at least 3 groups (each replicate keeps G - 1 >= 2)"
     with pytest.raises(embsql.DesignError, match="^" + message.replace("(", r"\(").replace(")", r"\)") + "$"):
         embsql.compare(con, "few", "g", "v", "model", "item")
-    assert sql_error(con, "SELECT * FROM emb_compare('few', 'g', 'v', 'model', 'item')") == "embsql: " + message
+    assert sql_error(con, "SELECT * FROM emb_compare('few', 'g', 'v', 'model', 'item')") == \
+        "embsql: [design.min_groups] " + message
 
 
 def test_bootstrap_one_group_is_an_error(con):
@@ -560,7 +562,8 @@ def test_too_many_dropped_resamples_is_an_error(con):
                "interval: too few groups, or too many groups of one item")
     with pytest.raises(embsql.DesignError, match="^" + message.replace("(", r"\(").replace(")", r"\)") + "$"):
         embsql.bootstrap(con, "singles", "g", "v", stat="f")
-    assert sql_error(con, "SELECT * FROM emb_bootstrap('singles', 'g', 'v', stat := 'f')") == "embsql: " + message
+    assert sql_error(con, "SELECT * FROM emb_bootstrap('singles', 'g', 'v', stat := 'f')") == \
+        "embsql: [design.dropped_resamples] " + message
 
 
 def test_missing_columns(con, pair):
@@ -568,9 +571,10 @@ def test_missing_columns(con, pair):
         embsql.jackknife(con, "pair", "nope", "v")
     with pytest.raises(embsql.ColumnNotFoundError, match=r"^by column 'nope' not found in 'pair'"):
         embsql.bootstrap(con, "pair", "g", "v", by="nope")
-    assert sql_error(con, "SELECT * FROM emb_jackknife('pair', 'nope', 'v')") == 'embsql: group column "nope" not found in pair'
+    assert sql_error(con, "SELECT * FROM emb_jackknife('pair', 'nope', 'v')") == \
+        'embsql: [column.missing] group column "nope" not found in pair'
     assert sql_error(con, "SELECT * FROM emb_compare('pair', 'g', 'v', 'model', 'nope')") \
-        == 'embsql: column "nope" not found in pair'
+        == 'embsql: [column.missing] column "nope" not found in pair'
 
 
 def test_compare_missing_item_column_is_named_as_item(con, pair):

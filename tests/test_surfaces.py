@@ -40,7 +40,7 @@ def test_stock_duckdb_cli_reads_the_entry_file(tmp_path):
 def test_stock_duckdb_cli_error_starts_with_embsql(tmp_path):
     script = f".read {sql_entry_file()}\nCREATE TABLE ex AS {EXAMPLE};\nSELECT * FROM emb_anova('ex', 'g', 'nope');\n"
     result = subprocess.run([duckdb_cli()], input=script, capture_output=True, text=True)
-    assert 'embsql: vector column "nope" not found in ex' in result.stdout + result.stderr
+    assert 'embsql: [column.missing] vector column "nope" not found in ex' in result.stdout + result.stderr
 
 
 def test_register_twice_is_register_once():

@@ -233,4 +233,5 @@ def test_small_groups_permute_labels(con):
     with pytest.raises(embsql.InputError, match=f"^{message.format(repr('x'))}$"):
         embsql.permanova(con, "t", "g", "v", permutations=9, statistic="welch", null_method="x")
     for value, shown in (("'x'", "'x'"), ("NULL", "NULL")):
-        assert sql_error(con, sql.format(f", null_method := {value}")) == "embsql: " + message.format(shown)
+        assert sql_error(con, sql.format(f", null_method := {value}")) == \
+            "embsql: [argument.null_method] " + message.format(shown)

@@ -11,10 +11,11 @@ import numpy as np
 import pyarrow as pa
 
 from embsql.core.agreement import knn_rows, mantel_rows
-from embsql.errors import EmbsqlError
+from embsql.errors import fail
 from embsql.io.interrupts import Watch, install
 from embsql.io.reading import unit_vectors
 from embsql.io.sources import Source
+from embsql.io.udf_errors import sql_errors
 
 KNN = "STRUCT(model_a VARCHAR, model_b VARCHAR, k BIGINT, overlap DOUBLE, se DOUBLE, chance DOUBLE, items BIGINT)[]"
 KNN_ITEMS = "STRUCT(model_a VARCHAR, model_b VARCHAR, item VARCHAR, overlap DOUBLE)[]"
@@ -36,7 +37,7 @@ def _models(row, tbl, names, types, item_col, model_col, vector_col, models, ite
     model_of = np.asarray(scalar(models), dtype=object)
     item_of = np.asarray(scalar(items), dtype=object)
     if len(model_of) == 0:
-        raise EmbsqlError(f"source {scalar(tbl)!r} has no rows")
+        fail("source.empty", source=repr(scalar(tbl)))
     column = vectors[row].values
     out = {}
     for m in sorted(set(model_of.tolist()), key=str):      # models may differ in dimension
@@ -51,28 +52,26 @@ def _rows(rows: list[dict]) -> list[dict]:
 
 
 def _each(inputs: tuple, compute) -> pa.Array:
-    """Run ``compute(models, row)`` for every row of the chunk; embsql errors become SQL errors."""
+    """Run ``compute(models, row)`` for every row of the chunk."""
     out = []
     for row in range(len(inputs[0])):
-        try:
-            out.append(_rows(compute(_models(row, *inputs), row)))
-        except EmbsqlError as error:
-            raise ValueError(f"embsql: {error}") from None
-        except KeyboardInterrupt:    # Ctrl-C while the kernel ran on the main thread
-            raise ValueError("embsql: the query was interrupted; the permutation test stopped") from None
+        out.append(_rows(compute(_models(row, *inputs), row)))
     return pa.array(out)
 
 
+@sql_errors(stopped="the permutation test")
 def emb__knn_agreement(tbl, names, types, item_col, model_col, vector_col, models, items, vectors, k, common):
     inputs = (tbl, names, types, item_col, model_col, vector_col, models, items, vectors)
     return _each(inputs, lambda data, row: knn_rows(data, k[row].as_py(), common=common[row].as_py())[0])
 
 
+@sql_errors(stopped="the permutation test")
 def emb__knn_agreement_items(tbl, names, types, item_col, model_col, vector_col, models, items, vectors, k, common):
     inputs = (tbl, names, types, item_col, model_col, vector_col, models, items, vectors)
     return _each(inputs, lambda data, row: knn_rows(data, k[row].as_py(), common=common[row].as_py())[1])
 
 
+@sql_errors(stopped="the permutation test")
 def emb__mantel(tbl, names, types, item_col, model_col, vector_col, models, items, vectors, permutations, seed,
                 common):
     inputs = (tbl, names, types, item_col, model_col, vector_col, models, items, vectors)

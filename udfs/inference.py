@@ -13,9 +13,10 @@ import pyarrow as pa
 from embsql.core.dispersion import dispersion_test
 from embsql.core.labels import clean_label
 from embsql.core.permutation import canonical_order, design, permanova_distances, permanova_vectors
-from embsql.errors import EmbsqlError
+from embsql.errors import fail
 from embsql.io.interrupts import Watch, install
 from embsql.io.reading import unit_vectors
+from embsql.io.udf_errors import sql_errors
 
 PERMANOVA = ("STRUCT(statistic DOUBLE, p_value DOUBLE, permutations BIGINT, method VARCHAR, statistic_name VARCHAR, "
              "w_d DOUBLE, null_method VARCHAR)")
@@ -24,12 +25,6 @@ DISPERSION = ("STRUCT(groups BIGINT, f DOUBLE, p_value DOUBLE, permutations BIGI
               "in_test BOOLEAN[])")
 FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL")
 install()   # so that con.interrupt() reaches the kernels (embsql.io.interrupts)
-
-
-def _sql_error(error: BaseException) -> ValueError:
-    if isinstance(error, KeyboardInterrupt):   # Ctrl-C while the kernel ran on the main thread
-        return ValueError("embsql: the query was interrupted; the permutation test stopped")
-    return ValueError(f"embsql: {error}")
 
 
 def _unit(vectors: pa.Array, labels: list, vector_col: str) -> np.ndarray:
@@ -50,7 +45,7 @@ def _labels(labels: list, column: str, sql_type: str | None) -> np.ndarray:
 def _position(position: dict, item) -> int:
     """Where id ``item`` of the distance table is among the labelled ids (an embsql error if nowhere)."""
     if item not in position:
-        raise EmbsqlError(f"id {item} in the distance table has no label in the labels table")
+        fail("distance.unlabelled", id=item, source="the distance table", labels="the labels table")
     return position[item]
 
 
@@ -63,62 +58,56 @@ def _scalar(array: pa.Array, row: int):
     return array[row].as_py()
 
 
+@sql_errors(stopped="the permutation test")
 def emb__permanova_test(labels, vectors, strata, vector_col, permutations, seed, use_strata, statistic, group_col,
                         label_type, null_method):
     out = []
     for row in range(len(labels)):
-        try:
-            names = _labels(_scalar(labels, row), _scalar(group_col, row), _scalar(label_type, row))
-            unit = _unit(vectors[row].values, names, _scalar(vector_col, row))
-            blocks = np.asarray(_scalar(strata, row), dtype=object) if _scalar(use_strata, row) else None
-            order = canonical_order(names, blocks, unit)
-            test = permanova_vectors(unit[order], design(names[order], None if blocks is None else blocks[order]),
-                                     permutations=_scalar(permutations, row), seed=_scalar(seed, row),
-                                     statistic=_scalar(statistic, row), progress=Watch(),
-                                     null=_scalar(null_method, row))
-        except (EmbsqlError, KeyboardInterrupt) as error:
-            raise _sql_error(error) from None
+        names = _labels(_scalar(labels, row), _scalar(group_col, row), _scalar(label_type, row))
+        unit = _unit(vectors[row].values, names, _scalar(vector_col, row))
+        blocks = np.asarray(_scalar(strata, row), dtype=object) if _scalar(use_strata, row) else None
+        order = canonical_order(names, blocks, unit)
+        test = permanova_vectors(unit[order], design(names[order], None if blocks is None else blocks[order]),
+                                 permutations=_scalar(permutations, row), seed=_scalar(seed, row),
+                                 statistic=_scalar(statistic, row), progress=Watch(),
+                                 null=_scalar(null_method, row))
         out.append(_row(test, _scalar(statistic, row)))
     return pa.array(out)
 
 
+@sql_errors(stopped="the permutation test")
 def emb__permanova_dist_test(first, second, distance, ids, labels, strata, permutations, seed, use_strata, statistic,
                              group_col, label_type, null_method):
     out = []
     for row in range(len(ids)):
-        try:
-            names = _labels(_scalar(labels, row), _scalar(group_col, row), _scalar(label_type, row))
-            id_list = _scalar(ids, row)
-            position = {item: k for k, item in enumerate(id_list)}
-            squared = np.zeros((len(id_list), len(id_list)))
-            a = np.fromiter((_position(position, x) for x in _scalar(first, row)), np.int64)
-            b = np.fromiter((_position(position, x) for x in _scalar(second, row)), np.int64)
-            d = np.asarray(_scalar(distance, row), dtype=float)
-            squared[a, b] = squared[b, a] = d * d
-            blocks = np.asarray(_scalar(strata, row), dtype=object) if _scalar(use_strata, row) else None
-            order = canonical_order(names, blocks, ids=id_list)
-            test = permanova_distances(squared[np.ix_(order, order)],
-                                       design(names[order], None if blocks is None else blocks[order]),
-                                       permutations=_scalar(permutations, row), seed=_scalar(seed, row),
-                                       statistic=_scalar(statistic, row), progress=Watch(),
-                                       null=_scalar(null_method, row))
-        except (EmbsqlError, KeyboardInterrupt) as error:
-            raise _sql_error(error) from None
+        names = _labels(_scalar(labels, row), _scalar(group_col, row), _scalar(label_type, row))
+        id_list = _scalar(ids, row)
+        position = {item: k for k, item in enumerate(id_list)}
+        squared = np.zeros((len(id_list), len(id_list)))
+        a = np.fromiter((_position(position, x) for x in _scalar(first, row)), np.int64)
+        b = np.fromiter((_position(position, x) for x in _scalar(second, row)), np.int64)
+        d = np.asarray(_scalar(distance, row), dtype=float)
+        squared[a, b] = squared[b, a] = d * d
+        blocks = np.asarray(_scalar(strata, row), dtype=object) if _scalar(use_strata, row) else None
+        order = canonical_order(names, blocks, ids=id_list)
+        test = permanova_distances(squared[np.ix_(order, order)],
+                                   design(names[order], None if blocks is None else blocks[order]),
+                                   permutations=_scalar(permutations, row), seed=_scalar(seed, row),
+                                   statistic=_scalar(statistic, row), progress=Watch(),
+                                   null=_scalar(null_method, row))
         out.append(_row(test, _scalar(statistic, row)))
     return pa.array(out)
 
 
+@sql_errors(stopped="the permutation test")
 def emb__dispersion_test(labels, vectors, vector_col, permutations, seed, group_col, label_type):
     out = []
     for row in range(len(labels)):
-        try:
-            names = _labels(_scalar(labels, row), _scalar(group_col, row), _scalar(label_type, row))
-            unit = _unit(vectors[row].values, names, _scalar(vector_col, row))
-            order = canonical_order(names, None, unit)
-            result = dispersion_test(unit[order], design(names[order]), permutations=_scalar(permutations, row),
-                                     seed=_scalar(seed, row), progress=Watch())
-        except (EmbsqlError, KeyboardInterrupt) as error:
-            raise _sql_error(error) from None
+        names = _labels(_scalar(labels, row), _scalar(group_col, row), _scalar(label_type, row))
+        unit = _unit(vectors[row].values, names, _scalar(vector_col, row))
+        order = canonical_order(names, None, unit)
+        result = dispersion_test(unit[order], design(names[order]), permutations=_scalar(permutations, row),
+                                 seed=_scalar(seed, row), progress=Watch())
         test = result.test
         out.append({"groups": result.groups, "f": None if test is None else test.statistic,
                     "p_value": None if test is None else test.p_value,

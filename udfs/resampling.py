@@ -13,8 +13,9 @@ import pyarrow as pa
 from embsql.core import resampling
 from embsql.core.paired import canonical, compare_rows
 from embsql.core.sums import GroupSums
-from embsql.errors import EmbsqlError
+from embsql.errors import fail
 from embsql.io.reading import unit_vectors
+from embsql.io.udf_errors import sql_errors
 
 INTERVAL = ("STRUCT(estimate DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, groups BIGINT, estimate_bc DOUBLE, "
             "dropped BIGINT, calibrated BOOLEAN, sizes VARCHAR)")
@@ -37,14 +38,12 @@ def _sums(labels, counts, within, sums, row) -> GroupSums:
                                within=np.asarray(within[row].as_py(), dtype=float)))
 
 
+@sql_errors
 def emb__jackknife(labels, counts, within, sums, stat):
     out = []
     for row in range(len(labels)):
-        try:
-            group_sums = _sums(labels, counts, within, sums, row)
-            result = resampling.jackknife(group_sums, stat[row].as_py())
-        except EmbsqlError as error:
-            raise ValueError(f"embsql: {error}") from None
+        group_sums = _sums(labels, counts, within, sums, row)
+        result = resampling.jackknife(group_sums, stat[row].as_py())
         out.append(_interval(result, len(group_sums.counts)))
     return pa.array(out, type=INTERVAL_TYPE)
 
@@ -55,39 +54,35 @@ def _interval(result: resampling.Interval, groups: int) -> dict:
             "calibrated": result.calibrated, "sizes": result.sizes}
 
 
+@sql_errors
 def emb__bootstrap(labels, counts, within, sums, stat, replicates, seed, level):
     out = []
     for row in range(len(labels)):
-        try:
-            group_sums = _sums(labels, counts, within, sums, row)
-            result = resampling.bootstrap(group_sums, stat[row].as_py(), replicates=replicates[row].as_py(),
-                                          seed=seed[row].as_py(), level=level[row].as_py())
-        except EmbsqlError as error:
-            raise ValueError(f"embsql: {error}") from None
+        group_sums = _sums(labels, counts, within, sums, row)
+        result = resampling.bootstrap(group_sums, stat[row].as_py(), replicates=replicates[row].as_py(),
+                                      seed=seed[row].as_py(), level=level[row].as_py())
         out.append(_interval(result, len(group_sums.counts)))
     return pa.array(out, type=INTERVAL_TYPE)
 
 
+@sql_errors
 def emb__compare(models, items, labels, vectors, vector_col, stat, replicates, seed, level, common):
     out = []
     for row in range(len(models)):
-        try:
-            model_of = np.asarray(models[row].as_py(), dtype=object)
-            item_of = np.asarray(items[row].as_py(), dtype=object)
-            label_of = np.asarray(labels[row].as_py(), dtype=object)
-            column = vectors[row].values
-            data = {}
-            for m in sorted(set(model_of.tolist()), key=str):   # models may differ in dimension
-                mask = model_of == m
-                unit = unit_vectors(column.filter(pa.array(mask)), lambda i, items=item_of[mask]: f"item {items[i]!r}",
-                                     vector_col[row].as_py(), None)
-                data[m] = (item_of[mask], label_of[mask], unit)
-            if len(data) < 2:
-                raise EmbsqlError(f"the model column has {len(data)} model(s); a comparison needs at least two")
-            out.append(compare_rows(data, stat[row].as_py(), replicates=replicates[row].as_py(),
-                                    seed=seed[row].as_py(), level=level[row].as_py(), common=common[row].as_py()))
-        except EmbsqlError as error:
-            raise ValueError(f"embsql: {error}") from None
+        model_of = np.asarray(models[row].as_py(), dtype=object)
+        item_of = np.asarray(items[row].as_py(), dtype=object)
+        label_of = np.asarray(labels[row].as_py(), dtype=object)
+        column = vectors[row].values
+        data = {}
+        for m in sorted(set(model_of.tolist()), key=str):   # models may differ in dimension
+            mask = model_of == m
+            unit = unit_vectors(column.filter(pa.array(mask)), lambda i, items=item_of[mask]: f"item {items[i]!r}",
+                                 vector_col[row].as_py(), None)
+            data[m] = (item_of[mask], label_of[mask], unit)
+        if len(data) < 2:
+            fail("model.too_few", column="the model column", models=len(data), needs="a comparison")
+        out.append(compare_rows(data, stat[row].as_py(), replicates=replicates[row].as_py(),
+                                seed=seed[row].as_py(), level=level[row].as_py(), common=common[row].as_py()))
     return pa.array([[{k: (str(v) if k.startswith("model") else v) for k, v in r.items()} for r in rows]
                      for rows in out])
 

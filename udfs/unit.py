@@ -1,7 +1,7 @@
 """UDF kernel: scale vectors to unit length, as DuckDB sees it: one Arrow chunk per call.
 
-Loaded by embsql.io.registration, which reads SPECS; nothing here imports embsql, so the
-kernel can be tested on plain Arrow arrays.
+Loaded by embsql.io.registration, which reads SPECS; the kernel takes and returns plain Arrow
+arrays, and its errors reach SQL as "embsql: [vector.*] ..." (embsql.io.udf_errors).
 """
 
 from __future__ import annotations
@@ -9,7 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from embsql.errors import BadVectorError
+from embsql.io.udf_errors import sql_errors
 
+
+@sql_errors
 def emb_unit(vectors: pa.Array) -> pa.Array:
     """Return each vector divided by its Euclidean norm (rows keep their length).
 
@@ -19,7 +23,7 @@ def emb_unit(vectors: pa.Array) -> pa.Array:
     if isinstance(vectors, pa.ChunkedArray):
         vectors = vectors.combine_chunks()
     if vectors.null_count:
-        raise ValueError("embsql: emb_unit got a NULL vector; filter NULL vectors out first")
+        raise BadVectorError("emb_unit got a NULL vector; filter NULL vectors out first", kind="vector.null")
     lengths = np.diff(np.asarray(vectors.offsets))
     flat = np.asarray(vectors.flatten().to_numpy(zero_copy_only=False), dtype=np.float64)
     row = np.repeat(np.arange(len(lengths)), lengths)
@@ -29,8 +33,9 @@ def emb_unit(vectors: pa.Array) -> pa.Array:
     bad = ~np.isfinite(norms) | (norms == 0)
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"embsql: emb_unit cannot scale vector {first} of this chunk to unit length "
-                         f"(its norm is {norms[first]})")
+        raise BadVectorError(f"emb_unit cannot scale vector {first} of this chunk to unit length "
+                             f"(its norm is {norms[first]})",
+                             kind="vector.zero" if norms[first] == 0 else "vector.nonfinite")
     return pa.ListArray.from_arrays(vectors.offsets, pa.array(flat / norms[row]))
 
 

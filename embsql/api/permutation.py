@@ -41,7 +41,7 @@ def _check_arguments(permutations, seed, statistic="pseudo-f") -> None:
     check_permutations(permutations)
     check_seed(seed)
     if statistic not in STATISTICS:
-        raise InputError(f"statistic must be 'pseudo-f' or 'welch', not {statistic!r}")
+        raise InputError(f"statistic must be 'pseudo-f' or 'welch', not {statistic!r}", kind="argument.statistic")
 
 
 @accepts_frames()

@@ -11,7 +11,7 @@ import duckdb
 
 from embsql.core import resampling
 from embsql.core.paired import BOOTSTRAP_COLUMNS, COMPARE_COLUMNS, JACKKNIFE_COLUMNS, bootstrap_row, canonical, compare_rows
-from embsql.errors import InputError
+from embsql.errors import fail
 from embsql.io.reading import group_sums, unit_rows
 from embsql.io.sources import accepts_frames, resolve
 from embsql.results import ResultTable
@@ -59,7 +59,7 @@ def compare(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str
     """
     parts = unit_rows(con, resolve(con, source), group, vector, by=model, extra=item, extra_role="item")
     if len(parts) < 2:
-        raise InputError(f"model column {model!r} has {len(parts)} model(s); a comparison needs at least two")
+        fail("model.too_few", column=f"model column {model!r}", models=len(parts), needs="a comparison")
     models = {value: (part.extra, part.labels, part.unit) for value, part in parts}
     rows = compare_rows(models, stat, replicates=replicates, seed=seed, level=level, common=common, sizes=sizes)
     return ResultTable.from_dicts("compare", COMPARE_COLUMNS, rows)

@@ -36,7 +36,7 @@ from embsql.core.labels import text_key
 from embsql.core.paired import shared_items
 from embsql.core.permutation import PermutationTest, permutation_result
 from embsql.core.resampling import jackknife_se
-from embsql.errors import BadLabelError, DesignError, InputError
+from embsql.errors import BadLabelError, DesignError, InputError, fail
 
 RESOLUTION = 2.0 ** -40
 KNN_COLUMNS = ("model_a", "model_b", "k", "overlap", "se", "chance", "items")
@@ -264,7 +264,7 @@ def _aligned(models: dict, common: bool) -> tuple[list, dict]:
     """``models``: model -> (item ids, unit vectors).  The shared items in canonical order and
     each model's unit vectors in that order."""
     if len(models) < 2:
-        raise InputError(f"the model column has {len(models)} model(s); agreement needs at least two")
+        fail("model.too_few", column="the model column", models=len(models), needs="agreement")
     if any(m is None for m in models):
         raise BadLabelError("the model column has a NULL value; every row needs a model")
     items, rows_of = shared_items({m: ids for m, (ids, _) in models.items()}, common)

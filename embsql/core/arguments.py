@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numbers
 
-from embsql.errors import InputError
+from embsql.errors import InputError, fail
 
 # A permutation test costs one pass over the design per permutation: above this it runs for hours
 # on a laptop, and its Monte Carlo error (about sqrt(p(1-p)/B)) is far below anything a p-value needs.
@@ -18,10 +18,8 @@ SEED_LIMIT = 2**63  # numpy's generators take any non-negative integer; DuckDB's
 
 
 def _whole(name: str, value, minimum: int, maximum: int, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InputError(f"{name} must be a whole number {what}, not {value!r}")
-    if not minimum <= value <= maximum:
-        raise InputError(f"{name} must be a whole number {what}, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not minimum <= value <= maximum:
+        fail(f"argument.{name}", name=name, rule=f"a whole number {what}", value=repr(value))
     return int(value)
 
 
@@ -42,12 +40,12 @@ def check_seed(value) -> int:
     reproducible from what the call says."""
     if value is None:
         raise InputError("seed must be a whole number (0 or more), not None: results are reproducible "
-                         "only from a fixed seed")
+                         "only from a fixed seed", kind="argument.seed")
     return _whole("seed", value, 0, SEED_LIMIT - 1, "(0 or more)")
 
 
 def check_level(value) -> float:
     """A confidence level strictly between 0 and 1."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) < 1:
-        raise InputError(f"level must be a number between 0 and 1, not {value!r}")
+        fail("argument.level", name="level", rule="a number between 0 and 1", value=repr(value))
     return float(value)

@@ -13,17 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from embsql.core import precision
+from embsql.core import design, precision
 from embsql.core.sums import GroupSums
-from embsql.errors import DesignError
 
 ANOVA_COLUMNS = ("n", "groups", "ss_t", "ss_w", "ss_b", "r2", "r2_null", "f", "v",
                  "mean_resultant_length", "w_bar")
 GROUP_COLUMNS = ("group", "n_g", "w", "w_tilde", "resolved")
-
-
-def _where(by_value) -> str:
-    return "" if by_value is None else f" (by value {by_value!r})"
 
 
 def between_ss(sums: GroupSums, centre: np.ndarray | None = None) -> np.ndarray:
@@ -40,11 +35,7 @@ def anova_row(sums: GroupSums, by_value=None) -> dict:
     """The decomposition of one by value; raises DesignError where it is undefined."""
     counts = sums.counts.astype(np.float64)
     n, groups = float(counts.sum()), len(counts)
-    if groups < 2:
-        raise DesignError(f"only one group{_where(by_value)}: the decomposition needs at least two")
-    if n == groups:
-        raise DesignError(f"every group has one row (n = G = {int(n)}){_where(by_value)}: "
-                          "no within-group degrees of freedom, so SS_W and F are undefined")
+    design.check_groups(groups, int(n), needs="the decomposition", value=by_value)
     ss_w = float(sums.within_ss().sum())
     ss_b = float(between_ss(sums).sum())
     ss_t = ss_w + ss_b

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from embsql.errors import BadLabelError
+from embsql.errors import fail
 
 
 def bad_label(value) -> str | None:
@@ -27,8 +27,7 @@ def clean_label(value, column: str, where: str = "", role: str = "group"):
     """``value`` as a label (-0.0 becomes 0.0); a NULL or NaN label raises naming ``column``."""
     word = bad_label(value)
     if word is not None:
-        raise BadLabelError(f"{role} column {column!r} has a {word} label{f' at {where}' if where else ''}; "
-                            "every row needs a label (filter those rows out, or give them one)")
+        fail("label.null", role=role, column=repr(column), word=word, where=f" at {where}" if where else "")
     if isinstance(value, float) and value == 0.0:
         return 0.0
     return value

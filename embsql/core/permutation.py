@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from embsql.core.arguments import check_permutations, check_seed
+from embsql.core.design import check_groups, check_total_spread
 from embsql.core.precision import check_spread
 from embsql.core.wild_bootstrap import bootstrap_welch, cells, residual_gram, residuals
 from embsql.errors import DesignError, InputError
@@ -96,10 +97,7 @@ def design(labels, strata=None) -> Design:
             raise InputError("the strata column has a NULL value; every row needs a stratum")
         strata_codes = np.unique(strata.astype(str), return_inverse=True)[1]
     groups = len(names)
-    if groups < 2:
-        raise DesignError("only one group: the permutation test needs at least two")
-    if groups == len(codes):
-        raise DesignError(f"every group has one row (n = G = {groups}): F is undefined")
+    check_groups(groups, len(codes), needs="the permutation test")
     return Design(codes.astype(np.int64), strata_codes.astype(np.int64), groups)
 
 
@@ -343,7 +341,8 @@ def _wild_bootstrap(observed: float, d: Design, samples: int, seed: int, progres
 
 def _check_null(null: str, statistic: str) -> None:
     if null not in NULLS:
-        raise InputError(f"null_method must be 'auto', 'permutation' or 'wild bootstrap', not {null!r}")
+        raise InputError(f"null_method must be 'auto', 'permutation' or 'wild bootstrap', not {null!r}",
+                         kind="argument.null_method")
     if null == "wild bootstrap" and statistic != "welch":
         raise InputError("null_method 'wild bootstrap' is for statistic 'welch' (pseudo-F pools the spreads it "
                          "would keep)")
@@ -351,7 +350,7 @@ def _check_null(null: str, statistic: str) -> None:
 
 def _check_statistic(statistic: str, d: Design) -> None:
     if statistic not in STATISTICS:
-        raise InputError(f"statistic must be 'pseudo-f' or 'welch', not {statistic!r}")
+        raise InputError(f"statistic must be 'pseudo-f' or 'welch', not {statistic!r}", kind="argument.statistic")
     if statistic == "welch" and np.min(np.bincount(d.codes)) < 2:
         raise DesignError("statistic 'welch' needs at least 2 items in every group (it weights each group by "
                           "its own spread); a group has 1")
@@ -437,8 +436,7 @@ def permanova_distances(squared: np.ndarray, d: Design, *, permutations: int = 9
     _check_run(permutations, seed, statistic, d)
     _check_null(null, statistic)
     ss_t = float(np.triu(squared, 1).sum()) / d.n
-    if ss_t <= 0:
-        raise DesignError("every distance is 0 (SS_T = 0): F is undefined")
+    check_total_spread(ss_t)
     if null == "wild bootstrap":
         observed = _WelchDistances(squared, d)(np.arange(d.n))
         return _wild_bootstrap(observed, d, permutations, seed, progress,

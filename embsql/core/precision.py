@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from embsql.errors import DesignError
+from embsql.errors import fail
 
 RESOLUTION = math.sqrt(float(np.finfo(np.float64).eps))
 
@@ -38,13 +38,11 @@ def resolved(ss_t, ss_w, n):
 def check_spread(ss_t: float, ss_w: float, n: int, *, model=None) -> None:
     """Raise DesignError when SS_T (then R² and F) or SS_W (then F) is below float64 resolution."""
     if not ss_t >= _floor(n):  # also catches NaN
-        raise DesignError(f"the vectors{_whose(model)} are identical to within floating-point precision "
-                          f"(root-mean-square spread {math.sqrt(max(ss_t, 0.0) / n):.2g} < {RESOLUTION:.2g}); "
-                          "R² and F are undefined")
+        fail("design.identical", what="the vectors", whose=_whose(model), spread=math.sqrt(max(ss_t, 0.0) / n),
+             resolution=RESOLUTION, undefined="R² and F are")
     if not ss_w >= _floor(n):
-        raise DesignError(f"the vectors within each group{_whose(model)} are identical to within floating-point "
-                          f"precision (root-mean-square spread {math.sqrt(max(ss_w, 0.0) / n):.2g} < "
-                          f"{RESOLUTION:.2g}); F is undefined")
+        fail("design.identical", what="the vectors within each group", whose=_whose(model),
+             spread=math.sqrt(max(ss_w, 0.0) / n), resolution=RESOLUTION, undefined="F is")
 
 
 def resolved_groups(within: np.ndarray, counts: np.ndarray) -> np.ndarray:

@@ -20,9 +20,10 @@ import numpy as np
 
 from embsql.core import arguments, precision
 from embsql.core.decomposition import between_ss
+from embsql.core.design import check_min_groups
 from embsql.core.student_t import t_quantile
 from embsql.core.sums import GroupSums
-from embsql.errors import DesignError, InputError
+from embsql.errors import InputError, fail
 
 STATISTICS = ("r2", "f", "v", "w_bar", "icc", "r2_adj")
 BOOTSTRAP_BLOCK = 1024  # replicates per matrix product: bounds memory (see the OpenBLAS note); smaller
@@ -44,7 +45,7 @@ def statistic(name: str, t: Totals) -> np.ndarray:
     """One figure of the decomposition from the weighted sums; NaN for a replicate whose spread
     float64 cannot resolve (the full sample is refused earlier, by full_totals)."""
     if name not in STATISTICS:
-        raise InputError(f"stat must be one of {', '.join(STATISTICS)}, not {name!r}")
+        raise InputError(f"stat must be one of {', '.join(STATISTICS)}, not {name!r}", kind="argument.stat")
     n, g = t.n.astype(float), t.groups.astype(float)
     ss_w, ss_b = t.ss_w, t.ss_b
     ss_t = ss_w + ss_b
@@ -190,8 +191,7 @@ def defined_statistic(stat: str, totals: Totals) -> np.ndarray:
 def _finite(values: np.ndarray, what: str) -> np.ndarray:
     bad = int(np.count_nonzero(~np.isfinite(values)))
     if bad:
-        raise DesignError(f"{bad} of {len(values)} {what} replicates leave the statistic undefined "
-                          "(too few groups, or a replicate with no within-group variation)")
+        fail("design.undefined_replicates", bad=bad, total=len(values), what=what)
     return values
 
 
@@ -281,12 +281,10 @@ def resample_weights(groups: int, replicates: int, seed: int, strata: np.ndarray
 
 def jackknife_replicates(sums: GroupSums, stat: str, what: str = "cluster jackknife") -> tuple[float, np.ndarray]:
     """The figure on all groups and with each group left out in turn (an error if any is undefined)."""
-    if len(sums.counts) < MIN_GROUPS:
-        raise DesignError(f"the {what} needs at least {MIN_GROUPS} groups (each replicate keeps G - 1 >= 2)")
+    check_min_groups(len(sums.counts), MIN_GROUPS, what, " (each replicate keeps G - 1 >= 2)")
     estimate = float(defined_statistic(stat, full_totals(sums))[0])
     if not np.isfinite(estimate):
-        raise DesignError(f"{stat} is undefined on these groups (fewer than 2 groups, as many groups as items, or "
-                          "no variation)")
+        fail("design.undefined_statistic", stat=stat)
     return estimate, _finite(defined_statistic(stat, jackknife_totals(sums)), "jackknife")
 
 
@@ -355,15 +353,13 @@ def percentile_interval(estimate: float, draws: np.ndarray, level: float) -> Int
 def bootstrap_draws(sums: GroupSums, stat: str, replicates: int, seed: int) -> np.ndarray:
     """The statistic on each cluster-bootstrap resample (the same resamples for the same G and seed);
     NaN where a resample leaves it undefined (e.g. F when only groups of one were drawn)."""
-    if len(sums.counts) < 2:
-        raise DesignError("the cluster bootstrap needs at least 2 groups")
+    check_min_groups(len(sums.counts), 2, "cluster bootstrap")
     return defined_statistic(stat, weighted_totals(sums, bootstrap_weights(len(sums.counts), replicates, seed)))
 
 
 def _check_dropped(dropped: int, replicates: int) -> int:
     if dropped > MAX_DROPPED_SHARE * replicates or replicates - dropped < 2:
-        raise DesignError(f"{dropped} of {replicates} bootstrap resamples leave the statistic undefined (more than "
-                          f"{MAX_DROPPED_SHARE:.0%}), so no interval: too few groups, or too many groups of one item")
+        fail("design.dropped_resamples", dropped=dropped, total=replicates, share=f"{MAX_DROPPED_SHARE:.0%}")
     return int(dropped)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from embsql.core.labels import sort_key
-from embsql.errors import BadVectorError
+from embsql.errors import VECTOR_KINDS, BadVectorError, error
 
 SEGMENT_ROWS = 1024
 TINY_SQUARED, HUGE_SQUARED = 1e-290, 1e290  # ||x||^2 outside these is recomputed with scaling
@@ -149,8 +149,7 @@ class Accumulator:
 
 
 def bad_vector(vector: str, word: str, where) -> BadVectorError:
-    return BadVectorError(f"vector column {vector!r} has a {word} vector at {where}; "
-                          "vectors must be non-NULL, finite and of non-zero length")
+    return error(VECTOR_KINDS[word], column=repr(vector), word=word, where=where)  # type: ignore[return-value]
 
 
 def normalise(x: np.ndarray, where, vector: str, rows: np.ndarray | None = None) -> None:

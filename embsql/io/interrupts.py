@@ -31,6 +31,8 @@ _count = 0
 class QueryInterrupted(EmbsqlError):
     """The query running a kernel was interrupted."""
 
+    kind = "query.interrupted"
+
 
 def _bump() -> None:
     global _count

@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from embsql.core.labels import bad_label, clean_label, sort_key
 from embsql.core.sums import Accumulator, GroupSums, UnitRows, bad_vector, normalise
-from embsql.errors import BadVectorError, InputError
+from embsql.errors import InputError, fail
 from embsql.io.sources import Source
 
 B, G, V, KEY, EXTRA = "__emb_b", "__emb_g", "__emb_v", "__emb_key", "__emb_x"
@@ -70,7 +70,7 @@ def _stream(con, source, group, vector, by=None, key=None, extra=None, unit=True
             yield value, names, codes, vectors, part.column(EXTRA), where
         first_row += batch.num_rows
     if first_row == 0:
-        raise InputError(f"source {source.name!r} has no rows")
+        fail("source.empty", source=repr(source.name))
 
 
 def _coded_labels(column: pa.Array, group: str, role: str, where) -> tuple[list, np.ndarray]:
@@ -141,8 +141,7 @@ def raw_vectors(column: pa.Array, where, vector: str, dim: int | None) -> np.nda
     expected = dim if dim is not None else (int(np.bincount(lengths).argmax()) if len(column) else 0)
     if len(column) and (lengths != expected).any():
         i = int(np.flatnonzero(lengths != expected)[0])
-        raise BadVectorError(f"vector column {vector!r} has a vector of length {lengths[i]} at {where(i)}; "
-                             f"other vectors have length {expected}, and every vector must have the same length")
+        fail("vector.length", column=repr(vector), length=lengths[i], where=where(i), other=expected)
     values = column.flatten()
     if values.null_count:
         element = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])

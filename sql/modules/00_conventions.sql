@@ -1,7 +1,7 @@
 -- Conventions
 --   * Public macros are emb_*; helpers are emb__* and may change.
 --   * Internal column names start with __emb_ so they cannot collide with user columns.
---   * Bad input raises an error whose message starts with "embsql:".
+--   * Bad input raises an error whose message starts with "embsql: [kind]" (the kinds: embsql/errors.py).
 --   * Column names arrive as strings.  A column that does not exist must still *bind*
 --     (so that we can raise our own error instead of a binder error), hence the
 --     pattern  coalesce(*COLUMNS(lambda c: c IN (name, '__emb_null')))  over a source

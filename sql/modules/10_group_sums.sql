@@ -9,16 +9,15 @@ CREATE OR REPLACE TEMP MACRO emb__resolution2() AS pow(sqrt(2.220446049250313e-1
 
 -- The refusal when SS_T (what = 'the vectors', undefined 'R² and F') or SS_W (what = 'the vectors
 -- within each group', undefined 'F') is below that resolution; model is the by value or NULL.
-CREATE OR REPLACE TEMP MACRO emb__precision_error(what, model, ss, n, undefined) AS error(format(
-    'embsql: {}{} are identical to within floating-point precision (root-mean-square spread {:.2g} < {:.2g}); {} {} undefined',
+CREATE OR REPLACE TEMP MACRO emb__precision_error(what, model, ss, n, undefined) AS emb__fail_design_identical(
     what,
     CASE WHEN model IS NULL THEN ''
          WHEN typeof(model) = 'VARCHAR' THEN format(' of model ''{}''', model)
          ELSE format(' of model {}', model) END,
-    sqrt(greatest(ss, 0.0) / n), sqrt(emb__resolution2()), undefined,
-    CASE WHEN undefined LIKE '% and %' THEN 'are' ELSE 'is' END));
+    sqrt(greatest(ss, 0.0) / n), sqrt(emb__resolution2()),
+    undefined || CASE WHEN undefined LIKE '% and %' THEN ' are' ELSE ' is' END);
 
-CREATE OR REPLACE TEMP MACRO emb__no_rows_error(tbl) AS error(format('embsql: source ''{}'' has no rows', tbl));
+CREATE OR REPLACE TEMP MACRO emb__no_rows_error(tbl) AS emb__fail_source_empty(format('''{}''', tbl));
 
 -- A label as DOUBLE when it is a number (for the NaN and -0.0 rule below), else NULL.  Typed
 -- overloads resolve by the argument's type at bind time, so any label type binds.
@@ -30,12 +29,9 @@ CREATE OR REPLACE TEMP MACRO emb__label_double(x DOUBLE) AS x, (x) AS NULL::DOUB
 -- place is '' or says where the label is (' for id 7').
 CREATE OR REPLACE TEMP MACRO emb__label(x, x_double, column_name, role, place := '') AS
     CASE
-        WHEN x IS NULL THEN error(format(
-            'embsql: {} column "{}" has a NULL label{}; every row needs a label (filter those rows out, or give them one)',
-            role, column_name, place))
-        WHEN typeof(x) IN ('FLOAT', 'DOUBLE') AND isnan(x_double) THEN error(format(
-            'embsql: {} column "{}" has a NaN label{}; every row needs a label (filter those rows out, or give them one)',
-            role, column_name, place))
+        WHEN x IS NULL THEN emb__fail_label_null(role, format('"{}"', column_name), 'NULL', place)
+        WHEN typeof(x) IN ('FLOAT', 'DOUBLE') AND isnan(x_double) THEN
+            emb__fail_label_null(role, format('"{}"', column_name), 'NaN', place)
         WHEN typeof(x) IN ('FLOAT', 'DOUBLE') AND x_double = 0 THEN '0'
         ELSE x
     END;
@@ -100,16 +96,16 @@ SELECT
     * EXCLUDE (__emb_g0, __emb_gcols, __emb_vcols, __emb_xcols, __emb_bycols, __emb_vtype),
     CASE
         WHEN __emb_gcols = 1
-            THEN error(format('embsql: group column "{}" not found in {}', group_col, tbl))
+            THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, tbl))
         WHEN __emb_vcols = 1
-            THEN error(format('embsql: vector column "{}" not found in {}', vector_col, tbl))
+            THEN error(format('embsql: [column.missing] vector column "{}" not found in {}', vector_col, tbl))
         WHEN NOT emb__is_vector_type(__emb_vtype) THEN error(format(
-            'embsql: vector column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d])',
+            'embsql: [column.type] vector column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d])',
             vector_col, tbl, __emb_vtype))
         WHEN extra_col IS NOT NULL AND __emb_xcols = 1
-            THEN error(format('embsql: column "{}" not found in {}', extra_col, tbl))
+            THEN error(format('embsql: [column.missing] column "{}" not found in {}', extra_col, tbl))
         WHEN by_col IS NOT NULL AND __emb_bycols = 1
-            THEN error(format('embsql: by column "{}" not found in {}', by_col, tbl))
+            THEN error(format('embsql: [column.missing] by column "{}" not found in {}', by_col, tbl))
         ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
     END AS __emb_g,
     emb__norm2(__emb_v) AS __emb_nrm2
@@ -210,10 +206,10 @@ checked AS MATERIALIZED (
     LEFT JOIN blocks s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g = s.__emb_g
     WHERE CASE
         WHEN c.__emb_nbad > 0 THEN error(format(
-            'embsql: vector column "{}" has {} unusable vector(s) in group ''{}'' ({}; vectors must be non-NULL, finite and of non-zero length)',
-            vector_col, c.__emb_nbad, c.__emb_g, c.__emb_bad))
+            'embsql: [{}] vector column "{}" has {} unusable vector(s) in group ''{}'' ({}; vectors must be non-NULL, finite and of non-zero length)',
+            emb__vector_kind(c.__emb_bad), vector_col, c.__emb_nbad, c.__emb_g, c.__emb_bad))
         WHEN c.__emb_dmin_all <> c.__emb_dmax_all THEN error(format(
-            'embsql: vector column "{}" mixes vectors of length {} and {} (group ''{}'' has length {})',
+            'embsql: [vector.length] vector column "{}" mixes vectors of length {} and {} (group ''{}'' has length {})',
             vector_col, c.__emb_dmin_all, c.__emb_dmax_all, c.__emb_g, c.__emb_dmin))
         ELSE true
     END

@@ -50,12 +50,11 @@ FROM (SELECT 1) LEFT JOIN with_total s ON true
 WHERE CASE
     WHEN s.__emb_n IS NULL AND NOT empty_ok THEN emb__no_rows_error(tbl)
     WHEN s.__emb_n IS NULL THEN false
-    WHEN s.__emb_groups < 2 THEN error(format(
-        'embsql: group column "{}" has only one group{}: the decomposition needs at least two',
-        group_col, CASE WHEN s.__emb_b IS NULL THEN '' ELSE format(' for by value {}', s.__emb_b) END))
-    WHEN s.__emb_n = s.__emb_groups THEN error(format(
-        'embsql: every group in "{}" has one row (n = G = {}{}): no within-group degrees of freedom, so SS_W and F are undefined',
-        group_col, s.__emb_n, CASE WHEN s.__emb_b IS NULL THEN '' ELSE format(', by value {}', s.__emb_b) END))
+    WHEN s.__emb_groups < 2 THEN emb__fail_design_one_group(format('group column "{}"', group_col),
+        CASE WHEN s.__emb_b IS NULL THEN '' ELSE format(' for by value {}', s.__emb_b) END, 'the decomposition')
+    WHEN s.__emb_n = s.__emb_groups THEN emb__fail_design_no_residual_df(format(' in "{}"', group_col), 'row',
+        s.__emb_n, CASE WHEN s.__emb_b IS NULL THEN '' ELSE format(', by value {}', s.__emb_b) END, 'SS_W and F')
+
     WHEN NOT (s.__emb_ss_t >= s.__emb_n * emb__resolution2()) THEN
         emb__precision_error('the vectors', s.__emb_b, s.__emb_ss_t, s.__emb_n, 'R² and F')
     WHEN NOT (s.__emb_ss_w >= s.__emb_n * emb__resolution2()) THEN

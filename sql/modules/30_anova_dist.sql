@@ -11,8 +11,8 @@ CREATE OR REPLACE TEMP MACRO emb_anova_dist(dist_tbl, labels_tbl, group_col,
 WITH labels AS MATERIALIZED (
     SELECT
         CASE
-            WHEN idcols = 1 THEN error(format('embsql: id column "{}" not found in {}', id_col, labels_tbl))
-            WHEN gcols = 1 THEN error(format('embsql: group column "{}" not found in {}', group_col, labels_tbl))
+            WHEN idcols = 1 THEN error(format('embsql: [column.missing] id column "{}" not found in {}', id_col, labels_tbl))
+            WHEN gcols = 1 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, labels_tbl))
             ELSE id0
         END AS id,
         g
@@ -28,7 +28,7 @@ WITH labels AS MATERIALIZED (
 labels_ruled AS (
     -- the label rule of emb__rows: NULL and NaN labels refused, -0.0 is 0.0
     SELECT id, CASE
-        WHEN id IS NULL THEN error(format('embsql: id column "{}" in {} has a NULL id', id_col, labels_tbl))
+        WHEN id IS NULL THEN error(format('embsql: [label.null] id column "{}" in {} has a NULL id', id_col, labels_tbl))
         ELSE emb__label(g, emb__label_double(g), group_col, 'group', place := format(' for id {}', id)) END AS g
     FROM labels
 ),
@@ -36,15 +36,15 @@ labels_checked AS MATERIALIZED (
     SELECT id, g, count(*) OVER (PARTITION BY g) AS n_g
     FROM labels_ruled
     QUALIFY CASE
-        WHEN count(*) OVER (PARTITION BY id) > 1 THEN error(format('embsql: id {} appears more than once in {}', id, labels_tbl))
+        WHEN count(*) OVER (PARTITION BY id) > 1 THEN error(format('embsql: [label.duplicate] id {} appears more than once in {}', id, labels_tbl))
         ELSE true END
 ),
 raw AS (
     SELECT
         CASE
-            WHEN icols = 1 THEN error(format('embsql: column "{}" not found in {}', i_col, dist_tbl))
-            WHEN jcols = 1 THEN error(format('embsql: column "{}" not found in {}', j_col, dist_tbl))
-            WHEN dcols = 1 THEN error(format('embsql: column "{}" not found in {}', d_col, dist_tbl))
+            WHEN icols = 1 THEN error(format('embsql: [column.missing] column "{}" not found in {}', i_col, dist_tbl))
+            WHEN jcols = 1 THEN error(format('embsql: [column.missing] column "{}" not found in {}', j_col, dist_tbl))
+            WHEN dcols = 1 THEN error(format('embsql: [column.missing] column "{}" not found in {}', d_col, dist_tbl))
             ELSE i0
         END AS i,
         j, d
@@ -63,10 +63,10 @@ raw_checked AS (
     SELECT least(i, j) AS a, greatest(i, j) AS b, d
     FROM raw
     WHERE CASE
-        WHEN i IS NULL OR j IS NULL THEN error(format('embsql: distance table {} has a NULL id in "{}" or "{}"', dist_tbl, i_col, j_col))
-        WHEN d IS NULL OR isnan(d) THEN error(format('embsql: distance for pair ({}, {}) in column "{}" is NULL or NaN', i, j, d_col))
-        WHEN isinf(d) THEN error(format('embsql: distance for pair ({}, {}) in column "{}" is infinite', i, j, d_col))
-        WHEN d < 0 THEN error(format('embsql: distance for pair ({}, {}) in column "{}" is negative ({})', i, j, d_col, d))
+        WHEN i IS NULL OR j IS NULL THEN error(format('embsql: [distance.null_id] distance table {} has a NULL id in "{}" or "{}"', dist_tbl, i_col, j_col))
+        WHEN d IS NULL OR isnan(d) THEN error(format('embsql: [distance.invalid] distance for pair ({}, {}) in column "{}" is NULL or NaN', i, j, d_col))
+        WHEN isinf(d) THEN error(format('embsql: [distance.invalid] distance for pair ({}, {}) in column "{}" is infinite', i, j, d_col))
+        WHEN d < 0 THEN error(format('embsql: [distance.invalid] distance for pair ({}, {}) in column "{}" is negative ({})', i, j, d_col, d))
         ELSE true END
 ),
 pairs AS (
@@ -84,11 +84,11 @@ joined AS (
     LEFT JOIN labels_checked lb ON lb.id = p.b
     WHERE CASE
         WHEN p.a = p.b AND p.d_max <> 0 THEN error(format(
-            'embsql: distance of id {} to itself is {}, not 0', p.a, p.d_max))
+            'embsql: [distance.self] distance of id {} to itself is {}, not 0', p.a, p.d_max))
         WHEN p.d <> p.d_max THEN error(format(
-            'embsql: pair ({}, {}) is given in both orders with different distances ({} and {})', p.a, p.b, p.d, p.d_max))
-        WHEN la.id IS NULL THEN error(format('embsql: id {} in distance table {} has no label in {}', p.a, dist_tbl, labels_tbl))
-        WHEN lb.id IS NULL THEN error(format('embsql: id {} in distance table {} has no label in {}', p.b, dist_tbl, labels_tbl))
+            'embsql: [distance.asymmetric] pair ({}, {}) is given in both orders with different distances ({} and {})', p.a, p.b, p.d, p.d_max))
+        WHEN la.id IS NULL THEN error(format('embsql: [distance.unlabelled] id {} in distance table {} has no label in {}', p.a, dist_tbl, labels_tbl))
+        WHEN lb.id IS NULL THEN error(format('embsql: [distance.unlabelled] id {} in distance table {} has no label in {}', p.b, dist_tbl, labels_tbl))
         ELSE true END
 ),
 sums AS (
@@ -115,14 +115,14 @@ FROM stats
 WHERE CASE
         WHEN n = 0 THEN emb__no_rows_error(labels_tbl)
         WHEN n_pairs <> n * (n - 1) / 2 THEN error(format(
-            'embsql: distance table {} has {} distinct pairs, but {} labelled ids need {}: missing pair(s), e.g. {}',
+            'embsql: [distance.incomplete] distance table {} has {} distinct pairs, but {} labelled ids need {}: missing pair(s), e.g. {}',
             dist_tbl, n_pairs, n, n * (n - 1) // 2,
             (SELECT min((l1.id, l2.id))
              FROM labels_checked l1 JOIN labels_checked l2 ON l1.id < l2.id
              ANTI JOIN pairs p ON p.a = l1.id AND p.b = l2.id)))
-        WHEN groups < 2 THEN error(format('embsql: group column "{}" has only one group: the decomposition needs at least two', group_col))
-        WHEN n = groups THEN error(format(
-            'embsql: every group in "{}" has one id (n = G = {}): no within-group degrees of freedom, so SS_W and F are undefined', group_col, n))
-        WHEN ss_t <= 0 THEN error('embsql: every distance is 0 (SS_T = 0): R2 and F are undefined')
+        WHEN groups < 2 THEN emb__fail_design_one_group(format('group column "{}"', group_col), '', 'the decomposition')
+        WHEN n = groups THEN emb__fail_design_no_residual_df(format(' in "{}"', group_col), 'id', n, '', 'SS_W and F')
+        WHEN ss_t <= 0 THEN emb__fail_design_zero_distances('R2 and F are')
+
         ELSE true
     END;

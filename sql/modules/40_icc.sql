@@ -44,9 +44,9 @@ __emb_icc_rows AS (
     -- the label rule of emb__rows (NULL and NaN refused, -0.0 is 0.0), once the column exists
     SELECT * EXCLUDE (__emb_g0),
         CASE WHEN (SELECT __emb_gcols FROM __emb_icc_meta) = 1
-                 THEN error(format('embsql: group column "{}" not found in {}', group_col, tbl))
+                 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, tbl))
              WHEN by_col IS NOT NULL AND (SELECT __emb_bycols FROM __emb_icc_meta) = 1
-                 THEN error(format('embsql: by column "{}" not found in {}', by_col, tbl))
+                 THEN error(format('embsql: [column.missing] by column "{}" not found in {}', by_col, tbl))
              ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
         END AS __emb_g
     FROM (
@@ -84,17 +84,17 @@ __emb_icc_checked_groups AS (
     SELECT * EXCLUDE (__emb_rows), __emb_rows AS __emb_n_g
     FROM __emb_icc_per_group, __emb_icc_meta m
     WHERE CASE
-            WHEN m.__emb_gcols = 1 THEN error(format('embsql: group column "{}" not found in {}', group_col, tbl))
-            WHEN m.__emb_vcols = 1 THEN error(format('embsql: value column "{}" not found in {}', value_col, tbl))
+            WHEN m.__emb_gcols = 1 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, tbl))
+            WHEN m.__emb_vcols = 1 THEN error(format('embsql: [column.missing] value column "{}" not found in {}', value_col, tbl))
             WHEN m.__emb_kind IS NULL THEN error(format(
-                'embsql: value column "{}" has type {}: ICC needs a numeric or BOOLEAN column, or a numeric vector column (FLOAT[], DOUBLE[], FLOAT[d])',
+                'embsql: [column.type] value column "{}" has type {}: ICC needs a numeric or BOOLEAN column, or a numeric vector column (FLOAT[], DOUBLE[], FLOAT[d])',
                 value_col, m.__emb_type))
             WHEN m.__emb_kind = 'scalar' AND __emb_nnull > 0 THEN error(format(
-                'embsql: value column "{}" has {} NULL value(s) in group ''{}''', value_col, __emb_nnull, __emb_g))
+                'embsql: [value.null] value column "{}" has {} NULL value(s) in group ''{}''', value_col, __emb_nnull, __emb_g))
             WHEN m.__emb_kind = 'scalar' AND __emb_nnan > 0 THEN error(format(
-                'embsql: value column "{}" has {} NaN value(s) in group ''{}''', value_col, __emb_nnan, __emb_g))
+                'embsql: [value.nonfinite] value column "{}" has {} NaN value(s) in group ''{}''', value_col, __emb_nnan, __emb_g))
             WHEN m.__emb_kind = 'scalar' AND __emb_ninf > 0 THEN error(format(
-                'embsql: value column "{}" has {} infinite value(s) in group ''{}''', value_col, __emb_ninf, __emb_g))
+                'embsql: [value.nonfinite] value column "{}" has {} infinite value(s) in group ''{}''', value_col, __emb_ninf, __emb_g))
             ELSE true
         END
 ),
@@ -115,12 +115,10 @@ __emb_icc_checked AS (
     SELECT * EXCLUDE (__emb_n0), __emb_n0 AS __emb_n
     FROM __emb_icc_design
     WHERE CASE
-            WHEN __emb_groups < 2 THEN error(format(
-                'embsql: group column "{}" has only one group{}: ICC needs at least two',
-                group_col, CASE WHEN __emb_b IS NULL THEN '' ELSE format(' for by value {}', __emb_b) END))
-            WHEN __emb_n0 = __emb_groups THEN error(format(
-                'embsql: every group in "{}" has one row (n = G = {}{}): no within-group degrees of freedom, so MS_W and ICC are undefined',
-                group_col, __emb_n0, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END))
+            WHEN __emb_groups < 2 THEN emb__fail_design_one_group(format('group column "{}"', group_col),
+                CASE WHEN __emb_b IS NULL THEN '' ELSE format(' for by value {}', __emb_b) END, 'ICC')
+            WHEN __emb_n0 = __emb_groups THEN emb__fail_design_no_residual_df(format(' in "{}"', group_col), 'row',
+                __emb_n0, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END, 'MS_W and ICC')
             ELSE true
         END
 ),
@@ -169,9 +167,9 @@ FROM (SELECT 1) LEFT JOIN __emb_icc_mean_squares ON true
 WHERE CASE
     WHEN __emb_n IS NULL THEN emb__no_rows_error(tbl)
     WHEN (__emb_kind = 'scalar' AND __emb_all_equal)
-      OR NOT (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w > 0) THEN error(format(
-        'embsql: all {} values in "{}" are equal (MS_B + (n0-1) MS_W = 0{}): ICC is undefined',
-        __emb_n, value_col, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END))
+      OR NOT (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w > 0) THEN emb__fail_design_equal_values(
+        __emb_n, format('"{}"', value_col), CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END)
+
     ELSE true
 END
 ORDER BY __emb_b;

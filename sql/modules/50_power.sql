@@ -54,7 +54,7 @@ CREATE OR REPLACE TEMP MACRO emb_normal_quantile(p) AS
     CASE
         WHEN p IS NULL THEN NULL::DOUBLE
         WHEN NOT (p::DOUBLE > 0 AND p::DOUBLE < 1) THEN error(format(
-            'embsql: normal quantile needs 0 < p < 1, got p = {}', p))
+            'embsql: [argument.range] normal quantile needs 0 < p < 1, got p = {}', p))
         ELSE emb__ppnd16(p::DOUBLE)
     END;
 
@@ -62,9 +62,9 @@ CREATE OR REPLACE TEMP MACRO emb_normal_quantile(p) AS
 CREATE OR REPLACE TEMP MACRO emb__power_check(alpha, power) AS
     CASE
         WHEN alpha IS NULL OR NOT (alpha::DOUBLE > 0 AND alpha::DOUBLE < 1) THEN error(format(
-            'embsql: alpha must be in (0, 1), got alpha = {}', coalesce(alpha::VARCHAR, 'NULL')))
+            'embsql: [argument.range] alpha must be in (0, 1), got alpha = {}', coalesce(alpha::VARCHAR, 'NULL')))
         WHEN power IS NULL OR NOT (power::DOUBLE > 0 AND power::DOUBLE < 1) THEN error(format(
-            'embsql: power must be in (0, 1), got power = {}', coalesce(power::VARCHAR, 'NULL')))
+            'embsql: [argument.range] power must be in (0, 1), got power = {}', coalesce(power::VARCHAR, 'NULL')))
         ELSE emb_normal_quantile(1.0 - alpha::DOUBLE / 2.0) + emb_normal_quantile(power::DOUBLE)
     END;
 
@@ -81,7 +81,7 @@ FROM (
     SELECT
         CASE
             WHEN rho IS NULL OR NOT (rho::DOUBLE > 0 AND rho::DOUBLE < 1) THEN error(format(
-                'embsql: rho must be in (0, 1), got rho = {}', coalesce(rho::VARCHAR, 'NULL')))
+                'embsql: [argument.range] rho must be in (0, 1), got rho = {}', coalesce(rho::VARCHAR, 'NULL')))
             ELSE pow(emb__power_check(alpha, power) / atanh(rho::DOUBLE), 2) + 3.0
         END AS __emb_g
 )
@@ -93,7 +93,7 @@ SELECT
     CASE
         WHEN groups IS NULL OR NOT (groups::DOUBLE > 3 AND groups::DOUBLE < 'infinity'::DOUBLE)
           OR groups::DOUBLE <> floor(groups::DOUBLE) THEN error(format(
-            'embsql: groups must be a whole number greater than 3, got groups = {}', coalesce(groups::VARCHAR, 'NULL')))
+            'embsql: [argument.range] groups must be a whole number greater than 3, got groups = {}', coalesce(groups::VARCHAR, 'NULL')))
         ELSE tanh(emb__power_check(alpha, power) / sqrt(groups::DOUBLE - 3.0))
     END AS rho,
     groups::BIGINT AS groups,

@@ -78,38 +78,38 @@ SELECT c.* EXCLUDE (__emb_nrm2, __emb_dup, __emb_scale, __emb_bad, __emb_inv), m
 FROM normed c, meta m
 -- every check is a filter, so it holds whatever columns a query reads
 WHERE CASE
-    WHEN m.__emb_icols = 1 THEN error(format('embsql: {} column "{}" not found in {}', id_role, id_col, tbl))
+    WHEN m.__emb_icols = 1 THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', id_role, id_col, tbl))
     WHEN positive_col IS NOT NULL AND m.__emb_pcols = 1
-        THEN error(format('embsql: positive column "{}" not found in {}', positive_col, tbl))
-    WHEN m.__emb_vcols = 1 THEN error(format('embsql: {} column "{}" not found in {}', vector_role, vector_col, tbl))
+        THEN error(format('embsql: [column.missing] positive column "{}" not found in {}', positive_col, tbl))
+    WHEN m.__emb_vcols = 1 THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', vector_role, vector_col, tbl))
     WHEN NOT emb__is_vector_type(m.__emb_vtype) THEN error(format(
-        'embsql: {} column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d])',
+        'embsql: [column.type] {} column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d])',
         vector_role, vector_col, tbl, m.__emb_vtype))
     WHEN need_group AND m.__emb_gcols = 1
-        THEN error(format('embsql: {} column "{}" not found in {}', group_role, group_col, tbl))
+        THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', group_role, group_col, tbl))
     WHEN level_col IS NOT NULL AND m.__emb_lcols = 1
-        THEN error(format('embsql: level column "{}" not found in {}', level_col, tbl))
+        THEN error(format('embsql: [column.missing] level column "{}" not found in {}', level_col, tbl))
     WHEN model_col IS NOT NULL AND m.__emb_mcols = 1
-        THEN error(format('embsql: model column "{}" not found in {}', model_col, tbl))
+        THEN error(format('embsql: [column.missing] model column "{}" not found in {}', model_col, tbl))
     WHEN model_col IS NOT NULL AND __emb_b IS NULL
-        THEN error(format('embsql: {} {}: model column "{}" is NULL at row {}', what, tbl, model_col, __emb_row))
+        THEN error(format('embsql: [label.null] {} {}: model column "{}" is NULL at row {}', what, tbl, model_col, __emb_row))
     WHEN __emb_q IS NULL
-        THEN error(format('embsql: {} {}: {} column "{}" is NULL at row {}', what, tbl, id_role, id_col, __emb_row))
+        THEN error(format('embsql: [label.null] {} {}: {} column "{}" is NULL at row {}', what, tbl, id_role, id_col, __emb_row))
     WHEN positive_col IS NOT NULL AND __emb_p IS NULL
-        THEN error(format('embsql: {} {}: positive column "{}" is NULL at row {} ({} ''{}'')',
+        THEN error(format('embsql: [label.null] {} {}: positive column "{}" is NULL at row {} ({} ''{}'')',
                           what, tbl, positive_col, __emb_row, id_role, __emb_q))
     WHEN need_group AND __emb_g IS NULL
-        THEN error(format('embsql: {} {}: {} column "{}" is NULL at row {} ({} ''{}'')',
+        THEN error(format('embsql: [label.null] {} {}: {} column "{}" is NULL at row {} ({} ''{}'')',
                           what, tbl, group_role, group_col, __emb_row, id_role, __emb_q))
     WHEN level_col IS NOT NULL AND __emb_l IS NULL
-        THEN error(format('embsql: {} {}: level column "{}" is NULL at row {} ({} ''{}'')',
+        THEN error(format('embsql: [label.null] {} {}: level column "{}" is NULL at row {} ({} ''{}'')',
                           what, tbl, level_col, __emb_row, id_role, __emb_q))
     WHEN __emb_dup > 1
-        THEN error(format('embsql: {} {}: {} column "{}" has ''{}'' more than once; each {} must identify one row',
+        THEN error(format('embsql: [label.duplicate] {} {}: {} column "{}" has ''{}'' more than once; each {} must identify one row',
                           what, tbl, id_role, id_col, __emb_q, id_role))
     WHEN __emb_bad IS NOT NULL
-        THEN error(format('embsql: {} {}: {} column "{}" has a {} vector at row {} ({} ''{}''); vectors must be non-NULL, finite and of non-zero length',
-                          what, tbl, vector_role, vector_col, __emb_bad, __emb_row, id_role, __emb_q))
+        THEN error(format('embsql: [{}] {} {}: {} column "{}" has a {} vector at row {} ({} ''{}''); vectors must be non-NULL, finite and of non-zero length',
+                          emb__vector_kind(__emb_bad), what, tbl, vector_role, vector_col, __emb_bad, __emb_row, id_role, __emb_q))
     ELSE true
 END;
 
@@ -135,10 +135,10 @@ checked_docs AS (
     -- and every model of the documents has queries
     SELECT count(CASE
                WHEN __emb_row IS NULL OR len(__emb_z) <> dim_min OR len(__emb_z) <> dim_max THEN error(format(
-                   'embsql: docs {}: doc_vector column "{}" mixes vectors of length {} and {}{}', docs, doc_vector_col,
+                   'embsql: [vector.length] docs {}: doc_vector column "{}" mixes vectors of length {} and {}{}', docs, doc_vector_col,
                    dim_min, dim_max, CASE WHEN __emb_b IS NULL THEN '' ELSE format(' (model {})', __emb_b) END))
                WHEN __emb_b NOT IN (SELECT __emb_b FROM q) THEN error(format(
-                   'embsql: model {} is in docs {} but not in queries {}', __emb_b, docs, queries))
+                   'embsql: [model.missing] model {} is in docs {} but not in queries {}', __emb_b, docs, queries))
            END) AS __emb_n
     FROM (SELECT __emb_b, __emb_row, __emb_z, min(len(__emb_z)) OVER (PARTITION BY __emb_b) AS dim_min,
                  max(len(__emb_z)) OVER (PARTITION BY __emb_b) AS dim_max FROM d)
@@ -152,14 +152,14 @@ positives AS (
     -- the checks are filters, so they hold whatever columns a query reads
     WHERE CASE
             WHEN scope IS NULL OR scope NOT IN ('corpus', 'group') THEN error(format(
-                'embsql: scope must be ''corpus'' or ''group'', not {}', coalesce('''' || scope || '''', 'NULL')))
+                'embsql: [argument.scope] scope must be ''corpus'' or ''group'', not {}', coalesce('''' || scope || '''', 'NULL')))
             WHEN q.__emb_b NOT IN (SELECT __emb_b FROM d) THEN error(format(
-                'embsql: model {} is in queries {} but not in docs {}', q.__emb_b, queries, docs))
+                'embsql: [model.missing] model {} is in queries {} but not in docs {}', q.__emb_b, queries, docs))
             WHEN p.__emb_k IS NULL THEN error(format(
-                'embsql: query {}{} has positive {}, which is not a doc_id of {}', q.__emb_q,
+                'embsql: [label.unknown_positive] query {}{} has positive {}, which is not a doc_id of {}', q.__emb_q,
                 CASE WHEN q.__emb_b IS NULL THEN '' ELSE format(' (model {})', q.__emb_b) END, q.__emb_p, docs))
             WHEN len(q.__emb_z) <> len(p.__emb_z) THEN error(format(
-                'embsql: query vectors ("{}") have dimension {} but document vectors ("{}") have dimension {}{}; queries and documents must be embedded by the same model',
+                'embsql: [vector.dimension] query vectors ("{}") have dimension {} but document vectors ("{}") have dimension {}{}; queries and documents must be embedded by the same model',
                 vector_col, len(q.__emb_z), doc_vector_col, len(p.__emb_z),
                 CASE WHEN q.__emb_b IS NULL THEN '' ELSE format(' (model {})', q.__emb_b) END))
             ELSE true
@@ -183,7 +183,7 @@ joined AS (
     FROM positives q LEFT JOIN best b ON q.__emb_row = b.__emb_row, checked_docs
     WHERE checked_docs.__emb_n >= 0 AND CASE
         WHEN b.__emb_row IS NULL THEN error(format(
-            'embsql: query {}{}: scope ''{}'' leaves it no distractor (its positive {} is the only document{})',
+            'embsql: [design.no_distractor] query {}{}: scope ''{}'' leaves it no distractor (its positive {} is the only document{})',
             q.__emb_q, CASE WHEN q.__emb_b IS NULL THEN '' ELSE format(' (model {})', q.__emb_b) END, scope, q.__emb_p,
             CASE WHEN scope = 'group' THEN format(' of group {}', q.__emb_pg) ELSE '' END))
         ELSE true END
@@ -223,8 +223,8 @@ WITH r AS (
     FROM emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col, doc_id_col, doc_group_col,
                       doc_vector_col, model_col)
     -- a filter, so the check holds whatever columns a query reads
-    WHERE CASE WHEN __emb_gcols = 1 THEN error(format('embsql: group column "{}" not found in {}', group_col, queries))
-               WHEN __emb_g IS NULL THEN error(format('embsql: queries {}: group column "{}" is NULL (qid {})', queries, group_col, qid))
+    WHERE CASE WHEN __emb_gcols = 1 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, queries))
+               WHEN __emb_g IS NULL THEN error(format('embsql: [label.null] queries {}: group column "{}" is NULL (qid {})', queries, group_col, qid))
                ELSE true END
 ),
 per_group AS (

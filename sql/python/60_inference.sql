@@ -12,7 +12,7 @@ CREATE OR REPLACE TEMP MACRO emb__whole_argument(value, name) AS
                                     'UINTEGER', 'UBIGINT', 'UHUGEINT')
               AND try_cast(value::VARCHAR AS BIGINT) IS NOT NULL
          THEN try_cast(value::VARCHAR AS BIGINT)
-         ELSE error(format('embsql: {} must be a whole number, not {}', name,
+         ELSE error(format('embsql: [argument.{}] {} must be a whole number, not {}', name, name,
                            coalesce(CASE WHEN typeof(value) = 'VARCHAR' THEN '''' || value::VARCHAR || ''''
                                          ELSE value::VARCHAR END, 'NULL')))
     END;
@@ -20,14 +20,14 @@ CREATE OR REPLACE TEMP MACRO emb__whole_argument(value, name) AS
 -- statistic := for emb_permanova(_dist): a text value, checked by the UDF
 CREATE OR REPLACE TEMP MACRO emb__text_argument(value, name) AS
     CASE WHEN value IS NOT NULL AND typeof(value) = 'VARCHAR' THEN value::VARCHAR
-         ELSE error(format('embsql: {} must be ''pseudo-f'' or ''welch'', not {}', name,
+         ELSE error(format('embsql: [argument.{}] {} must be ''pseudo-f'' or ''welch'', not {}', name, name,
                            coalesce(value::VARCHAR, 'NULL')))
     END;
 
 -- null_method := for emb_permanova(_dist): a text value (checked by the UDF); NULL would skip the UDF
 CREATE OR REPLACE TEMP MACRO emb__null_method_argument(value) AS
     CASE WHEN value IS NOT NULL AND typeof(value) = 'VARCHAR' THEN value::VARCHAR
-         ELSE error(format('embsql: null_method must be ''auto'', ''permutation'' or ''wild bootstrap'', not {}',
+         ELSE error(format('embsql: [argument.null_method] null_method must be ''auto'', ''permutation'' or ''wild bootstrap'', not {}',
                            coalesce(value::VARCHAR, 'NULL')))
     END;
 
@@ -74,7 +74,7 @@ pairs AS (
 test AS (
     SELECT CASE WHEN strata IS NOT NULL AND (SELECT len(list_value(*COLUMNS(lambda c: c IN (strata, '__emb_null'))))
                                           FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl) LIMIT 1)) = 1
-               THEN error(format('embsql: strata column "{}" not found in {}', strata, labels_tbl))
+               THEN error(format('embsql: [column.missing] strata column "{}" not found in {}', strata, labels_tbl))
            END AS __emb_missing,
         emb__permanova_dist_test(
         (SELECT list(a) FROM pairs WHERE a <> b), (SELECT list(b) FROM pairs WHERE a <> b),

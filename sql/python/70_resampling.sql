@@ -15,7 +15,7 @@ CREATE OR REPLACE TEMP MACRO emb__level_argument(value) AS
                                                       'DOUBLE', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT')
                                      OR typeof(value) LIKE 'DECIMAL%')
          THEN try_cast(value::VARCHAR AS DOUBLE)
-         ELSE error(format('embsql: level must be a number between 0 and 1, not {}',
+         ELSE error(format('embsql: [argument.level] level must be a number between 0 and 1, not {}',
                            coalesce(CASE WHEN typeof(value) = 'VARCHAR' THEN '''' || value::VARCHAR || ''''
                                          ELSE value::VARCHAR END, 'NULL')))
     END;

@@ -23,7 +23,7 @@ d AS (
 r AS (
     SELECT q.* EXCLUDE (__emb_ps, __emb_vs),
         CASE WHEN q.__emb_b IS NULL AND d.__emb_b IS NOT NULL AND model_col IS NOT NULL THEN error(format(
-                 'embsql: model {} is in docs {} but not in queries {}', d.__emb_b, docs, queries))
+                 'embsql: [model.missing] model {} is in docs {} but not in queries {}', d.__emb_b, docs, queries))
              ELSE emb__margin_kernel(q.__emb_qs::VARCHAR[], q.__emb_ps, q.__emb_vs, d.__emb_ks, d.__emb_gs, d.__emb_vs,
                                      scope, [queries, docs, vector_col, doc_vector_col], q.__emb_b::VARCHAR)
         END AS __emb_r

@@ -15,7 +15,8 @@ import embsql
 from embsql.io.resources import sql_entry_file
 
 RESOLUTION = "1.5e-08"
-PRECISION_T = "embsql: the vectors{} are identical to within floating-point precision (root-mean-square spread {}"
+PRECISION_T = ("embsql: [design.identical] the vectors{} are identical to within floating-point precision "
+               "(root-mean-square spread {}")
 LABEL_RULE = "; every row needs a label (filter those rows out, or give them one)"
 
 
@@ -102,7 +103,7 @@ def test_precision_message_names_the_model(con):
     con.register("t", vectors_table(np.vstack([x, np.tile([1.0, 2.0] * 4, (600, 1))]), np.concatenate([labels, labels]),
                                     m=["ok"] * 600 + ["flat"] * 600))
     assert sql_error(con, "SELECT * FROM emb_anova('t', 'g', 'v', by := 'm')").startswith(
-        "embsql: the vectors of model 'flat' are identical to within floating-point precision")
+        "embsql: [design.identical] the vectors of model 'flat' are identical to within floating-point precision")
 
 
 def test_many_identical_vectors_in_few_dimensions(con):
@@ -140,7 +141,7 @@ def test_scaled_raw_vectors_give_the_same_figures(con, factor):
 def test_infinite_coordinate_is_still_refused(con):
     con.register("t", vectors_table([[1.0, 0.0], [0.0, 1.0], [np.inf, 1.0], [1.0, 1.0]], list("AABB")))
     assert sql_error(con, "SELECT r2 FROM emb_anova('t', 'g', 'v')").startswith(
-        "embsql: vector column \"v\" has 1 unusable vector(s) in group 'B' (infinite;")
+        "embsql: [vector.nonfinite] vector column \"v\" has 1 unusable vector(s) in group 'B' (infinite;")
 
 
 # ---- checks hold whatever a query reads ----------------------------------------------------
@@ -190,7 +191,7 @@ def test_every_check_of_emb_icc_holds_for_every_projection(con, case, column):
 @pytest.mark.parametrize("column", ANOVA_COLUMNS[:8])
 def test_empty_source_is_an_error(con, column):
     con.execute("CREATE TABLE empty (g VARCHAR, v DOUBLE[])")
-    expected = "embsql: source 'empty' has no rows"
+    expected = "embsql: [source.empty] source 'empty' has no rows"
     assert sql_error(con, f"SELECT {column} FROM emb_anova('empty', 'g', 'v')") == expected
     assert sql_error(con, "SELECT * FROM emb_groups('empty', 'g', 'v')") == expected
     assert sql_error(con, "SELECT * FROM emb_icc('empty', 'g', 'v')") == expected
@@ -201,7 +202,7 @@ def test_misspelt_by_names_the_column(con):
     con.register("t", vectors_table(GOOD * 2, list("AABBAABB"), m=list("xxxxyyyy")))
     for macro in ("emb_anova", "emb_groups", "emb_icc"):
         assert sql_error(con, f"SELECT * FROM {macro}('t', 'g', 'v', by := 'mdoel')") == \
-            'embsql: by column "mdoel" not found in t'
+            'embsql: [column.missing] by column "mdoel" not found in t'
     assert len(con.sql("SELECT * FROM emb_anova('t', 'g', 'v', by := 'm')").fetchall()) == 2
 
 
@@ -209,7 +210,7 @@ def test_misspelt_by_names_the_column(con):
 
 def test_nan_label_is_refused_on_every_route(con):
     con.register("t", vectors_table(GOOD * 3, [1.0, float("nan"), 2.0, 2.0] * 3))
-    expected = 'embsql: group column "g" has a NaN label' + LABEL_RULE
+    expected = 'embsql: [label.null] group column "g" has a NaN label' + LABEL_RULE
     for query in ("SELECT * FROM emb_anova('t', 'g', 'v')", "SELECT * FROM emb_groups('t', 'g', 'v')",
                   "SELECT * FROM emb_icc('t', 'g', 'v')", "SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 9)",
                   "SELECT * FROM emb_dispersion('t', 'g', 'v', permutations := 9)",
@@ -234,7 +235,7 @@ def test_negative_zero_is_zero_on_every_route(con):
 
 def test_null_label_is_refused_on_every_route(con):
     con.register("t", vectors_table(GOOD * 3, ["A", None, "B", "B"] * 3))
-    expected = 'embsql: group column "g" has a NULL label' + LABEL_RULE
+    expected = 'embsql: [label.null] group column "g" has a NULL label' + LABEL_RULE
     for query in ("SELECT n FROM emb_anova('t', 'g', 'v')", "SELECT * FROM emb_groups('t', 'g', 'v')",
                   "SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 9)",
                   "SELECT * FROM emb_dispersion('t', 'g', 'v', permutations := 9)"):
@@ -271,7 +272,7 @@ def test_distance_labels_follow_the_label_rule(con):
     con.register("dist", distances(PAIRS))
     con.register("lab", pa.table({"id": [1, 2, 3, 4], "g": [0.0, -0.0, 1.0, float("nan")]}))
     assert sql_error(con, "SELECT r2 FROM emb_anova_dist('dist', 'lab', 'g')") == \
-        'embsql: group column "g" has a NaN label for id 4' + LABEL_RULE
+        'embsql: [label.null] group column "g" has a NaN label for id 4' + LABEL_RULE
     con.register("lab", pa.table({"id": [1, 2, 3, 4], "g": [0.0, -0.0, 1.0, 1.0]}))
     assert one(con, "SELECT groups FROM emb_anova_dist('dist', 'lab', 'g')") == (2,)
 
