@@ -12,6 +12,7 @@ from importlib.metadata import version
 
 from embsql.api.agreement import knn_agreement, mantel
 from embsql.api.decomposition import anova, anova_dist, groups
+from embsql.api.permanova_terms import permanova_terms
 from embsql.api.permutation import dispersion, permanova
 from embsql.api.resampling import bootstrap, compare, jackknife
 from embsql.api.retrieval import dose, margins, pairing, retrieval_layers, retrieval_summary
@@ -37,7 +38,7 @@ from embsql.results import ResultTable
 __version__ = version("embsql")   # the one version source is pyproject.toml
 
 __all__ = [
-    "anova", "anova_dist", "groups", "run_sql", "permanova", "dispersion", "jackknife", "bootstrap", "compare", "connect", "register", "ResultTable",
+    "anova", "anova_dist", "groups", "run_sql", "permanova", "permanova_terms", "dispersion", "jackknife", "bootstrap", "compare", "connect", "register", "ResultTable",
     "report", "Report", "run_on", "ReportResult", "Section", "knn_agreement", "mantel", "EngineError",
     "EmbsqlError", "InputError", "SourceNotFoundError", "ColumnNotFoundError", "ColumnTypeError",
     "BadVectorError", "BadLabelError", "DesignError", "DistanceTableError", "SqlInputError",

@@ -13,7 +13,7 @@ import numpy as np
 from sqlglot import exp
 
 from embsql.core.labels import sort_key
-from embsql.core.permanova_terms import centred, permanova_terms as run_terms, plan
+from embsql.core.permanova_terms import permanova_terms as run_terms, plan
 from embsql.core.permutation import canonical_order
 from embsql.core.progress import progress_bar
 from embsql.core.terms import columns_of, parse_terms, variable
@@ -25,11 +25,11 @@ from embsql.results import ResultTable
 TERMS_COLUMNS = ("term", "df", "ss", "r2", "f", "p_value", "permutations")
 
 
-def ordered_design(term_specs, columns: dict, unit: np.ndarray, strata=None, by_terms: str = "sequential"):
-    """(plan, centred vectors, strata) with rows in canonical order, from column values per row.
+def ordered_design(term_specs, columns: dict, unit: np.ndarray, strata=None, by_terms: str = "sequential", ids=None):
+    """(plan, unit vectors, strata) with rows in canonical order, from column values per row.
 
     One rule for the Python face and the UDF: rows sorted by stratum, then by every term column's text,
-    then by the vector bytes."""
+    then by the vector bytes (or by ``ids``, for a distance table: pass row numbers as ``unit``)."""
     terms = parse_terms(term_specs)
     names = columns_of(terms)
     values = {name: np.asarray(columns[name], dtype=object) for name in names}
@@ -43,7 +43,7 @@ def ordered_design(term_specs, columns: dict, unit: np.ndarray, strata=None, by_
     strata_values = None if strata is None else np.asarray(strata, dtype=object)
     if strata_values is not None and any(s is None for s in strata_values):
         raise InputError("the strata column has a NULL value; every row needs a stratum")
-    order = canonical_order(key, strata_values, unit)
+    order = canonical_order(key, strata_values, None if ids is not None else unit, ids=ids)
     ordered = {name: variable(name, values[name][order]) for name in names}
     return (plan(terms, ordered, by_terms), unit[order],
             None if strata_values is None else strata_values[order])
@@ -62,7 +62,7 @@ def _query(source, names, vector, strata, model):
 
 
 @accepts_frames()
-def permanova_terms(con: duckdb.DuckDBPyConnection, source: str, terms, vector: str, *,
+def permanova_terms(con: duckdb.DuckDBPyConnection, source: str, *, terms, vector: str,
                     by_terms: str = "sequential", permutations: int = 999, seed: int = 42,
                     strata: str | None = None, model: str | None = None,
                     progress: bool | None = None) -> ResultTable:
@@ -89,7 +89,7 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: str, terms, vector: 
             terms, columns, unit, None if strata is None else part.column(strata).to_pylist(), by_terms)
         label = "permutations" if value is None else f"permutations ({value})"
         with progress_bar(label, permutations, progress) as tick:
-            result = run_terms(plan_, ordered_strata, y=centred(ordered_unit), permutations=permutations, seed=seed,
+            result = run_terms(plan_, ordered_strata, unit=ordered_unit, permutations=permutations, seed=seed,
                                progress=tick)
         rows += [{**({model: value} if model else {}), **row, "permutations": permutations} for row in result.rows()]
     return ResultTable.from_dicts("permanova terms", ((model,) if model else ()) + TERMS_COLUMNS, rows)

@@ -15,6 +15,7 @@ import numpy as np
 from embsql.core import decomposition
 from embsql.core.arguments import check_permutations, check_seed
 from embsql.core.dispersion import dispersion_test
+from embsql.api.permanova_terms import permanova_terms
 from embsql.core.labels import clean_labels
 from embsql.core.permutation import STATISTICS, canonical_order, design, permanova_vectors
 from embsql.core.progress import progress_bar
@@ -45,10 +46,11 @@ def _check_arguments(permutations, seed, statistic="pseudo-f") -> None:
 
 
 @accepts_frames()
-def permanova(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *,
+def permanova(con: duckdb.DuckDBPyConnection, source: str, group: str | None = None, vector: str | None = None, *,
               permutations: int = 999, seed: int = 42, strata: str | None = None, by: str | None = None,
               method: str = "auto", progress: bool | None = None, check_dispersion: bool = True,
-              statistic: str = "pseudo-f", null_method: str = "auto") -> ResultTable:
+              statistic: str = "pseudo-f", null_method: str = "auto", terms=None,
+              by_terms: str = "sequential") -> ResultTable:
     """emb_anova's columns plus a permutation p-value of pseudo-F (labels permuted within strata).
 
     ``statistic='welch'`` tests W*_d (Hamidi et al. 2019) instead: it weights each group by its
@@ -58,7 +60,17 @@ def permanova(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: s
     exchangeable, not when they differ in the shape of their spread); ``null_method`` says which,
     and ``null_method='permutation'`` or ``'wild bootstrap'`` chooses (``'auto'``: embsql.core.permutation.default_null).
     Warns when the dispersion test is significant at 5%: F may then reflect spread, not location.
+
+    ``terms=[...]`` (instead of ``group``): the multi-term test with adonis2's semantics, one row per
+    term (embsql.api.permanova_terms.permanova_terms; ``by_terms='sequential'`` or ``'margin'``).
     """
+    if terms is not None:
+        if group is not None:
+            raise InputError("give either group or terms, not both (a one-term call is terms=[group])")
+        return permanova_terms(con, source, terms=terms, vector=vector, by_terms=by_terms, permutations=permutations, seed=seed,
+                               strata=strata, model=by, progress=progress)
+    if group is None or vector is None:
+        raise InputError("permanova needs a group column and a vector column (or terms=[...] and vector=...)")
     _check_arguments(permutations, seed, statistic)
     rows = []
     for value, part in unit_rows(con, resolve(con, source), group, vector, by=by, extra=strata):

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from embsql.core.arguments import check_permutations, check_seed
-from embsql.core.permutation import Design, permutation_result, shuffles
+from embsql.core.permutation import Design, permutation_result, shuffles, within_sums
 from embsql.core.terms import Term, Variable, absorbed, check_levels, term_matrix
 from embsql.errors import DesignError, InputError
 
@@ -171,20 +171,28 @@ class _Projections:
     """||P_M Y*||^2 of every model for batches of permuted rows, from vectors (Y, n x d, centred) or
     from a Gower-centred matrix (G, n x n)."""
 
-    def __init__(self, plan_: Plan, y: np.ndarray | None = None, gower: np.ndarray | None = None):
+    def __init__(self, plan_: Plan, y: np.ndarray | None = None, gower: np.ndarray | None = None, absorbers=None):
         self.plan, self.y, self.gower = plan_, y, gower
+        # per chain, SS_W of the absorbed factor for permuted rows (core.permutation.within_sums), or None
+        self.absorbers = absorbers or [None] * len(plan_.chains)
+        self.ss_total = float(np.einsum("ik,ik->", y, y)) if y is not None else None
         n = len(y) if y is not None else len(gower)
         self.dtype = np.float64 if n <= F64_MAX_N else np.float32
         self.data = (y if y is not None else gower).astype(self.dtype)
         self.orders = [None if c.codes is None else np.argsort(c.codes, kind="stable") for c in plan_.chains]
         self.sizes = [None if c.codes is None else np.bincount(c.codes).astype(float) for c in plan_.chains]
 
-    def _absorbed(self, chain: int, perms: np.ndarray, data) -> np.ndarray:
+    def _absorbed(self, chain: int, perms: np.ndarray, data, exact: bool) -> np.ndarray:
         """sum_g ||sum_{i in g} y*_i||^2 / n_g (vectors) or sum_g (1/n_g) sum_{i,j in g} G*_ij."""
         order, sizes = self.orders[chain], self.sizes[chain]
         out = np.zeros(len(perms))
         if order is None:
             return out
+        within = self.absorbers[chain]
+        if within is not None and not exact:     # permuted rows: the one-factor test's own kernel
+            batch = getattr(within, "batch", None)
+            ss_w = batch(list(perms)) if batch is not None else np.array([within(p) for p in perms])
+            return self.ss_total - np.asarray(ss_w, dtype=float)
         starts = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
         equal = bool(np.all(sizes == sizes[0]))
         for b, perm in enumerate(perms):
@@ -230,7 +238,7 @@ class _Projections:
         data = (self.y if self.y is not None else self.gower) if exact else self.data
         saved, self.dtype = self.dtype, (np.float64 if exact else self.dtype)
         try:
-            parts = [(self._absorbed(c, perms, data), np.cumsum(self._dense(c, perms, data), axis=1))
+            parts = [(self._absorbed(c, perms, data, exact), np.cumsum(self._dense(c, perms, data), axis=1))
                      for c in range(len(self.plan.chains))]
         finally:
             self.dtype = saved
@@ -297,14 +305,18 @@ def _statistics(plan_: Plan, explained: np.ndarray, ss_total: float) -> tuple[np
     return f, ss
 
 
-def permanova_terms(plan_: Plan, strata: np.ndarray | None, *, y: np.ndarray | None = None,
+def permanova_terms(plan_: Plan, strata: np.ndarray | None, *, unit: np.ndarray | None = None,
                     gower: np.ndarray | None = None, permutations: int = 999, seed: int = 42,
-                    progress=None) -> TermsResult:
-    """Test every row of ``plan_`` on centred vectors ``y`` (n x d) or a Gower-centred matrix ``gower``.
+                    progress=None, method: str = "auto") -> TermsResult:
+    """Test every row of ``plan_`` on unit vectors ``unit`` (n x d) or a Gower-centred matrix ``gower``.
 
-    Rows must be in canonical order (sorted by stratum; core.permutation.canonical_order)."""
+    Rows must be in canonical order (sorted by stratum; core.permutation.canonical_order).  With
+    vectors, the absorbed factor's sums for permuted rows come from the one-factor test's kernel
+    (core.permutation.within_sums: a Gram matrix or the coordinates, ``method``), so a one-term call
+    gives the one-factor call's numbers."""
     check_permutations(permutations)
     check_seed(seed)
+    y = None if unit is None else centred(unit)
     n = len(y) if y is not None else len(gower)
     if n < 3:
         raise DesignError(f"PERMANOVA needs at least 3 items; there are {n}")
@@ -313,7 +325,10 @@ def permanova_terms(plan_: Plan, strata: np.ndarray | None, *, y: np.ndarray | N
     ss_total = float(np.einsum("ik,ik->", y, y)) if y is not None else float(np.trace(gower))
     if not ss_total > 0:
         raise DesignError("every item is the same (SS_T = 0): F is undefined")
-    projections = _Projections(plan_, y=y, gower=gower)
+    absorbers = [None if y is None or c.codes is None else
+                 within_sums(unit, Design(c.codes, strata_codes.astype(np.int64), c.levels), method, permutations)[0]
+                 for c in plan_.chains]
+    projections = _Projections(plan_, y=y, gower=gower, absorbers=absorbers)
     explained = projections(np.arange(n)[None, :], exact=True)
     f_observed, ss_observed = _statistics(plan_, explained, ss_total)
     permuted = np.empty((permutations, len(plan_.rows)))

@@ -380,14 +380,38 @@ def gram_dtype(n: int):
                  and (t is not np.float64 or n <= F64_GRAM_MAX_N)), None)
 
 
-def choose_method(n: int, dim: int, codes: np.ndarray) -> str:
-    """pairs when the Gram matrix fits and its per-permutation work is smaller; else coordinates.
+# Relative costs, in units of one streamed float read of the coordinates route (bench/permanova.py,
+# n = 20,000, d = 384, groups of 4; see bench/README.md): a random read of the Gram matrix (a cache
+# miss, with the gather's overhead) costs about PAIR_READ of them, a multiply-add of the blocked
+# float32 Gram product GRAM_MAC of them.
+PAIR_READ = 58.0
+GRAM_MAC = 0.06
 
-    A permutation costs about sum_g n_g^2 / 2 random reads of the Gram matrix (pairs) or n * d
-    streamed reads of the vectors (coordinates); a random read costs a few streamed ones.
+
+def choose_method(n: int, dim: int, codes: np.ndarray, permutations: int = 999) -> str:
+    """pairs when the Gram matrix fits and building it plus the permutations' random reads cost less
+    than streaming the vectors once per permutation; else coordinates.
+
+    pairs: n^2 d / 2 multiply-adds to build Z Z^T, then sum_g n_g (n_g - 1) / 2 random reads per
+    permutation; coordinates: n d streamed reads per permutation.
     """
-    pairs = float(np.sum(np.bincount(codes).astype(float) ** 2)) / 2
-    return "pairs" if gram_dtype(n) is not None and 4 * pairs < n * dim else "coordinates"
+    within = float(np.sum(np.bincount(codes).astype(float) * (np.bincount(codes) - 1))) / 2
+    pairs = GRAM_MAC * n * n * dim / 2 + permutations * PAIR_READ * within
+    return "pairs" if gram_dtype(n) is not None and pairs < permutations * n * dim else "coordinates"
+
+
+def within_sums(unit: np.ndarray, d: Design, method: str = "auto", permutations: int = 999):
+    """SS_W of unit vectors regrouped by permutations: a callable ``f(perm)`` (some with ``f.batch(perms)``),
+    by the pairs or the coordinates method (``'auto'``: choose_method)."""
+    method = choose_method(d.n, unit.shape[1], d.codes, permutations) if method == "auto" else method
+    if method == "pairs":
+        dtype = gram_dtype(d.n)
+        if dtype is None:
+            raise InputError(f"method 'pairs' needs an n x n matrix, too large for n = {d.n}; use 'coordinates'")
+        return _GramWithin(gram(unit, dtype), d), method
+    if method == "coordinates":
+        return _CoordinateSums(unit, d), method
+    raise InputError(f"method must be 'auto', 'pairs' or 'coordinates', not {method!r}")
 
 
 def _check_run(permutations, seed, statistic, d: Design) -> None:
@@ -416,16 +440,7 @@ def permanova_vectors(unit: np.ndarray, d: Design, *, permutations: int = 999, s
                                coordinates=residuals(unit, cells(d.codes, d.strata)))
     if statistic == "welch":
         return _run(_WelchVectors(unit, d), lambda w: w, d, permutations, seed, progress, "welch")
-    method = choose_method(n, unit.shape[1], d.codes) if method == "auto" else method
-    if method == "pairs":
-        dtype = gram_dtype(n)
-        if dtype is None:
-            raise InputError(f"method 'pairs' needs an n x n matrix, too large for n = {n}; use 'coordinates'")
-        within = _GramWithin(gram(unit, dtype), d)
-    elif method == "coordinates":
-        within = _CoordinateSums(unit, d)
-    else:
-        raise InputError(f"method must be 'auto', 'pairs' or 'coordinates', not {method!r}")
+    within, method = within_sums(unit, d, method, permutations)
     return _run(within, lambda ss_w: pseudo_f(ss_t, ss_w, n, d.groups), d, permutations, seed, progress, method)
 
 

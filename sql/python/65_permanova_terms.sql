@@ -36,3 +36,30 @@ SELECT COLUMNS(lambda c: c NOT IN ('__emb_b', '__emb_k') AND (model IS NOT NULL 
        emb__whole_argument(permutations, 'permutations') AS permutations
 FROM (SELECT __emb_b, __emb_b AS model, unnest(rows, recursive := true), unnest(range(len(rows))) AS __emb_k FROM test)
 ORDER BY __emb_b, __emb_k;
+
+CREATE OR REPLACE TEMP MACRO emb_permanova_terms_dist(dist_tbl, labels_tbl, terms, i_col := 'i', j_col := 'j',
+                                                      d_col := 'd', id_col := 'id', by_terms := 'sequential',
+                                                      permutations := 999, seed := 42, strata := NULL) AS TABLE
+WITH labels AS (
+    SELECT coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null')))::VARCHAR AS id,
+           to_json(struct_pack(*COLUMNS(lambda c: list_contains(emb__term_columns(terms), c))))::VARCHAR AS j,
+           coalesce(*COLUMNS(lambda c: c IN (strata, '__emb_null')))::VARCHAR AS s
+    FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl))
+),
+pairs AS (
+    SELECT coalesce(*COLUMNS(lambda c: c IN (i_col, '__emb_null')))::VARCHAR AS a,
+           coalesce(*COLUMNS(lambda c: c IN (j_col, '__emb_null')))::VARCHAR AS b,
+           coalesce(*COLUMNS(lambda c: c IN (d_col, '__emb_null')))::DOUBLE AS d
+    FROM (SELECT *, NULL AS __emb_null FROM query_table(dist_tbl))
+),
+test AS (
+    SELECT emb__permanova_terms_dist_test(
+               (SELECT list(a) FROM pairs WHERE a <> b), (SELECT list(b) FROM pairs WHERE a <> b),
+               (SELECT list(d) FROM pairs WHERE a <> b), list(id), list(j), list(s), terms::VARCHAR[],
+               emb__by_terms_argument(by_terms), emb__whole_argument(permutations, 'permutations'),
+               emb__whole_argument(seed, 'seed'), strata IS NOT NULL, labels_tbl) AS rows
+    FROM labels
+)
+SELECT COLUMNS(lambda c: c <> '__emb_k'), emb__whole_argument(permutations, 'permutations') AS permutations
+FROM (SELECT unnest(rows, recursive := true), unnest(range(len(rows))) AS __emb_k FROM test)
+ORDER BY __emb_k;

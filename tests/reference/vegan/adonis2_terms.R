@@ -5,7 +5,8 @@
 suppressPackageStartupMessages({library(vegan); library(jsonlite)})
 options(digits = 17)
 args <- commandArgs(trailingOnly = TRUE)
-PERMS <- 9999   # vegan's p with 9999 permutations: its MC error is small beside embsql's at 999
+PERMS <- 9999   # dune: vegan's p with 9999 permutations, its MC error small beside embsql's
+PERMS_EXAMPLE <- 999   # n = 600: adonis2 takes minutes per 1000 permutations
 
 data(dune); data(dune.env)
 bray <- vegdist(dune, "bray")
@@ -18,14 +19,14 @@ rows <- function(res) {
   lapply(seq_len(nrow(res)), function(k) list(term = rownames(res)[k], df = res$Df[k], ss = res$SumOfSqs[k],
                                              r2 = res$R2[k], f = res$F[k], p_value = res[["Pr(>F)"]][k]))
 }
-run <- function(name, formula, data, by, strata = NULL) {
+run <- function(name, formula, data, by, strata = NULL, perms = PERMS) {
   set.seed(1)
-  res <- if (is.null(strata)) adonis2(formula, data = data, by = by, permutations = PERMS)
-         else adonis2(formula, data = data, by = by, permutations = PERMS, strata = strata)
+  res <- if (is.null(strata)) adonis2(formula, data = data, by = by, permutations = perms)
+         else adonis2(formula, data = data, by = by, permutations = perms, strata = strata)
   cat("\n==== ", name, " (by = ", by, ") ====\n", sep = ""); print(res)
-  rows(res)
+  list(permutations = perms, rows = rows(res))
 }
-out <- list(R = R.version.string, vegan = as.character(packageVersion("vegan")), permutations = PERMS)
+out <- list(R = R.version.string, vegan = as.character(packageVersion("vegan")))
 for (by in c("terms", "margin")) {
   out[[paste0("dune Management + A1 ", by)]] <- run("dune Management + A1", bray ~ Management + A1, dune.env, by)
   out[[paste0("dune Use * Management ", by)]] <- run("dune Use * Management", bray ~ Use * Management, dune.env, by)
@@ -40,8 +41,8 @@ if (length(args) > 0) {
   x <- x / sqrt(rowSums(x^2))
   d <- dist(x)
   for (by in c("terms", "margin")) {
-    out[[paste0("example topic + position ", by)]] <- run("example topic + position", d ~ topic + position, ex, by)
-    out[[paste0("example topic * parity ", by)]] <- run("example topic * parity", d ~ topic * parity, ex, by)
+    out[[paste0("example topic + position ", by)]] <- run("example topic + position", d ~ topic + position, ex, by, perms = PERMS_EXAMPLE)
+    out[[paste0("example topic * parity ", by)]] <- run("example topic * parity", d ~ topic * parity, ex, by, perms = PERMS_EXAMPLE)
   }
 }
 writeLines(toJSON(out, auto_unbox = TRUE, digits = NA, pretty = TRUE, na = "null"), "adonis2_terms.json")
