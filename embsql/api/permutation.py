@@ -26,7 +26,7 @@ from embsql.io.sources import accepts_frames, resolve
 from embsql.results import ResultTable
 
 PERMANOVA_COLUMNS = decomposition.ANOVA_COLUMNS + ("p_value", "permutations", "statistic", "w_d",
-                                                     "null_method")
+                                                     "null_method", "groups_left_out", "items_left_out", "note")
 DISPERSION_COLUMNS = ("groups", "f", "p_value", "permutations", "groups_left_out", "items_left_out", "note")
 DISPERSION_GROUP_COLUMNS = ("group", "n_g", "mean_distance", "in_test")
 DISPERSION_ALPHA = 0.05     # permanova warns when the dispersion test rejects at this level
@@ -82,7 +82,8 @@ def permanova(con: duckdb.DuckDBPyConnection, source: str, group: str | None = N
         row = decomposition.anova_row(GroupSums.from_rows(labels, unit), value)
         rows.append({**({by: value} if by else {}), **row, "p_value": test.p_value, "permutations": test.permutations,
                      "statistic": statistic, "w_d": test.statistic if statistic == "welch" else None,
-                     "null_method": test.null})
+                     "null_method": test.null, "groups_left_out": test.groups_left_out,
+                     "items_left_out": test.items_left_out, "note": test.note})
         if check_dispersion:
             _warn_on_spread(dispersion_test(unit, d, permutations=permutations, seed=seed),
                             "" if value is None else f", {by} = {value!r}")
