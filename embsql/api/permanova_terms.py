@@ -13,7 +13,8 @@ import numpy as np
 from sqlglot import exp
 
 from embsql.core.labels import sort_key
-from embsql.core.permanova_terms import permanova_terms as run_terms, plan
+from embsql.core.permanova_terms import permanova_terms as run_terms
+from embsql.core.permanova_terms import plan
 from embsql.core.permutation import canonical_order
 from embsql.core.progress import progress_bar
 from embsql.core.terms import columns_of, parse_terms, variable

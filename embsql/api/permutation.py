@@ -55,10 +55,11 @@ def permanova(con: duckdb.DuckDBPyConnection, source: str, group: str | None = N
 
     ``statistic='welch'`` tests W*_d (Hamidi et al. 2019) instead: it weights each group by its
     own spread, so unequal spreads in unbalanced designs do not inflate it; its value is in ``w_d``.
-    Its p-value comes from a group-wise wild bootstrap (each group keeps its own covariance shape)
-    when every group has at least 6 items, else from label permutation (exact when groups are
-    exchangeable, not when they differ in the shape of their spread); ``null_method`` says which,
-    and ``null_method='permutation'`` or ``'wild bootstrap'`` chooses (``'auto'``: embsql.core.permutation.default_null).
+    Its p-value comes from a group-wise wild bootstrap (each group keeps its own covariance shape) on
+    the groups of at least 6 items; smaller groups are left out of that default test and counted
+    (``groups_left_out``, ``items_left_out``, ``note``).  ``null_method='permutation'`` permutes labels
+    over every group instead (exact when groups are exchangeable, not when they differ in the shape of
+    their spread), ``'wild bootstrap'`` bootstraps every group (``'auto'``: embsql.core.permutation.default_null).
     Warns when the dispersion test is significant at 5%: F may then reflect spread, not location.
 
     ``terms=[...]`` (instead of ``group``): the multi-term test with adonis2's semantics, one row per

@@ -39,7 +39,6 @@ F64_MAX_N = 2000              # permuted sums in float64 up to this n, float32 b
 BATCH = 64                    # permutations per matrix product
 DENSE_COLUMNS_PER_BATCH = 4096
 BLOCK_ROWS = 2048
-GRAM_ABSORB_MIN_LEVELS = 65   # distance route: fewer levels are cheaper as dense columns (one product)
 
 
 @dataclass(frozen=True)
@@ -181,6 +180,7 @@ class _Projections:
         self.data = (y if y is not None else gower).astype(self.dtype)
         self.orders = [None if c.codes is None else np.argsort(c.codes, kind="stable") for c in plan_.chains]
         self.sizes = [None if c.codes is None else np.bincount(c.codes).astype(float) for c in plan_.chains]
+        self.pairs = [None if c.codes is None or gower is None else _within_pairs(c.codes) for c in plan_.chains]
 
     def _absorbed(self, chain: int, perms: np.ndarray, data, exact: bool) -> np.ndarray:
         """sum_g ||sum_{i in g} y*_i||^2 / n_g (vectors) or sum_g (1/n_g) sum_{i,j in g} G*_ij."""
@@ -195,11 +195,11 @@ class _Projections:
             return self.ss_total - np.asarray(ss_w, dtype=float)
         starts = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
         equal = bool(np.all(sizes == sizes[0]))
+        if self.gower is not None:
+            first, second, weight = self.pairs[chain]
+            return np.array([float(data[perm[first], perm[second]] @ weight) for perm in perms])
         for b, perm in enumerate(perms):
             rows = perm[order]
-            if self.gower is not None:
-                out[b] = _gram_group_sums(data, rows, starts, sizes)
-                continue
             if equal:
                 size = int(sizes[0])
                 step = max(1, BLOCK_ROWS // size) * size
@@ -249,12 +249,15 @@ class _Projections:
         return out
 
 
-def _gram_group_sums(gower, rows, starts, sizes) -> float:
-    total = 0.0
-    for start, size in zip(starts, sizes.astype(int)):
-        members = rows[start:start + size]
-        total += float(gower[np.ix_(members, members)].sum()) / size
-    return total
+def _within_pairs(codes: np.ndarray):
+    """Every ordered pair (i, j) of rows in one group, with weight 1/n_g: sum_g (1/n_g) sum_{i,j in g} G_ij."""
+    firsts, seconds, weights = [], [], []
+    for g in range(int(codes.max()) + 1):
+        members = np.flatnonzero(codes == g)
+        firsts.append(np.repeat(members, len(members)))
+        seconds.append(np.tile(members, len(members)))
+        weights.append(np.full(len(members) ** 2, 1.0 / len(members)))
+    return np.concatenate(firsts), np.concatenate(seconds), np.concatenate(weights)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ CREATE OR REPLACE TEMP MACRO emb_permanova_terms(tbl, terms, vector_col, by_term
                                                  model := NULL) AS TABLE
 WITH items AS (
     SELECT coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null'))) AS __emb_b,
-           to_json(struct_pack(*COLUMNS(lambda c: list_contains(emb__term_columns(terms), c))))::VARCHAR AS __emb_j,
+           to_json(struct_pack(*COLUMNS(lambda c: list_contains(emb__term_columns(terms), c) OR c = '__emb_null')))::VARCHAR AS __emb_j,
            coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))::DOUBLE[] AS __emb_v,
            coalesce(*COLUMNS(lambda c: c IN (strata, '__emb_null')))::VARCHAR AS __emb_x
     FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl))
@@ -42,7 +42,7 @@ CREATE OR REPLACE TEMP MACRO emb_permanova_terms_dist(dist_tbl, labels_tbl, term
                                                       permutations := 999, seed := 42, strata := NULL) AS TABLE
 WITH labels AS (
     SELECT coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null')))::VARCHAR AS id,
-           to_json(struct_pack(*COLUMNS(lambda c: list_contains(emb__term_columns(terms), c))))::VARCHAR AS j,
+           to_json(struct_pack(*COLUMNS(lambda c: list_contains(emb__term_columns(terms), c) OR c = '__emb_null')))::VARCHAR AS j,
            coalesce(*COLUMNS(lambda c: c IN (strata, '__emb_null')))::VARCHAR AS s
     FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl))
 ),
