@@ -457,14 +457,8 @@ def permanova_vectors(unit: np.ndarray, d: Design, *, permutations: int = 999, s
     """Permutation test of pseudo-F for unit vectors (rows of ``unit``, canonical order), or test of
     W*_d, its null from the wild bootstrap or label permutation (``null``; None or 'auto': default_null)."""
     _check_run(permutations, seed, statistic, d)
-    if statistic == "welch" and null in (None, "auto"):
-        keep, note = welch_left_out(d)
-        if note is not None:
-            return _left_out_result(d, keep, note, lambda sub, rows: permanova_vectors(
-                unit[rows], sub, permutations=permutations, seed=seed, progress=progress, statistic=statistic,
-                null="wild bootstrap"))
-    null = default_null(statistic, d) if null in (None, "auto") else null
-    _check_run(permutations, seed, statistic, d)
+    default = null in (None, "auto")
+    null = default_null(statistic, d) if default else null
     _check_null(null, statistic)
     n = d.n
     total = unit.sum(axis=0)
@@ -472,6 +466,12 @@ def permanova_vectors(unit: np.ndarray, d: Design, *, permutations: int = 999, s
     sums = np.add.reduceat(unit[np.argsort(d.codes, kind="stable")], np.r_[0, np.cumsum(np.bincount(d.codes))[:-1]],
                            axis=0)
     check_spread(ss_t, n - float(np.einsum("gk,gk->g", sums, sums) @ (1.0 / np.bincount(d.codes))), n)
+    if statistic == "welch" and default:
+        keep, note = welch_left_out(d)
+        if note is not None:
+            return _left_out_result(d, keep, note, lambda sub, rows: permanova_vectors(
+                unit[rows], sub, permutations=permutations, seed=seed, progress=progress, statistic=statistic,
+                null="wild bootstrap"))
     if null == "wild bootstrap":
         observed = _WelchVectors(unit, d)(np.arange(n))
         return _wild_bootstrap(observed, d, permutations, seed, progress,
@@ -487,18 +487,18 @@ def permanova_distances(squared: np.ndarray, d: Design, *, permutations: int = 9
     """Permutation test of pseudo-F (or W*_d, by default against its wild bootstrap on the residual
     inner products of the principal-coordinates embedding) from an n x n matrix of squared dissimilarities."""
     _check_run(permutations, seed, statistic, d)
-    if statistic == "welch" and null in (None, "auto"):
+    default = null in (None, "auto")
+    null = default_null(statistic, d) if default else null
+    _check_null(null, statistic)
+    ss_t = float(np.triu(squared, 1).sum()) / d.n
+    if ss_t <= 0:
+        raise DesignError("every distance is 0 (SS_T = 0): F is undefined")
+    if statistic == "welch" and default:
         keep, note = welch_left_out(d)
         if note is not None:
             return _left_out_result(d, keep, note, lambda sub, rows: permanova_distances(
                 squared[np.ix_(rows, rows)], sub, permutations=permutations, seed=seed, progress=progress,
                 statistic=statistic, null="wild bootstrap"))
-    null = default_null(statistic, d) if null in (None, "auto") else null
-    _check_run(permutations, seed, statistic, d)
-    _check_null(null, statistic)
-    ss_t = float(np.triu(squared, 1).sum()) / d.n
-    if ss_t <= 0:
-        raise DesignError("every distance is 0 (SS_T = 0): F is undefined")
     if null == "wild bootstrap":
         observed = _WelchDistances(squared, d)(np.arange(d.n))
         return _wild_bootstrap(observed, d, permutations, seed, progress,
