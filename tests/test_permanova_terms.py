@@ -40,19 +40,19 @@ def p_tolerance(p: float, reference_permutations: int, permutations: int = N) ->
 
 
 def dune(con):
-    env = duckdb.sql(f"SELECT * FROM read_csv('{HERE / 'data' / 'dune_env.csv'}', all_varchar = true)").arrow()
+    env = duckdb.sql(f"SELECT * FROM read_csv('{HERE / 'data' / 'dune_env.csv'}', all_varchar = true)").to_arrow_table()
     env = env.set_column(env.schema.get_field_index("A1"), "A1", pa.array([float(x) for x in env.column("A1").to_pylist()]))
     con.register("dune_env", env)
     path = HERE / "data" / "dune_bray.csv"
     dist = duckdb.sql(f"SELECT i::VARCHAR AS i, j::VARCHAR AS j, d::DOUBLE AS d FROM read_csv('{path}')")
-    con.register("dune_bray", dist.arrow())
+    con.register("dune_bray", dist.to_arrow_table())
 
 
 def example_table(con):
     spec = importlib.util.spec_from_file_location("terms_data", HERE / "terms_data.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    con.register("example", duckdb.sql(module.QUERY).arrow())
+    con.register("example", duckdb.sql(module.QUERY).to_arrow_table())
 
 
 def check(rows, reference, permutations=N):
