@@ -12,10 +12,10 @@ import warnings
 import duckdb
 import numpy as np
 
+from embsql.api.permanova_terms import permanova_terms
 from embsql.core import decomposition
 from embsql.core.arguments import check_permutations, check_seed
 from embsql.core.dispersion import dispersion_test
-from embsql.api.permanova_terms import permanova_terms
 from embsql.core.labels import clean_labels
 from embsql.core.permutation import STATISTICS, canonical_order, design, permanova_vectors
 from embsql.core.progress import progress_bar
