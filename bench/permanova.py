@@ -1,16 +1,19 @@
-"""Benchmark: embsql's PERMANOVA (999 permutations) against scikit-bio and vegan, side by side.
+"""Benchmark: embsql's PERMANOVA (999 permutations) against scikit-bio and vegan, side by side in one run.
 
-    python bench/permanova.py [--cases small,large,topics,huge] [--skbio-permutations 999]
+    python bench/permanova.py [--cases small,large,vegan,methods] [--no-vegan] [--no-skbio]
 
-Cases (d = 384, unit vectors with group structure, seeded):
-  vegan   n = 1,000, groups of 4        embsql vs vegan adonis2 (timed with --vegan-permutations, scaled)
-  small   n = 5,000, groups of 4        embsql vs scikit-bio (every engine it has)
-  large   n = 20,000, groups of 4       embsql vs scikit-bio's best engine
-  topics  n = 5,000, 10 groups of 500   embsql vs scikit-bio's best engine
-  huge    n = 100,000, groups of 4      embsql only (scikit-bio would need an 80 GB matrix); peak memory
-Every time includes building whatever each tool needs (embsql: reading the table from DuckDB and
-the Gram matrix if it uses one; scikit-bio: the distance matrix; vegan: dist()).  Each tool's
-pseudo-F must equal embsql's; the ratio printed is tool time / embsql time.
+Every peer is timed warm and in full (999 permutations, never scaled up from fewer): scikit-bio's
+permanova is called once on a small matrix first, so numba's compilation is not in its time.
+Times include what each tool needs: embsql reads the table from DuckDB (and builds a Gram matrix
+when it uses one); scikit-bio builds the distance matrix; vegan runs dist() and adonis2.
+
+Cases (d = 384, unit vectors, seeded; groups of 4 items = "g", and "lang" = an item's position in
+its group, a second factor crossed with g, with a small effect):
+  small    n = 5,000:  one-term embsql (Python, SQL) vs scikit-bio (numba, its fastest engine)
+  large    n = 20,000: one-term embsql (Python, SQL) vs scikit-bio (numba); two-term g + lang (Python, SQL)
+  vegan    n = 2,000, 20 topics of 100 and lang: embsql vs adonis2, topic alone and topic + lang
+  methods  n = 5,000 and 20,000: the one-factor kernel by pairs (Gram matrix) and by coordinates
+Each tool's pseudo-F must equal embsql's (1e-6); the ratio printed is peer time / embsql time.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
-import sys
 import tempfile
 import time
 
@@ -26,28 +28,57 @@ import numpy as np
 import pyarrow as pa
 
 import embsql
-from embsql.core.permutation import choose_method
+from embsql.core.permutation import choose_method, design, permanova_vectors
 
-CASES = {"vegan": (1_000, 4), "small": (5_000, 4), "large": (20_000, 4), "topics": (5_000, 500),
-         "huge": (100_000, 4)}
 D, PERMUTATIONS = 384, 999
 
 
-def data(n: int, size: int, seed: int = 0):
+def data(n: int, size: int = 4, seed: int = 0):
     rng = np.random.default_rng(seed)
     labels = np.repeat(np.arange(n // size), size)
-    centres = rng.standard_normal((n // size, D))
-    x = centres[labels] + 1.5 * rng.standard_normal((n, D))
-    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32), labels
+    lang = np.tile(np.arange(size), n // size)
+    x = rng.standard_normal((n // size, D))[labels] + 0.3 * rng.standard_normal((size, D))[lang] \
+        + 1.5 * rng.standard_normal((n, D))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32), labels, lang
 
 
-def run_embsql(x, labels):
+def connection(x, labels, lang):
     con = embsql.connect()
-    con.register("emb", pa.table({"g": labels, "v": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), D)}))
+    con.register("emb", pa.table({"g": [f"g{k}" for k in labels], "lang": [f"l{k}" for k in lang],
+                                  "v": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), D)}))
+    return con
+
+
+def timed(call):
     start = time.perf_counter()
-    result = embsql.permanova(con, "emb", "g", "v", permutations=PERMUTATIONS, seed=1, check_dispersion=False,
-                              progress=False)
-    return time.perf_counter() - start, result.f, result.p_value
+    out = call()
+    return time.perf_counter() - start, out
+
+
+def one_term_python(con, group="g"):
+    t, r = timed(lambda: embsql.permanova(con, "emb", group, "v", permutations=PERMUTATIONS, seed=1,
+                                          check_dispersion=False, progress=False))
+    return t, r.f
+
+
+def one_term_sql(con, group="g"):
+    # select p_value: DuckDB prunes a UDF whose output no selected column needs (f alone would skip the test)
+    t, rows = timed(lambda: con.sql(f"SELECT f, p_value FROM emb_permanova('emb', '{group}', 'v', permutations := "
+                                    f"{PERMUTATIONS}, seed := 1)").fetchall())
+    return t, rows[0][0]
+
+
+def terms_python(con, terms):
+    t, r = timed(lambda: embsql.permanova(con, "emb", terms=terms, vector="v", permutations=PERMUTATIONS, seed=1,
+                                          progress=False).to_dicts())
+    return t, [row["f"] for row in r if row["f"] is not None]
+
+
+def terms_sql(con, terms):
+    listed = ", ".join(f"'{t}'" for t in terms)
+    t, rows = timed(lambda: con.sql(f"SELECT f, p_value FROM emb_permanova_terms('emb', [{listed}], 'v', permutations := "
+                                    f"{PERMUTATIONS}, seed := 1) WHERE f IS NOT NULL").fetchall())
+    return t, [r[0] for r in rows]
 
 
 def distance_matrix(x):
@@ -61,86 +92,128 @@ def distance_matrix(x):
     return out
 
 
-def run_skbio(x, labels, engine, permutations):
+def warm_skbio(engine):
+    """One small call, so numba's JIT compilation happens before the timed run."""
     from skbio import DistanceMatrix
     from skbio.stats.distance import permanova
+    x, labels, _ = data(40)
+    permanova(DistanceMatrix(distance_matrix(x), validate=False), labels, permutations=9, seed=1, engine=engine)
 
+
+def run_skbio(x, labels, engine):
+    from skbio import DistanceMatrix
+    from skbio.stats.distance import permanova
+    warm_skbio(engine)
     start = time.perf_counter()
     dm = DistanceMatrix(distance_matrix(x), validate=False)
-    result = permanova(dm, labels, permutations=permutations, seed=1, engine=engine)
-    elapsed = time.perf_counter() - start
-    return elapsed, float(result["test statistic"]), float(result["p-value"])
+    result = permanova(dm, labels, permutations=PERMUTATIONS, seed=1, engine=engine)
+    return time.perf_counter() - start, float(result["test statistic"])
 
 
-def run_vegan(x, labels, permutations=PERMUTATIONS):
+def run_vegan(x, columns: dict, formula: str):
+    """adonis2 in full (999 permutations), dist() included in its time; returns (time, F of each term, version)."""
     with tempfile.TemporaryDirectory() as tmp:
         np.savetxt(f"{tmp}/x.csv", x, delimiter=",")
-        np.savetxt(f"{tmp}/g.csv", labels, fmt="%d")
-        script = f"""suppressMessages(library(vegan)); x <- as.matrix(read.csv('{tmp}/x.csv', header=FALSE));
-g <- factor(scan('{tmp}/g.csv', quiet=TRUE)); set.seed(1); t0 <- Sys.time();
-r <- adonis2(dist(x) ~ g, permutations = {permutations}); el <- as.numeric(Sys.time() - t0, units='secs');
-cat(el, r$F[1], r[['Pr(>F)']][1], as.character(packageVersion('vegan')), '\\n')"""
+        for name, values in columns.items():
+            np.savetxt(f"{tmp}/{name}.csv", values, fmt="%s")
+        reads = "; ".join(f"{name} <- factor(scan('{tmp}/{name}.csv', what = '', quiet = TRUE))" for name in columns)
+        script = f"""suppressMessages(library(vegan)); x <- as.matrix(read.csv('{tmp}/x.csv', header = FALSE)); {reads};
+set.seed(1); t0 <- Sys.time(); r <- adonis2(dist(x) ~ {formula}, by = "terms", permutations = {PERMUTATIONS});
+el <- as.numeric(Sys.time() - t0, units = 'secs'); f <- r$F[!is.na(r$F)];
+cat(el, as.character(packageVersion('vegan')), f, '\\n')"""
         out = subprocess.run(["Rscript", "-e", script], capture_output=True, text=True, check=True).stdout.split()
-    return float(out[0]), float(out[1]), float(out[2]), out[3]
+    return float(out[0]), [float(v) for v in out[2:]], out[1]
 
 
-def huge_in_subprocess():
-    """n = 100,000 in a fresh process, so its peak RSS is its own."""
-    code = ("import sys, resource; sys.path.insert(0, %r); import permanova as b; x, g = b.data(100_000, 4); "
-            "t, f, p = b.run_embsql(x, g); "
-            "print(t, f, p, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)") % os.path.dirname(__file__)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    return float(out[0]), float(out[1]), float(out[2]), float(out[3])
+def same(a, b):
+    a, b = np.atleast_1d(a), np.atleast_1d(b)
+    assert np.allclose(a, b, rtol=1e-6), (a, b)
+
+
+def warm_embsql(con):
+    """One small call of each embsql route first (imports, UDF registration, BLAS threads), as scikit-bio is warmed."""
+    x, labels, lang = data(40)
+    small = connection(x, labels, lang)
+    one_term_python(small), one_term_sql(small), terms_python(small, ["g", "lang"]), terms_sql(small, ["g", "lang"])
+
+
+def case_one_term(n, skbio_engines, with_terms):
+    x, labels, lang = data(n)
+    con = connection(x, labels, lang)
+    warm_embsql(con)
+    method = choose_method(n, D, labels, PERMUTATIONS)
+    t_py, f = one_term_python(con)
+    t_sql, f_sql = one_term_sql(con)
+    same(f, f_sql)
+    lines = [f"n={n:>6,} groups of 4: embsql.permanova {t_py:7.2f} s [{method}]  emb_permanova {t_sql:7.2f} s "
+             f"(SQL / Python {t_sql / t_py:4.2f})"]
+    for engine in skbio_engines:
+        t, f_skbio = run_skbio(x, labels, engine)
+        same(f, f_skbio)
+        lines.append(f"    scikit-bio[{engine}] {t:7.2f} s: {t / t_py:5.1f}x the Python route, {t / t_sql:5.1f}x the SQL "
+                     "route")
+    if with_terms:
+        t2, f2 = terms_python(con, ["g", "lang"])
+        t2_sql, f2_sql = terms_sql(con, ["g", "lang"])
+        same(f2, f2_sql)
+        lines.append(f"    two terms g + lang: Python {t2:7.2f} s ({t2 / t_py:4.2f}x the one-term time), "
+                     f"SQL {t2_sql:7.2f} s ({t2_sql / t_sql:4.2f}x)")
+    return lines
+
+
+def case_vegan(n=2000):
+    x, _, lang = data(n)
+    rng = np.random.default_rng(5)
+    topic = np.repeat(np.arange(20), n // 20)
+    x = x + 0.05 * rng.standard_normal((20, D)).astype(np.float32)[topic]
+    x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    warm_embsql(None)
+    con = embsql.connect()
+    con.register("emb", pa.table({"topic": [f"t{k}" for k in topic], "lang": [f"l{k}" for k in lang],
+                                  "v": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), D)}))
+    lines = []
+    for terms, formula in ((["topic"], "topic"), (["topic", "lang"], "topic + lang")):
+        t, f = terms_python(con, terms)
+        t_r, f_r, version = run_vegan(x, {"topic": [f"t{k}" for k in topic], "lang": [f"l{k}" for k in lang]},
+                                      formula)
+        same(f, f_r)
+        lines.append(f"n={n:,} {formula:13}: embsql {t:6.2f} s, vegan {version} adonis2 {t_r:7.2f} s: {t_r / t:5.1f}x")
+    return lines
+
+
+def case_methods(n):
+    """The one-factor kernel alone, rows already in memory: pairs (Gram) against coordinates."""
+    x, labels, _ = data(n)
+    unit = x.astype(np.float64)
+    d = design(labels)
+    out = []
+    for method in ("pairs", "coordinates"):
+        t, test = timed(lambda m=method: permanova_vectors(unit, d, permutations=PERMUTATIONS, seed=1, method=m))
+        out.append(f"{method} {t:6.2f} s")
+    return [f"n={n:>6,} groups of 4, kernel only: " + ", ".join(out) + f"; choose_method -> "
+            f"{choose_method(n, D, labels, PERMUTATIONS)}"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", default="vegan,small,large,topics,huge")
-    parser.add_argument("--skbio-permutations", type=int, default=PERMUTATIONS,
-                        help="permutations for scikit-bio on 'large' (its time is then scaled to 999)")
+    parser.add_argument("--cases", default="small,large,vegan,methods")
     parser.add_argument("--no-vegan", action="store_true")
-    parser.add_argument("--vegan-permutations", type=int, default=19)
+    parser.add_argument("--no-skbio", action="store_true")
     args = parser.parse_args()
-    summary = []
+    print(f"load average at start: {', '.join(f'{v:.1f}' for v in os.getloadavg())} ({os.cpu_count()} cores)")
+    lines = []
     for case in args.cases.split(","):
-        n, size = CASES[case]
-        if case == "huge":
-            t, f, p, peak = huge_in_subprocess()
-            summary.append(f"{case:6} n={n:>7,} groups of {size}: embsql {t:7.2f} s (p = {p:.3f}), "
-                           f"peak RSS {peak:,.0f} MB (target < 4,096 MB)")
-            continue
-        x, labels = data(n, size)
-        method = choose_method(n, D, labels)
-        t_ours, f_ours, p_ours = run_embsql(x, labels)
-        line = f"{case:6} n={n:>7,} groups of {size:>3}: embsql {t_ours:7.2f} s [{method}] F={f_ours:.4f} p={p_ours:.3f}"
-        print(line, flush=True)
-        if case == "vegan":
-            if args.no_vegan:
-                continue
-            # adonis2's cost per permutation grows with n^2 times the number of groups: time it with
-            # a few permutations and scale the permutation part to 999, as for scikit-bio
-            t, f, p, version = run_vegan(x, labels, args.vegan_permutations)
-            t0 = run_vegan(x, labels, 0)[0]
-            t = t0 + (t - t0) * PERMUTATIONS / args.vegan_permutations
-            assert abs(f - f_ours) <= 1e-6 * abs(f_ours), (f, f_ours)
-            extra = (f"         vegan {version} adonis2 {t:8.2f} s  p={p:.3f}  ratio {t / t_ours:6.1f}x"
-                     f" (timed with {args.vegan_permutations} permutations, scaled to 999)")
-            print(extra, flush=True)
-            summary.append(line + "\n" + extra)
-            continue
-        for engine in (["cython", "numba"] if case == "small" else ["numba"]):
-            perms = args.skbio_permutations if case == "large" else PERMUTATIONS
-            t, f, p = run_skbio(x, labels, engine, perms)
-            if perms != PERMUTATIONS:  # scale the permutation part linearly; the matrix is built once
-                t0, _, _ = run_skbio(x, labels, engine, 0)
-                t = t0 + (t - t0) * PERMUTATIONS / perms
-            assert abs(f - f_ours) <= 1e-6 * abs(f_ours), (f, f_ours)
-            extra = f"         skbio[{engine}] {t:8.2f} s  p={p:.3f}  ratio {t / t_ours:6.1f}x"
-            extra += "" if perms == PERMUTATIONS else f" (timed with {perms} permutations, scaled to 999)"
-            print(extra, flush=True)
-            line += "\n" + extra
-        summary.append(line)
-    print("\n".join(["", "permanova, d = 384, 999 permutations; ratio = tool time / embsql time", *summary]))
+        if case == "small":
+            lines += case_one_term(5_000, [] if args.no_skbio else ["numba"], False)
+        elif case == "large":
+            lines += case_one_term(20_000, [] if args.no_skbio else ["numba"], True)
+        elif case == "vegan" and not args.no_vegan:
+            lines += case_vegan()
+        elif case == "methods":
+            lines += case_methods(5_000) + case_methods(20_000)
+        print("\n".join(lines[-3:]), flush=True)
+    print(f"load average at end: {', '.join(f'{v:.1f}' for v in os.getloadavg())}")
+    print("\n".join(["", f"permanova, d = {D}, {PERMUTATIONS} permutations, every tool in full and warm", *lines]))
 
 
 if __name__ == "__main__":

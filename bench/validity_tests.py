@@ -11,7 +11,9 @@ Table 1, the dispersion test on null data (groups equal in spread), three scheme
            (embsql.dispersion, the scheme now used)
 Table 1b, the same on null data built from examples/embeddings.parquet (R / 5 data sets).
 Table 2, PERMANOVA: pseudo-F, and the Welch-type W*_d (statistic='welch') with its p-value from label
-permutation (before) and from the group-wise wild bootstrap (now), on null data and with a shift (power).
+permutation, from the group-wise wild bootstrap on every group, and by the default (the wild bootstrap
+on the groups of 6 items or more; smaller groups left out, and no test when fewer than two groups are
+left), on null data and with a shift (power).
 
 Each cell: the share of R seeded data sets with p <= 0.05 (199 permutations each) and its Monte
 Carlo standard error sqrt(r (1 - r) / R).  --short: R = 200 (a minute or two); default R = 1000.
@@ -25,7 +27,7 @@ import time
 import numpy as np
 
 from embsql.core.dispersion import MIN_GROUP, anova_f, bias_factors, centroid_distances, dispersion_test
-from embsql.core.permutation import default_null, design, permanova_distances, permanova_vectors, shuffles
+from embsql.core.permutation import MIN_BOOTSTRAP_GROUP, design, permanova_distances, permanova_vectors, shuffles
 
 B = 199
 DIM = 16
@@ -135,6 +137,18 @@ def anisotropic(rng, n_small, n_large, rank=2, radius=0.5):
     return unit(x), np.repeat([0, 1], [n_small, n_large])
 
 
+def anisotropic_groups(rng, sizes, rank=2, radius=0.5):
+    """As anisotropic, for any sizes: the first group's directions in a rank-2 subspace, the others' in all."""
+    m, parts = np.eye(DIM)[0], []
+    for k, n in enumerate(sizes):
+        r = rank if k == 0 else DIM - 1
+        e = np.zeros((n, DIM))
+        g = rng.standard_normal((n, r))
+        e[:, 1:1 + r] = g / np.linalg.norm(g, axis=1, keepdims=True)
+        parts.append(m + radius * e)
+    return unit(np.vstack(parts))
+
+
 def shifted(rng, sizes, shift, noise=0.6):
     """Unit vectors whose first group's centre is moved by ``shift`` (a real location effect)."""
     codes = np.repeat(np.arange(len(sizes)), sizes)
@@ -153,6 +167,9 @@ def permanova_cases():
     cases = [(f"unit vectors, {small} vs 40, small group anisotropic (rank {rank}), equal centres and spread",
               (small, 40), lambda rng, rank=rank, small=small: (anisotropic(rng, small, 40, rank=rank)[0], False))
              for small, rank in ((6, 2), (6, 8), (5, 2), (4, 2))]
+    cases += [(f"unit vectors, sizes {','.join(map(str, sizes))}, first group anisotropic (rank 2), equal centres "
+               "and spread", sizes, lambda rng, sizes=sizes: (anisotropic_groups(rng, sizes), False))
+              for sizes in ((4, 10, 20), (5, 10, 20), (4, 5, 10, 20), (6, 10, 20, 40), (10, 20), (5, 5, 5))]
     cases += [("Euclidean (distance route), 6 vs 40, small group sd 2, large sd 1, d = 8", (6, 40), gaussian(2.0)),
               ("Euclidean (distance route), 6 vs 40, equal sd", (6, 40), gaussian(1.0))]
     for sizes in [(2,) * 5, (3,) * 5, (5,) * 5, (6,) * 5, (8,) * 5, (10,) * 5, (20,) * 5, (2, 3, 5, 10, 20),
@@ -166,26 +183,35 @@ POWER_CASES = [("power: unit vectors, 10 vs 30, first centre shifted 1.0", (10, 
                ("power: unit vectors, 6 vs 40, first centre shifted 1.5", (6, 40), 1.5),
                ("power: unit vectors, 5 x 5, first centre shifted 2.0", (5,) * 5, 2.0),
                ("power: unit vectors, 2,3,5,10,20, first centre shifted 2.0", (2, 3, 5, 10, 20), 2.0)]
-COLUMNS = (("pseudo-f", "permutation"), ("welch", "permutation"), ("welch", "wild bootstrap"))
+COLUMNS = (("pseudo-f", "permutation"), ("welch", "permutation"), ("welch", "wild bootstrap"), ("welch", "auto"))
 
 
 def _rejections(rng, runs, sizes, make):
     hits = dict.fromkeys(COLUMNS, 0)
     d = design(np.repeat(np.arange(len(sizes)), sizes))
+    kept = [s for s in sizes if s >= MIN_BOOTSTRAP_GROUP]
+    before = 0
     for rep in range(runs):
         data, is_distance = make(rng)
         test = permanova_distances if is_distance else permanova_vectors
         for statistic, null in COLUMNS:
+            if null == "auto" and (len(kept) < 2 or len(kept) == len(sizes)):
+                # fewer than two groups left: no test; none left out: the same as the bootstrap column
+                hits[statistic, null] += hits["welch", "wild bootstrap"] - before if len(kept) == len(sizes) else 0
+                continue
+            before = hits["welch", "wild bootstrap"] if null == "wild bootstrap" else before
             hits[statistic, null] += test(data, d, permutations=B, seed=rep, statistic=statistic,
                                           null=null).p_value <= 0.05
-    return " | ".join(cell(hits[c], runs) for c in COLUMNS) + f" | {default_null('welch', d)}"
+    default = "no test" if len(kept) < 2 else cell(hits["welch", "auto"], runs)
+    left = "" if len(kept) == len(sizes) else f" ({len(sizes) - len(kept)} left out)"
+    return " | ".join(cell(hits[c], runs) for c in COLUMNS[:3]) + f" | {default}{left}"
 
 
 def permanova_table(runs):
     print(f"\nTable 2. PERMANOVA, {runs} data sets x {B} resamples; share with p <= 0.05 ± MC SE.  Rows above"
           " the power rows are null data (equal centres): the share should be 5%.")
-    print("| data | pseudo-F, permutation | W*_d, label permutation (old) | W*_d, wild bootstrap | statistic='welch' "
-          "uses |")
+    print("| data | pseudo-F, permutation | W*_d, labels permuted | W*_d, wild bootstrap, every group | "
+          "statistic='welch' (default: groups < 6 left out) |")
     print("|---|---|---|---|---|")
     for name, sizes, make in permanova_cases():
         rng = np.random.default_rng([len(name), sum(sizes)])

@@ -45,11 +45,14 @@ def test_w_d_equals_the_published_formula(con, name):
     labels, x = load(name)
     expected = REFERENCE["welch"][name]["w_d"]
     con.register("t", vectors_table(x, labels))
-    got_py = embsql.permanova(con, "t", "g", "v", permutations=99, statistic="welch", check_dispersion=False).to_dicts()[0]
-    got_sql = sql_rows(con, "SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 99, statistic := 'welch')")[0]
+    # groups of 2 to 7: null_method 'permutation' tests every group (the default leaves those under 6 out)
+    got_py = embsql.permanova(con, "t", "g", "v", permutations=99, statistic="welch", check_dispersion=False,
+                              null_method="permutation").to_dicts()[0]
+    got_sql = sql_rows(con, "SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 99, statistic := 'welch', "
+                            "null_method := 'permutation')")[0]
     register_dist(con, x, labels)
     got_dist = sql_rows(con, "SELECT * FROM emb_permanova_dist('dist', 'lab', 'g', permutations := 99, "
-                             "statistic := 'welch')")[0]
+                             "statistic := 'welch', null_method := 'permutation')")[0]
     for got in (got_py, got_sql, got_dist):
         assert got["w_d"] == pytest.approx(expected, rel=1e-9)
         assert got["statistic"] == "welch"
@@ -63,7 +66,8 @@ def test_two_groups_is_tw2(con):
     reference = REFERENCE["welch"]["two_groups_ab"]
     assert reference["w_d"] == pytest.approx(reference["tw2"], rel=1e-12)
     con.register("t", vectors_table(x[keep], list(np.array(labels)[keep])))
-    got = embsql.permanova(con, "t", "g", "v", permutations=99, statistic="welch", check_dispersion=False)
+    got = embsql.permanova(con, "t", "g", "v", permutations=99, statistic="welch", check_dispersion=False,
+                           null_method="permutation")
     assert got.to_dicts()[0]["w_d"] == pytest.approx(reference["tw2"], rel=1e-9)
 
 
@@ -75,10 +79,10 @@ def test_hand_worked_tw2():
     points = np.array([0, 2, 5, 6, 7, 10, 12.0])
     squared = (points[:, None] - points[None]) ** 2
     two = permanova_distances(squared[:5, :5], design(np.array([0, 0, 1, 1, 1])), permutations=9, seed=1,
-                              statistic="welch")
+                              statistic="welch", null="permutation")
     assert two.statistic == pytest.approx(18.75, rel=1e-12)
     three = permanova_distances(squared, design(np.array([0, 0, 1, 1, 1, 2, 2])), permutations=9, seed=1,
-                                statistic="welch")
+                                statistic="welch", null="permutation")
     assert three.statistic == pytest.approx(25 / (1 + 0.25 * 1.36), rel=1e-12)
     # the closed form itself, from sizes, SS_g and centroid distances
     centroids = np.array([1.0, 6.0, 11.0])
@@ -208,25 +212,46 @@ def test_wild_bootstrap_is_seeded_and_route_free(con):
     assert py["p_value"] == first["p_value"] and py["null_method"] == "wild bootstrap"
 
 
-def test_small_groups_permute_labels(con):
-    """Below MIN_BOOTSTRAP_GROUP items in some group the bootstrap cannot estimate that group's shape
-    (groups of 2-3 make it reject 0% of null data sets): W*_d's labels are permuted, and the
-    column says so; pseudo-F always permutes.  null_method 'wild bootstrap' can still be asked for,
-    in Python and in SQL; a bad value is an error naming the argument."""
+def test_small_groups_are_left_out_of_the_default_test(con):
+    """Below MIN_BOOTSTRAP_GROUP items the bootstrap cannot estimate a group's shape (and label
+    permutation is not valid when shapes differ): the default W*_d test leaves such groups out and
+    says so (groups_left_out, items_left_out, note), in Python and in SQL; with one group left there is
+    no test (p NULL).  pseudo-F is untouched; null_method 'permutation' tests every group."""
     rng = np.random.default_rng(4)
-    sizes = [MIN_BOOTSTRAP_GROUP - 1, 12]
-    z = anisotropic(rng, *sizes, rank=3)
-    con.register("t", vectors_table(z, list(np.repeat(["a", "b"], sizes))))
-    for statistic in ("welch", "pseudo-f"):
-        row = embsql.permanova(con, "t", "g", "v", permutations=99, statistic=statistic,
-                               check_dispersion=False).to_dicts()[0]
-        assert row["null_method"] == "permutation"
+    sizes = [MIN_BOOTSTRAP_GROUP - 1, 12, 9]
+    z = anisotropic(rng, sizes[0], sizes[1] + sizes[2], rank=3)
+    labels = list(np.repeat(["a", "b", "c"], sizes))
+    con.register("t", vectors_table(z, labels))
+    con.register("two", vectors_table(z[:sizes[0] + sizes[1]], labels[:sizes[0] + sizes[1]]))
+    welch = embsql.permanova(con, "t", "g", "v", permutations=99, statistic="welch", check_dispersion=False).to_dicts()[0]
+    assert (welch["null_method"], welch["groups_left_out"], welch["items_left_out"]) == ("wild bootstrap", 1, sizes[0])
+    assert welch["note"].startswith(f"1 group under {MIN_BOOTSTRAP_GROUP} items ({sizes[0]} items) left out")
+    con.register("kept", vectors_table(z[sizes[0]:], labels[sizes[0]:]))     # the same test without group a
+    kept = embsql.permanova(con, "kept", "g", "v", permutations=99, statistic="welch", check_dispersion=False).to_dicts()[0]
+    assert (welch["w_d"], welch["p_value"]) == (kept["w_d"], kept["p_value"]) and kept["note"] is None
+    sql = sql_rows(con, "SELECT p_value, groups_left_out, items_left_out, note FROM emb_permanova('t', 'g', 'v', "
+                        "permutations := 99, statistic := 'welch')")[0]
+    assert sql == {k: welch[k] for k in sql}
+    none = embsql.permanova(con, "two", "g", "v", permutations=99, statistic="welch", check_dispersion=False).to_dicts()[0]
+    assert none["p_value"] is None and none["w_d"] is None and "fewer than two groups are left" in none["note"]
+    pseudo = embsql.permanova(con, "t", "g", "v", permutations=99, check_dispersion=False).to_dicts()[0]
+    assert (pseudo["null_method"], pseudo["groups_left_out"], pseudo["items_left_out"], pseudo["note"]) == \
+        ("permutation", 0, 0, None)
+    every = embsql.permanova(con, "t", "g", "v", permutations=99, statistic="welch", null_method="permutation",
+                             check_dispersion=False).to_dicts()[0]
+    assert every["null_method"] == "permutation" and every["groups_left_out"] == 0
     forced = embsql.permanova(con, "t", "g", "v", permutations=99, statistic="welch", null_method="wild bootstrap",
                               check_dispersion=False).to_dicts()[0]
-    assert forced["null_method"] == "wild bootstrap"
+    assert forced["null_method"] == "wild bootstrap" and forced["groups_left_out"] == 0
+
+
+def test_null_method_arguments(con):
+    """null_method 'wild bootstrap' is for W*_d only; a bad value is an error naming the argument."""
+    rng = np.random.default_rng(4)
+    con.register("t", vectors_table(anisotropic(rng, 8, 12, rank=3), list(np.repeat(["a", "b"], [8, 12]))))
     sql = "SELECT null_method FROM emb_permanova('t', 'g', 'v', permutations := 99, statistic := 'welch'{})"
-    assert sql_rows(con, sql.format(""))[0]["null_method"] == "permutation"
-    assert sql_rows(con, sql.format(", null_method := 'wild bootstrap'"))[0]["null_method"] == "wild bootstrap"
+    assert sql_rows(con, sql.format(""))[0]["null_method"] == "wild bootstrap"
+    assert sql_rows(con, sql.format(", null_method := 'permutation'"))[0]["null_method"] == "permutation"
     with pytest.raises(embsql.InputError, match="null_method 'wild bootstrap' is for statistic 'welch'"):
         embsql.permanova(con, "t", "g", "v", permutations=9, null_method="wild bootstrap")
     message = "null_method must be 'auto', 'permutation' or 'wild bootstrap', not {}"
@@ -235,3 +260,21 @@ def test_small_groups_permute_labels(con):
     for value, shown in (("'x'", "'x'"), ("NULL", "NULL")):
         assert sql_error(con, sql.format(f", null_method := {value}")) == \
             "embsql: [argument.null_method] " + message.format(shown)
+
+
+def test_default_welch_holds_its_level_with_a_small_group():
+    """A rank-2 group of 4 beside isotropic groups of 10 and 20 (equal centres and spread): the old
+    default (labels permuted, every group) rejects about 20% of such data sets at 5%; the default now
+    leaves the group of 4 out and bootstraps the rest.  200 data sets x 199 samples: the count is
+    Binomial(200, p); 11% is 4 SE (1.5% at p = 0.05) above 5% and 5 SE below 20%; 1% is 2.7 SE
+    below 5% (the bootstrap may be conservative, not dead).  The old default is checked to fail here."""
+    rng = np.random.default_rng(21)
+    d = design(np.repeat(["a", "b", "c"], (4, 10, 20)))
+    rejected = {"auto": 0, "permutation": 0}
+    for rep in range(200):
+        z = anisotropic(rng, 4, 30, rank=2)
+        for null in rejected:
+            rejected[null] += permanova_vectors(z, d, permutations=199, seed=rep, statistic="welch",
+                                                null=null).p_value <= 0.05
+    assert 0.01 <= rejected["auto"] / 200 <= 0.11, rejected
+    assert rejected["permutation"] / 200 > 0.12, rejected

@@ -19,7 +19,7 @@ from embsql.io.reading import unit_vectors
 from embsql.io.udf_errors import sql_errors
 
 PERMANOVA = ("STRUCT(statistic DOUBLE, p_value DOUBLE, permutations BIGINT, method VARCHAR, statistic_name VARCHAR, "
-             "w_d DOUBLE, null_method VARCHAR)")
+             "w_d DOUBLE, null_method VARCHAR, groups_left_out BIGINT, items_left_out BIGINT, note VARCHAR)")
 DISPERSION = ("STRUCT(groups BIGINT, f DOUBLE, p_value DOUBLE, permutations BIGINT, groups_left_out BIGINT, "
               "items_left_out BIGINT, note VARCHAR, labels VARCHAR[], sizes BIGINT[], mean_distance DOUBLE[], "
               "in_test BOOLEAN[])")
@@ -51,7 +51,8 @@ def _position(position: dict, item) -> int:
 
 def _row(test, statistic: str) -> dict:
     return {"statistic": test.statistic, "p_value": test.p_value, "permutations": test.permutations,
-            "method": test.method, "statistic_name": statistic, "w_d": test.statistic if statistic == "welch" else None, "null_method": test.null}
+            "method": test.method, "statistic_name": statistic, "w_d": test.statistic if statistic == "welch" else None, "null_method": test.null,
+            "groups_left_out": test.groups_left_out, "items_left_out": test.items_left_out, "note": test.note}
 
 
 def _scalar(array: pa.Array, row: int):

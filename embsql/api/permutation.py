@@ -12,6 +12,7 @@ import warnings
 import duckdb
 import numpy as np
 
+from embsql.api.permanova_terms import permanova_terms
 from embsql.core import decomposition
 from embsql.core.arguments import check_permutations, check_seed
 from embsql.core.dispersion import dispersion_test
@@ -25,7 +26,7 @@ from embsql.io.sources import accepts_frames, resolve
 from embsql.results import ResultTable
 
 PERMANOVA_COLUMNS = decomposition.ANOVA_COLUMNS + ("p_value", "permutations", "statistic", "w_d",
-                                                     "null_method")
+                                                     "null_method", "groups_left_out", "items_left_out", "note")
 DISPERSION_COLUMNS = ("groups", "f", "p_value", "permutations", "groups_left_out", "items_left_out", "note")
 DISPERSION_GROUP_COLUMNS = ("group", "n_g", "mean_distance", "in_test")
 DISPERSION_ALPHA = 0.05     # permanova warns when the dispersion test rejects at this level
@@ -45,20 +46,32 @@ def _check_arguments(permutations, seed, statistic="pseudo-f") -> None:
 
 
 @accepts_frames()
-def permanova(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *,
+def permanova(con: duckdb.DuckDBPyConnection, source: str, group: str | None = None, vector: str | None = None, *,
               permutations: int = 999, seed: int = 42, strata: str | None = None, by: str | None = None,
               method: str = "auto", progress: bool | None = None, check_dispersion: bool = True,
-              statistic: str = "pseudo-f", null_method: str = "auto") -> ResultTable:
+              statistic: str = "pseudo-f", null_method: str = "auto", terms=None,
+              by_terms: str = "sequential") -> ResultTable:
     """emb_anova's columns plus a permutation p-value of pseudo-F (labels permuted within strata).
 
     ``statistic='welch'`` tests W*_d (Hamidi et al. 2019) instead: it weights each group by its
     own spread, so unequal spreads in unbalanced designs do not inflate it; its value is in ``w_d``.
-    Its p-value comes from a group-wise wild bootstrap (each group keeps its own covariance shape)
-    when every group has at least 6 items, else from label permutation (exact when groups are
-    exchangeable, not when they differ in the shape of their spread); ``null_method`` says which,
-    and ``null_method='permutation'`` or ``'wild bootstrap'`` chooses (``'auto'``: embsql.core.permutation.default_null).
+    Its p-value comes from a group-wise wild bootstrap (each group keeps its own covariance shape) on
+    the groups of at least 6 items; smaller groups are left out of that default test and counted
+    (``groups_left_out``, ``items_left_out``, ``note``).  ``null_method='permutation'`` permutes labels
+    over every group instead (exact when groups are exchangeable, not when they differ in the shape of
+    their spread), ``'wild bootstrap'`` bootstraps every group (``'auto'``: embsql.core.permutation.default_null).
     Warns when the dispersion test is significant at 5%: F may then reflect spread, not location.
+
+    ``terms=[...]`` (instead of ``group``): the multi-term test with adonis2's semantics, one row per
+    term (embsql.api.permanova_terms.permanova_terms; ``by_terms='sequential'`` or ``'margin'``).
     """
+    if terms is not None:
+        if group is not None:
+            raise InputError("give either group or terms, not both (a one-term call is terms=[group])")
+        return permanova_terms(con, source, terms=terms, vector=vector, by_terms=by_terms, permutations=permutations, seed=seed,
+                               strata=strata, model=by, progress=progress)
+    if group is None or vector is None:
+        raise InputError("permanova needs a group column and a vector column (or terms=[...] and vector=...)")
     _check_arguments(permutations, seed, statistic)
     rows = []
     for value, part in unit_rows(con, resolve(con, source), group, vector, by=by, extra=strata):
@@ -70,7 +83,8 @@ def permanova(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: s
         row = decomposition.anova_row(GroupSums.from_rows(labels, unit), value)
         rows.append({**({by: value} if by else {}), **row, "p_value": test.p_value, "permutations": test.permutations,
                      "statistic": statistic, "w_d": test.statistic if statistic == "welch" else None,
-                     "null_method": test.null})
+                     "null_method": test.null, "groups_left_out": test.groups_left_out,
+                     "items_left_out": test.items_left_out, "note": test.note})
         if check_dispersion:
             _warn_on_spread(dispersion_test(unit, d, permutations=permutations, seed=seed),
                             "" if value is None else f", {by} = {value!r}")

@@ -44,7 +44,7 @@ FEW_GROUPS = 32
 STATISTICS = ("pseudo-f", "welch")
 # how the p-value's null distribution is drawn: labels permuted, or (W*_d) the group-wise wild bootstrap
 NULLS = ("permutation", "wild bootstrap")
-MIN_BOOTSTRAP_GROUP = 6   # smallest cell for which W*_d uses the wild bootstrap by default (default_null)
+MIN_BOOTSTRAP_GROUP = 6   # smallest cell W*_d's default test keeps (smaller ones are left out: welch_left_out)
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,9 @@ class PermutationTest:
     exceedances: int
     method: str
     null: str = "permutation"
+    groups_left_out: int = 0      # W*_d by default: cells under MIN_BOOTSTRAP_GROUP items are not tested
+    items_left_out: int = 0
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -357,20 +360,48 @@ def _check_statistic(statistic: str, d: Design) -> None:
 
 
 def default_null(statistic: str, d: Design) -> str:
-    """Where W*_d's p-value comes from when the caller does not say.
+    """Where W*_d's p-value comes from when the caller does not say: the group-wise wild bootstrap,
+    on the groups (stratum x group cells) with at least MIN_BOOTSTRAP_GROUP items (welch_left_out).
 
     The wild bootstrap keeps each group's covariance shape, which label permutation mixes: with a
     rank-2 group of 6 against 40 (equal centres and spread) permutation rejected 17%, the bootstrap
-    4.5%.  But it must estimate each group's shape from its own items, and with many small groups it
-    is conservative (5 groups of 5: 2.0%, of 3: 0%; a group of 2 has no spread in half the samples).
-    So it is used when every group (every stratum x group cell) has at least MIN_BOOTSTRAP_GROUP
-    items; smaller designs permute labels, exact when groups are exchangeable
-    (bench/validity_tests.py, Table 2).
+    4.5%; with a group of 5 (4) against 40, permutation 21% (22%).  But it estimates each group's
+    shape from that group's residuals, which span at most n_g - 1 directions: with small groups the
+    bootstrap statistic has too few dimensions, a heavy tail, and the test turns conservative
+    (exchangeable data, 5 groups of 5: 1%, of 3: 0%).  Smaller groups are therefore left out of the
+    default test, and counted (bench/validity_tests.py, Table 2).
     """
-    if statistic != "welch":
-        return "permutation"
-    smallest = np.min(np.bincount(cells(d.codes, d.strata)))
-    return "wild bootstrap" if smallest >= MIN_BOOTSTRAP_GROUP else "permutation"
+    return "wild bootstrap" if statistic == "welch" else "permutation"
+
+
+def welch_left_out(d: Design) -> tuple[np.ndarray, str | None]:
+    """Which items W*_d's default test keeps (their stratum x group cell has MIN_BOOTSTRAP_GROUP
+    items or more), and a note naming what was left out and why (None when nothing was)."""
+    cell = cells(d.codes, d.strata)
+    sizes = np.bincount(cell)
+    keep = sizes[cell] >= MIN_BOOTSTRAP_GROUP
+    if keep.all():
+        return keep, None
+    small = int(np.sum(sizes < MIN_BOOTSTRAP_GROUP))
+    unit = "group" if np.all(d.strata == d.strata[0]) else "stratum x group cell"
+    return keep, (f"{small} {unit}{'s' if small > 1 else ''} under {MIN_BOOTSTRAP_GROUP} items ({int((~keep).sum())} "
+                  f"items) left out of the W*_d test: the wild bootstrap cannot estimate so small a group's covariance "
+                  "shape, and permuting labels is not valid when shapes differ (null_method 'permutation' tests "
+                  "every group, exact only if their spreads have the same shape)")
+
+
+def _left_out_result(d: Design, keep: np.ndarray, note: str, run) -> PermutationTest:
+    """Run ``run(subset design, kept rows)`` on the kept items; with fewer than two groups left, no test."""
+    kept_groups = len(np.unique(d.codes[keep]))
+    left = len(np.unique(cells(d.codes, d.strata)[~keep]))
+    if kept_groups < 2:
+        return PermutationTest(None, None, 0, 0, "welch", "wild bootstrap", left, int((~keep).sum()),
+                               note + "; fewer than two groups are left, so there is no test")
+    sub = Design(np.unique(d.codes[keep], return_inverse=True)[1].astype(np.int64),
+                 np.unique(d.strata[keep], return_inverse=True)[1].astype(np.int64), kept_groups)
+    test = run(sub, np.flatnonzero(keep))
+    return PermutationTest(test.statistic, test.p_value, test.permutations, test.exceedances, test.method, test.null,
+                           left, int((~keep).sum()), note)
 
 
 def gram_dtype(n: int):
@@ -379,14 +410,38 @@ def gram_dtype(n: int):
                  and (t is not np.float64 or n <= F64_GRAM_MAX_N)), None)
 
 
-def choose_method(n: int, dim: int, codes: np.ndarray) -> str:
-    """pairs when the Gram matrix fits and its per-permutation work is smaller; else coordinates.
+# Relative costs, in units of one streamed float read of the coordinates route (bench/permanova.py,
+# n = 20,000, d = 384, groups of 4; see bench/README.md): a random read of the Gram matrix (a cache
+# miss, with the gather's overhead) costs about PAIR_READ of them, a multiply-add of the blocked
+# float32 Gram product GRAM_MAC of them.
+PAIR_READ = 58.0
+GRAM_MAC = 0.06
 
-    A permutation costs about sum_g n_g^2 / 2 random reads of the Gram matrix (pairs) or n * d
-    streamed reads of the vectors (coordinates); a random read costs a few streamed ones.
+
+def choose_method(n: int, dim: int, codes: np.ndarray, permutations: int = 999) -> str:
+    """pairs when the Gram matrix fits and building it plus the permutations' random reads cost less
+    than streaming the vectors once per permutation; else coordinates.
+
+    pairs: n^2 d / 2 multiply-adds to build Z Z^T, then sum_g n_g (n_g - 1) / 2 random reads per
+    permutation; coordinates: n d streamed reads per permutation.
     """
-    pairs = float(np.sum(np.bincount(codes).astype(float) ** 2)) / 2
-    return "pairs" if gram_dtype(n) is not None and 4 * pairs < n * dim else "coordinates"
+    within = float(np.sum(np.bincount(codes).astype(float) * (np.bincount(codes) - 1))) / 2
+    pairs = GRAM_MAC * n * n * dim / 2 + permutations * PAIR_READ * within
+    return "pairs" if gram_dtype(n) is not None and pairs < permutations * n * dim else "coordinates"
+
+
+def within_sums(unit: np.ndarray, d: Design, method: str = "auto", permutations: int = 999):
+    """SS_W of unit vectors regrouped by permutations: a callable ``f(perm)`` (some with ``f.batch(perms)``),
+    by the pairs or the coordinates method (``'auto'``: choose_method)."""
+    method = choose_method(d.n, unit.shape[1], d.codes, permutations) if method == "auto" else method
+    if method == "pairs":
+        dtype = gram_dtype(d.n)
+        if dtype is None:
+            raise InputError(f"method 'pairs' needs an n x n matrix, too large for n = {d.n}; use 'coordinates'")
+        return _GramWithin(gram(unit, dtype), d), method
+    if method == "coordinates":
+        return _CoordinateSums(unit, d), method
+    raise InputError(f"method must be 'auto', 'pairs' or 'coordinates', not {method!r}")
 
 
 def _check_run(permutations, seed, statistic, d: Design) -> None:
@@ -400,8 +455,9 @@ def permanova_vectors(unit: np.ndarray, d: Design, *, permutations: int = 999, s
                       null: str | None = None) -> PermutationTest:
     """Permutation test of pseudo-F for unit vectors (rows of ``unit``, canonical order), or test of
     W*_d, its null from the wild bootstrap or label permutation (``null``; None or 'auto': default_null)."""
-    null = default_null(statistic, d) if null in (None, "auto") else null
     _check_run(permutations, seed, statistic, d)
+    default = null in (None, "auto")
+    null = default_null(statistic, d) if default else null
     _check_null(null, statistic)
     n = d.n
     total = unit.sum(axis=0)
@@ -409,22 +465,19 @@ def permanova_vectors(unit: np.ndarray, d: Design, *, permutations: int = 999, s
     sums = np.add.reduceat(unit[np.argsort(d.codes, kind="stable")], np.r_[0, np.cumsum(np.bincount(d.codes))[:-1]],
                            axis=0)
     check_spread(ss_t, n - float(np.einsum("gk,gk->g", sums, sums) @ (1.0 / np.bincount(d.codes))), n)
+    if statistic == "welch" and default:
+        keep, note = welch_left_out(d)
+        if note is not None:
+            return _left_out_result(d, keep, note, lambda sub, rows: permanova_vectors(
+                unit[rows], sub, permutations=permutations, seed=seed, progress=progress, statistic=statistic,
+                null="wild bootstrap"))
     if null == "wild bootstrap":
         observed = _WelchVectors(unit, d)(np.arange(n))
         return _wild_bootstrap(observed, d, permutations, seed, progress,
                                coordinates=residuals(unit, cells(d.codes, d.strata)))
     if statistic == "welch":
         return _run(_WelchVectors(unit, d), lambda w: w, d, permutations, seed, progress, "welch")
-    method = choose_method(n, unit.shape[1], d.codes) if method == "auto" else method
-    if method == "pairs":
-        dtype = gram_dtype(n)
-        if dtype is None:
-            raise InputError(f"method 'pairs' needs an n x n matrix, too large for n = {n}; use 'coordinates'")
-        within = _GramWithin(gram(unit, dtype), d)
-    elif method == "coordinates":
-        within = _CoordinateSums(unit, d)
-    else:
-        raise InputError(f"method must be 'auto', 'pairs' or 'coordinates', not {method!r}")
+    within, method = within_sums(unit, d, method, permutations)
     return _run(within, lambda ss_w: pseudo_f(ss_t, ss_w, n, d.groups), d, permutations, seed, progress, method)
 
 
@@ -432,11 +485,18 @@ def permanova_distances(squared: np.ndarray, d: Design, *, permutations: int = 9
                         progress=None, statistic: str = "pseudo-f", null: str | None = None) -> PermutationTest:
     """Permutation test of pseudo-F (or W*_d, by default against its wild bootstrap on the residual
     inner products of the principal-coordinates embedding) from an n x n matrix of squared dissimilarities."""
-    null = default_null(statistic, d) if null in (None, "auto") else null
     _check_run(permutations, seed, statistic, d)
+    default = null in (None, "auto")
+    null = default_null(statistic, d) if default else null
     _check_null(null, statistic)
     ss_t = float(np.triu(squared, 1).sum()) / d.n
     check_total_spread(ss_t)
+    if statistic == "welch" and default:
+        keep, note = welch_left_out(d)
+        if note is not None:
+            return _left_out_result(d, keep, note, lambda sub, rows: permanova_distances(
+                squared[np.ix_(rows, rows)], sub, permutations=permutations, seed=seed, progress=progress,
+                statistic=statistic, null="wild bootstrap"))
     if null == "wild bootstrap":
         observed = _WelchDistances(squared, d)(np.arange(d.n))
         return _wild_bootstrap(observed, d, permutations, seed, progress,

@@ -44,7 +44,8 @@ WITH test AS (
     GROUP BY __emb_b
 )
 SELECT a.*, test.t.p_value AS p_value, test.t.permutations AS permutations, test.t.statistic_name AS statistic,
-       test.t.w_d AS w_d, test.t.null_method AS null_method
+       test.t.w_d AS w_d, test.t.null_method AS null_method, test.t.groups_left_out AS groups_left_out,
+       test.t.items_left_out AS items_left_out, test.t.note AS note
 FROM emb__anova(tbl, group_col, vector_col, by_col) a
 JOIN test ON a.__emb_b IS NOT DISTINCT FROM test.__emb_b
 ORDER BY a.__emb_b;
@@ -85,7 +86,8 @@ test AS (
     FROM labels
 )
 SELECT a.*, test.t.p_value AS p_value, coalesce(test.__emb_missing, test.t.permutations) AS permutations,
-       test.t.statistic_name AS statistic, test.t.w_d AS w_d, test.t.null_method AS null_method
+       test.t.statistic_name AS statistic, test.t.w_d AS w_d, test.t.null_method AS null_method,
+       test.t.groups_left_out AS groups_left_out, test.t.items_left_out AS items_left_out, test.t.note AS note
 FROM emb_anova_dist(dist_tbl, labels_tbl, group_col, i_col := i_col, j_col := j_col, d_col := d_col,
                     id_col := id_col) a, test;
 
