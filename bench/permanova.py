@@ -86,9 +86,9 @@ cat(el, r$F[1], r[['Pr(>F)']][1], as.character(packageVersion('vegan')), '\\n')"
 
 def huge_in_subprocess():
     """n = 100,000 in a fresh process, so its peak RSS is its own."""
-    code = ("import sys, resource; sys.path.insert(0, %r); import permanova as b; x, g = b.data(100_000, 4); "
-            "t, f, p = b.run_embsql(x, g); "
-            "print(t, f, p, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)") % os.path.dirname(__file__)
+    code = (f"import sys, resource; sys.path.insert(0, {os.path.dirname(__file__)!r}); import permanova as b; "
+            "x, g = b.data(100_000, 4); t, f, p = b.run_embsql(x, g); "
+            "print(t, f, p, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     return float(out[0]), float(out[1]), float(out[2]), float(out[3])
 

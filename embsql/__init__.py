@@ -37,7 +37,8 @@ from embsql.results import ResultTable
 __version__ = version("embsql")   # the one version source is pyproject.toml
 
 __all__ = [
-    "anova", "anova_dist", "groups", "run_sql", "permanova", "dispersion", "jackknife", "bootstrap", "compare", "connect", "register", "ResultTable",
+    "anova", "anova_dist", "groups", "run_sql", "permanova", "dispersion", "jackknife", "bootstrap", "compare", "connect",
+    "register", "ResultTable",
     "report", "Report", "run_on", "ReportResult", "Section", "knn_agreement", "mantel", "EngineError",
     "EmbsqlError", "InputError", "SourceNotFoundError", "ColumnNotFoundError", "ColumnTypeError",
     "BadVectorError", "BadLabelError", "DesignError", "DistanceTableError", "SqlInputError",

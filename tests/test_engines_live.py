@@ -55,7 +55,8 @@ def test_dialect_of_rejects_other_objects_naming_the_type():
 
 
 def test_engines_module_imports_neither_pyspark_nor_psycopg():
-    code = "import sys, embsql.engines.connections; print(sorted(m for m in ('pyspark', 'psycopg', 'psycopg2') if m in sys.modules))"
+    code = ("import sys, embsql.engines.connections; "
+            "print(sorted(m for m in ('pyspark', 'psycopg', 'psycopg2') if m in sys.modules))")
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert output.strip() == "[]"
 

@@ -135,7 +135,8 @@ def test_statistics_are_in_range(design):
 def test_within_sums_merged_across_blocks_equal_two_pass(segment, seed, log_spread, raw):
     """The per-group within-group sum of squares, accumulated block by block (each block's runs
     merged by Chan et al.'s update), equals a two-pass over each whole group, whatever the block
-    size and the row order, for spreads 1e-7..1 (below that float64's own two-pass is no reference); from unit rows (GroupSums.from_rows) and from raw
+    size and the row order, for spreads 1e-7..1 (below that float64's own two-pass is no reference); from unit rows
+    (GroupSums.from_rows) and from raw
     rows the accumulator scales itself (the streaming route)."""
     from embsql.core import sums as core_sums
     from embsql.io import reading

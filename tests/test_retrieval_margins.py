@@ -152,7 +152,7 @@ def test_near_ties_below_float32_resolution_and_many_blocks(monkeypatch, blocks)
     con.register("d", docs)
     python = embsql.margins(con, "q", "d").to_dicts()
     assert_rows_equal(python, expected, tol=1e-15)
-    for route, sql_con in connections(queries, docs):
+    for _route, sql_con in connections(queries, docs):
         assert_rows_equal(sql_con.sql("SELECT * FROM emb_margins('q', 'd')").to_arrow_table().to_pylist(), expected,
                           tol=1e-15)
 
@@ -171,7 +171,7 @@ def test_exact_ties_count_against_the_positive():
     rows = embsql.margins(con, "q", "d").to_dicts()
     assert [(r["rank"], r["ties"], r["top1"], r["m"], r["margin"]) for r in rows[:2]] == [(2, 1, False, 0.0, 0.0)] * 2
     assert rows[2]["top1"] and rows[2]["ties"] == 0
-    for route, sql_con in connections(q, d):
+    for _route, sql_con in connections(q, d):
         assert_rows_equal(sql_con.sql("SELECT * FROM emb_margins('q', 'd')").to_arrow_table().to_pylist(), rows)
 
 
@@ -185,7 +185,7 @@ def test_float32_fixed_size_arrays():
     con.register("q", queries)
     con.register("d", docs)
     assert_rows_equal(embsql.margins(con, "q", "d", model="model").to_dicts(), expected)
-    for route, sql_con in connections(queries, docs):
+    for _route, sql_con in connections(queries, docs):
         got = sql_con.sql("SELECT * FROM emb_margins('q', 'd', model_col := 'model')").to_arrow_table().to_pylist()
         assert_rows_equal(got, expected)
 

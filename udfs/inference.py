@@ -56,7 +56,8 @@ def _position(position: dict, item) -> int:
 
 def _row(test, statistic: str) -> dict:
     return {"statistic": test.statistic, "p_value": test.p_value, "permutations": test.permutations,
-            "method": test.method, "statistic_name": statistic, "w_d": test.statistic if statistic == "welch" else None, "null_method": test.null}
+            "method": test.method, "statistic_name": statistic, "w_d": test.statistic if statistic == "welch" else None,
+            "null_method": test.null}
 
 
 def _scalar(array: pa.Array, row: int):

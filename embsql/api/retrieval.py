@@ -14,6 +14,7 @@ W~, jackknife); scalar ICC is the SQL macro emb_icc.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 
@@ -112,6 +113,7 @@ def _read(con, source: Source, columns: dict[str, tuple[str | None, str]], what:
     for part, alias in _ALIASES.items():
         if part == "key":
             name = columns["id"][0]
+            assert name is not None  # every table has an id column
             select.append(exp.alias_(exp.cast(exp.column(name, quoted=True), "VARCHAR"), alias))
             continue
         name, role = columns.get(part, (None, part))
@@ -122,7 +124,9 @@ def _read(con, source: Source, columns: dict[str, tuple[str | None, str]], what:
         column = exp.column(name, quoted=True)
         # positives are matched to doc_ids as text (the key), as in the SQL macros
         select.append(exp.alias_(exp.cast(column, "VARCHAR") if part == "positive" else column, alias))
-    source.vector_dimension(columns["vector"][0])
+    vector = columns["vector"][0]
+    assert vector is not None  # every table has a vector column
+    source.vector_dimension(vector)
     query = exp.select(*select).from_(source.table.copy()).sql("duckdb")
     parts: dict[object, list] = {}
     dims: dict[object, int] = {}
@@ -146,7 +150,7 @@ def _read(con, source: Source, columns: dict[str, tuple[str | None, str]], what:
                     bad = int(np.flatnonzero(part.column(alias).is_null().to_numpy(zero_copy_only=False))[0])
                     raise BadLabelError(f"{what} {source.name!r}: {role} column {column_name!r} is NULL at {where(bad)}")
             try:
-                unit = unit_vectors(part.column("__emb_v"), where, columns["vector"][0], dims.get(value))
+                unit = unit_vectors(part.column("__emb_v"), where, vector, dims.get(value))
             except BadVectorError as error:
                 raise BadVectorError(f"{what} {source.name!r}{model_text(value)}: {error}") from None
             dims.setdefault(value, unit.shape[1])
@@ -175,11 +179,14 @@ def _objects(table: pa.Table, alias: str) -> np.ndarray:
     return np.asarray(table.column(alias).to_pylist(), dtype=object)
 
 
-def _check_unique(keys: np.ndarray, column: tuple[str, str], what: str, name: str, model) -> None:
+def _check_unique(keys: np.ndarray, column: tuple[str | None, str], what: str, name: str, model) -> None:
     if len(set(keys.tolist())) == len(keys):
         return
-    seen = set()
-    duplicate = next(k for k in keys.tolist() if k in seen or seen.add(k))
+    seen: set = set()
+    for duplicate in keys.tolist():  # the first id seen twice
+        if duplicate in seen:
+            break
+        seen.add(duplicate)
     raise BadLabelError(f"{what} {name!r}{model_text(model)}: {column[1]} column {column[0]!r} has "
                         f"{duplicate!r} more than once; each {column[1]} must identify one row")
 
@@ -201,7 +208,7 @@ def _load(con, queries: str, docs: str | None, cols: Columns, *, query_group: bo
     for m in set(q) ^ set(d):
         side, other = ("queries", "docs") if m in q else ("docs", "queries")
         raise InputError(f"model {m!r} is in {side} {queries if side == 'queries' else docs!r} but not in {other}")
-    out = []
+    out: list[tuple[object, Rows, Rows | None]] = []
     for m in sorted(q, key=sort_key):
         if q[m].unit.shape[1] != d[m].unit.shape[1]:
             raise BadVectorError(f"query vectors ({cols.vector!r}) have dimension {q[m].unit.shape[1]} but document "
@@ -218,6 +225,7 @@ def _margins_per_model(con, queries, docs, cols: Columns, scope: str, query_grou
     check_scope(scope)
     for m, q, d in _load(con, queries, docs, cols, query_group=query_group, query_level=query_level,
                          doc_group=scope == "group"):
+        assert d is not None and q.positive is not None  # margins read the documents and the positives
         yield m, q, d, model_margins(q.ids, q.positive, q.unit, d.keys, d.group, d.unit, scope, m)
 
 
@@ -321,8 +329,10 @@ def _group_codes(labels) -> np.ndarray:
 
 
 def _pairing_rows(con, per_model: list[tuple[object, Rows, Margins]]) -> list[dict]:
-    inputs, scalar = [], []
+    inputs: list = []
+    scalar: list[tuple[int, int, int]] = []
     for code, (m, q, result) in enumerate(per_model):
+        assert q.group is not None  # the pairing layer reads the query groups
         sums = GroupSums.from_rows(q.group, q.unit)          # the input side first: its design errors
         inputs.append((decomposition.anova_row(sums, m),
                        float(resampling.statistic("icc", resampling.full_totals(sums))[0])))
@@ -374,6 +384,7 @@ def _mean_w_tilde(labels, unit) -> tuple[GroupSums, list, float | None, float | 
 
 
 def _dose_rows(m, q: Rows, d: Rows | None, permutations: int, seed: int, alpha: float) -> list[dict]:
+    assert q.group is not None and q.level is not None  # the dose reads the query groups and levels
     result = analyse_dose(q.group.tolist(), q.level.tolist(), q.keys, q.unit, permutations=permutations, seed=seed,
                           alpha=alpha)
     w_g = _mean_w_tilde(d.group, d.unit)[2] if d is not None else None
@@ -518,17 +529,18 @@ def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *,
 
     summary, per_model = [], []
     for m, q, d in _load(con, queries, docs, cols, query_group=True, query_level=level is not None, doc_group=True):
+        assert d is not None and q.positive is not None and q.group is not None  # all three were asked for
         result = model_margins(q.ids, q.positive, q.unit, d.keys, d.group, d.unit, scope, m)
         per_model.append((m, q, result))
-        stability = attempt("query_stability", lambda: _structure_row(m, q.group, q.unit)) or {}
-        structure = attempt("document_structure", lambda: _structure_row(m, d.group, d.unit)) or {}
+        stability = attempt("query_stability", functools.partial(_structure_row, m, q.group, q.unit)) or {}
+        structure = attempt("document_structure", functools.partial(_structure_row, m, d.group, d.unit)) or {}
         figures = {"model": m, **summary_row(q.group.tolist(), result, scope)}
         tables["query_stability"].append(stability)
         tables["document_structure"].append(structure)
         tables["alignment"].append(figures)
         tables["rank"].append(figures)
         if level is not None:
-            tables["dose"] += attempt("dose", lambda: _dose_rows(m, q, d, permutations, seed, alpha)) or []
+            tables["dose"] += attempt("dose", functools.partial(_dose_rows, m, q, d, permutations, seed, alpha)) or []
         summary.append({"model": m, "queries": len(q.ids), "docs": len(d.ids), "r2_queries": stability.get("r2"),
                         "w_tilde_q": stability.get("w_tilde_mean"), "r2_docs": structure.get("r2"),
                         "w_tilde_g": structure.get("w_tilde_mean"), "m_median": figures["m_median"],

@@ -20,7 +20,7 @@ SEED_LIMIT = 2**63  # numpy's generators take any non-negative integer; DuckDB's
 def _whole(name: str, value, minimum: int, maximum: int, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise InputError(f"{name} must be a whole number {what}, not {value!r}")
-    if not minimum <= value <= maximum:
+    if not minimum <= int(value) <= maximum:
         raise InputError(f"{name} must be a whole number {what}, not {value!r}")
     return int(value)
 

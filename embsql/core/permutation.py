@@ -142,7 +142,9 @@ class _PairSums:
         for size in sizes:
             members = order[start:start + size]
             i, j = np.triu_indices(size, 1)
-            firsts.append(members[i]); seconds.append(members[j]); weights.append(np.full(len(i), 1.0 / size))
+            firsts.append(members[i])
+            seconds.append(members[j])
+            weights.append(np.full(len(i), 1.0 / size))
             start += size
         self.matrix = matrix
         self.i, self.j, self.w = np.concatenate(firsts), np.concatenate(seconds), np.concatenate(weights)
@@ -194,7 +196,7 @@ class _CoordinateSums:
         self.size = int(sizes[0]) if np.all(sizes == sizes[0]) else None
         self.codes, self.inverse_sizes = d.codes, 1.0 / sizes
         if len(sizes) > FEW_GROUPS:
-            self.batch = None
+            self.batch = None  # type: ignore[method-assign,assignment]  # many groups: the runner goes one by one
 
     def batch(self, perms: list) -> np.ndarray:
         """Few groups: the group sums of many permutations as one matrix product (BLAS), with a
@@ -417,6 +419,7 @@ def permanova_vectors(unit: np.ndarray, d: Design, *, permutations: int = 999, s
     if statistic == "welch":
         return _run(_WelchVectors(unit, d), lambda w: w, d, permutations, seed, progress, "welch")
     method = choose_method(n, unit.shape[1], d.codes) if method == "auto" else method
+    within: _GramWithin | _CoordinateSums
     if method == "pairs":
         dtype = gram_dtype(n)
         if dtype is None:

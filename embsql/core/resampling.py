@@ -240,7 +240,8 @@ def jackknife_t_interval(stat: str, estimate: float, replicates: np.ndarray, lev
     on_scale = forward(np.asarray(replicates, dtype=float))
     centre = g * float(forward(np.float64(estimate))) - (g - 1) * float(on_scale.mean())
     half = t_quantile((1 + level) / 2, g - 1) * jackknife_se(on_scale)
-    return tuple(_clip(stat, float(back(np.float64(x)))) for x in (centre, centre - half, centre + half))
+    corrected, low, high = (_clip(stat, float(back(np.float64(x)))) for x in (centre, centre - half, centre + half))
+    return corrected, low, high
 
 
 def bootstrap(sums: GroupSums, stat: str, *, replicates: int = 2000, seed: int = 42, level: float = 0.95) -> Interval:

@@ -61,7 +61,7 @@ def dialect_of(connection) -> str:
                      "a pyspark.sql.SparkSession and a psycopg (3) or psycopg2 connection")
 
 
-def _engine_error(dialect: str, error: Exception) -> EngineError:
+def _engine_error(dialect: str, error: BaseException) -> EngineError:
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     first = lines[0] if lines else type(error).__name__
     return EngineError(f"{dialect} rejected the query: {first}")
@@ -230,7 +230,7 @@ def _binary(records: np.ndarray) -> pa.Array:
     return fixed.cast(pa.binary())
 
 
-def _records(*fields: tuple[str, object], size: int) -> np.ndarray:
+def _records(*fields: tuple[str, tuple[str, object]], size: int) -> np.ndarray:
     records = np.empty(size, dtype=[(name, code) for name, (code, _) in fields])
     for name, (_, value) in fields:
         records[name] = value
