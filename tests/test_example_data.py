@@ -13,6 +13,8 @@ import pytest
 
 import embsql
 
+pytestmark = pytest.mark.shared_connection   # the tests register tables and read: one `con` per module
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PARQUET = EXAMPLES / "embeddings.parquet"
 

@@ -29,6 +29,8 @@ import embsql
 from embsql.core.dispersion import bias_factors, centroid_distances
 from embsql.core.permutation import Design, canonical_order, design, permanova_vectors, shuffles
 
+pytestmark = pytest.mark.shared_connection   # the tests register tables and read: one `con` per module
+
 REFERENCE = Path(__file__).parent / "reference"
 VEGAN = json.loads((REFERENCE / "vegan" / "reference.json").read_text())
 SKBIO = json.loads((REFERENCE / "skbio" / "permanova_matrices.json").read_text())

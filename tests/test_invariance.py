@@ -20,6 +20,8 @@ import embsql
 from embsql.core import resampling
 from embsql.core.sums import GroupSums
 
+pytestmark = pytest.mark.shared_connection   # the tests register tables and read: one `con` per module
+
 SETTINGS = settings(max_examples=20, deadline=None)
 SIMILARITY_LEVEL = ("r2", "r2_adj", "f", "icc")
 ISOMETRY_LEVEL = ("v", "w_bar")

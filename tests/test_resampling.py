@@ -18,6 +18,8 @@ from scipy import stats as scipy_stats
 import embsql
 from embsql.core.resampling import bootstrap_weights
 
+pytestmark = pytest.mark.shared_connection   # the tests register tables and read: one `con` per module
+
 STATS = ("r2", "f", "v", "w_bar", "icc")
 
 

@@ -20,6 +20,8 @@ from helpers import sql_error, sql_rows, vectors_table
 import embsql
 from embsql.core.permutation import MIN_BOOTSTRAP_GROUP, design, permanova_distances, permanova_vectors, welch_statistic
 
+pytestmark = pytest.mark.shared_connection   # the tests register tables and read: one `con` per module
+
 REFERENCE = json.loads((Path(__file__).parent / "reference" / "vegan" / "betadisper_adjusted.json").read_text())
 DATA = Path(__file__).parent / "reference" / "vegan" / "data"
 

@@ -21,6 +21,8 @@ import embsql
 from embsql.core import precision, resampling
 from embsql.core.sums import GroupSums
 
+pytestmark = pytest.mark.shared_connection   # the tests register tables and read: one `con` per module
+
 RTOL = 1e-6
 mpmath.mp.dps = 50
 
