@@ -19,6 +19,9 @@ nbclient = pytest.importorskip("nbclient")
 if importlib.util.find_spec("ipykernel") is None:
     pytest.skip("ipykernel is not installed (pip install '.[test]')", allow_module_level=True)
 
+# a kernel runs the notebook once for the module (seconds), on one xdist worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("notebook")]
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "embeddings.parquet"
 
