@@ -3,10 +3,12 @@
 - ``con``: a connection with everything embsql registers.  Fresh for each test, unless the test
   (or its module, ``pytestmark = pytest.mark.shared_connection``) only registers Arrow tables and
   reads: then one connection serves the whole module, since embsql.connect() costs ~0.1 s.
-- ``postgres`` and ``spark`` start once per test session (per xdist worker), ``engine`` runs a
-  test once on each of DuckDB, PostgreSQL and Spark; tests/engine_fixtures.py has the servers.
-  Every test that uses one is marked ``engines`` and kept on one xdist worker (``--dist
-  loadgroup``), so the servers start once per run, not once per worker.
+- ``postgres`` and ``spark`` start once per test session, ``engine`` runs a test once on each of
+  DuckDB, PostgreSQL and Spark; tests/engine_fixtures.py has the servers.  Every test that uses
+  one is marked ``engines``.  Under pytest-xdist each worker is a session, so a worker that runs
+  engine tests starts its own servers: PostgreSQL listens on a socket in its own temporary
+  directory (no TCP port) and Spark runs without its UI on random local ports, so two never clash.
+  CI runs ``--dist loadscope``: a module's tests stay on one worker and share its module fixtures.
 """
 
 import pytest
@@ -87,12 +89,8 @@ def engine(request):
         yield request.getfixturevalue(request.param)
 
 
-@pytest.hookimpl(tryfirst=True)   # before xdist reads the groups and before -m deselects
+@pytest.hookimpl(tryfirst=True)   # before -m deselects
 def pytest_collection_modifyitems(items):
     for item in items:
         if ENGINE_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.engines)
-        if item.get_closest_marker("engines"):
-            item.add_marker(pytest.mark.xdist_group("engines"))
-        elif item.get_closest_marker("browser"):
-            item.add_marker(pytest.mark.xdist_group("browser"))

@@ -26,8 +26,7 @@ import pytest
 import embsql
 import embsql.io.reading
 
-# a ~90 MB table on disk, scanned under an 80 MB memory limit; one xdist worker builds it once
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("out_of_core")]
+pytestmark = pytest.mark.slow   # a ~90 MB table on disk, scanned under an 80 MB memory limit
 
 MEMORY_LIMIT = "80MB"
 ROWS, D, GROUPS, MODELS = 32_000, 384, 500, ("m0", "m1")
