@@ -25,6 +25,7 @@ without it (or with --skip-skbio) step 3 is skipped.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import importlib.util
 import inspect
@@ -377,7 +378,7 @@ def main(argv=None) -> int:
         # ---- 2. the three paths on n rows -----------------------------------------------------
         print(f"\n[2] anova on n={args.n:,} (wall time, best of {args.repeats})", flush=True)
         con.execute(SQL_FILE.read_text(encoding="utf-8"))  # the stock-CLI route: the macros only
-        t_np, r_np, _ = best_of("numpy (in-memory)", lambda: numpy_anova(labels, x), args.repeats)
+        t_np, r_np, _ = best_of("numpy (in-memory)", functools.partial(numpy_anova, labels, x), args.repeats)
         t_sql, r_sql, _ = best_of("embsql pure SQL macros", lambda: sql_macro_anova(con, "emb"), args.repeats)
         embsql.register(con)  # the same connection, now with everything embsql registers
         t_py, r_py, _ = best_of("embsql python path", lambda: python_anova(con, "emb"), args.repeats)

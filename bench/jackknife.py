@@ -41,7 +41,7 @@ def main() -> None:
         x = rng.standard_normal((rows, args.d), dtype=np.float32)
         chunk = pa.table({"g": rng.integers(0, args.groups, rows).astype(np.int32),
                           "v": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), args.d)})
-        con.execute("INSERT INTO emb SELECT * FROM chunk")
+        con.from_arrow(chunk).insert_into("emb")
     timings = {
         "python anova": best(lambda: embsql.anova(con, "emb", "g", "v")),
         "python jackknife": best(lambda: embsql.jackknife(con, "emb", "g", "v")),
@@ -54,7 +54,8 @@ def main() -> None:
     for route in ("python", "sql"):
         anova = timings["python anova" if route == "python" else "sql emb_anova"]
         jack = timings["python jackknife" if route == "python" else "sql emb_jackknife"]
-        print(f"  {route:6} jackknife / anova = {jack / anova:4.2f}  (target <= 1.5: {'met' if jack / anova <= 1.5 else 'NOT met'})")
+        met = "met" if jack / anova <= 1.5 else "NOT met"
+        print(f"  {route:6} jackknife / anova = {jack / anova:4.2f}  (target <= 1.5: {met})")
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ def build(path: Path, queries: int, docs: int, dim: int, seed: int) -> None:
     chunk = pa.table({"qid": ids.astype(np.int32), "question": (ids // 5).astype(np.int32),
                       "positive": pos.astype(np.int32),
                       "vector": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), dim)})
-    con.execute("INSERT INTO q SELECT * FROM chunk")
+    con.from_arrow(chunk).insert_into("q")
     con.close()
 
 

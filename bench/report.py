@@ -255,7 +255,8 @@ def main(argv=None) -> int:
     kinds = ["sql", "run"] + ([] if args.no_split else ["split"]) + ["cli"]
     note = ""
     if args.cli and not render:
-        note = "embsql.render.formats is not importable here, so (b) times `embsql sql` (probe + SQL writing), not `embsql report`"
+        note = ("embsql.render.formats is not importable here, so (b) times `embsql sql` (probe + SQL writing), "
+                "not `embsql report`")
     elif not args.cli:
         note = "(b) without --cli times `embsql sql` (probe + SQL writing); pass --cli for `embsql report`"
     use_report_cli = args.cli and render

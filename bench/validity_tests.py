@@ -218,7 +218,9 @@ def permanova_table(runs):
         print(f"| {name} | {_rejections(rng, runs, sizes, make)} |", flush=True)
     for name, sizes, shift in POWER_CASES:
         rng = np.random.default_rng([len(name), sum(sizes)])
-        print(f"| {name} | {_rejections(rng, runs, sizes, lambda r: (shifted(r, sizes, shift)[0], False))} |",
+        def make(r, sizes=sizes, shift=shift):
+            return shifted(r, sizes, shift)[0], False
+        print(f"| {name} | {_rejections(rng, runs, sizes, make)} |",
               flush=True)
 
 

@@ -1,12 +1,7 @@
 """Real SQL engines for the tests, started by the tests themselves: PostgreSQL and Spark (local).
 
-A test module uses them by importing the fixtures it needs (tests/ is on pytest's pythonpath):
-
-    from engine_fixtures import engine, postgres, spark  # noqa: F401  (pytest fixtures)
-
-``postgres`` (one server per test session) is a psycopg connection in autocommit mode to a fresh
-database; ``spark`` (one session per test module: start-up takes seconds) is a local[2]
-SparkSession; ``engine`` runs a test once on each of DuckDB, PostgreSQL and Spark.
+The pytest fixtures built on them (``postgres``, ``spark``, ``engine``) are in tests/conftest.py:
+a test asks for them by name and imports nothing.
 
 A missing engine (binaries, Java, or the Python package) skips the tests with the reason, except
 under CI (the environment variable CI set, as CI services do), where it fails them: CI installs
@@ -27,7 +22,6 @@ import tempfile
 import warnings
 from pathlib import Path
 
-import duckdb
 import pytest
 
 
@@ -100,30 +94,6 @@ def postgres_server():
                            check=False, capture_output=True)
     finally:
         shutil.rmtree(home, ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def postgres():
-    """A psycopg connection (autocommit) to a fresh database on a server of this test session."""
-    try:
-        import psycopg
-    except ImportError:
-        engine_missing("psycopg is not installed (pip install 'embsql[postgres]')")
-    try:
-        server = postgres_server()
-        params = server.__enter__()
-    except EngineUnavailable as error:
-        engine_missing(str(error))
-    try:
-        with psycopg.connect(dbname="postgres", autocommit=True, **params) as admin:
-            admin.execute("CREATE DATABASE embsql_test")
-        connection = psycopg.connect(dbname="embsql_test", autocommit=True, **params)
-        try:
-            yield connection
-        finally:
-            connection.close()
-    finally:
-        server.__exit__(None, None, None)
 
 
 # ---------------------------------------------------------------- Spark
@@ -210,31 +180,3 @@ def spark_session(cores: int = 2, quick_start: bool = True, memory: str = "2g"):
     finally:
         session.stop()
         shutil.rmtree(scratch, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def spark():
-    """A local SparkSession for one test module."""
-    try:
-        manager = spark_session()
-        session = manager.__enter__()
-    except EngineUnavailable as error:
-        engine_missing(str(error))
-    try:
-        yield session
-    finally:
-        manager.__exit__(None, None, None)
-
-
-# ---------------------------------------------------------------- every engine
-
-
-@pytest.fixture(scope="module", params=["duckdb", "postgres", "spark"])
-def engine(request):
-    """A connection to each engine in turn (DuckDB in memory, then PostgreSQL, then Spark)."""
-    if request.param == "duckdb":
-        connection = duckdb.connect()
-        yield connection
-        connection.close()
-    else:
-        yield request.getfixturevalue(request.param)

@@ -29,6 +29,8 @@ from embsql.errors import (
     InputError,
 )
 
+pytestmark = pytest.mark.shared_connection   # the tests register tables and read: one `con` per module
+
 GRID = 2.0 ** -40     # the documented tie grid of cosine similarities
 
 

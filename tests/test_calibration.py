@@ -22,6 +22,8 @@ from embsql.core.student_t import LARGE_DF, t_cdf, t_quantile
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import validity_intervals as sim  # noqa: E402
 
+pytestmark = pytest.mark.slow   # coverage simulations
+
 REPLICATES = 499
 
 

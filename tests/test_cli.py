@@ -11,7 +11,6 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 import sqlglot
-from engine_fixtures import postgres, spark  # noqa: F401  (pytest fixtures)
 from test_report import model_table
 
 import embsql
@@ -202,6 +201,7 @@ def test_sql_for_another_engine_never_names_the_local_file(files):
     assert out.stdout.count('"emb_lake"') == 4                 # the models probe, two length probes, the aggregate
 
 
+@pytest.mark.engines
 @pytest.mark.parametrize("engine_name", ["postgres", "spark"])
 def test_printed_sql_runs_on_the_engine_as_it_is(files, engine_name, request):
     """The SQL `embsql sql --dialect X --table T` prints, run statement by statement on a live engine,

@@ -20,6 +20,8 @@ import embsql
 from embsql.core.dispersion import anova_f, centroid_distances, dispersion_test
 from embsql.core.permutation import design, shuffles
 
+pytestmark = pytest.mark.slow   # rejection-rate simulations
+
 SIZES = (2, 3, 5, 10, 20)
 DIM = 16
 B = 99      # p <= 0.05 is b <= 4 of 99: an exact 5% level, at half the cost of 199

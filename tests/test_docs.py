@@ -71,7 +71,7 @@ def _stock_cli() -> Path:
 
 def test_sql_examples_run_in_the_stock_cli():
     script = [".bail on"]
-    for k, (name, python, blocks) in enumerate(sections()):
+    for name, python, blocks in sections():
         if python:
             continue
         for language, code in blocks:

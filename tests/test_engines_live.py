@@ -10,11 +10,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import sqlglot
-from engine_fixtures import engine, postgres, spark  # noqa: F401  (pytest fixtures)
 from sqlglot import exp
 
 from embsql.engines.connections import dialect_of, fetch_arrow, load_table
 from embsql.errors import EngineError, InputError
+
+pytestmark = pytest.mark.engines
 
 D = 5
 TABLE = "emb_vectors"
@@ -29,7 +30,7 @@ def source_arrays(seed=7, n=40):
 
 
 @pytest.fixture(scope="module")
-def loaded(engine):  # noqa: F811
+def loaded(engine):
     """``engine`` with TABLE loaded: id, g (one NULL), v (a FIXED_SIZE list; one NULL vector), k (NULLs)."""
     vectors, groups, counts = source_arrays()
     null_vector = 3
@@ -45,7 +46,7 @@ def sql_for(connection, query: exp.Expression) -> str:
     return query.sql(dialect=dialect_of(connection))
 
 
-def test_dialect_of_each_engine(engine, request):  # noqa: F811
+def test_dialect_of_each_engine(engine, request):
     assert dialect_of(engine) == request.node.callspec.params["engine"]
 
 
@@ -55,12 +56,13 @@ def test_dialect_of_rejects_other_objects_naming_the_type():
 
 
 def test_engines_module_imports_neither_pyspark_nor_psycopg():
-    code = "import sys, embsql.engines.connections; print(sorted(m for m in ('pyspark', 'psycopg', 'psycopg2') if m in sys.modules))"
+    code = ("import sys, embsql.engines.connections; "
+            "print(sorted(m for m in ('pyspark', 'psycopg', 'psycopg2') if m in sys.modules))")
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert output.strip() == "[]"
 
 
-def test_fetch_arrow_names_types_and_nulls(engine):  # noqa: F811
+def test_fetch_arrow_names_types_and_nulls(engine):
     # written once (DuckDB SQL) and transpiled: decimals, an integer sum, an all-NULL group, a quoted name
     sql = ('SELECT g AS "Group", count(*) AS n, count(x) AS nx, sum(x) AS total, sum(k) AS ksum, '
            'max(CASE WHEN x > 100 THEN x END) AS big, min(s) AS s '
@@ -92,7 +94,7 @@ def test_load_table_round_trip_is_exact(loaded):
     assert np.array_equal(kept, np.delete(vectors, null_vector, axis=0))  # in fact bit for bit
 
 
-def test_load_table_round_trip_of_edge_values(engine):  # noqa: F811
+def test_load_table_round_trip_of_edge_values(engine):
     """The values each encoding has a special path for: NULL inside a vector, an empty vector,
     float32 elements, non-finite and subnormal doubles, booleans, strings with tabs, newlines,
     backslashes and non-ASCII letters."""
@@ -168,13 +170,13 @@ def test_bracket_offset_transpiles_to_each_engines_index_base():
     assert typed.sql("spark") == "v[CAST(k AS INT) + -1]"
 
 
-def test_load_table_rejects_columns_it_cannot_send(postgres):  # noqa: F811
+def test_load_table_rejects_columns_it_cannot_send(postgres):
     table = pa.table({"id": [1], "when": pa.array([0], pa.timestamp("s"))})
     with pytest.raises(InputError, match=r"column 'when' of type timestamp\[s\]"):
         load_table(postgres, "bad", table)
 
 
-def test_fetch_arrow_needs_a_query(postgres):  # noqa: F811
+def test_fetch_arrow_needs_a_query(postgres):
     with pytest.raises(InputError, match="SQL text"):
         fetch_arrow(postgres, None)
     with pytest.raises(InputError, match="returns rows"):

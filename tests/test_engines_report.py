@@ -4,10 +4,11 @@ here, so every figure must agree to 1e-9 relative (the engines only add in anoth
 import numpy as np
 import pyarrow as pa
 import pytest
-from engine_fixtures import engine, postgres, spark  # noqa: F401  (pytest fixtures)
 
 import embsql
 from embsql.engines.connections import load_table
+
+pytestmark = pytest.mark.engines
 
 N_PER_MODEL, D, GROUPS = 10_000, 64, 50
 TOL = 1e-9
@@ -47,7 +48,7 @@ def figures(result) -> dict:
     return out
 
 
-def test_every_engine_gives_the_duckdb_figures(engine, duckdb_result):  # noqa: F811
+def test_every_engine_gives_the_duckdb_figures(engine, duckdb_result):
     table = engine_table()
     assert table.num_rows >= 20_000
     load_table(engine, "emb", table)
@@ -60,7 +61,7 @@ def test_every_engine_gives_the_duckdb_figures(engine, duckdb_result):  # noqa: 
     assert result.meta["dialect"] == embsql.engines.connections.dialect_of(engine)
 
 
-def test_engine_errors_name_the_column_or_the_rows(engine):  # noqa: F811
+def test_engine_errors_name_the_column_or_the_rows(engine):
     load_table(engine, "bad", pa.table({"topic": ["a", "a", "b", "b"],
                                         "vec": pa.array([[1.0, 0.0], [0.0, 0.0], [1.0, 1.0], [0.5, 1.0]],
                                                         pa.list_(pa.float64()))}))

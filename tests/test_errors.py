@@ -12,6 +12,8 @@ import pytest
 import embsql
 from embsql.errors import VECTOR_KINDS
 
+pytestmark = pytest.mark.shared_connection   # the tests register tables and read: one `con` per module
+
 GOOD = [[1.0, 0.0], [0.8, 0.6], [0.0, 1.0], [-0.6, 0.8]]
 
 

@@ -13,6 +13,8 @@ import pytest
 
 import embsql
 
+pytestmark = pytest.mark.shared_connection   # the tests register tables and read: one `con` per module
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PARQUET = EXAMPLES / "embeddings.parquet"
 
@@ -39,6 +41,7 @@ def test_file_is_small_and_has_the_documented_columns(stored):
     assert stored.num_rows == 1200 and stored.to_pandas().notna().all().all()
 
 
+@pytest.mark.slow
 def test_file_is_what_the_script_generates(stored):
     fresh = _script().build_table()
     assert fresh.schema == stored.schema

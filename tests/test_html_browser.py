@@ -15,6 +15,8 @@ import os
 import pytest
 from report_fixtures import fake_report
 
+pytestmark = pytest.mark.browser
+
 CHROMIUM = "/usr/bin/chromium"
 WIDTH, HEIGHT = 1366, 768
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -22,6 +22,8 @@ from helpers import vectors_table
 from embsql.errors import VECTOR_KINDS
 from embsql.io.resources import sql_entry_file
 
+pytestmark = pytest.mark.shared_connection   # the tests register tables and read: one `con` per module
+
 PINGOUIN = Path(__file__).parent / "reference" / "pingouin"
 REFERENCE = json.loads((PINGOUIN / "reference.json").read_text())
 COLUMNS = ["icc", "n0", "ms_b", "ms_w", "f", "groups", "n", "kind"]
@@ -123,7 +125,7 @@ def test_equals_pingouin_icc1(con, name, value_type):
     """Balanced data: ICC(1) equals pingouin's ICC(1,1); a 0/1 column may be BOOLEAN."""
     reference = REFERENCE[name]
     csv = PINGOUIN / "data" / ("icc_wine.csv" if name == "wine" else "correct01.csv")
-    con.execute(f"CREATE TABLE data AS SELECT \"{reference['groups_col']}\" AS g, "
+    con.execute(f"CREATE OR REPLACE TABLE data AS SELECT \"{reference['groups_col']}\" AS g, "
                 f"\"{reference['value_col']}\"::{value_type} AS x FROM read_csv('{csv}')")
     assert con.sql("SELECT typeof(x) FROM data LIMIT 1").fetchall() == [(value_type,)]
     row = icc_rows(con, "SELECT * FROM emb_icc('data', 'g', 'x')")[0]

@@ -29,6 +29,8 @@ import embsql
 from embsql.core.dispersion import bias_factors, centroid_distances
 from embsql.core.permutation import Design, canonical_order, design, permanova_vectors, shuffles
 
+pytestmark = pytest.mark.shared_connection   # the tests register tables and read: one `con` per module
+
 REFERENCE = Path(__file__).parent / "reference"
 VEGAN = json.loads((REFERENCE / "vegan" / "reference.json").read_text())
 SKBIO = json.loads((REFERENCE / "skbio" / "permanova_matrices.json").read_text())
@@ -409,6 +411,7 @@ def test_skbio_ties_count_as_exceedances():
 # ----------------------------------------------------------------------------------------------
 # 3. the null: p-values uniform
 
+@pytest.mark.slow
 def test_null_p_values_are_uniform():
     """1000 data sets, n = 24 in 4 groups of 6, d = 5, iid vectors (labels independent of them),
     99 permutations, a different seed for each.  Given the data, the observed labelling and the
@@ -426,6 +429,7 @@ def test_null_p_values_are_uniform():
     assert not check_uniform(np.minimum(1.0, p + 0.1), 99)[0]
 
 
+@pytest.mark.slow
 def test_null_p_values_with_strata_are_uniform_only_when_blocked():
     """Two blocks with a strong block effect, labels unbalanced across blocks (block 1: 8 a, 4 b;
     block 2: 4 a, 8 b), no group effect within blocks.  Vectors are exchangeable within a block,
@@ -447,6 +451,7 @@ def test_null_p_values_with_strata_are_uniform_only_when_blocked():
     assert not check_uniform(free, 99)[0], check_uniform(free, 99)[1]
 
 
+@pytest.mark.slow
 def test_null_p_values_from_sql_are_uniform(con):
     """The SQL path: 40 null data sets, one emb_permanova call each with its own seed
     (check_uniform, false failure <= 1e-6; p/2 still fails it at this size); and one `by` query

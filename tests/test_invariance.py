@@ -20,6 +20,8 @@ import embsql
 from embsql.core import resampling
 from embsql.core.sums import GroupSums
 
+pytestmark = pytest.mark.shared_connection   # the tests register tables and read: one `con` per module
+
 SETTINGS = settings(max_examples=20, deadline=None)
 SIMILARITY_LEVEL = ("r2", "r2_adj", "f", "icc")
 ISOMETRY_LEVEL = ("v", "w_bar")
@@ -60,26 +62,26 @@ def unit(x):
 
 @SETTINGS
 @given(raw_designs(), st.floats(0.01, 100.0), st.integers(0, 5))
-def test_rotation_scaling_and_more_dimensions_are_exact(design, scale, extra_dims):
+def test_rotation_scaling_and_more_dimensions_are_exact(module_con, design, scale, extra_dims):
     """y = a Q x for raw x (a > 0, Q with orthonormal columns, d' >= d): every figure, V included."""
     x, labels, rng = design
     q = orthonormal(rng, x.shape[1] + extra_dims, x.shape[1])
-    with embsql.connect() as con:
-        base = figures(con, x, labels)
-        for moved in (x @ q.T, scale * x, scale * x @ q.T):
-            assert figures(con, moved, labels) == pytest.approx(base, rel=1e-9, abs=1e-12)
+    con = module_con   # one connection for every example
+    base = figures(con, x, labels)
+    for moved in (x @ q.T, scale * x, scale * x @ q.T):
+        assert figures(con, moved, labels) == pytest.approx(base, rel=1e-9, abs=1e-12)
 
 
 @SETTINGS
 @given(raw_designs(), st.floats(0.01, 0.99))
-def test_exact_lift_keeps_similarity_level_and_scales_isometry_level(design, lam):
+def test_exact_lift_keeps_similarity_level_and_scales_isometry_level(module_con, design, lam):
     """(sqrt(lam) u, sqrt(1 - lam)) of the unit vectors u is a similarity of them: R², adjusted R²,
     F and ICC stay; V and W̄ (isometry level only) scale by lam."""
     x, labels, _ = design
     u = unit(x)
     lifted = np.hstack([np.sqrt(lam) * u, np.full((len(u), 1), np.sqrt(1 - lam))])
-    with embsql.connect() as con:
-        base, after = figures(con, x, labels), figures(con, lifted, labels)
+    con = module_con   # one connection for every example
+    base, after = figures(con, x, labels), figures(con, lifted, labels)
     for stat in SIMILARITY_LEVEL:
         assert after[stat] == pytest.approx(base[stat], rel=1e-9, abs=1e-12), stat
     for stat in ISOMETRY_LEVEL:
@@ -88,18 +90,18 @@ def test_exact_lift_keeps_similarity_level_and_scales_isometry_level(design, lam
 
 @SETTINGS
 @given(raw_designs(), st.floats(0.5, 5.0))
-def test_shared_direction_and_translation_are_only_approximate(design, c):
+def test_shared_direction_and_translation_are_only_approximate(module_con, design, c):
     """A shared direction c*w added to the unit vectors and renormalised, or the same shift of the
     raw vectors, is not a similarity of the unit vectors: R² and F move (for generic data by far
     more than rounding), however exact the other claims are."""
     x, labels, rng = design
     w = unit(rng.standard_normal((1, x.shape[1])))[0]
-    with embsql.connect() as con:
-        base = figures(con, x, labels)
-        for moved in (unit(x) + c * w, x + c * w * np.linalg.norm(x, axis=1).mean()):
-            after = figures(con, moved, labels)
-            assert abs(after["r2"] - base["r2"]) > 1e-7
-            assert abs(after["f"] - base["f"]) > 1e-7 * base["f"]
+    con = module_con   # one connection for every example
+    base = figures(con, x, labels)
+    for moved in (unit(x) + c * w, x + c * w * np.linalg.norm(x, axis=1).mean()):
+        after = figures(con, moved, labels)
+        assert abs(after["r2"] - base["r2"]) > 1e-7
+        assert abs(after["f"] - base["f"]) > 1e-7 * base["f"]
 
 
 def test_bundled_example_shared_direction_moves_r2(con):

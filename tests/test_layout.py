@@ -81,7 +81,7 @@ MODULES = sources()
 
 @pytest.mark.parametrize("name", sorted(n for n in MODULES if n.startswith("embsql.core")))
 def test_core_imports_only_core_errors_and_numpy(name):
-    for base, names, line in imports(MODULES[name], module_level=False):
+    for base, _names, line in imports(MODULES[name], module_level=False):
         if (name, base) in KNOWN:
             continue
         top = base.split(".")[0]

@@ -19,6 +19,8 @@ nbclient = pytest.importorskip("nbclient")
 if importlib.util.find_spec("ipykernel") is None:
     pytest.skip("ipykernel is not installed (pip install '.[test]')", allow_module_level=True)
 
+pytestmark = pytest.mark.slow   # a kernel runs the notebook once for the module (seconds)
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "embeddings.parquet"
 

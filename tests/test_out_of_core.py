@@ -26,6 +26,8 @@ import pytest
 import embsql
 import embsql.io.reading
 
+pytestmark = pytest.mark.slow   # a ~90 MB table on disk, scanned under an 80 MB memory limit
+
 MEMORY_LIMIT = "80MB"
 ROWS, D, GROUPS, MODELS = 32_000, 384, 500, ("m0", "m1")
 

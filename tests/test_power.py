@@ -14,6 +14,8 @@ from scipy.stats import norm
 
 from embsql.io.resources import sql_entry_file
 
+pytestmark = pytest.mark.shared_connection   # the tests register tables and read: one `con` per module
+
 
 def sql_error(con, query):
     with pytest.raises(duckdb.Error) as info:

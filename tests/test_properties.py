@@ -50,12 +50,12 @@ def orthonormal(rng, rows, cols):
 
 @SETTINGS
 @given(designs())
-def test_vector_route_equals_distance_route(design):
+def test_vector_route_equals_distance_route(module_con, design):
     z, labels, _ = design
-    with embsql.connect() as con:
-        vector = sql_anova(con, vectors_table(z, labels))
-        python = embsql.anova(con, "data", "g", "v").to_dicts()[0]
-        distance = dist_anova(con, z, labels)
+    con = module_con   # one connection for every example
+    vector = sql_anova(con, vectors_table(z, labels))
+    python = embsql.anova(con, "data", "g", "v").to_dicts()[0]
+    distance = dist_anova(con, z, labels)
     for key in ("n", "groups", "ss_t", "ss_w", "ss_b", "r2", "r2_null", "f"):
         assert vector[key] == pytest.approx(distance[key], rel=1e-9, abs=1e-12), key
         assert python[key] == pytest.approx(vector[key], rel=1e-9, abs=1e-12), key
@@ -65,14 +65,14 @@ def test_vector_route_equals_distance_route(design):
 
 @SETTINGS
 @given(designs(), st.floats(0.05, 20.0), st.integers(0, 4))
-def test_similarity_transform_leaves_ratios_unchanged(design, scale, extra_dims):
+def test_similarity_transform_leaves_ratios_unchanged(module_con, design, scale, extra_dims):
     """y = a Q z + b on the distance route: R2 and SS_W/SS_T stay, SS_T scales by a^2."""
     z, labels, rng = design
     q = orthonormal(rng, z.shape[1] + extra_dims, z.shape[1])
     y = scale * z @ q.T + rng.standard_normal(z.shape[1] + extra_dims)
-    with embsql.connect() as con:
-        before = dist_anova(con, z, labels)
-        after = dist_anova(con, y, labels)
+    con = module_con   # one connection for every example
+    before = dist_anova(con, z, labels)
+    after = dist_anova(con, y, labels)
     assert after["r2"] == pytest.approx(before["r2"], rel=1e-9)
     assert after["ss_w"] / after["ss_t"] == pytest.approx(before["ss_w"] / before["ss_t"], rel=1e-9)
     assert after["f"] == pytest.approx(before["f"], rel=1e-9)
@@ -81,30 +81,30 @@ def test_similarity_transform_leaves_ratios_unchanged(design, scale, extra_dims)
 
 @SETTINGS
 @given(designs(), st.integers(0, 4))
-def test_isometry_of_unit_vectors_changes_nothing(design, extra_dims):
+def test_isometry_of_unit_vectors_changes_nothing(module_con, design, extra_dims):
     """Rotation and embedding into more dimensions keep unit vectors unit: every figure stays,
     V included; rescaling rows by positive factors is undone by the normalisation (S1)."""
     z, labels, rng = design
     q = orthonormal(rng, z.shape[1] + extra_dims, z.shape[1])
     rotated = z @ q.T
     rescaled = z * rng.uniform(0.1, 10.0, size=(len(z), 1))
-    with embsql.connect() as con:
-        base = sql_anova(con, vectors_table(z, labels))
-        for moved in (rotated, rescaled):
-            after = sql_anova(con, vectors_table(moved, labels))
-            assert after == pytest.approx(base, rel=1e-9, abs=1e-12)
+    con = module_con   # one connection for every example
+    base = sql_anova(con, vectors_table(z, labels))
+    for moved in (rotated, rescaled):
+        after = sql_anova(con, vectors_table(moved, labels))
+        assert after == pytest.approx(base, rel=1e-9, abs=1e-12)
 
 
 @SETTINGS
 @given(designs(), st.floats(0.01, 1.0))
-def test_exact_lift_scales_v_and_keeps_r2(design, lam):
+def test_exact_lift_scales_v_and_keeps_r2(module_con, design, lam):
     """S7: y = (sqrt(lam) z, sqrt(1 - lam)) is a similarity: V_y = lam V_z, R2 unchanged."""
     z, labels, _ = design
     lifted = np.hstack([np.sqrt(lam) * z, np.full((len(z), 1), np.sqrt(1 - lam))])
-    with embsql.connect() as con:
-        base = sql_anova(con, vectors_table(z, labels))
-        after = sql_anova(con, vectors_table(lifted, labels, fixed=True))
-        python = embsql.anova(con, "data", "g", "v").to_dicts()[0]
+    con = module_con   # one connection for every example
+    base = sql_anova(con, vectors_table(z, labels))
+    after = sql_anova(con, vectors_table(lifted, labels, fixed=True))
+    python = embsql.anova(con, "data", "g", "v").to_dicts()[0]
     for got in (after, python):
         assert got["r2"] == pytest.approx(base["r2"], rel=1e-10, abs=1e-12)
         assert got["ss_w"] / got["ss_t"] == pytest.approx(base["ss_w"] / base["ss_t"], rel=1e-10, abs=1e-12)
@@ -113,12 +113,12 @@ def test_exact_lift_scales_v_and_keeps_r2(design, lam):
 
 @SETTINGS
 @given(designs())
-def test_statistics_are_in_range(design):
+def test_statistics_are_in_range(module_con, design):
     """Read as a statistician: R2 in [0, 1], F >= 0, W~ only for groups of two or more."""
     z, labels, _ = design
-    with embsql.connect() as con:
-        row = sql_anova(con, vectors_table(z, labels))
-        groups = embsql.groups(con, "data", "g", "v").to_dicts()
+    con = module_con   # one connection for every example
+    row = sql_anova(con, vectors_table(z, labels))
+    groups = embsql.groups(con, "data", "g", "v").to_dicts()
     assert 0.0 <= row["r2"] <= 1.0 + 1e-12
     assert row["f"] >= 0 and 0 <= row["v"] <= 1 + 1e-12
     assert row["ss_t"] == pytest.approx(row["ss_w"] + row["ss_b"], rel=1e-9)
@@ -132,10 +132,11 @@ def test_statistics_are_in_range(design):
 @settings(max_examples=50, deadline=None)
 @given(st.integers(1, 40), st.integers(0, 2**32 - 1), st.sampled_from([-7, -6, -5, -4, -3, -2, -1, 0]),
        st.booleans())
-def test_within_sums_merged_across_blocks_equal_two_pass(segment, seed, log_spread, raw):
+def test_within_sums_merged_across_blocks_equal_two_pass(module_con, segment, seed, log_spread, raw):
     """The per-group within-group sum of squares, accumulated block by block (each block's runs
     merged by Chan et al.'s update), equals a two-pass over each whole group, whatever the block
-    size and the row order, for spreads 1e-7..1 (below that float64's own two-pass is no reference); from unit rows (GroupSums.from_rows) and from raw
+    size and the row order, for spreads 1e-7..1 (below that float64's own two-pass is no reference); from unit rows
+    (GroupSums.from_rows) and from raw
     rows the accumulator scales itself (the streaming route)."""
     from embsql.core import sums as core_sums
     from embsql.io import reading
@@ -148,9 +149,9 @@ def test_within_sums_merged_across_blocks_equal_two_pass(segment, seed, log_spre
     core_sums.SEGMENT_ROWS, reading.BATCH_ROWS = segment, 4 * segment + 3   # blocks and batches both split groups
     try:
         if raw:
-            with embsql.connect() as con:
-                con.register("t", vectors_table(3.0 * z, codes))
-                within = {r["group"]: r["w"] * r["n_g"] for r in embsql.groups(con, "t", "g", "v").to_dicts()}
+            con = module_con   # one connection for every example
+            con.register("t", vectors_table(3.0 * z, codes))
+            within = {r["group"]: r["w"] * r["n_g"] for r in embsql.groups(con, "t", "g", "v").to_dicts()}
         else:
             sums = core_sums.GroupSums.from_rows(codes.tolist(), unit)
             within = dict(zip(sums.labels, sums.within))

@@ -52,7 +52,8 @@ def test_report_numbers_are_the_sql_functions_numbers(emb_con):
     for row in result["decomposition"].to_dicts():
         for column in ("n", "groups", "ss_t", "ss_w", "ss_b", "r2", "r2_null", "f", "v", "mean_resultant_length", "w_bar"):
             assert_close(row[column], anova[row["model"]][column])
-    groups = {(r["model"], r["group"]): r for r in sql_rows(emb_con, "SELECT * FROM emb_groups('emb', 'topic', 'emb', by := 'model')")}
+    group_rows = sql_rows(emb_con, "SELECT * FROM emb_groups('emb', 'topic', 'emb', by := 'model')")
+    groups = {(r["model"], r["group"]): r for r in group_rows}
     assert len(groups) == len(result["groups"])
     for row in result["groups"].to_dicts():
         assert_close(row["w_tilde"], groups[(row["model"], row["group"])]["w_tilde"])
@@ -151,7 +152,7 @@ def test_missing_names_fail_before_anything_runs(emb_con):
                          ({"vector": "emb", "group": "topic", "by": "nope"}, "nope"),
                          ({"vector": "emb", "group": "topic", "where": "nope = 1"}, "nope")):
         report = embsql.report("emb", **kwargs)
-        for call in (lambda: report.run(emb_con), lambda: report.sql("spark", con=emb_con)):
+        for call in (lambda report=report: report.run(emb_con), lambda report=report: report.sql("spark", con=emb_con)):
             with pytest.raises(embsql.ColumnNotFoundError, match=word):
                 call()
     with pytest.raises(embsql.SourceNotFoundError, match="no_table"):

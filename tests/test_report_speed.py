@@ -25,6 +25,7 @@ def _default_report(**settings):
     return embsql.report(str(EXAMPLE), vector="embedding", group="topic", by="model", **settings)
 
 
+@pytest.mark.slow
 def test_the_default_report_with_999_permutations_stays_under_the_bound():
     report = _default_report()
     assert report.permutations == 999

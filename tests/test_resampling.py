@@ -2,8 +2,9 @@
 embsql.jackknife / emb_jackknife, embsql.bootstrap / emb_bootstrap, embsql.compare / emb_compare.
 
 The kernels work on per-group sums in closed form; every check here recomputes the replicates the
-slow way, from the items: embsql.anova on the table with one group removed (jackknife) or with
-the drawn groups copied as new groups (bootstrap), and ICC(1) from its textbook formula.
+slow way, from the items: two-pass sums of squares of the unit vectors (numpy) on the table with one
+group removed (jackknife) or with the drawn groups copied as new groups (bootstrap), and ICC(1)
+from its textbook formula.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from scipy import stats as scipy_stats
 
 import embsql
 from embsql.core.resampling import bootstrap_weights
+
+pytestmark = pytest.mark.shared_connection   # the tests register tables and read: one `con` per module
 
 STATS = ("r2", "f", "v", "w_bar", "icc")
 
@@ -38,11 +41,17 @@ def clustered(seed, sizes, d=6, effect=0.6, noise=1.0, common=0.0):
 
 
 def statistics_of(con, table: pa.Table) -> dict:
-    """r2, f, v, w_bar from embsql.anova on the items, and ICC(1) from its formula (SPEC S15)."""
-    con.register("__brute", table)
-    row = embsql.anova(con, "__brute", "g", "v").to_dicts()[0]
+    """r2, f, v, w_bar from the items by two-pass sums of squares of their unit vectors (numpy, not
+    embsql: ``con`` is not used), and ICC(1) from its formula (SPEC S15)."""
+    x = np.array(table["v"].to_pylist(), dtype=float)
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    _, codes = np.unique(np.array(table["g"].to_pylist(), dtype=str), return_inverse=True)
+    ss_t = float(((unit - unit.mean(axis=0)) ** 2).sum())
+    ss_w = float(sum(((unit[codes == k] - unit[codes == k].mean(axis=0)) ** 2).sum() for k in range(codes.max() + 1)))
     sizes = np.array(list(pc.value_counts(table["g"]).field("counts").to_pylist()), dtype=float)
     n, groups = sizes.sum(), len(sizes)
+    row = {"ss_w": ss_w, "ss_b": ss_t - ss_w, "r2": (ss_t - ss_w) / ss_t, "v": ss_t / n, "w_bar": ss_w / n,
+           "f": ((ss_t - ss_w) / (groups - 1)) / (ss_w / (n - groups))}
     ms_b, ms_w = row["ss_b"] / (groups - 1), row["ss_w"] / (n - groups)
     n0 = (n - np.sum(sizes ** 2) / n) / (groups - 1)
     return {**{k: row[k] for k in ("r2", "f", "v", "w_bar")}, "icc": (ms_b - ms_w) / (ms_b + (n0 - 1) * ms_w)}

@@ -81,7 +81,8 @@ def test_by_returns_one_row_per_model_with_the_column_first(con):
     con.execute(f"CREATE TABLE ex AS SELECT 'm1' AS model, * FROM ({EXAMPLE}) "
                 f"UNION ALL SELECT 'm2', g, [v[1], v[2], 1.0] FROM ({EXAMPLE})")
     rows = con.sql("SELECT * FROM emb_anova('ex', 'g', 'v', by := 'model')").to_arrow_table()
-    assert rows.column_names[0] == "model" and rows.column_names[1:] == list(embsql.anova(con, "ex", "g", "v", by="model").columns[1:])
+    python_columns = list(embsql.anova(con, "ex", "g", "v", by="model").columns[1:])
+    assert rows.column_names[0] == "model" and rows.column_names[1:] == python_columns
     assert rows.column("model").to_pylist() == ["m1", "m2"]
     python = embsql.anova(con, "ex", "g", "v", by="model")
     for sql_row, py_row in zip(rows.to_pylist(), python.to_dicts()):

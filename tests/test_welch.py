@@ -20,6 +20,8 @@ from helpers import sql_error, sql_rows, vectors_table
 import embsql
 from embsql.core.permutation import MIN_BOOTSTRAP_GROUP, design, permanova_distances, permanova_vectors, welch_statistic
 
+pytestmark = pytest.mark.shared_connection   # the tests register tables and read: one `con` per module
+
 REFERENCE = json.loads((Path(__file__).parent / "reference" / "vegan" / "betadisper_adjusted.json").read_text())
 DATA = Path(__file__).parent / "reference" / "vegan" / "data"
 
@@ -121,6 +123,7 @@ def test_welch_by_and_strata(con):
     assert [r["p_value"] for r in blocked] == [1.0, 1.0]
 
 
+@pytest.mark.slow
 def test_welch_holds_its_level_where_pseudo_f_does_not():
     """Equal centres, unequal spreads, unbalanced: 6 items with sd 2 against 40 with sd 1 (d = 8,
     Euclidean distances).  200 data sets x 199 resamples: in 1000 data sets (bench/validity_tests.py)
@@ -159,6 +162,7 @@ def anisotropic(rng, n_small=6, n_large=40, rank=2, dim=16, radius=0.5):
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
+@pytest.mark.slow
 def test_wild_bootstrap_holds_the_level_where_label_permutation_does_not():
     """6 items in a rank-2 subspace against 40 isotropic ones, equal centres and spread: 200 data sets
     x 199 resamples.  In 1000 data sets (bench/validity_tests.py, Table 2) the wild bootstrap rejected

@@ -281,6 +281,7 @@ def model_margins(q_ids: list, positive: np.ndarray, q_unit: np.ndarray, d_keys:
         if len(d_keys) < 2:
             raise DesignError(f"the documents{model_text(model)} hold only the positive: no distractor")
         return compute(q_unit, rows, d_unit)
+    assert d_groups is not None, "scope 'group' needs the documents' groups"
     names = sorted(set(d_groups.tolist()), key=sort_key)
     lookup = {g: k for k, g in enumerate(names)}
     codes = np.fromiter((lookup[g] for g in d_groups.tolist()), np.int64, len(d_groups))

@@ -83,7 +83,8 @@ def compare_rows(models: dict, stat: str, *, replicates: int, seed: int, level: 
     else:
         rows_of = {m: np.arange(len(items)) for m, (items, _, _) in models.items()}
         item_positions({m: items for m, (items, _, _) in models.items()})
-    group_of, item_sets, per_model = {}, {}, {}
+    group_of: dict = {}
+    item_sets, per_model = {}, {}
     for m, (items, labels, unit) in models.items():
         keep = rows_of[m]
         for item, label in zip(items[keep].tolist(), labels[keep].tolist()):

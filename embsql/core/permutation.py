@@ -143,7 +143,9 @@ class _PairSums:
         for size in sizes:
             members = order[start:start + size]
             i, j = np.triu_indices(size, 1)
-            firsts.append(members[i]); seconds.append(members[j]); weights.append(np.full(len(i), 1.0 / size))
+            firsts.append(members[i])
+            seconds.append(members[j])
+            weights.append(np.full(len(i), 1.0 / size))
             start += size
         self.matrix = matrix
         self.i, self.j, self.w = np.concatenate(firsts), np.concatenate(seconds), np.concatenate(weights)
@@ -195,7 +197,7 @@ class _CoordinateSums:
         self.size = int(sizes[0]) if np.all(sizes == sizes[0]) else None
         self.codes, self.inverse_sizes = d.codes, 1.0 / sizes
         if len(sizes) > FEW_GROUPS:
-            self.batch = None
+            self.batch = None  # type: ignore[method-assign,assignment]  # many groups: the runner goes one by one
 
     def batch(self, perms: list) -> np.ndarray:
         """Few groups: the group sums of many permutations as one matrix product (BLAS), with a

@@ -67,7 +67,7 @@ def install() -> None:
     """Wrap DuckDBPyConnection.interrupt and chain the SIGINT handler (once each; idempotent)."""
     cls = duckdb.DuckDBPyConnection
     if not getattr(cls.interrupt, "embsql_counts_interrupts", False):
-        cls.interrupt = _counted(cls.interrupt)
+        cls.interrupt = _counted(cls.interrupt)  # type: ignore[method-assign]
     if threading.current_thread() is threading.main_thread():
         previous = signal.getsignal(signal.SIGINT)
         if previous is not None and not getattr(previous, "embsql_counts_interrupts", False):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
+from duckdb.func import FunctionNullHandling, PythonUDFType
 
 from embsql.io.resources import resource_dir, sql_entry_file
 
@@ -40,6 +41,7 @@ def udf_specs() -> list[UdfSpec]:
         if path.name.startswith("_"):
             continue
         spec = importlib.util.spec_from_file_location(f"embsql._udfs.{path.stem}", path)
+        assert spec is not None and spec.loader is not None, path  # a .py file always has a loader
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         for item in getattr(module, "SPECS", []):
@@ -66,8 +68,8 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
             spec.function,
             [duckdb.sqltype(t) for t in spec.parameters],
             duckdb.sqltype(spec.return_type),
-            type="arrow",
-            null_handling=spec.null_handling,
+            type=PythonUDFType.ARROW,
+            null_handling=FunctionNullHandling.SPECIAL if spec.null_handling == "special" else FunctionNullHandling.DEFAULT,
             side_effects=spec.side_effects,
         )
     # macros that call the UDFs above, so they exist only on connections Python registered

@@ -140,7 +140,7 @@ def group_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimen
     for k in range(1, dims.high + 1):
         # safe: a vector shorter than d reads NULL (Spark, Trino and BigQuery would raise), which the
         # length check of stage 2 then names
-        element = exp.Cast(this=exp.Bracket(this=vec(), expressions=[exp.Literal.number(k)], offset=1, safe=True),
+        element: exp.Expr = exp.Cast(this=exp.Bracket(this=vec(), expressions=[exp.Literal.number(k)], offset=1, safe=True),
                            to=exp.DataType.build("DOUBLE"))
         if k > dims.low:  # only a longer model has coordinate k; read it only where it exists
             element = exp.Case(ifs=[exp.If(this=exp.GTE(this=_length(vec()), expression=exp.Literal.number(k)),
@@ -162,11 +162,11 @@ def group_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimen
     def carried() -> list[exp.Column]:
         return [_col(B), _col(G), _col("is_null"), _col("len"), *xs()]
 
-    def plain() -> exp.Expression:
+    def plain() -> exp.Expr:
         return exp.and_(exp.GT(this=_col("ss"), expression=exp.Literal.number(repr(TINY_SQUARED))),
                         exp.LT(this=_col("ss"), expression=exp.Literal.number(repr(HUGE_SQUARED))), copy=False)
 
-    def select(*columns: exp.Expression, source: exp.Select, alias: str) -> exp.Select:
+    def select(*columns: exp.Expr, source: exp.Select, alias: str) -> exp.Select:
         return exp.select(*columns, copy=False).from_(source.subquery(alias, copy=False), copy=False)
 
     # the largest |x_k|, read only for a vector whose ||x||^2 under- or overflows

@@ -150,7 +150,7 @@ def _shortened(section, full: bool):
     quantiles = None
     if numeric:
         by_model = table.columns[0] == "model" and len({r[0] for r in rows}) > 1
-        groups = {}
+        groups: dict = {}
         for r in rows:
             groups.setdefault(r[0] if by_model else None, []).append(r)
         header = (["model"] if by_model else []) + ["quantile"] + [table.columns[k] for k in numeric]
@@ -439,7 +439,8 @@ def _html_figure(plot, result: ReportResult, *, with_caution: bool = True) -> st
         caution = next((s.caution for s in result.sections if s.name == plot.caution_from), "")
     caution_html = f'<p class="caution"><strong>Caution.</strong> {html.escape(caution)}</p>' if caution else ""
     # the figure is as wide as its image, so the caption wraps under the image, not beside it
-    return (f'<figure style="width:{width}px"><img alt="{title}" width="{width}" height="{height}" src="data:image/png;base64,{data}">'
+    return (f'<figure style="width:{width}px"><img alt="{title}" width="{width}" height="{height}" '
+            f'src="data:image/png;base64,{data}">'
             f"<figcaption>{title}</figcaption>{caution_html}</figure>")
 
 

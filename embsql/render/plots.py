@@ -19,6 +19,7 @@ import html
 import io
 import math
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from embsql.reporting.result import ReportResult
 from embsql.results import model_label
@@ -419,7 +420,7 @@ def _column_by_model(result: ReportResult, name: str, column: str) -> dict:
     return {row["model"]: row[column] for row in result[name].to_dicts() if _finite(row[column])}
 
 
-def _finite(value) -> bool:
+def _finite(value) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 

@@ -223,7 +223,9 @@ class Report:
     def probe_queries(self, dialect: str, values: list, pgvector: bool = False) -> list[tuple[str, exp.Expression]]:
         """The probe queries on this dialect's table: the models, then one vector length per model."""
         table = self._relation(dialect)
-        queries = [("probe: the models", stage1.models_query(table, self.by))] if self.by else []
+        queries: list[tuple[str, exp.Expression]] = []
+        if self.by:
+            queries.append(("probe: the models", stage1.models_query(table, self.by)))
         return queries + [(f"probe: the vector length{'' if value is None and not self.by else f' of {value!r}'}",
                            stage1.length_query(table, self.vector, self.by, value, pgvector)) for value in values]
 

@@ -20,7 +20,8 @@ INTERVALS = ("ci_low/ci_high are calibrated 95% (level) intervals for the value 
              "jackknife SE, built on the logit scale for R² and W̄ and the log scale for F, so they stay inside "
              "the figure's range. They are not centred on the plain estimate, which is biased by about "
              "−R²(1−R²)/G. In simulation they covered 92.7–96.5% at 30 groups and 93–97% at 100; calibrated is false below 30 "
-             "groups, where the coverage of a paired difference fell to 85–90% in some designs. dropped counts bootstrap resamples in which "
+             "groups, where the coverage of a paired difference fell to 85–90% in some designs. dropped counts bootstrap "
+             "resamples in which "
              "the figure was undefined (e.g. F when only groups of one were drawn); they are left out.")
 
 FEW_GROUPS = ("fewer than 30 groups, so the interval is not calibrated (at 10 groups its coverage was measured "

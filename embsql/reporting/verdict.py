@@ -10,6 +10,7 @@ carries its own sentences in ``meta["verdict"]`` (the demo) keeps them.
 from __future__ import annotations
 
 import math
+from typing import TypeGuard
 
 ALPHA = 0.05           # the level at which a p-value is called "beyond chance" in the sentences
 
@@ -136,7 +137,7 @@ def _tests(rows: list[dict], permutations) -> str:
         sentence = f"PERMANOVA finds no evidence that the groups differ beyond chance ({each}{count})"
     spread = [row.get("dispersion_p") for row in rows]
     if all(_finite(v) for v in spread):
-        if any(v <= ALPHA for v in spread):
+        if any(v <= ALPHA for v in spread if _finite(v)):
             sentence += (f"; the dispersion test is significant too ({_each(rows, spread)}), so part of F may be "
                          "unequal spread within groups rather than separated centres")
         else:
@@ -175,7 +176,7 @@ def _name(model) -> str:
     return "all items" if model is None else str(model)
 
 
-def _finite(value) -> bool:
+def _finite(value) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 

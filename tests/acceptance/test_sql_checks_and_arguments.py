@@ -35,12 +35,26 @@ DESIGNS = {
 CALLS = ["emb_anova('t', 'grp', 'emb')", "emb_permanova('t', 'grp', 'emb', permutations := 9)"]
 
 
+@pytest.fixture(scope="module")
+def design_con():
+    """design -> its connection, made once for the module: the projection tests only read."""
+    made = {}
+
+    def get(design):
+        if design not in made:
+            made[design] = make(*DESIGNS[design])
+        return made[design]
+
+    yield get
+    for con in made.values():
+        con.close()
+
+
 @pytest.mark.parametrize("design", list(DESIGNS))
 @pytest.mark.parametrize("call", CALLS)
 @pytest.mark.parametrize("column", COLUMNS)
-def test_check_survives_projection(design, call, column):
-    labels, x, label_type = DESIGNS[design]
-    con = make(labels, x, label_type)
+def test_check_survives_projection(design_con, design, call, column):
+    con = design_con(design)
     with pytest.raises(duckdb.Error, match="embsql:"):
         con.execute(f"SELECT {column} FROM {call}").fetchall()
 

@@ -21,6 +21,8 @@ import embsql
 from embsql.core import precision, resampling
 from embsql.core.sums import GroupSums
 
+pytestmark = pytest.mark.shared_connection   # the tests register tables and read: one `con` per module
+
 RTOL = 1e-6
 mpmath.mp.dps = 50
 
@@ -90,17 +92,16 @@ def check_refusal(error: embsql.DesignError, ref: dict):
     assert min(ref["rms_t"], ref["rms_w"]) < 1.01 * precision.RESOLUTION, (str(error), ref)
 
 
-def check_route(data, run):
+def check_route(con, data, run):
     """``run(con)`` -> (the decomposition row, the groups rows) on table t: right, or rightly refused."""
     x, labels = data
     ref = reference(x, labels)
-    with embsql.connect() as con:
-        con.register("t", table(x, labels))
-        try:
-            row, groups = run(con)
-        except embsql.DesignError as error:
-            check_refusal(error, ref)
-            return
+    con.register("t", table(x, labels))     # replaces the previous example's table
+    try:
+        row, groups = run(con)
+    except embsql.DesignError as error:
+        check_refusal(error, ref)
+        return
     check_against_reference(row, ref)
     for group in groups:
         assert group["w"] >= 0
@@ -109,8 +110,8 @@ def check_route(data, run):
 
 @settings(max_examples=60, deadline=None)
 @given(clustered())
-def test_python_route_against_mpmath(data):
-    check_route(data, lambda con: (embsql.anova(con, "t", "g", "v").to_dicts()[0],
+def test_python_route_against_mpmath(module_con, data):   # one connection for every example
+    check_route(module_con, data, lambda con: (embsql.anova(con, "t", "g", "v").to_dicts()[0],
                                    embsql.groups(con, "t", "g", "v").to_dicts()))
 
 
@@ -121,8 +122,8 @@ def _report(con):
 
 @settings(max_examples=40, deadline=None)
 @given(clustered())
-def test_report_route_against_mpmath(data):
-    check_route(data, _report)
+def test_report_route_against_mpmath(module_con, data):
+    check_route(module_con, data, _report)
 
 
 @settings(max_examples=40, deadline=None)

@@ -14,6 +14,8 @@ import pytest
 import embsql
 from embsql.io.resources import sql_entry_file
 
+pytestmark = pytest.mark.shared_connection   # the tests register tables and read: one `con` per module
+
 RESOLUTION = "1.5e-08"
 PRECISION_T = ("embsql: [design.identical] the vectors{} are identical to within floating-point precision "
                "(root-mean-square spread {}")
@@ -190,7 +192,7 @@ def test_every_check_of_emb_icc_holds_for_every_projection(con, case, column):
 
 @pytest.mark.parametrize("column", ANOVA_COLUMNS[:8])
 def test_empty_source_is_an_error(con, column):
-    con.execute("CREATE TABLE empty (g VARCHAR, v DOUBLE[])")
+    con.execute("CREATE OR REPLACE TABLE empty (g VARCHAR, v DOUBLE[])")
     expected = "embsql: [source.empty] source 'empty' has no rows"
     assert sql_error(con, f"SELECT {column} FROM emb_anova('empty', 'g', 'v')") == expected
     assert sql_error(con, "SELECT * FROM emb_groups('empty', 'g', 'v')") == expected
