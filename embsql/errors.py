@@ -53,3 +53,13 @@ class EngineError(EmbsqlError):
 
     The message names the dialect and gives the engine's own first message line.
     """
+
+
+class ArgumentError(InputError, TypeError):
+    """A public function was called with an argument it does not take, or with one twice."""
+
+
+class EmbsqlDeprecationWarning(FutureWarning):
+    """An old way of calling embsql that still works: the message says what to write instead.
+
+    A FutureWarning, so that it shows in notebooks and scripts, not only under test runners."""

@@ -12,7 +12,8 @@ import sqlglot
 from helpers import sql_rows
 
 import embsql
-from embsql.reporting.build import DIALECTS, Report
+from embsql.engines.dialects import WRITABLE as DIALECTS
+from embsql.reporting.build import Report
 
 GOLDEN = Path(__file__).parent / "golden"
 TOL = 1e-9

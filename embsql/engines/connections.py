@@ -25,9 +25,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from sqlglot import exp
 
+from embsql.engines.dialects import RUNNABLE as DIALECTS  # noqa: F401  (the dialects run_on runs)
 from embsql.errors import EngineError, InputError
-
-DIALECTS = ("duckdb", "spark", "postgres")
 
 # (dialect, module, class): checked only when the module is already in sys.modules
 _CONNECTION_TYPES = (
