@@ -107,11 +107,15 @@ class Report:
     @classmethod
     def from_mapping(cls, values: dict) -> Report:
         """A report from a dict (the [report] table of a TOML file); unknown keys are errors.
-        ``by`` is read as ``model``, its old name."""
-        names = {f.name for f in dataclasses.fields(cls) if f.name != "_"} | {"by"}
-        unknown = sorted(set(values) - names)
+        ``by``, the old name of ``model``, is read as ``model`` (a file has no caller to warn)."""
+        names = {f.name for f in dataclasses.fields(cls) if f.name != "_"}
+        unknown = sorted(set(values) - names - {"by"})
         if unknown:
             raise InputError(f"report: unknown setting {unknown[0]!r}; the settings are: {', '.join(sorted(names))}")
+        if "by" in values and "model" in values:
+            raise InputError("report: the settings name the model column twice, as model and as by (its old name); "
+                             "keep model")
+        values = {("model" if key == "by" else key): value for key, value in values.items()}
         return cls(**values)
 
     @classmethod
