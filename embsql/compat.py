@@ -14,6 +14,11 @@ import warnings
 
 from embsql.errors import ArgumentError, EmbsqlDeprecationWarning
 
+# Whether columns passed by position warn.  They are the documented form of many scripts and
+# checks; one that turns every warning into an error (warnings.simplefilter("error")) fails on the
+# notice although the call itself is fine.  by= warns either way.
+WARN_POSITIONAL = True
+
 
 def keyword_arguments(*positional: str, **renamed: str):
     """Decorate a function whose parameters after ``source`` are keyword-only.
@@ -48,7 +53,8 @@ def keyword_arguments(*positional: str, **renamed: str):
                         raise ArgumentError(f"{name}() got {new!r} twice: by position and by name")
                     kwargs[new] = value
                 args = args[:len(args) - offset]
-                notes.append("pass " + ", ".join(f"{renamed.get(n, n)}=..." for n in moved) + " by name")
+                if WARN_POSITIONAL:
+                    notes.append("pass " + ", ".join(f"{renamed.get(n, n)}=..." for n in moved) + " by name")
             for old, new in renamed.items():
                 if old in kwargs:
                     if new in kwargs:

@@ -148,3 +148,16 @@ def test_the_decorator_maps_renamed_positional_names():
         assert face(None, "s", 1, 2) == (1, 2)
     with pytest.raises(ArgumentError, match="got 'model' twice"):
         face(None, "s", 1, 2, model=3)
+
+
+def test_the_positional_notice_can_be_turned_off(con, monkeypatch):
+    """compat.WARN_POSITIONAL = False accepts the old positional form silently; by= still warns."""
+    from embsql import compat
+
+    monkeypatch.setattr(compat, "WARN_POSITIONAL", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quiet = embsql.anova(con, "t", "g", "v", model="m")
+    assert quiet == embsql.anova(con, "t", group="g", vector="v", model="m")
+    with pytest.warns(EmbsqlDeprecationWarning, match=r"^embsql\.anova: by= is now model= \("):
+        embsql.anova(con, "t", "g", "v", by="m")

@@ -211,7 +211,7 @@ class Report:
         source.vector_dimension(self.vector)
         source.require(self.group, "group")
         if self.model:
-            source.require(self.model, "by")
+            source.require(self.model, "model")
         for column in (self.condition() or exp.null()).find_all(exp.Column):
             source.require(column.name, "where")
 
@@ -285,7 +285,7 @@ class Report:
         if con is None:  # another engine: check the sections and the names there before the probes run
             self._check_engine_sections()
             columns = fetch(write(exp.select("*").from_(self._table(dialect)).limit(0), dialect)).column_names
-            for column, role in ((self.vector, "vector"), (self.group, "group"), (self.model, "by")):
+            for column, role in ((self.vector, "vector"), (self.group, "group"), (self.model, "model")):
                 if column is not None and column not in columns:
                     raise ColumnNotFoundError(f"{role} column {column!r} not found in {self.table or self.source!r} "
                                               f"on {dialect}; its columns are: {', '.join(columns)}")
