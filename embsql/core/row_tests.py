@@ -38,7 +38,7 @@ def ordered(part: UnitRows, group: str, *, strata: bool = False) -> Ordered:
     order the seeded shuffles start from, so a p-value does not depend on the row order."""
     labels = clean_labels(part.labels, group)
     order = canonical_order(labels, part.extra if strata else None, part.unit)
-    labels, extra = labels[order], (part.extra[order] if strata else None)
+    labels, extra = labels[order], (part.extra[order] if strata and part.extra is not None else None)
     return Ordered(labels, part.unit[order], design(labels, extra))
 
 

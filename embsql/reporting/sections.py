@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import TYPE_CHECKING
 
+import duckdb
 import numpy as np
 
 from embsql.core import decomposition, resampling
@@ -42,7 +43,7 @@ class Run:
     parts: list[tuple[object, GroupSums]]              # per model, in the order stage 1 gave them
     resampled: list[tuple[object, GroupSums]]          # canonical order, models with enough groups
     summary: dict                                      # model -> its summary row, filled in by the builders
-    con: object = None                                 # the DuckDB connection (None on another engine)
+    con: duckdb.DuckDBPyConnection | None = None       # None on another engine (no rows to read there)
     progress: bool | None = None
     notes: list[str] = field(default_factory=list)     # the report's notes, in the order they are said
     interval_notes: list[str] = field(default_factory=list)   # said after those of the group-sums sections
@@ -51,6 +52,7 @@ class Run:
     def rows(self) -> list[tuple[object, Ordered]]:
         """Every model's unit vectors in canonical order: read from DuckDB once, for both tests."""
         if self._rows is None:
+            assert self.con is not None, "only the DuckDB path reads rows (Report._check_engine_sections)"
             report = self.report
             source = resolve(self.con, report.rows_source(self.con))
             self._rows = [(value, ordered(part, report.group))
@@ -63,8 +65,8 @@ class Entry:
     """One kind of section: its key, its heading and caution, and the builder that makes it."""
 
     name: str
-    title: str | None                                  # None: the builder titles its own sections
-    caution: str | None
+    title: str                                         # "": the builder titles its own sections
+    caution: str                                       # "": ... and gives them their cautions
     build: Callable[[Entry, Run], list[Section]]
     default: Callable[[Report], bool] = lambda report: True   # in a report that names no sections?
     off_duckdb: str = "run"                            # "run", "drop" or "refuse" (see the module docstring)
@@ -186,5 +188,5 @@ REGISTRY: dict[str, Entry] = {entry.name: entry for entry in (
           default=_tests_asked, off_duckdb="drop"),
     Entry("dispersion", "Dispersion test (spread about the group centroids)", cautions.DISPERSION, _dispersion,
           default=_tests_asked, off_duckdb="drop"),
-    Entry("retrieval", None, None, _retrieval, default=lambda report: report.queries is not None, off_duckdb="refuse"),
+    Entry("retrieval", "", "", _retrieval, default=lambda report: report.queries is not None, off_duckdb="refuse"),
 )}
