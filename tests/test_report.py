@@ -230,7 +230,7 @@ def _group_sums_of(con):
     from embsql.io.reading import group_sums
     from embsql.io.sources import resolve
 
-    return group_sums(con, resolve(con, "emb"), "topic", "emb", model="model")
+    return group_sums(con, resolve(con, "emb"), "topic", "emb", by="model")
 
 
 def _golden_report():
