@@ -19,12 +19,14 @@ from embsql.api.permutation import dispersion, permanova
 from embsql.api.resampling import bootstrap, compare, jackknife
 from embsql.api.retrieval import dose, margins, pairing, retrieval_layers, retrieval_summary
 from embsql.errors import (
+                     ArgumentError,
                      BadLabelError,
                      BadVectorError,
                      ColumnNotFoundError,
                      ColumnTypeError,
                      DesignError,
                      DistanceTableError,
+                     EmbsqlDeprecationWarning,
                      EmbsqlError,
                      EngineError,
                      InputError,
@@ -45,7 +47,7 @@ __all__ = [
     "report", "Report", "run_on", "ReportResult", "Section", "knn_agreement", "mantel", "EngineError",
     "EmbsqlError", "InputError", "SourceNotFoundError", "ColumnNotFoundError", "ColumnTypeError",
     "BadVectorError", "BadLabelError", "DesignError", "DistanceTableError", "SqlInputError",
-    "margins", "retrieval_summary", "retrieval_layers", "dose", "pairing",
+    "margins", "retrieval_summary", "retrieval_layers", "dose", "pairing", "ArgumentError", "EmbsqlDeprecationWarning",
     "compare_retrieval",
     "retrieve", "evaluate", "write_trec_run",
 ]

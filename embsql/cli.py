@@ -17,13 +17,13 @@ EXIT_OK, EXIT_FINDING, EXIT_INPUT = 0, 1, 2
 FORMATS = ("table", "text", "json", "markdown", "html")   # text: another name for table
 
 REPORT_EXAMPLE = """example:
-  embsql report examples/embeddings.parquet --vector embedding --group topic --by model
+  embsql report examples/embeddings.parquet --vector embedding --group topic --model model
   embsql report data.duckdb:emb --vector v --group topic --format html --out report.html
   embsql report data.parquet --vector v --group topic --permutations 0    (no tests: faster)
   embsql report --config report.toml --format json"""
 SQL_EXAMPLE = """example:
-  embsql sql examples/embeddings.parquet --vector embedding --group topic --by model --dialect spark --table emb
-  embsql sql --table lake.emb --vector embedding --group topic --by model --dims mini-384=384,base-768=768 \\
+  embsql sql examples/embeddings.parquet --vector embedding --group topic --model model --dialect spark --table emb
+  embsql sql --table lake.emb --vector embedding --group topic --model model --dims mini-384=384,base-768=768 \\
       --dialect spark"""
 DEMO_EXAMPLE = """example:
   embsql demo
@@ -59,7 +59,7 @@ def _build(args, *, source_from_table: bool = False, hint: str = ""):
     con, source = _open(args.data)
     if source is None and source_from_table and args.table and not args.config:
         source = args.table          # embsql sql --table T --dims ...: nothing local is read
-    settings = {"source": source, "vector": args.vector, "group": args.group, "by": args.by,
+    settings = {"source": source, "vector": args.vector, "group": args.group, "model": args.model,
                 "permutations": getattr(args, "permutations", None), "seed": getattr(args, "seed", None),
                 "replicates": getattr(args, "replicates", None),
                 "sections": tuple(args.sections.split(",")) if args.sections else None, "table": args.table,
@@ -187,7 +187,8 @@ def _report_arguments(parser: argparse.ArgumentParser, *, running: bool) -> None
                         help="a Parquet or CSV file, or FILE.duckdb:TABLE (optional with --config)")
     parser.add_argument("--vector", help="the vector column (FLOAT[] or DOUBLE[])")
     parser.add_argument("--group", help="the group column")
-    parser.add_argument("--by", help="the model column: one set of figures per value")
+    parser.add_argument("--model", "--by", dest="model",
+                        help="the model column: one set of figures per value (--by is its old name)")
     parser.add_argument("--config", metavar="FILE", help="a TOML file with a [report] table; flags override it")
     parser.add_argument("--sections", help="comma-separated: decomposition,groups,jackknife,bootstrap,compare,"
                                            "permanova,dispersion (default: all seven; the last two are the "
@@ -236,9 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
                                           "instead of running it.",
                               epilog=SQL_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     _report_arguments(sql, running=False)
-    from embsql.reporting.build import DIALECTS
+    from embsql.engines.dialects import WRITABLE
 
-    sql.add_argument("--dialect", choices=DIALECTS, default="duckdb", help="SQL dialect (default duckdb)")
+    sql.add_argument("--dialect", choices=WRITABLE, default="duckdb", help="SQL dialect (default duckdb)")
     sql.add_argument("--dims", type=_dims, metavar="MODEL=D,...",
                      help="the vector length of each model (or one D): print only the aggregate, probe nothing; "
                           "with --table, DATA may be left out")

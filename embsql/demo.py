@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from embsql.reporting import cautions
+
 DIM, GROUPS, PER_GROUP, NOISE, U_LENGTH = 50, 20, 4, 0.61, 0.1235
 COMMON = (0.0, 2.0, 4.0, 8.0, 16.0)
 SHRINK = (1.0, 0.7, 0.4)
@@ -83,14 +85,12 @@ def run_demo(con, seeds: int = 20, seed: int = 0) -> pa.Table:
     return con.sql(DEMO_SQL).to_arrow_table()
 
 
-EXPERIMENTS = (
+EXPERIMENTS = (   # (experiment, section name, title, caution: embsql.reporting.cautions)
     ("common direction c", "common_direction", "Common direction added to every vector (c = 0 … 16)",
-     "A shared direction makes every vector more alike: V falls about five-fold while R² and F stay put. "
-     "V is therefore not comparable across models; R² is."),
+     cautions.DEMO_COMMON_DIRECTION),
     ("within-group shrink s", "within_group_shrink", "Groups squeezed towards their means (s = 1.0, 0.7, 0.4)",
-     "Squeezing every group moves R² (and F) up while V barely changes: R² sees structure that V cannot."),
-    ("exact lift lambda", "exact_lift", "Exact lift into one more dimension (λ = 1, 0.5, 0.25)",
-     "A similarity transform: V scales by λ exactly and R² is unchanged (to rounding), as the source proves."),
+     cautions.DEMO_SHRINK),
+    ("exact lift lambda", "exact_lift", "Exact lift into one more dimension (λ = 1, 0.5, 0.25)", cautions.DEMO_LIFT),
 )
 
 

@@ -261,3 +261,12 @@ def from_sql(message: str) -> EmbsqlError:
     if match is None:
         return SqlInputError(line)
     return sql_class(class_of(match.group(1)))(line, kind=match.group(1))
+
+class ArgumentError(InputError, TypeError):
+    """A public function was called with an argument it does not take, or with one twice."""
+
+
+class EmbsqlDeprecationWarning(FutureWarning):
+    """An old way of calling embsql that still works: the message says what to write instead.
+
+    A FutureWarning, so that it shows in notebooks and scripts, not only under test runners."""

@@ -1,22 +1,23 @@
 """Result objects: a small immutable table that prints, renders in notebooks and converts.
 
-A statistic with one row per model (the ``by`` column) is a table; when there is one row,
+A statistic with one row per model (the ``model`` column) is a table; when there is one row,
 its columns are also attributes, so ``embsql.anova(...).r2`` reads naturally.
 """
 
 from __future__ import annotations
 
 import html
-import math
 from dataclasses import dataclass
 
 import pyarrow as pa
+
+from embsql.render.cells import format_cell, is_number
 
 NO_MODEL = "all items"   # how a report names the model of a table without a model column (value None)
 
 
 def model_label(model) -> str:
-    """A model value as a report shows it: its text, or NO_MODEL for a report without ``by``."""
+    """A model value as a report shows it: its text, or NO_MODEL for a report without a model column."""
     return NO_MODEL if model is None else str(model)
 
 
@@ -63,7 +64,7 @@ class ResultTable:
         return len(self.rows)
 
     def _cells(self) -> list[list[str]]:
-        return [[_format(value) for value in row] for row in self.rows]
+        return [[format_cell(value) for value in row] for row in self.rows]
 
     def __repr__(self) -> str:
         cells = self._cells()
@@ -75,7 +76,7 @@ class ResultTable:
     def _repr_html_(self) -> str:
         # numbers right-aligned and text left, whatever the notebook's own table style
         def cell(value, shown):
-            align = "right" if isinstance(value, (int, float)) and not isinstance(value, bool) else "left"
+            align = "right" if is_number(value) else "left"
             return f'<td style="text-align:{align}">{html.escape(shown)}</td>'
 
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
@@ -83,11 +84,3 @@ class ResultTable:
                        for row, cells in zip(self.rows, self._cells()))
         return (f"<table><caption>{html.escape(self.title)}</caption>"
                 f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-
-
-def _format(value) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, float):
-        return "inf" if math.isinf(value) else f"{value:.6g}"
-    return str(value)

@@ -40,12 +40,12 @@ def files(tmp_path_factory):
 
 def expected_r2(files):
     con = embsql.connect()
-    return dict(zip(*[embsql.anova(con, str(files / "emb.parquet"), "topic", "emb", by="model").column(c)
+    return dict(zip(*[embsql.anova(con, str(files / "emb.parquet"), group="topic", vector="emb", model="model").column(c)
                       for c in ("model", "r2")]))
 
 
 def test_report_json_is_stable_and_matches_the_api(files):
-    args = (files / "emb.parquet", "--vector", "emb", "--group", "topic", "--by", "model", "--format", "json")
+    args = (files / "emb.parquet", "--vector", "emb", "--group", "topic", "--model", "model", "--format", "json")
     first, second = embsql_cli("report", *args), embsql_cli("report", *args)
     assert first.returncode == 0, first.stderr
     assert first.stdout == second.stdout
@@ -61,7 +61,7 @@ def test_report_json_is_stable_and_matches_the_api(files):
 @pytest.mark.parametrize("source", ["emb.duckdb:emb", "emb.parquet"])
 def test_report_formats(files, source, tmp_path):
     for fmt in ("table", "text", "markdown"):
-        out = embsql_cli("report", files / source, "--vector", "emb", "--group", "topic", "--by", "model",
+        out = embsql_cli("report", files / source, "--vector", "emb", "--group", "topic", "--model", "model",
                          "--format", fmt)
         assert out.returncode == 0, out.stderr
         assert ANSI not in out.stdout
@@ -69,14 +69,14 @@ def test_report_formats(files, source, tmp_path):
         assert f"{r2:.6g}"[:6] in out.stdout or f"{r2:.4f}" in out.stdout
         assert "not comparable" in out.stdout
     html = tmp_path / "r.html"
-    out = embsql_cli("report", files / source, "--vector", "emb", "--group", "topic", "--format", "html", "--by",
+    out = embsql_cli("report", files / source, "--vector", "emb", "--group", "topic", "--format", "html", "--model",
                      "model", "--out", html)
     assert out.returncode == 0 and out.stdout == ""
     assert html.read_text().lstrip().lower().startswith("<!doctype html")
 
 
 def test_permutations_and_a_finding_to_fail_on(files):
-    base = (files / "emb.parquet", "--vector", "emb", "--group", "topic", "--by", "model", "--format", "json")
+    base = (files / "emb.parquet", "--vector", "emb", "--group", "topic", "--model", "model", "--format", "json")
     out = embsql_cli("report", *base, "--permutations", "19", "--seed", "3")
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)["summary"]
@@ -92,7 +92,7 @@ def test_permutations_and_a_finding_to_fail_on(files):
 
 @pytest.mark.parametrize("args, words", [
     (("--vector", "nope", "--group", "topic"), ["vector column 'nope'", "its columns are: model, topic"]),
-    (("--vector", "emb", "--group", "topic", "--by", "nope"), ["'nope'"]),
+    (("--vector", "emb", "--group", "topic", "--model", "nope"), ["'nope'"]),
     (("--vector", "emb"), ["--group"]),
     (("--vector", "emb", "--group", "topic", "--permutations", "x"), ["--permutations", "invalid int"]),
     (("--vector", "emb", "--group", "topic", "--format", "pdf"), ["--format"]),
@@ -116,12 +116,12 @@ def test_missing_files_and_tables(files, tmp_path):
 
 
 def test_sql_prints_what_the_report_runs(files):
-    out = embsql_cli("sql", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--by", "model",
+    out = embsql_cli("sql", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--model", "model",
                      "--dialect", "spark", "--table", "lake.emb")
     assert out.returncode == 0, out.stderr
     statements = sqlglot.parse(out.stdout, read="spark")
     assert len(statements) == 4 and "TRY_ELEMENT_AT(`emb`, 7)" in out.stdout      # 3 probes and the aggregate
-    duck = embsql_cli("sql", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--by", "model")
+    duck = embsql_cli("sql", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--model", "model")
     aggregate = [s for s in duck.stdout.split(";") if s.strip()][-1]
     assert len(duckdb.sql(aggregate).fetchall()) == 12
     csv = embsql_cli("sql", files / "emb.csv", "--vector", "x", "--group", "topic")
@@ -132,7 +132,7 @@ def test_config_file_and_flags(files, tmp_path):
     config = tmp_path / "report.toml"
     config.write_text(f'[report]\nsource = "{files / "emb.parquet"}"\nvector = "emb"\ngroup = "topic"\nby = "model"\n')
     from_config = embsql_cli("report", "--config", config, "--format", "json")
-    from_flags = embsql_cli("report", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--by", "model",
+    from_flags = embsql_cli("report", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--model", "model",
                             "--format", "json")
     assert from_config.returncode == 0, from_config.stderr
     assert json.loads(from_config.stdout)["summary"] == json.loads(from_flags.stdout)["summary"]
@@ -159,7 +159,7 @@ def test_report_with_retrieval_layers(tmp_path):
     queries, docs = retrieval_data.make(3, models=("m1", "m2"), dims=(8, 12))
     pq.write_table(queries, tmp_path / "q.parquet")
     pq.write_table(docs, tmp_path / "d.parquet")
-    out = embsql_cli("report", tmp_path / "d.parquet", "--vector", "vector", "--group", "group", "--by", "model",
+    out = embsql_cli("report", tmp_path / "d.parquet", "--vector", "vector", "--group", "group", "--model", "model",
                      "--queries", tmp_path / "q.parquet", "--docs", tmp_path / "d.parquet", "--format", "json")
     assert out.returncode == 0, out.stderr
     sections = {s["name"]: s for s in json.loads(out.stdout)["sections"]}
@@ -183,7 +183,7 @@ def test_sql_takes_no_flags_it_would_ignore(files):
 
 
 def test_sql_with_dims_probes_nothing_and_reads_no_file(files):
-    out = embsql_cli("sql", "--table", "lake.emb", "--vector", "emb", "--group", "topic", "--by", "model",
+    out = embsql_cli("sql", "--table", "lake.emb", "--vector", "emb", "--group", "topic", "--model", "model",
                      "--dims", "a=5,b=7", "--dialect", "spark")
     assert out.returncode == 0, out.stderr
     (statement,) = sqlglot.parse(out.stdout, read="spark")
@@ -194,7 +194,7 @@ def test_sql_with_dims_probes_nothing_and_reads_no_file(files):
 
 
 def test_sql_for_another_engine_never_names_the_local_file(files):
-    out = embsql_cli("sql", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--by", "model",
+    out = embsql_cli("sql", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--model", "model",
                      "--dialect", "postgres", "--table", "emb_lake")
     assert out.returncode == 0, out.stderr
     assert str(files) not in out.stdout and "parquet" not in out.stdout
@@ -213,7 +213,7 @@ def test_printed_sql_runs_on_the_engine_as_it_is(files, engine_name, request):
     load_table(connection, "emb_lake", table)
     dialect = {"postgres": "postgres", "spark": "spark"}[engine_name]
     for extra in ((), ("--dims", "a=5,b=7")):
-        out = embsql_cli("sql", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--by", "model",
+        out = embsql_cli("sql", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--model", "model",
                          "--dialect", dialect, "--table", "emb_lake", *extra)
         assert out.returncode == 0, out.stderr
         statements = [s for s in out.stdout.split(";\n") if s.strip()]
@@ -235,14 +235,14 @@ def test_duckdb_file_tables_for_queries_docs_and_config(tmp_path):
     con.register("d", docs)
     con.execute("CREATE TABLE queries AS SELECT * FROM q; CREATE TABLE docs AS SELECT * FROM d")
     con.close()
-    out = embsql_cli("report", f"{database}:docs", "--vector", "vector", "--group", "group", "--by", "model",
+    out = embsql_cli("report", f"{database}:docs", "--vector", "vector", "--group", "group", "--model", "model",
                      "--queries", f"{database}:queries", "--docs", f"{database}:docs", "--format", "json",
                      "--permutations", "0")
     assert out.returncode == 0, out.stderr
     sections = {s["name"] for s in json.loads(out.stdout)["sections"]}
     assert {"decomposition", "alignment", "rank"} <= sections
     config = tmp_path / "report.toml"
-    config.write_text(f'[report]\nsource = "{database}:docs"\nvector = "vector"\ngroup = "group"\nby = "model"\n'
+    config.write_text(f'[report]\nsource = "{database}:docs"\nvector = "vector"\ngroup = "group"\nmodel = "model"\n'
                       "permutations = 0\n")
     from_config = embsql_cli("report", "--config", config, "--format", "json")
     assert from_config.returncode == 0, from_config.stderr
@@ -250,7 +250,7 @@ def test_duckdb_file_tables_for_queries_docs_and_config(tmp_path):
 
 
 def test_long_sections_are_shortened_unless_full(files):
-    base = (files / "emb.parquet", "--vector", "emb", "--group", "topic", "--by", "model", "--permutations", "0")
+    base = (files / "emb.parquet", "--vector", "emb", "--group", "topic", "--model", "model", "--permutations", "0")
     short = embsql_cli("report", *base, "--sections", "groups")
     full = embsql_cli("report", *base, "--sections", "groups", "--full")
     assert short.returncode == full.returncode == 0
@@ -267,7 +267,7 @@ def test_long_sections_are_shortened_unless_full(files):
 
 
 def test_the_progress_bar_writes_to_stderr_only(files):
-    out = embsql_cli("report", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--by", "model",
+    out = embsql_cli("report", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--model", "model",
                      "--permutations", "9", "--format", "json")
     assert out.returncode == 0 and out.stderr == ""          # not a terminal: no bar at all
     document = json.loads(out.stdout)                         # stdout is the report alone
@@ -282,7 +282,7 @@ def test_on_a_terminal_the_progress_bar_goes_to_stderr(files):
     try:
         process = subprocess.Popen(
             [sys.executable, "-m", "embsql", "report", str(files / "emb.parquet"), "--vector", "emb", "--group",
-             "topic", "--by", "model", "--permutations", "2000", "--format", "json"],
+             "topic", "--model", "model", "--permutations", "2000", "--format", "json"],
             stdout=subprocess.PIPE, stderr=follower, env={**os.environ, "NO_COLOR": "1", "COLUMNS": "100"})
         os.close(follower)
         drawn = b""
@@ -300,3 +300,16 @@ def test_on_a_terminal_the_progress_bar_goes_to_stderr(files):
     assert process.returncode == 0
     assert b"permutations" in drawn                      # the bar's label, on the terminal
     assert json.loads(stdout)["schema"] == "embsql.report/1"   # and nothing of it on stdout
+
+
+def test_by_is_the_old_name_of_model(files, capsys):
+    """--model names the model column; --by, its old name, gives the very same output."""
+    from embsql.cli import main
+
+    base = ["sql", str(files / "emb.parquet"), "--vector", "emb", "--group", "topic"]
+    outputs = []
+    for flag in ("--model", "--by"):
+        assert main(base + [flag, "model"]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] and '"model"' in outputs[0]
+    assert main(base) == 0 and '"model"' not in capsys.readouterr().out

@@ -779,9 +779,9 @@ def test_permanova_does_not_warn_for_equal_spread(con):
     assert embsql.dispersion(con, "spread", "g", "v", permutations=199)[0].p_value > 0.05
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        embsql.permanova(con, "spread", "g", "v", permutations=199)
+        embsql.permanova(con, "spread", group="g", vector="v", permutations=199)
         spread_table(con, 0.1, 1.5)
-        embsql.permanova(con, "spread", "g", "v", permutations=199, check_dispersion=False)
+        embsql.permanova(con, "spread", group="g", vector="v", permutations=199, check_dispersion=False)
 
 
 def test_dispersion_with_equal_spreads_is_not_significant(con):
@@ -799,7 +799,7 @@ def test_dispersion_with_equal_spreads_is_not_significant(con):
         [{"f": 0.0, "p_value": 1.0}]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        embsql.permanova(con, "ex", "g", "v", permutations=99)
+        embsql.permanova(con, "ex", group="g", vector="v", permutations=99)
 
 
 def test_dispersion_leaves_out_groups_too_small_to_test(con):

@@ -21,7 +21,6 @@ ENGINE_LIBRARIES = ("duckdb", "sqlglot", "pyarrow", "pandas", "polars", "pyspark
 
 # Imports that break a rule today, each with the issue step that removes it.  Empty is the goal.
 KNOWN: set[tuple[str, str]] = {
-    ("embsql.reporting.build", "embsql.api.permutation"),   # the permanova/dispersion sections: read rows once
 }
 
 

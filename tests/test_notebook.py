@@ -28,16 +28,16 @@ CELLS = [
     # 0: the report runs (a few permutations: p-values in the summary, quickly)
     "import embsql\n"
     "con = embsql.connect()\n"
-    f"result = embsql.report({str(EXAMPLE)!r}, vector='embedding', group='topic', by='model',\n"
+    f"result = embsql.report({str(EXAMPLE)!r}, vector='embedding', group='topic', model='model',\n"
     "                       permutations=99).run(con)",
     "result",                                                                  # 1
     "print(result)",                                                           # 2
     "text = str(result)\nlen(text)",                                          # 3
     "result.plot()",                                                           # 4
-    f"embsql.anova(con, {str(EXAMPLE)!r}, 'topic', 'embedding', by='model')",  # 5
+    f"embsql.anova(con, {str(EXAMPLE)!r}, group='topic', vector='embedding', model='model')",  # 5
     "import pandas as pd\n"                                                    # 6: a DataFrame as the source
     f"df = pd.read_parquet({str(EXAMPLE)!r})\n"
-    "embsql.anova(con, df[df.model == 'mini-384'], 'topic', 'embedding').r2",
+    "embsql.anova(con, df[df.model == 'mini-384'], group='topic', vector='embedding').r2",
 ]
 
 

@@ -2,6 +2,7 @@
 tests/report_fixtures.py.  Expected values come from the fixture's own constants, not from a
 renderer's output."""
 
+import html
 import io
 import json
 import math
@@ -36,6 +37,16 @@ def _flat(text: str) -> str:
 ])
 def test_cells_read_the_same_everywhere(value, shown):
     assert render.format_cell(value) == shown
+    table = ResultTable("t", ("x",), ((value,),))            # the ResultTable repr and notebook HTML agree
+    assert repr(table).splitlines()[-1].strip() == shown
+    assert f">{html.escape(shown)}</td>" in table._repr_html_()
+
+
+def test_a_negative_infinity_keeps_its_sign_in_a_result_table():
+    """ResultTable once printed -inf as "inf"; a figure that is -inf must not read as +inf."""
+    table = ResultTable("t", ("f", "g"), ((-math.inf, math.inf),))
+    assert repr(table).splitlines()[-1].split() == ["-inf", "inf"]
+    assert '<td style="text-align:right">-inf</td>' in table._repr_html_()
 
 
 # ---------------------------------------------------------------- text
@@ -406,7 +417,7 @@ def test_a_percentile_interval_that_misses_the_estimate_still_plots():
     _, docs = retrieval_data.make(1, models=("m1", "m2"), dims=(16, 24), levels=3, dose=0.5)
     con = embsql.connect()
     con.register("docs", docs)
-    result = embsql.report("docs", vector="vector", group="group", by="model", sections=["bootstrap"]).run(con)
+    result = embsql.report("docs", vector="vector", group="group", model="model", sections=["bootstrap"]).run(con)
     rows = result["bootstrap"].to_dicts()
     assert any(not (r["ci_low"] <= r["estimate"] <= r["ci_high"]) for r in rows)   # the case this test is for
     ax = _axes_titled(plot_report(result)[0], "R² per model")
@@ -448,7 +459,7 @@ def _figures_to_check():
     con = embsql.connect()
     con.register("q", queries)
     con.register("d", docs)
-    retrieval = embsql.report("d", vector="vector", group="group", by="model", queries="q", docs="d",
+    retrieval = embsql.report("d", vector="vector", group="group", model="model", queries="q", docs="d",
                               permutations=19, retrieval={"level": "level"}).run(con)
     reports = {"fake": fake_report(), "one model": fake_report(models=("mini-384",)),
                "three long names": _three_models_compared(),

@@ -12,7 +12,8 @@ import sqlglot
 from helpers import sql_rows
 
 import embsql
-from embsql.reporting.build import DIALECTS, Report
+from embsql.engines.dialects import WRITABLE as DIALECTS
+from embsql.reporting.build import Report
 
 GOLDEN = Path(__file__).parent / "golden"
 TOL = 1e-9
@@ -46,7 +47,7 @@ def assert_close(a, b, tol=TOL):
 
 
 def test_report_numbers_are_the_sql_functions_numbers(emb_con):
-    report = embsql.report("emb", vector="emb", group="topic", by="model", permutations=49, seed=7, replicates=300)
+    report = embsql.report("emb", vector="emb", group="topic", model="model", permutations=49, seed=7, replicates=300)
     result = report.run(emb_con, progress=False)
     anova = by_model(sql_rows(emb_con, "SELECT * FROM emb_anova('emb', 'topic', 'emb', by := 'model')"))
     for row in result["decomposition"].to_dicts():
@@ -95,7 +96,7 @@ def test_example_1_through_the_report(con):
 
 
 def test_every_section_carries_its_caution_and_converts(emb_con):
-    result = embsql.report("emb", vector="emb", group="topic", by="model", permutations=0).run(emb_con)
+    result = embsql.report("emb", vector="emb", group="topic", model="model", permutations=0).run(emb_con)
     assert [s.name for s in result.sections] == ["decomposition", "groups", "jackknife", "bootstrap", "compare"]
     for section in result.sections:
         assert len(section.caution) > 40
@@ -107,7 +108,7 @@ def test_every_section_carries_its_caution_and_converts(emb_con):
 
 
 def test_models_of_different_dimension_share_one_pass(emb_con):
-    result = embsql.report("emb", vector="emb", group="topic", by="model", sections=["decomposition"]).run(emb_con)
+    result = embsql.report("emb", vector="emb", group="topic", model="model", sections=["decomposition"]).run(emb_con)
     assert result.meta["dimensions"] == {"a": 5, "b": 7}
     table = model_table()
     for row in result["decomposition"].to_dicts():
@@ -123,9 +124,9 @@ def test_models_of_different_dimension_share_one_pass(emb_con):
 
 def test_where_filters_every_section(emb_con):
     emb_con.execute("CREATE VIEW test_rows AS SELECT * FROM emb WHERE split = 'test'")
-    filtered = embsql.report("emb", vector="emb", group="topic", by="model", permutations=19, where="split = 'test'",
+    filtered = embsql.report("emb", vector="emb", group="topic", model="model", permutations=19, where="split = 'test'",
                              sections=["decomposition", "permanova"]).run(emb_con, progress=False)
-    direct = embsql.report("test_rows", vector="emb", group="topic", by="model", permutations=19,
+    direct = embsql.report("test_rows", vector="emb", group="topic", model="model", permutations=19,
                            sections=["decomposition", "permanova"]).run(emb_con, progress=False)
     assert filtered.summary.to_dicts() == direct.summary.to_dicts()
     assert filtered["decomposition"].column("n") == [36, 36]
@@ -143,7 +144,7 @@ def test_strange_names_are_quoted_identifiers(con):
         columns = {c.name for statement in sqlglot.parse(sql, read=dialect)
                    for c in statement.find_all(sqlglot.exp.Column)}
         assert set(STRANGE) <= columns      # each name came back whole, as one identifier
-    r2 = embsql.anova(con, "weird table", STRANGE[1], STRANGE[0], by=STRANGE[2]).column("r2")
+    r2 = embsql.anova(con, "weird table", group=STRANGE[1], vector=STRANGE[0], model=STRANGE[2]).column("r2")
     assert report.run(con)["decomposition"].column("r2") == pytest.approx(r2, rel=TOL)
 
 
@@ -176,7 +177,7 @@ def test_bad_report_settings(kwargs, match):
 
 
 def test_duckdb_only_functions_are_caught_before_emitting(emb_con):
-    report = embsql.report("emb", vector="emb", group="topic", by="model",
+    report = embsql.report("emb", vector="emb", group="topic", model="model",
                            where="list_cosine_similarity(emb, emb) > 0.5")
     assert "list_cosine_similarity" in report.sql("duckdb", con=emb_con).lower()
     for dialect in ("spark", "postgres", "trino", "bigquery", "snowflake"):
@@ -189,7 +190,7 @@ def test_a_file_source_needs_a_table_name_on_other_engines(tmp_path):
     import pyarrow.parquet as pq
 
     pq.write_table(model_table(), path)
-    report = embsql.report(str(path), vector="emb", group="topic", by="model")
+    report = embsql.report(str(path), vector="emb", group="topic", model="model")
     with pytest.raises(embsql.InputError, match="name the table"):
         report.sql("spark")
     sql = report.replace(table="lake.emb").sql("spark")
@@ -203,13 +204,13 @@ def test_rows_sections_need_duckdb(emb_con):
 
 
 def test_the_default_report_has_p_values_and_zero_permutations_skips_them(emb_con):
-    result = embsql.report("emb", vector="emb", group="topic", by="model").run(emb_con, progress=False)
+    result = embsql.report("emb", vector="emb", group="topic", model="model").run(emb_con, progress=False)
     names = [s.name for s in result.sections]
     assert names[-2:] == ["permanova", "dispersion"] and result.meta["permutations"] == 999
     for row in result.summary.to_dicts():
         assert 1 / 1000 <= row["p_value"] <= 1 and 1 / 1000 <= row["dispersion_p"] <= 1
         assert result["permanova"].to_dicts()[0]["permutations"] == 999
-    skipped = embsql.report("emb", vector="emb", group="topic", by="model", permutations=0).run(emb_con)
+    skipped = embsql.report("emb", vector="emb", group="topic", model="model", permutations=0).run(emb_con)
     assert "permanova" not in [s.name for s in skipped.sections]
     assert all(row["p_value"] is None for row in skipped.summary.to_dicts())
     assert "No p-values" in " ".join(skipped.verdict)
@@ -217,8 +218,8 @@ def test_the_default_report_has_p_values_and_zero_permutations_skips_them(emb_co
 
 def test_off_duckdb_the_default_tests_are_left_out_with_a_note(emb_con):
     """Another engine sends only the group sums: the defaulted tests are dropped, and the report says so."""
-    report = embsql.report("emb", vector="emb", group="topic", by="model")
-    sums = embsql.report("emb", vector="emb", group="topic", by="model", permutations=0)
+    report = embsql.report("emb", vector="emb", group="topic", model="model")
+    sums = embsql.report("emb", vector="emb", group="topic", model="model", permutations=0)
     parts = [(value, part) for value, part in _group_sums_of(emb_con)]
     result = report.finish(parts, con=None)
     assert "permanova" not in [s.name for s in result.sections]
@@ -234,7 +235,7 @@ def _group_sums_of(con):
 
 
 def _golden_report():
-    return embsql.report("emb", vector="emb", group="topic", by="model", where="split = 'test'")
+    return embsql.report("emb", vector="emb", group="topic", model="model", where="split = 'test'")
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -252,7 +253,7 @@ def test_golden_sql(dialect):
 
 
 def test_emitted_duckdb_sql_runs_and_gives_the_group_sums(emb_con):
-    report = embsql.report("emb", vector="emb", group="topic", by="model", where="split = 'test'")
+    report = embsql.report("emb", vector="emb", group="topic", model="model", where="split = 'test'")
     *probes, aggregate = [s for s in report.sql("duckdb", con=emb_con).split(";") if s.strip()]
     assert len(probes) == 3     # the models, then one vector of each
     rows = emb_con.sql(aggregate).to_arrow_table().to_pylist()
@@ -295,9 +296,9 @@ def test_null_labels_and_empty_sources_are_named(con):
 
 def test_toml_describes_the_same_report(emb_con, tmp_path):
     path = tmp_path / "report.toml"
-    path.write_text('[report]\nsource = "emb"\nvector = "emb"\ngroup = "topic"\nby = "model"\nreplicates = 200\n')
+    path.write_text('[report]\nsource = "emb"\nvector = "emb"\ngroup = "topic"\nmodel = "model"\nreplicates = 200\n')
     from_file = Report.from_file(path).run(emb_con)
-    from_python = embsql.report("emb", vector="emb", group="topic", by="model", replicates=200).run(emb_con)
+    from_python = embsql.report("emb", vector="emb", group="topic", model="model", replicates=200).run(emb_con)
     assert from_file.summary.to_dicts() == from_python.summary.to_dicts()
     path.write_text('[report]\nsource = "emb"\nvectr = "emb"\n')
     with pytest.raises(embsql.InputError, match="unknown setting 'vectr'"):
@@ -310,11 +311,11 @@ def test_compare_needs_matching_groups(con):
     table = model_table()
     keep = [not (m == "b" and t == "t0") for m, t in zip(table["model"].to_pylist(), table["topic"].to_pylist())]
     con.register("uneven", table.filter(pa.array(keep)))
-    result = embsql.report("uneven", vector="emb", group="topic", by="model").run(con)
+    result = embsql.report("uneven", vector="emb", group="topic", model="model").run(con)
     assert "compare" not in [s.name for s in result.sections]
     assert "cannot be paired" in result.meta["notes"][0]
     with pytest.raises(embsql.DesignError, match="cannot be paired"):
-        embsql.report("uneven", vector="emb", group="topic", by="model", sections=["compare"]).run(con)
+        embsql.report("uneven", vector="emb", group="topic", model="model", sections=["compare"]).run(con)
 
 
 # ---------------------------------------------------------------- the verdict
@@ -384,7 +385,7 @@ def test_verdict_with_one_model_says_what_r2_f_and_p_show_and_cannot():
 
 
 def test_verdict_of_a_real_report(emb_con):
-    result = embsql.report("emb", vector="emb", group="topic", by="model", permutations=99).run(emb_con)
+    result = embsql.report("emb", vector="emb", group="topic", model="model", permutations=99).run(emb_con)
     compare = result["compare"].to_dicts()[0]
     lead, other = (compare["model_a"], compare["model_b"])[::1 if compare["difference"] > 0 else -1]
     if compare["ci_low"] > 0 or compare["ci_high"] < 0:
@@ -394,3 +395,44 @@ def test_verdict_of_a_real_report(emb_con):
     assert f"{abs(compare['difference']):.2f}" in result.verdict[0]
     assert "99 permutations" in result.verdict[1]
     assert result.verdict == json.loads(result.to_json())["verdict"]
+
+
+def test_the_tests_read_the_rows_once_and_match_the_faces(emb_con, monkeypatch):
+    """PERMANOVA and the dispersion test share one read of the rows (not one per section, and not
+    through the public faces), and give the numbers embsql.permanova and embsql.dispersion give."""
+    from embsql.reporting import sections as sections_module
+
+    reads = []
+    real = sections_module.unit_rows
+    monkeypatch.setattr(sections_module, "unit_rows", lambda *a, **k: reads.append(a[2:]) or real(*a, **k))
+    result = embsql.report("emb", vector="emb", group="topic", model="model", permutations=49,
+                           sections=("permanova", "dispersion")).run(emb_con, progress=False)
+    assert reads == [("topic", "emb")]
+    permanova = embsql.permanova(emb_con, "emb", group="topic", vector="emb", model="model", permutations=49,
+                                 check_dispersion=False, progress=False)
+    tests, _ = embsql.dispersion(emb_con, "emb", group="topic", vector="emb", model="model", permutations=49,
+                                 progress=False)
+    for name, face in (("permanova", permanova), ("dispersion", tests)):
+        section = result[name]
+        for row, expected in zip(section.to_dicts(), face.to_dicts()):
+            assert row["model"] == expected["model"]
+            assert {k: row[k] for k in section.columns[1:]} == {k: expected[k] for k in section.columns[1:]}
+    assert [r["p_value"] for r in result.summary.to_dicts()] == permanova.column("p_value")
+    assert [r["dispersion_p"] for r in result.summary.to_dicts()] == tests.column("p_value")
+
+
+def test_the_sections_are_one_registry_with_their_cautions():
+    from embsql.reporting import cautions
+    from embsql.reporting.build import DEFAULT_SECTIONS, ROW_SECTIONS, SECTIONS
+    from embsql.reporting.sections import REGISTRY
+
+    assert SECTIONS == ("decomposition", "groups", "jackknife", "bootstrap", "compare", "permanova", "dispersion",
+                        "retrieval")
+    assert DEFAULT_SECTIONS == SECTIONS[:5] and ROW_SECTIONS == ("permanova", "dispersion")
+    for name, entry in REGISTRY.items():
+        if name != "retrieval":      # the retrieval layers carry their own titles and cautions
+            assert entry.caution == getattr(cautions, name.upper()) and entry.title
+    default = Report("t", vector="v", group="g")
+    assert default.chosen_sections == SECTIONS[:7]
+    assert default.replace(permutations=0).chosen_sections == SECTIONS[:5]
+    assert default.replace(queries="q", docs="d").chosen_sections == SECTIONS

@@ -74,17 +74,16 @@ def test_data_from_python_objects(con, kind, frame):
     con.register("frame", frame)
     sql_row = con.sql("SELECT ss_t, ss_w, r2 FROM emb_anova('frame', 'g', 'v')").fetchall()[0]
     assert sql_row == pytest.approx((2.2, 0.4, 1.8 / 2.2), rel=1e-6)   # float32 input
-    assert embsql.anova(con, "frame", "g", "v").r2 == pytest.approx(1.8 / 2.2, rel=1e-6)
+    assert embsql.anova(con, "frame", group="g", vector="v").r2 == pytest.approx(1.8 / 2.2, rel=1e-6)
 
 
 def test_by_returns_one_row_per_model_with_the_column_first(con):
     con.execute(f"CREATE TABLE ex AS SELECT 'm1' AS model, * FROM ({EXAMPLE}) "
                 f"UNION ALL SELECT 'm2', g, [v[1], v[2], 1.0] FROM ({EXAMPLE})")
     rows = con.sql("SELECT * FROM emb_anova('ex', 'g', 'v', by := 'model')").to_arrow_table()
-    python_columns = list(embsql.anova(con, "ex", "g", "v", by="model").columns[1:])
-    assert rows.column_names[0] == "model" and rows.column_names[1:] == python_columns
+    python = embsql.anova(con, "ex", group="g", vector="v", model="model")
+    assert rows.column_names[0] == "model" and rows.column_names[1:] == list(python.columns[1:])
     assert rows.column("model").to_pylist() == ["m1", "m2"]
-    python = embsql.anova(con, "ex", "g", "v", by="model")
     for sql_row, py_row in zip(rows.to_pylist(), python.to_dicts()):
         assert sql_row.pop("model") == py_row.pop("model")
         assert sql_row == pytest.approx(py_row, rel=1e-12)
@@ -97,7 +96,7 @@ def test_by_returns_one_row_per_model_with_the_column_first(con):
 
 def test_result_object_renders_and_converts(con):
     con.execute(f"CREATE TABLE ex AS {EXAMPLE}")
-    result = embsql.anova(con, "ex", "g", "v")
+    result = embsql.anova(con, "ex", group="g", vector="v")
     assert "<table>" in result._repr_html_() and "r2" in repr(result)
     assert result.to_pandas().shape == (1, 11)
     assert result.to_arrow().column_names == list(result.columns)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import duckdb
 
+from embsql.compat import keyword_arguments
 from embsql.core.agreement import KNN_COLUMNS, KNN_ITEM_COLUMNS, MANTEL_COLUMNS, knn_rows, mantel_rows
 from embsql.core.progress import progress_bar
 from embsql.io.reading import unit_rows
@@ -20,8 +21,9 @@ def _models(con, source: str, item: str, model: str, vector: str) -> dict:
     return {value: (part.labels, part.unit) for value, part in parts}
 
 
+@keyword_arguments("item", "model", "vector")
 @accepts_frames()
-def knn_agreement(con: duckdb.DuckDBPyConnection, source: str, item: str, model: str, vector: str, *,
+def knn_agreement(con: duckdb.DuckDBPyConnection, source: str, *, item: str, model: str, vector: str,
                   k: int = 10, per_item: bool = False, common: bool = False) -> ResultTable:
     """k-NN agreement of every pair of models that embedded the same items.
 
@@ -39,8 +41,9 @@ def knn_agreement(con: duckdb.DuckDBPyConnection, source: str, item: str, model:
     return ResultTable.from_dicts("knn_agreement", KNN_COLUMNS, rows)
 
 
+@keyword_arguments("item", "model", "vector")
 @accepts_frames()
-def mantel(con: duckdb.DuckDBPyConnection, source: str, item: str, model: str, vector: str, *,
+def mantel(con: duckdb.DuckDBPyConnection, source: str, *, item: str, model: str, vector: str,
            permutations: int = 999, seed: int = 42, common: bool = False,
            progress: bool | None = None) -> ResultTable:
     """Mantel test of every pair of models that embedded the same items.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import duckdb
 from sqlglot import exp
 
+from embsql.compat import keyword_arguments
 from embsql.core import decomposition
 from embsql.io.reading import group_sums
 from embsql.io.registration import register
@@ -18,34 +19,39 @@ from embsql.io.sql import run_sql
 from embsql.results import ResultTable
 
 
+@keyword_arguments("group", "vector", by="model")
 @accepts_frames()
-def anova(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *,
-          by: str | None = None, key: str | None = None) -> ResultTable:
-    """SS_T, SS_W, SS_B, R2, pseudo-F, V, mean resultant length and W-bar (one row per ``by`` value).
+def anova(con: duckdb.DuckDBPyConnection, source: str, *, group: str, vector: str,
+          model: str | None = None, key: str | None = None) -> ResultTable:
+    """SS_T, SS_W, SS_B, R2, pseudo-F, V, mean resultant length and W-bar (one row per value of
+    the ``model`` column, which keeps its name in the output).
 
     >>> import embsql
     >>> con = embsql.connect()
     >>> _ = con.execute("CREATE TABLE ex AS SELECT * FROM (VALUES ('A', [1.0, 0.0]), ('A', [0.8, 0.6]),"
     ...                 " ('B', [0.0, 1.0]), ('B', [-0.6, 0.8])) t(g, v)")
-    >>> round(embsql.anova(con, "ex", "g", "v").r2, 4)
+    >>> round(embsql.anova(con, "ex", group="g", vector="v").r2, 4)
     0.8182
     """
-    parts = group_sums(con, resolve(con, source), group, vector, by=by, key=key)
-    rows = [{**({by: value} if by else {}), **decomposition.anova_row(part, value)} for value, part in parts]
-    return ResultTable.from_dicts("anova", ((by,) if by else ()) + decomposition.ANOVA_COLUMNS, rows)
+    parts = group_sums(con, resolve(con, source), group, vector, by=model, key=key)
+    rows = [{**({model: value} if model else {}), **decomposition.anova_row(part, value)} for value, part in parts]
+    return ResultTable.from_dicts("anova", ((model,) if model else ()) + decomposition.ANOVA_COLUMNS, rows)
 
 
+@keyword_arguments("group", "vector", by="model")
 @accepts_frames()
-def groups(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *,
-           by: str | None = None, key: str | None = None) -> ResultTable:
+def groups(con: duckdb.DuckDBPyConnection, source: str, *, group: str, vector: str,
+           model: str | None = None, key: str | None = None) -> ResultTable:
     """Per group: n_g, W_g and the size-corrected W~_g (None for a singleton group)."""
-    parts = group_sums(con, resolve(con, source), group, vector, by=by, key=key)
-    rows = [{**({by: value} if by else {}), **row} for value, part in parts for row in decomposition.group_rows(part)]
-    return ResultTable.from_dicts("groups", ((by,) if by else ()) + decomposition.GROUP_COLUMNS, rows)
+    parts = group_sums(con, resolve(con, source), group, vector, by=model, key=key)
+    rows = [{**({model: value} if model else {}), **row} for value, part in parts
+            for row in decomposition.group_rows(part)]
+    return ResultTable.from_dicts("groups", ((model,) if model else ()) + decomposition.GROUP_COLUMNS, rows)
 
 
+@keyword_arguments("labels", "group")
 @accepts_frames("distances", "labels")
-def anova_dist(con: duckdb.DuckDBPyConnection, distances: str, labels: str, group: str, *,
+def anova_dist(con: duckdb.DuckDBPyConnection, distances: str, *, labels: str, group: str,
                i: str = "i", j: str = "j", d: str = "d", id: str = "id") -> ResultTable:
     """The decomposition from a distance table (i, j, d) and a labels table (id, group)."""
     if not con.sql("SELECT 1 FROM duckdb_functions() WHERE function_name = 'emb_anova_dist'").fetchall():

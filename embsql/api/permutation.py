@@ -1,8 +1,8 @@
 """Python face of the permutation tests: permanova (vector route), dispersion.
 
-Each function reads the rows once (embsql.io.reading.unit_rows), puts them in canonical order,
-and runs the kernels of embsql.core.permutation and embsql.dispersion; the SQL functions
-(emb_permanova, emb_dispersion, ...) call the very same kernels through the UDFs in udfs/.
+Each function reads the rows once (embsql.io.reading.unit_rows) and runs the tests of
+embsql.core.row_tests on them (the report's two test sections call the same code); the SQL
+functions (emb_permanova, emb_dispersion, ...) call the very same kernels through the UDFs in udfs/.
 """
 
 from __future__ import annotations
@@ -10,32 +10,26 @@ from __future__ import annotations
 import warnings
 
 import duckdb
-import numpy as np
 
 from embsql.api.permanova_terms import permanova_terms
-from embsql.core import decomposition
+from embsql.compat import keyword_arguments
 from embsql.core.arguments import check_permutations, check_seed
-from embsql.core.dispersion import dispersion_test
-from embsql.core.labels import clean_labels
-from embsql.core.permutation import STATISTICS, canonical_order, design, permanova_vectors
-from embsql.core.progress import progress_bar
-from embsql.core.sums import GroupSums
+from embsql.core.permutation import STATISTICS
+from embsql.core.row_tests import (
+    DISPERSION_COLUMNS,
+    DISPERSION_GROUP_COLUMNS,
+    PERMANOVA_COLUMNS,
+    dispersion_rows,
+    ordered,
+    permanova_row,
+    spread,
+)
 from embsql.errors import InputError
 from embsql.io.reading import unit_rows
 from embsql.io.sources import accepts_frames, resolve
 from embsql.results import ResultTable
 
-PERMANOVA_COLUMNS = decomposition.ANOVA_COLUMNS + ("p_value", "permutations", "statistic", "w_d",
-                                                     "null_method", "groups_left_out", "items_left_out", "note")
-DISPERSION_COLUMNS = ("groups", "f", "p_value", "permutations", "groups_left_out", "items_left_out", "note")
-DISPERSION_GROUP_COLUMNS = ("group", "n_g", "mean_distance", "in_test")
 DISPERSION_ALPHA = 0.05     # permanova warns when the dispersion test rejects at this level
-
-
-def _ordered(part, strata: bool, group: str):
-    labels = clean_labels(part.labels, group)
-    order = canonical_order(labels, part.extra if strata else None, part.unit)
-    return labels[order], part.unit[order], (part.extra[order] if strata else None)
 
 
 def _check_arguments(permutations, seed, statistic="pseudo-f") -> None:
@@ -45,9 +39,10 @@ def _check_arguments(permutations, seed, statistic="pseudo-f") -> None:
         raise InputError(f"statistic must be 'pseudo-f' or 'welch', not {statistic!r}", kind="argument.statistic")
 
 
+@keyword_arguments("group", "vector", by="model")
 @accepts_frames()
-def permanova(con: duckdb.DuckDBPyConnection, source: str, group: str | None = None, vector: str | None = None, *,
-              permutations: int = 999, seed: int = 42, strata: str | None = None, by: str | None = None,
+def permanova(con: duckdb.DuckDBPyConnection, source: str, *, group: str | None = None, vector: str | None = None,
+              permutations: int = 999, seed: int = 42, strata: str | None = None, model: str | None = None,
               method: str = "auto", progress: bool | None = None, check_dispersion: bool = True,
               statistic: str = "pseudo-f", null_method: str = "auto", terms=None,
               by_terms: str = "sequential") -> ResultTable:
@@ -68,39 +63,34 @@ def permanova(con: duckdb.DuckDBPyConnection, source: str, group: str | None = N
     if terms is not None:
         if group is not None:
             raise InputError("give either group or terms, not both (a one-term call is terms=[group])")
-        return permanova_terms(con, source, terms=terms, vector=vector, by_terms=by_terms, permutations=permutations, seed=seed,
-                               strata=strata, model=by, progress=progress)
+        return permanova_terms(con, source, terms=terms, vector=vector, by_terms=by_terms, permutations=permutations,
+                               seed=seed, strata=strata, model=model, progress=progress)
     if group is None or vector is None:
         raise InputError("permanova needs a group column and a vector column (or terms=[...] and vector=...)")
     _check_arguments(permutations, seed, statistic)
     rows = []
-    for value, part in unit_rows(con, resolve(con, source), group, vector, by=by, extra=strata):
-        labels, unit, extra = _ordered(part, strata is not None, group)
-        d = design(labels, extra)
-        with progress_bar(f"permutations{'' if value is None else f' ({value})'}", permutations, progress) as tick:
-            test = permanova_vectors(unit, d, permutations=permutations, seed=seed, method=method, progress=tick,
-                                     statistic=statistic, null=null_method)
-        row = decomposition.anova_row(GroupSums.from_rows(labels, unit), value)
-        rows.append({**({by: value} if by else {}), **row, "p_value": test.p_value, "permutations": test.permutations,
-                     "statistic": statistic, "w_d": test.statistic if statistic == "welch" else None,
-                     "null_method": test.null, "groups_left_out": test.groups_left_out,
-                     "items_left_out": test.items_left_out, "note": test.note})
+    for value, part in unit_rows(con, resolve(con, source), group, vector, by=model, extra=strata):
+        model_rows = ordered(part, group, strata=strata is not None)
+        row = permanova_row(model_rows, value, permutations=permutations, seed=seed, method=method,
+                            progress=progress, statistic=statistic, null_method=null_method)
+        rows.append({**({model: value} if model else {}), **row})
         if check_dispersion:
-            _warn_on_spread(dispersion_test(unit, d, permutations=permutations, seed=seed),
-                            "" if value is None else f", {by} = {value!r}")
-    return ResultTable.from_dicts("permanova", ((by,) if by else ()) + PERMANOVA_COLUMNS, rows)
+            _warn_on_spread(spread(model_rows, permutations=permutations, seed=seed),
+                            "" if value is None else f", {model} = {value!r}")
+    return ResultTable.from_dicts("permanova", ((model,) if model else ()) + PERMANOVA_COLUMNS, rows)
 
 
-def _warn_on_spread(spread, where: str) -> None:
-    if spread.test is not None and spread.test.p_value <= DISPERSION_ALPHA:
+def _warn_on_spread(result, where: str) -> None:
+    if result.test is not None and result.test.p_value <= DISPERSION_ALPHA:
         warnings.warn(
-            f"the dispersion test is significant (p = {spread.test.p_value:.3g}{where}): groups differ in spread, "
+            f"the dispersion test is significant (p = {result.test.p_value:.3g}{where}): groups differ in spread, "
             "so a large pseudo-F may reflect spread rather than location", stacklevel=3)
 
 
+@keyword_arguments("group", "vector", by="model")
 @accepts_frames()
-def dispersion(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: str, *,
-               permutations: int = 999, seed: int = 42, by: str | None = None,
+def dispersion(con: duckdb.DuckDBPyConnection, source: str, *, group: str, vector: str,
+               permutations: int = 999, seed: int = 42, model: str | None = None,
                progress: bool | None = None) -> tuple[ResultTable, ResultTable]:
     """The dispersion test (F and p of the bias-adjusted distances to the group centroids) and the
     per-group mean distance to the centroid.  Groups with fewer than 4 items are left out of the
@@ -108,23 +98,12 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: str, group: str, vector: 
     two groups left, f and p_value are None and the note says why."""
     _check_arguments(permutations, seed)
     tests, groups = [], []
-    for value, part in unit_rows(con, resolve(con, source), group, vector, by=by):
-        labels, unit, _ = _ordered(part, False, group)
-        d = design(labels)
-        with progress_bar("dispersion permutations", permutations, progress) as tick:
-            result = dispersion_test(unit, d, permutations=permutations, seed=seed, progress=tick)
-        prefix = {by: value} if by else {}
-        test = result.test
-        tests.append({**prefix, "groups": result.groups, "f": None if test is None else test.statistic,
-                      "p_value": None if test is None else test.p_value,
-                      "permutations": None if test is None else test.permutations,
-                      "groups_left_out": result.groups_left_out, "items_left_out": result.items_left_out,
-                      "note": result.note})
-        names = np.unique(np.asarray(labels, dtype=object).astype(str))
-        first_label = {str(x): x for x in labels}
-        groups += [{**prefix, "group": first_label[name], "n_g": int(size), "mean_distance": float(mean),
-                    "in_test": bool(tested)}
-                   for name, size, mean, tested in zip(names, result.sizes, result.mean_distance, result.tested)]
-    key = (by,) if by else ()
+    for value, part in unit_rows(con, resolve(con, source), group, vector, by=model):
+        test, per_group = dispersion_rows(ordered(part, group), permutations=permutations, seed=seed,
+                                          progress=progress)
+        prefix = {model: value} if model else {}
+        tests.append({**prefix, **test})
+        groups += [{**prefix, **row} for row in per_group]
+    key = (model,) if model else ()
     return (ResultTable.from_dicts("dispersion", key + DISPERSION_COLUMNS, tests),
             ResultTable.from_dicts("dispersion groups", key + DISPERSION_GROUP_COLUMNS, groups))

@@ -23,7 +23,7 @@ from embsql.engines import postgres, spark
 from embsql.engines.tables import uniform
 from embsql.errors import EngineError, InputError
 
-DIALECTS = ("duckdb", "spark", "postgres")
+from embsql.engines.dialects import RUNNABLE as DIALECTS  # noqa: F401  (the dialects run_on runs)
 
 _MODULES = {"duckdb": duckdb_engine, "spark": spark, "postgres": postgres}
 

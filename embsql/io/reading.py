@@ -19,9 +19,9 @@ from sqlglot import exp
 from embsql.core.labels import bad_label, clean_label, sort_key
 from embsql.core.sums import Accumulator, GroupSums, UnitRows, bad_vector, normalise
 from embsql.errors import InputError, fail
+from embsql.io.columns import EXTRA, KEY, B, G, V
 from embsql.io.sources import Source
 
-B, G, V, KEY, EXTRA = "__emb_b", "__emb_g", "__emb_v", "__emb_key", "__emb_x"
 BATCH_ROWS = 65_536
 
 

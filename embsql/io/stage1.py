@@ -36,8 +36,9 @@ from sqlglot import exp
 from embsql.core.labels import sort_key
 from embsql.core.sums import HUGE_SQUARED, TINY_SQUARED, GroupSums
 from embsql.errors import BadLabelError, BadVectorError, ColumnTypeError, InputError
+from embsql.io.columns import B, G
 
-B, G, N, BAD, WITHIN = "__emb_b", "__emb_g", "__emb_n", "__emb_bad", "__emb_within"
+N, BAD, WITHIN = "__emb_n", "__emb_bad", "__emb_within"
 LEN_MIN, LEN_MAX, NULLS = "__emb_len_min", "__emb_len_max", "__emb_nulls"
 SUM_PREFIX = "__emb_s"
 

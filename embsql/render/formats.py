@@ -46,14 +46,18 @@ import os
 import shutil
 import sys
 import textwrap
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from embsql.reporting.result import ReportResult
-from embsql.results import ResultTable, model_label
+from embsql.render.cells import format_cell, is_number, plain
+from embsql.results import model_label
+
+if TYPE_CHECKING:   # for type hints only: reporting.result imports this module when a report is rendered
+    from embsql.reporting.result import ReportResult
+    from embsql.results import ResultTable
 
 SCHEMA = "embsql.report/1"
-MISSING = "—"
 META_ORDER = ("source", "vector", "group", "by", "permutations", "seed", "embsql_version", "duckdb_version", "created")
 META_HIDDEN = ("sql", "notes", "verdict")   # shown in their own places, not in the header line
 META_HEADER = ("source", "vector", "group", "by", "dimensions", "permutations", "seed", "created")  # the rest: run details
@@ -62,36 +66,6 @@ LONG_TABLE = 40                 # text and Markdown sections with more rows are 
 HEAD_ROWS = TAIL_ROWS = 8       # ... to this head and tail, plus quantiles
 QUANTILES = (("min", 0.0), ("25%", 0.25), ("median", 0.5), ("75%", 0.75), ("max", 1.0))
 PLOT_NOTE = "Figures are not shown: matplotlib is not installed (pip install matplotlib)."
-
-
-# ---------------------------------------------------------------- cells
-
-def format_cell(value) -> str:
-    """A cell as people read it: 6 significant digits, None as "—", inf as "inf"."""
-    value = _plain(value)
-    if value is None:
-        return MISSING
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, numbers.Integral):
-        return str(int(value))
-    if isinstance(value, numbers.Real):
-        number = float(value)
-        if math.isnan(number):
-            return "nan"
-        if math.isinf(number):
-            return "inf" if number > 0 else "-inf"
-        return f"{number:.6g}"
-    return str(value)
-
-
-def _plain(value):
-    """numpy scalars as the Python values they hold (np.bool_ is neither bool nor a number)."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _summary_grid(summary: ResultTable) -> tuple[list[str], list[list]]:
@@ -146,7 +120,7 @@ def _shortened(section, full: bool):
     gap = ["…"] * len(table.columns)
     shown = rows[:HEAD_ROWS] + [gap] + rows[-TAIL_ROWS:]
     numeric = [k for k, c in enumerate(table.columns)
-               if c != "model" and any(_is_number(r[k]) for r in rows) and all(r[k] is None or _is_number(r[k]) for r in rows)]
+               if c != "model" and any(is_number(r[k]) for r in rows) and all(r[k] is None or is_number(r[k]) for r in rows)]
     quantiles = None
     if numeric:
         by_model = table.columns[0] == "model" and len({r[0] for r in rows}) > 1
@@ -159,7 +133,7 @@ def _shortened(section, full: bool):
             for label, q in QUANTILES:
                 cells = []
                 for k in numeric:
-                    values = [float(r[k]) for r in members if _is_number(r[k]) and math.isfinite(float(r[k]))]
+                    values = [float(r[k]) for r in members if is_number(r[k]) and math.isfinite(float(r[k]))]
                     cells.append(float(np.quantile(values, q)) if values else None)
                 body.append(([model] if by_model else []) + [label] + cells)
         quantiles = (header, body)
@@ -194,7 +168,7 @@ def to_text(result: ReportResult, *, color: bool | None = None, width: int | Non
         shown = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD,
                       show_edge=False, header_style="bold")
         for k, name in enumerate(header):
-            numeric = any(_is_number(row[k]) for row in rows) and not (first_is_label and k == 0)
+            numeric = any(is_number(row[k]) for row in rows) and not (first_is_label and k == 0)
             shown.add_column(Text(name), justify="right" if numeric else "left")
         for row in rows:
             shown.add_row(*(Text(format_cell(cell)) for cell in row))
@@ -292,7 +266,7 @@ def to_markdown(result: ReportResult, *, full: bool = False) -> str:
 
 
 def _md_table(header: list[str], rows: list[list]) -> list[str]:
-    align = ["---:" if any(_is_number(row[k]) for row in rows) else ":---" for k in range(len(header))]
+    align = ["---:" if any(is_number(row[k]) for row in rows) else ":---" for k in range(len(header))]
     lines = ["| " + " | ".join(_md(h) for h in header) + " |", "| " + " | ".join(align) + " |"]
     lines += ["| " + " | ".join(_md(format_cell(cell)) for cell in row) + " |" for row in rows]
     return lines
@@ -328,7 +302,7 @@ def _json_table(table: ResultTable) -> dict:
     for r, row in enumerate(table.rows):
         cells = []
         for column, value in zip(table.columns, row):
-            if _is_number(value) and not math.isfinite(float(value)):
+            if is_number(value) and not math.isfinite(float(value)):
                 nonfinite.append({"row": r, "column": column, "value": format_cell(value)})
                 value = None
             cells.append(_json_value(value))
@@ -337,7 +311,7 @@ def _json_table(table: ResultTable) -> dict:
 
 
 def _json_value(value):
-    value = _plain(value)
+    value = plain(value)
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, numbers.Integral):
@@ -446,7 +420,7 @@ def _html_figure(plot, result: ReportResult, *, with_caution: bool = True) -> st
 
 def _html_table(header: list[str], rows: list[list], *, row_headers: bool = False) -> str:
     esc = html.escape
-    numeric = [any(_is_number(row[k]) for row in rows) for k in range(len(header))]
+    numeric = [any(is_number(row[k]) for row in rows) for k in range(len(header))]
     head = "".join(f'<th class="{"num" if numeric[k] and not (row_headers and k == 0) else "txt"}">{esc(h)}</th>'
                    for k, h in enumerate(header))
     body = []
@@ -459,7 +433,7 @@ def _html_table(header: list[str], rows: list[list], *, row_headers: bool = Fals
             elif cell is None:
                 cells.append(f'<td class="na" title="no value">{text}</td>')
             else:
-                cells.append(f'<td class="{"num" if _is_number(cell) else "txt"}">{text}</td>')
+                cells.append(f'<td class="{"num" if is_number(cell) else "txt"}">{text}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
     tall = " tall" if len(rows) > TALL_TABLE else ""
     return (f'<div class="tablewrap{tall}"><table><thead><tr>{head}</tr></thead>'

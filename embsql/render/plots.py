@@ -19,10 +19,12 @@ import html
 import io
 import math
 from dataclasses import dataclass
-from typing import TypeGuard
+from typing import TYPE_CHECKING, TypeGuard
 
-from embsql.reporting.result import ReportResult
 from embsql.results import model_label
+
+if TYPE_CHECKING:   # for type hints only: reporting.result imports this module when a report is plotted
+    from embsql.reporting.result import ReportResult
 
 GOLDEN = (math.sqrt(5) - 1) / 2
 

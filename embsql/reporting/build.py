@@ -5,10 +5,11 @@ both sqlglot ASTs, so the same query is written for DuckDB, Spark, Postgres, Tri
 Snowflake) followed by stage 2 in Python on the O(G * d) sums, the same code whatever engine ran
 stage 1: the decomposition (embsql.core.decomposition), the cluster jackknife and bootstrap and the
 paired model comparison (embsql.core.resampling).  The permutation and dispersion tests need the rows
-themselves, so those two sections run on DuckDB only (embsql.api.permutation).
+themselves, so those two sections run on DuckDB only (embsql.core.row_tests, on rows read once).
+The sections are data (embsql.reporting.sections.REGISTRY): one builder and one caution each.
 
 >>> import embsql
->>> r = embsql.report("emb.parquet", vector="embedding", group="topic", by="model")  # doctest: +SKIP
+>>> r = embsql.report("emb.parquet", vector="embedding", group="topic", model="model")  # doctest: +SKIP
 >>> print(r.sql(dialect="spark"))                                                     # doctest: +SKIP
 >>> result = r.run()                                                                  # doctest: +SKIP
 """
@@ -17,45 +18,47 @@ from __future__ import annotations
 
 import dataclasses
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
-from itertools import combinations
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 import duckdb
-import numpy as np
 import sqlglot
 from sqlglot import ErrorLevel, exp
 from sqlglot.errors import SqlglotError
 
+from embsql.compat import keyword_arguments
 from embsql.core import decomposition, resampling
 from embsql.core.arguments import check_level, check_permutations, check_replicates, check_seed
-from embsql.core.paired import BOOTSTRAP_COLUMNS, COMPARE_COLUMNS, bootstrap_row, canonical, compare_row, same_groups_problem
+from embsql.core.paired import canonical
 from embsql.core.sums import GroupSums
+from embsql.engines.dialects import WRITABLE
 from embsql.errors import BadLabelError, BadVectorError, ColumnNotFoundError, DesignError, EngineError, InputError
 from embsql.io import stage1
 from embsql.io.sources import describe, is_file, is_frame, local_source, resolve, source_expression
 from embsql.io.sql import run_sql
-from embsql.reporting import cautions
-from embsql.reporting.result import ReportResult, Section
+from embsql.reporting.result import ReportResult
+from embsql.reporting.sections import REGISTRY, Run, whose
 from embsql.results import ResultTable, model_label
 
-DEFAULT_SECTIONS = ("decomposition", "groups", "jackknife", "bootstrap", "compare")
-ROW_SECTIONS = ("permanova", "dispersion")     # need the rows: DuckDB only
-SECTIONS = DEFAULT_SECTIONS + ROW_SECTIONS + ("retrieval",)
-DIALECTS = ("duckdb", "spark", "postgres", "trino", "bigquery", "snowflake")
+SECTIONS = tuple(REGISTRY)
+ROW_SECTIONS = tuple(name for name, entry in REGISTRY.items() if entry.off_duckdb == "drop")  # the tests: DuckDB only
+DEFAULT_SECTIONS = tuple(name for name, entry in REGISTRY.items() if entry.off_duckdb == "run")
 SUMMARY_COLUMNS = ("model", "n", "groups", "r2", "r2_se", "r2_ci_low", "r2_ci_high", "f", "p_value", "v", "w_bar",
                    "dispersion_p", "r2_bc", "r2_adj", "calibrated")
-JACKKNIFE_STATS = ("r2", "f", "w_bar")
 
 
 @dataclass(frozen=True)
 class Report:
-    """What to compute, on which table.  Build with embsql.report(...) or Report.from_file(path)."""
+    """What to compute, on which table.  Build with embsql.report(...) or Report.from_file(path).
+
+    Everything after the source is passed by name; ``model`` is the model column (``by`` its old
+    name, still accepted with a warning, and still readable as ``report.by``)."""
 
     source: str
+    _: KW_ONLY
     vector: str
     group: str
-    by: str | None = None
+    model: str | None = None
     sections: tuple[str, ...] = ()
     permutations: int = 999
     seed: int = 42
@@ -89,21 +92,31 @@ class Report:
             check_level(self.level)
         except InputError as error:
             raise InputError(f"report: {error}") from None
-        if self.by is not None and self.by == self.group:
-            raise InputError(f"report: by column {self.by!r} is the group column; pass a different column (e.g. the model)")
+        if self.model is not None and self.model == self.group:
+            raise InputError(f"report: model column {self.model!r} is the group column; pass a different column")
         if self.where is not None:
             self.condition()  # parse now: a bad filter is an error before anything runs
         if (self.queries is None) != (self.docs is None):
             raise InputError("report: the retrieval layers need both queries and docs")
 
+    @property
+    def by(self) -> str | None:
+        """The old name of ``model``, for code that reads it."""
+        return self.model
+
     # -- description ------------------------------------------------------------------------
     @classmethod
     def from_mapping(cls, values: dict) -> Report:
-        """A report from a dict (the [report] table of a TOML file); unknown keys are errors."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - names)
+        """A report from a dict (the [report] table of a TOML file); unknown keys are errors.
+        ``by``, the old name of ``model``, is read as ``model`` (a file has no caller to warn)."""
+        names = {f.name for f in dataclasses.fields(cls) if f.name != "_"}
+        unknown = sorted(set(values) - names - {"by"})
         if unknown:
             raise InputError(f"report: unknown setting {unknown[0]!r}; the settings are: {', '.join(sorted(names))}")
+        if "by" in values and "model" in values:
+            raise InputError("report: the settings name the model column twice, as model and as by (its old name); "
+                             "keep model")
+        values = {("model" if key == "by" else key): value for key, value in values.items()}
         return cls(**values)
 
     @classmethod
@@ -125,7 +138,11 @@ class Report:
         return cls.from_mapping(document["report"])
 
     def replace(self, **changes) -> Report:
-        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+        """This report with the given settings changed (None leaves a setting as it is)."""
+        changes = {k: v for k, v in changes.items() if v is not None}
+        if "by" in changes and "model" not in changes:
+            changes["model"] = changes.pop("by")
+        return dataclasses.replace(self, **changes)
 
     @property
     def chosen_sections(self) -> tuple[str, ...]:
@@ -133,8 +150,7 @@ class Report:
         retrieval when query and document tables are given)."""
         if self.sections:
             return self.sections
-        chosen = DEFAULT_SECTIONS + (ROW_SECTIONS if self.permutations else ())
-        return chosen + (("retrieval",) if self.queries is not None else ())
+        return tuple(name for name, entry in REGISTRY.items() if entry.default(self))
 
     def sections_on(self, rows: bool) -> tuple[str, ...]:
         """The sections that run: off DuckDB (``rows=False``) the tests, which read the rows, are
@@ -195,13 +211,13 @@ class Report:
         source = resolve(con, self.source)
         source.vector_dimension(self.vector)
         source.require(self.group, "group")
-        if self.by:
-            source.require(self.by, "by")
+        if self.model:
+            source.require(self.model, "model")
         for column in (self.condition() or exp.null()).find_all(exp.Column):
             source.require(column.name, "where")
 
-    def _rows_source(self, con: duckdb.DuckDBPyConnection) -> str:
-        """A name for the (filtered) rows, for the sections that read rows through embsql.api.permutation."""
+    def rows_source(self, con: duckdb.DuckDBPyConnection) -> str:
+        """A name for the (filtered) rows, for the sections that read the rows (embsql.reporting.sections)."""
         if self.where is None:
             return self.source
         view = "__emb_report_rows"
@@ -214,24 +230,24 @@ class Report:
         """d of each model from cheap probes run through ``fetch`` (the distinct by values, then one
         vector of each); returns the dimensions and the probe queries that ran."""
         table = self._relation(dialect)
-        values = fetch(write(stage1.models_query(table, self.by), dialect)).column(stage1.B).to_pylist() \
-            if self.by else [None]
+        values = fetch(write(stage1.models_query(table, self.model), dialect)).column(stage1.B).to_pylist() \
+            if self.model else [None]
         ran = self.probe_queries(dialect, values, pgvector)
         lengths = {value: fetch(write(query, dialect)) for value, (_, query) in zip(values, ran[-len(values):])}
-        return stage1.dimensions_from_lengths(lengths, self.vector, self.by), ran
+        return stage1.dimensions_from_lengths(lengths, self.vector, self.model), ran
 
     def probe_queries(self, dialect: str, values: list, pgvector: bool = False) -> list[tuple[str, exp.Expression]]:
         """The probe queries on this dialect's table: the models, then one vector length per model."""
         table = self._relation(dialect)
         queries: list[tuple[str, exp.Expression]] = []
-        if self.by:
-            queries.append(("probe: the models", stage1.models_query(table, self.by)))
-        return queries + [(f"probe: the vector length{'' if value is None and not self.by else f' of {value!r}'}",
-                           stage1.length_query(table, self.vector, self.by, value, pgvector)) for value in values]
+        if self.model:
+            queries.append(("probe: the models", stage1.models_query(table, self.model)))
+        return queries + [(f"probe: the vector length{'' if value is None and not self.model else f' of {value!r}'}",
+                           stage1.length_query(table, self.vector, self.model, value, pgvector)) for value in values]
 
     def aggregate_query(self, dialect: str, dims: stage1.Dimensions) -> exp.Select:
         """Stage 1: n_g, checks and the coordinate sums of the unit vectors per (model, group)."""
-        return stage1.group_sums_query(self._relation(dialect), self.group, self.vector, dims, self.by,
+        return stage1.group_sums_query(self._relation(dialect), self.group, self.vector, dims, self.model,
                                        fence=dialect == "postgres")
 
     def sql(self, dialect: str = "duckdb", con: duckdb.DuckDBPyConnection | None = None,
@@ -242,8 +258,8 @@ class Report:
         printed), or else from running the probes on ``con`` (or on an in-memory DuckDB for a file
         source); names are checked the same way.  Every printed statement reads the dialect's
         table (``table=``), never a local file, so the output runs on that engine as it is."""
-        if dialect not in DIALECTS:
-            raise InputError(f"dialect must be one of {', '.join(DIALECTS)}, not {dialect!r}")
+        if dialect not in WRITABLE:
+            raise InputError(f"dialect must be one of {', '.join(WRITABLE)}, not {dialect!r}")
         if dims is not None:
             found = stage1.Dimensions(dims if isinstance(dims, dict) else {None: int(dims)})
             return _script([(AGGREGATE, self.aggregate_query(dialect, found))], dialect)
@@ -277,14 +293,14 @@ class Report:
                 columns = fetch(write(exp.select("*").from_(self._table(dialect)).limit(0), dialect)).column_names
             except EngineError as error:   # no such table, no access: say which table
                 raise EngineError(f"{dialect}: cannot read table {name!r}: {str(error).split(': ', 1)[-1]}") from None
-            for column, role in ((self.vector, "vector"), (self.group, "group"), (self.by, "by")):
+            for column, role in ((self.vector, "vector"), (self.group, "group"), (self.model, "model")):
                 if column is not None and column not in columns:
                     raise ColumnNotFoundError(f"{role} column {column!r} not found in {name!r} "
                                               f"on {dialect}; its columns are: {', '.join(columns)}")
             form = stage1.vector_form(fetch, self._relation(dialect), self.vector, dialect, name)
         dims, _ = self.probes(fetch, dialect, form.pgvector)
         if form.pgvector:   # pgvector's own aggregate: the mean unit vector per group, n_g times
-            sql = stage1.pgvector_sums_query(self._relation(dialect), self.group, self.vector, dims, by=self.by,
+            sql = stage1.pgvector_sums_query(self._relation(dialect), self.group, self.vector, dims, by=self.model,
                                              version=form.pgvector_version, halfvec=form.type_name == "halfvec")
             returned = fetch(sql)
             result = stage1.sums_from_means(returned, dims)
@@ -292,13 +308,13 @@ class Report:
             sql = write(self.aggregate_query(dialect, dims), dialect)
             returned = result = fetch(sql)
         try:
-            parts = stage1.group_sums_from_result(result, self.group, self.vector, dims, self.by)
+            parts = stage1.group_sums_from_result(result, self.group, self.vector, dims, self.model)
         except (BadLabelError, BadVectorError) as error:
             if con is not None:
                 raise
             raise type(error)(f"{dialect}: {error}") from None
         engine = {"engine": dialect, "vector_type": form.type_name, "pgvector_version": form.pgvector_version}
-        meta = {"source": self.source, "vector": self.vector, "group": self.group, "by": self.by,
+        meta = {"source": self.source, "vector": self.vector, "group": self.group, "by": self.model,
                 "dialect": dialect, **{k: v for k, v in engine.items() if v is not None},
                 "sections": list(self.sections_on(con is not None)),
                 "permutations": self.permutations,
@@ -318,83 +334,38 @@ class Report:
             notes.append("no PERMANOVA or dispersion test: they read the rows, which only DuckDB does "
                          "(run the report on DuckDB for their p-values)")
         summary = {value: {"model": value} for value, _ in parts}
-        sections = []
-
-        decomposition_rows = []
         for value, sums in parts:
             row = decomposition.anova_row(sums, value)
-            decomposition_rows.append({"model": value, **row})
             summary[value].update({k: row[k] for k in ("n", "groups", "r2", "f", "v", "w_bar")})
-        if "decomposition" in wanted:
-            sections.append(_section("decomposition", "Sum-of-squares decomposition", cautions.DECOMPOSITION,
-                                     ("model",) + decomposition.ANOVA_COLUMNS, decomposition_rows))
-        if "groups" in wanted:
-            rows = [{"model": value, **row} for value, sums in parts for row in decomposition.group_rows(sums)]
-            sections.append(_section("groups", "Per-group spread W̃_g", cautions.GROUPS,
-                                     ("model",) + decomposition.GROUP_COLUMNS, rows))
         ordered = [(value, canonical(sums)) for value, sums in parts]
         for value, sums in ordered:  # the adjusted R², about 0 when the groups have no structure
             summary[value]["r2_adj"] = float(resampling.statistic("r2_adj", resampling.full_totals(sums))[0])
         # the jackknife, the intervals and the comparison leave one group out: too few groups, no interval
-        resampled = [(value, sums) for value, sums in ordered if len(sums.counts) >= resampling.MIN_GROUPS]
         for value, sums in ordered:
             if len(sums.counts) < resampling.MIN_GROUPS:
                 asked = [s for s in ("jackknife", "bootstrap", "compare") if s in self.sections]
                 if asked:
                     raise DesignError(f"the {asked[0]} section needs at least {resampling.MIN_GROUPS} groups; "
-                                      f"{_whose(value)} {len(sums.counts)}")
+                                      f"{whose(value)} {len(sums.counts)}")
                 summary[value]["calibrated"] = False
-                notes.append(f"no jackknife, interval or comparison for {_whose(value, verb=False)}: it has "
+                notes.append(f"no jackknife, interval or comparison for {whose(value, verb=False)}: it has "
                              f"{len(sums.counts)} groups, and they need at least {resampling.MIN_GROUPS}")
-        if "jackknife" in wanted:
-            rows = []
-            for value, sums in resampled:
-                for stat in JACKKNIFE_STATS:
-                    result = resampling.jackknife(sums, stat)
-                    rows.append({"model": value, "stat": stat, "estimate": result.estimate, "se": result.se,
-                                 "groups": len(sums.counts)})
-                    if stat == "r2":
-                        summary[value]["r2_se"] = result.se
-            sections.append(_section("jackknife", "Cluster jackknife (leave one group out)", cautions.JACKKNIFE,
-                                     ("model", "stat", "estimate", "se", "groups"), rows))
-        few_groups = []  # noted after the comparison's own note
-        if "bootstrap" in wanted:
-            rows = []
-            for value, sums in resampled:
-                result = resampling.bootstrap(sums, "r2", replicates=self.replicates, seed=self.seed, level=self.level)
-                rows.append({"model": value, **bootstrap_row("r2", result, self.level, self.replicates,
-                                                             len(sums.counts))})
-                summary[value].update(r2_ci_low=result.ci_low, r2_ci_high=result.ci_high, r2_bc=result.estimate_bc,
-                                      calibrated=result.calibrated)
-                if not result.calibrated:
-                    few_groups.append(f"{_whose(value)} {len(sums.counts)} groups: {cautions.FEW_GROUPS}")
-            sections.append(_section("bootstrap", "Cluster bootstrap of R²", cautions.BOOTSTRAP,
-                                     ("model",) + BOOTSTRAP_COLUMNS, rows))
-        if "compare" in wanted and len(resampled) >= 2:
-            rows, why_not = self._compare(resampled)
-            if why_not and "compare" in self.sections:
-                raise DesignError(why_not)
-            if why_not:
-                notes.append(f"no paired comparison: {why_not}")
-            else:
-                sections.append(_section("compare", "Paired comparison of R² across models", cautions.COMPARE,
-                                         COMPARE_COLUMNS, rows))
-        notes.extend(few_groups)
-        if "permanova" in wanted:
-            sections.append(self._permanova(con, summary, progress))
-        if "dispersion" in wanted:
-            sections.append(self._dispersion(con, summary, progress))
-        if "retrieval" in wanted:
-            layers = self._retrieval(con)
-            sections.extend(layers.sections)
-            notes += layers.meta.get("notes", [])
+        run = Run(self, parts, [(value, sums) for value, sums in ordered if len(sums.counts) >= resampling.MIN_GROUPS],
+                  summary, con=con, progress=progress, notes=notes)
+        sections = []
+        for on_sums in (True, False):   # the sections on the group sums, then those that read rows
+            sections += [section for name, entry in REGISTRY.items()
+                         if name in wanted and (entry.off_duckdb == "run") == on_sums
+                         for section in entry.build(entry, run)]
+            if on_sums:
+                notes.extend(run.interval_notes)
         if self.qrels is not None and con is not None:   # retrieval evaluation (embsql.reporting.evaluation)
             from embsql.reporting.evaluation import evaluation_sections
 
             if self.queries is None:
                 raise InputError("report: the evaluation with qrels needs the queries and docs tables")
             sections.extend(evaluation_sections(con, queries=self.queries, docs=self.docs, qrels=self.qrels,
-                                                model=self.by, columns=self.retrieval, replicates=self.replicates,
+                                                model=self.model, columns=self.retrieval, replicates=self.replicates,
                                                 seed=self.seed, level=self.level, permutations=self.permutations))
         if notes:
             meta["notes"] = notes
@@ -405,62 +376,17 @@ class Report:
 
     def _check_engine_sections(self) -> None:
         """Off DuckDB only the group sums arrive, so the sections that read rows cannot run."""
-        row_only = [s for s in self.sections_on(False) if s in ROW_SECTIONS + ("retrieval",)]
+        row_only = [s for s in self.sections_on(False) if REGISTRY[s].off_duckdb != "run"]
         if row_only:
             raise InputError(f"the {row_only[0]} section needs the rows themselves, which only the DuckDB path reads; "
                              "run it on DuckDB, or leave it out (sections=...)")
-
-    def _compare(self, ordered) -> tuple[list[dict], str | None]:
-        """Paired jackknife SE and studentized bootstrap interval of R²_a − R²_b for every pair of
-        models, paired by group label (the rule embsql.compare uses).  The report sees only the group
-        sums, so it cannot tell whether the items are the same: same_items is false when some group's
-        size differs, else blank, and shared_items is blank."""
-        rows = []
-        for (a, sums_a), (b, sums_b) in combinations(ordered, 2):
-            problem = same_groups_problem(a, sums_a, b, sums_b)
-            if problem:
-                return [], problem
-            estimate_a, estimate_b, diff = resampling.paired(sums_a, sums_b, "r2", replicates=self.replicates,
-                                                             seed=self.seed, level=self.level)
-            same_sizes = bool(np.array_equal(sums_a.counts, sums_b.counts))
-            rows.append(compare_row(a, b, estimate_a, estimate_b, diff,
-                                    items=int(sums_a.counts.sum()) if same_sizes else None,
-                                    same_items=None if same_sizes else False, shared_items=None))
-        return rows, None
-
-    def _permanova(self, con, summary, progress) -> Section:
-        from embsql.api.permutation import permanova
-
-        if not self.permutations:
-            raise InputError("the permanova section needs permutations > 0")
-        table = permanova(con, self._rows_source(con), self.group, self.vector, by=self.by, permutations=self.permutations,
-                          seed=self.seed, progress=progress, check_dispersion=False)
-        rows = [{"model": row.get(self.by) if self.by else None, **row} for row in table.to_dicts()]
-        for row in rows:
-            summary[row["model"]]["p_value"] = row["p_value"]
-        return _section("permanova", "PERMANOVA permutation test", cautions.PERMANOVA,
-                        ("model", "f", "r2", "p_value", "permutations"), rows)
-
-    def _dispersion(self, con, summary, progress) -> Section:
-        from embsql.api.permutation import dispersion
-
-        if not self.permutations:
-            raise InputError("the dispersion section needs permutations > 0")
-        tests, _ = dispersion(con, self._rows_source(con), self.group, self.vector, by=self.by, permutations=self.permutations,
-                              seed=self.seed, progress=progress)
-        rows = [{"model": row.get(self.by) if self.by else None, **row} for row in tests.to_dicts()]
-        for row in rows:
-            summary[row["model"]]["dispersion_p"] = row["p_value"]
-        return _section("dispersion", "Dispersion test (spread about the group centroids)", cautions.DISPERSION,
-                        ("model", "groups", "f", "p_value", "permutations", "groups_left_out", "items_left_out",
-                         "note"), rows)
 
     def _retrieval(self, con) -> ReportResult:
         from embsql.reporting import retrieval
 
         if self.queries is None:
             raise InputError("the retrieval section needs query and document tables (queries=..., docs=...)")
-        options = {"model": self.by, "permutations": self.permutations, "seed": self.seed, **self.retrieval}
+        options = {"model": self.model, "permutations": self.permutations, "seed": self.seed, **self.retrieval}
         return retrieval.retrieval_layers(con, self.queries, self.docs, **options)
 
 
@@ -469,17 +395,6 @@ AGGREGATE = "stage 1: n_g and coordinate sums of the unit vectors per (model, gr
 
 def _script(queries: list[tuple[str, exp.Expression]], dialect: str) -> str:
     return ";\n\n".join(f"-- {purpose}\n{write(tree, dialect)}" for purpose, tree in queries) + ";\n"
-
-
-def _whose(value, verb: bool = True) -> str:
-    """"model 'x' has" (or "the data have" without a model column), for notes."""
-    if value is None:
-        return "the data have" if verb else "the data"
-    return f"model {value!r} has" if verb else f"model {value!r}"
-
-
-def _section(name, title, caution, columns, rows) -> Section:
-    return Section(name, title, ResultTable.from_dicts(name, columns, rows), caution)
 
 
 def write(tree: exp.Expression, dialect: str) -> str:
@@ -509,14 +424,22 @@ def _versions() -> dict:
     return {"embsql_version": __version__, "duckdb_version": duckdb.__version__}
 
 
-def report(source: str, *, vector: str, group: str, by: str | None = None, **settings) -> Report:
-    """Describe a report on ``source`` (a table, view or Parquet/CSV file).
+@keyword_arguments(by="model")
+def report(source: str, *, vector: str, group: str, model: str | None = None, **settings) -> Report:
+    """Describe a report on ``source`` (a table, view or Parquet/CSV file); ``model`` is the model
+    column (one set of figures per value; ``by=`` is its old name).
 
     Settings: sections (decomposition, groups, jackknife, bootstrap, compare, permanova,
     dispersion, retrieval), permutations, seed, replicates, level, queries and docs (the
     retrieval tables) with retrieval={column options}, title, and table (the source's name on
     another engine).  Nothing runs until .sql() or .run()."""
-    return Report(source=source, vector=vector, group=group, by=by, **settings)
+    return Report(source, vector=vector, group=group, model=model, **settings)
+
+
+# the old positional form Report(source, vector, group, by, ...) still works, with a warning
+Report.__init__ = keyword_arguments(  # type: ignore[method-assign]
+    "vector", "group", "by", "sections", "permutations", "seed", "replicates", "level", "queries", "docs",
+    "retrieval", "title", "table", "where", by="model")(Report.__init__)
 
 
 def run_on(connection, report: Report, *, progress: bool | None = None) -> ReportResult:

@@ -1,5 +1,8 @@
 """What each figure can and cannot say, in the words every report prints beside it.
 
+One home for them: the report's sections (embsql.reporting.sections) and the demo's experiments
+(embsql.demo) read their cautions from here.
+
 The invariance sentences are held by tests/test_invariance.py: every vector is normalised first,
 so a change of the raw vectors leaves a figure exactly unchanged only when, after normalisation,
 it is a similarity of the unit vectors (y = aQx + b with Q orthogonal).
@@ -134,3 +137,8 @@ COMPARE_RETRIEVAL = (
     "groups on in simulation, and calibrated is false below 30 groups. Without paraphrase groups every query "
     "counts as independent. A significant difference says which model is ahead on these queries' population, "
     "not that the gap matters: read the difference and its interval for that.")
+# the demo's three experiments (embsql.demo.EXPERIMENTS)
+DEMO_COMMON_DIRECTION = ("A shared direction makes every vector more alike: V falls about five-fold while R² and F "
+                         "stay put. V is therefore not comparable across models; R² is.")
+DEMO_SHRINK = "Squeezing every group moves R² (and F) up while V barely changes: R² sees structure that V cannot."
+DEMO_LIFT = "A similarity transform: V scales by λ exactly and R² is unchanged (to rounding), as the source proves."

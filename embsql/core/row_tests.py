@@ -1,0 +1,77 @@
+"""The two tests that need the rows themselves, from one model's rows to its result rows.
+
+PERMANOVA (embsql.core.permutation) and the dispersion test (embsql.core.dispersion) run on
+every unit vector, not on group sums.  This is the one place that puts a model's rows in
+canonical order and turns the kernels' results into table rows, so that embsql.permanova,
+embsql.dispersion and the report's two test sections give the same numbers from the same code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from embsql.core import decomposition
+from embsql.core.dispersion import Dispersion, dispersion_test
+from embsql.core.labels import clean_labels
+from embsql.core.permutation import Design, canonical_order, design, permanova_vectors
+from embsql.core.progress import progress_bar
+from embsql.core.sums import GroupSums, UnitRows
+
+PERMANOVA_COLUMNS = decomposition.ANOVA_COLUMNS + ("p_value", "permutations", "statistic", "w_d", "null_method",
+                                                     "groups_left_out", "items_left_out", "note")
+DISPERSION_COLUMNS = ("groups", "f", "p_value", "permutations", "groups_left_out", "items_left_out", "note")
+DISPERSION_GROUP_COLUMNS = ("group", "n_g", "mean_distance", "in_test")
+
+
+@dataclass(frozen=True)
+class Ordered:
+    """One model's rows in canonical order, with their permutation design."""
+
+    labels: np.ndarray
+    unit: np.ndarray
+    design: Design
+
+
+def ordered(part: UnitRows, group: str, *, strata: bool = False) -> Ordered:
+    """``part`` with its labels checked (``group`` names the column in messages), in the canonical
+    order the seeded shuffles start from, so a p-value does not depend on the row order."""
+    labels = clean_labels(part.labels, group)
+    order = canonical_order(labels, part.extra if strata else None, part.unit)
+    labels, extra = labels[order], (part.extra[order] if strata and part.extra is not None else None)
+    return Ordered(labels, part.unit[order], design(labels, extra))
+
+
+def permanova_row(rows: Ordered, value, *, permutations: int, seed: int, method: str = "auto",
+                  progress: bool | None = None, statistic: str = "pseudo-f", null_method: str = "auto") -> dict:
+    """emb_anova's figures of one model plus the permutation p-value (PERMANOVA_COLUMNS)."""
+    with progress_bar(f"permutations{'' if value is None else f' ({value})'}", permutations, progress) as tick:
+        test = permanova_vectors(rows.unit, rows.design, permutations=permutations, seed=seed, method=method,
+                                 progress=tick, statistic=statistic, null=null_method)
+    row = decomposition.anova_row(GroupSums.from_rows(rows.labels, rows.unit), value)
+    return {**row, "p_value": test.p_value, "permutations": test.permutations, "statistic": statistic,
+            "w_d": test.statistic if statistic == "welch" else None, "null_method": test.null,
+            "groups_left_out": test.groups_left_out, "items_left_out": test.items_left_out, "note": test.note}
+
+
+def spread(rows: Ordered, *, permutations: int, seed: int, progress=None) -> Dispersion:
+    """The dispersion test of one model (embsql.core.dispersion.dispersion_test)."""
+    return dispersion_test(rows.unit, rows.design, permutations=permutations, seed=seed, progress=progress)
+
+
+def dispersion_rows(rows: Ordered, *, permutations: int, seed: int,
+                    progress: bool | None = None) -> tuple[dict, list[dict]]:
+    """The dispersion test's row (DISPERSION_COLUMNS) and one row per group (DISPERSION_GROUP_COLUMNS)."""
+    with progress_bar("dispersion permutations", permutations, progress) as tick:
+        result = spread(rows, permutations=permutations, seed=seed, progress=tick)
+    test = result.test
+    row = {"groups": result.groups, "f": None if test is None else test.statistic,
+           "p_value": None if test is None else test.p_value,
+           "permutations": None if test is None else test.permutations,
+           "groups_left_out": result.groups_left_out, "items_left_out": result.items_left_out, "note": result.note}
+    names = np.unique(np.asarray(rows.labels, dtype=object).astype(str))
+    first_label = {str(x): x for x in rows.labels}
+    groups = [{"group": first_label[name], "n_g": int(size), "mean_distance": float(mean), "in_test": bool(tested)}
+              for name, size, mean, tested in zip(names, result.sizes, result.mean_distance, result.tested)]
+    return row, groups

@@ -1,0 +1,12 @@
+"""The names embsql gives the columns it reads, inside its own queries: one set for every reader.
+
+A stage-1 query (embsql.io.reading's stream, embsql.io.stage1's portable aggregate, the retrieval
+readers) selects the user's columns under these aliases, so no user column name can clash with
+them and every reader finds the model and group values under the same names.
+"""
+
+B = "__emb_b"        # the model column's value (NULL without one)
+G = "__emb_g"        # the group label
+V = "__emb_v"        # the vector
+KEY = "__emb_key"    # an optional row key, to name a bad row
+EXTRA = "__emb_x"    # an optional extra column (strata, item)

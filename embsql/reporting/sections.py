@@ -1,0 +1,192 @@
+"""The report's sections as data: each one's name, title, caution and the one function that builds it.
+
+A section's builder gets the Run (the report, its per-model group sums, the summary it fills in,
+its notes) and returns the sections it adds (none when it has nothing to show).  REGISTRY holds
+them in report order; adding a section is adding one Entry.  Sections whose ``off_duckdb`` is not
+"run" read the rows themselves, which only the DuckDB path does: "drop" leaves them out of a
+default report on another engine, "refuse" makes them an error there.  The two permutation tests
+share one read of the rows (Run.rows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import TYPE_CHECKING
+
+import duckdb
+import numpy as np
+
+from embsql.core import decomposition, resampling
+from embsql.core.paired import BOOTSTRAP_COLUMNS, COMPARE_COLUMNS, bootstrap_row, compare_row, same_groups_problem
+from embsql.core.row_tests import Ordered, dispersion_rows, ordered, permanova_row
+from embsql.core.sums import GroupSums
+from embsql.errors import DesignError, InputError
+from embsql.io.reading import unit_rows
+from embsql.io.sources import resolve
+from embsql.reporting import cautions
+from embsql.reporting.result import Section
+from embsql.results import ResultTable
+
+if TYPE_CHECKING:
+    from embsql.reporting.build import Report
+
+JACKKNIFE_STATS = ("r2", "f", "w_bar")
+
+
+@dataclass
+class Run:
+    """What the builders of one report share while it is finished."""
+
+    report: Report
+    parts: list[tuple[object, GroupSums]]              # per model, in the order stage 1 gave them
+    resampled: list[tuple[object, GroupSums]]          # canonical order, models with enough groups
+    summary: dict                                      # model -> its summary row, filled in by the builders
+    con: duckdb.DuckDBPyConnection | None = None       # None on another engine (no rows to read there)
+    progress: bool | None = None
+    notes: list[str] = field(default_factory=list)     # the report's notes, in the order they are said
+    interval_notes: list[str] = field(default_factory=list)   # said after those of the group-sums sections
+    _rows: list[tuple[object, Ordered]] | None = None
+
+    def rows(self) -> list[tuple[object, Ordered]]:
+        """Every model's unit vectors in canonical order: read from DuckDB once, for both tests."""
+        if self._rows is None:
+            assert self.con is not None, "only the DuckDB path reads rows (Report._check_engine_sections)"
+            report = self.report
+            source = resolve(self.con, report.rows_source(self.con))
+            self._rows = [(value, ordered(part, report.group))
+                          for value, part in unit_rows(self.con, source, report.group, report.vector, by=report.model)]
+        return self._rows
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One kind of section: its key, its heading and caution, and the builder that makes it."""
+
+    name: str
+    title: str                                         # "": the builder titles its own sections
+    caution: str                                       # "": ... and gives them their cautions
+    build: Callable[[Entry, Run], list[Section]]
+    default: Callable[[Report], bool] = lambda report: True   # in a report that names no sections?
+    off_duckdb: str = "run"                            # "run", "drop" or "refuse" (see the module docstring)
+
+    def section(self, columns, rows) -> Section:
+        return Section(self.name, self.title, ResultTable.from_dicts(self.name, columns, rows), self.caution)
+
+
+def whose(value, verb: bool = True) -> str:
+    """"model 'x' has" (or "the data have" without a model column), for notes."""
+    if value is None:
+        return "the data have" if verb else "the data"
+    return f"model {value!r} has" if verb else f"model {value!r}"
+
+
+def _decomposition(entry: Entry, run: Run) -> list[Section]:
+    rows = [{"model": value, **decomposition.anova_row(sums, value)} for value, sums in run.parts]
+    return [entry.section(("model",) + decomposition.ANOVA_COLUMNS, rows)]
+
+
+def _groups(entry: Entry, run: Run) -> list[Section]:
+    rows = [{"model": value, **row} for value, sums in run.parts for row in decomposition.group_rows(sums)]
+    return [entry.section(("model",) + decomposition.GROUP_COLUMNS, rows)]
+
+
+def _jackknife(entry: Entry, run: Run) -> list[Section]:
+    rows = []
+    for value, sums in run.resampled:
+        for stat in JACKKNIFE_STATS:
+            result = resampling.jackknife(sums, stat)
+            rows.append({"model": value, "stat": stat, "estimate": result.estimate, "se": result.se,
+                         "groups": len(sums.counts)})
+            if stat == "r2":
+                run.summary[value]["r2_se"] = result.se
+    return [entry.section(("model", "stat", "estimate", "se", "groups"), rows)]
+
+
+def _bootstrap(entry: Entry, run: Run) -> list[Section]:
+    report, rows = run.report, []
+    for value, sums in run.resampled:
+        result = resampling.bootstrap(sums, "r2", replicates=report.replicates, seed=report.seed, level=report.level)
+        rows.append({"model": value, **bootstrap_row("r2", result, report.level, report.replicates, len(sums.counts))})
+        run.summary[value].update(r2_ci_low=result.ci_low, r2_ci_high=result.ci_high, r2_bc=result.estimate_bc,
+                                  calibrated=result.calibrated)
+        if not result.calibrated:
+            run.interval_notes.append(f"{whose(value)} {len(sums.counts)} groups: {cautions.FEW_GROUPS}")
+    return [entry.section(("model",) + BOOTSTRAP_COLUMNS, rows)]
+
+
+def _compare(entry: Entry, run: Run) -> list[Section]:
+    """Paired jackknife SE and studentized bootstrap interval of R²_a − R²_b for every pair of
+    models, paired by group label (the rule embsql.compare uses).  The report sees only the group
+    sums, so it cannot tell whether the items are the same: same_items is false when some group's
+    size differs, else blank, and shared_items is blank."""
+    report = run.report
+    if len(run.resampled) < 2:
+        return []
+    rows = []
+    for (a, sums_a), (b, sums_b) in combinations(run.resampled, 2):
+        problem = same_groups_problem(a, sums_a, b, sums_b)
+        if problem and "compare" in report.sections:
+            raise DesignError(problem)
+        if problem:
+            run.notes.append(f"no paired comparison: {problem}")
+            return []
+        estimate_a, estimate_b, diff = resampling.paired(sums_a, sums_b, "r2", replicates=report.replicates,
+                                                         seed=report.seed, level=report.level)
+        same_sizes = bool(np.array_equal(sums_a.counts, sums_b.counts))
+        rows.append(compare_row(a, b, estimate_a, estimate_b, diff,
+                                items=int(sums_a.counts.sum()) if same_sizes else None,
+                                same_items=None if same_sizes else False, shared_items=None))
+    return [entry.section(COMPARE_COLUMNS, rows)]
+
+
+def _needs_permutations(entry: Entry, run: Run) -> None:
+    if not run.report.permutations:
+        raise InputError(f"the {entry.name} section needs permutations > 0")
+
+
+def _permanova(entry: Entry, run: Run) -> list[Section]:
+    _needs_permutations(entry, run)
+    report, rows = run.report, []
+    for value, model_rows in run.rows():
+        row = {"model": value, **permanova_row(model_rows, value, permutations=report.permutations, seed=report.seed,
+                                               progress=run.progress)}
+        run.summary[value]["p_value"] = row["p_value"]
+        rows.append(row)
+    return [entry.section(("model", "f", "r2", "p_value", "permutations"), rows)]
+
+
+def _dispersion(entry: Entry, run: Run) -> list[Section]:
+    _needs_permutations(entry, run)
+    report, rows = run.report, []
+    for value, model_rows in run.rows():
+        test, _ = dispersion_rows(model_rows, permutations=report.permutations, seed=report.seed, progress=run.progress)
+        run.summary[value]["dispersion_p"] = test["p_value"]
+        rows.append({"model": value, **test})
+    return [entry.section(("model", "groups", "f", "p_value", "permutations", "groups_left_out", "items_left_out",
+                           "note"), rows)]
+
+
+def _retrieval(entry: Entry, run: Run) -> list[Section]:
+    layers = run.report._retrieval(run.con)   # the layers, titled and cautioned where the retrieval code is
+    run.notes += layers.meta.get("notes", [])
+    return list(layers.sections)
+
+
+def _tests_asked(report: Report) -> bool:
+    return bool(report.permutations)
+
+
+REGISTRY: dict[str, Entry] = {entry.name: entry for entry in (
+    Entry("decomposition", "Sum-of-squares decomposition", cautions.DECOMPOSITION, _decomposition),
+    Entry("groups", "Per-group spread W̃_g", cautions.GROUPS, _groups),
+    Entry("jackknife", "Cluster jackknife (leave one group out)", cautions.JACKKNIFE, _jackknife),
+    Entry("bootstrap", "Cluster bootstrap of R²", cautions.BOOTSTRAP, _bootstrap),
+    Entry("compare", "Paired comparison of R² across models", cautions.COMPARE, _compare),
+    Entry("permanova", "PERMANOVA permutation test", cautions.PERMANOVA, _permanova,
+          default=_tests_asked, off_duckdb="drop"),
+    Entry("dispersion", "Dispersion test (spread about the group centroids)", cautions.DISPERSION, _dispersion,
+          default=_tests_asked, off_duckdb="drop"),
+    Entry("retrieval", "", "", _retrieval, default=lambda report: report.queries is not None, off_duckdb="refuse"),
+)}
