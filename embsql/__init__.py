@@ -13,6 +13,7 @@ from importlib.metadata import version
 from embsql.api.agreement import knn_agreement, mantel
 from embsql.api.decomposition import anova, anova_dist, groups
 from embsql.api.geometry import cka, procrustes
+from embsql.api.pairwise import pairwise_permanova
 from embsql.api.permutation import dispersion, permanova
 from embsql.api.resampling import bootstrap, compare, jackknife
 from embsql.api.retrieval import dose, margins, pairing, retrieval_layers, retrieval_summary
@@ -43,5 +44,5 @@ __all__ = [
     "EmbsqlError", "InputError", "SourceNotFoundError", "ColumnNotFoundError", "ColumnTypeError",
     "BadVectorError", "BadLabelError", "DesignError", "DistanceTableError", "SqlInputError",
     "margins", "retrieval_summary", "retrieval_layers", "dose", "pairing",
-    "cka", "procrustes",
+    "cka", "procrustes", "pairwise_permanova",
 ]
