@@ -145,66 +145,95 @@ class Terms:
     svv: np.ndarray
 
 
-def _segments(values: np.ndarray, codes: np.ndarray, groups: int) -> np.ndarray:
-    """Per-group sums of rows; rows are their own groups when there are as many groups as rows."""
-    if groups == len(codes):
-        out = np.empty_like(values)
-        out[codes] = values
-        return out
-    order = np.argsort(codes, kind="stable")
-    starts = np.r_[0, np.cumsum(np.bincount(codes, minlength=groups))[:-1]]
-    return np.add.reduceat(values[order], starts, axis=0)
+def _blocks(n: int):
+    return (slice(low, low + BLOCK_ROWS) for low in range(0, n, BLOCK_ROWS))
 
 
-def _within_frob(u: np.ndarray, v: np.ndarray, codes: np.ndarray, groups: int) -> np.ndarray:
+def _norms(x: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """||x_i - mean||^2 per row, in blocks."""
+    out = np.empty(len(x))
+    for rows in _blocks(len(x)):
+        centred = x[rows] - mean
+        out[rows] = np.einsum("ik,ik->i", centred, centred)
+    return out
+
+
+def _group_sums(x: np.ndarray, mean: np.ndarray, order: np.ndarray, codes: np.ndarray, groups: int) -> np.ndarray:
+    """sum_{i in g} (x_i - mean) per group, rows taken in group order a block at a time."""
+    out = np.zeros((groups, x.shape[1]))
+    for rows in _blocks(len(x)):
+        picked = order[rows]
+        c = codes[picked]
+        starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+        np.add.at(out, c[starts], np.add.reduceat(x[picked] - mean, starts, axis=0))
+    return out
+
+
+def _within_frob(u, v, mean_u, mean_v, order, codes, groups: int) -> np.ndarray:
     """||P_g||^2 = sum_{i,j in g} (u_i.u_j)(v_i.v_j) per group, from each group's small Gram matrices."""
-    if groups == len(codes):
-        out = np.empty(groups)
-        out[codes] = np.einsum("ik,ik->i", u, u) * np.einsum("ik,ik->i", v, v)
-        return out
-    order = np.argsort(codes, kind="stable")
     bounds = np.r_[0, np.cumsum(np.bincount(codes, minlength=groups))]
     out = np.empty(groups)
     for g in range(groups):
         rows = order[bounds[g]:bounds[g + 1]]
-        out[g] = float(np.vdot(u[rows] @ u[rows].T, v[rows] @ v[rows].T))
+        cu, cv = u[rows] - mean_u, v[rows] - mean_v
+        out[g] = float(np.vdot(cu @ cu.T, cv @ cv.T))
     return out
 
 
-def pair_terms(u: np.ndarray, v: np.ndarray, m: np.ndarray, codes: np.ndarray, groups: int) -> Terms:
-    """Terms of the pair (u, v) (rows centred at the full mean, m = u'v) for the full sample and each
-    group deleted; one pass over the rows in blocks."""
+def pair_terms(u: np.ndarray, v: np.ndarray, mean_u: np.ndarray, mean_v: np.ndarray, m: np.ndarray,
+               codes: np.ndarray | None, groups: int) -> Terms:
+    """Terms of the pair (u, v) (rows centred at mean_u, mean_v in blocks; m = U~'V~) for the full
+    sample and each group deleted (``codes`` None: each item is its own group).  Extra memory
+    O(block d + G d + d^2): the centred rows are never held whole."""
     n = len(u)
-    t_u, t_v = _segments(u, codes, groups), _segments(v, codes, groups)
-    a_i, b_i = np.einsum("ik,ik->i", u, u), np.einsum("ik,ik->i", v, v)
-    w_u, w_v = u.T @ b_i, v.T @ a_i                    # sum_i ||v_i||^2 u_i and sum_i ||u_i||^2 v_i
-    inner, cross_t, tpt, tbu, tav = (np.zeros(groups) for _ in range(5))
-    for low in range(0, n, BLOCK_ROWS):
-        rows = slice(low, low + BLOCK_ROWS)
+    items = codes is None
+    codes = np.arange(n) if items else codes
+    a_i, b_i = _norms(u, mean_u), _norms(v, mean_v)
+    w_u, w_v = np.zeros(u.shape[1]), np.zeros(v.shape[1])   # sum_i ||v_i||^2 u_i and sum_i ||u_i||^2 v_i
+    for rows in _blocks(n):
+        w_u += (u[rows] - mean_u).T @ b_i[rows]
+        w_v += (v[rows] - mean_v).T @ a_i[rows]
+    if not items:
+        order = np.argsort(codes, kind="stable")
+        t_u, t_v = _group_sums(u, mean_u, order, codes, groups), _group_sums(v, mean_v, order, codes, groups)
+    inner, cross_t, tpt, tbu, tav, tw_u, tw_v = (np.zeros(groups) for _ in range(7))
+    for rows in _blocks(n):
         c = codes[rows]
-        um = u[rows] @ m
-        tu_dot, tv_dot = np.einsum("ik,ik->i", u[rows], t_u[c]), np.einsum("ik,ik->i", v[rows], t_v[c])
-        inner += np.bincount(c, np.einsum("ik,ik->i", um, v[rows]), minlength=groups)   # <M, P_g>
-        cross_t += np.bincount(c, np.einsum("ik,ik->i", um, t_v[c]), minlength=groups)  # t_u,g' M t_v,g
-        tpt += np.bincount(c, tu_dot * tv_dot, minlength=groups)                        # t_u,g' P_g t_v,g
-        tbu += np.bincount(c, tu_dot * b_i[rows], minlength=groups)                     # t_u,g . sum_g b_i u_i
+        cu, cv = u[rows] - mean_u, v[rows] - mean_v
+        um = cu @ m
+        m_i = np.einsum("ik,ik->i", um, cv)
+        if items:      # t_u,g = u_i: every term is a per-item one
+            inner[c], cross_t[c], tpt[c] = m_i, m_i, a_i[rows] * b_i[rows]
+            tbu[c], tav[c] = a_i[rows] * b_i[rows], a_i[rows] * b_i[rows]
+            tw_u[c], tw_v[c] = cu @ w_u, cv @ w_v
+            continue
+        tu_dot, tv_dot = np.einsum("ik,ik->i", cu, t_u[c]), np.einsum("ik,ik->i", cv, t_v[c])
+        inner += np.bincount(c, m_i, minlength=groups)                                   # <M, P_g>
+        cross_t += np.bincount(c, np.einsum("ik,ik->i", um, t_v[c]), minlength=groups)   # t_u,g' M t_v,g
+        tpt += np.bincount(c, tu_dot * tv_dot, minlength=groups)                         # t_u,g' P_g t_v,g
+        tbu += np.bincount(c, tu_dot * b_i[rows], minlength=groups)                      # t_u,g . sum_g b_i u_i
         tav += np.bincount(c, tv_dot * a_i[rows], minlength=groups)
+        tw_u += np.bincount(c, cu @ w_u, minlength=groups)                               # t_u,g . w_u
+        tw_v += np.bincount(c, cv @ w_v, minlength=groups)
     sizes = np.bincount(codes, minlength=groups).astype(float)
     frob = float(np.vdot(m, m))
     a, b, ab = a_i.sum(), b_i.sum(), float(a_i @ b_i)
+    within = a_i * b_i if items else _within_frob(u, v, mean_u, mean_v, order, codes, groups)
+    su2 = a_i if items else np.einsum("gk,gk->g", t_u, t_u)
+    sv2 = b_i if items else np.einsum("gk,gk->g", t_v, t_v)
     # deleting g leaves the sums s - t_g = -t_g, and sum_i b_i u_i loses the group's share
     full = lambda value, per_group: np.r_[value, per_group]
     return Terms(
         n=full(n, n - sizes),
-        frob=full(frob, frob - 2 * inner + _within_frob(u, v, codes, groups)),
+        frob=full(frob, frob - 2 * inner + within),
         sms=full(0.0, cross_t - tpt),
-        su2=full(0.0, np.einsum("gk,gk->g", t_u, t_u)),
-        sv2=full(0.0, np.einsum("gk,gk->g", t_v, t_v)),
+        su2=full(0.0, su2),
+        sv2=full(0.0, sv2),
         a=full(a, a - np.bincount(codes, a_i, minlength=groups)),
         b=full(b, b - np.bincount(codes, b_i, minlength=groups)),
         ab=full(ab, ab - np.bincount(codes, a_i * b_i, minlength=groups)),
-        svu=full(0.0, -(t_u @ w_u - tbu)),
-        svv=full(0.0, -(t_v @ w_v - tav)))
+        svu=full(0.0, -(tw_u - tbu)),
+        svv=full(0.0, -(tw_v - tav)))
 
 
 def hsic(t: Terms, debiased: bool) -> np.ndarray:
@@ -223,29 +252,12 @@ def hsic(t: Terms, debiased: bool) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------
 # one pair of models
 
-@dataclass(frozen=True)
-class Prepared:
-    """One model's rows centred at their mean (or its principal coordinates) and their products."""
-
-    rows: np.ndarray
-    route: str
-
-
-def _prepare(unit: np.ndarray) -> Prepared:
-    rows, route = coordinates(unit)
-    return Prepared(rows, route)
-
-
-def _centred_pair(x: np.ndarray, y: np.ndarray):
-    mean_x, mean_y, xx, yy, xy = products(x, y)
-    return x - mean_x, y - mean_y, xx, yy, xy
-
-
-def permuted_cross(u: np.ndarray, v: np.ndarray, perm: np.ndarray) -> np.ndarray:
-    """u' (P v): v's items permuted, in row blocks."""
+def permuted_cross(u: np.ndarray, v: np.ndarray, mean_u: np.ndarray, mean_v: np.ndarray,
+                   perm: np.ndarray) -> np.ndarray:
+    """U~' (P V~): v's items permuted, centred and multiplied a block of rows at a time."""
     out = np.zeros((u.shape[1], v.shape[1]))
-    for low in range(0, len(u), BLOCK_ROWS):
-        out += u[low:low + BLOCK_ROWS].T @ v[perm[low:low + BLOCK_ROWS]]
+    for rows in _blocks(len(u)):
+        out += (u[rows] - mean_u).T @ (v[perm[rows]] - mean_v)
     return out
 
 
@@ -265,17 +277,18 @@ def cka_pair(x: np.ndarray, y: np.ndarray, *, groups=None, debiased: bool = Fals
     n = len(x)
     _check_items(n, debiased)
     codes, count = _codes(groups)
-    if codes is None:
-        codes, count = np.arange(n), n
-    elif count < 2:
+    if codes is not None and count < 2:
         raise DesignError(f"the cluster jackknife needs at least 2 groups; the items are in {count}")
-    if debiased and n - np.bincount(codes).max() < MIN_DEBIASED_ITEMS - 1:
-        raise DesignError(f"the debiased CKA's jackknife deletes a group of {np.bincount(codes).max()} items and "
+    largest = 1 if codes is None else int(np.bincount(codes).max())
+    if debiased and n - largest < MIN_DEBIASED_ITEMS - 1:
+        raise DesignError(f"the debiased CKA's jackknife deletes a group of {largest} items and "
                           f"needs {MIN_DEBIASED_ITEMS - 1} left; there are {n} items")
-    u, v, uu, vv, uv = _centred_pair(_prepare(x).rows, _prepare(y).rows)
-    h_xy = hsic(pair_terms(u, v, uv, codes, count), debiased)
-    h_xx = hsic(pair_terms(u, u, uu, codes, count), debiased)
-    h_yy = hsic(pair_terms(v, v, vv, codes, count), debiased)
+    u, v = coordinates(x)[0], coordinates(y)[0]
+    mean_u, mean_v, uu, vv, uv = products(u, v)
+    count = n if codes is None else count
+    h_xy = hsic(pair_terms(u, v, mean_u, mean_v, uv, codes, count), debiased)
+    h_xx = hsic(pair_terms(u, u, mean_u, mean_u, uu, codes, count), debiased)
+    h_yy = hsic(pair_terms(v, v, mean_v, mean_v, vv, codes, count), debiased)
     if not (h_xx[0] > 0 and h_yy[0] > 0):
         which = "first" if not h_xx[0] > 0 else "second"
         raise DesignError(f"the {which} model puts every item at the same point (no spread): CKA is undefined")
@@ -287,12 +300,12 @@ def cka_pair(x: np.ndarray, y: np.ndarray, *, groups=None, debiased: bool = Fals
     p_value = None
     if permutations:
         scale = float(np.sqrt(h_xx[0] * h_yy[0]))
-        a_i, b_i = np.einsum("ik,ik->i", u, u), np.einsum("ik,ik->i", v, v)
+        a_i, b_i = _norms(u, mean_u), _norms(v, mean_v)
         rng = np.random.default_rng(seed)
         permuted = np.empty(permutations)
         for t in range(permutations):
             perm = rng.permutation(n)
-            frob = float(np.sum(permuted_cross(u, v, perm) ** 2))
+            frob = float(np.sum(permuted_cross(u, v, mean_u, mean_v, perm) ** 2))
             if debiased:    # s = 0, so 1'K^1 = -A, 1'L^1 = -B and 1'K^L^1 = sum a_i b_perm(i)
                 ab = float(a_i @ b_i[perm])
                 frob = ((frob - ab) + a_i.sum() * b_i.sum() / ((n - 1) * (n - 2)) - 2 * ab / (n - 2)) / (n * (n - 3))
@@ -312,7 +325,8 @@ def procrustes_pair(x: np.ndarray, y: np.ndarray, *, permutations: int = 999, se
     check_seed(seed)
     n = len(x)
     _check_items(n, False)
-    u, v, uu, vv, uv = _centred_pair(_prepare(x).rows, _prepare(y).rows)
+    u, v = coordinates(x)[0], coordinates(y)[0]
+    mean_u, mean_v, uu, vv, uv = products(u, v)
     scale = float(np.sqrt(np.trace(uu) * np.trace(vv)))
     if not scale > 0:
         raise DesignError("a model puts every item at the same point (no spread): the Procrustes fit is undefined")
@@ -323,7 +337,7 @@ def procrustes_pair(x: np.ndarray, y: np.ndarray, *, permutations: int = 999, se
         rng = np.random.default_rng(seed)
         permuted = np.empty(permutations)
         for t in range(permutations):
-            permuted[t] = nuclear(permuted_cross(u, v, rng.permutation(n))) / scale
+            permuted[t] = nuclear(permuted_cross(u, v, mean_u, mean_v, rng.permutation(n))) / scale
             if progress is not None and t % 20 == 0:
                 progress(t, permutations)
         p_value = permutation_result(r, permuted, "items").p_value
