@@ -60,11 +60,14 @@ def gram_cheaper(n: int, d: int) -> bool:
     return n * (n + d) < d * d
 
 
-def coordinates(unit: np.ndarray) -> tuple[np.ndarray, str]:
+def coordinates(unit: np.ndarray, route: str = "auto") -> tuple[np.ndarray, str]:
     """(rows to compare, route): the rows themselves (centred later, in blocks), or on the Gram route
-    centred principal coordinates Z with Z Z' = X~ X~'."""
+    centred principal coordinates Z with Z Z' = X~ X~'.  ``route``: 'auto' (gram_cheaper decides),
+    'cross products' or 'gram' (for benchmarks)."""
     n, d = unit.shape
-    if not gram_cheaper(n, d):
+    if route not in ("auto", "cross products", "gram"):
+        raise InputError(f"route must be 'auto', 'cross products' or 'gram', not {route!r}")
+    if route == "cross products" or (route == "auto" and not gram_cheaper(n, d)):
         return unit, "cross products"
     centred = unit - unit.mean(axis=0)
     k = np.empty((n, n))
@@ -181,25 +184,26 @@ def _within_frob(u, v, mean_u, mean_v, order, codes, groups: int) -> np.ndarray:
 
 
 def pair_terms(u: np.ndarray, v: np.ndarray, mean_u: np.ndarray, mean_v: np.ndarray, m: np.ndarray,
-               codes: np.ndarray | None, groups: int) -> Terms:
+               codes: np.ndarray | None, groups: int, norms: tuple | None = None) -> Terms:
     """Terms of the pair (u, v) (rows centred at mean_u, mean_v in blocks; m = U~'V~) for the full
     sample and each group deleted (``codes`` None: each item is its own group).  Extra memory
-    O(block d + G d + d^2): the centred rows are never held whole."""
+    O(block d + G d + d^2): the centred rows are never held whole.  ``norms``: the rows'
+    ||u_i - mean_u||^2 and ||v_i - mean_v||^2 if already known."""
     n = len(u)
     items = codes is None
     codes = np.arange(n) if items else codes
-    a_i, b_i = _norms(u, mean_u), _norms(v, mean_v)
-    w_u, w_v = np.zeros(u.shape[1]), np.zeros(v.shape[1])   # sum_i ||v_i||^2 u_i and sum_i ||u_i||^2 v_i
-    for rows in _blocks(n):
-        w_u += (u[rows] - mean_u).T @ b_i[rows]
-        w_v += (v[rows] - mean_v).T @ a_i[rows]
+    a_i, b_i = norms if norms is not None else (_norms(u, mean_u), _norms(v, mean_v))
+    same = u is v
+    w_u = u.T @ b_i - mean_u * b_i.sum()       # sum_i ||v_i||^2 (u_i - mean_u)
+    w_v = v.T @ a_i - mean_v * a_i.sum()
     if not items:
         order = np.argsort(codes, kind="stable")
         t_u, t_v = _group_sums(u, mean_u, order, codes, groups), _group_sums(v, mean_v, order, codes, groups)
     inner, cross_t, tpt, tbu, tav, tw_u, tw_v = (np.zeros(groups) for _ in range(7))
     for rows in _blocks(n):
         c = codes[rows]
-        cu, cv = u[rows] - mean_u, v[rows] - mean_v
+        cu = u[rows] - mean_u
+        cv = cu if same else v[rows] - mean_v
         um = cu @ m
         m_i = np.einsum("ik,ik->i", um, cv)
         if items:      # t_u,g = u_i: every term is a per-item one
@@ -269,7 +273,7 @@ def _codes(groups) -> tuple[np.ndarray, int]:
 
 
 def cka_pair(x: np.ndarray, y: np.ndarray, *, groups=None, debiased: bool = False, permutations: int = 999,
-             seed: int = 42, progress=None) -> dict:
+             seed: int = 42, progress=None, route: str = "auto") -> dict:
     """CKA of two aligned unit-vector arrays, its jackknife SE (over ``groups`` if given, else over
     items) and its permutation p-value (None with 0 permutations)."""
     check_permutations(permutations, allow_zero=True)
@@ -283,12 +287,13 @@ def cka_pair(x: np.ndarray, y: np.ndarray, *, groups=None, debiased: bool = Fals
     if debiased and n - largest < MIN_DEBIASED_ITEMS - 1:
         raise DesignError(f"the debiased CKA's jackknife deletes a group of {largest} items and "
                           f"needs {MIN_DEBIASED_ITEMS - 1} left; there are {n} items")
-    u, v = coordinates(x)[0], coordinates(y)[0]
+    u, v = coordinates(x, route)[0], coordinates(y, route)[0]
     mean_u, mean_v, uu, vv, uv = products(u, v)
     count = n if codes is None else count
-    h_xy = hsic(pair_terms(u, v, mean_u, mean_v, uv, codes, count), debiased)
-    h_xx = hsic(pair_terms(u, u, mean_u, mean_u, uu, codes, count), debiased)
-    h_yy = hsic(pair_terms(v, v, mean_v, mean_v, vv, codes, count), debiased)
+    a_i, b_i = _norms(u, mean_u), _norms(v, mean_v)
+    h_xy = hsic(pair_terms(u, v, mean_u, mean_v, uv, codes, count, (a_i, b_i)), debiased)
+    h_xx = hsic(pair_terms(u, u, mean_u, mean_u, uu, codes, count, (a_i, a_i)), debiased)
+    h_yy = hsic(pair_terms(v, v, mean_v, mean_v, vv, codes, count, (b_i, b_i)), debiased)
     if not (h_xx[0] > 0 and h_yy[0] > 0):
         which = "first" if not h_xx[0] > 0 else "second"
         raise DesignError(f"the {which} model puts every item at the same point (no spread): CKA is undefined")
@@ -300,7 +305,6 @@ def cka_pair(x: np.ndarray, y: np.ndarray, *, groups=None, debiased: bool = Fals
     p_value = None
     if permutations:
         scale = float(np.sqrt(h_xx[0] * h_yy[0]))
-        a_i, b_i = _norms(u, mean_u), _norms(v, mean_v)
         rng = np.random.default_rng(seed)
         permuted = np.empty(permutations)
         for t in range(permutations):
