@@ -139,8 +139,8 @@ def main():
             a, b = make(n, q, q, seed=n)
             best = {}
             for route in ("cross products", "gram"):
-                best[route] = min(timed(lambda: geometry.cka_pair(a, b, permutations=0, route=route))[0]
-                                  for _ in range(3))
+                run = lambda a=a, b=b, route=route: geometry.cka_pair(a, b, permutations=0, route=route)
+                best[route] = min(timed(run)[0] for _ in range(3))
             chosen = "gram" if geometry.gram_cheaper(n, q) else "cross products"
             print(f"  n = {n:5d}: cross products {best['cross products'] * 1e3:7.1f} ms, gram {best['gram'] * 1e3:7.1f} ms;"
                   f" rule picks {chosen}")
