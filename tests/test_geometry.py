@@ -333,3 +333,46 @@ def test_bad_arguments(con):
     con.register("flat", flat)
     with pytest.raises(DesignError, match="same point"):
         embsql.cka(con, "flat", item="item", model="model", vector="v")
+
+
+# ----------------------------------------------------------------------------------------------
+# the report's models section
+
+def _report_table():
+    x, y = related(61, 40, 4, 6)
+    z = unit(np.random.default_rng(62).normal(size=(40, 3)))
+    return long_table({"m1": x, "m2": y, "m3": z}, groups=[f"t{j % 5}" for j in range(40)]), x, y
+
+
+def test_the_report_compares_models_when_it_knows_the_items(con):
+    table, x, y = _report_table()
+    con.register("t", table)
+    result = embsql.report("t", vector="v", group="g", by="model", item="item", permutations=49).run(con)
+    rows = result["models"].to_dicts()
+    assert {(r["measure"], r["level"]) for r in rows} == {
+        ("linear CKA", "similarity"), ("Procrustes r", "similarity"),
+        ("k-NN overlap (k = 10)", "monotone"), ("Mantel r (Spearman)", "monotone")}
+    first = {r["measure"]: r for r in rows if (r["model"], r["model_b"]) == ("m1", "m2")}
+    assert first["linear CKA"]["value"] == pytest.approx(cka_reference(x, y), abs=1e-12)
+    assert first["linear CKA"]["se"] == pytest.approx(jackknife_reference(x, y, [f"t{j % 5}" for j in range(40)]),
+                                                      abs=1e-11)
+    assert first["Procrustes r"]["value"] == pytest.approx(
+        embsql.procrustes(con, "t", item="item", model="model", vector="v", permutations=0).to_dicts()[0]["r"])
+    assert first["Mantel r (Spearman)"]["value"] == pytest.approx(
+        embsql.mantel(con, "t", "item", "model", "v", permutations=49).to_dicts()[0]["r"])
+    assert len(rows) == 3 * 4
+    plots = [p for p in __import__("embsql.render.plots", fromlist=["x"]).report_plots(result) if p.anchor == "models"]
+    assert len(plots) == 1 and len(plots[0].figure.axes) == 5        # four measures and the colour bar
+
+
+def test_the_models_section_is_off_without_an_item_column(con):
+    table, _, _ = _report_table()
+    con.register("t", table)
+    plain = embsql.report("t", vector="v", group="g", by="model", permutations=0).run(con)
+    assert "models" not in [s.name for s in plain.sections]
+    with pytest.raises(InputError, match=r"needs the item column \(item=...\)"):
+        embsql.report("t", vector="v", group="g", by="model", sections=["models"]).run(con)
+    x, y = related(63, 20, 4, 4)
+    con.register("same_d", long_table({"m1": x, "m2": y}, groups=[f"t{j % 4}" for j in range(20)]))
+    with pytest.raises(InputError, match=r"needs the model column \(by=...\)"):
+        embsql.report("same_d", vector="v", group="g", item="item", sections=["models"]).run(con)

@@ -41,7 +41,7 @@ from embsql.results import ResultTable, model_label
 
 DEFAULT_SECTIONS = ("decomposition", "groups", "jackknife", "bootstrap", "compare")
 ROW_SECTIONS = ("permanova", "dispersion")     # need the rows: DuckDB only
-SECTIONS = DEFAULT_SECTIONS + ROW_SECTIONS + ("retrieval",)
+SECTIONS = DEFAULT_SECTIONS + ROW_SECTIONS + ("retrieval", "models")
 DIALECTS = ("duckdb", "spark", "postgres", "trino", "bigquery", "snowflake")
 SUMMARY_COLUMNS = ("model", "n", "groups", "r2", "r2_se", "r2_ci_low", "r2_ci_high", "f", "p_value", "v", "w_bar",
                    "dispersion_p", "r2_bc", "r2_adj", "calibrated")
@@ -67,6 +67,7 @@ class Report:
     title: str | None = None
     table: str | None = None
     where: str | None = None
+    item: str | None = None     # the item column: with by, it turns on the models section (reporting.geometry)
 
     def __post_init__(self):
         for name in ("source", "vector", "group"):
@@ -133,6 +134,7 @@ class Report:
         if self.sections:
             return self.sections
         chosen = DEFAULT_SECTIONS + (ROW_SECTIONS if self.permutations else ())
+        chosen += ("models",) if self.item is not None and self.by is not None else ()
         return chosen + (("retrieval",) if self.queries is not None else ())
 
     def sections_on(self, rows: bool) -> tuple[str, ...]:
@@ -362,6 +364,15 @@ class Report:
             sections.append(self._permanova(con, summary, progress))
         if "dispersion" in wanted:
             sections.append(self._dispersion(con, summary, progress))
+        if "models" in wanted:
+            from embsql.reporting.geometry import models_section
+
+            models, note = models_section(con, self._rows_source(con) if con is not None else self.source,
+                                          item=self.item, by=self.by, group=self.group, vector=self.vector,
+                                          permutations=self.permutations, seed=self.seed,
+                                          asked="models" in self.sections)
+            sections += [models] if models is not None else []
+            notes += [note] if note else []
         if "retrieval" in wanted:
             layers = self._retrieval(con)
             sections.extend(layers.sections)
