@@ -299,6 +299,8 @@ def cka_pair(x: np.ndarray, y: np.ndarray, *, groups=None, debiased: bool = Fals
         raise DesignError(f"the {which} model puts every item at the same point (no spread): CKA is undefined")
     with np.errstate(divide="ignore", invalid="ignore"):
         values = h_xy / np.sqrt(h_xx * h_yy)
+    if not debiased:    # a ratio of Frobenius norms, in [0, 1] but for the last bit of rounding
+        values = np.clip(values, 0.0, 1.0)
     estimate = float(values[0])
     replicates = values[1:]
     se = jackknife_se(replicates) if np.all(np.isfinite(replicates)) else None
