@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import embsql
 from embsql.core import geometry
 from embsql.errors import BadLabelError, ColumnNotFoundError, DesignError, InputError
+from embsql.render.plots import report_plots
 
 VEGAN = Path(__file__).parent / "reference" / "vegan" / "procrustes"
 
@@ -361,7 +362,7 @@ def test_the_report_compares_models_when_it_knows_the_items(con):
     assert first["Mantel r (Spearman)"]["value"] == pytest.approx(
         embsql.mantel(con, "t", "item", "model", "v", permutations=49).to_dicts()[0]["r"])
     assert len(rows) == 3 * 4
-    plots = [p for p in __import__("embsql.render.plots", fromlist=["x"]).report_plots(result) if p.anchor == "models"]
+    plots = [p for p in report_plots(result) if p.anchor == "models"]
     assert len(plots) == 1 and len(plots[0].figure.axes) == 5        # four measures and the colour bar
 
 
