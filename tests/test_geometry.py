@@ -90,7 +90,7 @@ def con():
 # ----------------------------------------------------------------------------------------------
 # against the published formulas
 
-@pytest.mark.parametrize("n,p,q", [(40, 5, 8), (25, 3, 3), (9, 20, 40), (12, 30, 6)])   # the last two: Gram route
+@pytest.mark.parametrize("n,p,q", [(40, 5, 8), (25, 3, 3), (9, 50, 60), (12, 70, 6)])   # the last two: Gram route
 @pytest.mark.parametrize("debiased", [False, True])
 def test_cka_and_its_jackknife_match_the_formulas(n, p, q, debiased):
     x, y = related(n + p, n, p, q)
@@ -105,7 +105,8 @@ def test_cka_and_its_jackknife_match_the_formulas(n, p, q, debiased):
 
 
 def test_the_routes_are_chosen_by_cost_and_agree():
-    assert geometry.gram_cheaper(100, 768) and not geometry.gram_cheaper(1000, 384)
+    assert geometry.gram_cheaper(100, 768) and not geometry.gram_cheaper(200, 768)
+    assert geometry.coordinates(np.ones((9, 50)))[1] == "gram"
     x, y = related(3, 30, 6, 9)
     wide = lambda a: np.c_[a, np.zeros((len(a), 200))]      # same Gram matrix, Gram route
     assert geometry.coordinates(wide(x))[1] == "gram"

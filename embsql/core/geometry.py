@@ -14,7 +14,7 @@ Both depend on a model only through K~ = X~ X~' (up to a factor): invariant to r
 scale and embedding into more dimensions (the similarity level of the invariance hierarchy;
 k-NN agreement and Mantel, which see only the order of the similarities, are the monotone level).
 
-Two routes, chosen by cost per model (gram_cheaper):
+Two routes, chosen by measured cost per model (gram_cheaper):
   * cross products: the p x p, q x q and p x q centred products, one pass over the rows in blocks
     (CrossProducts), memory O(d^2), time O(n d^2);
   * Gram: when n is small next to d the n x n Gram matrix gives principal coordinates Z (n x r,
@@ -54,10 +54,13 @@ MIN_DEBIASED_ITEMS = 5   # the unbiased HSIC divides by n (n - 3); each jackknif
 
 
 def gram_cheaper(n: int, d: int) -> bool:
-    """Principal coordinates from the n x n Gram matrix (n^2 d + n^3) cost less than the d x d
-    products (n d^2) when n (n + d) < d^2, i.e. n below about 0.62 d; they also shrink every later
-    product (jackknife, permutations) from d to fewer than n columns."""
-    return n * (n + d) < d * d
+    """Principal coordinates from the n x n Gram matrix (n^2 d, plus an n x n eigendecomposition)
+    against the d x d products (n d^2).  By flops the Gram route wins up to n of about 0.6 d, but
+    the eigendecomposition is slow in practice (LAPACK; several times a product of the same flops
+    on a busy machine): measured at d = 768 (bench/cka.py) it won at n = 100 and lost from n = 200,
+    so it is taken below n = d / 5.  It also shrinks every later product (jackknife, permutations)
+    from d to fewer than n columns."""
+    return 5 * n < d
 
 
 def coordinates(unit: np.ndarray, route: str = "auto") -> tuple[np.ndarray, str]:
@@ -202,15 +205,18 @@ def pair_terms(u: np.ndarray, v: np.ndarray, mean_u: np.ndarray, mean_v: np.ndar
     inner, cross_t, tpt, tbu, tav, tw_u, tw_v = (np.zeros(groups) for _ in range(7))
     for rows in _blocks(n):
         c = codes[rows]
-        cu = u[rows] - mean_u
-        cv = cu if same else v[rows] - mean_v
-        um = cu @ m
-        m_i = np.einsum("ik,ik->i", um, cv)
+        # centred rows without copying them: (u_i - mean_u)' M = u_i' M - mean_u' M, and so on
+        um = u[rows] @ m
+        um -= mean_u @ m
+        m_i = np.einsum("ik,ik->i", um, v[rows]) - um @ mean_v
         if items:      # t_u,g = u_i: every term is a per-item one
             inner[c], cross_t[c], tpt[c] = m_i, m_i, a_i[rows] * b_i[rows]
             tbu[c], tav[c] = a_i[rows] * b_i[rows], a_i[rows] * b_i[rows]
-            tw_u[c], tw_v[c] = cu @ w_u, cv @ w_v
+            tw_u[c] = u[rows] @ w_u - mean_u @ w_u
+            tw_v[c] = tw_u[c] if same else v[rows] @ w_v - mean_v @ w_v
             continue
+        cu = u[rows] - mean_u
+        cv = cu if same else v[rows] - mean_v
         tu_dot, tv_dot = np.einsum("ik,ik->i", cu, t_u[c]), np.einsum("ik,ik->i", cv, t_v[c])
         inner += np.bincount(c, m_i, minlength=groups)                                   # <M, P_g>
         cross_t += np.bincount(c, np.einsum("ik,ik->i", um, t_v[c]), minlength=groups)   # t_u,g' M t_v,g
