@@ -15,6 +15,8 @@ from embsql.api.compare_retrieval import compare_retrieval
 from embsql.api.decomposition import anova, anova_dist, groups
 from embsql.api.evaluation import evaluate, retrieve, write_trec_run
 from embsql.api.permanova_terms import permanova_terms
+from embsql.api.geometry import cka, procrustes
+from embsql.api.pairwise import pairwise_permanova
 from embsql.api.permutation import dispersion, permanova
 from embsql.api.resampling import bootstrap, compare, jackknife
 from embsql.api.retrieval import dose, margins, pairing, retrieval_layers, retrieval_summary
@@ -50,4 +52,5 @@ __all__ = [
     "margins", "retrieval_summary", "retrieval_layers", "dose", "pairing", "ArgumentError", "EmbsqlDeprecationWarning",
     "compare_retrieval",
     "retrieve", "evaluate", "write_trec_run",
+    "cka", "procrustes", "pairwise_permanova",
 ]

@@ -81,9 +81,10 @@ def report_plots(result: ReportResult) -> list[Plot]:
     """Like :func:`plot_report`, with each figure's place and caption (used by the HTML renderer)."""
     _require_matplotlib()
     from embsql.render.evaluation_plots import evaluation_compare_plot, ndcg_distribution_plot  # they import Plot from here
+    from embsql.render.geometry_plots import models_plot  # here: geometry_plots imports Plot from this module
 
-    makers = (_compare_plot, _r2_plot, _w_tilde_plot, _margin_plot, _dose_plot, _experiment_plots, ndcg_distribution_plot,
-              evaluation_compare_plot)
+    makers = (_compare_plot, _r2_plot, _w_tilde_plot, _margin_plot, _dose_plot, _experiment_plots, models_plot,
+              ndcg_distribution_plot, evaluation_compare_plot)
     plots = []
     for make in makers:
         made = make(result)

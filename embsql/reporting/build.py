@@ -71,6 +71,7 @@ class Report:
     title: str | None = None
     table: str | None = None
     where: str | None = None
+    item: str | None = None     # the item column: with by, it turns on the models section (reporting.geometry)
 
     def __post_init__(self):
         for name in ("source", "vector", "group"):

@@ -174,6 +174,19 @@ def _retrieval(entry: Entry, run: Run) -> list[Section]:
     return list(layers.sections)
 
 
+def _models(entry: Entry, run: Run) -> list[Section]:
+    """The models compared on the same items (embsql.reporting.geometry): CKA, Procrustes, k-NN, Mantel."""
+    from embsql.reporting.geometry import models_section
+
+    report = run.report
+    section, note = models_section(run.con, report.rows_source(run.con) if run.con is not None else report.source,
+                                   item=report.item, by=report.model, group=report.group, vector=report.vector,
+                                   permutations=report.permutations, seed=report.seed,
+                                   asked="models" in report.sections)
+    run.notes += [note] if note else []
+    return [section] if section is not None else []
+
+
 def _tests_asked(report: Report) -> bool:
     return bool(report.permutations)
 
@@ -188,5 +201,7 @@ REGISTRY: dict[str, Entry] = {entry.name: entry for entry in (
           default=_tests_asked, off_duckdb="drop"),
     Entry("dispersion", "Dispersion test (spread about the group centroids)", cautions.DISPERSION, _dispersion,
           default=_tests_asked, off_duckdb="drop"),
+    Entry("models", "", "", _models, default=lambda report: report.item is not None and report.model is not None,
+          off_duckdb="drop"),
     Entry("retrieval", "", "", _retrieval, default=lambda report: report.queries is not None, off_duckdb="refuse"),
 )}

@@ -1,0 +1,413 @@
+"""Model-to-model geometry on the same items: linear CKA and the symmetric Procrustes correlation.
+
+Both compare two models X (n x p) and Y (n x q) that embedded the same n items, on unit vectors
+centred at their mean (X~ = H X, H the centring matrix):
+
+* linear CKA (Kornblith et al. 2019):  ||X~'Y~||_F^2 / (||X~'X~||_F ||Y~'Y~||_F)
+  = HSIC(K, L) / sqrt(HSIC(K, K) HSIC(L, L)) with K = X X', L = Y Y' (the RV coefficient);
+  debiased: the same ratio of unbiased HSIC estimates (Song et al. 2012, eq. 5), on Gram matrices
+  with zeroed diagonals;
+* Procrustes (vegan's protest):  r = ||X~'Y~||_* / sqrt(tr(X~'X~) tr(Y~'Y~)) (sum of singular
+  values), the correlation sqrt(1 - m12^2) of the symmetric Procrustes fit.
+
+Both depend on a model only through K~ = X~ X~' (up to a factor): invariant to rotation, uniform
+scale and embedding into more dimensions (the similarity level of the invariance hierarchy;
+k-NN agreement and Mantel, which see only the order of the similarities, are the monotone level).
+
+Two routes, chosen by measured cost per model (gram_cheaper):
+  * cross products: the p x p, q x q and p x q centred products, one pass over the rows in blocks
+    (CrossProducts), memory O(d^2), time O(n d^2);
+  * Gram: when n is small next to d the n x n Gram matrix gives principal coordinates Z (n x r,
+    r < n) with Z Z' = X~ X~' (time O(n^2 d + n^3)); every statistic here is a function of that
+    Gram matrix, so Z stands in for X~ and the products shrink to r x r.
+Standard error: the delete-one jackknife over items, or over groups of items (cluster jackknife),
+with every replicate from the same products: deleting group g replaces X~'Y~ by X~'Y~ - P_g
+(P_g = the group's own products) and the sums by the rest's; the Frobenius norms then follow from
+<M, P_g> = sum_{i in g} x_i' M y_i and ||P_g||^2 = sum_{i,j in g} K_ij L_ij (one more pass, O(n d^2)).
+Permutations shuffle the items of Y.  Centring commutes with a permutation, so only X~'Y~ changes:
+each costs one product X~'(P Y~), in row blocks, O(n p q) (O(n r^2) on the Gram route); the
+denominators, and for the debiased estimate everything but two sums, are computed once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+
+from embsql.core.arguments import check_permutations, check_seed
+from embsql.core.labels import text_key
+from embsql.core.paired import shared_items
+from embsql.core.permutation import permutation_result
+from embsql.core.resampling import jackknife_se
+from embsql.errors import BadLabelError, DesignError, InputError
+
+LEVEL = "similarity"
+LEVEL_MEANING = "invariant to rotation, uniform scale and embedding into more dimensions"
+CKA_COLUMNS = ("model_a", "model_b", "cka", "se", "p_value", "permutations", "items", "groups", "debiased",
+               "level")
+PROCRUSTES_COLUMNS = ("model_a", "model_b", "r", "m12_squared", "p_value", "permutations", "items", "level")
+BLOCK_ROWS = 8192        # rows per block product: bounds memory (a large float64 product has crashed OpenBLAS here)
+MIN_ITEMS = 3
+MIN_DEBIASED_ITEMS = 5   # the unbiased HSIC divides by n (n - 3); each jackknife replicate needs n' >= 4
+
+
+def gram_cheaper(n: int, d: int) -> bool:
+    """Principal coordinates from the n x n Gram matrix (n^2 d, plus an n x n eigendecomposition)
+    against the d x d products (n d^2).  By flops the Gram route wins up to n of about 0.6 d, but
+    the eigendecomposition is slow in practice (LAPACK; several times a product of the same flops
+    on a busy machine): measured at d = 768 (bench/cka.py) it won at n = 100 and lost from n = 200,
+    so it is taken below n = d / 5.  It also shrinks every later product (jackknife, permutations)
+    from d to fewer than n columns."""
+    return 5 * n < d
+
+
+def coordinates(unit: np.ndarray, route: str = "auto") -> tuple[np.ndarray, str]:
+    """(rows to compare, route): the rows themselves (centred later, in blocks), or on the Gram route
+    centred principal coordinates Z with Z Z' = X~ X~'.  ``route``: 'auto' (gram_cheaper decides),
+    'cross products' or 'gram' (for benchmarks)."""
+    n, d = unit.shape
+    if route not in ("auto", "cross products", "gram"):
+        raise InputError(f"route must be 'auto', 'cross products' or 'gram', not {route!r}")
+    if route == "cross products" or (route == "auto" and not gram_cheaper(n, d)):
+        return unit, "cross products"
+    centred = unit - unit.mean(axis=0)
+    k = np.empty((n, n))
+    for low in range(0, n, BLOCK_ROWS):
+        k[low:low + BLOCK_ROWS] = centred[low:low + BLOCK_ROWS] @ centred.T
+    values, vectors = np.linalg.eigh((k + k.T) / 2)
+    keep = values > max(values[-1], 0.0) * n * np.finfo(float).eps
+    return vectors[:, keep] * np.sqrt(values[keep]), "gram"
+
+
+def block_cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """u' v summed over row blocks."""
+    out = np.zeros((u.shape[1], v.shape[1]))
+    for low in range(0, len(u), BLOCK_ROWS):
+        out += u[low:low + BLOCK_ROWS].T @ v[low:low + BLOCK_ROWS]
+    return out
+
+
+class CrossProducts:
+    """One pass over paired row blocks: n, the means and the centred products X~'X~, Y~'Y~, X~'Y~.
+
+    Rows are accumulated about a shift (the first block's means), so the centring subtracts only
+    the small rank-one term n (m - c)(m - c)': no cancellation when the vectors share a large mean.
+    """
+
+    def __init__(self):
+        self.n = 0
+
+    def add(self, x: np.ndarray, y: np.ndarray) -> None:
+        if self.n == 0:
+            self.cx, self.cy = x.mean(axis=0), y.mean(axis=0)
+            self.sx, self.sy = np.zeros(x.shape[1]), np.zeros(y.shape[1])
+            self.xx, self.yy, self.xy = (np.zeros((x.shape[1], x.shape[1])), np.zeros((y.shape[1], y.shape[1])),
+                                         np.zeros((x.shape[1], y.shape[1])))
+        dx, dy = x - self.cx, y - self.cy
+        self.n += len(x)
+        self.sx += dx.sum(axis=0)
+        self.sy += dy.sum(axis=0)
+        self.xx += dx.T @ dx
+        self.yy += dy.T @ dy
+        self.xy += dx.T @ dy
+
+    def centred(self):
+        """(mean x, mean y, X~'X~, Y~'Y~, X~'Y~)."""
+        ox, oy = self.sx / self.n, self.sy / self.n
+        return (self.cx + ox, self.cy + oy, self.xx - self.n * np.outer(ox, ox), self.yy - self.n * np.outer(oy, oy),
+                self.xy - self.n * np.outer(ox, oy))
+
+
+def products(x: np.ndarray, y: np.ndarray):
+    """CrossProducts over row blocks of two aligned arrays."""
+    acc = CrossProducts()
+    for low in range(0, len(x), BLOCK_ROWS):
+        acc.add(x[low:low + BLOCK_ROWS], y[low:low + BLOCK_ROWS])
+    return acc.centred()
+
+
+# ----------------------------------------------------------------------------------------------
+# HSIC of one pair of kernels (u, v), on the full sample and with each group deleted
+
+@dataclass(frozen=True)
+class Terms:
+    """Per replicate (index 0: the full sample; then group g deleted) the sums HSIC is built from,
+    for rows u, v centred at the full-sample mean (so the full sums s_u, s_v are 0):
+    frob = ||U'V||^2, sms = s_u' U'V s_v, su2 = ||s_u||^2, sv2 = ||s_v||^2, a = sum ||u_i||^2,
+    b = sum ||v_i||^2, ab = sum ||u_i||^2 ||v_i||^2, svu = s_u . sum_i ||v_i||^2 u_i and
+    svv = s_v . sum_i ||u_i||^2 v_i."""
+
+    n: np.ndarray
+    frob: np.ndarray
+    sms: np.ndarray
+    su2: np.ndarray
+    sv2: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    ab: np.ndarray
+    svu: np.ndarray
+    svv: np.ndarray
+
+
+def _blocks(n: int):
+    return (slice(low, low + BLOCK_ROWS) for low in range(0, n, BLOCK_ROWS))
+
+
+def _norms(x: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """||x_i - mean||^2 per row, in blocks."""
+    out = np.empty(len(x))
+    for rows in _blocks(len(x)):
+        centred = x[rows] - mean
+        out[rows] = np.einsum("ik,ik->i", centred, centred)
+    return out
+
+
+def _group_sums(x: np.ndarray, mean: np.ndarray, order: np.ndarray, codes: np.ndarray, groups: int) -> np.ndarray:
+    """sum_{i in g} (x_i - mean) per group, rows taken in group order a block at a time."""
+    out = np.zeros((groups, x.shape[1]))
+    for rows in _blocks(len(x)):
+        picked = order[rows]
+        c = codes[picked]
+        starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+        np.add.at(out, c[starts], np.add.reduceat(x[picked] - mean, starts, axis=0))
+    return out
+
+
+def _within_frob(u, v, mean_u, mean_v, order, codes, groups: int) -> np.ndarray:
+    """||P_g||^2 = sum_{i,j in g} (u_i.u_j)(v_i.v_j) per group, from each group's small Gram matrices."""
+    bounds = np.r_[0, np.cumsum(np.bincount(codes, minlength=groups))]
+    out = np.empty(groups)
+    for g in range(groups):
+        rows = order[bounds[g]:bounds[g + 1]]
+        cu, cv = u[rows] - mean_u, v[rows] - mean_v
+        out[g] = float(np.vdot(cu @ cu.T, cv @ cv.T))
+    return out
+
+
+def pair_terms(u: np.ndarray, v: np.ndarray, mean_u: np.ndarray, mean_v: np.ndarray, m: np.ndarray,
+               codes: np.ndarray | None, groups: int, norms: tuple | None = None) -> Terms:
+    """Terms of the pair (u, v) (rows centred at mean_u, mean_v in blocks; m = U~'V~) for the full
+    sample and each group deleted (``codes`` None: each item is its own group).  Extra memory
+    O(block d + G d + d^2): the centred rows are never held whole.  ``norms``: the rows'
+    ||u_i - mean_u||^2 and ||v_i - mean_v||^2 if already known."""
+    n = len(u)
+    items = codes is None
+    codes = np.arange(n) if items else codes
+    a_i, b_i = norms if norms is not None else (_norms(u, mean_u), _norms(v, mean_v))
+    same = u is v
+    w_u = u.T @ b_i - mean_u * b_i.sum()       # sum_i ||v_i||^2 (u_i - mean_u)
+    w_v = v.T @ a_i - mean_v * a_i.sum()
+    if not items:
+        order = np.argsort(codes, kind="stable")
+        t_u, t_v = _group_sums(u, mean_u, order, codes, groups), _group_sums(v, mean_v, order, codes, groups)
+    inner, cross_t, tpt, tbu, tav, tw_u, tw_v = (np.zeros(groups) for _ in range(7))
+    for rows in _blocks(n):
+        c = codes[rows]
+        # centred rows without copying them: (u_i - mean_u)' M = u_i' M - mean_u' M, and so on
+        um = u[rows] @ m
+        um -= mean_u @ m
+        m_i = np.einsum("ik,ik->i", um, v[rows]) - um @ mean_v
+        if items:      # t_u,g = u_i: every term is a per-item one
+            inner[c], cross_t[c], tpt[c] = m_i, m_i, a_i[rows] * b_i[rows]
+            tbu[c], tav[c] = a_i[rows] * b_i[rows], a_i[rows] * b_i[rows]
+            tw_u[c] = u[rows] @ w_u - mean_u @ w_u
+            tw_v[c] = tw_u[c] if same else v[rows] @ w_v - mean_v @ w_v
+            continue
+        cu = u[rows] - mean_u
+        cv = cu if same else v[rows] - mean_v
+        tu_dot, tv_dot = np.einsum("ik,ik->i", cu, t_u[c]), np.einsum("ik,ik->i", cv, t_v[c])
+        inner += np.bincount(c, m_i, minlength=groups)                                   # <M, P_g>
+        cross_t += np.bincount(c, np.einsum("ik,ik->i", um, t_v[c]), minlength=groups)   # t_u,g' M t_v,g
+        tpt += np.bincount(c, tu_dot * tv_dot, minlength=groups)                         # t_u,g' P_g t_v,g
+        tbu += np.bincount(c, tu_dot * b_i[rows], minlength=groups)                      # t_u,g . sum_g b_i u_i
+        tav += np.bincount(c, tv_dot * a_i[rows], minlength=groups)
+        tw_u += np.bincount(c, cu @ w_u, minlength=groups)                               # t_u,g . w_u
+        tw_v += np.bincount(c, cv @ w_v, minlength=groups)
+    sizes = np.bincount(codes, minlength=groups).astype(float)
+    frob = float(np.vdot(m, m))
+    a, b, ab = a_i.sum(), b_i.sum(), float(a_i @ b_i)
+    within = a_i * b_i if items else _within_frob(u, v, mean_u, mean_v, order, codes, groups)
+    su2 = a_i if items else np.einsum("gk,gk->g", t_u, t_u)
+    sv2 = b_i if items else np.einsum("gk,gk->g", t_v, t_v)
+    # deleting g leaves the sums s - t_g = -t_g, and sum_i b_i u_i loses the group's share
+    full = lambda value, per_group: np.r_[value, per_group]
+    return Terms(
+        n=full(n, n - sizes),
+        frob=full(frob, frob - 2 * inner + within),
+        sms=full(0.0, cross_t - tpt),
+        su2=full(0.0, su2),
+        sv2=full(0.0, sv2),
+        a=full(a, a - np.bincount(codes, a_i, minlength=groups)),
+        b=full(b, b - np.bincount(codes, b_i, minlength=groups)),
+        ab=full(ab, ab - np.bincount(codes, a_i * b_i, minlength=groups)),
+        svu=full(0.0, -(tw_u - tbu)),
+        svv=full(0.0, -(tw_v - tav)))
+
+
+def hsic(t: Terms, debiased: bool) -> np.ndarray:
+    """HSIC of the pair per replicate: biased ||U~'V~||^2 about each replicate's own mean (the
+    factor 1/(n-1)^2 cancels in CKA), or the unbiased estimate of Song et al. (2012):
+    [tr(K^ L^) + 1'K^1 1'L^1 / ((n-1)(n-2)) - 2/(n-2) 1'K^L^1] / (n (n-3)), K^ = K with a zero diagonal."""
+    n = t.n.astype(float)
+    if not debiased:
+        return t.frob - 2 * t.sms / n + t.su2 * t.sv2 / n ** 2
+    trace = t.frob - t.ab
+    k_sum, l_sum = t.su2 - t.a, t.sv2 - t.b
+    kl_sum = t.sms - t.svu - t.svv + t.ab
+    return (trace + k_sum * l_sum / ((n - 1) * (n - 2)) - 2 * kl_sum / (n - 2)) / (n * (n - 3))
+
+
+# ----------------------------------------------------------------------------------------------
+# one pair of models
+
+def permuted_cross(u: np.ndarray, v: np.ndarray, mean_u: np.ndarray, mean_v: np.ndarray,
+                   perm: np.ndarray) -> np.ndarray:
+    """U~' (P V~): v's items permuted, centred and multiplied a block of rows at a time."""
+    out = np.zeros((u.shape[1], v.shape[1]))
+    for rows in _blocks(len(u)):
+        out += (u[rows] - mean_u).T @ (v[perm[rows]] - mean_v)
+    return out
+
+
+def _codes(groups) -> tuple[np.ndarray, int]:
+    if groups is None:
+        return None, 0
+    names, codes = np.unique(np.asarray([text_key(g) for g in groups], dtype=object), return_inverse=True)
+    return codes.astype(np.int64), len(names)
+
+
+def cka_pair(x: np.ndarray, y: np.ndarray, *, groups=None, debiased: bool = False, permutations: int = 999,
+             seed: int = 42, progress=None, route: str = "auto") -> dict:
+    """CKA of two aligned unit-vector arrays, its jackknife SE (over ``groups`` if given, else over
+    items) and its permutation p-value (None with 0 permutations)."""
+    check_permutations(permutations, allow_zero=True)
+    check_seed(seed)
+    n = len(x)
+    _check_items(n, debiased)
+    codes, count = _codes(groups)
+    if codes is not None and count < 2:
+        raise DesignError(f"the cluster jackknife needs at least 2 groups; the items are in {count}")
+    largest = 1 if codes is None else int(np.bincount(codes).max())
+    if debiased and n - largest < MIN_DEBIASED_ITEMS - 1:
+        raise DesignError(f"the debiased CKA's jackknife deletes a group of {largest} items and "
+                          f"needs {MIN_DEBIASED_ITEMS - 1} left; there are {n} items")
+    u, v = coordinates(x, route)[0], coordinates(y, route)[0]
+    mean_u, mean_v, uu, vv, uv = products(u, v)
+    count = n if codes is None else count
+    a_i, b_i = _norms(u, mean_u), _norms(v, mean_v)
+    h_xy = hsic(pair_terms(u, v, mean_u, mean_v, uv, codes, count, (a_i, b_i)), debiased)
+    h_xx = hsic(pair_terms(u, u, mean_u, mean_u, uu, codes, count, (a_i, a_i)), debiased)
+    h_yy = hsic(pair_terms(v, v, mean_v, mean_v, vv, codes, count, (b_i, b_i)), debiased)
+    if not (h_xx[0] > 0 and h_yy[0] > 0):
+        which = "first" if not h_xx[0] > 0 else "second"
+        raise DesignError(f"the {which} model puts every item at the same point (no spread): CKA is undefined")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = h_xy / np.sqrt(h_xx * h_yy)
+    if not debiased:    # a ratio of Frobenius norms, in [0, 1] but for the last bit of rounding
+        values = np.clip(values, 0.0, 1.0)
+    estimate = float(values[0])
+    replicates = values[1:]
+    se = jackknife_se(replicates) if np.all(np.isfinite(replicates)) else None
+    p_value = None
+    if permutations:
+        scale = float(np.sqrt(h_xx[0] * h_yy[0]))
+        rng = np.random.default_rng(seed)
+        permuted = np.empty(permutations)
+        for t in range(permutations):
+            perm = rng.permutation(n)
+            frob = float(np.sum(permuted_cross(u, v, mean_u, mean_v, perm) ** 2))
+            if debiased:    # s = 0, so 1'K^1 = -A, 1'L^1 = -B and 1'K^L^1 = sum a_i b_perm(i)
+                ab = float(a_i @ b_i[perm])
+                frob = ((frob - ab) + a_i.sum() * b_i.sum() / ((n - 1) * (n - 2)) - 2 * ab / (n - 2)) / (n * (n - 3))
+            permuted[t] = frob / scale
+            if progress is not None and t % 20 == 0:
+                progress(t, permutations)
+        p_value = permutation_result(estimate, permuted, "items").p_value
+    return {"cka": estimate, "se": se, "p_value": p_value, "permutations": permutations, "items": n,
+            "groups": None if groups is None else count, "debiased": bool(debiased), "level": LEVEL}
+
+
+def procrustes_pair(x: np.ndarray, y: np.ndarray, *, permutations: int = 999, seed: int = 42,
+                    progress=None) -> dict:
+    """vegan's protest: r = sqrt(1 - m12^2), m12^2 the symmetric Procrustes sum of squares, and the
+    permutation p-value (items of y permuted; counted when r_perm >= r - sqrt(eps), as protest does)."""
+    check_permutations(permutations, allow_zero=True)
+    check_seed(seed)
+    n = len(x)
+    _check_items(n, False)
+    u, v = coordinates(x)[0], coordinates(y)[0]
+    mean_u, mean_v, uu, vv, uv = products(u, v)
+    scale = float(np.sqrt(np.trace(uu) * np.trace(vv)))
+    if not scale > 0:
+        raise DesignError("a model puts every item at the same point (no spread): the Procrustes fit is undefined")
+    nuclear = lambda m: float(np.linalg.svd(m, compute_uv=False).sum())
+    r = min(nuclear(uv) / scale, 1.0)
+    p_value = None
+    if permutations:
+        rng = np.random.default_rng(seed)
+        permuted = np.empty(permutations)
+        for t in range(permutations):
+            permuted[t] = nuclear(permuted_cross(u, v, mean_u, mean_v, rng.permutation(n))) / scale
+            if progress is not None and t % 20 == 0:
+                progress(t, permutations)
+        p_value = permutation_result(r, permuted, "items").p_value
+    return {"r": r, "m12_squared": max(1.0 - r * r, 0.0), "p_value": p_value, "permutations": permutations,
+            "items": n, "level": LEVEL}
+
+
+def _check_items(n: int, debiased: bool) -> None:
+    need = MIN_DEBIASED_ITEMS if debiased else MIN_ITEMS
+    if n < need:
+        what = "the debiased CKA" if debiased else "comparing two models' geometry"
+        raise DesignError(f"{what} needs at least {need} items shared by both models; there are {n}")
+
+
+# ----------------------------------------------------------------------------------------------
+# every pair of models
+
+def aligned(models: dict, common: bool, groups: dict | None = None, group: str = "group"):
+    """``models``: model -> (item ids, unit vectors[, group labels]).  The shared items in canonical
+    order, each model's vectors in that order, and each item's group (the same in every model)."""
+    if len(models) < 2:
+        raise InputError(f"the model column has {len(models)} model(s); comparing geometry needs at least two")
+    if any(m is None for m in models):
+        raise BadLabelError("model column has a NULL value; every row needs a model")
+    items, rows_of = shared_items({m: parts[0] for m, parts in models.items()}, common)
+    unit = {m: parts[1][rows_of[m]] for m, parts in models.items()}
+    if groups is None:
+        return items, unit, None
+    group_of = {}
+    for m, labels in groups.items():
+        for item, label in zip(items, np.asarray(labels, dtype=object)[rows_of[m]]):
+            if label is None or (isinstance(label, float) and label != label):
+                raise BadLabelError(f"group column {group!r} is NULL for item {item!r} of model {m!r}; "
+                                    "every item needs a group")
+            if group_of.setdefault(item, label) != label:
+                raise InputError(f"group column {group!r}: item {item!r} is in group {group_of[item]!r} for one "
+                                 f"model and {label!r} for model {m!r}; an item's group must be the same in every model")
+    return items, unit, [group_of[item] for item in items]
+
+
+def cka_rows(models: dict, *, groups: dict | None = None, group: str = "group", debiased: bool = False,
+             permutations: int = 999, seed: int = 42, common: bool = False, progress=None) -> list[dict]:
+    """One row per pair of models (CKA_COLUMNS); see embsql.cka."""
+    check_permutations(permutations, allow_zero=True)
+    check_seed(seed)
+    items, unit, item_groups = aligned(models, common, groups, group)
+    return [{"model_a": a, "model_b": b,
+             **cka_pair(unit[a], unit[b], groups=item_groups, debiased=debiased, permutations=permutations,
+                        seed=seed, progress=progress)}
+            for a, b in combinations(sorted(unit, key=text_key), 2)]
+
+
+def procrustes_rows(models: dict, *, permutations: int = 999, seed: int = 42, common: bool = False,
+                    progress=None) -> list[dict]:
+    """One row per pair of models (PROCRUSTES_COLUMNS); see embsql.procrustes."""
+    check_permutations(permutations, allow_zero=True)
+    check_seed(seed)
+    _, unit, _ = aligned(models, common)
+    return [{"model_a": a, "model_b": b,
+             **procrustes_pair(unit[a], unit[b], permutations=permutations, seed=seed, progress=progress)}
+            for a, b in combinations(sorted(unit, key=text_key), 2)]

@@ -1,0 +1,89 @@
+"""UDF kernels for model-to-model geometry, called by sql/python/87_geometry.sql.
+
+Each call gets the whole table as lists (models, items, groups, vectors) plus the table's column
+names and types, so that a missing or mistyped column gives the same message as from Python.  The
+numerics are embsql.core.geometry, shared with embsql.cka and embsql.procrustes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from embsql.core.geometry import cka_rows, procrustes_rows
+from embsql.errors import EmbsqlError
+from embsql.io.interrupts import Watch, install
+from embsql.io.reading import unit_vectors
+from embsql.io.sources import Source
+
+CKA = ("STRUCT(model_a VARCHAR, model_b VARCHAR, cka DOUBLE, se DOUBLE, p_value DOUBLE, permutations BIGINT, "
+       "items BIGINT, groups BIGINT, debiased BOOLEAN, level VARCHAR)[]")
+PROCRUSTES = ("STRUCT(model_a VARCHAR, model_b VARCHAR, r DOUBLE, m12_squared DOUBLE, p_value DOUBLE, "
+              "permutations BIGINT, items BIGINT, level VARCHAR)[]")
+install()   # so that con.interrupt() reaches the permutation loops (embsql.io.interrupts)
+# the table (name, column names and types), the four columns named in the call, their values
+INPUTS = ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR",
+          "VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "DOUBLE[][]"]
+
+
+def _read(row, tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors):
+    """(model -> (item ids, unit vectors), model -> group labels or None, group column) for one call row."""
+    scalar = lambda array: array[row].as_py()
+    source = Source(scalar(tbl), None, dict(zip(scalar(names), scalar(types))))
+    source.require(scalar(item_col), "item")
+    source.require(scalar(model_col), "model")
+    group = scalar(group_col)
+    if group is not None:
+        source.require(group, "group")
+    source.vector_dimension(scalar(vector_col))
+    model_of = np.asarray(scalar(models), dtype=object)
+    item_of, group_of = np.asarray(scalar(items), dtype=object), np.asarray(scalar(groups), dtype=object)
+    if len(model_of) == 0:
+        raise EmbsqlError(f"source {scalar(tbl)!r} has no rows")
+    column = vectors[row].values
+    out, labels = {}, {}
+    for m in sorted(set(model_of.tolist()), key=str):      # models may differ in dimension
+        mask = np.fromiter((x == m for x in model_of.tolist()), bool, len(model_of))
+        where = lambda i, ids=item_of[mask], m=m: f"item {ids[i]!r} of model {m!r}"
+        out[m] = (item_of[mask], unit_vectors(column.filter(pa.array(mask)), where, scalar(vector_col), None))
+        labels[m] = group_of[mask]
+    return out, (labels if group is not None else None), group
+
+
+def _each(inputs: tuple, compute) -> pa.Array:
+    """Run ``compute(row, models, groups, group)`` for every row of the chunk; embsql errors become SQL errors."""
+    out = []
+    for row in range(len(inputs[0])):
+        try:
+            rows = compute(row, *_read(row, *inputs))
+        except EmbsqlError as error:
+            raise ValueError(f"embsql: {error}") from None
+        except KeyboardInterrupt:    # Ctrl-C while the kernel ran on the main thread
+            raise ValueError("embsql: the query was interrupted; the permutation test stopped") from None
+        out.append([{**r, "model_a": str(r["model_a"]), "model_b": str(r["model_b"])} for r in rows])
+    return pa.array(out)
+
+
+def emb__cka(tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors,
+             debiased, permutations, seed, common):
+    inputs = (tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors)
+    return _each(inputs, lambda row, data, labels, group: cka_rows(
+        data, groups=labels, group=group or "group", debiased=bool(debiased[row].as_py()),
+        permutations=permutations[row].as_py(), seed=seed[row].as_py(), common=bool(common[row].as_py()),
+        progress=Watch()))
+
+
+def emb__procrustes(tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors,
+                    permutations, seed, common):
+    inputs = (tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors)
+    return _each(inputs, lambda row, data, labels, group: procrustes_rows(
+        data, permutations=permutations[row].as_py(), seed=seed[row].as_py(), common=bool(common[row].as_py()),
+        progress=Watch()))
+
+
+SPECS = [
+    {"name": "emb__cka", "function": emb__cka, "parameters": INPUTS + ["BOOLEAN", "BIGINT", "BIGINT", "BOOLEAN"],
+     "return_type": CKA, "null_handling": "special"},
+    {"name": "emb__procrustes", "function": emb__procrustes, "parameters": INPUTS + ["BIGINT", "BIGINT", "BOOLEAN"],
+     "return_type": PROCRUSTES, "null_handling": "special"},
+]
