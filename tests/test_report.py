@@ -427,12 +427,13 @@ def test_the_sections_are_one_registry_with_their_cautions():
     from embsql.reporting.sections import REGISTRY
 
     assert SECTIONS == ("decomposition", "groups", "jackknife", "bootstrap", "compare", "permanova", "dispersion",
-                        "retrieval")
-    assert DEFAULT_SECTIONS == SECTIONS[:5] and ROW_SECTIONS == ("permanova", "dispersion")
+                        "models", "retrieval")
+    assert DEFAULT_SECTIONS == SECTIONS[:5] and ROW_SECTIONS == ("permanova", "dispersion", "models")
     for name, entry in REGISTRY.items():
-        if name != "retrieval":      # the retrieval layers carry their own titles and cautions
+        if name not in ("retrieval", "models"):      # these carry their own titles and cautions
             assert entry.caution == getattr(cautions, name.upper()) and entry.title
     default = Report("t", vector="v", group="g")
     assert default.chosen_sections == SECTIONS[:7]
     assert default.replace(permutations=0).chosen_sections == SECTIONS[:5]
-    assert default.replace(queries="q", docs="d").chosen_sections == SECTIONS
+    assert default.replace(queries="q", docs="d").chosen_sections == SECTIONS[:7] + ("retrieval",)
+    assert default.replace(item="i", model="m").chosen_sections == SECTIONS[:8]
