@@ -22,7 +22,7 @@ from embsql.core.pairing import PAIRING_COLUMNS
 from embsql.core.query_summary import ALIGNMENT_COLUMNS, RANK_COLUMNS, SUMMARY_COLUMNS, summary_row
 from embsql.core.structure import STRUCTURE_COLUMNS, participation_ratio
 from embsql.errors import InputError
-from embsql.io.qrels_minimal import read_qrels
+from embsql.io.qrels import read_qrels
 from embsql.io.retrieval_rows import Columns, Rows, load_models
 from embsql.io.sources import accepts_frames
 from embsql.reporting.cautions import RETRIEVAL as CAUTIONS
@@ -50,8 +50,8 @@ def _margins_per_model(con, queries, docs, cols: Columns, scope: str, query_grou
             yield m, q, d, model_margins(q.ids, q.positive, q.unit, d.keys, d.group, d.unit, scope, m)
         else:
             yield m, q, d, relevant_margins(q.ids, q.keys, q.unit, d.keys, d.unit,
-                                            (judged.qids, judged.doc_ids, judged.relevance), relevance_threshold, m,
-                                            f"qrels {judged.name!r}")
+                                            (judged.qid.to_pylist(), judged.doc_id.to_pylist(), judged.relevance.tolist()),
+                                            relevance_threshold, m, f"qrels {judged.source!r}")
 
 
 @accepts_frames("queries", "docs", "qrels")

@@ -87,7 +87,8 @@ def check_relevance(values: pa.Array, where, column: str) -> np.ndarray:
     bad = np.flatnonzero(~np.isfinite(x) | (x != np.floor(x)) | (x < 0))
     if len(bad):
         i = int(bad[0])
-        raise InputError(f"relevance column {column!r} has {x[i]!r} at {where(i)}; relevance must be a whole number "
+        shown = int(x[i]) if np.isfinite(x[i]) and x[i] == np.floor(x[i]) else float(x[i])
+        raise InputError(f"relevance column {column!r} has {shown!r} at {where(i)}; relevance must be a whole number "
                          f"of 0 or more ({len(bad)} such rows)")
     return x.astype(np.int64)
 

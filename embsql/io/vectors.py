@@ -115,7 +115,8 @@ def _inverse_norms(vectors: np.ndarray, ids: pa.Array, what: str, name: str, vec
         good = np.isfinite(scale) & (scale > 0)
         if not good.all():
             i = a + int(np.flatnonzero(~good)[0])
-            word = "zero" if np.isfinite(scale[i - a]) else "non-finite"
+            row = block[i - a]
+            word = "zero-length" if np.isfinite(scale[i - a]) else "NaN" if np.isnan(row).any() else "infinite"
             raise bad_vector(vector, word, f"{what} {name!r} row {i} ({role} {ids[i].as_py()!r})")
         block /= scale[:, None]            # no overflow or underflow in the squares
         out[a:a + len(block)] = 1.0 / (np.sqrt(np.einsum("ij,ij->i", block, block)) * scale)
