@@ -268,6 +268,5 @@ def _unsupported(source) -> str:
     module = type(source).__module__
     kind = type(source).__qualname__ if module == "builtins" else f"{module}.{type(source).__qualname__}"
     kind = "an empty name" if isinstance(source, str) else f"a {kind}"
-    return ("a source must be a table, view, file or directory name (or FILE.duckdb:TABLE, lance://PATH), a pandas "
-            "or polars DataFrame or LazyFrame, an Arrow table or dataset, a Lance dataset, a LanceDB table or a "
-            f"Hugging Face Dataset, not {kind}")
+    return ("a source must be a table, view, file or directory name, a DataFrame, an Arrow table or dataset, "
+            f"a Lance or Hugging Face dataset (see the README's table of sources), not {kind}")
