@@ -354,7 +354,7 @@ def test_the_report_compares_models_when_it_knows_the_items(con):
     assert {(r["measure"], r["level"]) for r in rows} == {
         ("linear CKA", "similarity"), ("Procrustes r", "similarity"),
         ("k-NN overlap (k = 10)", "monotone"), ("Mantel r (Spearman)", "monotone")}
-    first = {r["measure"]: r for r in rows if (r["model"], r["model_b"]) == ("m1", "m2")}
+    first = {r["measure"]: r for r in rows if (r["model_a"], r["model_b"]) == ("m1", "m2")}
     assert first["linear CKA"]["value"] == pytest.approx(cka_reference(x, y), abs=1e-12)
     assert first["linear CKA"]["se"] == pytest.approx(jackknife_reference(x, y, [f"t{j % 5}" for j in range(40)]),
                                                       abs=1e-11)

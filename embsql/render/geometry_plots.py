@@ -27,7 +27,7 @@ def models_plot(result: ReportResult) -> Plot | None:
 
     measures = list(dict.fromkeys(r["measure"] for r in rows))
     levels = {r["measure"]: r["level"] for r in rows}
-    models = list(dict.fromkeys([r["model"] for r in rows] + [r["model_b"] for r in rows]))
+    models = list(dict.fromkeys([r["model_a"] for r in rows] + [r["model_b"] for r in rows]))
     names = [model_label(m) for m in models]
     index = {m: i for i, m in enumerate(models)}
     size = len(models)
@@ -40,7 +40,7 @@ def models_plot(result: ReportResult) -> Plot | None:
         grid = [[math.nan] * size for _ in range(size)]
         for r in rows:
             if r["measure"] == measure:
-                i, j = index[r["model"]], index[r["model_b"]]
+                i, j = index[r["model_a"]], index[r["model_b"]]
                 grid[i][j] = grid[j][i] = r["value"]
         image = ax.imshow(grid, vmin=0.0, vmax=1.0, cmap="viridis")
         for i in range(size):

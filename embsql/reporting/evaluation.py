@@ -117,5 +117,5 @@ def evaluation_sections(con, *, queries: str, docs: str, qrels: str, model: str 
         sections.append(Section("evaluation_compare", "Paired comparison of models on nDCG@10",
                                 ResultTable.from_dicts("evaluation_compare", PAIR_COLUMNS, pairs),
                                 COMPARE_CAUTION.format(unit=unit, one="group" if groups is not None else "query",
-                                                       why=why)))
+                                                       why=why[0].upper() + why[1:])))
     return sections

@@ -25,7 +25,7 @@ from embsql.results import ResultTable
 
 NAME = "models"
 TITLE = "Models compared on the same items"
-COLUMNS = ("model", "model_b", "measure", "level", "value", "se", "p_value", "items")
+COLUMNS = ("model_a", "model_b", "measure", "level", "value", "se", "p_value", "items")
 KNN_K = 10
 MEASURES = (   # (measure, level, what the level ignores)
     ("linear CKA", "similarity", LEVEL_MEANING),
@@ -92,6 +92,6 @@ def models_section(con, source: str, *, item: str | None, by: str | None, group:
                  (mantel[pair]["r"], None, mantel[pair]["p_value"]) if pair in mantel else None)
         for (measure, level, _), values in zip(MEASURES, found):
             if values is not None:
-                rows.append({"model": a, "model_b": b, "measure": measure, "level": level, "value": values[0],
+                rows.append({"model_a": a, "model_b": b, "measure": measure, "level": level, "value": values[0],
                              "se": values[1], "p_value": values[2], "items": items})
     return Section(NAME, TITLE, ResultTable.from_dicts(NAME, COLUMNS, rows), CAUTION), note

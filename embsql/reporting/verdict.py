@@ -124,6 +124,8 @@ def _tests(rows: list[dict], permutations) -> str:
         return ""
     rows = [row for row in rows if _finite(row.get("p_value"))]
     if not rows:
+        if _finite(permutations) and permutations:   # the tests were left out of the sections asked for
+            return "No p-values: the permutation tests were not among the sections run."
         return "No p-values: the permutation tests were not run (give permutations > 0 to run them)."
     p = [row["p_value"] for row in rows]
     each = _each(rows, p)
