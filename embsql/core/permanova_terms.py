@@ -113,7 +113,7 @@ def _factor(terms, variables, min_levels):
 
 def plan(terms: list[Term], variables: dict[str, Variable], by_terms: str, min_levels: int = 2) -> Plan:
     if by_terms not in BY_TERMS:
-        raise InputError(f"by_terms must be 'sequential' or 'margin', not {by_terms!r}")
+        raise InputError(f"by_terms must be 'sequential' or 'margin', not {by_terms!r}", kind="argument.by_terms")
     check_levels(terms, variables)
     n = len(next(iter(variables.values())).matrix())
     factor = _factor(terms, variables, min_levels)
