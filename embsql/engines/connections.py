@@ -20,10 +20,9 @@ import pyarrow as pa
 
 from embsql.engines import duckdb as duckdb_engine
 from embsql.engines import postgres, spark
+from embsql.engines.dialects import RUNNABLE as DIALECTS  # noqa: F401  (the dialects run_on runs)
 from embsql.engines.tables import uniform
 from embsql.errors import EngineError, InputError
-
-from embsql.engines.dialects import RUNNABLE as DIALECTS  # noqa: F401  (the dialects run_on runs)
 
 _MODULES = {"duckdb": duckdb_engine, "spark": spark, "postgres": postgres}
 
