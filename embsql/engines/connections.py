@@ -45,7 +45,7 @@ def dialect_of(connection) -> str:
                      "a pyspark.sql.SparkSession and a psycopg (3) or psycopg2 connection")
 
 
-def engine_error(dialect: str, error: Exception) -> EngineError:
+def engine_error(dialect: str, error: BaseException) -> EngineError:
     """The engine's exception as one line naming the dialect."""
     return EngineError(f"{dialect} rejected the query: {_first_line(error)}")
 
