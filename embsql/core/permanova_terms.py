@@ -31,7 +31,7 @@ import numpy as np
 from embsql.core.arguments import check_permutations, check_seed
 from embsql.core.permutation import Design, permutation_result, shuffles, within_sums
 from embsql.core.terms import Term, Variable, absorbed, check_levels, term_matrix
-from embsql.errors import DesignError, InputError
+from embsql.errors import DesignError, DistanceTableError, InputError
 
 BY_TERMS = ("sequential", "margin")
 RANK_TOLERANCE = 1e-9         # a residualised column shorter than this (relative) adds no dimension
@@ -364,3 +364,24 @@ def gower_matrix(squared: np.ndarray) -> np.ndarray:
     """G = -1/2 J D^2 J, J = I - 11^T / n (Gower 1966)."""
     a = -0.5 * np.asarray(squared, dtype=float)
     return a - a.mean(axis=0) - a.mean(axis=1)[:, None] + a.mean()
+
+
+def squared_from_pairs(first, second, distance, ids) -> np.ndarray:
+    """The n x n matrix of squared distances from pairs (i, j, d); every pair of labelled ids must be there."""
+    position = {item: k for k, item in enumerate(ids)}
+    for item in (*first, *second):
+        if item not in position:
+            raise DistanceTableError(f"id {item} in the distance table has no row in the labels table")
+    a = np.fromiter((position[x] for x in first), np.int64, len(first))
+    b = np.fromiter((position[x] for x in second), np.int64, len(second))
+    d = np.asarray(distance, dtype=float)
+    if np.any(~np.isfinite(d)) or np.any(d < 0):
+        raise DistanceTableError("the distance table has a NULL, negative or non-finite distance")
+    squared = np.full((len(ids), len(ids)), np.nan)
+    squared[a, b] = squared[b, a] = d * d
+    np.fill_diagonal(squared, 0.0)
+    missing = int(np.isnan(squared[np.triu_indices(len(ids), 1)]).sum())
+    if missing:
+        raise DistanceTableError(f"the distance table lacks {missing} of the {len(ids) * (len(ids) - 1) // 2} pairs "
+                                 "of the labelled ids; every pair needs a distance")
+    return squared
