@@ -14,9 +14,9 @@ from embsql.api.agreement import knn_agreement, mantel
 from embsql.api.compare_retrieval import compare_retrieval
 from embsql.api.decomposition import anova, anova_dist, groups
 from embsql.api.evaluation import evaluate, retrieve, write_trec_run
-from embsql.api.permanova_terms import permanova_terms
 from embsql.api.geometry import cka, procrustes
 from embsql.api.pairwise import pairwise_permanova
+from embsql.api.permanova_terms import permanova_terms
 from embsql.api.permutation import dispersion, permanova
 from embsql.api.resampling import bootstrap, compare, jackknife
 from embsql.api.retrieval import dose, margins, pairing, retrieval_layers, retrieval_summary
@@ -45,7 +45,8 @@ __version__ = version("embsql")   # the one version source is pyproject.toml
 
 __all__ = [
     "permanova_terms",
-    "anova", "anova_dist", "groups", "run_sql", "permanova", "dispersion", "jackknife", "bootstrap", "compare", "connect", "register", "ResultTable",
+    "anova", "anova_dist", "groups", "run_sql", "permanova", "dispersion", "jackknife", "bootstrap", "compare",
+    "connect", "register", "ResultTable",
     "report", "Report", "run_on", "ReportResult", "Section", "knn_agreement", "mantel", "EngineError",
     "EmbsqlError", "InputError", "SourceNotFoundError", "ColumnNotFoundError", "ColumnTypeError",
     "BadVectorError", "BadLabelError", "DesignError", "DistanceTableError", "SqlInputError",

@@ -169,6 +169,8 @@ CATALOGUE: dict[str, Check] = {
     "source.empty": Check(InputError, "source {source} has no rows"),
     "value.null": Check(InputError, "{role} column {column} has {count} NULL value(s){where}"),
     "value.nonfinite": Check(InputError, "{role} column {column} has {count} {word} value(s){where}"),
+    "value.relevance": Check(
+        InputError, "relevance column {column} has {value} at {where}; relevance must be a whole number of 0 or more"),
     # ---- distance tables (emb_anova_dist, emb_permanova_dist)
     "distance.null_id": Check(DistanceTableError, "distance table {source} has a NULL id in {first} or {second}"),
     "distance.invalid": Check(DistanceTableError, "distance for pair ({i}, {j}) in column {column} is {problem}"),
@@ -189,6 +191,8 @@ CATALOGUE: dict[str, Check] = {
     "argument.null_method": Check(InputError, _ARGUMENT),
     "argument.scope": Check(InputError, _ARGUMENT),
     "argument.range": Check(InputError, "{name} must be in {interval}, got {name} = {value}"),
+    "argument.k": Check(InputError, _ARGUMENT),
+    "argument.by_terms": Check(InputError, _ARGUMENT),
     # ---- the query itself
     "query.interrupted": Check(EmbsqlError, "the query was interrupted; {what} stopped"),
 }

@@ -60,6 +60,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_value_null("role", "column", "count", "wh
     error(format('embsql: [value.null] {} column {} has {} NULL value(s){}', "role", "column", "count", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_value_nonfinite("role", "column", "count", "word", "where") AS
     error(format('embsql: [value.nonfinite] {} column {} has {} {} value(s){}', "role", "column", "count", "word", "where"));
+CREATE OR REPLACE TEMP MACRO emb__fail_value_relevance("column", "value", "where") AS
+    error(format('embsql: [value.relevance] relevance column {} has {} at {}; relevance must be a whole number of 0 or more', "column", "value", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_distance_null_id("source", "first", "second") AS
     error(format('embsql: [distance.null_id] distance table {} has a NULL id in {} or {}', "source", "first", "second"));
 CREATE OR REPLACE TEMP MACRO emb__fail_distance_invalid("i", "j", "column", "problem") AS
@@ -90,6 +92,10 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_scope("name", "rule", "value") A
     error(format('embsql: [argument.scope] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_range("name", "interval", "value") AS
     error(format('embsql: [argument.range] {} must be in {}, got {} = {}', "name", "interval", "name", "value"));
+CREATE OR REPLACE TEMP MACRO emb__fail_argument_k("name", "rule", "value") AS
+    error(format('embsql: [argument.k] {} must be {}, not {}', "name", "rule", "value"));
+CREATE OR REPLACE TEMP MACRO emb__fail_argument_by_terms("name", "rule", "value") AS
+    error(format('embsql: [argument.by_terms] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_query_interrupted("what") AS
     error(format('embsql: [query.interrupted] the query was interrupted; {} stopped', "what"));
 CREATE OR REPLACE TEMP MACRO emb__vector_kind(word) AS CASE word WHEN 'NULL' THEN 'vector.null' WHEN 'NULL-element' THEN 'vector.null_element' WHEN 'zero-length' THEN 'vector.zero' WHEN 'NaN' THEN 'vector.nonfinite' WHEN 'infinite' THEN 'vector.nonfinite' ELSE 'vector' END;
@@ -1246,16 +1252,16 @@ r AS (
         count(*) OVER (PARTITION BY __emb_b, __emb_q, __emb_d) AS __emb_dup
     FROM r0, rmeta m
     WHERE CASE
-        WHEN k IS NULL OR k < 1 OR k <> floor(k) THEN error(format('embsql: k must be a whole number of 1 or more, not {}', k))
-        WHEN m.__emb_qcols = 1 THEN error(format('embsql: qid column "{}" not found in run {}', qid_col, run))
-        WHEN m.__emb_dcols = 1 THEN error(format('embsql: doc_id column "{}" not found in run {}', doc_id_col, run))
-        WHEN m.__emb_scols = 1 THEN error(format('embsql: score column "{}" not found in run {}', score_col, run))
+        WHEN k IS NULL OR k < 1 OR k <> floor(k) THEN error(format('embsql: [argument.k] k must be a whole number of 1 or more, not {}', k))
+        WHEN m.__emb_qcols = 1 THEN error(format('embsql: [column.missing] qid column "{}" not found in run {}', qid_col, run))
+        WHEN m.__emb_dcols = 1 THEN error(format('embsql: [column.missing] doc_id column "{}" not found in run {}', doc_id_col, run))
+        WHEN m.__emb_scols = 1 THEN error(format('embsql: [column.missing] score column "{}" not found in run {}', score_col, run))
         WHEN "by" IS NOT NULL AND m.__emb_bcols = 1
-            THEN error(format('embsql: model column "{}" not found in run {}', "by", run))
+            THEN error(format('embsql: [column.missing] model column "{}" not found in run {}', "by", run))
         WHEN __emb_q IS NULL OR __emb_d IS NULL OR __emb_s IS NULL OR ("by" IS NOT NULL AND __emb_b IS NULL)
-            THEN error(format('embsql: run {}: NULL qid, doc_id, score or model at row {}', run, __emb_row))
+            THEN error(format('embsql: [label.null] run {}: NULL qid, doc_id, score or model at row {}', run, __emb_row))
         WHEN isnan(__emb_s) OR isinf(__emb_s)
-            THEN error(format('embsql: run {}: score {} at row {} is not finite', run, __emb_s, __emb_row))
+            THEN error(format('embsql: [value.nonfinite] run {}: score {} at row {} is not finite', run, __emb_s, __emb_row))
         ELSE true
     END
 ),
@@ -1273,13 +1279,13 @@ judged AS (
         count(*) OVER (PARTITION BY j.__emb_q, j.__emb_d) AS __emb_dup
     FROM j, jmeta m
     WHERE CASE
-        WHEN m.__emb_qcols = 1 THEN error(format('embsql: qid column "{}" not found in qrels {}', qid_col, qrels))
-        WHEN m.__emb_dcols = 1 THEN error(format('embsql: doc_id column "{}" not found in qrels {}', doc_id_col, qrels))
-        WHEN m.__emb_rcols = 1 THEN error(format('embsql: relevance column "{}" not found in qrels {}', relevance_col, qrels))
+        WHEN m.__emb_qcols = 1 THEN error(format('embsql: [column.missing] qid column "{}" not found in qrels {}', qid_col, qrels))
+        WHEN m.__emb_dcols = 1 THEN error(format('embsql: [column.missing] doc_id column "{}" not found in qrels {}', doc_id_col, qrels))
+        WHEN m.__emb_rcols = 1 THEN error(format('embsql: [column.missing] relevance column "{}" not found in qrels {}', relevance_col, qrels))
         WHEN j.__emb_q IS NULL OR j.__emb_d IS NULL OR j.__emb_r0 IS NULL
-            THEN error(format('embsql: qrels {}: NULL qid, doc_id or relevance at row {}', qrels, j.__emb_row))
+            THEN error(format('embsql: [label.null] qrels {}: NULL qid, doc_id or relevance at row {}', qrels, j.__emb_row))
         WHEN j.__emb_r IS NULL OR j.__emb_r < 0 OR j.__emb_r <> floor(j.__emb_r) OR isinf(j.__emb_r) THEN error(format(
-            'embsql: qrels {}: relevance {} at row {}; relevance must be a whole number of 0 or more',
+            'embsql: [value.relevance] qrels {}: relevance {} at row {}; relevance must be a whole number of 0 or more',
             qrels, j.__emb_r0, j.__emb_row))
         ELSE true
     END
@@ -1287,7 +1293,7 @@ judged AS (
 judged_once AS (
     SELECT __emb_q, __emb_d, __emb_r FROM judged
     WHERE CASE WHEN __emb_dup > 1 THEN error(format(
-        'embsql: qrels {}: (qid {}, doc_id {}) is judged {} times; each pair must be judged once',
+        'embsql: [label.duplicate] qrels {}: (qid {}, doc_id {}) is judged {} times; each pair must be judged once',
         qrels, __emb_q, __emb_d, __emb_dup)) ELSE true END
 ),
 per_qid AS (
@@ -1301,7 +1307,7 @@ top AS (
     SELECT r.* EXCLUDE (__emb_dup), coalesce(jo.__emb_r, 0) AS __emb_g
     FROM r LEFT JOIN judged_once jo ON r.__emb_q = jo.__emb_q AND r.__emb_d = jo.__emb_d
     WHERE CASE WHEN r.__emb_dup > 1 THEN error(format(
-        'embsql: run {}: doc_id {} is ranked {} times for qid {}; a document appears at most once per query',
+        'embsql: [label.duplicate] run {}: doc_id {} is ranked {} times for qid {}; a document appears at most once per query',
         run, r.__emb_d, r.__emb_dup, r.__emb_q)) ELSE r.__emb_pos <= k END
 ),
 scored AS (

@@ -290,13 +290,14 @@ def test_bad_input_is_named(change, kwargs, error, words):
 def test_sql_errors_start_with_embsql():
     con = embsql.connect()
     con.register("ev", long_table({"a": HAND_A, "b": HAND_B}, HAND_GROUPS))
-    for call, words in (("emb_compare_retrieval('ev', metric := 'mrr@10')", "no rows for metric 'mrr@10'"),
-                        ("emb_compare_retrieval('ev', \"group\" := 'topic')", "group column 'topic' not found"),
-                        ("emb_compare_retrieval('ev', by := 'run')", "model column 'run' not found"),
-                        ("emb_compare_retrieval('ev', p_adjust := 'fdr')", "p_adjust must be one of")):
+    for call, words in (("emb_compare_retrieval('ev', metric := 'mrr@10')", "[input] evaluation 'ev' has no rows for "
+                                                                              "metric 'mrr@10'"),
+                        ("emb_compare_retrieval('ev', \"group\" := 'topic')", "[column.missing] group column 'topic' not found"),
+                        ("emb_compare_retrieval('ev', by := 'run')", "[column.missing] model column 'run' not found"),
+                        ("emb_compare_retrieval('ev', p_adjust := 'fdr')", "[input] p_adjust must be one of")):
         with pytest.raises(Exception) as caught:
             con.sql(f"SELECT * FROM {call}").fetchall()
-        assert "embsql:" in str(caught.value) and words in str(caught.value)
+        assert f"embsql: {words}" in str(caught.value)
 
 
 # ---- the verdict sentence ----------------------------------------------------------------------

@@ -274,7 +274,7 @@ def test_items_that_differ_between_models(con):
     lacks = r"model 'a' has item 'i8' that another model lacks \(2 such items\).*common=True.*8 items"
     with pytest.raises(InputError, match=lacks):
         embsql.cka(con, "t", item="item", model="model", vector="v")
-    with pytest.raises(Exception, match="embsql: model 'a' has item 'i8'"):
+    with pytest.raises(Exception, match=r"embsql: \[input\] model 'a' has item 'i8'"):
         con.sql("SELECT * FROM emb_cka('t', 'item', 'model', 'v')").fetchall()
     row = embsql.cka(con, "t", item="item", model="model", vector="v", common=True, permutations=0).to_dicts()[0]
     assert row["items"] == 8 and row["cka"] == pytest.approx(cka_reference(x[:8], y[:8]), abs=1e-12)
@@ -307,7 +307,7 @@ def test_null_model_item_or_group(con):
             embsql.cka(con, "t", item="item", model="model", vector="v", group="g")
     with pytest.raises(ColumnNotFoundError, match="item column 'nope' not found"):
         embsql.cka(con, "t", item="nope", model="model", vector="v")
-    with pytest.raises(Exception, match="embsql: group column 'nope' not found"):
+    with pytest.raises(Exception, match=r"embsql: \[column\.missing\] group column 'nope' not found"):
         con.sql("SELECT * FROM emb_cka('t', 'item', 'model', 'v', group_col := 'nope')").fetchall()
 
 
@@ -329,7 +329,8 @@ def test_bad_arguments(con):
         embsql.cka(con, "t", item="item", model="model", vector="v", permutations=-1)
     with pytest.raises(InputError, match="seed must be a whole number"):
         embsql.procrustes(con, "t", item="item", model="model", vector="v", seed=None)
-    with pytest.raises(Exception, match=re.escape("embsql: permutations must be a whole number, not 2.5")):
+    with pytest.raises(Exception, match=re.escape("embsql: [argument.permutations] permutations must be a whole number, "
+                                                  "not 2.5")):
         con.sql("SELECT * FROM emb_cka('t', 'item', 'model', 'v', permutations := 2.5)").fetchall()
     flat = long_table({"a": np.tile(x[:1], (6, 1)), "b": y})
     con.register("flat", flat)

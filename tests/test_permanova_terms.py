@@ -193,11 +193,14 @@ def test_bad_input_names_the_term_or_column(con):
     con.register("tiny", _table().slice(0, 2))
     with pytest.raises(DesignError, match="at least 3 items"):
         embsql.permanova(con, "tiny", terms=["lang"], vector="v", progress=False)
-    assert "'one' has one level" in sql_error(con, "SELECT * FROM emb_permanova_terms('t', ['g', 'one'], 'v')")
-    assert "'pair' adds nothing" in sql_error(con, "SELECT * FROM emb_permanova_terms('t', ['g', 'pair'], 'v')")
-    assert "'cov_null'" in sql_error(con, "SELECT * FROM emb_permanova_terms('t', ['cov_null'], 'v')")
-    assert "'nope' not found" in sql_error(con, "SELECT * FROM emb_permanova_terms('t', ['nope'], 'v')")
-    assert "at least 3 items" in sql_error(con, "SELECT * FROM emb_permanova_terms('tiny', ['lang'], 'v')")
+    for query, kind, words in (("'t', ['g', 'one'], 'v'", "design", "'one' has one level"),
+                               ("'t', ['g', 'pair'], 'v'", "design", "'pair' adds nothing"),
+                               ("'t', ['cov_null'], 'v'", "input", "'cov_null'"),
+                               ("'t', ['nope'], 'v'", "column.missing", "term column 'nope' not found"),
+                               ("'tiny', ['lang'], 'v'", "design", "at least 3 items"),
+                               ("'t', ['g'], 'v', by_terms := 'type3'", "argument.by_terms", "by_terms must be")):
+        message = sql_error(con, f"SELECT * FROM emb_permanova_terms({query})")
+        assert message.startswith(f"embsql: [{kind}] ") and words in message, message
 
 
 def test_p_values_in_range_and_r2_sum_to_one(con):

@@ -9,37 +9,33 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from embsql.api.compare_retrieval import NUMERIC
 from embsql.core.query_pairs import compare_metric
-from embsql.errors import EmbsqlError
+from embsql.io.columns import require_number
 from embsql.io.sources import Source
+from embsql.io.udf_errors import sql_errors
 
 PAIRS = ("STRUCT(model_a VARCHAR, model_b VARCHAR, metric VARCHAR, mean_a DOUBLE, mean_b DOUBLE, difference DOUBLE, "
          "se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, p_adjusted DOUBLE, p_adjust VARCHAR, "
          "queries BIGINT, groups BIGINT, permutations BIGINT, method VARCHAR, level DOUBLE, calibrated BOOLEAN)[]")
 
 
+@sql_errors
 def emb__compare_retrieval(tbl, names, types, model_col, qid_col, group_col, value_type, models, qids, metrics,
                            values, groups, metric, permutations, seed, level, p_adjust):
     out = []
     for row in range(len(tbl)):
         scalar = lambda array, row=row: array[row].as_py()
-        try:
-            source = Source(scalar(tbl), None, dict(zip(scalar(names), scalar(types))))
-            for column, role in ((scalar(model_col), "model"), (scalar(qid_col), "qid"), ("metric", "metric"),
-                                 ("value", "value")) + (((scalar(group_col), "group"),) if scalar(group_col) else ()):
-                source.require(column, role)
-            if not scalar(value_type).upper().startswith(NUMERIC):
-                raise EmbsqlError(f"value column 'value' in {scalar(tbl)!r} has type {scalar(value_type)}; "
-                                  "expected a number per query")
-            method = scalar(p_adjust)
-            rows = compare_metric(scalar(models), scalar(qids), scalar(metrics), scalar(values),
-                                  scalar(groups) if scalar(group_col) else None, metric=scalar(metric),
-                                  what=f"evaluation {scalar(tbl)!r}", permutations=scalar(permutations),
-                                  seed=scalar(seed), level=scalar(level),
-                                  p_adjust=None if method in (None, "none") else method)
-        except EmbsqlError as error:
-            raise ValueError(f"embsql: {error}") from None
+        source = Source(scalar(tbl), None, dict(zip(scalar(names), scalar(types))))
+        for column, role in ((scalar(model_col), "model"), (scalar(qid_col), "qid"), ("metric", "metric"),
+                             ("value", "value")) + (((scalar(group_col), "group"),) if scalar(group_col) else ()):
+            source.require(column, role)
+        require_number("value", scalar(value_type), scalar(tbl))
+        method = scalar(p_adjust)
+        rows = compare_metric(scalar(models), scalar(qids), scalar(metrics), scalar(values),
+                              scalar(groups) if scalar(group_col) else None, metric=scalar(metric),
+                              what=f"evaluation {scalar(tbl)!r}", permutations=scalar(permutations),
+                              seed=scalar(seed), level=scalar(level),
+                              p_adjust=None if method in (None, "none") else method)
         out.append([{**r, "model_a": str(r["model_a"]), "model_b": str(r["model_b"])} for r in rows])
     return pa.array(out, type=pa.list_(pa.struct([
         ("model_a", pa.string()), ("model_b", pa.string()), ("metric", pa.string()), ("mean_a", pa.float64()),

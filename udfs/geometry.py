@@ -11,10 +11,11 @@ import numpy as np
 import pyarrow as pa
 
 from embsql.core.geometry import cka_rows, procrustes_rows
-from embsql.errors import EmbsqlError
+from embsql.errors import fail
 from embsql.io.interrupts import Watch, install
 from embsql.io.reading import unit_vectors
 from embsql.io.sources import Source
+from embsql.io.udf_errors import sql_errors
 
 CKA = ("STRUCT(model_a VARCHAR, model_b VARCHAR, cka DOUBLE, se DOUBLE, p_value DOUBLE, permutations BIGINT, "
        "items BIGINT, groups BIGINT, debiased BOOLEAN, level VARCHAR)[]")
@@ -39,7 +40,7 @@ def _read(row, tbl, names, types, item_col, model_col, vector_col, group_col, mo
     model_of = np.asarray(scalar(models), dtype=object)
     item_of, group_of = np.asarray(scalar(items), dtype=object), np.asarray(scalar(groups), dtype=object)
     if len(model_of) == 0:
-        raise EmbsqlError(f"source {scalar(tbl)!r} has no rows")
+        fail("source.empty", source=repr(scalar(tbl)))
     column = vectors[row].values
     out, labels = {}, {}
     for m in sorted(set(model_of.tolist()), key=str):      # models may differ in dimension
@@ -51,19 +52,15 @@ def _read(row, tbl, names, types, item_col, model_col, vector_col, group_col, mo
 
 
 def _each(inputs: tuple, compute) -> pa.Array:
-    """Run ``compute(row, models, groups, group)`` for every row of the chunk; embsql errors become SQL errors."""
+    """Run ``compute(row, models, groups, group)`` for every row of the chunk."""
     out = []
     for row in range(len(inputs[0])):
-        try:
-            rows = compute(row, *_read(row, *inputs))
-        except EmbsqlError as error:
-            raise ValueError(f"embsql: {error}") from None
-        except KeyboardInterrupt:    # Ctrl-C while the kernel ran on the main thread
-            raise ValueError("embsql: the query was interrupted; the permutation test stopped") from None
+        rows = compute(row, *_read(row, *inputs))
         out.append([{**r, "model_a": str(r["model_a"]), "model_b": str(r["model_b"])} for r in rows])
     return pa.array(out)
 
 
+@sql_errors(stopped="the permutation test")
 def emb__cka(tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors,
              debiased, permutations, seed, common):
     inputs = (tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors)
@@ -73,6 +70,7 @@ def emb__cka(tbl, names, types, item_col, model_col, vector_col, group_col, mode
         progress=Watch()))
 
 
+@sql_errors(stopped="the permutation test")
 def emb__procrustes(tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors,
                     permutations, seed, common):
     inputs = (tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors)

@@ -51,7 +51,8 @@ def _position(position: dict, item) -> int:
 
 def _row(test, statistic: str) -> dict:
     return {"statistic": test.statistic, "p_value": test.p_value, "permutations": test.permutations,
-            "method": test.method, "statistic_name": statistic, "w_d": test.statistic if statistic == "welch" else None, "null_method": test.null,
+            "method": test.method, "statistic_name": statistic, "w_d": test.statistic if statistic == "welch" else None,
+            "null_method": test.null,
             "groups_left_out": test.groups_left_out, "items_left_out": test.items_left_out, "note": test.note}
 
 

@@ -8,97 +8,55 @@ terms=...) runs from Python, with the same canonical row order (embsql.api.perma
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pyarrow as pa
 
-from embsql.api.permanova_terms import ordered_design
-from embsql.core.permanova_terms import gower_matrix, permanova_terms
+from embsql.api.permanova_terms import ordered_design, record_columns
+from embsql.core.permanova_terms import gower_matrix, permanova_terms, squared_from_pairs
 from embsql.core.terms import columns_of, parse_terms
-from embsql.errors import EmbsqlError
 from embsql.io.interrupts import Watch, install
 from embsql.io.reading import unit_vectors
+from embsql.io.udf_errors import sql_errors
 
 ROW = "STRUCT(term VARCHAR, df BIGINT, ss DOUBLE, r2 DOUBLE, f DOUBLE, p_value DOUBLE)[]"
 install()   # so that con.interrupt() reaches the kernel (embsql.io.interrupts)
 
 
-def _columns(records: list, names: list, table: str) -> dict:
-    rows = [json.loads(r) for r in records]
-    present = set(rows[0]) if rows else set()
-    for name in names:
-        if name not in present:
-            raise EmbsqlError(f"term column {name!r} not found in {table}")
-    return {name: [row[name] for row in rows] for name in names}
-
-
+@sql_errors(stopped="the permutation test")
 def emb__permanova_terms_test(records, vectors, strata, terms, vector_col, by_terms, permutations, seed, use_strata,
                               table):
     out = []
     for row in range(len(records)):
-        try:
-            specs = terms[row].as_py()
-            names = columns_of(parse_terms(specs))
-            columns = _columns(records[row].as_py(), names, table[row].as_py())
-            unit = unit_vectors(vectors[row].values, lambda i: f"row {i}", vector_col[row].as_py(), None)
-            plan_, ordered_unit, ordered_strata = ordered_design(
-                specs, columns, unit, strata[row].as_py() if use_strata[row].as_py() else None, by_terms[row].as_py())
-            result = permanova_terms(plan_, ordered_strata, unit=ordered_unit,
-                                     permutations=permutations[row].as_py(), seed=seed[row].as_py(), progress=Watch())
-        except (EmbsqlError, KeyboardInterrupt) as error:
-            raise _sql_error(error) from None
+        specs = terms[row].as_py()
+        names = columns_of(parse_terms(specs))
+        columns = record_columns(records[row].as_py(), names, table[row].as_py())
+        unit = unit_vectors(vectors[row].values, lambda i: f"row {i}", vector_col[row].as_py(), None)
+        plan_, ordered_unit, ordered_strata = ordered_design(
+            specs, columns, unit, strata[row].as_py() if use_strata[row].as_py() else None, by_terms[row].as_py())
+        result = permanova_terms(plan_, ordered_strata, unit=ordered_unit,
+                                 permutations=permutations[row].as_py(), seed=seed[row].as_py(), progress=Watch())
         out.append(result.rows())
     return pa.array(out)
 
 
-def _squared(first, second, distance, ids) -> np.ndarray:
-    """The n x n matrix of squared distances from pairs (i, j, d); every pair of labelled ids must be there."""
-    position = {item: k for k, item in enumerate(ids)}
-    for item in (*first, *second):
-        if item not in position:
-            raise EmbsqlError(f"id {item} in the distance table has no row in the labels table")
-    a = np.fromiter((position[x] for x in first), np.int64, len(first))
-    b = np.fromiter((position[x] for x in second), np.int64, len(second))
-    d = np.asarray(distance, dtype=float)
-    if np.any(~np.isfinite(d)) or np.any(d < 0):
-        raise EmbsqlError("the distance table has a NULL, negative or non-finite distance")
-    squared = np.full((len(ids), len(ids)), np.nan)
-    squared[a, b] = squared[b, a] = d * d
-    np.fill_diagonal(squared, 0.0)
-    missing = int(np.isnan(squared[np.triu_indices(len(ids), 1)]).sum())
-    if missing:
-        raise EmbsqlError(f"the distance table lacks {missing} of the {len(ids) * (len(ids) - 1) // 2} pairs of the "
-                          "labelled ids; every pair needs a distance")
-    return squared
-
-
+@sql_errors(stopped="the permutation test")
 def emb__permanova_terms_dist_test(first, second, distance, ids, records, strata, terms, by_terms, permutations, seed,
                                    use_strata, table):
     out = []
     for row in range(len(ids)):
-        try:
-            specs = terms[row].as_py()
-            names = columns_of(parse_terms(specs))
-            id_list = ids[row].as_py()
-            columns = _columns(records[row].as_py(), names, table[row].as_py())
-            squared = _squared(first[row].as_py(), second[row].as_py(), distance[row].as_py(), id_list)
-            plan_, order, ordered_strata = ordered_design(
-                specs, columns, np.arange(len(id_list))[:, None], strata[row].as_py() if use_strata[row].as_py()
-                else None, by_terms[row].as_py(), ids=id_list)
-            order = order[:, 0]
-            result = permanova_terms(plan_, ordered_strata, gower=gower_matrix(squared[np.ix_(order, order)]),
-                                     permutations=permutations[row].as_py(), seed=seed[row].as_py(), progress=Watch())
-        except (EmbsqlError, KeyboardInterrupt) as error:
-            raise _sql_error(error) from None
+        specs = terms[row].as_py()
+        names = columns_of(parse_terms(specs))
+        id_list = ids[row].as_py()
+        columns = record_columns(records[row].as_py(), names, table[row].as_py())
+        squared = squared_from_pairs(first[row].as_py(), second[row].as_py(), distance[row].as_py(), id_list)
+        plan_, order, ordered_strata = ordered_design(
+            specs, columns, np.arange(len(id_list))[:, None], strata[row].as_py() if use_strata[row].as_py()
+            else None, by_terms[row].as_py(), ids=id_list)
+        order = order[:, 0]
+        result = permanova_terms(plan_, ordered_strata, gower=gower_matrix(squared[np.ix_(order, order)]),
+                                 permutations=permutations[row].as_py(), seed=seed[row].as_py(), progress=Watch())
         out.append(result.rows())
     return pa.array(out)
-
-
-def _sql_error(error: BaseException) -> ValueError:
-    if isinstance(error, KeyboardInterrupt):
-        return ValueError("embsql: the query was interrupted; the permutation test stopped")
-    return ValueError(f"embsql: {error}")
 
 
 SPECS = [

@@ -11,12 +11,10 @@ import duckdb
 from sqlglot import exp
 
 from embsql.core.query_pairs import PAIR_COLUMNS, compare_metric
-from embsql.errors import ColumnTypeError, InputError
+from embsql.errors import InputError
+from embsql.io.columns import require_number
 from embsql.io.sources import accepts_frames, resolve
 from embsql.results import ResultTable
-
-NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
-           "FLOAT", "DOUBLE", "REAL", "DECIMAL")
 
 
 def _table(source):
@@ -29,9 +27,8 @@ def _select(con, name: str, columns: dict[str, str]) -> dict:
     source = resolve(con, name)
     for role, column in columns.items():
         kind = source.require(column, role)
-        if role == "value" and not kind.upper().startswith(NUMERIC):
-            raise ColumnTypeError(f"value column {column!r} in {source.name!r} has type {kind}; expected a number "
-                                  "per query")
+        if role == "value":
+            require_number(column, kind, source.name)
     query = exp.select(*(exp.alias_(exp.column(c, quoted=True), f"__emb_{r}", quoted=True) for r, c in columns.items())
                        ).from_(source.table.copy())
     table = con.sql(query.sql("duckdb")).to_arrow_table()

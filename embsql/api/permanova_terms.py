@@ -8,6 +8,8 @@ emb_permanova_terms calls the same kernel through udfs/permanova_terms.py.
 
 from __future__ import annotations
 
+import json
+
 import duckdb
 import numpy as np
 from sqlglot import exp
@@ -18,7 +20,7 @@ from embsql.core.permanova_terms import plan
 from embsql.core.permutation import canonical_order
 from embsql.core.progress import progress_bar
 from embsql.core.terms import columns_of, parse_terms, variable
-from embsql.errors import DesignError, InputError
+from embsql.errors import DesignError, InputError, fail
 from embsql.io.reading import unit_vectors
 from embsql.io.sources import accepts_frames, resolve
 from embsql.results import ResultTable
@@ -48,6 +50,16 @@ def ordered_design(term_specs, columns: dict, unit: np.ndarray, strata=None, by_
     ordered = {name: variable(name, values[name][order]) for name in names}
     return (plan(terms, ordered, by_terms), unit[order],
             None if strata_values is None else strata_values[order])
+
+
+def record_columns(records: list, names: list, table: str) -> dict:
+    """{column: values} of the term columns from one JSON object per item (the SQL route's form)."""
+    rows = [json.loads(r) for r in records]
+    present = set(rows[0]) if rows else set()
+    for name in names:
+        if name not in present:
+            fail("column.missing", role="term", column=repr(name), source=table, hint="")
+    return {name: [row[name] for row in rows] for name in names}
 
 
 def _query(source, names, vector, strata, model):

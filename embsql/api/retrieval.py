@@ -46,7 +46,9 @@ def _margins_per_model(con, queries, docs, cols: Columns, scope: str, query_grou
     judged = None if qrels is None else read_qrels(con, qrels)
     for m, q, d in load_models(con, queries, docs, cols, query_group=query_group, query_level=query_level,
                                doc_group=scope == "group", positive=qrels is None):
+        assert d is not None                          # docs are given
         if judged is None:
+            assert q.positive is not None             # read when there are no qrels
             yield m, q, d, model_margins(q.ids, q.positive, q.unit, d.keys, d.group, d.unit, scope, m)
         else:
             yield m, q, d, relevant_margins(q.ids, q.keys, q.unit, d.keys, d.unit,

@@ -18,7 +18,7 @@ SEED_LIMIT = 2**63  # numpy's generators take any non-negative integer; DuckDB's
 
 
 def _whole(name: str, value, minimum: int, maximum: int, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not minimum <= value <= maximum:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not minimum <= int(value) <= maximum:
         fail(f"argument.{name}", name=name, rule=f"a whole number {what}", value=repr(value))
     return int(value)
 

@@ -194,7 +194,7 @@ def pair_terms(u: np.ndarray, v: np.ndarray, mean_u: np.ndarray, mean_v: np.ndar
     ||u_i - mean_u||^2 and ||v_i - mean_v||^2 if already known."""
     n = len(u)
     items = codes is None
-    codes = np.arange(n) if items else codes
+    codes = np.arange(n) if codes is None else codes
     a_i, b_i = norms if norms is not None else (_norms(u, mean_u), _norms(v, mean_v))
     same = u is v
     w_u = u.T @ b_i - mean_u * b_i.sum()       # sum_i ||v_i||^2 (u_i - mean_u)
@@ -271,7 +271,7 @@ def permuted_cross(u: np.ndarray, v: np.ndarray, mean_u: np.ndarray, mean_v: np.
     return out
 
 
-def _codes(groups) -> tuple[np.ndarray, int]:
+def _codes(groups) -> tuple[np.ndarray | None, int]:
     if groups is None:
         return None, 0
     names, codes = np.unique(np.asarray([text_key(g) for g in groups], dtype=object), return_inverse=True)
@@ -378,7 +378,7 @@ def aligned(models: dict, common: bool, groups: dict | None = None, group: str =
     unit = {m: parts[1][rows_of[m]] for m, parts in models.items()}
     if groups is None:
         return items, unit, None
-    group_of = {}
+    group_of: dict = {}
     for m, labels in groups.items():
         for item, label in zip(items, np.asarray(labels, dtype=object)[rows_of[m]]):
             if label is None or (isinstance(label, float) and label != label):

@@ -93,7 +93,7 @@ class _Groups:
         for text in sorted({text_key(x) for x in labels}):
             self.rows[text] = unit[np.fromiter((text_key(x) == text for x in labels), bool, len(labels))]
         self.sums = {g: rows.sum(axis=0) for g, rows in self.rows.items()}
-        self._own = {}
+        self._own: dict[str, np.ndarray] = {}
 
     def own_gram(self, g: str) -> np.ndarray:
         if g not in self._own:

@@ -31,7 +31,7 @@ import numpy as np
 from embsql.core.arguments import check_permutations, check_seed
 from embsql.core.permutation import Design, permutation_result, shuffles, within_sums
 from embsql.core.terms import Term, Variable, absorbed, check_levels, term_matrix
-from embsql.errors import DesignError, InputError
+from embsql.errors import DesignError, DistanceTableError, InputError
 
 BY_TERMS = ("sequential", "margin")
 RANK_TOLERANCE = 1e-9         # a residualised column shorter than this (relative) adds no dimension
@@ -113,7 +113,7 @@ def _factor(terms, variables, min_levels):
 
 def plan(terms: list[Term], variables: dict[str, Variable], by_terms: str, min_levels: int = 2) -> Plan:
     if by_terms not in BY_TERMS:
-        raise InputError(f"by_terms must be 'sequential' or 'margin', not {by_terms!r}")
+        raise InputError(f"by_terms must be 'sequential' or 'margin', not {by_terms!r}", kind="argument.by_terms")
     check_levels(terms, variables)
     n = len(next(iter(variables.values())).matrix())
     factor = _factor(terms, variables, min_levels)
@@ -175,9 +175,11 @@ class _Projections:
         # per chain, SS_W of the absorbed factor for permuted rows (core.permutation.within_sums), or None
         self.absorbers = absorbers or [None] * len(plan_.chains)
         self.ss_total = float(np.einsum("ik,ik->", y, y)) if y is not None else None
-        n = len(y) if y is not None else len(gower)
+        given = y if y is not None else gower
+        assert given is not None                  # one of y and gower
+        n = len(given)
         self.dtype = np.float64 if n <= F64_MAX_N else np.float32
-        self.data = (y if y is not None else gower).astype(self.dtype)
+        self.data = given.astype(self.dtype)
         self.orders = [None if c.codes is None else np.argsort(c.codes, kind="stable") for c in plan_.chains]
         self.sizes = [None if c.codes is None else np.bincount(c.codes).astype(float) for c in plan_.chains]
         self.pairs = [None if c.codes is None or gower is None else _within_pairs(c.codes) for c in plan_.chains]
@@ -188,6 +190,7 @@ class _Projections:
         out = np.zeros(len(perms))
         if order is None:
             return out
+        assert sizes is not None
         within = self.absorbers[chain]
         if within is not None and not exact:     # permuted rows: the one-factor test's own kernel
             batch = getattr(within, "batch", None)
@@ -196,7 +199,9 @@ class _Projections:
         starts = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
         equal = bool(np.all(sizes == sizes[0]))
         if self.gower is not None:
-            first, second, weight = self.pairs[chain]
+            pairs = self.pairs[chain]
+            assert pairs is not None
+            first, second, weight = pairs
             return np.array([float(data[perm[first], perm[second]] @ weight) for perm in perms])
         for b, perm in enumerate(perms):
             rows = perm[order]
@@ -266,7 +271,7 @@ class TermTest:
     df: int
     ss: float
     f: float
-    p_value: float
+    p_value: float | None
 
 
 @dataclass(frozen=True)
@@ -320,15 +325,17 @@ def permanova_terms(plan_: Plan, strata: np.ndarray | None, *, unit: np.ndarray 
     check_permutations(permutations)
     check_seed(seed)
     y = None if unit is None else centred(unit)
-    n = len(y) if y is not None else len(gower)
+    given = y if y is not None else gower
+    assert given is not None                      # one of unit and gower
+    n = len(given)
     if n < 3:
         raise DesignError(f"PERMANOVA needs at least 3 items; there are {n}")
     strata_codes = (np.zeros(n, dtype=np.int64) if strata is None
                     else np.unique(np.asarray(strata, dtype=object).astype(str), return_inverse=True)[1])
-    ss_total = float(np.einsum("ik,ik->", y, y)) if y is not None else float(np.trace(gower))
+    ss_total = float(np.einsum("ik,ik->", y, y)) if y is not None else float(np.trace(given))
     if not ss_total > 0:
         raise DesignError("every item is the same (SS_T = 0): F is undefined")
-    absorbers = [None if y is None or c.codes is None else
+    absorbers = [None if unit is None or c.codes is None else
                  within_sums(unit, Design(c.codes, strata_codes.astype(np.int64), c.levels), method, permutations)[0]
                  for c in plan_.chains]
     projections = _Projections(plan_, y=y, gower=gower, absorbers=absorbers)
@@ -357,3 +364,24 @@ def gower_matrix(squared: np.ndarray) -> np.ndarray:
     """G = -1/2 J D^2 J, J = I - 11^T / n (Gower 1966)."""
     a = -0.5 * np.asarray(squared, dtype=float)
     return a - a.mean(axis=0) - a.mean(axis=1)[:, None] + a.mean()
+
+
+def squared_from_pairs(first, second, distance, ids) -> np.ndarray:
+    """The n x n matrix of squared distances from pairs (i, j, d); every pair of labelled ids must be there."""
+    position = {item: k for k, item in enumerate(ids)}
+    for item in (*first, *second):
+        if item not in position:
+            raise DistanceTableError(f"id {item} in the distance table has no row in the labels table")
+    a = np.fromiter((position[x] for x in first), np.int64, len(first))
+    b = np.fromiter((position[x] for x in second), np.int64, len(second))
+    d = np.asarray(distance, dtype=float)
+    if np.any(~np.isfinite(d)) or np.any(d < 0):
+        raise DistanceTableError("the distance table has a NULL, negative or non-finite distance")
+    squared = np.full((len(ids), len(ids)), np.nan)
+    squared[a, b] = squared[b, a] = d * d
+    np.fill_diagonal(squared, 0.0)
+    missing = int(np.isnan(squared[np.triu_indices(len(ids), 1)]).sum())
+    if missing:
+        raise DistanceTableError(f"the distance table lacks {missing} of the {len(ids) * (len(ids) - 1) // 2} pairs "
+                                 "of the labelled ids; every pair needs a distance")
+    return squared

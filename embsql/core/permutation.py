@@ -51,8 +51,8 @@ MIN_BOOTSTRAP_GROUP = 6   # smallest cell W*_d's default test keeps (smaller one
 class PermutationTest:
     """Observed pseudo-F, its permutation p-value and how it was obtained."""
 
-    statistic: float
-    p_value: float
+    statistic: float | None       # None: no test (fewer than two groups left)
+    p_value: float | None
     permutations: int
     exceedances: int
     method: str
@@ -344,7 +344,7 @@ def _wild_bootstrap(observed: float, d: Design, samples: int, seed: int, progres
                            "wild bootstrap")
 
 
-def _check_null(null: str, statistic: str) -> None:
+def _check_null(null: str | None, statistic: str) -> None:
     if null not in NULLS:
         raise InputError(f"null_method must be 'auto', 'permutation' or 'wild bootstrap', not {null!r}",
                          kind="argument.null_method")

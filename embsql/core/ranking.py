@@ -52,7 +52,7 @@ _METRIC = re.compile(r"^(ndcg|map|recall|precision|mrr|hit_rate)@([0-9]+)$")
 def check_k(k) -> int:
     """A depth or cutoff: a whole number of 1 or more."""
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InputError(f"k must be a whole number of 1 or more, not {k!r}")
+        raise InputError(f"k must be a whole number of 1 or more, not {k!r}", kind="argument.k")
     return int(k)
 
 

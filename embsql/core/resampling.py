@@ -325,7 +325,9 @@ def jackknife_t_interval(stat: str, estimate: float, replicates: np.ndarray, lev
     centre = g * float(forward(np.float64(estimate))) - (g - 1) * float(on_scale.mean())
     df = g - 1 if strata is None else stratified_df(on_scale, strata)
     half = t_quantile((1 + level) / 2, df) * jackknife_se(on_scale, strata)
-    return tuple(_clip(stat, float(back(np.float64(x)))) for x in (centre, centre - half, centre + half))
+    low, high = centre - half, centre + half
+    return (_clip(stat, float(back(np.float64(centre)))), _clip(stat, float(back(np.float64(low)))),
+            _clip(stat, float(back(np.float64(high)))))
 
 
 def bootstrap(sums: GroupSums, stat: str, *, replicates: int = 2000, seed: int = 42, level: float = 0.95,

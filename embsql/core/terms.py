@@ -83,10 +83,11 @@ class Variable:
         return self.codes is not None
 
     def matrix(self) -> np.ndarray:
-        if self.is_factor:
+        if self.codes is not None:
             out = np.zeros((len(self.codes), self.levels))
             out[np.arange(len(self.codes)), self.codes] = 1.0
             return out
+        assert self.values is not None
         return self.values[:, None]
 
 

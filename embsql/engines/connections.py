@@ -20,10 +20,9 @@ import pyarrow as pa
 
 from embsql.engines import duckdb as duckdb_engine
 from embsql.engines import postgres, spark
+from embsql.engines.dialects import RUNNABLE as DIALECTS  # noqa: F401  (the dialects run_on runs)
 from embsql.engines.tables import uniform
 from embsql.errors import EngineError, InputError
-
-from embsql.engines.dialects import RUNNABLE as DIALECTS  # noqa: F401  (the dialects run_on runs)
 
 _MODULES = {"duckdb": duckdb_engine, "spark": spark, "postgres": postgres}
 
@@ -46,7 +45,7 @@ def dialect_of(connection) -> str:
                      "a pyspark.sql.SparkSession and a psycopg (3) or psycopg2 connection")
 
 
-def engine_error(dialect: str, error: Exception) -> EngineError:
+def engine_error(dialect: str, error: BaseException) -> EngineError:
     """The engine's exception as one line naming the dialect."""
     return EngineError(f"{dialect} rejected the query: {_first_line(error)}")
 

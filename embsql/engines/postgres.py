@@ -95,7 +95,7 @@ def _binary(records: np.ndarray) -> pa.Array:
     return fixed.cast(pa.binary())
 
 
-def _records(*fields: tuple[str, object], size: int) -> np.ndarray:
+def _records(*fields: tuple[str, tuple], size: int) -> np.ndarray:
     records = np.empty(size, dtype=[(name, code) for name, (code, _) in fields])
     for name, (_, value) in fields:
         records[name] = value

@@ -5,8 +5,22 @@ readers) selects the user's columns under these aliases, so no user column name 
 them and every reader finds the model and group values under the same names.
 """
 
+from __future__ import annotations
+
+from embsql.errors import ColumnTypeError
+
 B = "__emb_b"        # the model column's value (NULL without one)
 G = "__emb_g"        # the group label
 V = "__emb_v"        # the vector
 KEY = "__emb_key"    # an optional row key, to name a bad row
 EXTRA = "__emb_x"    # an optional extra column (strata, item)
+
+# DuckDB type names (prefixes) of a numeric column
+NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
+           "FLOAT", "DOUBLE", "REAL", "DECIMAL")
+
+
+def require_number(column: str, kind: str, source: str) -> None:
+    """Refuse a per-query value column whose DuckDB type ``kind`` is not numeric."""
+    if not kind.upper().startswith(NUMERIC):
+        raise ColumnTypeError(f"value column {column!r} in {source!r} has type {kind}; expected a number per query")

@@ -79,8 +79,8 @@ def check_relevance(values: pa.Array, where, column: str) -> np.ndarray:
             numbers = pc.cast(values, pa.float64())
         except pa.ArrowInvalid:
             text = values.to_pylist()
-            bad = next(i for i, v in enumerate(text) if not _is_number(v))
-            raise InputError(f"relevance column {column!r} has {text[bad]!r} at {where(bad)}; relevance must be "
+            first = next(i for i, v in enumerate(text) if not _is_number(v))
+            raise InputError(f"relevance column {column!r} has {text[first]!r} at {where(first)}; relevance must be "
                              "a whole number of 0 or more") from None
         values = numbers
     x = np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float64)

@@ -65,6 +65,7 @@ def read_rows(con, source: Source, columns: dict[str, tuple[str | None, str]], w
     for part, alias in _ALIASES.items():
         if part == "key":
             name = columns["id"][0]
+            assert name is not None
             select.append(exp.alias_(exp.cast(exp.column(name, quoted=True), "VARCHAR"), alias))
             continue
         name, role = columns.get(part, (None, part))
@@ -75,7 +76,9 @@ def read_rows(con, source: Source, columns: dict[str, tuple[str | None, str]], w
         column = exp.column(name, quoted=True)
         # positives are matched to doc_ids as text (the key), as in the SQL macros
         select.append(exp.alias_(exp.cast(column, "VARCHAR") if part == "positive" else column, alias))
-    source.vector_dimension(columns["vector"][0])
+    vector = columns["vector"][0]
+    assert vector is not None
+    source.vector_dimension(vector)
     query = exp.select(*select).from_(source.table.copy()).sql("duckdb")
     parts: dict[object, list] = {}
     dims: dict[object, int] = {}
@@ -99,7 +102,7 @@ def read_rows(con, source: Source, columns: dict[str, tuple[str | None, str]], w
                     bad = int(np.flatnonzero(part.column(alias).is_null().to_numpy(zero_copy_only=False))[0])
                     raise BadLabelError(f"{what} {source.name!r}: {role} column {column_name!r} is NULL at {where(bad)}")
             try:
-                unit = unit_vectors(part.column("__emb_v"), where, columns["vector"][0], dims.get(value))
+                unit = unit_vectors(part.column("__emb_v"), where, vector, dims.get(value))
             except BadVectorError as error:
                 raise BadVectorError(f"{what} {source.name!r}{model_text(value)}: {error}") from None
             dims.setdefault(value, unit.shape[1])
@@ -128,11 +131,14 @@ def objects(table: pa.Table, alias: str) -> np.ndarray:
     return np.asarray(table.column(alias).to_pylist(), dtype=object)
 
 
-def check_unique(keys: np.ndarray, column: tuple[str, str], what: str, name: str, model) -> None:
+def check_unique(keys: np.ndarray, column: tuple[str | None, str], what: str, name: str, model) -> None:
     if len(set(keys.tolist())) == len(keys):
         return
-    seen = set()
-    duplicate = next(k for k in keys.tolist() if k in seen or seen.add(k))
+    seen: set = set()
+    for duplicate in keys.tolist():    # the first id met a second time
+        if duplicate in seen:
+            break
+        seen.add(duplicate)
     raise BadLabelError(f"{what} {name!r}{model_text(model)}: {column[1]} column {column[0]!r} has "
                         f"{duplicate!r} more than once; each {column[1]} must identify one row")
 
@@ -154,7 +160,7 @@ def load_models(con, queries: str, docs: str | None, cols: Columns, *, query_gro
     for m in set(q) ^ set(d):
         side, other = ("queries", "docs") if m in q else ("docs", "queries")
         raise InputError(f"model {m!r} is in {side} {queries if side == 'queries' else docs!r} but not in {other}")
-    out = []
+    out: list[tuple[object, Rows, Rows | None]] = []
     for m in sorted(q, key=sort_key):
         if q[m].unit.shape[1] != d[m].unit.shape[1]:
             raise BadVectorError(f"query vectors ({cols.vector!r}) have dimension {q[m].unit.shape[1]} but document "

@@ -70,7 +70,7 @@ def length_query(table: exp.Expression, vector: str, by: str | None = None, valu
 
     One vector per model sets d; the aggregate then checks every vector's length against it, so
     this probe never reads the whole vector column.  A pgvector column is read as real[] (its cast)."""
-    condition = exp.Not(this=exp.Is(this=_col(vector), expression=exp.null()))
+    condition: exp.Condition = exp.Not(this=exp.Is(this=_col(vector), expression=exp.null()))
     if by is not None:
         match = exp.Is(this=_col(by), expression=exp.null()) if value is None else exp.EQ(
             this=_col(by), expression=exp.convert(value))

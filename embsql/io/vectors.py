@@ -58,7 +58,7 @@ def read_vectors(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, i
     select = [model_expr.as_("m"), exp.cast(exp.column(id_col, quoted=True), "VARCHAR").as_("i"),
               (exp.column(group, quoted=True) if group else exp.null()).as_("g"), exp.column(vector, quoted=True).as_("v")]
     query = exp.select(*select).from_(source.table.copy()).sql("duckdb")
-    parts = {m: {"ids": [], "group": [], "vectors": None, "filled": 0} for m in counts}
+    parts: dict[object, dict] = {m: {"ids": [], "group": [], "vectors": None, "filled": 0} for m in counts}
     first_row = 0
     for batch in con.sql(query).to_arrow_reader(BATCH_ROWS):
         models = batch.column("m")

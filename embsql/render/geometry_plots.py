@@ -51,6 +51,7 @@ def models_plot(result: ReportResult) -> Plot | None:
         ax.set_xticks(range(size), names, rotation=30 if size > 2 else 0, ha="right" if size > 2 else "center")
         ax.set_yticks(range(size), names)
         ax.set_title(f"{measure}\n({levels[measure]} level)", fontsize="medium")
+    assert image is not None                      # one image per measure, and there is one
     figure.colorbar(image, ax=list(axes), shrink=0.8)
     figure.suptitle("Models compared on the same items", fontsize="medium")
     caption = ("Each cell is one pair of models under one measure, its value written in it (colours from 0 to 1; "

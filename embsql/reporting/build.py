@@ -302,7 +302,7 @@ class Report:
         dims, _ = self.probes(fetch, dialect, form.pgvector)
         if form.pgvector:   # pgvector's own aggregate: the mean unit vector per group, n_g times
             sql = stage1.pgvector_sums_query(self._relation(dialect), self.group, self.vector, dims, by=self.model,
-                                             version=form.pgvector_version, halfvec=form.type_name == "halfvec")
+                                             version=form.pgvector_version or "0.6.2", halfvec=form.type_name == "halfvec")
             returned = fetch(sql)
             result = stage1.sums_from_means(returned, dims)
         else:
@@ -363,7 +363,7 @@ class Report:
         if self.qrels is not None and con is not None:   # retrieval evaluation (embsql.reporting.evaluation)
             from embsql.reporting.evaluation import evaluation_sections
 
-            if self.queries is None:
+            if self.queries is None or self.docs is None:
                 raise InputError("report: the evaluation with qrels needs the queries and docs tables")
             sections.extend(evaluation_sections(con, queries=self.queries, docs=self.docs, qrels=self.qrels,
                                                 model=self.model, columns=self.retrieval, replicates=self.replicates,

@@ -59,6 +59,7 @@ def models_section(con, source: str, *, item: str | None, by: str | None, group:
         if asked:
             raise InputError(why_not)
         return None, f"no models compared: {why_not}"
+    assert item is not None                       # else why_not is set
     resolved = resolve(con, source)
     resolved.require(item, "item")
     parts = unit_rows(con, resolved, item, vector, by=by, extra=group, extra_role="group", group_role="item")

@@ -78,6 +78,7 @@ def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *,
 
     summary, per_model = [], []
     for m, q, d in load_models(con, queries, docs, cols, query_group=True, query_level=level is not None, doc_group=True):
+        assert d is not None and q.positive is not None and q.group is not None   # docs, positives, groups read
         result = model_margins(q.ids, q.positive, q.unit, d.keys, d.group, d.unit, scope, m)
         per_model.append((m, q, result))
         stability = attempt("query_stability", structure_row, m, q.group, q.unit) or {}

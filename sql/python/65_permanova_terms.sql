@@ -10,7 +10,7 @@ CREATE OR REPLACE TEMP MACRO emb__term_columns(terms) AS
 -- by_terms := : 'sequential' or 'margin' (checked by the UDF); NULL would skip the UDF
 CREATE OR REPLACE TEMP MACRO emb__by_terms_argument(value) AS
     CASE WHEN value IS NOT NULL AND typeof(value) = 'VARCHAR' THEN value::VARCHAR
-         ELSE error(format('embsql: by_terms must be ''sequential'' or ''margin'', not {}',
+         ELSE error(format('embsql: [argument.by_terms] by_terms must be ''sequential'' or ''margin'', not {}',
                            coalesce(value::VARCHAR, 'NULL')))
     END;
 

@@ -38,17 +38,17 @@ j AS (
 checked_j AS (
     SELECT j.* FROM j, jmeta
     WHERE CASE
-        WHEN __emb_qcols = 1 THEN error(format('embsql: qid column "{}" not found in qrels {}', qid_col, qrels))
-        WHEN __emb_dcols = 1 THEN error(format('embsql: doc_id column "{}" not found in qrels {}', doc_id_col, qrels))
-        WHEN __emb_rcols = 1 THEN error(format('embsql: relevance column "{}" not found in qrels {}', relevance_col, qrels))
-        WHEN __emb_jq IS NULL THEN error(format('embsql: qrels {} has no rows', qrels))
+        WHEN __emb_qcols = 1 THEN error(format('embsql: [column.missing] qid column "{}" not found in qrels {}', qid_col, qrels))
+        WHEN __emb_dcols = 1 THEN error(format('embsql: [column.missing] doc_id column "{}" not found in qrels {}', doc_id_col, qrels))
+        WHEN __emb_rcols = 1 THEN error(format('embsql: [column.missing] relevance column "{}" not found in qrels {}', relevance_col, qrels))
+        WHEN __emb_jq IS NULL THEN emb__no_rows_error(qrels)
         ELSE true
     END
 ),
 r AS (
     SELECT q.* EXCLUDE (__emb_ids, __emb_vs),
         CASE WHEN q.__emb_b IS NULL AND d.__emb_b IS NOT NULL AND "by" IS NOT NULL THEN error(format(
-                 'embsql: model {} is in docs {} but not in queries {}', d.__emb_b, docs, queries))
+                 'embsql: [model.missing] model {} is in docs {} but not in queries {}', d.__emb_b, docs, queries))
              ELSE emb__retrieval_eval_kernel(q.__emb_ids, q.__emb_vs, d.__emb_ids, d.__emb_vs, j.__emb_jq, j.__emb_jd,
                       j.__emb_jr, k,
                       coalesce(metrics, ['ndcg@' || k, 'map@' || k, 'recall@' || k, 'precision@' || k, 'mrr@' || k,
