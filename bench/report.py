@@ -134,7 +134,7 @@ def child_split(path: str) -> dict:
     from embsql.api.decomposition import run_sql
     from embsql.io import stage1
 
-    report_module = importlib.import_module("embsql.report")  # the module (embsql.report is also the function)
+    report_module = importlib.import_module("embsql.reporting.build")  # the module that builds reports
 
     def timed(fn):
         t = time.perf_counter()

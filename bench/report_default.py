@@ -36,7 +36,7 @@ import embsql  # noqa: E402
 from embsql.api.decomposition import run_sql  # noqa: E402
 from embsql.io import stage1  # noqa: E402
 
-report_module = importlib.import_module("embsql.report")  # the module (embsql.report is also the function)
+report_module = importlib.import_module("embsql.reporting.build")  # the module that builds reports
 EXAMPLE = ROOT / "examples" / "embeddings.parquet"
 TARGET_SECONDS = 15.0
 
