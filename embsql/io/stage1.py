@@ -23,6 +23,10 @@ d comes first from cheap probes (the distinct by values, then one vector of each
 the vectors), so a model of d = 384 and one of d = 768 can share a table and one pass; the
 aggregate then counts NULL vectors and the shortest and longest vector per group, and stage 2
 checks them against d.
+
+On a classic SparkSession stage 1 runs as spark_unit_rows_query (the unit vector as one array per
+row, from higher-order functions) summed by spark_group_sums (one array-valued aggregate): the wide
+form's ~4 d aggregate buffers are far over Spark's codegen limit (about 9x slower at 100k x 384).
 """
 
 from __future__ import annotations
