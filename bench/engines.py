@@ -135,7 +135,8 @@ def spark_engine(args):
         yield session
 
 
-ENGINES = {"duckdb": duckdb_engine, "postgres": postgres_engine, "pgvector": pgvector_engine, "spark": spark_engine}
+ENGINES = {"duckdb": duckdb_engine, "postgres": postgres_engine, "pgvector": pgvector_engine, "spark": spark_engine,
+           "spark-wide": spark_engine}
 LOAD_OPTIONS = {"pgvector": {"vector_type": "vector"}}
 EPS32 = 2.0 ** -23
 
@@ -146,7 +147,7 @@ def engine_processes(name: str, con) -> list[psutil.Process]:
     if name in ("postgres", "pgvector"):
         backend = psutil.Process(int(fetch_arrow(con, "SELECT pg_backend_pid() AS pid").column("pid")[0].as_py()))
         return [backend.parent()]
-    if name == "spark":
+    if name.startswith("spark"):
         return [p for p in psutil.Process().children(recursive=True) if "java" in p.name()]
     return []
 
@@ -182,6 +183,14 @@ class TreeRssSampler(RssSampler):
         self._thread.join()
 
 
+def run_report(name: str, con, report):
+    """embsql.run_on; "spark-wide" is Spark with the portable wide aggregate (one SUM and one VAR_POP
+    per coordinate, the form before the array-valued Summarizer one), for a side-by-side ratio."""
+    if name == "spark-wide":
+        return report.run_stage1(lambda sql: fetch_arrow(con, sql), "spark")
+    return embsql.run_on(con, report)
+
+
 def run_engine(name: str, args, table: pa.Table, report) -> dict:
     """Start the engine, load the table, time the report; the numbers for the summary."""
     print(f"\n{name}", flush=True)
@@ -199,7 +208,7 @@ def run_engine(name: str, args, table: pa.Table, report) -> dict:
             with RssSampler() as sampler, server:
                 t0 = time.perf_counter()
                 try:
-                    result = embsql.run_on(con, report)
+                    result = run_report(name, con, report)
                 except embsql.EngineError as error:  # e.g. PostgreSQL's statement_timeout
                     print(f"  report     failed after {time.perf_counter() - t0:.1f} s: {error}", flush=True)
                     return {"load": load, "error": str(error), "after": time.perf_counter() - t0}
@@ -234,7 +243,7 @@ def main() -> int:
     parser.add_argument("--d", type=int, default=384)
     parser.add_argument("--groups", type=int, default=5000)
     parser.add_argument("--engines", default="duckdb,pgvector,postgres,spark",
-                        help="comma-separated; duckdb always runs first")
+                        help="comma-separated; duckdb always runs first; spark-wide: Spark with the wide SQL aggregate")
     parser.add_argument("--repeats", type=int, default=2, help="report runs per engine (the best is kept)")
     parser.add_argument("--slow", type=float, default=300.0, help="a first run longer than this is not repeated")
     parser.add_argument("--replicates", type=int, default=2000, help="bootstrap replicates of the report")
@@ -276,12 +285,12 @@ def summarise(args, runs: dict) -> int:
     print(f"\nsummary n={args.n:,} d={args.d} G={args.groups}; load average now "
           + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     print(f"  stage 2 alone (local, the same for every engine): {base['stage2']:.2f} s")
-    print(f"  {'engine':9} {'load s':>7} {'report s':>9} {'ratio':>6} {'stage1 bytes':>13} {'per (m,g)':>9} "
+    print(f"  {'engine':10} {'load s':>7} {'report s':>9} {'ratio':>6} {'stage1 bytes':>13} {'per (m,g)':>9} "
           f"{'RSS rise':>9} {'peak RSS':>9} {'engine RSS':>10} {'max rel diff':>12}")
     for name, run in runs.items():
         if "error" in run:
             ok = False
-            print(f"  {name:9} {run['load']:7.1f}   failed after {run['after']:.0f} s: {run['error']}")
+            print(f"  {name:10} {run['load']:7.1f}   failed after {run['after']:.0f} s: {run['error']}")
             continue
         bytes_ = run["result"].meta["stage1_bytes"]
         diffs = relative_differences(figures(run["result"]), expected)
@@ -296,7 +305,7 @@ def summarise(args, runs: dict) -> int:
             ok &= worst <= TOL
         ok &= bytes_ / cells <= 16 * (args.d + 8)   # O(G d): a few bytes per sum
         best = f"{run['time']:.2f}" + ("" if run["runs"] > 1 else "*")
-        print(f"  {name:9} {run['load']:7.1f} {best:>9} {run['time'] / base['time']:6.2f} {bytes_:13,} "
+        print(f"  {name:10} {run['load']:7.1f} {best:>9} {run['time'] / base['time']:6.2f} {bytes_:13,} "
               f"{bytes_ / cells:9,.0f} {run['rss_rise'] / 2**20:7,.0f}MB {run['peak_rss']:7,.0f}MB "
               f"{run['engine_rss']:8,.0f}MB {worst:12.1e}")
     print(f"  (* one run; otherwise best of {args.repeats}.  The rows themselves: n·d·4 = {rows_bytes:,} bytes; "

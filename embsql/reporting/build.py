@@ -285,8 +285,11 @@ class Report:
             result = local.run_stage1(lambda sql: run_sql(con, sql), "duckdb", con=con, progress=progress)
         return dataclasses.replace(result, meta={**result.meta, "source": describe(self.source)})
 
-    def run_stage1(self, fetch, dialect: str, *, con=None, progress=None) -> ReportResult:
-        """Run stage 1 through ``fetch(sql) -> Arrow`` on any engine, then stage 2 here."""
+    def run_stage1(self, fetch, dialect: str, *, con=None, progress=None, summarize=None) -> ReportResult:
+        """Run stage 1 through ``fetch(sql) -> Arrow`` on any engine, then stage 2 here.
+
+        ``summarize(sql, dims) -> Arrow`` (Spark, from run_on) sums stage1.spark_unit_rows_query's
+        unit vectors per group with one array-valued aggregate instead of the wide SQL aggregate."""
         form, name = stage1.VectorForm(), self.table or self.source
         if con is None:  # another engine: check the sections and the names there before the probes run
             self._check_engine_sections()
@@ -305,6 +308,9 @@ class Report:
                                              version=form.pgvector_version or "0.6.2", halfvec=form.type_name == "halfvec")
             returned = fetch(sql)
             result = stage1.sums_from_means(returned, dims)
+        elif summarize is not None:
+            sql = stage1.spark_unit_rows_query(self._relation(dialect), self.group, self.vector, dims, self.model)
+            returned = result = summarize(sql, dims)
         else:
             sql = write(self.aggregate_query(dialect, dims), dialect)
             returned = result = fetch(sql)
@@ -448,7 +454,15 @@ def run_on(connection, report: Report, *, progress: bool | None = None) -> Repor
     connection) and stage 2 here.  Only the O(G * d) group sums cross from the engine."""
     if isinstance(connection, duckdb.DuckDBPyConnection):
         return report.run(connection, progress=progress)
-    from embsql.engines.connections import dialect_of, fetch_arrow
+    from embsql.engines.connections import dialect_of, engine_error, errors_of, fetch_arrow
 
     dialect = dialect_of(connection)
-    return report.run_stage1(lambda sql: fetch_arrow(connection, sql), dialect, progress=progress)
+    summarize = None
+    if dialect == "spark" and type(connection).__module__ == "pyspark.sql.session":  # pyspark.ml: classic sessions
+        def summarize(sql, dims):
+            try:
+                return stage1.spark_group_sums(connection, sql, dims)
+            except errors_of(dialect) as error:
+                raise engine_error(dialect, error) from error
+    return report.run_stage1(lambda sql: fetch_arrow(connection, sql), dialect, progress=progress,
+                             summarize=summarize)
