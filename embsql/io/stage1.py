@@ -446,14 +446,14 @@ def spark_group_sums(session, sql: str, dims: Dimensions) -> pa.Table:
     from pyspark.sql import functions as F
 
     metrics = Summarizer.metrics("sum", "variance")
-    rows = session.sql(sql).withColumn(UNIT, array_to_vector(UNIT))
+    rows = session.sql(sql).withColumn(UNIT, array_to_vector(F.col(UNIT)))
     grouped = rows.groupBy(B, G).agg(
         F.count(F.lit(1)).alias(N), F.sum("is_null").alias(NULLS), F.min("len").alias(LEN_MIN),
         F.max("len").alias(LEN_MAX), F.sum(F.when(F.col("inv").isNull(), 1).otherwise(0)).alias(BAD),
         metrics.summary(F.col(UNIT)).alias("__emb_summary"))
-    variance_sum = F.aggregate(vector_to_array("__emb_summary.variance"), F.lit(0.0), lambda a, x: a + x)
+    variance_sum = F.aggregate(vector_to_array(F.col("__emb_summary.variance")), F.lit(0.0), lambda a, x: a + x)
     out = grouped.select(B, G, N, NULLS, LEN_MIN, LEN_MAX, BAD, ((F.col(N) - 1) * variance_sum).alias(WITHIN),
-                         vector_to_array("__emb_summary.sum").alias("__emb_sums"))
+                         vector_to_array(F.col("__emb_summary.sum")).alias("__emb_sums"))
     table = out.toArrow() if hasattr(out, "toArrow") else pa.Table.from_pandas(out.toPandas(), preserve_index=False)
     sums = np.asarray(table.column("__emb_sums").combine_chunks().flatten().to_numpy(zero_copy_only=False),
                       dtype=np.float64).reshape(len(table), dims.high)
