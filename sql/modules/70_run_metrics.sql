@@ -17,6 +17,15 @@
 
 -- One row per (model, qid, metric) with the internal columns (__emb_b model value, __emb_o
 -- metric order, __emb_none: the query has no relevant document).
+-- Whether the qrels table has each named column (1 = missing: only the NULL placeholder matched);
+-- the plain-SQL run metrics and emb_retrieval_eval check their qrels with it.
+CREATE OR REPLACE TEMP MACRO emb__qrels_columns(qrels, qid_col, doc_id_col, relevance_col) AS TABLE
+SELECT
+    len(list_value(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))) AS __emb_qcols,
+    len(list_value(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))) AS __emb_dcols,
+    len(list_value(*COLUMNS(lambda c: c IN (relevance_col, '__emb_null')))) AS __emb_rcols
+FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(qrels) LIMIT 1) ON true;
+
 CREATE OR REPLACE TEMP MACRO emb__run_metric_rows(run, qrels, k, "by", qid_col, doc_id_col, score_col,
                                              relevance_col) AS TABLE
 WITH rmeta AS (
@@ -27,13 +36,7 @@ WITH rmeta AS (
         len(list_value(*COLUMNS(lambda c: c IN ("by", '__emb_null')))) AS __emb_bcols
     FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(run) LIMIT 1) ON true
 ),
-jmeta AS (
-    SELECT
-        len(list_value(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))) AS __emb_qcols,
-        len(list_value(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))) AS __emb_dcols,
-        len(list_value(*COLUMNS(lambda c: c IN (relevance_col, '__emb_null')))) AS __emb_rcols
-    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(qrels) LIMIT 1) ON true
-),
+jmeta AS (SELECT * FROM emb__qrels_columns(qrels, qid_col, doc_id_col, relevance_col)),
 r0 AS (
     SELECT
         COLUMNS(lambda c: c IN ("by", '__emb_all')),

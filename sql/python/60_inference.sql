@@ -56,6 +56,14 @@ CREATE OR REPLACE TEMP MACRO emb_permanova(tbl, group_col, vector_col, permutati
 SELECT COLUMNS(lambda c: c NOT IN ('__emb_b', '__emb_all'))
 FROM emb__permanova(tbl, group_col, vector_col, "by", permutations, seed, strata, statistic, null_method);
 
+-- The pairs (a, b, d) of a distance table, columns named by the caller (the distance routes of
+-- emb_permanova_dist and emb_permanova_terms_dist read them the same way).
+CREATE OR REPLACE TEMP MACRO emb__distance_pairs(dist_tbl, i_col, j_col, d_col) AS TABLE
+SELECT coalesce(*COLUMNS(lambda c: c IN (i_col, '__emb_null')))::VARCHAR AS a,
+       coalesce(*COLUMNS(lambda c: c IN (j_col, '__emb_null')))::VARCHAR AS b,
+       coalesce(*COLUMNS(lambda c: c IN (d_col, '__emb_null')))::DOUBLE AS d
+FROM (SELECT *, NULL AS __emb_null FROM query_table(dist_tbl));
+
 CREATE OR REPLACE TEMP MACRO emb_permanova_dist(dist_tbl, labels_tbl, group_col, i_col := 'i', j_col := 'j',
                                            d_col := 'd', id_col := 'id', permutations := 999, seed := 42,
                                            strata := NULL, statistic := 'pseudo-f', null_method := 'auto') AS TABLE
@@ -66,12 +74,7 @@ WITH labels AS (
            coalesce(*COLUMNS(lambda c: c IN (strata, '__emb_null')))::VARCHAR AS s
     FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl))
 ),
-pairs AS (
-    SELECT coalesce(*COLUMNS(lambda c: c IN (i_col, '__emb_null')))::VARCHAR AS a,
-           coalesce(*COLUMNS(lambda c: c IN (j_col, '__emb_null')))::VARCHAR AS b,
-           coalesce(*COLUMNS(lambda c: c IN (d_col, '__emb_null')))::DOUBLE AS d
-    FROM (SELECT *, NULL AS __emb_null FROM query_table(dist_tbl))
-),
+pairs AS (SELECT * FROM emb__distance_pairs(dist_tbl, i_col, j_col, d_col)),
 test AS (
     SELECT CASE WHEN strata IS NOT NULL AND (SELECT len(list_value(*COLUMNS(lambda c: c IN (strata, '__emb_null'))))
                                           FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl) LIMIT 1)) = 1

@@ -46,12 +46,7 @@ WITH labels AS (
            coalesce(*COLUMNS(lambda c: c IN (strata, '__emb_null')))::VARCHAR AS s
     FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl))
 ),
-pairs AS (
-    SELECT coalesce(*COLUMNS(lambda c: c IN (i_col, '__emb_null')))::VARCHAR AS a,
-           coalesce(*COLUMNS(lambda c: c IN (j_col, '__emb_null')))::VARCHAR AS b,
-           coalesce(*COLUMNS(lambda c: c IN (d_col, '__emb_null')))::DOUBLE AS d
-    FROM (SELECT *, NULL AS __emb_null FROM query_table(dist_tbl))
-),
+pairs AS (SELECT * FROM emb__distance_pairs(dist_tbl, i_col, j_col, d_col)),
 test AS (
     SELECT emb__permanova_terms_dist_test(
                (SELECT list(a) FROM pairs WHERE a <> b), (SELECT list(b) FROM pairs WHERE a <> b),

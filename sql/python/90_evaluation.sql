@@ -21,13 +21,7 @@ d AS (
                              doc_vector_col, 'doc_vector', "by")
     GROUP BY __emb_b
 ),
-jmeta AS (
-    SELECT
-        len(list_value(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))) AS __emb_qcols,
-        len(list_value(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))) AS __emb_dcols,
-        len(list_value(*COLUMNS(lambda c: c IN (relevance_col, '__emb_null')))) AS __emb_rcols
-    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(qrels) LIMIT 1) ON true
-),
+jmeta AS (SELECT * FROM emb__qrels_columns(qrels, qid_col, doc_id_col, relevance_col)),
 j AS (
     SELECT
         list(coalesce(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))::VARCHAR) AS __emb_jq,
