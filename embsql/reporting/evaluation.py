@@ -37,6 +37,7 @@ METRICS_CAUTION = (
     "{why} unjudged is the mean share of each query's top cutoff without a judgement; a large share means the "
     "qrels miss documents this model finds, and every metric is then a lower bound.")
 CLUSTERED = "paraphrases of one question are resampled together, because they are not independent queries."
+PAIRED_CLUSTERED = "Paraphrases of one question are swapped together, because they are not independent queries."
 UNCLUSTERED = ("the queries table has no group column, so queries are taken as independent; if some are "
                "paraphrases of one question, the interval is too narrow (give the group column).")
 DISTRIBUTION_CAUTION = (
@@ -99,8 +100,7 @@ def evaluation_sections(con, *, queries: str, docs: str, qrels: str, model: str 
                            "p95": p[4], "zero": float((values == 0).mean()),
                            "perfect": float((values >= 1 - 1e-12).mean())})
     unit = "paraphrase groups" if groups is not None else "queries"
-    why = CLUSTERED if groups is not None else UNCLUSTERED
-    caution = METRICS_CAUTION.format(unit=unit, level=level, why=why)
+    caution = METRICS_CAUTION.format(unit=unit, level=level, why=CLUSTERED if groups is not None else UNCLUSTERED)
     sections = [Section("evaluation", "Retrieval evaluation with relevance judgements",
                         ResultTable.from_dicts("evaluation", METRIC_COLUMNS, rows), caution),
                 Section("evaluation_queries", "Per-query distribution of nDCG@10",
@@ -117,5 +117,6 @@ def evaluation_sections(con, *, queries: str, docs: str, qrels: str, model: str 
         sections.append(Section("evaluation_compare", "Paired comparison of models on nDCG@10",
                                 ResultTable.from_dicts("evaluation_compare", PAIR_COLUMNS, pairs),
                                 COMPARE_CAUTION.format(unit=unit, one="group" if groups is not None else "query",
-                                                       why=why[0].upper() + why[1:])))
+                                                       why=PAIRED_CLUSTERED if groups is not None else
+                                                       UNCLUSTERED[0].upper() + UNCLUSTERED[1:])))
     return sections
