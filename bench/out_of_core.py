@@ -133,7 +133,7 @@ def child(name: str, db: str, memory_limit: str, threads: int, temp: str) -> Non
             print(json.dumps({"skipped": True}))
             return
     else:
-        table = getattr(embsql, what)(con, TABLE, "g", "v", by="model").to_dicts()
+        table = getattr(embsql, what)(con, TABLE, "g", "v", model="model").to_dicts()
     seconds = time.perf_counter() - start
     cells = sum(len(row) for row in table)
     first = {k: table[0][k] for k in ("model", "r2", "estimate", "se", "n", "count") if table and k in table[0]}
@@ -156,8 +156,8 @@ def _report(con):
     if not hasattr(embsql, "report"):
         return None
     try:
-        inspect.signature(embsql.report).bind(TABLE, vector="v", group="g", by="model")
-        report = embsql.report(TABLE, vector="v", group="g", by="model")
+        inspect.signature(embsql.report).bind(TABLE, vector="v", group="g", model="model")
+        report = embsql.report(TABLE, vector="v", group="g", model="model")
         inspect.signature(report.run).bind(con)
     except (TypeError, AttributeError, ValueError) as error:
         print(f"embsql.report differs from the guessed interface: {error}", file=sys.stderr)

@@ -111,7 +111,7 @@ def child_sql(path: str) -> dict:
 def _report(path: str):
     import embsql
 
-    return embsql.report(path, vector=VECTOR, group=GROUP, by=BY)
+    return embsql.report(path, vector=VECTOR, group=GROUP, model=BY)
 
 
 def child_run(path: str) -> dict:
@@ -193,7 +193,7 @@ def spawn(argv: list[str]) -> dict:
 def child_argv(kind: str, path: Path, render: bool) -> tuple[list[str], str]:
     """The command of one measurement, and its label."""
     if kind == "cli":
-        common = [str(path), "--vector", VECTOR, "--group", GROUP, "--by", BY]
+        common = [str(path), "--vector", VECTOR, "--group", GROUP, "--model", BY]
         if render:
             return ([str(EMBSQL), "report", *common, "--format", "json", "--out", "/dev/null", "--no-progress"],
                     "(b) embsql report (command line)")

@@ -48,7 +48,7 @@ def timed(fn):
 
 
 def default_report():
-    return embsql.report(str(EXAMPLE), vector="embedding", group="topic", by="model")
+    return embsql.report(str(EXAMPLE), vector="embedding", group="topic", model="model")
 
 
 def run_full() -> float:

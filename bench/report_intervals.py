@@ -28,7 +28,7 @@ from embsql.io import stage1
 from embsql.api.decomposition import run_sql
 from embsql.reporting.build import write
 
-report = embsql.report("examples/embeddings.parquet", vector="embedding", group="topic", by="model")
+report = embsql.report("examples/embeddings.parquet", vector="embedding", group="topic", model="model")
 con = embsql.connect()
 dims, _ = report.probes(lambda sql: run_sql(con, sql), "duckdb")
 result = run_sql(con, write(report.aggregate_query("duckdb", dims), "duckdb"))

@@ -187,7 +187,7 @@ def test_command_line_runs_stage_1_on_postgres(pg, duckdb_result):
 
     dsn = pg.info.dsn
     out = cli("report", "--engine", "postgres", "--dsn", dsn, "--table", "emb", "--vector", "vec", "--group", "topic",
-              "--by", "model", "--sections", "decomposition", "--format", "json")
+              "--model", "model", "--sections", "decomposition", "--format", "json")
     assert out.returncode == 0, out.stderr
     document = json.loads(out.stdout)
     assert document["meta"]["engine"] == "postgres" and document["meta"]["vector_type"] == "vector"
@@ -225,7 +225,7 @@ def test_models_of_different_lengths_share_one_column(pgvector):
                                "v": pa.array(list(x), pa.list_(pa.float32()))}))
     table = pa.concat_tables(parts)
     load_table(pgvector, "two_lengths", table, vector_type="vector")
-    report = embsql.report("two_lengths", vector="v", group="g", by="model", sections=["decomposition"])
+    report = embsql.report("two_lengths", vector="v", group="g", model="model", sections=["decomposition"])
     got = embsql.run_on(pgvector, report)
     assert got.meta["dimensions"] == {"small": 5, "large": 8}
     con = embsql.connect()

@@ -22,7 +22,7 @@ D_LOW, D_HIGH = 384, 768     # the example's two models
 
 
 def _default_report(**settings):
-    return embsql.report(str(EXAMPLE), vector="embedding", group="topic", by="model", **settings)
+    return embsql.report(str(EXAMPLE), vector="embedding", group="topic", model="model", **settings)
 
 
 @pytest.mark.slow

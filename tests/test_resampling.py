@@ -158,7 +158,7 @@ def test_jackknife_by_model(con):
     rows = [{"model": m, "g": g, "v": v.tolist()} for m, xs in (("m1", x1), ("m2", x2)) for g, v in zip(labels, xs)]
     con.register("t", pa.Table.from_pylist(rows))
     alone = [embsql.jackknife(con, name, "g", "v", stat="f").to_dicts()[0] for name in ("t1", "t2")]
-    by_py = embsql.jackknife(con, "t", "g", "v", stat="f", by="model").to_dicts()
+    by_py = embsql.jackknife(con, "t", "g", "v", stat="f", model="model").to_dicts()
     by_sql = sql_rows(con, "SELECT * FROM emb_jackknife('t', 'g', 'v', stat := 'f', by := 'model')")
     assert [r["model"] for r in by_py] == [r["model"] for r in by_sql] == ["m1", "m2"]
     for got in (by_py, by_sql):
@@ -248,7 +248,7 @@ def test_bootstrap_by_model(con):
     rows = [{"model": m, "g": g, "v": v.tolist()} for m, xs in (("m1", x1), ("m2", x2)) for g, v in zip(labels, xs)]
     con.register("t", pa.Table.from_pylist(rows))
     con.register("t2", vectors_table(x2, labels))
-    by_py = embsql.bootstrap(con, "t", "g", "v", replicates=200, by="model").to_dicts()
+    by_py = embsql.bootstrap(con, "t", "g", "v", replicates=200, model="model").to_dicts()
     by_sql = sql_rows(con, "SELECT * FROM emb_bootstrap('t', 'g', 'v', replicates := 200, by := 'model')")
     alone = embsql.bootstrap(con, "t2", "g", "v", replicates=200).to_dicts()[0]
     assert [r["model"] for r in by_py] == [r["model"] for r in by_sql] == ["m1", "m2"]
@@ -323,7 +323,7 @@ def test_paired_se_smaller_than_unpaired(con):
     con.register("t", table)
     for stat in STATS:
         paired = embsql.compare(con, "t", "g", "v", "model", "item", stat=stat, replicates=200).to_dicts()[0]["se"]
-        separate = embsql.jackknife(con, "t", "g", "v", stat=stat, by="model").to_dicts()
+        separate = embsql.jackknife(con, "t", "g", "v", stat=stat, model="model").to_dicts()
         unpaired = float(np.hypot(separate[0]["se"], separate[1]["se"]))
         assert 0 < paired < 0.5 * unpaired, (stat, paired, unpaired)
 
@@ -600,12 +600,12 @@ def test_report_bootstrap_and_compare_equal_the_functions(con):
     is 1 - MS_W/MS_T from emb_anova; 12 groups is below the calibrated range, and a note says so."""
     table, labels, *_ = two_models(seed=30)
     con.register("t", table)
-    result = embsql.report("t", vector="v", group="g", by="model", replicates=300, seed=9).run(con)
+    result = embsql.report("t", vector="v", group="g", model="model", replicates=300, seed=9).run(con)
     sections = {s.name: s.table.to_dicts() for s in result.sections}
     summary = {row["model"]: row for row in result.summary.to_dicts()}
-    boot = {row["model"]: row for row in embsql.bootstrap(con, "t", "g", "v", by="model", replicates=300,
+    boot = {row["model"]: row for row in embsql.bootstrap(con, "t", "g", "v", model="model", replicates=300,
                                                           seed=9).to_dicts()}
-    anova = {row["model"]: row for row in embsql.anova(con, "t", "g", "v", by="model").to_dicts()}
+    anova = {row["model"]: row for row in embsql.anova(con, "t", "g", "v", model="model").to_dicts()}
     for row in sections["bootstrap"]:
         reference = boot[row["model"]]
         for key in ("estimate", "se", "ci_low", "ci_high", "estimate_bc"):  # stage 1 sums in another order
@@ -632,7 +632,7 @@ def test_report_pairs_models_whose_group_sizes_differ(con):
     table, labels, x, y = two_models(seed=31)
     keep = pc.invert(pc.and_(pc.equal(table["model"], "B"), pc.is_in(table["item"], pa.array([0, 7]))))
     con.register("t", table.filter(keep))
-    result = embsql.report("t", vector="v", group="g", by="model", replicates=200, sections=["compare"]).run(con)
+    result = embsql.report("t", vector="v", group="g", model="model", replicates=200, sections=["compare"]).run(con)
     (row,) = result.sections[0].table.to_dicts()
     compare = embsql.compare(con, "t", "g", "v", "model", "item", replicates=200).to_dicts()[0]
     assert (row["same_items"], row["items"], row["shared_items"]) == (False, None, None)

@@ -34,25 +34,25 @@ def test_every_face_takes_a_frame_and_leaves_nothing_behind(kind):
     con = embsql.connect()
     con.register("named", table)
     frame = _frames(table)[kind]
-    by_name = embsql.anova(con, "named", "topic", "emb", by="model").to_dicts()
-    assert embsql.anova(con, frame, "topic", "emb", by="model").to_dicts() == by_name
-    assert embsql.groups(con, frame, "topic", "emb", by="model").to_dicts() == \
-        embsql.groups(con, "named", "topic", "emb", by="model").to_dicts()
-    assert embsql.jackknife(con, frame, "topic", "emb", by="model").to_dicts() == \
-        embsql.jackknife(con, "named", "topic", "emb", by="model").to_dicts()
-    assert embsql.permanova(con, frame, "topic", "emb", by="model", permutations=19).to_dicts() == \
-        embsql.permanova(con, "named", "topic", "emb", by="model", permutations=19).to_dicts()
+    by_name = embsql.anova(con, "named", "topic", "emb", model="model").to_dicts()
+    assert embsql.anova(con, frame, "topic", "emb", model="model").to_dicts() == by_name
+    assert embsql.groups(con, frame, "topic", "emb", model="model").to_dicts() == \
+        embsql.groups(con, "named", "topic", "emb", model="model").to_dicts()
+    assert embsql.jackknife(con, frame, "topic", "emb", model="model").to_dicts() == \
+        embsql.jackknife(con, "named", "topic", "emb", model="model").to_dicts()
+    assert embsql.permanova(con, frame, "topic", "emb", model="model", permutations=19).to_dicts() == \
+        embsql.permanova(con, "named", "topic", "emb", model="model", permutations=19).to_dicts()
     assert _private_views(con) == []
 
 
 def test_a_report_runs_on_a_dataframe_and_names_it():
     table = model_table()
     con = embsql.connect()
-    result = embsql.report(table.to_pandas(), vector="emb", group="topic", by="model", permutations=0).run(con)
+    result = embsql.report(table.to_pandas(), vector="emb", group="topic", model="model", permutations=0).run(con)
     assert result.meta["source"] == f"pandas DataFrame ({table.num_rows} rows)"
     assert result.title == f"embsql report: pandas DataFrame ({table.num_rows} rows)"
     con.register("named", table)
-    named = embsql.report("named", vector="emb", group="topic", by="model", permutations=0).run(con)
+    named = embsql.report("named", vector="emb", group="topic", model="model", permutations=0).run(con)
     assert result.summary.to_dicts() == named.summary.to_dicts()
     assert _private_views(con) == []
     with pytest.raises(embsql.InputError, match="only DuckDB reads"):
@@ -96,19 +96,19 @@ def test_a_table_in_a_duckdb_file(tmp_path):
     writer.close()
     con = embsql.connect()
     con.register("named", model_table())
-    assert embsql.anova(con, f"{path}:emb", "topic", "emb", by="model").to_dicts() == \
-        embsql.anova(con, "named", "topic", "emb", by="model").to_dicts()
-    assert embsql.anova(con, f"{path}:emb", "topic", "emb", by="model").to_dicts()        # attached once, reused
+    assert embsql.anova(con, f"{path}:emb", "topic", "emb", model="model").to_dicts() == \
+        embsql.anova(con, "named", "topic", "emb", model="model").to_dicts()
+    assert embsql.anova(con, f"{path}:emb", "topic", "emb", model="model").to_dicts()        # attached once, reused
     with pytest.raises(embsql.SourceNotFoundError, match="does not exist"):
         embsql.anova(con, f"{tmp_path / 'nope.duckdb'}:emb", "topic", "emb")
-    report = embsql.report(f"{path}:emb", vector="emb", group="topic", by="model", permutations=0).run(con)
+    report = embsql.report(f"{path}:emb", vector="emb", group="topic", model="model", permutations=0).run(con)
     assert report.meta["source"] == f"{path}:emb"
 
 
 def test_a_warning_points_at_the_callers_line():
     con = embsql.connect()
     with pytest.warns(UserWarning, match="dispersion test is significant") as caught:
-        embsql.permanova(con, model_table(), "topic", "emb", by="model", permutations=19)
+        embsql.permanova(con, model_table(), "topic", "emb", model="model", permutations=19)
     assert {Path(w.filename).name for w in caught} == {Path(__file__).name}
 
 
@@ -117,5 +117,5 @@ def test_a_record_batch_reader_is_read_once_for_the_whole_call():
     con = embsql.connect()
     con.register("named", table)
     reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
-    assert embsql.anova(con, reader, "topic", "emb", by="model").to_dicts() == \
-        embsql.anova(con, "named", "topic", "emb", by="model").to_dicts()
+    assert embsql.anova(con, reader, "topic", "emb", model="model").to_dicts() == \
+        embsql.anova(con, "named", "topic", "emb", model="model").to_dicts()

@@ -43,8 +43,8 @@ def stores(table, tmp_path_factory):
 
 
 def figures(con, source) -> list[dict]:
-    rows = embsql.anova(con, source, "g", "v", by="model").to_dicts()
-    rows += embsql.bootstrap(con, source, "g", "v", by="model", replicates=99).to_dicts()
+    rows = embsql.anova(con, source, "g", "v", model="model").to_dicts()
+    rows += embsql.bootstrap(con, source, "g", "v", model="model", replicates=99).to_dicts()
     return rows
 
 
@@ -90,9 +90,9 @@ def test_arrow_objects_are_scanned_without_a_copy(stores):
 
 
 def test_the_report_names_the_store(stores):
-    result = embsql.report(f"lance://{stores / 'emb.lance'}", vector="v", group="g", by="model").run()
+    result = embsql.report(f"lance://{stores / 'emb.lance'}", vector="v", group="g", model="model").run()
     assert result.meta["source"] == f"lance://{stores / 'emb.lance'}"
-    hive = embsql.report(str(stores / "hive"), vector="v", group="g", by="model").run()
+    hive = embsql.report(str(stores / "hive"), vector="v", group="g", model="model").run()
     assert [r["model"] for r in hive.summary.to_dicts()] == ["a", "b"]        # the partition key is a column
     assert result.summary.to_dicts()[0]["r2"] == pytest.approx(hive.summary.to_dicts()[0]["r2"], rel=1e-12)
 
@@ -101,7 +101,7 @@ def test_the_report_names_the_store(stores):
 def test_the_command_line_reads_each_store(stores, form):
     source = form.format(root=stores)
     done = subprocess.run([sys.executable, "-m", "embsql", "report", source, "--vector", "v", "--group", "g",
-                           "--by", "model", "--format", "json", "--sections", "decomposition"],
+                           "--model", "model", "--format", "json", "--sections", "decomposition"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert f'"source": "{source}"' in done.stdout

@@ -118,7 +118,7 @@ def test_welch_by_and_strata(con):
                          "\"by\" := 'rep')")
     assert [r["rep"] for r in rows] == ["r1", "r2"] and rows[0]["w_d"] == pytest.approx(rows[1]["w_d"], rel=1e-12)
     assert rows[0]["p_value"] == 0.01
-    blocked = embsql.permanova(con, "t", "g", "v", permutations=99, statistic="welch", strata="block", by="rep",
+    blocked = embsql.permanova(con, "t", "g", "v", permutations=99, statistic="welch", strata="block", model="rep",
                                check_dispersion=False).to_dicts()
     assert [r["p_value"] for r in blocked] == [1.0, 1.0]
 
