@@ -42,6 +42,7 @@ TREC = {"ndcg@10": "ndcg_cut_10", "ndcg@100": "ndcg_cut_100", "map@10": "map_cut
         "mrr@100": "recip_rank", "hit_rate@10": "success_10"}
 
 
+ROUNDS = 3          # part 2: each contender's best of this many, alternating
 QUERIES = None      # --queries: fewer queries against the full documents (time scales with them, memory not)
 
 
@@ -192,41 +193,45 @@ def child_evaluate(scale, run_path):
     qrels = pa.table({"qid": [r[0] for r in rows], "doc_id": [r[1] for r in rows], "relevance": [r[2] for r in rows]})
     con = embsql.connect()
     small = run.slice(0, 2000)
-    embsql.evaluate(con, small, qrels, metrics=METRICS)            # warm
-    start = time.perf_counter()
-    embsql.evaluate(con, run, qrels, metrics=METRICS)
-    t_embsql = time.perf_counter() - start
-    start = time.perf_counter()
-    ours = embsql.evaluate(con, run, qrels, metrics=METRICS, per_query=True)
-    t_embsql_per_query = time.perf_counter() - start
+    embsql.evaluate(con, small, qrels, metrics=METRICS)            # warm, both forms
+    embsql.evaluate(con, small, qrels, metrics=METRICS, per_query=True)
     # ranx: built beforehand from dicts (not timed), and built from DataFrames (timed)
     run_dict = {}
     for q, d, s in zip(run.column("qid").to_pylist(), run.column("doc_id").to_pylist(), run.column("score").to_pylist()):
         run_dict.setdefault(q, {})[d] = s
     ranx_q, ranx_r = ranx.Qrels(judged), ranx.Run(run_dict)
     ranx.evaluate(ranx_q, ranx_r, METRICS)                         # numba compiles here: warm
-    start = time.perf_counter()
-    theirs = ranx.evaluate(ranx_q, ranx_r, METRICS, return_mean=False, make_comparable=False)
-    t_ranx = time.perf_counter() - start
     qdf = pd.DataFrame({"q_id": qrels.column("qid").to_pylist(), "doc_id": qrels.column("doc_id").to_pylist(),
                         "score": qrels.column("relevance").to_pylist()}).astype({"q_id": object, "doc_id": object})
     rdf = pd.DataFrame({"q_id": run.column("qid").to_pylist(), "doc_id": run.column("doc_id").to_pylist(),
                         "score": run.column("score").to_pylist()}).astype({"q_id": object, "doc_id": object})
+    measures = {"ndcg_cut.10,100", "map_cut.10,100", "recall.10,100", "P.10,100", "recip_rank", "success.10"}
+    pytrec_eval.RelevanceEvaluator(judged, measures).evaluate(run_dict)       # warm
+    contenders = {
+        "embsql": lambda: embsql.evaluate(con, run, qrels, metrics=METRICS),
+        "embsql_per_query": lambda: embsql.evaluate(con, run, qrels, metrics=METRICS, per_query=True),
+        "ranx": lambda: ranx.evaluate(ranx_q, ranx_r, METRICS, return_mean=False, make_comparable=False),
+        "pytrec_eval": lambda: pytrec_eval.RelevanceEvaluator(judged, measures).evaluate(run_dict),
+    }
+    # best of ROUNDS, the contenders alternating, so that a burst of load on this shared machine
+    # does not fall on one of them only
+    best, answers = dict.fromkeys(contenders, float("inf")), {}
+    for _ in range(ROUNDS):
+        for name, call in contenders.items():
+            start = time.perf_counter()
+            answers[name] = call()
+            best[name] = min(best[name], time.perf_counter() - start)
     start = time.perf_counter()
     ranx.evaluate(ranx.Qrels.from_df(qdf), ranx.Run.from_df(rdf), METRICS, return_mean=False)
     t_ranx_df = time.perf_counter() - start
-    measures = {"ndcg_cut.10,100", "map_cut.10,100", "recall.10,100", "P.10,100", "recip_rank", "success.10"}
-    start = time.perf_counter()
-    trec = pytrec_eval.RelevanceEvaluator(judged, measures).evaluate(run_dict)
-    t_trec = time.perf_counter() - start
+    ours, theirs, trec = answers["embsql_per_query"], answers["ranx"], answers["pytrec_eval"]
     values = {}
     for row in ours.to_dicts():
         values.setdefault(row["metric"], {})[row["qid"]] = row["value"]
     order = sorted(ranx_r.keys()) if hasattr(ranx_r, "keys") else sorted(run_dict)
     diff_trec = max(abs(values[mm][q] - trec[q][TREC[mm]]) for mm in METRICS for q in qids)
     diff_ranx = max(abs(values[mm][q] - float(v)) for mm in METRICS for q, v in zip(order, theirs[mm]))
-    return {"embsql": t_embsql, "embsql_per_query": t_embsql_per_query, "ranx": t_ranx,
-            "ranx_from_dataframes": t_ranx_df, "pytrec_eval": t_trec,
+    return {**best, "ranx_from_dataframes": t_ranx_df,
             "max_diff_pytrec_eval": diff_trec, "max_diff_ranx": diff_ranx, "rows": run.num_rows}
 
 

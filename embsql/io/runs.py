@@ -188,3 +188,11 @@ def retrieve_run(con, queries: str, docs: str, *, k: int, model: str | None, qid
         running[block.model].add(block.vectors, block.inv_norms, block.positions)
     return pa.concat_tables([_run_table(value, q[value].ids, *running[value].result(), ids[value])
                              for value in sorted(q, key=sort_key)])
+
+
+def run_ids(run: pa.Table, column: str) -> pa.Array:
+    """The distinct ids of retrieve_run's ``column`` ("qid" or "doc_id"): every id of the queries
+    or documents table, since each model's ids are the dictionary of its chunk (the documents
+    that no query ranks in its top k included)."""
+    chunks = run.column(column).chunks
+    return pc.unique(pa.concat_arrays([chunk.dictionary for chunk in chunks]))

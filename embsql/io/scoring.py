@@ -8,6 +8,9 @@ kernels of embsql.core.ranking.
 
 from __future__ import annotations
 
+import itertools
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -120,24 +123,41 @@ def evaluate_model(run: pa.Table, qrels: Qrels, metrics: list[ranking.Metric], d
     return queries.take(pa.array(evaluated)), values, relevant, missing
 
 
+@dataclass(frozen=True)
+class QueryValues:
+    """One model's per-query values of one metric: the qids evaluated (as text) and their values."""
+
+    model: object
+    metric: str
+    qids: list
+    values: np.ndarray
+
+    def rows(self):
+        """(model, qid, metric, value) tuples, PER_QUERY_COLUMNS."""
+        n = len(self.qids)
+        return zip(itertools.repeat(self.model, n), self.qids, itertools.repeat(self.metric, n), self.values.tolist())
+
+
 def score_runs(table: pa.Table, judgements: Qrels, parsed: list[ranking.Metric], k: int | None, *,
-               per_query: bool = False) -> tuple[list[dict], list[pa.Table]]:
-    """Summary rows (SUMMARY_COLUMNS) per model and metric, and the per-query tables if asked."""
-    summary, rows = [], []
+               per_query: bool = False) -> tuple[list[dict], list[QueryValues]]:
+    """Summary rows (SUMMARY_COLUMNS) per model and metric, and the per-query values if asked
+    (model by model in display order, each model's metrics in the order asked)."""
+    summary, chunks = [], []
     models = table.column("model")
-    for value in sorted(pc.unique(models).to_pylist(), key=sort_key):
-        part = table if len(pc.unique(models)) == 1 else table.filter(
+    distinct = sorted(pc.unique(models).to_pylist(), key=sort_key)
+    for value in distinct:
+        part = table if len(distinct) == 1 else table.filter(
             pc.is_null(models) if value is None else pc.equal(models, value))
         qids, values, relevant, missing = evaluate_model(part, judgements, parsed, k)
         if len(qids) == 0:
             raise InputError(f"no query of the run{'' if value is None else f' (model {value!r})'} has judgements "
                              f"in qrels {judgements.source!r}; check that the qids match")
+        qid_text = qids.to_pylist() if per_query else []
         for metric in parsed:
             per = values[metric.name]
             summary.append({"model": value, "metric": metric.name, "value": float(per.mean()), "queries": len(qids),
                             "without_relevant": int((relevant == 0).sum()), "missing": missing,
                             "unjudged": float(values[f"unjudged@{metric.cutoff}"].mean())})
             if per_query:
-                rows.append(pa.table({"model": pa.array([value] * len(qids), pa.string()), "qid": qids,
-                                      "metric": pa.array([metric.name] * len(qids)), "value": pa.array(per)}))
-    return summary, rows
+                chunks.append(QueryValues(value, metric.name, qid_text, per))
+    return summary, chunks
