@@ -312,38 +312,40 @@ def rank_metrics(query: np.ndarray, position: np.ndarray, gain: np.ndarray, judg
     rows, cols = query[keep], position[keep]
     g = np.zeros((n, depth))
     g[rows, cols] = gain[keep]
-    unjudged = np.zeros((n, depth), dtype=np.int32)
+    unjudged = np.zeros((n, depth), dtype=bool)
     unjudged[rows, cols] = ~judged[keep]
     hit = g >= 1
+    # one running count (relevant so far, for precision at each relevant rank); every other
+    # figure at cutoff c is a row sum over the first c ranks, computed for the cutoffs asked only
     found = np.cumsum(hit, axis=1, dtype=np.int32)
     discount = 1.0 / np.log2(np.arange(depth) + 2.0)
     r = relevant.astype(np.float64)
     has = r > 0
     safe_r = np.where(has, r, 1.0)
-    # every metric at cutoff c is column c - 1 of a running sum over the ranks
-    running = {}
+    weighted = {}
 
-    def cumulative(kind):
-        if kind not in running:
+    def at(kind, c):
+        """Row sums over the first c ranks of a per-rank figure (each figure built once)."""
+        if kind not in weighted:
             if kind == "dcg":
-                running[kind] = np.cumsum(g * discount, axis=1)
+                weighted[kind] = g * discount
             elif kind == "idcg":
-                running[kind] = np.cumsum(ideal[:, :depth] * discount[:ideal.shape[1]], axis=1)
+                weighted[kind] = ideal[:, :depth] * discount[:ideal.shape[1]]
             elif kind == "ap":
-                running[kind] = np.cumsum(np.where(hit, found / np.arange(1.0, depth + 1), 0.0), axis=1)
+                weighted[kind] = np.where(hit, found / np.arange(1.0, depth + 1), 0.0)
             else:
-                running[kind] = np.cumsum(unjudged, axis=1)
-        return running[kind]
+                weighted[kind] = unjudged
+        return weighted[kind][:, :c].sum(axis=1)
 
     first = np.where(hit.any(axis=1), np.argmax(hit, axis=1), depth)
     out = {}
     for metric in metrics:
         c = metric.cutoff
         if metric.kind == "ndcg":
-            idcg = cumulative("idcg")[:, c - 1]
-            value = np.where(idcg > 0, cumulative("dcg")[:, c - 1] / np.where(idcg > 0, idcg, 1.0), 0.0)
+            idcg = at("idcg", c)
+            value = np.where(idcg > 0, at("dcg", c) / np.where(idcg > 0, idcg, 1.0), 0.0)
         elif metric.kind == "map":
-            value = np.where(has, cumulative("ap")[:, c - 1] / safe_r, 0.0)
+            value = np.where(has, at("ap", c) / safe_r, 0.0)
         elif metric.kind == "recall":
             value = np.where(has, found[:, c - 1] / safe_r, 0.0)
         elif metric.kind == "precision":
@@ -353,5 +355,6 @@ def rank_metrics(query: np.ndarray, position: np.ndarray, gain: np.ndarray, judg
         else:  # hit_rate
             value = (found[:, c - 1] > 0).astype(np.float64)
         out[metric.name] = value
-        out[f"unjudged@{c}"] = cumulative("unjudged")[:, c - 1] / c
+        if f"unjudged@{c}" not in out:
+            out[f"unjudged@{c}"] = at("unjudged", c) / c
     return out

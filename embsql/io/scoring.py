@@ -69,29 +69,37 @@ def _trec_order(rq: np.ndarray, score: np.ndarray, rd: np.ndarray, documents: pa
     return order
 
 
-def _check_once(keys: np.ndarray, width: int, queries: pa.Array, documents: pa.Array) -> None:
-    """Refuse a document ranked twice for one query (``keys``: query code * width + doc code)."""
-    keys = np.sort(keys)
-    repeated = np.flatnonzero(keys[1:] == keys[:-1])
-    if not len(repeated):
-        return
-    key = int(keys[repeated[0]])
-    raise InputError(f"the run ranks doc_id {documents[key % width].as_py()!r} more than once for qid "
-                     f"{queries[key // width].as_py()!r} ({len(repeated)} repeats); a document appears at most "
-                     "once per query")
+def _judgements(rq: np.ndarray, rd: np.ndarray, jq: np.ndarray, jd: np.ndarray, queries: pa.Array,
+                documents: pa.Array) -> np.ndarray:
+    """The qrels row of each run row (-1: not judged), by one sort of the run's (query, doc)
+    keys, which also refuses a document ranked twice for one query."""
+    width = np.int64(len(documents))
+    keys = rq * width + rd
+    # stable (timsort) is several times faster here: most runs come grouped by query already
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    repeated = np.flatnonzero(ordered[1:] == ordered[:-1])
+    if len(repeated):
+        key = int(ordered[repeated[0]])
+        raise InputError(f"the run ranks doc_id {documents[key % width].as_py()!r} more than once for qid "
+                         f"{queries[key // width].as_py()!r} ({len(repeated)} repeats); a document appears at "
+                         "most once per query")
+    judged_keys = jq * width + jd
+    where = np.minimum(np.searchsorted(ordered, judged_keys), len(ordered) - 1)
+    found = ordered[where] == judged_keys            # qrels pairs are unique: one run row at most
+    at = np.full(len(keys), -1, dtype=np.int64)
+    at[order[where[found]]] = np.flatnonzero(found)
+    return at
 
 
 def evaluate_model(run: pa.Table, qrels: Qrels, metrics: list[ranking.Metric], depth: int | None):
     """Per-query values of one model's run: (qids evaluated, {metric: values}, R per query, missing)."""
     rq, jq, queries = _encode(run.column("qid").combine_chunks(), qrels.qid)
     rd, jd, documents = _encode(run.column("doc_id").combine_chunks(), qrels.doc_id)
-    width = np.int64(len(documents))
-    run_keys = rq * width + rd
-    _check_once(run_keys, width, queries, documents)
-    at = pc.index_in(pa.array(run_keys), value_set=pa.array(jq * width + jd)).to_numpy(zero_copy_only=False)
-    judged = ~np.isnan(at) if at.dtype.kind == "f" else at >= 0
-    gain = np.zeros(len(run_keys), dtype=np.int64)
-    gain[judged] = qrels.relevance[at[judged].astype(np.int64)]
+    at = _judgements(rq, rd, jq, jd, queries, documents)
+    judged = at >= 0
+    gain = np.zeros(len(at), dtype=np.int64)
+    gain[judged] = qrels.relevance[at[judged]]
     # trec_eval evaluates the queries of the run that have judgements; the others are skipped
     has_judgement = np.zeros(len(queries), dtype=bool)
     has_judgement[jq] = True
