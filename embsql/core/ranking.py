@@ -5,7 +5,10 @@ n x m product: float32 products of a block of queries with a block of documents 
 (the k + SPARE best per query so far, and afterwards only what beats the current SPARE-th best),
 then float64 recomputes the candidates' cosines and decides.  A query is kept only if no
 document outside its candidates can reach its k-th score given the worst-case float32 error; the
-rare others are ranked again over all documents in float64.
+rare others are ranked again over all documents in float64.  ``StreamedTopK`` gives the same
+answer for documents that arrive in blocks (a table streamed from a database, never held whole):
+each block is ranked as above, with the running k-th score as a floor below which a document is
+of no interest, and merged with the running list by the tie rule below.
 
 Tie rule.  Scores are float64 cosines rounded to a grid of RESOLUTION = 2^-40 (about 9e-13,
 the grid of embsql.core.agreement): rounding noise of the dot product stays below it, so

@@ -170,8 +170,8 @@ def retrieve_run(con, queries: str, docs: str, *, k: int, model: str | None, qid
     k = ranking.check_k(k)
     q = read_vectors(con, resolve(con, queries), "queries", id_col=qid, id_role="qid", vector=vector, model=model)
     source = resolve(con, docs)
-    columns = {"id_col": doc_id, "id_role": "doc_id", "vector": doc_vector or vector, "model": model}
-    ids = read_ids(con, source, "docs", **columns)
+    doc_column = doc_vector or vector
+    ids = read_ids(con, source, "docs", id_col=doc_id, id_role="doc_id", vector=doc_column, model=model)
     for value in q:
         if value not in ids:
             raise DesignError(f"model {value!r} is in queries {queries!r} but not in docs {docs!r}")
@@ -179,7 +179,8 @@ def retrieve_run(con, queries: str, docs: str, *, k: int, model: str | None, qid
         if value not in q:
             raise DesignError(f"model {value!r} is in docs {docs!r} but not in queries {queries!r}")
     running = {value: ranking.StreamedTopK(q[value].unit(), tie_keys(ids[value]), k) for value in q}
-    for block in stream_vectors(con, source, "docs", ids, batch_rows=stream_rows, **columns):
+    for block in stream_vectors(con, source, "docs", ids, id_col=doc_id, id_role="doc_id", vector=doc_column,
+                                model=model, batch_rows=stream_rows):
         width = q[block.model].vectors.shape[1]
         if block.vectors.shape[1] != width:
             of_model = "" if block.model is None else f" (model {block.model!r})"

@@ -3,7 +3,9 @@
 Retrieval over a million documents cannot afford a float64 copy (3 GB at d = 384): FLOAT
 vectors stay float32, DOUBLE vectors float64, and only 1 / ||x|| is kept beside them (float64).
 Rows stream from DuckDB in Arrow batches into arrays allocated once per model (the row counts
-are read first), so the peak is the vectors plus one batch.
+are read first), so the peak is the vectors plus one batch (read_vectors: the queries).  The
+documents are not held at all: read_ids reads their ids, and stream_vectors yields them block by
+block, each block's vectors a view of its Arrow batch (retrieve ranks them as they come).
 """
 
 from __future__ import annotations

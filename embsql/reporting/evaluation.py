@@ -103,8 +103,8 @@ def evaluation_sections(con, *, queries: str, docs: str, qrels: str, model: str 
     if len(compared) >= 2 and permutations:   # 0 permutations skips the tests, as for the rest of the report
         models = [chunk.model for chunk in compared for _ in chunk.qids]
         qids = [q for chunk in compared for q in chunk.qids]
-        values = [v for chunk in compared for v in chunk.values.tolist()]
-        pairs = compare_metric(models, qids, [DISTRIBUTION_METRIC] * len(qids), values,
+        scores = [v for chunk in compared for v in chunk.values.tolist()]
+        pairs = compare_metric(models, qids, [DISTRIBUTION_METRIC] * len(qids), scores,
                                None if groups is None else [groups[q] for q in qids], metric=DISTRIBUTION_METRIC,
                                permutations=max(permutations, COMPARE_PERMUTATIONS), seed=seed, level=level,
                                what="the report's evaluation")
