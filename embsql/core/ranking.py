@@ -233,11 +233,17 @@ def top_k(queries: np.ndarray, docs: np.ndarray, inv_norms: np.ndarray, tie_key:
                 outside = np.maximum(outside, dropped)
                 threshold = np.maximum(val[:, -1], low_bound[low:high])
                 pending, buffered = ([], [], []), 0
+        if floor is not None:
+            # candidates come first in each row (placeholders are -inf): score only those columns
+            idx = idx[:, :int((idx >= 0).sum(axis=1).max(initial=0))]
         keys = grid(_exact_scores(queries, docs, inv_norms, low, idx))
         keys[idx < 0] = -np.inf                                   # placeholders
         order = _order(keys, idx, tie_key, k)
-        out_idx[low:high] = np.take_along_axis(idx, order, axis=1)
-        out_score[low:high] = np.take_along_axis(keys, order, axis=1)
+        got = order.shape[1]
+        out_idx[low:high, :got] = np.take_along_axis(idx, order, axis=1)
+        out_score[low:high, :got] = np.take_along_axis(keys, order, axis=1)
+        out_idx[low:high, got:] = -1
+        out_score[low:high, got:] = -np.inf
         if depth < m:
             last = out_score[low:high, -1]
             # nothing left out but under the floor (outside -inf): sure even with placeholders
