@@ -39,8 +39,9 @@ class Vectors:
 
 
 def _select(con, source: Source, what: str, *, id_col: str, id_role: str, vector: str, model: str | None,
-            group: str | None) -> tuple[str, dict, type]:
-    """The streamed query (m, i, g, v), the row count per model and the vectors' dtype."""
+            group: str | None, vectors: bool = True) -> tuple[str, dict, type]:
+    """The streamed query (m, i, g, v; without v if not ``vectors``), the row count per model and
+    the vectors' dtype."""
     source.require(id_col, id_role)
     if model:
         source.require(model, "model")
@@ -57,7 +58,9 @@ def _select(con, source: Source, what: str, *, id_col: str, id_role: str, vector
     if model and None in counts:
         raise BadLabelError(f"{what} {source.name!r}: model column {model!r} is NULL in {counts[None]} rows")
     select = [model_expr.as_("m"), exp.cast(exp.column(id_col, quoted=True), "VARCHAR").as_("i"),
-              (exp.column(group, quoted=True) if group else exp.null()).as_("g"), exp.column(vector, quoted=True).as_("v")]
+              (exp.column(group, quoted=True) if group else exp.null()).as_("g")]
+    if vectors:
+        select.append(exp.column(vector, quoted=True).as_("v"))
     return exp.select(*select).from_(source.table.copy()).sql("duckdb"), counts, dtype
 
 
@@ -140,8 +143,8 @@ def read_ids(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, id_co
     """{model value: ids as text}, in table order, without the vectors (NULL and repeated ids are
     refused here, before any vector is read)."""
     query, counts, _ = _select(con, source, what, id_col=id_col, id_role=id_role, vector=vector, model=model,
-                               group=None)
-    table = con.sql(f"SELECT m, i FROM ({query})").to_arrow_table()
+                               group=None, vectors=False)
+    table = con.sql(query).to_arrow_table()
     models, ids = table.column("m").combine_chunks(), table.column("i").combine_chunks()
     if ids.null_count:
         raise BadLabelError(f"{what} {source.name!r}: {id_role} column {id_col!r} is NULL at row {_first_null(ids)}")
