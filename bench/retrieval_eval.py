@@ -9,8 +9,8 @@ Part 1, exact top-100 by cosine, float32 vectors, the same number of threads for
   * embsql    the kernel (embsql.io.runs.ranked: inverse norms, tie keys, blocked top-k, the
               run as an Arrow table) on the same arrays in memory;
   * with the load from DuckDB: embsql.retrieve(con, 'queries', 'docs', k=100) on an on-disk
-    DuckDB database, against faiss after reading the same two tables from that database into
-    numpy (Arrow, zero-copy where it can be).
+    DuckDB database (the documents streamed in blocks, never held whole), against faiss after
+    reading the same two tables from that database into numpy (Arrow, zero-copy where it can be).
 Each runs in its own process, once warm (libraries loaded and a small search run first), so
 its peak resident memory (ru_maxrss, which includes the data) is its own.  The top-100 lists of
 embsql and faiss are compared (share of identical document sets).
@@ -19,7 +19,11 @@ Part 2, evaluate that run (1,000,000 rows at full size) on 10 metrics against qr
 documents per query (5 from its top 100, 5 at random, relevance 0-3): embsql.evaluate (Arrow
 tables in, through DuckDB) against ranx.evaluate (numba, warm; Qrels/Run built beforehand, and
 also timed with building them from DataFrames) and pytrec_eval (RelevanceEvaluator + evaluate on
-dicts built beforehand).  The per-query values must agree to 1e-12.
+dicts built beforehand), each contender's best of ROUNDS, alternating.  The per-query values must
+agree to 1e-12.
+
+Part 3, the paired randomization test end to end: embsql.compare_retrieval on two models'
+per-query ndcg@10 (the run's and a noisy copy), 10,000 permutations, best of ROUNDS.
 """
 
 from __future__ import annotations
