@@ -166,3 +166,15 @@ def test_retrieve_from_an_on_disk_table_does_not_hold_the_documents_whole(tmp_pa
     assert out["rows"] == 500
     assert out["traced"] < 0.25 * doc_bytes
     assert out["peak"] - out["before"] < 2.2 * doc_bytes
+
+
+def test_stream_refuses_a_row_whose_id_the_first_read_did_not_see():
+    con = duckdb.connect()
+    con.execute("CREATE TABLE docs AS SELECT 'x' || i::VARCHAR AS doc_id, [i + 1.0, 1.0]::FLOAT[2] AS vector "
+                "FROM range(6) t(i)")
+    source = resolve(con, "docs")
+    ids = read_ids(con, source, "docs", id_col="doc_id", id_role="doc_id", vector="vector", model=None)
+    con.execute("UPDATE docs SET doc_id = 'new' WHERE doc_id = 'x4'")
+    with pytest.raises(embsql.InputError, match="changed while it was read.*'new'"):
+        list(stream_vectors(con, source, "docs", ids, id_col="doc_id", id_role="doc_id", vector="vector",
+                            model=None))

@@ -173,7 +173,11 @@ def stream_vectors(con: duckdb.DuckDBPyConnection, source: Source, what: str, id
         if start + len(part_ids) <= len(known) and known.slice(start, len(part_ids)).equals(part_ids):
             positions = np.arange(start, start + len(part_ids))
         else:
-            positions = pc.index_in(part_ids, value_set=known).to_numpy(zero_copy_only=False).astype(np.int64)
+            where_in = pc.index_in(part_ids, value_set=known)
+            if where_in.null_count:         # the table changed between the two reads
+                raise InputError(f"{what} {source.name!r} changed while it was read ({id_role} "
+                                 f"{part_ids[_first_null(where_in)].as_py()!r} is new); read it again")
+            positions = where_in.to_numpy(zero_copy_only=False).astype(np.int64)
         filled[value] += len(part_ids)
         vectors = raw if raw.dtype == dtype else raw.astype(dtype)
         yield Block(value, positions, vectors, _inverse_norms(vectors, part_ids, what, source.name, vector, id_role,
