@@ -105,12 +105,17 @@ def test_retrieve_streamed_from_duckdb_equals_brute_force_per_model(stream_rows)
         assert got == expected[model]
 
 
-def test_stream_matches_rows_to_the_ids_by_value_when_the_order_differs():
+def small_docs(rows: int):
+    """A DuckDB table of ``rows`` documents x0, x1, ... (first coordinate i + 1) and its ids read."""
     con = duckdb.connect()
-    con.execute("CREATE TABLE docs AS SELECT 'x' || i::VARCHAR AS doc_id, [i + 1.0, 1.0]::FLOAT[2] AS vector "
-                "FROM range(10) t(i)")
+    con.execute(f"CREATE TABLE docs AS SELECT 'x' || i::VARCHAR AS doc_id, [i + 1.0, 1.0]::FLOAT[2] AS vector "
+                f"FROM range({rows}) t(i)")
     source = resolve(con, "docs")
-    ids = read_ids(con, source, "docs", id_col="doc_id", id_role="doc_id", vector="vector", model=None)
+    return con, source, read_ids(con, source, "docs", id_col="doc_id", id_role="doc_id", vector="vector", model=None)
+
+
+def test_stream_matches_rows_to_the_ids_by_value_when_the_order_differs():
+    con, source, ids = small_docs(10)
     shuffled = {None: ids[None].take(pa.array([3, 1, 4, 0, 9, 2, 6, 5, 8, 7]))}
     blocks = list(stream_vectors(con, source, "docs", shuffled, id_col="doc_id", id_role="doc_id", vector="vector",
                                  model=None, batch_rows=4))
@@ -169,11 +174,7 @@ def test_retrieve_from_an_on_disk_table_does_not_hold_the_documents_whole(tmp_pa
 
 
 def test_stream_refuses_a_row_whose_id_the_first_read_did_not_see():
-    con = duckdb.connect()
-    con.execute("CREATE TABLE docs AS SELECT 'x' || i::VARCHAR AS doc_id, [i + 1.0, 1.0]::FLOAT[2] AS vector "
-                "FROM range(6) t(i)")
-    source = resolve(con, "docs")
-    ids = read_ids(con, source, "docs", id_col="doc_id", id_role="doc_id", vector="vector", model=None)
+    con, source, ids = small_docs(6)
     con.execute("UPDATE docs SET doc_id = 'new' WHERE doc_id = 'x4'")
     with pytest.raises(embsql.InputError, match="changed while it was read.*'new'"):
         list(stream_vectors(con, source, "docs", ids, id_col="doc_id", id_role="doc_id", vector="vector",
