@@ -9,8 +9,8 @@ Part 1, exact top-100 by cosine, float32 vectors, the same number of threads for
   * embsql    the kernel (embsql.io.runs.ranked: inverse norms, tie keys, blocked top-k, the
               run as an Arrow table) on the same arrays in memory;
   * with the load from DuckDB: embsql.retrieve(con, 'queries', 'docs', k=100) on an on-disk
-    DuckDB database, against faiss after reading the same two tables from that database into
-    numpy (Arrow, zero-copy where it can be).
+    DuckDB database (the documents streamed in blocks, never held whole), against faiss after
+    reading the same two tables from that database into numpy (Arrow, zero-copy where it can be).
 Each runs in its own process, once warm (libraries loaded and a small search run first), so
 its peak resident memory (ru_maxrss, which includes the data) is its own.  The top-100 lists of
 embsql and faiss are compared (share of identical document sets).
@@ -19,7 +19,11 @@ Part 2, evaluate that run (1,000,000 rows at full size) on 10 metrics against qr
 documents per query (5 from its top 100, 5 at random, relevance 0-3): embsql.evaluate (Arrow
 tables in, through DuckDB) against ranx.evaluate (numba, warm; Qrels/Run built beforehand, and
 also timed with building them from DataFrames) and pytrec_eval (RelevanceEvaluator + evaluate on
-dicts built beforehand).  The per-query values must agree to 1e-12.
+dicts built beforehand), each contender's best of ROUNDS, alternating.  The per-query values must
+agree to 1e-12.
+
+Part 3, the paired randomization test end to end: embsql.compare_retrieval on two models'
+per-query ndcg@10 (the run's and a noisy copy), 10,000 permutations, best of ROUNDS.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ TREC = {"ndcg@10": "ndcg_cut_10", "ndcg@100": "ndcg_cut_100", "map@10": "map_cut
         "mrr@100": "recip_rank", "hit_rate@10": "success_10"}
 
 
+ROUNDS = 5          # parts 2 and 3: each contender's best of this many, alternating
 QUERIES = None      # --queries: fewer queries against the full documents (time scales with them, memory not)
 
 
@@ -192,41 +197,58 @@ def child_evaluate(scale, run_path):
     qrels = pa.table({"qid": [r[0] for r in rows], "doc_id": [r[1] for r in rows], "relevance": [r[2] for r in rows]})
     con = embsql.connect()
     small = run.slice(0, 2000)
-    embsql.evaluate(con, small, qrels, metrics=METRICS)            # warm
-    start = time.perf_counter()
-    embsql.evaluate(con, run, qrels, metrics=METRICS)
-    t_embsql = time.perf_counter() - start
-    start = time.perf_counter()
-    ours = embsql.evaluate(con, run, qrels, metrics=METRICS, per_query=True)
-    t_embsql_per_query = time.perf_counter() - start
+    embsql.evaluate(con, small, qrels, metrics=METRICS)            # warm, both forms
+    embsql.evaluate(con, small, qrels, metrics=METRICS, per_query=True)
     # ranx: built beforehand from dicts (not timed), and built from DataFrames (timed)
     run_dict = {}
     for q, d, s in zip(run.column("qid").to_pylist(), run.column("doc_id").to_pylist(), run.column("score").to_pylist()):
         run_dict.setdefault(q, {})[d] = s
     ranx_q, ranx_r = ranx.Qrels(judged), ranx.Run(run_dict)
     ranx.evaluate(ranx_q, ranx_r, METRICS)                         # numba compiles here: warm
-    start = time.perf_counter()
-    theirs = ranx.evaluate(ranx_q, ranx_r, METRICS, return_mean=False, make_comparable=False)
-    t_ranx = time.perf_counter() - start
     qdf = pd.DataFrame({"q_id": qrels.column("qid").to_pylist(), "doc_id": qrels.column("doc_id").to_pylist(),
                         "score": qrels.column("relevance").to_pylist()}).astype({"q_id": object, "doc_id": object})
     rdf = pd.DataFrame({"q_id": run.column("qid").to_pylist(), "doc_id": run.column("doc_id").to_pylist(),
                         "score": run.column("score").to_pylist()}).astype({"q_id": object, "doc_id": object})
+    measures = {"ndcg_cut.10,100", "map_cut.10,100", "recall.10,100", "P.10,100", "recip_rank", "success.10"}
+    pytrec_eval.RelevanceEvaluator(judged, measures).evaluate(run_dict)       # warm
+    contenders = {
+        "embsql": lambda: embsql.evaluate(con, run, qrels, metrics=METRICS),
+        "embsql_per_query": lambda: embsql.evaluate(con, run, qrels, metrics=METRICS, per_query=True),
+        "ranx": lambda: ranx.evaluate(ranx_q, ranx_r, METRICS, return_mean=False, make_comparable=False),
+        "pytrec_eval": lambda: pytrec_eval.RelevanceEvaluator(judged, measures).evaluate(run_dict),
+    }
+    # best of ROUNDS, the contenders alternating, so that a burst of load on this shared machine
+    # does not fall on one of them only
+    best, answers = dict.fromkeys(contenders, float("inf")), {}
+    for _ in range(ROUNDS):
+        for name, call in contenders.items():
+            start = time.perf_counter()
+            answers[name] = call()
+            best[name] = min(best[name], time.perf_counter() - start)
     start = time.perf_counter()
     ranx.evaluate(ranx.Qrels.from_df(qdf), ranx.Run.from_df(rdf), METRICS, return_mean=False)
     t_ranx_df = time.perf_counter() - start
-    measures = {"ndcg_cut.10,100", "map_cut.10,100", "recall.10,100", "P.10,100", "recip_rank", "success.10"}
-    start = time.perf_counter()
-    trec = pytrec_eval.RelevanceEvaluator(judged, measures).evaluate(run_dict)
-    t_trec = time.perf_counter() - start
+    ours, theirs, trec = answers["embsql_per_query"], answers["ranx"], answers["pytrec_eval"]
     values = {}
     for row in ours.to_dicts():
         values.setdefault(row["metric"], {})[row["qid"]] = row["value"]
     order = sorted(ranx_r.keys()) if hasattr(ranx_r, "keys") else sorted(run_dict)
     diff_trec = max(abs(values[mm][q] - trec[q][TREC[mm]]) for mm in METRICS for q in qids)
     diff_ranx = max(abs(values[mm][q] - float(v)) for mm in METRICS for q, v in zip(order, theirs[mm]))
-    return {"embsql": t_embsql, "embsql_per_query": t_embsql_per_query, "ranx": t_ranx,
-            "ranx_from_dataframes": t_ranx_df, "pytrec_eval": t_trec,
+    # part 3: the paired randomization test of two models on ndcg@10, end to end from a per-query
+    # table (compare_retrieval: 10,000 sign-flip permutations over the queries), best of ROUNDS
+    ndcg = ours.to_arrow().filter(pa.compute.equal(ours.to_arrow().column("metric"), "ndcg@10"))
+    other = pa.table({"model": pa.array(["b"] * ndcg.num_rows), "qid": ndcg.column("qid"), "metric": ndcg.column("metric"),
+                      "value": pa.array(np.clip(ndcg.column("value").to_numpy() + rng.normal(0, 0.1, ndcg.num_rows), 0, 1))})
+    two = pa.concat_tables([ndcg.set_column(0, "model", pa.array(["a"] * ndcg.num_rows)), other])
+    embsql.compare_retrieval(con, pa.concat_tables([two.slice(0, 50), two.slice(ndcg.num_rows, 50)]),
+                             metric="ndcg@10", permutations=100)                                # warm
+    t_compare = float("inf")
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        embsql.compare_retrieval(con, two, metric="ndcg@10", permutations=10_000)
+        t_compare = min(t_compare, time.perf_counter() - start)
+    return {**best, "ranx_from_dataframes": t_ranx_df, "compare": t_compare, "compare_queries": ndcg.num_rows,
             "max_diff_pytrec_eval": diff_trec, "max_diff_ranx": diff_ranx, "rows": run.num_rows}
 
 
@@ -306,12 +328,16 @@ def main() -> int:
         e = run_child("evaluate", args.scale, args.threads, str(Path(folder) / "e"),
                       str(Path(folder) / "embsql.npy.run.parquet"))
         print(f"evaluate: {e['rows']:,} run rows, {len(METRICS)} metrics")
-        print(f"  embsql.evaluate {e['embsql']:.2f} s (per_query=True {e['embsql_per_query']:.2f} s)   "
+        print(f"  best of {ROUNDS}, alternating: embsql.evaluate {e['embsql']:.2f} s "
+              f"(per_query=True {e['embsql_per_query']:.2f} s)   "
               f"ranx {e['ranx']:.2f} s (from DataFrames "
               f"{e['ranx_from_dataframes']:.2f} s)   pytrec_eval {e['pytrec_eval']:.2f} s")
         print(f"  ratio embsql / ranx: {e['embsql'] / e['ranx']:.2f}   embsql / ranx from DataFrames: "
-              f"{e['embsql'] / e['ranx_from_dataframes']:.2f}   embsql / pytrec_eval: {e['embsql'] / e['pytrec_eval']:.2f}")
+              f"{e['embsql'] / e['ranx_from_dataframes']:.2f}   embsql / pytrec_eval: {e['embsql'] / e['pytrec_eval']:.2f}"
+              f" (per_query=True: {e['embsql_per_query'] / e['pytrec_eval']:.2f})")
         print(f"  largest difference per query: pytrec_eval {e['max_diff_pytrec_eval']:.1e}, ranx {e['max_diff_ranx']:.1e}")
+        print(f"paired randomization test (compare_retrieval, 2 models, {e['compare_queries']:,} queries, "
+              f"10,000 permutations): {e['compare']:.2f} s (target: under 2 s)")
     return 0
 
 

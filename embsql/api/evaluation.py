@@ -12,14 +12,16 @@ The tie rule is trec_eval's: score descending, then doc_id descending as text.
 
 from __future__ import annotations
 
+import itertools
+
 import pyarrow as pa
 
 from embsql.core import ranking
 from embsql.errors import InputError
 from embsql.io.qrels import check_known, qrels_from_positives, read_qrels, table_ids
-from embsql.io.runs import RUN_COLUMNS, arrow_run, read_run, retrieve_run
+from embsql.io.runs import RUN_COLUMNS, arrow_run, read_run, retrieve_run, run_ids
 from embsql.io.runs import write_trec_run as write_lines
-from embsql.io.scoring import SUMMARY_COLUMNS, score_runs
+from embsql.io.scoring import PER_QUERY_COLUMNS, SUMMARY_COLUMNS, score_runs
 from embsql.io.sources import accepts_frames, describe, local_source
 from embsql.results import ResultTable
 
@@ -134,18 +136,22 @@ def evaluate(con, run=None, qrels=None, *, metrics=ranking.DEFAULT_METRICS, mode
     else:
         judgements = read_qrels(con, qrels, qid=qid, doc_id=doc_id, relevance=relevance)
     skipped = 0
+    # a run retrieved here holds every id of both tables (run_ids): they are not read again
+    ids_of = (lambda source, column, role: run_ids(table, role)) if run is None else \
+        (lambda source, column, role: table_ids(con, source, column, role))
     if queries is not None:
-        judgements, n = check_known(judgements, table_ids(con, queries, qid, "qid"), "qid", judgements.qid, unknown,
+        judgements, n = check_known(judgements, ids_of(queries, qid, "qid"), "qid", judgements.qid, unknown,
                                      f"queries {queries!r}")
         skipped += n
     if docs is not None:
-        judgements, n = check_known(judgements, table_ids(con, docs, doc_id, "doc_id"), "doc_id", judgements.doc_id,
+        judgements, n = check_known(judgements, ids_of(docs, doc_id, "doc_id"), "doc_id", judgements.doc_id,
                                      unknown, f"docs {docs!r}")
         skipped += n
     if len(judgements) == 0:
         raise InputError(f"qrels {judgements.source!r} has no judgements left to evaluate with")
-    summary, rows = score_runs(table, judgements, parsed, k, per_query=per_query)
-    if per_query:
-        return _result("evaluate (per query)", pa.concat_tables(rows))
+    summary, chunks = score_runs(table, judgements, parsed, k, per_query=per_query)
+    if per_query:      # rows built from numpy and lists directly: 1M-row runs give 100,000s of rows
+        return ResultTable("evaluate (per query)", PER_QUERY_COLUMNS,
+                           tuple(itertools.chain.from_iterable(chunk.rows() for chunk in chunks)))
     title = "evaluate" + (f" ({skipped} qrels rows with unknown ids skipped)" if skipped else "")
     return ResultTable.from_dicts(title, SUMMARY_COLUMNS, summary)

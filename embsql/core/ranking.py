@@ -5,7 +5,10 @@ n x m product: float32 products of a block of queries with a block of documents 
 (the k + SPARE best per query so far, and afterwards only what beats the current SPARE-th best),
 then float64 recomputes the candidates' cosines and decides.  A query is kept only if no
 document outside its candidates can reach its k-th score given the worst-case float32 error; the
-rare others are ranked again over all documents in float64.
+rare others are ranked again over all documents in float64.  ``StreamedTopK`` gives the same
+answer for documents that arrive in blocks (a table streamed from a database, never held whole):
+each block is ranked as above, with the running k-th score as a floor below which a document is
+of no interest, and merged with the running list by the tie rule below.
 
 Tie rule.  Scores are float64 cosines rounded to a grid of RESOLUTION = 2^-40 (about 9e-13,
 the grid of embsql.core.agreement): rounding noise of the dot product stays below it, so
@@ -154,13 +157,18 @@ def _exact_rows(queries, docs, inv_norms, tie_key, k, doc_block):
 
 
 def top_k(queries: np.ndarray, docs: np.ndarray, inv_norms: np.ndarray, tie_key: np.ndarray, k: int, *,
-          query_block: int = QUERY_BLOCK, doc_block: int = DOC_BLOCK) -> tuple[np.ndarray, np.ndarray]:
+          query_block: int = QUERY_BLOCK, doc_block: int = DOC_BLOCK,
+          floor: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(indices, scores), both n x min(k, m): each query's best documents by cosine, best first.
 
     queries: n x d unit vectors (float64).  docs: m x d vectors as given (float32 keeps memory at
     one copy); inv_norms: 1 / ||doc|| in float64.  tie_key: int per document, smaller first among
     equal scores (the position of the doc_id in descending text order gives trec_eval's rule).
     scores are grid-rounded float64 cosines (see the module docstring).
+
+    floor (n scores, from a running list; see StreamedTopK): documents whose score is below a
+    query's floor are of no interest, and may be left out; where fewer than k documents reach
+    the floor the row is padded with index -1 and score -inf.
     """
     n, d = queries.shape
     m = len(docs)
@@ -172,12 +180,19 @@ def top_k(queries: np.ndarray, docs: np.ndarray, inv_norms: np.ndarray, tie_key:
     tie_key = np.asarray(tie_key, dtype=np.int64)
     out_idx = np.empty((n, k), dtype=np.int64)
     out_score = np.empty((n, k))
+    # below this float32 value a document's exact score rounds below the floor's grid point
+    low_bound = (np.full(n, -np.inf, dtype=np.float32) if floor is None else
+                 np.nextafter((floor - 0.5 * RESOLUTION - slack).astype(np.float32), np.float32(-np.inf)))
     for low in range(0, n, query_block):
         high = min(n, low + query_block)
         b = high - low
-        idx = np.empty((b, 0), dtype=np.int64)
-        val = np.empty((b, 0), dtype=np.float32)
-        threshold = np.full(b, -np.inf, dtype=np.float32)
+        if floor is None:
+            idx = np.empty((b, 0), dtype=np.int64)
+            val = np.empty((b, 0), dtype=np.float32)
+        else:           # placeholders: every document above the floor is a candidate from the start
+            idx = np.full((b, depth), -1, dtype=np.int64)
+            val = np.full((b, depth), -np.inf, dtype=np.float32)
+        threshold = np.maximum(val[:, -1], low_bound[low:high]) if idx.shape[1] else low_bound[low:high]
         outside = np.full(b, -np.inf, dtype=np.float32)
         pending: tuple[list, list, list] = ([], [], [])
         buffered = 0
@@ -201,12 +216,13 @@ def top_k(queries: np.ndarray, docs: np.ndarray, inv_norms: np.ndarray, tie_key:
                                            [vals.ravel()], min(depth, idx.shape[1] + take))
                 outside = np.maximum(outside, dropped)
                 if idx.shape[1] == depth:
-                    threshold = val[:, -1]
+                    threshold = np.maximum(val[:, -1], threshold)
                 continue
             # flatnonzero is several times faster than a 2-d nonzero on a mostly-False mask
             rows, cols = np.divmod(np.flatnonzero(sims >= threshold[:, None]), width)
-            # what is not taken lies below the threshold, which therefore bounds the outside
-            outside = np.maximum(outside, threshold)
+            # what is not taken lies below the threshold: below the floor (of no interest) or
+            # below the depth-th candidate, which therefore bounds the outside
+            outside = np.maximum(outside, val[:, -1])
             if len(rows):
                 pending[0].append(rows)
                 pending[1].append(cols + a)
@@ -215,19 +231,64 @@ def top_k(queries: np.ndarray, docs: np.ndarray, inv_norms: np.ndarray, tie_key:
             if buffered > b * depth or (buffered and a + doc_block >= m):
                 idx, val, dropped = _merge(idx, val, *pending, depth)
                 outside = np.maximum(outside, dropped)
-                threshold = val[:, -1]
+                threshold = np.maximum(val[:, -1], low_bound[low:high])
                 pending, buffered = ([], [], []), 0
+        if floor is not None:
+            # candidates come first in each row (placeholders are -inf): score only those columns
+            idx = idx[:, :int((idx >= 0).sum(axis=1).max(initial=0))]
         keys = grid(_exact_scores(queries, docs, inv_norms, low, idx))
+        keys[idx < 0] = -np.inf                                   # placeholders
         order = _order(keys, idx, tie_key, k)
-        out_idx[low:high] = np.take_along_axis(idx, order, axis=1)
-        out_score[low:high] = np.take_along_axis(keys, order, axis=1)
+        got = order.shape[1]
+        out_idx[low:high, :got] = np.take_along_axis(idx, order, axis=1)
+        out_score[low:high, :got] = np.take_along_axis(keys, order, axis=1)
+        out_idx[low:high, got:] = -1
+        out_score[low:high, got:] = -np.inf
         if depth < m:
             last = out_score[low:high, -1]
-            unsure = np.flatnonzero(outside.astype(np.float64) + slack >= (last - 0.5) * RESOLUTION)
+            # nothing left out but under the floor (outside -inf): sure even with placeholders
+            unsure = np.flatnonzero((outside > -np.inf)
+                                    & (outside.astype(np.float64) + slack >= (last - 0.5) * RESOLUTION))
             if len(unsure):
                 rows = low + unsure
                 out_idx[rows], out_score[rows] = _exact_rows(queries[rows], docs, inv_norms, tie_key, k, doc_block)
     return out_idx, out_score * RESOLUTION
+
+
+class StreamedTopK:
+    """Exact top-k over documents that arrive in blocks (a table streamed from a database), so
+    that they are never held whole: each block is ranked by ``top_k`` with the running k-th
+    score as its floor, and its best are merged with the running list by the same rule (score
+    descending, then tie key ascending).  The tie keys are those of all the documents, given
+    up front; the result equals ``top_k`` over all documents at once."""
+
+    def __init__(self, queries: np.ndarray, tie_key: np.ndarray, k: int):
+        self.queries, self.tie_key, self.k = queries, np.asarray(tie_key, dtype=np.int64), k
+        self.idx = np.empty((len(queries), 0), dtype=np.int64)
+        self.score = np.empty((len(queries), 0))
+
+    def add(self, docs: np.ndarray, inv_norms: np.ndarray, positions: np.ndarray) -> None:
+        """Rank a block: ``positions`` are the documents' indices into the tie keys (and the result)."""
+        full = self.idx.shape[1] == self.k
+        idx, score = top_k(self.queries, docs, inv_norms, self.tie_key[positions], self.k,
+                           floor=self.score[:, -1] if full else None)
+        idx = np.where(idx >= 0, positions[np.maximum(idx, 0)], -1)
+        # only rows with a new document at or above the running k-th can change
+        rows = np.flatnonzero(score[:, 0] >= self.score[:, -1]) if full else np.arange(len(idx))
+        if not len(rows):
+            return
+        both_idx = np.concatenate([self.idx[rows], idx[rows]], axis=1)
+        both_score = np.concatenate([self.score[rows], score[rows]], axis=1)
+        order = np.lexsort((self.tie_key[both_idx], -both_score), axis=-1)[:, :self.k]
+        if not full:
+            width = order.shape[1]
+            self.idx, self.score = np.empty((len(idx), width), dtype=np.int64), np.empty((len(idx), width))
+        self.idx[rows] = np.take_along_axis(both_idx, order, axis=1)
+        self.score[rows] = np.take_along_axis(both_score, order, axis=1)
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """(indices, scores) as top_k gives them."""
+        return self.idx, self.score
 
 
 # ----------------------------------------------------------------------------------------------
@@ -260,38 +321,40 @@ def rank_metrics(query: np.ndarray, position: np.ndarray, gain: np.ndarray, judg
     rows, cols = query[keep], position[keep]
     g = np.zeros((n, depth))
     g[rows, cols] = gain[keep]
-    unjudged = np.zeros((n, depth), dtype=np.int32)
+    unjudged = np.zeros((n, depth), dtype=bool)
     unjudged[rows, cols] = ~judged[keep]
     hit = g >= 1
+    # one running count (relevant so far, for precision at each relevant rank); every other
+    # figure at cutoff c is a row sum over the first c ranks, computed for the cutoffs asked only
     found = np.cumsum(hit, axis=1, dtype=np.int32)
     discount = 1.0 / np.log2(np.arange(depth) + 2.0)
     r = relevant.astype(np.float64)
     has = r > 0
     safe_r = np.where(has, r, 1.0)
-    # every metric at cutoff c is column c - 1 of a running sum over the ranks
-    running = {}
+    weighted = {}
 
-    def cumulative(kind):
-        if kind not in running:
+    def at(kind, c):
+        """Row sums over the first c ranks of a per-rank figure (each figure built once)."""
+        if kind not in weighted:
             if kind == "dcg":
-                running[kind] = np.cumsum(g * discount, axis=1)
+                weighted[kind] = g * discount
             elif kind == "idcg":
-                running[kind] = np.cumsum(ideal[:, :depth] * discount[:ideal.shape[1]], axis=1)
+                weighted[kind] = ideal[:, :depth] * discount[:ideal.shape[1]]
             elif kind == "ap":
-                running[kind] = np.cumsum(np.where(hit, found / np.arange(1.0, depth + 1), 0.0), axis=1)
+                weighted[kind] = np.where(hit, found / np.arange(1.0, depth + 1), 0.0)
             else:
-                running[kind] = np.cumsum(unjudged, axis=1)
-        return running[kind]
+                weighted[kind] = unjudged
+        return weighted[kind][:, :c].sum(axis=1)
 
     first = np.where(hit.any(axis=1), np.argmax(hit, axis=1), depth)
     out = {}
     for metric in metrics:
         c = metric.cutoff
         if metric.kind == "ndcg":
-            idcg = cumulative("idcg")[:, c - 1]
-            value = np.where(idcg > 0, cumulative("dcg")[:, c - 1] / np.where(idcg > 0, idcg, 1.0), 0.0)
+            idcg = at("idcg", c)
+            value = np.where(idcg > 0, at("dcg", c) / np.where(idcg > 0, idcg, 1.0), 0.0)
         elif metric.kind == "map":
-            value = np.where(has, cumulative("ap")[:, c - 1] / safe_r, 0.0)
+            value = np.where(has, at("ap", c) / safe_r, 0.0)
         elif metric.kind == "recall":
             value = np.where(has, found[:, c - 1] / safe_r, 0.0)
         elif metric.kind == "precision":
@@ -301,5 +364,6 @@ def rank_metrics(query: np.ndarray, position: np.ndarray, gain: np.ndarray, judg
         else:  # hit_rate
             value = (found[:, c - 1] > 0).astype(np.float64)
         out[metric.name] = value
-        out[f"unjudged@{c}"] = cumulative("unjudged")[:, c - 1] / c
+        if f"unjudged@{c}" not in out:
+            out[f"unjudged@{c}"] = at("unjudged", c) / c
     return out

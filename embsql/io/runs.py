@@ -23,7 +23,7 @@ from embsql.core.labels import sort_key
 from embsql.errors import BadLabelError, ColumnNotFoundError, ColumnTypeError, DesignError, InputError
 from embsql.io.qrels import is_trec_text, read_trec_columns
 from embsql.io.sources import resolve
-from embsql.io.vectors import read_vectors
+from embsql.io.vectors import read_ids, read_vectors, stream_vectors
 
 RUN_COLUMNS = ("model", "qid", "doc_id", "rank", "score")
 _SPACE = re.compile(r"\s")
@@ -141,10 +141,7 @@ def tie_keys(doc_ids: pa.Array) -> np.ndarray:
     return keys
 
 
-def ranked(model, qids: pa.Array, unit: np.ndarray, doc_ids: pa.Array, docs: np.ndarray, inv_norms: np.ndarray,
-           k: int) -> pa.Table:
-    """One model's run as Arrow: model, qid, doc_id, rank, score."""
-    idx, scores = ranking.top_k(unit, docs, inv_norms, tie_keys(doc_ids), k)
+def _run_table(model, qids: pa.Array, idx: np.ndarray, scores: np.ndarray, doc_ids: pa.Array) -> pa.Table:
     n, depth = idx.shape
     return pa.table({
         "model": pa.array([None if model is None else str(model)] * (n * depth), pa.string()),
@@ -155,25 +152,48 @@ def ranked(model, qids: pa.Array, unit: np.ndarray, doc_ids: pa.Array, docs: np.
         "score": pa.array(scores.ravel())})
 
 
+def ranked(model, qids: pa.Array, unit: np.ndarray, doc_ids: pa.Array, docs: np.ndarray, inv_norms: np.ndarray,
+           k: int) -> pa.Table:
+    """One model's run as Arrow (model, qid, doc_id, rank, score), the documents in memory."""
+    idx, scores = ranking.top_k(unit, docs, inv_norms, tie_keys(doc_ids), k)
+    return _run_table(model, qids, idx, scores, doc_ids)
+
+
+STREAM_ROWS = 16_384    # documents per streamed block (25 MB of float32 at d = 384): larger Arrow batches raise the peak
+
+
 def retrieve_run(con, queries: str, docs: str, *, k: int, model: str | None, qid: str, doc_id: str,
-                   vector: str, doc_vector: str | None) -> pa.Table:
+                 vector: str, doc_vector: str | None, stream_rows: int = STREAM_ROWS) -> pa.Table:
+    """The exact top-k run of every model.  The queries are read whole (they are few); the
+    documents stream through in blocks of ``stream_rows`` (embsql.core.ranking.StreamedTopK), so
+    memory holds the queries, one block and the running top-k, never all documents."""
     k = ranking.check_k(k)
     q = read_vectors(con, resolve(con, queries), "queries", id_col=qid, id_role="qid", vector=vector, model=model)
-    d = read_vectors(con, resolve(con, docs), "docs", id_col=doc_id, id_role="doc_id",
-                     vector=doc_vector or vector, model=model)
+    source = resolve(con, docs)
+    doc_column = doc_vector or vector
+    ids = read_ids(con, source, "docs", id_col=doc_id, id_role="doc_id", vector=doc_column, model=model)
     for value in q:
-        if value not in d:
+        if value not in ids:
             raise DesignError(f"model {value!r} is in queries {queries!r} but not in docs {docs!r}")
-    for value in d:
+    for value in ids:
         if value not in q:
             raise DesignError(f"model {value!r} is in docs {docs!r} but not in queries {queries!r}")
-    parts = []
-    for value in sorted(q, key=sort_key):
-        qv, dv = q[value], d.pop(value)
-        if qv.vectors.shape[1] != dv.vectors.shape[1]:
-            of_model = "" if value is None else f" (model {value!r})"
-            raise DesignError(f"query vectors have dimension {qv.vectors.shape[1]} but document vectors "
-                              f"{dv.vectors.shape[1]}{of_model}; queries and documents must be embedded by the same model")
-        parts.append(ranked(value, qv.ids, qv.unit(), dv.ids, dv.vectors, dv.inv_norms, k))
-        del dv
-    return pa.concat_tables(parts)
+    running = {value: ranking.StreamedTopK(q[value].unit(), tie_keys(ids[value]), k) for value in q}
+    for block in stream_vectors(con, source, "docs", ids, id_col=doc_id, id_role="doc_id", vector=doc_column,
+                                model=model, batch_rows=stream_rows):
+        width = q[block.model].vectors.shape[1]
+        if block.vectors.shape[1] != width:
+            of_model = "" if block.model is None else f" (model {block.model!r})"
+            raise DesignError(f"query vectors have dimension {width} but document vectors "
+                              f"{block.vectors.shape[1]}{of_model}; queries and documents must be embedded by the same model")
+        running[block.model].add(block.vectors, block.inv_norms, block.positions)
+    return pa.concat_tables([_run_table(value, q[value].ids, *running[value].result(), ids[value])
+                             for value in sorted(q, key=sort_key)])
+
+
+def run_ids(run: pa.Table, column: str) -> pa.Array:
+    """The distinct ids of retrieve_run's ``column`` ("qid" or "doc_id"): every id of the queries
+    or documents table, since each model's ids are the dictionary of its chunk (the documents
+    that no query ranks in its top k included)."""
+    chunks = run.column(column).chunks
+    return pc.unique(pa.concat_arrays([chunk.dictionary for chunk in chunks]))

@@ -8,6 +8,9 @@ kernels of embsql.core.ranking.
 
 from __future__ import annotations
 
+import itertools
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -66,29 +69,40 @@ def _trec_order(rq: np.ndarray, score: np.ndarray, rd: np.ndarray, documents: pa
     return order
 
 
-def _check_once(keys: np.ndarray, width: int, queries: pa.Array, documents: pa.Array) -> None:
-    """Refuse a document ranked twice for one query (``keys``: query code * width + doc code)."""
-    keys = np.sort(keys)
-    repeated = np.flatnonzero(keys[1:] == keys[:-1])
-    if not len(repeated):
-        return
-    key = int(keys[repeated[0]])
-    raise InputError(f"the run ranks doc_id {documents[key % width].as_py()!r} more than once for qid "
-                     f"{queries[key // width].as_py()!r} ({len(repeated)} repeats); a document appears at most "
-                     "once per query")
+def _judgements(rq: np.ndarray, rd: np.ndarray, jq: np.ndarray, jd: np.ndarray, queries: pa.Array,
+                documents: pa.Array) -> np.ndarray:
+    """The qrels row of each run row (-1: not judged), by one sort of the run's (query, doc)
+    keys, which also refuses a document ranked twice for one query."""
+    width = np.int64(len(documents))
+    keys = rq * width + rd
+    # stable (timsort) is several times faster here: the rows come grouped by query
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    repeated = np.flatnonzero(ordered[1:] == ordered[:-1])
+    if len(repeated):
+        key = int(ordered[repeated[0]])
+        raise InputError(f"the run ranks doc_id {documents[key % width].as_py()!r} more than once for qid "
+                         f"{queries[key // width].as_py()!r} ({len(repeated)} repeats); a document appears at "
+                         "most once per query")
+    judged_keys = jq * width + jd
+    where = np.minimum(np.searchsorted(ordered, judged_keys), len(ordered) - 1)
+    found = ordered[where] == judged_keys            # qrels pairs are unique: one run row at most
+    at = np.full(len(keys), -1, dtype=np.int64)
+    at[order[where[found]]] = np.flatnonzero(found)
+    return at
 
 
 def evaluate_model(run: pa.Table, qrels: Qrels, metrics: list[ranking.Metric], depth: int | None):
     """Per-query values of one model's run: (qids evaluated, {metric: values}, R per query, missing)."""
     rq, jq, queries = _encode(run.column("qid").combine_chunks(), qrels.qid)
     rd, jd, documents = _encode(run.column("doc_id").combine_chunks(), qrels.doc_id)
-    width = np.int64(len(documents))
-    run_keys = rq * width + rd
-    _check_once(run_keys, width, queries, documents)
-    at = pc.index_in(pa.array(run_keys), value_set=pa.array(jq * width + jd)).to_numpy(zero_copy_only=False)
-    judged = ~np.isnan(at) if at.dtype.kind == "f" else at >= 0
-    gain = np.zeros(len(run_keys), dtype=np.int64)
-    gain[judged] = qrels.relevance[at[judged].astype(np.int64)]
+    order = _trec_order(rq, run.column("score").to_numpy(), rd, documents)
+    # the join on the rows in that order: grouped by query, which its stable sort is fast on
+    at = np.empty(len(rq), dtype=np.int64)
+    at[order] = _judgements(rq[order], rd[order], jq, jd, queries, documents)
+    judged = at >= 0
+    gain = np.zeros(len(at), dtype=np.int64)
+    gain[judged] = qrels.relevance[at[judged]]
     # trec_eval evaluates the queries of the run that have judgements; the others are skipped
     has_judgement = np.zeros(len(queries), dtype=bool)
     has_judgement[jq] = True
@@ -98,7 +112,6 @@ def evaluate_model(run: pa.Table, qrels: Qrels, metrics: list[ranking.Metric], d
     missing = int((has_judgement & ~in_run).sum())
     index = np.full(len(queries), -1, dtype=np.int64)
     index[evaluated] = np.arange(len(evaluated))
-    order = _trec_order(rq, run.column("score").to_numpy(), rd, documents)
     rq_sorted = rq[order]
     position = ranking.positions(rq_sorted)
     keep = index[rq_sorted] >= 0
@@ -120,24 +133,41 @@ def evaluate_model(run: pa.Table, qrels: Qrels, metrics: list[ranking.Metric], d
     return queries.take(pa.array(evaluated)), values, relevant, missing
 
 
+@dataclass(frozen=True)
+class QueryValues:
+    """One model's per-query values of one metric: the qids evaluated (as text) and their values."""
+
+    model: object
+    metric: str
+    qids: list
+    values: np.ndarray
+
+    def rows(self):
+        """(model, qid, metric, value) tuples, PER_QUERY_COLUMNS."""
+        n = len(self.qids)
+        return zip(itertools.repeat(self.model, n), self.qids, itertools.repeat(self.metric, n), self.values.tolist())
+
+
 def score_runs(table: pa.Table, judgements: Qrels, parsed: list[ranking.Metric], k: int | None, *,
-               per_query: bool = False) -> tuple[list[dict], list[pa.Table]]:
-    """Summary rows (SUMMARY_COLUMNS) per model and metric, and the per-query tables if asked."""
-    summary, rows = [], []
+               per_query: bool = False) -> tuple[list[dict], list[QueryValues]]:
+    """Summary rows (SUMMARY_COLUMNS) per model and metric, and the per-query values if asked
+    (model by model in display order, each model's metrics in the order asked)."""
+    summary, chunks = [], []
     models = table.column("model")
-    for value in sorted(pc.unique(models).to_pylist(), key=sort_key):
-        part = table if len(pc.unique(models)) == 1 else table.filter(
+    distinct = sorted(pc.unique(models).to_pylist(), key=sort_key)
+    for value in distinct:
+        part = table if len(distinct) == 1 else table.filter(
             pc.is_null(models) if value is None else pc.equal(models, value))
         qids, values, relevant, missing = evaluate_model(part, judgements, parsed, k)
         if len(qids) == 0:
             raise InputError(f"no query of the run{'' if value is None else f' (model {value!r})'} has judgements "
                              f"in qrels {judgements.source!r}; check that the qids match")
+        qid_text = qids.to_pylist() if per_query else []
         for metric in parsed:
             per = values[metric.name]
             summary.append({"model": value, "metric": metric.name, "value": float(per.mean()), "queries": len(qids),
                             "without_relevant": int((relevant == 0).sum()), "missing": missing,
                             "unjudged": float(values[f"unjudged@{metric.cutoff}"].mean())})
             if per_query:
-                rows.append(pa.table({"model": pa.array([value] * len(qids), pa.string()), "qid": qids,
-                                      "metric": pa.array([metric.name] * len(qids)), "value": pa.array(per)}))
-    return summary, rows
+                chunks.append(QueryValues(value, metric.name, qid_text, per))
+    return summary, chunks

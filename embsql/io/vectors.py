@@ -3,7 +3,9 @@
 Retrieval over a million documents cannot afford a float64 copy (3 GB at d = 384): FLOAT
 vectors stay float32, DOUBLE vectors float64, and only 1 / ||x|| is kept beside them (float64).
 Rows stream from DuckDB in Arrow batches into arrays allocated once per model (the row counts
-are read first), so the peak is the vectors plus one batch.
+are read first), so the peak is the vectors plus one batch (read_vectors: the queries).  The
+documents are not held at all: read_ids reads their ids, and stream_vectors yields them block by
+block, each block's vectors a view of its Arrow batch (retrieve ranks them as they come).
 """
 
 from __future__ import annotations
@@ -36,16 +38,16 @@ class Vectors:
         return self.vectors[rows].astype(np.float64) * self.inv_norms[rows, None]
 
 
-def read_vectors(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, id_col: str, id_role: str,
-                 vector: str, model: str | None, group: str | None = None) -> dict[object, Vectors]:
-    """{model value (None without a model column): Vectors}, checking NULL ids and vectors, lengths,
-    zero or non-finite vectors and repeated ids (each named by row)."""
+def _select(con, source: Source, what: str, *, id_col: str, id_role: str, vector: str, model: str | None,
+            group: str | None, vectors: bool = True) -> tuple[str, dict, type]:
+    """The streamed query (m, i, g, v; without v if not ``vectors``), the row count per model and
+    the vectors' dtype."""
     source.require(id_col, id_role)
     if model:
         source.require(model, "model")
     if group:
         source.require(group, "group")
-    dim = source.vector_dimension(vector)
+    source.vector_dimension(vector)
     element = source.columns[vector].split("[")[0]
     dtype = np.float32 if element in ("FLOAT", "REAL") else np.float64
     model_expr = exp.column(model, quoted=True) if model else exp.null()
@@ -56,11 +58,19 @@ def read_vectors(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, i
     if model and None in counts:
         raise BadLabelError(f"{what} {source.name!r}: model column {model!r} is NULL in {counts[None]} rows")
     select = [model_expr.as_("m"), exp.cast(exp.column(id_col, quoted=True), "VARCHAR").as_("i"),
-              (exp.column(group, quoted=True) if group else exp.null()).as_("g"), exp.column(vector, quoted=True).as_("v")]
-    query = exp.select(*select).from_(source.table.copy()).sql("duckdb")
-    parts: dict[object, dict] = {m: {"ids": [], "group": [], "vectors": None, "filled": 0} for m in counts}
+              (exp.column(group, quoted=True) if group else exp.null()).as_("g")]
+    if vectors:
+        select.append(exp.column(vector, quoted=True).as_("v"))
+    return exp.select(*select).from_(source.table.copy()).sql("duckdb"), counts, dtype
+
+
+def _parts(con, source: Source, what: str, query: str, *, id_col: str, id_role: str, vector: str,
+           model: str | None, group: str | None, batch_rows: int):
+    """Yield (model value, ids, group labels or None, raw vectors, row namer) per model per Arrow
+    batch, the ids and vectors checked (NULL ids and groups, NULL vectors and lengths)."""
+    dim = source.vector_dimension(vector)
     first_row = 0
-    for batch in con.sql(query).to_arrow_reader(BATCH_ROWS):
+    for batch in con.sql(query).to_arrow_reader(batch_rows):
         models = batch.column("m")
         values = [None] if not model else pc.unique(models).to_pylist()
         for value in values:
@@ -75,22 +85,38 @@ def read_vectors(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, i
             if group and part.column("g").null_count:
                 raise BadLabelError(f"{what} {source.name!r}: group column {group!r} is NULL at "
                                     f"{where(_first_null(part.column('g')))}")
-            state = parts[value]
             try:
                 raw = raw_vectors(part.column("v"), where, vector, dim)
             except BadVectorError as error:
                 raise BadVectorError(f"{what} {source.name!r}: {error}") from None
-            if state["vectors"] is None:
-                state["vectors"] = np.empty((counts[value], raw.shape[1]), dtype=dtype)
-            elif raw.shape[1] != state["vectors"].shape[1]:
-                raise BadVectorError(f"{what} {source.name!r}: vector column {vector!r} has a vector of length "
-                                     f"{raw.shape[1]} at {where(0)}; other vectors have length {state['vectors'].shape[1]}")
-            state["vectors"][state["filled"]:state["filled"] + len(raw)] = raw
-            state["filled"] += len(raw)
-            state["ids"].append(ids)
-            if group:
-                state["group"].extend(part.column("g").to_pylist())
+            yield value, ids, part.column("g").to_pylist() if group else None, raw, where
         first_row += batch.num_rows
+
+
+def _check_width(raw: np.ndarray, width: int, what: str, name: str, vector: str, where) -> None:
+    if raw.shape[1] != width:
+        raise BadVectorError(f"{what} {name!r}: vector column {vector!r} has a vector of length "
+                             f"{raw.shape[1]} at {where(0)}; other vectors have length {width}")
+
+
+def read_vectors(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, id_col: str, id_role: str,
+                 vector: str, model: str | None, group: str | None = None) -> dict[object, Vectors]:
+    """{model value (None without a model column): Vectors}, checking NULL ids and vectors, lengths,
+    zero or non-finite vectors and repeated ids (each named by row)."""
+    query, counts, dtype = _select(con, source, what, id_col=id_col, id_role=id_role, vector=vector, model=model,
+                                   group=group)
+    parts: dict[object, dict] = {m: {"ids": [], "group": [], "vectors": None, "filled": 0} for m in counts}
+    for value, ids, labels, raw, where in _parts(con, source, what, query, id_col=id_col, id_role=id_role,
+                                                 vector=vector, model=model, group=group, batch_rows=BATCH_ROWS):
+        state = parts[value]
+        if state["vectors"] is None:
+            state["vectors"] = np.empty((counts[value], raw.shape[1]), dtype=dtype)
+        _check_width(raw, state["vectors"].shape[1], what, source.name, vector, where)
+        state["vectors"][state["filled"]:state["filled"] + len(raw)] = raw
+        state["filled"] += len(raw)
+        state["ids"].append(ids)
+        if group:
+            state["group"].extend(labels)
     out = {}
     for value, state in parts.items():
         vectors = state["vectors"]
@@ -101,12 +127,71 @@ def read_vectors(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, i
     return out
 
 
+@dataclass(frozen=True)
+class Block:
+    """A block of one model's rows as streamed: their positions among that model's rows (in
+    the order of ``read_ids``), vectors as stored (a view of the Arrow batch) and 1 / ||x||."""
+
+    model: object
+    positions: np.ndarray
+    vectors: np.ndarray
+    inv_norms: np.ndarray
+
+
+def read_ids(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, id_col: str, id_role: str,
+             vector: str, model: str | None) -> dict[object, pa.Array]:
+    """{model value: ids as text}, in table order, without the vectors (NULL and repeated ids are
+    refused here, before any vector is read)."""
+    query, counts, _ = _select(con, source, what, id_col=id_col, id_role=id_role, vector=vector, model=model,
+                               group=None, vectors=False)
+    table = con.sql(query).to_arrow_table()
+    models, ids = table.column("m").combine_chunks(), table.column("i").combine_chunks()
+    if ids.null_count:
+        raise BadLabelError(f"{what} {source.name!r}: {id_role} column {id_col!r} is NULL at row {_first_null(ids)}")
+    out = {}
+    for value in counts:
+        mine = ids if not model else ids.filter(pc.equal(models, pa.scalar(value, models.type)))
+        _check_unique(mine, what, source.name, id_col, id_role, value)
+        out[value] = mine
+    return out
+
+
+def stream_vectors(con: duckdb.DuckDBPyConnection, source: Source, what: str, ids: dict[object, pa.Array], *,
+                   id_col: str, id_role: str, vector: str, model: str | None, batch_rows: int = BATCH_ROWS):
+    """Yield a Block per model per Arrow batch, checked like read_vectors, so that the vectors are
+    never held whole: the peak is one batch.  ``ids`` is read_ids's answer for the same source;
+    rows are matched to it by position (the order DuckDB streams in), or by value if that differs."""
+    query, _, dtype = _select(con, source, what, id_col=id_col, id_role=id_role, vector=vector, model=model,
+                              group=None)
+    filled = dict.fromkeys(ids, 0)
+    width: dict[object, int] = {}
+    for value, part_ids, _, raw, where in _parts(con, source, what, query, id_col=id_col, id_role=id_role,
+                                                 vector=vector, model=model, group=None, batch_rows=batch_rows):
+        _check_width(raw, width.setdefault(value, raw.shape[1]), what, source.name, vector, where)
+        start = filled[value]
+        known = ids[value]
+        if start + len(part_ids) <= len(known) and known.slice(start, len(part_ids)).equals(part_ids):
+            positions = np.arange(start, start + len(part_ids))
+        else:
+            where_in = pc.index_in(part_ids, value_set=known)
+            if where_in.null_count:         # the table changed between the two reads
+                raise InputError(f"{what} {source.name!r} changed while it was read ({id_role} "
+                                 f"{part_ids[_first_null(where_in)].as_py()!r} is new); read it again")
+            positions = where_in.to_numpy(zero_copy_only=False).astype(np.int64)
+        filled[value] += len(part_ids)
+        vectors = raw if raw.dtype == dtype else raw.astype(dtype)
+        yield Block(value, positions, vectors, _inverse_norms(vectors, part_ids, what, source.name, vector, id_role,
+                                                             where))
+
+
 def _first_null(values: pa.Array) -> int:
     return int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
 
 
-def _inverse_norms(vectors: np.ndarray, ids: pa.Array, what: str, name: str, vector: str, role: str) -> np.ndarray:
-    """1 / ||x|| in float64, block by block; a zero or non-finite vector is named."""
+def _inverse_norms(vectors: np.ndarray, ids: pa.Array, what: str, name: str, vector: str, role: str,
+                   where=None) -> np.ndarray:
+    """1 / ||x|| in float64, block by block; a zero or non-finite vector is named (by ``where``,
+    the row namer of a streamed block, else by its position in ``vectors``)."""
     out = np.empty(len(vectors))
     step = 8192                            # a float64 copy of 8192 rows (25 MB at d = 384), not of all
     for a in range(0, len(vectors), step):
@@ -117,7 +202,8 @@ def _inverse_norms(vectors: np.ndarray, ids: pa.Array, what: str, name: str, vec
             i = a + int(np.flatnonzero(~good)[0])
             row = block[i - a]
             word = "zero-length" if np.isfinite(scale[i - a]) else "NaN" if np.isnan(row).any() else "infinite"
-            raise bad_vector(vector, word, f"{what} {name!r} row {i} ({role} {ids[i].as_py()!r})")
+            place = f"row {i} ({role} {ids[i].as_py()!r})" if where is None else where(i)
+            raise bad_vector(vector, word, f"{what} {name!r} {place}")
         block /= scale[:, None]            # no overflow or underflow in the squares
         out[a:a + len(block)] = 1.0 / (np.sqrt(np.einsum("ij,ij->i", block, block)) * scale)
     return out

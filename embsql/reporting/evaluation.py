@@ -9,14 +9,13 @@ queries table has a group column, else single queries (embsql.core.query_means).
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 from sqlglot import exp
 
 from embsql.core import ranking
 from embsql.core.query_means import cluster_codes, mean_interval
 from embsql.core.query_pairs import PAIR_COLUMNS, compare_metric
-from embsql.io.qrels import check_known, read_qrels, table_ids
-from embsql.io.runs import retrieve_run
+from embsql.io.qrels import check_known, read_qrels
+from embsql.io.runs import retrieve_run, run_ids
 from embsql.io.scoring import score_runs
 from embsql.io.sources import resolve
 from embsql.reporting.result import Section
@@ -73,23 +72,17 @@ def evaluation_sections(con, *, queries: str, docs: str, qrels: str, model: str 
     run = retrieve_run(con, queries, docs, k=DEPTH, model=model, qid=qid, doc_id=doc_id, vector=vector,
                        doc_vector=columns.get("doc_vector"))
     judgements = read_qrels(con, qrels, qid=qid, doc_id=doc_id, relevance=columns.get("relevance", "relevance"))
-    judgements, _ = check_known(judgements, table_ids(con, queries, qid, "qid"), "qid", judgements.qid, "error",
-                                f"queries {queries!r}")
-    judgements, _ = check_known(judgements, table_ids(con, docs, doc_id, "doc_id"), "doc_id", judgements.doc_id,
-                                "error", f"docs {docs!r}")
+    # the run holds every qid and doc_id of the two tables (run_ids): no second read of them
+    judgements, _ = check_known(judgements, run_ids(run, "qid"), "qid", judgements.qid, "error", f"queries {queries!r}")
+    judgements, _ = check_known(judgements, run_ids(run, "doc_id"), "doc_id", judgements.doc_id, "error",
+                                f"docs {docs!r}")
     parsed = ranking.parse_metrics(REPORT_METRICS)
     summary, per_query = score_runs(run, judgements, parsed, None, per_query=True)
-    per_query_table = pa.concat_tables(per_query)
     groups = _groups(con, queries, qid, columns.get("group", "group"))
     rows, spread = [], []
-    for row in summary:
-        part = per_query_table.filter(pa.compute.and_(
-            pa.compute.equal(per_query_table.column("metric"), row["metric"]),
-            pa.compute.is_null(per_query_table.column("model")) if row["model"] is None
-            else pa.compute.equal(per_query_table.column("model"), row["model"])))
-        qids = part.column("qid").to_pylist()
-        values = part.column("value").to_numpy()
-        codes = cluster_codes([groups[q] for q in qids] if groups is not None else qids)
+    for row, chunk in zip(summary, per_query):      # score_runs gives both in one order
+        values = chunk.values
+        codes = cluster_codes([groups[q] for q in chunk.qids] if groups is not None else chunk.qids)
         interval = mean_interval(values, codes, replicates=replicates, seed=seed, level=level)
         rows.append({**row, "se": interval.se, "ci_low": interval.ci_low, "ci_high": interval.ci_high,
                      "clusters": interval.clusters})
@@ -106,11 +99,12 @@ def evaluation_sections(con, *, queries: str, docs: str, qrels: str, model: str 
                 Section("evaluation_queries", "Per-query distribution of nDCG@10",
                         ResultTable.from_dicts("evaluation_queries", DISTRIBUTION_COLUMNS, spread),
                         DISTRIBUTION_CAUTION)]
-    models = set(per_query_table.column("model").to_pylist())
-    if len(models) >= 2 and permutations:   # 0 permutations skips the tests, as for the rest of the report
-        qids = per_query_table.column("qid").to_pylist()
-        pairs = compare_metric(per_query_table.column("model").to_pylist(), qids,
-                               per_query_table.column("metric").to_pylist(), per_query_table.column("value").to_pylist(),
+    compared = [chunk for chunk in per_query if chunk.metric == DISTRIBUTION_METRIC]
+    if len(compared) >= 2 and permutations:   # 0 permutations skips the tests, as for the rest of the report
+        models = [chunk.model for chunk in compared for _ in chunk.qids]
+        qids = [q for chunk in compared for q in chunk.qids]
+        scores = [v for chunk in compared for v in chunk.values.tolist()]
+        pairs = compare_metric(models, qids, [DISTRIBUTION_METRIC] * len(qids), scores,
                                None if groups is None else [groups[q] for q in qids], metric=DISTRIBUTION_METRIC,
                                permutations=max(permutations, COMPARE_PERMUTATIONS), seed=seed, level=level,
                                what="the report's evaluation")
