@@ -472,12 +472,13 @@ def gram_dtype(n: int):
                  and (t is not np.float64 or n <= F64_GRAM_MAX_N)), None)
 
 
-# Relative costs, in units of one streamed float read of the coordinates route (bench/permanova.py,
-# n = 20,000, d = 384, groups of 4; see bench/README.md): a random read of the Gram matrix (a cache
-# miss, with the gather's overhead) costs about PAIR_READ of them, a multiply-add of the blocked
-# float32 Gram product GRAM_MAC of them.
-PAIR_READ = 58.0
-GRAM_MAC = 0.06
+# Relative costs, in units of one streamed float read of the coordinates route, measured as CPU time
+# (bench/permanova.py's kernels at n = 5,000, d = 384, 999 permutations, groups of 4 to 500; see
+# bench/README.md): a random read of the Gram matrix (a cache miss, gathered 64 permutations at a time)
+# costs about PAIR_READ of them (21 to 39 measured), a multiply-add of the banded float32 Gram product
+# GRAM_MAC of them.
+PAIR_READ = 30.0
+GRAM_MAC = 0.03
 
 
 def choose_method(n: int, dim: int, codes: np.ndarray, permutations: int = 999) -> str:
