@@ -162,6 +162,7 @@ class PackedGram:
     """The upper triangle of Z Z^T, stored as row bands: band k holds rows [low_k, low_k + BLOCK_ROWS) from
     column low_k on, computed by one matrix product written in place (no n x n temporary, no transposed
     copy, about half the memory of the full matrix and so half the pages the kernel must hand over).
+    Bands also bound each product's size: one large float64 product has crashed OpenBLAS here.
 
     Entry (a, b) with a <= b is ``values[base[a] + b]``; ``base`` folds the band's offset and width in.
     """
@@ -282,18 +283,6 @@ class _CoordinateSums:
             sums = np.add.reduceat(self.unit[rows[low:high]], local_starts, axis=0)
             between += float(np.einsum("gk,gk->g", sums, sums) @ inverse_sizes)
         return self.n - between
-
-
-def gram(unit: np.ndarray, dtype=np.float64) -> np.ndarray:
-    """Z Z^T in row blocks (one large float64 product has crashed OpenBLAS here; see README)."""
-    unit = unit.astype(dtype, copy=False)
-    out = np.empty((len(unit), len(unit)), dtype=dtype)
-    for low in range(0, len(unit), BLOCK_ROWS):
-        high = low + BLOCK_ROWS
-        block = unit[low:high] @ unit[low:].T       # the upper triangle only: half the work
-        out[low:high, low:] = block
-        out[high:, low:high] = block[:, BLOCK_ROWS:].T
-    return out
 
 
 POLL_BLOCK = 16   # permutations between calls of ``progress`` without a batch (it may stop the run)
