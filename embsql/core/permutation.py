@@ -17,7 +17,9 @@ p-value whatever order the database returned the rows in.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +43,8 @@ F64_GRAM_MAX_N = 2000
 BLOCK_ROWS = 2048             # rows per block when building a Gram matrix (bounds memory; see README)
 BATCH_PERMUTATIONS = 64       # permutations per matrix product when there are few groups
 FEW_GROUPS = 32
+GATHER_THREADS = 4           # threads sharing a batch's random reads of the Gram matrix (at most the cores)
+MIN_THREADED_READS = 1 << 18  # fewer reads per batch than this: one thread (starting threads costs more)
 STATISTICS = ("pseudo-f", "welch")
 # how the p-value's null distribution is drawn: labels permuted, or (W*_d) the group-wise wild bootstrap
 NULLS = ("permutation", "wild bootstrap")
@@ -132,40 +136,97 @@ def permutation_result(f_observed, f_permuted, method) -> PermutationTest:
     return PermutationTest(float(f_observed), (b + 1) / (len(f_permuted) + 1), len(f_permuted), b, method)
 
 
-class _PairSums:
-    """sum_g (1/n_g) sum_{i<j in g} M[perm i, perm j] from a symmetric n x n matrix M."""
+def within_pairs(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair i < j of rows with the same code, group by group, with weight 1 / n_g.
 
-    def __init__(self, matrix: np.ndarray, d: Design):
-        order = np.argsort(d.codes, kind="stable")
-        sizes = np.bincount(d.codes)
-        firsts, seconds, weights = [], [], []
-        start = 0
-        for size in sizes:
-            members = order[start:start + size]
-            i, j = np.triu_indices(size, 1)
-            firsts.append(members[i])
-            seconds.append(members[j])
-            weights.append(np.full(len(i), 1.0 / size))
-            start += size
-        self.matrix = matrix
-        self.i, self.j, self.w = np.concatenate(firsts), np.concatenate(seconds), np.concatenate(weights)
+    Groups of one size are done together (thousands of paraphrase sets of 4 take one step, not one each)."""
+    order = np.argsort(codes, kind="stable")
+    sizes = np.bincount(codes)
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    groups, firsts, seconds, weights = [], [], [], []
+    for size in np.unique(sizes[sizes > 1]):
+        chosen = np.flatnonzero(sizes == size)
+        members = order[starts[chosen][:, None] + np.arange(size)]      # one row per group of this size
+        i, j = np.triu_indices(size, 1)
+        groups.append(np.repeat(chosen, len(i)))
+        firsts.append(members[:, i].ravel())
+        seconds.append(members[:, j].ravel())
+        weights.append(np.full(len(chosen) * len(i), 1.0 / size))
+    if not groups:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    by_group = np.argsort(np.concatenate(groups), kind="stable")
+    return tuple(np.concatenate(part)[by_group] for part in (firsts, seconds, weights))  # type: ignore[return-value]
+
+
+class PackedGram:
+    """The upper triangle of Z Z^T, stored as row bands: band k holds rows [low_k, low_k + BLOCK_ROWS) from
+    column low_k on, computed by one matrix product written in place (no n x n temporary, no transposed
+    copy, about half the memory of the full matrix and so half the pages the kernel must hand over).
+    Bands also bound each product's size: one large float64 product has crashed OpenBLAS here.
+
+    Entry (a, b) with a <= b is ``values[base[a] + b]``; ``base`` folds the band's offset and width in.
+    """
+
+    def __init__(self, unit: np.ndarray, dtype=np.float32):
+        z = np.ascontiguousarray(unit, dtype=dtype)
+        n = len(z)
+        lows = np.arange(0, n, BLOCK_ROWS)
+        heights, widths = np.minimum(BLOCK_ROWS, n - lows), n - lows
+        offsets = np.r_[0, np.cumsum(heights * widths)]
+        self.values = np.empty(int(offsets[-1]), dtype=dtype)
+        for low, height, width, offset in zip(lows, heights, widths, offsets[:-1]):
+            band = self.values[offset:offset + height * width].reshape(height, width)
+            np.matmul(z[low:low + height], z[low:].T, out=band)
+        rows = np.arange(n)
+        band_of = rows // BLOCK_ROWS
+        self.base = offsets[band_of] + (rows - lows[band_of]) * widths[band_of] - lows[band_of]
+
+
+def _gather_threads() -> int:
+    return max(1, min(GATHER_THREADS, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                      else (os.cpu_count() or 1)))
+
+
+class _PairSums:
+    """sum_g (1/n_g) sum_{i<j in g} M[perm i, perm j] for a symmetric matrix M whose entry (a, b), a <= b,
+    is ``values[base[a] + b]`` (a PackedGram's upper triangle, or a full matrix with base = n * row)."""
+
+    def __init__(self, values: np.ndarray, base: np.ndarray, d: Design):
+        self.values, self.base = values, base
+        self.i, self.j, self.w = within_pairs(d.codes)
+
+    @classmethod
+    def of_matrix(cls, matrix: np.ndarray, d: Design) -> _PairSums:
+        matrix = np.ascontiguousarray(matrix)
+        return cls(matrix.reshape(-1), np.arange(len(matrix), dtype=np.int64) * len(matrix), d)
 
     def __call__(self, perm: np.ndarray) -> float:
         return float(self.batch([perm])[0])
 
-    def batch(self, perms: list) -> np.ndarray:
-        """Many permutations with one gather: fewer, larger numpy calls."""
-        stacked = np.stack(perms)
+    def _sums(self, stacked: np.ndarray) -> np.ndarray:
+        a, b = stacked[:, self.i], stacked[:, self.j]
+        index = self.base[np.minimum(a, b)]
+        index += np.maximum(a, b, out=b)
         # accumulate in float64 whatever the matrix holds
-        return self.matrix[stacked[:, self.i], stacked[:, self.j]].astype(np.float64) @ self.w
+        return np.take(self.values, index).astype(np.float64) @ self.w
+
+    def batch(self, perms: list) -> np.ndarray:
+        """Many permutations with one gather per thread: the reads are random (a cache miss each), so
+        two threads keep twice as many in flight; numpy releases the GIL in these calls."""
+        stacked = np.stack(perms)
+        threads = _gather_threads() if stacked.size // stacked.shape[1] * len(self.i) >= MIN_THREADED_READS else 1
+        if threads == 1 or len(stacked) < threads:
+            return self._sums(stacked)
+        with ThreadPoolExecutor(threads) as pool:
+            return np.concatenate(list(pool.map(self._sums, np.array_split(stacked, threads))))
 
 
 class _GramWithin:
     """SS_W from the Gram matrix: SS_W = n - sum_g ||s_g||^2 / n_g and, for unit vectors,
     ||s_g||^2 = n_g + 2 sum_{i<j in g} z_i.z_j, so SS_W = n - G - 2 (pair sums)."""
 
-    def __init__(self, matrix: np.ndarray, d: Design):
-        self.pairs, self.constant = _PairSums(matrix, d), d.n - d.groups
+    def __init__(self, packed: PackedGram, d: Design):
+        self.pairs, self.constant = _PairSums(packed.values, packed.base, d), d.n - d.groups
 
     def __call__(self, perm: np.ndarray) -> float:
         return self.constant - 2.0 * self.pairs(perm)
@@ -222,18 +283,6 @@ class _CoordinateSums:
             sums = np.add.reduceat(self.unit[rows[low:high]], local_starts, axis=0)
             between += float(np.einsum("gk,gk->g", sums, sums) @ inverse_sizes)
         return self.n - between
-
-
-def gram(unit: np.ndarray, dtype=np.float64) -> np.ndarray:
-    """Z Z^T in row blocks (one large float64 product has crashed OpenBLAS here; see README)."""
-    unit = unit.astype(dtype, copy=False)
-    out = np.empty((len(unit), len(unit)), dtype=dtype)
-    for low in range(0, len(unit), BLOCK_ROWS):
-        high = low + BLOCK_ROWS
-        block = unit[low:high] @ unit[low:].T       # the upper triangle only: half the work
-        out[low:high, low:] = block
-        out[high:, low:high] = block[:, BLOCK_ROWS:].T
-    return out
 
 
 POLL_BLOCK = 16   # permutations between calls of ``progress`` without a batch (it may stop the run)
@@ -412,12 +461,13 @@ def gram_dtype(n: int):
                  and (t is not np.float64 or n <= F64_GRAM_MAX_N)), None)
 
 
-# Relative costs, in units of one streamed float read of the coordinates route (bench/permanova.py,
-# n = 20,000, d = 384, groups of 4; see bench/README.md): a random read of the Gram matrix (a cache
-# miss, with the gather's overhead) costs about PAIR_READ of them, a multiply-add of the blocked
-# float32 Gram product GRAM_MAC of them.
-PAIR_READ = 58.0
-GRAM_MAC = 0.06
+# Relative costs, in units of one streamed float read of the coordinates route, measured as CPU time
+# (bench/permanova.py's kernels at n = 5,000, d = 384, 999 permutations, groups of 4 to 500; see
+# bench/README.md): a random read of the Gram matrix (a cache miss, gathered 64 permutations at a time)
+# costs about PAIR_READ of them (21 to 39 measured), a multiply-add of the banded float32 Gram product
+# GRAM_MAC of them.
+PAIR_READ = 30.0
+GRAM_MAC = 0.03
 
 
 def choose_method(n: int, dim: int, codes: np.ndarray, permutations: int = 999) -> str:
@@ -440,7 +490,7 @@ def within_sums(unit: np.ndarray, d: Design, method: str = "auto", permutations:
         dtype = gram_dtype(d.n)
         if dtype is None:
             raise InputError(f"method 'pairs' needs an n x n matrix, too large for n = {d.n}; use 'coordinates'")
-        return _GramWithin(gram(unit, dtype), d), method
+        return _GramWithin(PackedGram(unit, dtype), d), method
     if method == "coordinates":
         return _CoordinateSums(unit, d), method
     raise InputError(f"method must be 'auto', 'pairs' or 'coordinates', not {method!r}")
@@ -505,6 +555,6 @@ def permanova_distances(squared: np.ndarray, d: Design, *, permutations: int = 9
                                gram=residual_gram(squared, cells(d.codes, d.strata)))
     if statistic == "welch":
         return _run(_WelchDistances(squared, d), lambda w: w, d, permutations, seed, progress, "welch")
-    pair_sums = _PairSums(squared, d)
+    pair_sums = _PairSums.of_matrix(squared, d)
     return _run(pair_sums, lambda ss_w: pseudo_f(ss_t, ss_w, d.n, d.groups), d, permutations, seed, progress,
                 "pairs")
