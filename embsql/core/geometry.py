@@ -427,7 +427,7 @@ def aligned(models: dict, common: bool, groups: dict | None = None, group: str =
     if any(m is None for m in models):
         raise BadLabelError("model column has a NULL value; every row needs a model")
     items, rows_of = shared_items({m: parts[0] for m, parts in models.items()}, common)
-    unit = {m: parts[1][rows_of[m]] for m, parts in models.items()}
+    unit = {m: in_order(parts[1], rows_of[m]) for m, parts in models.items()}
     if groups is None:
         return items, unit, None
     group_of: dict = {}
@@ -440,6 +440,13 @@ def aligned(models: dict, common: bool, groups: dict | None = None, group: str =
                 raise InputError(f"group column {group!r}: item {item!r} is in group {group_of[item]!r} for one "
                                  f"model and {label!r} for model {m!r}; an item's group must be the same in every model")
     return items, unit, [group_of[item] for item in items]
+
+
+def in_order(rows: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """rows[order], without the copy when the rows are in that order already (items stored sorted)."""
+    if len(order) == len(rows) and np.array_equal(order, np.arange(len(rows))):
+        return rows
+    return rows[order]
 
 
 def cka_rows(models: dict, *, groups: dict | None = None, group: str = "group", debiased: bool = False,
