@@ -398,3 +398,34 @@ def test_the_jackknife_se_matches_the_spread_over_samples():
             estimates.append(row["cka"])
             ses.append(row["se"])
         assert 0.8 <= np.mean(ses) / np.std(estimates, ddof=1) <= 1.25, clustered
+
+
+# ----------------------------------------------------------------------------------------------
+# ranges: the biased CKA in [0, 1], the debiased one in [-1, 1] and negative when its HSIC is
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model_pairs(), st.booleans())
+def test_cka_stays_in_its_range_on_random_data(pair, clustered):
+    _, x, y = pair
+    groups = [j % 3 for j in range(len(x))] if clustered and len(x) >= 9 else None   # 4 items left per replicate
+    biased = geometry.cka_pair(x, y, permutations=0, groups=groups)
+    assert 0.0 <= biased["cka"] <= 1.0
+    debiased = geometry.cka_pair(x, y, permutations=0, groups=groups, debiased=True)
+    assert -1.0 <= debiased["cka"] <= 1.0
+    # the bound is Cauchy-Schwarz for the U-centred Gram matrices, not a clip: the reference agrees
+    assert debiased["cka"] == pytest.approx(cka_reference(x, y, True), abs=1e-9)
+    for row in (biased, debiased):
+        assert row["se"] is None or (np.isfinite(row["se"]) and row["se"] >= 0)
+
+
+def test_the_debiased_cka_of_unrelated_models_is_negative_about_as_often_as_not():
+    """Unclipped: for independent models the unbiased HSIC is centred at 0.  Out of 200 seeded pairs
+    (n = 30) the share below 0 is about one half; 0.25-0.75 is more than 7 Monte Carlo SEs wide,
+    and a clip at 0 would give a share of 0.  The biased CKA is never below 0."""
+    negative = 0
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        x, y = unit(rng.normal(size=(30, 5)) + 0.3), unit(rng.normal(size=(30, 7)) + 0.3)
+        negative += geometry.cka_pair(x, y, permutations=0, debiased=True)["cka"] < 0
+        assert geometry.cka_pair(x, y, permutations=0)["cka"] > 0
+    assert 0.25 <= negative / 200 <= 0.75

@@ -6,7 +6,7 @@ centred at their mean (X~ = H X, H the centring matrix):
 * linear CKA (Kornblith et al. 2019):  ||X~'Y~||_F^2 / (||X~'X~||_F ||Y~'Y~||_F)
   = HSIC(K, L) / sqrt(HSIC(K, K) HSIC(L, L)) with K = X X', L = Y Y' (the RV coefficient);
   debiased: the same ratio of unbiased HSIC estimates (Song et al. 2012, eq. 5), on Gram matrices
-  with zeroed diagonals;
+  with zeroed diagonals; biased in [0, 1], debiased in [-1, 1] (see RANGE: negative values are kept);
 * Procrustes (vegan's protest):  r = ||X~'Y~||_* / sqrt(tr(X~'X~) tr(Y~'Y~)) (sum of singular
   values), the correlation sqrt(1 - m12^2) of the symmetric Procrustes fit.
 
@@ -44,6 +44,12 @@ from embsql.core.resampling import jackknife_se
 from embsql.errors import BadLabelError, DesignError, InputError
 
 LEVEL = "similarity"
+# The range of each estimate.  Biased: a ratio of Frobenius norms, in [0, 1].  Debiased: Song's
+# unbiased HSIC is the inner product of the U-centred Gram matrices (Szekely & Rizzo 2014, the
+# bias-corrected distance correlation's Hilbert space), so the ratio is a cosine, in [-1, 1].  It is
+# negative whenever the estimated dependence is below zero (for unrelated models, about half the
+# time): it is reported as it is, because cutting it at 0 would bias it upward again.
+RANGE = {False: (0.0, 1.0), True: (-1.0, 1.0)}
 LEVEL_MEANING = "invariant to rotation, uniform scale and embedding into more dimensions"
 CKA_COLUMNS = ("model_a", "model_b", "cka", "se", "p_value", "permutations", "items", "groups", "debiased",
                "level")
@@ -329,7 +335,8 @@ def _codes(groups) -> tuple[np.ndarray | None, int]:
 def cka_pair(x: np.ndarray, y: np.ndarray, *, groups=None, debiased: bool = False, permutations: int = 999,
              seed: int = 42, progress=None, route: str = "auto") -> dict:
     """CKA of two aligned unit-vector arrays, its jackknife SE (over ``groups`` if given, else over
-    items) and its permutation p-value (None with 0 permutations)."""
+    items) and its permutation p-value (None with 0 permutations).  The biased CKA is in [0, 1];
+    the debiased one in [-1, 1], and negative when the estimated dependence is (RANGE)."""
     check_permutations(permutations, allow_zero=True)
     check_seed(seed)
     n = len(x)
@@ -357,8 +364,7 @@ def cka_pair(x: np.ndarray, y: np.ndarray, *, groups=None, debiased: bool = Fals
         raise DesignError(f"the {which} model puts every item at the same point (no spread): CKA is undefined")
     with np.errstate(divide="ignore", invalid="ignore"):
         values = h_xy / np.sqrt(h_xx * h_yy)
-    if not debiased:    # a ratio of Frobenius norms, in [0, 1] but for the last bit of rounding
-        values = np.clip(values, 0.0, 1.0)
+    values = np.clip(values, RANGE[debiased][0], 1.0)   # (only the last bit of rounding lies outside)
     estimate = float(values[0])
     replicates = values[1:]
     se = jackknife_se(replicates) if np.all(np.isfinite(replicates)) else None
