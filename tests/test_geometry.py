@@ -115,6 +115,22 @@ def test_the_routes_are_chosen_by_cost_and_agree():
     assert b["cka"] == pytest.approx(a["cka"], abs=1e-12) and b["se"] == pytest.approx(a["se"], abs=1e-11)
 
 
+def test_with_permutations_the_gram_route_runs_up_to_three_quarters_of_d_and_gives_the_same_p():
+    """Each permutation costs n d_x d_y on the cross products, n r_x r_y (r < n) on the Gram route."""
+    assert geometry.gram_cheaper(500, 768, permutations=99) and not geometry.gram_cheaper(500, 768)
+    assert not geometry.gram_cheaper(600, 768, permutations=99) and not geometry.gram_cheaper(200, 768, permutations=9)
+    x, y = related(8, 30, 50, 60, noise=3.0)                 # 30 items: 4n < 3d, 5n > d
+    assert geometry.coordinates(x, permutations=99)[1] == "gram" and geometry.coordinates(x)[1] == "cross products"
+    for debiased in (False, True):
+        auto = geometry.cka_pair(x, y, permutations=99, seed=4, debiased=debiased)
+        cross = geometry.cka_pair(x, y, permutations=99, seed=4, debiased=debiased, route="cross products")
+        assert auto["cka"] == pytest.approx(cross["cka"], abs=1e-12) and auto["p_value"] == cross["p_value"]
+        assert 0.01 < auto["p_value"] < 1      # not at either end: the comparison counts real ties of order
+    r_auto = geometry.procrustes_pair(x, y, permutations=99, seed=4)
+    r_cross = geometry.procrustes_pair(x, y, permutations=0)
+    assert r_auto["r"] == pytest.approx(r_cross["r"], abs=1e-12)
+
+
 def test_the_cross_products_survive_a_large_shared_mean():
     rng = np.random.default_rng(5)
     x = unit(np.c_[np.full(500, 1e4), rng.normal(size=(500, 4))])     # all near one direction

@@ -59,24 +59,30 @@ MIN_ITEMS = 3
 MIN_DEBIASED_ITEMS = 5   # the unbiased HSIC divides by n (n - 3); each jackknife replicate needs n' >= 4
 
 
-def gram_cheaper(n: int, d: int) -> bool:
+PERMUTED_GRAM = 50       # permutations from which the Gram route pays for its eigendecomposition up to n = 3d/4
+
+
+def gram_cheaper(n: int, d: int, permutations: int = 0) -> bool:
     """Principal coordinates from the n x n Gram matrix (n^2 d, plus an n x n eigendecomposition)
     against the d x d products (n d^2).  By flops the Gram route wins up to n of about 0.6 d, but
     the eigendecomposition is slow in practice (LAPACK; several times a product of the same flops
     on a busy machine): measured at d = 768 (bench/cka.py) it won at n = 100 and lost from n = 200,
-    so it is taken below n = d / 5.  It also shrinks every later product (jackknife, permutations)
-    from d to fewer than n columns."""
-    return 5 * n < d
+    so it is taken below n = d / 5.  It also shrinks every later product from d to fewer than n
+    columns, which is what permutations pay for (each is one n x d_x by n x d_y product): with 99
+    permutations at d = 768 against 768 (one BLAS thread, bench/cka.py) it was 12x faster at
+    n = 200, 3x at 400 and 1.7x at 600, so with PERMUTED_GRAM or more permutations it is taken
+    below n = 3d/4."""
+    return 5 * n < d or (permutations >= PERMUTED_GRAM and 4 * n < 3 * d)
 
 
-def coordinates(unit: np.ndarray, route: str = "auto") -> tuple[np.ndarray, str]:
+def coordinates(unit: np.ndarray, route: str = "auto", permutations: int = 0) -> tuple[np.ndarray, str]:
     """(rows to compare, route): the rows themselves (centred later, in blocks), or on the Gram route
-    centred principal coordinates Z with Z Z' = X~ X~'.  ``route``: 'auto' (gram_cheaper decides),
-    'cross products' or 'gram' (for benchmarks)."""
+    centred principal coordinates Z with Z Z' = X~ X~'.  ``route``: 'auto' (gram_cheaper decides,
+    given the permutations to come), 'cross products' or 'gram' (for benchmarks)."""
     n, d = unit.shape
     if route not in ("auto", "cross products", "gram"):
         raise InputError(f"route must be 'auto', 'cross products' or 'gram', not {route!r}")
-    if route == "cross products" or (route == "auto" and not gram_cheaper(n, d)):
+    if route == "cross products" or (route == "auto" and not gram_cheaper(n, d, permutations)):
         return unit, "cross products"
     centred = unit - unit.mean(axis=0)
     k = np.empty((n, n))
@@ -348,7 +354,7 @@ def cka_pair(x: np.ndarray, y: np.ndarray, *, groups=None, debiased: bool = Fals
     if debiased and n - largest < MIN_DEBIASED_ITEMS - 1:
         raise DesignError(f"the debiased CKA's jackknife deletes a group of {largest} items and "
                           f"needs {MIN_DEBIASED_ITEMS - 1} left; there are {n} items")
-    u, v = coordinates(x, route)[0], coordinates(y, route)[0]
+    u, v = coordinates(x, route, permutations)[0], coordinates(y, route, permutations)[0]
     mean_u, mean_v, uu, vv, uv = products(u, v)
     if codes is None:
         terms = item_terms(u, v, mean_u, mean_v, uu, vv, uv, debiased)
@@ -395,7 +401,7 @@ def procrustes_pair(x: np.ndarray, y: np.ndarray, *, permutations: int = 999, se
     check_seed(seed)
     n = len(x)
     _check_items(n, False)
-    u, v = coordinates(x)[0], coordinates(y)[0]
+    u, v = coordinates(x, permutations=permutations)[0], coordinates(y, permutations=permutations)[0]
     mean_u, mean_v, uu, vv, uv = products(u, v)
     scale = float(np.sqrt(np.trace(uu) * np.trace(vv)))
     if not scale > 0:
