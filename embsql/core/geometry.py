@@ -357,14 +357,13 @@ def cka_pair(x: np.ndarray, y: np.ndarray, *, groups=None, debiased: bool = Fals
     u, v = coordinates(x, route, permutations)[0], coordinates(y, route, permutations)[0]
     mean_u, mean_v, uu, vv, uv = products(u, v)
     if codes is None:
-        terms = item_terms(u, v, mean_u, mean_v, uu, vv, uv, debiased)
-        a_i, b_i = terms[3], terms[4]
+        *terms, a_i, b_i = item_terms(u, v, mean_u, mean_v, uu, vv, uv, debiased)
     else:
         a_i, b_i = _norms(u, mean_u), _norms(v, mean_v)
-        terms = (pair_terms(u, v, mean_u, mean_v, uv, codes, count, (a_i, b_i)),
+        terms = [pair_terms(u, v, mean_u, mean_v, uv, codes, count, (a_i, b_i)),
                  pair_terms(u, u, mean_u, mean_u, uu, codes, count, (a_i, a_i)),
-                 pair_terms(v, v, mean_v, mean_v, vv, codes, count, (b_i, b_i)))
-    h_xy, h_xx, h_yy = (hsic(t, debiased) for t in terms[:3])
+                 pair_terms(v, v, mean_v, mean_v, vv, codes, count, (b_i, b_i))]
+    h_xy, h_xx, h_yy = (hsic(t, debiased) for t in terms)
     if not (h_xx[0] > 0 and h_yy[0] > 0):
         which = "first" if not h_xx[0] > 0 else "second"
         raise DesignError(f"the {which} model puts every item at the same point (no spread): CKA is undefined")
