@@ -106,12 +106,12 @@ def main():
           f"{os.cpu_count()} cores, OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, "
           f"load average {os.getloadavg()[0]:.1f}")
 
+    pick = lambda row: (row["cka"], row["se"])     # one call per run (a generator over the keys would call twice)
     runs = {
         "numpy (arrays in memory)": lambda: numpy_cka(x, y),
-        "embsql kernel (arrays in memory)": lambda: tuple(geometry.cka_pair(x, y, permutations=0)[k]
-                                                          for k in ("cka", "se")),
-        "embsql.cka (DuckDB table)": lambda: tuple(embsql.cka(con, "emb", item="item", model="model", vector="v",
-                                                              permutations=0).to_dicts()[0][k] for k in ("cka", "se")),
+        "embsql kernel (arrays in memory)": lambda: pick(geometry.cka_pair(x, y, permutations=0)),
+        "embsql.cka (DuckDB table)": lambda: pick(embsql.cka(con, "emb", item="item", model="model", vector="v",
+                                                             permutations=0).to_dicts()[0]),
     }
     for run in runs.values():      # warm: BLAS threads, DuckDB's first scan, imports
         run()
