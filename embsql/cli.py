@@ -20,6 +20,7 @@ REPORT_EXAMPLE = """example:
   embsql report examples/embeddings.parquet --vector embedding --group topic --model model
   embsql report data.duckdb:emb --vector v --group topic --format html --out report.html
   embsql report data.parquet --vector v --group topic --permutations 0    (no tests: faster)
+  embsql report data.parquet --vector v --group topic --model model --item doc_id    (models compared)
   embsql report --config report.toml --format json"""
 SQL_EXAMPLE = """example:
   embsql sql examples/embeddings.parquet --vector embedding --group topic --model model --dialect spark --table emb
@@ -61,7 +62,7 @@ def _build(args, *, source_from_table: bool = False, hint: str = ""):
         source = args.table          # embsql sql --table T --dims ...: nothing local is read
     settings = {"source": source, "vector": args.vector, "group": args.group, "model": args.model,
                 "permutations": getattr(args, "permutations", None), "seed": getattr(args, "seed", None),
-                "replicates": getattr(args, "replicates", None),
+                "replicates": getattr(args, "replicates", None), "item": getattr(args, "item", None),
                 "sections": tuple(args.sections.split(",")) if args.sections else None, "table": args.table,
                 "queries": args.queries, "docs": args.docs, "qrels": getattr(args, "qrels", None)}
     if args.config:
@@ -78,6 +79,8 @@ def _build(args, *, source_from_table: bool = False, hint: str = ""):
 
 def _report(args) -> int:
     con, report = _build(args, source_from_table=args.engine is not None)
+    if args.item is not None and report.model is None:
+        raise InputError(f"--item {args.item} compares models on the same items: it needs the model column (--model)")
     if args.fail_if_dispersion and "dispersion" not in report.chosen_sections:
         raise InputError("--fail-if-dispersion needs the dispersion test, which runs with --permutations N (N > 0)"
                          + (" and the dispersion section in --sections" if report.sections else ""))
@@ -191,13 +194,18 @@ def _report_arguments(parser: argparse.ArgumentParser, *, running: bool) -> None
                         help="the model column: one set of figures per value (--by is its old name)")
     parser.add_argument("--config", metavar="FILE", help="a TOML file with a [report] table; flags override it")
     parser.add_argument("--sections", help="comma-separated: decomposition,groups,jackknife,bootstrap,compare,"
-                                           "permanova,dispersion (default: all seven; the last two are the "
-                                           "permutation tests)")
+                                           "permanova,dispersion,models (default: the first seven, of which "
+                                           "permanova and dispersion are the permutation tests; models when "
+                                           "--item and --model are given)")
     if running:
         parser.add_argument("--permutations", type=int, help="permutations for PERMANOVA and the dispersion test "
                                                              "(default 999; 0 skips both tests)")
         parser.add_argument("--seed", type=int, help="random seed (default 42)")
         parser.add_argument("--replicates", type=int, help="bootstrap replicates (default 2000)")
+        parser.add_argument("--item", metavar="COLUMN",
+                            help="the item column (which rows of different models embed the same item): with "
+                                 "--model, adds the models compared section (linear CKA, Procrustes r, k-NN "
+                                 "agreement, Mantel r on the items every model has)")
     parser.add_argument("--table", help="the source's table name on another engine (for --dialect)")
     parser.add_argument("--queries", help="queries table or file: adds the retrieval layers (with --docs; column "
                                           "names other than the defaults go in the config file's [report.retrieval])")

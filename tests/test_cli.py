@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
@@ -97,6 +98,7 @@ def test_permutations_and_a_finding_to_fail_on(files):
     (("--vector", "emb", "--group", "topic", "--permutations", "x"), ["--permutations", "invalid int"]),
     (("--vector", "emb", "--group", "topic", "--format", "pdf"), ["--format"]),
     (("--vector", "emb", "--group", "topic", "--sections", "nope"), ["unknown section 'nope'"]),
+    (("--vector", "emb", "--group", "topic", "--item", "topic"), ["--item", "--model"]),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(files, args, words):
     out = embsql_cli("report", files / "emb.parquet", *args)
@@ -313,3 +315,49 @@ def test_by_is_the_old_name_of_model(files, capsys):
         outputs.append(capsys.readouterr().out)
     assert outputs[0] == outputs[1] and '"model"' in outputs[0]
     assert main(base) == 0 and '"model"' not in capsys.readouterr().out
+
+
+@pytest.fixture(scope="module")
+def two_models(tmp_path_factory):
+    """Two models embedding the same 40 items (in 5 topics); the second is a noisy linear map of the first."""
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(40, 6)) + 0.5
+    y = x @ rng.normal(size=(6, 9)) + 0.8 * rng.normal(size=(40, 9))
+    items = [f"doc{j:02d}" for j in range(40)]
+    table = pa.table({"doc": items * 2, "topic": [f"t{j % 5}" for j in range(40)] * 2,
+                      "model": ["a"] * 40 + ["b"] * 40,
+                      "emb": pa.array([list(map(float, row)) for row in x]
+                                      + [list(map(float, row)) for row in y], pa.list_(pa.float64()))})
+    path = tmp_path_factory.mktemp("models") / "two.parquet"
+    pq.write_table(table, path)
+    return path, x, y
+
+
+def linear_cka(x, y):
+    """Kornblith et al. (2019), eq. 2 on unit vectors centred per model: ||X~'Y~||^2 / (||X~'X~|| ||Y~'Y~||)."""
+    x, y = (a / np.linalg.norm(a, axis=1, keepdims=True) for a in (x, y))
+    x, y = x - x.mean(axis=0), y - y.mean(axis=0)
+    return np.linalg.norm(x.T @ y) ** 2 / (np.linalg.norm(x.T @ x) * np.linalg.norm(y.T @ y))
+
+
+def test_item_adds_the_models_compared_section(two_models):
+    path, x, y = two_models
+    base = (path, "--vector", "emb", "--group", "topic", "--model", "model", "--permutations", "0", "--format", "json")
+    with_item = embsql_cli("report", *base, "--item", "doc")
+    assert with_item.returncode == 0, with_item.stderr
+    sections = {s["name"]: s for s in json.loads(with_item.stdout)["sections"]}
+    columns, rows = sections["models"]["columns"], sections["models"]["rows"]
+    found = {row[columns.index("measure")]: row for row in rows}
+    cka_row = found["linear CKA"]
+    assert cka_row[columns.index("value")] == pytest.approx(linear_cka(x, y), abs=1e-12)
+    assert cka_row[columns.index("items")] == 40 and cka_row[columns.index("model_a")] == "a"
+    assert {"Procrustes r", "k-NN overlap (k = 10)"} <= set(found)
+    without = embsql_cli("report", *base)
+    assert without.returncode == 0 and "models" not in {s["name"] for s in json.loads(without.stdout)["sections"]}
+
+
+def test_a_bad_item_column_is_one_line_and_exit_2(two_models):
+    out = embsql_cli("report", two_models[0], "--vector", "emb", "--group", "topic", "--model", "model",
+                     "--permutations", "0", "--item", "nope")
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr and "'nope'" in out.stderr

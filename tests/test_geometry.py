@@ -98,7 +98,7 @@ def test_cka_and_its_jackknife_match_the_formulas(n, p, q, debiased):
     by_item = geometry.cka_pair(x, y, debiased=debiased, permutations=0)
     by_group = geometry.cka_pair(x, y, groups=labels, debiased=debiased, permutations=0)
     assert by_item["cka"] == pytest.approx(cka_reference(x, y, debiased), abs=1e-12)
-    assert by_group["cka"] == by_item["cka"]
+    assert by_group["cka"] == pytest.approx(by_item["cka"], abs=1e-14)   # two routes to the same sums
     assert by_item["se"] == pytest.approx(jackknife_reference(x, y, np.arange(n), debiased), abs=1e-11)
     assert by_group["se"] == pytest.approx(jackknife_reference(x, y, labels, debiased), abs=1e-11)
     assert by_group["groups"] == 4 and by_item["groups"] is None and by_item["p_value"] is None
@@ -113,6 +113,22 @@ def test_the_routes_are_chosen_by_cost_and_agree():
     a = geometry.cka_pair(x, y, permutations=0, debiased=True)
     b = geometry.cka_pair(wide(x), wide(y), permutations=0, debiased=True)
     assert b["cka"] == pytest.approx(a["cka"], abs=1e-12) and b["se"] == pytest.approx(a["se"], abs=1e-11)
+
+
+def test_with_permutations_the_gram_route_runs_up_to_three_quarters_of_d_and_gives_the_same_p():
+    """Each permutation costs n d_x d_y on the cross products, n r_x r_y (r < n) on the Gram route."""
+    assert geometry.gram_cheaper(500, 768, permutations=99) and not geometry.gram_cheaper(500, 768)
+    assert not geometry.gram_cheaper(600, 768, permutations=99) and not geometry.gram_cheaper(200, 768, permutations=9)
+    x, y = related(8, 30, 50, 60, noise=3.0)                 # 30 items: 4n < 3d, 5n > d
+    assert geometry.coordinates(x, permutations=99)[1] == "gram" and geometry.coordinates(x)[1] == "cross products"
+    for debiased in (False, True):
+        auto = geometry.cka_pair(x, y, permutations=99, seed=4, debiased=debiased)
+        cross = geometry.cka_pair(x, y, permutations=99, seed=4, debiased=debiased, route="cross products")
+        assert auto["cka"] == pytest.approx(cross["cka"], abs=1e-12) and auto["p_value"] == cross["p_value"]
+        assert 0.01 < auto["p_value"] < 1      # not at either end: the comparison counts real ties of order
+    r_auto = geometry.procrustes_pair(x, y, permutations=99, seed=4)
+    r_cross = geometry.procrustes_pair(x, y, permutations=0)
+    assert r_auto["r"] == pytest.approx(r_cross["r"], abs=1e-12)
 
 
 def test_the_cross_products_survive_a_large_shared_mean():
@@ -398,3 +414,34 @@ def test_the_jackknife_se_matches_the_spread_over_samples():
             estimates.append(row["cka"])
             ses.append(row["se"])
         assert 0.8 <= np.mean(ses) / np.std(estimates, ddof=1) <= 1.25, clustered
+
+
+# ----------------------------------------------------------------------------------------------
+# ranges: the biased CKA in [0, 1], the debiased one in [-1, 1] and negative when its HSIC is
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model_pairs(), st.booleans())
+def test_cka_stays_in_its_range_on_random_data(pair, clustered):
+    _, x, y = pair
+    groups = [j % 3 for j in range(len(x))] if clustered and len(x) >= 9 else None   # 4 items left per replicate
+    biased = geometry.cka_pair(x, y, permutations=0, groups=groups)
+    assert 0.0 <= biased["cka"] <= 1.0
+    debiased = geometry.cka_pair(x, y, permutations=0, groups=groups, debiased=True)
+    assert -1.0 <= debiased["cka"] <= 1.0
+    # the bound is Cauchy-Schwarz for the U-centred Gram matrices, not a clip: the reference agrees
+    assert debiased["cka"] == pytest.approx(cka_reference(x, y, True), abs=1e-9)
+    for row in (biased, debiased):
+        assert row["se"] is None or (np.isfinite(row["se"]) and row["se"] >= 0)
+
+
+def test_the_debiased_cka_of_unrelated_models_is_negative_about_as_often_as_not():
+    """Unclipped: for independent models the unbiased HSIC is centred at 0.  Out of 200 seeded pairs
+    (n = 30) the share below 0 is about one half; 0.25-0.75 is more than 7 Monte Carlo SEs wide,
+    and a clip at 0 would give a share of 0.  The biased CKA is never below 0."""
+    negative = 0
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        x, y = unit(rng.normal(size=(30, 5)) + 0.3), unit(rng.normal(size=(30, 7)) + 0.3)
+        negative += geometry.cka_pair(x, y, permutations=0, debiased=True)["cka"] < 0
+        assert geometry.cka_pair(x, y, permutations=0)["cka"] > 0
+    assert 0.25 <= negative / 200 <= 0.75

@@ -28,8 +28,10 @@ def cka(con: duckdb.DuckDBPyConnection, source: str, *, item: str, model: str, v
         common: bool = False, progress: bool | None = None) -> ResultTable:
     """Linear CKA of every pair of models that embedded the same items (Kornblith et al. 2019).
 
-    One row per pair: ``cka`` on unit vectors centred per model (``debiased=True``: the ratio of
-    unbiased HSIC estimates, Song et al. 2012); ``se`` its cluster-jackknife SE over the groups of
+    One row per pair: ``cka`` on unit vectors centred per model, in [0, 1] (``debiased=True``: the
+    ratio of unbiased HSIC estimates, Song et al. 2012, in [-1, 1]: about 0 for unrelated models at
+    any n, so negative about as often as positive then; it is reported as it is, since cutting it
+    at 0 would bias it upward again); ``se`` its cluster-jackknife SE over the groups of
     ``group=`` (an item's group must be the same in every model), else the delete-one-item
     jackknife; ``p_value`` from ``permutations`` shuffles of the items of model_b (one-sided,
     upper tail, (b + 1) / (B + 1); None with permutations=0); ``level`` = 'similarity': CKA is

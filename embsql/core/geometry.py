@@ -6,7 +6,7 @@ centred at their mean (X~ = H X, H the centring matrix):
 * linear CKA (Kornblith et al. 2019):  ||X~'Y~||_F^2 / (||X~'X~||_F ||Y~'Y~||_F)
   = HSIC(K, L) / sqrt(HSIC(K, K) HSIC(L, L)) with K = X X', L = Y Y' (the RV coefficient);
   debiased: the same ratio of unbiased HSIC estimates (Song et al. 2012, eq. 5), on Gram matrices
-  with zeroed diagonals;
+  with zeroed diagonals; biased in [0, 1], debiased in [-1, 1] (see RANGE: negative values are kept);
 * Procrustes (vegan's protest):  r = ||X~'Y~||_* / sqrt(tr(X~'X~) tr(Y~'Y~)) (sum of singular
   values), the correlation sqrt(1 - m12^2) of the symmetric Procrustes fit.
 
@@ -44,6 +44,12 @@ from embsql.core.resampling import jackknife_se
 from embsql.errors import BadLabelError, DesignError, InputError
 
 LEVEL = "similarity"
+# The range of each estimate.  Biased: a ratio of Frobenius norms, in [0, 1].  Debiased: Song's
+# unbiased HSIC is the inner product of the U-centred Gram matrices (Szekely & Rizzo 2014, the
+# bias-corrected distance correlation's Hilbert space), so the ratio is a cosine, in [-1, 1].  It is
+# negative whenever the estimated dependence is below zero (for unrelated models, about half the
+# time): it is reported as it is, because cutting it at 0 would bias it upward again.
+RANGE = {False: (0.0, 1.0), True: (-1.0, 1.0)}
 LEVEL_MEANING = "invariant to rotation, uniform scale and embedding into more dimensions"
 CKA_COLUMNS = ("model_a", "model_b", "cka", "se", "p_value", "permutations", "items", "groups", "debiased",
                "level")
@@ -53,24 +59,30 @@ MIN_ITEMS = 3
 MIN_DEBIASED_ITEMS = 5   # the unbiased HSIC divides by n (n - 3); each jackknife replicate needs n' >= 4
 
 
-def gram_cheaper(n: int, d: int) -> bool:
+PERMUTED_GRAM = 50       # permutations from which the Gram route pays for its eigendecomposition up to n = 3d/4
+
+
+def gram_cheaper(n: int, d: int, permutations: int = 0) -> bool:
     """Principal coordinates from the n x n Gram matrix (n^2 d, plus an n x n eigendecomposition)
     against the d x d products (n d^2).  By flops the Gram route wins up to n of about 0.6 d, but
     the eigendecomposition is slow in practice (LAPACK; several times a product of the same flops
     on a busy machine): measured at d = 768 (bench/cka.py) it won at n = 100 and lost from n = 200,
-    so it is taken below n = d / 5.  It also shrinks every later product (jackknife, permutations)
-    from d to fewer than n columns."""
-    return 5 * n < d
+    so it is taken below n = d / 5.  It also shrinks every later product from d to fewer than n
+    columns, which is what permutations pay for (each is one n x d_x by n x d_y product): with 99
+    permutations at d = 768 against 768 (one BLAS thread, bench/cka.py) it was 12x faster at
+    n = 200, 3x at 400 and 1.7x at 600, so with PERMUTED_GRAM or more permutations it is taken
+    below n = 3d/4."""
+    return 5 * n < d or (permutations >= PERMUTED_GRAM and 4 * n < 3 * d)
 
 
-def coordinates(unit: np.ndarray, route: str = "auto") -> tuple[np.ndarray, str]:
+def coordinates(unit: np.ndarray, route: str = "auto", permutations: int = 0) -> tuple[np.ndarray, str]:
     """(rows to compare, route): the rows themselves (centred later, in blocks), or on the Gram route
-    centred principal coordinates Z with Z Z' = X~ X~'.  ``route``: 'auto' (gram_cheaper decides),
-    'cross products' or 'gram' (for benchmarks)."""
+    centred principal coordinates Z with Z Z' = X~ X~'.  ``route``: 'auto' (gram_cheaper decides,
+    given the permutations to come), 'cross products' or 'gram' (for benchmarks)."""
     n, d = unit.shape
     if route not in ("auto", "cross products", "gram"):
         raise InputError(f"route must be 'auto', 'cross products' or 'gram', not {route!r}")
-    if route == "cross products" or (route == "auto" and not gram_cheaper(n, d)):
+    if route == "cross products" or (route == "auto" and not gram_cheaper(n, d, permutations)):
         return unit, "cross products"
     centred = unit - unit.mean(axis=0)
     k = np.empty((n, n))
@@ -94,30 +106,35 @@ class CrossProducts:
 
     Rows are accumulated about a shift (the first block's means), so the centring subtracts only
     the small rank-one term n (m - c)(m - c)': no cancellation when the vectors share a large mean.
+    The two blocks are side by side in one buffer [X | Y], so one symmetric product (BLAS syrk)
+    gives all three: the same flops as three separate products, in one call and one copy.
     """
 
     def __init__(self):
         self.n = 0
 
     def add(self, x: np.ndarray, y: np.ndarray) -> None:
+        p, q = x.shape[1], y.shape[1]
         if self.n == 0:
             self.cx, self.cy = x.mean(axis=0), y.mean(axis=0)
-            self.sx, self.sy = np.zeros(x.shape[1]), np.zeros(y.shape[1])
-            self.xx, self.yy, self.xy = (np.zeros((x.shape[1], x.shape[1])), np.zeros((y.shape[1], y.shape[1])),
-                                         np.zeros((x.shape[1], y.shape[1])))
-        dx, dy = x - self.cx, y - self.cy
+            self.s = np.zeros(p + q)
+            self.zz = np.zeros((p + q, p + q))
+            self.buffer = np.empty((len(x), p + q))
+        z = self.buffer[:len(x)] if len(x) <= len(self.buffer) else np.empty((len(x), p + q))
+        np.subtract(x, self.cx, out=z[:, :p])
+        np.subtract(y, self.cy, out=z[:, p:])
         self.n += len(x)
-        self.sx += dx.sum(axis=0)
-        self.sy += dy.sum(axis=0)
-        self.xx += dx.T @ dx
-        self.yy += dy.T @ dy
-        self.xy += dx.T @ dy
+        self.s += z.sum(axis=0)
+        self.zz += z.T @ z          # numpy calls syrk for a product of an array with its own transpose
 
     def centred(self):
         """(mean x, mean y, X~'X~, Y~'Y~, X~'Y~)."""
-        ox, oy = self.sx / self.n, self.sy / self.n
-        return (self.cx + ox, self.cy + oy, self.xx - self.n * np.outer(ox, ox), self.yy - self.n * np.outer(oy, oy),
-                self.xy - self.n * np.outer(ox, oy))
+        p = len(self.cx)
+        offset = self.s / self.n
+        zz = self.zz - self.n * np.outer(offset, offset)
+        del self.buffer
+        return (self.cx + offset[:p], self.cy + offset[p:], np.ascontiguousarray(zz[:p, :p]),
+                np.ascontiguousarray(zz[p:, p:]), np.ascontiguousarray(zz[:p, p:]))
 
 
 def products(x: np.ndarray, y: np.ndarray):
@@ -187,21 +204,18 @@ def _within_frob(u, v, mean_u, mean_v, order, codes, groups: int) -> np.ndarray:
 
 
 def pair_terms(u: np.ndarray, v: np.ndarray, mean_u: np.ndarray, mean_v: np.ndarray, m: np.ndarray,
-               codes: np.ndarray | None, groups: int, norms: tuple | None = None) -> Terms:
+               codes: np.ndarray, groups: int, norms: tuple | None = None) -> Terms:
     """Terms of the pair (u, v) (rows centred at mean_u, mean_v in blocks; m = U~'V~) for the full
-    sample and each group deleted (``codes`` None: each item is its own group).  Extra memory
-    O(block d + G d + d^2): the centred rows are never held whole.  ``norms``: the rows'
-    ||u_i - mean_u||^2 and ||v_i - mean_v||^2 if already known."""
+    sample and each group of ``codes`` deleted (each item its own group: item_terms, one pass for
+    all three pairs).  Extra memory O(block d + G d + d^2): the centred rows are never held whole.
+    ``norms``: the rows' ||u_i - mean_u||^2 and ||v_i - mean_v||^2 if already known."""
     n = len(u)
-    items = codes is None
-    codes = np.arange(n) if codes is None else codes
     a_i, b_i = norms if norms is not None else (_norms(u, mean_u), _norms(v, mean_v))
     same = u is v
     w_u = u.T @ b_i - mean_u * b_i.sum()       # sum_i ||v_i||^2 (u_i - mean_u)
     w_v = v.T @ a_i - mean_v * a_i.sum()
-    if not items:
-        order = np.argsort(codes, kind="stable")
-        t_u, t_v = _group_sums(u, mean_u, order, codes, groups), _group_sums(v, mean_v, order, codes, groups)
+    order = np.argsort(codes, kind="stable")
+    t_u, t_v = _group_sums(u, mean_u, order, codes, groups), _group_sums(v, mean_v, order, codes, groups)
     inner, cross_t, tpt, tbu, tav, tw_u, tw_v = (np.zeros(groups) for _ in range(7))
     for rows in _blocks(n):
         c = codes[rows]
@@ -209,12 +223,6 @@ def pair_terms(u: np.ndarray, v: np.ndarray, mean_u: np.ndarray, mean_v: np.ndar
         um = u[rows] @ m
         um -= mean_u @ m
         m_i = np.einsum("ik,ik->i", um, v[rows]) - um @ mean_v
-        if items:      # t_u,g = u_i: every term is a per-item one
-            inner[c], cross_t[c], tpt[c] = m_i, m_i, a_i[rows] * b_i[rows]
-            tbu[c], tav[c] = a_i[rows] * b_i[rows], a_i[rows] * b_i[rows]
-            tw_u[c] = u[rows] @ w_u - mean_u @ w_u
-            tw_v[c] = tw_u[c] if same else v[rows] @ w_v - mean_v @ w_v
-            continue
         cu = u[rows] - mean_u
         cv = cu if same else v[rows] - mean_v
         tu_dot, tv_dot = np.einsum("ik,ik->i", cu, t_u[c]), np.einsum("ik,ik->i", cv, t_v[c])
@@ -228,9 +236,8 @@ def pair_terms(u: np.ndarray, v: np.ndarray, mean_u: np.ndarray, mean_v: np.ndar
     sizes = np.bincount(codes, minlength=groups).astype(float)
     frob = float(np.vdot(m, m))
     a, b, ab = a_i.sum(), b_i.sum(), float(a_i @ b_i)
-    within = a_i * b_i if items else _within_frob(u, v, mean_u, mean_v, order, codes, groups)
-    su2 = a_i if items else np.einsum("gk,gk->g", t_u, t_u)
-    sv2 = b_i if items else np.einsum("gk,gk->g", t_v, t_v)
+    within = _within_frob(u, v, mean_u, mean_v, order, codes, groups)
+    su2, sv2 = np.einsum("gk,gk->g", t_u, t_u), np.einsum("gk,gk->g", t_v, t_v)
     # deleting g leaves the sums s - t_g = -t_g, and sum_i b_i u_i loses the group's share
     full = lambda value, per_group: np.r_[value, per_group]
     return Terms(
@@ -244,6 +251,59 @@ def pair_terms(u: np.ndarray, v: np.ndarray, mean_u: np.ndarray, mean_v: np.ndar
         ab=full(ab, ab - np.bincount(codes, a_i * b_i, minlength=groups)),
         svu=full(0.0, -(tw_u - tbu)),
         svv=full(0.0, -(tw_v - tav)))
+
+
+def _item_deleted(m: np.ndarray, forms: np.ndarray, a_i: np.ndarray, b_i: np.ndarray,
+                  tw_u: np.ndarray, tw_v: np.ndarray) -> Terms:
+    """pair_terms with each item its own group, where every group sum is one item's row: t_u,i = u~_i,
+    so <M, P_i> = t_u,i' M t_v,i = u~_i' M v~_i (``forms``), ||P_i||^2 = t_u,i' P_i t_v,i = a_i b_i
+    and ||t_u,i||^2 = a_i.  (In CKA this is the closed form of the delete-one jackknife: deleting
+    item i turns U~'V~ into U~'V~ - n/(n-1) u~_i v~_i' about the new mean.)"""
+    n = len(forms)
+    ab_i = a_i * b_i
+    frob, a, b, ab = float(np.vdot(m, m)), a_i.sum(), b_i.sum(), float(a_i @ b_i)
+    full = lambda value, per_item: np.r_[value, per_item]
+    return Terms(n=full(n, np.full(n, n - 1.0)), frob=full(frob, frob - 2 * forms + ab_i),
+                 sms=full(0.0, forms - ab_i), su2=full(0.0, a_i), sv2=full(0.0, b_i), a=full(a, a - a_i),
+                 b=full(b, b - b_i), ab=full(ab, ab - ab_i), svu=full(0.0, -(tw_u - ab_i)),
+                 svv=full(0.0, -(tw_v - ab_i)))
+
+
+def item_terms(u: np.ndarray, v: np.ndarray, mean_u: np.ndarray, mean_v: np.ndarray, uu: np.ndarray,
+               vv: np.ndarray, uv: np.ndarray, debiased: bool) -> tuple[Terms, Terms, Terms, np.ndarray, np.ndarray]:
+    """(Terms of (u, v), of (u, u), of (v, v), a_i, b_i) for the delete-one-item jackknife, from one
+    pass over the rows: per block the centred rows (into reused buffers), one product with
+    [U~'U~ | U~'V~] and one with V~'V~, and per item the three forms u~_i'(U~'V~)v~_i,
+    u~_i'(U~'U~)u~_i, v~_i'(V~'V~)v~_i and the squared norms a_i, b_i.  The debiased estimate also
+    needs u~_i . sum_j b_j u~_j and the like: four more matrix-vector products over the rows."""
+    n, p = u.shape
+    left = np.hstack([uu, uv])
+    forms, norms = np.empty((3, n)), np.empty((2, n))
+    size = min(BLOCK_ROWS, n)
+    cu, cv, ru, rv = (np.empty((size, width)) for width in (p, v.shape[1], left.shape[1], v.shape[1]))
+    for low in range(0, n, size):
+        x, y = u[low:low + size], v[low:low + size]
+        k, rows = len(x), slice(low, low + len(x))
+        bu, bv = np.subtract(x, mean_u, out=cu[:k]), np.subtract(y, mean_v, out=cv[:k])
+        pu, pv = np.matmul(bu, left, out=ru[:k]), np.matmul(bv, vv, out=rv[:k])
+        forms[0, rows] = np.einsum("ik,ik->i", pu[:, p:], bv)
+        forms[1, rows] = np.einsum("ik,ik->i", pu[:, :p], bu)
+        forms[2, rows] = np.einsum("ik,ik->i", pv, bv)
+        norms[0, rows] = np.einsum("ik,ik->i", bu, bu)
+        norms[1, rows] = np.einsum("ik,ik->i", bv, bv)
+    a_i, b_i = norms
+    if debiased:    # sum_j w_j (u_j - mean_u) for the weights w = b, a, then each item's dot product with it
+        weights = np.stack([b_i, a_i], axis=1)
+        w_u, w_v = u.T @ weights - np.outer(mean_u, weights.sum(axis=0)), v.T @ weights - np.outer(mean_v, weights.sum(axis=0))
+        tw_u, tw_v = u @ w_u - mean_u @ w_u, v @ w_v - mean_v @ w_v      # columns: weighted by b, by a
+        xy = _item_deleted(uv, forms[0], a_i, b_i, tw_u[:, 0], tw_v[:, 1])
+        xx = _item_deleted(uu, forms[1], a_i, a_i, tw_u[:, 1], tw_u[:, 1])
+        yy = _item_deleted(vv, forms[2], b_i, b_i, tw_v[:, 0], tw_v[:, 0])
+    else:           # the biased estimate does not use the sums svu, svv
+        zero = np.zeros(n)
+        xy, xx, yy = (_item_deleted(m, f, a, b, zero, zero)
+                      for m, f, a, b in ((uv, forms[0], a_i, b_i), (uu, forms[1], a_i, a_i), (vv, forms[2], b_i, b_i)))
+    return xy, xx, yy, a_i, b_i
 
 
 def hsic(t: Terms, debiased: bool) -> np.ndarray:
@@ -281,7 +341,8 @@ def _codes(groups) -> tuple[np.ndarray | None, int]:
 def cka_pair(x: np.ndarray, y: np.ndarray, *, groups=None, debiased: bool = False, permutations: int = 999,
              seed: int = 42, progress=None, route: str = "auto") -> dict:
     """CKA of two aligned unit-vector arrays, its jackknife SE (over ``groups`` if given, else over
-    items) and its permutation p-value (None with 0 permutations)."""
+    items) and its permutation p-value (None with 0 permutations).  The biased CKA is in [0, 1];
+    the debiased one in [-1, 1], and negative when the estimated dependence is (RANGE)."""
     check_permutations(permutations, allow_zero=True)
     check_seed(seed)
     n = len(x)
@@ -293,20 +354,22 @@ def cka_pair(x: np.ndarray, y: np.ndarray, *, groups=None, debiased: bool = Fals
     if debiased and n - largest < MIN_DEBIASED_ITEMS - 1:
         raise DesignError(f"the debiased CKA's jackknife deletes a group of {largest} items and "
                           f"needs {MIN_DEBIASED_ITEMS - 1} left; there are {n} items")
-    u, v = coordinates(x, route)[0], coordinates(y, route)[0]
+    u, v = coordinates(x, route, permutations)[0], coordinates(y, route, permutations)[0]
     mean_u, mean_v, uu, vv, uv = products(u, v)
-    count = n if codes is None else count
-    a_i, b_i = _norms(u, mean_u), _norms(v, mean_v)
-    h_xy = hsic(pair_terms(u, v, mean_u, mean_v, uv, codes, count, (a_i, b_i)), debiased)
-    h_xx = hsic(pair_terms(u, u, mean_u, mean_u, uu, codes, count, (a_i, a_i)), debiased)
-    h_yy = hsic(pair_terms(v, v, mean_v, mean_v, vv, codes, count, (b_i, b_i)), debiased)
+    if codes is None:
+        *terms, a_i, b_i = item_terms(u, v, mean_u, mean_v, uu, vv, uv, debiased)
+    else:
+        a_i, b_i = _norms(u, mean_u), _norms(v, mean_v)
+        terms = [pair_terms(u, v, mean_u, mean_v, uv, codes, count, (a_i, b_i)),
+                 pair_terms(u, u, mean_u, mean_u, uu, codes, count, (a_i, a_i)),
+                 pair_terms(v, v, mean_v, mean_v, vv, codes, count, (b_i, b_i))]
+    h_xy, h_xx, h_yy = (hsic(t, debiased) for t in terms)
     if not (h_xx[0] > 0 and h_yy[0] > 0):
         which = "first" if not h_xx[0] > 0 else "second"
         raise DesignError(f"the {which} model puts every item at the same point (no spread): CKA is undefined")
     with np.errstate(divide="ignore", invalid="ignore"):
         values = h_xy / np.sqrt(h_xx * h_yy)
-    if not debiased:    # a ratio of Frobenius norms, in [0, 1] but for the last bit of rounding
-        values = np.clip(values, 0.0, 1.0)
+    values = np.clip(values, RANGE[debiased][0], 1.0)   # (only the last bit of rounding lies outside)
     estimate = float(values[0])
     replicates = values[1:]
     se = jackknife_se(replicates) if np.all(np.isfinite(replicates)) else None
@@ -337,7 +400,7 @@ def procrustes_pair(x: np.ndarray, y: np.ndarray, *, permutations: int = 999, se
     check_seed(seed)
     n = len(x)
     _check_items(n, False)
-    u, v = coordinates(x)[0], coordinates(y)[0]
+    u, v = coordinates(x, permutations=permutations)[0], coordinates(y, permutations=permutations)[0]
     mean_u, mean_v, uu, vv, uv = products(u, v)
     scale = float(np.sqrt(np.trace(uu) * np.trace(vv)))
     if not scale > 0:
@@ -375,7 +438,7 @@ def aligned(models: dict, common: bool, groups: dict | None = None, group: str =
     if any(m is None for m in models):
         raise BadLabelError("model column has a NULL value; every row needs a model")
     items, rows_of = shared_items({m: parts[0] for m, parts in models.items()}, common)
-    unit = {m: parts[1][rows_of[m]] for m, parts in models.items()}
+    unit = {m: in_order(parts[1], rows_of[m]) for m, parts in models.items()}
     if groups is None:
         return items, unit, None
     group_of: dict = {}
@@ -388,6 +451,13 @@ def aligned(models: dict, common: bool, groups: dict | None = None, group: str =
                 raise InputError(f"group column {group!r}: item {item!r} is in group {group_of[item]!r} for one "
                                  f"model and {label!r} for model {m!r}; an item's group must be the same in every model")
     return items, unit, [group_of[item] for item in items]
+
+
+def in_order(rows: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """rows[order], without the copy when the rows are in that order already (items stored sorted)."""
+    if len(order) == len(rows) and np.array_equal(order, np.arange(len(rows))):
+        return rows
+    return rows[order]
 
 
 def cka_rows(models: dict, *, groups: dict | None = None, group: str = "group", debiased: bool = False,

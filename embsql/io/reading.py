@@ -58,8 +58,10 @@ def _stream(con, source, group, vector, by=None, key=None, extra=None, unit=True
     query = _query(source, group, vector, by, key, extra, extra_role, group_role)
     for batch in con.sql(query.sql("duckdb")).to_arrow_reader(BATCH_ROWS):
         by_values = batch.column(B)
-        parts = [(None, None)] if by_values.null_count == len(by_values) else [
-            (value, pc.equal(by_values, pa.scalar(value, by_values.type))) for value in pc.unique(by_values).to_pylist()]
+        values = [None] if by_values.null_count == len(by_values) else pc.unique(by_values).to_pylist()
+        # a batch of one by value (a table stored model by model) is used as it is: no filtered copy
+        parts = [(values[0], None)] if len(values) == 1 else [
+            (value, pc.equal(by_values, pa.scalar(value, by_values.type))) for value in values]
         for value, mask in parts:
             rows = np.arange(batch.num_rows) if mask is None else np.flatnonzero(mask.to_numpy(zero_copy_only=False))
             part = batch if mask is None else batch.filter(mask)
@@ -81,6 +83,8 @@ def _coded_labels(column: pa.Array, group: str, role: str, where) -> tuple[list,
         clean_label(None, group, where(int(np.flatnonzero(labels.is_null().to_numpy(zero_copy_only=False))[0])), role)
     codes = labels.indices.to_numpy(zero_copy_only=False)
     names = labels.dictionary.to_pylist()
+    if pa.types.is_string(labels.dictionary.type) or pa.types.is_large_string(labels.dictionary.type):
+        return names, codes        # text is never NaN nor -0.0: the rule leaves every name as it is
     for j, name in enumerate(names):
         if bad_label(name):
             clean_label(name, group, where(int(np.flatnonzero(codes == j)[0])), role)
@@ -100,18 +104,34 @@ def group_sums(con: duckdb.DuckDBPyConnection, source: Source, group: str, vecto
 def unit_rows(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str,
               by: str | None = None, key: str | None = None, extra: str | None = None,
               extra_role: str = "strata", group_role: str = "group") -> list[tuple[object, UnitRows]]:
-    """Every checked unit vector with its label (and extra column), per by value: O(n d) memory."""
+    """Every checked unit vector with its label (and extra column), per by value: O(n d) memory.
+
+    The rows are kept as read (views of the Arrow batches) until the scan ends; then each by
+    value's float64 array is allocated once and every part is scaled into its place, in scan
+    order (so a bad vector is still named by its first row): one copy of the vectors, not three."""
     parts: dict[object, list] = {}
-    for value, names, codes, unit, extra_values, _ in _stream(con, source, group, vector, by, key, extra,
-                                                              extra_role=extra_role, group_role=group_role):
+    dims: dict[object, int] = {}
+    read = []
+    for value, names, codes, raw, extra_values, where in _stream(con, source, group, vector, by, key, extra,
+                                                                 unit=False, extra_role=extra_role,
+                                                                 group_role=group_role):
         labels = np.empty(len(names), dtype=object)
         labels[:] = names
-        parts.setdefault(value, []).append((labels[codes].tolist(), unit, extra_values.to_pylist()))
+        chunks = parts.setdefault(value, [])
+        dims[value] = raw.shape[1]
+        read.append((value, sum(len(chunk[0]) for chunk in chunks), raw, where))
+        chunks.append((labels[codes], extra_values.to_pylist() if extra else None))
+    unit = {value: np.empty((sum(len(chunk[0]) for chunk in chunks), dims[value]))
+            for value, chunks in parts.items()}
+    for value, low, raw, where in read:
+        rows = unit[value][low:low + len(raw)]
+        rows[:] = raw
+        normalise(rows, where, vector)
     out = []
     for value in sorted(parts, key=sort_key):
-        labels = np.asarray([x for chunk in parts[value] for x in chunk[0]], dtype=object)
-        extra_values = np.asarray([x for chunk in parts[value] for x in chunk[2]], dtype=object) if extra else None
-        out.append((value, UnitRows(labels, np.vstack([chunk[1] for chunk in parts[value]]), extra_values)))
+        labels = np.concatenate([chunk[0] for chunk in parts[value]])
+        extra_values = np.asarray([x for chunk in parts[value] for x in chunk[1]], dtype=object) if extra else None
+        out.append((value, UnitRows(labels, unit[value], extra_values)))
     return out
 
 
