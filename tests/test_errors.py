@@ -89,8 +89,8 @@ def test_missing_column(con, group, vector, role, missing):
 
 def test_missing_by_column(con):
     con.register("t", table(GOOD))
-    with pytest.raises(embsql.ColumnNotFoundError, match=r"^by column 'model' not found in 't'"):
-        embsql.anova(con, "t", "g", "v", by="model")
+    with pytest.raises(embsql.ColumnNotFoundError, match=r"^model column 'model' not found in 't'"):
+        embsql.anova(con, "t", "g", "v", model="model")
 
 
 def test_vector_column_of_wrong_type(con):

@@ -578,8 +578,8 @@ def test_too_many_dropped_resamples_is_an_error(con):
 def test_missing_columns(con, pair):
     with pytest.raises(embsql.ColumnNotFoundError, match=r"^group column 'nope' not found in 'pair'"):
         embsql.jackknife(con, "pair", "nope", "v")
-    with pytest.raises(embsql.ColumnNotFoundError, match=r"^by column 'nope' not found in 'pair'"):
-        embsql.bootstrap(con, "pair", "g", "v", by="nope")
+    with pytest.raises(embsql.ColumnNotFoundError, match=r"^model column 'nope' not found in 'pair'"):
+        embsql.bootstrap(con, "pair", "g", "v", model="nope")
     assert sql_error(con, "SELECT * FROM emb_jackknife('pair', 'nope', 'v')") == \
         'embsql: [column.missing] group column "nope" not found in pair'
     assert sql_error(con, "SELECT * FROM emb_compare('pair', 'g', 'v', 'model', 'nope')") \

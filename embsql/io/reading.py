@@ -31,12 +31,12 @@ def _column(name: str) -> exp.Column:
 
 def _query(source: Source, group: str, vector: str, by: str | None, key: str | None, extra: str | None,
            extra_role: str = "strata", group_role: str = "group"):
-    for name, role in ((group, group_role), (by, "by"), (key, "key"), (extra, extra_role)):
+    for name, role in ((group, group_role), (by, "model"), (key, "key"), (extra, extra_role)):
         if name is not None:
             source.require(name, role)
     source.vector_dimension(vector)
     if by is not None and by == group:
-        raise InputError(f"by column {by!r} is the {group_role} column; pass a different column (e.g. the model)")
+        raise InputError(f"model column {by!r} is also the {group_role} column; pass the column that names each row's model")
     return exp.select(
         exp.alias_(_column(by) if by else exp.null(), B),
         exp.alias_(_column(group), G),

@@ -67,7 +67,7 @@ def models_section(con, source: str, *, item: str | None, by: str | None, group:
     parts = unit_rows(con, resolved, item, vector, by=by, extra=group, extra_role="group", group_role="item")
     if len(parts) < 2:
         if asked:
-            raise InputError(f"the models section needs two or more models; the by column has {len(parts)}")
+            raise InputError(f"the models section needs two or more models; the model column has {len(parts)}")
         return None, None
     models = {value: (part.labels, part.unit) for value, part in parts}
     groups = {value: part.extra for value, part in parts}
