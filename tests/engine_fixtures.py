@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -153,6 +154,8 @@ def spark_session(cores: int = 2, quick_start: bool = True, memory: str = "2g"):
         raise EngineUnavailable("no Java 17+ runtime for Spark (install openjdk-17-jre-headless)")
     os.environ["JAVA_HOME"] = home
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no 'hostname resolves to loopback' warning
+    # the Python workers (stage 1's mapInArrow) run this interpreter, which has numpy, pyarrow and embsql
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     scratch = Path(tempfile.mkdtemp(prefix="embsql-sparktest-"))
     (scratch / "log4j2.properties").write_text(_LOG4J)
     java_options = f"-Dlog4j2.configurationFile=file:{scratch / 'log4j2.properties'}"
