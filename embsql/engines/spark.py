@@ -32,7 +32,7 @@ from sqlglot import exp
 from embsql.core.sums import HUGE_SQUARED, TINY_SQUARED, Accumulator
 from embsql.engines.tables import is_listlike, loadable
 from embsql.io.columns import B, G, V
-from embsql.io.stage1 import BAD, LEN_MAX, LEN_MIN, N, NULLS, SUM_PREFIX, WITHIN, Dimensions
+from embsql.io.stage1 import BAD, LEN_MAX, LEN_MIN, NULLS, SUM_PREFIX, WITHIN, Dimensions, N
 
 # (module, class) of the connections and of the errors, looked up only once they are imported
 CONNECTIONS = (("pyspark.sql.session", "SparkSession"), ("pyspark.sql.connect.session", "SparkSession"))
@@ -89,13 +89,17 @@ def rows_query(table: exp.Expression, group: str, vector: str, by: str | None = 
                       exp.alias_(exp.column(vector, quoted=True), V, quoted=True)).from_(table.copy()).sql("spark")
 
 
-def script(table: exp.Expression, group: str, vector: str, by: str | None = None) -> str:
-    """What group_sums runs, for Report.sql(dialect="spark"): the rows query and the Python step."""
-    return (f"-- stage 1 on Spark: embsql.run_on reads these rows with DataFrame.mapInArrow, and a Python\n"
-            f"-- worker per partition (numpy: embsql.core.sums) returns per ({by or 'no model'}, {group}) n, the\n"
-            f"-- sums of the unit vectors and the within-group sum of squares, merged on the driver\n"
-            f"-- (embsql.engines.spark.group_sums); the portable wide aggregate is exceeds Spark's codegen limit\n"
-            f"{rows_query(table, group, vector, by)}")
+def note(table: exp.Expression, group: str, vector: str, by: str | None = None) -> str:
+    """For Report.sql(dialect="spark"): comment lines saying what embsql.run_on runs on Spark instead
+    of the printed aggregate (the same result columns, from the rows query it shows)."""
+    lines = ["On Spark, embsql.run_on does not run the stage-1 aggregate printed below (it runs there and",
+             "gives the same columns, but its ~4 d aggregate buffers are over Spark's whole-stage codegen",
+             "limit: about 25x slower).  After the probes it reads the rows with this query, and a Python",
+             "worker per partition (DataFrame.mapInArrow; numpy, embsql.core.sums) sums the unit vectors",
+             f"per ({'model, ' if by else ''}group); the driver merges the partitions' sums",
+             "(embsql.engines.spark.group_sums).  The workers need numpy, pyarrow and embsql.",
+             *rows_query(table, group, vector, by).splitlines()]
+    return "".join(f"-- {line}\n" for line in lines)
 
 
 class PartialSums:

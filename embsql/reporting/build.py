@@ -259,12 +259,14 @@ class Report:
         The vector lengths come from ``dims`` ({model: d} or one d; then only the aggregate is
         printed), or else from running the probes on ``con`` (or on an in-memory DuckDB for a file
         source); names are checked the same way.  Every printed statement reads the dialect's
-        table (``table=``), never a local file, so the output runs on that engine as it is."""
+        table (``table=``), never a local file, so the output runs on that engine as it is.  On
+        Spark, run_on sums the rows in Python workers instead of running the printed aggregate:
+        the output starts with comment lines saying so, with the rows query it runs there."""
         if dialect not in WRITABLE:
             raise InputError(f"dialect must be one of {', '.join(WRITABLE)}, not {dialect!r}")
         if dims is not None:
             found = stage1.Dimensions(dims if isinstance(dims, dict) else {None: int(dims)})
-            return _script([(AGGREGATE, self.aggregate_query(dialect, found))], dialect)
+            return self._on_engine(dialect) + _script([(AGGREGATE, self.aggregate_query(dialect, found))], dialect)
         con = con or _file_connection(self.source)
         with self.on(con) as local:
             local._check_columns(con)
@@ -273,7 +275,12 @@ class Report:
             shown = local if dialect == "duckdb" else self     # DuckDB reads the attached file; others their table
             printed = shown.probe_queries(dialect, list(found.by_value)) + \
                 [(AGGREGATE, shown.aggregate_query(dialect, found))]
-            return _script(printed, dialect)
+            return self._on_engine(dialect) + _script(printed, dialect)
+
+    def _on_engine(self, dialect: str) -> str:
+        """Comment lines before the printed SQL where run_on runs stage 1 another way (Spark)."""
+        return spark.note(self._relation(dialect), self.group, self.vector, self.model) + "\n" \
+            if dialect == "spark" else ""
 
     # -- running ------------------------------------------------------------------------------
     def run(self, con: duckdb.DuckDBPyConnection | None = None, *, progress: bool | None = None) -> ReportResult:
@@ -310,7 +317,7 @@ class Report:
             returned = fetch(sql)
             result = stage1.sums_from_means(returned, dims)
         elif summarize is not None:
-            sql = spark.script(self._relation(dialect), self.group, self.vector, self.model)
+            sql = spark.rows_query(self._relation(dialect), self.group, self.vector, self.model)
             returned = result = summarize(self._relation(dialect), dims)
         else:
             sql = write(self.aggregate_query(dialect, dims), dialect)
