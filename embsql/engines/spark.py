@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import re
 import shutil
 import tempfile
 import uuid
@@ -31,6 +32,7 @@ from sqlglot import exp
 
 from embsql.core.sums import HUGE_SQUARED, TINY_SQUARED, Accumulator
 from embsql.engines.tables import is_listlike, loadable
+from embsql.errors import EngineError
 from embsql.io.columns import B, G, V
 from embsql.io.stage1 import BAD, LEN_MAX, LEN_MIN, NULLS, SUM_PREFIX, WITHIN, Dimensions, N
 
@@ -267,7 +269,20 @@ def group_sums(session, table: exp.Expression, group: str, vector: str, dims: Di
 
     out = rows.mapInArrow(partial_sums(dims.by_value, schema), from_arrow_schema(schema))
     with batch_rows(session, max(1, BATCH_BYTES // (8 * dims.high))):
-        partials = out.toArrow() if hasattr(out, "toArrow") else pa.Table.from_pandas(out.toPandas(), preserve_index=False)
+        try:
+            partials = out.toArrow() if hasattr(out, "toArrow") else \
+                pa.Table.from_pandas(out.toPandas(), preserve_index=False)
+        except Exception as error:        # the worker's traceback arrives as the JVM's error text
+            missing = re.search(r"ModuleNotFoundError: No module named '([^']+)'", str(error))
+            if missing:
+                raise EngineError(f"spark: the Python workers cannot import {missing.group(1)!r}; stage 1 runs "
+                                  "numpy there, so the workers' Python (spark.pyspark.python) needs numpy, pyarrow "
+                                  "and embsql installed") from None
+            if "Python worker" in str(error):   # the traceback's last line says what went wrong there
+                last = re.findall(r"^\w+(?:Error|Exception): .*$", str(error), re.MULTILINE)
+                raise EngineError(f"spark: a stage-1 worker failed: {last[-1] if last else str(error).splitlines()[0]}"
+                                  ) from None
+            raise
     return merge(partials, dims)
 
 
