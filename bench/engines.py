@@ -372,7 +372,7 @@ def main() -> int:
         table = make_table(args.n, args.d, args.groups, args.seed)
         print(f"data: {table.num_rows:,} rows, {table.nbytes / 1e9:.2f} GB of Arrow, made in "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
-        report = embsql.report("emb", vector="vec", group="topic", by="model", sections=SECTIONS,
+        report = embsql.report("emb", vector="vec", group="topic", model="model", sections=SECTIONS,
                                replicates=args.replicates, seed=5)
         runs = {name: run_engine(name, args, table, report) for name in engines}
     finally:

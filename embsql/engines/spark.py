@@ -22,6 +22,7 @@ import re
 import shutil
 import tempfile
 import uuid
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -267,7 +268,9 @@ def group_sums(session, table: exp.Expression, group: str, vector: str, dims: Di
     schema = partial_schema(keys)
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    out = rows.mapInArrow(partial_sums(dims.by_value, schema), from_arrow_schema(schema))
+    with warnings.catch_warnings():   # pyspark's pandas version check; mapInArrow never uses pandas
+        warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
+        out = rows.mapInArrow(partial_sums(dims.by_value, schema), from_arrow_schema(schema))
     with batch_rows(session, max(1, BATCH_BYTES // (8 * dims.high))):
         try:
             partials = out.toArrow() if hasattr(out, "toArrow") else \
