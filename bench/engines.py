@@ -135,7 +135,7 @@ def pgvector_engine(args):
 
 @contextlib.contextmanager
 def spark_engine(args):
-    with spark_session(quick_start=False, memory=args.spark_memory) as session:
+    with spark_session(quick_start=False, memory=args.spark_memory, java_options=args.spark_java_options) as session:
         yield session
 
 
@@ -352,6 +352,8 @@ def main() -> int:
     parser.add_argument("--slow", type=float, default=300.0, help="a first run longer than this is not repeated")
     parser.add_argument("--replicates", type=int, default=2000, help="bootstrap replicates of the report")
     parser.add_argument("--spark-memory", default="6g", help="Spark driver heap (local mode runs the tasks there)")
+    parser.add_argument("--spark-java-options", default="",
+                        help="added to Spark's JVM options, e.g. -Darrow.enable_unsafe_memory_access=true")
     parser.add_argument("--timeout", type=float, default=1800.0,
                         help="PostgreSQL statement_timeout in seconds (0: none); a slower report is reported as failed")
     parser.add_argument("--tmp", default=None, help="parent of the temporary directory (default: the system's)")

@@ -113,3 +113,19 @@ def test_a_group_split_over_partitions_keeps_its_digits():
     parts = [batches_of(["m"] * 10, ["a"] * 10, vectors[i::3], 4) for i in range(3)]
     got = by_key(run({"m": 5}, parts))[("m", "a")][WITHIN]
     assert got == pytest.approx(float(direct(vectors)[2]), rel=1e-9)
+
+
+@pytest.mark.parametrize("value_type", [pa.float32(), pa.int64(), pa.decimal128(10, 2)])
+def test_other_number_arrays_are_read_as_doubles(value_type):
+    """array<float>, array<bigint> and array<decimal> give the figures of the same values as doubles."""
+    vectors = [[1, 2, 3], [3, 1, 0], [2, 2, 5], [-1, 4, 2]]
+    schema = spark.partial_schema(pa.schema([pa.field(B, pa.string()), pa.field(G, pa.string())]))
+
+    def figures(type_):
+        batch = pa.record_batch({B: pa.array(["m"] * 4), G: pa.array(["a", "a", "b", "a"]),
+                                 V: pa.array(vectors, pa.list_(pa.float64())).cast(pa.list_(type_))})
+        partials = list(spark.partial_sums({"m": 3}, schema)(iter([batch])))
+        return spark.merge(pa.Table.from_batches(partials, schema), Dimensions({"m": 3})).to_pylist()
+
+    assert figures(value_type) == figures(pa.float64())
+    assert figures(pa.float64())[0][WITHIN] > 0

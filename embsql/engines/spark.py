@@ -148,11 +148,12 @@ class PartialSums:
         fits = ~null & (lengths == d) if d else np.zeros(len(codes), bool)
         if not fits.all():       # a row of another length stays out of the sums (stage 2 names it)
             vectors, codes = vectors.filter(pa.array(fits)), codes[fits]
-        if not len(codes):
+        if not d or not len(codes):     # a model the probes did not see (d None) only counts its rows
             return
         flat = vectors.flatten()
-        x = flat.cast(pa.float64()).to_numpy(zero_copy_only=False).reshape(len(codes), d) \
-            if not pa.types.is_floating(flat.type) else flat.to_numpy(zero_copy_only=False).reshape(len(codes), d)
+        if not pa.types.is_floating(flat.type):       # integers, decimals: as the SQL's CAST(x AS DOUBLE)
+            flat = flat.cast(pa.float64())
+        x = flat.to_numpy(zero_copy_only=False).reshape(len(codes), d)
         norms2 = np.einsum("ij,ij->i", x, x, dtype=np.float64)
         awkward = np.flatnonzero(~((norms2 > TINY_SQUARED) & (norms2 < HUGE_SQUARED)))
         if flat.null_count or len(awkward):
