@@ -9,9 +9,9 @@ spark.sql.codegen.maxFields, 100, so Spark interprets ~1500 buffer updates per r
 the unit vector, then per group n_g, s_g and the within-group sum of squares, two-pass per block
 of rows and merged by Chan et al.'s update); each partition returns one small table of partial
 sums and the driver merges them the same way.  The workers need what the driver has: numpy,
-pyarrow and embsql itself (in local mode they are the driver's own Python).  ``summarizer_sums``
-is the previous route (the unit vector from higher-order functions, summed by pyspark.ml's
-Summarizer), kept for the benchmark's side-by-side ratio.
+pyarrow and embsql itself (in local mode they are the driver's own Python).  The previous route
+(the unit vector from higher-order functions, summed by pyspark.ml's Summarizer: 2.2x slower side
+by side at 1M x 384) is kept in bench/engines.py as "spark-summarizer".
 """
 
 from __future__ import annotations
@@ -223,9 +223,16 @@ def merge(partials: pa.Table, dims: Dimensions) -> pa.Table:
         return np.asarray(partials.column(name).to_numpy(zero_copy_only=False))
 
     high = dims.high
-    sums = np.zeros((len(partials), high))
-    for i, row in enumerate(partials.column(SUMS).to_pylist()):
-        sums[i, :len(row)] = row
+    lists = partials.column(SUMS).combine_chunks()
+    offsets = np.asarray(lists.offsets)
+    values = np.asarray(lists.values.to_numpy(zero_copy_only=False))
+    lengths = np.diff(offsets)
+    if (lengths == high).all():       # one d: a reshape, not a Python float per coordinate
+        sums = values[offsets[0]:offsets[-1]].reshape(len(partials), high)
+    else:                             # models of several d: a shorter model's sums padded with zeros
+        sums = np.zeros((len(partials), high))
+        for i, (low, length) in enumerate(zip(offsets[:-1], lengths)):
+            sums[i, :length] = values[low:low + length]
     good = column(GOOD).astype(np.float64)
     total = np.zeros((size, high))
     np.add.at(total, codes, sums)
