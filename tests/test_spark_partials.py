@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from embsql.engines import spark
-from embsql.errors import BadVectorError
+from embsql.errors import BadLabelError, BadVectorError
 from embsql.io.columns import B, G, V
 from embsql.io.stage1 import BAD, LEN_MAX, LEN_MIN, NULLS, WITHIN, Dimensions, N, group_sums_from_result
 
@@ -129,3 +129,21 @@ def test_other_number_arrays_are_read_as_doubles(value_type):
 
     assert figures(value_type) == figures(pa.float64())
     assert figures(pa.float64())[0][WITHIN] > 0
+
+
+def test_nan_labels_are_one_refused_group_and_signed_zeros_one_group():
+    """As GROUP BY on the other engines: NaN rows over several batches and partitions are one group
+    (refused by stage 2 with all its rows counted), and 0.0 and -0.0 are one group, 0.0."""
+    schema = spark.partial_schema(pa.schema([pa.field(B, pa.string()), pa.field(G, pa.float64())]))
+    labels = [1.0, float("nan"), float("nan"), 2.0, -0.0, 0.0, float("nan")]
+    vectors = pa.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.5, 1.0], [1.0, 2.0], [2.0, 1.0], [3.0, 1.0]],
+                       pa.list_(pa.float64()))
+    batch = pa.record_batch({B: pa.array([None] * 7, pa.string()), G: pa.array(labels), V: vectors})
+    partials = [b for part in (batch.slice(0, 2), batch.slice(2, 3), batch.slice(5))
+                for b in spark.partial_sums({None: 2}, schema)(iter([part]))]
+    merged = spark.merge(pa.Table.from_batches(partials, schema), Dimensions({None: 2}))
+    counts = dict(zip(["nan" if g != g else g for g in merged.column(G).to_pylist()], merged.column(N).to_pylist()))
+    assert counts == {1.0: 1, "nan": 3, 2.0: 1, 0.0: 2}
+    assert [str(g) for g in merged.column(G).to_pylist()].count("-0.0") == 0
+    with pytest.raises(BadLabelError, match="group column 'g' has 3 NaN label"):
+        group_sums_from_result(merged, "g", "vec", Dimensions({None: 2}))

@@ -105,6 +105,17 @@ def note(table: exp.Expression, group: str, vector: str, by: str | None = None) 
     return "".join(f"-- {line}\n" for line in lines)
 
 
+NAN_LABEL = float("nan")     # every NaN label as this one object: a dict finds it (identity), so NaN rows are one group
+
+
+def label_key(value):
+    """A group or model value as a dict key: one NaN (stage 2 refuses it, counting all its rows), and
+    -0.0 as 0.0, as GROUP BY on the other engines groups them."""
+    if isinstance(value, float) and (value != value or value == 0.0):
+        return NAN_LABEL if value != value else 0.0
+    return value
+
+
 class PartialSums:
     """One worker's running figures per (model, group): an Accumulator per model (n_g, s_g,
     within) and the checks stage 2 reads (rows, NULL vectors, lengths, bad and NaN rows)."""
@@ -122,7 +133,7 @@ class PartialSums:
     def add(self, batch: pa.RecordBatch) -> None:
         models = pc.dictionary_encode(batch.column(0), null_encoding="encode")
         model_codes = models.indices.to_numpy(zero_copy_only=False)
-        for j, value in enumerate(models.dictionary.to_pylist()):
+        for j, value in enumerate(label_key(v) for v in models.dictionary.to_pylist()):
             rows = None if len(models.dictionary) == 1 else np.flatnonzero(model_codes == j)
             part = batch if rows is None else batch.take(pa.array(rows))
             self._add_model(value, part.column(1), part.column(2))
@@ -131,7 +142,8 @@ class PartialSums:
         accumulator, checks = self._model(value)
         d = self.dims.get(value)
         encoded = pc.dictionary_encode(labels, null_encoding="encode")
-        codes = accumulator.codes(encoded.dictionary.to_pylist())[encoded.indices.to_numpy(zero_copy_only=False)]
+        labels_seen = [label_key(v) for v in encoded.dictionary.to_pylist()]
+        codes = accumulator.codes(labels_seen)[encoded.indices.to_numpy(zero_copy_only=False)]
         size = len(accumulator.labels)
         for name, fill in ((N, 0), (NULLS, 0), (BAD, 0), (NAN, 0), (LEN_MIN, np.iinfo(np.int64).max),
                            (LEN_MAX, -1)):
@@ -215,7 +227,8 @@ def merge(partials: pa.Table, dims: Dimensions) -> pa.Table:
     Within-group sums of squares merge as M2 = sum_i M2_i + sum_i n_i ||mean_i - mean||^2 (Chan et
     al., for any number of parts): deviations of means, never a difference of large squares."""
     keys: dict = {}
-    models, labels = partials.column(B).to_pylist(), partials.column(G).to_pylist()
+    models = [label_key(v) for v in partials.column(B).to_pylist()]
+    labels = [label_key(v) for v in partials.column(G).to_pylist()]
     codes = np.fromiter((keys.setdefault((b, g), len(keys)) for b, g in zip(models, labels)), np.int64, len(labels))
     size = len(keys)
 
@@ -241,7 +254,6 @@ def merge(partials: pa.Table, dims: Dimensions) -> pa.Table:
     delta = sums / np.maximum(good, 1.0)[:, None] - mean[codes]
     spread = good * np.einsum("ij,ij->i", delta, delta)
     within = np.bincount(codes, weights=column(WITHIN) + spread, minlength=size)
-    first = np.unique(codes, return_index=True)[1]
 
     def summed(name):
         return pa.array(np.bincount(codes, weights=column(name), minlength=size).astype(np.int64))
@@ -253,7 +265,8 @@ def merge(partials: pa.Table, dims: Dimensions) -> pa.Table:
         return pa.array(out, mask=out == fill)
 
     big = np.iinfo(np.int64).max
-    columns = {B: partials.column(B).take(pa.array(first)), G: partials.column(G).take(pa.array(first)),
+    columns = {B: pa.array([key[0] for key in keys], partials.schema.field(B).type),
+               G: pa.array([key[1] for key in keys], partials.schema.field(G).type),
                N: summed(N), NULLS: summed(NULLS), LEN_MIN: extreme(LEN_MIN, np.minimum, big),
                LEN_MAX: extreme(LEN_MAX, np.maximum, -1), BAD: summed(BAD), WITHIN: pa.array(within)}
     columns.update({f"{SUM_PREFIX}{k}": pa.array(total[:, k - 1]) for k in range(1, high + 1)})

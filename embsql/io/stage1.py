@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
-from embsql.core.labels import sort_key
+from embsql.core.labels import bad_label, sort_key
 from embsql.core.sums import HUGE_SQUARED, TINY_SQUARED, GroupSums
 from embsql.errors import BadLabelError, BadVectorError, ColumnTypeError, InputError
 from embsql.io.columns import B, G
@@ -248,8 +248,8 @@ def group_sums_from_result(result: pa.Table, group: str, vector: str, dims: Dime
         where = "" if by is None else f" for {by} = {value!r}"
         d = dims.by_value[value if by else None]
         for i in rows:
-            if labels[i] is None:
-                raise BadLabelError(f"group column {group!r} has {counts[i]} NULL label(s){where}")
+            if bad_label(labels[i]):       # the label rule: NULL and NaN labels are errors
+                raise BadLabelError(f"group column {group!r} has {counts[i]} {bad_label(labels[i])} label(s){where}")
             if nulls[i]:
                 raise BadVectorError(f"vector column {vector!r} has {nulls[i]} NULL vector(s) in group {labels[i]!r}"
                                      f"{where}; vectors must be non-NULL, finite and of non-zero length")
