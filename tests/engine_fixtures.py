@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -133,12 +134,12 @@ appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 
 
 @contextlib.contextmanager
-def spark_session(cores: int = 2, quick_start: bool = True, memory: str = "2g"):
+def spark_session(cores: int = 2, quick_start: bool = True, memory: str = "2g", java_options: str = ""):
     """A local SparkSession: ``cores`` threads, few shuffle partitions, no UI, quiet logging.
 
     ``quick_start`` runs the JVM with only its fast (C1) compiler and the serial collector: start-up
     and short queries take about half the time; pass False for long benchmark runs. ``memory`` is
-    the JVM heap (local mode runs the tasks in the driver)."""
+    the JVM heap (local mode runs the tasks in the driver); ``java_options`` are added to the JVM's."""
     try:
         from pyspark.sql import SparkSession
     except ImportError:
@@ -153,9 +154,11 @@ def spark_session(cores: int = 2, quick_start: bool = True, memory: str = "2g"):
         raise EngineUnavailable("no Java 17+ runtime for Spark (install openjdk-17-jre-headless)")
     os.environ["JAVA_HOME"] = home
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no 'hostname resolves to loopback' warning
+    # the Python workers (stage 1's mapInArrow) run this interpreter, which has numpy, pyarrow and embsql
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     scratch = Path(tempfile.mkdtemp(prefix="embsql-sparktest-"))
     (scratch / "log4j2.properties").write_text(_LOG4J)
-    java_options = f"-Dlog4j2.configurationFile=file:{scratch / 'log4j2.properties'}"
+    java_options = f"-Dlog4j2.configurationFile=file:{scratch / 'log4j2.properties'} {java_options}".strip()
     if quick_start:
         java_options += " -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
     try:

@@ -105,3 +105,81 @@ def test_command_line_runs_stage_1_on_spark(spark, duckdb_result, capsys):  # no
     for row in duckdb_result["decomposition"].to_dicts():
         assert got[row["model"]]["r2"] == pytest.approx(row["r2"], rel=TOL)
     assert spark.sql("SELECT 1 AS one").collect()[0].one == 1          # the session was left running
+
+
+def awkward_table() -> pa.Table:
+    """Two models of different d (3 and 5), a group of nearly identical vectors (spread 1e-7, where
+    n - ||s||^2 / n loses every digit), vectors of magnitude 1e-300 and 1e300, float32 and double."""
+    rng = np.random.default_rng(21)
+    models, topics, vectors = [], [], []
+    for model, d in (("short", 3), ("long", 5)):
+        base = rng.standard_normal(d)
+        for i in range(600):
+            topic = ("close", "wide", "tiny", "huge")[i % 4]
+            v = {"close": base + 1e-7 * rng.standard_normal(d), "wide": rng.standard_normal(d) + 0.5,
+                 "tiny": (rng.standard_normal(d) + 1.0) * 1e-300, "huge": (rng.standard_normal(d) + 1.0) * 1e300}[topic]
+            models.append(model)
+            topics.append(topic)
+            vectors.append(list(v))
+    return pa.table({"model": models, "topic": topics, "vec": pa.array(vectors, pa.list_(pa.float64()))})
+
+
+def test_spark_stage1_over_several_partitions_keeps_every_digit(spark):  # noqa: F811
+    """The same figures as DuckDB (1e-9) with groups spread over several partitions (the workers'
+    partial sums merged on the driver), models of different d, near-duplicates and extreme scales."""
+    table = awkward_table()
+    load_table(spark, "awkward_file", table)
+    spark.table("awkward_file").repartition(5).createOrReplaceTempView("awkward")
+    report = embsql.report("awkward", vector="vec", group="topic", model="model", sections=["decomposition"])
+    con = embsql.connect()
+    con.register("awkward", table)
+    expected, got = report.run(con)["decomposition"].to_dicts(), embsql.run_on(spark, report)["decomposition"].to_dicts()
+    assert [row["model"] for row in got] == [row["model"] for row in expected] == ["long", "short"]
+    for want, row in zip(expected, got):
+        floats = [column for column, value in want.items() if isinstance(value, float)]
+        assert len(floats) >= 5 and want["ss_w"] > 0
+        for column in floats:
+            assert row[column] == pytest.approx(want[column], rel=TOL, abs=1e-12), (row["model"], column)
+    # per group, the within-group sum of squares of the near-duplicates too (lost in SS_W's total)
+    from sqlglot import exp
+
+    from embsql.engines.spark import group_sums
+    from embsql.io import stage1
+
+    dims = stage1.Dimensions({"short": 3, "long": 5})
+    ours = group_sums(spark, exp.to_table("awkward"), "topic", "vec", dims, "model").to_pylist()
+    sql = stage1.group_sums_query(exp.to_table("awkward"), "topic", "vec", dims, "model").sql("duckdb")
+    duck = {(r[stage1.B], r[stage1.G]): r for r in con.sql(sql).to_arrow_table().to_pylist()}
+    assert len(ours) == len(duck) == 8
+    for row in ours:
+        want = duck[(row[stage1.B], row[stage1.G])]
+        assert row[stage1.N] == want[stage1.N] == 150
+        assert row[stage1.WITHIN] == pytest.approx(want[stage1.WITHIN], rel=TOL), row[stage1.G]
+    close = [row[stage1.WITHIN] for row in ours if row[stage1.G] == "close"]
+    assert all(0 < w < 1e-10 for w in close)
+
+
+def test_spark_stage1_names_a_nan_and_a_short_vector(spark):  # noqa: F811
+    for vectors, message in (([[1.0, 0.0], [float("nan"), 1.0]], r"^spark: vector column 'vec' has a NaN"),
+                             ([[1.0, 0.0], [1.0, 2.0, 3.0]], r"^spark: vector column 'vec' has a vector of length 3")):
+        load_table(spark, "odd", pa.table({"topic": ["a", "b"], "vec": pa.array(vectors, pa.list_(pa.float64()))}))
+        with pytest.raises(embsql.BadVectorError, match=message):
+            embsql.run_on(spark, embsql.report("odd", vector="vec", group="topic", sections=["decomposition"]))
+
+
+def test_spark_sql_says_what_run_on_runs_there(spark):  # noqa: F811
+    """Report.sql(dialect="spark") starts with comment lines saying that run_on reads the rows with the
+    query shown (and sums them in Python workers); that query is the one run_on ran, and runs."""
+    load_table(spark, "emb", engine_table())
+    report = embsql.report("emb", vector="vec", group="topic", model="model", sections=["decomposition"],
+                           where="topic <> 'g00'")
+    printed = report.sql("spark", dims={"m1": D, "m2": D})
+    comment = printed.split("\n\n")[0].splitlines()
+    assert all(line.startswith("-- ") for line in comment) and "mapInArrow" in printed.split("\n\n")[0]
+    rows_query = comment[-1][3:]
+    assert rows_query.startswith("SELECT") and "WHERE" in rows_query
+    assert embsql.run_on(spark, report).meta["sql"] == rows_query
+    read = spark.sql(rows_query).toArrow()
+    assert read.column_names == ["__emb_b", "__emb_g", "__emb_v"]
+    assert read.num_rows == sum(1 for t in engine_table().column("topic").to_pylist() if t != "g00")
+    assert "-- On Spark" not in report.sql("postgres", dims={"m1": D, "m2": D})

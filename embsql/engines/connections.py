@@ -13,6 +13,7 @@ an engine quickly (Parquet for Spark, COPY for PostgreSQL).
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 
 import duckdb
@@ -130,8 +131,12 @@ def connect(engine: str, *, dsn: str | None = None, spark_master: str | None = N
     except ImportError:
         raise EngineError("spark: pyspark is not installed (pip install 'embsql[spark]')") from None
     running = SparkSession.getActiveSession()     # this process's own session: use it, leave it running
+    builder = SparkSession.builder.master(spark_master or "local[*]").appName("embsql")
+    if (spark_master or "local").startswith("local") and "PYSPARK_PYTHON" not in os.environ:
+        # local workers run this Python, which has what stage 1's workers need (numpy, pyarrow, embsql)
+        builder = builder.config("spark.pyspark.python", sys.executable)
     try:
-        session = running or SparkSession.builder.master(spark_master or "local[*]").appName("embsql").getOrCreate()
+        session = running or builder.getOrCreate()
     except Exception as error:  # py4j / JVM start-up: no Java, a master that does not answer
         raise EngineError(f"spark: cannot start a session on {spark_master or 'local[*]'}: {_first_line(error)}") from None
     try:

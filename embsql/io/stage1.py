@@ -24,9 +24,9 @@ the vectors), so a model of d = 384 and one of d = 768 can share a table and one
 aggregate then counts NULL vectors and the shortest and longest vector per group, and stage 2
 checks them against d.
 
-On a classic SparkSession stage 1 runs as spark_unit_rows_query (the unit vector as one array per
-row, from higher-order functions) summed by spark_group_sums (one array-valued aggregate): the wide
-form's ~4 d aggregate buffers are far over Spark's codegen limit (about 9x slower at 100k x 384).
+On Spark, embsql.run_on does not run this aggregate: its ~4 d aggregate buffers are far over
+Spark's codegen limit, and embsql.engines.spark.group_sums computes the same columns in Python
+workers instead (mapInArrow).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
-from embsql.core.labels import sort_key
+from embsql.core.labels import bad_label, sort_key
 from embsql.core.sums import HUGE_SQUARED, TINY_SQUARED, GroupSums
 from embsql.errors import BadLabelError, BadVectorError, ColumnTypeError, InputError
 from embsql.io.columns import B, G
@@ -248,8 +248,8 @@ def group_sums_from_result(result: pa.Table, group: str, vector: str, dims: Dime
         where = "" if by is None else f" for {by} = {value!r}"
         d = dims.by_value[value if by else None]
         for i in rows:
-            if labels[i] is None:
-                raise BadLabelError(f"group column {group!r} has {counts[i]} NULL label(s){where}")
+            if bad_label(labels[i]):       # the label rule: NULL and NaN labels are errors
+                raise BadLabelError(f"group column {group!r} has {counts[i]} {bad_label(labels[i])} label(s){where}")
             if nulls[i]:
                 raise BadVectorError(f"vector column {vector!r} has {nulls[i]} NULL vector(s) in group {labels[i]!r}"
                                      f"{where}; vectors must be non-NULL, finite and of non-zero length")
@@ -392,71 +392,3 @@ def vector_form(fetch, table: exp.Expression, vector: str, dialect: str, name: s
         wanted = "an array of numbers" + (" or pgvector's vector" if dialect == "postgres" else "")
         raise ColumnTypeError(f"{dialect}: vector column {vector!r} of {name!r} is {type_name}; it must be {wanted}")
     return VectorForm(type_name.strip().lower(), rows[0][VERSION])
-
-
-# ---------------------------------------------------------------- Spark: one array-valued aggregate
-
-UNIT = "__emb_u"
-
-
-def spark_unit_rows_query(table: exp.Expression, group: str, vector: str, dims: Dimensions,
-                          by: str | None = None) -> str:
-    """Spark: per row the keys, the checks and the unit vector as one array of dims.high doubles.
-
-    group_sums_query's wide form has about 4 d aggregate buffers (SUM and VAR_POP per coordinate),
-    far over Spark's whole-stage codegen limit (spark.sql.codegen.maxFields, 100), so Spark
-    interprets ~1500 buffer updates per row: 15x DuckDB at 100k x 384.  Here the unit vector is
-    built with higher-order functions (the same inv as group_sums_query: 1/sqrt(ss), or through
-    the peak where ss under- or overflows) and spark_group_sums sums it per group with one
-    array-valued aggregate, whose state is O(d) per group.  The array always has dims.high
-    entries (zero past a shorter vector, or for a row counted as NULL or bad), so the aggregate
-    never meets two lengths; the length check of stage 2 names the odd vector instead."""
-    v = _col(vector).sql("spark")
-    high = dims.high
-    xs = f"transform({v}, x -> CAST(x AS DOUBLE))"
-    ss = "aggregate(`__emb_xs`, CAST(0 AS DOUBLE), (a, x) -> a + x * x)"
-    peak = "array_max(transform(`__emb_xs`, x -> abs(x)))"
-    scaled = "aggregate(`__emb_xs`, CAST(0 AS DOUBLE), (a, x) -> a + (x / `peak`) * (x / `peak`))"
-    plain = f"`ss` > {TINY_SQUARED!r} AND `ss` < {HUGE_SQUARED!r}"
-    inv = (f"CASE WHEN {plain} THEN 1 / SQRT(`ss`) "
-           f"WHEN `peak` > 0 THEN 1 / (`peak` * SQRT({scaled})) END")
-    unit = (f"CASE WHEN `inv` IS NULL THEN array_repeat(CAST(0 AS DOUBLE), {high}) ELSE "
-            f"transform(sequence(0, {high - 1}), i -> CASE WHEN i < size(`__emb_xs`) "
-            f"THEN `__emb_xs`[i] * `inv` ELSE CAST(0 AS DOUBLE) END) END")
-    by_sql = _col(by).sql("spark") if by else "NULL"
-    return (f"SELECT `{B}`, `{G}`, `is_null`, `len`, `inv`, {unit} AS `{UNIT}`\n"
-            f"FROM (SELECT *, {inv} AS `inv`\n"
-            f"  FROM (SELECT *, CASE WHEN {plain} THEN 1 ELSE {peak} END AS `peak`\n"
-            f"    FROM (SELECT *, {ss} AS `ss`\n"
-            f"      FROM (SELECT {by_sql} AS `{B}`, {_col(group).sql('spark')} AS `{G}`,\n"
-            f"          CASE WHEN {v} IS NULL THEN 1 ELSE 0 END AS `is_null`, size({v}) AS `len`,\n"
-            f"          {xs} AS `__emb_xs`\n"
-            f"        FROM {table.sql('spark')}) AS `__emb_x`) AS `__emb_ss`) AS `__emb_peak`) AS `__emb_unit_rows`")
-
-
-def spark_group_sums(session, sql: str, dims: Dimensions) -> pa.Table:
-    """spark_unit_rows_query's rows summed per (by, group) in group_sums_query's columns.
-
-    pyspark.ml's Summarizer over array_to_vector is the array-valued aggregate (an imperative
-    aggregate: a loop over a double[] per row, O(d) state per group).  Its sum and its variance
-    come from Welford-type updates of the mean and of M2, so within = (n_g - 1) * sum_k var_k =
-    sum_k M2_k, the within-group sum of squares, as stably as VAR_POP (n_g = 1: 0)."""
-    from pyspark.ml.functions import array_to_vector, vector_to_array
-    from pyspark.ml.stat import Summarizer
-    from pyspark.sql import functions as F
-
-    metrics = Summarizer.metrics("sum", "variance")
-    rows = session.sql(sql).withColumn(UNIT, array_to_vector(F.col(UNIT)))
-    grouped = rows.groupBy(B, G).agg(
-        F.count(F.lit(1)).alias(N), F.sum("is_null").alias(NULLS), F.min("len").alias(LEN_MIN),
-        F.max("len").alias(LEN_MAX), F.sum(F.when(F.col("inv").isNull(), 1).otherwise(0)).alias(BAD),
-        metrics.summary(F.col(UNIT)).alias("__emb_summary"))
-    variance_sum = F.aggregate(vector_to_array(F.col("__emb_summary.variance")), F.lit(0.0), lambda a, x: a + x)
-    out = grouped.select(B, G, N, NULLS, LEN_MIN, LEN_MAX, BAD, ((F.col(N) - 1) * variance_sum).alias(WITHIN),
-                         vector_to_array(F.col("__emb_summary.sum")).alias("__emb_sums"))
-    table = out.toArrow() if hasattr(out, "toArrow") else pa.Table.from_pandas(out.toPandas(), preserve_index=False)
-    sums = np.asarray(table.column("__emb_sums").combine_chunks().flatten().to_numpy(zero_copy_only=False),
-                      dtype=np.float64).reshape(len(table), dims.high)
-    columns = {name: table.column(name) for name in (B, G, N, NULLS, LEN_MIN, LEN_MAX, BAD, WITHIN)}
-    columns.update({_sum_name(k): pa.array(sums[:, k - 1]) for k in range(1, dims.high + 1)})
-    return pa.table(columns)

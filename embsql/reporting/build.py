@@ -31,6 +31,7 @@ from embsql.core import decomposition, resampling
 from embsql.core.arguments import check_level, check_permutations, check_replicates, check_seed
 from embsql.core.paired import canonical
 from embsql.core.sums import GroupSums
+from embsql.engines import spark
 from embsql.engines.dialects import WRITABLE
 from embsql.errors import BadLabelError, BadVectorError, ColumnNotFoundError, DesignError, EngineError, InputError
 from embsql.io import stage1
@@ -258,12 +259,14 @@ class Report:
         The vector lengths come from ``dims`` ({model: d} or one d; then only the aggregate is
         printed), or else from running the probes on ``con`` (or on an in-memory DuckDB for a file
         source); names are checked the same way.  Every printed statement reads the dialect's
-        table (``table=``), never a local file, so the output runs on that engine as it is."""
+        table (``table=``), never a local file, so the output runs on that engine as it is.  On
+        Spark, run_on sums the rows in Python workers instead of running the printed aggregate:
+        the output starts with comment lines saying so, with the rows query it runs there."""
         if dialect not in WRITABLE:
             raise InputError(f"dialect must be one of {', '.join(WRITABLE)}, not {dialect!r}")
         if dims is not None:
             found = stage1.Dimensions(dims if isinstance(dims, dict) else {None: int(dims)})
-            return _script([(AGGREGATE, self.aggregate_query(dialect, found))], dialect)
+            return self._on_engine(dialect) + _script([(AGGREGATE, self.aggregate_query(dialect, found))], dialect)
         con = con or _file_connection(self.source)
         with self.on(con) as local:
             local._check_columns(con)
@@ -272,7 +275,12 @@ class Report:
             shown = local if dialect == "duckdb" else self     # DuckDB reads the attached file; others their table
             printed = shown.probe_queries(dialect, list(found.by_value)) + \
                 [(AGGREGATE, shown.aggregate_query(dialect, found))]
-            return _script(printed, dialect)
+            return self._on_engine(dialect) + _script(printed, dialect)
+
+    def _on_engine(self, dialect: str) -> str:
+        """Comment lines before the printed SQL where run_on runs stage 1 another way (Spark)."""
+        return spark.note(self._relation(dialect), self.group, self.vector, self.model) + "\n" \
+            if dialect == "spark" else ""
 
     # -- running ------------------------------------------------------------------------------
     def run(self, con: duckdb.DuckDBPyConnection | None = None, *, progress: bool | None = None) -> ReportResult:
@@ -288,8 +296,8 @@ class Report:
     def run_stage1(self, fetch, dialect: str, *, con=None, progress=None, summarize=None) -> ReportResult:
         """Run stage 1 through ``fetch(sql) -> Arrow`` on any engine, then stage 2 here.
 
-        ``summarize(sql, dims) -> Arrow`` (Spark, from run_on) sums stage1.spark_unit_rows_query's
-        unit vectors per group with one array-valued aggregate instead of the wide SQL aggregate."""
+        ``summarize(relation, dims) -> Arrow`` (Spark, from run_on: embsql.engines.spark.group_sums)
+        returns the group sums in the wide aggregate's columns, computed another way."""
         form, name = stage1.VectorForm(), self.table or self.source
         if con is None:  # another engine: check the sections and the names there before the probes run
             self._check_engine_sections()
@@ -309,8 +317,8 @@ class Report:
             returned = fetch(sql)
             result = stage1.sums_from_means(returned, dims)
         elif summarize is not None:
-            sql = stage1.spark_unit_rows_query(self._relation(dialect), self.group, self.vector, dims, self.model)
-            returned = result = summarize(sql, dims)
+            sql = spark.rows_query(self._relation(dialect), self.group, self.vector, self.model)
+            returned = result = summarize(self._relation(dialect), dims)
         else:
             sql = write(self.aggregate_query(dialect, dims), dialect)
             returned = result = fetch(sql)
@@ -458,10 +466,10 @@ def run_on(connection, report: Report, *, progress: bool | None = None) -> Repor
 
     dialect = dialect_of(connection)
     summarize = None
-    if dialect == "spark" and type(connection).__module__ == "pyspark.sql.session":  # pyspark.ml: classic sessions
-        def summarize(sql, dims):
+    if dialect == "spark":
+        def summarize(relation, dims):
             try:
-                return stage1.spark_group_sums(connection, sql, dims)
+                return spark.group_sums(connection, relation, report.group, report.vector, dims, report.model)
             except errors_of(dialect) as error:
                 raise engine_error(dialect, error) from error
     return report.run_stage1(lambda sql: fetch_arrow(connection, sql), dialect, progress=progress,

@@ -1,3 +1,11 @@
+-- On Spark, embsql.run_on does not run the stage-1 aggregate printed below (it runs there and
+-- gives the same columns, but its ~4 d aggregate buffers are over Spark's whole-stage codegen
+-- limit: about 25x slower).  After the probes it reads the rows with this query, and a Python
+-- worker per partition (DataFrame.mapInArrow; numpy, embsql.core.sums) sums the unit vectors
+-- per (model, group); the driver merges the partitions' sums
+-- (embsql.engines.spark.group_sums).  The workers need numpy, pyarrow and embsql.
+-- SELECT `model` AS `__emb_b`, `topic` AS `__emb_g`, `emb` AS `__emb_v` FROM (SELECT * FROM `emb` WHERE `split` = 'test') AS __emb_source
+
 -- stage 1: n_g and coordinate sums of the unit vectors per (model, group)
 SELECT
   `__emb_b`,
