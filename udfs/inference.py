@@ -10,14 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from embsql.core.decomposition import between_ss
-from embsql.core.design import check_groups
 from embsql.core.dispersion import dispersion_test
 from embsql.core.labels import clean_label
 from embsql.core.permutation import canonical_order, design, permanova_distances, permanova_vectors
-from embsql.core.precision import check_spread
-from embsql.core.sums import GroupSums
-from embsql.errors import DesignError, fail
+from embsql.core.row_tests import anova_parts
+from embsql.errors import fail
 from embsql.io.interrupts import Watch, install
 from embsql.io.reading import unit_vectors
 from embsql.io.udf_errors import sql_errors
@@ -72,23 +69,6 @@ def _scalar(array: pa.Array, row: int):
     return array[row].as_py()
 
 
-def _decomposition(names: np.ndarray, unit: np.ndarray) -> tuple[dict, bool]:
-    """n, G, SS_W, SS_B and the mean resultant length from the sums embsql.permanova uses (GroupSums,
-    embsql.core.decomposition), so that emb_permanova reads its vectors once; and whether the design
-    defines the decomposition (embsql.core.design / precision).  When it does not, the permutation
-    test is not run and emb__permanova refuses the design in emb_anova's own words."""
-    sums = GroupSums.from_rows(names, unit)
-    n, groups = int(sums.counts.sum()), len(sums.counts)
-    parts = {"n": n, "groups": groups, "ss_w": float(sums.within_ss().sum()), "ss_b": float(between_ss(sums).sum()),
-             "mean_resultant_length": float(np.linalg.norm(sums.sums.sum(axis=0))) / n}
-    try:
-        check_groups(groups, n, needs="the decomposition")
-        check_spread(parts["ss_w"] + parts["ss_b"], parts["ss_w"], n)
-    except DesignError:
-        return parts, False
-    return parts, True
-
-
 @sql_errors(stopped="the permutation test")
 def emb__permanova_test(labels, vectors, strata, vector_col, permutations, seed, use_strata, statistic, group_col,
                         label_type, null_method):
@@ -98,9 +78,9 @@ def emb__permanova_test(labels, vectors, strata, vector_col, permutations, seed,
         unit = _unit(vectors[row].values, names, _scalar(vector_col, row))
         blocks = np.asarray(_scalar(strata, row), dtype=object) if _scalar(use_strata, row) else None
         order = canonical_order(names, blocks, unit)
-        parts, defined = _decomposition(names[order], unit[order])
-        if not defined:
-            out.append(parts)   # the missing test fields are NULL
+        parts, defined = anova_parts(names[order], unit[order])
+        if not defined:   # no test: emb__permanova refuses the design in emb_anova's words
+            out.append(parts)   # (the test fields are NULL)
             continue
         test = permanova_vectors(unit[order], design(names[order], None if blocks is None else blocks[order]),
                                  permutations=_scalar(permutations, row), seed=_scalar(seed, row),
