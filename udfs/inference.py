@@ -78,11 +78,12 @@ def emb__permanova_test(labels, vectors, strata, vector_col, permutations, seed,
         unit = _unit(vectors[row].values, names, _scalar(vector_col, row))
         blocks = np.asarray(_scalar(strata, row), dtype=object) if _scalar(use_strata, row) else None
         order = canonical_order(names, blocks, unit)
-        parts, defined = anova_parts(names[order], unit[order])
+        names, unit = names[order], unit[order]   # sorted once, for both the sums and the test
+        parts, defined = anova_parts(names, unit)
         if not defined:   # no test: emb__permanova refuses the design in emb_anova's words
             out.append(parts)   # (the test fields are NULL)
             continue
-        test = permanova_vectors(unit[order], design(names[order], None if blocks is None else blocks[order]),
+        test = permanova_vectors(unit, design(names, None if blocks is None else blocks[order]),
                                  permutations=_scalar(permutations, row), seed=_scalar(seed, row),
                                  statistic=_scalar(statistic, row), progress=Watch(),
                                  null=_scalar(null_method, row))
