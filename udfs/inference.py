@@ -13,13 +13,22 @@ import pyarrow as pa
 from embsql.core.dispersion import dispersion_test
 from embsql.core.labels import clean_label
 from embsql.core.permutation import canonical_order, design, permanova_distances, permanova_vectors
+from embsql.core.row_tests import anova_parts
 from embsql.errors import fail
 from embsql.io.interrupts import Watch, install
 from embsql.io.reading import unit_vectors
 from embsql.io.udf_errors import sql_errors
 
-PERMANOVA = ("STRUCT(statistic DOUBLE, p_value DOUBLE, permutations BIGINT, method VARCHAR, statistic_name VARCHAR, "
-             "w_d DOUBLE, null_method VARCHAR, groups_left_out BIGINT, items_left_out BIGINT, note VARCHAR)")
+TEST_FIELDS = ("statistic DOUBLE, p_value DOUBLE, permutations BIGINT, method VARCHAR, statistic_name VARCHAR, "
+               "w_d DOUBLE, null_method VARCHAR, groups_left_out BIGINT, items_left_out BIGINT, note VARCHAR")
+PERMANOVA = f"STRUCT({TEST_FIELDS})"
+# the vector route also returns the decomposition's parts, from which emb__permanova derives emb_anova's columns
+PARTS_FIELDS = "n BIGINT, groups BIGINT, ss_w DOUBLE, ss_b DOUBLE, mean_resultant_length DOUBLE"
+PERMANOVA_VECTORS = f"STRUCT({TEST_FIELDS}, {PARTS_FIELDS})"
+# ... as an Arrow type, so that a chunk whose first row has no test (NULLs) keeps the declared types
+_ARROW_TYPES = {"DOUBLE": pa.float64(), "BIGINT": pa.int64(), "VARCHAR": pa.string()}
+PERMANOVA_VECTORS_ARROW = pa.struct([(name, _ARROW_TYPES[kind]) for name, kind in
+                                     (field.split() for field in f"{TEST_FIELDS}, {PARTS_FIELDS}".split(", "))])
 DISPERSION = ("STRUCT(groups BIGINT, f DOUBLE, p_value DOUBLE, permutations BIGINT, groups_left_out BIGINT, "
               "items_left_out BIGINT, note VARCHAR, labels VARCHAR[], sizes BIGINT[], mean_distance DOUBLE[], "
               "in_test BOOLEAN[])")
@@ -69,12 +78,17 @@ def emb__permanova_test(labels, vectors, strata, vector_col, permutations, seed,
         unit = _unit(vectors[row].values, names, _scalar(vector_col, row))
         blocks = np.asarray(_scalar(strata, row), dtype=object) if _scalar(use_strata, row) else None
         order = canonical_order(names, blocks, unit)
-        test = permanova_vectors(unit[order], design(names[order], None if blocks is None else blocks[order]),
+        names, unit = names[order], unit[order]   # sorted once, for both the sums and the test
+        parts, defined = anova_parts(names, unit)
+        if not defined:   # no test: emb__permanova refuses the design in emb_anova's words
+            out.append(parts)   # (the test fields are NULL)
+            continue
+        test = permanova_vectors(unit, design(names, None if blocks is None else blocks[order]),
                                  permutations=_scalar(permutations, row), seed=_scalar(seed, row),
                                  statistic=_scalar(statistic, row), progress=Watch(),
                                  null=_scalar(null_method, row))
-        out.append(_row(test, _scalar(statistic, row)))
-    return pa.array(out)
+        out.append({**_row(test, _scalar(statistic, row)), **parts})
+    return pa.array(out, type=PERMANOVA_VECTORS_ARROW)
 
 
 @sql_errors(stopped="the permutation test")
@@ -125,7 +139,7 @@ SPECS = [
     {"name": "emb__permanova_test", "function": emb__permanova_test,
      "parameters": ["VARCHAR[]", "DOUBLE[][]", "VARCHAR[]", "VARCHAR", "BIGINT", "BIGINT", "BOOLEAN", "VARCHAR",
                     "VARCHAR", "VARCHAR", "VARCHAR"],
-     "return_type": PERMANOVA},
+     "return_type": PERMANOVA_VECTORS},
     {"name": "emb__permanova_dist_test", "function": emb__permanova_dist_test,
      "parameters": ["VARCHAR[]", "VARCHAR[]", "DOUBLE[]", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "BIGINT", "BIGINT",
                     "BOOLEAN", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR"],

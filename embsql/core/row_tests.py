@@ -13,11 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from embsql.core import decomposition
+from embsql.core.design import check_groups
 from embsql.core.dispersion import Dispersion, dispersion_test
 from embsql.core.labels import clean_labels
 from embsql.core.permutation import Design, canonical_order, design, permanova_vectors
+from embsql.core.precision import check_spread
 from embsql.core.progress import progress_bar
 from embsql.core.sums import GroupSums, UnitRows
+from embsql.errors import DesignError
 
 PERMANOVA_COLUMNS = decomposition.ANOVA_COLUMNS + ("p_value", "permutations", "statistic", "w_d", "null_method",
                                                      "groups_left_out", "items_left_out", "note")
@@ -53,6 +56,25 @@ def permanova_row(rows: Ordered, value, *, permutations: int, seed: int, method:
     return {**row, "p_value": test.p_value, "permutations": test.permutations, "statistic": statistic,
             "w_d": test.statistic if statistic == "welch" else None, "null_method": test.null,
             "groups_left_out": test.groups_left_out, "items_left_out": test.items_left_out, "note": test.note}
+
+
+def anova_parts(labels, unit: np.ndarray) -> tuple[dict, bool]:
+    """n, groups, ss_w, ss_b and mean_resultant_length of one model, from the sums permanova_row uses,
+    and whether the decomposition is defined there (its checks, embsql.core.design and precision).
+
+    For the SQL route (udfs/inference.py), which reads the vectors once: emb_permanova derives emb_anova's
+    other columns from these in SQL and, where the design is not defined, refuses it in emb_anova's words."""
+    sums = GroupSums.from_rows(labels, unit)
+    n, groups = int(sums.counts.sum()), len(sums.counts)
+    parts = {"n": n, "groups": groups, "ss_w": float(sums.within_ss().sum()),
+             "ss_b": float(decomposition.between_ss(sums).sum()),
+             "mean_resultant_length": float(np.linalg.norm(sums.sums.sum(axis=0))) / n}
+    try:
+        check_groups(groups, n, needs="the decomposition")
+        check_spread(parts["ss_w"] + parts["ss_b"], parts["ss_w"], n)
+    except DesignError:
+        return parts, False
+    return parts, True
 
 
 def spread(rows: Ordered, *, permutations: int, seed: int, progress=None) -> Dispersion:

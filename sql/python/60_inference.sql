@@ -31,24 +31,80 @@ CREATE OR REPLACE TEMP MACRO emb__null_method_argument(value) AS
                            coalesce(value::VARCHAR, 'NULL')))
     END;
 
+-- One pass over the vectors: the UDF gets each by value's items as lists and returns the permutation
+-- test together with n, G, SS_W, SS_B and the mean resultant length (embsql.permanova's own sums), from
+-- which emb_anova's other columns follow by its formulas (20_anova.sql).  The checks are emb_anova's,
+-- in its words: the vectors' on the per-by aggregate, before the UDF (which never sees an unusable
+-- vector or mixed lengths); the design's on the UDF's result (the UDF skips the test of a design the
+-- decomposition refuses).  Each check is a filter, so it holds whatever columns a query reads.
 CREATE OR REPLACE TEMP MACRO emb__permanova(tbl, group_col, vector_col, by_col, permutations, seed, strata_col,
                                        statistic, null_method) AS TABLE
-WITH test AS (
-    SELECT __emb_b,
-        emb__permanova_test(list(__emb_g::VARCHAR), list(__emb_v::DOUBLE[]), list(__emb_x::VARCHAR),
-                            vector_col, emb__whole_argument(permutations, 'permutations'),
-                            emb__whole_argument(seed, 'seed'), strata_col IS NOT NULL,
-                            emb__text_argument(statistic, 'statistic'), group_col, any_value(typeof(__emb_g)),
-                            emb__null_method_argument(null_method)) AS t
+WITH items AS (
+    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
+        list(__emb_g::VARCHAR) AS __emb_gs, list(__emb_v::DOUBLE[]) AS __emb_vs, list(__emb_x::VARCHAR) AS __emb_xs,
+        any_value(typeof(__emb_g)) AS __emb_gtype,
+        -- the unusable vectors: the first group that has any (by label), its count and its word
+        min({g: __emb_g, bad: __emb_bad}) FILTER (__emb_bad IS NOT NULL) AS __emb_bad,
+        histogram(__emb_g) FILTER (__emb_bad IS NOT NULL) AS __emb_nbad,
+        -- the lengths: their range, and the first group (by label) with its shortest length
+        min(len(__emb_v)) AS __emb_dmin_all, max(len(__emb_v)) AS __emb_dmax_all,
+        min({g: __emb_g, d: len(__emb_v)}) FILTER (__emb_v IS NOT NULL) AS __emb_dmin
     FROM emb__rows(tbl, group_col, vector_col, by_col, strata_col)
-    GROUP BY __emb_b
-)
-SELECT a.*, test.t.p_value AS p_value, test.t.permutations AS permutations, test.t.statistic_name AS statistic,
-       test.t.w_d AS w_d, test.t.null_method AS null_method, test.t.groups_left_out AS groups_left_out,
-       test.t.items_left_out AS items_left_out, test.t.note AS note
-FROM emb__anova(tbl, group_col, vector_col, by_col) a
-JOIN test ON a.__emb_b IS NOT DISTINCT FROM test.__emb_b
-ORDER BY a.__emb_b;
+    GROUP BY ALL
+),
+checked AS (
+    SELECT * FROM items
+    WHERE CASE
+        WHEN __emb_bad IS NOT NULL THEN error(format(
+            'embsql: [{}] vector column "{}" has {} unusable vector(s) in group ''{}'' ({}; vectors must be non-NULL, finite and of non-zero length)',
+            emb__vector_kind(__emb_bad.bad), vector_col, __emb_nbad[__emb_bad.g], __emb_bad.g, __emb_bad.bad))
+        WHEN __emb_dmin_all <> __emb_dmax_all THEN error(format(
+            'embsql: [vector.length] vector column "{}" mixes vectors of length {} and {} (group ''{}'' has length {})',
+            vector_col, __emb_dmin_all, __emb_dmax_all, __emb_dmin.g, __emb_dmin.d))
+        ELSE true
+    END
+),
+test AS (
+    SELECT * EXCLUDE (__emb_gs, __emb_vs, __emb_xs, __emb_gtype, __emb_bad, __emb_nbad, __emb_dmin_all,
+                      __emb_dmax_all, __emb_dmin),
+        emb__permanova_test(__emb_gs, __emb_vs, __emb_xs, vector_col, emb__whole_argument(permutations, 'permutations'),
+                            emb__whole_argument(seed, 'seed'), strata_col IS NOT NULL,
+                            emb__text_argument(statistic, 'statistic'), group_col, __emb_gtype,
+                            emb__null_method_argument(null_method)) AS __emb_t
+    FROM checked
+),
+with_total AS (SELECT *, __emb_t.ss_w + __emb_t.ss_b AS __emb_ss_t FROM test)
+SELECT
+    s.* EXCLUDE (__emb_t, __emb_ss_t),
+    s.__emb_t.n AS n,
+    s.__emb_t.groups AS groups,
+    s.__emb_ss_t AS ss_t,
+    s.__emb_t.ss_w AS ss_w,
+    s.__emb_t.ss_b AS ss_b,
+    s.__emb_t.ss_b / s.__emb_ss_t AS r2,
+    (s.__emb_t.groups - 1.0) / (s.__emb_t.n - 1.0) AS r2_null,
+    (s.__emb_t.ss_b / (s.__emb_t.groups - 1.0)) / (s.__emb_t.ss_w / (s.__emb_t.n - s.__emb_t.groups)) AS f,
+    s.__emb_ss_t / s.__emb_t.n AS v,
+    s.__emb_t.mean_resultant_length AS mean_resultant_length,
+    s.__emb_t.ss_w / s.__emb_t.n AS w_bar,
+    s.__emb_t.p_value AS p_value, s.__emb_t.permutations AS permutations, s.__emb_t.statistic_name AS statistic,
+    s.__emb_t.w_d AS w_d, s.__emb_t.null_method AS null_method, s.__emb_t.groups_left_out AS groups_left_out,
+    s.__emb_t.items_left_out AS items_left_out, s.__emb_t.note AS note
+-- one row with NULLs when there are no items (an empty source is an error, as in emb_anova)
+FROM (SELECT 1) LEFT JOIN with_total s ON true
+WHERE CASE
+    WHEN s.__emb_t IS NULL THEN emb__no_rows_error(tbl)
+    WHEN s.__emb_t.groups < 2 THEN emb__fail_design_one_group(format('group column "{}"', group_col),
+        CASE WHEN s.__emb_b IS NULL THEN '' ELSE format(' for by value {}', s.__emb_b) END, 'the decomposition')
+    WHEN s.__emb_t.n = s.__emb_t.groups THEN emb__fail_design_no_residual_df(format(' in "{}"', group_col), 'row',
+        s.__emb_t.n, CASE WHEN s.__emb_b IS NULL THEN '' ELSE format(', by value {}', s.__emb_b) END, 'SS_W and F')
+    WHEN NOT (s.__emb_ss_t >= s.__emb_t.n * emb__resolution2()) THEN
+        emb__precision_error('the vectors', s.__emb_b, s.__emb_ss_t, s.__emb_t.n, 'R² and F')
+    WHEN NOT (s.__emb_t.ss_w >= s.__emb_t.n * emb__resolution2()) THEN
+        emb__precision_error('the vectors within each group', s.__emb_b, s.__emb_t.ss_w, s.__emb_t.n, 'F')
+    ELSE true
+END
+ORDER BY s.__emb_b;
 
 CREATE OR REPLACE TEMP MACRO emb_permanova(tbl, group_col, vector_col, permutations := 999, seed := 42,
                                       strata := NULL, "by" := NULL, statistic := 'pseudo-f',
