@@ -31,19 +31,25 @@ def between_ss(sums: GroupSums, centre: np.ndarray | None = None) -> np.ndarray:
     return counts * np.einsum("gk,gk->g", deviation, deviation)
 
 
+def sums_of_squares(sums: GroupSums) -> dict:
+    """n, groups, SS_W, SS_B and the mean resultant length: the parts every decomposition figure is
+    derived from (no checks: anova_row checks them; the SQL route of emb_permanova checks them in SQL)."""
+    n = int(sums.counts.sum())
+    return {"n": n, "groups": len(sums.counts), "ss_w": float(sums.within_ss().sum()),
+            "ss_b": float(between_ss(sums).sum()),
+            "mean_resultant_length": float(np.linalg.norm(sums.sums.sum(axis=0))) / n}
+
+
 def anova_row(sums: GroupSums, by_value=None) -> dict:
     """The decomposition of one by value; raises DesignError where it is undefined."""
-    counts = sums.counts.astype(np.float64)
-    n, groups = float(counts.sum()), len(counts)
+    parts = sums_of_squares(sums)
+    n, groups, ss_w, ss_b = float(parts["n"]), parts["groups"], parts["ss_w"], parts["ss_b"]
     design.check_groups(groups, int(n), needs="the decomposition", value=by_value)
-    ss_w = float(sums.within_ss().sum())
-    ss_b = float(between_ss(sums).sum())
     ss_t = ss_w + ss_b
     precision.check_spread(ss_t, ss_w, int(n), model=by_value)
-    total = sums.sums.sum(axis=0)
     return {"n": int(n), "groups": groups, "ss_t": ss_t, "ss_w": ss_w, "ss_b": ss_b, "r2": ss_b / ss_t,
             "r2_null": (groups - 1) / (n - 1), "f": (ss_b / (groups - 1)) / (ss_w / (n - groups)), "v": ss_t / n,
-            "mean_resultant_length": float(np.linalg.norm(total)) / n, "w_bar": ss_w / n}
+            "mean_resultant_length": parts["mean_resultant_length"], "w_bar": ss_w / n}
 
 
 def group_rows(sums: GroupSums) -> list[dict]:

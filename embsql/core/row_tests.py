@@ -64,13 +64,10 @@ def anova_parts(labels, unit: np.ndarray) -> tuple[dict, bool]:
 
     For the SQL route (udfs/inference.py), which reads the vectors once: emb_permanova derives emb_anova's
     other columns from these in SQL and, where the design is not defined, refuses it in emb_anova's words."""
-    sums = GroupSums.from_rows(labels, unit)
-    n, groups = int(sums.counts.sum()), len(sums.counts)
-    parts = {"n": n, "groups": groups, "ss_w": float(sums.within_ss().sum()),
-             "ss_b": float(decomposition.between_ss(sums).sum()),
-             "mean_resultant_length": float(np.linalg.norm(sums.sums.sum(axis=0))) / n}
+    parts = decomposition.sums_of_squares(GroupSums.from_rows(labels, unit))
+    n = parts["n"]
     try:
-        check_groups(groups, n, needs="the decomposition")
+        check_groups(parts["groups"], n, needs="the decomposition")
         check_spread(parts["ss_w"] + parts["ss_b"], parts["ss_w"], n)
     except DesignError:
         return parts, False
