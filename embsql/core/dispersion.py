@@ -218,9 +218,9 @@ class ResidualPermutations:
         if method == "auto":
             method = choose_dispersion_method(len(codes), unit.shape[1], codes, permutations)
         self.method = method
-        self.kernel = _CoordinateDistances(residuals, codes)
-        if method == "gram":
-            self.kernel = _GramDistances(residuals, codes, self.kernel)
+        coordinates = _CoordinateDistances(residuals, codes)
+        self.kernel: _CoordinateDistances | _GramDistances = (
+            _GramDistances(residuals, codes, coordinates) if method == "gram" else coordinates)
 
     def batch(self, perms: list) -> np.ndarray:
         squared = self.kernel.batch(np.stack(perms))
