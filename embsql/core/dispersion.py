@@ -26,6 +26,11 @@ examples/embeddings.parquet, d = 384, 30 topics of 4 to 56 items, against 100% f
 
 For unit vectors the centroid is the group mean mu_g (not renormalised) and the distance is
 ||z_i - mu_g||, not squared, as in betadisper.
+
+Two routes give the permuted distances, with the same F to rounding (choose_dispersion_method picks
+by cost): coordinates regroups the n x d residuals (the codes sorted once, blocks kept in cache);
+gram reads only the within-group blocks of the residuals' float64 Gram matrix, sum_g n_g^2 random
+reads per permutation, and redoes by coordinates any permutation where its rounding could show.
 """
 
 from __future__ import annotations
