@@ -140,3 +140,15 @@ MEASURED = [(5_000, 4, 999, "gram"), (2_000, 4, 999, "gram"), (2_000, 20, 999, "
 @pytest.mark.parametrize(("n", "size", "permutations", "method"), MEASURED)
 def test_choose_dispersion_method_matches_the_measured_faster_route(n, size, permutations, method):
     assert choose_dispersion_method(n, 384, labels_of(n, size), permutations) == method
+
+
+def test_threaded_gathers_give_the_one_thread_f(monkeypatch):
+    rng = np.random.default_rng(5)
+    codes = rng.permutation(np.repeat(np.arange(12), rng.integers(4, 9, 12)))
+    x = rng.standard_normal((len(codes), 10))
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    perms = list(shuffles(Design(codes, np.zeros(len(codes), dtype=np.int64), 12), 16, 2))
+    monkeypatch.setattr(dispersion, "MIN_THREADED_READS", 0)
+    monkeypatch.setattr(dispersion, "gather_threads", lambda: 3)     # whatever the machine's cores
+    threaded = kernel_f(unit, codes, perms, "gram")
+    np.testing.assert_allclose(threaded, reference_f(unit, codes, perms), rtol=1e-9, atol=0)
