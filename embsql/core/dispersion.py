@@ -42,12 +42,12 @@ import numpy as np
 
 from embsql.core.arguments import check_permutations, check_seed
 from embsql.core.permutation import (
-    GRAM_BYTES,
     MIN_THREADED_READS,
     Design,
     PackedGram,
     PermutationTest,
     gather_threads,
+    gram_dtype,
     permutation_result,
     shuffles,
 )
@@ -204,12 +204,13 @@ DISPERSION_MAC = 0.04
 
 
 def choose_dispersion_method(n: int, dim: int, codes: np.ndarray, permutations: int) -> str:
-    """gram when the float64 Gram matrix of the residuals fits PERMANOVA's float64 budget and building it
+    """gram when the float64 Gram matrix of the residuals fits where PERMANOVA's pairs matrix does and building it
     (n^2 d / 2 multiply-adds) plus sum_g n_g^2 random reads per permutation cost less than n d streamed
     reads per permutation; else coordinates."""
     sizes = np.bincount(codes).astype(float)
     gram = DISPERSION_MAC * n * n * dim / 2 + permutations * DISPERSION_READ * float(np.sum(sizes ** 2))
-    fits = n * (n + 1) / 2 * 8 <= GRAM_BYTES[np.float64]
+    # R's packed float64 triangle takes n^2 * 4 bytes, what PERMANOVA's budget counts for its float32 matrix
+    fits = gram_dtype(n) is not None
     return "gram" if fits and gram < permutations * n * dim else "coordinates"
 
 
