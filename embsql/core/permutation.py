@@ -187,6 +187,9 @@ def _gather_threads() -> int:
                       else (os.cpu_count() or 1)))
 
 
+gather_threads = _gather_threads    # public: the dispersion test's Gram gathers use the same threads
+
+
 class _PairSums:
     """sum_g (1/n_g) sum_{i<j in g} M[perm i, perm j] for a symmetric matrix M whose entry (a, b), a <= b,
     is ``values[base[a] + b]`` (a PackedGram's upper triangle, or a full matrix with base = n * row)."""
