@@ -62,9 +62,9 @@ def test_threaded_gathers_give_the_one_thread_p(monkeypatch):
     unit = x / np.linalg.norm(x, axis=1, keepdims=True)
     d = design(labels)
     monkeypatch.setattr(permutation, "MIN_THREADED_READS", 0)
-    monkeypatch.setattr(permutation, "_gather_threads", lambda: 3)     # whatever the machine's cores
+    monkeypatch.setattr(permutation, "gather_threads", lambda: 3)     # whatever the machine's cores
     threaded = permanova_vectors(unit, d, permutations=199, seed=5, method="pairs")
-    monkeypatch.setattr(permutation, "_gather_threads", lambda: 1)
+    monkeypatch.setattr(permutation, "gather_threads", lambda: 1)
     single = permanova_vectors(unit, d, permutations=199, seed=5, method="pairs")
     coordinates = permanova_vectors(unit, d, permutations=199, seed=5, method="coordinates")
     assert threaded.exceedances == single.exceedances == coordinates.exceedances

@@ -182,12 +182,9 @@ class PackedGram:
         self.base = offsets[band_of] + (rows - lows[band_of]) * widths[band_of] - lows[band_of]
 
 
-def _gather_threads() -> int:
+def gather_threads() -> int:
     return max(1, min(GATHER_THREADS, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                       else (os.cpu_count() or 1)))
-
-
-gather_threads = _gather_threads    # public: the dispersion test's Gram gathers use the same threads
 
 
 class _PairSums:
@@ -217,7 +214,7 @@ class _PairSums:
         """Many permutations with one gather per thread: the reads are random (a cache miss each), so
         two threads keep twice as many in flight; numpy releases the GIL in these calls."""
         stacked = np.stack(perms)
-        threads = _gather_threads() if stacked.size // stacked.shape[1] * len(self.i) >= MIN_THREADED_READS else 1
+        threads = gather_threads() if stacked.size // stacked.shape[1] * len(self.i) >= MIN_THREADED_READS else 1
         if threads == 1 or len(stacked) < threads:
             return self._sums(stacked)
         with ThreadPoolExecutor(threads) as pool:
