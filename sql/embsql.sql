@@ -1205,7 +1205,8 @@ ORDER BY main.__emb_b);
 --   run:   qid, doc_id, score (optionally a model column, named by "by")
 --   qrels: qid, doc_id, relevance (a whole number >= 0; relevant = relevance >= 1)
 -- trec_eval's definitions and order: each query's documents by score descending, then doc_id
--- descending as text (the run's own rank column is ignored, as trec_eval does).  Per query q
+-- descending as text (the run's own rank column is ignored, as trec_eval does; scores are compared
+-- as 32-bit floats, as trec_eval stores them).  Per query q
 -- with R relevant documents and gains g_i = relevance of the document at rank i (0 unjudged):
 --   ndcg@k      sum_{i<=k} g_i / log2(i + 1)  /  the same sum over the judged gains sorted
 --               descending (0 when that is 0)
@@ -1216,6 +1217,13 @@ ORDER BY main.__emb_b);
 -- Queries of the run without any judgement are skipped; judged queries without a relevant
 -- document score 0 and count (as in trec_eval).  ids are compared as text.
 -- ---------------------------------------------------------------------------
+
+-- A score as trec_eval compares it: a 32-bit float (its run entries keep scores as C floats), so
+-- scores closer than float32's resolution tie and go by doc_id; +-inf beyond float32's range.
+CREATE OR REPLACE TEMP MACRO emb__trec_score(s) AS
+    CASE WHEN s > 3.4028234663852886e38 THEN 'inf'::FLOAT
+         WHEN s < -3.4028234663852886e38 THEN '-inf'::FLOAT
+         ELSE s::FLOAT END;
 
 -- One row per (model, qid, metric) with the internal columns (__emb_b model value, __emb_o
 -- metric order, __emb_none: the query has no relevant document).
@@ -1251,7 +1259,7 @@ r0 AS (
 ),
 r AS (
     SELECT r0.*,
-        row_number() OVER (PARTITION BY __emb_b, __emb_q ORDER BY __emb_s DESC, __emb_d DESC) AS __emb_pos,
+        row_number() OVER (PARTITION BY __emb_b, __emb_q ORDER BY emb__trec_score(__emb_s) DESC, __emb_d DESC) AS __emb_pos,
         count(*) OVER (PARTITION BY __emb_b, __emb_q, __emb_d) AS __emb_dup
     FROM r0, rmeta m
     WHERE CASE

@@ -100,6 +100,28 @@ def test_metrics_equal_live_pytrec_eval_on_random_runs(seed):
         assert ours["mrr@5"][qid] == pytest.approx(mrr[qid]["recip_rank"], abs=1e-12)
 
 
+def test_scores_closer_than_float32_tie_as_in_trec_eval(con):
+    """trec_eval keeps scores as C floats: d1 beats d9 by 1e-9 in float64, but the two tie in
+    float32 and go by doc_id descending (d9 first), so nDCG@1 is 0 there, not 1.  Live pytrec_eval,
+    the Python route and the plain-SQL route agree."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    run = {"q1": {"d1": 0.5 + 1e-9, "d9": 0.5, "d5": 0.25}, "q2": {"a": 0.3 + 2e-9, "b": 0.3, "c": 0.1}}
+    qrels = {"q1": {"d1": 3, "d9": 0, "d5": 1}, "q2": {"a": 1, "b": 2}}
+    expected = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.1", "ndcg_cut.3", "recip_rank"}).evaluate(run)
+    assert expected["q1"]["ndcg_cut_1"] == 0.0          # the float64 order would give 1.0
+    ours = per_query(embsql.evaluate(con, run_table(run), qrels_table(qrels), metrics=["ndcg@1", "ndcg@3", "mrr@3"],
+                                     per_query=True))
+    con.register("near_run", run_table(run))
+    con.register("near_qrels", qrels_table(qrels))
+    sql = {(q, m): v for q, m, v in con.sql("SELECT qid, metric, value FROM emb_run_metrics_per_query("
+                                            "'near_run', 'near_qrels', k := 3)").fetchall()}
+    for qid, values in expected.items():
+        for metric, key in (("ndcg@1", "ndcg_cut_1"), ("ndcg@3", "ndcg_cut_3"), ("mrr@3", "recip_rank")):
+            assert ours[metric][qid] == pytest.approx(values[key], abs=1e-12), (metric, qid)
+        for metric, key in (("ndcg@3", "ndcg_cut_3"), ("mrr@3", "recip_rank")):
+            assert sql[(qid, metric)] == pytest.approx(values[key], abs=1e-12), (metric, qid)
+
+
 # ---- retrieve: exact top-k and the tie rule ----------------------------------------------
 
 def _brute(q, d, ids, k):

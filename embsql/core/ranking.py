@@ -14,8 +14,10 @@ Tie rule.  Scores are float64 cosines rounded to a grid of RESOLUTION = 2^-40 (a
 the grid of embsql.core.agreement): rounding noise of the dot product stays below it, so
 duplicated documents tie exactly.  Equal scores are ordered by doc_id DESCENDING as text (byte
 order), which is trec_eval's own order (it sorts by score descending, then by docno with strcmp,
-descending).  A run written with full-precision scores therefore gets the same ranks from
-trec_eval, pytrec_eval and embsql.evaluate; the rank column is that order.
+descending).  The rank column is that order.  trec_eval itself compares scores as 32-bit
+floats (``trec_scores``), so embsql.evaluate does too: scores closer than float32's resolution
+tie there and go by doc_id, which can swap two near-equal documents of retrieve's order (ranx
+compares full float64 scores, and differs from trec_eval exactly there).
 
 Metrics (trec_eval's definitions, relevant = relevance >= 1, gain = relevance):
   ndcg@k       trec_eval ndcg_cut.k: sum_{i<k} g_i / log2(i + 2) over the ideal DCG of the judged
@@ -294,10 +296,13 @@ class StreamedTopK:
 # ----------------------------------------------------------------------------------------------
 # ordering a run and the metrics
 
-def run_order(query: np.ndarray, score: np.ndarray, tie_key: np.ndarray) -> np.ndarray:
-    """Row order of a run: by query, score descending, then tie key ascending (trec_eval's order
-    when the tie key ranks doc_ids in descending text order)."""
-    return np.lexsort((tie_key, -score, query))
+def trec_scores(score: np.ndarray) -> np.ndarray:
+    """A run's scores as trec_eval compares them: 32-bit floats (its TEXT_TR.sim is a C float;
+    pytrec_eval stores them the same way).  Scores closer than float32's resolution (about 6e-8 at
+    0.5) therefore tie there and are ordered by doc_id, so evaluate orders by these values to give
+    trec_eval's numbers; beyond float32's range a score is +-inf, as the C conversion gives."""
+    with np.errstate(over="ignore"):
+        return np.asarray(score, dtype=np.float64).astype(np.float32)
 
 
 def positions(query_sorted: np.ndarray) -> np.ndarray:

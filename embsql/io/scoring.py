@@ -50,7 +50,8 @@ def _encode(run_values: pa.Array, judged_values: pa.Array) -> tuple[np.ndarray, 
 
 
 def _trec_order(rq: np.ndarray, score: np.ndarray, rd: np.ndarray, documents: pa.Array) -> np.ndarray:
-    """Row order by query, score descending, then doc_id descending as text (trec_eval's order).
+    """Row order by query, score descending, then doc_id descending as text (trec_eval's order;
+    ``score`` as trec_eval compares it, embsql.core.ranking.trec_scores).
     A run that is already in that order (retrieve's, most run files) is not sorted again, and
     only the rows whose scores tie are ordered by their text."""
     grouped = (rq[1:] > rq[:-1]) | ((rq[1:] == rq[:-1]) & (score[1:] <= score[:-1]))
@@ -96,7 +97,7 @@ def evaluate_model(run: pa.Table, qrels: Qrels, metrics: list[ranking.Metric], d
     """Per-query values of one model's run: (qids evaluated, {metric: values}, R per query, missing)."""
     rq, jq, queries = _encode(run.column("qid").combine_chunks(), qrels.qid)
     rd, jd, documents = _encode(run.column("doc_id").combine_chunks(), qrels.doc_id)
-    order = _trec_order(rq, run.column("score").to_numpy(), rd, documents)
+    order = _trec_order(rq, ranking.trec_scores(run.column("score").to_numpy()), rd, documents)
     # the join on the rows in that order: grouped by query, which its stable sort is fast on
     at = np.empty(len(rq), dtype=np.int64)
     at[order] = _judgements(rq[order], rd[order], jq, jd, queries, documents)
