@@ -66,6 +66,14 @@ def test_text_has_the_numbers_cautions_and_summary_first(monkeypatch):
     assert all(line == line.rstrip() for line in text.splitlines())
 
 
+def test_the_header_names_the_model_column_as_the_argument_is_named():
+    """The header says "model: model" (the argument is model=, --model); the stable JSON keeps its key "by"."""
+    report = fake_report()
+    assert "model: model" in render.to_text(report) and "by: model" not in render.to_text(report)
+    assert "**model**: model" in render.to_markdown(report)
+    assert json.loads(render.to_json(report))["meta"]["by"] == "model"
+
+
 def test_text_summary_has_one_column_per_model():
     lines = render.to_text(fake_report()).splitlines()
     header = next(line for line in lines if line.split()[:1] == ["statistic"])

@@ -61,6 +61,7 @@ SCHEMA = "embsql.report/1"
 META_ORDER = ("source", "vector", "group", "by", "permutations", "seed", "embsql_version", "duckdb_version", "created")
 META_HIDDEN = ("sql", "notes", "verdict")   # shown in their own places, not in the header line
 META_HEADER = ("source", "vector", "group", "by", "dimensions", "permutations", "seed", "created")  # the rest: run details
+META_LABELS = {"by": "model"}   # shown under the argument's name (the stable JSON keeps its key "by")
 TALL_TABLE = 15                 # HTML tables with more rows scroll inside a box
 LONG_TABLE = 40                 # text and Markdown sections with more rows are shortened
 HEAD_ROWS = TAIL_ROWS = 8       # ... to this head and tail, plus quantiles
@@ -83,7 +84,7 @@ def _meta_items(meta: dict, header: bool | None = None) -> list[tuple[str, str]]
     keys = [k for k in META_ORDER if k in meta] + sorted(k for k in meta if k not in META_ORDER + META_HIDDEN)
     if header is not None:
         keys = [k for k in keys if (k in META_HEADER) == header]
-    return [(key, _meta_text(meta[key])) for key in keys if meta[key] is not None]
+    return [(META_LABELS.get(key, key), _meta_text(meta[key])) for key in keys if meta[key] is not None]
 
 
 def _meta_text(value) -> str:
