@@ -82,7 +82,7 @@ def _chain(factor: Term | None, others: list[Term], variables) -> tuple[Chain, l
     """The chain and, after each of ``others``, how many basis columns it has."""
     codes = None if factor is None else variables[factor.columns[0]].codes
     levels = 0 if factor is None else variables[factor.columns[0]].levels
-    n = len(next(iter(variables.values())).matrix())
+    n = next(iter(variables.values())).rows
     basis, cuts = np.zeros((n, 0)), []
     for term in others:
         basis = np.hstack([basis, _extend(basis, term_matrix(term, variables), codes)])
@@ -115,7 +115,7 @@ def plan(terms: list[Term], variables: dict[str, Variable], by_terms: str, min_l
     if by_terms not in BY_TERMS:
         raise InputError(f"by_terms must be 'sequential' or 'margin', not {by_terms!r}", kind="argument.by_terms")
     check_levels(terms, variables)
-    n = len(next(iter(variables.values())).matrix())
+    n = next(iter(variables.values())).rows
     factor = _factor(terms, variables, min_levels)
     chains, models = [], []
     if by_terms == "sequential":

@@ -82,6 +82,14 @@ class Variable:
     def is_factor(self) -> bool:
         return self.codes is not None
 
+    @property
+    def rows(self) -> int:
+        """How many items (without building the n x levels indicator matrix)."""
+        if self.codes is not None:
+            return len(self.codes)
+        assert self.values is not None
+        return len(self.values)
+
     def matrix(self) -> np.ndarray:
         if self.codes is not None:
             out = np.zeros((len(self.codes), self.levels))
@@ -115,7 +123,7 @@ def variable(name: str, values) -> Variable:
 
 def term_matrix(term: Term, variables: dict[str, Variable]) -> np.ndarray:
     """The columns spanning a term: products of its members' indicator / value columns."""
-    out = np.ones((len(next(iter(variables.values())).matrix()), 1))
+    out = np.ones((next(iter(variables.values())).rows, 1))
     for name in term.columns:
         m = variables[name].matrix()
         out = (out[:, :, None] * m[:, None, :]).reshape(len(out), -1)
