@@ -163,6 +163,23 @@ def default_call(con):
     return t, r.f
 
 
+def alternating(runs: dict, rounds: int):
+    """Each run ``rounds`` times, the order reversed every round (the first large allocation of a
+    process pays the kernel for its pages), every statistic checked against the first run's:
+    (best time of each, statistic of each, every time as text)."""
+    times: dict = {name: [] for name in runs}
+    statistics = {}
+    for r in range(rounds):
+        for name in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
+            t, statistics[name] = runs[name]()
+            times[name].append(t)
+    first = statistics[next(iter(runs))]
+    for value in statistics.values():
+        same(first, value)
+    tried = "; ".join(f"{name} " + "/".join(f"{t:.2f}" for t in ts) for name, ts in times.items())
+    return {name: min(ts) for name, ts in times.items()}, statistics, tried
+
+
 def case_one_term(n, skbio_engines, with_terms, rounds, with_default=True):
     """Each route and peer ``rounds`` times, alternating who goes first (the first large allocation of a
     process also pays the kernel for its pages); the best time of each is compared."""
@@ -173,17 +190,8 @@ def case_one_term(n, skbio_engines, with_terms, rounds, with_default=True):
     runs = {"python": lambda: one_term_python(con), "sql": lambda: one_term_sql(con)}
     for engine in skbio_engines:
         runs[f"scikit-bio[{engine}]"] = lambda e=engine: run_skbio(x, labels, e)
-    times: dict = {name: [] for name in runs}
-    statistics = {}
-    for r in range(rounds):
-        for name in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
-            t, statistics[name] = runs[name]()
-            times[name].append(t)
-    for value in statistics.values():
-        same(statistics["python"], value)
-    best = {name: min(ts) for name, ts in times.items()}
+    best, statistics, tried = alternating(runs, rounds)
     t_py, t_sql = best["python"], best["sql"]
-    tried = "; ".join(f"{name} " + "/".join(f"{t:.2f}" for t in ts) for name, ts in times.items())
     lines = [f"n={n:>6,} groups of 4 [{method}], best of {rounds} ({tried} s):",
              f"    embsql.permanova {t_py:7.2f} s, emb_permanova {t_sql:7.2f} s: SQL / Python {t_sql / t_py:4.2f} "
              f"({verdict(t_sql / t_py, SQL_TARGET, at_least=False)})"]
@@ -206,15 +214,8 @@ def two_terms(con, t_one, rounds):
     """g + lang by both routes, ``rounds`` times alternating who goes first (as the one-term routes: the
     first to touch the packed Gram band's fresh pages pays ~1.5 s of system time), best of each."""
     runs = {"python": lambda: terms_python(con, ["g", "lang"]), "sql": lambda: terms_sql(con, ["g", "lang"])}
-    times: dict = {name: [] for name in runs}
-    statistics = {}
-    for r in range(rounds):
-        for name in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
-            t, statistics[name] = runs[name]()
-            times[name].append(t)
-    same(statistics["python"], statistics["sql"])
-    t2, t2_sql = min(times["python"]), min(times["sql"])
-    tried = "; ".join(f"{name} " + "/".join(f"{t:.2f}" for t in ts) for name, ts in times.items())
+    best, _, tried = alternating(runs, rounds)
+    t2, t2_sql = best["python"], best["sql"]
     return [f"    two terms g + lang, best of {rounds} ({tried} s): Python {t2:7.2f} s ({t2 / t_one:4.2f}x the one-term "
             f"time, {verdict(t2 / t_one, TERMS_TARGET, at_least=False)}), SQL {t2_sql:7.2f} s ({t2_sql / t2:4.2f}x the "
             f"Python route, {verdict(t2_sql / t2, SQL_TARGET, at_least=False)})"]
