@@ -445,3 +445,68 @@ def test_the_debiased_cka_of_unrelated_models_is_negative_about_as_often_as_not(
         negative += geometry.cka_pair(x, y, permutations=0, debiased=True)["cka"] < 0
         assert geometry.cka_pair(x, y, permutations=0)["cka"] > 0
     assert 0.25 <= negative / 200 <= 0.75
+
+
+# ----------------------------------------------------------------------------------------------
+# matching items and reading rows (the fast routes give the general route's numbers)
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_shuffled_items_and_items_of_one_model_give_the_direct_cka_of_the_matched_items(con, interleaved):
+    rng = np.random.default_rng(61)
+    x, y = related(61, 30, 4, 6)
+    ids = [f"é{j}" if j % 7 == 0 else f"item{j}" * (1 + j % 3) for j in range(30)]   # uneven lengths, non-ASCII
+    only_a, only_b = [f"a_only{j}" for j in range(3)], [f"b_only{j}" for j in range(4)]
+    ra, rb = rng.permutation(33), rng.permutation(34)
+    xa = np.r_[x, unit(rng.normal(size=(3, 4)))][ra]
+    yb = np.r_[y, unit(rng.normal(size=(4, 6)))][rb]
+    table = pa.concat_tables([long_table({"a": xa}, list(np.array(ids + only_a)[ra])),
+                              long_table({"b": yb}, list(np.array(ids + only_b)[rb]))])
+    if interleaved:     # the models' rows mixed within a batch: each model's part is filtered, not sliced
+        table = table.take(pa.array(rng.permutation(table.num_rows)))
+    con.register("t", table)
+    row = embsql.cka(con, "t", item="item", model="model", vector="v", common=True, permutations=0).to_dicts()[0]
+    order = np.argsort(np.array(ids))                     # the shared items in text order, as embsql matches them
+    assert row["items"] == 30
+    assert row["cka"] == pytest.approx(cka_reference(x[order], y[order]), abs=1e-12)
+    assert row["se"] == pytest.approx(jackknife_reference(x[order], y[order], np.arange(30)), abs=1e-12)
+
+
+@pytest.mark.parametrize("case", ["same sorted", "shuffled", "one model lacks some", "integers"])
+def test_shared_items_matches_a_direct_lookup(case):
+    from embsql.core.paired import shared_items
+    rng = np.random.default_rng(71)
+    ids = [f"x{j}" for j in range(50)] + ["10", "2", "Z", "a", "é"]
+    if case == "integers":
+        ids = list(range(12, -3, -1))                    # text order: "-1" < "0" < "10" < "2"
+    a = np.array(sorted(ids, key=str) if case == "same sorted" else list(np.array(ids, dtype=object)[rng.permutation(len(ids))]),
+                 dtype=object)
+    b = a.copy() if case == "same sorted" else a[rng.permutation(len(a))]
+    if case == "one model lacks some":
+        b = b[5:]
+    order, rows = shared_items({"a": a, "b": b}, common=True)
+    expected = sorted(set(a.tolist()) & set(b.tolist()), key=str)
+    assert order == expected
+    for m, items in (("a", a), ("b", b)):
+        assert rows[m].dtype == np.int64 and items[rows[m]].tolist() == expected
+
+
+@pytest.mark.parametrize("items,message", [
+    (["i0", "i1", "i0"], r"model 'a' has item 'i0' more than once"),
+    (["i0", None, "i2"], r"model 'a' has a NULL item"),
+])
+def test_shared_items_names_a_repeated_or_null_item(items, message):
+    from embsql.core.paired import shared_items
+    with pytest.raises((InputError, BadLabelError), match=message):
+        shared_items({"a": np.array(items, dtype=object), "b": np.array(["i0", "i1", "i2"], dtype=object)}, common=True)
+
+
+def test_scaling_from_the_arrow_values_gives_the_numbers_of_copying_them_first():
+    from embsql.core.sums import normalise
+    rng = np.random.default_rng(81)
+    raw = rng.normal(size=(40, 6)) * rng.uniform(0.1, 10, size=(40, 1))
+    raw[3] *= 1e-170             # rows whose squared norm underflows or overflows take the rescaled route
+    raw[7] *= 1e170
+    copied, direct = raw.copy(), np.empty_like(raw)
+    normalise(copied, str, "v")
+    normalise(direct, str, "v", source=raw)
+    assert np.array_equal(copied, direct) and np.allclose(np.linalg.norm(direct, axis=1), 1.0, rtol=1e-15)

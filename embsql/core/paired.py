@@ -5,6 +5,7 @@ embsql.core.resampling.
 
 from __future__ import annotations
 
+import operator
 from itertools import combinations
 
 import numpy as np
@@ -55,6 +56,9 @@ def shared_items(items_by_model: dict, common: bool) -> tuple[list, dict]:
     A NULL or duplicated item, or (unless ``common``) an item some model lacks, is an error that
     names the item and the model.
     """
+    fast = _text_shared_items(items_by_model, common)
+    if fast is not None:
+        return fast
     rows_of = item_positions(items_by_model)
     shared = set.intersection(*(set(position) for position in rows_of.values()))
     if not common:
@@ -66,6 +70,35 @@ def shared_items(items_by_model: dict, common: bool) -> tuple[list, dict]:
                                  f"{len(shared)} items every model has")
     order = sorted(shared, key=text_key)
     return order, {m: np.fromiter((position[x] for x in order), np.int64, len(order))
+                   for m, position in rows_of.items()}
+
+
+def _text_shared_items(items_by_model: dict, common: bool) -> tuple[list, dict] | None:
+    """shared_items for text ids in C-level loops; None (the general route then runs, and names any
+    problem) for other ids, NULL or repeated ids, or (unless ``common``) an id some model lacks.
+    For str, sorted() is the text order itself.  Ids stored sorted and the same in every model (the
+    usual table) need no lookup at all: strictly increasing means distinct, and each row is its own."""
+    lists = {m: items.tolist() for m, items in items_by_model.items()}
+    if not lists:
+        return None
+    first = next(iter(lists.values()))
+    if not all(type(x) is str for x in first):
+        return None
+    if all(ids == first for ids in lists.values()) and all(map(operator.lt, first, first[1:])):
+        return first, {m: np.arange(len(first), dtype=np.int64) for m in lists}
+    rows_of = {}
+    for m, ids in lists.items():
+        position = dict(zip(ids, range(len(ids))))
+        if len(position) != len(ids) or not all(type(x) is str for x in position):
+            return None
+        rows_of[m] = position
+    shared = set(rows_of[next(iter(rows_of))])
+    for position in rows_of.values():
+        shared &= position.keys()
+    if not common and any(len(position) != len(shared) for position in rows_of.values()):
+        return None
+    order = sorted(shared)
+    return order, {m: np.fromiter(map(position.__getitem__, order), np.int64, len(order))
                    for m, position in rows_of.items()}
 
 

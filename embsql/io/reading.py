@@ -64,7 +64,9 @@ def _stream(con, source, group, vector, by=None, key=None, extra=None, unit=True
             (value, pc.equal(by_values, pa.scalar(value, by_values.type))) for value in values]
         for value, mask in parts:
             rows = np.arange(batch.num_rows) if mask is None else np.flatnonzero(mask.to_numpy(zero_copy_only=False))
-            part = batch if mask is None else batch.filter(mask)
+            # a run of rows (a batch where one model's rows end and the next's begin) is a zero-copy slice
+            part = (batch if mask is None else batch.slice(int(rows[0]), len(rows))
+                    if len(rows) and rows[-1] - rows[0] + 1 == len(rows) else batch.filter(mask))
             where = RowNamer(batch, rows, first_row, group_role)
             vectors = (unit_vectors if unit else raw_vectors)(part.column(V), where, vector, dims.get(value))
             dims.setdefault(value, vectors.shape[1])
@@ -125,8 +127,11 @@ def unit_rows(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector
             for value, chunks in parts.items()}
     for value, low, raw, where in read:
         rows = unit[value][low:low + len(raw)]
-        rows[:] = raw
-        normalise(rows, where, vector)
+        if raw.dtype == np.float64:        # scaled straight from the Arrow values into place
+            normalise(rows, where, vector, source=raw)
+        else:                              # other floats: widened first, so the norms are float64 sums
+            rows[:] = raw
+            normalise(rows, where, vector)
     out = []
     for value in sorted(parts, key=sort_key):
         labels = np.concatenate([chunk[0] for chunk in parts[value]])
