@@ -84,7 +84,7 @@ def _meta_items(meta: dict, header: bool | None = None) -> list[tuple[str, str]]
     keys = [k for k in META_ORDER if k in meta] + sorted(k for k in meta if k not in META_ORDER + META_HIDDEN)
     if header is not None:
         keys = [k for k in keys if (k in META_HEADER) == header]
-    return [(META_LABELS.get(key, key), _meta_text(meta[key])) for key in keys if meta[key] is not None]
+    return [(str(META_LABELS.get(key, key)), _meta_text(meta[key])) for key in keys if meta[key] is not None]
 
 
 def _meta_text(value) -> str:
