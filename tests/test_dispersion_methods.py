@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import embsql.core.dispersion as dispersion
+import embsql.core.permutation as permutation
 from embsql.core.dispersion import (
     ResidualPermutations,
     anova_f,
@@ -148,7 +149,7 @@ def test_threaded_gathers_give_the_one_thread_f(monkeypatch):
     x = rng.standard_normal((len(codes), 10))
     unit = x / np.linalg.norm(x, axis=1, keepdims=True)
     perms = list(shuffles(Design(codes, np.zeros(len(codes), dtype=np.int64), 12), 16, 2))
-    monkeypatch.setattr(dispersion, "MIN_THREADED_READS", 0)
-    monkeypatch.setattr(dispersion, "gather_threads", lambda: 3)     # whatever the machine's cores
+    monkeypatch.setattr(permutation, "MIN_THREADED_READS", 0)        # the threads are permutation.over_threads
+    monkeypatch.setattr(permutation, "gather_threads", lambda: 3)     # whatever the machine's cores
     threaded = kernel_f(unit, codes, perms, "gram")
     np.testing.assert_allclose(threaded, reference_f(unit, codes, perms), rtol=1e-9, atol=0)

@@ -35,21 +35,20 @@ reads per permutation, and redoes by coordinates any permutation where its round
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from embsql.core.arguments import check_permutations, check_seed
 from embsql.core.permutation import (
-    MIN_THREADED_READS,
     Design,
     PackedGram,
     PermutationTest,
-    gather_threads,
     gram_dtype,
+    over_threads,
     permutation_result,
     shuffles,
+    size_classes,
 )
 from embsql.core.precision import check_spread
 from embsql.errors import InputError
@@ -160,11 +159,8 @@ class _GramDistances:
     def __init__(self, residuals: np.ndarray, codes: np.ndarray, coordinates: _CoordinateDistances):
         self.gram, self.coordinates, self.n = PackedGram(residuals, np.float64), coordinates, len(codes)
         self.diagonal = self.gram.values[self.gram.base + np.arange(self.n)]
-        order, sizes = np.argsort(codes, kind="stable"), np.bincount(codes)
-        starts = np.r_[0, np.cumsum(sizes)[:-1]]
-        # groups of one size together: (size, rows of each such group, one row per group)
-        self.classes = [(int(s), order[starts[sizes == s][:, None] + np.arange(s)]) for s in np.unique(sizes)]
-        self.reads = int(np.sum(sizes.astype(np.int64) ** 2))
+        self.classes = [(size, members) for size, _, members in size_classes(codes)]
+        self.reads = int(np.sum(np.bincount(codes).astype(np.int64) ** 2))
 
     def _squared(self, stacked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         out = np.empty(stacked.shape)
@@ -182,15 +178,9 @@ class _GramDistances:
         return out, suspect
 
     def batch(self, perms: np.ndarray) -> np.ndarray:
-        """Threads share the random reads (numpy releases the GIL in them), as in PERMANOVA's pairs route."""
-        threads = gather_threads() if len(perms) * self.reads >= MIN_THREADED_READS else 1
-        parts = np.array_split(perms, min(threads, len(perms)))
-        if len(parts) == 1:
-            out, suspect = self._squared(perms)
-        else:
-            with ThreadPoolExecutor(len(parts)) as pool:
-                done = list(pool.map(self._squared, parts))
-            out, suspect = np.concatenate([o for o, _ in done]), np.concatenate([s for _, s in done])
+        """Threads share the random reads, as in PERMANOVA's pairs route (over_threads)."""
+        done = over_threads(self._squared, perms, len(perms) * self.reads)
+        out, suspect = np.concatenate([o for o, _ in done]), np.concatenate([s for _, s in done])
         for b in np.flatnonzero(suspect):
             out[b] = self.coordinates.squared(perms[b])
         return out

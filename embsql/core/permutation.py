@@ -136,17 +136,25 @@ def permutation_result(f_observed, f_permuted, method) -> PermutationTest:
     return PermutationTest(float(f_observed), (b + 1) / (len(f_permuted) + 1), len(f_permuted), b, method)
 
 
-def within_pairs(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every pair i < j of rows with the same code, group by group, with weight 1 / n_g.
-
-    Groups of one size are done together (thousands of paraphrase sets of 4 take one step, not one each)."""
+def size_classes(codes: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """Groups of one size together: (size, their codes, their rows: one row of ``size`` items per group).
+    Thousands of paraphrase sets of 4 then take one numpy step, not one each."""
     order = np.argsort(codes, kind="stable")
     sizes = np.bincount(codes)
     starts = np.r_[0, np.cumsum(sizes)[:-1]]
-    groups, firsts, seconds, weights = [], [], [], []
-    for size in np.unique(sizes[sizes > 1]):
+    out = []
+    for size in np.unique(sizes[sizes > 0]):
         chosen = np.flatnonzero(sizes == size)
-        members = order[starts[chosen][:, None] + np.arange(size)]      # one row per group of this size
+        out.append((int(size), chosen, order[starts[chosen][:, None] + np.arange(size)]))
+    return out
+
+
+def within_pairs(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair i < j of rows with the same code, group by group, with weight 1 / n_g."""
+    groups, firsts, seconds, weights = [], [], [], []
+    for size, chosen, members in size_classes(codes):
+        if size < 2:
+            continue
         i, j = np.triu_indices(size, 1)
         groups.append(np.repeat(chosen, len(i)))
         firsts.append(members[:, i].ravel())
@@ -187,6 +195,18 @@ def gather_threads() -> int:
                       else (os.cpu_count() or 1)))
 
 
+def over_threads(function, stacked: np.ndarray, reads: int) -> list:
+    """``function`` on row slices of ``stacked`` (one batch of permutations), one slice per thread when
+    the batch makes at least MIN_THREADED_READS random reads of a Gram matrix: the reads are cache
+    misses, so threads keep more in flight (numpy releases the GIL in them).  The slices' results, in order."""
+    threads = gather_threads() if reads >= MIN_THREADED_READS else 1
+    threads = min(threads, len(stacked))
+    if threads <= 1:
+        return [function(stacked)]
+    with ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(function, np.array_split(stacked, threads)))
+
+
 class _PairSums:
     """sum_g (1/n_g) sum_{i<j in g} M[perm i, perm j] for a symmetric matrix M whose entry (a, b), a <= b,
     is ``values[base[a] + b]`` (a PackedGram's upper triangle, or a full matrix with base = n * row)."""
@@ -211,14 +231,9 @@ class _PairSums:
         return np.take(self.values, index).astype(np.float64) @ self.w
 
     def batch(self, perms: list) -> np.ndarray:
-        """Many permutations with one gather per thread: the reads are random (a cache miss each), so
-        two threads keep twice as many in flight; numpy releases the GIL in these calls."""
+        """Many permutations with one gather per thread (over_threads)."""
         stacked = np.stack(perms)
-        threads = gather_threads() if stacked.size // stacked.shape[1] * len(self.i) >= MIN_THREADED_READS else 1
-        if threads == 1 or len(stacked) < threads:
-            return self._sums(stacked)
-        with ThreadPoolExecutor(threads) as pool:
-            return np.concatenate(list(pool.map(self._sums, np.array_split(stacked, threads))))
+        return np.concatenate(over_threads(self._sums, stacked, len(stacked) * len(self.i)))
 
 
 class _GramWithin:
