@@ -79,7 +79,7 @@ def check_relevance(values: pa.Array, where, column: str) -> np.ndarray:
             numbers = pc.cast(values, pa.float64())
         except pa.ArrowInvalid:
             text = values.to_pylist()
-            first = next(i for i, v in enumerate(text) if not _is_number(v))
+            first = next(i for i, v in enumerate(text) if not is_number(v))
             raise InputError(f"relevance column {column!r} has {text[first]!r} at {where(first)}; relevance must be "
                              "a whole number of 0 or more") from None
         values = numbers
@@ -93,7 +93,8 @@ def check_relevance(values: pa.Array, where, column: str) -> np.ndarray:
     return x.astype(np.int64)
 
 
-def _is_number(text: str) -> bool:
+def is_number(text: str) -> bool:
+    """Whether a field of a text file reads as a number (to name the first one that does not)."""
     try:
         float(text)
         return True

@@ -21,7 +21,7 @@ from sqlglot import exp
 from embsql.core import ranking
 from embsql.core.labels import sort_key
 from embsql.errors import BadLabelError, ColumnNotFoundError, ColumnTypeError, DesignError, InputError
-from embsql.io.qrels import is_trec_text, read_trec_columns
+from embsql.io.qrels import is_number, is_trec_text, read_trec_columns
 from embsql.io.sources import resolve
 from embsql.io.vectors import read_ids, read_vectors, stream_vectors
 
@@ -63,7 +63,7 @@ def read_run(con: duckdb.DuckDBPyConnection, source, *, qid: str = "qid", doc_id
         try:
             scores = np.asarray(s, dtype=np.float64)
         except ValueError:
-            bad = next(i for i, v in enumerate(s) if not _number(v))
+            bad = next(i for i, v in enumerate(s) if not is_number(v))
             raise InputError(f"TREC run file {source!r} line {bad + 1}: score {s[bad]!r} is not a number") from None
         table = pa.table({"model": pa.array(tag, pa.string()), "qid": pa.array(q, pa.string()),
                           "doc_id": pa.array(d, pa.string()), "score": scores})
@@ -83,14 +83,6 @@ def read_run(con: duckdb.DuckDBPyConnection, source, *, qid: str = "qid", doc_id
               exp.cast(exp.column(score, quoted=True), "DOUBLE").as_("score")]
     table = con.sql(exp.select(*select).from_(resolved.table.copy()).sql("duckdb")).to_arrow_table()
     return _checked(table.combine_chunks(), resolved.name, model)
-
-
-def _number(text: str) -> bool:
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False
 
 
 def _checked(table: pa.Table, name: str, model: str | None = "model") -> pa.Table:
