@@ -39,14 +39,23 @@ def item_positions(items_by_model: dict) -> dict:
     """Per model, item -> its row; a NULL or duplicated item is an error naming the item and the model."""
     rows_of = {}
     for m, items in items_by_model.items():
-        position: dict = {}
-        for row, item in enumerate(items.tolist()):
-            if item is None:
-                raise BadLabelError(f"model {m!r} has a NULL item; every row needs an item id")
-            if position.setdefault(item, row) != row:
-                raise InputError(f"model {m!r} has item {item!r} more than once")
+        ids = items if isinstance(items, list) else items.tolist()
+        position = dict(zip(ids, range(len(ids))))       # a C-level loop; checked by its size
+        if len(position) != len(ids) or None in position:
+            _refuse_items(m, ids)
         rows_of[m] = position
     return rows_of
+
+
+def _refuse_items(m, ids: list) -> None:
+    """The first NULL or repeated item of one model, named."""
+    seen: set = set()
+    for item in ids:
+        if item is None:
+            raise BadLabelError(f"model {m!r} has a NULL item; every row needs an item id")
+        if item in seen:
+            raise InputError(f"model {m!r} has item {item!r} more than once")
+        seen.add(item)
 
 
 def shared_items(items_by_model: dict, common: bool) -> tuple[list, dict]:
@@ -54,12 +63,15 @@ def shared_items(items_by_model: dict, common: bool) -> tuple[list, dict]:
     text, the same order from Python and from SQL), and per model the row of each of them.
 
     A NULL or duplicated item, or (unless ``common``) an item some model lacks, is an error that
-    names the item and the model.
+    names the item and the model.  Text ids stored sorted and the same in every model (the usual
+    table) need no lookup: strictly increasing means distinct, and for str that is the text order.
     """
-    fast = _text_shared_items(items_by_model, common)
-    if fast is not None:
-        return fast
-    rows_of = item_positions(items_by_model)
+    lists = {m: items.tolist() for m, items in items_by_model.items()}
+    first = next(iter(lists.values()), None)
+    if (first is not None and all(type(x) is str for x in first) and all(ids == first for ids in lists.values())
+            and all(map(operator.lt, first, first[1:]))):
+        return first, {m: np.arange(len(first), dtype=np.int64) for m in lists}
+    rows_of = item_positions(lists)
     shared = set.intersection(*(set(position) for position in rows_of.values()))
     if not common:
         for m, position in rows_of.items():
@@ -69,35 +81,6 @@ def shared_items(items_by_model: dict, common: bool) -> tuple[list, dict]:
                                  f"({len(extra)} such items); pass common=True to compare on the "
                                  f"{len(shared)} items every model has")
     order = sorted(shared, key=text_key)
-    return order, {m: np.fromiter((position[x] for x in order), np.int64, len(order))
-                   for m, position in rows_of.items()}
-
-
-def _text_shared_items(items_by_model: dict, common: bool) -> tuple[list, dict] | None:
-    """shared_items for text ids in C-level loops; None (the general route then runs, and names any
-    problem) for other ids, NULL or repeated ids, or (unless ``common``) an id some model lacks.
-    For str, sorted() is the text order itself.  Ids stored sorted and the same in every model (the
-    usual table) need no lookup at all: strictly increasing means distinct, and each row is its own."""
-    lists = {m: items.tolist() for m, items in items_by_model.items()}
-    if not lists:
-        return None
-    first = next(iter(lists.values()))
-    if not all(type(x) is str for x in first):
-        return None
-    if all(ids == first for ids in lists.values()) and all(map(operator.lt, first, first[1:])):
-        return first, {m: np.arange(len(first), dtype=np.int64) for m in lists}
-    rows_of = {}
-    for m, ids in lists.items():
-        position = dict(zip(ids, range(len(ids))))
-        if len(position) != len(ids) or not all(type(x) is str for x in position):
-            return None
-        rows_of[m] = position
-    shared = set(rows_of[next(iter(rows_of))])
-    for position in rows_of.values():
-        shared &= position.keys()
-    if not common and any(len(position) != len(shared) for position in rows_of.values()):
-        return None
-    order = sorted(shared)
     return order, {m: np.fromiter(map(position.__getitem__, order), np.int64, len(order))
                    for m, position in rows_of.items()}
 
