@@ -113,18 +113,18 @@ def unit_rows(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector
     order (so a bad vector is still named by its first row): one copy of the vectors, not three."""
     parts: dict[object, list] = {}
     dims: dict[object, int] = {}
+    rows_of: dict[object, int] = {}
     read = []
     for value, names, codes, raw, extra_values, where in _stream(con, source, group, vector, by, key, extra,
                                                                  unit=False, extra_role=extra_role,
                                                                  group_role=group_role):
         labels = np.empty(len(names), dtype=object)
         labels[:] = names
-        chunks = parts.setdefault(value, [])
         dims[value] = raw.shape[1]
-        read.append((value, sum(len(chunk[0]) for chunk in chunks), raw, where))
-        chunks.append((labels[codes], extra_values.to_pylist() if extra else None))
-    unit = {value: np.empty((sum(len(chunk[0]) for chunk in chunks), dims[value]))
-            for value, chunks in parts.items()}
+        read.append((value, rows_of.get(value, 0), raw, where))
+        rows_of[value] = rows_of.get(value, 0) + len(raw)
+        parts.setdefault(value, []).append((labels[codes], extra_values.to_pylist() if extra else None))
+    unit = {value: np.empty((rows_of[value], dims[value])) for value in parts}
     for value, low, raw, where in read:
         rows = unit[value][low:low + len(raw)]
         if raw.dtype == np.float64:        # scaled straight from the Arrow values into place
