@@ -91,6 +91,12 @@ class SqlInputError(InputError):
     kind = "input"
 
 
+class ArgumentError(InputError, TypeError):
+    """A public function was called with an argument it does not take, or with one twice."""
+
+    kind = "argument"
+
+
 class EngineError(EmbsqlError):
     """Another SQL engine (Spark, PostgreSQL, or DuckDB running transpiled SQL) rejected a query.
 
@@ -193,6 +199,12 @@ CATALOGUE: dict[str, Check] = {
     "argument.range": Check(InputError, "{name} must be in {interval}, got {name} = {value}"),
     "argument.k": Check(InputError, _ARGUMENT),
     "argument.by_terms": Check(InputError, _ARGUMENT),
+    # an old spelling (embsql.vocabulary.REMOVED), or a name a function does not take
+    "argument.renamed": Check(ArgumentError, "{old} is now {new} (in {where})"),
+    "argument.unknown": Check(ArgumentError, "{where} has no argument {name}; it takes: {takes}"),
+    "column.collision": Check(
+        InputError, "model column {column} has the name of one of {function}'s output columns (the output keeps "
+                    "the model column's name); rename it, e.g. SELECT {column} AS model_name"),
     # ---- the query itself
     "query.interrupted": Check(EmbsqlError, "the query was interrupted; {what} stopped"),
 }
@@ -265,9 +277,6 @@ def from_sql(message: str) -> EmbsqlError:
     if match is None:
         return SqlInputError(line)
     return sql_class(class_of(match.group(1)))(line, kind=match.group(1))
-
-class ArgumentError(InputError, TypeError):
-    """A public function was called with an argument it does not take, or with one twice."""
 
 
 class EmbsqlDeprecationWarning(FutureWarning):

@@ -96,6 +96,12 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_k("name", "rule", "value") AS
     error(format('embsql: [argument.k] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_by_terms("name", "rule", "value") AS
     error(format('embsql: [argument.by_terms] {} must be {}, not {}', "name", "rule", "value"));
+CREATE OR REPLACE TEMP MACRO emb__fail_argument_renamed("old", "new", "where") AS
+    error(format('embsql: [argument.renamed] {} is now {} (in {})', "old", "new", "where"));
+CREATE OR REPLACE TEMP MACRO emb__fail_argument_unknown("where", "name", "takes") AS
+    error(format('embsql: [argument.unknown] {} has no argument {}; it takes: {}', "where", "name", "takes"));
+CREATE OR REPLACE TEMP MACRO emb__fail_column_collision("column", "function") AS
+    error(format('embsql: [column.collision] model column {} has the name of one of {}''s output columns (the output keeps the model column''s name); rename it, e.g. SELECT {} AS model_name', "column", "function", "column"));
 CREATE OR REPLACE TEMP MACRO emb__fail_query_interrupted("what") AS
     error(format('embsql: [query.interrupted] the query was interrupted; {} stopped', "what"));
 CREATE OR REPLACE TEMP MACRO emb__vector_kind(word) AS CASE word WHEN 'NULL' THEN 'vector.null' WHEN 'NULL-element' THEN 'vector.null_element' WHEN 'zero-length' THEN 'vector.zero' WHEN 'NaN' THEN 'vector.nonfinite' WHEN 'infinite' THEN 'vector.nonfinite' ELSE 'vector' END;
