@@ -44,9 +44,9 @@ from sqlglot import exp
 import embsql
 from embsql.core.sums import HUGE_SQUARED, TINY_SQUARED
 from embsql.engines.connections import fetch_arrow, load_table
-from embsql.io import stage1
+from embsql.io import portable_sums
 from embsql.io.columns import B, G
-from embsql.io.stage1 import BAD, LEN_MAX, LEN_MIN, NULLS, SUM_PREFIX, WITHIN, N
+from embsql.io.portable_sums import BAD, LEN_MAX, LEN_MIN, NULLS, SUM_PREFIX, WITHIN, N
 
 # bench/ (the script's directory) is first on sys.path; the engine fixtures live in tests/
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -323,8 +323,8 @@ def run_engine(name: str, args, table: pa.Table, report) -> dict:
         stage2 = None
         if name == "duckdb":  # stage 2 alone, on the sums: the same work for every engine
             sums = fetch_arrow(con, result.meta["sql"])
-            dims = stage1.Dimensions({k: v for k, v in result.meta["dimensions"].items()})
-            parts = stage1.group_sums_from_result(sums, "topic", "vec", dims, "model")
+            dims = portable_sums.Dimensions({k: v for k, v in result.meta["dimensions"].items()})
+            parts = portable_sums.group_sums_from_result(sums, "topic", "vec", dims, "model")
             t0 = time.perf_counter()
             report.finish(parts)
             stage2 = time.perf_counter() - t0

@@ -20,8 +20,8 @@ import pyarrow as pa
 
 import embsql
 from embsql.core.permutation import canonical_order, design, permanova_vectors
-from embsql.io.reading import unit_rows
 from embsql.io.sources import resolve
+from embsql.io.table_stream import unit_rows
 
 
 def timed(function):

@@ -132,7 +132,7 @@ def child_split(path: str) -> dict:
 
     import embsql
     from embsql.api.decomposition import run_sql
-    from embsql.io import stage1
+    from embsql.io import portable_sums
 
     report_module = importlib.import_module("embsql.reporting.build")  # the module that builds reports
 
@@ -150,7 +150,8 @@ def child_split(path: str) -> dict:
     (dims, _), steps["probe"] = timed(lambda: rep.probes(lambda q: run_sql(con, q), "duckdb"))
     sql, steps["build aggregate SQL"] = timed(lambda: report_module.write(rep.aggregate_query("duckdb", dims), "duckdb"))
     table, steps["stage 1 aggregate"] = timed(lambda: run_sql(con, sql))
-    parts, steps["Arrow -> GroupSums"] = timed(lambda: stage1.group_sums_from_result(table, rep.group, rep.vector, dims, rep.by))
+    parts, steps["Arrow -> GroupSums"] = timed(
+        lambda: portable_sums.group_sums_from_result(table, rep.group, rep.vector, dims, rep.by))
     result, steps["stage 2 (all sections)"] = timed(lambda: rep.finish(parts, con=con, meta={}, progress=False))
     sections = {}
     for section in report_module.DEFAULT_SECTIONS:

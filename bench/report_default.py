@@ -34,7 +34,7 @@ from sqlglot import exp  # noqa: E402
 
 import embsql  # noqa: E402
 from embsql.api.decomposition import run_sql  # noqa: E402
-from embsql.io import stage1  # noqa: E402
+from embsql.io import portable_sums  # noqa: E402
 
 report_module = importlib.import_module("embsql.reporting.build")  # the module that builds reports
 EXAMPLE = ROOT / "examples" / "embeddings.parquet"
@@ -65,7 +65,7 @@ def run_split() -> dict:
     sql, steps["write its SQL"] = timed(lambda: report_module.write(tree, "duckdb"))
     table, steps["the aggregate on DuckDB"] = timed(lambda: run_sql(con, sql))
     parts, steps["Arrow -> GroupSums"] = timed(
-        lambda: stage1.group_sums_from_result(table, rep.group, rep.vector, dims, rep.by))
+        lambda: portable_sums.group_sums_from_result(table, rep.group, rep.vector, dims, rep.by))
     result, steps["stage 2 (all sections)"] = timed(lambda: rep.finish(parts, con=con, meta={}, progress=False))
     sections = {}
     for section in (s.name for s in result.sections):
@@ -109,7 +109,7 @@ def time_peers(sqls: dict, con) -> dict:
     out = {}
     for name, sql in sqls.items():
         table, out[name] = timed(lambda: run_sql(con, sql))  # noqa: B023
-        out[name + " rows"] = table.sort_by([(stage1.B, "ascending"), (stage1.G, "ascending")])
+        out[name + " rows"] = table.sort_by([(portable_sums.B, "ascending"), (portable_sums.G, "ascending")])
     return out
 
 
@@ -146,7 +146,8 @@ def main() -> None:
         now = min(p["balanced (now)"] for p in peers)
         before = min(p["left-deep (before)"] for p in peers)
         a, b = peers[-1]["balanced (now) rows"], peers[-1]["left-deep (before) rows"]
-        diff = max(abs(x - y) for name in a.column_names if name.startswith(stage1.SUM_PREFIX) or name == stage1.WITHIN
+        summed = [name for name in a.column_names if name.startswith(portable_sums.SUM_PREFIX) or name == portable_sums.WITHIN]
+        diff = max(abs(x - y) for name in summed
                    for x, y in zip(a.column(name).to_pylist(), b.column(name).to_pylist()))
         print(f"\n(peer) the aggregate on DuckDB, best of {args.repeats}: balanced sums {now:.2f} s, left-deep "
               f"{before:.2f} s; ratio left-deep / balanced {before / now:.1f}x; largest difference of a sum "

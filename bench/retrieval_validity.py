@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-from embsql.core.query_pairs import bootstrap_intervals, cluster_sums, sign_flip_p, t_interval
+from embsql.core.retrieval_comparison import bootstrap_intervals, cluster_sums, sign_flip_p, t_interval
 
 SHAPES = ("graded", "binary", "mixed")
 COVERAGE_SHAPES = SHAPES + ("independent",)     # graded, every group of one query: no clustering

@@ -15,7 +15,7 @@ from embsql.api.compare_retrieval import compare_retrieval
 from embsql.api.decomposition import anova, anova_dist, groups
 from embsql.api.evaluation import evaluate, retrieve, write_trec_run
 from embsql.api.geometry import cka, procrustes
-from embsql.api.pairwise import pairwise_permanova
+from embsql.api.pairwise_permanova import pairwise_permanova
 from embsql.api.permanova_terms import permanova_terms
 from embsql.api.permutation import dispersion, permanova
 from embsql.api.resampling import bootstrap, compare, jackknife
@@ -38,8 +38,8 @@ from embsql.errors import (
 from embsql.io.registration import connect, register
 from embsql.io.sql import run_sql
 from embsql.reporting.build import Report, report, run_on
-from embsql.reporting.result import ReportResult, Section
-from embsql.results import ResultTable
+from embsql.reporting.report_result import ReportResult, Section
+from embsql.result_table import ResultTable
 
 __version__ = version("embsql")   # the one version source is pyproject.toml
 

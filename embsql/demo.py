@@ -98,8 +98,8 @@ def demo_report(seeds: int = 20, seed: int = 0):
     """The demo as a ReportResult (for the HTML report): one section per experiment; the "model"
     column names the transformed configuration, the way a report names a model."""
     from embsql.io.registration import connect
-    from embsql.reporting.result import ReportResult, Section
-    from embsql.results import ResultTable
+    from embsql.reporting.report_result import ReportResult, Section
+    from embsql.result_table import ResultTable
 
     rows = run_demo(connect(), seeds=seeds, seed=seed).to_pylist()
     columns = ("model", "param", "v", "r2", "r2_null", "f", "seeds")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 
-from embsql.reporting.result import ReportResult, Section
-from embsql.results import ResultTable
+from embsql.reporting.report_result import ReportResult, Section
+from embsql.result_table import ResultTable
 
 MODELS = ("mini-384", "base-768")
 EVIL_LABEL = '<script>alert("x")</script> | a&b [red]'  # HTML, a Markdown pipe, rich markup

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import embsql
-from embsql.core import query_pairs as qp
+from embsql.core import retrieval_comparison as qp
 
 statsmodels_multitest = pytest.importorskip("statsmodels.stats.multitest")
 

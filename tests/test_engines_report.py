@@ -144,18 +144,18 @@ def test_spark_stage1_over_several_partitions_keeps_every_digit(spark):  # noqa:
     from sqlglot import exp
 
     from embsql.engines.spark import group_sums
-    from embsql.io import stage1
+    from embsql.io import portable_sums
 
-    dims = stage1.Dimensions({"short": 3, "long": 5})
+    dims = portable_sums.Dimensions({"short": 3, "long": 5})
     ours = group_sums(spark, exp.to_table("awkward"), "topic", "vec", dims, "model").to_pylist()
-    sql = stage1.group_sums_query(exp.to_table("awkward"), "topic", "vec", dims, "model").sql("duckdb")
-    duck = {(r[stage1.B], r[stage1.G]): r for r in con.sql(sql).to_arrow_table().to_pylist()}
+    sql = portable_sums.group_sums_query(exp.to_table("awkward"), "topic", "vec", dims, "model").sql("duckdb")
+    duck = {(r[portable_sums.B], r[portable_sums.G]): r for r in con.sql(sql).to_arrow_table().to_pylist()}
     assert len(ours) == len(duck) == 8
     for row in ours:
-        want = duck[(row[stage1.B], row[stage1.G])]
-        assert row[stage1.N] == want[stage1.N] == 150
-        assert row[stage1.WITHIN] == pytest.approx(want[stage1.WITHIN], rel=TOL), row[stage1.G]
-    close = [row[stage1.WITHIN] for row in ours if row[stage1.G] == "close"]
+        want = duck[(row[portable_sums.B], row[portable_sums.G])]
+        assert row[portable_sums.N] == want[portable_sums.N] == 150
+        assert row[portable_sums.WITHIN] == pytest.approx(want[portable_sums.WITHIN], rel=TOL), row[portable_sums.G]
+    close = [row[portable_sums.WITHIN] for row in ours if row[portable_sums.G] == "close"]
     assert all(0 < w < 1e-10 for w in close)
 
 

@@ -473,7 +473,7 @@ def test_shuffled_items_and_items_of_one_model_give_the_direct_cka_of_the_matche
 
 @pytest.mark.parametrize("case", ["same sorted", "shuffled", "one model lacks some", "integers"])
 def test_shared_items_matches_a_direct_lookup(case):
-    from embsql.core.paired import shared_items
+    from embsql.core.model_comparison import shared_items
     rng = np.random.default_rng(71)
     ids = [f"x{j}" for j in range(50)] + ["10", "2", "Z", "a", "é"]
     if case == "integers":
@@ -495,7 +495,7 @@ def test_shared_items_matches_a_direct_lookup(case):
     (["i0", None, "i2"], r"model 'a' has a NULL item"),
 ])
 def test_shared_items_names_a_repeated_or_null_item(items, message):
-    from embsql.core.paired import shared_items
+    from embsql.core.model_comparison import shared_items
     with pytest.raises((InputError, BadLabelError), match=message):
         shared_items({"a": np.array(items, dtype=object), "b": np.array(["i0", "i1", "i2"], dtype=object)}, common=True)
 

@@ -165,7 +165,7 @@ def test_the_rules_catch_what_they_are_meant_to(tmp_path):
     """The checker itself: a private import, a core module importing duckdb, and a cycle are seen."""
     (tmp_path / "embsql" / "core").mkdir(parents=True)
     bad = tmp_path / "embsql" / "core" / "bad.py"
-    bad.write_text("import duckdb\nfrom embsql.io.reading import _stream\n\ndef f():\n    from embsql.api import x\n")
+    bad.write_text("import duckdb\nfrom embsql.io.table_stream import _stream\n\ndef f():\n    from embsql.api import x\n")
     global ROOT
     saved = ROOT
     ROOT = tmp_path
@@ -174,5 +174,5 @@ def test_the_rules_catch_what_they_are_meant_to(tmp_path):
         top = list(imports(bad, module_level=True))
     finally:
         ROOT = saved
-    assert ("duckdb", [], 1) in found and ("embsql.io.reading", ["_stream"], 2) in found
+    assert ("duckdb", [], 1) in found and ("embsql.io.table_stream", ["_stream"], 2) in found
     assert ("embsql.api", ["x"], 5) in found and ("embsql.api", ["x"], 5) not in top

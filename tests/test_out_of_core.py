@@ -24,7 +24,7 @@ import pyarrow as pa
 import pytest
 
 import embsql
-import embsql.io.reading
+import embsql.io.table_stream
 
 pytestmark = pytest.mark.slow   # a ~90 MB table on disk, scanned under an 80 MB memory limit
 
@@ -157,7 +157,7 @@ def test_sql_jackknife_streams_under_the_memory_limit(con, profile, expected):
 
 def test_python_anova_and_jackknife_stream_in_batches(con, profile, expected, monkeypatch):
     # 2048-row batches: about 31 per table, so every group's sum is built across many batches
-    monkeypatch.setattr(embsql.io.reading, "BATCH_ROWS", 2048)
+    monkeypatch.setattr(embsql.io.table_stream, "BATCH_ROWS", 2048)
     check_anova(embsql.anova(con, "ooc.emb", "g", "v", model="model").to_dicts(), expected)
     assert spilled(profile) == 0
     check_jackknife(embsql.jackknife(con, "ooc.emb", "g", "v", model="model").to_dicts(), expected)

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 import embsql
-from embsql.core.pairwise import adjust, pairwise_rows
+from embsql.core.pairwise_permanova import adjust, pairwise_rows
 from embsql.errors import BadLabelError, DesignError, InputError
 
 

@@ -28,7 +28,7 @@ from test_engines_report import GROUPS, REPORT, engine_table, figures
 
 import embsql
 from embsql.engines.connections import fetch_arrow, load_table
-from embsql.io import stage1
+from embsql.io import portable_sums
 
 try:
     from engine_fixtures import postgres  # noqa: F401  (the Debian PostgreSQL, without pgvector)
@@ -164,10 +164,10 @@ def test_halfvec_needs_pgvector_07(pgvector):
                                                  r"server has 0\.6\.2"):
         load_table(pgvector, "half", pa.table({"v": [[1.0, 2.0]]}), vector_type="halfvec")
     table = exp.to_table("emb")
-    dims = stage1.Dimensions({None: 3})
-    newer = stage1.pgvector_sums_query(table, "g", "v", dims, version="0.7.4", halfvec=True)
+    dims = portable_sums.Dimensions({None: 3})
+    newer = portable_sums.pgvector_sums_query(table, "g", "v", dims, version="0.7.4", halfvec=True)
     assert 'l2_normalize("__emb_v")' in newer and '"v"::vector' in newer and "array_fill" not in newer
-    older = stage1.pgvector_sums_query(table, "g", "v", dims, version="0.6.2")
+    older = portable_sums.pgvector_sums_query(table, "g", "v", dims, version="0.6.2")
     assert "l2_normalize" not in older and "array_fill" in older
 
 

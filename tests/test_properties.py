@@ -139,14 +139,14 @@ def test_within_sums_merged_across_blocks_equal_two_pass(module_con, segment, se
     (GroupSums.from_rows) and from raw
     rows the accumulator scales itself (the streaming route)."""
     from embsql.core import sums as core_sums
-    from embsql.io import reading
+    from embsql.io import table_stream
 
     rng = np.random.default_rng(seed)
     codes = rng.integers(0, 4, 300)
     z = rng.standard_normal(5) + 10.0 ** log_spread * (rng.standard_normal((4, 5))[codes] + rng.standard_normal((300, 5)))
     unit = z / np.linalg.norm(z, axis=1, keepdims=True)
-    saved = core_sums.SEGMENT_ROWS, reading.BATCH_ROWS
-    core_sums.SEGMENT_ROWS, reading.BATCH_ROWS = segment, 4 * segment + 3   # blocks and batches both split groups
+    saved = core_sums.SEGMENT_ROWS, table_stream.BATCH_ROWS
+    core_sums.SEGMENT_ROWS, table_stream.BATCH_ROWS = segment, 4 * segment + 3   # blocks and batches both split groups
     try:
         if raw:
             con = module_con   # one connection for every example
@@ -158,7 +158,7 @@ def test_within_sums_merged_across_blocks_equal_two_pass(module_con, segment, se
             for g, label in enumerate(sums.labels):
                 assert sums.sums[g] == pytest.approx(unit[codes == label].sum(axis=0), rel=1e-12, abs=1e-12)
     finally:
-        core_sums.SEGMENT_ROWS, reading.BATCH_ROWS = saved
+        core_sums.SEGMENT_ROWS, table_stream.BATCH_ROWS = saved
     assert sorted(within) == sorted(set(codes.tolist()))
     for label, value in within.items():
         rows = unit[codes == label]

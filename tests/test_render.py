@@ -17,8 +17,8 @@ from report_fixtures import fake_report, unlabelled_report
 
 from embsql.render import formats as render
 from embsql.render.plots import plot_report, report_plots
-from embsql.reporting.result import ReportResult, Section
-from embsql.results import ResultTable
+from embsql.reporting.report_result import ReportResult, Section
+from embsql.result_table import ResultTable
 
 ANSI = re.compile(r"\x1b\[")
 

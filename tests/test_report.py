@@ -228,8 +228,8 @@ def test_off_duckdb_the_default_tests_are_left_out_with_a_note(emb_con):
 
 
 def _group_sums_of(con):
-    from embsql.io.reading import group_sums
     from embsql.io.sources import resolve
+    from embsql.io.table_stream import group_sums
 
     return group_sums(con, resolve(con, "emb"), "topic", "emb", by="model")
 
@@ -322,8 +322,8 @@ def test_compare_needs_matching_groups(con):
 
 def _judged(r2, v, pairs, p=None, dispersion=None, groups=30, n=600, group="topic"):
     """A report with only what the verdict reads: the summary and the compare rows."""
-    from embsql.reporting.result import ReportResult, Section
-    from embsql.results import ResultTable
+    from embsql.reporting.report_result import ReportResult, Section
+    from embsql.result_table import ResultTable
 
     columns = ("model", "n", "groups", "r2", "f", "p_value", "v", "dispersion_p")
     summary = ResultTable.from_dicts("summary", columns, [

@@ -12,7 +12,7 @@ import pytest
 from sqlglot import exp
 
 import embsql
-from embsql.io import stage1
+from embsql.io import portable_sums
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "embeddings.parquet"
 # 6.7 s unloaded on 2 cores; the bound leaves room for a loaded CI machine, not for a regression
@@ -39,7 +39,7 @@ def test_the_default_report_with_999_permutations_stays_under_the_bound():
 
 
 def _aggregate(dialect="duckdb"):
-    dims = stage1.Dimensions({"mini-384": D_LOW, "base-768": D_HIGH})
+    dims = portable_sums.Dimensions({"mini-384": D_LOW, "base-768": D_HIGH})
     return _default_report(table="emb").aggregate_query(dialect, dims)
 
 
@@ -79,7 +79,7 @@ def test_every_d_term_sum_is_a_balanced_tree():
 
 
 def test_the_balanced_sum_adds_every_term_once():
-    tree = stage1.group_sums_query(exp.to_table("src"), "g", "v", stage1.Dimensions({None: 11}))
+    tree = portable_sums.group_sums_query(exp.to_table("src"), "g", "v", portable_sums.Dimensions({None: 11}))
     ss = next(node for node in tree.find_all(exp.Alias) if node.alias == "ss").this
     squared = sorted((node.this.name, node.expression.name) for node in ss.find_all(exp.Mul))
     assert squared == sorted((f"x{k}", f"x{k}") for k in range(1, 12))

@@ -13,7 +13,7 @@ import pytest
 from embsql.engines import spark
 from embsql.errors import BadLabelError, BadVectorError
 from embsql.io.columns import B, G, V
-from embsql.io.stage1 import BAD, LEN_MAX, LEN_MIN, NULLS, WITHIN, Dimensions, N, group_sums_from_result
+from embsql.io.portable_sums import BAD, LEN_MAX, LEN_MIN, NULLS, WITHIN, Dimensions, N, group_sums_from_result
 
 
 def batches_of(models, labels, vectors, size):

@@ -13,8 +13,8 @@ import pyarrow as pa
 from embsql.core.agreement import knn_rows, mantel_rows
 from embsql.errors import fail
 from embsql.io.interrupts import Watch, install
-from embsql.io.reading import unit_vectors
 from embsql.io.sources import Source
+from embsql.io.table_stream import unit_vectors
 from embsql.io.udf_errors import sql_errors
 
 KNN = "STRUCT(model_a VARCHAR, model_b VARCHAR, k BIGINT, overlap DOUBLE, se DOUBLE, chance DOUBLE, items BIGINT)[]"

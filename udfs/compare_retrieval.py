@@ -2,14 +2,14 @@
 
 One call gets the whole per-query evaluation table as lists (model, qid, metric, value, group as
 text) with the table's column names and types, so a missing column gets the same message as from
-Python; the numerics are embsql.core.query_pairs, which embsql.compare_retrieval runs too.
+Python; the numerics are embsql.core.retrieval_comparison, which embsql.compare_retrieval runs too.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from embsql.core.query_pairs import compare_metric
+from embsql.core.retrieval_comparison import compare_metric
 from embsql.io.columns import require_number
 from embsql.io.sources import Source
 from embsql.io.udf_errors import sql_errors

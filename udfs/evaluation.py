@@ -11,9 +11,9 @@ import pyarrow as pa
 from embsql.core.ranking import check_k, parse_metrics
 from embsql.errors import BadLabelError, InputError, error, fail
 from embsql.io.qrels import Qrels, check_known, check_relevance, check_unique_pairs
-from embsql.io.reading import unit_vectors
 from embsql.io.runs import ranked
 from embsql.io.scoring import score_runs
+from embsql.io.table_stream import unit_vectors
 from embsql.io.udf_errors import sql_errors
 
 RESULT = ("STRUCT(metric VARCHAR, value DOUBLE, queries BIGINT, without_relevant BIGINT, missing BIGINT, "

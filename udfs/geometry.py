@@ -13,8 +13,8 @@ import pyarrow as pa
 from embsql.core.geometry import cka_rows, procrustes_rows
 from embsql.errors import fail
 from embsql.io.interrupts import Watch, install
-from embsql.io.reading import unit_vectors
 from embsql.io.sources import Source
+from embsql.io.table_stream import unit_vectors
 from embsql.io.udf_errors import sql_errors
 
 CKA = ("STRUCT(model_a VARCHAR, model_b VARCHAR, cka DOUBLE, se DOUBLE, p_value DOUBLE, permutations BIGINT, "

@@ -16,7 +16,7 @@ from embsql.core.permutation import canonical_order, design, permanova_distances
 from embsql.core.row_tests import anova_parts
 from embsql.errors import fail
 from embsql.io.interrupts import Watch, install
-from embsql.io.reading import unit_vectors
+from embsql.io.table_stream import unit_vectors
 from embsql.io.udf_errors import sql_errors
 
 TEST_FIELDS = ("statistic DOUBLE, p_value DOUBLE, permutations BIGINT, method VARCHAR, statistic_name VARCHAR, "

@@ -11,10 +11,10 @@ import numpy as np
 import pyarrow as pa
 
 from embsql.core import resampling
-from embsql.core.paired import canonical, compare_rows
+from embsql.core.model_comparison import canonical, compare_rows
 from embsql.core.sums import GroupSums
 from embsql.errors import fail
-from embsql.io.reading import unit_vectors
+from embsql.io.table_stream import unit_vectors
 from embsql.io.udf_errors import sql_errors
 
 INTERVAL = ("STRUCT(estimate DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, groups BIGINT, estimate_bc DOUBLE, "

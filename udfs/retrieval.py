@@ -15,7 +15,7 @@ import pyarrow as pa
 from embsql.core.dose import analyse
 from embsql.core.margins import model_margins
 from embsql.errors import EmbsqlError, fail
-from embsql.io.reading import unit_vectors
+from embsql.io.table_stream import unit_vectors
 from embsql.io.udf_errors import sql_errors
 
 MARGINS = "STRUCT(d_pos2 DOUBLE, d_neg2 DOUBLE, margin DOUBLE, m DOUBLE, top1 BOOLEAN, rank BIGINT, ties BIGINT)[]"

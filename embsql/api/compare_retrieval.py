@@ -1,7 +1,7 @@
 """compare_retrieval: is model A better than model B on these queries, significantly?
 
 The input is a per-query evaluation table (model, qid, metric, value), as embsql.evaluate(...,
-per_query=True) returns; the numerics are embsql.core.query_pairs (a cluster sign-flip test and a
+per_query=True) returns; the numerics are embsql.core.retrieval_comparison (a cluster sign-flip test and a
 cluster-robust t interval over paraphrase groups).
 """
 
@@ -10,11 +10,11 @@ from __future__ import annotations
 import duckdb
 from sqlglot import exp
 
-from embsql.core.query_pairs import PAIR_COLUMNS, compare_metric
+from embsql.core.retrieval_comparison import PAIR_COLUMNS, compare_metric
 from embsql.errors import InputError
 from embsql.io.columns import require_number
 from embsql.io.sources import accepts_frames, resolve
-from embsql.results import ResultTable
+from embsql.result_table import ResultTable
 
 
 def _table(source):

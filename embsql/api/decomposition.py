@@ -1,6 +1,6 @@
 """The Python face of the descriptive statistics: anova, groups and anova_dist.
 
-``anova`` and ``groups`` run stage 1 (embsql.io.reading) on DuckDB and stage 2
+``anova`` and ``groups`` run stage 1 (embsql.io.table_stream) on DuckDB and stage 2
 (embsql.core.decomposition) in numpy; ``anova_dist`` runs the emb_anova_dist macro, so the
 distance route has exactly one implementation.
 """
@@ -12,11 +12,11 @@ from sqlglot import exp
 
 from embsql.compat import keyword_arguments
 from embsql.core import decomposition
-from embsql.io.reading import group_sums
 from embsql.io.registration import register
 from embsql.io.sources import accepts_frames, resolve
 from embsql.io.sql import run_sql
-from embsql.results import ResultTable
+from embsql.io.table_stream import group_sums
+from embsql.result_table import ResultTable
 
 
 @keyword_arguments("group", "vector", by="model")

@@ -23,7 +23,7 @@ from embsql.io.runs import RUN_COLUMNS, arrow_run, read_run, retrieve_run, run_i
 from embsql.io.runs import write_trec_run as write_lines
 from embsql.io.scoring import PER_QUERY_COLUMNS, SUMMARY_COLUMNS, score_runs
 from embsql.io.sources import accepts_frames, describe, local_source
-from embsql.results import ResultTable
+from embsql.result_table import ResultTable
 
 UNKNOWN = ("error", "skip")
 

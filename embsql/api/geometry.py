@@ -7,9 +7,9 @@ import duckdb
 
 from embsql.core.geometry import CKA_COLUMNS, PROCRUSTES_COLUMNS, cka_rows, procrustes_rows
 from embsql.core.progress import progress_bar
-from embsql.io.reading import unit_rows
 from embsql.io.sources import accepts_frames, resolve
-from embsql.results import ResultTable
+from embsql.io.table_stream import unit_rows
+from embsql.result_table import ResultTable
 
 
 def model_rows(con, source: str, item: str, model: str, vector: str, group: str | None = None):

@@ -21,9 +21,9 @@ from embsql.core.permutation import canonical_order
 from embsql.core.progress import progress_bar
 from embsql.core.terms import columns_of, parse_terms, variable
 from embsql.errors import DesignError, InputError, fail
-from embsql.io.reading import unit_vectors
 from embsql.io.sources import accepts_frames, resolve
-from embsql.results import ResultTable
+from embsql.io.table_stream import unit_vectors
+from embsql.result_table import ResultTable
 
 TERMS_COLUMNS = ("term", "df", "ss", "r2", "f", "p_value", "permutations")
 

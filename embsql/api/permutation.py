@@ -1,6 +1,6 @@
 """Python face of the permutation tests: permanova (vector route), dispersion.
 
-Each function reads the rows once (embsql.io.reading.unit_rows) and runs the tests of
+Each function reads the rows once (embsql.io.table_stream.unit_rows) and runs the tests of
 embsql.core.row_tests on them (the report's two test sections call the same code); the SQL
 functions (emb_permanova, emb_dispersion, ...) call the very same kernels through the UDFs in udfs/.
 """
@@ -25,9 +25,9 @@ from embsql.core.row_tests import (
     spread,
 )
 from embsql.errors import InputError
-from embsql.io.reading import unit_rows
 from embsql.io.sources import accepts_frames, resolve
-from embsql.results import ResultTable
+from embsql.io.table_stream import unit_rows
+from embsql.result_table import ResultTable
 
 DISPERSION_ALPHA = 0.05     # permanova warns when the dispersion test rejects at this level
 

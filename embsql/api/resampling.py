@@ -1,6 +1,6 @@
 """Python face of the cluster jackknife, the cluster bootstrap and the paired model comparison.
 
-All three work on per-group sufficient statistics (embsql.io.reading), so they cost one pass
+All three work on per-group sufficient statistics (embsql.io.table_stream), so they cost one pass
 over the items; the SQL functions emb_jackknife, emb_bootstrap and emb_compare call the same
 kernels (embsql.core.resampling) through the UDFs in udfs/resampling.py.
 """
@@ -11,11 +11,18 @@ import duckdb
 
 from embsql.compat import keyword_arguments
 from embsql.core import resampling
-from embsql.core.paired import BOOTSTRAP_COLUMNS, COMPARE_COLUMNS, JACKKNIFE_COLUMNS, bootstrap_row, canonical, compare_rows
+from embsql.core.model_comparison import (
+    BOOTSTRAP_COLUMNS,
+    COMPARE_COLUMNS,
+    JACKKNIFE_COLUMNS,
+    bootstrap_row,
+    canonical,
+    compare_rows,
+)
 from embsql.errors import fail
-from embsql.io.reading import group_sums, unit_rows
 from embsql.io.sources import accepts_frames, resolve
-from embsql.results import ResultTable
+from embsql.io.table_stream import group_sums, unit_rows
+from embsql.result_table import ResultTable
 
 
 @keyword_arguments("group", "vector", by="model")

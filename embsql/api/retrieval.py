@@ -16,9 +16,9 @@ from __future__ import annotations
 import duckdb
 
 from embsql.core.dose import DOSE_COLUMNS, dose_rows
+from embsql.core.input_output import PAIRING_COLUMNS
 from embsql.core.labels import sort_key
 from embsql.core.margins import MARGIN_COLUMNS, check_scope, margin_dicts, model_margins, relevant_margins
-from embsql.core.pairing import PAIRING_COLUMNS
 from embsql.core.query_summary import ALIGNMENT_COLUMNS, RANK_COLUMNS, SUMMARY_COLUMNS, summary_row
 from embsql.core.structure import STRUCTURE_COLUMNS, participation_ratio
 from embsql.errors import InputError
@@ -29,7 +29,7 @@ from embsql.reporting.cautions import RETRIEVAL as CAUTIONS
 from embsql.reporting.cautions import RETRIEVAL_EFF_DIM as EFF_DIM_CAUTION
 from embsql.reporting.cautions import RETRIEVAL_PAIRING as PAIRING_CAUTION
 from embsql.reporting.retrieval import TITLES, pairing_table, retrieval_layers
-from embsql.results import ResultTable
+from embsql.result_table import ResultTable
 
 __all__ = ["ALIGNMENT_COLUMNS", "CAUTIONS", "DOSE_COLUMNS", "EFF_DIM_CAUTION", "MARGIN_COLUMNS", "PAIRING_CAUTION",
            "PAIRING_COLUMNS", "RANK_COLUMNS", "STRUCTURE_COLUMNS", "SUMMARY_COLUMNS", "TITLES", "Columns", "Rows",

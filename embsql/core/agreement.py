@@ -33,7 +33,7 @@ import numpy as np
 
 from embsql.core.arguments import check_permutations, check_seed
 from embsql.core.labels import text_key
-from embsql.core.paired import shared_items
+from embsql.core.model_comparison import shared_items
 from embsql.core.permutation import PermutationTest, permutation_result
 from embsql.core.resampling import jackknife_se
 from embsql.errors import BadLabelError, DesignError, InputError, fail

@@ -1,6 +1,6 @@
 """The one table of SQL dialects: which ones embsql writes stage 1 in, and which it also runs on.
 
-A report's stage 1 (embsql.io.stage1) is a sqlglot AST, so it can be written for every dialect
+A report's stage 1 (embsql.io.portable_sums) is a sqlglot AST, so it can be written for every dialect
 below (``embsql sql --dialect``, ``Report.sql``).  embsql runs it itself only where it recognises
 a connection (embsql.engines.connections, ``embsql.run_on``): the others get printed SQL to run
 there, and their Arrow result could be finished with ``Report.run_stage1``.

@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from embsql.engines.tables import loadable
 from embsql.errors import EngineError, InputError
-from embsql.io.stage1 import version_tuple
+from embsql.io.portable_sums import version_tuple
 
 CONNECTIONS = (("psycopg", "Connection"), ("psycopg2.extensions", "connection"))
 ERRORS = (("psycopg", "Error"), ("psycopg2", "Error"))

@@ -1,7 +1,7 @@
 """Spark as an engine: run one query (Arrow back), load a table (a view over a Parquet file), and
 stage 1 on Spark (the per-(model, group) sums of the unit vectors).
 
-Stage 1 on Spark is not the portable wide aggregate of embsql.io.stage1 (one SUM and one VAR_POP
+Stage 1 on Spark is not the portable wide aggregate of embsql.io.portable_sums (one SUM and one VAR_POP
 per coordinate: about 4 d aggregate buffers, far over whole-stage codegen's
 spark.sql.codegen.maxFields, 100, so Spark interprets ~1500 buffer updates per row, 25x DuckDB at
 1M x 384).  ``group_sums`` hands each partition's rows to a Python worker as Arrow batches
@@ -35,7 +35,7 @@ from embsql.core.sums import HUGE_SQUARED, TINY_SQUARED, Accumulator
 from embsql.engines.tables import is_listlike, loadable
 from embsql.errors import EngineError
 from embsql.io.columns import B, G, V
-from embsql.io.stage1 import BAD, LEN_MAX, LEN_MIN, NULLS, SUM_PREFIX, WITHIN, Dimensions, N
+from embsql.io.portable_sums import BAD, LEN_MAX, LEN_MIN, NULLS, SUM_PREFIX, WITHIN, Dimensions, N
 
 # (module, class) of the connections and of the errors, looked up only once they are imported
 CONNECTIONS = (("pyspark.sql.session", "SparkSession"), ("pyspark.sql.connect.session", "SparkSession"))

@@ -1,6 +1,6 @@
 """The names embsql gives the columns it reads, inside its own queries: one set for every reader.
 
-A stage-1 query (embsql.io.reading's stream, embsql.io.stage1's portable aggregate, the retrieval
+A stage-1 query (embsql.io.table_stream's stream, embsql.io.portable_sums's portable aggregate, the retrieval
 readers) selects the user's columns under these aliases, so no user column name can clash with
 them and every reader finds the model and group values under the same names.
 """

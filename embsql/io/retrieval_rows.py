@@ -4,7 +4,7 @@ queries: qid, paraphrase group, optional level, the id of its one correct docume
 docs:    doc_id, topic group, vector.
 Both may carry a model column: each model's queries are then matched with that model's documents.
 
-The rows stream from DuckDB as Arrow batches (as in embsql.io.reading); every vector is checked
+The rows stream from DuckDB as Arrow batches (as in embsql.io.table_stream); every vector is checked
 and scaled to unit length there, and a bad one is named by its row and id.  scalar_icc runs the
 SQL macro emb_icc on per-query 0/1 outcomes (the output side of the pairing).
 """
@@ -22,9 +22,9 @@ from sqlglot import exp
 from embsql.core.labels import sort_key
 from embsql.core.margins import model_text
 from embsql.errors import BadLabelError, BadVectorError, InputError, SqlInputError
-from embsql.io.reading import BATCH_ROWS, KEY, G, RowNamer, unit_vectors
 from embsql.io.registration import register
 from embsql.io.sources import Source, resolve
+from embsql.io.table_stream import BATCH_ROWS, KEY, G, RowNamer, unit_vectors
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from sqlglot import exp
 
 from embsql.core.sums import bad_vector
 from embsql.errors import BadLabelError, BadVectorError, InputError
-from embsql.io.reading import BATCH_ROWS, raw_vectors
 from embsql.io.sources import Source
+from embsql.io.table_stream import BATCH_ROWS, raw_vectors
 
 
 @dataclass(frozen=True)

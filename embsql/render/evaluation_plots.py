@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from embsql.render.plots import Plot
-from embsql.results import model_label
+from embsql.result_table import model_label
 
 _QUANTILES = ("p05", "p25", "median", "p75", "p95")
 

@@ -1,4 +1,4 @@
-"""Rendering of a report (embsql.reporting.result.ReportResult): terminal text, Markdown, JSON, HTML.
+"""Rendering of a report (embsql.reporting.report_result.ReportResult): terminal text, Markdown, JSON, HTML.
 
 Every renderer opens with the verdict (embsql.reporting.verdict: one or two sentences computed from the
 numbers) and any notes, then shows the summary (one column per model), then each section's table
@@ -51,11 +51,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from embsql.render.cells import format_cell, is_number, plain
-from embsql.results import model_label
+from embsql.result_table import model_label
 
 if TYPE_CHECKING:   # for type hints only: reporting.result imports this module when a report is rendered
-    from embsql.reporting.result import ReportResult
-    from embsql.results import ResultTable
+    from embsql.reporting.report_result import ReportResult
+    from embsql.result_table import ResultTable
 
 SCHEMA = "embsql.report/1"
 META_ORDER = ("source", "vector", "group", "by", "permutations", "seed", "embsql_version", "duckdb_version", "created")

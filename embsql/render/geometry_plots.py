@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 
 from embsql.render.plots import Plot
-from embsql.reporting.result import ReportResult
-from embsql.results import model_label
+from embsql.reporting.report_result import ReportResult
+from embsql.result_table import model_label
 
 SECTION = "models"
 

@@ -21,10 +21,10 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeGuard
 
-from embsql.results import model_label
+from embsql.result_table import model_label
 
 if TYPE_CHECKING:   # for type hints only: reporting.result imports this module when a report is plotted
-    from embsql.reporting.result import ReportResult
+    from embsql.reporting.report_result import ReportResult
 
 GOLDEN = (math.sqrt(5) - 1) / 2
 

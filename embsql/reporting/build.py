@@ -1,6 +1,6 @@
 """The report builder: describe a report once, then print its SQL (any dialect) or run it.
 
-A report is stage 1 (embsql.io.stage1: cheap probes of the vector lengths and the group-sums aggregate,
+A report is stage 1 (embsql.io.portable_sums: cheap probes of the vector lengths and the group-sums aggregate,
 both sqlglot ASTs, so the same query is written for DuckDB, Spark, Postgres, Trino, BigQuery or
 Snowflake) followed by stage 2 in Python on the O(G * d) sums, the same code whatever engine ran
 stage 1: the decomposition (embsql.core.decomposition), the cluster jackknife and bootstrap and the
@@ -29,17 +29,17 @@ from sqlglot.errors import SqlglotError
 from embsql.compat import keyword_arguments
 from embsql.core import decomposition, resampling
 from embsql.core.arguments import check_level, check_permutations, check_replicates, check_seed
-from embsql.core.paired import canonical
+from embsql.core.model_comparison import canonical
 from embsql.core.sums import GroupSums
 from embsql.engines import spark
 from embsql.engines.dialects import WRITABLE
 from embsql.errors import BadLabelError, BadVectorError, ColumnNotFoundError, DesignError, EngineError, InputError
-from embsql.io import stage1
+from embsql.io import portable_sums
 from embsql.io.sources import describe, is_file, is_frame, local_source, resolve, source_expression
 from embsql.io.sql import run_sql
-from embsql.reporting.result import ReportResult
+from embsql.reporting.report_result import ReportResult
 from embsql.reporting.sections import REGISTRY, Run, whose
-from embsql.results import ResultTable, model_label
+from embsql.result_table import ResultTable, model_label
 
 SECTIONS = tuple(REGISTRY)
 ROW_SECTIONS = tuple(name for name, entry in REGISTRY.items() if entry.off_duckdb == "drop")  # the tests: DuckDB only
@@ -228,28 +228,28 @@ class Report:
         return view
 
     def probes(self, fetch, dialect: str, pgvector: bool = False
-               ) -> tuple[stage1.Dimensions, list[tuple[str, exp.Expression]]]:
+               ) -> tuple[portable_sums.Dimensions, list[tuple[str, exp.Expression]]]:
         """d of each model from cheap probes run through ``fetch`` (the distinct by values, then one
         vector of each); returns the dimensions and the probe queries that ran."""
         table = self._relation(dialect)
-        values = fetch(write(stage1.models_query(table, self.model), dialect)).column(stage1.B).to_pylist() \
+        values = fetch(write(portable_sums.models_query(table, self.model), dialect)).column(portable_sums.B).to_pylist() \
             if self.model else [None]
         ran = self.probe_queries(dialect, values, pgvector)
         lengths = {value: fetch(write(query, dialect)) for value, (_, query) in zip(values, ran[-len(values):])}
-        return stage1.dimensions_from_lengths(lengths, self.vector, self.model), ran
+        return portable_sums.dimensions_from_lengths(lengths, self.vector, self.model), ran
 
     def probe_queries(self, dialect: str, values: list, pgvector: bool = False) -> list[tuple[str, exp.Expression]]:
         """The probe queries on this dialect's table: the models, then one vector length per model."""
         table = self._relation(dialect)
         queries: list[tuple[str, exp.Expression]] = []
         if self.model:
-            queries.append(("probe: the models", stage1.models_query(table, self.model)))
+            queries.append(("probe: the models", portable_sums.models_query(table, self.model)))
         return queries + [(f"probe: the vector length{'' if value is None and not self.model else f' of {value!r}'}",
-                           stage1.length_query(table, self.vector, self.model, value, pgvector)) for value in values]
+                           portable_sums.length_query(table, self.vector, self.model, value, pgvector)) for value in values]
 
-    def aggregate_query(self, dialect: str, dims: stage1.Dimensions) -> exp.Select:
+    def aggregate_query(self, dialect: str, dims: portable_sums.Dimensions) -> exp.Select:
         """Stage 1: n_g, checks and the coordinate sums of the unit vectors per (model, group)."""
-        return stage1.group_sums_query(self._relation(dialect), self.group, self.vector, dims, self.model,
+        return portable_sums.group_sums_query(self._relation(dialect), self.group, self.vector, dims, self.model,
                                        fence=dialect == "postgres")
 
     def sql(self, dialect: str = "duckdb", con: duckdb.DuckDBPyConnection | None = None,
@@ -265,7 +265,7 @@ class Report:
         if dialect not in WRITABLE:
             raise InputError(f"dialect must be one of {', '.join(WRITABLE)}, not {dialect!r}")
         if dims is not None:
-            found = stage1.Dimensions(dims if isinstance(dims, dict) else {None: int(dims)})
+            found = portable_sums.Dimensions(dims if isinstance(dims, dict) else {None: int(dims)})
             return self._on_engine(dialect) + _script([(AGGREGATE, self.aggregate_query(dialect, found))], dialect)
         con = con or _file_connection(self.source)
         with self.on(con) as local:
@@ -298,7 +298,7 @@ class Report:
 
         ``summarize(relation, dims) -> Arrow`` (Spark, from run_on: embsql.engines.spark.group_sums)
         returns the group sums in the wide aggregate's columns, computed another way."""
-        form, name = stage1.VectorForm(), self.table or self.source
+        form, name = portable_sums.VectorForm(), self.table or self.source
         if con is None:  # another engine: check the sections and the names there before the probes run
             self._check_engine_sections()
             try:
@@ -309,13 +309,13 @@ class Report:
                 if column is not None and column not in columns:
                     raise ColumnNotFoundError(f"{role} column {column!r} not found in {name!r} "
                                               f"on {dialect}; its columns are: {', '.join(columns)}")
-            form = stage1.vector_form(fetch, self._relation(dialect), self.vector, dialect, name)
+            form = portable_sums.vector_form(fetch, self._relation(dialect), self.vector, dialect, name)
         dims, _ = self.probes(fetch, dialect, form.pgvector)
         if form.pgvector:   # pgvector's own aggregate: the mean unit vector per group, n_g times
-            sql = stage1.pgvector_sums_query(self._relation(dialect), self.group, self.vector, dims, by=self.model,
+            sql = portable_sums.pgvector_sums_query(self._relation(dialect), self.group, self.vector, dims, by=self.model,
                                              version=form.pgvector_version or "0.6.2", halfvec=form.type_name == "halfvec")
             returned = fetch(sql)
-            result = stage1.sums_from_means(returned, dims)
+            result = portable_sums.sums_from_means(returned, dims)
         elif summarize is not None:
             sql = spark.rows_query(self._relation(dialect), self.group, self.vector, self.model)
             returned = result = summarize(self._relation(dialect), dims)
@@ -323,7 +323,7 @@ class Report:
             sql = write(self.aggregate_query(dialect, dims), dialect)
             returned = result = fetch(sql)
         try:
-            parts = stage1.group_sums_from_result(result, self.group, self.vector, dims, self.model)
+            parts = portable_sums.group_sums_from_result(result, self.group, self.vector, dims, self.model)
         except (BadLabelError, BadVectorError) as error:
             if con is not None:
                 raise

@@ -13,13 +13,13 @@ from sqlglot import exp
 
 from embsql.core import ranking
 from embsql.core.query_means import cluster_codes, mean_interval
-from embsql.core.query_pairs import PAIR_COLUMNS, compare_metric
+from embsql.core.retrieval_comparison import PAIR_COLUMNS, compare_metric
 from embsql.io.qrels import check_known, read_qrels
 from embsql.io.runs import retrieve_run, run_ids
 from embsql.io.scoring import score_runs
 from embsql.io.sources import resolve
-from embsql.reporting.result import Section
-from embsql.results import ResultTable
+from embsql.reporting.report_result import Section
+from embsql.result_table import ResultTable
 
 REPORT_METRICS = ("ndcg@10", "map@100", "recall@10", "recall@100", "mrr@10", "precision@10", "hit_rate@10")
 DEPTH = 100

@@ -18,10 +18,10 @@ from embsql.core.agreement import MANTEL_MAX_ITEMS, knn_rows, mantel_rows
 from embsql.core.geometry import LEVEL_MEANING, cka_rows, procrustes_rows
 from embsql.core.labels import text_key
 from embsql.errors import InputError
-from embsql.io.reading import unit_rows
 from embsql.io.sources import resolve
-from embsql.reporting.result import Section
-from embsql.results import ResultTable
+from embsql.io.table_stream import unit_rows
+from embsql.reporting.report_result import Section
+from embsql.result_table import ResultTable
 
 NAME = "models"
 TITLE = "Models compared on the same items"

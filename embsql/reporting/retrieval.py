@@ -9,16 +9,16 @@ from __future__ import annotations
 import duckdb
 
 from embsql.core.dose import DOSE_COLUMNS, dose_rows
+from embsql.core.input_output import PAIRING_COLUMNS, pairing_inputs, pairing_rows
 from embsql.core.margins import check_scope, model_margins
-from embsql.core.pairing import PAIRING_COLUMNS, pairing_inputs, pairing_rows
 from embsql.core.query_summary import ALIGNMENT_COLUMNS, RANK_COLUMNS, summary_row
 from embsql.core.structure import STRUCTURE_COLUMNS, structure_row
 from embsql.errors import DesignError
 from embsql.io.retrieval_rows import Columns, load_models, scalar_icc
 from embsql.io.sources import accepts_frames, shown_name
 from embsql.reporting import cautions
-from embsql.reporting.result import ReportResult, Section
-from embsql.results import ResultTable
+from embsql.reporting.report_result import ReportResult, Section
+from embsql.result_table import ResultTable
 
 
 def pairing_table(con, per_model) -> list[dict]:

@@ -19,15 +19,15 @@ import duckdb
 import numpy as np
 
 from embsql.core import decomposition, resampling
-from embsql.core.paired import BOOTSTRAP_COLUMNS, COMPARE_COLUMNS, bootstrap_row, compare_row, same_groups_problem
+from embsql.core.model_comparison import BOOTSTRAP_COLUMNS, COMPARE_COLUMNS, bootstrap_row, compare_row, same_groups_problem
 from embsql.core.row_tests import Ordered, dispersion_rows, ordered, permanova_row
 from embsql.core.sums import GroupSums
 from embsql.errors import DesignError, InputError
-from embsql.io.reading import unit_rows
 from embsql.io.sources import resolve
+from embsql.io.table_stream import unit_rows
 from embsql.reporting import cautions
-from embsql.reporting.result import Section
-from embsql.results import ResultTable
+from embsql.reporting.report_result import Section
+from embsql.result_table import ResultTable
 
 if TYPE_CHECKING:
     from embsql.reporting.build import Report

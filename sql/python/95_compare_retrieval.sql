@@ -1,7 +1,7 @@
 -- Paired comparison of retrieval models on a per-query evaluation table (model, qid, metric,
 -- value): a sign-flip randomization test over paraphrase groups (or single queries) and a
 -- cluster-robust t interval, for every pair of models.  Loaded by embsql.register(con) after
--- the UDF in udfs/compare_retrieval.py; the numerics are embsql.core.query_pairs.
+-- the UDF in udfs/compare_retrieval.py; the numerics are embsql.core.retrieval_comparison.
 -- Columns are passed as text with the table's column names and types, so the UDF names a missing
 -- column as the Python API does; a missing column reaches it as NULLs (the __emb_null stand-in).
 

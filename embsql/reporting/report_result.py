@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from embsql.results import ResultTable
+from embsql.result_table import ResultTable
 
 
 @dataclass(frozen=True)

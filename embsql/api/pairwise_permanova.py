@@ -1,15 +1,15 @@
-"""Python face of pairwise PERMANOVA (kernels and what they share in embsql.core.pairwise)."""
+"""Python face of pairwise PERMANOVA (kernels and what they share in embsql.core.pairwise_permanova)."""
 
 from __future__ import annotations
 
 import duckdb
 
 from embsql.core.labels import clean_labels
-from embsql.core.pairwise import PAIRWISE_COLUMNS, pairwise_rows
+from embsql.core.pairwise_permanova import PAIRWISE_COLUMNS, pairwise_rows
 from embsql.core.progress import progress_bar
-from embsql.io.reading import unit_rows
 from embsql.io.sources import accepts_frames, resolve
-from embsql.results import ResultTable
+from embsql.io.table_stream import unit_rows
+from embsql.result_table import ResultTable
 
 
 @accepts_frames()
