@@ -202,6 +202,7 @@ CATALOGUE: dict[str, Check] = {
     # an old spelling (embsql.vocabulary.REMOVED), or a name a function does not take
     "argument.renamed": Check(ArgumentError, "{old} is now {new} (in {where})"),
     "argument.unknown": Check(ArgumentError, "{where} has no argument {name}; it takes: {takes}"),
+    "argument.moved": Check(ArgumentError, "{where} does not take {old}: {instead}"),
     "column.collision": Check(
         InputError, "model column {column} has the name of one of {function}'s output columns (the output keeps "
                     "the model column's name); rename it, e.g. SELECT {column} AS model_name"),

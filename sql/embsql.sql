@@ -100,6 +100,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_renamed("old", "new", "where") A
     error(format('embsql: [argument.renamed] {} is now {} (in {})', "old", "new", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_unknown("where", "name", "takes") AS
     error(format('embsql: [argument.unknown] {} has no argument {}; it takes: {}', "where", "name", "takes"));
+CREATE OR REPLACE TEMP MACRO emb__fail_argument_moved("where", "old", "instead") AS
+    error(format('embsql: [argument.moved] {} does not take {}: {}', "where", "old", "instead"));
 CREATE OR REPLACE TEMP MACRO emb__fail_column_collision("column", "function") AS
     error(format('embsql: [column.collision] model column {} has the name of one of {}''s output columns (the output keeps the model column''s name); rename it, e.g. SELECT {} AS model_name', "column", "function", "column"));
 CREATE OR REPLACE TEMP MACRO emb__fail_query_interrupted("what") AS
