@@ -44,12 +44,12 @@ def _open(data: str | None):
     FILE.duckdb:TABLE (attached read-only when the report runs, see embsql.io.sources); returns
     (connection, source name)."""
     from embsql.io.registration import connect
-    from embsql.io.sources import attached_name, is_lance
+    from embsql.io.sources import duckdb_table, is_lance
 
     con = connect()
     if data is None:
         return con, None
-    if attached_name(con, data) == data and not Path(data).exists() and not is_lance(data):
+    if duckdb_table(data) is None and not Path(data).exists() and not is_lance(data):
         raise InputError(f"data file {data!r} does not exist")
     return con, data
 

@@ -279,8 +279,3 @@ def from_sql(message: str) -> EmbsqlError:
         return SqlInputError(line)
     return sql_class(class_of(match.group(1)))(line, kind=match.group(1))
 
-
-class EmbsqlDeprecationWarning(FutureWarning):
-    """An old way of calling embsql that still works: the message says what to write instead.
-
-    A FutureWarning, so that it shows in notebooks and scripts, not only under test runners."""

@@ -13,7 +13,7 @@ from sqlglot import exp
 from embsql.core.retrieval_comparison import PAIR_COLUMNS, compare_metric
 from embsql.errors import InputError
 from embsql.io.columns import require_number
-from embsql.io.sources import accepts_frames, resolve
+from embsql.io.sources import local_sources, resolve
 from embsql.result_table import ResultTable
 
 
@@ -54,27 +54,27 @@ def compare_retrieval(con: duckdb.DuckDBPyConnection, evaluation, *, queries=Non
                     permutations=permutations, seed=seed, level=level, p_adjust=p_adjust)
 
 
-@accepts_frames("evaluation", "queries")
 def _compare(con, evaluation, queries, *, metric, model, qid, group, permutations, seed, level, p_adjust):
-    columns = {"model": model, "qid": qid, "metric": "metric", "value": "value"}
-    if group is not None and queries is None:
-        columns["group"] = group
-    rows = _select(con, evaluation, columns)
-    groups = rows.get("group")
-    if group is not None and queries is not None:
-        known = _select(con, queries, {"qid": qid, "group": group})
-        pairs = {}
-        for q, g in zip(known["qid"], known["group"]):
-            pairs.setdefault(str(q), set()).add(g)
-        split = next((q for q, gs in pairs.items() if len(gs) > 1), None)
-        if split is not None:
-            raise InputError(f"queries: qid {split!r} is in more than one group ({sorted(map(str, pairs[split]))}); "
-                             "each query belongs to one paraphrase group")
-        missing = [q for q in rows["qid"] if str(q) not in pairs]
-        if missing:
-            raise InputError(f"evaluation: qid {missing[0]!r} is not in queries ({len(set(map(str, missing)))} such "
-                             f"queries), so it has no paraphrase group ({group!r})")
-        groups = [next(iter(pairs[str(q)])) for q in rows["qid"]]
-    result = compare_metric(rows["model"], rows["qid"], rows["metric"], rows["value"], groups, metric=metric,
-                            permutations=permutations, seed=seed, level=level, p_adjust=p_adjust)
-    return ResultTable.from_dicts(f"paired comparison of {metric}", PAIR_COLUMNS, result)
+    with local_sources(con, evaluation, queries) as (evaluation, queries):
+        columns = {"model": model, "qid": qid, "metric": "metric", "value": "value"}
+        if group is not None and queries is None:
+            columns["group"] = group
+        rows = _select(con, evaluation, columns)
+        groups = rows.get("group")
+        if group is not None and queries is not None:
+            known = _select(con, queries, {"qid": qid, "group": group})
+            pairs = {}
+            for q, g in zip(known["qid"], known["group"]):
+                pairs.setdefault(str(q), set()).add(g)
+            split = next((q for q, gs in pairs.items() if len(gs) > 1), None)
+            if split is not None:
+                raise InputError(f"queries: qid {split!r} is in more than one group ({sorted(map(str, pairs[split]))}); "
+                                 "each query belongs to one paraphrase group")
+            missing = [q for q in rows["qid"] if str(q) not in pairs]
+            if missing:
+                raise InputError(f"evaluation: qid {missing[0]!r} is not in queries ({len(set(map(str, missing)))} such "
+                                 f"queries), so it has no paraphrase group ({group!r})")
+            groups = [next(iter(pairs[str(q)])) for q in rows["qid"]]
+        result = compare_metric(rows["model"], rows["qid"], rows["metric"], rows["value"], groups, metric=metric,
+                                permutations=permutations, seed=seed, level=level, p_adjust=p_adjust)
+        return ResultTable.from_dicts(f"paired comparison of {metric}", PAIR_COLUMNS, result)

@@ -22,7 +22,7 @@ from embsql.io.qrels import check_known, qrels_from_positives, read_qrels, table
 from embsql.io.runs import RUN_COLUMNS, arrow_run, read_run, retrieve_run, run_ids
 from embsql.io.runs import write_trec_run as write_lines
 from embsql.io.scoring import PER_QUERY_COLUMNS, SUMMARY_COLUMNS, score_runs
-from embsql.io.sources import accepts_frames, describe, local_source
+from embsql.io.sources import describe, local_source, local_sources
 from embsql.result_table import ResultTable
 
 UNKNOWN = ("error", "skip")
@@ -36,7 +36,6 @@ def _result(title: str, table: pa.Table) -> ResultTable:
     return ResultTable(title, tuple(table.column_names), tuple(zip(*columns)))
 
 
-@accepts_frames("queries", "docs")
 def retrieve(con, queries, docs, *, k: int = 100, model: str | None = None, qid: str = "qid",
              doc_id: str = "doc_id", vector: str = "vector", doc_vector: str | None = None) -> ResultTable:
     """The exact cosine top-k run: ``model, qid, doc_id, rank, score`` (rank 1 = best).
@@ -52,8 +51,9 @@ def retrieve(con, queries, docs, *, k: int = 100, model: str | None = None, qid:
     >>> [(r["doc_id"], r["rank"]) for r in embsql.retrieve(con, q, d, k=2).to_dicts()]
     [('c', 1), ('a', 2)]
     """
-    return _result("retrieve", retrieve_run(con, queries, docs, k=k, model=model, qid=qid, doc_id=doc_id,
-                                              vector=vector, doc_vector=doc_vector))
+    with local_sources(con, queries, docs) as (queries, docs):
+        return _result("retrieve", retrieve_run(con, queries, docs, k=k, model=model, qid=qid, doc_id=doc_id,
+                                                  vector=vector, doc_vector=doc_vector))
 
 
 def run_table(con, run, *, model: str | None = None) -> pa.Table:
@@ -96,7 +96,6 @@ def write_trec_run(run, path: str, *, tag: str | None = None) -> int:
 # ---- evaluation --------------------------------------------------------------------------
 
 
-@accepts_frames("qrels", "queries", "docs")
 def evaluate(con, run=None, qrels=None, *, metrics=ranking.DEFAULT_METRICS, model: str | None = None,
              queries=None, docs=None, k: int | None = None, per_query: bool = False, qid: str = "qid",
              doc_id: str = "doc_id", vector: str = "vector", doc_vector: str | None = None,
@@ -116,42 +115,43 @@ def evaluate(con, run=None, qrels=None, *, metrics=ranking.DEFAULT_METRICS, mode
     score 0; missing = judged queries the run does not rank; unjudged = mean share of the top
     cutoff without a judgement), or with ``per_query=True`` one row per ``model, qid, metric, value``.
     """
-    parsed = ranking.parse_metrics(metrics)
-    if k is not None:
-        k = ranking.check_k(k)
-    if unknown not in UNKNOWN:
-        raise InputError(f"unknown must be 'error' or 'skip', not {unknown!r}")
-    if run is None:
-        if queries is None or docs is None:
-            raise InputError("evaluate needs a run, or queries= and docs= to retrieve one")
-        depth = k or max(m.cutoff for m in parsed)
-        table = retrieve_run(con, queries, docs, k=depth, model=model, qid=qid, doc_id=doc_id, vector=vector,
-                               doc_vector=doc_vector)
-    else:
-        table = run_table(con, run, model=model)
-    if qrels is None:
-        if queries is None:
-            raise InputError("evaluate needs qrels, or queries= with a positive column")
-        judgements = qrels_from_positives(con, queries, qid=qid, positive=positive)
-    else:
-        judgements = read_qrels(con, qrels, qid=qid, doc_id=doc_id, relevance=relevance)
-    skipped = 0
-    # a run retrieved here holds every id of both tables (run_ids): they are not read again
-    ids_of = (lambda source, column, role: run_ids(table, role)) if run is None else \
-        (lambda source, column, role: table_ids(con, source, column, role))
-    if queries is not None:
-        judgements, n = check_known(judgements, ids_of(queries, qid, "qid"), "qid", judgements.qid, unknown,
-                                     f"queries {queries!r}")
-        skipped += n
-    if docs is not None:
-        judgements, n = check_known(judgements, ids_of(docs, doc_id, "doc_id"), "doc_id", judgements.doc_id,
-                                     unknown, f"docs {docs!r}")
-        skipped += n
-    if len(judgements) == 0:
-        raise InputError(f"qrels {judgements.source!r} has no judgements left to evaluate with")
-    summary, chunks = score_runs(table, judgements, parsed, k, per_query=per_query)
-    if per_query:      # rows built from numpy and lists directly: 1M-row runs give 100,000s of rows
-        return ResultTable("evaluate (per query)", PER_QUERY_COLUMNS,
-                           tuple(itertools.chain.from_iterable(chunk.rows() for chunk in chunks)))
-    title = "evaluate" + (f" ({skipped} qrels rows with unknown ids skipped)" if skipped else "")
-    return ResultTable.from_dicts(title, SUMMARY_COLUMNS, summary)
+    with local_sources(con, qrels, queries, docs) as (qrels, queries, docs):
+        parsed = ranking.parse_metrics(metrics)
+        if k is not None:
+            k = ranking.check_k(k)
+        if unknown not in UNKNOWN:
+            raise InputError(f"unknown must be 'error' or 'skip', not {unknown!r}")
+        if run is None:
+            if queries is None or docs is None:
+                raise InputError("evaluate needs a run, or queries= and docs= to retrieve one")
+            depth = k or max(m.cutoff for m in parsed)
+            table = retrieve_run(con, queries, docs, k=depth, model=model, qid=qid, doc_id=doc_id, vector=vector,
+                                   doc_vector=doc_vector)
+        else:
+            table = run_table(con, run, model=model)
+        if qrels is None:
+            if queries is None:
+                raise InputError("evaluate needs qrels, or queries= with a positive column")
+            judgements = qrels_from_positives(con, queries, qid=qid, positive=positive)
+        else:
+            judgements = read_qrels(con, qrels, qid=qid, doc_id=doc_id, relevance=relevance)
+        skipped = 0
+        # a run retrieved here holds every id of both tables (run_ids): they are not read again
+        ids_of = (lambda source, column, role: run_ids(table, role)) if run is None else \
+            (lambda source, column, role: table_ids(con, source, column, role))
+        if queries is not None:
+            judgements, n = check_known(judgements, ids_of(queries, qid, "qid"), "qid", judgements.qid, unknown,
+                                         f"queries {queries!r}")
+            skipped += n
+        if docs is not None:
+            judgements, n = check_known(judgements, ids_of(docs, doc_id, "doc_id"), "doc_id", judgements.doc_id,
+                                         unknown, f"docs {docs!r}")
+            skipped += n
+        if len(judgements) == 0:
+            raise InputError(f"qrels {judgements.source!r} has no judgements left to evaluate with")
+        summary, chunks = score_runs(table, judgements, parsed, k, per_query=per_query)
+        if per_query:      # rows built from numpy and lists directly: 1M-row runs give 100,000s of rows
+            return ResultTable("evaluate (per query)", PER_QUERY_COLUMNS,
+                               tuple(itertools.chain.from_iterable(chunk.rows() for chunk in chunks)))
+        title = "evaluate" + (f" ({skipped} qrels rows with unknown ids skipped)" if skipped else "")
+        return ResultTable.from_dicts(title, SUMMARY_COLUMNS, summary)

@@ -24,7 +24,7 @@ from embsql.core.structure import STRUCTURE_COLUMNS, participation_ratio
 from embsql.errors import InputError
 from embsql.io.qrels import read_qrels
 from embsql.io.retrieval_rows import Columns, Rows, load_models
-from embsql.io.sources import accepts_frames
+from embsql.io.sources import local_sources
 from embsql.reporting.cautions import RETRIEVAL as CAUTIONS
 from embsql.reporting.cautions import RETRIEVAL_EFF_DIM as EFF_DIM_CAUTION
 from embsql.reporting.cautions import RETRIEVAL_PAIRING as PAIRING_CAUTION
@@ -56,7 +56,6 @@ def _margins_per_model(con, queries, docs, cols: Columns, scope: str, query_grou
                                             relevance_threshold, m, f"qrels {judged.source!r}")
 
 
-@accepts_frames("queries", "docs", "qrels")
 def margins(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *, qrels=None, relevance_threshold: int = 1,
             scope: str = "corpus", qid: str = "qid", group: str = "group", level: str | None = None,
             positive: str = "positive", vector: str = "vector", doc_id: str = "doc_id", doc_group: str = "group",
@@ -73,15 +72,15 @@ def margins(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *, qrels=No
     relevant document, d_neg2 to the nearest non-relevant one, rank that of the first relevant
     document.  m > 0 exactly when the nearest relevant document beats every non-relevant one.
     """
-    cols = Columns(qid, group, level, positive, vector, doc_id, doc_group, doc_vector, model)
-    rows = []
-    for m, q, _, result in _margins_per_model(con, queries, docs, cols, scope, query_group=False, qrels=qrels,
-                                              relevance_threshold=relevance_threshold):
-        rows += sorted(margin_dicts(m, q.ids, result), key=lambda r: sort_key(r["qid"]))
-    return ResultTable.from_dicts("margins", MARGIN_COLUMNS, rows)
+    with local_sources(con, queries, docs, qrels) as (queries, docs, qrels):
+        cols = Columns(qid, group, level, positive, vector, doc_id, doc_group, doc_vector, model)
+        rows = []
+        for m, q, _, result in _margins_per_model(con, queries, docs, cols, scope, query_group=False, qrels=qrels,
+                                                  relevance_threshold=relevance_threshold):
+            rows += sorted(margin_dicts(m, q.ids, result), key=lambda r: sort_key(r["qid"]))
+        return ResultTable.from_dicts("margins", MARGIN_COLUMNS, rows)
 
 
-@accepts_frames("queries", "docs", "qrels")
 def retrieval_summary(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *, scope: str = "corpus",
                       qid: str = "qid", group: str = "group", level: str | None = None, positive: str = "positive",
                       vector: str = "vector", doc_id: str = "doc_id", doc_group: str = "group",
@@ -91,27 +90,27 @@ def retrieval_summary(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *
     over the paraphrase groups (``group``) and the number of queries whose d+ ties with a distractor.
     ``qrels`` and ``relevance_threshold`` as in :func:`margins` (the ranks are those of the first
     relevant document, so recall@k here is success@k)."""
-    cols = Columns(qid, group, level, positive, vector, doc_id, doc_group, doc_vector, model)
-    rows = [{"model": m, **summary_row(q.group.tolist(), result, scope)}
-            for m, q, _, result in _margins_per_model(con, queries, docs, cols, scope, query_group=True, qrels=qrels,
-                                                      relevance_threshold=relevance_threshold)]
-    return ResultTable.from_dicts("retrieval summary", SUMMARY_COLUMNS, rows)
+    with local_sources(con, queries, docs, qrels) as (queries, docs, qrels):
+        cols = Columns(qid, group, level, positive, vector, doc_id, doc_group, doc_vector, model)
+        rows = [{"model": m, **summary_row(q.group.tolist(), result, scope)}
+                for m, q, _, result in _margins_per_model(con, queries, docs, cols, scope, query_group=True, qrels=qrels,
+                                                          relevance_threshold=relevance_threshold)]
+        return ResultTable.from_dicts("retrieval summary", SUMMARY_COLUMNS, rows)
 
 
-@accepts_frames("queries", "docs")
 def pairing(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *, scope: str = "corpus", qid: str = "qid",
             group: str = "group", level: str | None = None, positive: str = "positive", vector: str = "vector",
             doc_id: str = "doc_id", doc_group: str = "group", doc_vector: str = "vector",
             model: str | None = None) -> ResultTable:
     """Per model, R2 of the query embeddings beside R2 of per-query top-1 (0/1), and trace ICC
     beside scalar ICC, all over the paraphrase groups.  Same-side figures only; see PAIRING_CAUTION."""
-    cols = Columns(qid, group, level, positive, vector, doc_id, doc_group, doc_vector, model)
-    per_model = [(m, q, result) for m, q, _, result in _margins_per_model(con, queries, docs, cols, scope, True)]
-    return ResultTable.from_dicts("pairing (same-side figures; a difference is a clue, not an effect size)",
-                                  PAIRING_COLUMNS, pairing_table(con, per_model))
+    with local_sources(con, queries, docs) as (queries, docs):
+        cols = Columns(qid, group, level, positive, vector, doc_id, doc_group, doc_vector, model)
+        per_model = [(m, q, result) for m, q, _, result in _margins_per_model(con, queries, docs, cols, scope, True)]
+        return ResultTable.from_dicts("pairing (same-side figures; a difference is a clue, not an effect size)",
+                                      PAIRING_COLUMNS, pairing_table(con, per_model))
 
 
-@accepts_frames("queries", "docs")
 def dose(con: duckdb.DuckDBPyConnection, queries: str, docs: str | None = None, *, qid: str = "qid",
          group: str = "group", level: str = "level", vector: str = "vector", doc_id: str = "doc_id",
          doc_group: str = "group", doc_vector: str = "vector", model: str | None = None, positive: str = "positive",
@@ -120,11 +119,12 @@ def dose(con: duckdb.DuckDBPyConnection, queries: str, docs: str | None = None, 
     whether it increases monotonically, a one-sided permutation trend test (levels permuted within
     paraphrase groups), and with ``docs`` the ratio W~_q / W~_g (mean W~ of the document groups).
     dose_works = monotone and p_value <= alpha.  ``positive`` and ``scope`` are not used."""
-    if level is None:
-        raise InputError("dose needs a level column (paraphrase strength); pass level='column name'")
-    cols = Columns(qid, group, level, positive, vector, doc_id, doc_group, doc_vector, model)
-    rows = []
-    for m, q, d in load_models(con, queries, docs, cols, query_group=True, query_level=True, doc_group=True,
-                         positive=False):
-        rows += dose_rows(m, q, d, permutations, seed, alpha)
-    return ResultTable.from_dicts("dose", DOSE_COLUMNS, rows)
+    with local_sources(con, queries, docs) as (queries, docs):
+        if level is None:
+            raise InputError("dose needs a level column (paraphrase strength); pass level='column name'")
+        cols = Columns(qid, group, level, positive, vector, doc_id, doc_group, doc_vector, model)
+        rows = []
+        for m, q, d in load_models(con, queries, docs, cols, query_group=True, query_level=True, doc_group=True,
+                             positive=False):
+            rows += dose_rows(m, q, d, permutations, seed, alpha)
+        return ResultTable.from_dicts("dose", DOSE_COLUMNS, rows)

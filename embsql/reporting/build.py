@@ -26,7 +26,6 @@ import sqlglot
 from sqlglot import ErrorLevel, exp
 from sqlglot.errors import SqlglotError
 
-from embsql.compat import keyword_arguments
 from embsql.core import decomposition, resampling
 from embsql.core.arguments import check_level, check_permutations, check_replicates, check_seed
 from embsql.core.model_comparison import canonical
@@ -439,7 +438,6 @@ def _versions() -> dict:
     return {"embsql_version": __version__, "duckdb_version": duckdb.__version__}
 
 
-@keyword_arguments(by="model")
 def report(source: str, *, vector: str, group: str, model: str | None = None, **settings) -> Report:
     """Describe a report on ``source`` (a table, view or Parquet/CSV file); ``model`` is the model
     column (one set of figures per value; ``by=`` is its old name).
@@ -450,11 +448,6 @@ def report(source: str, *, vector: str, group: str, model: str | None = None, **
     another engine).  Nothing runs until .sql() or .run()."""
     return Report(source, vector=vector, group=group, model=model, **settings)
 
-
-# the old positional form Report(source, vector, group, by, ...) still works, with a warning
-Report.__init__ = keyword_arguments(  # type: ignore[method-assign]
-    "vector", "group", "by", "sections", "permutations", "seed", "replicates", "level", "queries", "docs",
-    "retrieval", "title", "table", "where", by="model")(Report.__init__)
 
 
 def run_on(connection, report: Report, *, progress: bool | None = None) -> ReportResult:
