@@ -173,7 +173,7 @@ def sql_macro_anova(con, table: str) -> dict:
 
 def python_anova(con, table: str) -> dict:
     """(b) embsql.anova: one wide aggregate query in DuckDB + a numpy finish."""
-    return embsql.anova(con, table, "g", "v").to_dicts()[0]
+    return embsql.anova(con, table, group="g", vector="v").to_dicts()[0]
 
 
 def load_baseline(root: Path, name: str = "embsql_baseline"):

@@ -89,6 +89,6 @@ def test_permanova_warns_only_when_the_valid_test_rejects():
         con.register("t", pa.table({"g": codes.astype(str), "v": list(z)}))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            embsql.permanova(con, "t", "g", "v", permutations=99, seed=rep)
+            embsql.permanova(con, "t", group="g", vector="v", permutations=99, seed=rep)
         warned += any("dispersion test is significant" in str(w.message) for w in caught)
     assert warned <= 15, warned

@@ -158,7 +158,7 @@ def test_sql_jackknife_streams_under_the_memory_limit(con, profile, expected):
 def test_python_anova_and_jackknife_stream_in_batches(con, profile, expected, monkeypatch):
     # 2048-row batches: about 31 per table, so every group's sum is built across many batches
     monkeypatch.setattr(embsql.io.table_stream, "BATCH_ROWS", 2048)
-    check_anova(embsql.anova(con, "ooc.emb", "g", "v", model="model").to_dicts(), expected)
+    check_anova(embsql.anova(con, "ooc.emb", group="g", vector="v", model="model").to_dicts(), expected)
     assert spilled(profile) == 0
-    check_jackknife(embsql.jackknife(con, "ooc.emb", "g", "v", model="model").to_dicts(), expected)
+    check_jackknife(embsql.jackknife(con, "ooc.emb", group="g", vector="v", model="model").to_dicts(), expected)
     assert spilled(profile) == 0

@@ -92,7 +92,7 @@ def test_example_matches_adonis2(con, case, terms, by):
     example_table(con)
     expected = reference()[f"example {case} {by}"]
     by_terms = "sequential" if by == "terms" else "margin"
-    got = embsql.permanova(con, "example", terms=terms, vector="embedding", by_terms=by_terms, permutations=999,
+    got = embsql.permanova_terms(con, "example", terms=terms, vector="embedding", sums=by_terms, permutations=999,
                            seed=3, progress=False).to_dicts()
     check(got, expected, 999)
     listed = ", ".join(f"'{t}'" for t in terms)
@@ -116,9 +116,9 @@ def _table(n=40, seed=0, d=8):
 def test_one_term_equals_the_one_factor_call(con, strata):
     """permanova(con, src, group, vector) and permanova(..., terms=[group]) give the same numbers."""
     con.register("t", _table())
-    one = embsql.permanova(con, "t", "g", "v", permutations=499, seed=5, strata=strata,
+    one = embsql.permanova(con, "t", group="g", vector="v", permutations=499, seed=5, strata=strata,
                            check_dispersion=False, progress=False).to_dicts()[0]
-    rows = embsql.permanova(con, "t", terms=["g"], vector="v", permutations=499, seed=5, strata=strata,
+    rows = embsql.permanova_terms(con, "t", terms=["g"], vector="v", permutations=499, seed=5, strata=strata,
                             progress=False).to_dicts()
     assert rows[0]["ss"] == pytest.approx(one["ss_b"], rel=1e-12)
     assert rows[1]["ss"] == pytest.approx(one["ss_w"], rel=1e-12)
@@ -131,27 +131,27 @@ def test_one_term_equals_the_one_factor_call(con, strata):
 
 def test_star_expands_and_orders_like_r(con):
     con.register("t", _table())
-    star = embsql.permanova(con, "t", terms=["lang*cov"], vector="v", permutations=99, progress=False).to_dicts()
+    star = embsql.permanova_terms(con, "t", terms=["lang*cov"], vector="v", permutations=99, progress=False).to_dicts()
     assert [r["term"] for r in star] == ["lang", "cov", "lang:cov", "Residual", "Total"]
     assert [r["df"] for r in star] == [3, 1, 3, 32, 39]
-    spelled = embsql.permanova(con, "t", terms=["lang:cov", "lang", "cov"], vector="v", permutations=99,
+    spelled = embsql.permanova_terms(con, "t", terms=["lang:cov", "lang", "cov"], vector="v", permutations=99,
                                progress=False).to_dicts()
     assert [r["term"] for r in spelled] == [r["term"] for r in star]
     assert [r["ss"] for r in spelled] == pytest.approx([r["ss"] for r in star], rel=1e-12)
     # the marginal test leaves out terms contained in an interaction, as vegan's drop.scope does
-    margin = embsql.permanova(con, "t", terms=["lang*cov"], vector="v", by_terms="margin", permutations=99,
+    margin = embsql.permanova_terms(con, "t", terms=["lang*cov"], vector="v", sums="margin", permutations=99,
                               progress=False).to_dicts()
     assert [r["term"] for r in margin] == ["lang:cov", "Residual", "Total"]
 
 
 def test_sequential_ss_add_up_and_margin_is_order_free(con):
     con.register("t", _table())
-    seq = embsql.permanova(con, "t", terms=["cov", "g", "lang"], vector="v", permutations=99,
+    seq = embsql.permanova_terms(con, "t", terms=["cov", "g", "lang"], vector="v", permutations=99,
                            progress=False).to_dicts()
     assert sum(r["ss"] for r in seq[:-1]) == pytest.approx(seq[-1]["ss"], rel=1e-12)
-    a = embsql.permanova(con, "t", terms=["cov", "g", "lang"], vector="v", by_terms="margin", permutations=199,
+    a = embsql.permanova_terms(con, "t", terms=["cov", "g", "lang"], vector="v", sums="margin", permutations=199,
                          progress=False).to_dicts()
-    b = embsql.permanova(con, "t", terms=["lang", "cov", "g"], vector="v", by_terms="margin", permutations=199,
+    b = embsql.permanova_terms(con, "t", terms=["lang", "cov", "g"], vector="v", sums="margin", permutations=199,
                          progress=False).to_dicts()
     by_term = {r["term"]: r for r in b}
     for r in a:
@@ -169,7 +169,7 @@ def test_vectors_and_distances_agree(con):
                                    "d": np.linalg.norm(x[i] - x[j], axis=1)}))
     con.register("labels", table.drop(["v"]).append_column("id", pa.array([str(k) for k in range(len(x))])))
     for by_terms in ("sequential", "margin"):
-        vec = embsql.permanova(con, "t", terms=["lang", "g", "cov"], vector="v", by_terms=by_terms,
+        vec = embsql.permanova_terms(con, "t", terms=["lang", "g", "cov"], vector="v", sums=by_terms,
                                permutations=99, progress=False).to_dicts()
         dist = sql_rows(con, "SELECT * FROM emb_permanova_terms_dist('dist', 'labels', ['lang', 'g', 'cov'], "
                              f"by_terms := '{by_terms}', permutations := 99)")
@@ -181,18 +181,18 @@ def test_vectors_and_distances_agree(con):
 def test_bad_input_names_the_term_or_column(con):
     con.register("t", _table())
     with pytest.raises(DesignError, match="'one'"):
-        embsql.permanova(con, "t", terms=["g", "one"], vector="v", progress=False)
+        embsql.permanova_terms(con, "t", terms=["g", "one"], vector="v", progress=False)
     with pytest.raises(DesignError, match="'pair'.*zero df"):
-        embsql.permanova(con, "t", terms=["g", "pair"], vector="v", progress=False)
+        embsql.permanova_terms(con, "t", terms=["g", "pair"], vector="v", progress=False)
     with pytest.raises(InputError, match="'cov_null'"):
-        embsql.permanova(con, "t", terms=["g", "cov_null"], vector="v", progress=False)
+        embsql.permanova_terms(con, "t", terms=["g", "cov_null"], vector="v", progress=False)
     with pytest.raises(InputError, match="by_terms"):
-        embsql.permanova(con, "t", terms=["g"], vector="v", by_terms="type3", progress=False)
+        embsql.permanova_terms(con, "t", terms=["g"], vector="v", sums="type3", progress=False)
     with pytest.raises(EmbsqlError, match="'nope'"):
-        embsql.permanova(con, "t", terms=["nope"], vector="v", progress=False)
+        embsql.permanova_terms(con, "t", terms=["nope"], vector="v", progress=False)
     con.register("tiny", _table().slice(0, 2))
     with pytest.raises(DesignError, match="at least 3 items"):
-        embsql.permanova(con, "tiny", terms=["lang"], vector="v", progress=False)
+        embsql.permanova_terms(con, "tiny", terms=["lang"], vector="v", progress=False)
     for query, kind, words in (("'t', ['g', 'one'], 'v'", "design", "'one' has one level"),
                                ("'t', ['g', 'pair'], 'v'", "design", "'pair' adds nothing"),
                                ("'t', ['cov_null'], 'v'", "input", "'cov_null'"),
@@ -205,6 +205,6 @@ def test_bad_input_names_the_term_or_column(con):
 
 def test_p_values_in_range_and_r2_sum_to_one(con):
     con.register("t", _table(seed=3))
-    rows = embsql.permanova(con, "t", terms=["lang", "cov"], vector="v", permutations=49, progress=False).to_dicts()
+    rows = embsql.permanova_terms(con, "t", terms=["lang", "cov"], vector="v", permutations=49, progress=False).to_dicts()
     assert all(0 < r["p_value"] <= 1 for r in rows if r["p_value"] is not None)
     assert sum(r["r2"] for r in rows[:-1]) == pytest.approx(1.0, rel=1e-12)

@@ -47,10 +47,10 @@ def con():
 
 
 PYTHON = {
-    "permanova": lambda con, **kw: embsql.permanova(con, "t", "g", "v", check_dispersion=False, **kw),
-    "permanova welch": lambda con, **kw: embsql.permanova(con, "t", "g", "v", statistic="welch", **kw),
-    "dispersion": lambda con, **kw: embsql.dispersion(con, "t", "g", "v", **kw),
-    "mantel": lambda con, **kw: embsql.mantel(con, "models", "item", "model", "v", **kw),
+    "permanova": lambda con, **kw: embsql.permanova(con, "t", group="g", vector="v", check_dispersion=False, **kw),
+    "permanova_welch": lambda con, **kw: embsql.permanova_welch(con, "t", group="g", vector="v", **kw),
+    "dispersion": lambda con, **kw: embsql.dispersion(con, "t", group="g", vector="v", **kw),
+    "mantel": lambda con, **kw: embsql.mantel(con, "models", item="item", model="model", vector="v", **kw),
     "dose": lambda con, **kw: embsql.dose(con, "q", model="model", **kw),
 }
 SQL = {
@@ -100,8 +100,10 @@ def test_sql_refuses_bad_permutations_and_seeds(con, function):
 
 
 def test_statistic_is_checked(con):
-    with pytest.raises(embsql.InputError, match=r"^statistic must be 'pseudo-f' or 'welch', not 'F'$"):
-        embsql.permanova(con, "t", "g", "v", permutations=9, statistic="F")
+    """SQL's emb_permanova takes statistic :=; in Python each statistic is its own function."""
+    with pytest.raises(embsql.ArgumentError, match=r"^embsql\.permanova\(\) does not take statistic=: "
+                                                   r"Welch's W\*_d is tested by embsql\.permanova_welch\("):
+        embsql.permanova(con, "t", group="g", vector="v", permutations=9, statistic="F")
     for query in (SQL["emb_permanova"], SQL["emb_permanova_dist"]):
         assert sql_error(con, query.format("statistic := 'F'")) == \
             "embsql: [argument.statistic] statistic must be 'pseudo-f' or 'welch', not 'F'"
@@ -129,23 +131,24 @@ def float_labels():
 
 def test_zero_and_negative_zero_are_one_group(float_labels):
     con = float_labels
-    assert embsql.permanova(con, "f", "g", "v", permutations=9, check_dispersion=False).to_dicts()[0]["groups"] == 3
-    tests, groups = embsql.dispersion(con, "f", "g", "v", permutations=9)
+    assert embsql.permanova(con, "f", group="g", vector="v", permutations=9, check_dispersion=False).to_dicts()[0]["groups"] == 3
+    result = embsql.dispersion(con, "f", group="g", vector="v", permutations=9)
+    tests, groups = result.test, result.groups
     assert tests.to_dicts()[0]["groups"] == 3 and sorted(groups.column("n_g")) == [10, 10, 10]
     assert sql_rows(con, "SELECT groups FROM emb_permanova('f', 'g', 'v', permutations := 9)") == [{"groups": 3}]
     assert sql_rows(con, "SELECT groups FROM emb_dispersion('f', 'g', 'v', permutations := 9)") == [{"groups": 3}]
     assert sorted(r["n_g"] for r in sql_rows(con, "SELECT * FROM emb_dispersion_groups('f', 'g', 'v', "
                                                   "permutations := 9)")) == [10, 10, 10]
     # the Python and SQL p-values agree: the same groups, the same canonical order
-    assert embsql.dispersion(con, "f", "g", "v", permutations=99)[0].to_dicts()[0]["p_value"] == \
+    assert embsql.dispersion(con, "f", group="g", vector="v", permutations=99).test.to_dicts()[0]["p_value"] == \
         sql_rows(con, "SELECT p_value FROM emb_dispersion('f', 'g', 'v', permutations := 99)")[0]["p_value"]
 
 
 def test_nan_label_is_an_error_naming_the_column(float_labels):
     con = float_labels
     message = "group column 'g' has a NaN label"
-    for run in (lambda: embsql.permanova(con, "nan", "g", "v", permutations=9),
-                lambda: embsql.dispersion(con, "nan", "g", "v", permutations=9)):
+    for run in (lambda: embsql.permanova(con, "nan", group="g", vector="v", permutations=9),
+                lambda: embsql.dispersion(con, "nan", group="g", vector="v", permutations=9)):
         with pytest.raises(embsql.BadLabelError, match=message):
             run()
     for query in ("SELECT * FROM emb_dispersion('nan', 'g', 'v', permutations := 9)",
@@ -175,9 +178,9 @@ def test_string_label_nan_is_a_label(con):
 def test_identical_vectors_are_refused(con):
     con.register("same", vectors_table(np.tile([1.0, 2.0, 3.0], (12, 1)), ["a"] * 6 + ["b"] * 6))
     message = "the vectors are identical to within floating-point precision"
-    for run in (lambda: embsql.permanova(con, "same", "g", "v", permutations=9),
-                lambda: embsql.permanova(con, "same", "g", "v", permutations=9, statistic="welch"),
-                lambda: embsql.dispersion(con, "same", "g", "v", permutations=9)):
+    for run in (lambda: embsql.permanova(con, "same", group="g", vector="v", permutations=9),
+                lambda: embsql.permanova_welch(con, "same", group="g", vector="v", permutations=9),
+                lambda: embsql.dispersion(con, "same", group="g", vector="v", permutations=9)):
         with pytest.raises(embsql.DesignError, match=message):
             run()
     for query in ("SELECT * FROM emb_dispersion('same', 'g', 'v', permutations := 9)",):

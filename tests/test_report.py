@@ -138,7 +138,7 @@ STRANGE = ['my "vec"; DROP TABLE x', "group col", "Model"]
 def test_strange_names_are_quoted_identifiers(con):
     table = model_table().rename_columns(["Model", "group col", "item", "split", 'my "vec"; DROP TABLE x'])
     con.register("weird table", table)
-    report = embsql.report("weird table", vector=STRANGE[0], group=STRANGE[1], by=STRANGE[2], sections=["decomposition"])
+    report = embsql.report("weird table", vector=STRANGE[0], group=STRANGE[1], model=STRANGE[2], sections=["decomposition"])
     for dialect in DIALECTS:
         sql = report.sql(dialect, con=con)
         columns = {c.name for statement in sqlglot.parse(sql, read=dialect)
@@ -150,7 +150,7 @@ def test_strange_names_are_quoted_identifiers(con):
 
 def test_missing_names_fail_before_anything_runs(emb_con):
     for kwargs, word in (({"vector": "nope", "group": "topic"}, "nope"), ({"vector": "emb", "group": "nope"}, "nope"),
-                         ({"vector": "emb", "group": "topic", "by": "nope"}, "nope"),
+                         ({"vector": "emb", "group": "topic", "model": "nope"}, "nope"),
                          ({"vector": "emb", "group": "topic", "where": "nope = 1"}, "nope")):
         report = embsql.report("emb", **kwargs)
         for call in (lambda report=report: report.run(emb_con), lambda report=report: report.sql("spark", con=emb_con)):
@@ -167,7 +167,7 @@ def test_missing_names_fail_before_anything_runs(emb_con):
     ({"permutations": -1}, "permutations"),
     ({"permutations": 1.5}, "permutations"),
     ({"level": 1.5}, "level"),
-    ({"by": "topic"}, "is the group column"),
+    ({"model": "topic"}, "is the group column"),
     ({"where": "split = "}, "not a SQL condition"),
     ({"queries": "q"}, "both queries and docs"),
 ])
@@ -410,13 +410,15 @@ def test_the_tests_read_the_rows_once_and_match_the_faces(emb_con, monkeypatch):
     assert reads == [("topic", "emb")]
     permanova = embsql.permanova(emb_con, "emb", group="topic", vector="emb", model="model", permutations=49,
                                  check_dispersion=False, progress=False)
-    tests, _ = embsql.dispersion(emb_con, "emb", group="topic", vector="emb", model="model", permutations=49,
-                                 progress=False)
+    tests = embsql.dispersion(emb_con, "emb", group="topic", vector="emb", model="model", permutations=49,
+                              progress=False).test
     for name, face in (("permanova", permanova), ("dispersion", tests)):
         section = result[name]
+        shared = [c for c in face.columns[1:] if c in section.columns]
+        assert "p_value" in shared
         for row, expected in zip(section.to_dicts(), face.to_dicts()):
             assert row["model"] == expected["model"]
-            assert {k: row[k] for k in section.columns[1:]} == {k: expected[k] for k in section.columns[1:]}
+            assert {k: row[k] for k in shared} == {k: expected[k] for k in shared}
     assert [r["p_value"] for r in result.summary.to_dicts()] == permanova.column("p_value")
     assert [r["dispersion_p"] for r in result.summary.to_dicts()] == tests.column("p_value")
 

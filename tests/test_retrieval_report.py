@@ -256,7 +256,7 @@ def _retrieval_report_only(queries, docs, level=None, permutations=19):
     con.register("q", queries)
     con.register("d", docs)
     retrieval = {"level": level} if level else {}
-    return embsql.report("q", vector="vector", group="group", by="model", queries="q", docs="d",
+    return embsql.report("q", vector="vector", group="group", model="model", queries="q", docs="d",
                          permutations=permutations, sections=("decomposition", "retrieval"),
                          retrieval=retrieval).run(con)
 
