@@ -36,6 +36,7 @@ from embsql.errors import (
                      SqlInputError,
 )
 from embsql.io.registration import connect, register
+from embsql.io.retrieval_tables import Docs, Qrels, Queries, Run
 from embsql.io.sql import run_sql
 from embsql.reporting.build import Report, report, run_on
 from embsql.reporting.report_result import ReportResult, Section
@@ -54,4 +55,5 @@ __all__ = [
     "compare_retrieval",
     "retrieve", "evaluate", "write_trec_run",
     "cka", "procrustes", "pairwise_permanova",
+    "Queries", "Docs", "Qrels", "Run",
 ]

@@ -16,9 +16,16 @@ error naming both (:func:`check_model_name`), never a silently overwritten colum
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable, Iterable, Mapping
 
 from embsql.errors import fail
+
+# the type of a face's ``**removed`` (see refuse), which the faces import from here; Python 3.10 spells it NoReturn
+if sys.version_info >= (3, 11):
+    from typing import Never as Never
+else:
+    from typing import NoReturn as Never  # noqa: F401 (re-exported)
 
 # name -> what it means.  Grouped by what the name stands for; the order is the reference page's.
 TABLES: dict[str, str] = {
