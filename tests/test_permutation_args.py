@@ -51,7 +51,7 @@ PYTHON = {
     "permanova welch": lambda con, **kw: embsql.permanova(con, "t", "g", "v", statistic="welch", **kw),
     "dispersion": lambda con, **kw: embsql.dispersion(con, "t", "g", "v", **kw),
     "mantel": lambda con, **kw: embsql.mantel(con, "models", "item", "model", "v", **kw),
-    "dose": lambda con, **kw: embsql.dose(con, "q", model="model", **kw),
+    "dose": lambda con, **kw: embsql.dose(con, embsql.Queries("q", strength="level"), model="model", **kw),
 }
 SQL = {
     "emb_permanova": "SELECT * FROM emb_permanova('t', 'g', 'v', {})",

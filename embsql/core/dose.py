@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -153,17 +154,32 @@ def _cell_w_tilde(gram: np.ndarray, shuffled: np.ndarray, defined: np.ndarray, n
     return out
 
 
-DOSE_COLUMNS = ("model", "level", "queries", "groups", "w_tilde_q", "se", "step", "step_se", "w_tilde_g",
+DOSE_COLUMNS = ("model", "strength", "queries", "groups", "w_tilde_q", "se", "step", "step_se", "w_tilde_g",
                 "ratio", "monotone", "p_value", "permutations", "dose_works")
 
 
-def dose_rows(m, q, d, permutations: int, seed: int, alpha: float) -> list[dict]:
-    """Rows of DOSE_COLUMNS for model ``m``: ``q`` the query rows (group, level, keys, unit), ``d``
+class ModelRows(Protocol):
+    """What dose_rows reads of one model's queries or documents (embsql.io.retrieval_rows.Rows)."""
+
+    @property
+    def group(self) -> np.ndarray | None: ...
+    @property
+    def strength(self) -> np.ndarray | None: ...
+    @property
+    def keys(self) -> np.ndarray: ...
+    @property
+    def unit(self) -> np.ndarray: ...
+
+
+def dose_rows(m: object, q: ModelRows, d: ModelRows | None, permutations: int, seed: int,
+              alpha: float) -> list[dict]:
+    """Rows of DOSE_COLUMNS for model ``m``: ``q`` the query rows (group, strength, keys, unit), ``d``
     the document rows (group, unit) or None; the ratio is W~_q / W~_g (mean W~ of the document groups)."""
-    result = analyse(q.group.tolist(), q.level.tolist(), q.keys, q.unit, permutations=permutations, seed=seed,
+    assert q.group is not None and q.strength is not None      # read for the dose
+    result = analyse(q.group.tolist(), q.strength.tolist(), q.keys, q.unit, permutations=permutations, seed=seed,
                      alpha=alpha)
     w_g = mean_w_tilde(d.group, d.unit)[2] if d is not None else None
-    return [{"model": m, "level": lv.level, "queries": lv.queries, "groups": lv.groups, "w_tilde_q": lv.w_tilde_q,
+    return [{"model": m, "strength": lv.level, "queries": lv.queries, "groups": lv.groups, "w_tilde_q": lv.w_tilde_q,
              "se": lv.se, "step": lv.step, "step_se": lv.step_se, "w_tilde_g": w_g,
              "ratio": None if lv.w_tilde_q is None or not w_g else lv.w_tilde_q / w_g,
              "monotone": result.monotone, "p_value": result.p_value, "permutations": result.permutations,

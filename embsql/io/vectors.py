@@ -18,8 +18,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from embsql.core.labels import bad_label
 from embsql.core.sums import bad_vector
-from embsql.errors import BadLabelError, BadVectorError, InputError
+from embsql.errors import BadLabelError, BadVectorError, InputError, fail
+from embsql.io.columns import first_bad_label
 from embsql.io.sources import Source
 from embsql.io.table_stream import BATCH_ROWS, raw_vectors
 
@@ -55,13 +57,28 @@ def _select(con, source: Source, what: str, *, id_col: str, id_role: str, vector
                           .from_(source.table.copy()).group_by(model_expr.copy()).sql("duckdb")).fetchall())
     if not counts:
         raise InputError(f"{what} {source.name!r} has no rows")
-    if model and None in counts:
-        raise BadLabelError(f"{what} {source.name!r}: model column {model!r} is NULL in {counts[None]} rows")
+    if model and any(bad_label(value) for value in counts):
+        _refuse_bad_model(con, source, what, model, id_col, id_role)
     select = [model_expr.as_("m"), exp.cast(exp.column(id_col, quoted=True), "VARCHAR").as_("i"),
               (exp.column(group, quoted=True) if group else exp.null()).as_("g")]
     if vectors:
         select.append(exp.column(vector, quoted=True).as_("v"))
     return exp.select(*select).from_(source.table.copy()).sql("duckdb"), counts, dtype
+
+
+def _refuse_bad_model(con: duckdb.DuckDBPyConnection, source: Source, what: str, model: str, id_col: str,
+                      id_role: str) -> None:
+    """Name the first row whose model is NULL or NaN (label.null): the model column and the id, streamed."""
+    query = exp.select(exp.column(model, quoted=True).as_("m"), exp.column(id_col, quoted=True).as_("i")
+                       ).from_(source.table.copy()).sql("duckdb")
+    first_row = 0
+    for batch in con.sql(query).to_arrow_reader(BATCH_ROWS):
+        bad = first_bad_label(batch.column("m"))
+        if bad is not None:
+            fail("label.null", role="model", column=repr(model), word=bad[1],
+                 where=f" at row {first_row + bad[0]} ({id_role} {batch.column('i')[bad[0]].as_py()!r}) of "
+                       f"{what} {source.name!r}")
+        first_row += batch.num_rows
 
 
 def _parts(con, source: Source, what: str, query: str, *, id_col: str, id_role: str, vector: str,
