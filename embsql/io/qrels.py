@@ -12,6 +12,7 @@ whole number >= 0 (1.0 is accepted as 1, 1.5 is refused); no NULLs; each (qid, d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,7 +47,7 @@ class Judgements:
         return Judgements(self.qid.filter(keep), self.doc_id.filter(keep), self.relevance[mask], self.source)
 
 
-def is_trec_text(name) -> bool:
+def is_trec_text(name: object) -> bool:
     """A path to an existing file that is not Parquet/CSV/JSON: read as TREC text."""
     return isinstance(name, str) and Path(name).is_file() and not _tabular(name)
 
@@ -72,7 +73,7 @@ def read_trec_columns(path: str, width: int, what: str) -> list[list[str]]:
     return columns
 
 
-def check_relevance(values: pa.Array, where, column: str) -> np.ndarray:
+def check_relevance(values: pa.Array, where: Callable[[int], str], column: str) -> np.ndarray:
     """int64 relevance, refusing NULL, non-whole and negative values (naming the first)."""
     if values.null_count:
         raise BadLabelError(f"relevance column {column!r} is NULL at {where(_first(values.is_null()))}")
@@ -108,7 +109,7 @@ def _first(mask: pa.Array) -> int:
     return int(np.flatnonzero(mask.to_numpy(zero_copy_only=False))[0])
 
 
-def check_unique_pairs(qid: pa.Array, doc_id: pa.Array, where, source: str) -> None:
+def check_unique_pairs(qid: pa.Array, doc_id: pa.Array, where: Callable[[int], str], source: str) -> None:
     table = pa.table({"q": qid, "d": doc_id})
     counts = table.group_by(["q", "d"]).aggregate([([], "count_all")])
     repeated = pc.greater(counts.column("count_all"), 1)

@@ -9,6 +9,7 @@ kernels of embsql.core.ranking.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -144,7 +145,7 @@ class QueryValues:
     qids: list
     values: np.ndarray
 
-    def rows(self):
+    def rows(self) -> Iterator[tuple[object, object, str, float]]:
         """(model, qid, metric, value) tuples, PER_QUERY_COLUMNS."""
         n = len(self.qids)
         return zip(itertools.repeat(self.model, n), self.qids, itertools.repeat(self.metric, n), self.values.tolist())

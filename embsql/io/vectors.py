@@ -10,6 +10,7 @@ block, each block's vectors a view of its Arrow batch (retrieve ranks them as th
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import duckdb
@@ -25,6 +26,8 @@ from embsql.io.columns import first_bad_label
 from embsql.io.sources import Source
 from embsql.io.table_stream import BATCH_ROWS, raw_vectors
 
+Namer = Callable[[int], str]      # names row i of a batch part in a message
+
 
 @dataclass(frozen=True)
 class Vectors:
@@ -35,13 +38,13 @@ class Vectors:
     vectors: np.ndarray
     inv_norms: np.ndarray
 
-    def unit(self, rows=slice(None)) -> np.ndarray:
+    def unit(self, rows: slice | np.ndarray = slice(None)) -> np.ndarray:
         """float64 unit vectors of ``rows``."""
         return self.vectors[rows].astype(np.float64) * self.inv_norms[rows, None]
 
 
-def _select(con, source: Source, what: str, *, id_col: str, id_role: str, vector: str, model: str | None,
-            group: str | None, vectors: bool = True) -> tuple[str, dict, type]:
+def _select(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, id_col: str, id_role: str, vector: str,
+            model: str | None, group: str | None, vectors: bool = True) -> tuple[str, dict, type]:
     """The streamed query (m, i, g, v; without v if not ``vectors``), the row count per model and
     the vectors' dtype."""
     source.require(id_col, id_role)
@@ -81,8 +84,9 @@ def _refuse_bad_model(con: duckdb.DuckDBPyConnection, source: Source, what: str,
         first_row += batch.num_rows
 
 
-def _parts(con, source: Source, what: str, query: str, *, id_col: str, id_role: str, vector: str,
-           model: str | None, group: str | None, batch_rows: int):
+def _parts(con: duckdb.DuckDBPyConnection, source: Source, what: str, query: str, *, id_col: str, id_role: str,
+           vector: str, model: str | None, group: str | None,
+           batch_rows: int) -> Iterator[tuple[object, pa.Array, list | None, np.ndarray, Namer]]:
     """Yield (model value, ids, group labels or None, raw vectors, row namer) per model per Arrow
     batch, the ids and vectors checked (NULL ids and groups, NULL vectors and lengths)."""
     dim = source.vector_dimension(vector)
@@ -110,7 +114,7 @@ def _parts(con, source: Source, what: str, query: str, *, id_col: str, id_role: 
         first_row += batch.num_rows
 
 
-def _check_width(raw: np.ndarray, width: int, what: str, name: str, vector: str, where) -> None:
+def _check_width(raw: np.ndarray, width: int, what: str, name: str, vector: str, where: Namer) -> None:
     if raw.shape[1] != width:
         raise BadVectorError(f"{what} {name!r}: vector column {vector!r} has a vector of length "
                              f"{raw.shape[1]} at {where(0)}; other vectors have length {width}")
@@ -174,7 +178,8 @@ def read_ids(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, id_co
 
 
 def stream_vectors(con: duckdb.DuckDBPyConnection, source: Source, what: str, ids: dict[object, pa.Array], *,
-                   id_col: str, id_role: str, vector: str, model: str | None, batch_rows: int = BATCH_ROWS):
+                   id_col: str, id_role: str, vector: str, model: str | None,
+                   batch_rows: int = BATCH_ROWS) -> Iterator[Block]:
     """Yield a Block per model per Arrow batch, checked like read_vectors, so that the vectors are
     never held whole: the peak is one batch.  ``ids`` is read_ids's answer for the same source;
     rows are matched to it by position (the order DuckDB streams in), or by value if that differs."""
@@ -206,7 +211,7 @@ def _first_null(values: pa.Array) -> int:
 
 
 def _inverse_norms(vectors: np.ndarray, ids: pa.Array, what: str, name: str, vector: str, role: str,
-                   where=None) -> np.ndarray:
+                   where: Namer | None = None) -> np.ndarray:
     """1 / ||x|| in float64, block by block; a zero or non-finite vector is named (by ``where``,
     the row namer of a streamed block, else by its position in ``vectors``)."""
     out = np.empty(len(vectors))
@@ -226,7 +231,7 @@ def _inverse_norms(vectors: np.ndarray, ids: pa.Array, what: str, name: str, vec
     return out
 
 
-def _check_unique(ids: pa.Array, what: str, name: str, column: str, role: str, model) -> None:
+def _check_unique(ids: pa.Array, what: str, name: str, column: str, role: str, model: object) -> None:
     if len(pc.unique(ids)) == len(ids):
         return
     counts = pa.table({"i": ids}).group_by("i").aggregate([([], "count_all")])
