@@ -35,6 +35,7 @@ from embsql.errors import (
                      SqlInputError,
 )
 from embsql.io.registration import connect, register
+from embsql.io.retrieval_tables import Docs, Qrels, Queries, Run
 from embsql.io.sql import run_sql
 from embsql.reporting.build import Report, report, run_on
 from embsql.reporting.report_result import ReportResult, Section
@@ -53,4 +54,5 @@ __all__ = [
     "compare_retrieval",
     "retrieve", "evaluate", "write_trec_run",
     "cka", "procrustes", "pairwise_permanova",
+    "Queries", "Docs", "Qrels", "Run",
 ]

@@ -75,7 +75,7 @@ def _sections(models) -> dict[str, Section]:
               0.021, -0.185, -0.103, n)] if len(models) > 1 else []),
         "alignment": _table("alignment", ("model", "query", "m"),
                             [(m, f"q{k:03d}", value) for m in models for k, value in enumerate(MARGINS[m])]),
-        "dose": _table("dose", ("model", "level", "w_tilde_q", "se", "queries"),
+        "dose": _table("dose", ("model", "strength", "w_tilde_q", "se", "queries"),
                        [(m, level, w, se, 20) for m in models
                         for level, w, se in zip(DOSE_LEVELS, DOSE[m], DOSE_SE[m])]),
     }

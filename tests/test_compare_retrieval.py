@@ -245,8 +245,7 @@ def test_sql_equals_python_and_groups_may_come_from_a_queries_table():
     plain = con.sql("SELECT p_value, p_adjusted, p_adjust FROM emb_compare_retrieval('ev', p_adjust := NULL)").fetchall()
     assert plain[0][0] == plain[0][1] and plain[0][2] is None
     queries = pa.table({"qid": [f"q{i}" for i in range(90)] * 2, "group": groups * 2, "model": ["m1"] * 90 + ["m2"] * 90})
-    other = embsql.compare_retrieval(con, table.drop(["group"]), queries=queries, group="group", permutations=2000,
-                                     seed=9).to_dicts()
+    other = embsql.compare_retrieval(con, table.drop(["group"]), queries=queries, permutations=2000, seed=9).to_dicts()
     assert other == python
     assert embsql.compare_retrieval(con, embsql.ResultTable.from_dicts("t", table.column_names, table.to_pylist()),
                                     group="group", permutations=2000, seed=9).to_dicts() == python

@@ -468,7 +468,7 @@ def _figures_to_check():
     con.register("q", queries)
     con.register("d", docs)
     retrieval = embsql.report("d", vector="vector", group="group", model="model", queries="q", docs="d",
-                              permutations=19, retrieval={"level": "level"}).run(con)
+                              permutations=19, retrieval={"strength": "level"}).run(con)
     reports = {"fake": fake_report(), "one model": fake_report(models=("mini-384",)),
                "three long names": _three_models_compared(),
                "no by": unlabelled_report(), "many models": _many_models_report(), "demo": demo_report(seeds=2),

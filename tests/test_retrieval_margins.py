@@ -82,15 +82,15 @@ def test_every_route_equals_brute_force(scope):
     assert 0.2 < top1.mean() < 0.95      # the data has hits and misses, so the test can fail
 
 
-def test_without_model_column_rows_are_by_qid_and_model_is_none(con):
+def test_without_model_column_rows_are_by_qid_and_there_is_no_model_column(con):
     queries, docs = rd.make(4, questions=5)
     con.register("q", queries.drop_columns(["model"]))
     con.register("d", docs.drop_columns(["model"]))
     result = embsql.margins(con, "q", "d")
-    assert set(result.column("model")) == {None}
+    assert result.columns == ("qid", "d_pos2", "d_neg2", "margin", "m", "top1", "rank", "ties")   # no model column
     assert result.column("qid") == sorted(result.column("qid"))
     sql = con.sql("SELECT * FROM emb_margins('q', 'd')").to_arrow_table()
-    assert sql.column_names == ["qid", "d_pos2", "d_neg2", "margin", "m", "top1", "rank", "ties"]
+    assert sql.column_names == list(result.columns)
     assert_rows_equal(sql.to_pylist(), result.to_dicts())
 
 
@@ -103,9 +103,9 @@ def test_custom_column_names_and_integer_ids(con):
     docs = docs.rename_columns(["mdl", "doc", "topic", "emb"])
     con.register("q", queries)
     con.register("d", docs)
-    kwargs = dict(qid="id", group="question", positive="answer", vector="emb", doc_id="doc", doc_group="topic",
-                  doc_vector="emb", model="mdl")
-    python = embsql.margins(con, "q", "d", scope="group", **kwargs)
+    python = embsql.margins(con, embsql.Queries("q", qid="id", group="question", positive="answer", vector="emb"),
+                            embsql.Docs("d", doc_id="doc", group="topic", vector="emb"), scope="group", model="mdl")
+    assert python.columns[0] == "mdl"                      # the model column keeps its name
     sql = con.sql("SELECT * FROM emb_margins('q', 'd', scope := 'group', qid_col := 'id', group_col := 'question', "
                   "positive_col := 'answer', vector_col := 'emb', doc_id_col := 'doc', doc_group_col := 'topic', "
                   "doc_vector_col := 'emb', model_col := 'mdl')").to_arrow_table()

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from embsql.core.ranking import check_k, parse_metrics
 from embsql.errors import BadLabelError, InputError, error, fail
-from embsql.io.qrels import Qrels, check_known, check_relevance, check_unique_pairs
+from embsql.io.qrels import Judgements, check_known, check_relevance, check_unique_pairs
 from embsql.io.runs import ranked
 from embsql.io.scoring import score_runs
 from embsql.io.table_stream import unit_vectors
@@ -55,7 +55,7 @@ def emb__retrieval_eval_kernel(qids, q_vectors, doc_ids, d_vectors, j_qids, j_do
                 raise BadLabelError(f"qrels {table_j}: {role} is NULL at row {bad}")
         relevance = check_relevance(j_rel[row].values, where, relevance_col)
         check_unique_pairs(jq, jd, where, table_j)
-        judgements = Qrels(jq, jd, relevance, table_j)
+        judgements = Judgements(jq, jd, relevance, table_j)
         policy = unknown[row].as_py()
         if policy not in ("error", "skip"):
             raise InputError(f"unknown must be 'error' or 'skip', not {policy!r}")

@@ -284,12 +284,12 @@ def _margin_plot(result: ReportResult) -> Plot | None:
 # ---------------------------------------------------------------- paraphrase dose
 
 def _dose_plot(result: ReportResult) -> Plot | None:
-    if not _has(result, "dose") or not {"level", "w_tilde_q"} <= set(result["dose"].columns):
+    if not _has(result, "dose") or not {"strength", "w_tilde_q"} <= set(result["dose"].columns):
         return None
     per_model: dict = {}
     for row in result["dose"].to_dicts():
         if _finite(row["w_tilde_q"]):
-            per_model.setdefault(row["model"], []).append((row["level"], row["w_tilde_q"], row.get("se")))
+            per_model.setdefault(row["model"], []).append((row["strength"], row["w_tilde_q"], row.get("se")))
     if not per_model:
         return None
     levels = list(dict.fromkeys(level for rows in per_model.values() for level, _, _ in rows))

@@ -34,6 +34,7 @@ from embsql.engines import spark
 from embsql.engines.dialects import WRITABLE
 from embsql.errors import BadLabelError, BadVectorError, ColumnNotFoundError, DesignError, EngineError, InputError
 from embsql.io import portable_sums
+from embsql.io.retrieval_tables import report_tables
 from embsql.io.sources import describe, is_file, is_frame, local_source, resolve, source_expression
 from embsql.io.sql import run_sql
 from embsql.reporting.report_result import ReportResult
@@ -378,9 +379,11 @@ class Report:
 
             if self.queries is None or self.docs is None:
                 raise InputError("report: the evaluation with qrels needs the queries and docs tables")
-            sections.extend(evaluation_sections(con, queries=self.queries, docs=self.docs, qrels=self.qrels,
-                                                model=self.model, columns=self.retrieval, replicates=self.replicates,
-                                                seed=self.seed, level=self.level, permutations=self.permutations))
+            queries, docs, qrels, _ = report_tables(self.queries, self.docs, self.qrels, self.retrieval)
+            assert qrels is not None
+            sections.extend(evaluation_sections(con, queries=queries, docs=docs, qrels=qrels, model=self.model,
+                                                replicates=self.replicates, seed=self.seed, level=self.level,
+                                                permutations=self.permutations))
         if notes:
             meta["notes"] = notes
         title = self.title or f"embsql report: {self.source}"
@@ -400,8 +403,9 @@ class Report:
 
         if self.queries is None:
             raise InputError("the retrieval section needs query and document tables (queries=..., docs=...)")
-        options = {"model": self.model, "permutations": self.permutations, "seed": self.seed, **self.retrieval}
-        return retrieval.retrieval_layers(con, self.queries, self.docs, **options)
+        queries, docs, _, scope = report_tables(self.queries, self.docs, None, self.retrieval)
+        return retrieval.four_layers(con, queries, docs, scope=scope, model=self.model, permutations=self.permutations,
+                                     seed=self.seed, alpha=0.05)
 
 
 AGGREGATE = "stage 1: n_g and coordinate sums of the unit vectors per (model, group)"
