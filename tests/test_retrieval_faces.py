@@ -204,7 +204,7 @@ def test_a_model_column_named_like_an_output_column_is_refused(con, tables, call
     with pytest.raises(InputError) as caught:
         call(con, queries, docs, name)
     assert caught.value.kind == "column.collision"
-    assert f"model column {name!r} has the name of one of {function}'s output columns" in str(caught.value)
+    assert f"model column \"{name}\" has the name of one of {function}'s output columns" in str(caught.value)
 
 
 def test_layers_are_a_report_whose_model_column_is_model(con, tables):
@@ -324,5 +324,5 @@ def test_rows_stay_numbers_not_text(con):
     docs = pa.table({"mdl": [1, 1, 2, 2], "doc_id": ["x", "y", "x", "y"], "vector": np.eye(2).tolist() * 2})
     assert embsql.retrieve(con, queries, docs, k=1, model="mdl").column("mdl") == [1, 1, 2, 2]
     assert embsql.margins(con, queries, docs, model="mdl").column("mdl") == [1, 1, 2, 2]
-    with pytest.raises(InputError, match="model column 'm' has the name of one of margins's output columns"):
+    with pytest.raises(InputError, match="model column \"m\" has the name of one of margins's output columns"):
         embsql.margins(con, queries.rename_columns(["m", *queries.column_names[1:]]), docs, model="m")
