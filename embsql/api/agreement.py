@@ -7,9 +7,9 @@ import duckdb
 
 from embsql.compat import keyword_arguments
 from embsql.core.agreement import KNN_COLUMNS, KNN_ITEM_COLUMNS, MANTEL_COLUMNS, knn_rows, mantel_rows
-from embsql.core.progress import progress_bar
 from embsql.io.sources import accepts_frames, resolve
 from embsql.io.table_stream import unit_rows
+from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import duckdb
 
 from embsql.core.geometry import CKA_COLUMNS, PROCRUSTES_COLUMNS, cka_rows, procrustes_rows
-from embsql.core.progress import progress_bar
 from embsql.io.sources import accepts_frames, resolve
 from embsql.io.table_stream import unit_rows
+from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
 
 

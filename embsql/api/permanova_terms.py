@@ -18,11 +18,11 @@ from embsql.core.labels import sort_key
 from embsql.core.permanova_terms import permanova_terms as run_terms
 from embsql.core.permanova_terms import plan
 from embsql.core.permutation import canonical_order
-from embsql.core.progress import progress_bar
 from embsql.core.terms import columns_of, parse_terms, variable
 from embsql.errors import DesignError, InputError, fail
 from embsql.io.sources import accepts_frames, resolve
 from embsql.io.table_stream import unit_vectors
+from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
 
 TERMS_COLUMNS = ("term", "df", "ss", "r2", "f", "p_value", "permutations")

@@ -27,6 +27,7 @@ from embsql.core.row_tests import (
 from embsql.errors import InputError
 from embsql.io.sources import accepts_frames, resolve
 from embsql.io.table_stream import unit_rows
+from embsql.progress import DISPERSION_LABEL, permutations_label, progress_bar
 from embsql.result_table import ResultTable
 
 DISPERSION_ALPHA = 0.05     # permanova warns when the dispersion test rejects at this level
@@ -71,8 +72,9 @@ def permanova(con: duckdb.DuckDBPyConnection, source: str, *, group: str | None 
     rows = []
     for value, part in unit_rows(con, resolve(con, source), group, vector, by=model, extra=strata):
         model_rows = ordered(part, group, strata=strata is not None)
-        row = permanova_row(model_rows, value, permutations=permutations, seed=seed, method=method,
-                            progress=progress, statistic=statistic, null_method=null_method)
+        with progress_bar(permutations_label(value), permutations, progress) as tick:
+            row = permanova_row(model_rows, value, permutations=permutations, seed=seed, method=method,
+                                progress=tick, statistic=statistic, null_method=null_method)
         rows.append({**({model: value} if model else {}), **row})
         if check_dispersion:
             _warn_on_spread(spread(model_rows, permutations=permutations, seed=seed),
@@ -99,8 +101,9 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: str, *, group: str, vecto
     _check_arguments(permutations, seed)
     tests, groups = [], []
     for value, part in unit_rows(con, resolve(con, source), group, vector, by=model):
-        test, per_group = dispersion_rows(ordered(part, group), permutations=permutations, seed=seed,
-                                          progress=progress)
+        with progress_bar(DISPERSION_LABEL, permutations, progress) as tick:
+            test, per_group = dispersion_rows(ordered(part, group), permutations=permutations, seed=seed,
+                                              progress=tick)
         prefix = {model: value} if model else {}
         tests.append({**prefix, **test})
         groups += [{**prefix, **row} for row in per_group]

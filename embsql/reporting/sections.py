@@ -25,6 +25,7 @@ from embsql.core.sums import GroupSums
 from embsql.errors import DesignError, InputError
 from embsql.io.sources import resolve
 from embsql.io.table_stream import unit_rows
+from embsql.progress import DISPERSION_LABEL, permutations_label, progress_bar
 from embsql.reporting import cautions
 from embsql.reporting.report_result import Section
 from embsql.result_table import ResultTable
@@ -150,8 +151,9 @@ def _permanova(entry: Entry, run: Run) -> list[Section]:
     _needs_permutations(entry, run)
     report, rows = run.report, []
     for value, model_rows in run.rows():
-        row = {"model": value, **permanova_row(model_rows, value, permutations=report.permutations, seed=report.seed,
-                                               progress=run.progress)}
+        with progress_bar(permutations_label(value), report.permutations, run.progress) as tick:
+            row = {"model": value, **permanova_row(model_rows, value, permutations=report.permutations,
+                                                   seed=report.seed, progress=tick)}
         run.summary[value]["p_value"] = row["p_value"]
         rows.append(row)
     return [entry.section(("model", "f", "r2", "p_value", "permutations"), rows)]
@@ -161,7 +163,8 @@ def _dispersion(entry: Entry, run: Run) -> list[Section]:
     _needs_permutations(entry, run)
     report, rows = run.report, []
     for value, model_rows in run.rows():
-        test, _ = dispersion_rows(model_rows, permutations=report.permutations, seed=report.seed, progress=run.progress)
+        with progress_bar(DISPERSION_LABEL, report.permutations, run.progress) as tick:
+            test, _ = dispersion_rows(model_rows, permutations=report.permutations, seed=report.seed, progress=tick)
         run.summary[value]["dispersion_p"] = test["p_value"]
         rows.append({"model": value, **test})
     return [entry.section(("model", "groups", "f", "p_value", "permutations", "groups_left_out", "items_left_out",
