@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from embsql.render.cells import format_cell, is_number
+from embsql.cells import format_cell, is_number
 
 NO_MODEL = "all items"   # how a report names the model of a table without a model column (value None)
 

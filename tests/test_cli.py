@@ -132,7 +132,7 @@ def test_sql_prints_what_the_report_runs(files):
 
 def test_config_file_and_flags(files, tmp_path):
     config = tmp_path / "report.toml"
-    config.write_text(f'[report]\nsource = "{files / "emb.parquet"}"\nvector = "emb"\ngroup = "topic"\nby = "model"\n')
+    config.write_text(f'[report]\nsource = "{files / "emb.parquet"}"\nvector = "emb"\ngroup = "topic"\nmodel = "model"\n')
     from_config = embsql_cli("report", "--config", config, "--format", "json")
     from_flags = embsql_cli("report", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--model", "model",
                             "--format", "json")

@@ -27,7 +27,7 @@ def engine_table() -> pa.Table:
     return pa.concat_tables(parts)
 
 
-REPORT = embsql.report("emb", vector="vec", group="topic", by="model", replicates=500, seed=5,
+REPORT = embsql.report("emb", vector="vec", group="topic", model="model", replicates=500, seed=5,
                        sections=["decomposition", "jackknife", "bootstrap", "compare"])
 
 

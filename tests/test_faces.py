@@ -16,7 +16,6 @@ import pytest
 import embsql
 from embsql import ArgumentError, EmbsqlDeprecationWarning
 from embsql.compat import keyword_arguments
-from embsql.reporting.build import Report
 
 
 @pytest.fixture(autouse=True)
@@ -126,25 +125,6 @@ def test_a_warning_from_inside_still_points_at_the_caller(con):
     with pytest.warns(UserWarning, match="dispersion test is significant") as caught:
         embsql.permanova(con, "spread", group="g", vector="v", permutations=99)
     assert {w.filename for w in caught} == {__file__}
-
-
-def test_report_and_Report_take_model(con):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        new = embsql.report("t", vector="v", group="g", model="m", permutations=0, replicates=50)
-    with pytest.warns(EmbsqlDeprecationWarning, match=r"^embsql\.report: by= is now model="):
-        old = embsql.report("t", vector="v", group="g", by="m", permutations=0, replicates=50)
-    with pytest.warns(EmbsqlDeprecationWarning, match=r"^embsql\.Report: pass vector=\.\.\., group=\.\.\., model=\.\.\."):
-        positional = Report("t", "v", "g", "m", permutations=0, replicates=50)
-    assert new == old == positional and new.by == new.model == "m"
-    assert Report.from_mapping({"source": "t", "vector": "v", "group": "g", "by": "m"}).model == "m"   # old TOML key
-    with pytest.raises(embsql.InputError, match="model column twice, as model and as by"):
-        Report.from_mapping({"source": "t", "vector": "v", "group": "g", "by": "m", "model": "m"})
-    assert new.replace(by="g2").model == "g2"
-    a, b = new.run(con), old.run(con)
-    assert a.summary == b.summary and a.meta["by"] == "m"
-    with pytest.raises(ArgumentError, match="got both model= and by="):
-        Report("t", vector="v", group="g", model="m", by="m")
 
 
 def test_the_decorator_maps_renamed_positional_names():

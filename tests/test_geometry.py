@@ -366,7 +366,7 @@ def _report_table():
 def test_the_report_compares_models_when_it_knows_the_items(con):
     table, x, y = _report_table()
     con.register("t", table)
-    result = embsql.report("t", vector="v", group="g", by="model", item="item", permutations=49).run(con)
+    result = embsql.report("t", vector="v", group="g", model="model", item="item", permutations=49).run(con)
     rows = result["models"].to_dicts()
     assert {(r["measure"], r["level"]) for r in rows} == {
         ("linear CKA", "similarity"), ("Procrustes r", "similarity"),
@@ -387,13 +387,13 @@ def test_the_report_compares_models_when_it_knows_the_items(con):
 def test_the_models_section_is_off_without_an_item_column(con):
     table, _, _ = _report_table()
     con.register("t", table)
-    plain = embsql.report("t", vector="v", group="g", by="model", permutations=0).run(con)
+    plain = embsql.report("t", vector="v", group="g", model="model", permutations=0).run(con)
     assert "models" not in [s.name for s in plain.sections]
     with pytest.raises(InputError, match=r"needs the item column \(item=...\)"):
-        embsql.report("t", vector="v", group="g", by="model", sections=["models"]).run(con)
+        embsql.report("t", vector="v", group="g", model="model", sections=["models"]).run(con)
     x, y = related(63, 20, 4, 4)
     con.register("same_d", long_table({"m1": x, "m2": y}, groups=[f"t{j % 4}" for j in range(20)]))
-    with pytest.raises(InputError, match=r"needs the model column \(by=...\)"):
+    with pytest.raises(InputError, match=r"needs the model column \(model=...\)"):
         embsql.report("same_d", vector="v", group="g", item="item", sections=["models"]).run(con)
 
 

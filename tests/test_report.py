@@ -138,7 +138,7 @@ STRANGE = ['my "vec"; DROP TABLE x', "group col", "Model"]
 def test_strange_names_are_quoted_identifiers(con):
     table = model_table().rename_columns(["Model", "group col", "item", "split", 'my "vec"; DROP TABLE x'])
     con.register("weird table", table)
-    report = embsql.report("weird table", vector=STRANGE[0], group=STRANGE[1], by=STRANGE[2], sections=["decomposition"])
+    report = embsql.report("weird table", vector=STRANGE[0], group=STRANGE[1], model=STRANGE[2], sections=["decomposition"])
     for dialect in DIALECTS:
         sql = report.sql(dialect, con=con)
         columns = {c.name for statement in sqlglot.parse(sql, read=dialect)
@@ -150,7 +150,7 @@ def test_strange_names_are_quoted_identifiers(con):
 
 def test_missing_names_fail_before_anything_runs(emb_con):
     for kwargs, word in (({"vector": "nope", "group": "topic"}, "nope"), ({"vector": "emb", "group": "nope"}, "nope"),
-                         ({"vector": "emb", "group": "topic", "by": "nope"}, "nope"),
+                         ({"vector": "emb", "group": "topic", "model": "nope"}, "nope"),
                          ({"vector": "emb", "group": "topic", "where": "nope = 1"}, "nope")):
         report = embsql.report("emb", **kwargs)
         for call in (lambda report=report: report.run(emb_con), lambda report=report: report.sql("spark", con=emb_con)):
@@ -167,7 +167,7 @@ def test_missing_names_fail_before_anything_runs(emb_con):
     ({"permutations": -1}, "permutations"),
     ({"permutations": 1.5}, "permutations"),
     ({"level": 1.5}, "level"),
-    ({"by": "topic"}, "is the group column"),
+    ({"model": "topic"}, "is the group column"),
     ({"where": "split = "}, "not a SQL condition"),
     ({"queries": "q"}, "both queries and docs"),
 ])

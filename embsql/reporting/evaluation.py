@@ -8,6 +8,10 @@ queries table has a group column, else single queries (embsql.core.query_means).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+import duckdb
 import numpy as np
 from sqlglot import exp
 
@@ -45,7 +49,7 @@ DISTRIBUTION_CAUTION = (
     "completely.")
 
 
-def _groups(con, queries: str, qid: str, group: str) -> dict | None:
+def _groups(con: duckdb.DuckDBPyConnection, queries: str, qid: str, group: str) -> dict[Any, Any] | None:
     """qid (as text) -> group label, or None when the queries table has no group column."""
     source = resolve(con, queries)
     if group not in source.columns:
@@ -64,9 +68,10 @@ COMPARE_CAUTION = (
     "{why}")
 
 
-def evaluation_sections(con, *, queries: str, docs: str, qrels: str, model: str | None, columns: dict,
-                        replicates: int, seed: int, level: float, permutations: int = 999) -> list[Section]:
-    """The evaluation sections of a report (``columns``: the report's retrieval column options)."""
+def evaluation_sections(con: duckdb.DuckDBPyConnection, *, queries: str, docs: str, qrels: str, model: str | None,
+                        columns: Mapping[str, Any], replicates: int, seed: int, level: float,
+                        permutations: int = 999) -> list[Section]:
+    """The evaluation sections of a report (``columns``: the report's [report.retrieval] settings)."""
     qid, doc_id = columns.get("qid", "qid"), columns.get("doc_id", "doc_id")
     vector = columns.get("vector", "vector")
     run = retrieve_run(con, queries, docs, k=DEPTH, model=model, qid=qid, doc_id=doc_id, vector=vector,
@@ -79,7 +84,8 @@ def evaluation_sections(con, *, queries: str, docs: str, qrels: str, model: str 
     parsed = ranking.parse_metrics(REPORT_METRICS)
     summary, per_query = score_runs(run, judgements, parsed, None, per_query=True)
     groups = _groups(con, queries, qid, columns.get("group", "group"))
-    rows, spread = [], []
+    rows: list[dict[str, Any]] = []
+    spread: list[dict[str, Any]] = []
     for row, chunk in zip(summary, per_query):      # score_runs gives both in one order
         values = chunk.values
         codes = cluster_codes([groups[q] for q in chunk.qids] if groups is not None else chunk.qids)
