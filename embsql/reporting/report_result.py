@@ -1,12 +1,15 @@
 """What a report returns: a summary table per model and named sections, each with its caution.
 
-Every table is a ResultTable whose first column is ``model``: the value of the report's model
-column, or None when the report has none.  This is the one place where embsql does not follow the
-functions' rule (where the model column keeps the input column's name): a report is a document of
-a fixed schema (``embsql.report/1``, see embsql.render.formats) that joins some fifteen tables
-read from up to four inputs, so a reader, a plot or a CI check finds the models in the same
-column of every report, and no model column can collide with one of the report's seventy-odd
-output columns (``n``, ``f``, ``groups``, ``value``, ...).  ``meta["model"]`` names the input column.
+Every table is a ResultTable whose first column is ``model`` (``model_a``/``model_b`` in the tables
+of pairs): the value of the report's model column, or None when the report has none.  This is
+the one place where embsql does not follow the functions' rule (where the model column keeps the
+input column's name), for two reasons.  A report is a document of a fixed schema
+(``embsql.report/1``, see embsql.render.formats) with up to eighteen tables read from up to four
+inputs, so a reader, a plot or a CI check finds the models in the same column of every report
+whatever the data call it.  And its tables have more than a hundred column names between them
+(``n``, ``f``, ``groups``, ``value``, ``queries``, ...): under the functions' rule each would be a
+model column name the report refuses (vocabulary.check_model_name), where here any name works.
+``meta["model"]`` keeps the input column's name.
 
 This module holds the data; its methods call into embsql.render (text, Markdown, JSON, HTML,
 figures), which never imports reporting, and the verdict is computed by embsql.reporting.verdict.
