@@ -21,7 +21,7 @@ import pytest
 import embsql
 from embsql import vocabulary
 from embsql.cli import build_parser, flag, main
-from embsql.reporting.build import RETRIEVAL_SETTINGS, Report, settings
+from embsql.reporting.build import RETRIEVAL_SETTINGS, SETTINGS, Report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -60,11 +60,11 @@ def test_every_flag_is_a_name_of_the_vocabulary(command):
 
 
 def test_every_setting_of_a_report_file_is_a_name_of_the_vocabulary():
-    assert set(settings()) == {f.name for f in dataclasses.fields(Report)} - {"_"}
-    assert [key for key in settings() if key not in vocabulary.NAMES] == []
+    assert set(SETTINGS) == {f.name for f in dataclasses.fields(Report)} - {"_"}
+    assert [key for key in SETTINGS if key not in vocabulary.NAMES] == []
     assert [key for key in RETRIEVAL_SETTINGS if key not in vocabulary.NAMES] == []
     together = {"queries": {"docs"}, "docs": {"queries"}}      # the retrieval tables come as a pair
-    for key in settings():                                     # each one is accepted by from_mapping
+    for key in SETTINGS:                                       # each one is accepted by from_mapping
         values = {"source": "t", "vector": "v", "group": "g",
                   **{k: getattr(_EXAMPLE, k) for k in {key} | together.get(key, set())}}
         assert getattr(Report.from_mapping(values), key) == getattr(_EXAMPLE, key)
@@ -134,7 +134,7 @@ def test_an_old_key_in_a_report_file_is_refused_naming_the_new_one(tmp_path):
         Report.from_file(config)
 
 
-@pytest.mark.parametrize("old, new", [(old, new) for old, new in vocabulary.REMOVED.items() if new in settings()])
+@pytest.mark.parametrize("old, new", [(old, new) for old, new in vocabulary.REMOVED.items() if new in SETTINGS])
 def test_from_mapping_refuses_every_old_key(old, new):
     with pytest.raises(embsql.ArgumentError, match=f"^{old} is now {new} "):
         Report.from_mapping({"source": "t", "vector": "v", "group": "g", old: "x"})

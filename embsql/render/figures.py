@@ -69,19 +69,24 @@ def figure_title(figure: Figure) -> str:
     return next((ax.get_title() for ax in figure.axes if ax.get_title()), "figure")
 
 
-def new_figure(**options: Any) -> Figure:
-    """``matplotlib.figure.Figure(**options)``, or ModuleNotFoundError saying how to install matplotlib."""
+def require_matplotlib() -> type[Figure]:
+    """matplotlib's Figure class, or ModuleNotFoundError saying how to install matplotlib."""
     try:
         from matplotlib.figure import Figure
     except ImportError as error:   # a None in sys.modules raises here too
         raise ModuleNotFoundError("embsql's plots need matplotlib, which is not installed: "
                                   "pip install matplotlib", name="matplotlib") from error
-    return Figure(**options)
+    return Figure
+
+
+def new_figure(**options: Any) -> Figure:
+    """``matplotlib.figure.Figure(**options)`` (see require_matplotlib)."""
+    return require_matplotlib()(**options)
 
 
 def matplotlib_available() -> bool:
     try:
-        import matplotlib.figure  # noqa: F401
+        require_matplotlib()
     except ImportError:
         return False
     return True

@@ -19,7 +19,7 @@ import numpy as np
 
 from embsql.render.document import Document, DocumentSection
 from embsql.render.evaluation_plots import evaluation_compare_plot, ndcg_distribution_plot
-from embsql.render.figures import Figures, Plot, finite, new_figure
+from embsql.render.figures import Figures, Plot, finite, new_figure, require_matplotlib
 from embsql.render.geometry_plots import models_plot
 from embsql.result_table import model_label
 
@@ -37,7 +37,7 @@ def plot_report(result: Document) -> Figures:
 
 def report_plots(result: Document) -> list[Plot]:
     """Like :func:`plot_report`, with each figure's place and caption (used by the HTML renderer)."""
-    new_figure()   # no matplotlib: say so before anything is drawn
+    require_matplotlib()   # no matplotlib: say so before anything is drawn
     makers: tuple[Callable[[Document], Plot | list[Plot] | None], ...] = (
         _compare_plot, _r2_plot, _w_tilde_plot, _margin_plot, _dose_plot, _experiment_plots, models_plot,
         ndcg_distribution_plot, evaluation_compare_plot)

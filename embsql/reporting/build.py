@@ -133,7 +133,7 @@ class Report:
         """A report from a dict (the [report] table of a TOML file); a key that is not a setting is
         an error, and an old spelling (``by``) names the new one (``model``)."""
         for key in values:
-            _check_setting(key, settings(), where)
+            _check_setting(key, SETTINGS, where)
         return cls(**values)
 
     @classmethod
@@ -153,7 +153,7 @@ class Report:
     def replace(self, **changes: Any) -> Report:
         """This report with the given settings changed (None leaves a setting as it is)."""
         for key in changes:
-            _check_setting(key, settings(), "Report.replace()")
+            _check_setting(key, SETTINGS, "Report.replace()")
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     @property
@@ -407,9 +407,8 @@ class Report:
                              "run it on DuckDB, or leave it out (sections=...)")
 
 
-def settings() -> tuple[str, ...]:
-    """The names of a report's settings, in order (the fields of Report, the keys of a [report] table)."""
-    return tuple(f.name for f in dataclasses.fields(Report) if f.name != "_")
+# the names of a report's settings, in order: the fields of Report, the keys of a [report] table
+SETTINGS = tuple(f.name for f in dataclasses.fields(Report) if f.name != "_")
 
 
 def _check_setting(key: str, allowed: tuple[str, ...], where: str, renamed: Mapping[str, str] | None = None) -> None:

@@ -32,7 +32,7 @@ from embsql.progress import DISPERSION_LABEL, permutations_label, progress_bar
 from embsql.reporting import cautions
 from embsql.reporting.geometry import models_section
 from embsql.reporting.report_result import Section
-from embsql.reporting.retrieval import retrieval_layers
+from embsql.reporting.retrieval import LAYER_SETTINGS, retrieval_layers
 from embsql.result_table import ResultTable
 
 JACKKNIFE_STATS = ("r2", "f", "w_bar")
@@ -213,8 +213,9 @@ def _retrieval(entry: Entry, run: Run) -> list[Section]:
     report = run.report
     if report.queries is None or report.docs is None or run.con is None:
         raise InputError("the retrieval section needs query and document tables (queries=..., docs=...)")
+    settings = {key: value for key, value in report.retrieval.items() if key in LAYER_SETTINGS}   # not relevance
     layers = retrieval_layers(run.con, report.queries, report.docs, model=report.model,
-                              permutations=report.permutations, seed=report.seed, **report.retrieval)
+                              permutations=report.permutations, seed=report.seed, **settings)
     run.notes += layers.meta.get("notes", [])
     return list(layers.sections)
 
