@@ -129,11 +129,15 @@ class Report:
 
     # -- description ------------------------------------------------------------------------
     @classmethod
-    def from_mapping(cls, values: Mapping[str, Any], *, where: str = "the report's settings") -> Report:
+    def from_mapping(cls, values: Mapping[str, Any]) -> Report:
         """A report from a dict (the [report] table of a TOML file); a key that is not a setting is
         an error, and an old spelling (``by``) names the new one (``model``)."""
+        return cls._from_table(values, "the report's settings")
+
+    @classmethod
+    def _from_table(cls, values: Mapping[str, Any], origin: str) -> Report:
         for key in values:
-            _check_setting(key, SETTINGS, where)
+            _check_setting(key, SETTINGS, origin)
         return cls(**values)
 
     @classmethod
@@ -148,7 +152,7 @@ class Report:
             raise InputError(f"report file {str(path)!r} is not valid TOML: {error}") from None
         if "report" not in document:
             raise InputError(f"report file {str(path)!r} has no [report] table")
-        return cls.from_mapping(document["report"], where=f"the [report] table of {str(path)!r}")
+        return cls._from_table(document["report"], f"the [report] table of {str(path)!r}")
 
     def replace(self, **changes: Any) -> Report:
         """This report with the given settings changed (None leaves a setting as it is)."""
@@ -411,14 +415,14 @@ class Report:
 SETTINGS = tuple(f.name for f in dataclasses.fields(Report) if f.name != "_")
 
 
-def _check_setting(key: str, allowed: tuple[str, ...], where: str, renamed: Mapping[str, str] | None = None) -> None:
+def _check_setting(key: str, allowed: tuple[str, ...], origin: str, renamed: Mapping[str, str] | None = None) -> None:
     """Refuse a setting that is not one: an old spelling names the new one (embsql.vocabulary.REMOVED)."""
     if key in allowed:
         return
     new = (renamed or {}).get(key) or REMOVED.get(key)
     if new in allowed:
-        fail("argument.renamed", old=key, new=new, where=where)
-    raise InputError(f"report: unknown setting {key!r} in {where}; the settings are: {', '.join(allowed)}")
+        fail("argument.renamed", old=key, new=new, where=origin)
+    raise InputError(f"report: unknown setting {key!r} in {origin}; the settings are: {', '.join(allowed)}")
 
 
 AGGREGATE = "stage 1: n_g and coordinate sums of the unit vectors per (model, group)"
