@@ -151,7 +151,7 @@ def child_split(path: str) -> dict:
     sql, steps["build aggregate SQL"] = timed(lambda: report_module.write(rep.aggregate_query("duckdb", dims), "duckdb"))
     table, steps["stage 1 aggregate"] = timed(lambda: run_sql(con, sql))
     parts, steps["Arrow -> GroupSums"] = timed(
-        lambda: portable_sums.group_sums_from_result(table, rep.group, rep.vector, dims, rep.by))
+        lambda: portable_sums.group_sums_from_result(table, rep.group, rep.vector, dims, rep.model))
     result, steps["stage 2 (all sections)"] = timed(lambda: rep.finish(parts, con=con, meta={}, progress=False))
     sections = {}
     for section in report_module.DEFAULT_SECTIONS:

@@ -4,7 +4,7 @@ permutations).
 
     /work/main/.venv/bin/python bench/report_default.py [--repeats 3] [--no-peer]
 
-1. (run)   embsql.report(FILE, vector=, group=, by=).run(), as a user calls it, timed in full.
+1. (run)   embsql.report(FILE, vector=, group=, model=).run(), as a user calls it, timed in full.
 2. (split) the same steps one by one: the probes, the sqlglot build of the aggregate, writing its
            SQL, the aggregate on DuckDB, Arrow -> GroupSums, stage 2 (all sections), then each
            section of stage 2 alone.
@@ -65,7 +65,7 @@ def run_split() -> dict:
     sql, steps["write its SQL"] = timed(lambda: report_module.write(tree, "duckdb"))
     table, steps["the aggregate on DuckDB"] = timed(lambda: run_sql(con, sql))
     parts, steps["Arrow -> GroupSums"] = timed(
-        lambda: portable_sums.group_sums_from_result(table, rep.group, rep.vector, dims, rep.by))
+        lambda: portable_sums.group_sums_from_result(table, rep.group, rep.vector, dims, rep.model))
     result, steps["stage 2 (all sections)"] = timed(lambda: rep.finish(parts, con=con, meta={}, progress=False))
     sections = {}
     for section in (s.name for s in result.sections):

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 
-from embsql.render.cells import format_cell, is_number
+from embsql.cells import format_cell, is_number
 
 if TYPE_CHECKING:    # optional dependencies: only for the annotations of the conversions
     import pandas

@@ -310,7 +310,7 @@ def _row(a, b, mean_a, mean_b, p, low, high, groups=40, calibrated=True):
 
 
 def test_verdict_names_the_better_model_the_gap_and_the_evidence():
-    from embsql.reporting.retrieval_verdict import retrieval_comparison_sentence
+    from embsql.reporting.verdict import retrieval_comparison_sentence
 
     # model_b ahead: the sentence leads with it and turns the interval round
     text = retrieval_comparison_sentence([_row("e5", "bge", 0.41, 0.47, 0.002, -0.09, -0.03)])

@@ -393,7 +393,7 @@ def test_the_models_section_is_off_without_an_item_column(con):
         embsql.report("t", vector="v", group="g", model="model", sections=["models"]).run(con)
     x, y = related(63, 20, 4, 4)
     con.register("same_d", long_table({"m1": x, "m2": y}, groups=[f"t{j % 4}" for j in range(20)]))
-    with pytest.raises(InputError, match=r"needs the model column \(by=...\)"):
+    with pytest.raises(InputError, match=r"needs the model column \(model=...\)"):
         embsql.report("same_d", vector="v", group="g", item="item", sections=["models"]).run(con)
 
 

@@ -67,11 +67,12 @@ def test_text_has_the_numbers_cautions_and_summary_first(monkeypatch):
 
 
 def test_the_header_names_the_model_column_as_the_argument_is_named():
-    """The header says "model: model" (the argument is model=, --model); the stable JSON keeps its key "by"."""
+    """The header says "model: model" (the argument is model=, --model), and so does the JSON's meta."""
     report = fake_report()
     assert "model: model" in render.to_text(report) and "by: model" not in render.to_text(report)
     assert "**model**: model" in render.to_markdown(report)
-    assert json.loads(render.to_json(report))["meta"]["by"] == "model"
+    meta = json.loads(render.to_json(report))["meta"]
+    assert meta["model"] == "model" and "by" not in meta
 
 
 def test_text_summary_has_one_column_per_model():

@@ -251,14 +251,26 @@ def test_one_query_per_group_and_level_leaves_out_the_dose(data):
     assert any("permutations > 0" in n for n in skipped.meta["notes"])
 
 
-def _retrieval_report_only(queries, docs, strength=None, permutations=19):
+def _retrieval_report_only(queries, docs, strength=None, permutations=19, **retrieval):
     con = embsql.connect()
     con.register("q", queries)
     con.register("d", docs)
-    retrieval = {"strength": strength} if strength else {}
     return embsql.report("q", vector="vector", group="group", model="model", queries="q", docs="d",
                          permutations=permutations, sections=("decomposition", "retrieval"),
-                         retrieval=retrieval).run(con)
+                         retrieval={**({"strength": strength} if strength else {}), **retrieval}).run(con)
+
+
+def test_the_report_passes_its_retrieval_settings_to_the_layers(data):
+    """[report.retrieval] names the columns by the vocabulary; relevance (the qrels' column) is the
+    evaluation's, not the layers', and a report that has both runs."""
+    queries, docs = data
+    renamed = queries.rename_columns(["query" if c == "qid" else c for c in queries.column_names])
+    result = _retrieval_report_only(renamed, docs, strength="level", qid="query", scope="group", alpha=0.1,
+                                    relevance="grade")
+    direct = embsql.retrieval_layers(embsql.connect(), embsql.Queries(renamed, qid="query", strength="level"), docs,
+                                     model="model", scope="group", alpha=0.1, permutations=19)
+    for name in ("rank", "dose"):
+        assert result[name].to_dicts() == direct[name].to_dicts()
 
 
 def render_text(result):

@@ -7,9 +7,9 @@ import duckdb
 import numpy as np
 
 from embsql.core.agreement import KNN_COLUMNS, KNN_ITEM_COLUMNS, MANTEL_COLUMNS, knn_rows, mantel_rows
-from embsql.core.progress import progress_bar
 from embsql.io.sources import TableLike, opened
 from embsql.io.table_stream import unit_rows
+from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
 from embsql.vocabulary import Never, refuse
 

@@ -7,9 +7,9 @@ import duckdb
 import numpy as np
 
 from embsql.core.geometry import CKA_COLUMNS, PROCRUSTES_COLUMNS, cka_rows, procrustes_rows
-from embsql.core.progress import progress_bar
 from embsql.io.sources import TableLike, opened
 from embsql.io.table_stream import unit_rows
+from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
 from embsql.vocabulary import Never, refuse
 

@@ -9,9 +9,9 @@ import duckdb
 
 from embsql.core.labels import clean_labels
 from embsql.core.pairwise_permanova import PAIRWISE_COLUMNS, pairwise_rows
-from embsql.core.progress import progress_bar
 from embsql.io.sources import TableLike, opened
 from embsql.io.table_stream import unit_rows
+from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
 from embsql.vocabulary import Never, check_model_name, refuse
 

@@ -19,11 +19,11 @@ from embsql.core.labels import bad_label, clean_label, sort_key
 from embsql.core.permanova_terms import Plan, plan
 from embsql.core.permanova_terms import permanova_terms as run_terms
 from embsql.core.permutation import canonical_order
-from embsql.core.progress import progress_bar
 from embsql.core.terms import columns_of, parse_terms, variable
 from embsql.errors import DesignError, InputError, fail
 from embsql.io.sources import Source, TableLike, opened
 from embsql.io.table_stream import unit_vectors
+from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
 from embsql.vocabulary import Never, check_model_name, refuse
 

@@ -20,6 +20,7 @@ from embsql.core.dispersion import Dispersion
 from embsql.core.row_tests import DISPERSION_COLUMNS, DISPERSION_GROUP_COLUMNS, dispersion_rows, ordered, permanova_row, spread
 from embsql.io.sources import TableLike, opened
 from embsql.io.table_stream import unit_rows
+from embsql.progress import DISPERSION_LABEL, permutations_label, progress_bar
 from embsql.result_table import ResultTable, ResultTables
 from embsql.vocabulary import Never, check_model_name, refuse
 
@@ -111,7 +112,8 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     rows = []
     for value, part in parts:
         model_rows = ordered(part, group, strata=strata is not None)
-        rows.append((value, permanova_row(model_rows, value, permutations=permutations, seed=seed, progress=progress)))
+        with progress_bar(permutations_label(value), permutations, progress) as tick:
+            rows.append((value, permanova_row(model_rows, value, permutations=permutations, seed=seed, progress=tick)))
         if check_dispersion:
             _warn_on_spread(spread(model_rows, permutations=permutations, seed=seed),
                             "" if value is None else f", {model} = {value!r}")
@@ -193,9 +195,12 @@ def permanova_welch(con: duckdb.DuckDBPyConnection, source: TableLike, *, group:
     check_model_name(model, WELCH_COLUMNS, "permanova_welch")
     with opened(con, source) as table:
         parts = unit_rows(con, table, group, vector, by=model, extra=strata)
-    rows = [(value, permanova_row(ordered(part, group, strata=strata is not None), value, permutations=permutations,
-                                  seed=seed, progress=progress, statistic="welch", null_method=null_method))
-            for value, part in parts]
+    rows = []
+    for value, part in parts:
+        with progress_bar(permutations_label(value), permutations, progress) as tick:
+            rows.append((value, permanova_row(ordered(part, group, strata=strata is not None), value,
+                                              permutations=permutations, seed=seed, progress=tick, statistic="welch",
+                                              null_method=null_method)))
     return ResultTable.of_models("permanova_welch", model, WELCH_COLUMNS, rows)
 
 
@@ -282,7 +287,8 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
         parts = unit_rows(con, table, group, vector, by=model)
     tests, per_group = [], []
     for value, part in parts:
-        test, groups = dispersion_rows(ordered(part, group), permutations=permutations, seed=seed, progress=progress)
+        with progress_bar(DISPERSION_LABEL, permutations, progress) as tick:
+            test, groups = dispersion_rows(ordered(part, group), permutations=permutations, seed=seed, progress=tick)
         tests.append((value, test))
         per_group += [(value, row) for row in groups]
     return DispersionResult(ResultTable.of_models("dispersion", model, DISPERSION_COLUMNS, tests),

@@ -20,7 +20,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -285,21 +285,26 @@ def refuse_moved(function: Callable[..., object], removed: Mapping[str, object],
             fail("argument.renamed", old=f"{name}=", new=new, where=f"embsql.{function.__name__}()")
 
 
-# The report's retrieval options (Report(retrieval={...}), a TOML file's [report.retrieval]): one key per column.
+# The report's retrieval settings (Report(retrieval={...}), a TOML file's [report.retrieval]): one key per
+# column of the three tables, and the layers' options scope and alpha; Report checks the keys when it is made.
 REPORT_OPTIONS = ("qid", "group", "strength", "positive", "vector", "doc_id", "doc_group", "doc_vector", "relevance",
-                  "scope")
+                  "scope", "alpha")
 
 
-def report_tables(queries: object, docs: object, qrels: object | None,
-                  options: Mapping[str, object]) -> tuple[Queries, Docs, Qrels | None, str]:
-    """The report's retrieval tables from its options: ``vector`` names both tables' vector column
-    unless ``doc_vector`` names the documents', ``qid`` and ``doc_id`` are the qrels' too; returns
-    (Queries, Docs, Qrels or None, scope)."""
-    for key in options:
-        if key == "level":
-            fail("argument.renamed", old="level", new="strength", where="the report's retrieval options")
-        if key not in REPORT_OPTIONS:
-            raise InputError(f"report: unknown retrieval option {key!r}; the options are: {', '.join(REPORT_OPTIONS)}")
+class ReportTables(NamedTuple):
+    """The report's retrieval tables as specs, and the layers' two options."""
+
+    queries: Queries
+    docs: Docs
+    qrels: Qrels | None
+    scope: str
+    alpha: float
+
+
+def report_tables(queries: object, docs: object, qrels: object | None, options: Mapping[str, object]) -> ReportTables:
+    """The report's retrieval tables from its settings (keys of REPORT_OPTIONS): ``vector`` names both
+    tables' vector column unless ``doc_vector`` names the documents', ``qid`` and ``doc_id`` are the
+    qrels' too, and ``relevance`` is the qrels' alone."""
     given: dict[str, Any] = {key: value for key, value in options.items() if value is not None}
     pick = lambda *names: {field: given[key] for key, field in names if key in given}   # the spec checks the values
     spec_queries = Queries(queries, **pick(("qid", "qid"), ("group", "group"), ("strength", "strength"),
@@ -308,4 +313,7 @@ def report_tables(queries: object, docs: object, qrels: object | None,
                                   ("doc_vector" if "doc_vector" in given else "vector", "vector")))
     spec_qrels = None if qrels is None else Qrels(qrels, **pick(("qid", "qid"), ("doc_id", "doc_id"),
                                                                 ("relevance", "relevance")))
-    return spec_queries, spec_docs, spec_qrels, str(given.get("scope", "corpus"))
+    alpha = given.get("alpha", 0.05)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
+        raise InputError(f"report: the retrieval setting alpha must be a number between 0 and 1, not {alpha!r}")
+    return ReportTables(spec_queries, spec_docs, spec_qrels, str(given.get("scope", "corpus")), float(alpha))

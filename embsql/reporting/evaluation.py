@@ -8,6 +8,8 @@ queries table has a group column, else single queries (embsql.core.query_means).
 
 from __future__ import annotations
 
+from typing import Any
+
 import duckdb
 import numpy as np
 from sqlglot import exp
@@ -80,7 +82,8 @@ def evaluation_sections(con: duckdb.DuckDBPyConnection, *, queries: Queries, doc
     parsed = ranking.parse_metrics(REPORT_METRICS)
     summary, per_query = score_runs(run, judgements, parsed, None, per_query=True)
     groups = _groups(con, queries)
-    rows, spread = [], []
+    rows: list[dict[str, Any]] = []
+    spread: list[dict[str, Any]] = []
     for row, chunk in zip(summary, per_query):      # score_runs gives both in one order
         values = chunk.values
         codes = cluster_codes([groups[q] for q in chunk.qids] if groups is not None else chunk.qids)

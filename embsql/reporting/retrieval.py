@@ -8,7 +8,7 @@ public face embsql.retrieval_layers (embsql.api.retrieval) opens its sources and
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 
@@ -24,6 +24,8 @@ from embsql.io.sources import shown_name
 from embsql.reporting import cautions
 from embsql.reporting.report_result import ReportResult, Section
 from embsql.result_table import ResultTable
+
+T = TypeVar("T")
 
 
 def pairing_table(con: duckdb.DuckDBPyConnection, per_model: list[tuple[object, Rows, Margins]]) -> list[dict]:
@@ -51,7 +53,7 @@ def four_layers(con: duckdb.DuckDBPyConnection, queries: Queries, docs: Docs, *,
     names the table and column and says what would make it work; the other layers still run."""
     check_scope(scope)
     group, strength, doc_group = queries.group, queries.strength, docs.group
-    tables: dict[str, list[dict]] = {name: [] for name in TITLES}
+    tables: dict[str, list[dict[str, Any]]] = {name: [] for name in TITLES}
     left_out: dict[str, str] = {}
     shown = {"queries": shown_name(queries.source), "docs": shown_name(docs.source)}
     why = {
@@ -68,7 +70,7 @@ def four_layers(con: duckdb.DuckDBPyConnection, queries: Queries, docs: Docs, *,
         left_out["dose"] = (f"queries {shown['queries']!r}: the dose's trend test over column {strength!r} needs "
                             "permutations > 0 (0 were asked for)")
 
-    def attempt(name: str, compute: Callable[..., Any], *args: object) -> Any:
+    def attempt(name: str, compute: Callable[..., T], *args: Any) -> T | None:
         """Run one layer's computation; a DesignError leaves that layer out, with a note."""
         if name in left_out:
             return None
@@ -78,7 +80,8 @@ def four_layers(con: duckdb.DuckDBPyConnection, queries: Queries, docs: Docs, *,
             left_out[name] = f"{why[name]}; here {error}"
             return None
 
-    summary, per_model = [], []
+    summary: list[dict[str, Any]] = []
+    per_model: list[tuple[object, Rows, Margins]] = []
     for m, q, d in load_models(con, queries, docs, model=model, query_group=True, query_strength=strength is not None,
                                doc_group=True):
         assert d is not None and q.positive is not None and q.group is not None   # docs, positives, groups read
