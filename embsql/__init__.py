@@ -35,6 +35,7 @@ from embsql.errors import (
                      SourceNotFoundError,
                      SqlInputError,
 )
+from embsql.io.interrupts import interrupt
 from embsql.io.registration import connect, register
 from embsql.io.sql import run_sql
 from embsql.reporting.build import Report, report, run_on
@@ -46,7 +47,7 @@ __version__ = version("embsql")   # the one version source is pyproject.toml
 __all__ = [
     "permanova_terms",
     "anova", "anova_dist", "groups", "run_sql", "permanova", "dispersion", "jackknife", "bootstrap", "compare",
-    "connect", "register", "ResultTable",
+    "connect", "register", "interrupt", "ResultTable",
     "report", "Report", "run_on", "ReportResult", "Section", "knn_agreement", "mantel", "EngineError",
     "EmbsqlError", "InputError", "SourceNotFoundError", "ColumnNotFoundError", "ColumnTypeError",
     "BadVectorError", "BadLabelError", "DesignError", "DistanceTableError", "SqlInputError",
