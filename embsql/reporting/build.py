@@ -124,10 +124,8 @@ class Report:
     @classmethod
     def from_file(cls, path: str | Path) -> Report:
         """Read a report description from a TOML file with a [report] table."""
-        try:
-            import tomllib
-        except ModuleNotFoundError:  # Python 3.10
-            import tomli as tomllib
+        import tomllib
+
         try:
             with open(path, "rb") as f:
                 document = tomllib.load(f)
