@@ -10,6 +10,7 @@ table (R² = 0.8182, source Example 1) and the same query on the first connectio
 
 from __future__ import annotations
 
+import doctest
 import gc
 import hashlib
 import threading
@@ -19,6 +20,7 @@ import duckdb
 import pytest
 
 import embsql
+import embsql.io.interrupts as interrupts
 
 EXAMPLE = ("SELECT * FROM (VALUES ('A', [1.0, 0.0]), ('A', [0.8, 0.6]), ('B', [0.0, 1.0]), ('B', [-0.6, 0.8])) "
            "v(g, v)")
@@ -164,3 +166,7 @@ def test_interrupt_is_set_from_the_main_thread():
     thread.join()
     assert [str(e) for e in caught] == ["interrupt must be set from the main thread, where Python runs signal "
                                         "handlers, not True from thread 'worker'"]
+
+
+def test_the_interrupt_docstring_example_runs():
+    assert doctest.testmod(interrupts).failed == 0
