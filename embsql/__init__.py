@@ -34,6 +34,7 @@ from embsql.errors import (
                      SourceNotFoundError,
                      SqlInputError,
 )
+from embsql.io.interrupts import interrupt
 from embsql.io.registration import connect, register
 from embsql.io.retrieval_tables import Docs, Qrels, Queries, Run
 from embsql.io.sql import run_sql
@@ -46,7 +47,7 @@ __version__ = version("embsql")   # the one version source is pyproject.toml
 __all__ = [
     "permanova_terms", "permanova_welch", "DispersionResult",
     "anova", "anova_dist", "groups", "run_sql", "permanova", "dispersion", "jackknife", "bootstrap", "compare",
-    "connect", "register", "ResultTable",
+    "connect", "register", "interrupt", "ResultTable",
     "report", "Report", "run_on", "ReportResult", "Section", "knn_agreement", "mantel", "EngineError",
     "EmbsqlError", "InputError", "SourceNotFoundError", "ColumnNotFoundError", "ColumnTypeError",
     "BadVectorError", "BadLabelError", "DesignError", "DistanceTableError", "SqlInputError",

@@ -16,15 +16,10 @@ error naming both (:func:`check_model_name`), never a silently overwritten colum
 from __future__ import annotations
 
 import inspect
-import sys
 from collections.abc import Callable, Iterable, Mapping
+from typing import Never
 
 from embsql.errors import fail
-
-if sys.version_info >= (3, 11):
-    from typing import Never
-else:                                    # the same bottom type under its older name
-    from typing import NoReturn as Never
 
 __all__ = ["NAMES", "REMOVED", "Never", "check_model_name", "refuse"]
 

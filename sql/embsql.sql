@@ -96,6 +96,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_k("name", "rule", "value") AS
     error(format('embsql: [argument.k] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_by_terms("name", "rule", "value") AS
     error(format('embsql: [argument.by_terms] {} must be {}, not {}', "name", "rule", "value"));
+CREATE OR REPLACE TEMP MACRO emb__fail_argument_interrupt("name", "rule", "value") AS
+    error(format('embsql: [argument.interrupt] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_renamed("old", "new", "where") AS
     error(format('embsql: [argument.renamed] {} is now {} (in {})', "old", "new", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_unknown("where", "name", "takes") AS

@@ -4,14 +4,20 @@ Arguments follow embsql/arguments.py (check_permutations, check_seed): the same 
 argument and the value, from embsql.permanova / dispersion / mantel / dose and from emb_permanova,
 emb_permanova_dist, emb_dispersion(_groups), emb_mantel and emb_retrieval_dose -- never a binder
 error naming an internal function, a NULL p-value, or numpy's error.  Labels follow
-embsql/labels.py.  con.interrupt() stops a running permutation UDF within a second.
+embsql/labels.py.  embsql.interrupt(con), and Ctrl-C on a connection opened with interrupt=True,
+stop a running permutation UDF within a second; without interrupt=True embsql changes nothing
+process-wide (no patched DuckDB method, no replaced SIGINT handler).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -196,8 +202,8 @@ def test_identical_vectors_are_refused(con):
     "SELECT * FROM emb_dispersion('big', 'g', 'v', permutations := 999999)",
 ])
 def test_interrupt_stops_the_kernel(query):
-    """A thread calls con.interrupt() 0.5 s into a run that would take minutes: the query ends with
-    an error within 1 s of the interrupt, and the connection answers the next query."""
+    """A thread calls embsql.interrupt(con) 0.5 s into a run that would take minutes: the query ends
+    with an error within 1 s of the interrupt, and the connection answers the next query."""
     con = embsql.connect()
     rng = np.random.default_rng(3)
     con.register("big", vectors_table(rng.standard_normal((3000, 16)), list(rng.integers(0, 4, 3000).astype(str))))
@@ -206,7 +212,7 @@ def test_interrupt_stops_the_kernel(query):
     def interrupt():
         time.sleep(0.5)
         fired["at"] = time.perf_counter()
-        con.interrupt()
+        embsql.interrupt(con)
 
     thread = threading.Thread(target=interrupt)
     thread.start()
@@ -221,7 +227,7 @@ def test_interrupt_stops_the_kernel(query):
 
 def test_interrupt_of_an_idle_moment_does_not_stop_later_runs(con):
     """An interrupt counted before a kernel starts does not stop it."""
-    con.interrupt()
+    embsql.interrupt(con)
     assert sql_rows(con, "SELECT permutations FROM emb_dispersion('t', 'g', 'v', permutations := 99)") == \
         [{"permutations": 99}]
 
@@ -229,7 +235,7 @@ def test_interrupt_of_an_idle_moment_does_not_stop_later_runs(con):
 SIGINT_SCRIPT = """
 import os, signal, sys, threading, time
 import numpy as np, pyarrow as pa, duckdb, embsql
-con = embsql.connect()
+con = embsql.connect(interrupt=True)
 rng = np.random.default_rng(3)
 con.register("big", pa.table({"g": rng.integers(0, 4, 3000).astype(str), "v": list(rng.standard_normal((3000, 16)))}))
 fired = {}
@@ -246,22 +252,75 @@ print(con.sql("SELECT 42").fetchall())
 """
 
 
+def run_script(tmp_path, text, *args):
+    """Run a script in a subprocess (so that a signal cannot reach pytest) on this checkout."""
+    script = tmp_path / "script.py"
+    script.write_text(text)
+    root = Path(__file__).resolve().parents[1]
+    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
+
+
 @pytest.mark.parametrize("delay", [0.3, 1.0, 2.0])
 def test_ctrl_c_stops_the_kernel(tmp_path, delay):
-    """SIGINT at different moments (before or during the UDF, which may run on a worker thread):
-    the query stops within 1 s with an interrupt error and the connection still answers (in a
-    subprocess, so the signal cannot reach pytest)."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-    script = tmp_path / "sigint.py"
-    script.write_text(SIGINT_SCRIPT)
-    root = Path(__file__).resolve().parents[1]
-    done = subprocess.run([sys.executable, str(script), str(delay)], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
+    """SIGINT at different moments (before or during the UDF, which may run on a worker thread,
+    where Python raises no KeyboardInterrupt): on a connection opened with interrupt=True the query
+    stops within 1 s with an interrupt error and the connection still answers."""
+    done = run_script(tmp_path, SIGINT_SCRIPT, str(delay))
     lines = done.stdout.split("\n")
     assert lines[0].startswith("stopped"), done.stdout + done.stderr
     _, seconds, named = lines[0].split()
     assert float(seconds) < 1.0 and named == "True", lines[0]
     assert lines[1] == "[(42,)]", done.stdout
+
+
+UNTOUCHED_SCRIPT = """
+import asyncio, signal, duckdb
+method, handler = duckdb.DuckDBPyConnection.__dict__["interrupt"], signal.getsignal(signal.SIGINT)
+import embsql
+con = embsql.connect()
+con.execute("CREATE TABLE t AS SELECT (i % 3)::VARCHAR AS g, [i * 1.0, 1.0] AS v FROM range(30) r(i)")
+con.sql("SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 9)").fetchall()
+print(duckdb.DuckDBPyConnection.__dict__["interrupt"] is method, signal.getsignal(signal.SIGINT) is handler)
+async def main():
+    return signal.getsignal(signal.SIGINT)
+print(asyncio.run(main()).func.__name__)   # asyncio.run chains its own only over Python's default
+embsql.connect(interrupt=True)
+print(signal.getsignal(signal.SIGINT) is handler, duckdb.DuckDBPyConnection.__dict__["interrupt"] is method)
+"""
+
+
+def test_connect_changes_nothing_process_wide(tmp_path):
+    """embsql.connect() and a kernel run leave DuckDB's interrupt method and the SIGINT handler as
+    they were (asyncio.run then installs its own Ctrl-C handling, which it skips over any other
+    handler); interrupt=True chains a handler, still without touching DuckDB's class."""
+    done = run_script(tmp_path, UNTOUCHED_SCRIPT)
+    assert done.stdout.split("\n")[:3] == ["True True", "_on_sigint", "False True"], done.stdout + done.stderr
+
+
+CHAINED_SCRIPT = """
+import os, signal, threading, time
+import embsql
+calls = []
+signal.signal(signal.SIGINT, lambda signum, frame: calls.append(signum))   # the user's own, which does not raise
+con = embsql.connect(interrupt=True)
+con.execute("CREATE TABLE big AS SELECT (i % 4)::VARCHAR AS g, [random(), random(), random()] AS v FROM range(3000) r(i)")
+done = threading.Event()
+def press():   # Ctrl-C every half second until the query ends (one before the kernel starts stops nothing)
+    while not done.wait(0.5):
+        os.kill(os.getpid(), signal.SIGINT)
+threading.Thread(target=press).start()
+try:
+    con.sql("SELECT * FROM emb_permanova('big', 'g', 'v', permutations := 999999)").fetchall()
+    print("finished")
+except Exception as error:
+    print("[query.interrupted]" in str(error), len(calls) > 0 and set(calls) == {signal.SIGINT})
+done.set()
+"""
+
+
+def test_ctrl_c_runs_the_users_handler_too(tmp_path):
+    """interrupt=True chains in front of the handler that was there: the user's handler still runs,
+    and the kernel stops although that handler raises nothing (so DuckDB itself does not stop)."""
+    done = run_script(tmp_path, CHAINED_SCRIPT)
+    assert done.stdout.split("\n")[0] == "True True", done.stdout + done.stderr

@@ -199,7 +199,7 @@ def test_mypy_flags_an_old_keyword_of_report(tmp_path):
         bad = embsql.report("t", vector="v", group="g", by="m")
     """))
     done = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent",
-                           "--python-version", "3.10", str(snippet)], capture_output=True, text=True, cwd=ROOT,
+                           "--python-version", "3.11", str(snippet)], capture_output=True, text=True, cwd=ROOT,
                           timeout=600)
     errors = [line for line in done.stdout.splitlines() if ": error:" in line]
     assert len(errors) == 1 and "snippet.py:4:" in errors[0], done.stdout

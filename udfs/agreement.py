@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from embsql.core.agreement import knn_rows, mantel_rows
 from embsql.errors import fail
-from embsql.io.interrupts import Watch, install
+from embsql.io.interrupts import Watch
 from embsql.io.sources import Source
 from embsql.io.table_stream import unit_vectors
 from embsql.io.udf_errors import sql_errors
@@ -22,7 +22,6 @@ KNN_ITEMS = "STRUCT(model_a VARCHAR, model_b VARCHAR, item VARCHAR, overlap DOUB
 MANTEL = ("STRUCT(model_a VARCHAR, model_b VARCHAR, r DOUBLE, p_value DOUBLE, permutations BIGINT, "
           "items BIGINT)[]")
 # the table (name, column names and types), the three columns named in the call, their values
-install()   # so that con.interrupt() reaches the Mantel kernel (embsql.io.interrupts)
 INPUTS = ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR[]", "VARCHAR[]",
           "DOUBLE[][]"]
 

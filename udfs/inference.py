@@ -15,7 +15,7 @@ from embsql.core.labels import clean_label
 from embsql.core.permutation import canonical_order, design, permanova_distances, permanova_vectors
 from embsql.core.row_tests import anova_parts
 from embsql.errors import fail
-from embsql.io.interrupts import Watch, install
+from embsql.io.interrupts import Watch
 from embsql.io.table_stream import unit_vectors
 from embsql.io.udf_errors import sql_errors
 
@@ -33,7 +33,6 @@ DISPERSION = ("STRUCT(groups BIGINT, f DOUBLE, p_value DOUBLE, permutations BIGI
               "items_left_out BIGINT, note VARCHAR, labels VARCHAR[], sizes BIGINT[], mean_distance DOUBLE[], "
               "in_test BOOLEAN[])")
 FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL")
-install()   # so that con.interrupt() reaches the kernels (embsql.io.interrupts)
 
 
 def _unit(vectors: pa.Array, labels: list, vector_col: str) -> np.ndarray:

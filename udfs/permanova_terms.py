@@ -14,12 +14,11 @@ import pyarrow as pa
 from embsql.api.permanova_terms import ordered_design, record_columns
 from embsql.core.permanova_terms import gower_matrix, permanova_terms, squared_from_pairs
 from embsql.core.terms import columns_of, parse_terms
-from embsql.io.interrupts import Watch, install
+from embsql.io.interrupts import Watch
 from embsql.io.table_stream import unit_vectors
 from embsql.io.udf_errors import sql_errors
 
 ROW = "STRUCT(term VARCHAR, df BIGINT, ss DOUBLE, r2 DOUBLE, f DOUBLE, p_value DOUBLE)[]"
-install()   # so that con.interrupt() reaches the kernel (embsql.io.interrupts)
 
 
 @sql_errors(stopped="the permutation test")

@@ -168,8 +168,7 @@ def scalar_icc(con: duckdb.DuckDBPyConnection, rows: list[tuple[int, int, int]])
     """emb_icc (sql/modules/40_icc.sql) on (model code, group code, 0/1 value) rows: {model code: its row}."""
     if not rows:
         return {}
-    if not con.sql("SELECT 1 FROM duckdb_functions() WHERE function_name = 'emb_icc'").fetchall():
-        register(con)
+    register(con)   # a millisecond on a registered connection (asking duckdb_functions() takes far longer)
     name = f"__emb_pairing_{id(rows)}"
     con.register(name, pa.table({"m": [r[0] for r in rows], "g": [r[1] for r in rows], "y": [r[2] for r in rows]}))
     try:   # the model column is emb_icc's fourth argument, given by position

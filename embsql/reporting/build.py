@@ -17,7 +17,7 @@ The sections are data (embsql.reporting.sections.REGISTRY): one builder and one 
 from __future__ import annotations
 
 import dataclasses
-import sys
+import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import KW_ONLY, dataclass, field
@@ -49,11 +49,6 @@ from embsql.reporting.report_result import ReportResult, Section
 from embsql.reporting.sections import REGISTRY, Run, whose
 from embsql.result_table import ResultTable, model_label
 from embsql.vocabulary import REMOVED, Never, refuse
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:   # Python 3.10
-    import tomli as tomllib
 
 Fetch = Callable[[str], pa.Table]   # runs one SQL statement on the engine, returns its rows as Arrow
 
