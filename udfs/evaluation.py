@@ -14,7 +14,7 @@ from embsql.io.qrels import Qrels, check_known, check_relevance, check_unique_pa
 from embsql.io.runs import ranked
 from embsql.io.scoring import score_runs
 from embsql.io.table_stream import unit_vectors
-from embsql.io.udf_errors import sql_errors
+from embsql.io.udf_errors import result_type, sql_errors
 
 RESULT = ("STRUCT(metric VARCHAR, value DOUBLE, queries BIGINT, without_relevant BIGINT, missing BIGINT, "
           "unjudged DOUBLE)[]")
@@ -73,5 +73,5 @@ SPECS = [
     {"name": "emb__retrieval_eval_kernel", "function": emb__retrieval_eval_kernel,
      "parameters": ["VARCHAR[]", "DOUBLE[][]", "VARCHAR[]", "DOUBLE[][]", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]",
                     "BIGINT", "VARCHAR[]", "VARCHAR[]", "VARCHAR", "VARCHAR"],
-     "return_type": RESULT, "null_handling": "special"},
+     "return_type": result_type(RESULT), "null_handling": "special"},
 ]
