@@ -60,6 +60,6 @@ def anova_dist(con: duckdb.DuckDBPyConnection, distances: str, *, labels: str, g
         resolve(con, name)
     call = exp.func("emb_anova_dist", *(exp.Literal.string(s) for s in (distances, labels, group)),
                     *(exp.Kwarg(this=exp.var(k), expression=exp.Literal.string(v))
-                      for k, v in (("i_col", i), ("j_col", j), ("d_col", d), ("id_col", id))))
+                      for k, v in (("i", i), ("j", j), ("distance", d), ("item", id))))
     result = run_sql(con, exp.select("*").from_(call).sql("duckdb"))
     return ResultTable.from_dicts("anova_dist", result.column_names, result.to_pylist())

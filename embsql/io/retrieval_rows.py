@@ -180,7 +180,7 @@ def scalar_icc(con, rows: list[tuple[int, int, int]]) -> dict[int, dict]:
     con.register(name, pa.table({"m": [r[0] for r in rows], "g": [r[1] for r in rows], "y": [r[2] for r in rows]}))
     try:
         query = exp.select("*").from_(exp.func("emb_icc", *(exp.Literal.string(s) for s in (name, "g", "y")),
-                                               exp.Kwarg(this=exp.var("by"), expression=exp.Literal.string("m"))))
+                                               exp.Kwarg(this=exp.var("model"), expression=exp.Literal.string("m"))))
         result = con.sql(query.sql("duckdb")).to_arrow_table().to_pylist()
     except duckdb.Error as error:
         message = str(error)
