@@ -87,6 +87,18 @@ class Function:
         return f"{self.name}({', '.join(arguments)})"
 
     @property
+    def call(self) -> str:
+        """The example's first call of the function: ``emb_x(...)`` with its arguments."""
+        start = re.search(rf"\b{self.name}\(", self.example)
+        if start is None:
+            raise ValueError(f"the example of {self.name} does not call it")
+        depth, end = 1, start.end()
+        while depth:
+            depth += {"(": 1, ")": -1}.get(self.example[end], 0)
+            end += 1
+        return self.example[start.start():end]
+
+    @property
     def output_columns(self) -> tuple[str, ...]:
         """The output columns a model column must not be named like (every one but the model's)."""
         return tuple(c.name for c in self.columns if c.name != MODEL_COLUMN)
@@ -134,16 +146,18 @@ def _parse(lines: list[str], where: str, path: Path, line: int, needs_python: bo
     parts: list[tuple[str, str, list[str]]] = []       # (tag, first line, following lines)
     summary: list[str] = []
     for text in lines:
-        tag = _TAG.fullmatch(text)
-        if tag:
-            parts.append((tag.group(1), tag.group(2), []))
+        tagged = _TAG.fullmatch(text)
+        if tagged:
+            parts.append((tagged.group(1), tagged.group(2), []))
         elif len(parts) == 1:
             summary.append(text)
         else:
             parts[-1][2].append(text)
     name, signature = _signature(parts[0][1], where)
     meanings: dict[str, str] = {}
-    columns, returns, notes, example = [], None, "", ""
+    columns: list[Column] = []
+    returns: tuple[str, str] | None = None
+    notes = example = ""
     for tag, first, rest in parts[1:]:
         if tag == "param":
             argument, meaning = _named(first, rest, where)

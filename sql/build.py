@@ -12,7 +12,7 @@ generated macro per catalogue kind:
 (the parameters are the template's fields, in order), so that the SQL and Python messages of a
 check are worded once, in the catalogue.  emb__vector_kind(word) maps the word for an unusable
 vector ('NULL', 'zero-length', ...) to its kind, as embsql.errors.VECTOR_KINDS does, and
-emb__output_columns(function) lists each documented function's output columns (lower case; a
+emb__outputs_<function>() lists each documented table function's output columns (lower case; a
 model column must not be named like one of them, sql/modules/00_conventions.sql).
 Run after editing a module, a doc block or the catalogue:  python sql/build.py
 (tests/test_surfaces.py and tests/test_sql_reference.py check both files are current)
@@ -76,13 +76,12 @@ def catalogue_text() -> str:
 
 
 def output_columns_text() -> str:
-    """emb__output_columns(function): the output columns of every documented function, lower case."""
-    cases = "".join(f"\n    WHEN {sql_literal(f.name)} THEN [{', '.join(sql_literal(c.lower()) for c in f.output_columns)}]"
-                    for f in sql_reference.functions(HERE))
-    return ("-- The output columns of each public function (GENERATED from the doc blocks), which a model\n"
-            "-- column must not be named like (emb__model_checks).\n"
-            f"CREATE OR REPLACE TEMP MACRO emb__output_columns(function) AS CASE function{cases}\n"
-            "    ELSE []::VARCHAR[] END;\n")
+    """emb__outputs_<function>(): each documented table function's output columns, lower case."""
+    macros = "".join(f"CREATE OR REPLACE TEMP MACRO emb__outputs_{f.name}() AS "
+                     f"[{', '.join(sql_literal(c.lower()) for c in f.output_columns)}]::VARCHAR[];\n"
+                     for f in sql_reference.functions(HERE) if not f.returns)
+    return ("-- The output columns of each public table function (GENERATED from the doc blocks), which a\n"
+            "-- model column must not be named like (emb__checked_source).\n" + macros)
 
 
 def entry_text(modules: Path = HERE / "modules") -> str:

@@ -108,39 +108,35 @@ CREATE OR REPLACE TEMP MACRO emb__fail_query_interrupted("what") AS
     error(format('embsql: [query.interrupted] the query was interrupted; {} stopped', "what"));
 CREATE OR REPLACE TEMP MACRO emb__vector_kind(word) AS CASE word WHEN 'NULL' THEN 'vector.null' WHEN 'NULL-element' THEN 'vector.null_element' WHEN 'zero-length' THEN 'vector.zero' WHEN 'NaN' THEN 'vector.nonfinite' WHEN 'infinite' THEN 'vector.nonfinite' ELSE 'vector' END;
 
--- The output columns of each public function (GENERATED from the doc blocks), which a model
--- column must not be named like (emb__model_checks).
-CREATE OR REPLACE TEMP MACRO emb__output_columns(function) AS CASE function
-    WHEN 'emb_anova' THEN ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'v', 'mean_resultant_length', 'w_bar']
-    WHEN 'emb_groups' THEN ['group', 'n_g', 'w', 'w_tilde', 'resolved']
-    WHEN 'emb_anova_dist' THEN ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f']
-    WHEN 'emb_icc' THEN ['icc', 'n0', 'ms_b', 'ms_w', 'f', 'groups', 'n', 'kind']
-    WHEN 'emb_normal_quantile' THEN []
-    WHEN 'emb_power_groups' THEN ['groups_exact', 'groups', 'rho', 'alpha', 'power']
-    WHEN 'emb_power_rho' THEN ['rho', 'groups', 'alpha', 'power']
-    WHEN 'emb_margins' THEN ['qid', 'd_pos2', 'd_neg2', 'margin', 'm', 'top1', 'rank', 'ties']
-    WHEN 'emb_retrieval_summary' THEN ['queries', 'groups', 'top1', 'top1_se', 'recall_at_1', 'recall_at_5', 'recall_at_5_se', 'recall_at_10', 'recall_at_10_se', 'mrr', 'mrr_se', 'm_mean', 'm_mean_se', 'm_p05', 'm_p25', 'm_median', 'm_p75', 'm_p95', 'ties', 'scope']
-    WHEN 'emb_run_metrics' THEN ['metric', 'value', 'queries', 'without_relevant']
-    WHEN 'emb_run_metrics_per_query' THEN ['qid', 'metric', 'value']
-    WHEN 'emb_unit' THEN []
-    WHEN 'emb_permanova' THEN ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'v', 'mean_resultant_length', 'w_bar', 'p_value', 'permutations', 'statistic', 'w_d', 'null_method', 'groups_left_out', 'items_left_out', 'note']
-    WHEN 'emb_permanova_dist' THEN ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'p_value', 'permutations', 'statistic', 'w_d', 'null_method', 'groups_left_out', 'items_left_out', 'note']
-    WHEN 'emb_dispersion' THEN ['groups', 'f', 'p_value', 'permutations', 'groups_left_out', 'items_left_out', 'note']
-    WHEN 'emb_dispersion_groups' THEN ['group', 'n_g', 'mean_distance', 'in_test']
-    WHEN 'emb_permanova_terms' THEN ['term', 'df', 'ss', 'r2', 'f', 'p_value', 'permutations']
-    WHEN 'emb_permanova_terms_dist' THEN ['term', 'df', 'ss', 'r2', 'f', 'p_value', 'permutations']
-    WHEN 'emb_jackknife' THEN ['stat', 'estimate', 'se', 'groups', 'sizes']
-    WHEN 'emb_bootstrap' THEN ['stat', 'estimate', 'se', 'ci_low', 'ci_high', 'level', 'replicates', 'groups', 'estimate_bc', 'dropped', 'calibrated', 'sizes']
-    WHEN 'emb_compare' THEN ['model_a', 'model_b', 'estimate_a', 'estimate_b', 'difference', 'se', 'ci_low', 'ci_high', 'items', 'same_items', 'shared_items', 'dropped', 'calibrated', 'sizes']
-    WHEN 'emb_retrieval_dose' THEN ['level', 'queries', 'groups', 'w_tilde_q', 'se', 'step', 'step_se', 'monotone', 'p_value', 'permutations', 'dose_works']
-    WHEN 'emb_knn_agreement' THEN ['model_a', 'model_b', 'k', 'overlap', 'se', 'chance', 'items']
-    WHEN 'emb_knn_agreement_items' THEN ['model_a', 'model_b', 'item', 'overlap']
-    WHEN 'emb_mantel' THEN ['model_a', 'model_b', 'r', 'p_value', 'permutations', 'items']
-    WHEN 'emb_cka' THEN ['model_a', 'model_b', 'cka', 'se', 'p_value', 'permutations', 'items', 'groups', 'debiased', 'level']
-    WHEN 'emb_procrustes' THEN ['model_a', 'model_b', 'r', 'm12_squared', 'p_value', 'permutations', 'items', 'level']
-    WHEN 'emb_retrieval_eval' THEN ['metric', 'value', 'queries', 'without_relevant', 'missing', 'unjudged']
-    WHEN 'emb_compare_retrieval' THEN ['model_a', 'model_b', 'metric', 'mean_a', 'mean_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'p_adjusted', 'p_adjust', 'queries', 'groups', 'permutations', 'method', 'level', 'calibrated']
-    ELSE []::VARCHAR[] END;
+-- The output columns of each public table function (GENERATED from the doc blocks), which a
+-- model column must not be named like (emb__checked_source).
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_anova() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'v', 'mean_resultant_length', 'w_bar']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_groups() AS ['group', 'n_g', 'w', 'w_tilde', 'resolved']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_anova_dist() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_icc() AS ['icc', 'n0', 'ms_b', 'ms_w', 'f', 'groups', 'n', 'kind']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_power_groups() AS ['groups_exact', 'groups', 'rho', 'alpha', 'power']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_power_rho() AS ['rho', 'groups', 'alpha', 'power']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_margins() AS ['qid', 'd_pos2', 'd_neg2', 'margin', 'm', 'top1', 'rank', 'ties']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_summary() AS ['queries', 'groups', 'top1', 'top1_se', 'recall_at_1', 'recall_at_5', 'recall_at_5_se', 'recall_at_10', 'recall_at_10_se', 'mrr', 'mrr_se', 'm_mean', 'm_mean_se', 'm_p05', 'm_p25', 'm_median', 'm_p75', 'm_p95', 'ties', 'scope']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_run_metrics() AS ['metric', 'value', 'queries', 'without_relevant']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_run_metrics_per_query() AS ['qid', 'metric', 'value']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'v', 'mean_resultant_length', 'w_bar', 'p_value', 'permutations', 'statistic', 'w_d', 'null_method', 'groups_left_out', 'items_left_out', 'note']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_dist() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'p_value', 'permutations', 'statistic', 'w_d', 'null_method', 'groups_left_out', 'items_left_out', 'note']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_dispersion() AS ['groups', 'f', 'p_value', 'permutations', 'groups_left_out', 'items_left_out', 'note']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_dispersion_groups() AS ['group', 'n_g', 'mean_distance', 'in_test']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_terms() AS ['term', 'df', 'ss', 'r2', 'f', 'p_value', 'permutations']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_terms_dist() AS ['term', 'df', 'ss', 'r2', 'f', 'p_value', 'permutations']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_jackknife() AS ['stat', 'estimate', 'se', 'groups', 'sizes']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_bootstrap() AS ['stat', 'estimate', 'se', 'ci_low', 'ci_high', 'level', 'replicates', 'groups', 'estimate_bc', 'dropped', 'calibrated', 'sizes']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare() AS ['model_a', 'model_b', 'estimate_a', 'estimate_b', 'difference', 'se', 'ci_low', 'ci_high', 'items', 'same_items', 'shared_items', 'dropped', 'calibrated', 'sizes']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_dose() AS ['level', 'queries', 'groups', 'w_tilde_q', 'se', 'step', 'step_se', 'monotone', 'p_value', 'permutations', 'dose_works']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_agreement() AS ['model_a', 'model_b', 'k', 'overlap', 'se', 'chance', 'items']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_agreement_items() AS ['model_a', 'model_b', 'item', 'overlap']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_mantel() AS ['model_a', 'model_b', 'r', 'p_value', 'permutations', 'items']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_cka() AS ['model_a', 'model_b', 'cka', 'se', 'p_value', 'permutations', 'items', 'groups', 'debiased', 'level']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_procrustes() AS ['model_a', 'model_b', 'r', 'm12_squared', 'p_value', 'permutations', 'items', 'level']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_eval() AS ['metric', 'value', 'queries', 'without_relevant', 'missing', 'unjudged']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_retrieval() AS ['model_a', 'model_b', 'metric', 'mean_a', 'mean_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'p_adjusted', 'p_adjust', 'queries', 'groups', 'permutations', 'method', 'level', 'calibrated']::VARCHAR[];
 
 -- Conventions
 --   * Public macros are emb_*; helpers are emb__* and may change.
@@ -164,25 +160,19 @@ CREATE OR REPLACE TEMP MACRO emb__output_columns(function) AS CASE function
 
 
 -- ---------------------------------------------------------------------------
--- The model argument, checked before anything is read.  by := (its old name) is refused, and so
--- is a model column whose name is one of the function's output columns (the output keeps the model
--- column's name; emb__output_columns is generated from the reference blocks by sql/build.py).
--- A public macro cross-joins emb__model_checks (one row, true) with its result, so the refusal
--- comes first (DuckDB builds the one-row side of the join before it reads the other), and hands
--- emb__model_column on, which is NULL for a refused call so that the rest binds whatever the name.
+-- The model argument, checked before anything is read.  by := (its old name) is refused, and so is
+-- a model column whose name is one of the function's output columns (the output keeps the model
+-- column's name; outputs is the function's emb__outputs_<function>(), generated from its reference
+-- block by sql/build.py).  A public macro hands its source table through this: query_table() needs
+-- its argument when the query is bound, so the refusal is raised then, before any row is read
+-- (a check in a filter or a join could come after another error from the data).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__model_collides(function, model) AS
-    model IS NOT NULL AND list_contains(emb__output_columns(function), lower(model));
-
-CREATE OR REPLACE TEMP MACRO emb__model_checks(function, model, "by") AS TABLE
-SELECT CASE
-    WHEN "by" IS NOT NULL THEN emb__fail_argument_renamed('by :=', 'model :=', function)
-    WHEN emb__model_collides(function, model) THEN emb__fail_column_collision(format('"{}"', model), function)
-    ELSE true
-END AS __emb_ok;
-
-CREATE OR REPLACE TEMP MACRO emb__model_column(function, model, "by") AS
-    CASE WHEN "by" IS NULL AND NOT emb__model_collides(function, model) THEN model END;
+CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, "by", outputs) AS
+    CASE
+        WHEN "by" IS NOT NULL THEN emb__fail_argument_renamed('by :=', 'model :=', function)
+        WHEN list_contains(outputs, lower(model)) THEN emb__fail_column_collision(format('"{}"', model), function)
+        ELSE source
+    END;
 
 -- ---------------------------------------------------------------------------
 -- Shared rules, as scalar macros (each lives here once).
@@ -611,9 +601,9 @@ CREATE OR REPLACE TEMP MACRO emb__anova(tbl, group_col, vector_col, by_col) AS T
 -- -- m2     4  2       1.1    0.2    0.9    0.8182  0.3333   9.0  0.275  0.8515                 0.05
 CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL, "by" := NULL) AS TABLE
 SELECT a.* EXCLUDE (__emb_b, __emb_all)
-FROM emb__model_checks('emb_anova', model, "by") c,
-     emb__anova(source, "group", vector, emb__model_column('emb_anova', model, "by")) a
-WHERE c.__emb_ok
+FROM emb__anova(
+         emb__checked_source(source, 'emb_anova', model, "by", emb__outputs_emb_anova()),
+         "group", vector, model) a
 ORDER BY a.__emb_b;
 
 -- @function emb_groups(source, "group", vector, model := NULL)
@@ -638,9 +628,9 @@ ORDER BY a.__emb_b;
 -- -- m1     A      2    0.1  0.2      true
 CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL, "by" := NULL) AS TABLE
 SELECT g.* EXCLUDE (__emb_b, __emb_all)
-FROM emb__model_checks('emb_groups', model, "by") c,
-     emb__groups(source, "group", vector, emb__model_column('emb_groups', model, "by")) g
-WHERE c.__emb_ok
+FROM emb__groups(
+         emb__checked_source(source, 'emb_groups', model, "by", emb__outputs_emb_groups()),
+         "group", vector, model) g
 ORDER BY g.__emb_b, g."group";
 
 -- ---------------------------------------------------------------------------
@@ -1025,9 +1015,9 @@ ORDER BY __emb_b;
 -- -- m2     0.8  2.0  0.9   0.1   9.0  2       4  trace
 CREATE OR REPLACE TEMP MACRO emb_icc(source, "group", value, model := NULL, "by" := NULL) AS TABLE
 SELECT r.* EXCLUDE (__emb_all)
-FROM emb__model_checks('emb_icc', model, "by") c,
-     emb__icc(source, "group", value, emb__model_column('emb_icc', model, "by")) r
-WHERE c.__emb_ok;
+FROM emb__icc(
+         emb__checked_source(source, 'emb_icc', model, "by", emb__outputs_emb_icc()),
+         "group", value, model) r;
 
 -- ---------------------------------------------------------------------------
 -- Power: groups needed to detect a correlation rho between a per-group figure (W_g)
@@ -1425,10 +1415,9 @@ CREATE OR REPLACE TEMP MACRO emb_margins(queries, docs, scope := 'corpus', qid :
                                          vector := 'vector', doc_id := 'doc_id', doc_group := 'group',
                                          doc_vector := 'vector', model := NULL) AS TABLE
 SELECT m.* EXCLUDE (__emb_all, __emb_b, __emb_g, __emb_gcols, __emb_row)
-FROM emb__model_checks('emb_margins', model, NULL) c,
-     emb__margins(queries, docs, scope, qid, NULL, positive, vector, doc_id, doc_group, doc_vector,
-                  emb__model_column('emb_margins', model, NULL)) m
-WHERE c.__emb_ok
+FROM emb__margins(
+         emb__checked_source(queries, 'emb_margins', model, NULL, emb__outputs_emb_margins()),
+         docs, scope, qid, NULL, positive, vector, doc_id, doc_group, doc_vector, model) m
 ORDER BY m.__emb_b, m.qid;
 
 -- Per model: top-1, recall@k, MRR, mean and quantiles of m, and cluster-jackknife SEs over the
@@ -1537,10 +1526,9 @@ CREATE OR REPLACE TEMP MACRO emb_retrieval_summary(queries, docs, scope := 'corp
                                                    doc_group := 'group', doc_vector := 'vector',
                                                    model := NULL) AS TABLE
 SELECT r.*
-FROM emb__model_checks('emb_retrieval_summary', model, NULL) c,
-     emb__retrieval_summary(queries, docs, scope, qid, "group", positive, vector, doc_id, doc_group, doc_vector,
-                            emb__model_column('emb_retrieval_summary', model, NULL)) r
-WHERE c.__emb_ok;
+FROM emb__retrieval_summary(
+         emb__checked_source(queries, 'emb_retrieval_summary', model, NULL, emb__outputs_emb_retrieval_summary()),
+         docs, scope, qid, "group", positive, vector, doc_id, doc_group, doc_vector, model) r;
 
 -- ---------------------------------------------------------------------------
 -- Rank metrics of a run against relevance judgements, in plain SQL (the stock DuckDB CLI).
@@ -1737,10 +1725,9 @@ ORDER BY __emb_b, __emb_o;
 CREATE OR REPLACE TEMP MACRO emb_run_metrics(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id',
                                              score := 'score', relevance := 'relevance', "by" := NULL) AS TABLE
 SELECT r.* EXCLUDE (__emb_b)
-FROM emb__model_checks('emb_run_metrics', model, "by") c,
-     emb__run_metrics(run, qrels, k, emb__model_column('emb_run_metrics', model, "by"), qid, doc_id, score,
-                      relevance) r
-WHERE c.__emb_ok;
+FROM emb__run_metrics(
+         emb__checked_source(run, 'emb_run_metrics', model, "by", emb__outputs_emb_run_metrics()),
+         qrels, k, model, qid, doc_id, score, relevance) r;
 
 -- @function emb_run_metrics_per_query(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id', score := 'score', relevance := 'relevance')
 -- The per-query values behind `emb_run_metrics`: one row per model (the model column first, under
@@ -1760,13 +1747,12 @@ WHERE c.__emb_ok;
 -- @column value the query's value of the metric
 -- @example
 -- SELECT qid, value FROM emb_run_metrics_per_query('run', 'qrels', k := 5) WHERE metric = 'mrr@5';
--- -- q1 0.5, q2 0.5 (in q2, c ranks first and is not judged; a, which is relevant, second)
+-- -- q1 0.5, q2 0.5 (in q2 the unjudged c ranks first, the relevant a second)
 CREATE OR REPLACE TEMP MACRO emb_run_metrics_per_query(run, qrels, k := 10, model := NULL, qid := 'qid',
                                                        doc_id := 'doc_id', score := 'score',
                                                        relevance := 'relevance', "by" := NULL) AS TABLE
 SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_none, __emb_o)
-FROM emb__model_checks('emb_run_metrics_per_query', model, "by") c,
-     emb__run_metric_rows(run, qrels, k, emb__model_column('emb_run_metrics_per_query', model, "by"), qid, doc_id,
-                          score, relevance) r
-WHERE c.__emb_ok
+FROM emb__run_metric_rows(
+         emb__checked_source(run, 'emb_run_metrics_per_query', model, "by", emb__outputs_emb_run_metrics_per_query()),
+         qrels, k, model, qid, doc_id, score, relevance) r
 ORDER BY r.__emb_b, r.__emb_o, r.qid;

@@ -20,22 +20,16 @@
 
 
 -- ---------------------------------------------------------------------------
--- The model argument, checked before anything is read.  by := (its old name) is refused, and so
--- is a model column whose name is one of the function's output columns (the output keeps the model
--- column's name; emb__output_columns is generated from the reference blocks by sql/build.py).
--- A public macro cross-joins emb__model_checks (one row, true) with its result, so the refusal
--- comes first (DuckDB builds the one-row side of the join before it reads the other), and hands
--- emb__model_column on, which is NULL for a refused call so that the rest binds whatever the name.
+-- The model argument, checked before anything is read.  by := (its old name) is refused, and so is
+-- a model column whose name is one of the function's output columns (the output keeps the model
+-- column's name; outputs is the function's emb__outputs_<function>(), generated from its reference
+-- block by sql/build.py).  A public macro hands its source table through this: query_table() needs
+-- its argument when the query is bound, so the refusal is raised then, before any row is read
+-- (a check in a filter or a join could come after another error from the data).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__model_collides(function, model) AS
-    model IS NOT NULL AND list_contains(emb__output_columns(function), lower(model));
-
-CREATE OR REPLACE TEMP MACRO emb__model_checks(function, model, "by") AS TABLE
-SELECT CASE
-    WHEN "by" IS NOT NULL THEN emb__fail_argument_renamed('by :=', 'model :=', function)
-    WHEN emb__model_collides(function, model) THEN emb__fail_column_collision(format('"{}"', model), function)
-    ELSE true
-END AS __emb_ok;
-
-CREATE OR REPLACE TEMP MACRO emb__model_column(function, model, "by") AS
-    CASE WHEN "by" IS NULL AND NOT emb__model_collides(function, model) THEN model END;
+CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, "by", outputs) AS
+    CASE
+        WHEN "by" IS NOT NULL THEN emb__fail_argument_renamed('by :=', 'model :=', function)
+        WHEN list_contains(outputs, lower(model)) THEN emb__fail_column_collision(format('"{}"', model), function)
+        ELSE source
+    END;

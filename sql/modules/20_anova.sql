@@ -100,9 +100,9 @@ CREATE OR REPLACE TEMP MACRO emb__anova(tbl, group_col, vector_col, by_col) AS T
 -- -- m2     4  2       1.1    0.2    0.9    0.8182  0.3333   9.0  0.275  0.8515                 0.05
 CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL, "by" := NULL) AS TABLE
 SELECT a.* EXCLUDE (__emb_b, __emb_all)
-FROM emb__model_checks('emb_anova', model, "by") c,
-     emb__anova(source, "group", vector, emb__model_column('emb_anova', model, "by")) a
-WHERE c.__emb_ok
+FROM emb__anova(
+         emb__checked_source(source, 'emb_anova', model, "by", emb__outputs_emb_anova()),
+         "group", vector, model) a
 ORDER BY a.__emb_b;
 
 -- @function emb_groups(source, "group", vector, model := NULL)
@@ -127,7 +127,7 @@ ORDER BY a.__emb_b;
 -- -- m1     A      2    0.1  0.2      true
 CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL, "by" := NULL) AS TABLE
 SELECT g.* EXCLUDE (__emb_b, __emb_all)
-FROM emb__model_checks('emb_groups', model, "by") c,
-     emb__groups(source, "group", vector, emb__model_column('emb_groups', model, "by")) g
-WHERE c.__emb_ok
+FROM emb__groups(
+         emb__checked_source(source, 'emb_groups', model, "by", emb__outputs_emb_groups()),
+         "group", vector, model) g
 ORDER BY g.__emb_b, g."group";

@@ -221,6 +221,6 @@ ORDER BY __emb_b;
 -- -- m2     0.8  2.0  0.9   0.1   9.0  2       4  trace
 CREATE OR REPLACE TEMP MACRO emb_icc(source, "group", value, model := NULL, "by" := NULL) AS TABLE
 SELECT r.* EXCLUDE (__emb_all)
-FROM emb__model_checks('emb_icc', model, "by") c,
-     emb__icc(source, "group", value, emb__model_column('emb_icc', model, "by")) r
-WHERE c.__emb_ok;
+FROM emb__icc(
+         emb__checked_source(source, 'emb_icc', model, "by", emb__outputs_emb_icc()),
+         "group", value, model) r;

@@ -248,10 +248,9 @@ CREATE OR REPLACE TEMP MACRO emb_margins(queries, docs, scope := 'corpus', qid :
                                          vector := 'vector', doc_id := 'doc_id', doc_group := 'group',
                                          doc_vector := 'vector', model := NULL) AS TABLE
 SELECT m.* EXCLUDE (__emb_all, __emb_b, __emb_g, __emb_gcols, __emb_row)
-FROM emb__model_checks('emb_margins', model, NULL) c,
-     emb__margins(queries, docs, scope, qid, NULL, positive, vector, doc_id, doc_group, doc_vector,
-                  emb__model_column('emb_margins', model, NULL)) m
-WHERE c.__emb_ok
+FROM emb__margins(
+         emb__checked_source(queries, 'emb_margins', model, NULL, emb__outputs_emb_margins()),
+         docs, scope, qid, NULL, positive, vector, doc_id, doc_group, doc_vector, model) m
 ORDER BY m.__emb_b, m.qid;
 
 -- Per model: top-1, recall@k, MRR, mean and quantiles of m, and cluster-jackknife SEs over the
@@ -360,7 +359,6 @@ CREATE OR REPLACE TEMP MACRO emb_retrieval_summary(queries, docs, scope := 'corp
                                                    doc_group := 'group', doc_vector := 'vector',
                                                    model := NULL) AS TABLE
 SELECT r.*
-FROM emb__model_checks('emb_retrieval_summary', model, NULL) c,
-     emb__retrieval_summary(queries, docs, scope, qid, "group", positive, vector, doc_id, doc_group, doc_vector,
-                            emb__model_column('emb_retrieval_summary', model, NULL)) r
-WHERE c.__emb_ok;
+FROM emb__retrieval_summary(
+         emb__checked_source(queries, 'emb_retrieval_summary', model, NULL, emb__outputs_emb_retrieval_summary()),
+         docs, scope, qid, "group", positive, vector, doc_id, doc_group, doc_vector, model) r;

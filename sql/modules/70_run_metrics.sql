@@ -193,10 +193,9 @@ ORDER BY __emb_b, __emb_o;
 CREATE OR REPLACE TEMP MACRO emb_run_metrics(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id',
                                              score := 'score', relevance := 'relevance', "by" := NULL) AS TABLE
 SELECT r.* EXCLUDE (__emb_b)
-FROM emb__model_checks('emb_run_metrics', model, "by") c,
-     emb__run_metrics(run, qrels, k, emb__model_column('emb_run_metrics', model, "by"), qid, doc_id, score,
-                      relevance) r
-WHERE c.__emb_ok;
+FROM emb__run_metrics(
+         emb__checked_source(run, 'emb_run_metrics', model, "by", emb__outputs_emb_run_metrics()),
+         qrels, k, model, qid, doc_id, score, relevance) r;
 
 -- @function emb_run_metrics_per_query(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id', score := 'score', relevance := 'relevance')
 -- The per-query values behind `emb_run_metrics`: one row per model (the model column first, under
@@ -216,13 +215,12 @@ WHERE c.__emb_ok;
 -- @column value the query's value of the metric
 -- @example
 -- SELECT qid, value FROM emb_run_metrics_per_query('run', 'qrels', k := 5) WHERE metric = 'mrr@5';
--- -- q1 0.5, q2 0.5 (in q2, c ranks first and is not judged; a, which is relevant, second)
+-- -- q1 0.5, q2 0.5 (in q2 the unjudged c ranks first, the relevant a second)
 CREATE OR REPLACE TEMP MACRO emb_run_metrics_per_query(run, qrels, k := 10, model := NULL, qid := 'qid',
                                                        doc_id := 'doc_id', score := 'score',
                                                        relevance := 'relevance', "by" := NULL) AS TABLE
 SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_none, __emb_o)
-FROM emb__model_checks('emb_run_metrics_per_query', model, "by") c,
-     emb__run_metric_rows(run, qrels, k, emb__model_column('emb_run_metrics_per_query', model, "by"), qid, doc_id,
-                          score, relevance) r
-WHERE c.__emb_ok
+FROM emb__run_metric_rows(
+         emb__checked_source(run, 'emb_run_metrics_per_query', model, "by", emb__outputs_emb_run_metrics_per_query()),
+         qrels, k, model, qid, doc_id, score, relevance) r
 ORDER BY r.__emb_b, r.__emb_o, r.qid;

@@ -184,10 +184,9 @@ CREATE OR REPLACE TEMP MACRO emb_permanova(source, "group", vector, permutations
                                            model := NULL, statistic := 'pseudo-f', null_method := 'auto',
                                            "by" := NULL) AS TABLE
 SELECT p.* EXCLUDE (__emb_b, __emb_all)
-FROM emb__model_checks('emb_permanova', model, "by") c,
-     emb__permanova(source, "group", vector, emb__model_column('emb_permanova', model, "by"), permutations, seed,
-                    strata, statistic, null_method) p
-WHERE c.__emb_ok
+FROM emb__permanova(
+         emb__checked_source(source, 'emb_permanova', model, "by", emb__outputs_emb_permanova()),
+         "group", vector, model, permutations, seed, strata, statistic, null_method) p
 ORDER BY p.__emb_b;
 
 -- The pairs (a, b, d) of a distance table, columns named by the caller (the distance routes of
@@ -330,10 +329,9 @@ SELECT d.* EXCLUDE (__emb_all, __emb_b, __emb_t),
        d.__emb_t.groups AS groups, d.__emb_t.f AS f, d.__emb_t.p_value AS p_value,
        d.__emb_t.permutations AS permutations, d.__emb_t.groups_left_out AS groups_left_out,
        d.__emb_t.items_left_out AS items_left_out, d.__emb_t.note AS note
-FROM emb__model_checks('emb_dispersion', model, "by") c,
-     emb__dispersion_checked(source, "group", vector, emb__model_column('emb_dispersion', model, "by"),
-                             permutations, seed) d
-WHERE c.__emb_ok
+FROM emb__dispersion_checked(
+         emb__checked_source(source, 'emb_dispersion', model, "by", emb__outputs_emb_dispersion()),
+         "group", vector, model, permutations, seed) d
 ORDER BY d.__emb_b;
 
 -- @function emb_dispersion_groups(source, "group", vector, model := NULL, permutations := 999, seed := 42)
@@ -357,7 +355,6 @@ CREATE OR REPLACE TEMP MACRO emb_dispersion_groups(source, "group", vector, mode
 SELECT d.* EXCLUDE (__emb_all, __emb_b, __emb_t), unnest(d.__emb_t.labels) AS "group",
        unnest(d.__emb_t.sizes) AS n_g, unnest(d.__emb_t.mean_distance) AS mean_distance,
        unnest(d.__emb_t.in_test) AS in_test
-FROM emb__model_checks('emb_dispersion_groups', model, "by") c,
-     emb__dispersion_checked(source, "group", vector, emb__model_column('emb_dispersion_groups', model, "by"),
-                             permutations, seed) d
-WHERE c.__emb_ok;
+FROM emb__dispersion_checked(
+         emb__checked_source(source, 'emb_dispersion_groups', model, "by", emb__outputs_emb_dispersion_groups()),
+         "group", vector, model, permutations, seed) d;

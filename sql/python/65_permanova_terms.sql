@@ -7,11 +7,12 @@ CREATE OR REPLACE TEMP MACRO emb__term_columns(terms) AS
     list_distinct(flatten(list_transform(terms, lambda t: list_transform(string_split_regex(t, '[:*]'),
                                                                           lambda c: trim(c)))));
 
--- sums := : 'sequential' or 'margin' (checked by the UDF); NULL would skip the UDF
+-- sums := : 'sequential' or 'margin' (the SQL name of the Python kernel's by_terms); NULL would skip the UDF
 CREATE OR REPLACE TEMP MACRO emb__sums_argument(value) AS
-    CASE WHEN value IS NOT NULL AND typeof(value) = 'VARCHAR' THEN value::VARCHAR
+    CASE WHEN typeof(value) = 'VARCHAR' AND value::VARCHAR IN ('sequential', 'margin') THEN value::VARCHAR
          ELSE error(format('embsql: [argument.sums] sums must be ''sequential'' or ''margin'', not {}',
-                           coalesce(value::VARCHAR, 'NULL')))
+                           coalesce(CASE WHEN typeof(value) = 'VARCHAR' THEN '''' || value::VARCHAR || ''''
+                                         ELSE value::VARCHAR END, 'NULL')))
     END;
 
 -- One row per tested term, then Residual and Total, per value of the model column (which keeps its name).
@@ -81,10 +82,9 @@ ORDER BY __emb_b, __emb_k;
 CREATE OR REPLACE TEMP MACRO emb_permanova_terms(source, terms, vector, sums := 'sequential', permutations := 999,
                                                  seed := 42, strata := NULL, model := NULL) AS TABLE
 SELECT t.* EXCLUDE (__emb_b)
-FROM emb__model_checks('emb_permanova_terms', model, NULL) c,
-     emb__permanova_terms(source, terms, vector, sums, permutations, seed, strata,
-                          emb__model_column('emb_permanova_terms', model, NULL)) t
-WHERE c.__emb_ok;
+FROM emb__permanova_terms(
+         emb__checked_source(source, 'emb_permanova_terms', model, NULL, emb__outputs_emb_permanova_terms()),
+         terms, vector, sums, permutations, seed, strata, model) t;
 
 CREATE OR REPLACE TEMP MACRO emb__permanova_terms_dist(dist_tbl, labels_tbl, terms, i_col, j_col, d_col, id_col, sums,
                                                        permutations, seed, strata) AS TABLE

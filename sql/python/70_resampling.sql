@@ -69,10 +69,9 @@ CREATE OR REPLACE TEMP MACRO emb_jackknife(source, "group", vector, model := NUL
                                            "by" := NULL) AS TABLE
 SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_r), statistic AS stat, r.__emb_r.estimate AS estimate,
        r.__emb_r.se AS se, r.__emb_r.groups AS groups, r.__emb_r.sizes AS sizes
-FROM emb__model_checks('emb_jackknife', model, "by") c,
-     emb__resampled_checked(source, "group", vector, emb__model_column('emb_jackknife', model, "by"), statistic, 0, 0,
-                            0.0, 'jackknife') r
-WHERE c.__emb_ok
+FROM emb__resampled_checked(
+         emb__checked_source(source, 'emb_jackknife', model, "by", emb__outputs_emb_jackknife()),
+         "group", vector, model, statistic, 0, 0, 0.0, 'jackknife') r
 ORDER BY r.__emb_b;
 
 -- @function emb_bootstrap(source, "group", vector, model := NULL, statistic := 'r2', replicates := 2000, seed := 42, level := 0.95)
@@ -136,10 +135,9 @@ SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_r), statistic AS stat, r.__emb_r.e
        r.__emb_r.se AS se, r.__emb_r.ci_low AS ci_low, r.__emb_r.ci_high AS ci_high, level::DOUBLE AS level,
        replicates AS replicates, r.__emb_r.groups AS groups, r.__emb_r.estimate_bc AS estimate_bc,
        r.__emb_r.dropped AS dropped, r.__emb_r.calibrated AS calibrated, r.__emb_r.sizes AS sizes
-FROM emb__model_checks('emb_bootstrap', model, "by") c,
-     emb__resampled_checked(source, "group", vector, emb__model_column('emb_bootstrap', model, "by"), statistic,
-                            replicates, seed, level, 'bootstrap') r
-WHERE c.__emb_ok
+FROM emb__resampled_checked(
+         emb__checked_source(source, 'emb_bootstrap', model, "by", emb__outputs_emb_bootstrap()),
+         "group", vector, model, statistic, replicates, seed, level, 'bootstrap') r
 ORDER BY r.__emb_b;
 
 -- @function emb_compare(source, "group", vector, model, item, statistic := 'r2', replicates := 2000, seed := 42, level := 0.95, common := false)

@@ -106,7 +106,6 @@ CREATE OR REPLACE TEMP MACRO emb_retrieval_dose(queries, strength := 'level', qi
                                                 vector := 'vector', model := NULL, permutations := 999, seed := 42,
                                                 alpha := 0.05) AS TABLE
 SELECT r.* EXCLUDE (__emb_b)
-FROM emb__model_checks('emb_retrieval_dose', model, NULL) c,
-     emb__retrieval_dose(queries, strength, qid, "group", vector,
-                         emb__model_column('emb_retrieval_dose', model, NULL), permutations, seed, alpha) r
-WHERE c.__emb_ok;
+FROM emb__retrieval_dose(
+         emb__checked_source(queries, 'emb_retrieval_dose', model, NULL, emb__outputs_emb_retrieval_dose()),
+         strength, qid, "group", vector, model, permutations, seed, alpha) r;

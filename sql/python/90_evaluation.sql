@@ -92,7 +92,6 @@ CREATE OR REPLACE TEMP MACRO emb_retrieval_eval(queries, docs, qrels, k := 10, m
                                                 doc_vector := 'vector', relevance := 'relevance', unknown := 'error',
                                                 "by" := NULL) AS TABLE
 SELECT r.* EXCLUDE (__emb_b)
-FROM emb__model_checks('emb_retrieval_eval', model, "by") c,
-     emb__retrieval_eval(queries, docs, qrels, k, metrics, emb__model_column('emb_retrieval_eval', model, "by"), qid,
-                         doc_id, vector, doc_vector, relevance, unknown) r
-WHERE c.__emb_ok;
+FROM emb__retrieval_eval(
+         emb__checked_source(queries, 'emb_retrieval_eval', model, "by", emb__outputs_emb_retrieval_eval()),
+         docs, qrels, k, metrics, model, qid, doc_id, vector, doc_vector, relevance, unknown) r;

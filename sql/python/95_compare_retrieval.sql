@@ -55,8 +55,7 @@ CREATE OR REPLACE TEMP MACRO emb_compare_retrieval(evaluation, metric := 'ndcg@1
                                                    qid := 'qid', permutations := 10000, seed := 42, level := 0.95,
                                                    p_adjust := 'holm', "by" := NULL) AS TABLE
 SELECT unnest(r.__emb_r.value, recursive := true)
-FROM emb__model_checks('emb_compare_retrieval', NULL, "by") c,
-     (SELECT emb__compare_retrieval(
+FROM (SELECT emb__compare_retrieval(
                  evaluation,
                  (SELECT list(column_name) FROM (DESCRIBE SELECT * FROM query_table(evaluation))),
                  (SELECT list(column_type) FROM (DESCRIBE SELECT * FROM query_table(evaluation))),
@@ -73,6 +72,7 @@ FROM emb__model_checks('emb_compare_retrieval', NULL, "by") c,
                  coalesce(*COLUMNS(lambda c: c IN ('metric', '__emb_null')))::VARCHAR AS __emb_m,
                  TRY_CAST(coalesce(*COLUMNS(lambda c: c IN ('value', '__emb_null'))) AS DOUBLE) AS __emb_v,
                  coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null')))::VARCHAR AS __emb_g
-          FROM (SELECT *, NULL AS __emb_null FROM query_table(evaluation))
+          FROM (SELECT *, NULL AS __emb_null
+                FROM query_table(emb__checked_source(evaluation, 'emb_compare_retrieval', NULL, "by", [])))
       )) r
-WHERE c.__emb_ok AND emb__udf_ok(r.__emb_r);
+WHERE emb__udf_ok(r.__emb_r);
