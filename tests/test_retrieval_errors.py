@@ -85,12 +85,9 @@ CASES = {
     "model only in docs": (lambda q, d: with_model(q, d, ["a"] * len(q), ["a"] * (len(d) - 1) + ["c"]),
                            {"model": "model"}, InputError, ["model", "c", "not in"]),
 }
-SQL_NAMES = {"qid": "qid_col", "positive": "positive_col", "vector": "vector_col", "doc_id": "doc_id_col",
-             "doc_vector": "doc_vector_col", "doc_group": "doc_group_col", "model": "model_col", "scope": "scope"}
-
-
 def sql_call(kwargs) -> str:
-    args = "".join(f", {SQL_NAMES[k]} := '{v}'" for k, v in kwargs.items())
+    """The SQL call with the Python call's keywords: SQL's named arguments are spelled the same."""
+    args = "".join(f", {k} := '{v}'" for k, v in kwargs.items())
     return f"SELECT * FROM emb_margins('q', 'd'{args})"
 
 
