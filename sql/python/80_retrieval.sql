@@ -60,10 +60,10 @@ per_model_checked AS (
 )
 SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_levels', '__emb_r', '__emb_u', 'level_code'))
 FROM (
-    SELECT *, unnest(__emb_levels) AS level, unnest(__emb_r, recursive := true)
+    SELECT *, unnest(__emb_levels) AS strength, unnest(__emb_r, recursive := true)
     FROM per_model_checked
 )
-ORDER BY __emb_b, level;
+ORDER BY __emb_b, strength;
 
 -- @function emb_retrieval_dose(queries, strength := 'level', qid := 'qid', "group" := 'group', vector := 'vector', model := NULL, permutations := 999, seed := 42, alpha := 0.05)
 -- Paraphrase strength as a dose: is the spread of a question's paraphrases larger at a higher
@@ -79,7 +79,7 @@ ORDER BY __emb_b, level;
 -- @param seed the random seed, a whole number (0 or more)
 -- @param alpha the significance level `dose_works` uses
 -- @column <model> the model, under the model column's own name (only with `model`)
--- @column level the strength level
+-- @column strength the strength level (a value of the strength column)
 -- @column queries queries at that level
 -- @column groups paraphrase groups with two or more queries at that level
 -- @column w_tilde_q the mean over paraphrase groups of W̃ = n/(n − 1) (1 − ‖mean‖²) of the group's queries at that level (NULL when no group has two)
@@ -99,7 +99,7 @@ ORDER BY __emb_b, level;
 -- W̃_q / W̃_g.  In the example 3 groups of 4 queries (2 per level) allow only 6³ = 216 level
 -- assignments, so p cannot be very small.
 -- @example
--- SELECT level, round(w_tilde_q, 4) AS w_tilde_q, round(se, 4) AS se, monotone, p_value
+-- SELECT strength, round(w_tilde_q, 4) AS w_tilde_q, round(se, 4) AS se, monotone, p_value
 -- FROM emb_retrieval_dose('para', permutations := 99);
 -- -- (1, 0.0132, 0.0033, true, 0.02), (2, 0.417, 0.0003, true, 0.02)
 CREATE OR REPLACE TEMP MACRO emb_retrieval_dose(queries, strength := 'level', qid := 'qid', "group" := 'group',
