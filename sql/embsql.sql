@@ -170,7 +170,8 @@ CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_retrieval() AS ['model_a',
 CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, "by", outputs) AS
     CASE
         WHEN "by" IS NOT NULL THEN emb__fail_argument_renamed('by :=', 'model :=', function)
-        WHEN list_contains(outputs, lower(model)) THEN emb__fail_column_collision(format('"{}"', model), function)
+        WHEN list_contains(outputs, lower(model))     -- (the column quoted as SQL names it, for the message's SELECT ... AS)
+            THEN emb__fail_column_collision('"' || replace(model, '"', '""') || '"', function)
         ELSE source
     END;
 
