@@ -5,7 +5,7 @@
 The acceptance check: the report (stage 1 on DuckDB, stage 2 in Python: decomposition, per-group
 spread, cluster jackknife, cluster bootstrap with 2000 replicates, paired model comparison; no
 permutations) on a 1,000,000-row Parquet file with d = 384, 2 models and 5,000 groups finishes
-within 2x of the time of `SELECT * FROM emb_anova(file, 'topic', 'embedding', by := 'model')` on a
+within 2x of the time of `SELECT * FROM emb_anova(file, 'topic', 'embedding', model := 'model')` on a
 plain duckdb connection, with peak memory under 4 GB.
 
 1. Data: a seeded Parquet file (columns item BIGINT, model VARCHAR, topic VARCHAR, embedding
@@ -101,7 +101,7 @@ def child_sql(path: str) -> dict:
     con = duckdb.connect()
     con.execute(SQL_FILE.read_text(encoding="utf-8"))
     t1 = time.perf_counter()
-    cur = con.execute(f"SELECT * FROM emb_anova('{path}', '{GROUP}', '{VECTOR}', by := '{BY}')")
+    cur = con.execute(f"SELECT * FROM emb_anova('{path}', '{GROUP}', '{VECTOR}', model := '{BY}')")
     names = [c[0] for c in cur.description]
     rows = [dict(zip(names, row)) for row in cur.fetchall()]
     t2 = time.perf_counter()

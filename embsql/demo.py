@@ -5,7 +5,7 @@ transforms and under a within-group shrink.
 normalised.  The common direction u is random with length 0.1235 (as in the source), so that
 y = (z + c u) / ||z + c u|| reproduces the source's rows; shrink is y = mean_g + s (z - mean_g),
 renormalised; the exact lift is y = (sqrt(lam) z, sqrt(1 - lam)).  Every configuration and seed
-becomes one value of a "case" column, and one emb_anova call with "case" as its model column computes all.
+becomes one value of a "case" column, and one emb_anova(..., model := 'case') call computes all.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def demo_table(seeds: int = 20, seed: int = 0) -> pa.Table:
 DEMO_SQL = """
 SELECT d.experiment, d.param, count(*) AS seeds,
        avg(a.v) AS v, avg(a.r2) AS r2, avg(a.r2_null) AS r2_null, avg(a.f) AS f
-FROM emb_anova('demo', 'group', 'v', 'case') a
+FROM emb_anova('demo', 'group', 'v', model := 'case') a
 JOIN (SELECT DISTINCT experiment, param, "case" FROM demo) d USING ("case")
 GROUP BY d.experiment, d.param
 ORDER BY d.experiment, CASE WHEN d.experiment LIKE 'common%' THEN d.param ELSE -d.param END

@@ -23,7 +23,7 @@ import embsql
 from embsql import errors
 from embsql.core import design
 from embsql.errors import CATALOGUE, VECTOR_KINDS
-from embsql.io.udf_errors import sql_error, sql_errors
+from embsql.io.udf_errors import result_type, sql_error, sql_errors
 
 ROOT = Path(__file__).resolve().parents[1]
 SQL_FILES = sorted((ROOT / "sql" / "modules").glob("*.sql")) + sorted((ROOT / "sql" / "python").glob("*.sql"))
@@ -171,6 +171,8 @@ def test_every_embsql_message_in_the_sql_files_carries_a_known_kind():
     built = ROOT / "sql" / "embsql.sql"
     for path in SQL_FILES + [built]:
         for line_number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.lstrip().startswith("--"):
+                continue                                    # a comment (the reference's doc blocks) raises nothing
             for rest in SQL_MESSAGE.findall(line):
                 tag = re.match(r"\[([\w.{}]+)\] ", rest)
                 assert tag, f"{path.name}:{line_number}: an embsql: message without a [kind]: {line.strip()}"
@@ -206,7 +208,8 @@ def build_module():
 def test_design_wording_lives_only_in_the_catalogue():
     """The SQL files call emb__fail_design_* instead of spelling a design message out."""
     for path in SQL_FILES:
-        text = path.read_text(encoding="utf-8")
+        text = "\n".join(line for line in path.read_text(encoding="utf-8").splitlines()
+                          if not line.lstrip().startswith("--"))     # the doc blocks may describe the errors
         for phrase in ("has only one group", "no within-group degrees of freedom", "identical to within floating",
                        "every distance is 0", "are equal (MS_B", "has no rows"):
             assert phrase not in text, f"{path.name} spells out '{phrase}'; call the catalogue's macro"
@@ -238,23 +241,31 @@ def test_run_sql_maps_kinds_back_and_keeps_untagged_messages_sql_input_errors():
     assert pickle.loads(pickle.dumps(raised)).kind == "design.one_group"
 
 
-def test_udf_adapter_tags_embsql_errors_and_interrupts_and_passes_bugs_through():
+def test_udf_adapter_returns_embsql_errors_and_interrupts_as_data_and_passes_bugs_through():
+    """A kernel's result travels as STRUCT(error, value): the error is the embsql: message (every row
+    of the chunk carries it), which the calling macro raises with SQL's error()."""
     @sql_errors(stopped="the permutation test")
     def kernel(what):
-        if what == "design":
+        if what[0].as_py() == "design":
             design.check_groups(1, 5, needs="the test")
-        if what == "interrupt":
+        if what[0].as_py() == "interrupt":
             raise KeyboardInterrupt
-        raise ZeroDivisionError
+        if what[0].as_py() == "bug":
+            raise ZeroDivisionError
+        return pa.array([1.5] * len(what))
 
-    with pytest.raises(ValueError, match=r"^embsql: \[design\.one_group\] the group column has only one group"):
-        kernel("design")
-    with pytest.raises(ValueError, match=r"^embsql: \[query\.interrupted\] the query was interrupted; the "
-                                         r"permutation test stopped$"):
-        kernel("interrupt")
+    def rows(what):
+        return kernel(pa.array([what, "x"])).to_pylist()
+
+    assert rows("design") == [{"error": "embsql: [design.one_group] the group column has only one group: the test "
+                                        "needs at least two", "value": None}] * 2
+    assert rows("interrupt") == [{"error": "embsql: [query.interrupted] the query was interrupted; the permutation "
+                                           "test stopped", "value": None}] * 2
+    assert rows("fine") == [{"error": None, "value": 1.5}] * 2
     with pytest.raises(ZeroDivisionError):
-        kernel("bug")
-    assert sql_error(embsql.InputError("x")).args == ("embsql: [input] x",)
+        rows("bug")
+    assert sql_error(embsql.InputError("x", kind="source.empty")) == "embsql: [source.empty] x"
+    assert result_type("DOUBLE[]") == "STRUCT(error VARCHAR, value DOUBLE[])"
 
 
 def test_the_sql_readme_lists_every_kind():

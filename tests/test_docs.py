@@ -109,6 +109,12 @@ def test_python_only_examples_run_through_embsql_connect():
 
     namespace: dict = {"embsql": embsql}
     failures = []
+    con = namespace["con"] = embsql.connect()
+    for name, _, blocks in sections():          # the example tables (sql/examples.sql, in the preamble)
+        if not name:
+            for language, code in blocks:
+                if language == "sql" and not code.lstrip().startswith("."):     # (not the CLI's .read)
+                    con.execute(code)
     for name, python, blocks in sections():
         if not python:
             continue

@@ -252,7 +252,7 @@ def test_python_and_sql_give_the_same_rows(con):
     z = related(22, 30, 4, 3)[1]
     con.register("t", long_table({"m1": x, "m2": y, "m3": z}, groups=[f"g{j % 5}" for j in range(30)]))
     py = embsql.cka(con, "t", item="item", model="model", vector="v", group="g", permutations=49).to_dicts()
-    sql = con.sql("SELECT * FROM emb_cka('t', 'item', 'model', 'v', group_col := 'g', permutations := 49)")
+    sql = con.sql("SELECT * FROM emb_cka('t', 'item', 'model', 'v', \"group\" := 'g', permutations := 49)")
     assert [tuple(r.values()) for r in py] == sql.fetchall()
     assert [(r["model_a"], r["model_b"]) for r in py] == [("m1", "m2"), ("m1", "m3"), ("m2", "m3")]
     assert py[0]["cka"] == pytest.approx(cka_reference(x, y), abs=1e-12)
@@ -324,7 +324,7 @@ def test_null_model_item_or_group(con):
     with pytest.raises(ColumnNotFoundError, match="item column 'nope' not found"):
         embsql.cka(con, "t", item="nope", model="model", vector="v")
     with pytest.raises(Exception, match=r"embsql: \[column\.missing\] group column 'nope' not found"):
-        con.sql("SELECT * FROM emb_cka('t', 'item', 'model', 'v', group_col := 'nope')").fetchall()
+        con.sql("SELECT * FROM emb_cka('t', 'item', 'model', 'v', \"group\" := 'nope')").fetchall()
 
 
 def test_an_item_in_two_groups_and_one_model_only(con):

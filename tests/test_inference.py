@@ -484,7 +484,7 @@ def test_null_p_values_from_sql_are_uniform(con):
     assert not check_uniform(np.array(p) / 2, 99)[0]
 
     con.register("many", vectors_table(rng.normal(size=(24 * 60, 5)), np.tile(labels, 60), rep=np.repeat(np.arange(60), 24)))
-    from_sql = sql_rows(con, "SELECT rep, p_value FROM emb_permanova('many', 'g', 'v', permutations := 99, by := 'rep')")
+    from_sql = sql_rows(con, "SELECT rep, p_value FROM emb_permanova('many', 'g', 'v', permutations := 99, model := 'rep')")
     from_python = embsql.permanova(con, "many", group="g", vector="v", permutations=99, model="rep",
                                    check_dispersion=False).to_dicts()
     assert [(r["rep"], r["p_value"]) for r in from_sql] == [(r["rep"], r["p_value"]) for r in from_python]
@@ -646,7 +646,7 @@ def test_p_floor_and_by(con):
     con.register("t1", vectors_table(x1, labels))
     con.register("t2", vectors_table(x2, labels))
     by_py = embsql.permanova(con, "t", group="g", vector="v", permutations=299, model="model", check_dispersion=False).to_dicts()
-    by_sql = sql_rows(con, "SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 299, by := 'model')")
+    by_sql = sql_rows(con, "SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 299, model := 'model')")
     alone = [embsql.permanova(con, name, group="g", vector="v", permutations=299, check_dispersion=False).p_value
              for name in ("t1", "t2")]
     assert [r["model"] for r in by_py] == [r["model"] for r in by_sql] == ["m1", "m2"]

@@ -79,7 +79,7 @@ def test_dune_matches_adonis2(con, case, by, strata):
     key = f"dune {case}{' strata ' + strata if strata else ''} {by}"
     terms = ", ".join(f"'{t}'" for t in CASES[case])
     rows = sql_rows(con, f"SELECT * FROM emb_permanova_terms_dist('dune_bray', 'dune_env', [{terms}], "
-                         f"by_terms := '{'sequential' if by == 'terms' else 'margin'}', permutations := {N}, seed := 7"
+                         f"sums := '{'sequential' if by == 'terms' else 'margin'}', permutations := {N}, seed := 7"
                          + (f", strata := '{strata}')" if strata else ")"))
     check(rows, reference()[key])
 
@@ -97,7 +97,7 @@ def test_example_matches_adonis2(con, case, terms, by):
     check(got, expected, 999)
     listed = ", ".join(f"'{t}'" for t in terms)
     sql = sql_rows(con, f"SELECT * FROM emb_permanova_terms('example', [{listed}], 'embedding', "
-                        f"by_terms := '{by_terms}', permutations := 999, seed := 3)")
+                        f"sums := '{by_terms}', permutations := 999, seed := 3)")
     assert sql == got
 
 
@@ -172,7 +172,7 @@ def test_vectors_and_distances_agree(con):
         vec = embsql.permanova_terms(con, "t", terms=["lang", "g", "cov"], vector="v", sums=by_terms,
                                permutations=99, progress=False).to_dicts()
         dist = sql_rows(con, "SELECT * FROM emb_permanova_terms_dist('dist', 'labels', ['lang', 'g', 'cov'], "
-                             f"by_terms := '{by_terms}', permutations := 99)")
+                             f"sums := '{by_terms}', permutations := 99)")
         for a, b in zip(vec, dist):
             assert a["term"] == b["term"] and a["df"] == b["df"]
             assert a["ss"] == pytest.approx(b["ss"], rel=1e-9)
@@ -198,7 +198,8 @@ def test_bad_input_names_the_term_or_column(con):
                                ("'t', ['cov_null'], 'v'", "input", "'cov_null'"),
                                ("'t', ['nope'], 'v'", "column.missing", "term column 'nope' not found"),
                                ("'tiny', ['lang'], 'v'", "design", "at least 3 items"),
-                               ("'t', ['g'], 'v', by_terms := 'type3'", "argument.by_terms", "by_terms must be")):
+                               ("'t', ['g'], 'v', sums := 'type3'", "argument.sums",
+                                "sums must be 'sequential' or 'margin', not 'type3'")):
         message = sql_error(con, f"SELECT * FROM emb_permanova_terms({query})")
         assert message.startswith(f"embsql: [{kind}] ") and words in message, message
 

@@ -66,7 +66,7 @@ SQL = {
     "emb_dispersion": "SELECT * FROM emb_dispersion('t', 'g', 'v', {})",
     "emb_dispersion_groups": "SELECT * FROM emb_dispersion_groups('t', 'g', 'v', {})",
     "emb_mantel": "SELECT * FROM emb_mantel('models', 'item', 'model', 'v', {})",
-    "emb_retrieval_dose": "SELECT * FROM emb_retrieval_dose('q', model_col := 'model', {})",
+    "emb_retrieval_dose": "SELECT * FROM emb_retrieval_dose('q', model := 'model', {})",
 }
 
 

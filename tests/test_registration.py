@@ -46,7 +46,8 @@ def test_cursors_of_a_registered_connection_work_once_registered():
     con.execute(f"CREATE TABLE t AS {EXAMPLE}")
     expected = con.sql(PERMANOVA).fetchall()
     cur = con.cursor()
-    assert cur.sql("SELECT emb_unit([3.0, 4.0])").fetchall() == [([0.6, 0.8],)]  # a UDF: the instance's
+    kernels = "SELECT count(*) FROM duckdb_functions() WHERE function_name = 'emb__unit'"
+    assert cur.sql(kernels).fetchall()[0][0] > 0             # the UDFs are the instance's: a cursor sees them
     assert embsql.register(cur) is cur
     assert cur.sql(ANOVA).fetchall() == [(0.8182,)]
     assert cur.sql(PERMANOVA).fetchall() == expected

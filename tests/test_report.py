@@ -49,21 +49,22 @@ def assert_close(a, b, tol=TOL):
 def test_report_numbers_are_the_sql_functions_numbers(emb_con):
     report = embsql.report("emb", vector="emb", group="topic", model="model", permutations=49, seed=7, replicates=300)
     result = report.run(emb_con, progress=False)
-    anova = by_model(sql_rows(emb_con, "SELECT * FROM emb_anova('emb', 'topic', 'emb', by := 'model')"))
+    anova = by_model(sql_rows(emb_con, "SELECT * FROM emb_anova('emb', 'topic', 'emb', model := 'model')"))
     for row in result["decomposition"].to_dicts():
         for column in ("n", "groups", "ss_t", "ss_w", "ss_b", "r2", "r2_null", "f", "v", "mean_resultant_length", "w_bar"):
             assert_close(row[column], anova[row["model"]][column])
-    group_rows = sql_rows(emb_con, "SELECT * FROM emb_groups('emb', 'topic', 'emb', by := 'model')")
+    group_rows = sql_rows(emb_con, "SELECT * FROM emb_groups('emb', 'topic', 'emb', model := 'model')")
     groups = {(r["model"], r["group"]): r for r in group_rows}
     assert len(groups) == len(result["groups"])
     for row in result["groups"].to_dicts():
         assert_close(row["w_tilde"], groups[(row["model"], row["group"])]["w_tilde"])
     for stat in ("r2", "f", "w_bar"):
-        sql = by_model(sql_rows(emb_con, f"SELECT * FROM emb_jackknife('emb', 'topic', 'emb', by := 'model', stat := '{stat}')"))
+        sql = by_model(sql_rows(emb_con, f"SELECT * FROM emb_jackknife('emb', 'topic', 'emb', model := 'model', "
+                                         f"statistic := '{stat}')"))
         for row in result["jackknife"].to_dicts():
             if row["stat"] == stat:
                 assert_close(row["se"], sql[row["model"]]["se"])
-    boot = by_model(sql_rows(emb_con, "SELECT * FROM emb_bootstrap('emb', 'topic', 'emb', by := 'model', "
+    boot = by_model(sql_rows(emb_con, "SELECT * FROM emb_bootstrap('emb', 'topic', 'emb', model := 'model', "
                                       "replicates := 300, seed := 7)"))
     for row in result["bootstrap"].to_dicts():
         for column in ("se", "ci_low", "ci_high"):
@@ -72,9 +73,9 @@ def test_report_numbers_are_the_sql_functions_numbers(emb_con):
     (row,) = result["compare"].to_dicts()
     for column in ("difference", "se", "ci_low", "ci_high"):
         assert_close(row[column], compare[0][column])
-    perm = by_model(sql_rows(emb_con, "SELECT * FROM emb_permanova('emb', 'topic', 'emb', by := 'model', "
+    perm = by_model(sql_rows(emb_con, "SELECT * FROM emb_permanova('emb', 'topic', 'emb', model := 'model', "
                                       "permutations := 49, seed := 7)"))
-    disp = by_model(sql_rows(emb_con, "SELECT * FROM emb_dispersion('emb', 'topic', 'emb', by := 'model', "
+    disp = by_model(sql_rows(emb_con, "SELECT * FROM emb_dispersion('emb', 'topic', 'emb', model := 'model', "
                                       "permutations := 49, seed := 7)"))
     for row in result.summary.to_dicts():
         assert row["p_value"] == perm[row["model"]]["p_value"]

@@ -141,7 +141,7 @@ def test_jackknife_icc_estimate_equals_emb_icc(con, groups10):
 @pytest.mark.parametrize("stat", STATS)
 def test_sql_jackknife_equals_python(con, groups10, stat):
     got_py = embsql.jackknife(con, "t", group="g", vector="v", statistic=stat).to_dicts()
-    got_sql = sql_rows(con, f"SELECT * FROM emb_jackknife('t', 'g', 'v', stat := '{stat}')")
+    got_sql = sql_rows(con, f"SELECT * FROM emb_jackknife('t', 'g', 'v', statistic := '{stat}')")
     assert list(got_sql[0]) == ["stat", "estimate", "se", "groups", "sizes"]
     assert got_sql[0]["stat"] == got_py[0]["stat"] == stat
     assert got_sql[0]["groups"] == got_py[0]["groups"] == 10
@@ -159,7 +159,7 @@ def test_jackknife_by_model(con):
     con.register("t", pa.Table.from_pylist(rows))
     alone = [embsql.jackknife(con, name, group="g", vector="v", statistic="f").to_dicts()[0] for name in ("t1", "t2")]
     by_py = embsql.jackknife(con, "t", group="g", vector="v", statistic="f", model="model").to_dicts()
-    by_sql = sql_rows(con, "SELECT * FROM emb_jackknife('t', 'g', 'v', stat := 'f', by := 'model')")
+    by_sql = sql_rows(con, "SELECT * FROM emb_jackknife('t', 'g', 'v', statistic := 'f', model := 'model')")
     assert [r["model"] for r in by_py] == [r["model"] for r in by_sql] == ["m1", "m2"]
     for got in (by_py, by_sql):
         for row, reference in zip(got, alone):
@@ -208,7 +208,7 @@ def test_sql_bootstrap_equals_python(con, stat):
     table = vectors_table(x, codes)
     con.register("t", table.take(np.random.default_rng(0).permutation(table.num_rows)))
     got_py = embsql.bootstrap(con, "t", group="g", vector="v", statistic=stat, replicates=300, seed=5, level=0.8).to_dicts()[0]
-    got_sql = sql_rows(con, f"SELECT * FROM emb_bootstrap('t', 'g', 'v', stat := '{stat}', replicates := 300, "
+    got_sql = sql_rows(con, f"SELECT * FROM emb_bootstrap('t', 'g', 'v', statistic := '{stat}', replicates := 300, "
                             "seed := 5, level := 0.8)")[0]
     assert list(got_sql) == ["stat", "estimate", "se", "ci_low", "ci_high", "level", "replicates", "groups",
                              "estimate_bc", "dropped", "calibrated", "sizes"]
@@ -249,7 +249,7 @@ def test_bootstrap_by_model(con):
     con.register("t", pa.Table.from_pylist(rows))
     con.register("t2", vectors_table(x2, labels))
     by_py = embsql.bootstrap(con, "t", group="g", vector="v", replicates=200, model="model").to_dicts()
-    by_sql = sql_rows(con, "SELECT * FROM emb_bootstrap('t', 'g', 'v', replicates := 200, by := 'model')")
+    by_sql = sql_rows(con, "SELECT * FROM emb_bootstrap('t', 'g', 'v', replicates := 200, model := 'model')")
     alone = embsql.bootstrap(con, "t2", group="g", vector="v", replicates=200).to_dicts()[0]
     assert [r["model"] for r in by_py] == [r["model"] for r in by_sql] == ["m1", "m2"]
     for key in ("estimate", "se", "ci_low", "ci_high"):
@@ -335,7 +335,7 @@ def test_sql_compare_equals_python_and_ignores_row_order(con):
     con.register("t", table.take(np.random.default_rng(1).permutation(table.num_rows)))
     got_py = embsql.compare(con, "t", group="g", vector="v", model="model", item="item", statistic="w_bar", replicates=300,
                             seed=8).to_dicts()
-    got_sql = sql_rows(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item', stat := 'w_bar', "
+    got_sql = sql_rows(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item', statistic := 'w_bar', "
                             "replicates := 300, seed := 8)")
     assert list(got_sql[0]) == ["model_a", "model_b", "estimate_a", "estimate_b", "difference", "se", "ci_low",
                                 "ci_high", "items", "same_items", "shared_items", "dropped", "calibrated", "sizes"]
@@ -469,9 +469,9 @@ def test_unknown_stat(con, groups10, pair):
                  lambda: embsql.compare(con, "pair", group="g", vector="v", model="model", item="item", statistic="mean")):
         with pytest.raises(embsql.InputError, match=f"^{STAT_MESSAGE}$"):
             call()
-    for query in ("SELECT * FROM emb_jackknife('t', 'g', 'v', stat := 'mean')",
-                  "SELECT * FROM emb_bootstrap('t', 'g', 'v', stat := 'mean')",
-                  "SELECT * FROM emb_compare('pair', 'g', 'v', 'model', 'item', stat := 'mean')"):
+    for query in ("SELECT * FROM emb_jackknife('t', 'g', 'v', statistic := 'mean')",
+                  "SELECT * FROM emb_bootstrap('t', 'g', 'v', statistic := 'mean')",
+                  "SELECT * FROM emb_compare('pair', 'g', 'v', 'model', 'item', statistic := 'mean')"):
         assert sql_error(con, query) == f"embsql: [argument.stat] {STAT_MESSAGE}"
 
 
@@ -555,7 +555,7 @@ def test_bootstrap_undefined_replicates_are_dropped_and_counted(con):
     only_singletons = np.all(bootstrap_weights(20, 2000, 5)[:, 17:] == 0, axis=1).sum()
     assert got["dropped"] == only_singletons > 40    # 3.9% of 2000 = 78, SD 9
     assert np.isfinite(got["se"]) and got["ci_low"] < got["estimate_bc"] < got["ci_high"]
-    sql = sql_rows(con, "SELECT dropped FROM emb_bootstrap('singles', 'g', 'v', stat := 'f', seed := 5)")[0]
+    sql = sql_rows(con, "SELECT dropped FROM emb_bootstrap('singles', 'g', 'v', statistic := 'f', seed := 5)")[0]
     assert sql["dropped"] == only_singletons
     x, _ = clustered(22, [12])
     con.register("three", vectors_table(x[:4], ["a", "a", "b", "c"]))
@@ -576,7 +576,7 @@ def test_too_many_dropped_resamples_is_an_error(con):
                "interval: too few groups, or too many groups of one item")
     with pytest.raises(embsql.DesignError, match="^" + message.replace("(", r"\(").replace(")", r"\)") + "$"):
         embsql.bootstrap(con, "singles", group="g", vector="v", statistic="f")
-    assert sql_error(con, "SELECT * FROM emb_bootstrap('singles', 'g', 'v', stat := 'f')") == \
+    assert sql_error(con, "SELECT * FROM emb_bootstrap('singles', 'g', 'v', statistic := 'f')") == \
         "embsql: [design.dropped_resamples] " + message
 
 

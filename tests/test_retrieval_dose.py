@@ -151,14 +151,14 @@ def test_sql_dose_equals_python_with_numeric_labels():
     con = embsql.connect()
     con.register("q", queries)
     python = embsql.dose(con, embsql.Queries("q", strength="level"), model="model", permutations=199, seed=3).to_dicts()
-    sql = con.sql("SELECT * FROM emb_retrieval_dose('q', model_col := 'model', permutations := 199, seed := 3)"
+    sql = con.sql("SELECT * FROM emb_retrieval_dose('q', model := 'model', permutations := 199, seed := 3)"
                   ).to_arrow_table()
-    assert sql.column_names == ["model", "level", "queries", "groups", "w_tilde_q", "se", "step", "step_se",
+    assert sql.column_names == ["model", "strength", "queries", "groups", "w_tilde_q", "se", "step", "step_se",
                                 "monotone", "p_value", "permutations", "dose_works"]
     assert 0.01 < python[0]["p_value"] < 1            # not at its floor: equality below says something
     for a, b in zip(sql.to_pylist(), python, strict=True):
         for key, value in a.items():
-            mine = b["strength" if key == "level" else key]       # SQL still calls the strength column level
+            mine = b[key]
             assert value == pytest.approx(mine, rel=1e-12) if isinstance(value, float) else value == mine, key
 
 
@@ -166,13 +166,13 @@ def test_sql_dose_errors():
     queries, _ = rd.make(24, questions=4, levels=2)
     con = embsql.connect()
     con.register("q", queries)
-    assert 'level column "strength" not found' in helpers.sql_error(
-        con, "SELECT * FROM emb_retrieval_dose('q', level_col := 'strength')")
+    assert 'strength column "strength" not found' in helpers.sql_error(
+        con, "SELECT * FROM emb_retrieval_dose('q', strength := 'strength')")
     levels = queries.column("level").to_pylist()
     levels[3] = None
     con.register("q", queries.set_column(3, "level", pa.array(levels)))
-    assert 'level column "level" is NULL at row 3' in helpers.sql_error(
-        con, "SELECT * FROM emb_retrieval_dose('q', model_col := 'model')")
+    assert 'strength column "level" is NULL at row 3' in helpers.sql_error(
+        con, "SELECT * FROM emb_retrieval_dose('q', model := 'model')")
     con.register("q", queries)
     assert "alpha must be between 0 and 1" in helpers.sql_error(
         con, "SELECT * FROM emb_retrieval_dose('q', alpha := 2.0)")

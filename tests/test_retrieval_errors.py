@@ -89,8 +89,6 @@ CASES = {
 # the cases' column keywords as fields of the specs (the Python face) and as SQL's named arguments
 QUERY_FIELDS = {"qid": "qid", "positive": "positive", "vector": "vector"}
 DOC_FIELDS = {"doc_id": "doc_id", "doc_vector": "vector", "doc_group": "group"}
-SQL_NAMES = {"qid": "qid_col", "positive": "positive_col", "vector": "vector_col", "doc_id": "doc_id_col",
-             "doc_vector": "doc_vector_col", "doc_group": "doc_group_col", "model": "model_col", "scope": "scope"}
 
 
 def python_call(con, kwargs):
@@ -100,7 +98,8 @@ def python_call(con, kwargs):
 
 
 def sql_call(kwargs) -> str:
-    args = "".join(f", {SQL_NAMES[k]} := '{v}'" for k, v in kwargs.items())
+    """The SQL call with the Python call's keywords: SQL's named arguments are spelled the same."""
+    args = "".join(f", {k} := '{v}'" for k, v in kwargs.items())
     return f"SELECT * FROM emb_margins('q', 'd'{args})"
 
 

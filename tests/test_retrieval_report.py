@@ -65,7 +65,7 @@ def test_summary_equals_brute_force_on_every_route(data, scope):
     routes = {"python": python.to_dicts()}
     for kind in ("sql", "udf"):
         table = _connect(kind, queries, docs).sql(
-            f"SELECT * FROM emb_retrieval_summary('q', 'd', scope := '{scope}', model_col := 'model')").to_arrow_table()
+            f"SELECT * FROM emb_retrieval_summary('q', 'd', scope := '{scope}', model := 'model')").to_arrow_table()
         assert table.column_names == list(python.columns)
         routes[kind] = table.to_pylist()
     for route, rows in routes.items():

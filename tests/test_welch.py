@@ -114,7 +114,7 @@ def test_welch_by_and_strata(con):
     con.register("t", vectors_table(np.vstack([x, x]), list(labels) * 2, rep=["r1"] * 24 + ["r2"] * 24,
                                     block=list(np.repeat(["s1", "s2", "s3"], 8)) * 2))
     rows = sql_rows(con, "SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 99, statistic := 'welch', "
-                         "\"by\" := 'rep')")
+                         "model := 'rep')")
     assert [r["rep"] for r in rows] == ["r1", "r2"] and rows[0]["w_d"] == pytest.approx(rows[1]["w_d"], rel=1e-12)
     assert rows[0]["p_value"] == 0.01
     blocked = embsql.permanova_welch(con, "t", group="g", vector="v", permutations=99, strata="block",
