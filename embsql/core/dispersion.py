@@ -26,13 +26,14 @@ Why not chi-square, or permuting what betadisper permutes?  Each is wrong on uni
     centroid are correlated within a group, and permuting residual *vectors* (embsql before) builds
     permuted groups whose items are no longer unit vectors: 0.3% with 60 small groups at d = 384,
     9.6% on the example's vectors with shuffled labels (bench/dispersion_validity.py has the table).
-So the reference is a permutation of vectors that keeps |z| = 1: each group is reflected (a Householder
-reflection, an orthogonal map) so that its centroid points along one common axis; that removes the
-differences in location and keeps every within-group inner product, so W~_g, a and b do not change.
-The labels of the aligned vectors are then permuted, and each permuted grouping re-estimates W~_g, a and
-b exactly as the observed one did (a studentised statistic: the permutation supplies the tails, the
-re-estimated a and b the scale).  Under exchangeable items this is a label permutation of reflected
-vectors; under groups that are rotations of one distribution it removes their locations.
+So the reference is a permutation of vectors that keeps |z| = 1: each item is reflected (a Householder
+reflection, an orthogonal map) so that the centroid of the other items of its group points along one
+common axis (aligned_vectors); that removes the groups' differences in location and keeps each item's
+position about its group's centre.  The labels of the aligned vectors are then permuted, and each
+permuted grouping re-estimates W~_g, a and b exactly as the observed one does (a studentised statistic:
+the permutation supplies the tails, the re-estimated a and b the scale).  Under groups that are
+rotations of one distribution this is a permutation of draws from that distribution at one location
+(to the error of the estimated directions); under exchangeable items, nearly a label permutation.
 
 Groups with fewer than MIN_GROUP items are left out of the test (and reported): a and b need 4 items.
 
@@ -194,16 +195,21 @@ def spread_f(p: PairSums) -> np.ndarray:
 
 
 def aligned_vectors(unit: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """Each group reflected (I - 2 v v', an orthogonal map) so that its centroid points along the data's mean
-    direction: locations removed, every within-group inner product (so W~_g, a, b) kept, |z| = 1 kept."""
-    means = group_means(unit, codes)
+    """Each item reflected (I - 2 v v', an orthogonal map: |z| = 1 kept) so that the centroid of the OTHER items
+    of its group points along the data's mean direction: the groups' locations removed, each item's position
+    about its group's centre kept.  Leaving the item out matters: a group's own centroid leans towards its
+    items by 1/n_g, and reflecting every item by it would line up that lean (1/sqrt(n_g) along the axis for
+    uniform vectors), a common location the data do not have (1% rejection at 5% for 60 groups of 3-8 at
+    d = 384, bench/dispersion_validity.py)."""
+    sums = group_means(unit, codes) * np.bincount(codes)[:, None]
     total = unit.sum(axis=0)
     target = total / np.linalg.norm(total) if np.linalg.norm(total) > 0 else np.eye(unit.shape[1])[0]
-    lengths = np.linalg.norm(means, axis=1, keepdims=True)
-    v = np.divide(means, lengths, out=np.zeros_like(means), where=lengths > 0) - target
+    others = sums[codes] - unit
+    lengths = np.linalg.norm(others, axis=1, keepdims=True)
+    v = np.divide(others, lengths, out=np.zeros_like(others), where=lengths > 0) - target
     norms = np.linalg.norm(v, axis=1, keepdims=True)
-    # a centroid with no direction (mu_g = 0), or already on the axis, is left as it is
-    v = np.divide(v, norms, out=np.zeros_like(v), where=(norms > 1e-12) & (lengths > 0))[codes]
+    # the others' centroid without a direction (sum 0), or already on the axis: the item is left as it is
+    v = np.divide(v, norms, out=np.zeros_like(v), where=(norms > 1e-12) & (lengths > 0))
     return unit - 2.0 * np.einsum("ij,ij->i", unit, v)[:, None] * v
 
 
