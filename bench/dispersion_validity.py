@@ -1,6 +1,7 @@
 """The dispersion test's level and power on unit vectors: the rejection rate at nominal 5%, per design.
 
     nice -n 10 python bench/dispersion_validity.py [--runs R] [--power-runs P] [--vegan-runs V] [--only NAME]
+    nice -n 10 python bench/dispersion_validity.py --cost     (the test's time beside PERMANOVA's, both routes)
 
 Schemes, all on the groups of 4 or more items (smaller ones are left out, as embsql does):
   new       embsql.dispersion now: the groups' spreads W~_g (mean squared bias-adjusted distance to the
@@ -245,6 +246,33 @@ def table(title, designs, runs, vegan_runs, schemes, only, part=(0, 1)):
               + f" | {time.process_time() - start:.0f} |", flush=True)
 
 
+def cost(rounds=2):
+    """CPU seconds of dispersion_test by each route beside permanova_vectors (its default route) on the same rows,
+    999 permutations, d = 384, alternating who goes first; best of ``rounds``."""
+    from embsql.core.dispersion import choose_dispersion_method
+    from embsql.core.permutation import permanova_vectors
+    print("\nCost, 999 permutations, d = 384 (CPU seconds, best of 2, alternating; the ratio is to PERMANOVA alone)\n")
+    for n, size in ((5_000, 4), (2_000, 50), (4_000, 200), (4_000, 1_000)):
+        rng = np.random.default_rng(1)
+        labels = np.repeat(np.arange(n // size), size)
+        z = unit(rng.standard_normal((n // size, 384))[labels] + 1.5 * rng.standard_normal((n, 384)))
+        d = design(labels)
+        runs = {"permanova": lambda z=z, d=d: permanova_vectors(z, d, permutations=999, seed=1).statistic,
+                "gram": lambda z=z, d=d: dispersion_test(z, d, permutations=999, seed=1, method="gram").test.statistic,
+                "coordinates": lambda z=z, d=d: dispersion_test(z, d, permutations=999, seed=1,
+                                                                method="coordinates").test.statistic}
+        best = {name: np.inf for name in runs}
+        for r in range(rounds):
+            for name in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
+                start = time.process_time()
+                runs[name]()
+                best[name] = min(best[name], time.process_time() - start)
+        print(f"n = {n:,}, groups of {size}: PERMANOVA {best['permanova']:.2f} s; dispersion gram {best['gram']:.2f} s "
+              f"({best['gram'] / best['permanova']:.1f}x), coordinates {best['coordinates']:.2f} s "
+              f"({best['coordinates'] / best['permanova']:.1f}x); choose_dispersion_method -> "
+              f"{choose_dispersion_method(n, 384, labels, 999)}", flush=True)
+
+
 def main():
     global B
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -252,10 +280,14 @@ def main():
     parser.add_argument("--power-runs", type=int, default=200, help="data sets per power design")
     parser.add_argument("--vegan-runs", type=int, default=200, help="of those, how many vegan runs (R is slower)")
     parser.add_argument("--only", help="only the designs whose name contains this")
+    parser.add_argument("--cost", action="store_true", help="time the test beside PERMANOVA instead")
     parser.add_argument("--part", default="0/1", help="I/M: only designs number I, I + M, ... of each table "
                         "(to run M processes side by side; the rows are the same as in one run)")
     args = parser.parse_args()
     part = tuple(int(v) for v in args.part.split("/"))
+    if args.cost:
+        cost()
+        return
     print(f"embsql dispersion test: level (B = 19 permutations per data set) and power (B = 99); cells: % with p <= 0.05 "
           f"± Monte Carlo SE; vegan on the first {args.vegan_runs} data sets of each design; "
           f"python {sys.version.split()[0]}, numpy {np.__version__}")
