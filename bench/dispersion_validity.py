@@ -246,31 +246,41 @@ def table(title, designs, runs, vegan_runs, schemes, only, part=(0, 1)):
               + f" | {time.process_time() - start:.0f} |", flush=True)
 
 
-def cost(rounds=2):
-    """CPU seconds of dispersion_test by each route beside permanova_vectors (its default route) on the same rows,
-    999 permutations, d = 384, alternating who goes first; best of ``rounds``."""
-    from embsql.core.dispersion import choose_dispersion_method
+def cost():
+    """CPU seconds (process time: what a loaded machine does not distort much) of the default call's two tests at
+    n = 5,000 in groups of 4, d = 384, 999 permutations (bench/permanova.py's case), and of each route of the
+    dispersion test per permutation at other group sizes, beside choose_dispersion_method's pick."""
+    from embsql.core.dispersion import AlignedPermutations, choose_dispersion_method
     from embsql.core.permutation import permanova_vectors
-    print("\nCost, 999 permutations, d = 384 (CPU seconds, best of 2, alternating; the ratio is to PERMANOVA alone)\n")
-    for n, size in ((5_000, 4), (2_000, 50), (4_000, 200), (4_000, 1_000)):
+
+    def cpu(run):
+        start = time.process_time()
+        run()
+        return time.process_time() - start
+
+    def rows(n, size):
         rng = np.random.default_rng(1)
         labels = np.repeat(np.arange(n // size), size)
-        z = unit(rng.standard_normal((n // size, 384))[labels] + 1.5 * rng.standard_normal((n, 384)))
-        d = design(labels)
-        runs = {"permanova": lambda z=z, d=d: permanova_vectors(z, d, permutations=999, seed=1).statistic,
-                "gram": lambda z=z, d=d: dispersion_test(z, d, permutations=999, seed=1, method="gram").test.statistic,
-                "coordinates": lambda z=z, d=d: dispersion_test(z, d, permutations=999, seed=1,
-                                                                method="coordinates").test.statistic}
-        best = {name: np.inf for name in runs}
-        for r in range(rounds):
-            for name in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
-                start = time.process_time()
-                runs[name]()
-                best[name] = min(best[name], time.process_time() - start)
-        print(f"n = {n:,}, groups of {size}: PERMANOVA {best['permanova']:.2f} s; dispersion gram {best['gram']:.2f} s "
-              f"({best['gram'] / best['permanova']:.1f}x), coordinates {best['coordinates']:.2f} s "
-              f"({best['coordinates'] / best['permanova']:.1f}x); choose_dispersion_method -> "
-              f"{choose_dispersion_method(n, 384, labels, 999)}", flush=True)
+        return unit(rng.standard_normal((n // size, 384))[labels] + 1.5 * rng.standard_normal((n, 384))), labels
+
+    z, labels = rows(5_000, 4)
+    d = design(labels)
+    permanova = cpu(lambda: permanova_vectors(z, d, permutations=999, seed=1))
+    spread = cpu(lambda: dispersion_test(z, d, permutations=999, seed=1))
+    print(f"\nCost at n = 5,000, groups of 4, d = 384, 999 permutations (CPU s): PERMANOVA {permanova:.2f}, dispersion "
+          f"test [{choose_dispersion_method(5_000, 384, labels, 999)}] {spread:.2f} ({spread / permanova:.1f}x)")
+    print("\nPer permutation (CPU ms, 48 permutations after the setup), d = 384:")
+    for n, size in ((5_000, 4), (2_000, 50), (4_000, 200), (4_000, 1_000)):
+        z, labels = rows(n, size)
+        codes = np.unique(labels, return_inverse=True)[1]
+        perms = list(shuffles(design(labels), 48, 1))
+        times = {}
+        for method in ("gram", "coordinates"):
+            kernel = AlignedPermutations(z, codes, int(codes.max()) + 1, method, 999)
+            times[method] = 1000 * sum(cpu(lambda k=kernel, batch=perms[low:low + 16]: k.batch(batch))
+                                       for low in range(0, 48, 16)) / 48
+        print(f"n = {n:,}, groups of {size}: gram {times['gram']:.1f} ms, coordinates {times['coordinates']:.1f} ms; "
+              f"choose_dispersion_method -> {choose_dispersion_method(n, 384, labels, 999)}", flush=True)
 
 
 def main():
