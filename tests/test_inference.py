@@ -311,14 +311,16 @@ def test_blocked_and_unrestricted_p_differ_as_in_vegan(con):
 
 
 ADJUSTED = json.loads((REFERENCE / "vegan" / "betadisper_adjusted.json").read_text())
+SPREAD = json.loads((REFERENCE / "vegan" / "dispersion_spread.json").read_text())   # the test's F, written out in R
 
 
 @pytest.mark.parametrize("name", ["unit_balanced", "unit_unbalanced"])
 def test_dispersion_equals_betadisper(con, name):
     """betadisper(dist(Z), g, type = 'centroid'): every item's distance to its centroid and the
     group.distances equal ours to 1e-9; with bias.adjust = TRUE on the groups of 4 or more items
-    (the ones embsql tests), F and the adjusted distances equal ours to 1e-9 (Python,
-    emb_dispersion and emb_dispersion_groups)."""
+    (the ones embsql tests) the adjusted distances equal ours to 1e-9, and F (the spreads' statistic,
+    tests/reference/vegan/dispersion_spread.R) equals R's to 1e-9 (Python, emb_dispersion and
+    emb_dispersion_groups)."""
     rows, x = vegan_table(con, name)
     reference, adjusted = VEGAN[f"betadisper_{name}"], ADJUSTED[f"betadisper_adjusted_{name}"]
     labels = np.array([r["group"] for r in rows], dtype=object)
@@ -336,7 +338,7 @@ def test_dispersion_equals_betadisper(con, name):
     sql_groups = sql_rows(con, "SELECT * FROM emb_dispersion_groups('data', 'g', 'v', permutations := 99)")
     left_out = sorted(set(labels) - set(adjusted["groups"]))
     for test in (tests.to_dicts()[0], sql_tests[0]):
-        assert test["f"] == pytest.approx(adjusted["f"], rel=1e-9, abs=0)
+        assert test["f"] == pytest.approx(SPREAD[name]["f"], rel=1e-9, abs=0)
         assert (test["groups"], test["permutations"]) == (adjusted["df_b"] + 1, 99)
         assert (test["groups_left_out"], test["items_left_out"]) == (len(left_out), int(np.sum(~kept)))
         assert (test["note"] is None) == (not left_out)
@@ -355,11 +357,11 @@ def test_dispersion_p_agrees_with_permutest(con, name):
     conditional test of same_p.
 
     Caveat, stated so nobody mistakes it for an identity: vegan permutes the residuals of the
-    one-way model on the distances, embsql the residual vectors (embsql.dispersion says why), so
-    the two p's estimate different probabilities.  On unit_unbalanced (a clear spread difference)
-    both are about 0.004 and agree within this check's resolution; on unit_balanced they do not
-    (vegan 0.362, embsql 0.516 with 9999 permutations), so it is not compared: what pins embsql's
-    p-value is its level on simulated data (tests/test_dispersion_level.py).
+    one-way model on the distances and tests their F; embsql compares the groups' mean squared
+    adjusted distances with the variance of unit vectors and permutes aligned vectors (embsql.core.dispersion
+    says why), so the two p's estimate different probabilities.  On unit_unbalanced (a clear spread
+    difference) both are small and agree within this check's resolution; what pins embsql's p-value is
+    its level on simulated data (tests/test_dispersion_level.py, bench/dispersion_validity.py).
     """
     vegan_table(con, name)
     reference = ADJUSTED[f"betadisper_adjusted_{name}"]
