@@ -47,6 +47,9 @@ def _open(data: str | None):
     from embsql.io.sources import attached_name, is_lance
 
     con = connect()
+    # DuckDB draws its own bar on stdout once a query has run 2 s (a long stream included), which
+    # would land inside the report on stdout; embsql's bars go to stderr
+    con.execute("SET enable_progress_bar = false")
     if data is None:
         return con, None
     if attached_name(con, data) == data and not Path(data).exists() and not is_lance(data):
