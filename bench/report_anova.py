@@ -43,7 +43,7 @@ def worker(n: int, d: int, groups: int, seed: int) -> None:
     import embsql
     from embsql.engines.connections import load_table
 
-    sys.path.insert(0, str(ROOT / "bench"))
+    sys.path.insert(0, str(Path.cwd() / "bench"))   # the checkout's own engines.py (it imports its embsql)
     from engines import make_table
 
     con = embsql.connect()
