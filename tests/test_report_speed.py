@@ -69,9 +69,10 @@ def _decomposition_report(**settings):
 
 
 def test_the_duckdb_report_reads_the_rows_as_anova_does(table_con):
-    """The same stream and the same accumulator: every figure equal to embsql.anova's, bit for bit;
-    the SQL that ran selects the rows (no aggregate), and O(G d) sums reach stage 2."""
+    """The same stream and the same accumulator: every figure equal to embsql.anova's, bit for bit,
+    and run to run; the SQL that ran selects the rows (no aggregate), and O(G d) sums reach stage 2."""
     result = _decomposition_report().run(table_con)
+    assert _decomposition_report().run(table_con)["decomposition"].to_dicts() == result["decomposition"].to_dicts()
     anova = {row["model"]: row for row in embsql.anova(table_con, "emb", group="topic", vector="vec",
                                                         model="model").to_dicts()}
     rows = result["decomposition"].to_dicts()
