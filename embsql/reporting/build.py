@@ -296,7 +296,8 @@ class Report:
         return dataclasses.replace(result, meta={**result.meta, "source": describe(self.source)})
 
     def run_stage1(self, fetch, dialect: str, *, con=None, progress=None, summarize=None) -> ReportResult:
-        """Run stage 1 through ``fetch(sql) -> Arrow`` on any engine, then stage 2 here.
+        """Run stage 1 through ``fetch(sql) -> Arrow`` on any engine, then stage 2 here.  On DuckDB
+        (``con`` given) stage 1 streams the rows instead (embsql.io.duckdb_sums), without probes.
 
         ``summarize(relation, dims) -> Arrow`` (Spark, from run_on: embsql.engines.spark.group_sums)
         returns the group sums in the wide aggregate's columns, computed another way."""
