@@ -86,6 +86,9 @@ def _open(data: str | None) -> tuple[duckdb.DuckDBPyConnection, str | None]:
     from embsql.io.sources import duckdb_table, is_lance
 
     con = connect()
+    # DuckDB draws its own bar on stdout once a query has run 2 s (a long stream included), which
+    # would land inside the report on stdout; embsql's bars go to stderr
+    con.execute("SET enable_progress_bar = false")
     if data is None:
         return con, None
     if duckdb_table(data) is None and not Path(data).exists() and not is_lance(data):

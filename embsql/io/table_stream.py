@@ -113,6 +113,11 @@ def _coded_labels(column: pa.Array, group: str, role: str, where: RowNamer) -> t
     return [clean_label(name, group, role=role) for name in names], codes
 
 
+def rows_query(source: Source, group: str, vector: str, by: str | None = None) -> str:
+    """The DuckDB SQL that group_sums streams (the report records it as the SQL that ran)."""
+    return _query(source, group, vector, by, None, None).sql("duckdb")
+
+
 def group_sums(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str,
                by: str | None = None, key: str | None = None) -> list[tuple[object, GroupSums]]:
     """Stage 1 on DuckDB: [(by value, GroupSums)] in by order; raise naming the first bad row."""

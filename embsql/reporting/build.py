@@ -2,9 +2,11 @@
 
 A report is stage 1 (embsql.io.portable_sums: cheap probes of the vector lengths and the group-sums aggregate,
 both sqlglot ASTs, so the same query is written for DuckDB, Spark, Postgres, Trino, BigQuery or
-Snowflake) followed by stage 2 in Python on the O(G * d) sums, the same code whatever engine ran
-stage 1: the decomposition (embsql.core.decomposition), the cluster jackknife and bootstrap and the
-paired model comparison (embsql.core.resampling).  The permutation and dispersion tests need the rows
+Snowflake; on DuckDB itself the rows are streamed through embsql.anova's one-pass accumulator
+instead, embsql.io.duckdb_sums, which is several times faster) followed by stage 2 in Python on
+the O(G * d) sums, the same code whatever engine ran stage 1: the decomposition
+(embsql.core.decomposition), the cluster jackknife and bootstrap and the paired model comparison
+(embsql.core.resampling).  The permutation and dispersion tests need the rows
 themselves, so those two sections run on DuckDB only (embsql.core.row_tests, on rows read once).
 The sections are data (embsql.reporting.sections.REGISTRY): one builder and one caution each.
 
@@ -39,7 +41,7 @@ from embsql.engines import spark
 from embsql.engines.connections import dialect_of, engine_error, errors_of, fetch_arrow
 from embsql.engines.dialects import WRITABLE
 from embsql.errors import BadLabelError, BadVectorError, ColumnNotFoundError, DesignError, EngineError, InputError, fail
-from embsql.io import portable_sums
+from embsql.io import duckdb_sums, portable_sums
 from embsql.io.registration import connect
 from embsql.io.retrieval_tables import REPORT_OPTIONS, report_tables
 from embsql.io.sources import describe, is_file, is_frame, local_source, resolve, source_expression
@@ -301,7 +303,8 @@ class Report:
                    progress: bool | None = None,
                    summarize: Callable[[exp.Expression, portable_sums.Dimensions], pa.Table] | None = None
                    ) -> ReportResult:
-        """Run stage 1 through ``fetch(sql) -> Arrow`` on any engine, then stage 2 here.
+        """Run stage 1 through ``fetch(sql) -> Arrow`` on any engine, then stage 2 here.  On DuckDB
+        (``con`` given) stage 1 streams the rows instead (embsql.io.duckdb_sums), without probes.
 
         ``summarize(relation, dims) -> Arrow`` (Spark, from run_on: embsql.engines.spark.group_sums)
         returns the group sums in the wide aggregate's columns, computed another way."""
@@ -317,6 +320,11 @@ class Report:
                     raise ColumnNotFoundError(f"{role} column {column!r} not found in {name!r} "
                                               f"on {dialect}; its columns are: {', '.join(columns)}")
             form = portable_sums.vector_form(fetch, self._relation(dialect), self.vector, dialect, name)
+        if con is not None:   # DuckDB: the rows streamed through embsql.anova's one-pass accumulator
+            streamed = duckdb_sums.streamed_sums(con, self.source, self._relation(dialect), self.group, self.vector,
+                                                 self.model, self.where)
+            return self.finish(streamed.parts, con=con, progress=progress, meta=self._meta(
+                dialect, form, streamed.dims, streamed.sql, streamed.nbytes, rows=True))
         dims, _ = self.probes(fetch, dialect, form.pgvector)
         if form.pgvector:   # pgvector's own aggregate: the mean unit vector per group, n_g times
             sql = portable_sums.pgvector_sums_query(self._relation(dialect), self.group, self.vector, dims, by=self.model,
@@ -332,18 +340,22 @@ class Report:
         try:
             parts = portable_sums.group_sums_from_result(result, self.group, self.vector, dims, self.model)
         except (BadLabelError, BadVectorError) as error:
-            if con is not None:
-                raise
             raise type(error)(f"{dialect}: {error}") from None
+        return self.finish(parts, meta=self._meta(dialect, form, dims, sql, returned.nbytes, rows=False),
+                           progress=progress)
+
+    def _meta(self, dialect: str, form: portable_sums.VectorForm, dims: portable_sums.Dimensions, sql: str,
+              nbytes: int, rows: bool) -> dict:
+        """What a report records about its stage 1: the engine, the settings, d, the SQL that ran
+        and the bytes of group sums it handed to stage 2."""
         engine = {"engine": dialect, "vector_type": form.type_name, "pgvector_version": form.pgvector_version}
-        meta = {"source": self.source, "vector": self.vector, "group": self.group, "model": self.model,
+        return {"source": self.source, "vector": self.vector, "group": self.group, "model": self.model,
                 "dialect": dialect, **{k: v for k, v in engine.items() if v is not None},
-                "sections": list(self.sections_on(con is not None)),
+                "sections": list(self.sections_on(rows)),
                 "permutations": self.permutations,
                 "seed": self.seed, "replicates": self.replicates, "level": self.level,
                 "dimensions": {model_label(k): v for k, v in dims.by_value.items()},
-                "stage1_bytes": int(returned.nbytes), "sql": sql, **_versions()}
-        return self.finish(parts, con=con, meta=meta, progress=progress)
+                "stage1_bytes": int(nbytes), "sql": sql, **_versions()}
 
     def finish(self, parts: list[tuple[object, GroupSums]], *, con: duckdb.DuckDBPyConnection | None = None,
                meta: Mapping[str, Any] | None = None, progress: bool | None = None) -> ReportResult:
