@@ -42,6 +42,7 @@ permutations is one matrix product.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +53,7 @@ from embsql.core.permutation import (
     Design,
     PackedGram,
     choose_method,
+    gather_threads,
     gram_dtype,
     over_threads,
     permutation_result,
@@ -70,6 +72,7 @@ F64_MAX_N = 2000              # permuted sums in float64 up to this n, float32 b
 BATCH = 64                    # permutations per matrix product
 DENSE_COLUMNS_PER_BATCH = 4096
 BLOCK_ROWS = 2048
+SMALL_GROUP = 8               # equal groups up to this size have their block means summed slice by slice
 
 
 @dataclass(frozen=True)
@@ -91,10 +94,16 @@ class Model:
 def _remove_means(x: np.ndarray, codes: np.ndarray | None) -> np.ndarray:
     if codes is None:
         return x - x.mean(axis=0)
-    sizes = np.bincount(codes).astype(float)
-    means = np.zeros((len(sizes), x.shape[1]))
-    np.add.at(means, codes, x)
-    return x - (means / sizes[:, None])[codes]
+    return x - group_means(x, codes)[codes]
+
+
+def group_means(x: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """(levels, columns): the mean row of each code, by segment sums of the rows in code order
+    (np.add.at is several times slower on n x d)."""
+    order = np.argsort(codes, kind="stable")
+    sizes = np.bincount(codes)
+    sums = np.add.reduceat(x[order], np.r_[0, np.cumsum(sizes)[:-1]], axis=0)
+    return sums / sizes[:, None]
 
 
 def _extend(basis: np.ndarray, block: np.ndarray, codes) -> np.ndarray:
@@ -195,6 +204,17 @@ def plan(terms: list[Term], variables: dict[str, Variable], by_terms: str, min_l
         raise DesignError(f"the terms fit every item exactly (n = {n}, model df = {models[full].rank}): no residual "
                           "left to test against")
     return Plan(chains, models, rows, full, df_residual)
+
+
+def permuted_columns(q: np.ndarray, perms: np.ndarray) -> np.ndarray:
+    """(n, B p): for each permutation the columns q with their rows moved the other way, so that
+    X^T (this) = q^T X* for permuted data X*, row i of which is row perm[i] of X (q*[perm[i]] = q[i]).
+    Built by a gather through the inverse permutations (sequential writes)."""
+    inverse = np.empty_like(perms)
+    rows = np.arange(perms.shape[1])
+    for b, perm in enumerate(perms):
+        inverse[b, perm] = rows
+    return q[inverse.T].reshape(len(q), -1)
 
 
 def residualise(x: np.ndarray, chain: Chain, columns: int) -> np.ndarray:
@@ -318,9 +338,7 @@ class _Projections:
         q = basis.astype(self.dtype)
         for low in range(0, len(perms), step):
             part = perms[low:low + step]
-            stacked = np.empty((len(q), len(part) * p), dtype=self.dtype)
-            for b, perm in enumerate(part):
-                stacked[perm, b * p:(b + 1) * p] = q      # row i of the permuted data is row perm[i]
+            stacked = permuted_columns(q, part)
             if self.gower is not None:
                 values = np.einsum("ij,ij->j", stacked, data @ stacked, dtype=np.float64)
             else:
@@ -417,22 +435,172 @@ def check_permute(permute) -> str:
     return permute
 
 
+def _remove_block_means(band: np.ndarray, row_codes: np.ndarray, column_codes: np.ndarray) -> None:
+    """K_rows band K_columns in place, K = I - H_c: every block of rows and columns of one group (contiguous
+    runs of the codes) loses its row and column means."""
+    for axis, codes in ((1, column_codes), (0, row_codes)):
+        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+        sizes = np.diff(np.r_[starts, len(codes)])
+        if np.all(sizes == sizes[0]) and sizes[0] <= SMALL_GROUP:
+            # equal small groups (paraphrase sets): a sum of strided slices, twice as fast as .mean()
+            size = int(sizes[0])
+            shaped = band.reshape(-1, size, band.shape[1]) if axis == 0 else band.reshape(band.shape[0], -1, size)
+            members = [shaped[:, k] for k in range(size)] if axis == 0 else [shaped[:, :, k] for k in range(size)]
+            total = members[0].copy()
+            for member in members[1:]:
+                total += member
+            total *= 1.0 / size
+            shaped -= np.expand_dims(total, 1 if axis == 0 else 2)
+        else:
+            means = np.add.reduceat(band, starts, axis=axis) / (sizes[:, None] if axis == 0 else sizes)
+            band -= np.repeat(means, sizes, axis=axis)
+
+
+class _FactorGram:
+    """sum_h ||sum_{i in h} x_{perm i}||^2 / n_h over a factor's groups h, for x = y (the centred rows)
+    and x = e = (I - H_c) y (their residuals from the same factor's group means) at once.
+
+    Both packed upper triangles are kept with rows in the factor's order, in row bands cut at group
+    starts, so that K = I - H_c is block diagonal: a band of E E^T = K (Y Y^T) K is the band of Y Y^T less
+    its blocks' row and column means, O(n^2) (in threads) instead of a second n^2 d / 2 product.  One
+    index per random read serves both matrices."""
+
+    def __init__(self, y: np.ndarray, codes: np.ndarray, dtype):
+        n = len(y)
+        order = np.argsort(codes, kind="stable")
+        self.position = np.empty(n, dtype=np.int64)
+        self.position[order] = np.arange(n)            # row r of y is row position[r] of the sorted copy
+        ordered = codes[order]
+        sizes = np.bincount(codes)
+        starts = np.r_[0, np.cumsum(sizes)[:-1]]
+        lows = np.unique(np.r_[starts, n][np.searchsorted(starts, np.arange(0, n, BLOCK_ROWS))])
+        lows = lows[lows < n]
+        heights, widths = np.diff(np.r_[lows, n]), n - lows
+        offsets = np.r_[0, np.cumsum(heights * widths)]
+        z = np.ascontiguousarray(y[order], dtype=dtype)
+        self.rows, self.residuals = np.empty(int(offsets[-1]), dtype=dtype), np.empty(int(offsets[-1]), dtype=dtype)
+        bands = [(low, height, slice(offset, offset + height * width), width)
+                 for low, height, width, offset in zip(lows, heights, widths, offsets[:-1])]
+        for low, height, where, width in bands:
+            np.matmul(z[low:low + height], z[low:].T, out=self.rows[where].reshape(height, width))
+
+        def centre(band) -> None:
+            low, height, where, width = band
+            residual = self.residuals[where].reshape(height, width)
+            np.copyto(residual, self.rows[where].reshape(height, width))
+            _remove_block_means(residual, ordered[low:low + height], ordered[low:])
+        with ThreadPoolExecutor(gather_threads()) as pool:
+            list(pool.map(centre, bands))
+        band_of = np.searchsorted(lows, np.arange(n), side="right") - 1
+        self.base = offsets[band_of] + (np.arange(n) - lows[band_of]) * widths[band_of] - lows[band_of]
+        e = _remove_means(y, codes)
+        self.lengths = np.stack([np.einsum("ik,ik->i", y, y), np.einsum("ik,ik->i", e, e)], axis=1)
+        self.first, self.second, self.weight = within_pairs(codes)
+        self.inverse_sizes = 1.0 / sizes[codes]
+
+    def _pair_sums(self, stacked: np.ndarray) -> np.ndarray:
+        sorted_rows = self.position[stacked]
+        a, b = sorted_rows[:, self.first], sorted_rows[:, self.second]
+        index = self.base[np.minimum(a, b)] + np.maximum(a, b)
+        return np.stack([np.take(values, index).astype(np.float64) @ self.weight
+                         for values in (self.rows, self.residuals)], axis=1)
+
+    def __call__(self, perms: np.ndarray) -> np.ndarray:
+        """(B, 2): the factor's part of y's and of e's permuted rows."""
+        pairs = np.concatenate(over_threads(self._pair_sums, perms, 2 * len(perms) * len(self.first)))
+        return np.einsum("bik,i->bk", self.lengths[perms], self.inverse_sizes) + 2.0 * pairs
+
+
+class _FactorNull:
+    """The first two sequential terms when the first is the absorbed factor c: the first permutes rows,
+    the second (Freedman-Lane) permutes E = (I - H_c) Y, the residuals from c's group means.  One pass
+    serves both: their factor parts from a _FactorGram, their dense columns from one product per batch,
+    the residuals' projections from the rows' as
+        Q^T Pi E = Q^T Pi Y - Ybar^T (C^T Pi^T Q)
+    (C the factor's indicator, Ybar its group means): a G x p product instead of a second n x p one."""
+
+    def __init__(self, plan_: Plan, y: np.ndarray, dtype):
+        chain = plan_.chains[0]
+        assert chain.codes is not None
+        self.plan, self.dtype = plan_, dtype
+        self.rows = [0, 1]
+        self.gram = _FactorGram(y, chain.codes, dtype)
+        self.ss_total = tuple(float(total) for total in self.gram.lengths.sum(axis=0))
+        self.order = np.argsort(chain.codes, kind="stable")
+        self.starts = np.r_[0, np.cumsum(np.bincount(chain.codes))[:-1]].astype(np.int64)
+        self.means_t = np.ascontiguousarray(group_means(y, chain.codes).T, dtype=dtype)
+        self.data = y.astype(dtype)
+        self.basis = chain.basis.astype(dtype)
+
+    def _dense(self, perms: np.ndarray) -> np.ndarray:
+        """(2, B, p): each basis column's squared projection of the permuted rows and residuals."""
+        p = self.basis.shape[1]
+        out = np.zeros((2, len(perms), p))
+        step = max(1, DENSE_COLUMNS_PER_BATCH // max(p, 1))
+        for low in range(0, len(perms) if p else 0, step):
+            part = perms[low:low + step]
+            stacked = permuted_columns(self.basis, part)
+            rows = self.data.T @ stacked
+            residuals = rows - self.means_t @ np.add.reduceat(stacked[self.order], self.starts, axis=0)
+            for k, projected in enumerate((rows, residuals)):
+                projected = projected.astype(np.float64)
+                out[k, low:low + len(part)] = np.einsum("kj,kj->j", projected, projected).reshape(len(part), p)
+        return out
+
+    def __call__(self, perms: np.ndarray) -> np.ndarray:
+        absorbed = self.gram(perms).T
+        dense = self._dense(perms)
+        out = np.empty((len(perms), 2))
+        for k in range(2):
+            explained = np.empty((len(perms), len(self.plan.models)))
+            cumulative = np.cumsum(dense[k], axis=1)
+            for m, model in enumerate(self.plan.models):
+                explained[:, m] = absorbed[k] + (cumulative[:, model.columns - 1] if model.columns else 0.0)
+            out[:, k] = _statistics(self.plan, explained, self.ss_total[k], [k])[0][:, 0]
+        return out
+
+
 @dataclass(frozen=True)
 class _Null:
     """What the permutations act on for some tested terms: their reduced model's residuals (or the rows)."""
 
+    plan: Plan
     rows: list[int]                   # indices into plan.rows
     projections: _Projections
     ss_total: float                   # ||X||^2 (or tr G) of the permuted data: the same for every permutation
 
+    def __call__(self, perms: np.ndarray) -> np.ndarray:
+        """(B, rows): the permuted F of the null's terms."""
+        return _statistics(self.plan, self.projections(perms), self.ss_total, self.rows)[0]
 
-def _nulls(plan_: Plan, permute: str, y, gower, unit, strata_codes, method: str, permutations: int) -> list[_Null]:
+
+def _factor_first(plan_: Plan, permute: str, y, method: str, permutations: int) -> bool:
+    """Whether _FactorNull serves the first two terms: Freedman-Lane on vectors, a sequential test whose
+    first term is the absorbed factor (one chain; the second term's reduced model is the factor alone),
+    and the factor's pairs route pays (choose_method) and fits: the case of paraphrase sets and a
+    factor within them, where the second n x p product would cost as much as the pairs."""
+    if permute != "residuals" or y is None or len(plan_.rows) < 2 or len(plan_.chains) != 1:
+        return False
+    chain, first = plan_.chains[0], plan_.models[0]
+    if chain.codes is None or first.columns != 0 or plan_.rows[0][3] is not None or plan_.rows[1][3] != 0:
+        return False
+    if method == "auto":
+        method = choose_method(len(y), y.shape[1], chain.codes, permutations)
+    return method == "pairs" and gram_dtype(len(y)) is not None
+
+
+def _nulls(plan_: Plan, permute: str, y, gower, unit, strata_codes, method: str, permutations: int) -> list:
     """One null per distinct reduced model (Freedman-Lane), or one for every term (rows).  A term whose
     reduced model is the intercept alone (the first sequential term, a one-term model) permutes rows."""
+    nulls: list = []
+    rest = range(len(plan_.rows))
+    if _factor_first(plan_, permute, y, method, permutations):
+        nulls.append(_FactorNull(plan_, y, gram_dtype(len(y))))
+        rest = range(2, len(plan_.rows))
     by_reduced: dict[int | None, list[int]] = {}
-    for k, (_, _, _, without) in enumerate(plan_.rows):
+    for k in rest:
+        without = plan_.rows[k][3]
         by_reduced.setdefault(without if permute == "residuals" else None, []).append(k)
-    nulls = []
     for reduced, rows in by_reduced.items():
         wanted = {plan_.full} | {m for k in rows for m in plan_.rows[k][2:] if m is not None}
         chains = {plan_.models[m].chain for m in wanted}
@@ -450,7 +618,7 @@ def _nulls(plan_: Plan, permute: str, y, gower, unit, strata_codes, method: str,
                 {c: plan_.chains[c].codes for c in chains if plan_.chains[c].codes is not None},
                 lambda codes, x=x: _residual_absorber(x, codes, method, permutations))
         ss = float(np.einsum("ik,ik->", x, x)) if x is not None else float(np.trace(g))
-        nulls.append(_Null(rows, _Projections(plan_, wanted, x=x, gower=g, absorbers=absorbers), ss))
+        nulls.append(_Null(plan_, rows, _Projections(plan_, wanted, x=x, gower=g, absorbers=absorbers), ss))
     return nulls
 
 
@@ -547,8 +715,7 @@ def null_distribution(plan_: Plan, strata: np.ndarray | None, *, unit: np.ndarra
     for low in range(0, permutations, BATCH):
         perms = np.stack([next(stream) for _ in range(min(BATCH, permutations - low))])
         for part in nulls:
-            permuted[low:low + len(perms), part.rows] = _statistics(
-                plan_, part.projections(perms), part.ss_total, part.rows)[0]
+            permuted[low:low + len(perms), part.rows] = part(perms)
         if progress is not None:
             progress(low + len(perms), permutations)
     return NullDistribution(ss_observed[0], f_observed[0], permuted, ss_total,
