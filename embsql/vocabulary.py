@@ -21,7 +21,7 @@ from typing import Never
 
 from embsql.errors import fail
 
-__all__ = ["NAMES", "REMOVED", "Never", "check_model_name", "refuse"]
+__all__ = ["MOVED_SQL", "NAMES", "REMOVED", "Never", "check_model_name", "refuse"]
 
 # name -> what it means.  Grouped by what the name stands for; the order is the reference page's.
 TABLES: dict[str, str] = {
@@ -171,6 +171,14 @@ REMOVED: dict[str, str] = {
     "tbl": "source",
     "dist_tbl": "distances",
     "labels_tbl": "labels",
+}
+
+# (SQL function, argument) -> the function that takes it now: one statistic per function.
+MOVED_SQL: dict[tuple[str, str], str] = {
+    ("emb_permanova", "statistic"): "the Welch test is emb_permanova_welch(source, \"group\", vector, ...)",
+    ("emb_permanova", "null_method"): "the Welch test is emb_permanova_welch(source, \"group\", vector, ...)",
+    ("emb_permanova_dist", "statistic"): "the Welch test is emb_permanova_welch_dist(distances, labels, \"group\", ...)",
+    ("emb_permanova_dist", "null_method"): "the Welch test is emb_permanova_welch_dist(distances, labels, \"group\", ...)",
 }
 
 

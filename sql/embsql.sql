@@ -124,8 +124,10 @@ CREATE OR REPLACE TEMP MACRO emb__outputs_emb_margins() AS ['qid', 'd_pos2', 'd_
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_summary() AS ['queries', 'groups', 'top1', 'top1_se', 'recall_at_1', 'recall_at_5', 'recall_at_5_se', 'recall_at_10', 'recall_at_10_se', 'mrr', 'mrr_se', 'm_mean', 'm_mean_se', 'm_p05', 'm_p25', 'm_median', 'm_p75', 'm_p95', 'ties', 'scope']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_run_metrics() AS ['metric', 'value', 'queries', 'without_relevant']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_run_metrics_per_query() AS ['qid', 'metric', 'value']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'v', 'mean_resultant_length', 'w_bar', 'p_value', 'permutations', 'statistic', 'w_d', 'null_method', 'groups_left_out', 'items_left_out', 'note']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_dist() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'p_value', 'permutations', 'statistic', 'w_d', 'null_method', 'groups_left_out', 'items_left_out', 'note']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'v', 'mean_resultant_length', 'w_bar', 'p_value', 'permutations']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_welch() AS ['n', 'groups', 'w_d', 'p_value', 'permutations', 'null_method', 'groups_left_out', 'items_left_out', 'note']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_dist() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'p_value', 'permutations']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_welch_dist() AS ['n', 'groups', 'w_d', 'p_value', 'permutations', 'null_method', 'groups_left_out', 'items_left_out', 'note']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_dispersion() AS ['groups', 'f', 'p_value', 'permutations', 'groups_left_out', 'items_left_out', 'note']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_dispersion_groups() AS ['group', 'n_g', 'mean_distance', 'in_test']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_terms() AS ['term', 'df', 'ss', 'r2', 'f', 'p_value', 'permutations']::VARCHAR[];

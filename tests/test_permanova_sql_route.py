@@ -1,4 +1,5 @@
-"""emb_permanova reads the vectors once: its UDF returns the decomposition's parts with the test.
+"""emb_permanova reads the vectors once: its UDF returns the decomposition's parts with the test
+(emb_permanova_welch runs the same UDF and returns the Welch test's columns only).
 
 Its emb_anova columns must equal the pure-SQL decomposition (emb_anova, a separate code path) and
 embsql.permanova's (the Python route) to 1e-12 relative, and the long-double sums of squares of the
@@ -23,9 +24,10 @@ import embsql
 pytestmark = pytest.mark.shared_connection
 
 ANOVA = ("n", "groups", "ss_t", "ss_w", "ss_b", "r2", "r2_null", "f", "v", "mean_resultant_length", "w_bar")
-TEST = ("p_value", "permutations", "statistic", "w_d", "null_method", "groups_left_out", "items_left_out", "note")
-TYPES = ["BIGINT", "BIGINT"] + ["DOUBLE"] * 9 + ["DOUBLE", "BIGINT", "VARCHAR", "DOUBLE", "VARCHAR", "BIGINT",
-                                                 "BIGINT", "VARCHAR"]
+TEST = ("p_value", "permutations")
+WELCH = ("n", "groups", "w_d", "p_value", "permutations", "null_method", "groups_left_out", "items_left_out", "note")
+TYPES = ["BIGINT", "BIGINT"] + ["DOUBLE"] * 9 + ["DOUBLE", "BIGINT"]
+WELCH_TYPES = ["BIGINT", "BIGINT", "DOUBLE", "DOUBLE", "BIGINT", "VARCHAR", "BIGINT", "BIGINT", "VARCHAR"]
 EPS = float(np.finfo(np.float64).eps)
 RNG = np.random.default_rng(2026)
 
@@ -54,11 +56,11 @@ TABLES = {
 CALLS = {
     "": "",
     "strata": ", strata := 's'",
-    "welch": ", statistic := 'welch'",
-    "welch, permutation": ", statistic := 'welch', null_method := 'permutation'",
+    "welch": "",
+    "welch, permutation": ", null_method := 'permutation'",
     "by": ", model := 'm'",
     "by integer": ", model := 'mi'",
-    "by, strata, welch": ", model := 'm', strata := 's', statistic := 'welch'",
+    "by, strata, welch": ", model := 'm', strata := 's'",
 }
 
 
@@ -83,7 +85,8 @@ def name(table: str) -> str:
 
 
 def permanova_sql(con, table: str, call: str, columns: str = "*") -> list[dict]:
-    rel = con.sql(f"SELECT {columns} FROM emb_permanova('{name(table)}', 'g', 'v', permutations := 99{CALLS[call]})")
+    function = "emb_permanova_welch" if "welch" in call else "emb_permanova"
+    rel = con.sql(f"SELECT {columns} FROM {function}('{name(table)}', 'g', 'v', permutations := 99{CALLS[call]})")
     return rel.to_arrow_table().to_pylist()
 
 
@@ -93,7 +96,7 @@ def anova_sql(con, table: str, call: str) -> list[dict]:
 
 
 def permanova_python(con, table: str, call: str) -> list[dict]:
-    """The Python face of the same call: permanova, or permanova_welch for statistic := 'welch'."""
+    """The Python face of the same call: permanova, or permanova_welch for emb_permanova_welch."""
     options: dict = {"permutations": 99, "progress": False}
     if "strata" in call:
         options["strata"] = "s"
@@ -115,22 +118,23 @@ def close(a, b, rtol: float) -> bool:
 @pytest.mark.parametrize("table,call", CASES)
 def test_the_anova_columns_equal_both_other_routes(con, table, call):
     sql = permanova_sql(con, table, call)
+    welch = "welch" in call
+    columns = WELCH if welch else ANOVA + TEST
     for row, other in zip(sql, anova_sql(con, table, call), strict=True):
+        assert list(row)[-len(columns):] == list(columns)
         for column in ANOVA:
-            assert close(row[column], other[column], 1e-12), (column, row[column], other[column])
+            if column in row:
+                assert close(row[column], other[column], 1e-12), (column, row[column], other[column])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         python = permanova_python(con, table, call)
     for row, other in zip(sql, python, strict=True):
-        assert list(row)[-len(ANOVA) - len(TEST):] == list(ANOVA + TEST)
-        # the Python faces: permanova has every ANOVA column and p_value, permanova_welch n, groups and its test
-        assert {"n", "groups", "p_value", "permutations"} <= set(other) and ("w_d" in other) == ("welch" in call)
-        for column in ANOVA:
-            if column in other:
+        assert list(other)[-len(columns):] == list(columns)     # one schema per function, the same in SQL and Python
+        for column in columns:   # the same kernel on the same canonical order: the same p-value
+            if isinstance(row[column], float) and column not in TEST + ("w_d",):
                 assert close(row[column], other[column], 1e-12), (column, row[column], other[column])
-        for column in TEST:   # the same kernel on the same canonical order: the same p-value
-            if column in other:
-                assert row[column] == other[column], column
+            else:
+                assert row[column] == other[column] or close(row[column], other[column], 1e-12), column
 
 
 def long_double_reference(x: np.ndarray, labels) -> dict:
@@ -192,8 +196,9 @@ def test_bad_input_is_refused_in_emb_anovas_words(con, table, columns):
     expected = sql_error(con, f"SELECT * FROM emb_anova('{table}', 'g', 'v'{by})")
     if table == "mixed_groups":   # groups A and B both have the short length: either may be named
         expected = re.escape(expected).replace("'B'", "'[AB]'").replace("'A'", "'[AB]'")
-    for extra in ("", ", statistic := 'welch'", ", strata := 'g'"):
-        query = f"SELECT {columns} FROM emb_permanova('{table}', 'g', 'v', permutations := 9{by}{extra})"
+    for function, extra in (("emb_permanova", ""), ("emb_permanova_welch", ""), ("emb_permanova", ", strata := 'g'")):
+        read = "w_d" if function == "emb_permanova_welch" and columns == "ss_w, f" else columns   # its own columns
+        query = f"SELECT {read} FROM {function}('{table}', 'g', 'v', permutations := 9{by}{extra})"
         message = sql_error(con, query)
         assert re.fullmatch(expected, message) if table == "mixed_groups" else message == expected, (query, message)
 
@@ -209,10 +214,12 @@ def test_the_degeneracy_error_is_a_design_error_naming_the_model(con):
 
 
 @pytest.mark.parametrize("by,by_type", [("", None), (", model := 'm'", "VARCHAR"), (", model := 'mi'", "INTEGER")])
-def test_the_output_columns_and_types(con, by, by_type):
-    described = con.sql(f"DESCRIBE SELECT * FROM emb_permanova('two_models', 'g', 'v'{by})").fetchall() if by else \
-        con.sql("DESCRIBE SELECT * FROM emb_permanova('equal', 'g', 'v')").fetchall()
-    expected = ([(by.split("'")[1], by_type)] if by else []) + list(zip(ANOVA + TEST, TYPES))
+@pytest.mark.parametrize("function", ["emb_permanova", "emb_permanova_welch"])
+def test_the_output_columns_and_types(con, by, by_type, function):
+    described = con.sql(f"DESCRIBE SELECT * FROM {function}('two_models', 'g', 'v'{by})").fetchall() if by else \
+        con.sql(f"DESCRIBE SELECT * FROM {function}('equal', 'g', 'v')").fetchall()
+    columns, types = (WELCH, WELCH_TYPES) if function == "emb_permanova_welch" else (ANOVA + TEST, TYPES)
+    expected = ([(by.split("'")[1], by_type)] if by else []) + list(zip(columns, types))
     assert [(row[0], row[1]) for row in described] == expected
 
 
@@ -220,8 +227,10 @@ def test_a_bad_argument_is_refused_whatever_columns_are_read(con):
     """The test runs for every query now (the ANOVA columns come from it), so its arguments are checked
     even when only emb_anova's columns are read."""
     for columns in ("*", "n", "r2, f"):
-        assert sql_error(con, f"SELECT {columns} FROM emb_permanova('equal', 'g', 'v', null_method := 'wild bootstrap')") \
-            == "embsql: [input] null_method 'wild bootstrap' is for statistic 'welch' (pseudo-F pools the spreads it would keep)"
+        moved = (r"^embsql: \[argument\.moved\] emb_permanova does not take null_method :=: the Welch test is "
+                 r"emb_permanova_welch\(source, \"group\", vector, \.\.\.\)$")
+        with pytest.raises(embsql.ArgumentError, match=moved):
+            embsql.run_sql(con, f"SELECT {columns} FROM emb_permanova('equal', 'g', 'v', null_method := 'wild bootstrap')")
         assert sql_error(con, f"SELECT {columns} FROM emb_permanova('equal', 'g', 'v', permutations := 0)") == \
             "embsql: [argument.permutations] permutations must be a whole number from 1 to 1,000,000, not 0"
 

@@ -61,7 +61,7 @@ PYTHON = {
 }
 SQL = {
     "emb_permanova": "SELECT * FROM emb_permanova('t', 'g', 'v', {})",
-    "emb_permanova welch": "SELECT * FROM emb_permanova('t', 'g', 'v', statistic := 'welch', {})",
+    "emb_permanova welch": "SELECT * FROM emb_permanova_welch('t', 'g', 'v', {})",
     "emb_permanova_dist": "SELECT * FROM emb_permanova_dist('dist', 'lab', 'g', {})",
     "emb_dispersion": "SELECT * FROM emb_dispersion('t', 'g', 'v', {})",
     "emb_dispersion_groups": "SELECT * FROM emb_dispersion_groups('t', 'g', 'v', {})",
@@ -106,15 +106,13 @@ def test_sql_refuses_bad_permutations_and_seeds(con, function):
 
 
 def test_statistic_is_checked(con):
-    """SQL's emb_permanova takes statistic :=; in Python each statistic is its own function."""
+    """Each statistic is its own function, in Python and in SQL: statistic= is refused naming the one to call."""
     with pytest.raises(embsql.ArgumentError, match=r"^embsql\.permanova\(\) does not take statistic=: "
                                                    r"Welch's W\*_d is tested by embsql\.permanova_welch\("):
         embsql.permanova(con, "t", group="g", vector="v", permutations=9, statistic="F")
-    for query in (SQL["emb_permanova"], SQL["emb_permanova_dist"]):
-        assert sql_error(con, query.format("statistic := 'F'")) == \
-            "embsql: [argument.statistic] statistic must be 'pseudo-f' or 'welch', not 'F'"
-        assert sql_error(con, query.format("statistic := NULL")) == \
-            "embsql: [argument.statistic] statistic must be 'pseudo-f' or 'welch', not NULL"
+    for function, query in (("emb_permanova", SQL["emb_permanova"]), ("emb_permanova_dist", SQL["emb_permanova_dist"])):
+        with pytest.raises(embsql.ArgumentError, match=rf"^embsql: \[argument\.moved\] {function} does not take statistic :="):
+            embsql.run_sql(con, query.format("statistic := 'F'"))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -198,7 +196,7 @@ def test_identical_vectors_are_refused(con):
 
 @pytest.mark.parametrize("query", [
     "SELECT * FROM emb_permanova('big', 'g', 'v', permutations := 999999)",
-    "SELECT * FROM emb_permanova('big', 'g', 'v', permutations := 999999, statistic := 'welch')",
+    "SELECT * FROM emb_permanova_welch('big', 'g', 'v', permutations := 999999)",
     "SELECT * FROM emb_dispersion('big', 'g', 'v', permutations := 999999)",
 ])
 def test_interrupt_stops_the_kernel(query):

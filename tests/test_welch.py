@@ -1,4 +1,4 @@
-"""PERMANOVA with the Welch-type statistic W*_d (embsql.permanova_welch / statistic := 'welch' in SQL).
+"""PERMANOVA with the Welch-type statistic W*_d (embsql.permanova_welch, emb_permanova_welch in SQL).
 
 Pinned to the published formulas (Hamidi et al. 2019 eq. 4; Alekseyenko 2016's Tw^2 for two
 groups) as written out in R on the coordinates (tests/reference/vegan/betadisper_adjusted.R; no
@@ -50,14 +50,13 @@ def test_w_d_equals_the_published_formula(con, name):
     # groups of 2 to 7: null_method 'permutation' tests every group (the default leaves those under 6 out)
     got_py = embsql.permanova_welch(con, "t", group="g", vector="v", permutations=99,
                                     null_method="permutation").to_dicts()[0]
-    got_sql = sql_rows(con, "SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 99, statistic := 'welch', "
+    got_sql = sql_rows(con, "SELECT * FROM emb_permanova_welch('t', 'g', 'v', permutations := 99, "
                             "null_method := 'permutation')")[0]
     register_dist(con, x, labels)
-    got_dist = sql_rows(con, "SELECT * FROM emb_permanova_dist('dist', 'lab', 'g', permutations := 99, "
-                             "statistic := 'welch', null_method := 'permutation')")[0]
+    got_dist = sql_rows(con, "SELECT * FROM emb_permanova_welch_dist('dist', 'lab', 'g', permutations := 99, "
+                             "null_method := 'permutation')")[0]
     for got in (got_py, got_sql, got_dist):
         assert got["w_d"] == pytest.approx(expected, rel=1e-9)
-    assert got_sql["statistic"] == got_dist["statistic"] == "welch"
     assert got_py["p_value"] == got_sql["p_value"]
 
 
@@ -91,29 +90,32 @@ def test_hand_worked_tw2():
         == pytest.approx(three.statistic, rel=1e-12)
 
 
-def test_default_is_pseudo_f_and_unchanged(con):
-    """No statistic argument is statistic='pseudo-f': the same p-value, w_d NULL, and the column says so."""
+def test_each_statistic_is_its_own_function(con):
+    """emb_permanova tests pseudo-F and emb_permanova_welch W*_d: neither takes statistic :=, and each
+    row carries only its own statistic beside its p-value."""
     labels, x = load("unit_unbalanced")
     con.register("t", vectors_table(x, labels))
-    default = sql_rows(con, "SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 199)")[0]
-    explicit = sql_rows(con, "SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 199, "
-                             "statistic := 'pseudo-f')")[0]
-    # DuckDB sums in parallel, so two runs of the same query may differ in the last bit of a sum
-    figures = [k for k, v in default.items() if isinstance(v, float)]
-    assert {k: v for k, v in default.items() if k not in figures} == {k: v for k, v in explicit.items() if k not in figures}
-    assert all(default[k] == pytest.approx(explicit[k], rel=1e-12, abs=0) for k in figures)
-    assert default["statistic"] == "pseudo-f" and default["w_d"] is None
+    pseudo_f = sql_rows(con, "SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 199)")[0]
+    welch = sql_rows(con, "SELECT * FROM emb_permanova_welch('t', 'g', 'v', permutations := 199)")[0]
+    assert "f" in pseudo_f and "w_d" not in pseudo_f and "statistic" not in pseudo_f
+    assert "w_d" in welch and "f" not in welch and "statistic" not in welch
+    for function in ("emb_permanova", "emb_permanova_dist"):
+        call = f"SELECT * FROM {function}('t', 'g', 'v', statistic := 'welch')"
+        welch = function.replace("permanova", "permanova_welch")
+        with pytest.raises(embsql.ArgumentError, match=rf"^embsql: \[argument\.moved\] {function} does not take "
+                                                       rf"statistic :=: the Welch test is {welch}\("):
+            embsql.run_sql(con, call)
 
 
 def test_welch_by_and_strata(con):
-    """statistic := 'welch' runs per by value and within strata (the same machinery as pseudo-F):
+    """emb_permanova_welch runs per model value and within strata (the same machinery as pseudo-F):
     strata that each hold one group leave nothing to permute, so p = 1."""
     rng = np.random.default_rng(5)
     x = rng.standard_normal((24, 4)) + np.repeat(np.eye(4)[:3] * 2, 8, axis=0)
     labels = np.repeat(["a", "b", "c"], 8)
     con.register("t", vectors_table(np.vstack([x, x]), list(labels) * 2, rep=["r1"] * 24 + ["r2"] * 24,
                                     block=list(np.repeat(["s1", "s2", "s3"], 8)) * 2))
-    rows = sql_rows(con, "SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 99, statistic := 'welch', "
+    rows = sql_rows(con, "SELECT * FROM emb_permanova_welch('t', 'g', 'v', permutations := 99, "
                          "model := 'rep')")
     assert [r["rep"] for r in rows] == ["r1", "r2"] and rows[0]["w_d"] == pytest.approx(rows[1]["w_d"], rel=1e-12)
     assert rows[0]["p_value"] == 0.01
@@ -190,8 +192,8 @@ def test_wild_bootstrap_is_seeded_and_route_free(con):
     rows = rng.permutation(len(z))
     con.register("t", vectors_table(z, list(labels)))
     con.register("shuffled", vectors_table(z[rows], list(labels[rows])))
-    query = "SELECT p_value, null_method, permutations FROM emb_permanova('{}', 'g', 'v', permutations := 499, " \
-            "statistic := 'welch', seed := {})"
+    query = "SELECT p_value, null_method, permutations FROM emb_permanova_welch('{}', 'g', 'v', permutations := 499, " \
+            "seed := {})"
     first = sql_rows(con, query.format("t", 7))[0]
     assert first == sql_rows(con, query.format("shuffled", 7))[0]
     assert first["null_method"] == "wild bootstrap" and first["permutations"] == 499
@@ -205,11 +207,11 @@ def test_wild_bootstrap_is_seeded_and_route_free(con):
                                                                                               vectors.exceedances)
     assert vectors.statistic == pytest.approx(distances.statistic, rel=1e-9)
     register_dist(con, z, labels)
-    dist = sql_rows(con, "SELECT null_method FROM emb_permanova_dist('dist', 'lab', 'g', permutations := 99, "
-                         "statistic := 'welch')")[0]
+    dist = sql_rows(con, "SELECT null_method FROM emb_permanova_welch_dist('dist', 'lab', 'g', permutations := 99, "
+                         ")")[0]
     assert dist["null_method"] == "wild bootstrap"
-    assert sql_rows(con, "SELECT null_method FROM emb_permanova_dist('dist', 'lab', 'g', permutations := 9, "
-                         "statistic := 'welch', null_method := 'permutation')")[0]["null_method"] == "permutation"
+    assert sql_rows(con, "SELECT null_method FROM emb_permanova_welch_dist('dist', 'lab', 'g', permutations := 9, "
+                         "null_method := 'permutation')")[0]["null_method"] == "permutation"
     py = embsql.permanova_welch(con, "t", group="g", vector="v", permutations=499, seed=7).to_dicts()[0]
     assert py["p_value"] == first["p_value"] and py["null_method"] == "wild bootstrap"
 
@@ -231,8 +233,8 @@ def test_small_groups_are_left_out_of_the_default_test(con):
     con.register("kept", vectors_table(z[sizes[0]:], labels[sizes[0]:]))     # the same test without group a
     kept = embsql.permanova_welch(con, "kept", group="g", vector="v", permutations=99).to_dicts()[0]
     assert (welch["w_d"], welch["p_value"]) == (kept["w_d"], kept["p_value"]) and kept["note"] is None
-    sql = sql_rows(con, "SELECT p_value, groups_left_out, items_left_out, note FROM emb_permanova('t', 'g', 'v', "
-                        "permutations := 99, statistic := 'welch')")[0]
+    sql = sql_rows(con, "SELECT p_value, groups_left_out, items_left_out, note FROM emb_permanova_welch('t', 'g', 'v', "
+                        "permutations := 99)")[0]
     assert sql == {k: welch[k] for k in sql}
     none = embsql.permanova_welch(con, "two", group="g", vector="v", permutations=99).to_dicts()[0]
     assert none["p_value"] is None and none["w_d"] is None and "fewer than two groups are left" in none["note"]
@@ -250,7 +252,7 @@ def test_null_method_arguments(con):
     """null_method 'wild bootstrap' is for W*_d only; a bad value is an error naming the argument."""
     rng = np.random.default_rng(4)
     con.register("t", vectors_table(anisotropic(rng, 8, 12, rank=3), list(np.repeat(["a", "b"], [8, 12]))))
-    sql = "SELECT null_method FROM emb_permanova('t', 'g', 'v', permutations := 99, statistic := 'welch'{})"
+    sql = "SELECT null_method FROM emb_permanova_welch('t', 'g', 'v', permutations := 99{})"
     assert sql_rows(con, sql.format(""))[0]["null_method"] == "wild bootstrap"
     assert sql_rows(con, sql.format(", null_method := 'permutation'"))[0]["null_method"] == "permutation"
     with pytest.raises(embsql.ArgumentError, match=r"^embsql\.permanova\(\) does not take null_method=: "

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from embsql.errors import EmbsqlError, error, from_sql, sql_message
 from embsql.sql_reference import REFUSED, spelled, split_arguments
-from embsql.vocabulary import REMOVED
+from embsql.vocabulary import MOVED_SQL, REMOVED
 
 # DuckDB 2.0's binder, for a macro call whose arguments match no signature:
 #   Binder Error: Macro emb_anova() does not support the supplied arguments. ...
@@ -30,7 +30,8 @@ def run_sql(con: duckdb.DuckDBPyConnection, query: str) -> pa.Table:
     ...), raised as a subclass of that class and of SqlInputError, so both ``except DesignError``
     and ``except SqlInputError`` catch it; its message is the SQL message's first line.  A call of
     an embsql function with an argument it does not take raises ``argument.renamed`` (for an old
-    spelling: ``group_col := is now "group" :=``) or ``argument.unknown`` (ArgumentError)."""
+    spelling: ``group_col := is now "group" :=``), ``argument.moved`` (an argument another function
+    takes now: ``statistic :=`` of emb_permanova) or ``argument.unknown`` (ArgumentError)."""
     try:
         return con.sql(query).to_arrow_table()
     except duckdb.Error as raised:
@@ -57,6 +58,8 @@ def argument_error(query: str, message: str) -> EmbsqlError | None:
     for name in named_arguments(query, function):
         if name in takes:
             continue
+        if (function.lower(), name) in MOVED_SQL:
+            return error("argument.moved", where=function, old=f"{name} :=", instead=MOVED_SQL[function.lower(), name])
         new = REMOVED.get(name)
         if new in takes:
             return error("argument.renamed", old=f"{name} :=", new=f"{spelled(new)} :=", where=function)

@@ -17,7 +17,7 @@ CREATE OR REPLACE TEMP MACRO emb__whole_argument(value, name) AS
                                          ELSE value::VARCHAR END, 'NULL')))
     END;
 
--- statistic := for emb_permanova(_dist): a text value, checked by the UDF
+-- statistic for emb__permanova(_dist): a text value, checked by the UDF ('pseudo-f' from emb_permanova, 'welch' from emb_permanova_welch)
 CREATE OR REPLACE TEMP MACRO emb__text_argument(value, name) AS
     CASE WHEN value IS NOT NULL AND typeof(value) = 'VARCHAR' THEN value::VARCHAR
          ELSE error(format('embsql: [argument.{}] {} must be ''pseudo-f'' or ''welch'', not {}', name, name,
@@ -107,9 +107,10 @@ WHERE CASE
 END
 ORDER BY s.__emb_b;
 
--- @function emb_permanova(source, "group", vector, permutations := 999, seed := 42, strata := NULL, model := NULL, statistic := 'pseudo-f', null_method := 'auto')
--- PERMANOVA: the columns of `emb_anova`, then a permutation p-value of pseudo-F (or of the
--- Welch-type W*_d).  One row, or one row per value of the model column (first, under its own name).
+-- @function emb_permanova(source, "group", vector, permutations := 999, seed := 42, strata := NULL, model := NULL)
+-- PERMANOVA: the columns of `emb_anova`, then a permutation p-value of pseudo-F.  One row, or one
+-- row per value of the model column (first, under its own name).  The Welch-type test is
+-- `emb_permanova_welch`.
 -- @param source the table to read: a table or view name, or a file DuckDB reads
 -- @param "group" the group column (GROUP is a keyword: by name it is written `"group" := 'topic'`)
 -- @param vector the vector column; vectors are scaled to unit length
@@ -117,8 +118,6 @@ ORDER BY s.__emb_b;
 -- @param seed the random seed, a whole number (0 or more): the same seed gives the same p on any machine and for any row order
 -- @param strata a column whose levels the labels are permuted within (exchangeability within blocks, as `adonis2(..., permutations = how(blocks = ...))`)
 -- @param model the model column: one row per value of it
--- @param statistic the statistic tested: `'pseudo-f'` or `'welch'` (W*_d)
--- @param null_method where the p-value's null distribution comes from: `'auto'`, `'permutation'` or `'wild bootstrap'`
 -- @column <model> the model, under the model column's own name (only with `model`)
 -- @column n number of vectors
 -- @column groups number of groups G
@@ -127,28 +126,64 @@ ORDER BY s.__emb_b;
 -- @column ss_b between-group sum of squares
 -- @column r2 SS_B / SS_T
 -- @column r2_null (G − 1)/(n − 1)
--- @column f pseudo-F
+-- @column f pseudo-F, the tested statistic
 -- @column v SS_T/n
 -- @column mean_resultant_length ‖μ‖
 -- @column w_bar SS_W / n
--- @column p_value the permutation p-value (b + 1)/(B + 1) of the tested statistic
+-- @column p_value the permutation p-value (b + 1)/(B + 1) of pseudo-F
+-- @column permutations B
+-- @notes
+-- p = (b + 1)/(B + 1), with b the number of the B label permutations whose pseudo-F is at least
+-- the observed one (within sqrt(machine epsilon), as vegan counts ties); so p is never 0 and its
+-- smallest value is 1/(B + 1).  The same seed gives the same p on any machine and for any row
+-- order: items are sorted into a canonical order (stratum, label, vector) before the seeded
+-- shuffles.  The p-value says the grouping is not chance under exchangeability; it is not an
+-- effect size (that is R²).  Check `emb_dispersion` too: a large F can come from groups that
+-- differ in spread rather than location, and then `emb_permanova_welch` is the test to read.
+--
+-- Arguments: anything outside the rules above (NULL, 99.5, `'abc'`) is an `embsql:` error naming
+-- the argument.  Group labels must not be NULL or NaN; 0.0 and −0.0 are one group.  Identical
+-- vectors (no spread) are refused as in `emb_anova`, in its words.  The vectors are read once: the
+-- UDF that runs the test also returns the sums the `emb_anova` columns come from (the same sums as
+-- `embsql.permanova`'s), and every check and argument holds whatever columns a query reads.
+-- `con.interrupt()` or Ctrl-C stops a running test within a second with an `embsql:` error; the
+-- connection stays usable.  In the example each model has 4 items in two groups of 2, so there are
+-- only 3 distinct splits and p cannot go below 1/3.
+-- @example
+-- SELECT model, r2, f, p_value, permutations
+-- FROM emb_permanova('ex', 'topic', 'embedding', permutations := 199, model := 'model');
+CREATE OR REPLACE TEMP MACRO emb_permanova(source, "group", vector, permutations := 999, seed := 42, strata := NULL,
+                                           model := NULL, "by" := NULL) AS TABLE
+SELECT p.* EXCLUDE (__emb_b, __emb_all, statistic, w_d, null_method, groups_left_out, items_left_out, note)
+FROM emb__permanova(
+         emb__checked_source(source, 'emb_permanova', model, "by", emb__outputs_emb_permanova()),
+         "group", vector, model, permutations, seed, strata, 'pseudo-f', 'auto') p
+ORDER BY p.__emb_b;
+
+-- @function emb_permanova_welch(source, "group", vector, permutations := 999, seed := 42, strata := NULL, model := NULL, null_method := 'auto')
+-- The Welch-type PERMANOVA test of W*_d, for groups that may differ in spread: the tested
+-- statistic `w_d` beside its p-value.  One row, or one row per value of the model column (first,
+-- under its own name).  Pseudo-F and the decomposition are `emb_permanova`'s and `emb_anova`'s.
+-- @param source the table to read: a table or view name, or a file DuckDB reads
+-- @param "group" the group column (GROUP is a keyword: by name it is written `"group" := 'topic'`)
+-- @param vector the vector column; vectors are scaled to unit length
+-- @param permutations the number of label permutations (or bootstrap samples) B, a whole number from 1 to 1,000,000
+-- @param seed the random seed, a whole number (0 or more)
+-- @param strata a column whose levels the labels are permuted within
+-- @param model the model column: one row per value of it
+-- @param null_method where the p-value's null distribution comes from: `'auto'`, `'permutation'` or `'wild bootstrap'`
+-- @column <model> the model, under the model column's own name (only with `model`)
+-- @column n number of vectors
+-- @column groups number of groups G
+-- @column w_d the observed W*_d, the tested statistic; NULL without a test
+-- @column p_value its p-value (b + 1)/(B + 1); NULL without a test
 -- @column permutations B (the number of resamples, for the wild bootstrap)
--- @column statistic which statistic was tested: `'pseudo-f'` or `'welch'`
--- @column w_d the observed W*_d when `statistic := 'welch'`, else NULL
 -- @column null_method where the p-value's null distribution came from: `'permutation'` or `'wild bootstrap'`
--- @column groups_left_out groups the default W*_d test left out (0 for pseudo-F)
+-- @column groups_left_out groups the default test left out (cells under 6 items)
 -- @column items_left_out their items
 -- @column note NULL, or which groups were left out and why
 -- @notes
--- p = (b + 1)/(B + 1), with b the number of the B label permutations (or bootstrap samples) whose
--- statistic is at least the observed one (within sqrt(machine epsilon), as vegan counts ties); so p
--- is never 0 and its smallest value is 1/(B + 1).  The same seed gives the same p on any machine
--- and for any row order: items are sorted into a canonical order (stratum, label, vector) before
--- the seeded shuffles.  The p-value says the grouping is not chance under exchangeability; it is
--- not an effect size (that is R²).  Check `emb_dispersion` too: a large F can come from groups that
--- differ in spread rather than location.
---
--- `statistic := 'welch'` tests the Welch-type W*_d (Hamidi, Wallace, Vinzant and Alekseyenko
+-- The test is of the Welch-type W*_d (Hamidi, Wallace, Vinzant and Alekseyenko
 -- 2019; for two groups Alekseyenko's 2016 Tw²) instead of pseudo-F: each group is weighted by
 -- n_g / s_g² (s_g² its own within spread) rather than pooled, so a small group with a larger spread
 -- no longer inflates the test.  On unit vectors equal centroids imply equal total spread (the mean
@@ -165,29 +200,24 @@ ORDER BY s.__emb_b;
 -- at 5% on null data (`bench/validity_tests.py`; bench/README.md has the table): a rank-2 group of 6
 -- against 40, equal centres and spread, pseudo-F 15.9%, W*_d with permuted labels 17.3%, with the
 -- wild bootstrap 4.5%; 6 items of sd 2 against 40 of sd 1 (Euclidean), pseudo-F 61%, W*_d 5.4%.
--- Every group needs 2 items.  For pseudo-F the three columns are 0, 0 and NULL.
+-- Every group needs 2 items.
 -- `null_method := 'wild bootstrap'` or `'permutation'` overrides that choice (`'auto'`, the default,
--- makes it; the wild bootstrap is for `statistic := 'welch'` only).
+-- makes it).
 --
--- Arguments: anything outside the rules above (NULL, 99.5, `'abc'`) is an `embsql:` error naming
--- the argument.  Group labels must not be NULL or NaN; 0.0 and −0.0 are one group.  Identical
--- vectors (no spread) are refused as in `emb_anova`, in its words.  The vectors are read once: the
--- UDF that runs the test also returns the sums the `emb_anova` columns come from (the same sums as
--- `embsql.permanova`'s), and every check and argument holds whatever columns a query reads.
--- `con.interrupt()` or Ctrl-C stops a running test within a second with an `embsql:` error; the
--- connection stays usable.  In the example each model has 4 items in two groups of 2, so there are
--- only 3 distinct splits and p cannot go below 1/3.
+-- Arguments, labels, identical vectors and interrupts as for `emb_permanova`.
 -- @example
--- SELECT model, r2, f, p_value, permutations
--- FROM emb_permanova('ex', 'topic', 'embedding', permutations := 199, model := 'model');
-CREATE OR REPLACE TEMP MACRO emb_permanova(source, "group", vector, permutations := 999, seed := 42, strata := NULL,
-                                           model := NULL, statistic := 'pseudo-f', null_method := 'auto',
-                                           "by" := NULL) AS TABLE
-SELECT p.* EXCLUDE (__emb_b, __emb_all)
-FROM emb__permanova(
-         emb__checked_source(source, 'emb_permanova', model, "by", emb__outputs_emb_permanova()),
-         "group", vector, model, permutations, seed, strata, statistic, null_method) p
-ORDER BY p.__emb_b;
+-- SELECT model, w_d, p_value, null_method
+-- FROM emb_permanova_welch('ex', 'topic', 'embedding', permutations := 199, model := 'model', null_method := 'permutation');
+CREATE OR REPLACE TEMP MACRO emb_permanova_welch(source, "group", vector, permutations := 999, seed := 42,
+                                                 strata := NULL, model := NULL, null_method := 'auto') AS TABLE
+-- (the output columns qualified: a macro parameter's name, unqualified, would stand for its value)
+SELECT w.* EXCLUDE (__emb_b, w_d, p_value, permutations, null_method, groups_left_out, items_left_out, note),
+       w.w_d, w.p_value, w.permutations, w.null_method, w.groups_left_out, w.items_left_out, w.note
+FROM (SELECT p.* EXCLUDE (__emb_all, ss_t, ss_w, ss_b, r2, r2_null, f, v, mean_resultant_length, w_bar, statistic)
+      FROM emb__permanova(
+               emb__checked_source(source, 'emb_permanova_welch', model, NULL, emb__outputs_emb_permanova_welch()),
+               "group", vector, model, permutations, seed, strata, 'welch', null_method) p) w
+ORDER BY w.__emb_b;
 
 -- The pairs (a, b, d) of a distance table, columns named by the caller (the distance routes of
 -- emb_permanova_dist and emb_permanova_terms_dist read them the same way).
@@ -226,10 +256,9 @@ SELECT a.*, test.t.p_value AS p_value, coalesce(test.__emb_missing, test.t.permu
        test.t.groups_left_out AS groups_left_out, test.t.items_left_out AS items_left_out, test.t.note AS note
 FROM emb__anova_dist(dist_tbl, labels_tbl, group_col, i_col, j_col, d_col, id_col) a, tested test;
 
--- @function emb_permanova_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd', item := 'id', permutations := 999, seed := 42, strata := NULL, statistic := 'pseudo-f', null_method := 'auto')
+-- @function emb_permanova_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd', item := 'id', permutations := 999, seed := 42, strata := NULL)
 -- The permutation test of `emb_permanova` on the distance route: the columns of `emb_anova_dist`,
--- then `p_value`, `permutations`, `statistic`, `w_d`, `null_method`, `groups_left_out`,
--- `items_left_out` and `note` (as for `emb_permanova`).  Any dissimilarity.  One row.
+-- then `p_value` and `permutations`.  Any dissimilarity.  One row.
 -- @param distances the distance table: one row per unordered pair of items
 -- @param labels the labels table: an item column, the group column (and `strata`)
 -- @param "group" the labels table's group column
@@ -240,8 +269,6 @@ FROM emb__anova_dist(dist_tbl, labels_tbl, group_col, i_col, j_col, d_col, id_co
 -- @param permutations the number of label permutations B, a whole number from 1 to 1,000,000
 -- @param seed the random seed, a whole number (0 or more)
 -- @param strata a column of the labels table whose levels the labels are permuted within
--- @param statistic the statistic tested: `'pseudo-f'` or `'welch'` (W*_d)
--- @param null_method where the p-value's null distribution comes from: `'auto'`, `'permutation'` or `'wild bootstrap'`
 -- @column n number of labelled items
 -- @column groups number of groups G
 -- @column ss_t total sum of squares (as `emb_anova_dist`)
@@ -249,27 +276,53 @@ FROM emb__anova_dist(dist_tbl, labels_tbl, group_col, i_col, j_col, d_col, id_co
 -- @column ss_b between-group sum of squares
 -- @column r2 SS_B / SS_T
 -- @column r2_null (G − 1)/(n − 1)
--- @column f pseudo-F
+-- @column f pseudo-F, the tested statistic
 -- @column p_value the permutation p-value (b + 1)/(B + 1)
 -- @column permutations B
--- @column statistic which statistic was tested
--- @column w_d the observed W*_d when `statistic := 'welch'`, else NULL
--- @column null_method where the null distribution came from
--- @column groups_left_out groups the default W*_d test left out
--- @column items_left_out their items
--- @column note NULL, or which groups were left out and why
--- @notes
--- With `statistic := 'welch'` the group centroids and spreads are those of the
--- principal-coordinates embedding of the distances (Hamidi et al. 2019), and the wild bootstrap
--- works on the residual inner products of that embedding (the Gower-centred matrix, centred again
--- within groups), so it draws the same samples as the vector route would.
 -- @example
 -- SELECT r2, f, p_value, permutations FROM emb_permanova_dist('dist', 'lab', 'topic', permutations := 99);
 CREATE OR REPLACE TEMP MACRO emb_permanova_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd',
-                                                item := 'id', permutations := 999, seed := 42, strata := NULL,
-                                                statistic := 'pseudo-f', null_method := 'auto') AS TABLE
-FROM emb__permanova_dist(distances, labels, "group", i, j, distance, item, permutations, seed, strata, statistic,
-                         null_method);
+                                                item := 'id', permutations := 999, seed := 42, strata := NULL) AS TABLE
+SELECT * EXCLUDE (statistic, w_d, null_method, groups_left_out, items_left_out, note)
+FROM emb__permanova_dist(distances, labels, "group", i, j, distance, item, permutations, seed, strata, 'pseudo-f',
+                         'auto');
+
+-- @function emb_permanova_welch_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd', item := 'id', permutations := 999, seed := 42, strata := NULL, null_method := 'auto')
+-- The test of `emb_permanova_welch` on the distance route: W*_d and its p-value.  Any
+-- dissimilarity.  One row.
+-- @param distances the distance table: one row per unordered pair of items
+-- @param labels the labels table: an item column, the group column (and `strata`)
+-- @param "group" the labels table's group column
+-- @param i the distance table's first item column
+-- @param j the distance table's second item column
+-- @param distance the distance table's distance column
+-- @param item the labels table's item column
+-- @param permutations the number of label permutations (or bootstrap samples) B, a whole number from 1 to 1,000,000
+-- @param seed the random seed, a whole number (0 or more)
+-- @param strata a column of the labels table whose levels the labels are permuted within
+-- @param null_method where the p-value's null distribution comes from: `'auto'`, `'permutation'` or `'wild bootstrap'`
+-- @column n number of labelled items
+-- @column groups number of groups G
+-- @column w_d the observed W*_d, the tested statistic; NULL without a test
+-- @column p_value its p-value (b + 1)/(B + 1); NULL without a test
+-- @column permutations B
+-- @column null_method where the null distribution came from
+-- @column groups_left_out groups the default test left out
+-- @column items_left_out their items
+-- @column note NULL, or which groups were left out and why
+-- @notes
+-- The group centroids and spreads are those of the principal-coordinates embedding of the
+-- distances (Hamidi et al. 2019), and the wild bootstrap works on the residual inner products of
+-- that embedding (the Gower-centred matrix, centred again within groups), so it draws the same
+-- samples as the vector route would.
+-- @example
+-- SELECT w_d, p_value, null_method FROM emb_permanova_welch_dist('dist', 'lab', 'topic', permutations := 99, null_method := 'permutation');
+CREATE OR REPLACE TEMP MACRO emb_permanova_welch_dist(distances, labels, "group", i := 'i', j := 'j',
+                                                      distance := 'd', item := 'id', permutations := 999, seed := 42,
+                                                      strata := NULL, null_method := 'auto') AS TABLE
+SELECT t.n, t.groups, t.w_d, t.p_value, t.permutations, t.null_method, t.groups_left_out, t.items_left_out, t.note
+FROM emb__permanova_dist(distances, labels, "group", i, j, distance, item, permutations, seed, strata, 'welch',
+                         null_method) t;
 
 CREATE OR REPLACE TEMP MACRO emb__dispersion(tbl, group_col, vector_col, by_col, permutations, seed) AS TABLE
 SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
