@@ -131,7 +131,8 @@ class PartialSums:
 
     def __init__(self, dims: dict[object, int | None]) -> None:
         self.dims = dims
-        self.models: dict[object, tuple[Accumulator, dict[str, np.ndarray]]] = {}      # model value -> (Accumulator, checks {name: array})
+        # model value -> (Accumulator, checks {name: array})
+        self.models: dict[object, tuple[Accumulator, dict[str, np.ndarray]]] = {}
 
     def _model(self, value: object) -> tuple[Accumulator, dict[str, np.ndarray]]:
         if value not in self.models:
