@@ -34,7 +34,7 @@ def test_ruff_finds_nothing():
 
 
 def test_mypy_passes_on_the_package():
-    result = run_tool("mypy", "embsql")
+    result = run_tool("mypy", "--config-file", "pyproject.toml", "embsql")   # a stray mypy.ini would win otherwise
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Success" in result.stdout
 
