@@ -17,25 +17,25 @@ MAX_REPLICATES = 1_000_000
 SEED_LIMIT = 2**63  # numpy's generators take any non-negative integer; DuckDB's BIGINT caps SQL seeds
 
 
-def _whole(name: str, value, minimum: int, maximum: int, what: str) -> int:
+def _whole(name: str, value: object, minimum: int, maximum: int, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not minimum <= int(value) <= maximum:
         fail(f"argument.{name}", name=name, rule=f"a whole number {what}", value=repr(value))
     return int(value)
 
 
-def check_permutations(value, *, allow_zero: bool = False) -> int:
+def check_permutations(value: object, *, allow_zero: bool = False) -> int:
     """A permutation count: 1..MAX_PERMUTATIONS (0 allowed where it means "no test")."""
     low = 0 if allow_zero else 1
     return _whole("permutations", value, low, MAX_PERMUTATIONS,
                   f"from {low} to {MAX_PERMUTATIONS:,}")
 
 
-def check_replicates(value) -> int:
+def check_replicates(value: object) -> int:
     """A bootstrap replicate count: 2..MAX_REPLICATES."""
     return _whole("replicates", value, 2, MAX_REPLICATES, f"from 2 to {MAX_REPLICATES:,}")
 
 
-def check_seed(value) -> int:
+def check_seed(value: object) -> int:
     """A seed: a non-negative whole number.  None is refused: a p-value or an interval must be
     reproducible from what the call says."""
     if value is None:
@@ -44,7 +44,7 @@ def check_seed(value) -> int:
     return _whole("seed", value, 0, SEED_LIMIT - 1, "(0 or more)")
 
 
-def check_level(value) -> float:
+def check_level(value: object) -> float:
     """A confidence level strictly between 0 and 1."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) < 1:
         fail("argument.level", name="level", rule="a number between 0 and 1", value=repr(value))

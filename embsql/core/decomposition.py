@@ -40,7 +40,7 @@ def sums_of_squares(sums: GroupSums) -> dict:
             "mean_resultant_length": float(np.linalg.norm(sums.sums.sum(axis=0))) / n}
 
 
-def anova_row(sums: GroupSums, by_value=None) -> dict:
+def anova_row(sums: GroupSums, by_value: object = None) -> dict:
     """The decomposition of one by value; raises DesignError where it is undefined."""
     parts = sums_of_squares(sums)
     n, groups, ss_w, ss_b = float(parts["n"]), parts["groups"], parts["ss_w"], parts["ss_b"]

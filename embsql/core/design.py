@@ -15,12 +15,12 @@ def subject(column: str | None) -> str:
     return "the group column" if column is None else f"group column {column!r}"
 
 
-def by_value(value) -> tuple[str, str]:
+def by_value(value: object) -> tuple[str, str]:
     """The two ways a message says which by value it is about: ' for by value x' and ', by value x'."""
     return ("", "") if value is None else (f" for by value {value!r}", f", by value {value!r}")
 
 
-def check_groups(groups: int, n: int, *, needs: str, column: str | None = None, value=None,
+def check_groups(groups: int, n: int, *, needs: str, column: str | None = None, value: object = None,
                  undefined: str = "SS_W and F", unit: str = "row") -> None:
     """At least two groups (``needs`` is what needs them), and fewer groups than items (else there
     is no within-group degree of freedom and ``undefined`` is undefined)."""

@@ -45,6 +45,7 @@ their float64 Gram matrix, sum_g n_g^2 random reads per permutation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -296,7 +297,7 @@ def _note(sizes: np.ndarray, tested: np.ndarray) -> str | None:
 
 
 def dispersion_test(unit: np.ndarray, d: Design, *, permutations: int = 999, seed: int = 42,
-                    progress=None, method: str = "auto") -> Dispersion:
+                    progress: Callable[[int, int], None] | None = None, method: str = "auto") -> Dispersion:
     """F of the groups' spreads W~_g and its p-value from permuted aligned vectors (rows in canonical order).
 
     ``method``: how the permuted groups' inner products are computed, 'gram' or 'coordinates' (the same F

@@ -47,7 +47,7 @@ def item_positions(items_by_model: dict) -> dict:
     return rows_of
 
 
-def _refuse_items(m, ids: list) -> None:
+def _refuse_items(m: object, ids: list) -> None:
     """The first NULL or repeated item of one model, named."""
     seen: set = set()
     for item in ids:
@@ -120,8 +120,8 @@ def compare_rows(models: dict, stat: str, *, replicates: int, seed: int, level: 
     return rows
 
 
-def compare_row(a, b, estimate_a: float, estimate_b: float, diff: resampling.Interval, *, items, same_items,
-                shared_items) -> dict:
+def compare_row(a: object, b: object, estimate_a: float, estimate_b: float, diff: resampling.Interval, *,
+                items: int | None, same_items: bool | None, shared_items: int | None) -> dict:
     """One row of COMPARE_COLUMNS (the report's compare section prints the same)."""
     return {"model_a": a, "model_b": b, "estimate_a": estimate_a, "estimate_b": estimate_b,
             "difference": diff.estimate, "se": diff.se, "ci_low": diff.ci_low, "ci_high": diff.ci_high,
@@ -129,7 +129,7 @@ def compare_row(a, b, estimate_a: float, estimate_b: float, diff: resampling.Int
             "calibrated": diff.calibrated, "sizes": diff.sizes}
 
 
-def same_groups_problem(a, sums_a: GroupSums, b, sums_b: GroupSums) -> str | None:
+def same_groups_problem(a: object, sums_a: GroupSums, b: object, sums_b: GroupSums) -> str | None:
     """Why two models' groups cannot be paired (a group only one of them has), or None."""
     only_a = set(sums_a.labels.tolist()) - set(sums_b.labels.tolist())
     only_b = set(sums_b.labels.tolist()) - set(sums_a.labels.tolist())
@@ -140,7 +140,7 @@ def same_groups_problem(a, sums_a: GroupSums, b, sums_b: GroupSums) -> str | Non
     return None
 
 
-def check_same_groups(a, sums_a: GroupSums, b, sums_b: GroupSums) -> None:
+def check_same_groups(a: object, sums_a: GroupSums, b: object, sums_b: GroupSums) -> None:
     problem = same_groups_problem(a, sums_a, b, sums_b)
     if problem:
         raise InputError(problem)

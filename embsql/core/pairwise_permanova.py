@@ -16,12 +16,14 @@ coordinates, when k >= d).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from itertools import combinations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from embsql.core.arguments import check_permutations, check_seed
-from embsql.core.labels import sort_key, text_key
+from embsql.core.labels import Labels, sort_key, text_key
 from embsql.core.permutation import canonical_order, permutation_result, pseudo_f
 from embsql.core.precision import check_spread
 from embsql.errors import DesignError, InputError
@@ -31,7 +33,7 @@ ADJUSTMENTS = ("holm", "bh", "bonferroni", None)
 BATCH = 128          # permutations per gather: bounds the (batch x k x k) index arrays
 
 
-def adjust(p_values, method: str | None) -> np.ndarray:
+def adjust(p_values: ArrayLike, method: str | None) -> NDArray[np.float64]:
     """Holm's step-down, Benjamini-Hochberg's step-up or Bonferroni adjusted p-values (as R's p.adjust)."""
     p = np.asarray(p_values, dtype=float)
     m = len(p)
@@ -52,14 +54,15 @@ def adjust(p_values, method: str | None) -> np.ndarray:
     return out
 
 
-def choose_pairs(names: list, pairs, group: str) -> list[tuple]:
+def choose_pairs(names: list[object], pairs: str | Iterable[Iterable[object]], group: str) -> list[tuple[object, object]]:
     """The pairs to test: every pair of groups in display order, or the given list, checked."""
     if isinstance(pairs, str):
         if pairs != "all":
             raise InputError(f"group_pairs must be 'all' or a list of (group, group) pairs, not {pairs!r}")
         return list(combinations(sorted(names, key=sort_key), 2))
     known = {text_key(n): n for n in names}
-    out, seen = [], set()
+    out: list[tuple[object, object]] = []
+    seen: set[frozenset[str]] = set()
     try:
         given = [tuple(p) for p in pairs]
     except TypeError:
@@ -86,10 +89,10 @@ def choose_pairs(names: list, pairs, group: str) -> list[tuple]:
 class _Groups:
     """The rows of each group in canonical order (embsql.permanova's), their sums and Gram blocks."""
 
-    def __init__(self, labels, unit: np.ndarray):
+    def __init__(self, labels: Labels, unit: NDArray[np.float64]) -> None:
         order = canonical_order(labels, None, unit)
         labels, unit = np.asarray(labels, dtype=object)[order], unit[order]
-        self.rows = {}
+        self.rows: dict[str, NDArray[np.float64]] = {}
         for text in sorted({text_key(x) for x in labels}):
             self.rows[text] = unit[np.fromiter((text_key(x) == text for x in labels), bool, len(labels))]
         self.sums = {g: rows.sum(axis=0) for g, rows in self.rows.items()}
@@ -157,8 +160,9 @@ def _pair_test(groups: _Groups, first: str, second: str, orders: np.ndarray | No
     return row
 
 
-def pairwise_rows(labels, unit: np.ndarray, *, pairs="all", p_adjust: str | None = "holm", permutations: int = 999,
-                  seed: int = 42, group: str = "group", progress=None) -> list[dict]:
+def pairwise_rows(labels: Labels, unit: NDArray[np.float64], *, pairs: str | Iterable[Iterable[object]] = "all",
+                  p_adjust: str | None = "holm", permutations: int = 999, seed: int = 42, group: str = "group",
+                  progress: Callable[[int, int], None] | None = None) -> list[dict]:
     """One row per pair of groups (PAIRWISE_COLUMNS); see embsql.pairwise_permanova."""
     check_permutations(permutations, allow_zero=True)
     check_seed(seed)

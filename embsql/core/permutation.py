@@ -18,14 +18,16 @@ p-value whatever order the database returned the rows in.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from embsql.core.arguments import check_permutations, check_seed
 from embsql.core.design import check_groups, check_total_spread
+from embsql.core.labels import Labels
 from embsql.core.precision import check_spread
 from embsql.core.wild_bootstrap import bootstrap_welch, cells, residual_gram, residuals
 from embsql.errors import DesignError, InputError
@@ -38,7 +40,7 @@ TIE_TOLERANCE = float(np.sqrt(np.finfo(float).eps))
 # Past F64_GRAM_MAX_N items float32 is used anyway: it halves the time to build the matrix and
 # the memory each permutation reads, and with thousands of items a permutation that ties the
 # observed grouping exactly (where float32 rounding could matter) has a negligible chance.
-GRAM_BYTES = {np.float64: 1 << 30, np.float32: 1 << 31}
+GRAM_BYTES: dict[type[np.float64] | type[np.float32], int] = {np.float64: 1 << 30, np.float32: 1 << 31}
 F64_GRAM_MAX_N = 2000
 BLOCK_ROWS = 2048             # rows per block when building a Gram matrix (bounds memory; see README)
 BATCH_PERMUTATIONS = 64       # permutations per matrix product when there are few groups
@@ -79,7 +81,8 @@ class Design:
         return len(self.codes)
 
 
-def canonical_order(labels, strata=None, data: np.ndarray | None = None, ids=None) -> np.ndarray:
+def canonical_order(labels: Labels, strata: Labels | None = None, data: np.ndarray | None = None,
+                    ids: Labels | None = None) -> NDArray[np.intp]:
     """Row order sorted by stratum, then label, then item id (if given) or the bytes of the row's
     data (vectors: equal vectors are interchangeable, so their order does not matter)."""
     labels = np.asarray(labels, dtype=object).astype(str)
@@ -93,7 +96,7 @@ def canonical_order(labels, strata=None, data: np.ndarray | None = None, ids=Non
     return order[np.lexsort([k[order] for k in keys])]
 
 
-def design(labels, strata=None) -> Design:
+def design(labels: Labels, strata: Labels | None = None) -> Design:
     """Integer codes for labels (and strata) that are already in canonical order."""
     names, codes = np.unique(np.asarray(labels, dtype=object).astype(str), return_inverse=True)
     if strata is None:
@@ -108,7 +111,7 @@ def design(labels, strata=None) -> Design:
     return Design(codes.astype(np.int64), strata_codes.astype(np.int64), groups)
 
 
-def shuffles(design: Design, permutations: int, seed: int):
+def shuffles(design: Design, permutations: int, seed: int) -> Iterator[NDArray[np.int64]]:
     """Yield row orders: each shuffles rows within strata; labels stay with positions."""
     rng = np.random.default_rng(seed)
     segments = np.split(np.arange(design.n), np.flatnonzero(np.diff(design.strata)) + 1)
@@ -119,7 +122,7 @@ def shuffles(design: Design, permutations: int, seed: int):
             else rng.permutation(design.n)
 
 
-def pseudo_f(ss_t: float, ss_w, n: int, groups: int):
+def pseudo_f(ss_t: float, ss_w: ArrayLike, n: int, groups: int) -> NDArray[np.float64]:
     ss_w = np.asarray(ss_w, dtype=float)
     with np.errstate(divide="ignore"):
         return np.where(ss_w > 0, ((ss_t - ss_w) / (groups - 1)) / (ss_w / (n - groups)), np.inf)
@@ -131,7 +134,7 @@ def _count(f_observed: float, f_permuted: np.ndarray) -> int:
     return int(np.sum(f_permuted >= f_observed - TIE_TOLERANCE * max(1.0, abs(f_observed))))
 
 
-def permutation_result(f_observed, f_permuted, method) -> PermutationTest:
+def permutation_result(f_observed: float, f_permuted: NDArray[np.float64], method: str) -> PermutationTest:
     b = _count(f_observed, f_permuted)
     return PermutationTest(float(f_observed), (b + 1) / (len(f_permuted) + 1), len(f_permuted), b, method)
 
@@ -175,7 +178,7 @@ class PackedGram:
     Entry (a, b) with a <= b is ``values[base[a] + b]``; ``base`` folds the band's offset and width in.
     """
 
-    def __init__(self, unit: np.ndarray, dtype=np.float32):
+    def __init__(self, unit: NDArray[np.floating], dtype: type[np.float64] | type[np.float32] = np.float32) -> None:
         z = np.ascontiguousarray(unit, dtype=dtype)
         n = len(z)
         lows = np.arange(0, n, BLOCK_ROWS)
@@ -195,7 +198,8 @@ def gather_threads() -> int:
                       else (os.cpu_count() or 1)))
 
 
-def over_threads(function, stacked: np.ndarray, reads: int) -> list:
+def over_threads(function: Callable[[NDArray[np.int64]], NDArray[np.float64]], stacked: NDArray[np.int64],
+                 reads: int) -> list[NDArray[np.float64]]:
     """``function`` on row slices of ``stacked`` (one batch of permutations), one slice per thread when
     the batch makes at least MIN_THREADED_READS random reads of a Gram matrix: the reads are cache
     misses, so threads keep more in flight (numpy releases the GIL in them).  The slices' results, in order."""
@@ -211,7 +215,7 @@ class _PairSums:
     """sum_g (1/n_g) sum_{i<j in g} M[perm i, perm j] for a symmetric matrix M whose entry (a, b), a <= b,
     is ``values[base[a] + b]`` (a PackedGram's upper triangle, or a full matrix with base = n * row)."""
 
-    def __init__(self, values: np.ndarray, base: np.ndarray, d: Design):
+    def __init__(self, values: np.ndarray, base: NDArray[np.int64], d: Design) -> None:
         self.values, self.base = values, base
         self.i, self.j, self.w = within_pairs(d.codes)
 
@@ -220,7 +224,7 @@ class _PairSums:
         matrix = np.ascontiguousarray(matrix)
         return cls(matrix.reshape(-1), np.arange(len(matrix), dtype=np.int64) * len(matrix), d)
 
-    def __call__(self, perm: np.ndarray) -> float:
+    def __call__(self, perm: NDArray[np.int64]) -> float:
         return float(self.batch([perm])[0])
 
     def _sums(self, stacked: np.ndarray) -> np.ndarray:
@@ -230,7 +234,7 @@ class _PairSums:
         # accumulate in float64 whatever the matrix holds
         return np.take(self.values, index).astype(np.float64) @ self.w
 
-    def batch(self, perms: list) -> np.ndarray:
+    def batch(self, perms: Sequence[NDArray[np.int64]]) -> NDArray[np.float64]:
         """Many permutations with one gather per thread (over_threads)."""
         stacked = np.stack(perms)
         return np.concatenate(over_threads(self._sums, stacked, len(stacked) * len(self.i)))
@@ -240,13 +244,13 @@ class _GramWithin:
     """SS_W from the Gram matrix: SS_W = n - sum_g ||s_g||^2 / n_g and, for unit vectors,
     ||s_g||^2 = n_g + 2 sum_{i<j in g} z_i.z_j, so SS_W = n - G - 2 (pair sums)."""
 
-    def __init__(self, packed: PackedGram, d: Design):
+    def __init__(self, packed: PackedGram, d: Design) -> None:
         self.pairs, self.constant = _PairSums(packed.values, packed.base, d), d.n - d.groups
 
-    def __call__(self, perm: np.ndarray) -> float:
+    def __call__(self, perm: NDArray[np.int64]) -> float:
         return self.constant - 2.0 * self.pairs(perm)
 
-    def batch(self, perms: list) -> np.ndarray:
+    def batch(self, perms: Sequence[NDArray[np.int64]]) -> NDArray[np.float64]:
         return self.constant - 2.0 * self.pairs.batch(perms).astype(np.float64)
 
 
@@ -257,7 +261,7 @@ class _CoordinateSums:
     segment sums and the squared norms of one block stay in cache.
     """
 
-    def __init__(self, unit: np.ndarray, d: Design):
+    def __init__(self, unit: NDArray[np.float64], d: Design) -> None:
         self.unit, self.n = unit, d.n
         self.order = np.argsort(d.codes, kind="stable")
         sizes = np.bincount(d.codes)
@@ -275,7 +279,7 @@ class _CoordinateSums:
         if len(sizes) > FEW_GROUPS:
             self.batch = None  # type: ignore[method-assign,assignment]  # many groups: the runner goes one by one
 
-    def batch(self, perms: list) -> np.ndarray:
+    def batch(self, perms: Sequence[NDArray[np.int64]]) -> NDArray[np.float64]:
         """Few groups: the group sums of many permutations as one matrix product (BLAS), with a
         0/1 matrix whose row (b, g) marks the items that permutation b puts in group g."""
         groups = len(self.inverse_sizes)
@@ -285,7 +289,7 @@ class _CoordinateSums:
         sums = (indicator @ self.unit).reshape(len(perms), groups, -1)
         return self.n - np.einsum("bgk,bgk->bg", sums, sums) @ self.inverse_sizes
 
-    def __call__(self, perm: np.ndarray) -> float:
+    def __call__(self, perm: NDArray[np.int64]) -> float:
         rows = perm[self.order]
         between = 0.0
         if self.size is not None:
@@ -303,14 +307,15 @@ class _CoordinateSums:
 POLL_BLOCK = 16   # permutations between calls of ``progress`` without a batch (it may stop the run)
 
 
-def _run(statistic_of: Callable[[np.ndarray], float], finish: Callable, d: Design, permutations, seed, progress,
-         method):
+def _run(statistic_of: Callable[[NDArray[np.int64]], float],
+         finish: Callable[[NDArray[np.float64]], NDArray[np.float64]], d: Design, permutations: int, seed: int,
+         progress: Callable[[int, int], None] | None, method: str) -> PermutationTest:
     """``statistic_of(perm)`` gives a raw value (SS_W, or the statistic itself), ``finish`` the statistic.
 
     ``progress(done, total)`` is called after every block (a fraction of a second): besides a
     progress bar it is how a caller stops the run (by raising), e.g. on an interrupt.
     """
-    f_observed = float(finish(statistic_of(np.arange(d.n))))
+    f_observed = float(finish(np.asarray(statistic_of(np.arange(d.n)), dtype=np.float64)))
     raw = np.empty(permutations)
     batch = getattr(statistic_of, "batch", None)
     step = BATCH_PERMUTATIONS if batch is not None else POLL_BLOCK
@@ -323,7 +328,8 @@ def _run(statistic_of: Callable[[np.ndarray], float], finish: Callable, d: Desig
     return permutation_result(f_observed, finish(raw), method)
 
 
-def welch_statistic(sizes: np.ndarray, ss: np.ndarray, centroid_sq: np.ndarray):
+def welch_statistic(sizes: NDArray[np.float64], ss: NDArray[np.float64],
+                    centroid_sq: NDArray[np.float64]) -> NDArray[np.float64]:
     """W*_d (Hamidi et al. 2019, eq. 4) from group sizes n_g, within sums of squares SS_g (..., G) and
     squared distances between group centroids (..., G, G):
 
@@ -355,13 +361,13 @@ class _WelchVectors:
     """W*_d of unit vectors regrouped by a permutation: group sums give SS_g = n_g - ||s_g||^2 / n_g
     and the centroids s_g / n_g."""
 
-    def __init__(self, unit: np.ndarray, d: Design):
+    def __init__(self, unit: NDArray[np.float64], d: Design) -> None:
         self.unit = unit
         self.order = np.argsort(d.codes, kind="stable")
         self.sizes = np.bincount(d.codes).astype(float)
         self.starts = np.r_[0, np.cumsum(self.sizes)[:-1]].astype(np.int64)
 
-    def __call__(self, perm: np.ndarray) -> float:
+    def __call__(self, perm: NDArray[np.int64]) -> float:
         sums = np.add.reduceat(self.unit[perm[self.order]], self.starts, axis=0)
         ss = self.sizes - np.einsum("gk,gk->g", sums, sums) / self.sizes
         return float(welch_statistic(self.sizes, ss, _centroid_sq(sums / self.sizes[:, None])))
@@ -372,16 +378,16 @@ class _WelchDistances:
     j in h of d_ij^2, SS_g = B_gg / (2 n_g) and ||c_g - c_h||^2 = B_gh / (n_g n_h) - SS_g / n_g - SS_h / n_h
     (the centroids of the principal-coordinates embedding; Hamidi et al. 2019, eqs. 5-6)."""
 
-    def __init__(self, squared: np.ndarray, d: Design):
+    def __init__(self, squared: NDArray[np.float64], d: Design) -> None:
         self.squared, self.codes = squared, d.codes
         self.sizes = np.bincount(d.codes).astype(float)
         self.order = np.argsort(d.codes, kind="stable")
         self.starts = np.r_[0, np.cumsum(self.sizes)[:-1]].astype(np.int64)
 
-    def __call__(self, perm: np.ndarray) -> float:
+    def __call__(self, perm: NDArray[np.int64]) -> float:
         return float(self.batch([perm])[0])
 
-    def batch(self, perms: list) -> np.ndarray:
+    def batch(self, perms: Sequence[NDArray[np.int64]]) -> NDArray[np.float64]:
         groups, n = len(self.sizes), len(self.codes)
         indicator = np.zeros((n, len(perms) * groups))
         for b, perm in enumerate(perms):
@@ -397,7 +403,8 @@ class _WelchDistances:
         return out
 
 
-def _wild_bootstrap(observed: float, d: Design, samples: int, seed: int, progress, **residual) -> PermutationTest:
+def _wild_bootstrap(observed: float, d: Design, samples: int, seed: int, progress: Callable[[int, int], None] | None,
+                    **residual: NDArray[np.float64]) -> PermutationTest:
     """p of W*_d against its group-wise wild bootstrap (embsql.core.wild_bootstrap).  With strata, no
     stratum holding two groups leaves nothing to compare: p = 1, as a permutation within strata gives."""
     if not any(len(np.unique(d.codes[d.strata == s])) > 1 for s in np.unique(d.strata)):
@@ -456,7 +463,8 @@ def welch_left_out(d: Design) -> tuple[np.ndarray, str | None]:
                   "every group, exact only if their spreads have the same shape)")
 
 
-def _left_out_result(d: Design, keep: np.ndarray, note: str, run) -> PermutationTest:
+def _left_out_result(d: Design, keep: NDArray[np.bool_], note: str,
+                     run: Callable[[Design, NDArray[np.intp]], PermutationTest]) -> PermutationTest:
     """Run ``run(subset design, kept rows)`` on the kept items; with fewer than two groups left, no test."""
     kept_groups = len(np.unique(d.codes[keep]))
     left = len(np.unique(cells(d.codes, d.strata)[~keep]))
@@ -470,7 +478,7 @@ def _left_out_result(d: Design, keep: np.ndarray, note: str, run) -> Permutation
                            left, int((~keep).sum()), note)
 
 
-def gram_dtype(n: int):
+def gram_dtype(n: int) -> type[np.float64] | type[np.float32] | None:
     """The most precise float type whose n x n Gram matrix fits its budget, or None."""
     return next((t for t, budget in GRAM_BYTES.items() if n * n * np.dtype(t).itemsize <= budget
                  and (t is not np.float64 or n <= F64_GRAM_MAX_N)), None)
@@ -497,7 +505,8 @@ def choose_method(n: int, dim: int, codes: np.ndarray, permutations: int = 999) 
     return "pairs" if gram_dtype(n) is not None and pairs < permutations * n * dim else "coordinates"
 
 
-def within_sums(unit: np.ndarray, d: Design, method: str = "auto", permutations: int = 999):
+def within_sums(unit: NDArray[np.float64], d: Design, method: str = "auto",
+                permutations: int = 999) -> tuple[_GramWithin | _CoordinateSums, str]:
     """SS_W of unit vectors regrouped by permutations: a callable ``f(perm)`` (some with ``f.batch(perms)``),
     by the pairs or the coordinates method (``'auto'``: choose_method)."""
     method = choose_method(d.n, unit.shape[1], d.codes, permutations) if method == "auto" else method
@@ -511,14 +520,14 @@ def within_sums(unit: np.ndarray, d: Design, method: str = "auto", permutations:
     raise InputError(f"method must be 'auto', 'pairs' or 'coordinates', not {method!r}")
 
 
-def _check_run(permutations, seed, statistic, d: Design) -> None:
+def _check_run(permutations: int, seed: int, statistic: str, d: Design) -> None:
     check_permutations(permutations)
     check_seed(seed)
     _check_statistic(statistic, d)
 
 
-def permanova_vectors(unit: np.ndarray, d: Design, *, permutations: int = 999, seed: int = 42,
-                      method: str = "auto", progress=None, statistic: str = "pseudo-f",
+def permanova_vectors(unit: NDArray[np.float64], d: Design, *, permutations: int = 999, seed: int = 42,
+                      method: str = "auto", progress: Callable[[int, int], None] | None = None, statistic: str = "pseudo-f",
                       null: str | None = None) -> PermutationTest:
     """Permutation test of pseudo-F for unit vectors (rows of ``unit``, canonical order), or test of
     W*_d, its null from the wild bootstrap or label permutation (``null``; None or 'auto': default_null)."""
@@ -548,8 +557,9 @@ def permanova_vectors(unit: np.ndarray, d: Design, *, permutations: int = 999, s
     return _run(within, lambda ss_w: pseudo_f(ss_t, ss_w, n, d.groups), d, permutations, seed, progress, method)
 
 
-def permanova_distances(squared: np.ndarray, d: Design, *, permutations: int = 999, seed: int = 42,
-                        progress=None, statistic: str = "pseudo-f", null: str | None = None) -> PermutationTest:
+def permanova_distances(squared: NDArray[np.float64], d: Design, *, permutations: int = 999, seed: int = 42,
+                        progress: Callable[[int, int], None] | None = None, statistic: str = "pseudo-f",
+                        null: str | None = None) -> PermutationTest:
     """Permutation test of pseudo-F (or W*_d, by default against its wild bootstrap on the residual
     inner products of the principal-coordinates embedding) from an n x n matrix of squared dissimilarities."""
     _check_run(permutations, seed, statistic, d)

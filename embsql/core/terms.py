@@ -12,12 +12,13 @@ members' columns; only column spaces matter for sums of squares, so no contrast 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
 
-from embsql.core.labels import clean_labels
+from embsql.core.labels import Labels, clean_labels
 from embsql.errors import DesignError, InputError
 
 
@@ -33,7 +34,7 @@ class Term:
         return len(self.columns)
 
 
-def parse_terms(specs) -> list[Term]:
+def parse_terms(specs: str | Iterable[object]) -> list[Term]:
     """Terms from labels such as ["language", "topic"], ["a:b"], ["a*b"] (= a + b + a:b)."""
     if isinstance(specs, str):
         specs = [specs]
@@ -99,14 +100,14 @@ class Variable:
         return self.values[:, None]
 
 
-def is_numeric(values) -> bool:
+def is_numeric(values: Iterable[object]) -> bool:
     """Numbers (ints, floats; not booleans) make a covariate; anything else a factor."""
     present = [v for v in values if v is not None]
     return bool(present) and all(isinstance(v, (int, float, np.integer, np.floating))
                                  and not isinstance(v, (bool, np.bool_)) for v in present)
 
 
-def variable(name: str, values) -> Variable:
+def variable(name: str, values: Labels) -> Variable:
     """A column as a factor or covariate; NULL (or NaN) refused naming the column."""
     values = np.asarray(values, dtype=object)
     if is_numeric(values):

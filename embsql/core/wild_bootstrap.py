@@ -22,10 +22,15 @@ distance matrix (its Gower-centred matrix, double-centred again within cells).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
+from numpy.typing import NDArray
 
 BATCH = 64                    # bootstrap samples per block (bounds memory: BATCH x G x d)
 PRODUCTS_MAX = 1 << 22        # at most this many group-sum products per block (many groups: smaller blocks)
+# W*_d from group sizes, within sums of squares and squared centroid distances (permutation.welch_statistic)
+WelchStatistic = Callable[[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]], NDArray[np.float64]]
 
 
 def cells(codes: np.ndarray, strata: np.ndarray) -> np.ndarray:
@@ -62,11 +67,12 @@ def residual_gram(squared: np.ndarray, cell: np.ndarray) -> np.ndarray:
     return r * scale[:, None] * scale[None, :]
 
 
-def signs(rng: np.random.Generator, shape) -> np.ndarray:
+def signs(rng: np.random.Generator, shape: int | tuple[int, ...]) -> NDArray[np.float64]:
     return np.where(rng.random(shape) < 0.5, -1.0, 1.0)
 
 
-def _welch_from_products(sizes, norms_by_group, products, welch_statistic):
+def _welch_from_products(sizes: NDArray[np.float64], norms_by_group: NDArray[np.float64], products: NDArray[np.float64],
+                         welch_statistic: WelchStatistic) -> NDArray[np.float64]:
     """W*_d of bootstrap samples from C[b, g, h] = s*_g . s*_h (group sums) and sum_{i in g} v_i^2 ||e_i||^2."""
     diagonal = np.einsum("bgg->bg", products)
     ss = norms_by_group - diagonal / sizes
@@ -75,24 +81,33 @@ def _welch_from_products(sizes, norms_by_group, products, welch_statistic):
     return welch_statistic(sizes, ss, centroid_sq)
 
 
-def bootstrap_welch(codes: np.ndarray, samples: int, seed: int, welch_statistic, *, coordinates=None, gram=None,
-                    progress=None) -> np.ndarray:
+def bootstrap_welch(codes: np.ndarray, samples: int, seed: int, welch_statistic: WelchStatistic, *,
+                    coordinates: NDArray[np.float64] | None = None, gram: NDArray[np.float64] | None = None,
+                    progress: Callable[[int, int], None] | None = None) -> NDArray[np.float64]:
     """W*_d of ``samples`` wild-bootstrap samples of the residuals (rows of ``coordinates`` or the
     residual Gram matrix ``gram``), items grouped by ``codes``."""
+    if coordinates is not None and gram is not None:
+        raise ValueError("bootstrap_welch takes the residuals as coordinates or as gram, not both")
+    if coordinates is not None:
+        norms = np.einsum("ik,ik->i", coordinates, coordinates)
+    elif gram is not None:
+        norms = np.diag(gram).copy()
+    else:
+        raise ValueError("bootstrap_welch needs the residuals, as coordinates or as gram")
     rng = np.random.default_rng(seed)
     n, groups = len(codes), int(codes.max()) + 1
     sizes = np.bincount(codes, minlength=groups).astype(float)
-    norms = np.einsum("ik,ik->i", coordinates, coordinates) if gram is None else np.diag(gram).copy()
     members = [np.flatnonzero(codes == g) for g in range(groups)]
     step = max(1, min(BATCH, PRODUCTS_MAX // groups ** 2))     # C[b, g, h] holds step x G x G numbers
     out = np.empty(samples)
     for low in range(0, samples, step):
         v = signs(rng, (min(step, samples - low), n))
-        if gram is None:
+        if coordinates is not None:
             # group sums of v_i e_i for each sample: (b, g, d), by one product per group
             sums = np.stack([v[:, m] @ coordinates[m] for m in members], axis=1)
             products = sums @ np.swapaxes(sums, 1, 2)
         else:
+            assert gram is not None   # checked above
             # column h: sum over i in g of v_i (sum over j in h of R_ij v_j); b n^2 work in all
             weighted = [v[:, m] @ gram[m] for m in members]
             products = np.stack([np.stack([(v[:, m] * w[:, m]).sum(axis=1) for m in members], axis=1)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Iterator
+from typing import cast
 
 import duckdb
 import pyarrow as pa
@@ -28,11 +30,11 @@ from embsql.errors import EngineError, InputError
 _MODULES = {"duckdb": duckdb_engine, "spark": spark, "postgres": postgres}
 
 
-def _loaded(module: str, name: str):
+def _loaded(module: str, name: str) -> type | None:
     return getattr(sys.modules[module], name, None) if module in sys.modules else None
 
 
-def dialect_of(connection) -> str:
+def dialect_of(connection: object) -> str:
     """The sqlglot dialect of ``connection``: "duckdb", "spark" or "postgres"."""
     if isinstance(connection, duckdb.DuckDBPyConnection):
         return "duckdb"
@@ -59,7 +61,7 @@ def errors_of(dialect: str) -> tuple[type[BaseException], ...]:
     return tuple(cls for cls in found if cls is not None)
 
 
-def fetch_arrow(connection, sql: str) -> pa.Table:
+def fetch_arrow(connection: object, sql: str) -> pa.Table:
     """Run one SELECT on ``connection``'s engine; its result as Arrow with the query's column names.
 
     Integer columns come back as int64 and floating or decimal ones as float64 (integral decimals,
@@ -76,7 +78,7 @@ def fetch_arrow(connection, sql: str) -> pa.Table:
     return uniform(table)
 
 
-def load_table(connection, name: str, table: pa.Table, *, vector_type: str | None = None) -> None:
+def load_table(connection: object, name: str, table: pa.Table, *, vector_type: str | None = None) -> None:
     """Create or replace table ``name`` on ``connection``'s engine with the rows of ``table``.
 
     For tests and benchmarks. Lists of numbers (list, large_list, fixed_size_list) become
@@ -93,7 +95,8 @@ def load_table(connection, name: str, table: pa.Table, *, vector_type: str | Non
         raise InputError(f"vector_type is for PostgreSQL; {dialect} stores vectors as arrays of doubles")
     try:
         if dialect == "postgres":
-            postgres.load(connection, name, table, vector_type or "double precision[]")
+            # dialect_of recognised a psycopg (or psycopg2) connection
+            postgres.load(cast("postgres.Connection", connection), name, table, vector_type or "double precision[]")
         else:
             _MODULES[dialect].load(connection, name, table)
     except errors_of(dialect) as error:
@@ -104,7 +107,8 @@ ENGINES = ("postgres", "spark")
 
 
 @contextlib.contextmanager
-def connect(engine: str, *, dsn: str | None = None, spark_master: str | None = None):
+def connect(engine: str, *, dsn: str | None = None,
+            spark_master: str | None = None) -> Iterator[postgres.Connection | spark.Session]:
     """A connection to ``engine`` for the command line: PostgreSQL from a libpq ``dsn`` (psycopg 3),
     Spark as a SparkSession on ``spark_master`` (default local[*]); closed (stopped) on exit.
 

@@ -13,14 +13,14 @@ from embsql.errors import InputError
 ERRORS = (duckdb.Error,)
 
 
-def fetch(connection, sql: str) -> pa.Table:
+def fetch(connection: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
     relation = connection.sql(sql)
     if relation is None:
         raise InputError("fetch_arrow needs a query that returns rows (a SELECT)")
     return relation.to_arrow_table()
 
 
-def load(connection, name: str, table: pa.Table) -> None:
+def load(connection: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> None:
     view = f"embsql_load_{uuid.uuid4().hex}"
     connection.register(view, table)
     try:

@@ -9,6 +9,9 @@ it, and the hash table of 10,000 groups spilled 2.7 GB to temporary files at the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, TypeAlias
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,6 +20,13 @@ from sqlglot import exp
 from embsql.engines.tables import loadable
 from embsql.errors import EngineError, InputError
 from embsql.io.portable_sums import version_tuple
+
+if TYPE_CHECKING:   # optional dependencies: only for the annotations
+    import psycopg
+    import psycopg2.extensions
+
+    # the connections fetch takes (load needs psycopg 3's COPY)
+    Connection: TypeAlias = "psycopg.Connection[Any] | psycopg2.extensions.connection"
 
 CONNECTIONS = (("psycopg", "Connection"), ("psycopg2.extensions", "connection"))
 ERRORS = (("psycopg", "Error"), ("psycopg2", "Error"))
@@ -44,35 +54,35 @@ def _pg_column(values: list, oid: int) -> pa.Array:
         return pa.array(values)
 
 
-def fetch(connection, sql: str) -> pa.Table:
+def fetch(connection: Connection, sql: str) -> pa.Table:
     # psycopg 3: run inside a transaction block (a savepoint when one is open), so a failed query
     # does not leave the caller's connection in an aborted transaction
     block = connection.transaction() if hasattr(connection, "transaction") else None
     cursor = connection.cursor()
-    def run():
+    def run() -> tuple[list[Any], list[Any]]:
         if block is not None:
             for setting in SETTINGS:
                 cursor.execute(setting)
         cursor.execute(sql)
         if cursor.description is None:  # raised inside the block: a statement run by mistake is rolled back
             raise InputError("fetch_arrow needs a query that returns rows (a SELECT)")
-        return cursor.fetchall()
+        return cursor.fetchall(), list(cursor.description)
 
     try:
         if block is not None:
             with block:
-                rows = run()
+                rows, description = run()
         else:
-            rows = run()
-        names = [column.name if hasattr(column, "name") else column[0] for column in cursor.description]
-        oids = [column.type_code if hasattr(column, "type_code") else column[1] for column in cursor.description]
+            rows, description = run()
+        names = [column.name if hasattr(column, "name") else column[0] for column in description]
+        oids = [column.type_code if hasattr(column, "type_code") else column[1] for column in description]
     finally:
         cursor.close()
     arrays = [_pg_column([row[i] for row in rows], oid) for i, oid in enumerate(oids)]
     return pa.Table.from_arrays(arrays, names=names)
 
 
-def extension_version(connection) -> str | None:
+def extension_version(connection: Connection) -> str | None:
     """The installed pgvector version ("0.6.2"), or None without the extension."""
     rows = fetch(connection, "SELECT extversion FROM pg_extension WHERE extname = 'vector'").column(0).to_pylist()
     return rows[0] if rows else None
@@ -102,7 +112,7 @@ def _records(*fields: tuple[str, tuple], size: int) -> np.ndarray:
     return records
 
 
-def _scalar_records(values, code: str) -> np.ndarray:
+def _scalar_records(values: np.ndarray, code: str) -> np.ndarray:
     """Fixed-width values as packed COPY fields: <int32 width><big-endian value>."""
     return _records(("length", (">i4", np.dtype(code).itemsize)), ("value", (code, values)), size=len(values))
 
@@ -162,7 +172,7 @@ def _copy_fields(array: pa.Array, sql_type: str) -> pa.Array:
     return pc.if_else(array.is_null(), _NULL_FIELD, fields) if array.null_count else fields
 
 
-def _copy_chunks(table: pa.Table, sql_types: list[str], chunk_bytes: int = 32_000_000):
+def _copy_chunks(table: pa.Table, sql_types: list[str], chunk_bytes: int = 32_000_000) -> Iterator[bytes | memoryview]:
     """The binary COPY stream in pieces of about ``chunk_bytes`` of Arrow data (bounded memory)."""
     yield _COPY_HEADER
     count = pa.scalar(len(table.column_names).to_bytes(2, "big"), pa.binary())
@@ -182,7 +192,7 @@ def _quoted(name: str) -> str:
     return exp.to_identifier(name, quoted=True).sql("postgres")
 
 
-def load(connection, name: str, table: pa.Table, vector_type: str = "double precision[]") -> None:
+def load(connection: Connection, name: str, table: pa.Table, vector_type: str = "double precision[]") -> None:
     """Create table ``name`` by binary COPY; lists of numbers become ``vector_type`` columns.
 
     pgvector's ``vector`` is sent as float32 (unconstrained: each row keeps its length);
@@ -218,7 +228,7 @@ def load(connection, name: str, table: pa.Table, vector_type: str = "double prec
                                f"USING {_quoted(column)}::halfvec")
 
 
-def _require_pgvector(connection, column: str, vector_type: str) -> None:
+def _require_pgvector(connection: Connection, column: str, vector_type: str) -> None:
     version = extension_version(connection)
     if version is None:
         raise EngineError(f"postgres: column {column!r} needs pgvector's {vector_type} type, and this server has "

@@ -23,7 +23,9 @@ import shutil
 import tempfile
 import uuid
 import warnings
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -37,12 +39,19 @@ from embsql.errors import EngineError
 from embsql.io.columns import B, G, V
 from embsql.io.portable_sums import BAD, LEN_MAX, LEN_MIN, NULLS, SUM_PREFIX, WITHIN, Dimensions, N
 
+if TYPE_CHECKING:   # optional dependency: only for the annotations
+    from pyspark.sql import SparkSession
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+    from pyspark.sql.types import DataType
+
+    Session: TypeAlias = "SparkSession | ConnectSession"   # a classic session or a Spark Connect one
+
 # (module, class) of the connections and of the errors, looked up only once they are imported
 CONNECTIONS = (("pyspark.sql.session", "SparkSession"), ("pyspark.sql.connect.session", "SparkSession"))
 ERRORS = (("pyspark.errors", "PySparkException"), ("py4j.protocol", "Py4JError"))
 
 
-def fetch(session, sql: str) -> pa.Table:
+def fetch(session: Session, sql: str) -> pa.Table:
     frame = session.sql(sql)
     if hasattr(frame, "toArrow"):  # pyspark >= 4
         return frame.toArrow()
@@ -61,7 +70,7 @@ def _spark_directory() -> Path:
     return _spark_files
 
 
-def load(session, name: str, table: pa.Table) -> None:
+def load(session: Session, name: str, table: pa.Table) -> None:
     # a Parquet file read back by Spark: bounded memory on both sides, unlike a driver-side
     # DataFrame of the whole table; the view lives as long as the session (and the file)
     table, _ = loadable(table, "spark")
@@ -108,7 +117,7 @@ def note(table: exp.Expression, group: str, vector: str, by: str | None = None) 
 NAN_LABEL = float("nan")     # every NaN label as this one object: a dict finds it (identity), so NaN rows are one group
 
 
-def label_key(value):
+def label_key(value: object) -> object:
     """A group or model value as a dict key: one NaN (stage 2 refuses it, counting all its rows), and
     -0.0 as 0.0, as GROUP BY on the other engines groups them."""
     if isinstance(value, float) and (value != value or value == 0.0):
@@ -120,11 +129,12 @@ class PartialSums:
     """One worker's running figures per (model, group): an Accumulator per model (n_g, s_g,
     within) and the checks stage 2 reads (rows, NULL vectors, lengths, bad and NaN rows)."""
 
-    def __init__(self, dims: dict):
+    def __init__(self, dims: dict[object, int | None]) -> None:
         self.dims = dims
-        self.models: dict = {}      # model value -> (Accumulator, checks {name: array})
+        # model value -> (Accumulator, checks {name: array})
+        self.models: dict[object, tuple[Accumulator, dict[str, np.ndarray]]] = {}
 
-    def _model(self, value):
+    def _model(self, value: object) -> tuple[Accumulator, dict[str, np.ndarray]]:
         if value not in self.models:
             d = self.dims.get(value)
             self.models[value] = (Accumulator(dim=d or 1), {})
@@ -138,7 +148,7 @@ class PartialSums:
             part = batch if rows is None else batch.take(pa.array(rows))
             self._add_model(value, part.column(1), part.column(2))
 
-    def _add_model(self, value, labels: pa.Array, vectors: pa.Array) -> None:
+    def _add_model(self, value: object, labels: pa.Array, vectors: pa.Array) -> None:
         accumulator, checks = self._model(value)
         d = self.dims.get(value)
         encoded = pc.dictionary_encode(labels, null_encoding="encode")
@@ -187,7 +197,7 @@ class PartialSums:
             x, codes = x[keep], codes[keep]
         accumulator.add(codes, x, where=lambda i: "")
 
-    def tables(self, schema: pa.Schema):
+    def tables(self, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         """One record batch per model: the partial figures of each of its groups."""
         for value, (accumulator, checks) in self.models.items():
             size = len(accumulator.labels)
@@ -211,9 +221,10 @@ def partial_schema(key_types: pa.Schema) -> pa.Schema:
                       pa.field(WITHIN, pa.float64()), pa.field(SUMS, pa.list_(pa.float64()))])
 
 
-def partial_sums(dims: dict, schema: pa.Schema):
+def partial_sums(dims: dict[object, int | None],
+                 schema: pa.Schema) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function each worker runs over its partition's Arrow batches (mapInArrow)."""
-    def run(batches):
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         partial = PartialSums(dims)
         for batch in batches:
             partial.add(batch)
@@ -232,7 +243,7 @@ def merge(partials: pa.Table, dims: Dimensions) -> pa.Table:
     codes = np.fromiter((keys.setdefault((b, g), len(keys)) for b, g in zip(models, labels)), np.int64, len(labels))
     size = len(keys)
 
-    def column(name):
+    def column(name: str) -> np.ndarray:
         return np.asarray(partials.column(name).to_numpy(zero_copy_only=False))
 
     high = dims.high
@@ -255,10 +266,10 @@ def merge(partials: pa.Table, dims: Dimensions) -> pa.Table:
     spread = good * np.einsum("ij,ij->i", delta, delta)
     within = np.bincount(codes, weights=column(WITHIN) + spread, minlength=size)
 
-    def summed(name):
+    def summed(name: str) -> pa.Array:
         return pa.array(np.bincount(codes, weights=column(name), minlength=size).astype(np.int64))
 
-    def extreme(name, ufunc, fill):
+    def extreme(name: str, ufunc: np.ufunc, fill: int) -> pa.Array:
         values = partials.column(name).fill_null(fill).to_numpy(zero_copy_only=False).astype(np.int64)
         out = np.full(size, fill, np.int64)
         ufunc.at(out, codes, values)
@@ -273,7 +284,7 @@ def merge(partials: pa.Table, dims: Dimensions) -> pa.Table:
     return pa.table(columns)
 
 
-def group_sums(session, table: exp.Expression, group: str, vector: str, dims: Dimensions,
+def group_sums(session: Session, table: exp.Expression, group: str, vector: str, dims: Dimensions,
                by: str | None = None) -> pa.Table:
     """Stage 1 on Spark: per (model, group) the counts, the checks, the within-group sum of squares
     and the d coordinate sums, in group_sums_query's columns (see the module's docstring).
@@ -314,7 +325,7 @@ BATCH_BYTES = 128_000_000     # of vector coordinates per Arrow batch (41,666 ro
 
 
 @contextlib.contextmanager
-def batch_rows(session, rows: int):
+def batch_rows(session: Session, rows: int) -> Iterator[None]:
     """spark.sql.execution.arrow.maxRecordsPerBatch set to ``rows`` for a while (restored after).
 
     Spark's default, 10,000 rows, leaves about 2 rows per group in a batch at G = 5,000, and the
@@ -331,7 +342,7 @@ def batch_rows(session, rows: int):
             session.conf.set(key, before)
 
 
-def _arrow_type(spark_type) -> pa.DataType:
+def _arrow_type(spark_type: DataType) -> pa.DataType:
     from pyspark.sql.pandas.types import to_arrow_type
 
     return to_arrow_type(spark_type)

@@ -24,6 +24,9 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
 
 import duckdb
 
@@ -81,12 +84,15 @@ def interrupt(con: duckdb.DuckDBPyConnection) -> None:
     con.interrupt()
 
 
-def _counting_handler(previous):
-    def handler(signum, frame):
+SignalHandler = Callable[[int, FrameType | None], Any]   # what signal.signal takes (and getsignal gives)
+
+
+def _counting_handler(previous: SignalHandler) -> SignalHandler:
+    def handler(signum: int, frame: FrameType | None) -> Any:
         _bump()
         return previous(signum, frame)
 
-    handler.embsql_counts_interrupts = True
+    handler.embsql_counts_interrupts = True  # type: ignore[attr-defined]  # how stop_on_ctrl_c knows its own
     return handler
 
 
@@ -109,10 +115,10 @@ def stop_on_ctrl_c(enable: object = True) -> None:
 class Watch:
     """``watch(done, total)`` raises QueryInterrupted once an interrupt came after the watch began."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.start = _count
 
-    def __call__(self, done=None, total=None) -> None:
+    def __call__(self, done: int | None = None, total: int | None = None) -> None:
         if _count != self.start:
             raise QueryInterrupted("the query was interrupted; the permutation test stopped"
                                    + ("" if done is None else f" after {done} of {total} permutations"))
