@@ -173,7 +173,7 @@ def sql_macro_anova(con, table: str) -> dict:
 
 def python_anova(con, table: str) -> dict:
     """(b) embsql.anova: one wide aggregate query in DuckDB + a numpy finish."""
-    return embsql.anova(con, table, "g", "v").to_dicts()[0]
+    return embsql.anova(con, table, group="g", vector="v").to_dicts()[0]
 
 
 def load_baseline(root: Path, name: str = "embsql_baseline"):
@@ -190,7 +190,7 @@ def load_baseline(root: Path, name: str = "embsql_baseline"):
 def side_by_side(con, table: str, baseline, repeats: int) -> tuple[float, float, dict, dict]:
     """Best-of-``repeats`` times of the baseline's and this checkout's embsql.anova, run alternately
     so a change in the machine's load hits both; returns (t_baseline, t_current, rows)."""
-    runs = {"baseline": lambda: baseline.anova(con, table, "g", "v").to_dicts()[0],
+    runs = {"baseline": lambda: baseline.anova(con, table, group="g", vector="v").to_dicts()[0],
             "current": lambda: python_anova(con, table)}
     times, rows = {k: [] for k in runs}, {}
     for _ in range(repeats):

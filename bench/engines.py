@@ -7,9 +7,11 @@ and PostgreSQL with pgvector (vector), over the same table.
 
 A report (sections decomposition, jackknife, bootstrap, compare: the ones that need only the group
 sums) runs through ``embsql.run_on(connection, report)``: stage 1 (a length probe and one wide
-aggregate) on the engine, stage 2 here.  Printed per engine: the load time (not part of the report
-time), the report time (best of --repeats; one run when the first takes longer than --slow
-seconds), its ratio to DuckDB, the bytes stage 1 returned (O(G d): compared with n d 4, the rows
+aggregate; on Spark, Python workers; on DuckDB, which runs in this process, the rows streamed
+through embsql.anova's one-pass accumulator) on the engine, stage 2 here.  "duckdb-sql" is DuckDB
+with the wide aggregate the other engines run, for the ratio of the two routes.  Printed per engine:
+the load time (not part of the report time), the report time (best of --repeats; one run when the
+first takes longer than --slow seconds), its ratio to DuckDB, the bytes stage 1 returned (O(G d): compared with n d 4, the rows
 themselves), the RSS of this process, and the largest relative difference of every figure from
 DuckDB's (it must be <= 1e-9: the engines only add in another order; for pgvector, which stores and
 multiplies in float32, the decomposition within its derived float32 bound, 6 * 2^-23 / min(R² V, W̄),
@@ -44,9 +46,11 @@ from sqlglot import exp
 import embsql
 from embsql.core.sums import HUGE_SQUARED, TINY_SQUARED
 from embsql.engines.connections import fetch_arrow, load_table
-from embsql.io import portable_sums
+from embsql.io import duckdb_sums
 from embsql.io.columns import B, G
 from embsql.io.portable_sums import BAD, LEN_MAX, LEN_MIN, NULLS, SUM_PREFIX, WITHIN, N
+from embsql.io.sources import source_expression
+from embsql.io.sql import run_sql
 
 # bench/ (the script's directory) is first on sys.path; the engine fixtures live in tests/
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -139,8 +143,8 @@ def spark_engine(args):
         yield session
 
 
-ENGINES = {"duckdb": duckdb_engine, "postgres": postgres_engine, "pgvector": pgvector_engine, "spark": spark_engine,
-           "spark-wide": spark_engine, "spark-summarizer": spark_engine}
+ENGINES = {"duckdb": duckdb_engine, "duckdb-sql": duckdb_engine, "postgres": postgres_engine, "pgvector": pgvector_engine,
+           "spark": spark_engine, "spark-wide": spark_engine, "spark-summarizer": spark_engine}
 LOAD_OPTIONS = {"pgvector": {"vector_type": "vector"}}
 EPS32 = 2.0 ** -23
 
@@ -279,9 +283,13 @@ def summarizer_sums(session, sql: str, dims) -> pa.Table:
 
 
 def run_report(name: str, con, report):
-    """embsql.run_on; "spark-wide" is Spark with the portable wide aggregate (one SUM and one VAR_POP
-    per coordinate), "spark-summarizer" Spark with the previous stage 1 (higher-order functions and
-    pyspark.ml's Summarizer), each for a side-by-side ratio with what run_on runs."""
+    """embsql.run_on; "duckdb-sql" is DuckDB with the portable wide aggregate (one SUM and one VAR_POP
+    per coordinate: what the other engines run, and what the report ran on DuckDB before it streamed
+    the rows through embsql.anova's accumulator), "spark-wide" Spark with the same aggregate,
+    "spark-summarizer" Spark with the previous stage 1 (higher-order functions and pyspark.ml's
+    Summarizer), each for a side-by-side ratio with what run_on runs."""
+    if name == "duckdb-sql":
+        return report.run_stage1(lambda sql: run_sql(con, sql), "duckdb")
     if name == "spark-wide":
         return report.run_stage1(lambda sql: fetch_arrow(con, sql), "spark")
     if name == "spark-summarizer":
@@ -322,9 +330,7 @@ def run_engine(name: str, args, table: pa.Table, report) -> dict:
                 break
         stage2 = None
         if name == "duckdb":  # stage 2 alone, on the sums: the same work for every engine
-            sums = fetch_arrow(con, result.meta["sql"])
-            dims = portable_sums.Dimensions({k: v for k, v in result.meta["dimensions"].items()})
-            parts = portable_sums.group_sums_from_result(sums, "topic", "vec", dims, "model")
+            parts = duckdb_sums.streamed_sums(con, "emb", source_expression("emb"), "topic", "vec", "model").parts
             t0 = time.perf_counter()
             report.finish(parts)
             stage2 = time.perf_counter() - t0
@@ -345,9 +351,10 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=1_000_000, help="rows (two models of n/2 items)")
     parser.add_argument("--d", type=int, default=384)
     parser.add_argument("--groups", type=int, default=5000)
-    parser.add_argument("--engines", default="duckdb,pgvector,postgres,spark",
-                        help="comma-separated; duckdb always runs first; spark-wide: Spark with the wide SQL aggregate, "
-                             "spark-summarizer: Spark with the previous (Summarizer) stage 1")
+    parser.add_argument("--engines", default="duckdb,duckdb-sql,pgvector,postgres,spark",
+                        help="comma-separated; duckdb always runs first; duckdb-sql: DuckDB with the wide SQL aggregate "
+                             "(the report's stage 1 on DuckDB before it streamed the rows); spark-wide: Spark with the "
+                             "wide SQL aggregate; spark-summarizer: Spark with the previous (Summarizer) stage 1")
     parser.add_argument("--repeats", type=int, default=2, help="report runs per engine (the best is kept)")
     parser.add_argument("--slow", type=float, default=300.0, help="a first run longer than this is not repeated")
     parser.add_argument("--replicates", type=int, default=2000, help="bootstrap replicates of the report")

@@ -43,8 +43,8 @@ def main() -> None:
                           "v": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), args.d)})
         con.from_arrow(chunk).insert_into("emb")
     timings = {
-        "python anova": best(lambda: embsql.anova(con, "emb", "g", "v")),
-        "python jackknife": best(lambda: embsql.jackknife(con, "emb", "g", "v")),
+        "python anova": best(lambda: embsql.anova(con, "emb", group="g", vector="v")),
+        "python jackknife": best(lambda: embsql.jackknife(con, "emb", group="g", vector="v")),
         "sql emb_anova": best(lambda: con.sql("SELECT * FROM emb_anova('emb', 'g', 'v')").fetchall()),
         "sql emb_jackknife": best(lambda: con.sql("SELECT * FROM emb_jackknife('emb', 'g', 'v')").fetchall()),
     }

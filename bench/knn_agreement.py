@@ -93,7 +93,7 @@ def knn_section(con, models, k: int) -> None:
     t["embsql kernel (in memory)"], kernel = timed(
         lambda: agreement.knn_rows({m: (ids, u) for m, u in zip(names, units)}, k)[0][0])
     t["embsql.knn_agreement (DuckDB table)"], python = timed(
-        lambda: embsql.knn_agreement(con, "emb", "item", "model", "v", k=k).to_dicts()[0])
+        lambda: embsql.knn_agreement(con, "emb", item="item", model="model", vector="v", k=k).to_dicts()[0])
     t["SQL emb_knn_agreement"], sql = timed(
         lambda: con.sql(f"SELECT * FROM emb_knn_agreement('emb', 'item', 'model', 'v', k := {k})").fetchall()[0])
     for name in list(t)[2:]:
@@ -130,7 +130,7 @@ def mantel_section(models, permutations: int) -> None:
     con = embsql.connect()
     load(con, "small", models)
     print(f"Mantel: n = {n:,} items ({n * (n - 1) // 2:,} pairs), {permutations} permutations", flush=True)
-    t_embsql, ours = timed(lambda: embsql.mantel(con, "small", "item", "model", "v",
+    t_embsql, ours = timed(lambda: embsql.mantel(con, "small", item="item", model="model", vector="v",
                                                  permutations=permutations, progress=False).to_dicts()[0])
     units = [x.astype(np.float64) / np.linalg.norm(x.astype(np.float64), axis=1, keepdims=True) for x in models]
     t_ranks, _ = timed(lambda: [agreement._pair_ranks(u, m) for m, u in enumerate(units)])

@@ -108,14 +108,13 @@ def child(kind: str, path: str, dim: int, sql_queries: int, out: str) -> None:
     result = {}
     if kind == "embsql":
         start = time.perf_counter()
-        table = embsql.margins(con, "q", "d", qid="qid", group="question", positive="positive", doc_id="doc_id",
-                               doc_group="topic")
+        table = embsql.margins(con, embsql.Queries("q", group="question"), embsql.Docs("d", group="topic"))
         result["seconds"] = time.perf_counter() - start
         np.savez(out, rank=np.array(table.column("rank")), m=np.array(table.column("m")),
                  ties=np.array(table.column("ties")))
     elif kind == "embsql-group":
         start = time.perf_counter()
-        embsql.margins(con, "q", "d", scope="group", qid="qid", positive="positive", doc_group="topic")
+        embsql.margins(con, "q", embsql.Docs("d", group="topic"), scope="group")
         result["seconds"] = time.perf_counter() - start
     elif kind == "sql-udf":
         embsql.register(con)

@@ -33,15 +33,15 @@ TABLE = "ooc.emb"   # the database is attached as "ooc": macros live in the in-m
 # name -> what the child runs; "by" is the model column, so each call covers all 2M rows.
 FUNCTIONS = {
     "baseline": "noop",   # import, register, attach and nothing else: the fixed Python + DuckDB overhead
-    "sql emb_anova": "SELECT * FROM emb_anova('ooc.emb', 'g', 'v', by := 'model')",
-    "sql emb_groups": "SELECT * FROM emb_groups('ooc.emb', 'g', 'v', by := 'model')",
-    "sql emb_jackknife": "SELECT * FROM emb_jackknife('ooc.emb', 'g', 'v', by := 'model')",
+    "sql emb_anova": "SELECT * FROM emb_anova('ooc.emb', 'g', 'v', model := 'model')",
+    "sql emb_groups": "SELECT * FROM emb_groups('ooc.emb', 'g', 'v', model := 'model')",
+    "sql emb_jackknife": "SELECT * FROM emb_jackknife('ooc.emb', 'g', 'v', model := 'model')",
     "python anova": "anova",
     "python jackknife": "jackknife",
     "python report": "report",
     # not required out of core, measured for the record: the trace ICC of a vector column is
     # emb__anova's SS_B and SS_W plus a per-row window over (by, group) for the checks
-    "sql emb_icc": "SELECT * FROM emb_icc('ooc.emb', 'g', 'v', by := 'model')",
+    "sql emb_icc": "SELECT * FROM emb_icc('ooc.emb', 'g', 'v', model := 'model')",
 }
 
 

@@ -59,7 +59,7 @@ def timed(call):
 
 
 def one_term_python(con, group="g"):
-    t, r = timed(lambda: embsql.permanova(con, "emb", group, "v", permutations=PERMUTATIONS, seed=1,
+    t, r = timed(lambda: embsql.permanova(con, "emb", group=group, vector="v", permutations=PERMUTATIONS, seed=1,
                                           check_dispersion=False, progress=False))
     return t, r.f
 
@@ -72,8 +72,8 @@ def one_term_sql(con, group="g"):
 
 
 def terms_python(con, terms):
-    t, r = timed(lambda: embsql.permanova(con, "emb", terms=terms, vector="v", permutations=PERMUTATIONS, seed=1,
-                                          progress=False).to_dicts())
+    t, r = timed(lambda: embsql.permanova_terms(con, "emb", terms=terms, vector="v", permutations=PERMUTATIONS, seed=1,
+                                                progress=False).to_dicts())
     return t, [row["f"] for row in r if row["f"] is not None]
 
 
@@ -159,7 +159,8 @@ def default_call(con):
     """embsql.permanova as a user calls it: the dispersion test runs too (check_dispersion=True)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")      # its spread warning (these data trip it) is not what is timed
-        t, r = timed(lambda: embsql.permanova(con, "emb", "g", "v", permutations=PERMUTATIONS, seed=1, progress=False))
+        t, r = timed(lambda: embsql.permanova(con, "emb", group="g", vector="v", permutations=PERMUTATIONS, seed=1,
+                                              progress=False))
     return t, r.f
 
 

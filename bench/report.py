@@ -1,11 +1,12 @@
 """Benchmark: an embsql report against the emb_anova SQL alone, on one Parquet file.
 
     /work/venv/bin/python bench/report.py [--n 1000000] [--d 384] [--groups 5000] [--repeats 2] [--cli]
+                                          [--baseline PATH]
 
 The acceptance check: the report (stage 1 on DuckDB, stage 2 in Python: decomposition, per-group
 spread, cluster jackknife, cluster bootstrap with 2000 replicates, paired model comparison; no
 permutations) on a 1,000,000-row Parquet file with d = 384, 2 models and 5,000 groups finishes
-within 2x of the time of `SELECT * FROM emb_anova(file, 'topic', 'embedding', by := 'model')` on a
+within 2x of the time of `SELECT * FROM emb_anova(file, 'topic', 'embedding', model := 'model')` on a
 plain duckdb connection, with peak memory under 4 GB.
 
 1. Data: a seeded Parquet file (columns item BIGINT, model VARCHAR, topic VARCHAR, embedding
@@ -18,14 +19,19 @@ plain duckdb connection, with peak memory under 4 GB.
    child's whole wall time (interpreter start, imports, registration included).
    (a) sql    the pure SQL macros (sql/embsql.sql on a plain duckdb connection) and one
               SELECT * FROM emb_anova(...), every column fetched;
+   (d) anova  embsql.anova(con, file, ...) on a connection from embsql.connect(): the package's
+              one-pass route, which the report's stage 1 on DuckDB shares;
    (c) run    embsql.report(...).run(con) on a connection from embsql.connect();
-   (c') split the same steps one by one (column check, probe, sqlglot build of the aggregate,
-              the aggregate, Arrow -> GroupSums, stage 2), then stage 2 once per section;
+   (c0) before with --baseline PATH (another checkout): (c) with that checkout's embsql, in the
+              same rounds, so before and after a change are measured side by side;
+   (c') split the same steps one by one (column check, stage 1: the rows streamed through the
+              accumulator, stage 2), then stage 2 once per section;
    (b) cli    with --cli: `embsql report FILE ... --format json --out /dev/null --no-progress`
               (needs embsql/render.py); without --cli or without render: `embsql sql FILE ...`
               (command-line start, probe and SQL writing only), and the script says so.
-3. A summary: best times, the ratio report / emb_anova (target <= 2), the peak RSS of each
-   (target < 4 GB), and R2 of the report against emb_anova's (1e-9).
+3. A summary: best times, the ratio report / emb_anova (target <= 2), report / embsql.anova,
+   after / before with --baseline, the peak RSS of each (target < 4 GB), and R2 of the report
+   against emb_anova's (1e-9).
 """
 
 from __future__ import annotations
@@ -101,7 +107,7 @@ def child_sql(path: str) -> dict:
     con = duckdb.connect()
     con.execute(SQL_FILE.read_text(encoding="utf-8"))
     t1 = time.perf_counter()
-    cur = con.execute(f"SELECT * FROM emb_anova('{path}', '{GROUP}', '{VECTOR}', by := '{BY}')")
+    cur = con.execute(f"SELECT * FROM emb_anova('{path}', '{GROUP}', '{VECTOR}', model := '{BY}')")
     names = [c[0] for c in cur.description]
     rows = [dict(zip(names, row)) for row in cur.fetchall()]
     t2 = time.perf_counter()
@@ -111,7 +117,7 @@ def child_sql(path: str) -> dict:
 def _report(path: str):
     import embsql
 
-    return embsql.report(path, vector=VECTOR, group=GROUP, model=BY)
+    return embsql.report(path, vector=VECTOR, group=GROUP, model=BY, permutations=0)
 
 
 def child_run(path: str) -> dict:
@@ -126,13 +132,25 @@ def child_run(path: str) -> dict:
     return {"t_setup": t1 - t0, "t_work": t2 - t1, "r2": {row["model"]: row["r2"] for row in result.summary.to_dicts()}}
 
 
+def child_anova(path: str) -> dict:
+    """(d) embsql.anova(con, file, ...), the package's one-pass route."""
+    import embsql
+
+    t0 = time.perf_counter()
+    con = embsql.connect()
+    t1 = time.perf_counter()
+    rows = embsql.anova(con, path, group=GROUP, vector=VECTOR, model=BY).to_dicts()
+    t2 = time.perf_counter()
+    return {"t_setup": t1 - t0, "t_work": t2 - t1, "r2": {row[BY]: row["r2"] for row in rows}}
+
+
 def child_split(path: str) -> dict:
     """(c') The steps of Report.run one by one (as run and run_stage1 do them), then stage 2 per section."""
     import importlib
 
     import embsql
-    from embsql.api.decomposition import run_sql
-    from embsql.io import portable_sums
+    from embsql.io import duckdb_sums
+    from embsql.io.sources import source_expression
 
     report_module = importlib.import_module("embsql.reporting.build")  # the module that builds reports
 
@@ -147,18 +165,17 @@ def child_split(path: str) -> dict:
     t_setup = time.perf_counter() - t0
     steps = {}
     _, steps["check columns"] = timed(lambda: rep._check_columns(con))
-    (dims, _), steps["probe"] = timed(lambda: rep.probes(lambda q: run_sql(con, q), "duckdb"))
-    sql, steps["build aggregate SQL"] = timed(lambda: report_module.write(rep.aggregate_query("duckdb", dims), "duckdb"))
-    table, steps["stage 1 aggregate"] = timed(lambda: run_sql(con, sql))
-    parts, steps["Arrow -> GroupSums"] = timed(
-        lambda: portable_sums.group_sums_from_result(table, rep.group, rep.vector, dims, rep.by))
+    streamed, steps["stage 1 (rows streamed)"] = timed(lambda: duckdb_sums.streamed_sums(
+        con, rep.source, source_expression(rep.source), rep.group, rep.vector, rep.model))
+    parts = streamed.parts
     result, steps["stage 2 (all sections)"] = timed(lambda: rep.finish(parts, con=con, meta={}, progress=False))
     sections = {}
     for section in report_module.DEFAULT_SECTIONS:
         alone = rep.replace(sections=(section,))
         _, sections[section] = timed(lambda: alone.finish(parts, con=con, meta={}, progress=False))  # noqa: B023
     return {"t_setup": t_setup, "t_work": sum(steps.values()), "steps": steps, "sections": sections,
-            "rows": table.num_rows, "r2": {row["model"]: row["r2"] for row in result.summary.to_dicts()}}
+            "rows": sum(len(sums.counts) for _, sums in parts),
+            "r2": {row["model"]: row["r2"] for row in result.summary.to_dicts()}}
 
 
 def child_generate(path: str, n: int, d: int, groups: int, seed: int, chunk: int) -> dict:
@@ -167,18 +184,19 @@ def child_generate(path: str, n: int, d: int, groups: int, seed: int, chunk: int
     return {"t_work": time.perf_counter() - t0}
 
 
-CHILDREN = {"sql": child_sql, "run": child_run, "split": child_split}
+CHILDREN = {"sql": child_sql, "anova": child_anova, "run": child_run, "split": child_split}
 
 
 # ---------------------------------------------------------------------------------------------
 # Running a child: wall time and its own peak RSS
 # ---------------------------------------------------------------------------------------------
-def spawn(argv: list[str]) -> dict:
-    """Run argv to completion; return wall time, peak RSS (bytes, os.wait4) and its JSON line (if any)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+def spawn(argv: list[str], checkout: Path = ROOT) -> dict:
+    """Run argv to completion with ``checkout``'s embsql; return wall time, peak RSS (bytes, os.wait4)
+    and its JSON line (if any)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(checkout), os.environ.get("PYTHONPATH")]))}
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env, cwd=ROOT)
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env, cwd=checkout)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -196,11 +214,13 @@ def child_argv(kind: str, path: Path, render: bool) -> tuple[list[str], str]:
     if kind == "cli":
         common = [str(path), "--vector", VECTOR, "--group", GROUP, "--model", BY]
         if render:
-            return ([str(EMBSQL), "report", *common, "--format", "json", "--out", "/dev/null", "--no-progress"],
-                    "(b) embsql report (command line)")
+            return ([str(EMBSQL), "report", *common, "--permutations", "0", "--format", "json", "--out", "/dev/null",
+                     "--no-progress"], "(b) embsql report (command line)")
         return [str(EMBSQL), "sql", *common], "(b) embsql sql (command line)"
-    labels = {"sql": "(a) emb_anova SQL", "run": "(c) report.run(con)", "split": "(c') report steps one by one"}
-    return [sys.executable, str(Path(__file__).resolve()), "--child", kind, str(path)], labels[kind]
+    labels = {"sql": "(a) emb_anova SQL", "anova": "(d) embsql.anova(con)", "run": "(c) report.run(con)",
+              "before": "(c0) report.run(con), --baseline", "split": "(c') report steps one by one"}
+    child = "run" if kind == "before" else kind     # the same child, with the baseline's embsql
+    return [sys.executable, str(Path(__file__).resolve()), "--child", child, str(path)], labels[kind]
 
 
 def has_render() -> bool:
@@ -230,6 +250,7 @@ def main(argv=None) -> int:
     p.add_argument("--cli", action="store_true", help="also run (b) `embsql report` on the command line "
                                                       "(needs embsql/render.py; else `embsql sql` is timed)")
     p.add_argument("--no-split", action="store_true", help="skip (c'), the step-by-step profile")
+    p.add_argument("--baseline", type=Path, help="another checkout: its report.run is timed in the same rounds (c0)")
     p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
@@ -253,7 +274,7 @@ def main(argv=None) -> int:
         print(f"      written in {info['t_work']:.1f} s, {human_bytes(path.stat().st_size)}", flush=True)
 
     render = has_render()
-    kinds = ["sql", "run"] + ([] if args.no_split else ["split"]) + ["cli"]
+    kinds = ["sql", "anova", "run"] + (["before"] if args.baseline else []) + ([] if args.no_split else ["split"]) + ["cli"]
     note = ""
     if args.cli and not render:
         note = ("embsql.render.formats is not importable here, so (b) times `embsql sql` (probe + SQL writing), "
@@ -274,7 +295,7 @@ def main(argv=None) -> int:
         print(f"\nround {round_ + 1} (load average {load()})", flush=True)
         for kind in kinds:
             argv_, label = child_argv(kind, path, use_report_cli)
-            info = spawn(argv_)
+            info = spawn(argv_, args.baseline.resolve() if kind == "before" else ROOT)
             runs[kind].append(info)
             work = f"work {info['t_work']:7.2f} s + setup {info['t_setup']:.2f} s, " if "t_work" in info else ""
             print(f"  {label:<36} {work}process {info['wall']:7.2f} s, peak RSS {info['rss'] / 2**20:7,.0f} MB",
@@ -293,7 +314,7 @@ def main(argv=None) -> int:
     print("\nR2 per model:", flush=True)
     ok = True
     for model, r2 in best["sql"]["r2"].items():
-        others = {kind: best[kind]["r2"].get(model) for kind in ("run", "split") if kind in best}
+        others = {kind: best[kind]["r2"].get(model) for kind in ("anova", "run", "before", "split") if kind in best}
         worst = max(abs(r2 - v) for v in others.values())
         ok &= worst <= R2_TOLERANCE
         print(f"    {model}: emb_anova {r2:.15f}; report " + ", ".join(f"{k} {v:.15f}" for k, v in others.items())
@@ -308,13 +329,24 @@ def main(argv=None) -> int:
     print(f"report n={args.n:,} d={args.d} G={args.groups} models={len(MODEL_NOISE)} (best of {args.repeats}; "
           f"load average at the end {load()})")
     print(f"  (a) emb_anova SQL          {t_sql:8.2f} s  (process {w_sql:6.2f} s)  peak RSS {peak['sql'] / 2**20:7,.0f} MB")
+    print(f"  (d) embsql.anova(con)      {best['anova']['t_work']:8.2f} s  (process {best['anova']['wall']:6.2f} s)  "
+          f"peak RSS {peak['anova'] / 2**20:7,.0f} MB")
     print(f"  (c) report.run(con)        {t_run:8.2f} s  (process {w_run:6.2f} s)  peak RSS {peak['run'] / 2**20:7,.0f} MB")
+    if "before" in best:
+        print(f"  (c0) report.run, baseline  {best['before']['t_work']:8.2f} s  (process {best['before']['wall']:6.2f} s)  "
+              f"peak RSS {peak['before'] / 2**20:7,.0f} MB")
     cli_label = "embsql report" if use_report_cli else "embsql sql"
     print(f"  (b) {cli_label:<22}            (process {w_cli:6.2f} s)  peak RSS {peak['cli'] / 2**20:7,.0f} MB")
     print(f"  ratio report / emb_anova: {ratio:.2f} (work), {ratio_process:.2f} (whole processes) "
           f"{verdict(ratio, TARGET_RATIO, True)}")
     rounds = [r["t_work"] / s["t_work"] for r, s in zip(runs["run"], runs["sql"])]
     print(f"  the same ratio within each round (side by side): {', '.join(f'{x:.2f}' for x in rounds)}")
+    print(f"  ratio report / embsql.anova: {t_run / best['anova']['t_work']:.2f} (work; the report adds the groups, "
+          "jackknife, bootstrap and compare sections to the decomposition)")
+    if "before" in best:
+        paired = [r["t_work"] / b["t_work"] for r, b in zip(runs["run"], runs["before"])]
+        print(f"  ratio report after / before (--baseline): {t_run / best['before']['t_work']:.2f} (work); within each "
+              f"round: {', '.join(f'{x:.2f}' for x in paired)}")
     if use_report_cli:
         print(f"  ratio embsql report (command line) / emb_anova process: {w_cli / w_sql:.2f} "
               f"{verdict(w_cli / w_sql, TARGET_RATIO, True)}")

@@ -32,7 +32,7 @@ report = embsql.report("examples/embeddings.parquet", vector="embedding", group=
 con = embsql.connect()
 dims, _ = report.probes(lambda sql: run_sql(con, sql), "duckdb")
 result = run_sql(con, write(report.aggregate_query("duckdb", dims), "duckdb"))
-parts = portable_sums.group_sums_from_result(result, report.group, report.vector, dims, report.by)
+parts = portable_sums.group_sums_from_result(result, report.group, report.vector, dims, report.model)
 best = {{"report": None, "stage2": None}}
 for k in range({repeats} + 1):
     for kind, work in (("report", lambda: report.run(con)), ("stage2", lambda: report.finish(parts, con=con))):

@@ -144,8 +144,7 @@ def child_embsql(scale, database=None):
 
         start = time.perf_counter()
         con = embsql.register(duckdb.connect(database, read_only=True))
-        run = embsql.io.runs.retrieve_run(con, "queries", "docs", k=k, model=None, qid="qid", doc_id="doc_id",
-                                          vector="vector", doc_vector=None)
+        run = embsql.io.runs.retrieve_run(con, embsql.Queries("queries"), embsql.Docs("docs"), k=k, model=None)
         seconds = time.perf_counter() - start
         order = np.argsort(np.asarray(run.column("qid").to_pylist(), dtype=np.int64), kind="stable")
         ids = np.asarray(run.column("doc_id").to_pylist(), dtype=np.int64)[order].reshape(-1, k)
@@ -250,7 +249,7 @@ def child_evaluate(scale, run_path):
     ndcg = ours.to_arrow().filter(pa.compute.equal(ours.to_arrow().column("metric"), "ndcg@10"))
     other = pa.table({"model": pa.array(["b"] * ndcg.num_rows), "qid": ndcg.column("qid"), "metric": ndcg.column("metric"),
                       "value": pa.array(np.clip(ndcg.column("value").to_numpy() + rng.normal(0, 0.1, ndcg.num_rows), 0, 1))})
-    two = pa.concat_tables([ndcg.set_column(0, "model", pa.array(["a"] * ndcg.num_rows)), other])
+    two = pa.concat_tables([ndcg.add_column(0, "model", pa.array(["a"] * ndcg.num_rows)), other])
     embsql.compare_retrieval(con, pa.concat_tables([two.slice(0, 50), two.slice(ndcg.num_rows, 50)]),
                              metric="ndcg@10", permutations=100)                                # warm
     t_compare = float("inf")

@@ -17,7 +17,7 @@ from embsql.api.evaluation import evaluate, retrieve, write_trec_run
 from embsql.api.geometry import cka, procrustes
 from embsql.api.pairwise_permanova import pairwise_permanova
 from embsql.api.permanova_terms import permanova_terms
-from embsql.api.permutation import dispersion, permanova
+from embsql.api.permutation import DispersionResult, dispersion, permanova, permanova_welch
 from embsql.api.resampling import bootstrap, compare, jackknife
 from embsql.api.retrieval import dose, margins, pairing, retrieval_layers, retrieval_summary
 from embsql.errors import (
@@ -28,14 +28,15 @@ from embsql.errors import (
                      ColumnTypeError,
                      DesignError,
                      DistanceTableError,
-                     EmbsqlDeprecationWarning,
                      EmbsqlError,
                      EngineError,
                      InputError,
                      SourceNotFoundError,
                      SqlInputError,
 )
+from embsql.io.interrupts import interrupt
 from embsql.io.registration import connect, register
+from embsql.io.retrieval_tables import Docs, Qrels, Queries, Run
 from embsql.io.sql import run_sql
 from embsql.reporting.build import Report, report, run_on
 from embsql.reporting.report_result import ReportResult, Section
@@ -44,14 +45,15 @@ from embsql.result_table import ResultTable
 __version__ = version("embsql")   # the one version source is pyproject.toml
 
 __all__ = [
-    "permanova_terms",
+    "permanova_terms", "permanova_welch", "DispersionResult",
     "anova", "anova_dist", "groups", "run_sql", "permanova", "dispersion", "jackknife", "bootstrap", "compare",
-    "connect", "register", "ResultTable",
+    "connect", "register", "interrupt", "ResultTable",
     "report", "Report", "run_on", "ReportResult", "Section", "knn_agreement", "mantel", "EngineError",
     "EmbsqlError", "InputError", "SourceNotFoundError", "ColumnNotFoundError", "ColumnTypeError",
     "BadVectorError", "BadLabelError", "DesignError", "DistanceTableError", "SqlInputError",
-    "margins", "retrieval_summary", "retrieval_layers", "dose", "pairing", "ArgumentError", "EmbsqlDeprecationWarning",
+    "margins", "retrieval_summary", "retrieval_layers", "dose", "pairing", "ArgumentError",
     "compare_retrieval",
     "retrieve", "evaluate", "write_trec_run",
     "cka", "procrustes", "pairwise_permanova",
+    "Queries", "Docs", "Qrels", "Run",
 ]

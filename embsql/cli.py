@@ -3,15 +3,29 @@
 Exit codes: 0 ok; 1 a finding the user asked to fail on (--fail-if-dispersion, --min-r2);
 2 bad input or arguments (one line on stderr, no traceback unless --debug).
 NO_COLOR is honoured (rich reads it).
+
+A flag is a name of the one vocabulary (embsql.vocabulary) with - for _ (``--doc-id``); an old
+spelling (``--by``) is refused with exit 2 and one line naming the new flag.  This module imports
+the rest of embsql inside the commands, so that ``embsql --help`` starts fast.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from embsql.errors import EmbsqlError, InputError
+from embsql.vocabulary import REMOVED
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from embsql.reporting.build import Report
+    from embsql.reporting.report_result import ReportResult
 
 EXIT_OK, EXIT_FINDING, EXIT_INPUT = 0, 1, 2
 FORMATS = ("table", "text", "json", "markdown", "html")   # text: another name for table
@@ -34,27 +48,56 @@ DEMO_EXAMPLE = """example:
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exit code 2 (argparse prints the usage too)."""
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         self.exit(EXIT_INPUT, f"embsql: error: {message} (see {self.prog} --help)\n")
 
 
-def _open(data: str | None):
+class _Renamed(argparse.Action):
+    """A removed flag (embsql.vocabulary.REMOVED): refused with exit 2 and one line naming the new one."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, new: str, **options: Any) -> None:
+        super().__init__(option_strings, dest, nargs="?", help=argparse.SUPPRESS, **options)
+        self.new = new
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> NoReturn:
+        parser.exit(EXIT_INPUT, f"embsql: {option_string} is now {self.new}\n")
+
+
+def flag(name: str) -> str:
+    """The command-line flag of a vocabulary name: ``doc_id`` -> ``--doc-id``."""
+    return "--" + name.replace("_", "-")
+
+
+def _refuse_old_spellings(parser: argparse.ArgumentParser) -> None:
+    """Every old spelling of one of ``parser``'s flags is refused, naming the flag (--by: --model)."""
+    flags = {option for action in parser._actions for option in action.option_strings}   # argparse lists no other way
+    for old, new in REMOVED.items():
+        if flag(new) in flags and flag(old) not in flags:
+            parser.add_argument(flag(old), action=_Renamed, new=flag(new), dest=f"removed_{old}")
+
+
+def _open(data: str | None) -> tuple[duckdb.DuckDBPyConnection, str | None]:
     """DATA is a Parquet/CSV file, a directory of Parquet files, a Lance dataset (lance://PATH, a
     *.lance directory, lance://DIR?table=T), a saved Hugging Face dataset directory, or
     FILE.duckdb:TABLE (attached read-only when the report runs, see embsql.io.sources); returns
     (connection, source name)."""
     from embsql.io.registration import connect
-    from embsql.io.sources import attached_name, is_lance
+    from embsql.io.sources import duckdb_table, is_lance
 
     con = connect()
+    # DuckDB draws its own bar on stdout once a query has run 2 s (a long stream included), which
+    # would land inside the report on stdout; embsql's bars go to stderr
+    con.execute("SET enable_progress_bar = false")
     if data is None:
         return con, None
-    if attached_name(con, data) == data and not Path(data).exists() and not is_lance(data):
+    if duckdb_table(data) is None and not Path(data).exists() and not is_lance(data):
         raise InputError(f"data file {data!r} does not exist")
     return con, data
 
 
-def _build(args, *, source_from_table: bool = False, hint: str = ""):
+def _build(args: argparse.Namespace, *, source_from_table: bool = False,
+           hint: str = "") -> tuple[duckdb.DuckDBPyConnection, Report]:
     from embsql.reporting.build import Report
 
     con, source = _open(args.data)
@@ -77,7 +120,7 @@ def _build(args, *, source_from_table: bool = False, hint: str = ""):
     return con, report
 
 
-def _report(args) -> int:
+def _report(args: argparse.Namespace) -> int:
     con, report = _build(args, source_from_table=args.engine is not None)
     if args.item is not None and report.model is None:
         raise InputError(f"--item {args.item} compares models on the same items: it needs the model column (--model)")
@@ -100,8 +143,8 @@ def _report(args) -> int:
 
 # -- --engine: stage 1 on PostgreSQL or Spark, stage 2 here ------------------------------------
 ENGINE_EXAMPLE = """
-  embsql report --engine postgres --dsn "host=db dbname=rag" --table emb --vector v --group topic --by model
-  embsql report --engine spark --table lake.emb --vector v --group topic --by model [--spark-master URL]"""
+  embsql report --engine postgres --dsn "host=db dbname=rag" --table emb --vector v --group topic --model model
+  embsql report --engine spark --table lake.emb --vector v --group topic --model model [--spark-master URL]"""
 
 
 def _engine_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,7 +155,7 @@ def _engine_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = (parser.epilog or "") + ENGINE_EXAMPLE
 
 
-def _run_on_engine(args, con, report):
+def _run_on_engine(args: argparse.Namespace, con: duckdb.DuckDBPyConnection, report: Report) -> ReportResult:
     progress = False if args.no_progress else None
     if args.engine is None:
         return report.run(con, progress=progress)
@@ -125,7 +168,7 @@ def _run_on_engine(args, con, report):
         return run_on(engine, report, progress=progress)
 
 
-def _findings(args, result) -> int:
+def _findings(args: argparse.Namespace, result: ReportResult) -> int:
     failed = []
     for row in result.summary.to_dicts():
         model = "" if row["model"] is None else f" ({row['model']})"
@@ -138,13 +181,13 @@ def _findings(args, result) -> int:
     return EXIT_FINDING if failed else EXIT_OK
 
 
-def _sql(args) -> int:
+def _sql(args: argparse.Namespace) -> int:
     con, report = _build(args, source_from_table=args.dims is not None, hint=", or --table T with --dims MODEL=D,...")
     sys.stdout.write(report.sql(args.dialect, con=con, dims=args.dims))
     return EXIT_OK
 
 
-def _dims(text: str):
+def _dims(text: str) -> int | dict[str, int]:
     """--dims: one d (768) or MODEL=D pairs (mini-384=384,base-768=768)."""
     text = text.strip()
     if text.isdigit():
@@ -159,8 +202,8 @@ def _dims(text: str):
     return dims
 
 
-def _demo(args) -> int:
-    from embsql.demo import demo_report, run_demo
+def _demo(args: argparse.Namespace) -> int:
+    from embsql.demo import demo_report, demo_verdict, run_demo
     from embsql.io.registration import connect
 
     if args.out:
@@ -175,10 +218,6 @@ def _demo(args) -> int:
     for row in table.to_pylist():
         print(f"{row['experiment']:24} {row['param']:>6.2f} {row['v']:>7.3f} {row['r2']:>7.3f} "
               f"{row['r2_null']:>8.3f} {row['f']:>7.2f}")
-    import textwrap
-
-    from embsql.demo import demo_verdict
-
     for sentence in demo_verdict(table.to_pylist()):
         print(textwrap.fill(sentence, 100))
     return EXIT_OK
@@ -190,8 +229,7 @@ def _report_arguments(parser: argparse.ArgumentParser, *, running: bool) -> None
                         help="a Parquet or CSV file, or FILE.duckdb:TABLE (optional with --config)")
     parser.add_argument("--vector", help="the vector column (FLOAT[] or DOUBLE[])")
     parser.add_argument("--group", help="the group column")
-    parser.add_argument("--model", "--by", dest="model",
-                        help="the model column: one set of figures per value (--by is its old name)")
+    parser.add_argument("--model", help="the model column: one set of figures per value")
     parser.add_argument("--config", metavar="FILE", help="a TOML file with a [report] table; flags override it")
     parser.add_argument("--sections", help="comma-separated: decomposition,groups,jackknife,bootstrap,compare,"
                                            "permanova,dispersion,models (default: the first seven, of which "
@@ -215,9 +253,10 @@ def _report_arguments(parser: argparse.ArgumentParser, *, running: bool) -> None
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # allow_abbrev=False: a flag has one spelling (--perm is not --permutations), as a name has on every surface
     parser = _Parser(prog="embsql", description="Statistics of embedding tables that are comparable across models.",
                      epilog="exit codes: 0 ok, 1 a finding you asked to fail on, 2 bad input",
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                     formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -226,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
                                              "jackknife and bootstrap intervals, paired model comparison, PERMANOVA "
                                              "and the dispersion test (999 permutations; --permutations 0 skips "
                                              "them).",
-                                 epilog=REPORT_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                 epilog=REPORT_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     _report_arguments(report, running=True)
     report.add_argument("--format", choices=FORMATS, default="table", help="output format (default table; text is the same)")
     report.add_argument("--full", action="store_true",
@@ -238,12 +277,13 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--alpha", type=float, default=0.05, help="significance level for --fail-if-dispersion")
     report.add_argument("--no-progress", action="store_true", help="no progress bar")
     _engine_arguments(report)
+    _refuse_old_spellings(report)
     report.set_defaults(run=_report)
 
     sql = commands.add_parser("sql", help="print the SQL a report runs, for any engine",
                               description="Print the stage-1 SQL of a report (the aggregate that runs on the engine) "
                                           "instead of running it.",
-                              epilog=SQL_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+                              epilog=SQL_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     _report_arguments(sql, running=False)
     from embsql.engines.dialects import WRITABLE
 
@@ -251,15 +291,17 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("--dims", type=_dims, metavar="MODEL=D,...",
                      help="the vector length of each model (or one D): print only the aggregate, probe nothing; "
                           "with --table, DATA may be left out")
+    _refuse_old_spellings(sql)
     sql.set_defaults(run=_sql)
 
     demo = commands.add_parser("demo", help="reproduce the source's experiment on an embedded DuckDB",
                                description="Reproduce the source's experiment: a common direction makes "
                                            "V fall while R² stays; shrinking groups moves R², not V.",
-                               epilog=DEMO_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+                               epilog=DEMO_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     demo.add_argument("--seeds", type=int, default=20, help="number of random configurations to average (default 20)")
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     demo.add_argument("--out", metavar="FILE", help="write the demo as an HTML report to FILE")
+    _refuse_old_spellings(demo)
     demo.set_defaults(run=_demo)
     return parser
 
@@ -267,7 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.run(args)
+        code: int = args.run(args)
+        return code
     except EmbsqlError as error:
         if args.debug:
             raise

@@ -5,15 +5,21 @@ transforms and under a within-group shrink.
 normalised.  The common direction u is random with length 0.1235 (as in the source), so that
 y = (z + c u) / ||z + c u|| reproduces the source's rows; shrink is y = mean_g + s (z - mean_g),
 renormalised; the exact lift is y = (sqrt(lam) z, sqrt(1 - lam)).  Every configuration and seed
-becomes one value of a "case" column, and one emb_anova(..., by := 'case') call computes all.
+becomes one value of a "case" column, and one emb_anova(..., model := 'case') call computes all.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import duckdb
 import numpy as np
 import pyarrow as pa
 
+from embsql.io.registration import connect
 from embsql.reporting import cautions
+from embsql.reporting.report_result import ReportResult, Section
+from embsql.result_table import ResultTable
 
 DIM, GROUPS, PER_GROUP, NOISE, U_LENGTH = 50, 20, 4, 0.61, 0.1235
 COMMON = (0.0, 2.0, 4.0, 8.0, 16.0)
@@ -34,10 +40,12 @@ def configuration(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
 
 
 def common_direction(z: np.ndarray, c: float, u: np.ndarray) -> np.ndarray:
+    """A common direction ``c u`` added to every vector, then normalised."""
     return _unit(z + c * u)
 
 
 def shrink(z: np.ndarray, labels: np.ndarray, s: float) -> np.ndarray:
+    """Every group squeezed towards its mean by ``s``, then normalised."""
     means = np.stack([z[labels == g].mean(axis=0) for g in range(labels.max() + 1)])
     return _unit(means[labels] + s * (z - means[labels]))
 
@@ -50,7 +58,7 @@ def exact_lift(z: np.ndarray, lam: float) -> np.ndarray:
 def demo_table(seeds: int = 20, seed: int = 0) -> pa.Table:
     """All experiment cases in long form: experiment, param, seed, case, group, v (FLOAT vectors)."""
     rng = np.random.default_rng(seed)
-    columns: dict[str, list] = {k: [] for k in ("experiment", "param", "seed", "case", "group", "v")}
+    columns: dict[str, list[Any]] = {k: [] for k in ("experiment", "param", "seed", "case", "group", "v")}
     for s in range(seeds):
         z, labels = configuration(rng)
         u = U_LENGTH * _unit(rng.standard_normal(DIM))
@@ -72,14 +80,14 @@ def demo_table(seeds: int = 20, seed: int = 0) -> pa.Table:
 DEMO_SQL = """
 SELECT d.experiment, d.param, count(*) AS seeds,
        avg(a.v) AS v, avg(a.r2) AS r2, avg(a.r2_null) AS r2_null, avg(a.f) AS f
-FROM emb_anova('demo', 'group', 'v', by := 'case') a
+FROM emb_anova('demo', 'group', 'v', model := 'case') a
 JOIN (SELECT DISTINCT experiment, param, "case" FROM demo) d USING ("case")
 GROUP BY d.experiment, d.param
 ORDER BY d.experiment, CASE WHEN d.experiment LIKE 'common%' THEN d.param ELSE -d.param END
 """
 
 
-def run_demo(con, seeds: int = 20, seed: int = 0) -> pa.Table:
+def run_demo(con: duckdb.DuckDBPyConnection, seeds: int = 20, seed: int = 0) -> pa.Table:
     """Register the demo table on ``con`` and return the averaged V and R2 per case."""
     con.register("demo", demo_table(seeds, seed))
     return con.sql(DEMO_SQL).to_arrow_table()
@@ -94,13 +102,9 @@ EXPERIMENTS = (   # (experiment, section name, title, caution: embsql.reporting.
 )
 
 
-def demo_report(seeds: int = 20, seed: int = 0):
+def demo_report(seeds: int = 20, seed: int = 0) -> ReportResult:
     """The demo as a ReportResult (for the HTML report): one section per experiment; the "model"
     column names the transformed configuration, the way a report names a model."""
-    from embsql.io.registration import connect
-    from embsql.reporting.report_result import ReportResult, Section
-    from embsql.result_table import ResultTable
-
     rows = run_demo(connect(), seeds=seeds, seed=seed).to_pylist()
     columns = ("model", "param", "v", "r2", "r2_null", "f", "seeds")
     for row in rows:
@@ -119,9 +123,9 @@ def demo_report(seeds: int = 20, seed: int = 0):
     return ReportResult("embsql demo: V is not comparable across models, R² is", summary, sections, meta)
 
 
-def demo_verdict(rows: list[dict]) -> list[str]:
+def demo_verdict(rows: list[dict[str, Any]]) -> list[str]:
     """What the demo's numbers show, from the first and last configuration of each experiment."""
-    ends = {}
+    ends: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
     for experiment, _, _, _ in EXPERIMENTS:
         cases = [r for r in rows if r["experiment"] == experiment]
         if cases:

@@ -199,9 +199,12 @@ CATALOGUE: dict[str, Check] = {
     "argument.range": Check(InputError, "{name} must be in {interval}, got {name} = {value}"),
     "argument.k": Check(InputError, _ARGUMENT),
     "argument.by_terms": Check(InputError, _ARGUMENT),
+    "argument.interrupt": Check(InputError, _ARGUMENT),
+    "argument.sums": Check(InputError, _ARGUMENT),
     # an old spelling (embsql.vocabulary.REMOVED), or a name a function does not take
     "argument.renamed": Check(ArgumentError, "{old} is now {new} (in {where})"),
     "argument.unknown": Check(ArgumentError, "{where} has no argument {name}; it takes: {takes}"),
+    "argument.moved": Check(ArgumentError, "{where} does not take {old}: {instead}"),
     "column.collision": Check(
         InputError, "model column {column} has the name of one of {function}'s output columns (the output keeps "
                     "the model column's name); rename it, e.g. SELECT {column} AS model_name"),
@@ -278,8 +281,3 @@ def from_sql(message: str) -> EmbsqlError:
         return SqlInputError(line)
     return sql_class(class_of(match.group(1)))(line, kind=match.group(1))
 
-
-class EmbsqlDeprecationWarning(FutureWarning):
-    """An old way of calling embsql that still works: the message says what to write instead.
-
-    A FutureWarning, so that it shows in notebooks and scripts, not only under test runners."""

@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Mapping
+from typing import Never
 
 from embsql.errors import fail
+
+__all__ = ["NAMES", "REMOVED", "Never", "check_model_name", "refuse"]
 
 # name -> what it means.  Grouped by what the name stands for; the order is the reference page's.
 TABLES: dict[str, str] = {
@@ -99,6 +102,8 @@ OPTIONS: dict[str, str] = {
     "read_only": "open the database file read-only",
     "interrupt": "let Ctrl-C stop a running embsql function on this connection",
     "reference": "the reference model a paired comparison measures each model against",
+    "connection": "a connection to the engine a report runs on: DuckDB, a SparkSession or a psycopg connection",
+    "report": "a report description (what embsql.report returns)",
     "rho": "an intra-class correlation (power analysis)",
     "power": "the power a design should reach (power analysis)",
     "groups": "a number of groups (power analysis)",
@@ -121,7 +126,22 @@ CLI: dict[str, str] = {
     "seeds": "how many seeded configurations the demo averages over",
     "debug": "show tracebacks",
 }
-NAMES: dict[str, str] = {**TABLES, **COLUMNS, **OPTIONS, **CLI}
+# the fields of the result objects (read as attributes: result.test, table.columns, report.summary ...)
+RESULTS: dict[str, str] = {
+    "title": "what a result table or report holds",
+    "columns": "a result table's column names, in order",
+    "rows": "a result table's rows, one tuple of values each, in column order",
+    "test": "a result's test table (dispersion(...).test: one row per model)",
+    "groups": "a result's per-group table (dispersion(...).groups: one row per model and group)",
+    "summary": "a report's summary table (one row per model)",
+    "sections": "a report's sections, in order",
+    "meta": "what a report ran: source, columns, seed, versions, the SQL",
+    "name": "a report section's name",
+    "table": "a report section's table of figures",
+    "caution": "what a report section's figures can and cannot say",
+}
+NAMES: dict[str, str] = {**TABLES, **COLUMNS, **OPTIONS, **CLI,
+                         **{name: meaning for name, meaning in RESULTS.items() if name not in OPTIONS}}
 
 # old name -> new name.  Refused everywhere (SQL, Python, CLI, TOML) with a message naming the new name.
 REMOVED: dict[str, str] = {
@@ -154,22 +174,29 @@ REMOVED: dict[str, str] = {
 }
 
 
-def refuse(function: Callable, removed: Mapping[str, object]) -> None:
-    """Refuse the keywords a face's ``**removed`` caught: an old spelling names its new name, an
-    unknown name lists what the function takes.  A face calls this first thing::
+def refuse(function: Callable[..., object], removed: Mapping[str, object], *,
+           renamed: Mapping[str, str] | None = None, moved: Mapping[str, str] | None = None) -> None:
+    """Refuse the keywords a face's ``**removed`` caught.  A face calls this first thing::
 
         def anova(con, source, *, group: str, vector: str, model: str | None = None, **removed: Never):
             refuse(anova, removed)
 
-    (``**removed: Never`` lets mypy flag any keyword the face does not take.)"""
+    (``**removed: Never`` lets mypy flag any keyword the face does not take.)  An old spelling whose
+    new name the function takes (:data:`REMOVED`, or the function's own ``renamed``: old -> new) is
+    ``argument.renamed`` ("by= is now model="); an argument that went to another function
+    (``moved``: name -> what to call instead) is ``argument.moved``; any other name is
+    ``argument.unknown``, listing what the function takes."""
     if not removed:
         return
     name = next(iter(removed))
     takes = [p.name for p in inspect.signature(function).parameters.values()
              if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
     where = f"embsql.{function.__name__}()"
-    if name in REMOVED:
-        fail("argument.renamed", old=f"{name}=", new=f"{REMOVED[name]}=", where=where)
+    new = (renamed or {}).get(name, REMOVED.get(name))
+    if new in takes:
+        fail("argument.renamed", old=f"{name}=", new=f"{new}=", where=where)
+    if moved and name in moved:
+        fail("argument.moved", old=f"{name}=", where=where, instead=moved[name])
     fail("argument.unknown", name=repr(name), where=where, takes=", ".join(takes))
 
 
@@ -177,4 +204,5 @@ def check_model_name(model: str | None, output: Iterable[str], function: str) ->
     """Refuse a model column whose name is one of ``function``'s output columns: the output keeps
     the model column's name, so the two would collide."""
     if model is not None and model in set(output):
-        fail("column.collision", column=repr(model), function=function)
+        quoted = '"' + model.replace('"', '""') + '"'      # as SQL names it, for the message's SELECT ... AS
+        fail("column.collision", column=quoted, function=function)

@@ -96,15 +96,51 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_k("name", "rule", "value") AS
     error(format('embsql: [argument.k] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_by_terms("name", "rule", "value") AS
     error(format('embsql: [argument.by_terms] {} must be {}, not {}', "name", "rule", "value"));
+CREATE OR REPLACE TEMP MACRO emb__fail_argument_interrupt("name", "rule", "value") AS
+    error(format('embsql: [argument.interrupt] {} must be {}, not {}', "name", "rule", "value"));
+CREATE OR REPLACE TEMP MACRO emb__fail_argument_sums("name", "rule", "value") AS
+    error(format('embsql: [argument.sums] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_renamed("old", "new", "where") AS
     error(format('embsql: [argument.renamed] {} is now {} (in {})', "old", "new", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_unknown("where", "name", "takes") AS
     error(format('embsql: [argument.unknown] {} has no argument {}; it takes: {}', "where", "name", "takes"));
+CREATE OR REPLACE TEMP MACRO emb__fail_argument_moved("where", "old", "instead") AS
+    error(format('embsql: [argument.moved] {} does not take {}: {}', "where", "old", "instead"));
 CREATE OR REPLACE TEMP MACRO emb__fail_column_collision("column", "function") AS
     error(format('embsql: [column.collision] model column {} has the name of one of {}''s output columns (the output keeps the model column''s name); rename it, e.g. SELECT {} AS model_name', "column", "function", "column"));
 CREATE OR REPLACE TEMP MACRO emb__fail_query_interrupted("what") AS
     error(format('embsql: [query.interrupted] the query was interrupted; {} stopped', "what"));
 CREATE OR REPLACE TEMP MACRO emb__vector_kind(word) AS CASE word WHEN 'NULL' THEN 'vector.null' WHEN 'NULL-element' THEN 'vector.null_element' WHEN 'zero-length' THEN 'vector.zero' WHEN 'NaN' THEN 'vector.nonfinite' WHEN 'infinite' THEN 'vector.nonfinite' ELSE 'vector' END;
+
+-- The output columns of each public table function (GENERATED from the doc blocks), which a
+-- model column must not be named like (emb__checked_source).
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_anova() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'v', 'mean_resultant_length', 'w_bar']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_groups() AS ['group', 'n_g', 'w', 'w_tilde', 'resolved']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_anova_dist() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_icc() AS ['icc', 'n0', 'ms_b', 'ms_w', 'f', 'groups', 'n', 'kind']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_power_groups() AS ['groups_exact', 'groups', 'rho', 'alpha', 'power']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_power_rho() AS ['rho', 'groups', 'alpha', 'power']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_margins() AS ['qid', 'd_pos2', 'd_neg2', 'margin', 'm', 'top1', 'rank', 'ties']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_summary() AS ['queries', 'groups', 'top1', 'top1_se', 'recall_at_1', 'recall_at_5', 'recall_at_5_se', 'recall_at_10', 'recall_at_10_se', 'mrr', 'mrr_se', 'm_mean', 'm_mean_se', 'm_p05', 'm_p25', 'm_median', 'm_p75', 'm_p95', 'ties', 'scope']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_run_metrics() AS ['metric', 'value', 'queries', 'without_relevant']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_run_metrics_per_query() AS ['qid', 'metric', 'value']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'v', 'mean_resultant_length', 'w_bar', 'p_value', 'permutations', 'statistic', 'w_d', 'null_method', 'groups_left_out', 'items_left_out', 'note']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_dist() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'p_value', 'permutations', 'statistic', 'w_d', 'null_method', 'groups_left_out', 'items_left_out', 'note']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_dispersion() AS ['groups', 'f', 'p_value', 'permutations', 'groups_left_out', 'items_left_out', 'note']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_dispersion_groups() AS ['group', 'n_g', 'mean_distance', 'in_test']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_terms() AS ['term', 'df', 'ss', 'r2', 'f', 'p_value', 'permutations']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_terms_dist() AS ['term', 'df', 'ss', 'r2', 'f', 'p_value', 'permutations']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_jackknife() AS ['stat', 'estimate', 'se', 'groups', 'sizes']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_bootstrap() AS ['stat', 'estimate', 'se', 'ci_low', 'ci_high', 'level', 'replicates', 'groups', 'estimate_bc', 'dropped', 'calibrated', 'sizes']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare() AS ['model_a', 'model_b', 'estimate_a', 'estimate_b', 'difference', 'se', 'ci_low', 'ci_high', 'items', 'same_items', 'shared_items', 'dropped', 'calibrated', 'sizes']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_dose() AS ['strength', 'queries', 'groups', 'w_tilde_q', 'se', 'step', 'step_se', 'monotone', 'p_value', 'permutations', 'dose_works']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_agreement() AS ['model_a', 'model_b', 'k', 'overlap', 'se', 'chance', 'items']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_agreement_items() AS ['model_a', 'model_b', 'item', 'overlap']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_mantel() AS ['model_a', 'model_b', 'r', 'p_value', 'permutations', 'items']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_cka() AS ['model_a', 'model_b', 'cka', 'se', 'p_value', 'permutations', 'items', 'groups', 'debiased', 'level']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_procrustes() AS ['model_a', 'model_b', 'r', 'm12_squared', 'p_value', 'permutations', 'items', 'level']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_eval() AS ['metric', 'value', 'queries', 'without_relevant', 'missing', 'unjudged']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_retrieval() AS ['model_a', 'model_b', 'metric', 'mean_a', 'mean_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'p_adjusted', 'p_adjust', 'queries', 'groups', 'permutations', 'method', 'level', 'calibrated']::VARCHAR[];
 
 -- Conventions
 --   * Public macros are emb_*; helpers are emb__* and may change.
@@ -116,8 +152,32 @@ CREATE OR REPLACE TEMP MACRO emb__vector_kind(word) AS CASE word WHEN 'NULL' THE
 --     that has a NULL sentinel column appended: it expands to coalesce(col, NULL)
 --     when the column exists and to coalesce(NULL) when it does not, and counting
 --     the expansion tells which.
---   * The optional by column keeps its own name: the no-by overloads use a constant
---     column __emb_all in its place and drop it at the end.
+--   * Arguments are named as everywhere in embsql (embsql/vocabulary.py): source, "group", vector,
+--     model, ...; GROUP is a keyword, so a call writes "group" := 'topic'.  A public macro is a thin
+--     wrapper: its body only hands its arguments to an emb__ macro (whose parameters keep internal
+--     names), because a parameter named like a column (qid, "group", value ...) would stand for
+--     that column in the body.
+--   * The optional model column keeps its own name in the output (as GROUP BY would): without one,
+--     a constant column __emb_all takes its place and is dropped at the end.
+--   * Each public macro is documented in a block of '-- @' comment lines just above it (see
+--     embsql/sql_reference.py): the one source of sql/README.md and of the reference.
+
+
+-- ---------------------------------------------------------------------------
+-- The model argument, checked before anything is read.  by := (its old name) is refused, and so is
+-- a model column whose name is one of the function's output columns (the output keeps the model
+-- column's name; outputs is the function's emb__outputs_<function>(), generated from its reference
+-- block by sql/build.py).  A public macro hands its source table through this: query_table() needs
+-- its argument when the query is bound, so the refusal is raised then, before any row is read
+-- (a check in a filter or a join could come after another error from the data).
+-- ---------------------------------------------------------------------------
+CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, "by", outputs) AS
+    CASE
+        WHEN "by" IS NOT NULL THEN emb__fail_argument_renamed('by :=', 'model :=', function)
+        WHEN list_contains(outputs, lower(model))     -- (the column quoted as SQL names it, for the message's SELECT ... AS)
+            THEN emb__fail_column_collision('"' || replace(model, '"', '""') || '"', function)
+        ELSE source
+    END;
 
 -- ---------------------------------------------------------------------------
 -- Shared rules, as scalar macros (each lives here once).
@@ -226,7 +286,7 @@ SELECT
         WHEN extra_col IS NOT NULL AND __emb_xcols = 1
             THEN error(format('embsql: [column.missing] column "{}" not found in {}', extra_col, tbl))
         WHEN by_col IS NOT NULL AND __emb_bycols = 1
-            THEN error(format('embsql: [column.missing] by column "{}" not found in {}', by_col, tbl))
+            THEN error(format('embsql: [column.missing] model column "{}" not found in {}', by_col, tbl))
         ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
     END AS __emb_g,
     emb__norm2(__emb_v) AS __emb_nrm2
@@ -444,13 +504,6 @@ SELECT p.*
 FROM (SELECT 1) LEFT JOIN per_group p ON true
 WHERE CASE WHEN p.n_g IS NULL THEN emb__no_rows_error(tbl) ELSE true END;
 
-CREATE OR REPLACE TEMP MACRO emb_groups(tbl, group_col, vector_col) AS TABLE
-    (SELECT "group", n_g, w, w_tilde, resolved
-     FROM emb__groups(tbl, group_col, vector_col, NULL) ORDER BY "group"),
-    (tbl, group_col, vector_col, "by") AS TABLE
-    (SELECT * EXCLUDE (__emb_b, __emb_all)
-     FROM emb__groups(tbl, group_col, vector_col, "by") ORDER BY __emb_b, "group");
-
 -- ---------------------------------------------------------------------------
 -- The decomposition, from the stable group sums of emb__group_blocks (10_group_sums.sql):
 --   SS_W = sum_g n_g W_g,   SS_B = sum_g n_g ||mu_g - mu||^2 (group means about the overall mean),
@@ -519,21 +572,80 @@ ORDER BY s.__emb_b;
 CREATE OR REPLACE TEMP MACRO emb__anova(tbl, group_col, vector_col, by_col) AS TABLE
     FROM emb__decomposition(tbl, group_col, vector_col, by_col, false);
 
-CREATE OR REPLACE TEMP MACRO emb_anova(tbl, group_col, vector_col) AS TABLE
-    (SELECT * EXCLUDE (__emb_all, __emb_b) FROM emb__anova(tbl, group_col, vector_col, NULL)),
-    (tbl, group_col, vector_col, "by") AS TABLE
-    (SELECT * EXCLUDE (__emb_b, __emb_all) FROM emb__anova(tbl, group_col, vector_col, "by"));
+-- @function emb_anova(source, "group", vector, model := NULL)
+-- The sum-of-squares decomposition of the unit vectors z_i by group.  One row, or one row per
+-- value of the model column (which comes first, under its own name).
+-- @param source the table to read: a table or view name, or a file DuckDB reads (`'data.parquet'`)
+-- @param "group" the group column (GROUP is a keyword: by name it is written `"group" := 'topic'`)
+-- @param vector the vector column (`FLOAT[]`, `DOUBLE[]`, `FLOAT[d]`, `DOUBLE[d]`); vectors are scaled to unit length
+-- @param model the model column: one row per value of it (NULL: one row for the whole table)
+-- @column <model> the model, under the model column's own name (only with `model`)
+-- @column n number of vectors
+-- @column groups number of groups G
+-- @column ss_t total sum of squares Σ_i ‖z_i − μ‖² = n (1 − ‖μ‖²), computed as SS_W + SS_B
+-- @column ss_w within-group sum of squares Σ_g Σ_{i in g} ‖z_i − μ_g‖² = Σ_g n_g (1 − ‖μ_g‖²)
+-- @column ss_b between-group sum of squares Σ_g n_g ‖μ_g − μ‖²
+-- @column r2 SS_B / SS_T: similarity-invariant (exactly unchanged by rotation, uniform scaling and extra dimensions of the raw vectors; only approximately by a shared direction or a translation added before normalisation), biased upward
+-- @column r2_null (G − 1)/(n − 1), roughly E[R²] with no group structure
+-- @column f pseudo-F = (SS_B/(G−1)) / (SS_W/(n−G)) (PERMANOVA's statistic)
+-- @column v spread 1 − ‖μ‖² = SS_T/n: descriptive, *not* comparable across models
+-- @column mean_resultant_length ‖μ‖
+-- @column w_bar SS_W / n
+-- @notes
+-- Errors: a NULL, zero-length, NaN or infinite vector (or one with NULL elements); vectors of
+-- different lengths within one model; a NULL or NaN group label; a missing column; a vector
+-- column of another type; a source with no rows; one group only; n = G (no within-group degrees of
+-- freedom); vectors identical to within floating-point precision, overall (R² and F undefined) or
+-- within each group (F undefined); see *Precision* above.
+--
+-- In the example, m2 is the exact lift of m1 with λ = 1/2: R² and F are unchanged and V is halved.
+-- @example
+-- SELECT * FROM emb_anova('ex', 'topic', 'embedding', model := 'model');
+-- -- model  n  groups  ss_t   ss_w   ss_b   r2      r2_null  f    v      mean_resultant_length  w_bar
+-- -- m1     4  2       2.2    0.4    1.8    0.8182  0.3333   9.0  0.55   0.6708                 0.1
+-- -- m2     4  2       1.1    0.2    0.9    0.8182  0.3333   9.0  0.275  0.8515                 0.05
+CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL, "by" := NULL) AS TABLE
+SELECT a.* EXCLUDE (__emb_b, __emb_all)
+FROM emb__anova(
+         emb__checked_source(source, 'emb_anova', model, "by", emb__outputs_emb_anova()),
+         "group", vector, model) a
+ORDER BY a.__emb_b;
+
+-- @function emb_groups(source, "group", vector, model := NULL)
+-- Per group: its size, its spread W_g about its centroid and the size-corrected W̃_g.  One row per
+-- group, ordered by group (and by model first, with `model`).  W_g keeps its digits for
+-- near-duplicate vectors (see *Precision* above): identical vectors give W_g = 0.
+-- @param source the table to read: a table or view name, or a file DuckDB reads (`'data.parquet'`)
+-- @param "group" the group column (GROUP is a keyword: by name it is written `"group" := 'topic'`)
+-- @param vector the vector column (`FLOAT[]`, `DOUBLE[]`, `FLOAT[d]`, `DOUBLE[d]`); vectors are scaled to unit length
+-- @param model the model column: the figures per value of it, which comes first under its own name (NULL: one model)
+-- @column <model> the model, under the model column's own name (only with `model`)
+-- @column group the group label
+-- @column n_g number of vectors in the group
+-- @column w W_g = (1/n_g) Σ_i ‖z_i − μ_g‖² = 1 − ‖μ_g‖², the mean squared distance to the group centroid
+-- @column w_tilde W̃_g = n_g/(n_g − 1) W_g, size-corrected; NULL for a singleton group
+-- @column resolved false where the group's vectors are identical to within floating-point precision (root-mean-square spread above 0 but below 1.5e-8): W_g is then rounding noise, not a figure
+-- @notes
+-- Errors: those of `emb_anova` that concern the rows (vectors, labels, columns, an empty source).
+-- @example
+-- SELECT * FROM emb_groups('ex', 'topic', 'embedding', model := 'model');
+-- -- model  group  n_g  w    w_tilde  resolved
+-- -- m1     A      2    0.1  0.2      true
+CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL, "by" := NULL) AS TABLE
+SELECT g.* EXCLUDE (__emb_b, __emb_all)
+FROM emb__groups(
+         emb__checked_source(source, 'emb_groups', model, "by", emb__outputs_emb_groups()),
+         "group", vector, model) g
+ORDER BY g.__emb_b, g."group";
 
 -- ---------------------------------------------------------------------------
 -- The distance route: the same decomposition from a table of pairwise
--- dissimilarities (i, j, d) and a labels table (id, group).  Any dissimilarity.
+-- dissimilarities (i, j, distance) and a labels table (item, group).  Any dissimilarity.
 --   SS_T = (1/n) sum_{i<j} d_ij^2,   SS_W = sum_g (1/n_g) sum_{i<j in g} d_ij^2
 -- Sums of squared distances have no cancellation, so they need no second pass; every check is a
 -- filter (never pruned, whatever columns a query reads).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb_anova_dist(dist_tbl, labels_tbl, group_col,
-                                       i_col := 'i', j_col := 'j', d_col := 'd',
-                                       id_col := 'id') AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__anova_dist(dist_tbl, labels_tbl, group_col, i_col, j_col, d_col, id_col) AS TABLE
 WITH labels AS MATERIALIZED (
     SELECT
         CASE
@@ -653,6 +765,38 @@ WHERE CASE
         ELSE true
     END;
 
+-- @function emb_anova_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd', item := 'id')
+-- The same decomposition from pairwise dissimilarities, for any dissimilarity (Euclidean, cosine
+-- distance, Bray–Curtis, a distance between two models' outputs): SS_T = (1/n) Σ_{i<j} d²_ij and
+-- SS_W = Σ_g (1/n_g) Σ_{i<j in g} d²_ij.  One row.
+-- @param distances the distance table: one row per unordered pair of items (either triangle, or both orders with equal values; zero self-distances are allowed)
+-- @param labels the labels table: an item column and the group column
+-- @param "group" the labels table's group column
+-- @param i the distance table's first item column
+-- @param j the distance table's second item column
+-- @param distance the distance table's distance column
+-- @param item the labels table's item column
+-- @column n number of labelled items
+-- @column groups number of groups G
+-- @column ss_t total sum of squares (1/n) Σ_{i<j} d²_ij
+-- @column ss_w within-group sum of squares Σ_g (1/n_g) Σ_{i<j in g} d²_ij
+-- @column ss_b SS_T − SS_W
+-- @column r2 SS_B / SS_T
+-- @column r2_null (G − 1)/(n − 1)
+-- @column f pseudo-F = (SS_B/(G−1)) / (SS_W/(n−G)); infinite when SS_W = 0
+-- @notes
+-- Errors: a pair given in both orders with different values, a missing pair (the error names
+-- one), an item without a label (named), a duplicated item, a NULL or NaN label (named with its
+-- item; -0.0 and 0.0 are one group), a negative, NULL, NaN or infinite distance, a non-zero
+-- distance of an item to itself, a missing column, an empty labels table, one group, n = G, every
+-- distance 0.  Sums of squared distances have no cancellation, so this route needs no second pass.
+-- @example
+-- SELECT * FROM emb_anova_dist('dist', 'lab', 'topic');
+-- -- n 4, groups 2, ss_t 2.2, ss_w 0.4, ss_b 1.8, r2 0.8182, r2_null 0.3333, f 9.0
+CREATE OR REPLACE TEMP MACRO emb_anova_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd',
+                                            item := 'id') AS TABLE
+FROM emb__anova_dist(distances, labels, "group", i, j, distance, item);
+
 -- ---------------------------------------------------------------------------
 -- ICC(1), one-way random effects:
 --   MS_B = SS_B/(G-1),  MS_W = SS_W/(n-G),  n0 = (n - sum_g n_g^2 / n)/(G-1),
@@ -701,7 +845,7 @@ __emb_icc_rows AS (
         CASE WHEN (SELECT __emb_gcols FROM __emb_icc_meta) = 1
                  THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, tbl))
              WHEN by_col IS NOT NULL AND (SELECT __emb_bycols FROM __emb_icc_meta) = 1
-                 THEN error(format('embsql: [column.missing] by column "{}" not found in {}', by_col, tbl))
+                 THEN error(format('embsql: [column.missing] model column "{}" not found in {}', by_col, tbl))
              ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
         END AS __emb_g
     FROM (
@@ -829,10 +973,56 @@ WHERE CASE
 END
 ORDER BY __emb_b;
 
-CREATE OR REPLACE TEMP MACRO emb_icc(tbl, group_col, value_col) AS TABLE
-    (SELECT * EXCLUDE (__emb_all) FROM emb__icc(tbl, group_col, value_col, NULL)),
-    (tbl, group_col, value_col, "by") AS TABLE
-    (SELECT * EXCLUDE (__emb_all) FROM emb__icc(tbl, group_col, value_col, "by"));
+-- @function emb_icc(source, "group", value, model := NULL)
+-- ICC(1), the one-way random-effects intraclass correlation:
+-- MS_B = SS_B/(G − 1), MS_W = SS_W/(n − G), n0 = (n − Σ_g n_g²/n)/(G − 1) and
+-- ICC = (MS_B − MS_W)/(MS_B + (n0 − 1) MS_W).  One row, or one row per value of the model column
+-- (which comes first, under its own name).  Unbalanced groups are allowed (n0 is then not n/G).
+-- @param source the table to read: a table or view name, or a file DuckDB reads
+-- @param "group" the group column (GROUP is a keyword: by name it is written `"group" := 'question'`)
+-- @param value the value column: a number or a `BOOLEAN` (the scalar ICC), or a vector (the trace ICC of the unit vectors)
+-- @param model the model column: one row per value of it (NULL: one row for the whole table)
+-- @column <model> the model, under the model column's own name (only with `model`)
+-- @column icc ICC(1); may be negative (down to −1/(n0 − 1)) when groups differ less than chance
+-- @column n0 the effective group size (n − Σ n_g²/n)/(G − 1); the group size when balanced
+-- @column ms_b between-group mean square SS_B/(G − 1)
+-- @column ms_w within-group mean square SS_W/(n − G)
+-- @column f MS_B/MS_W (for `trace`, emb_anova's pseudo-F); `inf` when MS_W = 0 (scalar values only)
+-- @column groups number of groups G
+-- @column n number of rows
+-- @column kind `'scalar'` or `'trace'`
+-- @notes
+-- What is computed depends on the type of `value`:
+--
+-- * a number (any integer, `DECIMAL`, `FLOAT`, `DOUBLE`) or a `BOOLEAN` (read as 0/1, e.g. correctness):
+--   `kind = 'scalar'`, the standard ICC(1) of the raw values (not normalised).  On balanced data
+--   it equals pingouin's `intraclass_corr` ICC(1,1) (`tests/reference/pingouin`).
+-- * a vector (`FLOAT[]`, `DOUBLE[]`, `FLOAT[d]`, `DOUBLE[d]`, any numeric list): `kind = 'trace'`, the
+--   same formula with SS_B and SS_W of the unit vectors, exactly those `emb_anova` reports: a stated
+--   extension of ICC to embeddings, the share of the (trace of the) covariance that lies between
+--   groups.
+--
+-- Errors: a missing column; a value column of another type (e.g. `VARCHAR`); a NULL or NaN group
+-- label; a source with no rows; for numbers a NULL, NaN or infinite value (named with its group);
+-- one group only; n = G (no within-group degrees of freedom); all values equal (MS_B + (n0 − 1) MS_W
+-- = 0).  A vector column gets `emb_anova`'s vector errors (NULL, zero-length, NaN or infinite
+-- vectors, vectors of different lengths) and its precision errors: identical vectors are refused,
+-- never reported as ICC = 1.
+--
+-- The `scores` table of the examples holds one score and one 0/1 correctness per answer, for three
+-- questions of 2, 3 and 4 paraphrases: `emb_icc('scores', 'question', 'score')` gives icc 0.5556
+-- (= 5/9), n0 2.8889 (= 26/9), ms_b 18.4444, ms_w 4.0, f 4.6111, groups 3, n 9, kind scalar, and
+-- `emb_icc('scores', 'question', 'correct')` icc 0.5094, n0 2.8889, ms_b 0.4444, ms_w 0.1111, f 4.0.
+-- @example
+-- SELECT * FROM emb_icc('ex', 'topic', 'embedding', model := 'model');
+-- -- model  icc  n0   ms_b  ms_w  f    groups  n  kind
+-- -- m1     0.8  2.0  1.8   0.2   9.0  2       4  trace
+-- -- m2     0.8  2.0  0.9   0.1   9.0  2       4  trace
+CREATE OR REPLACE TEMP MACRO emb_icc(source, "group", value, model := NULL, "by" := NULL) AS TABLE
+SELECT r.* EXCLUDE (__emb_all)
+FROM emb__icc(
+         emb__checked_source(source, 'emb_icc', model, "by", emb__outputs_emb_icc()),
+         "group", value, model) r;
 
 -- ---------------------------------------------------------------------------
 -- Power: groups needed to detect a correlation rho between a per-group figure (W_g)
@@ -886,6 +1076,14 @@ CREATE OR REPLACE TEMP MACRO emb__ppnd16(p) AS
         ELSE emb__ppnd16_far(sqrt(-ln(1.0e0 - p)) - 5.0e0)
     END;
 
+-- @function emb_normal_quantile(p)
+-- The standard normal quantile z_p (the inverse of the normal CDF), by Wichura's algorithm AS241
+-- (PPND16): about 16 significant digits over the whole of 0 < p < 1.  NULL gives NULL.
+-- @param p a probability, 0 < p < 1 (outside, including NaN, is an error)
+-- @returns DOUBLE z_p
+-- @example
+-- SELECT emb_normal_quantile(0.975) AS z, emb_normal_quantile(1e-12) AS tail;
+-- -- z 1.959963984540054, tail -7.034483825301132
 CREATE OR REPLACE TEMP MACRO emb_normal_quantile(p) AS
     CASE
         WHEN p IS NULL THEN NULL::DOUBLE
@@ -906,6 +1104,24 @@ CREATE OR REPLACE TEMP MACRO emb__power_check(alpha, power) AS
 
 -- In both table macros the checked figure is also a filter, so the checks hold whatever columns a
 -- query reads (a column that is not read is pruned, a filter never is).
+-- @function emb_power_groups(rho, alpha := 0.05, power := 0.8)
+-- The number of groups needed to detect a correlation `rho` between a per-group figure (W_g) and a
+-- per-group score with a two-sided test at level `alpha` with the given `power` (Fisher's z):
+-- G = ((z_{1−alpha/2} + z_{power}) / artanh(rho))² + 3.  One row.
+-- @param rho the correlation to detect, 0 < rho < 1
+-- @param alpha the significance level of the two-sided test, 0 < alpha < 1
+-- @param power the power the design should reach, 0 < power < 1
+-- @column groups_exact G as computed
+-- @column groups G rounded up: the number to plan for
+-- @column rho the input rho
+-- @column alpha the input alpha
+-- @column power the input power
+-- @notes
+-- Errors: `rho`, `alpha` or `power` NULL or outside (0, 1).  rho = 0.3 with the defaults gives
+-- 84.93, 85; with `power := 0.9` 112.68, 113.
+-- @example
+-- SELECT * FROM emb_power_groups(0.5);
+-- -- groups_exact 29.0123, groups 30, rho 0.5, alpha 0.05, power 0.8
 CREATE OR REPLACE TEMP MACRO emb_power_groups(rho, alpha := 0.05, power := 0.8) AS TABLE
 SELECT
     __emb_g AS groups_exact,
@@ -923,6 +1139,22 @@ FROM (
 )
 WHERE __emb_g IS NOT NULL;
 
+-- @function emb_power_rho(groups, alpha := 0.05, power := 0.8)
+-- The inverse of `emb_power_groups`: the smallest |rho| that `groups` groups detect,
+-- tanh((z_{1−alpha/2} + z_{power}) / √(G − 3)).  One row.
+-- @param groups the number of groups, a whole number greater than 3
+-- @param alpha the significance level of the two-sided test, 0 < alpha < 1
+-- @param power the power the design should reach, 0 < power < 1
+-- @column rho the smallest detectable |rho|
+-- @column groups the input groups
+-- @column alpha the input alpha
+-- @column power the input power
+-- @notes
+-- Errors: `groups` NULL, not a whole number, or not greater than 3; `alpha` or `power` NULL or
+-- outside (0, 1).  With `alpha := 0.01`, 20 groups detect rho 0.6799.
+-- @example
+-- SELECT * FROM emb_power_rho(20);
+-- -- rho 0.5912, groups 20, alpha 0.05, power 0.8
 CREATE OR REPLACE TEMP MACRO emb_power_rho(groups, alpha := 0.05, power := 0.8) AS TABLE
 SELECT * FROM (
 SELECT
@@ -1028,7 +1260,7 @@ WHERE CASE
     WHEN need_group AND m.__emb_gcols = 1
         THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', group_role, group_col, tbl))
     WHEN level_col IS NOT NULL AND m.__emb_lcols = 1
-        THEN error(format('embsql: [column.missing] level column "{}" not found in {}', level_col, tbl))
+        THEN error(format('embsql: [column.missing] strength column "{}" not found in {}', level_col, tbl))
     WHEN model_col IS NOT NULL AND m.__emb_mcols = 1
         THEN error(format('embsql: [column.missing] model column "{}" not found in {}', model_col, tbl))
     WHEN model_col IS NOT NULL AND __emb_b IS NULL
@@ -1042,7 +1274,7 @@ WHERE CASE
         THEN error(format('embsql: [label.null] {} {}: {} column "{}" is NULL at row {} ({} ''{}'')',
                           what, tbl, group_role, group_col, __emb_row, id_role, __emb_q))
     WHEN level_col IS NOT NULL AND __emb_l IS NULL
-        THEN error(format('embsql: [label.null] {} {}: level column "{}" is NULL at row {} ({} ''{}'')',
+        THEN error(format('embsql: [label.null] {} {}: strength column "{}" is NULL at row {} ({} ''{}'')',
                           what, tbl, level_col, __emb_row, id_role, __emb_q))
     WHEN __emb_dup > 1
         THEN error(format('embsql: [label.duplicate] {} {}: {} column "{}" has ''{}'' more than once; each {} must identify one row',
@@ -1141,23 +1373,63 @@ SELECT
     ties
 FROM joined;
 
-CREATE OR REPLACE TEMP MACRO emb_margins(queries, docs, scope := 'corpus', qid_col := 'qid', group_col := 'group',
-                                    level_col := NULL, positive_col := 'positive', vector_col := 'vector',
-                                    doc_id_col := 'doc_id', doc_group_col := 'group', doc_vector_col := 'vector',
-                                    model_col := NULL) AS TABLE
-SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_b', '__emb_g', '__emb_gcols', '__emb_row'))
-FROM emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col, doc_id_col, doc_group_col,
-                  doc_vector_col, model_col)
-ORDER BY __emb_b, qid;
+-- @function emb_margins(queries, docs, scope := 'corpus', qid := 'qid', positive := 'positive', vector := 'vector', doc_id := 'doc_id', doc_group := 'group', doc_vector := 'vector', model := NULL)
+-- Retrieval margins, one row per query: how far each query's correct document beats its best
+-- distractor.  Rows are ordered by model, then qid.
+-- @param queries the queries table: one row per query (and model), with its id, the doc_id of its one correct document and its vector
+-- @param docs the documents table: one row per document (and model), with its id, a topic group and its vector
+-- @param scope which documents are distractors: `'corpus'` (every other document) or `'group'` (the other documents of the positive's group)
+-- @param qid the queries' id column
+-- @param positive the queries' column holding the doc_id of each query's one relevant document (matched to doc_ids as text)
+-- @param vector the queries' vector column
+-- @param doc_id the documents' id column
+-- @param doc_group the documents' group column (documents of one topic are near-miss distractors; used by `scope := 'group'`)
+-- @param doc_vector the documents' vector column
+-- @param model the model column of both tables: each model's queries are compared with that model's documents only
+-- @column <model> the model, under the model column's own name (only with `model`)
+-- @column qid the query
+-- @column d_pos2 ‖q − d+‖² (summed from coordinate differences, exact near 0)
+-- @column d_neg2 min over D− of ‖q − d‖² (the best distractor)
+-- @column margin s(q, d+) − max over D− of s(q, d) (depends on the similarity scale)
+-- @column m (d_neg2 − d_pos2)/(d_neg2 + d_pos2) in [−1, 1]: same sign as `margin`, unchanged by similarity transforms
+-- @column top1 d+ ranks first, = (`m` > 0) = (`rank` = 1)
+-- @column rank 1 + number of distractors more similar than d+ + `ties`
+-- @column ties distractors whose similarity equals d+'s within tol = 2 (d + 4) · 2⁻⁵²
+-- @notes
+-- With s the cosine similarity of the unit vectors, d+ the correct document and D− the
+-- distractors.  A tie counts against d+ (pessimistic rank); when the best distractor ties with d+,
+-- `margin` and `m` are exactly 0.  The `.read` version is a join of every query with every
+-- document of its scope: fine for thousands of queries and documents.  After
+-- `embsql.register(con)` the same macro runs blocked matrix products in a Python UDF (float32
+-- products, exact float64 recheck of anything float32 cannot decide) and gives the same numbers;
+-- `embsql.margins(con, queries, docs, ...)` is its Python face (bench/README.md has timings), which
+-- also takes qrels (many relevant documents per query) instead of the `positive` column.
+--
+-- Errors: a missing column; a NULL id, positive or model; a doc_id or qid twice (per model); a
+-- NULL, zero-length, NaN or infinite vector (named by qid or doc_id); vectors of different lengths,
+-- or queries and documents of different dimension; a positive that is not a doc_id; a model in one
+-- table only; a query with no distractor (scope 'group' and d+ alone in its group); a scope other
+-- than 'corpus' or 'group'.
+-- @example
+-- SELECT qid, round(m, 4) AS m, top1, rank FROM emb_margins('queries', 'docs', scope := 'group');
+-- -- q1  -0.3873  false  2
+-- -- q2  -0.6492  false  2
+-- -- q3   0.8064  true   1
+-- -- q4  -0.6689  false  2
+CREATE OR REPLACE TEMP MACRO emb_margins(queries, docs, scope := 'corpus', qid := 'qid', positive := 'positive',
+                                         vector := 'vector', doc_id := 'doc_id', doc_group := 'group',
+                                         doc_vector := 'vector', model := NULL) AS TABLE
+SELECT m.* EXCLUDE (__emb_all, __emb_b, __emb_g, __emb_gcols, __emb_row)
+FROM emb__margins(
+         emb__checked_source(queries, 'emb_margins', model, NULL, emb__outputs_emb_margins()),
+         docs, scope, qid, NULL, positive, vector, doc_id, doc_group, doc_vector, model) m
+ORDER BY m.__emb_b, m.qid;
 
 -- Per model: top-1, recall@k, MRR, mean and quantiles of m, and cluster-jackknife SEs over the
 -- paraphrase groups: theta_(-g) = (sum - sum_g)/(n - n_g), SE = sqrt((G-1)/G sum_g (theta_(-g) - mean)^2)
 -- = sqrt((G - 1) var_pop(theta_(-g))).
-CREATE OR REPLACE TEMP MACRO emb_retrieval_summary(queries, docs, scope := 'corpus', qid_col := 'qid',
-                                              group_col := 'group', level_col := NULL, positive_col := 'positive',
-                                              vector_col := 'vector', doc_id_col := 'doc_id',
-                                              doc_group_col := 'group', doc_vector_col := 'vector',
-                                              model_col := NULL) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__retrieval_summary(queries, docs, scope, qid_col, group_col, positive_col, vector_col,
+                                                doc_id_col, doc_group_col, doc_vector_col, model_col) AS TABLE
 WITH r AS (
     SELECT *
     FROM emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col, doc_id_col, doc_group_col,
@@ -1206,9 +1478,66 @@ SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')),
 FROM main JOIN se ON main.__emb_b IS NOT DISTINCT FROM se.__emb_b
 ORDER BY main.__emb_b);
 
+-- @function emb_retrieval_summary(queries, docs, scope := 'corpus', qid := 'qid', "group" := 'group', positive := 'positive', vector := 'vector', doc_id := 'doc_id', doc_group := 'group', doc_vector := 'vector', model := NULL)
+-- The retrieval summary per model, from the margins of `emb_margins`: top-1, recall@k, MRR and the
+-- distribution of m, with cluster-jackknife SEs over the queries' paraphrase groups.  One row, or
+-- one row per model (first, under its own name).
+-- @param queries the queries table: one row per query (and model), with its id, its paraphrase group, the doc_id of its one correct document and its vector
+-- @param docs the documents table: one row per document (and model), with its id, a topic group and its vector
+-- @param scope which documents are distractors: `'corpus'` (every other document) or `'group'` (the other documents of the positive's group)
+-- @param qid the queries' id column
+-- @param "group" the queries' paraphrase group column (the original question; required here, for the SEs)
+-- @param positive the queries' column holding the doc_id of each query's one relevant document
+-- @param vector the queries' vector column
+-- @param doc_id the documents' id column
+-- @param doc_group the documents' group column (used by `scope := 'group'`)
+-- @param doc_vector the documents' vector column
+-- @param model the model column of both tables
+-- @column <model> the model, under the model column's own name (only with `model`)
+-- @column queries number of queries
+-- @column groups number of paraphrase groups
+-- @column top1 share of queries whose positive ranks first
+-- @column top1_se its cluster-jackknife SE
+-- @column recall_at_1 = `top1`
+-- @column recall_at_5 share of queries whose positive is in the top 5
+-- @column recall_at_5_se its SE
+-- @column recall_at_10 share of queries whose positive is in the top 10
+-- @column recall_at_10_se its SE
+-- @column mrr mean reciprocal rank of the positive
+-- @column mrr_se its SE
+-- @column m_mean mean of `m` (see `emb_margins`)
+-- @column m_mean_se its SE
+-- @column m_p05 5% quantile of `m` (linear interpolation, as `quantile_cont` and numpy)
+-- @column m_p25 25% quantile of `m`
+-- @column m_median median of `m`
+-- @column m_p75 75% quantile of `m`
+-- @column m_p95 95% quantile of `m`
+-- @column ties queries whose d+ ties with a distractor
+-- @column scope the scope asked for
+-- @notes
+-- The SEs are cluster jackknives over the paraphrase groups: paraphrases of one question are not
+-- independent, so each replicate leaves out a whole group, θ₍₋g₎ = (Σ − Σ_g)/(n − n_g) and
+-- SE = sqrt((G − 1)/G Σ_g (θ₍₋g₎ − mean)²); NULL with one group.  Quantiles carry no SE.  Top-1,
+-- recall and MRR depend only on the order of similarities; `m` is scale-free (it says how much
+-- room a query has, not anything about ranks below the first).  In Python:
+-- `embsql.retrieval_summary`; the four-layer report is `embsql.retrieval_layers`.  Errors: those
+-- of `emb_margins`, and a missing or NULL group.
+-- @example
+-- SELECT queries, groups, top1, top1_se, mrr, round(m_median, 4) AS m_median
+-- FROM emb_retrieval_summary('queries', 'docs');
+-- -- 4  2  0.25  0.25  0.625  -0.5183
+CREATE OR REPLACE TEMP MACRO emb_retrieval_summary(queries, docs, scope := 'corpus', qid := 'qid', "group" := 'group',
+                                                   positive := 'positive', vector := 'vector', doc_id := 'doc_id',
+                                                   doc_group := 'group', doc_vector := 'vector',
+                                                   model := NULL) AS TABLE
+SELECT r.*
+FROM emb__retrieval_summary(
+         emb__checked_source(queries, 'emb_retrieval_summary', model, NULL, emb__outputs_emb_retrieval_summary()),
+         docs, scope, qid, "group", positive, vector, doc_id, doc_group, doc_vector, model) r;
+
 -- ---------------------------------------------------------------------------
 -- Rank metrics of a run against relevance judgements, in plain SQL (the stock DuckDB CLI).
---   run:   qid, doc_id, score (optionally a model column, named by "by")
+--   run:   qid, doc_id, score (optionally a model column)
 --   qrels: qid, doc_id, relevance (a whole number >= 0; relevant = relevance >= 1)
 -- trec_eval's definitions and order: each query's documents by score descending, then doc_id
 -- descending as text (the run's own rank column is ignored, as trec_eval does; scores are compared
@@ -1232,7 +1561,7 @@ CREATE OR REPLACE TEMP MACRO emb__trec_score(s) AS
          ELSE s::FLOAT END;
 
 -- One row per (model, qid, metric) with the internal columns (__emb_b model value, __emb_o
--- metric order, __emb_none: the query has no relevant document).
+-- metric order, __emb_none: the query has no relevant document); model_col is NULL or the model column.
 -- Whether the qrels table has each named column (1 = missing: only the NULL placeholder matched);
 -- the plain-SQL run metrics and emb_retrieval_eval check their qrels with it.
 CREATE OR REPLACE TEMP MACRO emb__qrels_columns(qrels, qid_col, doc_id_col, relevance_col) AS TABLE
@@ -1242,21 +1571,21 @@ SELECT
     len(list_value(*COLUMNS(lambda c: c IN (relevance_col, '__emb_null')))) AS __emb_rcols
 FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(qrels) LIMIT 1) ON true;
 
-CREATE OR REPLACE TEMP MACRO emb__run_metric_rows(run, qrels, k, "by", qid_col, doc_id_col, score_col,
+CREATE OR REPLACE TEMP MACRO emb__run_metric_rows(run, qrels, k, model_col, qid_col, doc_id_col, score_col,
                                              relevance_col) AS TABLE
 WITH rmeta AS (
     SELECT
         len(list_value(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))) AS __emb_qcols,
         len(list_value(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))) AS __emb_dcols,
         len(list_value(*COLUMNS(lambda c: c IN (score_col, '__emb_null')))) AS __emb_scols,
-        len(list_value(*COLUMNS(lambda c: c IN ("by", '__emb_null')))) AS __emb_bcols
+        len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))) AS __emb_bcols
     FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(run) LIMIT 1) ON true
 ),
 jmeta AS (SELECT * FROM emb__qrels_columns(qrels, qid_col, doc_id_col, relevance_col)),
 r0 AS (
     SELECT
-        COLUMNS(lambda c: c IN ("by", '__emb_all')),
-        coalesce(*COLUMNS(lambda c: c IN ("by", '__emb_null'))) AS __emb_b,
+        COLUMNS(lambda c: c IN (model_col, '__emb_all')),
+        coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null'))) AS __emb_b,
         coalesce(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))::VARCHAR AS __emb_q,
         coalesce(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))::VARCHAR AS __emb_d,
         coalesce(*COLUMNS(lambda c: c IN (score_col, '__emb_null')))::DOUBLE AS __emb_s,
@@ -1273,9 +1602,9 @@ r AS (
         WHEN m.__emb_qcols = 1 THEN error(format('embsql: [column.missing] qid column "{}" not found in run {}', qid_col, run))
         WHEN m.__emb_dcols = 1 THEN error(format('embsql: [column.missing] doc_id column "{}" not found in run {}', doc_id_col, run))
         WHEN m.__emb_scols = 1 THEN error(format('embsql: [column.missing] score column "{}" not found in run {}', score_col, run))
-        WHEN "by" IS NOT NULL AND m.__emb_bcols = 1
-            THEN error(format('embsql: [column.missing] model column "{}" not found in run {}', "by", run))
-        WHEN __emb_q IS NULL OR __emb_d IS NULL OR __emb_s IS NULL OR ("by" IS NOT NULL AND __emb_b IS NULL)
+        WHEN model_col IS NOT NULL AND m.__emb_bcols = 1
+            THEN error(format('embsql: [column.missing] model column "{}" not found in run {}', model_col, run))
+        WHEN __emb_q IS NULL OR __emb_d IS NULL OR __emb_s IS NULL OR (model_col IS NOT NULL AND __emb_b IS NULL)
             THEN error(format('embsql: [label.null] run {}: NULL qid, doc_id, score or model at row {}', run, __emb_row))
         WHEN isnan(__emb_s) OR isinf(__emb_s)
             THEN error(format('embsql: [value.nonfinite] run {}: score {} at row {} is not finite', run, __emb_s, __emb_row))
@@ -1332,7 +1661,7 @@ scored AS (
     FROM top
 ),
 per_query AS (
-    SELECT COLUMNS(lambda c: c IN ("by", '__emb_all')), s.__emb_b, s.__emb_q AS qid,
+    SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), s.__emb_b, s.__emb_q AS qid,
         CASE WHEN any_value(p.__emb_idcg) > 0 THEN sum(__emb_g / log2(__emb_pos + 1)) / any_value(p.__emb_idcg)
              ELSE 0.0 END AS "ndcg",
         CASE WHEN any_value(p.__emb_nrel) > 0
@@ -1354,22 +1683,81 @@ SELECT * EXCLUDE ("ndcg", "map", "recall", "precision", "mrr", "hit_rate"),
     unnest(range(6)) AS __emb_o
 FROM per_query;
 
--- One row per (model, qid, metric): the per-query values (model, qid, metric, value).
-CREATE OR REPLACE TEMP MACRO emb_run_metrics_per_query(run, qrels, k := 10, "by" := NULL, qid_col := 'qid',
-                                                  doc_id_col := 'doc_id', score_col := 'score',
-                                                  relevance_col := 'relevance') AS TABLE
-SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_b', '__emb_none', '__emb_o'))
-FROM emb__run_metric_rows(run, qrels, k, "by", qid_col, doc_id_col, score_col, relevance_col)
-ORDER BY __emb_b, __emb_o, qid;
-
 -- One row per (model, metric): the mean over the queries evaluated, their number, and how many
 -- of them have no relevant document.
-CREATE OR REPLACE TEMP MACRO emb_run_metrics(run, qrels, k := 10, "by" := NULL, qid_col := 'qid', doc_id_col := 'doc_id',
-                                        score_col := 'score', relevance_col := 'relevance') AS TABLE
-SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_b', '__emb_o')) FROM (
-    SELECT COLUMNS(lambda c: c IN ("by", '__emb_all')), __emb_b, __emb_o, metric, avg(value) AS value,
+CREATE OR REPLACE TEMP MACRO emb__run_metrics(run, qrels, k, model_col, qid_col, doc_id_col, score_col, relevance_col) AS TABLE
+SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_o')) FROM (
+    SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b, __emb_o, metric, avg(value) AS value,
         count(*) AS queries, count(*) FILTER (WHERE __emb_none) AS without_relevant
-    FROM emb__run_metric_rows(run, qrels, k, "by", qid_col, doc_id_col, score_col, relevance_col)
+    FROM emb__run_metric_rows(run, qrels, k, model_col, qid_col, doc_id_col, score_col, relevance_col)
     GROUP BY ALL
 )
 ORDER BY __emb_b, __emb_o;
+
+-- @function emb_run_metrics(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id', score := 'score', relevance := 'relevance')
+-- Rank metrics of a run (any retrieval system's output: `qid, doc_id, score`, optionally a model
+-- column) against relevance judgements (`qid, doc_id, relevance`), in plain SQL for the stock
+-- DuckDB CLI.  One row per model (the model column first, under its own name) and metric, the
+-- metrics `ndcg@k, map@k, recall@k, precision@k, mrr@k, hit_rate@k` in that order.
+-- @param run the run: one row per (qid, doc_id) ranked, with a score (and a model column)
+-- @param qrels the relevance judgements: one row per judged (qid, doc_id), relevance a whole number ≥ 0 (relevant means relevance ≥ 1)
+-- @param k the depth: the metrics at cutoff k
+-- @param model the run's model column: the metrics per model
+-- @param qid the query id column of both tables
+-- @param doc_id the document id column of both tables
+-- @param score the run's score column
+-- @param relevance the qrels' relevance column
+-- @column <model> the model, under the model column's own name (only with `model`)
+-- @column metric the metric and its cutoff, e.g. `ndcg@10`
+-- @column value the mean over the queries evaluated
+-- @column queries the queries evaluated: the queries of the run that have judgements
+-- @column without_relevant judged queries without a relevant document (they score 0 and count, as in trec_eval)
+-- @notes
+-- The definitions and the order are trec_eval's: each query's documents by score descending, then
+-- doc_id descending as text (a rank column in the run is ignored, as trec_eval ignores it), with
+-- scores compared as 32-bit floats as trec_eval stores them (scores closer than about 6e-8 at 0.5
+-- tie, and go by doc_id); nDCG uses the relevance as gain and log2(rank + 1) as discount over the
+-- ideal DCG of the judged relevances; MAP and recall divide by R, the number of relevant judged
+-- documents (retrieved or not); precision divides by k.  Queries of the run without any judgement
+-- are skipped.  Unjudged documents are not relevant.  Refused with an `embsql:` error: k < 1, a
+-- missing column, NULL ids or scores, a non-finite score, a relevance that is negative or not
+-- whole, a (qid, doc_id) judged twice, a document ranked twice for one query.  The same numbers
+-- as `embsql.evaluate` and pytrec_eval (tested to 1e-12).  In the example's q2, a and c tie at
+-- 0.7 and c (later in text order) ranks first, as in trec_eval.
+-- @example
+-- SELECT metric, round(value, 4) AS value, queries FROM emb_run_metrics('run', 'qrels', k := 2);
+-- -- ndcg@2 0.5553, map@2 0.375, recall@2 0.75, precision@2 0.5, mrr@2 0.5, hit_rate@2 1.0 (2 queries)
+CREATE OR REPLACE TEMP MACRO emb_run_metrics(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id',
+                                             score := 'score', relevance := 'relevance', "by" := NULL) AS TABLE
+SELECT r.* EXCLUDE (__emb_b)
+FROM emb__run_metrics(
+         emb__checked_source(run, 'emb_run_metrics', model, "by", emb__outputs_emb_run_metrics()),
+         qrels, k, model, qid, doc_id, score, relevance) r;
+
+-- @function emb_run_metrics_per_query(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id', score := 'score', relevance := 'relevance')
+-- The per-query values behind `emb_run_metrics`: one row per model (the model column first, under
+-- its own name), metric and query, ordered by model, metric and qid.  Same definitions, skips and
+-- errors.  Use it for a paired comparison of two runs query by query.
+-- @param run the run: one row per (qid, doc_id) ranked, with a score (and a model column)
+-- @param qrels the relevance judgements: one row per judged (qid, doc_id), relevance a whole number ≥ 0
+-- @param k the depth: the metrics at cutoff k
+-- @param model the run's model column: the values per model
+-- @param qid the query id column of both tables
+-- @param doc_id the document id column of both tables
+-- @param score the run's score column
+-- @param relevance the qrels' relevance column
+-- @column <model> the model, under the model column's own name (only with `model`)
+-- @column qid the query (as text)
+-- @column metric the metric and its cutoff, e.g. `mrr@5`
+-- @column value the query's value of the metric
+-- @example
+-- SELECT qid, value FROM emb_run_metrics_per_query('run', 'qrels', k := 5) WHERE metric = 'mrr@5';
+-- -- q1 0.5, q2 0.5 (in q2 the unjudged c ranks first, the relevant a second)
+CREATE OR REPLACE TEMP MACRO emb_run_metrics_per_query(run, qrels, k := 10, model := NULL, qid := 'qid',
+                                                       doc_id := 'doc_id', score := 'score',
+                                                       relevance := 'relevance', "by" := NULL) AS TABLE
+SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_none, __emb_o)
+FROM emb__run_metric_rows(
+         emb__checked_source(run, 'emb_run_metrics_per_query', model, "by", emb__outputs_emb_run_metrics_per_query()),
+         qrels, k, model, qid, doc_id, score, relevance) r
+ORDER BY r.__emb_b, r.__emb_o, r.qid;

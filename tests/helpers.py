@@ -5,6 +5,27 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+import embsql
+from embsql import sql_reference
+
+
+def example_connection():
+    """embsql.connect() with the tables the SQL reference's examples read (sql/examples.sql)."""
+    con = embsql.connect()
+    con.execute(sql_reference.fixtures())
+    return con
+
+
+def public_functions(con) -> dict[str, list[str]]:
+    """Every public emb_* SQL function on ``con`` with its parameters (a name twice: more than one signature)."""
+    rows = con.sql("SELECT function_name, parameters FROM duckdb_functions() "
+                   "WHERE starts_with(function_name, 'emb_') AND NOT starts_with(function_name, 'emb__')").fetchall()
+    out: dict[str, list[str]] = {}
+    for name, parameters in rows:
+        assert name not in out, f"{name} has more than one signature"
+        out[name] = parameters
+    return out
+
 
 def sql_rows(con, query):
     return con.sql(query).to_arrow_table().to_pylist()

@@ -75,7 +75,7 @@ def _sections(models) -> dict[str, Section]:
               0.021, -0.185, -0.103, n)] if len(models) > 1 else []),
         "alignment": _table("alignment", ("model", "query", "m"),
                             [(m, f"q{k:03d}", value) for m in models for k, value in enumerate(MARGINS[m])]),
-        "dose": _table("dose", ("model", "level", "w_tilde_q", "se", "queries"),
+        "dose": _table("dose", ("model", "strength", "w_tilde_q", "se", "queries"),
                        [(m, level, w, se, 20) for m in models
                         for level, w, se in zip(DOSE_LEVELS, DOSE[m], DOSE_SE[m])]),
     }
@@ -92,7 +92,7 @@ def fake_report(*, sections: tuple[str, ...] | None = None, models=MODELS) -> Re
         [(m, n, len(SIZES), R2[m], R2_SE[m], R2[m] - 1.96 * R2_SE[m], R2[m] + 1.96 * R2_SE[m],
           4.54, 0.001 if m == "mini-384" else None, 0.5, 0.5 * (1 - R2[m]), None) for m in models])
     meta = {
-        "source": "examples/embeddings.parquet", "vector": "embedding", "group": "topic", "by": "model",
+        "source": "examples/embeddings.parquet", "vector": "embedding", "group": "topic", "model": "model",
         "permutations": 999, "seed": 42, "embsql_version": "0.1.0", "duckdb_version": "2.0.1",
         "created": "2025-01-02T03:04:05+00:00",
         "sql": 'SELECT "model", "topic", count(*) AS n_g\nFROM "embeddings" GROUP BY ALL',
@@ -102,9 +102,9 @@ def fake_report(*, sections: tuple[str, ...] | None = None, models=MODELS) -> Re
 
 
 def unlabelled_report() -> ReportResult:
-    """A report without ``by``: one row whose model is None, and only the decomposition section."""
+    """A report without a model column: one row whose model is None, and only the decomposition section."""
     full = fake_report(sections=("decomposition",), models=("mini-384",))
     def unlabel(table):
         return ResultTable(table.title, table.columns, tuple((None, *row[1:]) for row in table.rows))
     sections = tuple(Section(s.name, s.title, unlabel(s.table), s.caution) for s in full.sections)
-    return ReportResult("embsql report", unlabel(full.summary), sections, {**full.meta, "by": None})
+    return ReportResult("embsql report", unlabel(full.summary), sections, {**full.meta, "model": None})

@@ -102,13 +102,13 @@ def test_knn_agreement_equals_brute_force(con, k):
     x, y = related(1, 24, dims=(4, 9))
     names = np.array([f"i{j:03d}" for j in range(24)])
     con.register("t", long_table({"small": x, "large": y}, order=np.random.default_rng(0).permutation(48)))
-    got = embsql.knn_agreement(con, "t", "item", "model", "v", k=k).to_dicts()
+    got = embsql.knn_agreement(con, "t", item="item", model="model", vector="v", k=k).to_dicts()
     per_item = brute_overlaps(y, x, names, k)          # pairs are in model-name order: large, small
     assert [(r["model_a"], r["model_b"], r["k"], r["items"]) for r in got] == [("large", "small", k, 24)]
     assert got[0]["overlap"] == pytest.approx(per_item.mean(), abs=1e-12)
     assert got[0]["se"] == pytest.approx(brute_jackknife_se(y, x, names, k), abs=1e-12)
     assert got[0]["chance"] == pytest.approx(k / 23)
-    items = embsql.knn_agreement(con, "t", "item", "model", "v", k=k, per_item=True)
+    items = embsql.knn_agreement(con, "t", item="item", model="model", vector="v", k=k, per_item=True)
     assert items.columns == ("model_a", "model_b", "item", "overlap")
     assert items.column("item") == list(names)
     assert items.column("overlap") == pytest.approx(per_item, abs=1e-12)
@@ -119,11 +119,11 @@ def test_sql_equals_python_for_three_models_of_different_dimension(con):
     x, y = related(2, 30, dims=(6, 3))
     w = np.random.default_rng(3).normal(size=(30, 11))
     con.register("t", long_table({"m1": x, "m2": y, "m3": w}, order=np.random.default_rng(1).permutation(90)))
-    py = embsql.knn_agreement(con, "t", "item", "model", "v", k=4).to_dicts()
+    py = embsql.knn_agreement(con, "t", item="item", model="model", vector="v", k=4).to_dicts()
     sql = sql_rows(con, "SELECT * FROM emb_knn_agreement('t', 'item', 'model', 'v', k := 4)")
     assert [(r["model_a"], r["model_b"]) for r in py] == [("m1", "m2"), ("m1", "m3"), ("m2", "m3")]
     assert sql == py
-    items_py = embsql.knn_agreement(con, "t", "item", "model", "v", k=4, per_item=True).to_dicts()
+    items_py = embsql.knn_agreement(con, "t", item="item", model="model", vector="v", k=4, per_item=True).to_dicts()
     items_sql = sql_rows(con, "SELECT * FROM emb_knn_agreement_items('t', 'item', 'model', 'v', k := 4)")
     assert items_sql == items_py and len(items_py) == 90
     names = np.array([f"i{j:03d}" for j in range(30)])
@@ -134,10 +134,10 @@ def test_result_does_not_depend_on_row_order_or_model_names_order(con):
     x, y = related(4, 20)
     con.register("t1", long_table({"a": x, "b": y}))
     con.register("t2", long_table({"b": y, "a": x}, order=np.random.default_rng(2).permutation(40)))
-    assert (embsql.knn_agreement(con, "t1", "item", "model", "v", k=3).to_dicts()
-            == embsql.knn_agreement(con, "t2", "item", "model", "v", k=3).to_dicts())
-    assert (embsql.mantel(con, "t1", "item", "model", "v", permutations=49).to_dicts()
-            == embsql.mantel(con, "t2", "item", "model", "v", permutations=49).to_dicts())
+    assert (embsql.knn_agreement(con, "t1", item="item", model="model", vector="v", k=3).to_dicts()
+            == embsql.knn_agreement(con, "t2", item="item", model="model", vector="v", k=3).to_dicts())
+    assert (embsql.mantel(con, "t1", item="item", model="model", vector="v", permutations=49).to_dicts()
+            == embsql.mantel(con, "t2", item="item", model="model", vector="v", permutations=49).to_dicts())
 
 
 def test_ties_at_the_kth_neighbour_go_to_the_item_first_in_text_order(con):
@@ -151,7 +151,7 @@ def test_ties_at_the_kth_neighbour_go_to_the_item_first_in_text_order(con):
         names = list(a_vectors)
         con.register("t", long_table({"A": np.array([a_vectors[i] for i in names]),
                                       "B": np.array([b_vectors[i] for i in names])}, items=names))
-        got = embsql.knn_agreement(con, "t", "item", "model", "v", k=1, per_item=True).to_dicts()
+        got = embsql.knn_agreement(con, "t", item="item", model="model", vector="v", k=1, per_item=True).to_dicts()
         assert {r["item"]: r["overlap"] for r in got}["q"] == expected
 
 
@@ -238,7 +238,7 @@ def test_jackknife_is_conservative_but_not_wildly():
 def test_mantel_r_equals_scipy_spearman_and_p_the_documented_permutations(con):
     x, y = related(10, 15, dims=(4, 6), noise=4.0)
     con.register("t", long_table({"a": x, "b": y}, order=np.random.default_rng(3).permutation(30)))
-    got = embsql.mantel(con, "t", "item", "model", "v", permutations=199, seed=11).to_dicts()[0]
+    got = embsql.mantel(con, "t", item="item", model="model", vector="v", permutations=199, seed=11).to_dicts()[0]
     da, db = pdist(x, "cosine"), pdist(y, "cosine")
     r = spearmanr(da, db).statistic
     assert got["r"] == pytest.approx(r, abs=1e-12)
@@ -295,19 +295,19 @@ def test_items_must_match_unless_common(con):
                                           for m, i in zip(t["model"].to_pylist(), t["item"].to_pylist())])))
     message = ("model 'a' has item 'i003' that another model lacks (2 such items); pass common=True to "
                "compare on the 10 items every model has")
-    for run in (lambda: embsql.knn_agreement(con, "t", "item", "model", "v", k=3),
-                lambda: embsql.mantel(con, "t", "item", "model", "v")):
+    for run in (lambda: embsql.knn_agreement(con, "t", item="item", model="model", vector="v", k=3),
+                lambda: embsql.mantel(con, "t", item="item", model="model", vector="v")):
         with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
             run()
     assert sql_error(con, "SELECT * FROM emb_knn_agreement('t', 'item', 'model', 'v', k := 3)") == \
         f"embsql: [input] {message}"
     keep = [j for j in range(12) if j not in (3, 7)]
     con.register("shared", long_table({"a": x[keep], "b": y[keep]}, items=[f"i{j:03d}" for j in keep]))
-    for run in (lambda source, **kw: embsql.knn_agreement(con, source, "item", "model", "v", k=3, **kw),
-                lambda source, **kw: embsql.mantel(con, source, "item", "model", "v", **kw)):
+    for run in (lambda source, **kw: embsql.knn_agreement(con, source, item="item", model="model", vector="v", k=3, **kw),
+                lambda source, **kw: embsql.mantel(con, source, item="item", model="model", vector="v", **kw)):
         assert run("t", common=True).to_dicts() == run("shared").to_dicts()
     assert sql_rows(con, "SELECT * FROM emb_mantel('t', 'item', 'model', 'v', common := true)") == \
-        embsql.mantel(con, "shared", "item", "model", "v").to_dicts()
+        embsql.mantel(con, "shared", item="item", model="model", vector="v").to_dicts()
 
 
 def test_duplicate_and_null_items_and_models(con):
@@ -315,20 +315,20 @@ def test_duplicate_and_null_items_and_models(con):
     dup = long_table({"a": x, "b": y}, items=[f"i{j}" for j in (0, 1, 2, 3, 4, 5, 6, 0)])
     con.register("dup", dup)
     with pytest.raises(InputError, match="model 'a' has item 'i0' more than once"):
-        embsql.knn_agreement(con, "dup", "item", "model", "v", k=2)
+        embsql.knn_agreement(con, "dup", item="item", model="model", vector="v", k=2)
     assert sql_error(con, "SELECT * FROM emb_mantel('dup', 'item', 'model', 'v')") == \
         "embsql: [input] model 'a' has item 'i0' more than once"
     null_item = long_table({"a": x, "b": y}, items=[f"i{j}" for j in range(7)] + [None])
     con.register("null_item", null_item)
     with pytest.raises(BadLabelError, match=r"item column 'item' has a NULL label at row 7"):
-        embsql.knn_agreement(con, "null_item", "item", "model", "v", k=2)
+        embsql.knn_agreement(con, "null_item", item="item", model="model", vector="v", k=2)
     assert sql_error(con, "SELECT * FROM emb_knn_agreement('null_item', 'item', 'model', 'v', k := 2)") == \
         "embsql: [label] model 'a' has a NULL item; every row needs an item id"
     null_model = dup.set_column(1, "model", pa.array(["a"] * 8 + [None] * 8))
     null_model = null_model.set_column(0, "item", pa.array([f"i{j}" for j in range(8)] * 2))
     con.register("null_model", null_model)
-    with pytest.raises(BadLabelError, match="the model column has a NULL value"):
-        embsql.mantel(con, "null_model", "item", "model", "v")
+    with pytest.raises(BadLabelError, match=r"^model column 'model' has a NULL label at row 8 \(item 'i0'\)"):
+        embsql.mantel(con, "null_model", item="item", model="model", vector="v")
     assert sql_error(con, "SELECT * FROM emb_mantel('null_model', 'item', 'model', 'v')") == \
         "embsql: [label] the model column has a NULL value; every row needs a model"
 
@@ -337,12 +337,12 @@ def test_one_model_and_no_rows(con):
     x, _ = related(16, 8)
     con.register("one", long_table({"a": x}))
     with pytest.raises(InputError, match=r"the model column has 1 model\(s\); agreement needs at least two"):
-        embsql.knn_agreement(con, "one", "item", "model", "v", k=2)
+        embsql.knn_agreement(con, "one", item="item", model="model", vector="v", k=2)
     assert sql_error(con, "SELECT * FROM emb_mantel('one', 'item', 'model', 'v')") == \
         "embsql: [model.too_few] the model column has 1 model(s); agreement needs at least two"
     con.execute("CREATE TABLE empty (item VARCHAR, model VARCHAR, v DOUBLE[])")
     with pytest.raises(InputError, match="has no rows"):
-        embsql.mantel(con, "empty", "item", "model", "v")
+        embsql.mantel(con, "empty", item="item", model="model", vector="v")
     assert sql_error(con, "SELECT * FROM emb_knn_agreement('empty', 'item', 'model', 'v')") == \
         "embsql: [source.empty] source 'empty' has no rows"
 
@@ -357,12 +357,12 @@ def test_bad_k(con, k, message):
     x, y = related(17, 10)
     con.register("t", long_table({"a": x, "b": y}))
     with pytest.raises(InputError) as info:
-        embsql.knn_agreement(con, "t", "item", "model", "v", k=k)
+        embsql.knn_agreement(con, "t", item="item", model="model", vector="v", k=k)
     assert str(info.value) == message
     if isinstance(k, int):
         assert sql_error(con, f"SELECT * FROM emb_knn_agreement('t', 'item', 'model', 'v', k := {k})") == \
             f"embsql: [{info.value.kind}] {message}"
-    assert embsql.knn_agreement(con, "t", "item", "model", "v", k=8).k == 8     # n - 2 is allowed
+    assert embsql.knn_agreement(con, "t", item="item", model="model", vector="v", k=8).k == 8     # n - 2 is allowed
 
 
 @pytest.mark.parametrize("bad,word", [(None, "NULL"), ([0.0] * 8, "zero-length"),
@@ -374,7 +374,7 @@ def test_bad_vectors_name_the_row(con, bad, word):
     vectors[13] = bad
     con.register("t", t.set_column(2, "v", pa.array(vectors, pa.list_(pa.float64()))))
     with pytest.raises(BadVectorError) as info:
-        embsql.knn_agreement(con, "t", "item", "model", "v", k=3)
+        embsql.knn_agreement(con, "t", item="item", model="model", vector="v", k=3)
     assert str(info.value).startswith(f"vector column 'v' has a {word} vector at row 13 (item 'i003')")
     assert sql_error(con, "SELECT * FROM emb_mantel('t', 'item', 'model', 'v')").startswith(
         f"embsql: [{info.value.kind}] vector column 'v' has a {word} vector at item 'i003' of model 'b'")
@@ -389,13 +389,13 @@ def test_missing_and_mistyped_columns(con):
                           (("item", "model", "nope"), "vector column 'nope' not found in 't'"),
                           (("item", "model", "item"), "vector column 'item' in 't' has type VARCHAR")):
         with pytest.raises(InputError) as info:
-            embsql.mantel(con, "t", *args)
+            embsql.mantel(con, "t", **dict(zip(("item", "model", "vector"), args)))
         assert str(info.value).startswith(message)
         quoted = ", ".join(f"'{a}'" for a in args)
         assert sql_error(con, f"SELECT * FROM emb_knn_agreement('t', {quoted})").startswith(
             f"embsql: [{info.value.kind}] {message}")
     with pytest.raises(ColumnNotFoundError):
-        embsql.knn_agreement(con, "t", "item", "nope", "v")
+        embsql.knn_agreement(con, "t", item="item", model="nope", vector="v")
 
 
 def test_mantel_undefined_or_too_large(con, monkeypatch):

@@ -23,7 +23,7 @@ import embsql
 from embsql import errors
 from embsql.core import design
 from embsql.errors import CATALOGUE, VECTOR_KINDS
-from embsql.io.udf_errors import sql_error, sql_errors
+from embsql.io.udf_errors import result_type, sql_error, sql_errors
 
 ROOT = Path(__file__).resolve().parents[1]
 SQL_FILES = sorted((ROOT / "sql" / "modules").glob("*.sql")) + sorted((ROOT / "sql" / "python").glob("*.sql"))
@@ -42,45 +42,46 @@ def vectors(rows, groups, **extra) -> pa.Table:
 TWO_GROUPS = list("AAAABBBB")
 # name -> (table, Python call on (con, "t"), SQL query on t, expected kind)
 CASES = {
-    "one group": (vectors(SPREAD, "A" * 8), lambda con: embsql.anova(con, "t", "g", "v"),
+    "one group": (vectors(SPREAD, "A" * 8), lambda con: embsql.anova(con, "t", group="g", vector="v"),
                   "SELECT * FROM emb_anova('t', 'g', 'v')", "design.one_group"),
-    "one group, permutation test": (vectors(SPREAD, "A" * 8), lambda con: embsql.permanova(con, "t", "g", "v"),
+    "one group, permutation test": (vectors(SPREAD, "A" * 8), lambda con: embsql.permanova(con, "t", group="g", vector="v"),
                                     "SELECT * FROM emb_dispersion('t', 'g', 'v')", "design.one_group"),
-    "n = G": (vectors(SPREAD[:4], "ABCD"), lambda con: embsql.anova(con, "t", "g", "v"),
+    "n = G": (vectors(SPREAD[:4], "ABCD"), lambda con: embsql.anova(con, "t", group="g", vector="v"),
               "SELECT * FROM emb_anova('t', 'g', 'v')", "design.no_residual_df"),
-    "n = G, permutation test": (vectors(SPREAD[:4], "ABCD"), lambda con: embsql.dispersion(con, "t", "g", "v"),
+    "n = G, permutation test": (vectors(SPREAD[:4], "ABCD"), lambda con: embsql.dispersion(con, "t", group="g", vector="v"),
                                 "SELECT * FROM emb_dispersion('t', 'g', 'v')", "design.no_residual_df"),
-    "identical vectors": (vectors([[1, 0, 0]] * 8, TWO_GROUPS), lambda con: embsql.anova(con, "t", "g", "v"),
+    "identical vectors": (vectors([[1, 0, 0]] * 8, TWO_GROUPS), lambda con: embsql.anova(con, "t", group="g", vector="v"),
                           "SELECT * FROM emb_anova('t', 'g', 'v')", "design.identical"),
-    "jackknife on two groups": (vectors(SPREAD, TWO_GROUPS), lambda con: embsql.jackknife(con, "t", "g", "v"),
+    "jackknife on two groups": (vectors(SPREAD, TWO_GROUPS), lambda con: embsql.jackknife(con, "t", group="g", vector="v"),
                                 "SELECT * FROM emb_jackknife('t', 'g', 'v')", "design.min_groups"),
-    "label NULL": (vectors(SPREAD, ["A", None] + TWO_GROUPS[2:]), lambda con: embsql.anova(con, "t", "g", "v"),
+    "label NULL": (vectors(SPREAD, ["A", None] + TWO_GROUPS[2:]), lambda con: embsql.anova(con, "t", group="g", vector="v"),
                    "SELECT * FROM emb_anova('t', 'g', 'v')", "label.null"),
-    "column missing": (vectors(SPREAD, TWO_GROUPS), lambda con: embsql.anova(con, "t", "nope", "v"),
+    "column missing": (vectors(SPREAD, TWO_GROUPS), lambda con: embsql.anova(con, "t", group="nope", vector="v"),
                        "SELECT * FROM emb_anova('t', 'nope', 'v')", "column.missing"),
-    "column type": (pa.table({"g": TWO_GROUPS, "v": ["x"] * 8}), lambda con: embsql.anova(con, "t", "g", "v"),
+    "column type": (pa.table({"g": TWO_GROUPS, "v": ["x"] * 8}), lambda con: embsql.anova(con, "t", group="g", vector="v"),
                     "SELECT * FROM emb_anova('t', 'g', 'v')", "column.type"),
-    "no rows": (vectors(SPREAD[:0], []), lambda con: embsql.anova(con, "t", "g", "v"),
+    "no rows": (vectors(SPREAD[:0], []), lambda con: embsql.anova(con, "t", group="g", vector="v"),
                 "SELECT * FROM emb_anova('t', 'g', 'v')", "source.empty"),
     "vector of another length": (vectors(list(SPREAD[:7]) + [[1.0, 2.0]], TWO_GROUPS),
-                                 lambda con: embsql.anova(con, "t", "g", "v"),
+                                 lambda con: embsql.anova(con, "t", group="g", vector="v"),
                                  "SELECT * FROM emb_anova('t', 'g', 'v')", "vector.length"),
-    "permutations 0": (vectors(SPREAD, TWO_GROUPS), lambda con: embsql.permanova(con, "t", "g", "v", permutations=0),
+    "permutations 0": (vectors(SPREAD, TWO_GROUPS), lambda con: embsql.permanova(con, "t", group="g", vector="v", permutations=0),
                        "SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 0)", "argument.permutations"),
-    "seed -1": (vectors(SPREAD, TWO_GROUPS), lambda con: embsql.permanova(con, "t", "g", "v", seed=-1),
+    "seed -1": (vectors(SPREAD, TWO_GROUPS), lambda con: embsql.permanova(con, "t", group="g", vector="v", seed=-1),
                 "SELECT * FROM emb_permanova('t', 'g', 'v', seed := -1)", "argument.seed"),
-    "level 2": (vectors(SPREAD, list("AABBCCDD")), lambda con: embsql.bootstrap(con, "t", "g", "v", level=2.0),
+    "level 2": (vectors(SPREAD, list("AABBCCDD")), lambda con: embsql.bootstrap(con, "t", group="g", vector="v", level=2.0),
                 "SELECT * FROM emb_bootstrap('t', 'g', 'v', level := 2.0)", "argument.level"),
     "one model": (pa.table({"g": TWO_GROUPS, "v": pa.array(SPREAD.tolist()), "m": ["a"] * 8, "i": list(range(8))}),
-                  lambda con: embsql.compare(con, "t", "g", "v", "m", "i"),
+                  lambda con: embsql.compare(con, "t", group="g", vector="v", model="m", item="i"),
                   "SELECT * FROM emb_compare('t', 'g', 'v', 'm', 'i')", "model.too_few"),
     "one model, agreement": (pa.table({"v": pa.array(SPREAD.tolist()), "m": ["a"] * 8, "i": list(range(8))}),
-                             lambda con: embsql.knn_agreement(con, "t", "i", "m", "v", k=2),
+                             lambda con: embsql.knn_agreement(con, "t", item="i", model="m", vector="v", k=2),
                              "SELECT * FROM emb_knn_agreement('t', 'i', 'm', 'v', k := 2)", "model.too_few"),
 }
 for word, bad in (("NULL", None), ("zero-length", [0.0, 0.0, 0.0]), ("NaN", [float("nan"), 1, 0]),
                   ("infinite", [float("inf"), 1, 0]), ("NULL-element", [None, 1.0, 0.0])):
-    CASES[f"{word} vector"] = (vectors(list(SPREAD[:7]) + [bad], TWO_GROUPS), lambda con: embsql.anova(con, "t", "g", "v"),
+    CASES[f"{word} vector"] = (vectors(list(SPREAD[:7]) + [bad], TWO_GROUPS), lambda con: embsql.anova(con, "t", group="g",
+                                                                                                       vector="v"),
                                "SELECT * FROM emb_anova('t', 'g', 'v')", VECTOR_KINDS[word])
 
 
@@ -102,7 +103,7 @@ def test_the_same_bad_input_gives_the_same_class_and_kind_from_python_and_sql(co
 def test_one_group_is_a_design_error_from_both_routes(con):
     """The point of the catalogue: ``except DesignError`` catches it whichever way it was asked."""
     con.register("t", vectors(SPREAD, "A" * 8))
-    for ask in (lambda: embsql.anova(con, "t", "g", "v"),
+    for ask in (lambda: embsql.anova(con, "t", group="g", vector="v"),
                 lambda: embsql.run_sql(con, "SELECT * FROM emb_anova('t', 'g', 'v')"),
                 lambda: embsql.run_sql(con, "SELECT * FROM emb_icc('t', 'g', 'v')"),
                 lambda: embsql.run_sql(con, "SELECT * FROM emb_permanova('t', 'g', 'v')")):
@@ -113,7 +114,7 @@ def test_one_group_is_a_design_error_from_both_routes(con):
 def test_the_design_template_words_both_routes_alike(con):
     con.register("t", vectors(SPREAD[:4], "ABCD"))
     with pytest.raises(embsql.DesignError) as python:
-        embsql.anova(con, "t", "g", "v")
+        embsql.anova(con, "t", group="g", vector="v")
     with pytest.raises(embsql.DesignError) as sql:
         embsql.run_sql(con, "SELECT * FROM emb_anova('t', 'g', 'v')")
     assert str(python.value) == ("every group has one row (n = G = 4): no within-group degrees of freedom, so SS_W "
@@ -170,6 +171,8 @@ def test_every_embsql_message_in_the_sql_files_carries_a_known_kind():
     built = ROOT / "sql" / "embsql.sql"
     for path in SQL_FILES + [built]:
         for line_number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.lstrip().startswith("--"):
+                continue                                    # a comment (the reference's doc blocks) raises nothing
             for rest in SQL_MESSAGE.findall(line):
                 tag = re.match(r"\[([\w.{}]+)\] ", rest)
                 assert tag, f"{path.name}:{line_number}: an embsql: message without a [kind]: {line.strip()}"
@@ -205,7 +208,8 @@ def build_module():
 def test_design_wording_lives_only_in_the_catalogue():
     """The SQL files call emb__fail_design_* instead of spelling a design message out."""
     for path in SQL_FILES:
-        text = path.read_text(encoding="utf-8")
+        text = "\n".join(line for line in path.read_text(encoding="utf-8").splitlines()
+                          if not line.lstrip().startswith("--"))     # the doc blocks may describe the errors
         for phrase in ("has only one group", "no within-group degrees of freedom", "identical to within floating",
                        "every distance is 0", "are equal (MS_B", "has no rows"):
             assert phrase not in text, f"{path.name} spells out '{phrase}'; call the catalogue's macro"
@@ -237,23 +241,31 @@ def test_run_sql_maps_kinds_back_and_keeps_untagged_messages_sql_input_errors():
     assert pickle.loads(pickle.dumps(raised)).kind == "design.one_group"
 
 
-def test_udf_adapter_tags_embsql_errors_and_interrupts_and_passes_bugs_through():
+def test_udf_adapter_returns_embsql_errors_and_interrupts_as_data_and_passes_bugs_through():
+    """A kernel's result travels as STRUCT(error, value): the error is the embsql: message (every row
+    of the chunk carries it), which the calling macro raises with SQL's error()."""
     @sql_errors(stopped="the permutation test")
     def kernel(what):
-        if what == "design":
+        if what[0].as_py() == "design":
             design.check_groups(1, 5, needs="the test")
-        if what == "interrupt":
+        if what[0].as_py() == "interrupt":
             raise KeyboardInterrupt
-        raise ZeroDivisionError
+        if what[0].as_py() == "bug":
+            raise ZeroDivisionError
+        return pa.array([1.5] * len(what))
 
-    with pytest.raises(ValueError, match=r"^embsql: \[design\.one_group\] the group column has only one group"):
-        kernel("design")
-    with pytest.raises(ValueError, match=r"^embsql: \[query\.interrupted\] the query was interrupted; the "
-                                         r"permutation test stopped$"):
-        kernel("interrupt")
+    def rows(what):
+        return kernel(pa.array([what, "x"])).to_pylist()
+
+    assert rows("design") == [{"error": "embsql: [design.one_group] the group column has only one group: the test "
+                                        "needs at least two", "value": None}] * 2
+    assert rows("interrupt") == [{"error": "embsql: [query.interrupted] the query was interrupted; the permutation "
+                                           "test stopped", "value": None}] * 2
+    assert rows("fine") == [{"error": None, "value": 1.5}] * 2
     with pytest.raises(ZeroDivisionError):
-        kernel("bug")
-    assert sql_error(embsql.InputError("x")).args == ("embsql: [input] x",)
+        rows("bug")
+    assert sql_error(embsql.InputError("x", kind="source.empty")) == "embsql: [source.empty] x"
+    assert result_type("DOUBLE[]") == "STRUCT(error VARCHAR, value DOUBLE[])"
 
 
 def test_the_sql_readme_lists_every_kind():

@@ -132,7 +132,7 @@ def test_sql_prints_what_the_report_runs(files):
 
 def test_config_file_and_flags(files, tmp_path):
     config = tmp_path / "report.toml"
-    config.write_text(f'[report]\nsource = "{files / "emb.parquet"}"\nvector = "emb"\ngroup = "topic"\nby = "model"\n')
+    config.write_text(f'[report]\nsource = "{files / "emb.parquet"}"\nvector = "emb"\ngroup = "topic"\nmodel = "model"\n')
     from_config = embsql_cli("report", "--config", config, "--format", "json")
     from_flags = embsql_cli("report", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--model", "model",
                             "--format", "json")
@@ -304,17 +304,18 @@ def test_on_a_terminal_the_progress_bar_goes_to_stderr(files):
     assert json.loads(stdout)["schema"] == "embsql.report/1"   # and nothing of it on stdout
 
 
-def test_by_is_the_old_name_of_model(files, capsys):
-    """--model names the model column; --by, its old name, gives the very same output."""
+def test_model_names_the_model_column_and_by_is_refused(files, capsys):
+    """--model names the model column; --by, its old name, is refused with one line naming --model."""
     from embsql.cli import main
 
     base = ["sql", str(files / "emb.parquet"), "--vector", "emb", "--group", "topic"]
-    outputs = []
-    for flag in ("--model", "--by"):
-        assert main(base + [flag, "model"]) == 0
-        outputs.append(capsys.readouterr().out)
-    assert outputs[0] == outputs[1] and '"model"' in outputs[0]
+    assert main(base + ["--model", "model"]) == 0 and '"model"' in capsys.readouterr().out
     assert main(base) == 0 and '"model"' not in capsys.readouterr().out
+    with pytest.raises(SystemExit) as stopped:
+        main(base + ["--by", "model"])
+    assert stopped.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.err == "embsql: --by is now --model\n" and captured.out == ""
 
 
 @pytest.fixture(scope="module")

@@ -234,19 +234,18 @@ def test_sql_equals_python_and_groups_may_come_from_a_queries_table():
     con = embsql.connect()
     con.register("ev", table)
     python = embsql.compare_retrieval(con, "ev", group="group", permutations=2000, seed=9).to_dicts()
-    sql = con.sql("SELECT * FROM emb_compare_retrieval('ev', metric := 'ndcg@10', by := 'model', "
+    sql = con.sql("SELECT * FROM emb_compare_retrieval('ev', metric := 'ndcg@10', model := 'model', "
                   "\"group\" := 'group', permutations := 2000, seed := 9)").to_arrow_table().to_pylist()
     assert list(sql[0]) == list(qp.PAIR_COLUMNS)
     for key in qp.PAIR_COLUMNS:
         assert sql[0][key] == (python[0][key] if not isinstance(python[0][key], float)
                                else pytest.approx(python[0][key], abs=1e-15)), key
-    unquoted = con.sql("SELECT * FROM emb_compare_retrieval('ev', group_col := 'group', permutations := 2000, seed := 9)")
+    unquoted = con.sql("SELECT * FROM emb_compare_retrieval('ev', \"group\" := 'group', permutations := 2000, seed := 9)")
     assert unquoted.to_arrow_table().to_pylist() == sql
     plain = con.sql("SELECT p_value, p_adjusted, p_adjust FROM emb_compare_retrieval('ev', p_adjust := NULL)").fetchall()
     assert plain[0][0] == plain[0][1] and plain[0][2] is None
     queries = pa.table({"qid": [f"q{i}" for i in range(90)] * 2, "group": groups * 2, "model": ["m1"] * 90 + ["m2"] * 90})
-    other = embsql.compare_retrieval(con, table.drop(["group"]), queries=queries, group="group", permutations=2000,
-                                     seed=9).to_dicts()
+    other = embsql.compare_retrieval(con, table.drop(["group"]), queries=queries, permutations=2000, seed=9).to_dicts()
     assert other == python
     assert embsql.compare_retrieval(con, embsql.ResultTable.from_dicts("t", table.column_names, table.to_pylist()),
                                     group="group", permutations=2000, seed=9).to_dicts() == python
@@ -293,7 +292,7 @@ def test_sql_errors_start_with_embsql():
     for call, words in (("emb_compare_retrieval('ev', metric := 'mrr@10')", "[input] evaluation 'ev' has no rows for "
                                                                               "metric 'mrr@10'"),
                         ("emb_compare_retrieval('ev', \"group\" := 'topic')", "[column.missing] group column 'topic' not found"),
-                        ("emb_compare_retrieval('ev', by := 'run')", "[column.missing] model column 'run' not found"),
+                        ("emb_compare_retrieval('ev', model := 'run')", "[column.missing] model column 'run' not found"),
                         ("emb_compare_retrieval('ev', p_adjust := 'fdr')", "[input] p_adjust must be one of")):
         with pytest.raises(Exception) as caught:
             con.sql(f"SELECT * FROM {call}").fetchall()
@@ -311,7 +310,7 @@ def _row(a, b, mean_a, mean_b, p, low, high, groups=40, calibrated=True):
 
 
 def test_verdict_names_the_better_model_the_gap_and_the_evidence():
-    from embsql.reporting.retrieval_verdict import retrieval_comparison_sentence
+    from embsql.reporting.verdict import retrieval_comparison_sentence
 
     # model_b ahead: the sentence leads with it and turns the interval round
     text = retrieval_comparison_sentence([_row("e5", "bge", 0.41, 0.47, 0.002, -0.09, -0.03)])

@@ -1,140 +1,252 @@
-"""The dispersion test's two kernels: the Gram route and the coordinates route give the permuted F of
-the original formula (regroup the scaled residual vectors, centroid_distances, anova_f), also for a
-near-degenerate design, and the cost rule's choice is pinned to the cases measured (bench/README.md)."""
+"""The dispersion test's statistic and its two kernels.
+
+* W~_g, the pooled variance components a and b and F equal an independent computation: R's vegan
+  betadisper distances and explicit loops over index tuples (tests/reference/vegan/dispersion_spread.R),
+  and a numpy enumeration of every distinct index tuple;
+* Var(W~_g) = 4a/n + 2b/(n(n-1)) and the estimators of a and b are unbiased: exact expectations over
+  every sample of n draws from a small discrete distribution on the sphere;
+* the aligned vectors keep |z| = 1 and put each item's leave-one-out group centroid on one axis;
+* the Gram route and the coordinates route give the permuted F of the formula, and the cost rule's choice
+  is pinned to the cases measured (bench/README.md).
+"""
 
 from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import embsql.core.dispersion as dispersion
 import embsql.core.permutation as permutation
 from embsql.core.dispersion import (
-    ResidualPermutations,
-    anova_f,
-    bias_factors,
-    centroid_distances,
+    AlignedPermutations,
+    aligned_vectors,
     choose_dispersion_method,
     dispersion_test,
-    group_means,
+    pair_sums,
+    spread_components,
+    spread_f,
 )
 from embsql.core.permutation import Design, design, shuffles
 from embsql.errors import InputError
 
+REFERENCE = Path(__file__).parent / "reference" / "vegan"
+SPREAD = json.loads((REFERENCE / "dispersion_spread.json").read_text())
 
-def reference_f(unit: np.ndarray, codes: np.ndarray, perms) -> np.ndarray:
-    """The formula as first written: regroup all residual vectors, argsort and sum them per permutation."""
+
+def unit(x):
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def reference_data(name):
+    """data/<name>.csv (the vegan references' input) on the groups of 4 or more items, as R orders them."""
+    rows = np.genfromtxt(REFERENCE / "data" / f"{name}.csv", delimiter=",", names=True, dtype=None, encoding="utf-8")
+    labels = rows["group"].astype(str)
+    x = np.column_stack([rows[c] for c in rows.dtype.names if c.startswith("x")]).astype(float)
+    kept = np.isin(labels, SPREAD[name]["groups"])
+    return x[kept], np.unique(labels[kept], return_inverse=True)[1]
+
+
+@pytest.mark.parametrize("name", ["unit_balanced", "unit_unbalanced"])
+def test_spread_statistic_equals_the_r_reference(name):
+    """W~_g is the mean squared betadisper(bias.adjust = TRUE) distance; Q2-Q4, a, b and F equal R's loops
+    over index tuples (15 significant digits stored: 1e-9)."""
+    ref = SPREAD[name]
+    x, codes = reference_data(name)
+    sums = pair_sums(x, codes, len(ref["groups"]))
+    spread, a, b = spread_components(sums)
+    assert spread == pytest.approx(ref["spread_betadisper"], rel=1e-9, abs=0)
+    assert spread == pytest.approx(ref["spread_pairs"], rel=1e-9, abs=0)
+    assert (float(a), float(b)) == pytest.approx((ref["a"], ref["b"]), rel=1e-9, abs=1e-15)
+    assert float(spread_f(sums)) == pytest.approx(ref["f"], rel=1e-9, abs=0)
+
+
+def tuple_means(z):
+    """Q2, Q3, Q4 by enumerating every ordered tuple of distinct indices (the definitions)."""
+    c = z @ z.T
+    n = len(z)
+    q2 = np.mean([c[i, j] ** 2 for i, j in itertools.permutations(range(n), 2)])
+    q3 = np.mean([c[i, j] * c[j, k] for i, j, k in itertools.permutations(range(n), 3)])
+    q4 = np.mean([c[i, j] * c[k, m] for i, j, k, m in itertools.permutations(range(n), 4)])
+    return q2, q3, q4
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.lists(st.integers(4, 7), min_size=1, max_size=3), st.integers(2, 9))
+def test_pair_sums_give_the_tuple_means(seed, sizes, dim):
+    rng = np.random.default_rng(seed)
+    codes = rng.permutation(np.repeat(np.arange(len(sizes)), sizes))
+    z = unit(rng.standard_normal((len(codes), dim)) + rng.standard_normal(dim))
+    sums = pair_sums(z, codes, len(sizes))
+    n = sums.sizes.astype(float)
+    for g in range(len(sizes)):
+        q2, q3, q4 = tuple_means(z[codes == g])
+        assert sums.f2[g] / (n[g] * (n[g] - 1)) == pytest.approx(q2, rel=1e-10, abs=1e-12)
+        assert (sums.r2[g] - sums.f2[g]) / (n[g] * (n[g] - 1) * (n[g] - 2)) == pytest.approx(q3, rel=1e-10, abs=1e-12)
+        assert ((sums.s1[g] ** 2 - 4 * sums.r2[g] + 2 * sums.f2[g]) / (n[g] * (n[g] - 1) * (n[g] - 2) * (n[g] - 3))
+                == pytest.approx(q4, rel=1e-9, abs=1e-12))
+
+
+def test_a_group_larger_than_the_dimension_takes_the_d_by_d_route():
+    """n_g > d: f2 from Z'Z (d x d), the same numbers as the n_g x n_g blocks."""
+    rng = np.random.default_rng(3)
+    z = unit(rng.standard_normal((40, 5)) + 1.0)
+    codes = np.repeat([0, 1], 20)
+    wide = pair_sums(np.hstack([z, np.zeros((40, 40))]), codes, 2)      # d = 45 > 20: blocks
+    tall = pair_sums(z, codes, 2)                                        # d = 5 < 20: Z'Z
+    for k in ("s1", "r2", "f2"):
+        np.testing.assert_allclose(getattr(tall, k), getattr(wide, k), rtol=1e-12)
+
+
+def test_variance_formula_and_unbiased_components_by_exact_enumeration():
+    """Every ordered sample of n = 5 draws from 4 unit vectors with unequal weights (4^5 samples): the
+    exact E[W~], Var(W~), E[a_hat], E[b_hat] against sigma^2 = 1 - |m|^2, 4a/n + 2b/(n(n-1)), a = m'Sm and
+    b = tr(S^2) of that distribution (with repeated draws allowed, as iid sampling has)."""
+    rng = np.random.default_rng(8)
+    atoms = unit(rng.standard_normal((4, 3)) + np.array([1.0, 0.0, 0.0]))
+    weights = np.array([0.4, 0.3, 0.2, 0.1])
+    m = weights @ atoms
+    cov = (atoms - m).T @ np.diag(weights) @ (atoms - m)
+    a, b, n = m @ cov @ m, np.trace(cov @ cov), 5
+    values, probs = [], []
+    for draw in itertools.product(range(4), repeat=n):
+        spread, a_hat, b_hat = spread_components(pair_sums(atoms[list(draw)], np.zeros(n, dtype=np.int64), 1))
+        values.append((spread[0], spread[0] ** 2, *(float(v) for v in (a_hat, b_hat))))
+        probs.append(np.prod(weights[list(draw)]))
+    e = np.array(probs) @ np.array(values)
+    assert e[0] == pytest.approx(1 - m @ m, rel=1e-12)
+    assert e[1] - e[0] ** 2 == pytest.approx(4 * a / n + 2 * b / (n * (n - 1)), rel=1e-10)
+    # the clipped estimators: exact means with the clipping undone are a and b; clipping at 0 only raises them
+    assert e[2] >= a - 1e-12 and e[3] >= b - 1e-12
+
+
+def test_unclipped_components_are_unbiased_by_exact_enumeration():
+    rng = np.random.default_rng(9)
+    atoms = unit(rng.standard_normal((3, 4)) + 0.5)
+    weights = np.array([0.5, 0.3, 0.2])
+    m = weights @ atoms
+    cov = (atoms - m).T @ np.diag(weights) @ (atoms - m)
+    n, total = 4, np.zeros(2)
+    for draw in itertools.product(range(3), repeat=n):
+        s = pair_sums(atoms[list(draw)], np.zeros(n, dtype=np.int64), 1)
+        q2 = s.f2[0] / (n * (n - 1))
+        q3 = (s.r2[0] - s.f2[0]) / (n * (n - 1) * (n - 2))
+        q4 = (s.s1[0] ** 2 - 4 * s.r2[0] + 2 * s.f2[0]) / (n * (n - 1) * (n - 2) * (n - 3))
+        total += np.prod(weights[list(draw)]) * np.array([q3 - q4, q2 - 2 * q3 + q4])
+    assert total == pytest.approx([m @ cov @ m, np.trace(cov @ cov)], rel=1e-10, abs=1e-14)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.lists(st.integers(4, 9), min_size=2, max_size=5), st.integers(2, 20))
+def test_aligned_vectors_are_unit_and_put_the_others_centroid_on_the_axis(seed, sizes, dim):
+    """|y_i| = 1, and y_i . t = z_i . u_(-i) for the axis t (the data's mean direction) and u_(-i) the direction
+    of the centroid of the other items of i's group: the reflection maps u_(-i) onto t (H symmetric, H t = u)."""
+    rng = np.random.default_rng(seed)
+    codes = rng.permutation(np.repeat(np.arange(len(sizes)), sizes))
+    z = unit(rng.standard_normal((len(codes), dim)) * 0.5 + rng.standard_normal((len(sizes), dim))[codes])
+    y = aligned_vectors(z, codes)
+    np.testing.assert_allclose(np.linalg.norm(y, axis=1), 1.0, rtol=0, atol=1e-12)
+    axis = z.sum(axis=0) / np.linalg.norm(z.sum(axis=0))
+    for i in range(len(z)):
+        others = z[(codes == codes[i]) & (np.arange(len(z)) != i)].sum(axis=0)
+        assert y[i] @ axis == pytest.approx(z[i] @ others / np.linalg.norm(others), abs=1e-10)
+    # each item has its own reflection, so the inner products change (unlike a reflection per group)
+    assert not np.allclose(y @ y.T, z @ z.T)
+
+
+def test_observed_f_is_invariant_to_each_group_s_own_rotation():
+    rng = np.random.default_rng(12)
+    codes = np.repeat(np.arange(4), [4, 6, 9, 12])
+    z = unit(rng.standard_normal((31, 6)) + 1.0)
+    turned = z.copy()
+    for g in range(4):
+        q, _ = np.linalg.qr(rng.standard_normal((6, 6)))
+        turned[codes == g] = z[codes == g] @ q
+    assert float(spread_f(pair_sums(turned, codes, 4))) == pytest.approx(float(spread_f(pair_sums(z, codes, 4))),
+                                                                         rel=1e-10)
+    assert dispersion_test(turned, design(codes), permutations=9).test.statistic == pytest.approx(
+        dispersion_test(z, design(codes), permutations=9).test.statistic, rel=1e-10)
+
+
+def reference_f(unit_vectors: np.ndarray, codes: np.ndarray, perms) -> np.ndarray:
+    """The formula as written: align, regroup every permuted row, and recompute the statistic group by group."""
     groups = int(codes.max()) + 1
-    factor = bias_factors(np.bincount(codes))[codes]
-    residuals = (unit - group_means(unit, codes)[codes]) * factor[:, None]
-    return np.array([anova_f(centroid_distances(residuals[p], codes) * factor, codes, groups) for p in perms])
+    y = aligned_vectors(unit_vectors, codes)
+    return np.array([float(spread_f(pair_sums(y[p], codes, groups))) for p in perms])
 
 
-def kernel_f(unit, codes, perms, method) -> np.ndarray:
-    kernel = ResidualPermutations(unit, codes, int(codes.max()) + 1, method, len(perms))
+def kernel_f(unit_vectors, codes, perms, method) -> np.ndarray:
+    kernel = AlignedPermutations(unit_vectors, codes, int(codes.max()) + 1, method, len(perms))
     assert kernel.method == method
     return kernel.batch(list(perms))
 
 
 @st.composite
 def designs(draw):
-    """Unequal groups (4 to 12 items), strata for the permutations, and maybe one near-degenerate group
-    (its items 1e-7 apart)."""
+    """Unequal groups (4 to 12 items), strata for the permutations, group locations that differ."""
     seed = draw(st.integers(0, 2**32 - 1))
     sizes = draw(st.lists(st.integers(4, 12), min_size=2, max_size=6))
     dim = draw(st.integers(2, 24))
     strata_count = draw(st.integers(1, 3))
-    tight = draw(st.booleans())
     rng = np.random.default_rng(seed)
     codes = rng.permutation(np.repeat(np.arange(len(sizes)), sizes))
     x = rng.standard_normal((len(sizes), dim))[codes] * rng.uniform(0, 2) + rng.standard_normal((len(codes), dim))
-    if tight:
-        x[codes == 0] = x[np.flatnonzero(codes == 0)[0]] + 1e-7 * rng.standard_normal((sizes[0], dim))
-    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
     strata = np.sort(rng.integers(0, strata_count, len(codes)))
-    return unit, codes.astype(np.int64), Design(codes.astype(np.int64), strata, len(sizes)), seed
+    return unit(x), codes.astype(np.int64), Design(codes.astype(np.int64), strata, len(sizes)), seed
 
 
 @settings(max_examples=60, deadline=None)
 @given(designs())
-def test_gram_and_coordinates_give_the_original_permuted_f(case):
-    unit, codes, d, seed = case
+def test_gram_and_coordinates_give_the_formula_s_permuted_f(case):
+    z, codes, d, seed = case
     perms = list(shuffles(d, 40, seed)) + [np.arange(len(codes))]
-    expected = reference_f(unit, codes, perms)
-    np.testing.assert_allclose(kernel_f(unit, codes, perms, "coordinates"), expected, rtol=1e-12, atol=0)
-    np.testing.assert_allclose(kernel_f(unit, codes, perms, "gram"), expected, rtol=1e-9, atol=0)
-
-
-def shared_offset_design(rng, groups=6, dim=8, spread=1e-7):
-    """Each group: one outlier and three items 1e-7 apart, the outliers all the same way off.  The three
-    close items of every group then have almost the same residual (-offset / 4), so a permuted group of
-    such items has distances ~1e-7 beside residuals of length ~1: the Gram form's cancellation case."""
-    offset = np.zeros(dim)
-    offset[0] = 2.0
-    rows, codes = [], []
-    for g in range(groups):
-        centre = rng.standard_normal(dim)
-        rows += [centre + offset + spread * rng.standard_normal(dim)]
-        rows += [centre + spread * rng.standard_normal(dim) for _ in range(3)]
-        codes += [g] * 4
-    return np.array(rows), np.array(codes, dtype=np.int64)
-
-
-def test_near_degenerate_permutations_are_redone_by_coordinates(monkeypatch):
-    rng = np.random.default_rng(7)
-    x, codes = shared_offset_design(rng)
-    close = np.flatnonzero(np.arange(len(codes)) % 4 != 0)
-    # permutations that gather close items of different groups into one group (and a few random ones)
-    perms = []
-    for _ in range(20):
-        perm = rng.permutation(len(codes))
-        picked = rng.choice(close, 4, replace=False)
-        rest = np.setdiff1d(perm, picked, assume_unique=True)
-        perms.append(np.r_[picked, rest])
-    expected = reference_f(x, codes, perms)
-    np.testing.assert_allclose(kernel_f(x, codes, perms, "gram"), expected, rtol=1e-9, atol=0)
-    # the distances themselves (~1e-7 for the gathered close items) agree with the coordinates' to 1e-9 ...
-    coordinates = ResidualPermutations(x, codes, 6, "coordinates", 20).kernel.batch(np.stack(perms))
-    gram = ResidualPermutations(x, codes, 6, "gram", 20).kernel.batch(np.stack(perms))
-    np.testing.assert_allclose(np.sqrt(gram), np.sqrt(coordinates), rtol=1e-9, atol=0)
-    # ... and the redo is what does it: without, the Gram form's close distances are off by percents
-    monkeypatch.setattr(dispersion, "NEAR_DEGENERATE", -np.inf)
-    raw = ResidualPermutations(x, codes, 6, "gram", 20).kernel.batch(np.stack(perms))
-    assert np.nanmax(np.abs(np.sqrt(np.maximum(raw, 0)) - np.sqrt(coordinates)) / np.sqrt(coordinates)) > 1e-3
+    expected = reference_f(z, codes, perms)
+    np.testing.assert_allclose(kernel_f(z, codes, perms, "coordinates"), expected, rtol=1e-9, atol=0)
+    np.testing.assert_allclose(kernel_f(z, codes, perms, "gram"), expected, rtol=1e-9, atol=0)
 
 
 def test_the_p_value_is_the_same_by_either_route():
     rng = np.random.default_rng(11)
     labels = np.repeat(np.arange(30), np.r_[np.full(10, 4), np.full(20, 7)])
     x = rng.standard_normal((len(labels), 16)) * np.where(labels < 5, 0.5, 1.0)[:, None] + rng.standard_normal(16)
-    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    z = unit(x)
     d = design(labels)
-    by_gram = dispersion_test(unit, d, permutations=199, seed=3, method="gram").test
-    by_coordinates = dispersion_test(unit, d, permutations=199, seed=3, method="coordinates").test
+    by_gram = dispersion_test(z, d, permutations=199, seed=3, method="gram").test
+    by_coordinates = dispersion_test(z, d, permutations=199, seed=3, method="coordinates").test
     assert by_gram.exceedances == by_coordinates.exceedances
     assert by_gram.p_value == by_coordinates.p_value
     assert by_gram.statistic == by_coordinates.statistic        # observed F: computed once, outside the kernels
 
 
+def test_equal_spreads_give_f_zero_and_p_one():
+    """Every group the same three-point pattern, rotated: every W~_g equal, so F = 0 and p = 1 (not a NaN)."""
+    rng = np.random.default_rng(2)
+    pattern = unit(np.array([[1.0, 0.1, 0.0], [1.0, -0.1, 0.0], [1.0, 0.0, 0.1], [1.0, 0.0, -0.1]]))
+    z = np.vstack([pattern @ np.linalg.qr(rng.standard_normal((3, 3)))[0] for _ in range(5)])
+    result = dispersion_test(z, design(np.repeat(np.arange(5), 4)), permutations=19)
+    assert result.test.statistic == 0.0 and result.test.p_value == 1.0
+
+
 def test_an_unknown_method_is_refused():
-    unit = np.eye(8)
     with pytest.raises(InputError, match="method must be"):
-        dispersion_test(unit, design(np.repeat([0, 1], 4)), permutations=9, method="pairs")
+        dispersion_test(np.eye(8), design(np.repeat([0, 1], 4)), permutations=9, method="pairs")
 
 
 def labels_of(n: int, size: int) -> np.ndarray:
     return np.repeat(np.arange(n // size), size)
 
 
-# (n, group size, permutations, route): measured at d = 384 (CPU per permutation, bench/README.md):
-# n = 5,000 groups of 4: gram 1.9 ms (+0.6 s to build R), coordinates 9 ms; n = 2,000 groups of 20:
-# gram 1.7 ms, coordinates 2.0 ms; groups of 50: gram 3.4 ms, coordinates 2.3 ms; n = 4,000 groups of
-# 200: gram 30 ms, coordinates 4.8 ms; n = 20,000 groups of 4, the whole test: gram 6.8 s (R is 1.6 GB),
-# coordinates 39.9 s.  At n = 30,000 R is past PERMANOVA's 2 GB budget; with 9 permutations it does not pay.
+# (n, group size, permutations, route).  Measured (bench/dispersion_validity.py --cost, CPU ms per permutation at
+# d = 384, under load): n = 5,000 groups of 4: gram 0.6, coordinates 5.7; 2,000 groups of 50: gram 1.7,
+# coordinates 365; 4,000 groups of 200: gram 53, coordinates 308; 4,000 groups of 1,000: gram 277, coordinates
+# 138.  The other rows follow from the rule (the Gram budget past n = 23,000; 9 permutations do not pay
+# for building the matrix).
 MEASURED = [(5_000, 4, 999, "gram"), (2_000, 4, 999, "gram"), (2_000, 20, 999, "gram"),
-            (2_000, 50, 999, "coordinates"), (4_000, 200, 999, "coordinates"),
+            (2_000, 50, 999, "gram"), (4_000, 200, 999, "gram"), (4_000, 1_000, 999, "coordinates"),
             (20_000, 4, 999, "gram"), (30_000, 4, 999, "coordinates"), (5_000, 4, 9, "coordinates")]
 
 
@@ -146,10 +258,8 @@ def test_choose_dispersion_method_matches_the_measured_faster_route(n, size, per
 def test_threaded_gathers_give_the_one_thread_f(monkeypatch):
     rng = np.random.default_rng(5)
     codes = rng.permutation(np.repeat(np.arange(12), rng.integers(4, 9, 12)))
-    x = rng.standard_normal((len(codes), 10))
-    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    z = unit(rng.standard_normal((len(codes), 10)))
     perms = list(shuffles(Design(codes, np.zeros(len(codes), dtype=np.int64), 12), 16, 2))
     monkeypatch.setattr(permutation, "MIN_THREADED_READS", 0)        # the threads are permutation.over_threads
     monkeypatch.setattr(permutation, "gather_threads", lambda: 3)     # whatever the machine's cores
-    threaded = kernel_f(unit, codes, perms, "gram")
-    np.testing.assert_allclose(threaded, reference_f(unit, codes, perms), rtol=1e-9, atol=0)
+    np.testing.assert_allclose(kernel_f(z, codes, perms, "gram"), reference_f(z, codes, perms), rtol=1e-9, atol=0)

@@ -109,6 +109,12 @@ def test_python_only_examples_run_through_embsql_connect():
 
     namespace: dict = {"embsql": embsql}
     failures = []
+    con = namespace["con"] = embsql.connect()
+    for name, _, blocks in sections():          # the example tables (sql/examples.sql, in the preamble)
+        if not name:
+            for language, code in blocks:
+                if language == "sql" and not code.lstrip().startswith("."):     # (not the CLI's .read)
+                    con.execute(code)
     for name, python, blocks in sections():
         if not python:
             continue
@@ -161,7 +167,7 @@ def test_no_spec_cites_in_rendered_reports():
     con.register("q", queries)
     con.register("d", docs)
     real = embsql.report("d", vector="vector", group="group", model="model", queries="q", docs="d", permutations=19,
-                         retrieval={"level": "level"}).run(con)
+                         retrieval={"strength": "level"}).run(con)
     for result in (real, demo_report(seeds=2), report_fixtures.fake_report()):
         for text in (render.to_text(result, full=True), render.to_markdown(result, full=True), render.to_json(result),
                      render.to_html(result, plots=False)):

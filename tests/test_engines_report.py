@@ -27,7 +27,7 @@ def engine_table() -> pa.Table:
     return pa.concat_tables(parts)
 
 
-REPORT = embsql.report("emb", vector="vec", group="topic", by="model", replicates=500, seed=5,
+REPORT = embsql.report("emb", vector="vec", group="topic", model="model", replicates=500, seed=5,
                        sections=["decomposition", "jackknife", "bootstrap", "compare"])
 
 
@@ -97,7 +97,7 @@ def test_command_line_runs_stage_1_on_spark(spark, duckdb_result, capsys):  # no
     spark.sql("DROP TABLE IF EXISTS lake.emb")
     spark.sql("CREATE TABLE lake.emb USING parquet AS SELECT * FROM emb")
     assert main(["report", "--engine", "spark", "--table", "lake.emb", "--vector", "vec", "--group", "topic",
-                 "--by", "model", "--sections", "decomposition", "--format", "json"]) == 0
+                 "--model", "model", "--sections", "decomposition", "--format", "json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["meta"]["engine"] == "spark" and document["meta"]["stage1_bytes"] > 0
     section = next(s for s in document["sections"] if s["name"] == "decomposition")

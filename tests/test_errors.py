@@ -39,8 +39,8 @@ BAD_VECTORS = [
 def test_bad_vector_python_names_column_row_and_key(con, word, bad):
     con.register("t", table(GOOD[:2] + [bad] + GOOD[3:]))
     with pytest.raises(embsql.BadVectorError,
-                       match=rf"^vector column 'v' has a {word} vector at row 2 \(key 2\) \(group 'B'\)"):
-        embsql.anova(con, "t", "g", "v", key="id")
+                       match=rf"^vector column 'v' has a {word} vector at row 2 \(item 2\) \(group 'B'\)"):
+        embsql.anova(con, "t", group="g", vector="v", item="id")
 
 
 @pytest.mark.parametrize("word,bad", BAD_VECTORS)
@@ -56,7 +56,7 @@ def test_vectors_of_different_lengths(con):
     con.register("t", table(GOOD[:3] + [[0.1, 0.2, 0.3]]))
     with pytest.raises(embsql.BadVectorError, match=r"^vector column 'v' has a vector of length 3 at row 3 \(group 'B'\); "
                                                     r"other vectors have length 2, and every vector must have the same length$"):
-        embsql.anova(con, "t", "g", "v")
+        embsql.anova(con, "t", group="g", vector="v")
     assert sql_error(con, "SELECT * FROM emb_anova('t', 'g', 'v')").startswith(
         "embsql: [vector.length] vector column \"v\" mixes vectors of length 2 and 3")
 
@@ -64,7 +64,7 @@ def test_vectors_of_different_lengths(con):
 def test_null_group_label(con):
     con.register("t", table(GOOD, groups=("A", None, "B", "B")))
     with pytest.raises(embsql.BadLabelError, match=r"^group column 'g' has a NULL label at row 1; every row needs a label"):
-        embsql.anova(con, "t", "g", "v")
+        embsql.anova(con, "t", group="g", vector="v")
     assert sql_error(con, "SELECT * FROM emb_anova('t', 'g', 'v')") == \
         ('embsql: [label.null] group column "g" has a NULL label; every row needs a label (filter those rows out, '
          'or give them one)')
@@ -72,9 +72,9 @@ def test_null_group_label(con):
 
 def test_missing_table(con):
     with pytest.raises(embsql.SourceNotFoundError, match=r"^source 'nope' cannot be read"):
-        embsql.anova(con, "nope", "g", "v")
+        embsql.anova(con, "nope", group="g", vector="v")
     with pytest.raises(embsql.SourceNotFoundError, match=r"^source 'missing.parquet' cannot be read"):
-        embsql.anova(con, "missing.parquet", "g", "v")
+        embsql.anova(con, "missing.parquet", group="g", vector="v")
 
 
 @pytest.mark.parametrize("group,vector,role,missing", [("x", "v", "group", "x"), ("g", "w", "vector", "w")])
@@ -82,7 +82,7 @@ def test_missing_column(con, group, vector, role, missing):
     con.register("t", table(GOOD))
     with pytest.raises(embsql.ColumnNotFoundError,
                        match=rf"^{role} column '{missing}' not found in 't'; its columns are: id, g, v$"):
-        embsql.anova(con, "t", group, vector)
+        embsql.anova(con, "t", group=group, vector=vector)
     assert sql_error(con, f"SELECT * FROM emb_anova('t', '{group}', '{vector}')") == \
         f'embsql: [column.missing] {role} column "{missing}" not found in t'
 
@@ -90,19 +90,19 @@ def test_missing_column(con, group, vector, role, missing):
 def test_missing_by_column(con):
     con.register("t", table(GOOD))
     with pytest.raises(embsql.ColumnNotFoundError, match=r"^model column 'model' not found in 't'"):
-        embsql.anova(con, "t", "g", "v", model="model")
+        embsql.anova(con, "t", group="g", vector="v", model="model")
 
 
 def test_vector_column_of_wrong_type(con):
     con.register("t", pa.table({"g": ["A", "B"], "v": ["x", "y"]}))
     with pytest.raises(embsql.ColumnTypeError, match=r"^vector column 'v' in 't' has type VARCHAR"):
-        embsql.anova(con, "t", "g", "v")
+        embsql.anova(con, "t", group="g", vector="v")
 
 
 def test_one_group(con):
     con.register("t", table(GOOD, groups=("A",) * 4))
     with pytest.raises(embsql.DesignError, match=r"^the group column has only one group: the decomposition needs at least two$"):
-        embsql.anova(con, "t", "g", "v")
+        embsql.anova(con, "t", group="g", vector="v")
     assert sql_error(con, "SELECT * FROM emb_anova('t', 'g', 'v')") == \
         'embsql: [design.one_group] group column "g" has only one group: the decomposition needs at least two'
 
@@ -110,7 +110,7 @@ def test_one_group(con):
 def test_every_group_a_singleton(con):
     con.register("t", table(GOOD, groups=("A", "B", "C", "D")))
     with pytest.raises(embsql.DesignError, match=r"n = G = 4.*F are undefined"):
-        embsql.anova(con, "t", "g", "v")
+        embsql.anova(con, "t", group="g", vector="v")
     assert "(n = G = 4): no within-group degrees of freedom" in sql_error(con, "SELECT * FROM emb_anova('t', 'g', 'v')")
     # per-group spread is still defined: W = 0 and no W~ for singletons
     rows = con.sql("SELECT * FROM emb_groups('t', 'g', 'v')").fetchall()
@@ -120,7 +120,7 @@ def test_every_group_a_singleton(con):
 def test_identical_vectors(con):
     con.register("t", table([[1.0, 0.0]] * 4))
     with pytest.raises(embsql.DesignError, match=r"identical to within floating-point precision .*R² and F are undefined"):
-        embsql.anova(con, "t", "g", "v")
+        embsql.anova(con, "t", group="g", vector="v")
     assert sql_error(con, "SELECT * FROM emb_anova('t', 'g', 'v')") == (
         "embsql: [design.identical] the vectors are identical to within floating-point precision "
         "(root-mean-square spread 0 < 1.5e-08); "
@@ -144,7 +144,7 @@ def dist_error(con, pairs, labels=LABELS):
                                    "d": pa.array([p[2] for p in pairs], type=pa.float64())}))
     con.register("lab", labels)
     with pytest.raises(embsql.SqlInputError) as info:
-        embsql.anova_dist(con, "dist", "lab", "g")
+        embsql.anova_dist(con, "dist", labels="lab", group="g")
     return str(info.value)
 
 
@@ -157,7 +157,7 @@ def test_distance_both_orders_agree_is_fine(con):
     con.register("dist", pa.table({"i": [p[0] for p in PAIRS] + [2], "j": [p[1] for p in PAIRS] + [1],
                                    "d": [p[2] for p in PAIRS] + [0.2]}))
     con.register("lab", LABELS)
-    assert embsql.anova_dist(con, "dist", "lab", "g").n == 4
+    assert embsql.anova_dist(con, "dist", labels="lab", group="g").n == 4
 
 
 def test_distance_missing_pair(con):
@@ -186,7 +186,7 @@ def test_distance_missing_column(con):
     con.register("dist", pa.table({"a": [1], "b": [2], "d": [0.1]}))
     con.register("lab", LABELS)
     with pytest.raises(embsql.SqlInputError, match=r'^embsql: \[column.missing\] column "i" not found in dist$'):
-        embsql.anova_dist(con, "dist", "lab", "g")
+        embsql.anova_dist(con, "dist", labels="lab", group="g")
 
 
 def test_distance_null_label_and_duplicate_id(con):

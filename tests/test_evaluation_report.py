@@ -36,10 +36,11 @@ def files(tmp_path_factory):
 def test_report_sections_agree_with_evaluate(files):
     con = embsql.connect()
     queries, docs, qrels = (str(files / name) for name in ("queries.parquet", "docs.parquet", "qrels.txt"))
-    result = embsql.report(queries, vector="vector", group="group", by="model", sections=("decomposition",),
+    result = embsql.report(queries, vector="vector", group="group", model="model", sections=("decomposition",),
                            queries=queries, docs=docs, qrels=qrels, replicates=500).run(con)
     table = {(r["model"], r["metric"]): r for r in result["evaluation"].to_dicts()}
-    direct = embsql.evaluate(con, None, qrels, queries=queries, docs=docs, model="model", k=100,
+    run = embsql.retrieve(con, queries, docs, k=100, model="model")
+    direct = embsql.evaluate(con, run, qrels, model="model",
                              metrics=["ndcg@10", "map@100", "recall@10", "recall@100", "mrr@10", "precision@10",
                                       "hit_rate@10"])
     for row in direct.to_dicts():
@@ -48,8 +49,7 @@ def test_report_sections_agree_with_evaluate(files):
         assert mine["ci_low"] <= mine["value"] <= mine["ci_high"]
     assert table[("near", "ndcg@10")]["value"] > table[("far", "ndcg@10")]["ci_high"]
     spread = {r["model"]: r for r in result["evaluation_queries"].to_dicts()}
-    per_query = embsql.evaluate(con, None, qrels, queries=queries, docs=docs, model="model", metrics=["ndcg@10"],
-                                per_query=True)
+    per_query = embsql.evaluate(con, run, qrels, model="model", metrics=["ndcg@10"], per_query=True)
     near = [r["value"] for r in per_query.to_dicts() if r["model"] == "near"]
     assert spread["near"]["median"] == pytest.approx(np.median(near), abs=1e-15)
     assert spread["near"]["zero"] == pytest.approx(np.mean(np.asarray(near) == 0), abs=1e-15)
@@ -62,12 +62,12 @@ def test_report_compares_the_models_as_compare_retrieval_does(files):
     paraphrase group; the verdict says which model retrieves better; a figure shows the difference."""
     con = embsql.connect()
     queries, docs, qrels = (str(files / name) for name in ("queries.parquet", "docs.parquet", "qrels.txt"))
-    result = embsql.report(queries, vector="vector", group="group", by="model", sections=("decomposition",),
+    result = embsql.report(queries, vector="vector", group="group", model="model", sections=("decomposition",),
                            queries=queries, docs=docs, qrels=qrels, replicates=200).run(con)
-    per_query = embsql.evaluate(con, None, qrels, queries=queries, docs=docs, model="model", metrics=["ndcg@10"],
-                                per_query=True)
-    expected = embsql.compare_retrieval(con, per_query, queries=queries, metric="ndcg@10", group="group",
-                                        permutations=10_000, seed=42).to_dicts()
+    run = embsql.retrieve(con, queries, docs, k=100, model="model")
+    per_query = embsql.evaluate(con, run, qrels, model="model", metrics=["ndcg@10"], per_query=True)
+    expected = embsql.compare_retrieval(con, per_query, queries=queries, metric="ndcg@10", permutations=10_000,
+                                        seed=42).to_dicts()
     got = result["evaluation_compare"].to_dicts()
     assert len(got) == 1 and got[0].keys() == expected[0].keys()
     for key, value in expected[0].items():
@@ -78,7 +78,7 @@ def test_report_compares_the_models_as_compare_retrieval_does(files):
     assert "near" in sentences and "far" in sentences and "ndcg@10" in sentences.lower()
     plots = [p for p in report_plots(result) if p.anchor == "evaluation_compare"]
     assert len(plots) == 1 and plots[0].figure.axes[0].get_title() == "Paired comparison of models"
-    skipped = embsql.report(queries, vector="vector", group="group", by="model", sections=("decomposition",),
+    skipped = embsql.report(queries, vector="vector", group="group", model="model", sections=("decomposition",),
                             queries=queries, docs=docs, qrels=qrels, replicates=200, permutations=0).run(con)
     assert "evaluation_compare" not in [s.name for s in skipped.sections]
 
@@ -87,7 +87,7 @@ def test_cli_report_with_qrels_and_its_one_line_error(files):
     environment = {**os.environ, "NO_COLOR": "1"}
     base = [sys.executable, "-m", "embsql", "report", str(files / "queries.parquet"), "--vector", "vector",
             "--group", "group", "--sections", "decomposition"]
-    done = subprocess.run(base + ["--by", "model", "--queries", str(files / "queries.parquet"), "--docs",
+    done = subprocess.run(base + ["--model", "model", "--queries", str(files / "queries.parquet"), "--docs",
                                   str(files / "docs.parquet"), "--qrels", str(files / "qrels.txt"), "--format", "json"],
                           capture_output=True, text=True, env=environment, timeout=300)
     assert done.returncode == 0, done.stderr

@@ -46,7 +46,7 @@ def test_emb_retrieval_eval_equals_pytrec_eval_on_the_brute_force_run(con, table
     pytrec_eval = pytest.importorskip("pytrec_eval")
     queries, docs, qrels = tables
     got = con.sql("SELECT m, metric, value, queries, without_relevant FROM emb_retrieval_eval('Q', 'D', 'J', k := 10, "
-                  "metrics := ['ndcg@10', 'map@10', 'recall@5', 'precision@5'], \"by\" := 'm')").fetchall()
+                  "metrics := ['ndcg@10', 'map@10', 'recall@5', 'precision@5'], model := 'm')").fetchall()
     assert [r[1] for r in got[:4]] == ["ndcg@10", "map@10", "recall@5", "precision@5"]   # the order asked for
     for model, (q, d) in enumerate(zip(queries, docs)):
         sims = (q / np.linalg.norm(q, axis=1, keepdims=True)) @ (d / np.linalg.norm(d, axis=1, keepdims=True)).T
@@ -60,16 +60,16 @@ def test_emb_retrieval_eval_equals_pytrec_eval_on_the_brute_force_run(con, table
 
 
 def test_emb_retrieval_eval_errors_start_with_embsql(con, tables):
-    assert "k must be a whole number" in sql_error(con, "FROM emb_retrieval_eval('Q', 'D', 'J', k := 0, \"by\" := 'm')")
+    assert "k must be a whole number" in sql_error(con, "FROM emb_retrieval_eval('Q', 'D', 'J', k := 0, model := 'm')")
     con.register("J2", pa.table({"qid": ["q1"], "doc_id": ["d1"], "relevance": [-2]}))
-    assert "relevance must be a whole number" in sql_error(con, "FROM emb_retrieval_eval('Q', 'D', 'J2', \"by\" := 'm')")
+    assert "relevance must be a whole number" in sql_error(con, "FROM emb_retrieval_eval('Q', 'D', 'J2', model := 'm')")
     con.register("J3", pa.table({"qid": ["q1", "q100"], "doc_id": ["d1", "d1"], "relevance": [1, 1]}))
-    assert "qid 'q100' is not in queries" in sql_error(con, "FROM emb_retrieval_eval('Q', 'D', 'J3', \"by\" := 'm')")
+    assert "qid 'q100' is not in queries" in sql_error(con, "FROM emb_retrieval_eval('Q', 'D', 'J3', model := 'm')")
     skipped = con.sql("SELECT value FROM emb_retrieval_eval('Q', 'D', 'J3', metrics := ['hit_rate@40'], "
-                      "\"by\" := 'm', unknown := 'skip')").fetchall()
+                      "model := 'm', unknown := 'skip')").fetchall()
     assert skipped == [(1.0,), (1.0,)]
     assert 'relevance column "rel" not found' in sql_error(
-        con, "FROM emb_retrieval_eval('Q', 'D', 'J', relevance_col := 'rel', \"by\" := 'm')")
+        con, "FROM emb_retrieval_eval('Q', 'D', 'J', relevance := 'rel', model := 'm')")
 
 
 def _csv(path: Path, header, rows) -> str:

@@ -26,7 +26,7 @@ def test_sql_macro_matches_source(example):
 
 
 def test_python_route_matches_source(example):
-    result = embsql.anova(example, "ex", "g", "v")
+    result = embsql.anova(example, "ex", group="g", vector="v")
     assert result.columns == tuple(EXPECTED)
     assert result.to_dicts()[0] == pytest.approx(EXPECTED, rel=1e-12)
 
@@ -34,7 +34,7 @@ def test_python_route_matches_source(example):
 def test_groups_by_both_routes(example):
     expected = [{"n_g": 2, "w": 0.1, "w_tilde": 0.2}, {"n_g": 2, "w": 0.1, "w_tilde": 0.2}]
     from_sql = example.sql("SELECT * FROM emb_groups('ex', 'g', 'v')").to_arrow_table().to_pylist()
-    from_python = embsql.groups(example, "ex", "g", "v").to_dicts()
+    from_python = embsql.groups(example, "ex", group="g", vector="v").to_dicts()
     for rows in (from_sql, from_python):
         assert [r["group"] for r in rows] == ["A", "B"]
         for got, want in zip(rows, expected):
@@ -49,6 +49,6 @@ def test_distance_route_matches_source(example):
     example.execute("CREATE TABLE dist(i INT, j INT, d DOUBLE)")
     example.executemany("INSERT INTO dist VALUES (?, ?, ?)", rows)
     example.execute("CREATE TABLE lab AS SELECT * FROM (VALUES (1, 'A'), (2, 'A'), (3, 'B'), (4, 'B')) t(id, g)")
-    result = embsql.anova_dist(example, "dist", "lab", "g").to_dicts()[0]
+    result = embsql.anova_dist(example, "dist", labels="lab", group="g").to_dicts()[0]
     assert set(result) == {"n", "groups", "ss_t", "ss_w", "ss_b", "r2", "r2_null", "f"}
     assert result == pytest.approx({k: EXPECTED[k] for k in result}, rel=1e-12)

@@ -103,7 +103,7 @@ def test_real_looking_statistics(per_model):
 
 
 def test_embsql_reads_it_through_duckdb(con, per_model):
-    table = embsql.anova(con, str(PARQUET), "topic", "embedding", model="model")
+    table = embsql.anova(con, str(PARQUET), group="topic", vector="embedding", model="model")
     by_model = {row["model"]: row for row in table.to_dicts()}
     for model, (_, labels, z) in per_model.items():
         r2, v = _r2_and_v(z, labels)

@@ -1,172 +1,355 @@
-"""The Python faces take the source by position and everything else by name, with ``model=`` for
-the model column.  The old forms (columns by position, ``by=``) still work and give the same
-numbers.  ``by=`` warns (one EmbsqlDeprecationWarning per call, at the caller's line); columns by
-position warn too when embsql.compat.WARN_POSITIONAL is on (these tests turn it on; by default it
-is off, because positional columns were the documented form until now: see the last test)."""
+"""The Python faces are plain annotated functions: the source (or sources) by position, every column
+by name, in the one vocabulary (embsql.vocabulary).
+
+- An old keyword is refused with a message naming its new name (``by= is now model=``), or the
+  function that now takes it; a column passed by position is refused; mypy flags both.
+- ``inspect.signature`` shows the real parameters: keyword-only after the source, and no
+  ``**kwargs`` but ``**removed: Never``.
+- The output's model column keeps the input column's name; a model column named like an output
+  column is refused (``column.collision``), and a NULL model value is refused naming its row
+  (``label.null``), on every face.
+- A face's own warning points at the caller's line, and no face touches the warning filters.
+This file is the one place where the old spellings appear (as the subject of the refusals).
+"""
 
 from __future__ import annotations
 
+import doctest
+import importlib
 import inspect
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
 import embsql
-from embsql import ArgumentError, EmbsqlDeprecationWarning
-from embsql.compat import keyword_arguments
-from embsql.reporting.build import Report
+from embsql import ArgumentError, BadLabelError, InputError
+from embsql.vocabulary import NAMES
+
+ROOT = Path(__file__).resolve().parent.parent
+FACE_MODULES = ["embsql.api.decomposition", "embsql.api.permutation", "embsql.api.permanova_terms",
+                "embsql.api.resampling", "embsql.api.agreement", "embsql.api.geometry", "embsql.api.pairwise_permanova"]
 
 
-@pytest.fixture(autouse=True)
-def positional_notice(monkeypatch):
-    from embsql import compat
+def _table(model: str = "m", nulls: int | None = None) -> pa.Table:
+    """Two models (3 and 5 dimensions) of the same 24 items in 4 groups; ``nulls``: that row's model is NULL."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for name, d in (("a", 3), ("b", 5)):
+        centres = rng.standard_normal((4, d))
+        for i in range(24):
+            rows.append({model: name, "g": f"t{i % 4}", "item": f"i{i:02d}", "lang": ("en", "fr")[i // 4 % 2],
+                         "v": (centres[i % 4] + 0.8 * rng.standard_normal(d)).tolist()})
+    if nulls is not None:
+        rows[nulls][model] = None
+    return pa.Table.from_pylist(rows)
 
-    monkeypatch.setattr(compat, "WARN_POSITIONAL", True)
+
+def _registered(con, model: str, nulls: int | None = None) -> str:
+    """The name of _table(model, nulls) on ``con`` (registered once)."""
+    name = f"t_{model.encode().hex()}_{nulls}"
+    if name not in {row[0] for row in con.sql("SELECT view_name FROM duckdb_views()").fetchall()}:
+        con.register(name, _table(model, nulls))
+    return name
 
 
 @pytest.fixture(scope="module")
 def con():
-    rng = np.random.default_rng(3)
-    rows = []
-    for model, d in (("a", 4), ("b", 6)):
-        centres = rng.standard_normal((5, d))
-        for i in range(40):
-            rows.append({"m": model, "g": f"t{i % 5}", "item": i, "v": (centres[i % 5] + rng.standard_normal(d)).tolist()})
     connection = embsql.connect()
-    connection.register("t", pa.Table.from_pylist(rows))
+    connection.register("t", _table())
+    connection.execute("CREATE TABLE labels AS SELECT item AS id, g FROM t WHERE m = 'a'")
     connection.execute("CREATE TABLE dist AS SELECT a.item AS i, b.item AS j, list_cosine_distance(a.v, b.v) AS d "
                        "FROM t a JOIN t b ON a.m = b.m AND a.m = 'a' AND a.item < b.item")
-    connection.execute("CREATE TABLE labels AS SELECT item AS id, g FROM t WHERE m = 'a'")
     yield connection
     connection.close()
 
 
-# (face, the old call's arguments after con, the new call's keywords); small permutation counts
-CASES = [
-    (embsql.anova, ("t", "g", "v"), {"by": "m"}, {"group": "g", "vector": "v", "model": "m"}),
-    (embsql.groups, ("t", "g", "v"), {"by": "m"}, {"group": "g", "vector": "v", "model": "m"}),
-    (embsql.jackknife, ("t", "g", "v"), {"by": "m", "stat": "f"}, {"group": "g", "vector": "v", "model": "m", "stat": "f"}),
-    (embsql.bootstrap, ("t", "g", "v"), {"by": "m", "replicates": 50},
-     {"group": "g", "vector": "v", "model": "m", "replicates": 50}),
-    (embsql.permanova, ("t", "g", "v"), {"by": "m", "permutations": 19, "check_dispersion": False},
-     {"group": "g", "vector": "v", "model": "m", "permutations": 19, "check_dispersion": False}),
-    (embsql.dispersion, ("t", "g", "v"), {"by": "m", "permutations": 19},
-     {"group": "g", "vector": "v", "model": "m", "permutations": 19}),
-    (embsql.compare, ("t", "g", "v", "m", "item"), {"replicates": 50},
-     {"group": "g", "vector": "v", "model": "m", "item": "item", "replicates": 50}),
-    (embsql.knn_agreement, ("t", "item", "m", "v"), {"k": 3}, {"item": "item", "model": "m", "vector": "v", "k": 3}),
-    (embsql.mantel, ("t", "item", "m", "v"), {"permutations": 19},
-     {"item": "item", "model": "m", "vector": "v", "permutations": 19}),
-    (embsql.anova_dist, ("dist", "labels", "g"), {}, {"labels": "labels", "group": "g"}),
+# every public face of this area: how to call it (small settings), with the model column given as ``model``
+CALLS = {
+    "anova": lambda con, src, model: embsql.anova(con, src, group="g", vector="v", model=model),
+    "groups": lambda con, src, model: embsql.groups(con, src, group="g", vector="v", model=model),
+    "permanova": lambda con, src, model: embsql.permanova(con, src, group="g", vector="v", model=model, permutations=19,
+                                                          check_dispersion=False),
+    "permanova_welch": lambda con, src, model: embsql.permanova_welch(con, src, group="g", vector="v", model=model,
+                                                                      permutations=19),
+    "permanova_terms": lambda con, src, model: embsql.permanova_terms(con, src, terms=["g", "lang"], vector="v",
+                                                                      model=model, permutations=19),
+    "dispersion": lambda con, src, model: embsql.dispersion(con, src, group="g", vector="v", model=model,
+                                                            permutations=19),
+    "jackknife": lambda con, src, model: embsql.jackknife(con, src, group="g", vector="v", model=model),
+    "bootstrap": lambda con, src, model: embsql.bootstrap(con, src, group="g", vector="v", model=model, replicates=50),
+    "pairwise_permanova": lambda con, src, model: embsql.pairwise_permanova(con, src, group="g", vector="v", model=model,
+                                                                            permutations=19),
+    "compare": lambda con, src, model: embsql.compare(con, src, group="g", vector="v", model=model, item="item",
+                                                      replicates=50),
+    "knn_agreement": lambda con, src, model: embsql.knn_agreement(con, src, item="item", model=model, vector="v", k=3),
+    "mantel": lambda con, src, model: embsql.mantel(con, src, item="item", model=model, vector="v", permutations=19),
+    "cka": lambda con, src, model: embsql.cka(con, src, item="item", model=model, vector="v", permutations=19),
+    "procrustes": lambda con, src, model: embsql.procrustes(con, src, item="item", model=model, vector="v",
+                                                            permutations=19),
+}
+FACES = {name: getattr(embsql, name) for name in [*CALLS, "anova_dist"]}
+PER_MODEL = ["anova", "groups", "permanova", "permanova_welch", "permanova_terms", "dispersion", "jackknife",
+             "bootstrap", "pairwise_permanova"]         # one row (or set of rows) per model: the model column first
+PER_PAIR = ["compare", "knn_agreement", "mantel", "cka", "procrustes"]      # model_a, model_b
+
+
+def _tables(result) -> list:
+    return list(result.tables().values()) if isinstance(result, embsql.DispersionResult) else [result]
+
+
+# ---------------------------------------------------------------------------------------------- the old spellings
+
+# (face, the old keyword it took, the message): every name a face used to take
+OLD = [
+    ("anova", "by", "by= is now model= (in embsql.anova())"),
+    ("anova", "key", "key= is now item= (in embsql.anova())"),
+    ("groups", "by", "by= is now model= (in embsql.groups())"),
+    ("groups", "key", "key= is now item= (in embsql.groups())"),
+    ("anova_dist", "d", "d= is now distance= (in embsql.anova_dist())"),
+    ("anova_dist", "id", "id= is now item= (in embsql.anova_dist())"),
+    ("permanova", "by", "by= is now model= (in embsql.permanova())"),
+    ("permanova", "terms", "embsql.permanova() does not take terms=: the multi-term test is embsql.permanova_terms("),
+    ("permanova", "by_terms", "embsql.permanova() does not take by_terms=: the multi-term test is embsql.permanova_terms("),
+    ("permanova", "statistic", "embsql.permanova() does not take statistic=: Welch's W*_d is tested by "
+                               "embsql.permanova_welch("),
+    ("permanova", "null_method", "embsql.permanova() does not take null_method=: Welch's W*_d is tested by "
+                                 "embsql.permanova_welch("),
+    ("permanova", "method", "embsql.permanova() has no argument 'method'; it takes: con, source, group, vector, "
+                            "permutations, seed, strata, model, progress, check_dispersion"),
+    ("dispersion", "by", "by= is now model= (in embsql.dispersion())"),
+    ("jackknife", "by", "by= is now model= (in embsql.jackknife())"),
+    ("jackknife", "stat", "stat= is now statistic= (in embsql.jackknife())"),
+    ("bootstrap", "by", "by= is now model= (in embsql.bootstrap())"),
+    ("bootstrap", "stat", "stat= is now statistic= (in embsql.bootstrap())"),
+    ("compare", "stat", "stat= is now statistic= (in embsql.compare())"),
+    ("pairwise_permanova", "pairs", "pairs= is now group_pairs= (in embsql.pairwise_permanova())"),
+    ("pairwise_permanova", "by", "by= is now model= (in embsql.pairwise_permanova())"),
+    ("permanova_terms", "by_terms", "by_terms= is now sums= (in embsql.permanova_terms())"),
+    ("permanova_terms", "by", "by= is now model= (in embsql.permanova_terms())"),
+    ("knn_agreement", "item_col", "item_col= is now item= (in embsql.knn_agreement())"),
+    ("cka", "model_col", "model_col= is now model= (in embsql.cka())"),
 ]
-IDS = [case[0].__name__ for case in CASES]
 
 
-def _tables(result):
-    return result if isinstance(result, tuple) else (result,)
+# each face's source and required keywords: enough for Python to call it (the old keyword is refused first)
+REQUIRED = {
+    "anova": ("t", dict(group="g", vector="v")), "groups": ("t", dict(group="g", vector="v")),
+    "anova_dist": ("dist", dict(labels="labels", group="g")), "permanova": ("t", dict(group="g", vector="v")),
+    "dispersion": ("t", dict(group="g", vector="v")), "jackknife": ("t", dict(group="g", vector="v")),
+    "bootstrap": ("t", dict(group="g", vector="v")), "compare": ("t", dict(group="g", vector="v", model="m", item="item")),
+    "pairwise_permanova": ("t", dict(group="g", vector="v")), "permanova_terms": ("t", dict(terms=["g"], vector="v")),
+    "knn_agreement": ("t", dict(item="item", model="m", vector="v")), "cka": ("t", dict(item="item", model="m", vector="v")),
+}
 
 
-@pytest.mark.parametrize("face,old_args,old_kwargs,new_kwargs", CASES, ids=IDS)
-def test_the_old_call_warns_once_and_gives_the_same_table(con, face, old_args, old_kwargs, new_kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")            # the new form says nothing
-        new = face(con, old_args[0], **new_kwargs)
-    with pytest.warns(EmbsqlDeprecationWarning) as caught:
-        old = face(con, *old_args, **old_kwargs)
-    ours = [w for w in caught if w.category is EmbsqlDeprecationWarning]
-    assert len(ours) == 1, [str(w.message) for w in ours]
-    message = str(ours[0].message)
-    assert message.startswith(f"embsql.{face.__name__}: pass ") and ours[0].filename == __file__
-    for name in list(new_kwargs)[:len(old_args) - 1]:
-        assert f"{name}=..." in message
-    assert ("by= is now model=" in message) == ("by" in old_kwargs)
-    for a, b in zip(_tables(old), _tables(new)):
-        assert a.columns == b.columns and a.rows == b.rows
+@pytest.mark.parametrize("face,old,message", OLD, ids=[f"{f}-{o}" for f, o, _ in OLD])
+def test_an_old_keyword_is_refused_naming_the_new_one(con, face, old, message):
+    with pytest.raises(ArgumentError) as raised:
+        source, keywords = REQUIRED[face]
+        FACES[face](con, source, **keywords, **{old: "m"})
+    assert str(raised.value).startswith(message)
+    assert raised.value.kind == ("argument.renamed" if " is now " in message else
+                                 "argument.moved" if "does not take" in message else "argument.unknown")
+    assert isinstance(raised.value, TypeError) and isinstance(raised.value, InputError)
 
 
-@pytest.mark.parametrize("face", [case[0] for case in CASES] + [embsql.report], ids=IDS + ["report"])
-def test_everything_after_the_source_is_keyword_only(face):
-    parameters = list(inspect.signature(face).parameters.values())
-    first = 1 if face is embsql.report else 2                      # (con,) source
-    assert all(p.kind is p.POSITIONAL_OR_KEYWORD for p in parameters[:first])
-    assert all(p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD) for p in parameters[first:])
-    assert "by" not in [p.name for p in parameters]
-
-
-def test_by_keeps_the_users_column_name(con):
-    with pytest.warns(EmbsqlDeprecationWarning, match="by= is now model="):
-        table = embsql.anova(con, "t", group="g", vector="v", by="m")
-    assert table.columns[0] == "m" and table.column("m") == ["a", "b"]
-
-
-def test_an_unknown_keyword_is_named(con):
-    with pytest.raises(ArgumentError, match=r"^embsql\.anova\(\) has no argument 'modle'; after the source it takes: "
-                                            r"group, vector, model, key$") as raised:
+def test_an_unknown_keyword_lists_what_the_face_takes(con):
+    with pytest.raises(ArgumentError, match=r"^embsql\.anova\(\) has no argument 'modle'; it takes: con, source, "
+                                            r"group, vector, model, item$"):
         embsql.anova(con, "t", group="g", vector="v", modle="m")
-    assert isinstance(raised.value, TypeError) and isinstance(raised.value, embsql.InputError)
 
 
-def test_model_and_by_together_are_refused(con):
-    with pytest.raises(ArgumentError, match=r"^embsql\.permanova\(\) got both model= and by= \(its old name\); "
-                                            r"pass model= only$"):
-        embsql.permanova(con, "t", group="g", vector="v", model="m", by="m")
-    with pytest.raises(ArgumentError, match=r"^embsql\.anova\(\) got 'group' twice: by position and by name$"):
-        embsql.anova(con, "t", "g", "v", group="g")
-    with pytest.raises(ArgumentError, match="never took more than 2 by position"):
-        embsql.anova(con, "t", "g", "v", "m")
+@pytest.mark.parametrize("face,args", [
+    ("anova", ("g", "v")), ("groups", ("g", "v")), ("permanova", ("g", "v")), ("dispersion", ("g", "v")),
+    ("jackknife", ("g", "v")), ("bootstrap", ("g", "v")), ("compare", ("g", "v", "m", "item")),
+    ("knn_agreement", ("item", "m", "v")), ("mantel", ("item", "m", "v")), ("anova_dist", ("labels", "g")),
+    ("cka", ("item", "m", "v")), ("pairwise_permanova", ("g", "v")), ("permanova_welch", ("g", "v")),
+])
+def test_a_column_by_position_is_refused(con, face, args):
+    first = "dist" if face == "anova_dist" else "t"
+    with pytest.raises(TypeError, match=rf"^{face}\(\) takes 2 positional arguments but {2 + len(args)} were given$"):
+        FACES[face](con, first, *args)
 
 
-def test_a_warning_from_inside_still_points_at_the_caller(con):
-    """permanova's own warning (groups differ in spread) passes both wrappers and names this line."""
+def test_mypy_flags_an_old_keyword_and_a_positional_column(tmp_path):
+    """A user's script type-checked against the package: both mistakes are errors, on their lines."""
+    pytest.importorskip("mypy")
+    snippet = tmp_path / "user_script.py"
+    snippet.write_text("import embsql\n"
+                       "con = embsql.connect()\n"
+                       "embsql.anova(con, 'emb', group='topic', vector='v', by='model')\n"
+                       "embsql.anova(con, 'emb', 'topic', 'v')\n"
+                       "embsql.permanova(con, 'emb', group='topic', vector='v', statistic='welch')\n"
+                       "embsql.anova(con, 'emb', group='topic', vector='v', model='model')\n")
+    # the libraries' own stubs are not what is checked here: skipping them keeps the run to seconds
+    config = tmp_path / "mypy.ini"
+    config.write_text("[mypy]\nfollow_imports = silent\nignore_missing_imports = true\n"
+                      "[mypy-numpy.*,pyarrow.*,duckdb.*,pandas.*,polars.*,sqlglot.*,matplotlib.*,rich.*]\n"
+                      "follow_imports = skip\n")
+    result = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(config), "--cache-dir",
+                             str(tmp_path / "cache"), str(snippet)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = {int(line.split(":")[1]) for line in errors}
+    assert lines == {3, 4, 5}, result.stdout                   # the last call is the documented form
+    assert any(':3: error: Argument "by" to "anova" has incompatible type' in line for line in errors), result.stdout
+    assert any(":4: error: Too many positional arguments for \"anova\"" in line for line in errors), result.stdout
+
+
+# ---------------------------------------------------------------------------------------------- the signatures
+
+@pytest.mark.parametrize("name", sorted(FACES))
+def test_the_signature_is_the_real_one(name):
+    face = FACES[name]
+    parameters = list(inspect.signature(face).parameters.values())
+    assert [p.kind for p in parameters[:2]] == [inspect.Parameter.POSITIONAL_OR_KEYWORD] * 2     # con, the source
+    assert parameters[0].name == "con" and parameters[1].name in ("source", "distances")
+    assert all(p.kind is p.KEYWORD_ONLY for p in parameters[2:-1])
+    assert parameters[-1].kind is inspect.Parameter.VAR_KEYWORD and parameters[-1].name == "removed"
+    assert not hasattr(face, "__wrapped__")                     # no decorator between the user and the function
+    hints = inspect.get_annotations(face, eval_str=True)
+    assert set(hints) == {p.name for p in parameters} | {"return"}     # every parameter annotated
+    assert [p.name for p in parameters if p.name != "removed" and p.name not in NAMES] == []
+
+
+@pytest.mark.parametrize("name", sorted(FACES))
+def test_no_public_face_takes_more_than_12_parameters(name):
+    """compare (12, with con and source) takes the most: every one a choice the user makes (the
+    statistic, the bootstrap's replicates, seed and level, common items, the size rule); the
+    others take 11 or fewer."""
+    count = len([p for p in inspect.signature(FACES[name]).parameters if p != "removed"])
+    assert count <= (12 if name == "compare" else 11), count
+
+
+@pytest.mark.parametrize("module", FACE_MODULES + ["embsql.result_table", "embsql.vocabulary"])
+def test_the_docstring_examples_run(module):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # an example that warns is not an example to copy
+        failed, attempted = doctest.testmod(importlib.import_module(module))
+    assert failed == 0
+
+
+@pytest.mark.parametrize("name", sorted(FACES))
+def test_the_docstring_has_every_numpydoc_section(name):
+    doc = inspect.getdoc(FACES[name])
+    for section in ("Parameters", "Returns", "Raises", "Examples"):
+        assert f"\n{section}\n{'-' * len(section)}\n" in doc, section
+    for parameter in inspect.signature(FACES[name]).parameters:
+        if parameter != "removed":
+            assert parameter in doc.split("Returns\n")[0], parameter
+
+
+# ---------------------------------------------------------------------------------------------- the model column
+
+@pytest.mark.parametrize("face", PER_MODEL)
+@pytest.mark.parametrize("model", ["model name", "__emb_b", "select", 'the "m"'])
+def test_the_model_column_keeps_its_name(con, face, model):
+    for got, expected in zip(_tables(CALLS[face](con, _registered(con, model), model)), _tables(CALLS[face](con, "t", "m"))):
+        assert got.columns[0] == model and got.columns[1:] == expected.columns[1:]
+        assert got.column(model) == expected.column("m") and set(got.column(model)) == {"a", "b"}
+        assert got.rows == expected.rows
+
+
+@pytest.mark.parametrize("face", PER_PAIR)
+def test_the_pairwise_faces_name_models_model_a_and_model_b(con, face):
+    result = CALLS[face](con, _registered(con, "model_a"), "model_a")
+    assert result.columns[:2] == ("model_a", "model_b") and (result.column("model_a")[0], result.column("model_b")[0]) \
+        == ("a", "b")
+
+
+# a model column named like one of each face's output columns
+COLLISIONS = [("anova", "n"), ("anova", "r2"), ("groups", "w"), ("groups", "group"), ("permanova", "p_value"),
+              ("permanova", "f"), ("permanova_welch", "w_d"), ("permanova_terms", "term"), ("dispersion", "note"),
+              ("dispersion", "mean_distance"), ("jackknife", "se"), ("jackknife", "stat"), ("bootstrap", "ci_low"),
+              ("pairwise_permanova", "group_b"), ("pairwise_permanova", "r2")]
+
+
+@pytest.mark.parametrize("face,model", COLLISIONS, ids=[f"{f}-{m}" for f, m in COLLISIONS])
+def test_a_model_column_named_like_an_output_column_is_refused(con, face, model):
+    with pytest.raises(InputError) as raised:
+        CALLS[face](con, _registered(con, model), model)
+    assert raised.value.kind == "column.collision"
+    assert str(raised.value) == (f'model column "{model}" has the name of one of {face}\'s output columns (the output '
+                                 f'keeps the model column\'s name); rename it, e.g. SELECT "{model}" AS model_name')
+
+
+@pytest.mark.parametrize("face", sorted(CALLS))
+@pytest.mark.parametrize("row", [0, 30])
+def test_a_null_model_is_refused_naming_the_column_and_the_row(con, face, row):
+    with pytest.raises(BadLabelError) as raised:
+        CALLS[face](con, _registered(con, "m", row), "m")
+    assert raised.value.kind == "label.null"
+    assert str(raised.value).startswith(f"model column 'm' has a NULL label at row {row}")
+
+
+def test_a_nan_model_is_refused_too():
+    table = _table("m").drop(["m"]).append_column("m", pa.array([0.5] * 20 + [float("nan")] + [1.5] * 27))
+    con = embsql.connect()
+    con.register("t", table)
+    with pytest.raises(BadLabelError, match="^model column 'm' has a NaN label at row 20"):
+        embsql.anova(con, "t", group="g", vector="v", model="m")
+
+
+# ---------------------------------------------------------------------------------------------- warnings
+
+def test_a_faces_warning_points_at_the_callers_line_and_the_filters_stay():
     rng = np.random.default_rng(0)
     spread = np.concatenate([0.05 * rng.standard_normal((30, 3)), 3 * rng.standard_normal((30, 3))]) + [4.0, 0, 0]
+    con = embsql.connect()
     con.register("spread", pa.table({"g": ["x"] * 30 + ["y"] * 30, "v": spread.tolist()}))
+    filters = list(warnings.filters)
     with pytest.warns(UserWarning, match="dispersion test is significant") as caught:
         embsql.permanova(con, "spread", group="g", vector="v", permutations=99)
     assert {w.filename for w in caught} == {__file__}
+    assert warnings.filters == filters
 
 
-def test_report_and_Report_take_model(con):
+def test_a_warning_filter_of_the_caller_applies_inside_a_face():
+    """Nothing resets the filters for the length of a call: an 'error' filter turns the face's own
+    warning into an exception at the caller's line, as for any library function."""
+    rng = np.random.default_rng(0)
+    spread = np.concatenate([0.05 * rng.standard_normal((30, 3)), 3 * rng.standard_normal((30, 3))]) + [4.0, 0, 0]
+    con = embsql.connect()
+    con.register("spread", pa.table({"g": ["x"] * 30 + ["y"] * 30, "v": spread.tolist()}))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        new = embsql.report("t", vector="v", group="g", model="m", permutations=0, replicates=50)
-    with pytest.warns(EmbsqlDeprecationWarning, match=r"^embsql\.report: by= is now model="):
-        old = embsql.report("t", vector="v", group="g", by="m", permutations=0, replicates=50)
-    with pytest.warns(EmbsqlDeprecationWarning, match=r"^embsql\.Report: pass vector=\.\.\., group=\.\.\., model=\.\.\."):
-        positional = Report("t", "v", "g", "m", permutations=0, replicates=50)
-    assert new == old == positional and new.by == new.model == "m"
-    assert Report.from_mapping({"source": "t", "vector": "v", "group": "g", "by": "m"}).model == "m"   # old TOML key
-    with pytest.raises(embsql.InputError, match="model column twice, as model and as by"):
-        Report.from_mapping({"source": "t", "vector": "v", "group": "g", "by": "m", "model": "m"})
-    assert new.replace(by="g2").model == "g2"
-    a, b = new.run(con), old.run(con)
-    assert a.summary == b.summary and a.meta["by"] == "m"
-    with pytest.raises(ArgumentError, match="got both model= and by="):
-        Report("t", vector="v", group="g", model="m", by="m")
+        with pytest.raises(UserWarning, match="dispersion test is significant"):
+            embsql.permanova(con, "spread", group="g", vector="v", permutations=99)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            embsql.permanova(con, "spread", group="g", vector="v", permutations=99)
 
 
-def test_the_decorator_maps_renamed_positional_names():
-    @keyword_arguments("x", "by", by="model")
-    def face(con, source, *, x=None, model=None):
-        return x, model
+# ---------------------------------------------------------------------------------------------- the result objects
 
-    with pytest.warns(EmbsqlDeprecationWarning, match=r"^embsql\..*face: pass x=\.\.\., model=\.\.\. by name \("):
-        assert face(None, "s", 1, 2) == (1, 2)
-    with pytest.raises(ArgumentError, match="got 'model' twice"):
-        face(None, "s", 1, 2, model=3)
+def test_dispersion_returns_named_tables(con):
+    result = embsql.dispersion(con, "t", group="g", vector="v", model="m", permutations=19)
+    assert isinstance(result.test, embsql.ResultTable) and isinstance(result.groups, embsql.ResultTable)
+    assert result.test.columns == ("m", "groups", "f", "p_value", "permutations", "groups_left_out", "items_left_out",
+                                   "note")
+    assert result.groups.columns == ("m", "group", "n_g", "mean_distance", "in_test") and len(result.groups) == 8
+    shown = repr(result)
+    assert shown.startswith(".test: dispersion\n") and "\n\n.groups: dispersion groups\n" in shown
+    assert repr(result.test) in shown and repr(result.groups) in shown
+    html = result._repr_html_()
+    assert html.count("<table>") == 2 and "<code>.test</code>" in html and "<code>.groups</code>" in html
+    with pytest.raises(AttributeError):
+        result.test = result.groups      # frozen
+    with pytest.raises(TypeError):
+        _, _ = result                    # not a tuple any more: the tables are named
 
 
-def test_the_positional_notice_is_off_by_default_and_by_still_warns(con, monkeypatch):
-    """compat.WARN_POSITIONAL = False (the default) accepts the old positional form silently; by= still warns."""
-    from embsql import compat
-
-    monkeypatch.undo()
-    assert compat.WARN_POSITIONAL is False
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        quiet = embsql.anova(con, "t", "g", "v", model="m")
-    assert quiet == embsql.anova(con, "t", group="g", vector="v", model="m")
-    with pytest.warns(EmbsqlDeprecationWarning, match=r"^embsql\.anova: by= is now model= \("):
-        embsql.anova(con, "t", "g", "v", by="m")
+def test_permanova_and_permanova_welch_have_one_schema_each(con):
+    pseudo = embsql.permanova(con, "t", group="g", vector="v", model="m", permutations=19, check_dispersion=False)
+    welch = embsql.permanova_welch(con, "t", group="g", vector="v", model="m", permutations=19)
+    assert pseudo.columns == ("m", "n", "groups", "ss_t", "ss_w", "ss_b", "r2", "r2_null", "f", "v",
+                              "mean_resultant_length", "w_bar", "p_value", "permutations")
+    assert welch.columns == ("m", "n", "groups", "w_d", "p_value", "permutations", "null_method", "groups_left_out",
+                             "items_left_out", "note")
+    assert "f" not in welch.columns          # pseudo-F is not the tested statistic there
+    assert all(0 < p <= 1 for p in pseudo.column("p_value") + welch.column("p_value"))

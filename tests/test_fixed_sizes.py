@@ -99,9 +99,9 @@ def test_the_faces_take_and_report_sizes():
 
     table = pa.table({"g": labels, "v": pa.array(x.tolist(), pa.list_(pa.float64()))})
     with embsql.connect() as con:
-        auto = embsql.bootstrap(con, table, "g", "v", replicates=199).to_dicts()[0]
-        plain = embsql.bootstrap(con, table, "g", "v", replicates=199, sizes="random").to_dicts()[0]
-        jack = embsql.jackknife(con, table, "g", "v", sizes="fixed").to_dicts()[0]
+        auto = embsql.bootstrap(con, table, group="g", vector="v", replicates=199).to_dicts()[0]
+        plain = embsql.bootstrap(con, table, group="g", vector="v", replicates=199, sizes="random").to_dicts()[0]
+        jack = embsql.jackknife(con, table, group="g", vector="v", sizes="fixed").to_dicts()[0]
         con.register("t", table)
         sql = con.execute("SELECT sizes, ci_low, ci_high FROM emb_bootstrap('t', 'g', 'v', replicates := 199)").fetchall()[0]
     assert (auto["sizes"], plain["sizes"], jack["sizes"]) == ("fixed", "random", "fixed")

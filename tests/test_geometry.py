@@ -252,7 +252,7 @@ def test_python_and_sql_give_the_same_rows(con):
     z = related(22, 30, 4, 3)[1]
     con.register("t", long_table({"m1": x, "m2": y, "m3": z}, groups=[f"g{j % 5}" for j in range(30)]))
     py = embsql.cka(con, "t", item="item", model="model", vector="v", group="g", permutations=49).to_dicts()
-    sql = con.sql("SELECT * FROM emb_cka('t', 'item', 'model', 'v', group_col := 'g', permutations := 49)")
+    sql = con.sql("SELECT * FROM emb_cka('t', 'item', 'model', 'v', \"group\" := 'g', permutations := 49)")
     assert [tuple(r.values()) for r in py] == sql.fetchall()
     assert [(r["model_a"], r["model_b"]) for r in py] == [("m1", "m2"), ("m1", "m3"), ("m2", "m3")]
     assert py[0]["cka"] == pytest.approx(cka_reference(x, y), abs=1e-12)
@@ -324,7 +324,7 @@ def test_null_model_item_or_group(con):
     with pytest.raises(ColumnNotFoundError, match="item column 'nope' not found"):
         embsql.cka(con, "t", item="nope", model="model", vector="v")
     with pytest.raises(Exception, match=r"embsql: \[column\.missing\] group column 'nope' not found"):
-        con.sql("SELECT * FROM emb_cka('t', 'item', 'model', 'v', group_col := 'nope')").fetchall()
+        con.sql("SELECT * FROM emb_cka('t', 'item', 'model', 'v', \"group\" := 'nope')").fetchall()
 
 
 def test_an_item_in_two_groups_and_one_model_only(con):
@@ -366,7 +366,7 @@ def _report_table():
 def test_the_report_compares_models_when_it_knows_the_items(con):
     table, x, y = _report_table()
     con.register("t", table)
-    result = embsql.report("t", vector="v", group="g", by="model", item="item", permutations=49).run(con)
+    result = embsql.report("t", vector="v", group="g", model="model", item="item", permutations=49).run(con)
     rows = result["models"].to_dicts()
     assert {(r["measure"], r["level"]) for r in rows} == {
         ("linear CKA", "similarity"), ("Procrustes r", "similarity"),
@@ -378,7 +378,7 @@ def test_the_report_compares_models_when_it_knows_the_items(con):
     assert first["Procrustes r"]["value"] == pytest.approx(
         embsql.procrustes(con, "t", item="item", model="model", vector="v", permutations=0).to_dicts()[0]["r"])
     assert first["Mantel r (Spearman)"]["value"] == pytest.approx(
-        embsql.mantel(con, "t", "item", "model", "v", permutations=49).to_dicts()[0]["r"])
+        embsql.mantel(con, "t", item="item", model="model", vector="v", permutations=49).to_dicts()[0]["r"])
     assert len(rows) == 3 * 4
     plots = [p for p in report_plots(result) if p.anchor == "models"]
     assert len(plots) == 1 and len(plots[0].figure.axes) == 5        # four measures and the colour bar
@@ -387,13 +387,13 @@ def test_the_report_compares_models_when_it_knows_the_items(con):
 def test_the_models_section_is_off_without_an_item_column(con):
     table, _, _ = _report_table()
     con.register("t", table)
-    plain = embsql.report("t", vector="v", group="g", by="model", permutations=0).run(con)
+    plain = embsql.report("t", vector="v", group="g", model="model", permutations=0).run(con)
     assert "models" not in [s.name for s in plain.sections]
     with pytest.raises(InputError, match=r"needs the item column \(item=...\)"):
-        embsql.report("t", vector="v", group="g", by="model", sections=["models"]).run(con)
+        embsql.report("t", vector="v", group="g", model="model", sections=["models"]).run(con)
     x, y = related(63, 20, 4, 4)
     con.register("same_d", long_table({"m1": x, "m2": y}, groups=[f"t{j % 4}" for j in range(20)]))
-    with pytest.raises(InputError, match=r"needs the model column \(by=...\)"):
+    with pytest.raises(InputError, match=r"needs the model column \(model=...\)"):
         embsql.report("same_d", vector="v", group="g", item="item", sections=["models"]).run(con)
 
 

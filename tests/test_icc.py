@@ -150,7 +150,7 @@ def test_by_gives_one_row_per_value_with_the_column_first(con):
     con.execute(f"CREATE TABLE both_sets AS "
                 f"SELECT 'wine' AS dataset, Wine::VARCHAR AS g, Scores::DOUBLE AS x FROM read_csv('{wine}') "
                 f"UNION ALL SELECT 'correct01', item, correct FROM read_csv('{binary}')")
-    table = con.sql("SELECT * FROM emb_icc('both_sets', 'g', 'x', by := 'dataset')").to_arrow_table()
+    table = con.sql("SELECT * FROM emb_icc('both_sets', 'g', 'x', model := 'dataset')").to_arrow_table()
     assert table.column_names == ["dataset"] + COLUMNS
     rows = table.to_pylist()
     assert [r["dataset"] for r in rows] == ["correct01", "wine"]
@@ -221,10 +221,10 @@ def test_trace_icc_with_by_and_decimal_list_literals(con):
         ('m1', 'B', [-0.8, 0.6]),
         ('m2', 'A', [1.0, 0.0, 1.0]), ('m2', 'A', [0.8, 0.6, 1.0]), ('m2', 'B', [0.0, 1.0, 1.0]),
         ('m2', 'B', [-0.6, 0.8, 1.0])) t(model, topic, embedding)""")
-    table = con.sql("SELECT * FROM emb_icc('ex', 'topic', 'embedding', by := 'model')").to_arrow_table()
+    table = con.sql("SELECT * FROM emb_icc('ex', 'topic', 'embedding', model := 'model')").to_arrow_table()
     assert table.column_names == ["model"] + COLUMNS
     rows = table.to_pylist()
-    anova = icc_rows(con, "SELECT * FROM emb_anova('ex', 'topic', 'embedding', by := 'model')")
+    anova = icc_rows(con, "SELECT * FROM emb_anova('ex', 'topic', 'embedding', model := 'model')")
     for row, a in zip(rows, anova):
         assert row["model"] == a["model"] and row["kind"] == "trace"
         assert row["ms_b"] == pytest.approx(a["ss_b"] / (a["groups"] - 1), rel=1e-14)
@@ -304,7 +304,7 @@ def test_one_group(con, kind):
 def test_one_group_in_one_by_value(con):
     con.register("t", pa.table({"m": ["m1"] * 4 + ["m2"] * 4, "g": list("AABB") + list("AAAA"),
                                 "x": [1.0, 2.0, 3.0, 5.0] * 2}))
-    assert sql_error(con, "SELECT * FROM emb_icc('t', 'g', 'x', by := 'm')") == \
+    assert sql_error(con, "SELECT * FROM emb_icc('t', 'g', 'x', model := 'm')") == \
         'embsql: [design.one_group] group column "g" has only one group for by value m2: ICC needs at least two'
 
 
@@ -333,7 +333,7 @@ def test_all_values_equal(con, value):
 def test_all_values_equal_within_one_by_value(con):
     con.register("t", pa.table({"m": ["m1"] * 4 + ["m2"] * 4, "g": list("AABB") * 2,
                                 "x": [1.0, 2.0, 3.0, 5.0] + [2.0] * 4}))
-    assert sql_error(con, "SELECT * FROM emb_icc('t', 'g', 'x', by := 'm')") == \
+    assert sql_error(con, "SELECT * FROM emb_icc('t', 'g', 'x', model := 'm')") == \
         'embsql: [design.equal_values] all 4 values in "x" are equal (MS_B + (n0-1) MS_W = 0, by value m2): ICC is undefined'
 
 
@@ -372,7 +372,7 @@ def test_stock_cli_scalar_and_trace(tmp_path):
                   "('m2', 'A', [0.8, 0.6, 1.0]), ('m2', 'B', [0.0, 1.0, 1.0]), ('m2', 'B', [-0.6, 0.8, 1.0])) t(m, g, v);\n"
                   "CREATE VIEW m1 AS SELECT g, v FROM ex WHERE m = 'm1';\n"
                   "SELECT * FROM emb_icc('m1', 'g', 'v');\n"
-                  "SELECT * FROM emb_icc('ex', 'g', 'v', by := 'm');\n")
+                  "SELECT * FROM emb_icc('ex', 'g', 'v', model := 'm');\n")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()
     assert lines[0] == lines[2] == ",".join(COLUMNS) and lines[4] == ",".join(["m"] + COLUMNS)

@@ -28,6 +28,9 @@ from helpers import sql_error, sql_rows, vectors_table
 import embsql
 from embsql.core.dispersion import bias_factors, centroid_distances
 from embsql.core.permutation import Design, canonical_order, design, permanova_vectors, shuffles
+from embsql.core.row_tests import ordered
+from embsql.io.sources import opened
+from embsql.io.table_stream import unit_rows
 
 pytestmark = pytest.mark.shared_connection   # the tests register tables and read: one `con` per module
 
@@ -40,6 +43,15 @@ SUMS = ("ss_t", "ss_w", "ss_b", "r2", "f")
 
 # ----------------------------------------------------------------------------------------------
 # exact Monte Carlo checks (no scipy: CI does not have it)
+
+def by_route(con, source: str, method: str, *, permutations: int, seed: int, strata: str | None = None):
+    """PERMANOVA of the rows embsql.permanova reads (in its canonical order), through one kernel:
+    the face picks the route itself (``method`` is not one of its arguments)."""
+    with opened(con, source) as table:
+        [(_, part)] = unit_rows(con, table, "g", "v", extra=strata)
+    rows = ordered(part, "g", strata=strata is not None)
+    return permanova_vectors(rows.unit, rows.design, permutations=permutations, seed=seed, method=method)
+
 
 def exceedances(p_value: float, permutations: int) -> int:
     """b from p = (b + 1)/(B + 1); the p-value must be exactly of that form."""
@@ -246,7 +258,8 @@ def test_permanova_sums_equal_adonis2(con, data, key, strata):
     reference = VEGAN[key]
     strata_sql = "NULL" if strata is None else f"'{strata}'"
     got_sql = sql_rows(con, f"SELECT * FROM emb_permanova('data', 'g', 'v', permutations := 99, strata := {strata_sql})")
-    got_py = embsql.permanova(con, "data", "g", "v", permutations=99, strata=strata, check_dispersion=False).to_dicts()
+    got_py = embsql.permanova(con, "data", group="g", vector="v", permutations=99, strata=strata,
+                              check_dispersion=False).to_dicts()
     for got in (got_sql, got_py):
         assert len(got) == 1
         assert {k: got[0][k] for k in SUMS} == pytest.approx({k: reference[k] for k in SUMS}, rel=1e-9, abs=0)
@@ -272,7 +285,8 @@ def test_permanova_p_agrees_with_adonis2(con, data, key, strata):
     (false failure <= 1e-6 for any p).  Python and SQL give the identical p (tested below)."""
     vegan_table(con, data)
     reference = VEGAN[key]
-    got = embsql.permanova(con, "data", "g", "v", permutations=9999, strata=strata, check_dispersion=False).to_dicts()[0]
+    got = embsql.permanova(con, "data", group="g", vector="v", permutations=9999, strata=strata,
+                           check_dispersion=False).to_dicts()[0]
     b_ours, b_vegan = exceedances(got["p_value"], 9999), exceedances(reference["p_value"], reference["permutations"])
     assert same_p(b_ours, 9999, b_vegan, reference["permutations"]), (got["p_value"], reference["p_value"])
 
@@ -282,7 +296,8 @@ def test_blocked_and_unrestricted_p_differ_as_in_vegan(con):
     each (exact conditional test), ours differ from each other (the same test rejects), and the
     check has power: a p-value off by a factor 2 would be rejected."""
     vegan_table(con, "strata")
-    p = {s: embsql.permanova(con, "data", "g", "v", permutations=9999, strata=s, check_dispersion=False).to_dicts()[0]
+    p = {s: embsql.permanova(con, "data", group="g", vector="v", permutations=9999, strata=s,
+                             check_dispersion=False).to_dicts()[0]
          ["p_value"] for s in (None, "block")}
     b = {s: exceedances(v, 9999) for s, v in p.items()}
     b_vegan = {None: exceedances(VEGAN["strata_unrestricted"]["p_value"], 9999),
@@ -296,14 +311,16 @@ def test_blocked_and_unrestricted_p_differ_as_in_vegan(con):
 
 
 ADJUSTED = json.loads((REFERENCE / "vegan" / "betadisper_adjusted.json").read_text())
+SPREAD = json.loads((REFERENCE / "vegan" / "dispersion_spread.json").read_text())   # the test's F, written out in R
 
 
 @pytest.mark.parametrize("name", ["unit_balanced", "unit_unbalanced"])
 def test_dispersion_equals_betadisper(con, name):
     """betadisper(dist(Z), g, type = 'centroid'): every item's distance to its centroid and the
     group.distances equal ours to 1e-9; with bias.adjust = TRUE on the groups of 4 or more items
-    (the ones embsql tests), F and the adjusted distances equal ours to 1e-9 (Python,
-    emb_dispersion and emb_dispersion_groups)."""
+    (the ones embsql tests) the adjusted distances equal ours to 1e-9, and F (the spreads' statistic,
+    tests/reference/vegan/dispersion_spread.R) equals R's to 1e-9 (Python, emb_dispersion and
+    emb_dispersion_groups)."""
     rows, x = vegan_table(con, name)
     reference, adjusted = VEGAN[f"betadisper_{name}"], ADJUSTED[f"betadisper_adjusted_{name}"]
     labels = np.array([r["group"] for r in rows], dtype=object)
@@ -315,12 +332,13 @@ def test_dispersion_equals_betadisper(con, name):
     assert (centroid_distances(unit(x)[kept], kept_codes) * bias_factors(sizes)[kept_codes]
             == pytest.approx(adjusted["distances"], rel=1e-9, abs=0))
 
-    tests, groups = embsql.dispersion(con, "data", "g", "v", permutations=99)
+    result = embsql.dispersion(con, "data", group="g", vector="v", permutations=99)
+    tests, groups = result.test, result.groups
     sql_tests = sql_rows(con, "SELECT * FROM emb_dispersion('data', 'g', 'v', permutations := 99)")
     sql_groups = sql_rows(con, "SELECT * FROM emb_dispersion_groups('data', 'g', 'v', permutations := 99)")
     left_out = sorted(set(labels) - set(adjusted["groups"]))
     for test in (tests.to_dicts()[0], sql_tests[0]):
-        assert test["f"] == pytest.approx(adjusted["f"], rel=1e-9, abs=0)
+        assert test["f"] == pytest.approx(SPREAD[name]["f"], rel=1e-9, abs=0)
         assert (test["groups"], test["permutations"]) == (adjusted["df_b"] + 1, 99)
         assert (test["groups_left_out"], test["items_left_out"]) == (len(left_out), int(np.sum(~kept)))
         assert (test["note"] is None) == (not left_out)
@@ -339,15 +357,15 @@ def test_dispersion_p_agrees_with_permutest(con, name):
     conditional test of same_p.
 
     Caveat, stated so nobody mistakes it for an identity: vegan permutes the residuals of the
-    one-way model on the distances, embsql the residual vectors (embsql.dispersion says why), so
-    the two p's estimate different probabilities.  On unit_unbalanced (a clear spread difference)
-    both are about 0.004 and agree within this check's resolution; on unit_balanced they do not
-    (vegan 0.362, embsql 0.516 with 9999 permutations), so it is not compared: what pins embsql's
-    p-value is its level on simulated data (tests/test_dispersion_level.py).
+    one-way model on the distances and tests their F; embsql compares the groups' mean squared
+    adjusted distances with the variance of unit vectors and permutes aligned vectors (embsql.core.dispersion
+    says why), so the two p's estimate different probabilities.  On unit_unbalanced (a clear spread
+    difference) both are small and agree within this check's resolution; what pins embsql's p-value is
+    its level on simulated data (tests/test_dispersion_level.py, bench/dispersion_validity.py).
     """
     vegan_table(con, name)
     reference = ADJUSTED[f"betadisper_adjusted_{name}"]
-    got = embsql.dispersion(con, "data", "g", "v", permutations=9999)[0].to_dicts()[0]
+    got = embsql.dispersion(con, "data", group="g", vector="v", permutations=9999).test.to_dicts()[0]
     assert got["permutations"] == 9999
     b, b_vegan = exceedances(got["p_value"], 9999), exceedances(reference["p_value"], reference["permutations"])
     assert same_p(b, 9999, b_vegan, reference["permutations"]), (got["p_value"], reference["p_value"])
@@ -394,7 +412,7 @@ def test_exact_ties_from_duplicated_vectors(con, seed, method):
     labels = list("aabbabab")
     _, p = exact_p([[Fraction(v) for v in row] for row in squared_distances(z)], labels)
     con.register("t", vectors_table(z, labels))
-    got = embsql.permanova(con, "t", "g", "v", permutations=9999, seed=1, method=method, check_dispersion=False)
+    got = by_route(con, "t", method, permutations=9999, seed=1)
     assert_binomial(exceedances(got.p_value, 9999), 9999, float(p), what=method)
 
 
@@ -468,8 +486,9 @@ def test_null_p_values_from_sql_are_uniform(con):
     assert not check_uniform(np.array(p) / 2, 99)[0]
 
     con.register("many", vectors_table(rng.normal(size=(24 * 60, 5)), np.tile(labels, 60), rep=np.repeat(np.arange(60), 24)))
-    from_sql = sql_rows(con, "SELECT rep, p_value FROM emb_permanova('many', 'g', 'v', permutations := 99, by := 'rep')")
-    from_python = embsql.permanova(con, "many", "g", "v", permutations=99, model="rep", check_dispersion=False).to_dicts()
+    from_sql = sql_rows(con, "SELECT rep, p_value FROM emb_permanova('many', 'g', 'v', permutations := 99, model := 'rep')")
+    from_python = embsql.permanova(con, "many", group="g", vector="v", permutations=99, model="rep",
+                                   check_dispersion=False).to_dicts()
     assert [(r["rep"], r["p_value"]) for r in from_sql] == [(r["rep"], r["p_value"]) for r in from_python]
     assert len(from_sql) == 60
 
@@ -506,13 +525,15 @@ def test_labels_never_cross_strata(con):
     x, _ = clustered(3, [5, 5, 5], effect=2.0)
     labels = np.repeat(["a", "b", "c"], 5)
     con.register("t", vectors_table(x, labels, block=np.repeat(["s1", "s2", "s3"], 5)))
-    got_py = embsql.permanova(con, "t", "g", "v", permutations=199, strata="block", check_dispersion=False).to_dicts()
+    got_py = embsql.permanova(con, "t", group="g", vector="v", permutations=199, strata="block",
+                              check_dispersion=False).to_dicts()
     got_sql = sql_rows(con, "SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 199, strata := 'block')")
     register_distances(con, list(range(15)), np.sqrt(squared_distances(unit(x))), labels, np.repeat(["s1", "s2", "s3"], 5))
     got_dist = sql_rows(con, "SELECT * FROM emb_permanova_dist('dist', 'lab', 'g', permutations := 199, strata := 'block')")
     assert [r["p_value"] for r in got_py + got_sql + got_dist] == [1.0, 1.0, 1.0]
     # the same data without strata is clearly significant
-    assert embsql.permanova(con, "t", "g", "v", permutations=199, check_dispersion=False).to_dicts()[0]["p_value"] == 1 / 200
+    assert embsql.permanova(con, "t", group="g", vector="v", permutations=199,
+                            check_dispersion=False).to_dicts()[0]["p_value"] == 1 / 200
 
 
 def strata_example():
@@ -541,7 +562,7 @@ def test_blocked_p_matches_exact_enumeration(con):
     for strata, p in (("block", p_blocked), (None, p_free)):
         s = "NULL" if strata is None else f"'{strata}'"
         results = {
-            "python": embsql.permanova(con, "t", "g", "v", permutations=9999, strata=strata,
+            "python": embsql.permanova(con, "t", group="g", vector="v", permutations=9999, strata=strata,
                                        check_dispersion=False).to_dicts()[0],
             "sql": sql_rows(con, f"SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 9999, strata := {s})")[0],
             "dist": sql_rows(con, f"SELECT * FROM emb_permanova_dist('dist', 'lab', 'g', permutations := 9999, "
@@ -569,7 +590,7 @@ def test_python_and_sql_give_identical_p(con, strata):
     con.register("t", table)
     s = "NULL" if strata is None else f"'{strata}'"
     for seed in (42, 1, 2):
-        got_py = embsql.permanova(con, "t", "g", "v", permutations=499, seed=seed, strata=strata,
+        got_py = embsql.permanova(con, "t", group="g", vector="v", permutations=499, seed=seed, strata=strata,
                                   check_dispersion=False).to_dicts()[0]
         got_sql = sql_rows(con, f"SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 499, seed := {seed}, "
                                 f"strata := {s})")[0]
@@ -584,10 +605,10 @@ def test_row_order_does_not_change_p(con, strata):
     table = mixed_table()
     con.register("t", table)
     s = "NULL" if strata is None else f"'{strata}'"
-    reference = embsql.permanova(con, "t", "g", "v", permutations=499, strata=strata, check_dispersion=False).p_value
+    reference = embsql.permanova(con, "t", group="g", vector="v", permutations=499, strata=strata, check_dispersion=False).p_value
     for k in range(3):
         con.register("shuffled", table.take(np.random.default_rng(k).permutation(table.num_rows)))
-        assert embsql.permanova(con, "shuffled", "g", "v", permutations=499, strata=strata,
+        assert embsql.permanova(con, "shuffled", group="g", vector="v", permutations=499, strata=strata,
                                 check_dispersion=False).p_value == reference
         assert sql_rows(con, f"SELECT p_value FROM emb_permanova('shuffled', 'g', 'v', permutations := 499, "
                              f"strata := {s})")[0]["p_value"] == reference
@@ -608,7 +629,7 @@ def test_seeds(con):
     """Same seed, same p (run twice); different seeds give different p here; p in (0, 1],
     p >= 1/(B+1) and p (B+1) a whole number."""
     con.register("t", mixed_table())
-    runs = {seed: [embsql.permanova(con, "t", "g", "v", permutations=199, seed=seed, check_dispersion=False).p_value
+    runs = {seed: [embsql.permanova(con, "t", group="g", vector="v", permutations=199, seed=seed, check_dispersion=False).p_value
                    for _ in range(2)] for seed in range(1, 7)}
     assert all(a == b for a, b in runs.values())
     values = [a for a, _ in runs.values()]
@@ -626,9 +647,9 @@ def test_p_floor_and_by(con):
     con.register("t", vectors_table(np.vstack([x1, x2]), np.tile(labels, 2), model=["m1"] * 18 + ["m2"] * 18))
     con.register("t1", vectors_table(x1, labels))
     con.register("t2", vectors_table(x2, labels))
-    by_py = embsql.permanova(con, "t", "g", "v", permutations=299, model="model", check_dispersion=False).to_dicts()
-    by_sql = sql_rows(con, "SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 299, by := 'model')")
-    alone = [embsql.permanova(con, name, "g", "v", permutations=299, check_dispersion=False).p_value
+    by_py = embsql.permanova(con, "t", group="g", vector="v", permutations=299, model="model", check_dispersion=False).to_dicts()
+    by_sql = sql_rows(con, "SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 299, model := 'model')")
+    alone = [embsql.permanova(con, name, group="g", vector="v", permutations=299, check_dispersion=False).p_value
              for name in ("t1", "t2")]
     assert [r["model"] for r in by_py] == [r["model"] for r in by_sql] == ["m1", "m2"]
     assert [r["p_value"] for r in by_py] == [r["p_value"] for r in by_sql] == alone
@@ -653,11 +674,12 @@ def test_pairs_and_coordinates_give_identical_p(con, case):
     else:   # duplicated vectors: many exactly tied F values
         base = unit(np.random.default_rng(2).normal(size=(4, 3)))
         con.register("data", vectors_table(np.repeat(base, 3, axis=0), list("aabbaabbaabb")))
-    results = {method: embsql.permanova(con, "data", "g", "v", permutations=999, seed=3, strata=strata,
-                                        method=method, check_dispersion=False).to_dicts()[0]
+    results = {method: by_route(con, "data", method, permutations=999, seed=3, strata=strata)
                for method in ("pairs", "coordinates", "auto")}
-    assert results["pairs"]["p_value"] == results["coordinates"]["p_value"] == results["auto"]["p_value"]
-    assert results["pairs"]["f"] == results["coordinates"]["f"]     # F of the data, not of the kernel
+    face = embsql.permanova(con, "data", group="g", vector="v", permutations=999, seed=3, strata=strata,
+                            check_dispersion=False)
+    assert results["pairs"].p_value == results["coordinates"].p_value == results["auto"].p_value == face.p_value
+    assert results["pairs"].statistic == pytest.approx(results["coordinates"].statistic, rel=1e-12)
 
 
 def test_kernels_agree_on_every_permuted_statistic():
@@ -695,13 +717,13 @@ PERMUTATIONS_MESSAGE = "permutations must be a whole number from 1 to 1,000,000,
 
 def test_permutations_zero(small):
     with pytest.raises(embsql.InputError, match=f"^{PERMUTATIONS_MESSAGE}$"):
-        embsql.permanova(small, "t", "g", "v", permutations=0)
+        embsql.permanova(small, "t", group="g", vector="v", permutations=0)
     with pytest.raises(embsql.InputError, match=f"^{PERMUTATIONS_MESSAGE}$"):
-        embsql.dispersion(small, "t", "g", "v", permutations=0)
+        embsql.dispersion(small, "t", group="g", vector="v", permutations=0)
     with pytest.raises(embsql.InputError, match=r"^permutations must be a whole number from 1 to 1,000,000, not -5$"):
-        embsql.permanova(small, "t", "g", "v", permutations=-5)
+        embsql.permanova(small, "t", group="g", vector="v", permutations=-5)
     with pytest.raises(embsql.InputError, match=r"^permutations must be a whole number from 1 to 1,000,000, not 1\.5$"):
-        embsql.permanova(small, "t", "g", "v", permutations=1.5)
+        embsql.permanova(small, "t", group="g", vector="v", permutations=1.5)
     for query in ("SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 0)",
                   "SELECT * FROM emb_dispersion('t', 'g', 'v', permutations := 0)",
                   "SELECT * FROM emb_dispersion_groups('t', 'g', 'v', permutations := 0)",
@@ -712,9 +734,9 @@ def test_permutations_zero(small):
 def test_one_group(small):
     message = "the group column has only one group: the permutation test needs at least two"
     with pytest.raises(embsql.DesignError, match=f"^{message}$"):
-        embsql.permanova(small, "one", "g", "v")
+        embsql.permanova(small, "one", group="g", vector="v")
     with pytest.raises(embsql.DesignError, match=f"^{message}$"):
-        embsql.dispersion(small, "one", "g", "v")
+        embsql.dispersion(small, "one", group="g", vector="v")
     # emb_permanova and emb_permanova_dist check the design twice (the decomposition and the
     # permutation UDF); DuckDB runs both in parallel, so either message may come first
     decomposition = ('embsql: [design.one_group] group column "g" has only one group: the decomposition needs at least two',)
@@ -727,7 +749,7 @@ def test_one_group(small):
 
 def test_strata_column_missing(small):
     with pytest.raises(embsql.ColumnNotFoundError, match=r"^strata column 'nope' not found in 't'; its columns are: "):
-        embsql.permanova(small, "t", "g", "v", strata="nope")
+        embsql.permanova(small, "t", group="g", vector="v", strata="nope")
     assert sql_error(small, "SELECT * FROM emb_permanova('t', 'g', 'v', strata := 'nope')") \
         == 'embsql: [column.missing] column "nope" not found in t'
 
@@ -740,15 +762,18 @@ def test_strata_column_missing_distance_route(small):
 def test_null_stratum(small):
     message = "the strata column has a NULL value; every row needs a stratum"
     with pytest.raises(embsql.InputError, match=f"^{message}$"):
-        embsql.permanova(small, "t", "g", "v", strata="s_null")
+        embsql.permanova(small, "t", group="g", vector="v", strata="s_null")
     assert sql_error(small, "SELECT * FROM emb_permanova('t', 'g', 'v', strata := 's_null')") == f"embsql: [input] {message}"
     assert sql_error(small, "SELECT * FROM emb_permanova_dist('dist', 'lab_null', 'g', strata := 's')") \
         == f"embsql: [input] {message}"
 
 
 def test_unknown_method(small):
+    """The route is the kernel's choice: the face takes no method=, the kernel checks its own."""
     with pytest.raises(embsql.InputError, match=r"^method must be 'auto', 'pairs' or 'coordinates', not 'exact'$"):
-        embsql.permanova(small, "t", "g", "v", method="exact")
+        by_route(small, "t", "exact", permutations=9, seed=1)
+    with pytest.raises(embsql.ArgumentError, match=r"^embsql\.permanova\(\) has no argument 'method'"):
+        embsql.permanova(small, "t", group="g", vector="v", method="exact")
 
 
 def test_run_sql_turns_permanova_errors_into_sql_input_error(small):
@@ -770,13 +795,13 @@ def spread_table(con, tight, wide):
 def test_permanova_warns_when_groups_differ_in_spread(con):
     spread_table(con, 0.1, 1.5)
     with pytest.warns(UserWarning, match="spread"):
-        embsql.permanova(con, "spread", "g", "v", permutations=199)
-    assert embsql.dispersion(con, "spread", "g", "v", permutations=199)[0].p_value <= 0.05
+        embsql.permanova(con, "spread", group="g", vector="v", permutations=199)
+    assert embsql.dispersion(con, "spread", group="g", vector="v", permutations=199).test.p_value <= 0.05
 
 
 def test_permanova_does_not_warn_for_equal_spread(con):
     spread_table(con, 0.8, 0.8)
-    assert embsql.dispersion(con, "spread", "g", "v", permutations=199)[0].p_value > 0.05
+    assert embsql.dispersion(con, "spread", group="g", vector="v", permutations=199).test.p_value > 0.05
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         embsql.permanova(con, "spread", group="g", vector="v", permutations=199)
@@ -792,7 +817,8 @@ def test_dispersion_with_equal_spreads_is_not_significant(con):
     rows = [("A", [c, s, 0]), ("A", [c, -s, 0]), ("A", [c, 0, s]), ("A", [c, 0, -s]),
             ("B", [s, c, 0]), ("B", [-s, c, 0]), ("B", [0, c, s]), ("B", [0, c, -s])]
     con.register("ex", vectors_table(np.array([v for _, v in rows]), [g for g, _ in rows]))
-    tests, groups = embsql.dispersion(con, "ex", "g", "v", permutations=99)
+    result = embsql.dispersion(con, "ex", group="g", vector="v", permutations=99)
+    tests, groups = result.test, result.groups
     assert (tests.f, tests.p_value) == (0.0, 1.0)
     assert groups.column("mean_distance") == pytest.approx([s] * 2, rel=1e-12)
     assert sql_rows(con, "SELECT f, p_value FROM emb_dispersion('ex', 'g', 'v', permutations := 99)") == \
@@ -807,7 +833,8 @@ def test_dispersion_leaves_out_groups_too_small_to_test(con):
     not run: f and p are None, and the note and counts say which items were left out and why."""
     con.execute("CREATE TABLE ex1 AS SELECT * FROM (VALUES ('A', [1.0, 0.0]), ('A', [0.8, 0.6]), "
                 "('B', [0.0, 1.0]), ('B', [-0.6, 0.8])) t(g, v)")
-    tests, groups = embsql.dispersion(con, "ex1", "g", "v", permutations=99)
+    result = embsql.dispersion(con, "ex1", group="g", vector="v", permutations=99)
+    tests, groups = result.test, result.groups
     row = tests.to_dicts()[0]
     assert (row["f"], row["p_value"], row["groups"], row["groups_left_out"], row["items_left_out"]) == \
         (None, None, 0, 2, 4)

@@ -43,7 +43,7 @@ def raw_designs(draw):
 def figures(con, x, labels) -> dict:
     """Every figure of the public functions on raw vectors x (embsql normalises them)."""
     con.register("data", vectors_table(x, labels))
-    row = embsql.anova(con, "data", "g", "v").to_dicts()[0]
+    row = embsql.anova(con, "data", group="g", vector="v").to_dicts()[0]
     n, g, sizes = row["n"], row["groups"], np.bincount(labels)
     ms_b, ms_w = row["ss_b"] / (g - 1), row["ss_w"] / (n - g)
     n0 = (n - np.sum(sizes ** 2) / n) / (g - 1)

@@ -138,11 +138,11 @@ def check_jackknife(rows, expected):
 # ----------------------------------------------------------------------------------------------
 
 def test_sql_anova_streams_under_the_memory_limit(con, profile, expected):
-    check_anova(run(con, profile, "SELECT * FROM emb_anova('ooc.emb', 'g', 'v', by := 'model')"), expected)
+    check_anova(run(con, profile, "SELECT * FROM emb_anova('ooc.emb', 'g', 'v', model := 'model')"), expected)
 
 
 def test_sql_groups_streams_under_the_memory_limit(con, profile, expected):
-    rows = run(con, profile, "SELECT * FROM emb_groups('ooc.emb', 'g', 'v', by := 'model')")
+    rows = run(con, profile, "SELECT * FROM emb_groups('ooc.emb', 'g', 'v', model := 'model')")
     assert len(rows) == len(MODELS) * GROUPS
     for row in rows:
         n_g, w, w_tilde = expected[row["model"]]["per_group"][row["group"]]
@@ -152,13 +152,13 @@ def test_sql_groups_streams_under_the_memory_limit(con, profile, expected):
 
 
 def test_sql_jackknife_streams_under_the_memory_limit(con, profile, expected):
-    check_jackknife(run(con, profile, "SELECT * FROM emb_jackknife('ooc.emb', 'g', 'v', by := 'model')"), expected)
+    check_jackknife(run(con, profile, "SELECT * FROM emb_jackknife('ooc.emb', 'g', 'v', model := 'model')"), expected)
 
 
 def test_python_anova_and_jackknife_stream_in_batches(con, profile, expected, monkeypatch):
     # 2048-row batches: about 31 per table, so every group's sum is built across many batches
     monkeypatch.setattr(embsql.io.table_stream, "BATCH_ROWS", 2048)
-    check_anova(embsql.anova(con, "ooc.emb", "g", "v", model="model").to_dicts(), expected)
+    check_anova(embsql.anova(con, "ooc.emb", group="g", vector="v", model="model").to_dicts(), expected)
     assert spilled(profile) == 0
-    check_jackknife(embsql.jackknife(con, "ooc.emb", "g", "v", model="model").to_dicts(), expected)
+    check_jackknife(embsql.jackknife(con, "ooc.emb", group="g", vector="v", model="model").to_dicts(), expected)
     assert spilled(profile) == 0

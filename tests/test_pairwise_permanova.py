@@ -82,13 +82,13 @@ def test_listed_pairs_models_and_no_permutations(con):
     labels, x = data(3, (5, 5, 5), 4)
     model = ["m1"] * 15
     con.register("t", pa.concat_tables([table(labels, x, model), table(labels, x[::-1], ["m2"] * 15)]))
-    rows = embsql.pairwise_permanova(con, "t", group="g", vector="v", model="m", pairs=[("g02", "g00")],
+    rows = embsql.pairwise_permanova(con, "t", group="g", vector="v", model="m", group_pairs=[("g02", "g00")],
                                      permutations=0).to_dicts()
     assert [(r["m"], r["group_a"], r["group_b"], r["p_value"], r["p_adjusted"]) for r in rows] == \
         [("m1", "g02", "g00", None, None), ("m2", "g02", "g00", None, None)]
     keep = (labels == "g00") | (labels == "g02")
     con.register("pair", table(labels[keep], x[keep]))
-    assert rows[0]["r2"] == pytest.approx(embsql.anova(con, "pair", "g", "v").to_dicts()[0]["r2"], rel=1e-12)
+    assert rows[0]["r2"] == pytest.approx(embsql.anova(con, "pair", group="g", vector="v").to_dicts()[0]["r2"], rel=1e-12)
 
 
 def test_holm_keeps_the_familywise_rate_under_h0():
@@ -112,15 +112,15 @@ def test_bad_input(con):
     con.register("t", table(labels, x))
     call = lambda **kw: embsql.pairwise_permanova(con, "t", group="g", vector="v", **kw)
     with pytest.raises(InputError, match="group 'zz' is not a value of the group column 'g'"):
-        call(pairs=[("g00", "zz")])
+        call(group_pairs=[("g00", "zz")])
     with pytest.raises(InputError, match="pairs a group with itself"):
-        call(pairs=[("g00", "g00")])
+        call(group_pairs=[("g00", "g00")])
     with pytest.raises(InputError, match="listed twice"):
-        call(pairs=[("g00", "g01"), ("g01", "g00")])
+        call(group_pairs=[("g00", "g01"), ("g01", "g00")])
     with pytest.raises(InputError, match="p_adjust must be"):
         call(p_adjust="fdr")
-    with pytest.raises(InputError, match="pairs must be 'all'"):
-        call(pairs="some")
+    with pytest.raises(InputError, match="group_pairs must be 'all'"):
+        call(group_pairs="some")
     con.register("one", table(["a"] * 3, x[:3]))
     with pytest.raises(DesignError, match="1 group"):
         embsql.pairwise_permanova(con, "one", group="g", vector="v")

@@ -1,4 +1,4 @@
-"""Multi-term PERMANOVA (embsql.permanova(..., terms=...), emb_permanova_terms, emb_permanova_terms_dist).
+"""Multi-term PERMANOVA (embsql.permanova_terms, emb_permanova_terms, emb_permanova_terms_dist).
 
 References:
 * vegan's adonis2 (tests/reference/vegan/adonis2_terms.R, its output adonis2_terms.Rout and
@@ -124,7 +124,7 @@ def test_dune_matches_adonis2(con, case, by, strata):
     dune(con)
     terms = ", ".join(f"'{t}'" for t in CASES[case])
     rows = sql_rows(con, f"SELECT * FROM emb_permanova_terms_dist('dune_bray', 'dune_env', [{terms}], "
-                         f"by_terms := '{by_terms}', permutations := {N}, seed := 7"
+                         f"sums := '{by_terms}', permutations := {N}, seed := 7"
                          + (f", strata := '{strata}')" if strata else ")"))
     check(rows, reference()[key], p_values=False, sequential=by == "terms")
     default = dune_kernel(CASES[case], by_terms, strata, "residuals")
@@ -132,7 +132,7 @@ def test_dune_matches_adonis2(con, case, by, strata):
 
 
 def example_kernel(table, terms, by_terms, permute, permutations=999, seed=3):
-    """The vector route's kernel call as embsql.permanova(..., terms=...) makes it."""
+    """The vector route's kernel call as embsql.permanova_terms makes it."""
     unit = unit_vectors(table.column("embedding").combine_chunks(), lambda i: f"row {i}", "embedding", None)
     columns = {name: table.column(name).to_pylist() for name in ("topic", "parity", "position")}
     plan_, ordered_unit, ordered_strata = ordered_design(terms, columns, unit, None, by_terms)
@@ -150,14 +150,14 @@ def test_example_matches_adonis2(con, case, terms, by):
     expected = reference()[f"example {case} {by}"]
     by_terms = "sequential" if by == "terms" else "margin"
     check(example_kernel(table, terms, by_terms, "rows"), expected, 999)
-    got = embsql.permanova(con, "example", terms=terms, vector="embedding", by_terms=by_terms, permutations=999,
+    got = embsql.permanova_terms(con, "example", terms=terms, vector="embedding", sums=by_terms, permutations=999,
                            seed=3, progress=False).to_dicts()
     check(got, expected, 999, p_values=False, sequential=by == "terms")
     default = example_kernel(table, terms, by_terms, "residuals")
     assert [r["p_value"] for r in got] == pytest.approx([r["p_value"] for r in default], abs=0)
     listed = ", ".join(f"'{t}'" for t in terms)
     sql = sql_rows(con, f"SELECT * FROM emb_permanova_terms('example', [{listed}], 'embedding', "
-                        f"by_terms := '{by_terms}', permutations := 999, seed := 3)")
+                        f"sums := '{by_terms}', permutations := 999, seed := 3)")
     assert sql == got
 
 
@@ -176,9 +176,9 @@ def _table(n=40, seed=0, d=8):
 def test_one_term_equals_the_one_factor_call(con, strata):
     """permanova(con, src, group, vector) and permanova(..., terms=[group]) give the same numbers."""
     con.register("t", _table())
-    one = embsql.permanova(con, "t", "g", "v", permutations=499, seed=5, strata=strata,
+    one = embsql.permanova(con, "t", group="g", vector="v", permutations=499, seed=5, strata=strata,
                            check_dispersion=False, progress=False).to_dicts()[0]
-    rows = embsql.permanova(con, "t", terms=["g"], vector="v", permutations=499, seed=5, strata=strata,
+    rows = embsql.permanova_terms(con, "t", terms=["g"], vector="v", permutations=499, seed=5, strata=strata,
                             progress=False).to_dicts()
     assert rows[0]["ss"] == pytest.approx(one["ss_b"], rel=1e-12)
     assert rows[1]["ss"] == pytest.approx(one["ss_w"], rel=1e-12)
@@ -191,27 +191,27 @@ def test_one_term_equals_the_one_factor_call(con, strata):
 
 def test_star_expands_and_orders_like_r(con):
     con.register("t", _table())
-    star = embsql.permanova(con, "t", terms=["lang*cov"], vector="v", permutations=99, progress=False).to_dicts()
+    star = embsql.permanova_terms(con, "t", terms=["lang*cov"], vector="v", permutations=99, progress=False).to_dicts()
     assert [r["term"] for r in star] == ["lang", "cov", "lang:cov", "Residual", "Total"]
     assert [r["df"] for r in star] == [3, 1, 3, 32, 39]
-    spelled = embsql.permanova(con, "t", terms=["lang:cov", "lang", "cov"], vector="v", permutations=99,
+    spelled = embsql.permanova_terms(con, "t", terms=["lang:cov", "lang", "cov"], vector="v", permutations=99,
                                progress=False).to_dicts()
     assert [r["term"] for r in spelled] == [r["term"] for r in star]
     assert [r["ss"] for r in spelled] == pytest.approx([r["ss"] for r in star], rel=1e-12)
     # the marginal test leaves out terms contained in an interaction, as vegan's drop.scope does
-    margin = embsql.permanova(con, "t", terms=["lang*cov"], vector="v", by_terms="margin", permutations=99,
+    margin = embsql.permanova_terms(con, "t", terms=["lang*cov"], vector="v", sums="margin", permutations=99,
                               progress=False).to_dicts()
     assert [r["term"] for r in margin] == ["lang:cov", "Residual", "Total"]
 
 
 def test_sequential_ss_add_up_and_margin_is_order_free(con):
     con.register("t", _table())
-    seq = embsql.permanova(con, "t", terms=["cov", "g", "lang"], vector="v", permutations=99,
+    seq = embsql.permanova_terms(con, "t", terms=["cov", "g", "lang"], vector="v", permutations=99,
                            progress=False).to_dicts()
     assert sum(r["ss"] for r in seq[:-1]) == pytest.approx(seq[-1]["ss"], rel=1e-12)
-    a = embsql.permanova(con, "t", terms=["cov", "g", "lang"], vector="v", by_terms="margin", permutations=199,
+    a = embsql.permanova_terms(con, "t", terms=["cov", "g", "lang"], vector="v", sums="margin", permutations=199,
                          progress=False).to_dicts()
-    b = embsql.permanova(con, "t", terms=["lang", "cov", "g"], vector="v", by_terms="margin", permutations=199,
+    b = embsql.permanova_terms(con, "t", terms=["lang", "cov", "g"], vector="v", sums="margin", permutations=199,
                          progress=False).to_dicts()
     by_term = {r["term"]: r for r in b}
     for r in a:
@@ -229,10 +229,10 @@ def test_vectors_and_distances_agree(con):
                                    "d": np.linalg.norm(x[i] - x[j], axis=1)}))
     con.register("labels", table.drop(["v"]).append_column("id", pa.array([str(k) for k in range(len(x))])))
     for by_terms in ("sequential", "margin"):
-        vec = embsql.permanova(con, "t", terms=["lang", "g", "cov"], vector="v", by_terms=by_terms,
+        vec = embsql.permanova_terms(con, "t", terms=["lang", "g", "cov"], vector="v", sums=by_terms,
                                permutations=99, progress=False).to_dicts()
         dist = sql_rows(con, "SELECT * FROM emb_permanova_terms_dist('dist', 'labels', ['lang', 'g', 'cov'], "
-                             f"by_terms := '{by_terms}', permutations := 99)")
+                             f"sums := '{by_terms}', permutations := 99)")
         for a, b in zip(vec, dist):
             assert a["term"] == b["term"] and a["df"] == b["df"]
             assert a["ss"] == pytest.approx(b["ss"], rel=1e-9)
@@ -241,31 +241,32 @@ def test_vectors_and_distances_agree(con):
 def test_bad_input_names_the_term_or_column(con):
     con.register("t", _table())
     with pytest.raises(DesignError, match="'one'"):
-        embsql.permanova(con, "t", terms=["g", "one"], vector="v", progress=False)
+        embsql.permanova_terms(con, "t", terms=["g", "one"], vector="v", progress=False)
     with pytest.raises(DesignError, match="'pair'.*zero df"):
-        embsql.permanova(con, "t", terms=["g", "pair"], vector="v", progress=False)
+        embsql.permanova_terms(con, "t", terms=["g", "pair"], vector="v", progress=False)
     with pytest.raises(InputError, match="'cov_null'"):
-        embsql.permanova(con, "t", terms=["g", "cov_null"], vector="v", progress=False)
+        embsql.permanova_terms(con, "t", terms=["g", "cov_null"], vector="v", progress=False)
     with pytest.raises(InputError, match="by_terms"):
-        embsql.permanova(con, "t", terms=["g"], vector="v", by_terms="type3", progress=False)
+        embsql.permanova_terms(con, "t", terms=["g"], vector="v", sums="type3", progress=False)
     with pytest.raises(EmbsqlError, match="'nope'"):
-        embsql.permanova(con, "t", terms=["nope"], vector="v", progress=False)
+        embsql.permanova_terms(con, "t", terms=["nope"], vector="v", progress=False)
     con.register("tiny", _table().slice(0, 2))
     with pytest.raises(DesignError, match="at least 3 items"):
-        embsql.permanova(con, "tiny", terms=["lang"], vector="v", progress=False)
+        embsql.permanova_terms(con, "tiny", terms=["lang"], vector="v", progress=False)
     for query, kind, words in (("'t', ['g', 'one'], 'v'", "design", "'one' has one level"),
                                ("'t', ['g', 'pair'], 'v'", "design", "'pair' adds nothing"),
                                ("'t', ['cov_null'], 'v'", "input", "'cov_null'"),
                                ("'t', ['nope'], 'v'", "column.missing", "term column 'nope' not found"),
                                ("'tiny', ['lang'], 'v'", "design", "at least 3 items"),
-                               ("'t', ['g'], 'v', by_terms := 'type3'", "argument.by_terms", "by_terms must be")):
+                               ("'t', ['g'], 'v', sums := 'type3'", "argument.sums",
+                                "sums must be 'sequential' or 'margin', not 'type3'")):
         message = sql_error(con, f"SELECT * FROM emb_permanova_terms({query})")
         assert message.startswith(f"embsql: [{kind}] ") and words in message, message
 
 
 def test_p_values_in_range_and_r2_sum_to_one(con):
     con.register("t", _table(seed=3))
-    rows = embsql.permanova(con, "t", terms=["lang", "cov"], vector="v", permutations=49, progress=False).to_dicts()
+    rows = embsql.permanova_terms(con, "t", terms=["lang", "cov"], vector="v", permutations=49, progress=False).to_dicts()
     assert all(0 < r["p_value"] <= 1 for r in rows if r["p_value"] is not None)
     assert sum(r["r2"] for r in rows[:-1]) == pytest.approx(1.0, rel=1e-12)
 

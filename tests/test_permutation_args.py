@@ -4,14 +4,20 @@ Arguments follow embsql/arguments.py (check_permutations, check_seed): the same 
 argument and the value, from embsql.permanova / dispersion / mantel / dose and from emb_permanova,
 emb_permanova_dist, emb_dispersion(_groups), emb_mantel and emb_retrieval_dose -- never a binder
 error naming an internal function, a NULL p-value, or numpy's error.  Labels follow
-embsql/labels.py.  con.interrupt() stops a running permutation UDF within a second.
+embsql/labels.py.  embsql.interrupt(con), and Ctrl-C on a connection opened with interrupt=True,
+stop a running permutation UDF within a second; without interrupt=True embsql changes nothing
+process-wide (no patched DuckDB method, no replaced SIGINT handler).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -47,11 +53,11 @@ def con():
 
 
 PYTHON = {
-    "permanova": lambda con, **kw: embsql.permanova(con, "t", "g", "v", check_dispersion=False, **kw),
-    "permanova welch": lambda con, **kw: embsql.permanova(con, "t", "g", "v", statistic="welch", **kw),
-    "dispersion": lambda con, **kw: embsql.dispersion(con, "t", "g", "v", **kw),
-    "mantel": lambda con, **kw: embsql.mantel(con, "models", "item", "model", "v", **kw),
-    "dose": lambda con, **kw: embsql.dose(con, "q", model="model", **kw),
+    "permanova": lambda con, **kw: embsql.permanova(con, "t", group="g", vector="v", check_dispersion=False, **kw),
+    "permanova_welch": lambda con, **kw: embsql.permanova_welch(con, "t", group="g", vector="v", **kw),
+    "dispersion": lambda con, **kw: embsql.dispersion(con, "t", group="g", vector="v", **kw),
+    "mantel": lambda con, **kw: embsql.mantel(con, "models", item="item", model="model", vector="v", **kw),
+    "dose": lambda con, **kw: embsql.dose(con, embsql.Queries("q", strength="level"), model="model", **kw),
 }
 SQL = {
     "emb_permanova": "SELECT * FROM emb_permanova('t', 'g', 'v', {})",
@@ -60,7 +66,7 @@ SQL = {
     "emb_dispersion": "SELECT * FROM emb_dispersion('t', 'g', 'v', {})",
     "emb_dispersion_groups": "SELECT * FROM emb_dispersion_groups('t', 'g', 'v', {})",
     "emb_mantel": "SELECT * FROM emb_mantel('models', 'item', 'model', 'v', {})",
-    "emb_retrieval_dose": "SELECT * FROM emb_retrieval_dose('q', model_col := 'model', {})",
+    "emb_retrieval_dose": "SELECT * FROM emb_retrieval_dose('q', model := 'model', {})",
 }
 
 
@@ -100,8 +106,10 @@ def test_sql_refuses_bad_permutations_and_seeds(con, function):
 
 
 def test_statistic_is_checked(con):
-    with pytest.raises(embsql.InputError, match=r"^statistic must be 'pseudo-f' or 'welch', not 'F'$"):
-        embsql.permanova(con, "t", "g", "v", permutations=9, statistic="F")
+    """SQL's emb_permanova takes statistic :=; in Python each statistic is its own function."""
+    with pytest.raises(embsql.ArgumentError, match=r"^embsql\.permanova\(\) does not take statistic=: "
+                                                   r"Welch's W\*_d is tested by embsql\.permanova_welch\("):
+        embsql.permanova(con, "t", group="g", vector="v", permutations=9, statistic="F")
     for query in (SQL["emb_permanova"], SQL["emb_permanova_dist"]):
         assert sql_error(con, query.format("statistic := 'F'")) == \
             "embsql: [argument.statistic] statistic must be 'pseudo-f' or 'welch', not 'F'"
@@ -129,23 +137,24 @@ def float_labels():
 
 def test_zero_and_negative_zero_are_one_group(float_labels):
     con = float_labels
-    assert embsql.permanova(con, "f", "g", "v", permutations=9, check_dispersion=False).to_dicts()[0]["groups"] == 3
-    tests, groups = embsql.dispersion(con, "f", "g", "v", permutations=9)
+    assert embsql.permanova(con, "f", group="g", vector="v", permutations=9, check_dispersion=False).to_dicts()[0]["groups"] == 3
+    result = embsql.dispersion(con, "f", group="g", vector="v", permutations=9)
+    tests, groups = result.test, result.groups
     assert tests.to_dicts()[0]["groups"] == 3 and sorted(groups.column("n_g")) == [10, 10, 10]
     assert sql_rows(con, "SELECT groups FROM emb_permanova('f', 'g', 'v', permutations := 9)") == [{"groups": 3}]
     assert sql_rows(con, "SELECT groups FROM emb_dispersion('f', 'g', 'v', permutations := 9)") == [{"groups": 3}]
     assert sorted(r["n_g"] for r in sql_rows(con, "SELECT * FROM emb_dispersion_groups('f', 'g', 'v', "
                                                   "permutations := 9)")) == [10, 10, 10]
     # the Python and SQL p-values agree: the same groups, the same canonical order
-    assert embsql.dispersion(con, "f", "g", "v", permutations=99)[0].to_dicts()[0]["p_value"] == \
+    assert embsql.dispersion(con, "f", group="g", vector="v", permutations=99).test.to_dicts()[0]["p_value"] == \
         sql_rows(con, "SELECT p_value FROM emb_dispersion('f', 'g', 'v', permutations := 99)")[0]["p_value"]
 
 
 def test_nan_label_is_an_error_naming_the_column(float_labels):
     con = float_labels
     message = "group column 'g' has a NaN label"
-    for run in (lambda: embsql.permanova(con, "nan", "g", "v", permutations=9),
-                lambda: embsql.dispersion(con, "nan", "g", "v", permutations=9)):
+    for run in (lambda: embsql.permanova(con, "nan", group="g", vector="v", permutations=9),
+                lambda: embsql.dispersion(con, "nan", group="g", vector="v", permutations=9)):
         with pytest.raises(embsql.BadLabelError, match=message):
             run()
     for query in ("SELECT * FROM emb_dispersion('nan', 'g', 'v', permutations := 9)",
@@ -175,9 +184,9 @@ def test_string_label_nan_is_a_label(con):
 def test_identical_vectors_are_refused(con):
     con.register("same", vectors_table(np.tile([1.0, 2.0, 3.0], (12, 1)), ["a"] * 6 + ["b"] * 6))
     message = "the vectors are identical to within floating-point precision"
-    for run in (lambda: embsql.permanova(con, "same", "g", "v", permutations=9),
-                lambda: embsql.permanova(con, "same", "g", "v", permutations=9, statistic="welch"),
-                lambda: embsql.dispersion(con, "same", "g", "v", permutations=9)):
+    for run in (lambda: embsql.permanova(con, "same", group="g", vector="v", permutations=9),
+                lambda: embsql.permanova_welch(con, "same", group="g", vector="v", permutations=9),
+                lambda: embsql.dispersion(con, "same", group="g", vector="v", permutations=9)):
         with pytest.raises(embsql.DesignError, match=message):
             run()
     for query in ("SELECT * FROM emb_dispersion('same', 'g', 'v', permutations := 9)",):
@@ -193,8 +202,8 @@ def test_identical_vectors_are_refused(con):
     "SELECT * FROM emb_dispersion('big', 'g', 'v', permutations := 999999)",
 ])
 def test_interrupt_stops_the_kernel(query):
-    """A thread calls con.interrupt() 0.5 s into a run that would take minutes: the query ends with
-    an error within 1 s of the interrupt, and the connection answers the next query."""
+    """A thread calls embsql.interrupt(con) 0.5 s into a run that would take minutes: the query ends
+    with an error within 1 s of the interrupt, and the connection answers the next query."""
     con = embsql.connect()
     rng = np.random.default_rng(3)
     con.register("big", vectors_table(rng.standard_normal((3000, 16)), list(rng.integers(0, 4, 3000).astype(str))))
@@ -203,7 +212,7 @@ def test_interrupt_stops_the_kernel(query):
     def interrupt():
         time.sleep(0.5)
         fired["at"] = time.perf_counter()
-        con.interrupt()
+        embsql.interrupt(con)
 
     thread = threading.Thread(target=interrupt)
     thread.start()
@@ -218,7 +227,7 @@ def test_interrupt_stops_the_kernel(query):
 
 def test_interrupt_of_an_idle_moment_does_not_stop_later_runs(con):
     """An interrupt counted before a kernel starts does not stop it."""
-    con.interrupt()
+    embsql.interrupt(con)
     assert sql_rows(con, "SELECT permutations FROM emb_dispersion('t', 'g', 'v', permutations := 99)") == \
         [{"permutations": 99}]
 
@@ -226,7 +235,7 @@ def test_interrupt_of_an_idle_moment_does_not_stop_later_runs(con):
 SIGINT_SCRIPT = """
 import os, signal, sys, threading, time
 import numpy as np, pyarrow as pa, duckdb, embsql
-con = embsql.connect()
+con = embsql.connect(interrupt=True)
 rng = np.random.default_rng(3)
 con.register("big", pa.table({"g": rng.integers(0, 4, 3000).astype(str), "v": list(rng.standard_normal((3000, 16)))}))
 fired = {}
@@ -243,22 +252,75 @@ print(con.sql("SELECT 42").fetchall())
 """
 
 
+def run_script(tmp_path, text, *args):
+    """Run a script in a subprocess (so that a signal cannot reach pytest) on this checkout."""
+    script = tmp_path / "script.py"
+    script.write_text(text)
+    root = Path(__file__).resolve().parents[1]
+    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
+
+
 @pytest.mark.parametrize("delay", [0.3, 1.0, 2.0])
 def test_ctrl_c_stops_the_kernel(tmp_path, delay):
-    """SIGINT at different moments (before or during the UDF, which may run on a worker thread):
-    the query stops within 1 s with an interrupt error and the connection still answers (in a
-    subprocess, so the signal cannot reach pytest)."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-    script = tmp_path / "sigint.py"
-    script.write_text(SIGINT_SCRIPT)
-    root = Path(__file__).resolve().parents[1]
-    done = subprocess.run([sys.executable, str(script), str(delay)], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
+    """SIGINT at different moments (before or during the UDF, which may run on a worker thread,
+    where Python raises no KeyboardInterrupt): on a connection opened with interrupt=True the query
+    stops within 1 s with an interrupt error and the connection still answers."""
+    done = run_script(tmp_path, SIGINT_SCRIPT, str(delay))
     lines = done.stdout.split("\n")
     assert lines[0].startswith("stopped"), done.stdout + done.stderr
     _, seconds, named = lines[0].split()
     assert float(seconds) < 1.0 and named == "True", lines[0]
     assert lines[1] == "[(42,)]", done.stdout
+
+
+UNTOUCHED_SCRIPT = """
+import asyncio, signal, duckdb
+method, handler = duckdb.DuckDBPyConnection.__dict__["interrupt"], signal.getsignal(signal.SIGINT)
+import embsql
+con = embsql.connect()
+con.execute("CREATE TABLE t AS SELECT (i % 3)::VARCHAR AS g, [i * 1.0, 1.0] AS v FROM range(30) r(i)")
+con.sql("SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 9)").fetchall()
+print(duckdb.DuckDBPyConnection.__dict__["interrupt"] is method, signal.getsignal(signal.SIGINT) is handler)
+async def main():
+    return signal.getsignal(signal.SIGINT)
+print(asyncio.run(main()).func.__name__)   # asyncio.run chains its own only over Python's default
+embsql.connect(interrupt=True)
+print(signal.getsignal(signal.SIGINT) is handler, duckdb.DuckDBPyConnection.__dict__["interrupt"] is method)
+"""
+
+
+def test_connect_changes_nothing_process_wide(tmp_path):
+    """embsql.connect() and a kernel run leave DuckDB's interrupt method and the SIGINT handler as
+    they were (asyncio.run then installs its own Ctrl-C handling, which it skips over any other
+    handler); interrupt=True chains a handler, still without touching DuckDB's class."""
+    done = run_script(tmp_path, UNTOUCHED_SCRIPT)
+    assert done.stdout.split("\n")[:3] == ["True True", "_on_sigint", "False True"], done.stdout + done.stderr
+
+
+CHAINED_SCRIPT = """
+import os, signal, threading, time
+import embsql
+calls = []
+signal.signal(signal.SIGINT, lambda signum, frame: calls.append(signum))   # the user's own, which does not raise
+con = embsql.connect(interrupt=True)
+con.execute("CREATE TABLE big AS SELECT (i % 4)::VARCHAR AS g, [random(), random(), random()] AS v FROM range(3000) r(i)")
+done = threading.Event()
+def press():   # Ctrl-C every half second until the query ends (one before the kernel starts stops nothing)
+    while not done.wait(0.5):
+        os.kill(os.getpid(), signal.SIGINT)
+threading.Thread(target=press).start()
+try:
+    con.sql("SELECT * FROM emb_permanova('big', 'g', 'v', permutations := 999999)").fetchall()
+    print("finished")
+except Exception as error:
+    print("[query.interrupted]" in str(error), len(calls) > 0 and set(calls) == {signal.SIGINT})
+done.set()
+"""
+
+
+def test_ctrl_c_runs_the_users_handler_too(tmp_path):
+    """interrupt=True chains in front of the handler that was there: the user's handler still runs,
+    and the kernel stops although that handler raises nothing (so DuckDB itself does not stop)."""
+    done = run_script(tmp_path, CHAINED_SCRIPT)
+    assert done.stdout.split("\n")[0] == "True True", done.stdout + done.stderr

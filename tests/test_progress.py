@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from embsql.core.permutation import design, permanova_vectors
-from embsql.core.progress import progress_bar
+from embsql.progress import progress_bar
 
 
 def unit_vectors(n=40, d=5, seed=0):

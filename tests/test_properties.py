@@ -40,7 +40,7 @@ def sql_anova(con, table):
 def dist_anova(con, points, labels):
     con.register("dist", distance_table(points))
     con.register("lab", pa.table({"id": np.arange(len(labels)), "g": labels}))
-    return embsql.anova_dist(con, "dist", "lab", "g").to_dicts()[0]
+    return embsql.anova_dist(con, "dist", labels="lab", group="g").to_dicts()[0]
 
 
 def orthonormal(rng, rows, cols):
@@ -54,7 +54,7 @@ def test_vector_route_equals_distance_route(module_con, design):
     z, labels, _ = design
     con = module_con   # one connection for every example
     vector = sql_anova(con, vectors_table(z, labels))
-    python = embsql.anova(con, "data", "g", "v").to_dicts()[0]
+    python = embsql.anova(con, "data", group="g", vector="v").to_dicts()[0]
     distance = dist_anova(con, z, labels)
     for key in ("n", "groups", "ss_t", "ss_w", "ss_b", "r2", "r2_null", "f"):
         assert vector[key] == pytest.approx(distance[key], rel=1e-9, abs=1e-12), key
@@ -104,7 +104,7 @@ def test_exact_lift_scales_v_and_keeps_r2(module_con, design, lam):
     con = module_con   # one connection for every example
     base = sql_anova(con, vectors_table(z, labels))
     after = sql_anova(con, vectors_table(lifted, labels, fixed=True))
-    python = embsql.anova(con, "data", "g", "v").to_dicts()[0]
+    python = embsql.anova(con, "data", group="g", vector="v").to_dicts()[0]
     for got in (after, python):
         assert got["r2"] == pytest.approx(base["r2"], rel=1e-10, abs=1e-12)
         assert got["ss_w"] / got["ss_t"] == pytest.approx(base["ss_w"] / base["ss_t"], rel=1e-10, abs=1e-12)
@@ -118,7 +118,7 @@ def test_statistics_are_in_range(module_con, design):
     z, labels, _ = design
     con = module_con   # one connection for every example
     row = sql_anova(con, vectors_table(z, labels))
-    groups = embsql.groups(con, "data", "g", "v").to_dicts()
+    groups = embsql.groups(con, "data", group="g", vector="v").to_dicts()
     assert 0.0 <= row["r2"] <= 1.0 + 1e-12
     assert row["f"] >= 0 and 0 <= row["v"] <= 1 + 1e-12
     assert row["ss_t"] == pytest.approx(row["ss_w"] + row["ss_b"], rel=1e-9)
@@ -151,7 +151,7 @@ def test_within_sums_merged_across_blocks_equal_two_pass(module_con, segment, se
         if raw:
             con = module_con   # one connection for every example
             con.register("t", vectors_table(3.0 * z, codes))
-            within = {r["group"]: r["w"] * r["n_g"] for r in embsql.groups(con, "t", "g", "v").to_dicts()}
+            within = {r["group"]: r["w"] * r["n_g"] for r in embsql.groups(con, "t", group="g", vector="v").to_dicts()}
         else:
             sums = core_sums.GroupSums.from_rows(codes.tolist(), unit)
             within = dict(zip(sums.labels, sums.within))

@@ -67,11 +67,12 @@ def test_text_has_the_numbers_cautions_and_summary_first(monkeypatch):
 
 
 def test_the_header_names_the_model_column_as_the_argument_is_named():
-    """The header says "model: model" (the argument is model=, --model); the stable JSON keeps its key "by"."""
+    """The header says "model: model" (the argument is model=, --model), and so does the JSON's meta."""
     report = fake_report()
     assert "model: model" in render.to_text(report) and "by: model" not in render.to_text(report)
     assert "**model**: model" in render.to_markdown(report)
-    assert json.loads(render.to_json(report))["meta"]["by"] == "model"
+    meta = json.loads(render.to_json(report))["meta"]
+    assert meta["model"] == "model" and "by" not in meta
 
 
 def test_text_summary_has_one_column_per_model():
@@ -468,7 +469,7 @@ def _figures_to_check():
     con.register("q", queries)
     con.register("d", docs)
     retrieval = embsql.report("d", vector="vector", group="group", model="model", queries="q", docs="d",
-                              permutations=19, retrieval={"level": "level"}).run(con)
+                              permutations=19, retrieval={"strength": "level"}).run(con)
     reports = {"fake": fake_report(), "one model": fake_report(models=("mini-384",)),
                "three long names": _three_models_compared(),
                "no by": unlabelled_report(), "many models": _many_models_report(), "demo": demo_report(seeds=2),

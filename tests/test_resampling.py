@@ -125,7 +125,7 @@ def test_jackknife_equals_leave_one_group_out(con, common):
     if common:
         assert full["v"] < 0.2
     for stat in STATS:
-        got = embsql.jackknife(con, "t", "g", "v", stat=stat).to_dicts()
+        got = embsql.jackknife(con, "t", group="g", vector="v", statistic=stat).to_dicts()
         assert len(got) == 1
         assert (got[0]["stat"], got[0]["groups"]) == (stat, 9)
         assert got[0]["estimate"] == pytest.approx(full[stat], rel=1e-10, abs=1e-13)
@@ -134,14 +134,14 @@ def test_jackknife_equals_leave_one_group_out(con, common):
 
 
 def test_jackknife_icc_estimate_equals_emb_icc(con, groups10):
-    got = embsql.jackknife(con, "t", "g", "v", stat="icc").to_dicts()[0]
+    got = embsql.jackknife(con, "t", group="g", vector="v", statistic="icc").to_dicts()[0]
     assert got["estimate"] == pytest.approx(sql_rows(con, "SELECT icc FROM emb_icc('t', 'g', 'v')")[0]["icc"], rel=1e-10)
 
 
 @pytest.mark.parametrize("stat", STATS)
 def test_sql_jackknife_equals_python(con, groups10, stat):
-    got_py = embsql.jackknife(con, "t", "g", "v", stat=stat).to_dicts()
-    got_sql = sql_rows(con, f"SELECT * FROM emb_jackknife('t', 'g', 'v', stat := '{stat}')")
+    got_py = embsql.jackknife(con, "t", group="g", vector="v", statistic=stat).to_dicts()
+    got_sql = sql_rows(con, f"SELECT * FROM emb_jackknife('t', 'g', 'v', statistic := '{stat}')")
     assert list(got_sql[0]) == ["stat", "estimate", "se", "groups", "sizes"]
     assert got_sql[0]["stat"] == got_py[0]["stat"] == stat
     assert got_sql[0]["groups"] == got_py[0]["groups"] == 10
@@ -157,9 +157,9 @@ def test_jackknife_by_model(con):
     con.register("t2", vectors_table(x2, labels))
     rows = [{"model": m, "g": g, "v": v.tolist()} for m, xs in (("m1", x1), ("m2", x2)) for g, v in zip(labels, xs)]
     con.register("t", pa.Table.from_pylist(rows))
-    alone = [embsql.jackknife(con, name, "g", "v", stat="f").to_dicts()[0] for name in ("t1", "t2")]
-    by_py = embsql.jackknife(con, "t", "g", "v", stat="f", model="model").to_dicts()
-    by_sql = sql_rows(con, "SELECT * FROM emb_jackknife('t', 'g', 'v', stat := 'f', by := 'model')")
+    alone = [embsql.jackknife(con, name, group="g", vector="v", statistic="f").to_dicts()[0] for name in ("t1", "t2")]
+    by_py = embsql.jackknife(con, "t", group="g", vector="v", statistic="f", model="model").to_dicts()
+    by_sql = sql_rows(con, "SELECT * FROM emb_jackknife('t', 'g', 'v', statistic := 'f', model := 'model')")
     assert [r["model"] for r in by_py] == [r["model"] for r in by_sql] == ["m1", "m2"]
     for got in (by_py, by_sql):
         for row, reference in zip(got, alone):
@@ -181,7 +181,7 @@ def test_bootstrap_equals_resampling_by_hand(con, groups10, stat):
     draws = np.array([statistics_of(con, resample_by_hand(groups10, w))[stat] for w in weights])
     full, _, replicates = jackknife_by_hand(con, groups10, with_replicates=True)
     con.register("t", groups10)
-    got = embsql.bootstrap(con, "t", "g", "v", stat=stat, replicates=40, seed=3, level=0.9).to_dicts()[0]
+    got = embsql.bootstrap(con, "t", group="g", vector="v", statistic=stat, replicates=40, seed=3, level=0.9).to_dicts()[0]
     assert got["se"] == pytest.approx(float(np.std(draws, ddof=1)), rel=1e-10)
     centre, low, high = jackknife_t_by_hand(full[stat], replicates[stat], stat, 0.9)
     assert (got["estimate_bc"], got["ci_low"], got["ci_high"]) == pytest.approx((centre, low, high), rel=1e-9)
@@ -191,9 +191,9 @@ def test_bootstrap_equals_resampling_by_hand(con, groups10, stat):
 
 
 def test_bootstrap_reproducible_and_seeded(con, groups10):
-    first = embsql.bootstrap(con, "t", "g", "v", replicates=500, seed=11).to_dicts()
-    assert embsql.bootstrap(con, "t", "g", "v", replicates=500, seed=11).to_dicts() == first
-    other = embsql.bootstrap(con, "t", "g", "v", replicates=500, seed=12).to_dicts()
+    first = embsql.bootstrap(con, "t", group="g", vector="v", replicates=500, seed=11).to_dicts()
+    assert embsql.bootstrap(con, "t", group="g", vector="v", replicates=500, seed=11).to_dicts() == first
+    other = embsql.bootstrap(con, "t", group="g", vector="v", replicates=500, seed=12).to_dicts()
     assert (other[0]["se"], other[0]["ci_low"], other[0]["ci_high"]) != (first[0]["se"], first[0]["ci_low"],
                                                                          first[0]["ci_high"])
     assert other[0]["estimate"] == first[0]["estimate"]
@@ -207,8 +207,8 @@ def test_sql_bootstrap_equals_python(con, stat):
     codes = [int(s[1:]) + 1 for s in labels]
     table = vectors_table(x, codes)
     con.register("t", table.take(np.random.default_rng(0).permutation(table.num_rows)))
-    got_py = embsql.bootstrap(con, "t", "g", "v", stat=stat, replicates=300, seed=5, level=0.8).to_dicts()[0]
-    got_sql = sql_rows(con, f"SELECT * FROM emb_bootstrap('t', 'g', 'v', stat := '{stat}', replicates := 300, "
+    got_py = embsql.bootstrap(con, "t", group="g", vector="v", statistic=stat, replicates=300, seed=5, level=0.8).to_dicts()[0]
+    got_sql = sql_rows(con, f"SELECT * FROM emb_bootstrap('t', 'g', 'v', statistic := '{stat}', replicates := 300, "
                             "seed := 5, level := 0.8)")[0]
     assert list(got_sql) == ["stat", "estimate", "se", "ci_low", "ci_high", "level", "replicates", "groups",
                              "estimate_bc", "dropped", "calibrated", "sizes"]
@@ -219,7 +219,7 @@ def test_sql_bootstrap_equals_python(con, stat):
     assert (got_sql["stat"], got_sql["replicates"], got_sql["groups"]) == (stat, 300, 12)
     # the same draws as for the table in its original order
     con.register("t0", table)
-    ordered = embsql.bootstrap(con, "t0", "g", "v", stat=stat, replicates=300, seed=5, level=0.8).to_dicts()[0]
+    ordered = embsql.bootstrap(con, "t0", group="g", vector="v", statistic=stat, replicates=300, seed=5, level=0.8).to_dicts()[0]
     for key in ("estimate", "se", "ci_low", "ci_high"):
         assert ordered[key] == pytest.approx(got_py[key], rel=1e-12), key
 
@@ -229,7 +229,7 @@ def test_bootstrap_interval_contains_estimate_and_widens_with_level(con):
     con.register("t", vectors_table(x, labels))
     intervals = {}
     for level in (0.5, 0.8, 0.95, 0.99):
-        got = embsql.bootstrap(con, "t", "g", "v", replicates=2000, seed=42, level=level).to_dicts()[0]
+        got = embsql.bootstrap(con, "t", group="g", vector="v", replicates=2000, seed=42, level=level).to_dicts()[0]
         assert got["ci_low"] < got["estimate_bc"] < got["ci_high"]
         assert got["calibrated"] is True
         intervals[level] = (got["ci_low"], got["ci_high"])
@@ -237,8 +237,8 @@ def test_bootstrap_interval_contains_estimate_and_widens_with_level(con):
     for narrow, wide in zip(levels, levels[1:]):
         assert intervals[wide][0] < intervals[narrow][0] and intervals[narrow][1] < intervals[wide][1]
     # the bootstrap SE and the jackknife SE estimate the same thing: same order of magnitude
-    boot = embsql.bootstrap(con, "t", "g", "v", replicates=2000, seed=42).to_dicts()[0]["se"]
-    jack = embsql.jackknife(con, "t", "g", "v").to_dicts()[0]["se"]
+    boot = embsql.bootstrap(con, "t", group="g", vector="v", replicates=2000, seed=42).to_dicts()[0]["se"]
+    jack = embsql.jackknife(con, "t", group="g", vector="v").to_dicts()[0]["se"]
     assert 0.5 < boot / jack < 2
 
 
@@ -248,9 +248,9 @@ def test_bootstrap_by_model(con):
     rows = [{"model": m, "g": g, "v": v.tolist()} for m, xs in (("m1", x1), ("m2", x2)) for g, v in zip(labels, xs)]
     con.register("t", pa.Table.from_pylist(rows))
     con.register("t2", vectors_table(x2, labels))
-    by_py = embsql.bootstrap(con, "t", "g", "v", replicates=200, model="model").to_dicts()
-    by_sql = sql_rows(con, "SELECT * FROM emb_bootstrap('t', 'g', 'v', replicates := 200, by := 'model')")
-    alone = embsql.bootstrap(con, "t2", "g", "v", replicates=200).to_dicts()[0]
+    by_py = embsql.bootstrap(con, "t", group="g", vector="v", replicates=200, model="model").to_dicts()
+    by_sql = sql_rows(con, "SELECT * FROM emb_bootstrap('t', 'g', 'v', replicates := 200, model := 'model')")
+    alone = embsql.bootstrap(con, "t2", group="g", vector="v", replicates=200).to_dicts()[0]
     assert [r["model"] for r in by_py] == [r["model"] for r in by_sql] == ["m1", "m2"]
     for key in ("estimate", "se", "ci_low", "ci_high"):
         assert by_py[1][key] == pytest.approx(alone[key], rel=1e-12)
@@ -297,7 +297,8 @@ def test_compare_equals_paired_resampling_by_hand(con, stat):
     rebuilt from the items over the same drawn groups (studentized_by_hand, 1e-9)."""
     table, labels, x, y = two_models()
     con.register("t", table)
-    got = embsql.compare(con, "t", "g", "v", "model", "item", stat=stat, replicates=6, seed=4, level=0.9).to_dicts()
+    got = embsql.compare(con, "t", group="g", vector="v", model="model", item="item", statistic=stat, replicates=6, seed=4,
+                         level=0.9).to_dicts()
     assert len(got) == 1
     got = got[0]
     a, b = vectors_table(x, labels), vectors_table(y, labels)
@@ -322,8 +323,9 @@ def test_paired_se_smaller_than_unpaired(con):
     table, *_ = two_models(seed=10, groups=20)
     con.register("t", table)
     for stat in STATS:
-        paired = embsql.compare(con, "t", "g", "v", "model", "item", stat=stat, replicates=200).to_dicts()[0]["se"]
-        separate = embsql.jackknife(con, "t", "g", "v", stat=stat, model="model").to_dicts()
+        paired = embsql.compare(con, "t", group="g", vector="v", model="model", item="item", statistic=stat,
+                                replicates=200).to_dicts()[0]["se"]
+        separate = embsql.jackknife(con, "t", group="g", vector="v", statistic=stat, model="model").to_dicts()
         unpaired = float(np.hypot(separate[0]["se"], separate[1]["se"]))
         assert 0 < paired < 0.5 * unpaired, (stat, paired, unpaired)
 
@@ -331,8 +333,9 @@ def test_paired_se_smaller_than_unpaired(con):
 def test_sql_compare_equals_python_and_ignores_row_order(con):
     table, *_ = two_models(seed=12)
     con.register("t", table.take(np.random.default_rng(1).permutation(table.num_rows)))
-    got_py = embsql.compare(con, "t", "g", "v", "model", "item", stat="w_bar", replicates=300, seed=8).to_dicts()
-    got_sql = sql_rows(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item', stat := 'w_bar', "
+    got_py = embsql.compare(con, "t", group="g", vector="v", model="model", item="item", statistic="w_bar", replicates=300,
+                            seed=8).to_dicts()
+    got_sql = sql_rows(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item', statistic := 'w_bar', "
                             "replicates := 300, seed := 8)")
     assert list(got_sql[0]) == ["model_a", "model_b", "estimate_a", "estimate_b", "difference", "se", "ci_low",
                                 "ci_high", "items", "same_items", "shared_items", "dropped", "calibrated", "sizes"]
@@ -340,7 +343,8 @@ def test_sql_compare_equals_python_and_ignores_row_order(con):
     for key, value in got_py[0].items():
         assert got_sql[0][key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value), key
     con.register("t0", table)
-    ordered = embsql.compare(con, "t0", "g", "v", "model", "item", stat="w_bar", replicates=300, seed=8).to_dicts()[0]
+    ordered = embsql.compare(con, "t0", group="g", vector="v", model="model", item="item", statistic="w_bar", replicates=300,
+                             seed=8).to_dicts()[0]
     for key, value in got_py[0].items():
         assert ordered[key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value), key
 
@@ -350,7 +354,7 @@ def test_compare_three_models_gives_every_pair(con):
     extra = pa.Table.from_pylist([{"model": "C", "item": i, "g": g, "v": (v + 0.1).tolist()}
                                   for i, g, v in zip(range(len(labels)), labels, x)])
     con.register("t", pa.concat_tables([extra, table]))
-    got = embsql.compare(con, "t", "g", "v", "model", "item", replicates=50).to_dicts()
+    got = embsql.compare(con, "t", group="g", vector="v", model="model", item="item", replicates=50).to_dicts()
     assert [(r["model_a"], r["model_b"]) for r in got] == [("A", "B"), ("A", "C"), ("B", "C")]
     estimates = {r["model_a"]: r["estimate_a"] for r in got} | {r["model_b"]: r["estimate_b"] for r in got}
     for r in got:
@@ -360,14 +364,14 @@ def test_compare_three_models_gives_every_pair(con):
 def test_compare_models_of_different_dimension_python(con):
     table, labels, x, y = two_models(seed=14, dim_b=11)
     con.register("t", table)
-    got = embsql.compare(con, "t", "g", "v", "model", "item", replicates=50).to_dicts()[0]
+    got = embsql.compare(con, "t", group="g", vector="v", model="model", item="item", replicates=50).to_dicts()[0]
     assert got["estimate_b"] == pytest.approx(statistics_of(con, vectors_table(y, labels))["r2"], rel=1e-10)
 
 
 def test_compare_models_of_different_dimension_sql(con):
     table, *_ = two_models(seed=14, dim_b=11)
     con.register("t", table)
-    got_py = embsql.compare(con, "t", "g", "v", "model", "item", replicates=50).to_dicts()[0]
+    got_py = embsql.compare(con, "t", group="g", vector="v", model="model", item="item", replicates=50).to_dicts()[0]
     got_sql = sql_rows(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item', replicates := 50)")[0]
     assert got_sql["difference"] == pytest.approx(got_py["difference"], rel=1e-12)
 
@@ -380,7 +384,7 @@ def test_compare_pairs_by_group_when_items_differ(con):
     n = len(labels)
     keep = pc.invert(pc.and_(pc.equal(table["model"], "B"), pc.is_in(table["item"], pa.array([3, n - 1]))))
     con.register("t", table.filter(keep))
-    got_py = embsql.compare(con, "t", "g", "v", "model", "item", replicates=100).to_dicts()[0]
+    got_py = embsql.compare(con, "t", group="g", vector="v", model="model", item="item", replicates=100).to_dicts()[0]
     got_sql = sql_rows(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item', replicates := 100)")[0]
     for got in (got_py, got_sql):
         assert (got["items"], got["same_items"], got["shared_items"]) == (n, False, n - 2)
@@ -390,14 +394,15 @@ def test_compare_pairs_by_group_when_items_differ(con):
     assert got_py["estimate_a"] == pytest.approx(statistics_of(con, vectors_table(x, labels))["r2"], rel=1e-10)
     assert got_py["estimate_b"] == pytest.approx(statistics_of(con, vectors_table(y[mask], labels[mask]))["r2"],
                                                  rel=1e-10)
-    common_py = embsql.compare(con, "t", "g", "v", "model", "item", common=True, replicates=100).to_dicts()[0]
+    common_py = embsql.compare(con, "t", group="g", vector="v", model="model", item="item", common=True,
+                               replicates=100).to_dicts()[0]
     common_sql = sql_rows(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item', common := true, "
                                "replicates := 100)")[0]
     assert (common_py["items"], common_py["same_items"], common_py["shared_items"]) == (n - 2, True, n - 2)
     assert common_sql["items"] == n - 2
     assert common_sql["difference"] == pytest.approx(common_py["difference"], rel=1e-12)
     con.register("shared", table.filter(pc.invert(pc.is_in(table["item"], pa.array([3, n - 1])))))
-    reference = embsql.compare(con, "shared", "g", "v", "model", "item", replicates=100).to_dicts()[0]
+    reference = embsql.compare(con, "shared", group="g", vector="v", model="model", item="item", replicates=100).to_dicts()[0]
     for key in ("estimate_a", "estimate_b", "difference", "se", "ci_low", "ci_high"):
         assert common_py[key] == pytest.approx(reference[key], rel=1e-12), key
 
@@ -409,7 +414,7 @@ def test_compare_group_missing_from_one_model_is_an_error(con):
     message = (f"group '{missing}' has items from model 'A' but none from model 'B' (1 such groups), so the two "
                "models' groups cannot be paired")
     with pytest.raises(embsql.InputError, match="^" + message.replace("(", r"\(").replace(")", r"\)") + "$"):
-        embsql.compare(con, "t", "g", "v", "model", "item")
+        embsql.compare(con, "t", group="g", vector="v", model="model", item="item")
     assert sql_error(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item')") == "embsql: [input] " + message
 
 
@@ -424,9 +429,9 @@ def test_compare_item_in_different_groups_is_an_error(con):
     message = (f"item 7 is in group '{labels[7]}' for one model and '{labels[0]}' for model 'B'; "
                "the groups must be the same for every model")
     with pytest.raises(embsql.InputError, match=f"^{message}$"):
-        embsql.compare(con, "t", "g", "v", "model", "item")
+        embsql.compare(con, "t", group="g", vector="v", model="model", item="item")
     with pytest.raises(embsql.InputError, match=f"^{message}$"):
-        embsql.compare(con, "t", "g", "v", "model", "item", common=True)
+        embsql.compare(con, "t", group="g", vector="v", model="model", item="item", common=True)
     assert sql_error(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item')") \
         == "embsql: [input] " + message.replace("item 7", "item '7'")
 
@@ -435,12 +440,12 @@ def test_compare_duplicate_item_and_single_model(con):
     table, *_ = two_models(seed=17)
     con.register("dup", pa.concat_tables([table, table.slice(0, 1)]))
     with pytest.raises(embsql.InputError, match=r"^model 'A' has item 0 more than once$"):
-        embsql.compare(con, "dup", "g", "v", "model", "item")
+        embsql.compare(con, "dup", group="g", vector="v", model="model", item="item")
     assert sql_error(con, "SELECT * FROM emb_compare('dup', 'g', 'v', 'model', 'item')") \
         == "embsql: [input] model 'A' has item '0' more than once"
     con.register("single", table.filter(pc.equal(table["model"], "A")))
     with pytest.raises(embsql.InputError, match=r"^model column 'model' has 1 model\(s\); a comparison needs at least two$"):
-        embsql.compare(con, "single", "g", "v", "model", "item")
+        embsql.compare(con, "single", group="g", vector="v", model="model", item="item")
     assert sql_error(con, "SELECT * FROM emb_compare('single', 'g', 'v', 'model', 'item')") \
         == "embsql: [model.too_few] the model column has 1 model(s); a comparison needs at least two"
 
@@ -459,14 +464,14 @@ def pair(con):
 
 
 def test_unknown_stat(con, groups10, pair):
-    for call in (lambda: embsql.jackknife(con, "t", "g", "v", stat="mean"),
-                 lambda: embsql.bootstrap(con, "t", "g", "v", stat="mean"),
-                 lambda: embsql.compare(con, "pair", "g", "v", "model", "item", stat="mean")):
+    for call in (lambda: embsql.jackknife(con, "t", group="g", vector="v", statistic="mean"),
+                 lambda: embsql.bootstrap(con, "t", group="g", vector="v", statistic="mean"),
+                 lambda: embsql.compare(con, "pair", group="g", vector="v", model="model", item="item", statistic="mean")):
         with pytest.raises(embsql.InputError, match=f"^{STAT_MESSAGE}$"):
             call()
-    for query in ("SELECT * FROM emb_jackknife('t', 'g', 'v', stat := 'mean')",
-                  "SELECT * FROM emb_bootstrap('t', 'g', 'v', stat := 'mean')",
-                  "SELECT * FROM emb_compare('pair', 'g', 'v', 'model', 'item', stat := 'mean')"):
+    for query in ("SELECT * FROM emb_jackknife('t', 'g', 'v', statistic := 'mean')",
+                  "SELECT * FROM emb_bootstrap('t', 'g', 'v', statistic := 'mean')",
+                  "SELECT * FROM emb_compare('pair', 'g', 'v', 'model', 'item', statistic := 'mean')"):
         assert sql_error(con, query) == f"embsql: [argument.stat] {STAT_MESSAGE}"
 
 
@@ -474,9 +479,9 @@ def test_unknown_stat(con, groups10, pair):
 def test_too_few_replicates(con, groups10, pair, replicates):
     message = f"replicates must be a whole number from 2 to 1,000,000, not {replicates}"
     with pytest.raises(embsql.InputError, match=f"^{message}$"):
-        embsql.bootstrap(con, "t", "g", "v", replicates=replicates)
+        embsql.bootstrap(con, "t", group="g", vector="v", replicates=replicates)
     with pytest.raises(embsql.InputError, match=f"^{message}$"):
-        embsql.compare(con, "pair", "g", "v", "model", "item", replicates=replicates)
+        embsql.compare(con, "pair", group="g", vector="v", model="model", item="item", replicates=replicates)
     assert sql_error(con, f"SELECT * FROM emb_bootstrap('t', 'g', 'v', replicates := {replicates})") \
         == f"embsql: [argument.replicates] {message}"
     assert sql_error(con, f"SELECT * FROM emb_compare('pair', 'g', 'v', 'model', 'item', replicates := {replicates})") \
@@ -485,23 +490,23 @@ def test_too_few_replicates(con, groups10, pair, replicates):
 
 def test_replicates_not_whole(con, groups10):
     with pytest.raises(embsql.InputError, match=r"^replicates must be a whole number from 2 to 1,000,000, not 2\.5$"):
-        embsql.bootstrap(con, "t", "g", "v", replicates=2.5)
+        embsql.bootstrap(con, "t", group="g", vector="v", replicates=2.5)
 
 
 def test_seed_none_is_refused(con, groups10, pair):
     message = "^seed must be a whole number \\(0 or more\\), not None"
     with pytest.raises(embsql.InputError, match=message):
-        embsql.bootstrap(con, "t", "g", "v", seed=None)
+        embsql.bootstrap(con, "t", group="g", vector="v", seed=None)
     with pytest.raises(embsql.InputError, match=message):
-        embsql.compare(con, "pair", "g", "v", "model", "item", seed=None)
+        embsql.compare(con, "pair", group="g", vector="v", model="model", item="item", seed=None)
 
 
 @pytest.mark.parametrize("level", [0, 1, -0.1, 1.5])
 def test_level_outside_unit_interval(con, groups10, pair, level):
     with pytest.raises(embsql.InputError, match=f"^level must be a number between 0 and 1, not {level}$"):
-        embsql.bootstrap(con, "t", "g", "v", level=level)
+        embsql.bootstrap(con, "t", group="g", vector="v", level=level)
     with pytest.raises(embsql.InputError, match=f"^level must be a number between 0 and 1, not {level}$"):
-        embsql.compare(con, "pair", "g", "v", "model", "item", level=level)
+        embsql.compare(con, "pair", group="g", vector="v", model="model", item="item", level=level)
     for query in (f"SELECT * FROM emb_bootstrap('t', 'g', 'v', level := {level})",
                   f"SELECT * FROM emb_compare('pair', 'g', 'v', 'model', 'item', level := {level})"):
         assert sql_error(con, query) == f"embsql: [argument.level] level must be a number between 0 and 1, not {float(level)}"
@@ -513,7 +518,7 @@ def test_jackknife_needs_three_groups(con, groups):
     con.register("few", vectors_table(x, labels))
     message = r"the cluster jackknife needs at least 3 groups \(each replicate keeps G - 1 >= 2\)"
     with pytest.raises(embsql.DesignError, match=f"^{message}$"):
-        embsql.jackknife(con, "few", "g", "v")
+        embsql.jackknife(con, "few", group="g", vector="v")
     assert sql_error(con, "SELECT * FROM emb_jackknife('few', 'g', 'v')") == \
         "embsql: [design.min_groups] " + message.replace("\\", "")
 
@@ -523,7 +528,7 @@ def test_compare_needs_three_groups(con):
     con.register("few", table)
     message = "the paired jackknife needs at least 3 groups (each replicate keeps G - 1 >= 2)"
     with pytest.raises(embsql.DesignError, match="^" + message.replace("(", r"\(").replace(")", r"\)") + "$"):
-        embsql.compare(con, "few", "g", "v", "model", "item")
+        embsql.compare(con, "few", group="g", vector="v", model="model", item="item")
     assert sql_error(con, "SELECT * FROM emb_compare('few', 'g', 'v', 'model', 'item')") == \
         "embsql: [design.min_groups] " + message
 
@@ -532,7 +537,7 @@ def test_bootstrap_one_group_is_an_error(con):
     x, _ = clustered(21, [12])
     con.register("one", vectors_table(x, ["only"] * 12))
     with pytest.raises(embsql.InputError):
-        embsql.bootstrap(con, "one", "g", "v")
+        embsql.bootstrap(con, "one", group="g", vector="v")
     sql_error(con, "SELECT * FROM emb_bootstrap('one', 'g', 'v')")
 
 
@@ -546,17 +551,17 @@ def test_bootstrap_undefined_replicates_are_dropped_and_counted(con):
     x = rng.normal(size=(sum(sizes), 5))
     labels = np.repeat([f"g{k:02d}" for k in range(20)], sizes)
     con.register("singles", vectors_table(x, labels))
-    got = embsql.bootstrap(con, "singles", "g", "v", stat="f", replicates=2000, seed=5).to_dicts()[0]
+    got = embsql.bootstrap(con, "singles", group="g", vector="v", statistic="f", replicates=2000, seed=5).to_dicts()[0]
     only_singletons = np.all(bootstrap_weights(20, 2000, 5)[:, 17:] == 0, axis=1).sum()
     assert got["dropped"] == only_singletons > 40    # 3.9% of 2000 = 78, SD 9
     assert np.isfinite(got["se"]) and got["ci_low"] < got["estimate_bc"] < got["ci_high"]
-    sql = sql_rows(con, "SELECT dropped FROM emb_bootstrap('singles', 'g', 'v', stat := 'f', seed := 5)")[0]
+    sql = sql_rows(con, "SELECT dropped FROM emb_bootstrap('singles', 'g', 'v', statistic := 'f', seed := 5)")[0]
     assert sql["dropped"] == only_singletons
     x, _ = clustered(22, [12])
     con.register("three", vectors_table(x[:4], ["a", "a", "b", "c"]))
     undefined = "1 of 3 jackknife replicates leave the statistic undefined"
     with pytest.raises(embsql.DesignError, match="^" + undefined):
-        embsql.bootstrap(con, "three", "g", "v", stat="f")
+        embsql.bootstrap(con, "three", group="g", vector="v", statistic="f")
 
 
 def test_too_many_dropped_resamples_is_an_error(con):
@@ -570,16 +575,16 @@ def test_too_many_dropped_resamples_is_an_error(con):
     message = (f"{dropped} of 2000 bootstrap resamples leave the statistic undefined (more than 10%), so no "
                "interval: too few groups, or too many groups of one item")
     with pytest.raises(embsql.DesignError, match="^" + message.replace("(", r"\(").replace(")", r"\)") + "$"):
-        embsql.bootstrap(con, "singles", "g", "v", stat="f")
-    assert sql_error(con, "SELECT * FROM emb_bootstrap('singles', 'g', 'v', stat := 'f')") == \
+        embsql.bootstrap(con, "singles", group="g", vector="v", statistic="f")
+    assert sql_error(con, "SELECT * FROM emb_bootstrap('singles', 'g', 'v', statistic := 'f')") == \
         "embsql: [design.dropped_resamples] " + message
 
 
 def test_missing_columns(con, pair):
     with pytest.raises(embsql.ColumnNotFoundError, match=r"^group column 'nope' not found in 'pair'"):
-        embsql.jackknife(con, "pair", "nope", "v")
+        embsql.jackknife(con, "pair", group="nope", vector="v")
     with pytest.raises(embsql.ColumnNotFoundError, match=r"^model column 'nope' not found in 'pair'"):
-        embsql.bootstrap(con, "pair", "g", "v", model="nope")
+        embsql.bootstrap(con, "pair", group="g", vector="v", model="nope")
     assert sql_error(con, "SELECT * FROM emb_jackknife('pair', 'nope', 'v')") == \
         'embsql: [column.missing] group column "nope" not found in pair'
     assert sql_error(con, "SELECT * FROM emb_compare('pair', 'g', 'v', 'model', 'nope')") \
@@ -588,7 +593,7 @@ def test_missing_columns(con, pair):
 
 def test_compare_missing_item_column_is_named_as_item(con, pair):
     with pytest.raises(embsql.ColumnNotFoundError, match=r"^item column 'nope' not found in 'pair'"):
-        embsql.compare(con, "pair", "g", "v", "model", "nope")
+        embsql.compare(con, "pair", group="g", vector="v", model="model", item="nope")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -603,9 +608,9 @@ def test_report_bootstrap_and_compare_equal_the_functions(con):
     result = embsql.report("t", vector="v", group="g", model="model", replicates=300, seed=9).run(con)
     sections = {s.name: s.table.to_dicts() for s in result.sections}
     summary = {row["model"]: row for row in result.summary.to_dicts()}
-    boot = {row["model"]: row for row in embsql.bootstrap(con, "t", "g", "v", model="model", replicates=300,
+    boot = {row["model"]: row for row in embsql.bootstrap(con, "t", group="g", vector="v", model="model", replicates=300,
                                                           seed=9).to_dicts()}
-    anova = {row["model"]: row for row in embsql.anova(con, "t", "g", "v", model="model").to_dicts()}
+    anova = {row["model"]: row for row in embsql.anova(con, "t", group="g", vector="v", model="model").to_dicts()}
     for row in sections["bootstrap"]:
         reference = boot[row["model"]]
         for key in ("estimate", "se", "ci_low", "ci_high", "estimate_bc"):  # stage 1 sums in another order
@@ -617,7 +622,7 @@ def test_report_bootstrap_and_compare_equal_the_functions(con):
         a = anova[row["model"]]
         ms_w, ms_t = a["ss_w"] / (a["n"] - a["groups"]), a["ss_t"] / (a["n"] - 1)
         assert got["r2_adj"] == pytest.approx(1 - ms_w / ms_t, rel=1e-10)
-    compare = embsql.compare(con, "t", "g", "v", "model", "item", replicates=300, seed=9).to_dicts()[0]
+    compare = embsql.compare(con, "t", group="g", vector="v", model="model", item="item", replicates=300, seed=9).to_dicts()[0]
     (row,) = sections["compare"]
     for key in ("difference", "se", "ci_low", "ci_high", "dropped", "calibrated"):
         assert row[key] == pytest.approx(compare[key], rel=1e-12), key
@@ -634,7 +639,7 @@ def test_report_pairs_models_whose_group_sizes_differ(con):
     con.register("t", table.filter(keep))
     result = embsql.report("t", vector="v", group="g", model="model", replicates=200, sections=["compare"]).run(con)
     (row,) = result.sections[0].table.to_dicts()
-    compare = embsql.compare(con, "t", "g", "v", "model", "item", replicates=200).to_dicts()[0]
+    compare = embsql.compare(con, "t", group="g", vector="v", model="model", item="item", replicates=200).to_dicts()[0]
     assert (row["same_items"], row["items"], row["shared_items"]) == (False, None, None)
     assert (compare["same_items"], compare["shared_items"]) == (False, len(labels) - 2)
     assert row["difference"] == pytest.approx(compare["difference"], rel=1e-12)

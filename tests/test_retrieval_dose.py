@@ -54,14 +54,14 @@ def test_dose_per_level_against_numpy():
     con = embsql.connect()
     con.register("q", queries)
     con.register("d", docs)
-    table = embsql.dose(con, "q", "d", model="model", level="level", permutations=199)
+    table = embsql.dose(con, embsql.Queries("q", strength="level"), "d", model="model", permutations=199)
     assert table.columns[0] == "model"
     q, d = rd.arrays(queries, "a"), rd.arrays(docs, "a")
     reference = reference_levels(q["group"], q["level"], q["vector"])
     z_docs = rd.unit(d["vector"])
     w_g = np.mean([cell_w_tilde(z_docs[d["group"] == g]) for g in sorted(set(d["group"]))])
     rows = table.to_dicts()
-    assert [r["level"] for r in rows] == [0, 1, 2]
+    assert [r["strength"] for r in rows] == [0, 1, 2]
     for k, row in enumerate(rows):
         estimate, se, replicates = reference[k]
         assert (row["queries"], row["groups"]) == (24, 8)
@@ -106,9 +106,10 @@ def test_same_seed_same_p_whatever_the_row_order():
     queries, _ = rd.make(22, questions=6, paraphrases=3, levels=3, dose=0.2)
     con = embsql.connect()
     con.register("q", queries)
-    first = embsql.dose(con, "q", level="level", model="model", permutations=99, seed=5).to_dicts()
+    first = embsql.dose(con, embsql.Queries("q", strength="level"), model="model", permutations=99, seed=5).to_dicts()
     con.register("q", queries.take(np.random.default_rng(0).permutation(len(queries))))
-    shuffled = embsql.dose(con, "q", level="level", model="model", permutations=99, seed=5).to_dicts()
+    shuffled = embsql.dose(con, embsql.Queries("q", strength="level"), model="model", permutations=99,
+                           seed=5).to_dicts()
     for a, b in zip(first, shuffled):
         assert a["p_value"] == b["p_value"] and a["w_tilde_q"] == pytest.approx(b["w_tilde_q"], rel=1e-12)
     assert first[0]["w_tilde_g"] is None and first[0]["ratio"] is None         # no documents given
@@ -136,8 +137,9 @@ def test_design_errors():
         analyse(groups, levels, keys, unit, permutations=0)
     con = embsql.connect()
     con.register("q", pa.table({"qid": ["a"], "group": ["g"], "vector": [[1.0, 0.0]]}))
-    with pytest.raises(InputError, match="level column"):
-        embsql.dose(con, "q", level=None)
+    with pytest.raises(InputError, match=r"dose needs the queries' paraphrase-strength column: pass Queries\(source, "
+                                         r"strength='column'\)"):
+        embsql.dose(con, "q")
 
 
 def test_sql_dose_equals_python_with_numeric_labels():
@@ -148,28 +150,29 @@ def test_sql_dose_equals_python_with_numeric_labels():
     queries = queries.set_column(2, "group", pa.array([number[g] for g in queries.column("group").to_pylist()]))
     con = embsql.connect()
     con.register("q", queries)
-    python = embsql.dose(con, "q", model="model", permutations=199, seed=3).to_dicts()
-    sql = con.sql("SELECT * FROM emb_retrieval_dose('q', model_col := 'model', permutations := 199, seed := 3)"
+    python = embsql.dose(con, embsql.Queries("q", strength="level"), model="model", permutations=199, seed=3).to_dicts()
+    sql = con.sql("SELECT * FROM emb_retrieval_dose('q', model := 'model', permutations := 199, seed := 3)"
                   ).to_arrow_table()
-    assert sql.column_names == ["model", "level", "queries", "groups", "w_tilde_q", "se", "step", "step_se",
+    assert sql.column_names == ["model", "strength", "queries", "groups", "w_tilde_q", "se", "step", "step_se",
                                 "monotone", "p_value", "permutations", "dose_works"]
     assert 0.01 < python[0]["p_value"] < 1            # not at its floor: equality below says something
     for a, b in zip(sql.to_pylist(), python, strict=True):
         for key, value in a.items():
-            assert value == pytest.approx(b[key], rel=1e-12) if isinstance(value, float) else value == b[key], key
+            mine = b[key]
+            assert value == pytest.approx(mine, rel=1e-12) if isinstance(value, float) else value == mine, key
 
 
 def test_sql_dose_errors():
     queries, _ = rd.make(24, questions=4, levels=2)
     con = embsql.connect()
     con.register("q", queries)
-    assert 'level column "strength" not found' in helpers.sql_error(
-        con, "SELECT * FROM emb_retrieval_dose('q', level_col := 'strength')")
+    assert 'strength column "strength" not found' in helpers.sql_error(
+        con, "SELECT * FROM emb_retrieval_dose('q', strength := 'strength')")
     levels = queries.column("level").to_pylist()
     levels[3] = None
     con.register("q", queries.set_column(3, "level", pa.array(levels)))
-    assert 'level column "level" is NULL at row 3' in helpers.sql_error(
-        con, "SELECT * FROM emb_retrieval_dose('q', model_col := 'model')")
+    assert 'strength column "level" is NULL at row 3' in helpers.sql_error(
+        con, "SELECT * FROM emb_retrieval_dose('q', model := 'model')")
     con.register("q", queries)
     assert "alpha must be between 0 and 1" in helpers.sql_error(
         con, "SELECT * FROM emb_retrieval_dose('q', alpha := 2.0)")

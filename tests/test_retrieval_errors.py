@@ -73,9 +73,10 @@ CASES = {
     "missing doc_id column": (lambda q, d: (q, d), {"doc_id": "doc"}, ColumnNotFoundError,
                               ["doc_id column", "doc", "not found"]),
     "missing doc_vector column": (lambda q, d: (q, d), {"doc_vector": "emb"}, ColumnNotFoundError,
-                                  ["doc_vector column", "emb", "not found"]),
+                                  [("doc_vector column", "document vector column"), "emb", "not found"]),
     "missing doc_group column (scope group)": (lambda q, d: (q, d), {"doc_group": "topic", "scope": "group"},
-                                               ColumnNotFoundError, ["doc_group column", "topic", "not found"]),
+                                               ColumnNotFoundError,
+                                               [("doc_group column", "document group column"), "topic", "not found"]),
     "missing model column": (lambda q, d: (q, d), {"model": "model"}, ColumnNotFoundError,
                              ["model column", "model", "not found"]),
     "no distractor in the group": (only_topic_member, {"scope": "group"}, DesignError,
@@ -85,12 +86,20 @@ CASES = {
     "model only in docs": (lambda q, d: with_model(q, d, ["a"] * len(q), ["a"] * (len(d) - 1) + ["c"]),
                            {"model": "model"}, InputError, ["model", "c", "not in"]),
 }
-SQL_NAMES = {"qid": "qid_col", "positive": "positive_col", "vector": "vector_col", "doc_id": "doc_id_col",
-             "doc_vector": "doc_vector_col", "doc_group": "doc_group_col", "model": "model_col", "scope": "scope"}
+# the cases' column keywords as fields of the specs (the Python face) and as SQL's named arguments
+QUERY_FIELDS = {"qid": "qid", "positive": "positive", "vector": "vector"}
+DOC_FIELDS = {"doc_id": "doc_id", "doc_vector": "vector", "doc_group": "group"}
+
+
+def python_call(con, kwargs):
+    queries = embsql.Queries("q", **{QUERY_FIELDS[k]: v for k, v in kwargs.items() if k in QUERY_FIELDS})
+    docs = embsql.Docs("d", **{DOC_FIELDS[k]: v for k, v in kwargs.items() if k in DOC_FIELDS})
+    return embsql.margins(con, queries, docs, **{k: v for k, v in kwargs.items() if k in ("scope", "model")})
 
 
 def sql_call(kwargs) -> str:
-    args = "".join(f", {SQL_NAMES[k]} := '{v}'" for k, v in kwargs.items())
+    """The SQL call with the Python call's keywords: SQL's named arguments are spelled the same."""
+    args = "".join(f", {k} := '{v}'" for k, v in kwargs.items())
     return f"SELECT * FROM emb_margins('q', 'd'{args})"
 
 
@@ -110,7 +119,7 @@ def test_python_raises_a_named_embsql_error(case, routes):
     con.register("q", q)
     con.register("d", d)
     with pytest.raises(error) as info:
-        embsql.margins(con, "q", "d", **kwargs)
+        python_call(con, kwargs)
     for fragment in fragments:
         assert any(f in str(info.value) for f in (fragment if isinstance(fragment, tuple) else (fragment,))), \
             (fragment, str(info.value))

@@ -71,7 +71,7 @@ def test_every_route_equals_brute_force(scope):
     assert_rows_equal(python.to_dicts(), expected)
     schemas = []
     for route, sql_con in connections(queries, docs):
-        table = sql_con.sql(f"SELECT * FROM emb_margins('q', 'd', scope := '{scope}', model_col := 'model')"
+        table = sql_con.sql(f"SELECT * FROM emb_margins('q', 'd', scope := '{scope}', model := 'model')"
                             ).to_arrow_table()
         assert table.column_names == list(python.columns), route
         assert table.column("model").to_pylist() == [r["model"] for r in expected]
@@ -82,15 +82,15 @@ def test_every_route_equals_brute_force(scope):
     assert 0.2 < top1.mean() < 0.95      # the data has hits and misses, so the test can fail
 
 
-def test_without_model_column_rows_are_by_qid_and_model_is_none(con):
+def test_without_model_column_rows_are_by_qid_and_there_is_no_model_column(con):
     queries, docs = rd.make(4, questions=5)
     con.register("q", queries.drop_columns(["model"]))
     con.register("d", docs.drop_columns(["model"]))
     result = embsql.margins(con, "q", "d")
-    assert set(result.column("model")) == {None}
+    assert result.columns == ("qid", "d_pos2", "d_neg2", "margin", "m", "top1", "rank", "ties")   # no model column
     assert result.column("qid") == sorted(result.column("qid"))
     sql = con.sql("SELECT * FROM emb_margins('q', 'd')").to_arrow_table()
-    assert sql.column_names == ["qid", "d_pos2", "d_neg2", "margin", "m", "top1", "rank", "ties"]
+    assert sql.column_names == list(result.columns)
     assert_rows_equal(sql.to_pylist(), result.to_dicts())
 
 
@@ -103,12 +103,12 @@ def test_custom_column_names_and_integer_ids(con):
     docs = docs.rename_columns(["mdl", "doc", "topic", "emb"])
     con.register("q", queries)
     con.register("d", docs)
-    kwargs = dict(qid="id", group="question", positive="answer", vector="emb", doc_id="doc", doc_group="topic",
-                  doc_vector="emb", model="mdl")
-    python = embsql.margins(con, "q", "d", scope="group", **kwargs)
-    sql = con.sql("SELECT * FROM emb_margins('q', 'd', scope := 'group', qid_col := 'id', group_col := 'question', "
-                  "positive_col := 'answer', vector_col := 'emb', doc_id_col := 'doc', doc_group_col := 'topic', "
-                  "doc_vector_col := 'emb', model_col := 'mdl')").to_arrow_table()
+    python = embsql.margins(con, embsql.Queries("q", qid="id", group="question", positive="answer", vector="emb"),
+                            embsql.Docs("d", doc_id="doc", group="topic", vector="emb"), scope="group", model="mdl")
+    assert python.columns[0] == "mdl"                      # the model column keeps its name
+    sql = con.sql("SELECT * FROM emb_margins('q', 'd', scope := 'group', qid := 'id', "
+                  "positive := 'answer', vector := 'emb', doc_id := 'doc', doc_group := 'topic', "
+                  "doc_vector := 'emb', model := 'mdl')").to_arrow_table()
     assert sql.column_names[0] == "mdl"
     assert_rows_equal(sql.to_pylist(), python.to_dicts())
     original = rd.make(5, questions=4)
@@ -187,7 +187,7 @@ def test_float32_fixed_size_arrays():
     con.register("d", docs)
     assert_rows_equal(embsql.margins(con, "q", "d", model="model").to_dicts(), expected)
     for _route, sql_con in connections(queries, docs):
-        got = sql_con.sql("SELECT * FROM emb_margins('q', 'd', model_col := 'model')").to_arrow_table().to_pylist()
+        got = sql_con.sql("SELECT * FROM emb_margins('q', 'd', model := 'model')").to_arrow_table().to_pylist()
         assert_rows_equal(got, expected)
 
 
@@ -238,7 +238,7 @@ def test_stock_duckdb_cli_has_emb_margins(tmp_path):
     pq.write_table(docs, tmp_path / "d.parquet")
     cli = shutil.which("duckdb") or str(Path(sys.executable).parent / "duckdb")
     script = (f".read {sql_entry_file()}\n.mode csv\nSELECT qid, rank, round(m, 12) AS m FROM emb_margins("
-              f"'{tmp_path / 'q.parquet'}', '{tmp_path / 'd.parquet'}', model_col := 'model');\n")
+              f"'{tmp_path / 'q.parquet'}', '{tmp_path / 'd.parquet'}', model := 'model');\n")
     out = subprocess.run([cli], input=script, capture_output=True, text=True, check=True).stdout.strip().splitlines()
     expected = sorted(rd.brute_force(rd.arrays(queries), rd.arrays(docs)), key=lambda r: r["qid"])
     assert out[0] == "qid,rank,m"

@@ -65,7 +65,7 @@ def test_summary_equals_brute_force_on_every_route(data, scope):
     routes = {"python": python.to_dicts()}
     for kind in ("sql", "udf"):
         table = _connect(kind, queries, docs).sql(
-            f"SELECT * FROM emb_retrieval_summary('q', 'd', scope := '{scope}', model_col := 'model')").to_arrow_table()
+            f"SELECT * FROM emb_retrieval_summary('q', 'd', scope := '{scope}', model := 'model')").to_arrow_table()
         assert table.column_names == list(python.columns)
         routes[kind] = table.to_pylist()
     for route, rows in routes.items():
@@ -126,7 +126,7 @@ def trace_icc(vectors: np.ndarray, labels: np.ndarray) -> float:
 def test_four_layers_report(data):
     queries, docs = data
     con = _connect("udf", queries, docs)
-    report = embsql.retrieval_layers(con, "q", "d", model="model", level="level", permutations=99)
+    report = embsql.retrieval_layers(con, embsql.Queries("q", strength="level"), "d", model="model", permutations=99)
     assert [s.name for s in report.sections] == ["query_stability", "document_structure", "alignment", "rank",
                                                  "pairing", "dose"]
     for table in [report.summary] + [s.table for s in report.sections]:
@@ -240,25 +240,37 @@ def test_one_query_per_group_and_level_leaves_out_the_dose(data):
         first[i] = key not in seen
         seen.add(key)
     thin = queries.filter(pa.array(first))
-    result = _retrieval_report_only(thin, docs, level="level")
+    result = _retrieval_report_only(thin, docs, strength="level")
     assert "dose" not in [s.name for s in result.sections] and "alignment" in [s.name for s in result.sections]
     (note,) = [n for n in result.meta["notes"] if n.startswith("Dose")]
     assert "queries 'q'" in note and "column 'level'" in note
-    with_dose = _retrieval_report_only(queries, docs, level="level")
+    with_dose = _retrieval_report_only(queries, docs, strength="level")
     assert "dose" in [s.name for s in with_dose.sections]
-    skipped = _retrieval_report_only(queries, docs, level="level", permutations=0)
+    skipped = _retrieval_report_only(queries, docs, strength="level", permutations=0)
     assert "dose" not in [s.name for s in skipped.sections]
     assert any("permutations > 0" in n for n in skipped.meta["notes"])
 
 
-def _retrieval_report_only(queries, docs, level=None, permutations=19):
+def _retrieval_report_only(queries, docs, strength=None, permutations=19, **retrieval):
     con = embsql.connect()
     con.register("q", queries)
     con.register("d", docs)
-    retrieval = {"level": level} if level else {}
-    return embsql.report("q", vector="vector", group="group", by="model", queries="q", docs="d",
+    return embsql.report("q", vector="vector", group="group", model="model", queries="q", docs="d",
                          permutations=permutations, sections=("decomposition", "retrieval"),
-                         retrieval=retrieval).run(con)
+                         retrieval={**({"strength": strength} if strength else {}), **retrieval}).run(con)
+
+
+def test_the_report_passes_its_retrieval_settings_to_the_layers(data):
+    """[report.retrieval] names the columns by the vocabulary; relevance (the qrels' column) is the
+    evaluation's, not the layers', and a report that has both runs."""
+    queries, docs = data
+    renamed = queries.rename_columns(["query" if c == "qid" else c for c in queries.column_names])
+    result = _retrieval_report_only(renamed, docs, strength="level", qid="query", scope="group", alpha=0.1,
+                                    relevance="grade")
+    direct = embsql.retrieval_layers(embsql.connect(), embsql.Queries(renamed, qid="query", strength="level"), docs,
+                                     model="model", scope="group", alpha=0.1, permutations=19)
+    for name in ("rank", "dose"):
+        assert result[name].to_dicts() == direct[name].to_dicts()
 
 
 def render_text(result):

@@ -97,8 +97,8 @@ def test_retrieve_streamed_from_duckdb_equals_brute_force_per_model(stream_rows)
     docs = docs.take(pa.array(np.argsort(np.arange(docs.num_rows) % 150, kind="stable")))
     con.register("queries", pa.concat_tables(tables["q"]))
     con.register("docs", docs)
-    run = embsql.io.runs.retrieve_run(con, "queries", "docs", k=20, model="model", qid="qid", doc_id="doc_id",
-                                      vector="vector", doc_vector=None, stream_rows=stream_rows)
+    run = embsql.io.runs.retrieve_run(con, embsql.Queries("queries"), embsql.Docs("docs"), k=20, model="model",
+                                      stream_rows=stream_rows)
     for model in ("a", "b"):
         part = run.filter(pa.compute.equal(run.column("model"), model))
         got = np.array(part.column("doc_id").to_pylist(), dtype=object).reshape(-1, 20).tolist()
@@ -138,8 +138,7 @@ CHILD = textwrap.dedent("""
     con = embsql.register(duckdb.connect(sys.argv[1], read_only=True))
     before = status("VmRSS:")
     tracemalloc.start()          # numpy's allocations (embsql's arrays), not DuckDB's or Arrow's
-    run = embsql.io.runs.retrieve_run(con, "queries", "docs", k=10, model=None, qid="qid", doc_id="doc_id",
-                                      vector="vector", doc_vector=None)
+    run = embsql.io.runs.retrieve_run(con, embsql.Queries("queries"), embsql.Docs("docs"), k=10, model=None)
     traced = tracemalloc.get_traced_memory()[1]
     print(json.dumps({"before": before, "peak": status("VmHWM:"), "traced": traced, "rows": run.num_rows}))
 """)

@@ -43,8 +43,8 @@ def stores(table, tmp_path_factory):
 
 
 def figures(con, source) -> list[dict]:
-    rows = embsql.anova(con, source, "g", "v", model="model").to_dicts()
-    rows += embsql.bootstrap(con, source, "g", "v", model="model", replicates=99).to_dicts()
+    rows = embsql.anova(con, source, group="g", vector="v", model="model").to_dicts()
+    rows += embsql.bootstrap(con, source, group="g", vector="v", model="model", replicates=99).to_dicts()
     return rows
 
 
@@ -114,7 +114,7 @@ def test_the_command_line_reads_each_store(stores, form):
 def test_a_missing_store_is_one_line_naming_it(stores, form, message):
     source = form.format(root=stores)
     with embsql.connect() as con, pytest.raises(SourceNotFoundError, match=message) as caught:
-        embsql.anova(con, source, "g", "v")
+        embsql.anova(con, source, group="g", vector="v")
     assert source in str(caught.value) and "\n" not in str(caught.value)
     if "table=" not in source:
         return          # one command-line run is enough to show the exit code and the one line
@@ -126,4 +126,4 @@ def test_a_missing_store_is_one_line_naming_it(stores, form, message):
 def test_a_dataset_dict_asks_for_one_split(table):
     splits = datasets.DatasetDict({"train": datasets.Dataset(table), "test": datasets.Dataset(table)})
     with embsql.connect() as con, pytest.raises(SourceNotFoundError, match=r"several splits \('train', 'test'\)"):
-        embsql.anova(con, splits, "g", "v")
+        embsql.anova(con, splits, group="g", vector="v")

@@ -80,7 +80,7 @@ def test_data_from_python_objects(con, kind, frame):
 def test_by_returns_one_row_per_model_with_the_column_first(con):
     con.execute(f"CREATE TABLE ex AS SELECT 'm1' AS model, * FROM ({EXAMPLE}) "
                 f"UNION ALL SELECT 'm2', g, [v[1], v[2], 1.0] FROM ({EXAMPLE})")
-    rows = con.sql("SELECT * FROM emb_anova('ex', 'g', 'v', by := 'model')").to_arrow_table()
+    rows = con.sql("SELECT * FROM emb_anova('ex', 'g', 'v', model := 'model')").to_arrow_table()
     python = embsql.anova(con, "ex", group="g", vector="v", model="model")
     assert rows.column_names[0] == "model" and rows.column_names[1:] == list(python.columns[1:])
     assert rows.column("model").to_pylist() == ["m1", "m2"]
@@ -90,7 +90,7 @@ def test_by_returns_one_row_per_model_with_the_column_first(con):
     # m2 is the exact lift with lambda = 1/2 of m1: R2 unchanged, V halved
     assert rows.column("r2")[1].as_py() == pytest.approx(rows.column("r2")[0].as_py(), rel=1e-12)
     assert rows.column("v")[1].as_py() == pytest.approx(rows.column("v")[0].as_py() / 2, rel=1e-12)
-    groups = con.sql("SELECT * FROM emb_groups('ex', 'g', 'v', by := 'model')").to_arrow_table()
+    groups = con.sql("SELECT * FROM emb_groups('ex', 'g', 'v', model := 'model')").to_arrow_table()
     assert groups.column_names == ["model", "group", "n_g", "w", "w_tilde", "resolved"]
 
 

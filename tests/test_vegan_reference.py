@@ -32,7 +32,7 @@ def test_vector_route_equals_adonis2(con, name):
     con.register("data", vectors_table(x, [r["group"] for r in rows], fixed=True))
     reference = REFERENCE[name if name != "strata" else "strata_unrestricted"]
     from_sql = con.sql("SELECT * FROM emb_anova('data', 'g', 'v')").to_arrow_table().to_pylist()[0]
-    from_python = embsql.anova(con, "data", "g", "v").to_dicts()[0]
+    from_python = embsql.anova(con, "data", group="g", vector="v").to_dicts()[0]
     for got in (from_sql, from_python):
         assert {k: got[k] for k in FIELDS} == pytest.approx({k: reference[k] for k in FIELDS}, rel=1e-9)
         assert got["n"] == len(rows)
@@ -43,7 +43,7 @@ def test_distance_route_equals_adonis2_bray_curtis(con):
     """A non-Euclidean dissimilarity: vegdist(x, 'bray'), given as an (i, j, d) table."""
     con.execute(f"CREATE TABLE lab AS SELECT * FROM read_csv('{HERE / 'data' / 'bray.csv'}')")
     con.execute(f"CREATE TABLE dist AS SELECT * FROM read_csv('{HERE / 'data' / 'bray_dist.csv'}')")
-    got = embsql.anova_dist(con, "dist", "lab", "group").to_dicts()[0]
+    got = embsql.anova_dist(con, "dist", labels="lab", group="group").to_dicts()[0]
     reference = REFERENCE["bray"]
     assert {k: got[k] for k in FIELDS} == pytest.approx({k: reference[k] for k in FIELDS}, rel=1e-9)
     assert (got["n"], got["groups"]) == (15, 3)
@@ -55,6 +55,6 @@ def test_distance_route_equals_adonis2_euclidean_unbalanced(con):
     rows, x = load("unit_unbalanced")
     con.register("dist", distance_table(x))
     con.register("lab", __import__("pyarrow").table({"id": np.arange(len(rows)), "g": [r["group"] for r in rows]}))
-    got = embsql.anova_dist(con, "dist", "lab", "g").to_dicts()[0]
+    got = embsql.anova_dist(con, "dist", labels="lab", group="g").to_dicts()[0]
     reference = REFERENCE["unit_unbalanced"]
     assert {k: got[k] for k in FIELDS} == pytest.approx({k: reference[k] for k in FIELDS}, rel=1e-9)

@@ -1,4 +1,4 @@
-"""PERMANOVA with the Welch-type statistic W*_d (statistic='welch' / statistic := 'welch').
+"""PERMANOVA with the Welch-type statistic W*_d (embsql.permanova_welch / statistic := 'welch' in SQL).
 
 Pinned to the published formulas (Hamidi et al. 2019 eq. 4; Alekseyenko 2016's Tw^2 for two
 groups) as written out in R on the coordinates (tests/reference/vegan/betadisper_adjusted.R; no
@@ -48,8 +48,8 @@ def test_w_d_equals_the_published_formula(con, name):
     expected = REFERENCE["welch"][name]["w_d"]
     con.register("t", vectors_table(x, labels))
     # groups of 2 to 7: null_method 'permutation' tests every group (the default leaves those under 6 out)
-    got_py = embsql.permanova(con, "t", "g", "v", permutations=99, statistic="welch", check_dispersion=False,
-                              null_method="permutation").to_dicts()[0]
+    got_py = embsql.permanova_welch(con, "t", group="g", vector="v", permutations=99,
+                                    null_method="permutation").to_dicts()[0]
     got_sql = sql_rows(con, "SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 99, statistic := 'welch', "
                             "null_method := 'permutation')")[0]
     register_dist(con, x, labels)
@@ -57,7 +57,7 @@ def test_w_d_equals_the_published_formula(con, name):
                              "statistic := 'welch', null_method := 'permutation')")[0]
     for got in (got_py, got_sql, got_dist):
         assert got["w_d"] == pytest.approx(expected, rel=1e-9)
-        assert got["statistic"] == "welch"
+    assert got_sql["statistic"] == got_dist["statistic"] == "welch"
     assert got_py["p_value"] == got_sql["p_value"]
 
 
@@ -68,8 +68,7 @@ def test_two_groups_is_tw2(con):
     reference = REFERENCE["welch"]["two_groups_ab"]
     assert reference["w_d"] == pytest.approx(reference["tw2"], rel=1e-12)
     con.register("t", vectors_table(x[keep], list(np.array(labels)[keep])))
-    got = embsql.permanova(con, "t", "g", "v", permutations=99, statistic="welch", check_dispersion=False,
-                           null_method="permutation")
+    got = embsql.permanova_welch(con, "t", group="g", vector="v", permutations=99, null_method="permutation")
     assert got.to_dicts()[0]["w_d"] == pytest.approx(reference["tw2"], rel=1e-9)
 
 
@@ -115,11 +114,11 @@ def test_welch_by_and_strata(con):
     con.register("t", vectors_table(np.vstack([x, x]), list(labels) * 2, rep=["r1"] * 24 + ["r2"] * 24,
                                     block=list(np.repeat(["s1", "s2", "s3"], 8)) * 2))
     rows = sql_rows(con, "SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 99, statistic := 'welch', "
-                         "\"by\" := 'rep')")
+                         "model := 'rep')")
     assert [r["rep"] for r in rows] == ["r1", "r2"] and rows[0]["w_d"] == pytest.approx(rows[1]["w_d"], rel=1e-12)
     assert rows[0]["p_value"] == 0.01
-    blocked = embsql.permanova(con, "t", "g", "v", permutations=99, statistic="welch", strata="block", model="rep",
-                               check_dispersion=False).to_dicts()
+    blocked = embsql.permanova_welch(con, "t", group="g", vector="v", permutations=99, strata="block",
+                                     model="rep").to_dicts()
     assert [r["p_value"] for r in blocked] == [1.0, 1.0]
 
 
@@ -145,7 +144,7 @@ def test_welch_holds_its_level_where_pseudo_f_does_not():
 def test_welch_needs_two_items_per_group(con):
     con.register("t", vectors_table(np.eye(5)[[0, 1, 2, 3, 4]] + 0.1, ["a", "a", "b", "b", "c"]))
     with pytest.raises(embsql.DesignError, match="statistic 'welch' needs at least 2 items in every group"):
-        embsql.permanova(con, "t", "g", "v", permutations=9, statistic="welch")
+        embsql.permanova_welch(con, "t", group="g", vector="v", permutations=9)
 
 
 def anisotropic(rng, n_small=6, n_large=40, rank=2, dim=16, radius=0.5):
@@ -211,8 +210,7 @@ def test_wild_bootstrap_is_seeded_and_route_free(con):
     assert dist["null_method"] == "wild bootstrap"
     assert sql_rows(con, "SELECT null_method FROM emb_permanova_dist('dist', 'lab', 'g', permutations := 9, "
                          "statistic := 'welch', null_method := 'permutation')")[0]["null_method"] == "permutation"
-    py = embsql.permanova(con, "t", "g", "v", permutations=499, seed=7, statistic="welch",
-                          check_dispersion=False).to_dicts()[0]
+    py = embsql.permanova_welch(con, "t", group="g", vector="v", permutations=499, seed=7).to_dicts()[0]
     assert py["p_value"] == first["p_value"] and py["null_method"] == "wild bootstrap"
 
 
@@ -227,25 +225,24 @@ def test_small_groups_are_left_out_of_the_default_test(con):
     labels = list(np.repeat(["a", "b", "c"], sizes))
     con.register("t", vectors_table(z, labels))
     con.register("two", vectors_table(z[:sizes[0] + sizes[1]], labels[:sizes[0] + sizes[1]]))
-    welch = embsql.permanova(con, "t", "g", "v", permutations=99, statistic="welch", check_dispersion=False).to_dicts()[0]
+    welch = embsql.permanova_welch(con, "t", group="g", vector="v", permutations=99).to_dicts()[0]
     assert (welch["null_method"], welch["groups_left_out"], welch["items_left_out"]) == ("wild bootstrap", 1, sizes[0])
     assert welch["note"].startswith(f"1 group under {MIN_BOOTSTRAP_GROUP} items ({sizes[0]} items) left out")
     con.register("kept", vectors_table(z[sizes[0]:], labels[sizes[0]:]))     # the same test without group a
-    kept = embsql.permanova(con, "kept", "g", "v", permutations=99, statistic="welch", check_dispersion=False).to_dicts()[0]
+    kept = embsql.permanova_welch(con, "kept", group="g", vector="v", permutations=99).to_dicts()[0]
     assert (welch["w_d"], welch["p_value"]) == (kept["w_d"], kept["p_value"]) and kept["note"] is None
     sql = sql_rows(con, "SELECT p_value, groups_left_out, items_left_out, note FROM emb_permanova('t', 'g', 'v', "
                         "permutations := 99, statistic := 'welch')")[0]
     assert sql == {k: welch[k] for k in sql}
-    none = embsql.permanova(con, "two", "g", "v", permutations=99, statistic="welch", check_dispersion=False).to_dicts()[0]
+    none = embsql.permanova_welch(con, "two", group="g", vector="v", permutations=99).to_dicts()[0]
     assert none["p_value"] is None and none["w_d"] is None and "fewer than two groups are left" in none["note"]
-    pseudo = embsql.permanova(con, "t", "g", "v", permutations=99, check_dispersion=False).to_dicts()[0]
-    assert (pseudo["null_method"], pseudo["groups_left_out"], pseudo["items_left_out"], pseudo["note"]) == \
-        ("permutation", 0, 0, None)
-    every = embsql.permanova(con, "t", "g", "v", permutations=99, statistic="welch", null_method="permutation",
-                             check_dispersion=False).to_dicts()[0]
+    pseudo = embsql.permanova(con, "t", group="g", vector="v", permutations=99, check_dispersion=False)
+    assert pseudo.n == sum(sizes) and pseudo.groups == 3       # pseudo-F tests every group
+    every = embsql.permanova_welch(con, "t", group="g", vector="v", permutations=99,
+                                   null_method="permutation").to_dicts()[0]
     assert every["null_method"] == "permutation" and every["groups_left_out"] == 0
-    forced = embsql.permanova(con, "t", "g", "v", permutations=99, statistic="welch", null_method="wild bootstrap",
-                              check_dispersion=False).to_dicts()[0]
+    forced = embsql.permanova_welch(con, "t", group="g", vector="v", permutations=99,
+                                    null_method="wild bootstrap").to_dicts()[0]
     assert forced["null_method"] == "wild bootstrap" and forced["groups_left_out"] == 0
 
 
@@ -256,11 +253,12 @@ def test_null_method_arguments(con):
     sql = "SELECT null_method FROM emb_permanova('t', 'g', 'v', permutations := 99, statistic := 'welch'{})"
     assert sql_rows(con, sql.format(""))[0]["null_method"] == "wild bootstrap"
     assert sql_rows(con, sql.format(", null_method := 'permutation'"))[0]["null_method"] == "permutation"
-    with pytest.raises(embsql.InputError, match="null_method 'wild bootstrap' is for statistic 'welch'"):
-        embsql.permanova(con, "t", "g", "v", permutations=9, null_method="wild bootstrap")
+    with pytest.raises(embsql.ArgumentError, match=r"^embsql\.permanova\(\) does not take null_method=: "
+                                                   r"Welch's W\*_d is tested by embsql\.permanova_welch"):
+        embsql.permanova(con, "t", group="g", vector="v", permutations=9, null_method="wild bootstrap")
     message = "null_method must be 'auto', 'permutation' or 'wild bootstrap', not {}"
     with pytest.raises(embsql.InputError, match=f"^{message.format(repr('x'))}$"):
-        embsql.permanova(con, "t", "g", "v", permutations=9, statistic="welch", null_method="x")
+        embsql.permanova_welch(con, "t", group="g", vector="v", permutations=9, null_method="x")
     for value, shown in (("'x'", "'x'"), ("NULL", "NULL")):
         assert sql_error(con, sql.format(f", null_method := {value}")) == \
             "embsql: [argument.null_method] " + message.format(shown)

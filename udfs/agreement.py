@@ -12,17 +12,16 @@ import pyarrow as pa
 
 from embsql.core.agreement import knn_rows, mantel_rows
 from embsql.errors import fail
-from embsql.io.interrupts import Watch, install
+from embsql.io.interrupts import Watch
 from embsql.io.sources import Source
 from embsql.io.table_stream import unit_vectors
-from embsql.io.udf_errors import sql_errors
+from embsql.io.udf_errors import result_type, sql_errors
 
 KNN = "STRUCT(model_a VARCHAR, model_b VARCHAR, k BIGINT, overlap DOUBLE, se DOUBLE, chance DOUBLE, items BIGINT)[]"
 KNN_ITEMS = "STRUCT(model_a VARCHAR, model_b VARCHAR, item VARCHAR, overlap DOUBLE)[]"
 MANTEL = ("STRUCT(model_a VARCHAR, model_b VARCHAR, r DOUBLE, p_value DOUBLE, permutations BIGINT, "
           "items BIGINT)[]")
 # the table (name, column names and types), the three columns named in the call, their values
-install()   # so that con.interrupt() reaches the Mantel kernel (embsql.io.interrupts)
 INPUTS = ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR[]", "VARCHAR[]",
           "DOUBLE[][]"]
 
@@ -82,9 +81,9 @@ def emb__mantel(tbl, names, types, item_col, model_col, vector_col, models, item
 
 SPECS = [
     {"name": "emb__knn_agreement", "function": emb__knn_agreement,
-     "parameters": INPUTS + ["BIGINT", "BOOLEAN"], "return_type": KNN, "null_handling": "special"},
+     "parameters": INPUTS + ["BIGINT", "BOOLEAN"], "return_type": result_type(KNN), "null_handling": "special"},
     {"name": "emb__knn_agreement_items", "function": emb__knn_agreement_items,
-     "parameters": INPUTS + ["BIGINT", "BOOLEAN"], "return_type": KNN_ITEMS, "null_handling": "special"},
+     "parameters": INPUTS + ["BIGINT", "BOOLEAN"], "return_type": result_type(KNN_ITEMS), "null_handling": "special"},
     {"name": "emb__mantel", "function": emb__mantel,
-     "parameters": INPUTS + ["BIGINT", "BIGINT", "BOOLEAN"], "return_type": MANTEL, "null_handling": "special"},
+     "parameters": INPUTS + ["BIGINT", "BIGINT", "BOOLEAN"], "return_type": result_type(MANTEL), "null_handling": "special"},
 ]

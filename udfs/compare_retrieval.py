@@ -12,7 +12,7 @@ import pyarrow as pa
 from embsql.core.retrieval_comparison import compare_metric
 from embsql.io.columns import require_number
 from embsql.io.sources import Source
-from embsql.io.udf_errors import sql_errors
+from embsql.io.udf_errors import result_type, sql_errors
 
 PAIRS = ("STRUCT(model_a VARCHAR, model_b VARCHAR, metric VARCHAR, mean_a DOUBLE, mean_b DOUBLE, difference DOUBLE, "
          "se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, p_adjusted DOUBLE, p_adjust VARCHAR, "
@@ -50,5 +50,5 @@ SPECS = [
      "parameters": ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR[]",
                     "VARCHAR[]", "VARCHAR[]", "DOUBLE[]", "VARCHAR[]", "VARCHAR", "BIGINT", "BIGINT", "DOUBLE",
                     "VARCHAR"],
-     "return_type": PAIRS, "null_handling": "special"},
+     "return_type": result_type(PAIRS), "null_handling": "special"},
 ]

@@ -9,12 +9,12 @@ import numpy as np
 import pyarrow as pa
 
 from embsql.core.ranking import check_k, parse_metrics
-from embsql.errors import BadLabelError, InputError, error, fail
-from embsql.io.qrels import Qrels, check_known, check_relevance, check_unique_pairs
+from embsql.errors import error, fail
+from embsql.io.qrels import Judgements, check_known, check_relevance, check_unique_pairs
 from embsql.io.runs import ranked
 from embsql.io.scoring import score_runs
 from embsql.io.table_stream import unit_vectors
-from embsql.io.udf_errors import sql_errors
+from embsql.io.udf_errors import result_type, sql_errors
 
 RESULT = ("STRUCT(metric VARCHAR, value DOUBLE, queries BIGINT, without_relevant BIGINT, missing BIGINT, "
           "unjudged DOUBLE)[]")
@@ -52,13 +52,13 @@ def emb__retrieval_eval_kernel(qids, q_vectors, doc_ids, d_vectors, j_qids, j_do
         for values, role in ((jq, "qid"), (jd, "doc_id")):
             if values.null_count:
                 bad = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
-                raise BadLabelError(f"qrels {table_j}: {role} is NULL at row {bad}")
+                fail("label.null", role=role, column=repr(role), word="NULL", where=f" at row {bad} of qrels {table_j}")
         relevance = check_relevance(j_rel[row].values, where, relevance_col)
         check_unique_pairs(jq, jd, where, table_j)
-        judgements = Qrels(jq, jd, relevance, table_j)
+        judgements = Judgements(jq, jd, relevance, table_j)
         policy = unknown[row].as_py()
         if policy not in ("error", "skip"):
-            raise InputError(f"unknown must be 'error' or 'skip', not {policy!r}")
+            fail("argument.range", name="unknown", interval="('error', 'skip')", value=repr(policy))
         judgements, _ = check_known(judgements, ids, "qid", judgements.qid, policy, f"queries {table_q}")
         judgements, _ = check_known(judgements, docs, "doc_id", judgements.doc_id, policy, f"docs {table_d}")
         run = ranked(m, ids, q_unit, docs, d_unit, np.ones(len(d_unit)), depth)
@@ -73,5 +73,5 @@ SPECS = [
     {"name": "emb__retrieval_eval_kernel", "function": emb__retrieval_eval_kernel,
      "parameters": ["VARCHAR[]", "DOUBLE[][]", "VARCHAR[]", "DOUBLE[][]", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]",
                     "BIGINT", "VARCHAR[]", "VARCHAR[]", "VARCHAR", "VARCHAR"],
-     "return_type": RESULT, "null_handling": "special"},
+     "return_type": result_type(RESULT), "null_handling": "special"},
 ]

@@ -12,16 +12,15 @@ import pyarrow as pa
 
 from embsql.core.geometry import cka_rows, procrustes_rows
 from embsql.errors import fail
-from embsql.io.interrupts import Watch, install
+from embsql.io.interrupts import Watch
 from embsql.io.sources import Source
 from embsql.io.table_stream import unit_vectors
-from embsql.io.udf_errors import sql_errors
+from embsql.io.udf_errors import result_type, sql_errors
 
 CKA = ("STRUCT(model_a VARCHAR, model_b VARCHAR, cka DOUBLE, se DOUBLE, p_value DOUBLE, permutations BIGINT, "
        "items BIGINT, groups BIGINT, debiased BOOLEAN, level VARCHAR)[]")
 PROCRUSTES = ("STRUCT(model_a VARCHAR, model_b VARCHAR, r DOUBLE, m12_squared DOUBLE, p_value DOUBLE, "
               "permutations BIGINT, items BIGINT, level VARCHAR)[]")
-install()   # so that con.interrupt() reaches the permutation loops (embsql.io.interrupts)
 # the table (name, column names and types), the four columns named in the call, their values
 INPUTS = ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR",
           "VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "DOUBLE[][]"]
@@ -81,7 +80,7 @@ def emb__procrustes(tbl, names, types, item_col, model_col, vector_col, group_co
 
 SPECS = [
     {"name": "emb__cka", "function": emb__cka, "parameters": INPUTS + ["BOOLEAN", "BIGINT", "BIGINT", "BOOLEAN"],
-     "return_type": CKA, "null_handling": "special"},
+     "return_type": result_type(CKA), "null_handling": "special"},
     {"name": "emb__procrustes", "function": emb__procrustes, "parameters": INPUTS + ["BIGINT", "BIGINT", "BOOLEAN"],
-     "return_type": PROCRUSTES, "null_handling": "special"},
+     "return_type": result_type(PROCRUSTES), "null_handling": "special"},
 ]

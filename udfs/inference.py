@@ -15,9 +15,9 @@ from embsql.core.labels import clean_label
 from embsql.core.permutation import canonical_order, design, permanova_distances, permanova_vectors
 from embsql.core.row_tests import anova_parts
 from embsql.errors import fail
-from embsql.io.interrupts import Watch, install
+from embsql.io.interrupts import Watch
 from embsql.io.table_stream import unit_vectors
-from embsql.io.udf_errors import sql_errors
+from embsql.io.udf_errors import result_type, sql_errors
 
 TEST_FIELDS = ("statistic DOUBLE, p_value DOUBLE, permutations BIGINT, method VARCHAR, statistic_name VARCHAR, "
                "w_d DOUBLE, null_method VARCHAR, groups_left_out BIGINT, items_left_out BIGINT, note VARCHAR")
@@ -33,7 +33,6 @@ DISPERSION = ("STRUCT(groups BIGINT, f DOUBLE, p_value DOUBLE, permutations BIGI
               "items_left_out BIGINT, note VARCHAR, labels VARCHAR[], sizes BIGINT[], mean_distance DOUBLE[], "
               "in_test BOOLEAN[])")
 FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL")
-install()   # so that con.interrupt() reaches the kernels (embsql.io.interrupts)
 
 
 def _unit(vectors: pa.Array, labels: list, vector_col: str) -> np.ndarray:
@@ -139,12 +138,12 @@ SPECS = [
     {"name": "emb__permanova_test", "function": emb__permanova_test,
      "parameters": ["VARCHAR[]", "DOUBLE[][]", "VARCHAR[]", "VARCHAR", "BIGINT", "BIGINT", "BOOLEAN", "VARCHAR",
                     "VARCHAR", "VARCHAR", "VARCHAR"],
-     "return_type": PERMANOVA_VECTORS},
+     "return_type": result_type(PERMANOVA_VECTORS)},
     {"name": "emb__permanova_dist_test", "function": emb__permanova_dist_test,
      "parameters": ["VARCHAR[]", "VARCHAR[]", "DOUBLE[]", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "BIGINT", "BIGINT",
                     "BOOLEAN", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR"],
-     "return_type": PERMANOVA},
+     "return_type": result_type(PERMANOVA)},
     {"name": "emb__dispersion_test", "function": emb__dispersion_test,
      "parameters": ["VARCHAR[]", "DOUBLE[][]", "VARCHAR", "BIGINT", "BIGINT", "VARCHAR", "VARCHAR"],
-     "return_type": DISPERSION},
+     "return_type": result_type(DISPERSION)},
 ]

@@ -14,16 +14,15 @@ import pyarrow as pa
 from embsql.api.permanova_terms import ordered_design, record_columns
 from embsql.core.permanova_terms import gower_matrix, permanova_terms, squared_from_pairs
 from embsql.core.terms import columns_of, parse_terms
-from embsql.io.interrupts import Watch, install
+from embsql.io.interrupts import Watch
 from embsql.io.table_stream import unit_vectors
-from embsql.io.udf_errors import sql_errors
+from embsql.io.udf_errors import result_type, sql_errors
 
 ROW = "STRUCT(term VARCHAR, df BIGINT, ss DOUBLE, r2 DOUBLE, f DOUBLE, p_value DOUBLE)[]"
-install()   # so that con.interrupt() reaches the kernel (embsql.io.interrupts)
 
 
 @sql_errors(stopped="the permutation test")
-def emb__permanova_terms_test(records, vectors, strata, terms, vector_col, by_terms, permutations, seed, use_strata,
+def emb__permanova_terms_test(records, vectors, strata, terms, vector_col, sums, permutations, seed, use_strata,
                               table):
     out = []
     for row in range(len(records)):
@@ -32,7 +31,7 @@ def emb__permanova_terms_test(records, vectors, strata, terms, vector_col, by_te
         columns = record_columns(records[row].as_py(), names, table[row].as_py())
         unit = unit_vectors(vectors[row].values, lambda i: f"row {i}", vector_col[row].as_py(), None)
         plan_, ordered_unit, ordered_strata = ordered_design(
-            specs, columns, unit, strata[row].as_py() if use_strata[row].as_py() else None, by_terms[row].as_py())
+            specs, columns, unit, strata[row].as_py() if use_strata[row].as_py() else None, sums[row].as_py())
         result = permanova_terms(plan_, ordered_strata, unit=ordered_unit,
                                  permutations=permutations[row].as_py(), seed=seed[row].as_py(), progress=Watch())
         out.append(result.rows())
@@ -40,7 +39,7 @@ def emb__permanova_terms_test(records, vectors, strata, terms, vector_col, by_te
 
 
 @sql_errors(stopped="the permutation test")
-def emb__permanova_terms_dist_test(first, second, distance, ids, records, strata, terms, by_terms, permutations, seed,
+def emb__permanova_terms_dist_test(first, second, distance, ids, records, strata, terms, sums, permutations, seed,
                                    use_strata, table):
     out = []
     for row in range(len(ids)):
@@ -51,7 +50,7 @@ def emb__permanova_terms_dist_test(first, second, distance, ids, records, strata
         squared = squared_from_pairs(first[row].as_py(), second[row].as_py(), distance[row].as_py(), id_list)
         plan_, order, ordered_strata = ordered_design(
             specs, columns, np.arange(len(id_list))[:, None], strata[row].as_py() if use_strata[row].as_py()
-            else None, by_terms[row].as_py(), ids=id_list)
+            else None, sums[row].as_py(), ids=id_list)
         order = order[:, 0]
         result = permanova_terms(plan_, ordered_strata, gower=gower_matrix(squared[np.ix_(order, order)]),
                                  permutations=permutations[row].as_py(), seed=seed[row].as_py(), progress=Watch())
@@ -63,9 +62,9 @@ SPECS = [
     {"name": "emb__permanova_terms_test", "function": emb__permanova_terms_test,
      "parameters": ["VARCHAR[]", "DOUBLE[][]", "VARCHAR[]", "VARCHAR[]", "VARCHAR", "VARCHAR", "BIGINT", "BIGINT",
                     "BOOLEAN", "VARCHAR"],
-     "return_type": ROW},
+     "return_type": result_type(ROW)},
     {"name": "emb__permanova_terms_dist_test", "function": emb__permanova_terms_dist_test,
      "parameters": ["VARCHAR[]", "VARCHAR[]", "DOUBLE[]", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "VARCHAR",
                     "BIGINT", "BIGINT", "BOOLEAN", "VARCHAR"],
-     "return_type": ROW},
+     "return_type": result_type(ROW)},
 ]

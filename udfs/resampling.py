@@ -15,7 +15,7 @@ from embsql.core.model_comparison import canonical, compare_rows
 from embsql.core.sums import GroupSums
 from embsql.errors import fail
 from embsql.io.table_stream import unit_vectors
-from embsql.io.udf_errors import sql_errors
+from embsql.io.udf_errors import result_type, sql_errors
 
 INTERVAL = ("STRUCT(estimate DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, groups BIGINT, estimate_bc DOUBLE, "
             "dropped BIGINT, calibrated BOOLEAN, sizes VARCHAR)")
@@ -89,12 +89,12 @@ def emb__compare(models, items, labels, vectors, vector_col, stat, replicates, s
 
 SPECS = [
     {"name": "emb__jackknife", "function": emb__jackknife,
-     "parameters": ["VARCHAR[]", "BIGINT[]", "DOUBLE[]", "DOUBLE[][]", "VARCHAR"], "return_type": INTERVAL},
+     "parameters": ["VARCHAR[]", "BIGINT[]", "DOUBLE[]", "DOUBLE[][]", "VARCHAR"], "return_type": result_type(INTERVAL)},
     {"name": "emb__bootstrap", "function": emb__bootstrap,
      "parameters": ["VARCHAR[]", "BIGINT[]", "DOUBLE[]", "DOUBLE[][]", "VARCHAR", "BIGINT", "BIGINT", "DOUBLE"],
-     "return_type": INTERVAL},
+     "return_type": result_type(INTERVAL)},
     {"name": "emb__compare", "function": emb__compare,
      "parameters": ["VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "DOUBLE[][]", "VARCHAR", "VARCHAR", "BIGINT", "BIGINT",
                     "DOUBLE", "BOOLEAN"],
-     "return_type": COMPARISON},
+     "return_type": result_type(COMPARISON)},
 ]

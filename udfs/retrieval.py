@@ -16,7 +16,7 @@ from embsql.core.dose import analyse
 from embsql.core.margins import model_margins
 from embsql.errors import EmbsqlError, fail
 from embsql.io.table_stream import unit_vectors
-from embsql.io.udf_errors import sql_errors
+from embsql.io.udf_errors import result_type, sql_errors
 
 MARGINS = "STRUCT(d_pos2 DOUBLE, d_neg2 DOUBLE, margin DOUBLE, m DOUBLE, top1 BOOLEAN, rank BIGINT, ties BIGINT)[]"
 FIELDS = pa.struct([("d_pos2", pa.float64()), ("d_neg2", pa.float64()), ("margin", pa.float64()), ("m", pa.float64()),
@@ -85,8 +85,8 @@ SPECS = [
     {"name": "emb__margin_kernel", "function": emb__margin_kernel,
      "parameters": ["VARCHAR[]", "VARCHAR[]", "DOUBLE[][]", "VARCHAR[]", "VARCHAR[]", "DOUBLE[][]", "VARCHAR",
                     "VARCHAR[]", "VARCHAR"],
-     "return_type": MARGINS, "null_handling": "special"},
+     "return_type": result_type(MARGINS), "null_handling": "special"},
     {"name": "emb__dose_kernel", "function": emb__dose_kernel,
      "parameters": ["BIGINT[]", "BIGINT[]", "VARCHAR[]", "DOUBLE[][]", "VARCHAR", "BIGINT", "BIGINT", "DOUBLE"],
-     "return_type": DOSE},
+     "return_type": result_type(DOSE)},
 ]

@@ -1,4 +1,5 @@
-"""UDF kernel: scale vectors to unit length, as DuckDB sees it: one Arrow chunk per call.
+"""UDF kernel of emb_unit (sql/python/50_udf_results.sql): scale vectors to unit length, as DuckDB
+sees it: one Arrow chunk per call.
 
 Loaded by embsql.io.registration, which reads SPECS; the kernel takes and returns plain Arrow
 arrays, and its errors reach SQL as "embsql: [vector.*] ..." (embsql.io.udf_errors).
@@ -10,14 +11,15 @@ import numpy as np
 import pyarrow as pa
 
 from embsql.errors import BadVectorError
-from embsql.io.udf_errors import sql_errors
+from embsql.io.udf_errors import result_type, sql_errors
 
 
 @sql_errors
-def emb_unit(vectors: pa.Array) -> pa.Array:
-    """Return each vector divided by its Euclidean norm (rows keep their length).
+def emb__unit(vectors: pa.Array) -> pa.Array:
+    """Return each vector divided by its Euclidean norm (rows keep their length), as the value of
+    the STRUCT(error, value) every kernel returns.
 
-    >>> emb_unit(pa.array([[3.0, 4.0]])).to_pylist()
+    >>> emb__unit(pa.array([[3.0, 4.0]])).field("value").to_pylist()
     [[0.6, 0.8]]
     """
     if isinstance(vectors, pa.ChunkedArray):
@@ -54,6 +56,6 @@ def _rescale_out_of_range(norms: np.ndarray, flat: np.ndarray, offsets: np.ndarr
 
 # name, kernel, parameter types, return type (DuckDB type strings); see embsql.io.registration
 SPECS = [
-    {"name": "emb_unit", "function": emb_unit, "parameters": ["DOUBLE[]"], "return_type": "DOUBLE[]",
+    {"name": "emb__unit", "function": emb__unit, "parameters": ["DOUBLE[]"], "return_type": result_type("DOUBLE[]"),
      "null_handling": "default", "side_effects": False},
 ]

@@ -4,56 +4,134 @@
 from __future__ import annotations
 
 import duckdb
+import numpy as np
 
-from embsql.compat import keyword_arguments
 from embsql.core.agreement import KNN_COLUMNS, KNN_ITEM_COLUMNS, MANTEL_COLUMNS, knn_rows, mantel_rows
-from embsql.core.progress import progress_bar
-from embsql.io.sources import accepts_frames, resolve
+from embsql.io.sources import TableLike, opened
 from embsql.io.table_stream import unit_rows
+from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
+from embsql.vocabulary import Never, refuse
 
 
-def _models(con, source: str, item: str, model: str, vector: str) -> dict:
-    resolved = resolve(con, source)
-    resolved.require(item, "item")
-    resolved.require(model, "model")
-    parts = unit_rows(con, resolved, item, vector, by=model, group_role="item")
+def _models(con: duckdb.DuckDBPyConnection, source: TableLike, item: str, model: str,
+            vector: str) -> dict[object, tuple[np.ndarray, np.ndarray]]:
+    """model value -> (item ids, unit vectors), read in one pass."""
+    with opened(con, source) as table:
+        table.require(item, "item")
+        table.require(model, "model")
+        parts = unit_rows(con, table, item, vector, by=model, group_role="item")
     return {value: (part.labels, part.unit) for value, part in parts}
 
 
-@keyword_arguments("item", "model", "vector")
-@accepts_frames()
-def knn_agreement(con: duckdb.DuckDBPyConnection, source: str, *, item: str, model: str, vector: str,
-                  k: int = 10, per_item: bool = False, common: bool = False) -> ResultTable:
+def knn_agreement(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: str, vector: str,
+                  k: int = 10, per_item: bool = False, common: bool = False, **removed: Never) -> ResultTable:
     """k-NN agreement of every pair of models that embedded the same items.
 
-    One row per pair: ``overlap`` = mean over items of |N_A(i) & N_B(i)| / k, where N_M(i) are
-    the k nearest other items of i under model M (cosine distance; ties at the k-th neighbour go
-    to the item first in the canonical order, items sorted by their text); ``se`` its
-    delete-one-item jackknife SE, recomputing the neighbour sets that the deleted item was part
-    of; ``chance`` = k / (n - 1), the overlap of unrelated neighbour sets; ``items`` = n.
-    With ``per_item=True``: one row per pair of models and item instead (model_a, model_b, item,
-    overlap).  With ``common=True`` only the items every model has are used.
+    For each item, its k nearest other items under each model (cosine distance; ties at the k-th
+    neighbour go to the item first in the canonical order, items sorted by their text); the
+    agreement of two models is the mean share of neighbours they have in common.
+
+    Parameters
+    ----------
+    con, source
+        The connection, and the table read on it: one row per model and item (as for :func:`embsql.anova`).
+    item, model, vector : str
+        The item column (which rows of different models embed the same item), the model column (at
+        least two models) and the vector column (its vectors are scaled to unit length).
+    k : int
+        How many neighbours (default 10; less than the number of items).
+    per_item : bool
+        One row per pair of models and item instead of one per pair of models.
+    common : bool
+        Use only the items every model has (instead of refusing items one model lacks).
+
+    Returns
+    -------
+    ResultTable
+        One row per pair of models: ``model_a``, ``model_b``, ``k``, ``overlap`` (the mean over
+        items of |N_A(i) ∩ N_B(i)| / k), ``se`` (its delete-one-item jackknife SE, recomputing the
+        neighbour sets the deleted item was part of), ``chance`` (k / (n - 1), the overlap of
+        unrelated neighbour sets) and ``items`` (n).  With ``per_item=True``: ``model_a``,
+        ``model_b``, ``item``, ``overlap``.
+
+    Raises
+    ------
+    ArgumentError
+        ``argument.renamed`` (``item_col=`` is now ``item=``), ``argument.unknown``.
+    InputError
+        ``argument.k``, ``model.too_few``, ``model.missing`` (an item one model lacks, without
+        ``common=True``), ``column.missing``, ``label.null``, ``label.duplicate``, ``vector.*``.
+
+    Examples
+    --------
+    >>> import embsql
+    >>> con = embsql.connect()
+    >>> _ = con.execute("CREATE TABLE ex AS SELECT m AS model, 'doc' || i AS item_id, "
+    ...                 "[cos(i), sin(i), w * cos(3 * i)] AS embedding FROM range(12) t(i), "
+    ...                 "(VALUES ('small', 0.0), ('large', 0.3)) m(m, w)")
+    >>> result = embsql.knn_agreement(con, "ex", item="item_id", model="model", vector="embedding", k=3)
+    >>> result.model_a, result.model_b, result.items, round(result.chance, 4)
+    ('large', 'small', 12, 0.2727)
     """
+    refuse(knn_agreement, removed)
     rows, item_rows = knn_rows(_models(con, source, item, model, vector), k, common=common)
     if per_item:
         return ResultTable.from_dicts("knn_agreement_items", KNN_ITEM_COLUMNS, item_rows)
     return ResultTable.from_dicts("knn_agreement", KNN_COLUMNS, rows)
 
 
-@keyword_arguments("item", "model", "vector")
-@accepts_frames()
-def mantel(con: duckdb.DuckDBPyConnection, source: str, *, item: str, model: str, vector: str,
+def mantel(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: str, vector: str,
            permutations: int = 999, seed: int = 42, common: bool = False,
-           progress: bool | None = None) -> ResultTable:
-    """Mantel test of every pair of models that embedded the same items.
+           progress: bool | None = None, **removed: Never) -> ResultTable:
+    """The Mantel test of every pair of models that embedded the same items.
 
-    ``r``: Spearman correlation of the two models' cosine distances over item pairs i < j (tied
-    distances get average ranks).  ``p_value``: the items of model B are permuted (the same
-    seeded permutations for every pair), one-sided upper tail, p = (b + 1) / (B + 1) with b the
-    permutations whose r reaches the observed one.  Time O(n^2 log n + B n^2), memory O(n^2);
-    at most MANTEL_MAX_ITEMS items.
+    The Spearman correlation of the two models' cosine distances over the item pairs i < j, with a
+    permutation p-value (the items of one model permuted).  Time O(n² log n + B n²), memory
+    O(n²): at most 10,000 items.
+
+    Parameters
+    ----------
+    con, source
+        The connection, and the table read on it: one row per model and item (as for :func:`embsql.anova`).
+    item, model, vector : str
+        The item column (which rows of different models embed the same item), the model column (at
+        least two models) and the vector column (its vectors are scaled to unit length).
+    permutations, seed : int
+        The number of permutations B (default 999); the random seed (0 or more); every pair gets the
+        same seeded permutations.
+    common : bool
+        Use only the items every model has.
+    progress : bool, optional
+        Show a progress bar (None: only in a terminal or notebook).
+
+    Returns
+    -------
+    ResultTable
+        One row per pair of models: ``model_a``, ``model_b``, ``r`` (Spearman's correlation of the
+        distances; tied distances get average ranks), ``p_value`` (one-sided, upper tail,
+        (b + 1) / (B + 1)), ``permutations`` and ``items``.
+
+    Raises
+    ------
+    ArgumentError
+        ``argument.unknown``.
+    InputError
+        ``argument.permutations``, ``argument.seed``, ``model.too_few``, ``model.missing``,
+        ``column.missing``, ``label.null``, ``label.duplicate``, ``vector.*``; more than 10,000 items.
+
+    Examples
+    --------
+    >>> import embsql
+    >>> con = embsql.connect()
+    >>> _ = con.execute("CREATE TABLE ex AS SELECT m AS model, 'doc' || i AS item_id, "
+    ...                 "[cos(i), sin(i), w * cos(3 * i)] AS embedding FROM range(12) t(i), "
+    ...                 "(VALUES ('small', 0.0), ('large', 0.3)) m(m, w)")
+    >>> result = embsql.mantel(con, "ex", item="item_id", model="model", vector="embedding", permutations=199)
+    >>> round(result.r, 4), result.p_value
+    (0.9925, 0.005)
     """
+    refuse(mantel, removed)
     models = _models(con, source, item, model, vector)
     with progress_bar("Mantel permutations", permutations, progress) as tick:
         rows = mantel_rows(models, permutations=permutations, seed=seed, common=common, progress=tick)

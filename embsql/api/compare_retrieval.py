@@ -7,23 +7,27 @@ cluster-robust t interval over paraphrase groups).
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 import duckdb
 from sqlglot import exp
 
 from embsql.core.retrieval_comparison import PAIR_COLUMNS, compare_metric
-from embsql.errors import InputError
-from embsql.io.columns import require_number
-from embsql.io.sources import accepts_frames, resolve
+from embsql.errors import InputError, fail
+from embsql.io.columns import first_bad_label, require_number
+from embsql.io.retrieval_tables import Queries, arrow_of, as_table, check_model, refuse_moved
+from embsql.io.sources import local_source, resolve
 from embsql.result_table import ResultTable
+from embsql.vocabulary import Never, refuse
+
+# compare_retrieval's qid= named the qid column of both tables; the evaluation's is evaluate's "qid"
+MOVED: dict[str, str] = {"qid": "Queries(source, qid=...) (the evaluation's qid column is qid, as evaluate "
+                                "writes it)"}
 
 
-def _table(source):
-    """A ResultTable becomes an Arrow table (a frame the sources accept); anything else as it is."""
-    return source.to_arrow() if isinstance(source, ResultTable) else source
-
-
-def _select(con, name: str, columns: dict[str, str]) -> dict:
-    """{role: list of values} of the named columns of a source (each column checked first)."""
+def _select(con: duckdb.DuckDBPyConnection, name: str, columns: dict[str, str], what: str) -> dict[str, list]:
+    """{role: list of values} of the named columns of a source (each column checked first; a NULL
+    or NaN model is refused, naming its row)."""
     source = resolve(con, name)
     for role, column in columns.items():
         kind = source.require(column, role)
@@ -32,49 +36,116 @@ def _select(con, name: str, columns: dict[str, str]) -> dict:
     query = exp.select(*(exp.alias_(exp.column(c, quoted=True), f"__emb_{r}", quoted=True) for r, c in columns.items())
                        ).from_(source.table.copy())
     table = con.sql(query.sql("duckdb")).to_arrow_table()
+    if "model" in columns:
+        bad = first_bad_label(table.column("__emb_model"))
+        if bad is not None:
+            fail("label.null", role="model", column=repr(columns["model"]), word=bad[1],
+                 where=f" at row {bad[0]} of {what} {source.name!r}")
     return {role: table.column(f"__emb_{role}").to_pylist() for role in columns}
 
 
-def compare_retrieval(con: duckdb.DuckDBPyConnection, evaluation, *, queries=None, metric: str = "ndcg@10",
-                      model: str = "model", qid: str = "qid", group: str | None = None, permutations: int = 10_000,
-                      seed: int = 42, level: float = 0.95, p_adjust: str | None = "holm") -> ResultTable:
-    """Every pair of models on one metric: mean_a, mean_b, difference (a - b), its cluster-robust
-    se, a ``level`` t interval with G - 1 degrees of freedom (ci_low, ci_high), the two-sided
-    paired randomization p-value (scores swapped between the two models for whole paraphrase
-    groups, or single queries without ``group``) and p_adjusted across all pairs (``p_adjust``:
-    'holm', 'bh', 'bonferroni' or None).  calibrated is true from 30 groups on, where the
-    interval's simulated coverage held.
+def _query_groups(con: duckdb.DuckDBPyConnection, queries: Queries, qids: list) -> list:
+    """The paraphrase group of each qid, from a queries table (one group per qid; every qid there)."""
+    known = _select(con, str(queries.source), {"qid": queries.qid, "group": queries.group}, "queries")
+    pairs: dict[str, set] = {}
+    for q, g in zip(known["qid"], known["group"]):
+        pairs.setdefault(str(q), set()).add(g)
+    split = next((q for q, gs in pairs.items() if len(gs) > 1), None)
+    if split is not None:
+        raise InputError(f"queries: qid {split!r} is in more than one group ({sorted(map(str, pairs[split]))}); "
+                         "each query belongs to one paraphrase group")
+    missing = [q for q in qids if str(q) not in pairs]
+    if missing:
+        raise InputError(f"evaluation: qid {missing[0]!r} is not in queries ({len(set(map(str, missing)))} such "
+                         f"queries), so it has no paraphrase group ({queries.group!r})")
+    return [next(iter(pairs[str(q)])) for q in qids]
 
-    ``evaluation``: a table, file, DataFrame, Arrow table or ResultTable with columns ``model``,
-    ``qid``, ``metric`` and ``value``.  ``group`` names the paraphrase-group column, read from
-    ``queries`` (a table with ``qid`` and ``group``; a model column there is ignored) when given,
-    else from the evaluation table.
+
+def compare_retrieval(con: duckdb.DuckDBPyConnection, evaluation: object, *, queries: Queries | object | None = None,
+                      group: str | None = None, metric: str = "ndcg@10", model: str = "model",
+                      permutations: int = 10_000, seed: int = 42, level: float = 0.95, p_adjust: str | None = "holm",
+                      **removed: Never) -> ResultTable:
+    """Every pair of models on one metric, on the same queries: the difference, its interval and a
+    paired randomization p-value that respects paraphrase groups.
+
+    Per query d = x_a - x_b; queries fall in G clusters (paraphrase groups; without groups each
+    query is its own).  difference = mean_a - mean_b; se is cluster-robust (CR1); the interval is
+    difference -/+ t(G - 1) se.  The p-value swaps the two models' scores for whole clusters (a
+    sign flip of each cluster's summed difference), two-sided, exact when 2^G <= permutations.
+    Swapping single paraphrases of one question would make the test reject too often.
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The connection the tables are read on.
+    evaluation : source or ResultTable
+        A per-query evaluation: ``evaluate(..., per_query=True)``'s result, or a table, file or
+        DataFrame with the columns ``<model>``, ``qid``, ``metric`` and ``value``.
+    queries : Queries or source, optional
+        A queries table whose group column gives each qid's paraphrase group (``Queries.qid`` and
+        ``Queries.group``; a model column there is not read).
+    group : str, optional
+        Instead of ``queries``: the evaluation's own paraphrase-group column.  Neither: each query is
+        its own cluster.
+    metric : str, default "ndcg@10"
+        The metric compared (a value of the evaluation's metric column).
+    model : str, default "model"
+        The evaluation's model column (evaluate names it after the run's model column).
+    permutations : int, default 10000
+        Random sign vectors of the test (every sign vector when 2^G is fewer).
+    seed : int, default 42
+        The random seed (a seed gives the same p whatever the row order, and from SQL).
+    level : float, default 0.95
+        The confidence level of the interval.
+    p_adjust : {"holm", "bh", "bonferroni", None}, default "holm"
+        The adjustment of the p-values across the pairs.
+
+    Returns
+    -------
+    ResultTable
+        One row per pair of models (in display order): ``model_a``, ``model_b``, ``metric``,
+        ``mean_a``, ``mean_b``, ``difference`` (a - b), ``se``, ``ci_low``, ``ci_high``, ``p_value``,
+        ``p_adjusted``, ``p_adjust``, ``queries``, ``groups``, ``permutations`` (sign vectors used),
+        ``method`` ("group sign-flip" or "query sign-flip", "exact " when enumerated), ``level``,
+        ``calibrated`` (30 or more clusters, where the interval's simulated coverage held).
+
+    Raises
+    ------
+    InputError
+        No rows for the metric, a model without a value for a qid another model has, a value twice or
+        not finite, a qid in two groups or missing from ``queries``, both ``queries`` and ``group``,
+        a bad permutations, seed, level or p_adjust.
+    DesignError
+        Fewer than two models.
+    ColumnNotFoundError, ColumnTypeError, BadLabelError, ArgumentError
+        A missing column, a value column that is not numeric, a NULL model or group (label.null), a
+        keyword compare_retrieval does not take.
+
+    Examples
+    --------
+    >>> import embsql, pyarrow as pa
+    >>> evaluation = pa.table({"model": ["a"] * 5 + ["b"] * 5, "qid": [f"q{i}" for i in range(5)] * 2,
+    ...                        "metric": ["ndcg@10"] * 10, "value": [1.0, 1.0, 1.0, 1.0, 2.0] + [0.0] * 5,
+    ...                        "group": ["A", "B", "B", "C", "C"] * 2})
+    >>> row = embsql.compare_retrieval(embsql.connect(), evaluation, group="group").to_dicts()[0]
+    >>> row["difference"], row["p_value"], row["method"]
+    (1.2, 0.25, 'exact group sign-flip')
     """
-    return _compare(con, _table(evaluation), _table(queries), metric=metric, model=model, qid=qid, group=group,
-                    permutations=permutations, seed=seed, level=level, p_adjust=p_adjust)
-
-
-@accepts_frames("evaluation", "queries")
-def _compare(con, evaluation, queries, *, metric, model, qid, group, permutations, seed, level, p_adjust):
-    columns = {"model": model, "qid": qid, "metric": "metric", "value": "value"}
-    if group is not None and queries is None:
+    refuse_moved(compare_retrieval, removed, MOVED)
+    refuse(compare_retrieval, removed)
+    check_model(model, (), "compare_retrieval")
+    if queries is not None and group is not None:
+        raise InputError("compare_retrieval takes the paraphrase groups from queries= (its group column, "
+                         "Queries(source, group=...)) or from group= (a column of the evaluation), not both")
+    columns = {"model": model, "qid": "qid", "metric": "metric", "value": "value"}
+    if group is not None:
         columns["group"] = group
-    rows = _select(con, evaluation, columns)
-    groups = rows.get("group")
-    if group is not None and queries is not None:
-        known = _select(con, queries, {"qid": qid, "group": group})
-        pairs = {}
-        for q, g in zip(known["qid"], known["group"]):
-            pairs.setdefault(str(q), set()).add(g)
-        split = next((q for q, gs in pairs.items() if len(gs) > 1), None)
-        if split is not None:
-            raise InputError(f"queries: qid {split!r} is in more than one group ({sorted(map(str, pairs[split]))}); "
-                             "each query belongs to one paraphrase group")
-        missing = [q for q in rows["qid"] if str(q) not in pairs]
-        if missing:
-            raise InputError(f"evaluation: qid {missing[0]!r} is not in queries ({len(set(map(str, missing)))} such "
-                             f"queries), so it has no paraphrase group ({group!r})")
-        groups = [next(iter(pairs[str(q)])) for q in rows["qid"]]
+    with ExitStack() as stack:
+        rows = _select(con, stack.enter_context(local_source(con, arrow_of(evaluation))), columns, "evaluation")
+        groups = rows.get("group")
+        if queries is not None:
+            spec = stack.enter_context(as_table(queries, Queries, "queries").on(con))
+            groups = _query_groups(con, spec, rows["qid"])
     result = compare_metric(rows["model"], rows["qid"], rows["metric"], rows["value"], groups, metric=metric,
                             permutations=permutations, seed=seed, level=level, p_adjust=p_adjust)
     return ResultTable.from_dicts(f"paired comparison of {metric}", PAIR_COLUMNS, result)

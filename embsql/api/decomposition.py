@@ -10,56 +10,195 @@ from __future__ import annotations
 import duckdb
 from sqlglot import exp
 
-from embsql.compat import keyword_arguments
-from embsql.core import decomposition
+from embsql.core.decomposition import ANOVA_COLUMNS, GROUP_COLUMNS, anova_row, group_rows
 from embsql.io.registration import register
-from embsql.io.sources import accepts_frames, resolve
+from embsql.io.sources import TableLike, local_sources, opened, resolve
 from embsql.io.sql import run_sql
 from embsql.io.table_stream import group_sums
 from embsql.result_table import ResultTable
+from embsql.vocabulary import Never, check_model_name, refuse
 
 
-@keyword_arguments("group", "vector", by="model")
-@accepts_frames()
-def anova(con: duckdb.DuckDBPyConnection, source: str, *, group: str, vector: str,
-          model: str | None = None, key: str | None = None) -> ResultTable:
-    """SS_T, SS_W, SS_B, R2, pseudo-F, V, mean resultant length and W-bar (one row per value of
-    the ``model`` column, which keeps its name in the output).
+def anova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
+          model: str | None = None, item: str | None = None, **removed: Never) -> ResultTable:
+    """The sum-of-squares decomposition of unit vectors by group, one row per model.
 
+    Every vector is scaled to unit length; SS_T, SS_W and SS_B are the total, within-group and
+    between-group sums of squared distances to the means, so R² = SS_B / SS_T is comparable across
+    embedding models of any dimension.  One streaming pass over the rows (O(G d) memory).
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on (``embsql.connect()``, or any DuckDB connection).
+    source : str or table object
+        A table or view name, a Parquet/CSV/JSON file or directory, ``FILE.duckdb:TABLE``, a Lance
+        dataset, a saved Hugging Face dataset, or a pandas/polars/Arrow object.
+    group : str
+        The group column (topics, classes, paraphrase groups).
+    vector : str
+        The vector column (FLOAT[], DOUBLE[], FLOAT[d] or DOUBLE[d]).
+    model : str, optional
+        The model column: one row per value, under this column's name.
+    item : str, optional
+        A row id column, used only to name a bad row in an error message.
+
+    Returns
+    -------
+    ResultTable
+        One row per model (ordered by model), the model column first when ``model`` is given:
+
+        - ``n``, ``groups``: items and groups;
+        - ``ss_t``, ``ss_w``, ``ss_b``: total, within- and between-group sums of squares
+          (SS_T = SS_W + SS_B);
+        - ``r2``: SS_B / SS_T, in [0, 1]; ``r2_null``: (G - 1) / (n - 1), its expectation when
+          labels carry no information;
+        - ``f``: pseudo-F, (SS_B / (G - 1)) / (SS_W / (n - G));
+        - ``v``: SS_T / n, the total variance; ``mean_resultant_length``: the length of the mean
+          unit vector (v = 1 - mean_resultant_length²);
+        - ``w_bar``: SS_W / n, the mean within-group spread.
+
+    Raises
+    ------
+    ArgumentError
+        ``argument.renamed`` for an old keyword (``by=`` is now ``model=``, ``key=`` is now
+        ``item=``), ``argument.unknown`` for any other keyword it does not take.
+    InputError
+        ``column.missing``, ``column.type``, ``column.collision`` (a model column named like an
+        output column), ``label.null`` (a NULL or NaN group or model value, naming its row),
+        ``vector.*`` (a NULL, zero-length, non-finite or other-length vector, naming its row),
+        ``design.one_group``, ``design.no_residual_df``, ``design.identical``, ``source.empty``.
+
+    Examples
+    --------
     >>> import embsql
     >>> con = embsql.connect()
     >>> _ = con.execute("CREATE TABLE ex AS SELECT * FROM (VALUES ('A', [1.0, 0.0]), ('A', [0.8, 0.6]),"
     ...                 " ('B', [0.0, 1.0]), ('B', [-0.6, 0.8])) t(g, v)")
-    >>> round(embsql.anova(con, "ex", group="g", vector="v").r2, 4)
-    0.8182
+    >>> result = embsql.anova(con, "ex", group="g", vector="v")
+    >>> round(result.ss_t, 12), round(result.ss_w, 12), round(result.r2, 4)
+    (2.2, 0.4, 0.8182)
     """
-    parts = group_sums(con, resolve(con, source), group, vector, by=model, key=key)
-    rows = [{**({model: value} if model else {}), **decomposition.anova_row(part, value)} for value, part in parts]
-    return ResultTable.from_dicts("anova", ((model,) if model else ()) + decomposition.ANOVA_COLUMNS, rows)
+    refuse(anova, removed)
+    check_model_name(model, ANOVA_COLUMNS, "anova")
+    with opened(con, source) as table:
+        parts = group_sums(con, table, group, vector, by=model, key=item)
+    return ResultTable.of_models("anova", model, ANOVA_COLUMNS, [(value, anova_row(part, value)) for value, part in parts])
 
 
-@keyword_arguments("group", "vector", by="model")
-@accepts_frames()
-def groups(con: duckdb.DuckDBPyConnection, source: str, *, group: str, vector: str,
-           model: str | None = None, key: str | None = None) -> ResultTable:
-    """Per group: n_g, W_g and the size-corrected W~_g (None for a singleton group)."""
-    parts = group_sums(con, resolve(con, source), group, vector, by=model, key=key)
-    rows = [{**({model: value} if model else {}), **row} for value, part in parts
-            for row in decomposition.group_rows(part)]
-    return ResultTable.from_dicts("groups", ((model,) if model else ()) + decomposition.GROUP_COLUMNS, rows)
+def groups(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
+           model: str | None = None, item: str | None = None, **removed: Never) -> ResultTable:
+    """The spread of each group: n_g, W_g and the size-corrected W̃_g, per model.
+
+    Parameters
+    ----------
+    con, source
+        The connection, and the table read on it (a name, a file or a frame, as for :func:`embsql.anova`).
+    group, vector : str
+        The group column, and the vector column (its vectors are scaled to unit length).
+    model : str, optional
+        The model column: one set of groups per value, under this column's name.
+    item : str, optional
+        A row id column, used only to name a bad row in an error message.
+
+    Returns
+    -------
+    ResultTable
+        One row per model and group (by model, then by group label), the model column first when
+        ``model`` is given:
+
+        - ``group``: the group label;
+        - ``n_g``: its items;
+        - ``w``: W_g, the mean squared distance of its unit vectors to their mean (0 for one item);
+        - ``w_tilde``: W̃_g = n_g / (n_g - 1) W_g, unbiased for the group's spread (None for a
+          group of one item);
+        - ``resolved``: False where the spread is above 0 but below float64 resolution, so that
+          ``w`` is rounding noise and must not be read as a figure.
+
+    Raises
+    ------
+    ArgumentError
+        ``argument.renamed`` (``by=`` is now ``model=``, ``key=`` is now ``item=``),
+        ``argument.unknown``.
+    InputError
+        ``column.missing``, ``column.type``, ``column.collision``, ``label.null``, ``vector.*``,
+        ``source.empty``.
+
+    Examples
+    --------
+    >>> import embsql
+    >>> con = embsql.connect()
+    >>> _ = con.execute("CREATE TABLE ex AS SELECT * FROM (VALUES ('A', [1.0, 0.0]), ('A', [0.8, 0.6]),"
+    ...                 " ('B', [0.0, 1.0]), ('B', [-0.6, 0.8])) t(g, v)")
+    >>> [(row["group"], row["n_g"], round(row["w"], 4)) for row in embsql.groups(con, "ex", group="g", vector="v").to_dicts()]
+    [('A', 2, 0.1), ('B', 2, 0.1)]
+    """
+    refuse(groups, removed)
+    check_model_name(model, GROUP_COLUMNS, "groups")
+    with opened(con, source) as table:
+        parts = group_sums(con, table, group, vector, by=model, key=item)
+    return ResultTable.of_models("groups", model, GROUP_COLUMNS,
+                                 [(value, row) for value, part in parts for row in group_rows(part)])
 
 
-@keyword_arguments("labels", "group")
-@accepts_frames("distances", "labels")
-def anova_dist(con: duckdb.DuckDBPyConnection, distances: str, *, labels: str, group: str,
-               i: str = "i", j: str = "j", d: str = "d", id: str = "id") -> ResultTable:
-    """The decomposition from a distance table (i, j, d) and a labels table (id, group)."""
+def anova_dist(con: duckdb.DuckDBPyConnection, distances: TableLike, *, labels: TableLike, group: str,
+               i: str = "i", j: str = "j", distance: str = "d", item: str = "id", **removed: Never) -> ResultTable:
+    """The decomposition from a distance table and a labels table, for any dissimilarity.
+
+    SS_T = (1/n) Σ_{i<j} d_ij², SS_W = Σ_g (1/n_g) Σ_{i<j in g} d_ij² (the sums of squares of the
+    principal-coordinates embedding); with cosine-derived distances d² = 2 (1 - cos) it equals
+    :func:`embsql.anova` on the vectors.  Runs the SQL function ``emb_anova_dist``.
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The connection the tables are read on.
+    distances : str or table object
+        The distance table: one row per pair of items (either order, each pair once or both ways
+        with the same distance).
+    labels : str or table object
+        The labels table: one row per item, with its id and group.
+    group : str
+        The labels table's group column.
+    i, j : str
+        The distance table's two item columns (default ``'i'`` and ``'j'``).
+    distance : str
+        The distance table's distance column (default ``'d'``).
+    item : str
+        The labels table's item id column (default ``'id'``).
+
+    Returns
+    -------
+    ResultTable
+        One row: ``n``, ``groups``, ``ss_t``, ``ss_w``, ``ss_b``, ``r2``, ``r2_null`` and ``f``,
+        as in :func:`embsql.anova`.
+
+    Raises
+    ------
+    ArgumentError
+        ``argument.renamed`` (``d=`` is now ``distance=``, ``id=`` is now ``item=``), ``argument.unknown``.
+    SqlInputError
+        ``distance.*`` (a NULL id, an invalid, asymmetric or missing distance, an unlabelled item),
+        ``column.missing``, ``label.null``, ``design.*``.
+
+    Examples
+    --------
+    >>> import embsql
+    >>> con = embsql.connect()
+    >>> _ = con.execute("CREATE TABLE lab AS SELECT * FROM (VALUES (1, 'A'), (2, 'A'), (3, 'B'), (4, 'B')) t(id, g)")
+    >>> _ = con.execute("CREATE TABLE dist AS SELECT a.id AS i, b.id AS j, "
+    ...                 "CASE WHEN a.g = b.g THEN 0.5 ELSE 1.5 END AS d FROM lab a JOIN lab b ON a.id < b.id")
+    >>> round(embsql.anova_dist(con, "dist", labels="lab", group="g").r2, 4)
+    0.8947
+    """
+    refuse(anova_dist, removed)
     if not con.sql("SELECT 1 FROM duckdb_functions() WHERE function_name = 'emb_anova_dist'").fetchall():
         register(con)  # a plain connection: the macro is needed; re-running the SQL file each call is not
-    for name in (distances, labels):
-        resolve(con, name)
-    call = exp.func("emb_anova_dist", *(exp.Literal.string(s) for s in (distances, labels, group)),
-                    *(exp.Kwarg(this=exp.var(k), expression=exp.Literal.string(v))
-                      for k, v in (("i_col", i), ("j_col", j), ("d_col", d), ("id_col", id))))
-    result = run_sql(con, exp.select("*").from_(call).sql("duckdb"))
+    with local_sources(con, distances, labels) as (distances_name, labels_name):
+        for name in (distances_name, labels_name):
+            resolve(con, name)
+        # the column names by position (emb_anova_dist's order), the same whatever SQL calls its arguments
+        call = exp.func("emb_anova_dist", *(exp.Literal.string(s) for s in
+                                            (distances_name, labels_name, group, i, j, distance, item)))
+        result = run_sql(con, exp.select("*").from_(call).sql("duckdb"))
     return ResultTable.from_dicts("anova_dist", result.column_names, result.to_pylist())

@@ -1,157 +1,270 @@
 """Retrieval evaluation with relevance judgements: runs from embeddings, trec_eval's metrics.
 
 * ``retrieve`` ranks every document of a model for every query of that model by cosine (exact,
-  in blocks; embsql.core.ranking.top_k) and returns the run ``model, qid, doc_id, rank, score``.
+  in blocks; embsql.core.ranking.top_k) and returns the run ``<model>, qid, doc_id, rank, score``.
 * ``evaluate`` scores a run (retrieve's, a run table or a TREC run file) against qrels: per
   query, and the mean per model.  The definitions and the treatment of queries without
   relevant documents are trec_eval's (see embsql.core.ranking).
 * ``write_trec_run`` writes a run for trec_eval, pytrec_eval or ranx.
 
-The tie rule is trec_eval's: score descending, then doc_id descending as text.
+The tables are embsql.Queries, Docs, Qrels and Run (embsql.io.retrieval_tables), or plain sources
+with the default column names.  The tie rule is trec_eval's: score descending, then doc_id
+descending as text.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
+from contextlib import ExitStack
 
+import duckdb
 import pyarrow as pa
 
 from embsql.core import ranking
-from embsql.errors import InputError
-from embsql.io.qrels import check_known, qrels_from_positives, read_qrels, table_ids
-from embsql.io.runs import RUN_COLUMNS, arrow_run, read_run, retrieve_run, run_ids
+from embsql.errors import ArgumentError, InputError
+from embsql.io.qrels import read_qrels
+from embsql.io.retrieval_tables import (
+    QUERY_DOC_FIELDS,
+    Docs,
+    Qrels,
+    Queries,
+    Run,
+    arrow_of,
+    as_table,
+    check_model,
+    model_table,
+    refuse_moved,
+    shown,
+)
+from embsql.io.runs import RUN_COLUMNS, arrow_run, read_run, retrieve_run, trec_rows
 from embsql.io.runs import write_trec_run as write_lines
 from embsql.io.scoring import PER_QUERY_COLUMNS, SUMMARY_COLUMNS, score_runs
-from embsql.io.sources import accepts_frames, describe, local_source
 from embsql.result_table import ResultTable
+from embsql.vocabulary import Never, refuse
 
-UNKNOWN = ("error", "skip")
+# evaluate took the queries and documents to retrieve first, and their column names; each has a new home
+EVALUATE_FIELDS: dict[str, str] = {
+    "queries": "retrieve(con, queries, docs, k=...), whose run evaluate takes",
+    "docs": "retrieve(con, queries, docs, k=...), whose run evaluate takes",
+    "k": "the metrics' cutoffs (ndcg@10); a run's depth is retrieve(..., k=)",
+    "vector": "Queries(source, vector=...) of retrieve",
+    "doc_vector": "Docs(source, vector=...) of retrieve",
+    "positive": "Qrels(queries, doc_id='positive', relevance=None)",
+    "qid": "Run(source, qid=...) and Qrels(source, qid=...)",
+    "doc_id": "Run(source, doc_id=...) and Qrels(source, doc_id=...)",
+    "score": "Run(source, score=...)",
+    "relevance": "Qrels(source, relevance=...)",
+}
 
 
-# ---- runs --------------------------------------------------------------------------------
+def retrieve(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs | object, *, k: int = 100,
+             model: str | None = None, **removed: Never) -> ResultTable:
+    """The exact cosine top-k run: each query's ``k`` nearest documents by cosine similarity.
 
+    Each model's queries are ranked against that model's documents.  Scores are cosines rounded
+    to 2^-40, so that duplicated documents tie exactly; equal scores are ordered by doc_id
+    descending as text, which is trec_eval's order, so trec_eval reproduces the ranks.  The
+    documents stream from DuckDB in blocks (never held whole); float32 products pick candidates
+    and float64 decides, so the run equals a float64 brute force.
 
-def _result(title: str, table: pa.Table) -> ResultTable:
-    columns = [table.column(c).to_pylist() for c in table.column_names]
-    return ResultTable(title, tuple(table.column_names), tuple(zip(*columns)))
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The connection the tables are read on.
+    queries : Queries or source
+        The queries: qid and vector.
+    docs : Docs or source
+        The documents: doc_id and vector.
+    k : int, default 100
+        How many documents per query (all of them when there are fewer).
+    model : str, optional
+        The model column of both tables: one run per model.
 
+    Returns
+    -------
+    ResultTable
+        One row per query and ranked document, by model, qid and rank: ``<model>`` (the model column
+        under its own name; absent without ``model``), ``qid``, ``doc_id``, ``rank`` (1 = best),
+        ``score`` (the cosine).
 
-@accepts_frames("queries", "docs")
-def retrieve(con, queries, docs, *, k: int = 100, model: str | None = None, qid: str = "qid",
-             doc_id: str = "doc_id", vector: str = "vector", doc_vector: str | None = None) -> ResultTable:
-    """The exact cosine top-k run: ``model, qid, doc_id, rank, score`` (rank 1 = best).
+    Raises
+    ------
+    InputError
+        k is not a whole number of 1 or more (argument.k); a model in one table only (model.missing);
+        a model column named like an output column (column.collision).
+    ColumnNotFoundError, BadLabelError, BadVectorError
+        A missing column, a NULL or repeated id or a NULL model (label.null), a bad vector or query and
+        document vectors of different dimensions (vector.dimension).
+    ArgumentError
+        A keyword retrieve does not take (``doc_vector=`` is now ``Docs(source, vector=...)``).
 
-    Each model's queries are ranked against that model's documents (``model`` names the model
-    column of both tables).  Scores are cosines rounded to 2^-40; equal scores are ordered by
-    doc_id descending as text, which is trec_eval's order, so trec_eval reproduces the ranks.
-
-    >>> import embsql, pandas as pd
+    Examples
+    --------
+    >>> import embsql, pyarrow as pa
     >>> con = embsql.connect()
-    >>> q = pd.DataFrame({"qid": ["q1"], "vector": [[1.0, 0.0]]})
-    >>> d = pd.DataFrame({"doc_id": ["a", "b", "c"], "vector": [[1.0, 0.1], [0.0, 1.0], [1.0, 0.1]]})
-    >>> [(r["doc_id"], r["rank"]) for r in embsql.retrieve(con, q, d, k=2).to_dicts()]
-    [('c', 1), ('a', 2)]
+    >>> q = pa.table({"qid": ["q1"], "vector": [[1.0, 0.0]]})
+    >>> d = pa.table({"doc_id": ["a", "b", "c"], "vector": [[1.0, 0.1], [0.0, 1.0], [1.0, 0.1]]})
+    >>> run = embsql.retrieve(con, q, d, k=2)
+    >>> run.columns, [(r["doc_id"], r["rank"]) for r in run.to_dicts()]
+    (('qid', 'doc_id', 'rank', 'score'), [('c', 1), ('a', 2)])
     """
-    return _result("retrieve", retrieve_run(con, queries, docs, k=k, model=model, qid=qid, doc_id=doc_id,
-                                              vector=vector, doc_vector=doc_vector))
+    refuse_moved(retrieve, removed, QUERY_DOC_FIELDS)
+    refuse(retrieve, removed)
+    check_model(model, RUN_COLUMNS, "retrieve")
+    with ExitStack() as stack:
+        q = stack.enter_context(as_table(queries, Queries, "queries").on(con))
+        d = stack.enter_context(as_table(docs, Docs, "docs").on(con))
+        table = retrieve_run(con, q, d, k=k, model=model)
+    read = RUN_COLUMNS if model is None else ("model", *RUN_COLUMNS)      # the run's model column is "model"
+    columns = [table.column(c).to_pylist() for c in read]
+    return ResultTable("retrieve", RUN_COLUMNS if model is None else (model, *RUN_COLUMNS), tuple(zip(*columns)))
 
 
-def run_table(con, run, *, model: str | None = None) -> pa.Table:
-    """A run as Arrow (model, qid, doc_id, score): a ResultTable, an Arrow table or frame, a
-    table name, a Parquet/CSV file or a TREC run file."""
-    if isinstance(run, ResultTable):
-        missing = [c for c in ("qid", "doc_id", "score") if c not in run.columns]
-        if missing:
-            raise InputError(f"run {run.title!r} has no column {missing[0]!r}; a run has qid, doc_id and score")
-        run = pa.table({c: pa.array(run.column(c)) for c in run.columns if c in RUN_COLUMNS})
-    if isinstance(run, pa.Table):
-        return arrow_run(run, describe(run), model=model)
-    with local_source(con, run) as name:
-        return read_run(con, name, model=model)
+def _run_arrow(con: duckdb.DuckDBPyConnection, run: Run | object, model: str | None) -> pa.Table:
+    """A run as the Arrow table embsql.io.scoring reads (model, qid, doc_id, score): an Arrow table or
+    a ResultTable directly, any other source through DuckDB."""
+    if run is None:
+        raise InputError("a run is needed: retrieve one first (run = embsql.retrieve(con, queries, docs, k=100)), "
+                         "or pass a run table or TREC run file")
+    spec = as_table(run, Run, "run")
+    table = arrow_of(spec.source)
+    if isinstance(table, pa.Table):
+        return arrow_run(table, shown(spec.source), spec, model)
+    with spec.on(con) as opened:
+        return read_run(con, opened, model)
 
 
-def write_trec_run(run, path: str, *, tag: str | None = None) -> int:
-    """Write a run (retrieve's ResultTable, or any table with qid, doc_id, rank, score and an
-    optional model) in TREC run format ``qid Q0 doc_id rank score tag``.  The tag is ``tag``,
-    else the model, else "embsql".  Returns the number of lines written."""
-    if isinstance(run, ResultTable):
-        table = {c: run.column(c) for c in run.columns}
-    else:
-        if hasattr(run, "to_arrow"):
-            run = run.to_arrow()
-        elif type(run).__module__.startswith("pandas"):
-            run = pa.Table.from_pandas(run)
-        if not isinstance(run, pa.Table):
-            raise InputError(f"a run must be a ResultTable or a table, not a {type(run).__name__}")
-        table = {c: run.column(c).to_pylist() for c in run.column_names}
-    for column in ("qid", "doc_id", "rank", "score"):
-        if column not in table:
-            raise InputError(f"the run has no {column!r} column; a TREC run needs qid, doc_id, rank and score")
-    if not table["qid"]:
-        raise InputError("the run has no rows; an empty run cannot be written")
-    models = table.get("model", [None] * len(table["qid"]))
-    return write_lines(zip(models, table["qid"], table["doc_id"], table["rank"], table["score"]), path, tag=tag)
-
-
-# ---- evaluation --------------------------------------------------------------------------
-
-
-@accepts_frames("qrels", "queries", "docs")
-def evaluate(con, run=None, qrels=None, *, metrics=ranking.DEFAULT_METRICS, model: str | None = None,
-             queries=None, docs=None, k: int | None = None, per_query: bool = False, qid: str = "qid",
-             doc_id: str = "doc_id", vector: str = "vector", doc_vector: str | None = None,
-             relevance: str = "relevance", positive: str = "positive", unknown: str = "error") -> ResultTable:
+def evaluate(con: duckdb.DuckDBPyConnection, run: Run | object, qrels: Qrels | object, *,
+             metrics: Sequence[str] | str = ranking.DEFAULT_METRICS, model: str | None = None,
+             per_query: bool = False, **removed: Never) -> ResultTable:
     """Score a run against relevance judgements with trec_eval's definitions.
 
-    run: a ResultTable (retrieve's), a run table or file (qid, doc_id, score; optional model) or a
-    TREC run file; or None with ``queries=`` and ``docs=`` to retrieve first (depth k, default
-    the largest cutoff).  qrels: a table or file (qid, doc_id, relevance) or a TREC qrels file;
-    None with ``queries=`` uses its ``positive`` column (one relevant document per query).
-    k: the depth evaluated (a deeper run is cut).  unknown: a qrels row whose qid or doc_id is
-    not in ``queries``/``docs`` is an error, or with "skip" left out and counted.
+    nDCG, MAP, recall, precision, MRR and hit rate at any cutoff, as trec_eval's ndcg_cut, map_cut,
+    recall, P, recip_rank (of the run cut at k) and success (relevant: relevance >= 1; gain: the
+    relevance).  Each query's documents are ordered by score descending, then doc_id descending
+    (the run's rank column is not read), comparing scores as 32-bit floats, as trec_eval stores
+    them.  Queries of the run without judgements are skipped, and judged queries without a relevant
+    document score 0 and count, as in trec_eval.
 
-    Returns per model and metric ``model, metric, value, queries, without_relevant, missing,
-    unjudged`` (value = the mean over the queries evaluated: those of the run with judgements,
-    as in trec_eval; without_relevant of them have judgements but no relevant document and
-    score 0; missing = judged queries the run does not rank; unjudged = mean share of the top
-    cutoff without a judgement), or with ``per_query=True`` one row per ``model, qid, metric, value``.
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The connection the tables are read on.
+    run : Run or source
+        The run: retrieve's result, a table, a Parquet/CSV file or a TREC run file (qid, doc_id, score).
+        To evaluate embeddings, retrieve first: ``evaluate(con, retrieve(con, queries, docs), qrels)``.
+    qrels : Qrels or source
+        The judgements: a table, Parquet/CSV or TREC qrels file (qid, doc_id, relevance), or
+        ``Qrels(queries, doc_id="positive", relevance=None)`` for one relevant document per query.
+    metrics : sequence of str, default ("ndcg@10", "map@100", "recall@10", "recall@100", "mrr@10", "precision@10", "hit_rate@10")
+        Each ``name@k`` with name one of ndcg, map, recall, precision, mrr, hit_rate.
+    model : str, optional
+        The run's model column (``model="tag"`` for a TREC run file's tags): one set of figures per model.
+    per_query : bool, default False
+        One row per query and metric instead of the mean per model.
+
+    Returns
+    -------
+    ResultTable
+        Per model and metric (``per_query=False``): ``<model>`` (the model column under its own name;
+        absent without ``model``), ``metric``, ``value`` (the mean over the queries evaluated: those of
+        the run with judgements), ``queries``, ``without_relevant`` (of them, judged without a relevant
+        document: they score 0), ``missing`` (judged queries the run does not rank), ``unjudged`` (the
+        mean share of the top cutoff without a judgement).  With ``per_query=True``: ``<model>``,
+        ``qid``, ``metric``, ``value``.
+
+    Raises
+    ------
+    InputError
+        An unknown metric, a bad relevance (negative or fractional), a pair judged twice, a document
+        ranked twice for one query, an empty run, no judged query in the run, a model column named like
+        an output column (column.collision).
+    ColumnNotFoundError, ColumnTypeError, BadLabelError
+        A missing column, a score that is not a number, a NULL id or model (label.null).
+    ArgumentError
+        A keyword evaluate does not take; the old ones name their new form (``queries=`` is now
+        ``retrieve(con, queries, docs, k=...)``, whose run evaluate takes).
+
+    Examples
+    --------
+    >>> import embsql, pyarrow as pa
+    >>> con = embsql.connect()
+    >>> run = pa.table({"qid": ["q1", "q1", "q2"], "doc_id": ["a", "b", "c"], "score": [0.9, 0.5, 0.3]})
+    >>> qrels = pa.table({"qid": ["q1", "q2"], "doc_id": ["b", "c"], "relevance": [1, 2]})
+    >>> [(r["metric"], r["value"]) for r in embsql.evaluate(con, run, qrels, metrics=["mrr@10", "recall@1"]).to_dicts()]
+    [('mrr@10', 0.75), ('recall@1', 0.5)]
     """
+    refuse_moved(evaluate, removed, EVALUATE_FIELDS)
+    refuse(evaluate, removed)
     parsed = ranking.parse_metrics(metrics)
-    if k is not None:
-        k = ranking.check_k(k)
-    if unknown not in UNKNOWN:
-        raise InputError(f"unknown must be 'error' or 'skip', not {unknown!r}")
-    if run is None:
-        if queries is None or docs is None:
-            raise InputError("evaluate needs a run, or queries= and docs= to retrieve one")
-        depth = k or max(m.cutoff for m in parsed)
-        table = retrieve_run(con, queries, docs, k=depth, model=model, qid=qid, doc_id=doc_id, vector=vector,
-                               doc_vector=doc_vector)
-    else:
-        table = run_table(con, run, model=model)
+    columns = (PER_QUERY_COLUMNS if per_query else SUMMARY_COLUMNS)[1:]
+    check_model(model, columns, "evaluate")
     if qrels is None:
-        if queries is None:
-            raise InputError("evaluate needs qrels, or queries= with a positive column")
-        judgements = qrels_from_positives(con, queries, qid=qid, positive=positive)
-    else:
-        judgements = read_qrels(con, qrels, qid=qid, doc_id=doc_id, relevance=relevance)
-    skipped = 0
-    # a run retrieved here holds every id of both tables (run_ids): they are not read again
-    ids_of = (lambda source, column, role: run_ids(table, role)) if run is None else \
-        (lambda source, column, role: table_ids(con, source, column, role))
-    if queries is not None:
-        judgements, n = check_known(judgements, ids_of(queries, qid, "qid"), "qid", judgements.qid, unknown,
-                                     f"queries {queries!r}")
-        skipped += n
-    if docs is not None:
-        judgements, n = check_known(judgements, ids_of(docs, doc_id, "doc_id"), "doc_id", judgements.doc_id,
-                                     unknown, f"docs {docs!r}")
-        skipped += n
-    if len(judgements) == 0:
-        raise InputError(f"qrels {judgements.source!r} has no judgements left to evaluate with")
-    summary, chunks = score_runs(table, judgements, parsed, k, per_query=per_query)
-    if per_query:      # rows built from numpy and lists directly: 1M-row runs give 100,000s of rows
-        return ResultTable("evaluate (per query)", PER_QUERY_COLUMNS,
-                           tuple(itertools.chain.from_iterable(chunk.rows() for chunk in chunks)))
-    title = "evaluate" + (f" ({skipped} qrels rows with unknown ids skipped)" if skipped else "")
-    return ResultTable.from_dicts(title, SUMMARY_COLUMNS, summary)
+        raise InputError("evaluate needs qrels: a table or file of qid, doc_id, relevance, or "
+                         "Qrels(queries, doc_id='positive', relevance=None) for a queries table's positive column")
+    table = _run_arrow(con, run, model)
+    with as_table(qrels, Qrels, "qrels").on(con) as judged:
+        judgements = read_qrels(con, judged)
+    summary, chunks = score_runs(table, judgements, parsed, None, per_query=per_query)
+    if not per_query:
+        return model_table("evaluate", model, columns, summary)
+    # rows built from numpy and lists directly: 1M-row runs give 100,000s of rows
+    rows = itertools.chain.from_iterable(chunk.rows() for chunk in chunks)
+    return ResultTable("evaluate (per query)", columns if model is None else (model, *columns),
+                       tuple(rows) if model is not None else tuple(row[1:] for row in rows))
+
+
+def write_trec_run(con: duckdb.DuckDBPyConnection, run: Run | object, path: str, *, model: str | None = None,
+                   tag: str | None = None, **removed: Never) -> int:
+    """Write a run in TREC run format, ``qid Q0 doc_id rank score tag`` per line, for trec_eval,
+    pytrec_eval or ranx.
+
+    Each query's documents are written in trec_eval's order (score descending, then doc_id
+    descending as text), ranked 1, 2, ... in that order (retrieve's ranks; a run's own rank column is
+    not read).  Scores keep every digit, so trec_eval orders them as embsql did.
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The connection a run given as a table or file is read on.
+    run : Run or source
+        retrieve's result, or any run table or file (qid, doc_id, score).
+    path : str
+        The file to write.
+    model : str, optional
+        The run's model column: its value is each line's tag (unless ``tag`` is given).
+    tag : str, optional
+        The tag of every line (default: the model's value, else "embsql").
+
+    Returns
+    -------
+    int
+        The number of lines written.
+
+    Raises
+    ------
+    InputError
+        An empty run, an id or tag that is empty or has white space, a score that is not finite.
+    ColumnNotFoundError, BadLabelError, ArgumentError
+        A missing column, a NULL id or model (label.null), a keyword write_trec_run does not take, or
+        a run passed where the connection goes.
+
+    Examples
+    --------
+    >>> import embsql, pyarrow as pa, tempfile, os
+    >>> con = embsql.connect()
+    >>> run = pa.table({"qid": ["q1", "q1"], "doc_id": ["a", "b"], "score": [0.5, 0.9]})
+    >>> path = os.path.join(tempfile.mkdtemp(), "run.trec")
+    >>> embsql.write_trec_run(con, run, path, tag="mine")
+    2
+    >>> print(open(path).read(), end="")
+    q1 Q0 b 1 0.9 mine
+    q1 Q0 a 2 0.5 mine
+    """
+    refuse(write_trec_run, removed)
+    if not isinstance(con, duckdb.DuckDBPyConnection):
+        raise ArgumentError(f"write_trec_run takes the connection first, write_trec_run(con, run, path), not a "
+                            f"{type(con).__name__}")
+    check_model(model, (), "write_trec_run")
+    return write_lines(trec_rows(_run_arrow(con, run, model)), path, tag=tag)

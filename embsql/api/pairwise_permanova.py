@@ -2,31 +2,83 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Literal
+
 import duckdb
 
 from embsql.core.labels import clean_labels
 from embsql.core.pairwise_permanova import PAIRWISE_COLUMNS, pairwise_rows
-from embsql.core.progress import progress_bar
-from embsql.io.sources import accepts_frames, resolve
+from embsql.io.sources import TableLike, opened
 from embsql.io.table_stream import unit_rows
+from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
+from embsql.vocabulary import Never, check_model_name, refuse
 
 
-@accepts_frames()
-def pairwise_permanova(con: duckdb.DuckDBPyConnection, source: str, *, group: str, vector: str, pairs="all",
+def pairwise_permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
+                       group_pairs: Literal["all"] | Sequence[tuple[object, object]] = "all",
                        p_adjust: str | None = "holm", permutations: int = 999, seed: int = 42,
-                       model: str | None = None, progress: bool | None = None) -> ResultTable:
-    """PERMANOVA on the rows of every pair of groups (or of the ``pairs`` listed), R² and pseudo-F
-    of the pair, its permutation p-value and the p-value adjusted over the pairs (``p_adjust``:
-    'holm', 'bh' (Benjamini-Hochberg), 'bonferroni' or None).  Each pair gives the numbers
-    ``embsql.permanova`` gives on the two groups' rows with the same seed.  With ``model=``: one
-    set of pairs per model, adjusted within the model, the model column first under its own name.
+                       model: str | None = None, progress: bool | None = None, **removed: Never) -> ResultTable:
+    """PERMANOVA on the rows of every pair of groups, with p-values adjusted over the pairs.
+
+    Each pair gives the numbers :func:`embsql.permanova` gives on the two groups' rows with the
+    same seed.  Which groups differ, after an overall test says that some do.
+
+    Parameters
+    ----------
+    con, source
+        The connection, and the table read on it (a name, a file or a frame, as for :func:`embsql.anova`).
+    group, vector : str
+        The group column, and the vector column (its vectors are scaled to unit length).
+    group_pairs : 'all' or sequence of (group, group)
+        Which pairs of groups to compare: ``'all'`` (default) or a list of pairs of group labels.
+    p_adjust : str or None
+        The adjustment over the pairs (within each model): ``'holm'`` (default), ``'bh'``
+        (Benjamini-Hochberg), ``'bonferroni'`` or None.
+    permutations, seed : int
+        The number of permutations per pair (default 999; 0 for R² and F only); the random seed (0 or more).
+    model : str, optional
+        The model column: one set of pairs per value, under this column's name.
+    progress : bool, optional
+        Show a progress bar (None: only in a terminal or notebook).
+
+    Returns
+    -------
+    ResultTable
+        One row per pair of groups (per model, the model column first when ``model`` is given):
+        ``group_a``, ``group_b``, ``items`` (of the two groups), ``r2`` and ``f`` (of the pair),
+        ``p_value`` (its permutation p-value) and ``p_adjusted``.
+
+    Raises
+    ------
+    ArgumentError
+        ``argument.renamed`` (``pairs=`` is now ``group_pairs=``, ``by=`` is now ``model=``),
+        ``argument.unknown``.
+    InputError
+        ``argument.permutations``, ``argument.seed``, an unknown ``p_adjust``, a pair naming a
+        group the column lacks, ``column.missing``, ``column.collision``, ``label.null``,
+        ``vector.*``, ``design.*``.
+
+    Examples
+    --------
+    >>> import embsql
+    >>> con = embsql.connect()
+    >>> _ = con.execute("CREATE TABLE ex AS SELECT 'g' || (i % 3) AS topic, [cos(2 * (i % 3) + 0.4 * (i // 3 % 4 - 1.5)), "
+    ...                 "sin(2 * (i % 3) + 0.4 * (i // 3 % 4 - 1.5))] AS embedding FROM range(24) t(i)")
+    >>> result = embsql.pairwise_permanova(con, "ex", group="topic", vector="embedding", permutations=99)
+    >>> [(row["group_a"], row["group_b"], row["p_adjusted"]) for row in result.to_dicts()]
+    [('g0', 'g1', 0.03), ('g0', 'g2', 0.03), ('g1', 'g2', 0.03)]
     """
+    refuse(pairwise_permanova, removed, renamed={"pairs": "group_pairs"})
+    check_model_name(model, PAIRWISE_COLUMNS, "pairwise_permanova")
+    with opened(con, source) as table:
+        parts = unit_rows(con, table, group, vector, by=model)
     rows = []
-    for value, part in unit_rows(con, resolve(con, source), group, vector, by=model):
+    for value, part in parts:
         labels = clean_labels(part.labels, group)
         with progress_bar("pairs", 1, progress if permutations else False) as tick:
-            found = pairwise_rows(labels, part.unit, pairs=pairs, p_adjust=p_adjust, permutations=permutations,
+            found = pairwise_rows(labels, part.unit, pairs=group_pairs, p_adjust=p_adjust, permutations=permutations,
                                   seed=seed, group=group, progress=tick)
-        rows += [{**({model: value} if model else {}), **row} for row in found]
-    return ResultTable.from_dicts("pairwise_permanova", ((model,) if model else ()) + PAIRWISE_COLUMNS, rows)
+        rows += [(value, row) for row in found]
+    return ResultTable.of_models("pairwise_permanova", model, PAIRWISE_COLUMNS, rows)

@@ -1,109 +1,295 @@
-"""Python face of the permutation tests: permanova (vector route), dispersion.
+"""Python face of the permutation tests on the vectors: permanova, permanova_welch and dispersion.
 
 Each function reads the rows once (embsql.io.table_stream.unit_rows) and runs the tests of
 embsql.core.row_tests on them (the report's two test sections call the same code); the SQL
 functions (emb_permanova, emb_dispersion, ...) call the very same kernels through the UDFs in udfs/.
+One statistic per function: pseudo-F (``permanova``), Welch's W*_d (``permanova_welch``) and the
+dispersion test (``dispersion``) each have their own fixed columns.
 """
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import duckdb
 
-from embsql.api.permanova_terms import permanova_terms
-from embsql.compat import keyword_arguments
 from embsql.core.arguments import check_permutations, check_seed
-from embsql.core.permutation import STATISTICS
-from embsql.core.row_tests import (
-    DISPERSION_COLUMNS,
-    DISPERSION_GROUP_COLUMNS,
-    PERMANOVA_COLUMNS,
-    dispersion_rows,
-    ordered,
-    permanova_row,
-    spread,
-)
-from embsql.errors import InputError
-from embsql.io.sources import accepts_frames, resolve
+from embsql.core.decomposition import ANOVA_COLUMNS
+from embsql.core.dispersion import Dispersion
+from embsql.core.row_tests import DISPERSION_COLUMNS, DISPERSION_GROUP_COLUMNS, dispersion_rows, ordered, permanova_row, spread
+from embsql.io.sources import TableLike, opened
 from embsql.io.table_stream import unit_rows
-from embsql.result_table import ResultTable
+from embsql.progress import DISPERSION_LABEL, permutations_label, progress_bar
+from embsql.result_table import ResultTable, ResultTables
+from embsql.vocabulary import Never, check_model_name, refuse
 
 DISPERSION_ALPHA = 0.05     # permanova warns when the dispersion test rejects at this level
 
+# the tables' columns (after the model column): pseudo-F's test beside the decomposition it tests;
+# W*_d with its own p-value, and which groups its default null left out
+PERMANOVA_COLUMNS = ANOVA_COLUMNS + ("p_value", "permutations")
+WELCH_COLUMNS = ("n", "groups", "w_d", "p_value", "permutations", "null_method", "groups_left_out",
+                 "items_left_out", "note")
 
-def _check_arguments(permutations, seed, statistic="pseudo-f") -> None:
+# what permanova no longer takes, and where it went
+_ELSEWHERE = {
+    "terms": "the multi-term test is embsql.permanova_terms(con, source, terms=[...], vector=...)",
+    "sums": "the multi-term test is embsql.permanova_terms(con, source, terms=[...], vector=..., sums=...)",
+    "by_terms": "the multi-term test is embsql.permanova_terms(con, source, terms=[...], vector=..., sums=...)",
+    "statistic": "Welch's W*_d is tested by embsql.permanova_welch(con, source, group=..., vector=...)",
+    "null_method": "Welch's W*_d is tested by embsql.permanova_welch(con, source, group=..., vector=..., "
+                   "null_method=...)",
+}
+
+
+def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
+              permutations: int = 999, seed: int = 42, strata: str | None = None, model: str | None = None,
+              progress: bool | None = None, check_dispersion: bool = True, **removed: Never) -> ResultTable:
+    """PERMANOVA: the decomposition with a permutation p-value of pseudo-F, one row per model.
+
+    The group labels are permuted (freely, or within ``strata``); p = (b + 1) / (B + 1), with b
+    the permutations whose pseudo-F reaches the observed one (ties within √ε count, as in vegan).
+    The rows are put in a canonical order first, so a seed gives the same p-value whatever order
+    the database returns them in.  Pseudo-F is sensitive to unequal spreads in unbalanced designs:
+    the dispersion test runs beside it, and a warning says when it rejects;
+    :func:`embsql.permanova_welch` tests W*_d, which is not.
+
+    Parameters
+    ----------
+    con, source
+        The connection, and the table read on it (a name, a file or a frame, as for :func:`embsql.anova`).
+    group, vector : str
+        The group column, and the vector column (its vectors are scaled to unit length).
+    permutations, seed : int
+        The number of permutations B (1 to 1,000,000; default 999); the random seed (0 or more): the
+        p-value is reproducible from it.
+    strata : str, optional
+        The strata column: labels are permuted only within its values.
+    model : str, optional
+        The model column: one row per value, under this column's name.
+    progress : bool, optional
+        Show a progress bar (None: only in a terminal or notebook).
+    check_dispersion : bool
+        Run the dispersion test too and warn (UserWarning, at the caller's line) when it rejects at
+        5%: pseudo-F may then reflect spread rather than location.
+
+    Returns
+    -------
+    ResultTable
+        One row per model, the model column first when ``model`` is given: the columns of
+        :func:`embsql.anova` (``n``, ``groups``, ``ss_t``, ``ss_w``, ``ss_b``, ``r2``, ``r2_null``,
+        ``f``, ``v``, ``mean_resultant_length``, ``w_bar``), then ``p_value``, the permutation
+        p-value of ``f``, and ``permutations``, B.
+
+    Raises
+    ------
+    ArgumentError
+        ``argument.renamed`` (``by=`` is now ``model=``); ``argument.moved`` for ``terms=`` and
+        ``by_terms=`` (now :func:`embsql.permanova_terms`) and ``statistic=`` and ``null_method=``
+        (now :func:`embsql.permanova_welch`); ``argument.unknown``.
+    InputError
+        ``argument.permutations``, ``argument.seed``, ``column.missing``, ``column.type``,
+        ``column.collision``, ``label.null``, ``vector.*``, ``design.*``, ``source.empty``; a NULL
+        stratum.
+
+    Examples
+    --------
+    >>> import embsql
+    >>> con = embsql.connect()
+    >>> _ = con.execute("CREATE TABLE ex AS SELECT 'g' || (i % 3) AS topic, [cos(2 * (i % 3) + 0.4 * (i // 3 % 4 - 1.5)), "
+    ...                 "sin(2 * (i % 3) + 0.4 * (i // 3 % 4 - 1.5))] AS embedding FROM range(24) t(i)")
+    >>> result = embsql.permanova(con, "ex", group="topic", vector="embedding", permutations=199)
+    >>> round(result.r2, 4), result.p_value, result.permutations
+    (0.8144, 0.005, 199)
+    """
+    refuse(permanova, removed, moved=_ELSEWHERE)
     check_permutations(permutations)
     check_seed(seed)
-    if statistic not in STATISTICS:
-        raise InputError(f"statistic must be 'pseudo-f' or 'welch', not {statistic!r}", kind="argument.statistic")
-
-
-@keyword_arguments("group", "vector", by="model")
-@accepts_frames()
-def permanova(con: duckdb.DuckDBPyConnection, source: str, *, group: str | None = None, vector: str | None = None,
-              permutations: int = 999, seed: int = 42, strata: str | None = None, model: str | None = None,
-              method: str = "auto", progress: bool | None = None, check_dispersion: bool = True,
-              statistic: str = "pseudo-f", null_method: str = "auto", terms=None,
-              by_terms: str = "sequential") -> ResultTable:
-    """emb_anova's columns plus a permutation p-value of pseudo-F (labels permuted within strata).
-
-    ``statistic='welch'`` tests W*_d (Hamidi et al. 2019) instead: it weights each group by its
-    own spread, so unequal spreads in unbalanced designs do not inflate it; its value is in ``w_d``.
-    Its p-value comes from a group-wise wild bootstrap (each group keeps its own covariance shape) on
-    the groups of at least 6 items; smaller groups are left out of that default test and counted
-    (``groups_left_out``, ``items_left_out``, ``note``).  ``null_method='permutation'`` permutes labels
-    over every group instead (exact when groups are exchangeable, not when they differ in the shape of
-    their spread), ``'wild bootstrap'`` bootstraps every group (``'auto'``: embsql.core.permutation.default_null).
-    Warns when the dispersion test is significant at 5%: F may then reflect spread, not location.
-
-    ``terms=[...]`` (instead of ``group``): the multi-term test with adonis2's semantics, one row per
-    term (embsql.api.permanova_terms.permanova_terms; ``by_terms='sequential'`` or ``'margin'``).
-    """
-    if terms is not None:
-        if group is not None:
-            raise InputError("give either group or terms, not both (a one-term call is terms=[group])")
-        return permanova_terms(con, source, terms=terms, vector=vector, by_terms=by_terms, permutations=permutations,
-                               seed=seed, strata=strata, model=model, progress=progress)
-    if group is None or vector is None:
-        raise InputError("permanova needs a group column and a vector column (or terms=[...] and vector=...)")
-    _check_arguments(permutations, seed, statistic)
+    check_model_name(model, PERMANOVA_COLUMNS, "permanova")
+    with opened(con, source) as table:
+        parts = unit_rows(con, table, group, vector, by=model, extra=strata)
     rows = []
-    for value, part in unit_rows(con, resolve(con, source), group, vector, by=model, extra=strata):
+    for value, part in parts:
         model_rows = ordered(part, group, strata=strata is not None)
-        row = permanova_row(model_rows, value, permutations=permutations, seed=seed, method=method,
-                            progress=progress, statistic=statistic, null_method=null_method)
-        rows.append({**({model: value} if model else {}), **row})
+        with progress_bar(permutations_label(value), permutations, progress) as tick:
+            rows.append((value, permanova_row(model_rows, value, permutations=permutations, seed=seed, progress=tick)))
         if check_dispersion:
             _warn_on_spread(spread(model_rows, permutations=permutations, seed=seed),
                             "" if value is None else f", {model} = {value!r}")
-    return ResultTable.from_dicts("permanova", ((model,) if model else ()) + PERMANOVA_COLUMNS, rows)
+    return ResultTable.of_models("permanova", model, PERMANOVA_COLUMNS, rows)
 
 
-def _warn_on_spread(result, where: str) -> None:
-    if result.test is not None and result.test.p_value <= DISPERSION_ALPHA:
-        warnings.warn(
-            f"the dispersion test is significant (p = {result.test.p_value:.3g}{where}): groups differ in spread, "
+def _warn_on_spread(result: Dispersion, where: str) -> None:
+    p_value = None if result.test is None else result.test.p_value
+    if p_value is not None and p_value <= DISPERSION_ALPHA:
+        warnings.warn(   # stacklevel 3: the line that called permanova
+            f"the dispersion test is significant (p = {p_value:.3g}{where}): groups differ in spread, "
             "so a large pseudo-F may reflect spread rather than location", stacklevel=3)
 
 
-@keyword_arguments("group", "vector", by="model")
-@accepts_frames()
-def dispersion(con: duckdb.DuckDBPyConnection, source: str, *, group: str, vector: str,
+def permanova_welch(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
+                    permutations: int = 999, seed: int = 42, strata: str | None = None, model: str | None = None,
+                    null_method: str = "auto", progress: bool | None = None, **removed: Never) -> ResultTable:
+    """Welch's W*_d test (Hamidi et al. 2019): are the group centroids equal, whatever the spreads?
+
+    W*_d weights each group by its own spread, so groups that differ in spread (in unbalanced
+    designs, where pseudo-F's test is liberal or conservative) do not make it reject.  By default
+    its null distribution is a group-wise wild bootstrap (each group keeps the shape of its own
+    spread) on the groups of at least 6 items; smaller groups are left out of that test and
+    counted.  ``null_method='permutation'`` permutes the labels over every group instead (exact
+    when the groups are exchangeable, not when their spreads differ in shape); ``'wild
+    bootstrap'`` bootstraps every group.
+
+    Parameters
+    ----------
+    con, source
+        The connection, and the table read on it (a name, a file or a frame, as for :func:`embsql.anova`).
+    group, vector : str
+        The group column (every group needs at least 2 items), and the vector column (its vectors are
+        scaled to unit length).
+    permutations, seed : int
+        The number of permutations or bootstrap draws B (default 999); the random seed (0 or more).
+    strata : str, optional
+        The strata column: labels are permuted (or residuals bootstrapped) within its values.
+    model : str, optional
+        The model column: one row per value, under this column's name.
+    null_method : str
+        ``'auto'`` (the wild bootstrap on the groups of 6 or more items), ``'wild bootstrap'`` or
+        ``'permutation'``.
+    progress : bool, optional
+        Show a progress bar (None: only in a terminal or notebook).
+
+    Returns
+    -------
+    ResultTable
+        One row per model, the model column first when ``model`` is given:
+
+        - ``n``, ``groups``: the items and groups of the data;
+        - ``w_d``: the tested statistic W*_d, and ``p_value``, its p-value, (b + 1) / (B + 1);
+        - ``permutations``: B; ``null_method``: where the null came from;
+        - ``groups_left_out``, ``items_left_out``: the small groups the default test left out
+          (0 when none), and ``note``, which says why (None when none).
+
+    Raises
+    ------
+    ArgumentError
+        ``argument.renamed`` (``by=`` is now ``model=``), ``argument.unknown``.
+    InputError
+        ``argument.permutations``, ``argument.seed``, ``argument.null_method``, ``column.missing``,
+        ``column.collision``, ``label.null``, ``vector.*``, ``design.*`` (a group of one item).
+
+    Examples
+    --------
+    >>> import embsql
+    >>> con = embsql.connect()
+    >>> _ = con.execute("CREATE TABLE ex AS SELECT 'g' || (i % 3) AS topic, [cos(2 * (i % 3) + 0.4 * (i // 3 % 4 - 1.5)), "
+    ...                 "sin(2 * (i % 3) + 0.4 * (i // 3 % 4 - 1.5))] AS embedding FROM range(24) t(i)")
+    >>> result = embsql.permanova_welch(con, "ex", group="topic", vector="embedding", permutations=199)
+    >>> result.columns[:4], round(result.p_value, 3), result.null_method
+    (('n', 'groups', 'w_d', 'p_value'), 0.005, 'wild bootstrap')
+    """
+    refuse(permanova_welch, removed)
+    check_permutations(permutations)
+    check_seed(seed)
+    check_model_name(model, WELCH_COLUMNS, "permanova_welch")
+    with opened(con, source) as table:
+        parts = unit_rows(con, table, group, vector, by=model, extra=strata)
+    rows = []
+    for value, part in parts:
+        with progress_bar(permutations_label(value), permutations, progress) as tick:
+            rows.append((value, permanova_row(ordered(part, group, strata=strata is not None), value,
+                                              permutations=permutations, seed=seed, progress=tick, statistic="welch",
+                                              null_method=null_method)))
+    return ResultTable.of_models("permanova_welch", model, WELCH_COLUMNS, rows)
+
+
+@dataclass(frozen=True, repr=False)
+class DispersionResult(ResultTables):
+    """The dispersion test (:func:`embsql.dispersion`): its test table and its per-group table.
+
+    Attributes
+    ----------
+    test : ResultTable
+        One row per model: ``groups``, ``f``, ``p_value``, ``permutations``, ``groups_left_out``,
+        ``items_left_out``, ``note``.
+    groups : ResultTable
+        One row per model and group: ``group``, ``n_g``, ``mean_distance``, ``in_test``.
+    """
+
+    test: ResultTable
+    groups: ResultTable
+
+
+def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
                permutations: int = 999, seed: int = 42, model: str | None = None,
-               progress: bool | None = None) -> tuple[ResultTable, ResultTable]:
-    """The dispersion test (F and p of the bias-adjusted distances to the group centroids) and the
-    per-group mean distance to the centroid.  Groups with fewer than 4 items are left out of the
-    test (``groups_left_out``, ``items_left_out``, ``note``; ``in_test`` per group); with fewer than
-    two groups left, f and p_value are None and the note says why."""
-    _check_arguments(permutations, seed)
-    tests, groups = [], []
-    for value, part in unit_rows(con, resolve(con, source), group, vector, by=model):
-        test, per_group = dispersion_rows(ordered(part, group), permutations=permutations, seed=seed,
-                                          progress=progress)
-        prefix = {model: value} if model else {}
-        tests.append({**prefix, **test})
-        groups += [{**prefix, **row} for row in per_group]
-    key = (model,) if model else ()
-    return (ResultTable.from_dicts("dispersion", key + DISPERSION_COLUMNS, tests),
-            ResultTable.from_dicts("dispersion groups", key + DISPERSION_GROUP_COLUMNS, groups))
+               progress: bool | None = None, **removed: Never) -> DispersionResult:
+    """The dispersion test (as vegan's betadisper): do the groups differ in spread?
+
+    Each item's distance to its group centroid, times √(n_g / (n_g - 1)) (betadisper's bias
+    adjustment), is compared across groups by a one-way ANOVA F.  The p-value permutes the items'
+    scaled residual vectors, so that every permuted grouping re-estimates its centroids as the
+    observed one did (permuting the distances themselves rejects far above the level with small
+    groups).  Groups of fewer than 4 items are left out of the test and counted; with fewer than
+    two groups left, ``f`` and ``p_value`` are None and ``note`` says why.
+
+    Parameters
+    ----------
+    con, source
+        The connection, and the table read on it (a name, a file or a frame, as for :func:`embsql.anova`).
+    group, vector : str
+        The group column, and the vector column (its vectors are scaled to unit length).
+    permutations, seed : int
+        The number of permutations (default 999); the random seed (0 or more).
+    model : str, optional
+        The model column: one row (and one set of groups) per value, under this column's name.
+    progress : bool, optional
+        Show a progress bar (None: only in a terminal or notebook).
+
+    Returns
+    -------
+    DispersionResult
+        Two tables, the model column first in each when ``model`` is given.
+
+        ``.test``, one row per model: ``groups`` (in the test), ``f``, ``p_value``,
+        ``permutations``, ``groups_left_out``, ``items_left_out``, ``note``.
+
+        ``.groups``, one row per model and group: ``group``, ``n_g``, ``mean_distance`` (the
+        mean distance to the centroid, unadjusted: betadisper's group.distances) and ``in_test``
+        (False for a group left out).
+
+    Raises
+    ------
+    ArgumentError
+        ``argument.renamed`` (``by=`` is now ``model=``), ``argument.unknown``.
+    InputError
+        ``argument.permutations``, ``argument.seed``, ``column.missing``, ``column.collision``,
+        ``label.null``, ``vector.*``, ``source.empty``.
+
+    Examples
+    --------
+    >>> import embsql
+    >>> con = embsql.connect()
+    >>> _ = con.execute("CREATE TABLE ex AS SELECT 'g' || (i % 3) AS topic, "
+    ...                 "[cos(i % 3 + (1 + i % 3) * 0.2 * sin(i)), sin(i % 3 + (1 + i % 3) * 0.2 * sin(i))] AS embedding "
+    ...                 "FROM range(30) t(i)")
+    >>> result = embsql.dispersion(con, "ex", group="topic", vector="embedding", permutations=199)
+    >>> result.test.groups, round(result.test.p_value, 3)
+    (3, 0.005)
+    >>> result.groups.column("n_g")
+    [10, 10, 10]
+    """
+    refuse(dispersion, removed)
+    check_permutations(permutations)
+    check_seed(seed)
+    check_model_name(model, DISPERSION_COLUMNS + DISPERSION_GROUP_COLUMNS, "dispersion")
+    with opened(con, source) as table:
+        parts = unit_rows(con, table, group, vector, by=model)
+    tests, per_group = [], []
+    for value, part in parts:
+        with progress_bar(DISPERSION_LABEL, permutations, progress) as tick:
+            test, groups = dispersion_rows(ordered(part, group), permutations=permutations, seed=seed, progress=tick)
+        tests.append((value, test))
+        per_group += [(value, row) for row in groups]
+    return DispersionResult(ResultTable.of_models("dispersion", model, DISPERSION_COLUMNS, tests),
+                            ResultTable.of_models("dispersion groups", model, DISPERSION_GROUP_COLUMNS, per_group))

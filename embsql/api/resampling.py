@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import duckdb
 
-from embsql.compat import keyword_arguments
 from embsql.core import resampling
 from embsql.core.model_comparison import (
     BOOTSTRAP_COLUMNS,
@@ -20,60 +19,213 @@ from embsql.core.model_comparison import (
     compare_rows,
 )
 from embsql.errors import fail
-from embsql.io.sources import accepts_frames, resolve
+from embsql.io.sources import TableLike, opened
 from embsql.io.table_stream import group_sums, unit_rows
 from embsql.result_table import ResultTable
+from embsql.vocabulary import Never, check_model_name, refuse
 
 
-@keyword_arguments("group", "vector", by="model")
-@accepts_frames()
-def jackknife(con: duckdb.DuckDBPyConnection, source: str, *, group: str, vector: str, stat: str = "r2",
-              model: str | None = None, sizes: str = "auto") -> ResultTable:
-    """Leave-one-group-out SE of ``stat`` (r2, f, v, w_bar or icc), per value of the model column.
-    ``sizes``: "fixed" when the group sizes are fixed by the design, "random" when they come with the
-    groups, "auto" to decide from the sizes (embsql.core.resampling.size_strata); the ``sizes``
-    column says which was used."""
-    rows = []
-    for value, sums in group_sums(con, resolve(con, source), group, vector, by=model):
-        result = resampling.jackknife(sums, stat, sizes=sizes)
-        rows.append({**({model: value} if model else {}), "stat": stat, "estimate": result.estimate,
-                     "se": result.se, "groups": len(sums.counts), "sizes": result.sizes})
-    return ResultTable.from_dicts("jackknife", ((model,) if model else ()) + JACKKNIFE_COLUMNS, rows)
+def jackknife(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
+              statistic: str = "r2", model: str | None = None, sizes: str = "auto",
+              **removed: Never) -> ResultTable:
+    """The leave-one-group-out (cluster jackknife) standard error of a statistic, per model.
 
+    Groups, not items, are the independent units (items of one topic or paraphrase group are
+    correlated), so each replicate deletes one whole group and recomputes the statistic from the
+    group sums.
 
-@keyword_arguments("group", "vector", by="model")
-@accepts_frames()
-def bootstrap(con: duckdb.DuckDBPyConnection, source: str, *, group: str, vector: str, stat: str = "r2",
-              replicates: int = 2000, seed: int = 42, level: float = 0.95, model: str | None = None,
-              sizes: str = "auto") -> ResultTable:
-    """Cluster bootstrap (groups resampled with replacement): the bootstrap SE, and the calibrated
-    interval (ci_low, ci_high) around the bias-corrected estimate (estimate_bc); see
-    embsql.core.resampling for the method and bench/validity_intervals.py for its coverage."""
-    rows = []
-    for value, sums in group_sums(con, resolve(con, source), group, vector, by=model):
-        result = resampling.bootstrap(canonical(sums), stat, replicates=replicates, seed=seed, level=level,
-                                      sizes=sizes)
-        rows.append({**({model: value} if model else {}),
-                     **bootstrap_row(stat, result, level, replicates, len(sums.counts))})
-    return ResultTable.from_dicts("bootstrap", ((model,) if model else ()) + BOOTSTRAP_COLUMNS, rows)
+    Parameters
+    ----------
+    con, source
+        The connection, and the table read on it (a name, a file or a frame, as for :func:`embsql.anova`).
+    group, vector : str
+        The group column, and the vector column (its vectors are scaled to unit length).
+    statistic : str
+        ``'r2'`` (default), ``'r2_adj'``, ``'f'``, ``'v'``, ``'w_bar'`` or ``'icc'``.
+    model : str, optional
+        The model column: one row per value, under this column's name.
+    sizes : str
+        ``'fixed'`` when the group sizes are fixed by the design, ``'random'`` when they come with
+        the groups, ``'auto'`` to decide from the sizes.
 
+    Returns
+    -------
+    ResultTable
+        One row per model, the model column first when ``model`` is given: ``stat`` (the statistic),
+        ``estimate`` (its value on all groups), ``se`` (the jackknife standard error), ``groups``
+        and ``sizes`` (the rule that was used).
 
-@keyword_arguments("group", "vector", "model", "item")
-@accepts_frames()
-def compare(con: duckdb.DuckDBPyConnection, source: str, *, group: str, vector: str, model: str, item: str,
-            stat: str = "r2", replicates: int = 2000, seed: int = 42, level: float = 0.95,
-            common: bool = False, sizes: str = "auto") -> ResultTable:
-    """Paired comparison of every pair of models, paired by group label.
+    Raises
+    ------
+    ArgumentError
+        ``argument.renamed`` (``stat=`` is now ``statistic=``, ``by=`` is now ``model=``),
+        ``argument.unknown``.
+    InputError
+        ``argument.stat`` (an unknown statistic), ``column.missing``, ``column.collision``,
+        ``label.null``, ``vector.*``, ``design.*`` (too few groups), ``source.empty``.
 
-    difference = estimate_a - estimate_b; se from the paired cluster jackknife (the same group
-    deletions for both models); ci_low/ci_high the studentized paired cluster bootstrap (the same
-    resamples for both models).  items: the items either model has; shared_items: those both
-    have; same_items: whether the two sets are equal.  common=True keeps only the items every
-    model has.
+    Examples
+    --------
+    >>> import embsql
+    >>> con = embsql.connect()
+    >>> _ = con.execute("CREATE TABLE ex AS SELECT 'g' || (i % 6) AS topic, [cos(i % 6 + 0.6 * (i // 6 % 3 - 1)), "
+    ...                 "sin(i % 6 + 0.6 * (i // 6 % 3 - 1))] AS embedding FROM range(36) t(i)")
+    >>> result = embsql.jackknife(con, "ex", group="topic", vector="embedding")
+    >>> result.stat, round(result.estimate, 4), round(result.se, 4), result.groups
+    ('r2', 0.7803, 0.0066, 6)
     """
-    parts = unit_rows(con, resolve(con, source), group, vector, by=model, extra=item, extra_role="item")
+    refuse(jackknife, removed)
+    check_model_name(model, JACKKNIFE_COLUMNS, "jackknife")
+    with opened(con, source) as table:
+        parts = group_sums(con, table, group, vector, by=model)
+    rows = []
+    for value, sums in parts:
+        result = resampling.jackknife(sums, statistic, sizes=sizes)
+        rows.append((value, {"stat": statistic, "estimate": result.estimate, "se": result.se,
+                             "groups": len(sums.counts), "sizes": result.sizes}))
+    return ResultTable.of_models("jackknife", model, JACKKNIFE_COLUMNS, rows)
+
+
+def bootstrap(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
+              statistic: str = "r2", replicates: int = 2000, seed: int = 42, level: float = 0.95,
+              model: str | None = None, sizes: str = "auto", **removed: Never) -> ResultTable:
+    """The cluster bootstrap (groups resampled with replacement): a standard error and a
+    calibrated confidence interval of a statistic, per model.
+
+    The interval is built around the bias-corrected estimate and calibrated on the jackknife's
+    scale (bench/validity_intervals.py measures its coverage); ``calibrated`` says whether the
+    statistic and the number of groups are among those whose coverage was measured.
+
+    Parameters
+    ----------
+    con, source
+        The connection, and the table read on it (a name, a file or a frame, as for :func:`embsql.anova`).
+    group, vector : str
+        The group column, and the vector column (its vectors are scaled to unit length).
+    statistic : str
+        ``'r2'`` (default), ``'r2_adj'``, ``'f'``, ``'v'``, ``'w_bar'`` or ``'icc'``.
+    replicates : int
+        The number of bootstrap replicates (default 2000).
+    seed : int
+        The random seed (0 or more): the interval is reproducible from it.
+    level : float
+        The confidence level, strictly between 0 and 1 (default 0.95).
+    model : str, optional
+        The model column: one row per value, under this column's name.
+    sizes : str
+        ``'fixed'``, ``'random'`` or ``'auto'``, as for :func:`embsql.jackknife`.
+
+    Returns
+    -------
+    ResultTable
+        One row per model, the model column first when ``model`` is given: ``stat``, ``estimate``,
+        ``se`` (the bootstrap standard error), ``ci_low`` and ``ci_high`` (the interval),
+        ``level``, ``replicates``, ``groups``, ``estimate_bc`` (the bias-corrected estimate the
+        interval is centred on), ``dropped`` (replicates where the statistic was undefined),
+        ``calibrated`` and ``sizes``.
+
+    Raises
+    ------
+    ArgumentError
+        ``argument.renamed`` (``stat=`` is now ``statistic=``, ``by=`` is now ``model=``),
+        ``argument.unknown``.
+    InputError
+        ``argument.stat``, ``argument.replicates``, ``argument.seed``, ``argument.level``,
+        ``column.missing``, ``column.collision``, ``label.null``, ``vector.*``, ``design.*``
+        (``design.dropped_resamples`` when too many replicates leave the statistic undefined).
+
+    Examples
+    --------
+    >>> import embsql
+    >>> con = embsql.connect()
+    >>> _ = con.execute("CREATE TABLE ex AS SELECT 'g' || (i % 6) AS topic, [cos(i % 6 + 0.6 * (i // 6 % 3 - 1)), "
+    ...                 "sin(i % 6 + 0.6 * (i // 6 % 3 - 1))] AS embedding FROM range(36) t(i)")
+    >>> result = embsql.bootstrap(con, "ex", group="topic", vector="embedding", replicates=200)
+    >>> result.ci_low < result.estimate_bc < result.ci_high, result.level, result.replicates
+    (True, 0.95, 200)
+    """
+    refuse(bootstrap, removed)
+    check_model_name(model, BOOTSTRAP_COLUMNS, "bootstrap")
+    with opened(con, source) as table:
+        parts = group_sums(con, table, group, vector, by=model)
+    rows = []
+    for value, sums in parts:
+        result = resampling.bootstrap(canonical(sums), statistic, replicates=replicates, seed=seed, level=level,
+                                      sizes=sizes)
+        rows.append((value, bootstrap_row(statistic, result, level, replicates, len(sums.counts))))
+    return ResultTable.of_models("bootstrap", model, BOOTSTRAP_COLUMNS, rows)
+
+
+def compare(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str, model: str, item: str,
+            statistic: str = "r2", replicates: int = 2000, seed: int = 42, level: float = 0.95,
+            common: bool = False, sizes: str = "auto", **removed: Never) -> ResultTable:
+    """The paired comparison of every pair of models that embedded the same items, paired by group.
+
+    The difference of a statistic between two models, with a standard error from the paired
+    cluster jackknife (the same group deletions for both models) and an interval from the
+    studentized paired cluster bootstrap (the same resamples for both models).
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table to read: one row per model and item.
+    group : str
+        The group column (an item's group must be the same in every model).
+    vector : str
+        The vector column; vectors are scaled to unit length.
+    model : str
+        The model column (at least two models).
+    item : str
+        The item column: which rows of different models embed the same item.
+    statistic : str
+        ``'r2'`` (default), ``'r2_adj'``, ``'f'``, ``'v'``, ``'w_bar'`` or ``'icc'``.
+    replicates : int
+        The number of bootstrap replicates (default 2000).
+    seed : int
+        The random seed (0 or more).
+    level : float
+        The confidence level, strictly between 0 and 1 (default 0.95).
+    common : bool
+        Keep only the items every model has (instead of refusing items one model lacks).
+    sizes : str
+        ``'fixed'``, ``'random'`` or ``'auto'``, as for :func:`embsql.jackknife`.
+
+    Returns
+    -------
+    ResultTable
+        One row per pair of models (in model order): ``model_a``, ``model_b``, ``estimate_a``,
+        ``estimate_b``, ``difference`` (estimate_a - estimate_b), ``se``, ``ci_low``, ``ci_high``,
+        ``items`` (the items either model has), ``same_items`` (whether the two sets are equal),
+        ``shared_items`` (those both have), ``dropped`` and ``calibrated`` (as for
+        :func:`embsql.bootstrap`) and ``sizes``.
+
+    Raises
+    ------
+    ArgumentError
+        ``argument.renamed`` (``stat=`` is now ``statistic=``), ``argument.unknown``.
+    InputError
+        ``model.too_few`` (one model), ``argument.*``, ``column.missing``, ``label.null``,
+        ``label.duplicate`` (an item twice in one model), ``vector.*``, ``design.*``.
+
+    Examples
+    --------
+    >>> import embsql
+    >>> con = embsql.connect()
+    >>> _ = con.execute("CREATE TABLE ex AS SELECT m AS model, i AS item_id, 'g' || (i % 6) AS topic, "
+    ...                 "[cos(i % 6 + s * sin(i)), sin(i % 6 + s * sin(i))] AS embedding "
+    ...                 "FROM range(36) t(i), (VALUES ('tight', 0.1), ('loose', 0.5)) m(m, s)")
+    >>> result = embsql.compare(con, "ex", group="topic", vector="embedding", model="model", item="item_id",
+    ...                         replicates=200)
+    >>> result.model_a, result.model_b, result.difference < 0, result.shared_items
+    ('loose', 'tight', True, 36)
+    """
+    refuse(compare, removed)
+    with opened(con, source) as table:
+        parts = unit_rows(con, table, group, vector, by=model, extra=item, extra_role="item")
     if len(parts) < 2:
         fail("model.too_few", column=f"model column {model!r}", models=len(parts), needs="a comparison")
     models = {value: (part.extra, part.labels, part.unit) for value, part in parts}
-    rows = compare_rows(models, stat, replicates=replicates, seed=seed, level=level, common=common, sizes=sizes)
+    rows = compare_rows(models, statistic, replicates=replicates, seed=seed, level=level, common=common, sizes=sizes)
     return ResultTable.from_dicts("compare", COMPARE_COLUMNS, rows)

@@ -1,36 +1,46 @@
-"""The dispersion test (Anderson 2006; vegan::betadisper type "centroid" with bias.adjust = TRUE):
-do the groups differ in spread about their centroids?
+"""The dispersion test: do the groups differ in spread about their centroids?
 
-The statistic is the one-way ANOVA F of each item's distance to its group centroid, the distance
-multiplied by sqrt(n_g / (n_g - 1)) (betadisper's bias adjustment: a sample centroid sits closer to
-its own items than the true centre, by that factor on average for squared distances).
+The spread of group g is W~_g = n_g / (n_g - 1) (1 - ||mu_g||^2), the mean squared distance to the group
+centroid with betadisper's bias adjustment (vegan::betadisper(type = "centroid", bias.adjust = TRUE):
+the mean of its squared distances), which for unit vectors is the U-statistic
+W~_g = mean over pairs i != j of h_ij, h_ij = ||z_i - z_j||^2 / 2 = 1 - z_i.z_j, unbiased for
+sigma_g^2 = E||z - m_g||^2 = 1 - ||m_g||^2.
 
-Why not permute the distances, or their residuals (scikit-bio's permdisp, vegan's permutest)?  Both
-treat the n distances as exchangeable, but distances to a centroid estimated from the same few items
-are correlated (their squares by about 1/(n_g - 1)^2 for Gaussian items: 1/4 when n_g = 3), so a
-small group's mean distance varies more, and its within variance less, than a permuted group's.
-On iid unit vectors in groups of 2, 3, 5, 10 and 20 items the raw scheme rejected 86% of data
-sets at 5%, and permuting the adjusted distances' residuals 25% (bench/validity_tests.py).
+Its variance, for n iid unit vectors with mean m and covariance S (Hoeffding decomposition, exact):
+    Var(W~_g) = 4 a / n + 2 b / (n (n - 1)),   a = m'S m,   b = tr(S^2),
+a from the items' own spread (on the sphere ||z - m||^2 = 1 - ||m||^2 - 2 (z - m).m, so 4a is the
+variance of an item's squared distance to its true centre) and b from the noise of the estimated
+centroid, which dominates with small groups in high dimension (uniform vectors: a = 0, b = 1/d).
+a and b are estimated without bias from each group's inner products (b as in Chen and Qin 2010, Ann.
+Statist. 38:808), pooled over the groups (weights n_g):
+    Q2 = mean_{i != j} c_ij^2,  Q3 = mean_{i,j,k distinct} c_ij c_jk,  Q4 = mean_{i,j,k,l distinct} c_ij c_kl,
+    a = Q3 - Q4,  b = Q2 - 2 Q3 + Q4          (c_ij = z_i.z_j; groups of 4 or more).
+The statistic is the weighted between-group sum of squares of W~_g over its G - 1 degrees of freedom,
+    F = sum_g (W~_g - W_bar)^2 / V_g / (G - 1),  V_g = 4 a / n_g + 2 b / (n_g (n_g - 1)),
+W_bar the 1/V_g-weighted mean (about 1 under the null).
 
-What is permuted here are the residual *vectors* z_i - mu_g, each scaled by sqrt(n_g / (n_g - 1))
-so that every one has the covariance of an item about its true centre; each permuted grouping then
-re-estimates its centroids and adjusted distances exactly as the observed grouping did, so the
-correlation a small group's centroid induces is reproduced, whatever the group locations (which
-the residuals no longer carry).  Groups with fewer than MIN_GROUP items are left out of the test
-(and reported): with 2 items both distances are the same number, and with groups of 2 or 3 in
-the test it ran above its level in simulation (7-9% at 5%; with them left out 4.7-7.3%,
-bench/validity_tests.py).  What remains: the scaled residuals of one group are correlated
-(-1/(n_g - 1)), which the permutation spreads across groups; in high dimension with many small
-groups this leaves the test somewhat liberal (8.5% at 5% on the shuffled-label null of
-examples/embeddings.parquet, d = 384, 30 topics of 4 to 56 items, against 100% for the old scheme).
+Why not chi-square, or permuting what betadisper permutes?  Each is wrong on unit vectors:
+  * the chi-square reference holds for uniform vectors but not for clumped ones: small groups drawn
+    from clusters give W~_g with heavy tails (15% rejection at 5%, 60 groups of 3-8 from the example);
+  * permuting the distances' residuals (vegan's permutest) ignores that distances to an estimated
+    centroid are correlated within a group, and permuting residual *vectors* (embsql before) builds
+    permuted groups whose items are no longer unit vectors: 0.3% with 60 small groups at d = 384,
+    9.6% on the example's vectors with shuffled labels (bench/dispersion_validity.py has the table).
+So the reference is a permutation of vectors that keeps |z| = 1: each item is reflected (a Householder
+reflection, an orthogonal map) so that the centroid of the other items of its group points along one
+common axis (aligned_vectors); that removes the groups' differences in location and keeps each item's
+position about its group's centre.  The labels of the aligned vectors are then permuted, and each
+permuted grouping re-estimates W~_g, a and b exactly as the observed one does (a studentised statistic:
+the permutation supplies the tails, the re-estimated a and b the scale).  Under groups that are
+rotations of one distribution this is a permutation of draws from that distribution at one location
+(to the error of the estimated directions); under exchangeable items, nearly a label permutation.
 
-For unit vectors the centroid is the group mean mu_g (not renormalised) and the distance is
-||z_i - mu_g||, not squared, as in betadisper.
+Groups with fewer than MIN_GROUP items are left out of the test (and reported): a and b need 4 items.
 
-Two routes give the permuted distances, with the same F to rounding (choose_dispersion_method picks
-by cost): coordinates regroups the n x d residuals (the codes sorted once, blocks kept in cache);
-gram reads only the within-group blocks of the residuals' float64 Gram matrix, sum_g n_g^2 random
-reads per permutation, and redoes by coordinates any permutation where its rounding could show.
+Two routes give the permuted groups' inner products, with the same F to rounding (choose_dispersion_method
+picks by cost): coordinates regroups the n x d aligned vectors and multiplies each group's block
+(sum_g min(n_g^2 d, n_g d^2) multiply-adds per permutation); gram reads only the within-group blocks of
+their float64 Gram matrix, sum_g n_g^2 random reads per permutation.
 """
 
 from __future__ import annotations
@@ -53,11 +63,11 @@ from embsql.core.permutation import (
 from embsql.core.precision import check_spread
 from embsql.errors import InputError
 
-MIN_GROUP = 4          # groups smaller than this are left out of the test (see the module docstring)
+MIN_GROUP = 4          # groups smaller than this are left out of the test (a and b need 4 items)
 POLL_EVERY = 16        # permutations between calls of ``progress`` (it may stop the run), and per batch
 DISPERSION_METHODS = ("gram", "coordinates")
-DISTANCE_BLOCK_ROWS = 512   # rows per gathered block of the coordinates route (stays in cache)
-NEAR_DEGENERATE = 1e-4      # Gram route: a squared distance below this share of R_kk is redone by coordinates
+GATHER_BYTES = 1 << 27      # gram route: at most this many bytes of gathered blocks per batch of permutations
+PRODUCT_ROWS = 4096         # rows per block of a large group's d x d product (one large product has crashed OpenBLAS)
 
 
 @dataclass(frozen=True)
@@ -111,116 +121,167 @@ def anova_f(values: np.ndarray, codes: np.ndarray, groups: int) -> float:
     return (between / (groups - 1)) / (within / (n - groups))
 
 
-class _CoordinateDistances:
-    """Squared distances of permuted rows to their permuted group's centroid, regrouping the residual
-    vectors themselves: n * d reads per permutation.
+@dataclass(frozen=True)
+class PairSums:
+    """Per group (last axis): n_g, and over its inner products c_ij (i != j): s1 = sum c_ij,
+    r2 = sum_i (sum_{j != i} c_ij)^2, f2 = sum c_ij^2.  Leading axes: permutations, if any."""
 
-    The sort order of the codes is taken once (only the rows move); rows are gathered in blocks of
-    whole groups (about DISTANCE_BLOCK_ROWS), so the centring and the squared norms stay in cache.
-    The sums, means and differences are those of ``centroid_distances``, in the same order.
-    """
-
-    def __init__(self, residuals: np.ndarray, codes: np.ndarray):
-        self.residuals, self.n = residuals, len(codes)
-        self.order = np.argsort(codes, kind="stable")
-        sizes = np.bincount(codes)
-        starts = np.r_[0, np.cumsum(sizes)[:-1]]
-        cuts = np.unique(np.r_[np.r_[starts, self.n][np.searchsorted(starts, np.arange(0, self.n, DISTANCE_BLOCK_ROWS))],
-                               self.n])
-        inside = [(starts >= low) & (starts < high) for low, high in zip(cuts[:-1], cuts[1:])]
-        self.blocks = [(low, high, starts[mask] - low, sizes[mask]) for low, high, mask in zip(cuts[:-1], cuts[1:], inside)]
-
-    def squared(self, perm: np.ndarray) -> np.ndarray:
-        rows = perm[self.order]
-        by_group = np.empty(self.n)
-        for low, high, local_starts, counts in self.blocks:
-            block = self.residuals[rows[low:high]]
-            block -= np.repeat(np.add.reduceat(block, local_starts, axis=0) / counts[:, None], counts, axis=0)
-            by_group[low:high] = np.einsum("ij,ij->i", block, block)
-        out = np.empty(self.n)
-        out[self.order] = by_group
-        return out
-
-    def batch(self, perms: np.ndarray) -> np.ndarray:
-        return np.stack([self.squared(perm) for perm in perms])
+    sizes: np.ndarray
+    s1: np.ndarray
+    r2: np.ndarray
+    f2: np.ndarray
 
 
-class _GramDistances:
-    """The same squared distances from R, the Gram matrix of the residual vectors (PackedGram, float64):
-    ||r_j - m_g||^2 = R_jj - (2 / n_g) sum_{k in g} R_jk + (1 / n_g^2) sum_{k, l in g} R_kl, which reads only
-    the n_g x n_g block of each permuted group, sum_g n_g^2 random reads per permutation.
+def block_sums(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """s1, r2, f2 of Gram blocks (..., s, s), the diagonal left out."""
+    diagonal = np.einsum("...ii->...i", blocks)
+    rows = blocks.sum(axis=-1) - diagonal
+    return (rows.sum(axis=-1), np.einsum("...i,...i->...", rows, rows),
+            np.einsum("...ij,...ij->...", blocks, blocks) - np.einsum("...i,...i->...", diagonal, diagonal))
 
-    The Gram form loses digits when a distance is far below the residuals' length (its rounding error is
-    eps * R_jj, the coordinates' eps * sqrt(R_jj) * distance): a permutation with a squared distance under
-    NEAR_DEGENERATE * (its group's largest R_kk) is redone by coordinates, so every F agrees with theirs.
-    float32 would not do: its rounding (1e-7 of R) moves the F of these data by about 1e-7.
-    """
 
-    def __init__(self, residuals: np.ndarray, codes: np.ndarray, coordinates: _CoordinateDistances):
-        self.gram, self.coordinates, self.n = PackedGram(residuals, np.float64), coordinates, len(codes)
-        self.diagonal = self.gram.values[self.gram.base + np.arange(self.n)]
-        self.classes = [(size, members) for size, _, members in size_classes(codes)]
-        self.reads = int(np.sum(np.bincount(codes).astype(np.int64) ** 2))
+def _large_group_sums(z: np.ndarray) -> tuple[float, float, float]:
+    """s1, r2, f2 of one group with more items than dimensions: sum_{i,j} c_ij^2 = ||Z'Z||_F^2 (d x d)."""
+    total = z.sum(axis=0)
+    squares = np.einsum("ij,ij->i", z, z)
+    rows = z @ total - squares
+    cross = np.zeros((z.shape[1], z.shape[1]))
+    for low in range(0, len(z), PRODUCT_ROWS):
+        cross += z[low:low + PRODUCT_ROWS].T @ z[low:low + PRODUCT_ROWS]
+    return float(rows.sum()), float(rows @ rows), float(np.sum(cross * cross) - squares @ squares)
 
-    def _squared(self, stacked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        out = np.empty(stacked.shape)
-        suspect = np.zeros(len(stacked), dtype=bool)
-        for size, members in self.classes:
+
+def pair_sums(unit: np.ndarray, codes: np.ndarray, groups: int) -> PairSums:
+    """PairSums of the groups of ``unit`` by ``codes`` (0..groups-1, each of 2 or more items)."""
+    sizes = np.bincount(codes, minlength=groups)
+    sums = np.zeros((3, groups))
+    for size, chosen, members in size_classes(codes):
+        if size > unit.shape[1]:
+            sums[:, chosen] = np.array([_large_group_sums(unit[rows]) for rows in members]).T
+        else:
+            block = unit[members]
+            sums[:, chosen] = block_sums(block @ block.transpose(0, 2, 1))
+    return PairSums(sizes, *sums)
+
+
+def spread_components(p: PairSums) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """W~_g per group, and the pooled a = m'S m and b = tr(S^2) (clipped at 0) of the module docstring."""
+    n = p.sizes.astype(float)
+    spread = 1.0 - p.s1 / (n * (n - 1))
+    q2 = p.f2 / (n * (n - 1))
+    q3 = (p.r2 - p.f2) / (n * (n - 1) * (n - 2))
+    q4 = (p.s1 * p.s1 - 4.0 * p.r2 + 2.0 * p.f2) / (n * (n - 1) * (n - 2) * (n - 3))
+    weights = n / n.sum()
+    a = np.maximum(np.sum(weights * (q3 - q4), axis=-1), 0.0)
+    b = np.maximum(np.sum(weights * (q2 - 2.0 * q3 + q4), axis=-1), 0.0)
+    return spread, a, b
+
+
+def spread_f(p: PairSums) -> np.ndarray:
+    """The statistic F = sum_g (W~_g - W_bar)^2 / V_g / (G - 1) (one per leading index of ``p``).
+
+    When every W~_g is the same (to rounding) F = 0; when V_g = 0 with unequal W~_g, inf."""
+    spread, a, b = spread_components(p)
+    n = p.sizes.astype(float)
+    variance = 4.0 * a[..., None] / n + 2.0 * b[..., None] / (n * (n - 1))
+    scale = np.max(np.abs(spread), axis=-1, initial=1.0)
+    flat = np.ptp(spread, axis=-1) <= 1e-12 * scale
+    with np.errstate(divide="ignore", invalid="ignore"):
+        weights = 1.0 / variance
+        centre = np.sum(weights * spread, axis=-1, keepdims=True) / np.sum(weights, axis=-1, keepdims=True)
+        f = np.sum(weights * (spread - centre) ** 2, axis=-1) / (spread.shape[-1] - 1)
+    f = np.where(np.all(variance > 0, axis=-1), f, np.inf)
+    return np.where(flat, 0.0, f)
+
+
+def aligned_vectors(unit: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Each item reflected (I - 2 v v', an orthogonal map: |z| = 1 kept) so that the centroid of the OTHER items
+    of its group points along the data's mean direction: the groups' locations removed, each item's position
+    about its group's centre kept.  Leaving the item out matters: a group's own centroid leans towards its
+    items by 1/n_g, and reflecting every item by it would line up that lean (1/sqrt(n_g) along the axis for
+    uniform vectors), a common location the data do not have (1% rejection at 5% for 60 groups of 3-8 at
+    d = 384, bench/dispersion_validity.py)."""
+    sums = group_means(unit, codes) * np.bincount(codes)[:, None]
+    total = unit.sum(axis=0)
+    target = total / np.linalg.norm(total) if np.linalg.norm(total) > 0 else np.eye(unit.shape[1])[0]
+    others = sums[codes] - unit
+    lengths = np.linalg.norm(others, axis=1, keepdims=True)
+    v = np.divide(others, lengths, out=np.zeros_like(others), where=lengths > 0) - target
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    # the others' centroid without a direction (sum 0), or already on the axis: the item is left as it is
+    v = np.divide(v, norms, out=np.zeros_like(v), where=(norms > 1e-12) & (lengths > 0))
+    return unit - 2.0 * np.einsum("ij,ij->i", unit, v)[:, None] * v
+
+
+class _CoordinateSums:
+    """PairSums of permuted groups by regrouping the aligned vectors (the codes' sort order taken once)."""
+
+    def __init__(self, vectors: np.ndarray, codes: np.ndarray, groups: int):
+        self.vectors, self.codes, self.groups = vectors, codes, groups
+
+    def batch(self, perms: np.ndarray) -> PairSums:
+        done = [pair_sums(self.vectors[perm], self.codes, self.groups) for perm in perms]
+        return PairSums(done[0].sizes, *(np.stack([getattr(p, k) for p in done]) for k in ("s1", "r2", "f2")))
+
+
+class _GramSums:
+    """The same sums from the aligned vectors' float64 Gram matrix (PackedGram): each permuted group's
+    n_g x n_g block is gathered, sum_g n_g^2 random reads per permutation (threads share them, over_threads)."""
+
+    def __init__(self, vectors: np.ndarray, codes: np.ndarray, groups: int):
+        self.gram, self.groups = PackedGram(vectors, np.float64), groups
+        self.sizes = np.bincount(codes, minlength=groups)
+        self.classes = [(chosen, members) for _, chosen, members in size_classes(codes)]
+        self.reads = int(np.sum(self.sizes.astype(np.int64) ** 2))
+
+    def _sums(self, stacked: np.ndarray) -> np.ndarray:
+        out = np.empty((3, len(stacked), self.groups))
+        for chosen, members in self.classes:
             items = stacked[:, members]                  # item perm[i] joins row i's group
             first, second = items[..., :, None], items[..., None, :]
             index = self.gram.base[np.minimum(first, second)]
             index += np.maximum(first, second)
-            row_sums = np.take(self.gram.values, index).sum(axis=-1)
-            diagonal = np.take(self.diagonal, items)
-            squared = diagonal - (2.0 / size) * row_sums + row_sums.sum(axis=-1, keepdims=True) / (size * size)
-            out[:, members] = squared
-            suspect |= np.any(squared < NEAR_DEGENERATE * diagonal.max(axis=-1, keepdims=True), axis=(1, 2))
-        return out, suspect
-
-    def batch(self, perms: np.ndarray) -> np.ndarray:
-        """Threads share the random reads, as in PERMANOVA's pairs route (over_threads)."""
-        done = over_threads(self._squared, perms, len(perms) * self.reads)
-        out, suspect = np.concatenate([o for o, _ in done]), np.concatenate([s for _, s in done])
-        for b in np.flatnonzero(suspect):
-            out[b] = self.coordinates.squared(perms[b])
+            out[:, :, chosen] = block_sums(np.take(self.gram.values, index))
         return out
 
+    def batch(self, perms: np.ndarray) -> PairSums:
+        done = np.concatenate(over_threads(self._sums, perms, len(perms) * self.reads), axis=1)
+        return PairSums(self.sizes, *done)
 
-# Relative costs on this machine, in units of one streamed float64 read of the coordinates route
+
+# Relative costs on this machine, in units of one multiply-add of a batched block product
 # (tests/test_dispersion_methods.py pins the choice; bench/README.md, "dispersion test", has the figures):
-# a random read of the float64 Gram matrix and the product building it (one multiply-add).
+# a random read of the float64 Gram matrix, and a multiply-add of the product building it.
 DISPERSION_READ = 10.0
-DISPERSION_MAC = 0.04
+DISPERSION_MAC = 0.25
 
 
 def choose_dispersion_method(n: int, dim: int, codes: np.ndarray, permutations: int) -> str:
-    """gram when the float64 Gram matrix of the residuals fits where PERMANOVA's pairs matrix does and building it
-    (n^2 d / 2 multiply-adds) plus sum_g n_g^2 random reads per permutation cost less than n d streamed
-    reads per permutation; else coordinates."""
+    """gram when the float64 Gram matrix of the aligned vectors fits where PERMANOVA's pairs matrix does, a batch's
+    gathered blocks fit GATHER_BYTES, and building it (n^2 d / 2 multiply-adds) plus sum_g n_g^2 random reads per
+    permutation cost less than the block products, sum_g min(n_g^2 d, n_g d^2) per permutation; else coordinates."""
     sizes = np.bincount(codes).astype(float)
-    gram = DISPERSION_MAC * n * n * dim / 2 + permutations * DISPERSION_READ * float(np.sum(sizes ** 2))
+    squares = float(np.sum(sizes ** 2))
+    gram = DISPERSION_MAC * n * n * dim / 2 + permutations * DISPERSION_READ * squares
+    coordinates = permutations * float(np.sum(np.minimum(sizes * sizes * dim, sizes * dim * dim)))
     # R's packed float64 triangle takes n^2 * 4 bytes, what PERMANOVA's budget counts for its float32 matrix
-    fits = gram_dtype(n) is not None
-    return "gram" if fits and gram < permutations * n * dim else "coordinates"
+    fits = gram_dtype(n) is not None and POLL_EVERY * squares * 8 <= GATHER_BYTES
+    return "gram" if fits and gram < coordinates else "coordinates"
 
 
-class ResidualPermutations:
-    """F of the adjusted centroid distances of the scaled residual vectors, regrouped by permutations."""
+class AlignedPermutations:
+    """F of the permuted groupings of the aligned vectors (aligned_vectors), by either route."""
 
     def __init__(self, unit: np.ndarray, codes: np.ndarray, groups: int, method: str, permutations: int):
-        self.codes, self.groups = codes, groups
-        self.factor = bias_factors(np.bincount(codes, minlength=groups))[codes]
-        residuals = (unit - group_means(unit, codes)[codes]) * self.factor[:, None]
+        vectors = aligned_vectors(unit, codes)
         if method == "auto":
             method = choose_dispersion_method(len(codes), unit.shape[1], codes, permutations)
         self.method = method
-        coordinates = _CoordinateDistances(residuals, codes)
-        self.kernel: _CoordinateDistances | _GramDistances = (
-            _GramDistances(residuals, codes, coordinates) if method == "gram" else coordinates)
+        self.kernel: _CoordinateSums | _GramSums = (
+            _GramSums(vectors, codes, groups) if method == "gram" else _CoordinateSums(vectors, codes, groups))
 
     def batch(self, perms: list) -> np.ndarray:
-        squared = self.kernel.batch(np.stack(perms))
-        return np.array([anova_f(np.sqrt(row) * self.factor, self.codes, self.groups) for row in squared])
+        return spread_f(self.kernel.batch(np.stack(perms)))
 
 
 def _note(sizes: np.ndarray, tested: np.ndarray) -> str | None:
@@ -236,10 +297,10 @@ def _note(sizes: np.ndarray, tested: np.ndarray) -> str | None:
 
 def dispersion_test(unit: np.ndarray, d: Design, *, permutations: int = 999, seed: int = 42,
                     progress=None, method: str = "auto") -> Dispersion:
-    """F and permutation p of the adjusted distances to group centroids (rows in canonical order).
+    """F of the groups' spreads W~_g and its p-value from permuted aligned vectors (rows in canonical order).
 
-    ``method``: how permuted distances are computed, 'gram' or 'coordinates' (the same F to rounding),
-    or 'auto' (choose_dispersion_method).
+    ``method``: how the permuted groups' inner products are computed, 'gram' or 'coordinates' (the same F
+    to rounding), or 'auto' (choose_dispersion_method).
 
     ``progress(done, total)`` is called every POLL_EVERY permutations; it may raise to stop the run.
     """
@@ -259,9 +320,8 @@ def dispersion_test(unit: np.ndarray, d: Design, *, permutations: int = 999, see
     codes = (np.cumsum(tested) - 1)[d.codes[keep]]
     groups = int(tested.sum())
     kept = Design(codes, np.zeros(len(codes), dtype=np.int64), groups)
-    distances = raw[keep] * bias_factors(sizes[tested])[codes]
-    f_observed = anova_f(distances, codes, groups)
-    permuted_f = ResidualPermutations(unit[keep], codes, groups, method, permutations)
+    f_observed = float(spread_f(pair_sums(unit[keep], codes, groups)))
+    permuted_f = AlignedPermutations(unit[keep], codes, groups, method, permutations)
     f_permuted = np.empty(permutations)
     stream = shuffles(kept, permutations, seed)
     for low in range(0, permutations, POLL_EVERY):
@@ -269,7 +329,7 @@ def dispersion_test(unit: np.ndarray, d: Design, *, permutations: int = 999, see
         f_permuted[low:low + len(perms)] = permuted_f.batch(perms)
         if progress is not None:
             progress(low + len(perms), permutations)
-    return Dispersion(permutation_result(f_observed, f_permuted, "residual vectors"), groups, mean_distance, sizes, tested,
+    return Dispersion(permutation_result(f_observed, f_permuted, "aligned vectors"), groups, mean_distance, sizes, tested,
                       items_left_out, _note(sizes, tested))
 
 

@@ -18,7 +18,9 @@ from the group's Gram matrix: ||s_gl||^2 = sum_ij K_ij [level_i = l][level_j = l
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -26,7 +28,7 @@ from embsql.core import decomposition
 from embsql.core.arguments import check_permutations, check_seed
 from embsql.core.labels import sort_key
 from embsql.core.margins import cluster_jackknife_ratio
-from embsql.core.permutation import permutation_result
+from embsql.core.permutation import PermutationTest, permutation_result
 from embsql.core.resampling import jackknife_se
 from embsql.core.structure import mean_w_tilde
 from embsql.core.sums import GroupSums
@@ -56,13 +58,14 @@ class Dose:
     works: bool               # monotone and p_value <= alpha: the manipulation acts as a dose
 
 
-def _codes(values) -> tuple[list, np.ndarray]:
+def _codes(values: Sequence[object]) -> tuple[list, np.ndarray]:
     names = sorted(set(values), key=sort_key)
     lookup = {v: k for k, v in enumerate(names)}
     return names, np.fromiter((lookup[v] for v in values), np.int64, len(values))
 
 
-def analyse(groups, levels, keys, unit: np.ndarray, *, permutations: int = 999, seed: int = 42,
+def analyse(groups: Sequence[object], levels: Sequence[object], keys: Sequence[object] | np.ndarray,
+            unit: np.ndarray, *, permutations: int = 999, seed: int = 42,
             alpha: float = 0.05) -> Dose:
     """W~_q per level with jackknife SEs, monotonicity and the within-group permutation trend test.
 
@@ -113,11 +116,13 @@ def analyse(groups, levels, keys, unit: np.ndarray, *, permutations: int = 999, 
     weights[valued] = np.arange(len(valued)) - (len(valued) - 1) / 2
     test = _trend_test(group_codes, level_codes, np.asarray(keys, dtype=object), unit, defined, weights,
                        permutations, seed)
+    assert test.statistic is not None and test.p_value is not None      # a trend test always runs here
     return Dose(tuple(rows), monotone, test.statistic, test.p_value, test.permutations,
                 monotone and test.p_value <= alpha)
 
 
-def _trend_test(group_codes, level_codes, keys, unit, defined, weights, permutations, seed):
+def _trend_test(group_codes: np.ndarray, level_codes: np.ndarray, keys: np.ndarray, unit: np.ndarray,
+                defined: np.ndarray, weights: np.ndarray, permutations: int, seed: int) -> PermutationTest:
     n_groups, n_levels = defined.shape
     rng = np.random.default_rng(seed)
     totals = np.zeros((permutations + 1, n_levels))       # row 0: the observed levels
@@ -153,17 +158,32 @@ def _cell_w_tilde(gram: np.ndarray, shuffled: np.ndarray, defined: np.ndarray, n
     return out
 
 
-DOSE_COLUMNS = ("model", "level", "queries", "groups", "w_tilde_q", "se", "step", "step_se", "w_tilde_g",
+DOSE_COLUMNS = ("model", "strength", "queries", "groups", "w_tilde_q", "se", "step", "step_se", "w_tilde_g",
                 "ratio", "monotone", "p_value", "permutations", "dose_works")
 
 
-def dose_rows(m, q, d, permutations: int, seed: int, alpha: float) -> list[dict]:
-    """Rows of DOSE_COLUMNS for model ``m``: ``q`` the query rows (group, level, keys, unit), ``d``
+class ModelRows(Protocol):
+    """What dose_rows reads of one model's queries or documents (embsql.io.retrieval_rows.Rows)."""
+
+    @property
+    def group(self) -> np.ndarray | None: ...
+    @property
+    def strength(self) -> np.ndarray | None: ...
+    @property
+    def keys(self) -> np.ndarray: ...
+    @property
+    def unit(self) -> np.ndarray: ...
+
+
+def dose_rows(m: object, q: ModelRows, d: ModelRows | None, permutations: int, seed: int,
+              alpha: float) -> list[dict]:
+    """Rows of DOSE_COLUMNS for model ``m``: ``q`` the query rows (group, strength, keys, unit), ``d``
     the document rows (group, unit) or None; the ratio is W~_q / W~_g (mean W~ of the document groups)."""
-    result = analyse(q.group.tolist(), q.level.tolist(), q.keys, q.unit, permutations=permutations, seed=seed,
+    assert q.group is not None and q.strength is not None      # read for the dose
+    result = analyse(q.group.tolist(), q.strength.tolist(), q.keys, q.unit, permutations=permutations, seed=seed,
                      alpha=alpha)
-    w_g = mean_w_tilde(d.group, d.unit)[2] if d is not None else None
-    return [{"model": m, "level": lv.level, "queries": lv.queries, "groups": lv.groups, "w_tilde_q": lv.w_tilde_q,
+    w_g = mean_w_tilde(d.group, d.unit)[2] if d is not None and d.group is not None else None
+    return [{"model": m, "strength": lv.level, "queries": lv.queries, "groups": lv.groups, "w_tilde_q": lv.w_tilde_q,
              "se": lv.se, "step": lv.step, "step_se": lv.step_se, "w_tilde_g": w_g,
              "ratio": None if lv.w_tilde_q is None or not w_g else lv.w_tilde_q / w_g,
              "monotone": result.monotone, "p_value": result.p_value, "permutations": result.permutations,

@@ -8,23 +8,26 @@ the caller runs on the rows :func:`pairing_inputs` returns.  Same-side figures o
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from embsql.core import decomposition, resampling
 from embsql.core.labels import sort_key
+from embsql.core.margins import Margins
 from embsql.core.sums import GroupSums
 
 PAIRING_COLUMNS = ("model", "measure", "input", "output", "queries", "groups", "note")
 
 
-def group_codes(labels) -> np.ndarray:
+def group_codes(labels: Sequence[object]) -> np.ndarray:
     """Codes 0..G-1 of labels in display order (sort_key)."""
     lookup = {g: k for k, g in enumerate(sorted(set(labels), key=sort_key))}
     return np.fromiter((lookup[g] for g in labels), np.int64, len(labels))
 
 
-def pairing_inputs(per_model) -> tuple[list, list[tuple[int, int, int]]]:
+def pairing_inputs(per_model: Sequence[tuple[object, Any, Margins]]) -> tuple[list, list[tuple[int, int, int]]]:
     """((anova row, trace ICC) per model, the (model code, group code, top-1) rows for emb_icc).
 
     ``per_model``: [(model, query Rows, Margins)].  The input side runs first, so its design
@@ -41,7 +44,8 @@ def pairing_inputs(per_model) -> tuple[list, list[tuple[int, int, int]]]:
     return inputs, scalar
 
 
-def pairing_rows(per_model, inputs, outputs: dict[int, dict]) -> list[dict]:
+def pairing_rows(per_model: Sequence[tuple[object, Any, Margins]], inputs: list[tuple[dict, float]],
+                 outputs: dict[int, dict]) -> list[dict]:
     """Rows of PAIRING_COLUMNS from the input side and emb_icc's rows ({model code: row})."""
     rows = []
     for code, ((m, _, result), (anova, trace_icc)) in enumerate(zip(per_model, inputs)):

@@ -117,7 +117,8 @@ def _scan(q64: np.ndarray, d64: np.ndarray, relevant: tuple[np.ndarray, np.ndarr
     return state
 
 
-def _count(s, block_max, q0, d0, hi, lo, q64, d64, s_pos, tol, state: _Scan) -> None:
+def _count(s: np.ndarray, block_max: np.ndarray, q0: int, d0: int, hi: np.ndarray, lo: np.ndarray, q64: np.ndarray,
+           d64: np.ndarray, s_pos: np.ndarray, tol: float, state: _Scan) -> None:
     """Add this block's documents above s+ (and ties) to the rank counts."""
     rows = np.flatnonzero(block_max >= lo)      # other rows have nothing near or above s+ here
     if len(rows) == 0:
@@ -137,7 +138,8 @@ def _count(s, block_max, q0, d0, hi, lo, q64, d64, s_pos, tol, state: _Scan) -> 
                               minlength=len(state.ties)).astype(np.int64)
 
 
-def _best(s, block_max, q0, d0, running, width, q64, d64, state: _Scan) -> None:
+def _best(s: np.ndarray, block_max: np.ndarray, q0: int, d0: int, running: np.ndarray, width: float,
+          q64: np.ndarray, d64: np.ndarray, state: _Scan) -> None:
     """Recompute exactly every document that may be the best distractor (within width of it)."""
     previous = running.copy()
     np.maximum(running, block_max, out=running)
@@ -212,7 +214,7 @@ def compute_relevant(queries: np.ndarray, relevant_query: np.ndarray, relevant_d
     return _finish(queries, docs, positive, s_pos, state)
 
 
-def _finish(queries, docs, positive, s_pos, state: _Scan) -> Margins:
+def _finish(queries: np.ndarray, docs: np.ndarray, positive: np.ndarray, s_pos: np.ndarray, state: _Scan) -> Margins:
     """Distances, margins and ranks from a finished scan (positive: the row of d+ per query)."""
     if (state.best_index < 0).any():
         raise AssertionError("a query without distractors reached the margin kernel")
@@ -232,7 +234,8 @@ def _finish(queries, docs, positive, s_pos, state: _Scan) -> Margins:
 # ---- summaries over queries -------------------------------------------------------------
 
 
-def cluster_jackknife_ratio(values: np.ndarray, weights: np.ndarray, clusters: np.ndarray):
+def cluster_jackknife_ratio(values: np.ndarray, weights: np.ndarray,
+                            clusters: np.ndarray) -> tuple[float, np.ndarray | None]:
     """theta = sum(values) / sum(weights) and its delete-one-cluster replicates.
 
     ``clusters`` holds integer codes 0..G-1; deleting cluster g removes its values and weights.
@@ -258,17 +261,17 @@ def cluster_jackknife_ratio(values: np.ndarray, weights: np.ndarray, clusters: n
 SCOPES = ("corpus", "group")
 
 
-def model_text(model) -> str:
+def model_text(model: object) -> str:
     return "" if model is None else f" (model {model!r})"
 
 
-def check_scope(scope) -> None:
+def check_scope(scope: object) -> None:
     if scope not in SCOPES:
         raise InputError(f"scope must be 'corpus' or 'group', not {scope!r}")
 
 
 def model_margins(q_ids: list, positive: np.ndarray, q_unit: np.ndarray, d_keys: np.ndarray,
-                  d_groups: np.ndarray | None, d_unit: np.ndarray, scope: str, model=None) -> Margins:
+                  d_groups: np.ndarray | None, d_unit: np.ndarray, scope: str, model: object = None) -> Margins:
     """Map positives to documents, check that every query has distractors, run the kernel."""
     check_scope(scope)
     index = {k: i for i, k in enumerate(d_keys.tolist())}
@@ -295,7 +298,7 @@ def model_margins(q_ids: list, positive: np.ndarray, q_unit: np.ndarray, d_keys:
     return compute(q_unit, rows, d_unit, codes)
 
 
-def margin_dicts(model, qids: list, result: Margins) -> list[dict]:
+def margin_dicts(model: object, qids: list, result: Margins) -> list[dict]:
     """Rows of MARGIN_COLUMNS for one model's queries (in the order of ``qids``)."""
     return [{"model": model, "qid": qid, "d_pos2": float(a), "d_neg2": float(b), "margin": float(c), "m": float(e),
              "top1": bool(f), "rank": int(g), "ties": int(h)}
@@ -304,7 +307,8 @@ def margin_dicts(model, qids: list, result: Margins) -> list[dict]:
 
 
 def relevant_margins(q_ids: list, q_keys: np.ndarray, q_unit: np.ndarray, d_keys: np.ndarray, d_unit: np.ndarray,
-                     judged: tuple[list, list, list], threshold: int = 1, model=None, name: str = "qrels") -> Margins:
+                     judged: tuple[list, list, list], threshold: int = 1, model: object = None,
+                     name: str = "qrels") -> Margins:
     """Margins from qrels: ``judged`` = (qids, doc_ids, relevance) as text, text, whole numbers.
 
     A document is relevant to a query when its relevance is at least ``threshold``; every other

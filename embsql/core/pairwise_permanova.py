@@ -56,26 +56,26 @@ def choose_pairs(names: list, pairs, group: str) -> list[tuple]:
     """The pairs to test: every pair of groups in display order, or the given list, checked."""
     if isinstance(pairs, str):
         if pairs != "all":
-            raise InputError(f"pairs must be 'all' or a list of (group, group) pairs, not {pairs!r}")
+            raise InputError(f"group_pairs must be 'all' or a list of (group, group) pairs, not {pairs!r}")
         return list(combinations(sorted(names, key=sort_key), 2))
     known = {text_key(n): n for n in names}
     out, seen = [], set()
     try:
         given = [tuple(p) for p in pairs]
     except TypeError:
-        raise InputError(f"pairs must be 'all' or a list of (group, group) pairs, not {pairs!r}") from None
+        raise InputError(f"group_pairs must be 'all' or a list of (group, group) pairs, not {pairs!r}") from None
     for pair in given:
         if len(pair) != 2:
-            raise InputError(f"pairs: {pair!r} is not a pair of two groups")
+            raise InputError(f"group_pairs: {pair!r} is not a pair of two groups")
         for value in pair:
             if text_key(value) not in known:
-                raise InputError(f"pairs: group {value!r} is not a value of the group column {group!r}")
+                raise InputError(f"group_pairs: group {value!r} is not a value of the group column {group!r}")
         a, b = (known[text_key(v)] for v in pair)
         if text_key(a) == text_key(b):
-            raise InputError(f"pairs: ({a!r}, {b!r}) pairs a group with itself")
+            raise InputError(f"group_pairs: ({a!r}, {b!r}) pairs a group with itself")
         key = frozenset((text_key(a), text_key(b)))
         if key in seen:
-            raise InputError(f"pairs: ({a!r}, {b!r}) is listed twice")
+            raise InputError(f"group_pairs: ({a!r}, {b!r}) is listed twice")
         seen.add(key)
         out.append((a, b))
     if not out:

@@ -13,6 +13,7 @@ resampling the queries of clustered data one by one does not.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +31,7 @@ class MeanInterval:
     clusters: int
 
 
-def cluster_codes(labels) -> np.ndarray:
+def cluster_codes(labels: Iterable[object]) -> np.ndarray:
     """0..G-1 per query, clusters numbered in text order of their labels."""
     keys = np.asarray([text_key(x) for x in labels], dtype=object)
     _, codes = np.unique(keys.astype(str), return_inverse=True)

@@ -7,6 +7,8 @@ carry no SE.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from embsql.core import resampling
@@ -21,20 +23,20 @@ RANK_COLUMNS = ("model", "queries", "top1", "top1_se", "recall_at_1", "recall_at
                 "recall_at_10", "recall_at_10_se", "mrr", "mrr_se", "scope")
 
 
-def jackknife_se_of(theta_replicates) -> float | None:
+def jackknife_se_of(theta_replicates: tuple[float, np.ndarray | None]) -> float | None:
     """The SE of a (theta, replicates) pair from cluster_jackknife_ratio (None without replicates)."""
     replicates = theta_replicates[1]
     return None if replicates is None else resampling.jackknife_se(replicates)
 
 
-def summary_row(group_labels, result: Margins, scope: str) -> dict:
+def summary_row(group_labels: Sequence[object], result: Margins, scope: str) -> dict:
     """top-1, recall@k, MRR and the distribution of m, with cluster-jackknife SEs over paraphrase groups."""
     names = sorted(set(group_labels), key=sort_key)
     lookup = {g: k for k, g in enumerate(names)}
     clusters = np.fromiter((lookup[g] for g in group_labels), np.int64, len(group_labels))
     ones = np.ones(len(clusters))
 
-    def mean(values):
+    def mean(values: np.ndarray) -> tuple[float, np.ndarray | None]:
         return cluster_jackknife_ratio(values, ones, clusters)
 
     row = {"queries": len(clusters), "groups": len(names), "ties": int((result.ties > 0).sum()), "scope": scope}

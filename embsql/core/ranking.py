@@ -36,6 +36,7 @@ Documents without a judgement are not relevant.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,7 +55,7 @@ _METRIC = re.compile(r"^(ndcg|map|recall|precision|mrr|hit_rate)@([0-9]+)$")
 # ----------------------------------------------------------------------------------------------
 # arguments
 
-def check_k(k) -> int:
+def check_k(k: object) -> int:
     """A depth or cutoff: a whole number of 1 or more."""
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise InputError(f"k must be a whole number of 1 or more, not {k!r}", kind="argument.k")
@@ -68,7 +69,7 @@ class Metric:
     cutoff: int
 
 
-def parse_metrics(metrics) -> list[Metric]:
+def parse_metrics(metrics: str | Iterable[str]) -> list[Metric]:
     """``["ndcg@10", "map@100", ...]`` -> Metric list (order kept, repeats refused)."""
     if isinstance(metrics, str):
         metrics = [metrics]
@@ -104,7 +105,8 @@ def grid(similarities: np.ndarray) -> np.ndarray:
     return np.rint(np.clip(similarities, -1.0, 1.0) / RESOLUTION)
 
 
-def _merge(idx, val, rows, cols, vals, depth):
+def _merge(idx: np.ndarray, val: np.ndarray, rows: list[np.ndarray], cols: list[np.ndarray],
+           vals: list[np.ndarray], depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per query, the ``depth`` best of the current candidates and new hits (float32 values);
     returns (idx, val, best value dropped per row or -inf)."""
     b = len(idx)
@@ -124,7 +126,8 @@ def _merge(idx, val, rows, cols, vals, depth):
     return new_idx, new_val, dropped
 
 
-def _exact_scores(queries, docs, inv_norms, low, cand):
+def _exact_scores(queries: np.ndarray, docs: np.ndarray, inv_norms: np.ndarray, low: int,
+                  cand: np.ndarray) -> np.ndarray:
     """float64 cosines of queries low, low + 1, ... with their candidates, 32 rows at a time so
     the gathered candidate vectors stay in cache."""
     out = np.empty(cand.shape)
@@ -136,13 +139,14 @@ def _exact_scores(queries, docs, inv_norms, low, cand):
     return out
 
 
-def _order(keys, cand, tie_key, k):
+def _order(keys: np.ndarray, cand: np.ndarray, tie_key: np.ndarray, k: int) -> np.ndarray:
     """Positions of the k best per row: larger key first, then smaller tie key."""
     order = np.lexsort((tie_key[cand], -keys), axis=-1)[:, :k]
     return order
 
 
-def _exact_rows(queries, docs, inv_norms, tie_key, k, doc_block):
+def _exact_rows(queries: np.ndarray, docs: np.ndarray, inv_norms: np.ndarray, tie_key: np.ndarray, k: int,
+                doc_block: int) -> tuple[np.ndarray, np.ndarray]:
     """Top k of a few queries over every document in float64 (the fallback)."""
     m = len(docs)
     keys = np.empty((len(queries), m))
@@ -336,9 +340,9 @@ def rank_metrics(query: np.ndarray, position: np.ndarray, gain: np.ndarray, judg
     r = relevant.astype(np.float64)
     has = r > 0
     safe_r = np.where(has, r, 1.0)
-    weighted = {}
+    weighted: dict[str, np.ndarray] = {}
 
-    def at(kind, c):
+    def at(kind: str, c: int) -> np.ndarray:
         """Row sums over the first c ranks of a per-rank figure (each figure built once)."""
         if kind not in weighted:
             if kind == "dcg":

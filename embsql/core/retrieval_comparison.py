@@ -28,7 +28,9 @@ matched or beat); below 30 clusters ``calibrated`` is false.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -37,6 +39,7 @@ from embsql.core.labels import clean_labels, sort_key, text_key
 from embsql.core.student_t import t_quantile
 from embsql.errors import DesignError, InputError
 
+T = TypeVar("T")
 CALIBRATED_FROM = 30          # clusters: the simulated coverage held (95 +/- 2.5%) from here on
 BYTE_BLOCK = 2048             # permutations per block of random bytes
 BLOCK_CELLS = 1 << 22         # at most this many looked-up partial sums per block (32 MB of float64)
@@ -71,7 +74,8 @@ def cluster_sums(values: np.ndarray, clusters: np.ndarray, groups: int) -> tuple
             np.bincount(clusters, minlength=groups).astype(np.float64))
 
 
-def t_interval(sums: np.ndarray, sizes: np.ndarray, level: float):
+def t_interval(sums: np.ndarray, sizes: np.ndarray,
+               level: float) -> tuple[float, float | None, float | None, float | None]:
     """(D, se, low, high): the cluster-robust t interval with G - 1 degrees of freedom."""
     groups, total = len(sums), sizes.sum()
     difference = float(sums.sum() / total)
@@ -98,6 +102,7 @@ def bootstrap_intervals(sums: np.ndarray, sizes: np.ndarray, level: float, repli
     with np.errstate(invalid="ignore", divide="ignore"):
         se_star = np.sqrt(groups / (groups - 1) * np.maximum(spread, 0.0)) / n_star
     difference, se, _, _ = t_interval(sums, sizes, level)
+    assert se is not None, "bootstrap intervals need two or more clusters"
     tail = (1 - level) / 2
     low, high = np.quantile(d_star, [tail, 1 - tail])
     usable = se_star > 0
@@ -169,7 +174,7 @@ def paired_difference(a: np.ndarray, b: np.ndarray, clusters: np.ndarray | None 
                             exact, se is not None and groups >= CALIBRATED_FROM)
 
 
-def adjust(p_values, method: str | None = "holm") -> list[float]:
+def adjust(p_values: Sequence[float], method: str | None = "holm") -> list[float]:
     """p-values adjusted across the family: Holm (step-down), Benjamini-Hochberg, Bonferroni or None."""
     if method not in ADJUSTMENTS:
         raise InputError(f"p_adjust must be one of 'holm', 'bh', 'bonferroni' or None, not {method!r}")
@@ -189,7 +194,8 @@ def adjust(p_values, method: str | None = "holm") -> list[float]:
     return out.tolist()
 
 
-def compare_rows(models, qids, values, groups=None, *, metric: str = "ndcg@10", permutations: int = 10_000,
+def compare_rows(models: Iterable[object], qids: Iterable[object], values: Iterable[float],
+                 groups: Iterable[object] | None = None, *, metric: str = "ndcg@10", permutations: int = 10_000,
                  seed: int = 42, level: float = 0.95, p_adjust: str | None = "holm",
                  what: str = "evaluation") -> list[dict]:
     """Every pair of models from long rows (model, qid, value[, group]) of one metric: PAIR_COLUMNS.
@@ -228,7 +234,7 @@ def compare_rows(models, qids, values, groups=None, *, metric: str = "ndcg@10", 
             raise InputError(f"{what}: model {lacks!r} has no {metric} for qid {q!r}, which model {has!r} has "
                              f"({len(missing)} such queries); models are compared on the same queries")
     clusters, group_count = _cluster_codes(qids, groups, order, what)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for left, right in itertools.combinations(names, 2):
         a = np.array([per_model[left][q] for q in order])
         b = np.array([per_model[right][q] for q in order])
@@ -245,8 +251,9 @@ def compare_rows(models, qids, values, groups=None, *, metric: str = "ndcg@10", 
     return rows
 
 
-def compare_metric(models, qids, metrics, values, groups=None, *, metric: str = "ndcg@10",
-                   what: str = "evaluation", **options) -> list[dict]:
+def compare_metric(models: Sequence[object], qids: Sequence[object], metrics: Sequence[object],
+                   values: Sequence[float], groups: Sequence[object] | None = None, *, metric: str = "ndcg@10",
+                   what: str = "evaluation", **options: Any) -> list[dict]:
     """compare_rows on the rows of a long evaluation table whose ``metrics`` entry is ``metric``."""
     if not isinstance(metric, str) or not metric:
         raise InputError(f"metric must be a metric name such as 'ndcg@10', not {metric!r}")
@@ -254,12 +261,16 @@ def compare_metric(models, qids, metrics, values, groups=None, *, metric: str = 
     if not keep:
         shown = ", ".join(repr(m) for m in sorted({str(m) for m in metrics})) or "(none: the table is empty)"
         raise InputError(f"{what} has no rows for metric {metric!r}; its metrics are: {shown}")
-    pick = lambda values: None if values is None else [values[i] for i in keep]
-    return compare_rows(pick(list(models)), pick(list(qids)), pick(list(values)), pick(groups), metric=metric,
-                        what=what, **options)
+
+    def pick(column: Sequence[T]) -> list[T]:
+        return [column[i] for i in keep]
+
+    return compare_rows(pick(models), pick(qids), pick(values), None if groups is None else pick(groups),
+                        metric=metric, what=what, **options)
 
 
-def _cluster_codes(qids: np.ndarray, groups, order: list[str], what: str):
+def _cluster_codes(qids: np.ndarray, groups: Iterable[object] | None, order: list[str],
+                   what: str) -> tuple[np.ndarray | None, int]:
     """Cluster codes of the queries in ``order`` (text of qids), or None with no groups."""
     if groups is None:
         return None, len(order)

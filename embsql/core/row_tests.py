@@ -8,6 +8,7 @@ embsql.dispersion and the report's two test sections give the same numbers from 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +19,6 @@ from embsql.core.dispersion import Dispersion, dispersion_test
 from embsql.core.labels import clean_labels
 from embsql.core.permutation import Design, canonical_order, design, permanova_vectors
 from embsql.core.precision import check_spread
-from embsql.core.progress import progress_bar
 from embsql.core.sums import GroupSums, UnitRows
 from embsql.errors import DesignError
 
@@ -46,19 +46,20 @@ def ordered(part: UnitRows, group: str, *, strata: bool = False) -> Ordered:
     return Ordered(labels, part.unit[order], design(labels, extra))
 
 
-def permanova_row(rows: Ordered, value, *, permutations: int, seed: int, method: str = "auto",
-                  progress: bool | None = None, statistic: str = "pseudo-f", null_method: str = "auto") -> dict:
-    """emb_anova's figures of one model plus the permutation p-value (PERMANOVA_COLUMNS)."""
-    with progress_bar(f"permutations{'' if value is None else f' ({value})'}", permutations, progress) as tick:
-        test = permanova_vectors(rows.unit, rows.design, permutations=permutations, seed=seed, method=method,
-                                 progress=tick, statistic=statistic, null=null_method)
+def permanova_row(rows: Ordered, value: object, *, permutations: int, seed: int, method: str = "auto",
+                  progress: Callable[[int, int], None] | None = None, statistic: str = "pseudo-f",
+                  null_method: str = "auto") -> dict:
+    """emb_anova's figures of one model plus the permutation p-value (PERMANOVA_COLUMNS);
+    ``progress(done, total)`` is called as the permutations run."""
+    test = permanova_vectors(rows.unit, rows.design, permutations=permutations, seed=seed, method=method,
+                             progress=progress, statistic=statistic, null=null_method)
     row = decomposition.anova_row(GroupSums.from_rows(rows.labels, rows.unit), value)
     return {**row, "p_value": test.p_value, "permutations": test.permutations, "statistic": statistic,
             "w_d": test.statistic if statistic == "welch" else None, "null_method": test.null,
             "groups_left_out": test.groups_left_out, "items_left_out": test.items_left_out, "note": test.note}
 
 
-def anova_parts(labels, unit: np.ndarray) -> tuple[dict, bool]:
+def anova_parts(labels: np.ndarray, unit: np.ndarray) -> tuple[dict, bool]:
     """n, groups, ss_w, ss_b and mean_resultant_length of one model, from the sums permanova_row uses,
     and whether the decomposition is defined there (its checks, embsql.core.design and precision).
 
@@ -74,16 +75,16 @@ def anova_parts(labels, unit: np.ndarray) -> tuple[dict, bool]:
     return parts, True
 
 
-def spread(rows: Ordered, *, permutations: int, seed: int, progress=None) -> Dispersion:
+def spread(rows: Ordered, *, permutations: int, seed: int, progress: Callable[[int, int], None] | None = None) -> Dispersion:
     """The dispersion test of one model (embsql.core.dispersion.dispersion_test)."""
     return dispersion_test(rows.unit, rows.design, permutations=permutations, seed=seed, progress=progress)
 
 
 def dispersion_rows(rows: Ordered, *, permutations: int, seed: int,
-                    progress: bool | None = None) -> tuple[dict, list[dict]]:
-    """The dispersion test's row (DISPERSION_COLUMNS) and one row per group (DISPERSION_GROUP_COLUMNS)."""
-    with progress_bar("dispersion permutations", permutations, progress) as tick:
-        result = spread(rows, permutations=permutations, seed=seed, progress=tick)
+                    progress: Callable[[int, int], None] | None = None) -> tuple[dict, list[dict]]:
+    """The dispersion test's row (DISPERSION_COLUMNS) and one row per group (DISPERSION_GROUP_COLUMNS);
+    ``progress(done, total)`` is called as the permutations run."""
+    result = spread(rows, permutations=permutations, seed=seed, progress=progress)
     test = result.test
     row = {"groups": result.groups, "f": None if test is None else test.statistic,
            "p_value": None if test is None else test.p_value,

@@ -6,6 +6,8 @@ R2 with its cluster-jackknife SE and r2_null, the mean size-corrected spread W~ 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 from embsql.core import decomposition, resampling
@@ -17,7 +19,7 @@ STRUCTURE_COLUMNS = ("model", "items", "groups", "singletons", "r2", "r2_se", "r
                      "w_tilde_se", "dim", "eff_dim", "eff_dim_bounded")
 
 
-def mean_w_tilde(labels, unit) -> tuple[GroupSums, list, float | None, float | None]:
+def mean_w_tilde(labels: Iterable[object], unit: np.ndarray) -> tuple[GroupSums, list, float | None, float | None]:
     """Group sums, W~ of each group (None for singletons), their mean and its jackknife SE."""
     sums = GroupSums.from_rows(labels, unit)
     w = [r["w_tilde"] for r in decomposition.group_rows(sums)]
@@ -45,7 +47,7 @@ def participation_ratio(unit: np.ndarray) -> float | None:
     return None if square <= 0 else float(np.trace(matrix)) ** 2 / square
 
 
-def structure_row(m, labels, unit) -> dict:
+def structure_row(m: object, labels: Iterable[object], unit: np.ndarray) -> dict:
     """One row of STRUCTURE_COLUMNS for model ``m``."""
     sums, w, w_mean, w_se = mean_w_tilde(labels, unit)
     anova = decomposition.anova_row(sums, m)

@@ -1,4 +1,5 @@
-"""The names embsql gives the columns it reads, inside its own queries: one set for every reader.
+"""The names embsql gives the columns it reads, inside its own queries: one set for every reader,
+and the checks of a column that every reader makes (a numeric type, no NULL or NaN label).
 
 A stage-1 query (embsql.io.table_stream's stream, embsql.io.portable_sums's portable aggregate, the retrieval
 readers) selects the user's columns under these aliases, so no user column name can clash with
@@ -6,6 +7,10 @@ them and every reader finds the model and group values under the same names.
 """
 
 from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from embsql.errors import ColumnTypeError
 
@@ -24,3 +29,14 @@ def require_number(column: str, kind: str, source: str) -> None:
     """Refuse a per-query value column whose DuckDB type ``kind`` is not numeric."""
     if not kind.upper().startswith(NUMERIC):
         raise ColumnTypeError(f"value column {column!r} in {source!r} has type {kind}; expected a number per query")
+
+
+def first_bad_label(values: pa.Array | pa.ChunkedArray) -> tuple[int, str] | None:
+    """(row, "NULL" or "NaN") of the first value that cannot be a label (embsql.core.labels), or None."""
+    if values.null_count:
+        return int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0]), "NULL"
+    if pa.types.is_floating(values.type):
+        nan = pc.is_nan(values)
+        if pc.any(nan).as_py():
+            return int(np.flatnonzero(nan.to_numpy(zero_copy_only=False))[0]), "NaN"
+    return None

@@ -1,18 +1,23 @@
-"""Stopping a long UDF kernel when its query is interrupted (``con.interrupt()``).
+"""Stopping a long UDF kernel (a permutation test, a bootstrap) when its query is interrupted.
 
 DuckDB looks for an interrupt between chunks of work, never inside a Python UDF, and a permutation
-test runs inside one UDF call; DuckDB gives the UDF no way to read the interrupt flag either.  So
-when the kernels are loaded, ``DuckDBPyConnection.interrupt`` is wrapped once: each call still
-interrupts as before and also counts itself here.  A kernel takes a ``Watch`` when it starts and
-calls it between blocks of permutations (a fraction of a second apart); once an interrupt has been
-counted since it started, the watch raises and the query ends with a clear error, leaving the
-connection usable.  The count is process-wide, so an interrupt of any connection stops the kernels
-running at that moment (DuckDB tells a UDF nothing about which connection runs it).
+test runs inside one UDF call; DuckDB gives the UDF no way to read the interrupt flag or to know
+which connection runs it either.  So embsql counts interrupts itself, process-wide: a kernel takes a
+``Watch`` when it starts and calls it between blocks of permutations (a fraction of a second apart);
+once an interrupt has been counted since it started, the watch raises and the query ends with a
+clear error (``embsql: [query.interrupted] ...``), leaving the connection usable.
 
-Ctrl-C (SIGINT) is counted the same way: DuckDB runs a query's tasks on worker threads too, where
-Python raises no KeyboardInterrupt, and turns the signal into an interrupt that bypasses the Python
-method.  So the Python-level SIGINT handler is chained once (from the main thread): it counts, then
-does whatever the previous handler did (by default, raise KeyboardInterrupt).
+Two things count, and embsql changes nothing in the process until the user asks for one of them:
+
+- :func:`interrupt` (``embsql.interrupt(con)``): ``con.interrupt()``, counted.  A plain
+  ``con.interrupt()`` still interrupts DuckDB, but a running kernel finishes first: embsql does not
+  wrap ``DuckDBPyConnection.interrupt``, a method every other user of duckdb in the process shares.
+- Ctrl-C, once :func:`stop_on_ctrl_c` ran (``embsql.connect(interrupt=True)``): DuckDB runs a
+  query's tasks on worker threads too, where Python raises no KeyboardInterrupt, and turns the
+  signal into an interrupt of its own.  So a handler is chained in front of the process's SIGINT
+  handler, from the main thread: it counts, then calls the handler that was there (by default,
+  raising KeyboardInterrupt).  Without it, Ctrl-C stops a kernel that runs on the calling thread
+  (the KeyboardInterrupt is raised inside it) and otherwise the query ends when the kernel does.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import threading
 
 import duckdb
 
-from embsql.errors import EmbsqlError
+from embsql.errors import EmbsqlError, fail
 
 _lock = threading.Lock()
 _count = 0
@@ -40,45 +45,71 @@ def _bump() -> None:
         _count += 1
 
 
-def _counted(original):
-    def interrupt(self, *args, **kwargs):
-        _bump()
-        return original(self, *args, **kwargs)
+def interrupt(con: duckdb.DuckDBPyConnection) -> None:
+    """Interrupt the query running on ``con``, and stop the embsql function it runs.
 
-    interrupt.__doc__ = original.__doc__
-    interrupt.embsql_counts_interrupts = True
-    return interrupt
+    ``con.interrupt()`` alone leaves a running embsql function (a permutation test, a bootstrap) to
+    finish before the query ends: DuckDB tells a Python function nothing.  This one also stops it,
+    between two blocks of its work (a fraction of a second), with the error
+    ``embsql: [query.interrupted] ...``; the connection stays usable.  DuckDB does not say which
+    connection runs a Python function, so every embsql function running in the process at that
+    moment stops (queries on other connections end with the same error).
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The connection whose query to interrupt (typically from another thread).
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import threading, time, embsql
+    >>> con = embsql.connect()
+    >>> _ = con.execute("CREATE TABLE t AS SELECT (i % 3)::VARCHAR AS g, [random(), random()] AS v "
+    ...                 "FROM range(3000) r(i)")
+    >>> threading.Timer(0.5, embsql.interrupt, [con]).start()
+    >>> try:
+    ...     con.sql("SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 999999)").fetchall()
+    ... except Exception as error:
+    ...     print("interrupted" in str(error).lower())
+    True
+    """
+    _bump()
+    con.interrupt()
 
 
 def _counting_handler(previous):
     def handler(signum, frame):
         _bump()
-        if callable(previous):
-            return previous(signum, frame)
-        if previous == signal.SIG_DFL:
-            raise KeyboardInterrupt
-        return None     # SIG_IGN: ignored before, still ignored (but counted)
+        return previous(signum, frame)
 
     handler.embsql_counts_interrupts = True
     return handler
 
 
-def install() -> None:
-    """Wrap DuckDBPyConnection.interrupt and chain the SIGINT handler (once each; idempotent)."""
-    cls = duckdb.DuckDBPyConnection
-    if not getattr(cls.interrupt, "embsql_counts_interrupts", False):
-        cls.interrupt = _counted(cls.interrupt)  # type: ignore[method-assign]
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.getsignal(signal.SIGINT)
-        if previous is not None and not getattr(previous, "embsql_counts_interrupts", False):
-            signal.signal(signal.SIGINT, _counting_handler(previous))
+def stop_on_ctrl_c(enable: object = True) -> None:
+    """Chain the counting SIGINT handler in front of the current one (once per process).
+
+    Nothing is chained where Ctrl-C does not reach Python code: under ``SIG_DFL`` it ends the
+    process, under ``SIG_IGN`` the process ignores it, and embsql leaves both so.  A handler set
+    later replaces this one, as it would any other."""
+    if enable is not True:
+        fail("argument.interrupt", name="interrupt", rule="True or False", value=repr(enable))
+    if threading.current_thread() is not threading.main_thread():
+        fail("argument.interrupt", name="interrupt", rule="set from the main thread, where Python runs signal "
+             "handlers", value=f"True from thread {threading.current_thread().name!r}")
+    previous = signal.getsignal(signal.SIGINT)
+    if callable(previous) and not getattr(previous, "embsql_counts_interrupts", False):
+        signal.signal(signal.SIGINT, _counting_handler(previous))
 
 
 class Watch:
     """``watch(done, total)`` raises QueryInterrupted once an interrupt came after the watch began."""
 
     def __init__(self):
-        install()
         self.start = _count
 
     def __call__(self, done=None, total=None) -> None:

@@ -1,9 +1,10 @@
 """Relevance judgements (qrels): read and check them.
 
-A qrels source is a table or view, a Parquet or CSV file (columns qid, doc_id, relevance), a
-TREC qrels text file (``qid 0 doc_id relevance`` per line, whitespace-separated), or in-memory
-frames (see embsql.io.sources).  A queries table with a ``positive`` column is the shorthand for
-one relevant document (relevance 1) per query.
+A qrels source (embsql.io.retrieval_tables.Qrels) is a table or view, a Parquet or CSV file (columns
+qid, doc_id, relevance), a TREC qrels text file (``qid 0 doc_id relevance`` per line,
+whitespace-separated), or in-memory frames (see embsql.io.sources).  Without a relevance column
+(``Qrels(queries, doc_id="positive", relevance=None)``) each distinct pair is one relevant document
+with relevance 1: the shorthand of a queries table's positive column.
 
 Rules: ids are compared as text (as the retrieval functions match positives); relevance is a
 whole number >= 0 (1.0 is accepted as 1, 1.5 is refused); no NULLs; each (qid, doc_id) once.
@@ -11,6 +12,7 @@ whole number >= 0 (1.0 is accepted as 1, 1.5 is refused); no NULLs; each (qid, d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from embsql.errors import BadLabelError, ColumnTypeError, InputError
+from embsql.errors import BadLabelError, ColumnTypeError, InputError, fail
+from embsql.io.retrieval_tables import Qrels
 from embsql.io.sources import resolve
 
 _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
@@ -28,8 +31,8 @@ _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "
 
 
 @dataclass(frozen=True)
-class Qrels:
-    """Judgements as text ids and int64 relevance, checked; ``source`` names them in messages."""
+class Judgements:
+    """Qrels as read: text ids and int64 relevance, checked; ``source`` names them in messages."""
 
     qid: pa.Array
     doc_id: pa.Array
@@ -39,12 +42,12 @@ class Qrels:
     def __len__(self) -> int:
         return len(self.relevance)
 
-    def filter(self, mask: np.ndarray) -> Qrels:
+    def filter(self, mask: np.ndarray) -> Judgements:
         keep = pa.array(mask)
-        return Qrels(self.qid.filter(keep), self.doc_id.filter(keep), self.relevance[mask], self.source)
+        return Judgements(self.qid.filter(keep), self.doc_id.filter(keep), self.relevance[mask], self.source)
 
 
-def is_trec_text(name) -> bool:
+def is_trec_text(name: object) -> bool:
     """A path to an existing file that is not Parquet/CSV/JSON: read as TREC text."""
     return isinstance(name, str) and Path(name).is_file() and not _tabular(name)
 
@@ -70,7 +73,7 @@ def read_trec_columns(path: str, width: int, what: str) -> list[list[str]]:
     return columns
 
 
-def check_relevance(values: pa.Array, where, column: str) -> np.ndarray:
+def check_relevance(values: pa.Array, where: Callable[[int], str], column: str) -> np.ndarray:
     """int64 relevance, refusing NULL, non-whole and negative values (naming the first)."""
     if values.null_count:
         raise BadLabelError(f"relevance column {column!r} is NULL at {where(_first(values.is_null()))}")
@@ -106,7 +109,7 @@ def _first(mask: pa.Array) -> int:
     return int(np.flatnonzero(mask.to_numpy(zero_copy_only=False))[0])
 
 
-def check_unique_pairs(qid: pa.Array, doc_id: pa.Array, where, source: str) -> None:
+def check_unique_pairs(qid: pa.Array, doc_id: pa.Array, where: Callable[[int], str], source: str) -> None:
     table = pa.table({"q": qid, "d": doc_id})
     counts = table.group_by(["q", "d"]).aggregate([([], "count_all")])
     repeated = pc.greater(counts.column("count_all"), 1)
@@ -116,10 +119,14 @@ def check_unique_pairs(qid: pa.Array, doc_id: pa.Array, where, source: str) -> N
                          f"({pc.sum(repeated).as_py()} pairs repeated); each pair must be judged once")
 
 
-def read_qrels(con: duckdb.DuckDBPyConnection, source: str, *, qid: str = "qid", doc_id: str = "doc_id",
-               relevance: str = "relevance") -> Qrels:
-    """Read and check a qrels source (a name on ``con``, a file, or a TREC qrels text file)."""
+def read_qrels(con: duckdb.DuckDBPyConnection, qrels: Qrels) -> Judgements:
+    """Read and check qrels (``qrels.source`` a name on ``con``, a file, or a TREC qrels text file)."""
+    source = qrels.source
     if is_trec_text(source):
+        assert isinstance(source, str)
+        if qrels.columns() != Qrels(source).columns():
+            raise InputError(f"TREC qrels file {source!r} has fixed fields (qid 0 doc_id relevance): its column names "
+                             "cannot be chosen; pass Qrels(path) with the default names")
         q, _, d, rel = read_trec_columns(source, 4, "TREC qrels")
         if not q:
             raise InputError(f"TREC qrels file {source!r} has no judgements")
@@ -127,52 +134,41 @@ def read_qrels(con: duckdb.DuckDBPyConnection, source: str, *, qid: str = "qid",
         qids, docs = pa.array(q, pa.string()), pa.array(d, pa.string())
         values = check_relevance(pa.array(rel, pa.string()), where, "relevance (4th field)")
         check_unique_pairs(qids, docs, where, source)
-        return Qrels(qids, docs, values, source)
-    resolved = resolve(con, source)
-    for column, role in ((qid, "qid"), (doc_id, "doc_id"), (relevance, "relevance")):
+        return Judgements(qids, docs, values, source)
+    resolved = resolve(con, str(source))
+    for column, role in ((qrels.qid, "qid"), (qrels.doc_id, "doc_id")):
         resolved.require(column, role)
-    kind = resolved.columns[relevance].split("(")[0]
-    if kind not in _NUMERIC and kind != "VARCHAR" and not kind.startswith("DECIMAL"):
-        raise ColumnTypeError(f"relevance column {relevance!r} in {resolved.name!r} has type {resolved.columns[relevance]}; "
-                              "expected whole numbers")
-    query = exp.select(exp.cast(exp.column(qid, quoted=True), "VARCHAR").as_("q"),
-                       exp.cast(exp.column(doc_id, quoted=True), "VARCHAR").as_("d"),
-                       exp.column(relevance, quoted=True).as_("r")).from_(resolved.table.copy())
+    select = [exp.cast(exp.column(qrels.qid, quoted=True), "VARCHAR").as_("q"),
+              exp.cast(exp.column(qrels.doc_id, quoted=True), "VARCHAR").as_("d")]
+    if qrels.relevance is not None:
+        kind = resolved.require(qrels.relevance, "relevance").split("(")[0]
+        if kind not in _NUMERIC and kind != "VARCHAR" and not kind.startswith("DECIMAL"):
+            raise ColumnTypeError(f"relevance column {qrels.relevance!r} in {resolved.name!r} has type "
+                                  f"{resolved.columns[qrels.relevance]}; expected whole numbers")
+        select.append(exp.column(qrels.relevance, quoted=True).as_("r"))
+    query = exp.select(*select).from_(resolved.table.copy())
+    if qrels.relevance is None:          # a table with one row per model lists each pair once per model
+        query = query.distinct()
     table = con.sql(query.sql("duckdb")).to_arrow_table()
     if table.num_rows == 0:
         raise InputError(f"qrels {resolved.name!r} has no rows")
     where = lambda i: f"row {i}"
-    for name, role, column in (("q", "qid", qid), ("d", "doc_id", doc_id)):
+    for name, role, column in (("q", "qid", qrels.qid), ("d", "doc_id", qrels.doc_id)):
         values = table.column(name).combine_chunks()
         if values.null_count:
-            raise BadLabelError(f"qrels {resolved.name!r}: {role} column {column!r} is NULL at {where(_first(values.is_null()))}")
+            fail("label.null", role=role, column=repr(column), word="NULL",
+                 where=f" at {where(_first(values.is_null()))} of qrels {resolved.name!r}")
     qids, docs = table.column("q").combine_chunks(), table.column("d").combine_chunks()
-    values = check_relevance(table.column("r").combine_chunks(), where, relevance)
+    if qrels.relevance is None:
+        return Judgements(qids, docs, np.ones(table.num_rows, dtype=np.int64),
+                          f"{resolved.name} ({qrels.doc_id} column)")
+    values = check_relevance(table.column("r").combine_chunks(), where, qrels.relevance)
     check_unique_pairs(qids, docs, where, resolved.name)
-    return Qrels(qids, docs, values, resolved.name)
+    return Judgements(qids, docs, values, resolved.name)
 
 
-def qrels_from_positives(con: duckdb.DuckDBPyConnection, queries: str, *, qid: str = "qid",
-                         positive: str = "positive") -> Qrels:
-    """The shorthand: each query's ``positive`` document with relevance 1 (distinct pairs, so a
-    queries table with one row per model gives each pair once)."""
-    resolved = resolve(con, queries)
-    resolved.require(qid, "qid")
-    resolved.require(positive, "positive")
-    query = exp.select(exp.cast(exp.column(qid, quoted=True), "VARCHAR").as_("q"),
-                       exp.cast(exp.column(positive, quoted=True), "VARCHAR").as_("d")
-                       ).distinct().from_(resolved.table.copy())
-    table = con.sql(query.sql("duckdb")).to_arrow_table()
-    for name, column in (("q", qid), ("d", positive)):
-        if table.column(name).null_count:
-            raise BadLabelError(f"queries {resolved.name!r}: column {column!r} is NULL")
-    if table.num_rows == 0:
-        raise InputError(f"queries {resolved.name!r} has no rows")
-    return Qrels(table.column("q").combine_chunks(), table.column("d").combine_chunks(),
-                 np.ones(table.num_rows, dtype=np.int64), f"{resolved.name} ({positive} column)")
-
-
-def check_known(qrels: Qrels, ids: pa.Array, role: str, column: pa.Array, unknown: str, where: str) -> tuple[Qrels, int]:
+def check_known(qrels: Judgements, ids: pa.Array, role: str, column: pa.Array, unknown: str,
+                where: str) -> tuple[Judgements, int]:
     known = pc.is_in(column, value_set=ids).to_numpy(zero_copy_only=False)
     if known.all():
         return qrels, 0
@@ -181,10 +177,3 @@ def check_known(qrels: Qrels, ids: pa.Array, role: str, column: pa.Array, unknow
         raise InputError(f"qrels {qrels.source!r} row {bad}: {role} {column[bad].as_py()!r} is not in {where} "
                          f"({int((~known).sum())} qrels rows are not); pass unknown='skip' to leave them out (counted)")
     return qrels.filter(known), int((~known).sum())
-
-
-def table_ids(con, source, column: str, role: str) -> pa.Array:
-    resolved = resolve(con, source)
-    resolved.require(column, role)
-    query = exp.select(exp.cast(exp.column(column, quoted=True), "VARCHAR").as_("i")).distinct().from_(resolved.table.copy())
-    return con.sql(query.sql("duckdb")).to_arrow_table().column("i").combine_chunks()

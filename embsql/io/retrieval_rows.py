@@ -1,8 +1,9 @@
 """Reading the retrieval tables: queries and documents from DuckDB, per model, as unit vectors.
 
-queries: qid, paraphrase group, optional level, the id of its one correct document (positive), vector.
-docs:    doc_id, topic group, vector.
-Both may carry a model column: each model's queries are then matched with that model's documents.
+The tables are described by embsql.io.retrieval_tables (Queries: qid, paraphrase group, optional
+strength, the id of its one correct document (positive), vector; Docs: doc_id, topic group, vector).
+Both may carry a model column (the faces' ``model=``): each model's queries are then matched with
+that model's documents.
 
 The rows stream from DuckDB as Arrow batches (as in embsql.io.table_stream); every vector is checked
 and scaled to unit length there, and a bad one is named by its row and id.  scalar_icc runs the
@@ -21,25 +22,12 @@ from sqlglot import exp
 
 from embsql.core.labels import sort_key
 from embsql.core.margins import model_text
-from embsql.errors import BadLabelError, BadVectorError, InputError, SqlInputError
+from embsql.errors import BadLabelError, BadVectorError, InputError, SqlInputError, fail
+from embsql.io.columns import first_bad_label
 from embsql.io.registration import register
+from embsql.io.retrieval_tables import Docs, Queries
 from embsql.io.sources import Source, resolve
 from embsql.io.table_stream import BATCH_ROWS, KEY, G, RowNamer, unit_vectors
-
-
-@dataclass(frozen=True)
-class Columns:
-    """Column names in the two tables (defaults as documented in sql/README.md)."""
-
-    qid: str = "qid"
-    group: str = "group"
-    level: str | None = None
-    positive: str = "positive"
-    vector: str = "vector"
-    doc_id: str = "doc_id"
-    doc_group: str = "group"
-    doc_vector: str = "vector"
-    model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -49,34 +37,36 @@ class Rows:
     ids: list                       # the id column as it is (qid or doc_id)
     keys: np.ndarray                # the same ids as text: how positives are matched to doc_ids
     group: np.ndarray | None
-    level: np.ndarray | None
+    strength: np.ndarray | None
     positive: np.ndarray | None     # queries: the positive's id as text
     unit: np.ndarray
 
 
-_ALIASES = {"model": "__emb_b", "id": KEY, "key": "__emb_kstr", "group": G, "level": "__emb_l",
+_ALIASES = {"model": "__emb_b", "id": KEY, "key": "__emb_kstr", "group": G, "strength": "__emb_l",
             "positive": "__emb_p", "vector": "__emb_v"}
+Parts = dict[str, tuple[str | None, str]]     # part (id, group, ...) -> (column name or None, role for messages)
 
 
-def read_rows(con, source: Source, columns: dict[str, tuple[str | None, str]], what: str) -> dict[object, Rows]:
-    """Read one table: ``columns`` maps a part (id, group, level, positive, vector, model) to
+def read_rows(con: duckdb.DuckDBPyConnection, source: Source, columns: Parts, what: str) -> dict[object, Rows]:
+    """Read one table: ``columns`` maps a part (id, group, strength, positive, vector, model) to
     (column name or None, role name for messages).  Returns {model value: Rows}."""
     select = []
     for part, alias in _ALIASES.items():
         if part == "key":
             name = columns["id"][0]
             assert name is not None
-            select.append(exp.alias_(exp.cast(exp.column(name, quoted=True), "VARCHAR"), alias))
+            select.append(exp.alias_(exp.cast(exp.column(name, quoted=True), "VARCHAR"), alias, quoted=True))
             continue
         name, role = columns.get(part, (None, part))
         if name is None:
-            select.append(exp.alias_(exp.null(), alias))
+            select.append(exp.alias_(exp.null(), alias, quoted=True))
             continue
         source.require(name, role)
         column = exp.column(name, quoted=True)
         # positives are matched to doc_ids as text (the key), as in the SQL macros
-        select.append(exp.alias_(exp.cast(column, "VARCHAR") if part == "positive" else column, alias))
+        select.append(exp.alias_(exp.cast(column, "VARCHAR") if part == "positive" else column, alias, quoted=True))
     vector = columns["vector"][0]
+    model = columns.get("model", (None, "model"))[0]
     assert vector is not None
     source.vector_dimension(vector)
     query = exp.select(*select).from_(source.table.copy()).sql("duckdb")
@@ -85,26 +75,27 @@ def read_rows(con, source: Source, columns: dict[str, tuple[str | None, str]], w
     first_row = 0
     for batch in con.sql(query).to_arrow_reader(BATCH_ROWS):
         models = batch.column("__emb_b")
-        if columns.get("model", (None,))[0] is not None and models.null_count:
-            where = RowNamer(batch, np.arange(batch.num_rows), first_row, columns.get("group", (None,))[0])
-            raise BadLabelError(f"{what} {source.name!r}: model column {columns['model'][0]!r} is NULL at "
-                                f"{where(int(np.flatnonzero(models.is_null().to_numpy(zero_copy_only=False))[0]))}")
-        values = [None] if columns.get("model", (None,))[0] is None else pc.unique(models).to_pylist()
+        everything = RowNamer(batch, np.arange(batch.num_rows), first_row, "group")
+        bad = first_bad_label(models) if model is not None else None
+        if bad is not None:
+            fail("label.null", role="model", column=repr(model), word=bad[1],
+                 where=f" at {everything(bad[0])} of {what} {source.name!r}")
+        values = [None] if model is None else pc.unique(models).to_pylist()
         for value in values:
             mask = None if value is None else pc.equal(models, pa.scalar(value, models.type))
             rows = np.arange(batch.num_rows) if mask is None else np.flatnonzero(mask.to_numpy(zero_copy_only=False))
             part = batch if mask is None else batch.filter(mask)
-            where = RowNamer(batch, rows, first_row, columns.get("group", (None,))[0])
-            for name in ("id", "group", "level", "positive"):
+            where = RowNamer(batch, rows, first_row, "group")
+            for name in ("id", "group", "strength", "positive"):
                 column_name, role = columns.get(name, (None, name))
-                alias = _ALIASES[name]
-                if column_name is not None and part.column(alias).null_count:
-                    bad = int(np.flatnonzero(part.column(alias).is_null().to_numpy(zero_copy_only=False))[0])
-                    raise BadLabelError(f"{what} {source.name!r}: {role} column {column_name!r} is NULL at {where(bad)}")
+                if column_name is not None and part.column(_ALIASES[name]).null_count:
+                    first = int(np.flatnonzero(part.column(_ALIASES[name]).is_null().to_numpy(zero_copy_only=False))[0])
+                    fail("label.null", role=role, column=repr(column_name), word="NULL",
+                         where=f" at {where(first)} of {what} {source.name!r}")
             try:
                 unit = unit_vectors(part.column("__emb_v"), where, vector, dims.get(value))
             except BadVectorError as error:
-                raise BadVectorError(f"{what} {source.name!r}{model_text(value)}: {error}") from None
+                raise BadVectorError(f"{what} {source.name!r}{model_text(value)}: {error}", kind=error.kind) from None
             dims.setdefault(value, unit.shape[1])
             # keep the labels and the unit vectors, not the raw vectors (memory: one copy of the data)
             labels = [name for name in part.schema.names if name != "__emb_v"]
@@ -120,7 +111,7 @@ def read_rows(con, source: Source, columns: dict[str, tuple[str | None, str]], w
         keys = objects(table, _ALIASES["key"])
         out[value] = Rows(table.column(KEY).to_pylist(), keys,
                           objects(table, G) if columns.get("group", (None,))[0] else None,
-                          objects(table, "__emb_l") if columns.get("level", (None,))[0] else None,
+                          objects(table, "__emb_l") if columns.get("strength", (None,))[0] else None,
                           objects(table, "__emb_p") if columns.get("positive", (None,))[0] else None,
                           np.vstack([c[1] for c in chunks]))
         check_unique(keys, columns["id"], what, source.name, value)
@@ -131,7 +122,7 @@ def objects(table: pa.Table, alias: str) -> np.ndarray:
     return np.asarray(table.column(alias).to_pylist(), dtype=object)
 
 
-def check_unique(keys: np.ndarray, column: tuple[str | None, str], what: str, name: str, model) -> None:
+def check_unique(keys: np.ndarray, column: tuple[str | None, str], what: str, name: str, model: object) -> None:
     if len(set(keys.tolist())) == len(keys):
         return
     seen: set = set()
@@ -143,44 +134,45 @@ def check_unique(keys: np.ndarray, column: tuple[str | None, str], what: str, na
                         f"{duplicate!r} more than once; each {column[1]} must identify one row")
 
 
-def load_models(con, queries: str, docs: str | None, cols: Columns, *, query_group: bool, query_level: bool,
-          doc_group: bool, positive: bool = True) -> list[tuple[object, Rows, Rows | None]]:
-    """[(model, query rows, doc rows)] in model order, each model's tables checked against each other."""
-    model = (cols.model, "model") if cols.model else (None, "model")
-    q = read_rows(con, resolve(con, queries), {
-        "id": (cols.qid, "qid"), "group": (cols.group if query_group else None, "group"),
-        "level": (cols.level if query_level else None, "level"),
-        "positive": (cols.positive if positive else None, "positive"), "vector": (cols.vector, "vector"),
-        "model": model}, "queries")
+def load_models(con: duckdb.DuckDBPyConnection, queries: Queries, docs: Docs | None, *, model: str | None,
+                query_group: bool, query_strength: bool, doc_group: bool,
+                positive: bool = True) -> list[tuple[object, Rows, Rows | None]]:
+    """[(model, query rows, doc rows)] in model order, each model's tables checked against each other.
+    ``queries`` and ``docs`` name tables on ``con`` (Queries.on); the flags say which columns to read."""
+    q_source = resolve(con, str(queries.source))
+    q = read_rows(con, q_source, {
+        "id": (queries.qid, "qid"), "group": (queries.group if query_group else None, "group"),
+        "strength": (queries.strength if query_strength else None, "strength"),
+        "positive": (queries.positive if positive else None, "positive"), "vector": (queries.vector, "vector"),
+        "model": (model, "model")}, "queries")
     if docs is None:
         return [(m, q[m], None) for m in sorted(q, key=sort_key)]
-    d = read_rows(con, resolve(con, docs), {
-        "id": (cols.doc_id, "doc_id"), "group": (cols.doc_group if doc_group else None, "doc_group"),
-        "vector": (cols.doc_vector, "doc_vector"), "model": model}, "docs")
+    d_source = resolve(con, str(docs.source))
+    d = read_rows(con, d_source, {
+        "id": (docs.doc_id, "doc_id"), "group": (docs.group if doc_group else None, "document group"),
+        "vector": (docs.vector, "document vector"), "model": (model, "model")}, "docs")
     for m in set(q) ^ set(d):
         side, other = ("queries", "docs") if m in q else ("docs", "queries")
-        raise InputError(f"model {m!r} is in {side} {queries if side == 'queries' else docs!r} but not in {other}")
+        fail("model.missing", model=repr(m), side=side, source=repr(q_source.name if m in q else d_source.name),
+             other_side=other, other=repr(d_source.name if m in q else q_source.name))
     out: list[tuple[object, Rows, Rows | None]] = []
     for m in sorted(q, key=sort_key):
         if q[m].unit.shape[1] != d[m].unit.shape[1]:
-            raise BadVectorError(f"query vectors ({cols.vector!r}) have dimension {q[m].unit.shape[1]} but document "
-                                 f"vectors ({cols.doc_vector!r}) have dimension {d[m].unit.shape[1]}{model_text(m)}; "
-                                 "queries and documents must be embedded by the same model")
+            fail("vector.dimension", column=repr(queries.vector), dimension=q[m].unit.shape[1],
+                 doc_column=repr(docs.vector), doc_dimension=d[m].unit.shape[1], whose=model_text(m))
         out.append((m, q[m], d[m]))
     return out
 
 
-def scalar_icc(con, rows: list[tuple[int, int, int]]) -> dict[int, dict]:
+def scalar_icc(con: duckdb.DuckDBPyConnection, rows: list[tuple[int, int, int]]) -> dict[int, dict]:
     """emb_icc (sql/modules/40_icc.sql) on (model code, group code, 0/1 value) rows: {model code: its row}."""
     if not rows:
         return {}
-    if not con.sql("SELECT 1 FROM duckdb_functions() WHERE function_name = 'emb_icc'").fetchall():
-        register(con)
+    register(con)   # a millisecond on a registered connection (asking duckdb_functions() takes far longer)
     name = f"__emb_pairing_{id(rows)}"
     con.register(name, pa.table({"m": [r[0] for r in rows], "g": [r[1] for r in rows], "y": [r[2] for r in rows]}))
-    try:
-        query = exp.select("*").from_(exp.func("emb_icc", *(exp.Literal.string(s) for s in (name, "g", "y")),
-                                               exp.Kwarg(this=exp.var("by"), expression=exp.Literal.string("m"))))
+    try:   # the model column is emb_icc's fourth argument, given by position
+        query = exp.select("*").from_(exp.func("emb_icc", *(exp.Literal.string(s) for s in (name, "g", "y", "m"))))
         result = con.sql(query.sql("duckdb")).to_arrow_table().to_pylist()
     except duckdb.Error as error:
         message = str(error)

@@ -3,14 +3,19 @@ read a run table or a TREC run file, write the TREC run format.
 
 A TREC run line is ``qid Q0 doc_id rank score tag``.  trec_eval ignores the rank field and
 orders each query's documents by score descending, then doc_id descending; embsql.evaluate does
-the same, so a run evaluates alike here and there.  Reading a TREC run file gives the columns
-``model`` (the tag), ``qid``, ``doc_id``, ``rank``, ``score``.
+the same, so a run evaluates alike here and there, and write_trec_run writes the ranks of that
+order (which are retrieve's).  A TREC run file's fields are qid, Q0, doc_id, rank, score and tag:
+with ``model="tag"`` each tag is a model.
+
+Inside embsql a run is an Arrow table (model, qid, doc_id, score[, rank]) whose model column is
+NULL when the run has none; the faces give the output model column the input column's name.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Iterator
 
 import duckdb
 import numpy as np
@@ -20,81 +25,90 @@ from sqlglot import exp
 
 from embsql.core import ranking
 from embsql.core.labels import sort_key
-from embsql.errors import BadLabelError, ColumnNotFoundError, ColumnTypeError, DesignError, InputError
+from embsql.errors import ColumnTypeError, InputError, fail
+from embsql.io.columns import first_bad_label
 from embsql.io.qrels import is_number, is_trec_text, read_trec_columns
+from embsql.io.retrieval_tables import Docs, Queries, Run
 from embsql.io.sources import resolve
 from embsql.io.vectors import read_ids, read_vectors, stream_vectors
 
-RUN_COLUMNS = ("model", "qid", "doc_id", "rank", "score")
+RUN_COLUMNS = ("qid", "doc_id", "rank", "score")     # retrieve's run, after its model column (if any)
+TREC_FIELDS = "qid, Q0, doc_id, rank, score and tag"
 _SPACE = re.compile(r"\s")
+_NUMBER = re.compile(r"^(FLOAT|DOUBLE|REAL|DECIMAL|TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|U)")
 
 
-def arrow_run(table: pa.Table, name: str, *, qid: str = "qid", doc_id: str = "doc_id", score: str = "score",
-              model: str | None = None) -> pa.Table:
-    """A run given as an Arrow table, checked and cast without a round trip through SQL."""
-    if model is None and "model" in table.column_names:
-        model = "model"
-    for column, role in ((qid, "qid"), (doc_id, "doc_id"), (score, "score")) + (((model, "model"),) if model else ()):
-        if column not in table.column_names:
-            raise ColumnNotFoundError(f"{role} column {column!r} not found in run {name!r}; its columns are: "
-                                      f"{', '.join(table.column_names)}")
-    if not (pa.types.is_floating(table.schema.field(score).type) or pa.types.is_integer(table.schema.field(score).type)):
-        raise ColumnTypeError(f"score column {score!r} in {name!r} has type {table.schema.field(score).type}; "
-                              "expected numbers")
+def arrow_run(table: pa.Table, name: str, run: Run, model: str | None) -> pa.Table:
+    """A run given as an Arrow table, checked and cast without a round trip through SQL: the Arrow
+    table (model, qid, doc_id, score) that embsql.io.scoring reads (model NULL without ``model``)."""
+    for column, role in ((run.qid, "qid"), (run.doc_id, "doc_id"), (run.score, "score"), (model, "model")):
+        if column is not None and column not in table.column_names:
+            fail("column.missing", role=role, column=repr(column), source=f"run {name!r}",
+                 hint=f"; its columns are: {', '.join(table.column_names)}")
+    kind = table.schema.field(run.score).type
+    if not (pa.types.is_floating(kind) or pa.types.is_integer(kind)):
+        raise ColumnTypeError(f"score column {run.score!r} in {name!r} has type {kind}; expected numbers")
     # text ids; retrieve's dictionary-encoded ids stay encoded (scoring reads their codes)
     text = lambda c: c if pa.types.is_string(c.type) or (pa.types.is_dictionary(c.type) and pa.types.is_string(
         c.type.value_type)) else pc.cast(c, pa.string())
     rows = table.num_rows
-    out = pa.table({"model": text(table.column(model)) if model else pa.nulls(rows, pa.string()),
-                    "qid": text(table.column(qid)), "doc_id": text(table.column(doc_id)),
-                    "score": pc.cast(table.column(score), pa.float64())})
+    out = pa.table({"model": table.column(model) if model else pa.nulls(rows, pa.string()),
+                    "qid": text(table.column(run.qid)), "doc_id": text(table.column(run.doc_id)),
+                    "score": pc.cast(table.column(run.score), pa.float64())})
     return _checked(out.combine_chunks(), name, model)
 
 
-def read_run(con: duckdb.DuckDBPyConnection, source, *, qid: str = "qid", doc_id: str = "doc_id",
-             score: str = "score", model: str | None = None) -> pa.Table:
-    """A run as an Arrow table (model, qid, doc_id as text; score float64).  ``model`` names the
-    model column; None uses a column called "model" if there is one (retrieve's output and TREC
-    run files have it), else the run is one model (model NULL)."""
+def read_run(con: duckdb.DuckDBPyConnection, run: Run, model: str | None) -> pa.Table:
+    """A run as an Arrow table (model, qid, doc_id as text; score float64): ``run.source`` names a
+    table on ``con`` or a file, or is a TREC run file, whose tag column is called ``tag``.  ``model``
+    names the model column (None: the run is one model, model NULL)."""
+    source = run.source
     if is_trec_text(source):
+        assert isinstance(source, str)
+        if run.columns() != Run(source).columns():
+            raise InputError(f"TREC run file {source!r} has fixed fields ({TREC_FIELDS}): its column names cannot "
+                             "be chosen; pass Run(path) with the default names")
+        if model not in (None, "tag"):
+            fail("column.missing", role="model", column=repr(model), source=f"TREC run file {source!r}",
+                 hint=f"; its fields are {TREC_FIELDS} (model='tag' evaluates each tag as a model)")
         q, _, d, _, s, tag = read_trec_columns(source, 6, "TREC run")
         if not q:
             raise InputError(f"TREC run file {source!r} has no lines; an empty run cannot be evaluated")
+        tags = sorted(set(tag))
+        if model is None and len(tags) > 1:
+            raise InputError(f"TREC run file {source!r} holds {len(tags)} runs (tags {', '.join(map(repr, tags[:3]))}"
+                             f"{', ...' if len(tags) > 3 else ''}); pass model='tag' to evaluate each as a model")
         try:
             scores = np.asarray(s, dtype=np.float64)
         except ValueError:
             bad = next(i for i, v in enumerate(s) if not is_number(v))
             raise InputError(f"TREC run file {source!r} line {bad + 1}: score {s[bad]!r} is not a number") from None
-        table = pa.table({"model": pa.array(tag, pa.string()), "qid": pa.array(q, pa.string()),
-                          "doc_id": pa.array(d, pa.string()), "score": scores})
-        return _checked(table, source)
-    resolved = resolve(con, source)
-    if model is None and "model" in resolved.columns:
-        model = "model"
-    for column, role in ((qid, "qid"), (doc_id, "doc_id"), (score, "score")) + (((model, "model"),) if model else ()):
-        resolved.require(column, role)
-    kind = resolved.columns[score]
-    if not re.match(r"^(FLOAT|DOUBLE|REAL|DECIMAL|TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|U)", kind):
-        raise ColumnTypeError(f"score column {score!r} in {resolved.name!r} has type {kind}; expected numbers")
-    select = [exp.cast(exp.column(model, quoted=True), "VARCHAR").as_("model") if model else
-              exp.cast(exp.null(), "VARCHAR").as_("model"),
-              exp.cast(exp.column(qid, quoted=True), "VARCHAR").as_("qid"),
-              exp.cast(exp.column(doc_id, quoted=True), "VARCHAR").as_("doc_id"),
-              exp.cast(exp.column(score, quoted=True), "DOUBLE").as_("score")]
+        table = pa.table({"model": pa.array(tag, pa.string()) if model else pa.nulls(len(q), pa.string()),
+                          "qid": pa.array(q, pa.string()), "doc_id": pa.array(d, pa.string()), "score": scores})
+        return _checked(table, source, model)
+    resolved = resolve(con, str(source))
+    for column, role in ((run.qid, "qid"), (run.doc_id, "doc_id"), (run.score, "score"), (model, "model")):
+        if column is not None:
+            resolved.require(column, role)
+    kind = resolved.columns[run.score]
+    if not _NUMBER.match(kind):
+        raise ColumnTypeError(f"score column {run.score!r} in {resolved.name!r} has type {kind}; expected numbers")
+    select = [exp.column(model, quoted=True).as_("model") if model else exp.cast(exp.null(), "VARCHAR").as_("model"),
+              exp.cast(exp.column(run.qid, quoted=True), "VARCHAR").as_("qid"),
+              exp.cast(exp.column(run.doc_id, quoted=True), "VARCHAR").as_("doc_id"),
+              exp.cast(exp.column(run.score, quoted=True), "DOUBLE").as_("score")]
     table = con.sql(exp.select(*select).from_(resolved.table.copy()).sql("duckdb")).to_arrow_table()
     return _checked(table.combine_chunks(), resolved.name, model)
 
 
-def _checked(table: pa.Table, name: str, model: str | None = "model") -> pa.Table:
+def _checked(table: pa.Table, name: str, model: str | None) -> pa.Table:
+    """Refuse an empty run, a NULL (or NaN) model, qid or doc_id and a score that is not finite, naming the row."""
     if table.num_rows == 0:
         raise InputError(f"run {name!r} has no rows; an empty run cannot be evaluated")
-    for column in ("qid", "doc_id", "score") + (("model",) if model else ()):
-        values = table.column(column)
-        if column == "model" and values.null_count == len(values):
-            continue                 # a model column that is NULL throughout: one model (retrieve without model=)
-        if values.null_count:
-            row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
-            raise BadLabelError(f"run {name!r}: {column} is NULL at row {row}")
+    for part, column in (("model", model), ("qid", "qid"), ("doc_id", "doc_id")):
+        bad = None if column is None else first_bad_label(table.column(part))
+        if bad is not None:
+            fail("label.null", role=part, column=repr(column), word=bad[1], where=f" at row {bad[0]} of run {name!r}")
     scores = table.column("score").to_numpy()
     if not np.isfinite(scores).all():
         row = int(np.flatnonzero(~np.isfinite(scores))[0])
@@ -103,10 +117,26 @@ def _checked(table: pa.Table, name: str, model: str | None = "model") -> pa.Tabl
     return table
 
 
-def write_trec_run(rows, path: str, *, tag: str | None = None) -> int:
-    """Write ``rows`` (dicts or tuples with model, qid, doc_id, rank, score) as a TREC run file;
-    the tag is ``tag``, else the row's model, else "embsql".  Scores keep every digit (repr),
-    so trec_eval orders them as embsql did.  Returns the number of lines."""
+def trec_rows(run: pa.Table) -> Iterator[tuple[object, str, str, int, float]]:
+    """(model, qid, doc_id, rank, score) of a run (model, qid, doc_id, score), each query's documents
+    ranked by score descending, then doc_id descending as text: trec_eval's order, and retrieve's."""
+    text = {c: pc.cast(run.column(c), pa.string()) for c in ("qid", "doc_id")}     # dictionary ids as text
+    table = pa.table({"model": run.column("model"), **text, "score": run.column("score")})
+    ordered = table.sort_by([("model", "ascending"), ("qid", "ascending"), ("score", "descending"),
+                             ("doc_id", "descending")])
+    previous: tuple[object, object] | None = None
+    rank = 0
+    for model, qid, doc_id, score in zip(*(ordered.column(c).to_pylist() for c in ordered.column_names)):
+        rank = rank + 1 if (model, qid) == previous else 1
+        previous = (model, qid)
+        yield model, qid, doc_id, rank, score
+
+
+def write_trec_run(rows: Iterable[tuple[object, object, object, int, float]], path: str, *,
+                   tag: str | None = None) -> int:
+    """Write ``rows`` (model, qid, doc_id, rank, score) as a TREC run file; the tag is ``tag``, else
+    the row's model, else "embsql".  Scores keep every digit (repr), so trec_eval orders them as
+    embsql did.  Returns the number of lines."""
     lines = 0
     with open(path, "w", encoding="utf-8") as handle:
         for model, qid, doc_id, rank, score in rows:
@@ -133,10 +163,11 @@ def tie_keys(doc_ids: pa.Array) -> np.ndarray:
     return keys
 
 
-def _run_table(model, qids: pa.Array, idx: np.ndarray, scores: np.ndarray, doc_ids: pa.Array) -> pa.Table:
+def _run_table(model: object, qids: pa.Array, idx: np.ndarray, scores: np.ndarray, doc_ids: pa.Array) -> pa.Table:
     n, depth = idx.shape
     return pa.table({
-        "model": pa.array([None if model is None else str(model)] * (n * depth), pa.string()),
+        # the model's value as it is in the tables (NULL without a model column)
+        "model": pa.nulls(n * depth, pa.string()) if model is None else pa.repeat(pa.scalar(model), n * depth),
         # ids dictionary-encoded over the tables' ids: scoring reads the codes without hashing text
         "qid": pa.DictionaryArray.from_arrays(pa.array(np.repeat(np.arange(n), depth)), qids),
         "doc_id": pa.DictionaryArray.from_arrays(pa.array(idx.ravel()), doc_ids),
@@ -144,8 +175,8 @@ def _run_table(model, qids: pa.Array, idx: np.ndarray, scores: np.ndarray, doc_i
         "score": pa.array(scores.ravel())})
 
 
-def ranked(model, qids: pa.Array, unit: np.ndarray, doc_ids: pa.Array, docs: np.ndarray, inv_norms: np.ndarray,
-           k: int) -> pa.Table:
+def ranked(model: object, qids: pa.Array, unit: np.ndarray, doc_ids: pa.Array, docs: np.ndarray,
+           inv_norms: np.ndarray, k: int) -> pa.Table:
     """One model's run as Arrow (model, qid, doc_id, rank, score), the documents in memory."""
     idx, scores = ranking.top_k(unit, docs, inv_norms, tie_keys(doc_ids), k)
     return _run_table(model, qids, idx, scores, doc_ids)
@@ -154,30 +185,28 @@ def ranked(model, qids: pa.Array, unit: np.ndarray, doc_ids: pa.Array, docs: np.
 STREAM_ROWS = 16_384    # documents per streamed block (25 MB of float32 at d = 384): larger Arrow batches raise the peak
 
 
-def retrieve_run(con, queries: str, docs: str, *, k: int, model: str | None, qid: str, doc_id: str,
-                 vector: str, doc_vector: str | None, stream_rows: int = STREAM_ROWS) -> pa.Table:
-    """The exact top-k run of every model.  The queries are read whole (they are few); the
-    documents stream through in blocks of ``stream_rows`` (embsql.core.ranking.StreamedTopK), so
-    memory holds the queries, one block and the running top-k, never all documents."""
+def retrieve_run(con: duckdb.DuckDBPyConnection, queries: Queries, docs: Docs, *, k: int, model: str | None,
+                 stream_rows: int = STREAM_ROWS) -> pa.Table:
+    """The exact top-k run of every model (``queries`` and ``docs`` name tables on ``con``: Queries.on).
+    The queries are read whole (they are few); the documents stream through in blocks of
+    ``stream_rows`` (embsql.core.ranking.StreamedTopK), so memory holds the queries, one block and the
+    running top-k, never all documents."""
     k = ranking.check_k(k)
-    q = read_vectors(con, resolve(con, queries), "queries", id_col=qid, id_role="qid", vector=vector, model=model)
-    source = resolve(con, docs)
-    doc_column = doc_vector or vector
-    ids = read_ids(con, source, "docs", id_col=doc_id, id_role="doc_id", vector=doc_column, model=model)
-    for value in q:
-        if value not in ids:
-            raise DesignError(f"model {value!r} is in queries {queries!r} but not in docs {docs!r}")
-    for value in ids:
-        if value not in q:
-            raise DesignError(f"model {value!r} is in docs {docs!r} but not in queries {queries!r}")
+    q_source, d_source = resolve(con, str(queries.source)), resolve(con, str(docs.source))
+    q = read_vectors(con, q_source, "queries", id_col=queries.qid, id_role="qid", vector=queries.vector, model=model)
+    ids = read_ids(con, d_source, "docs", id_col=docs.doc_id, id_role="doc_id", vector=docs.vector, model=model)
+    for value in sorted(set(q) ^ set(ids), key=sort_key):
+        side, other = ("queries", "docs") if value in q else ("docs", "queries")
+        fail("model.missing", model=repr(value), side=side, other_side=other,
+             source=repr(q_source.name if value in q else d_source.name),
+             other=repr(d_source.name if value in q else q_source.name))
     running = {value: ranking.StreamedTopK(q[value].unit(), tie_keys(ids[value]), k) for value in q}
-    for block in stream_vectors(con, source, "docs", ids, id_col=doc_id, id_role="doc_id", vector=doc_column,
+    for block in stream_vectors(con, d_source, "docs", ids, id_col=docs.doc_id, id_role="doc_id", vector=docs.vector,
                                 model=model, batch_rows=stream_rows):
         width = q[block.model].vectors.shape[1]
         if block.vectors.shape[1] != width:
-            of_model = "" if block.model is None else f" (model {block.model!r})"
-            raise DesignError(f"query vectors have dimension {width} but document vectors "
-                              f"{block.vectors.shape[1]}{of_model}; queries and documents must be embedded by the same model")
+            fail("vector.dimension", column=repr(queries.vector), dimension=width, doc_column=repr(docs.vector),
+                 doc_dimension=block.vectors.shape[1], whose="" if block.model is None else f" (model {block.model!r})")
         running[block.model].add(block.vectors, block.inv_norms, block.positions)
     return pa.concat_tables([_run_table(value, q[value].ids, *running[value].result(), ids[value])
                              for value in sorted(q, key=sort_key)])

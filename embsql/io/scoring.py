@@ -9,6 +9,7 @@ kernels of embsql.core.ranking.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +19,7 @@ import pyarrow.compute as pc
 from embsql.core import ranking
 from embsql.core.labels import sort_key
 from embsql.errors import InputError
-from embsql.io.qrels import Qrels
+from embsql.io.qrels import Judgements
 
 SUMMARY_COLUMNS = ("model", "metric", "value", "queries", "without_relevant", "missing", "unjudged")
 PER_QUERY_COLUMNS = ("model", "qid", "metric", "value")
@@ -93,7 +94,8 @@ def _judgements(rq: np.ndarray, rd: np.ndarray, jq: np.ndarray, jd: np.ndarray, 
     return at
 
 
-def evaluate_model(run: pa.Table, qrels: Qrels, metrics: list[ranking.Metric], depth: int | None):
+def evaluate_model(run: pa.Table, qrels: Judgements, metrics: list[ranking.Metric],
+                   depth: int | None) -> tuple[pa.Array, dict[str, np.ndarray], np.ndarray, int]:
     """Per-query values of one model's run: (qids evaluated, {metric: values}, R per query, missing)."""
     rq, jq, queries = _encode(run.column("qid").combine_chunks(), qrels.qid)
     rd, jd, documents = _encode(run.column("doc_id").combine_chunks(), qrels.doc_id)
@@ -143,13 +145,13 @@ class QueryValues:
     qids: list
     values: np.ndarray
 
-    def rows(self):
+    def rows(self) -> Iterator[tuple[object, object, str, float]]:
         """(model, qid, metric, value) tuples, PER_QUERY_COLUMNS."""
         n = len(self.qids)
         return zip(itertools.repeat(self.model, n), self.qids, itertools.repeat(self.metric, n), self.values.tolist())
 
 
-def score_runs(table: pa.Table, judgements: Qrels, parsed: list[ranking.Metric], k: int | None, *,
+def score_runs(table: pa.Table, judgements: Judgements, parsed: list[ranking.Metric], k: int | None, *,
                per_query: bool = False) -> tuple[list[dict], list[QueryValues]]:
     """Summary rows (SUMMARY_COLUMNS) per model and metric, and the per-query values if asked
     (model by model in display order, each model's metrics in the order asked)."""

@@ -1,16 +1,18 @@
-"""Resolve what the user calls a source and its columns.
+"""Open what the user calls a source for the length of one call, and resolve its columns.
 
 A source is a table or view on the connection, a Parquet/CSV/JSON file, a directory of Parquet
 files (hive-partitioned, e.g. ``emb/model=a/part-0.parquet``: the partition keys become columns),
-``FILE.duckdb:TABLE`` (the DuckDB file is attached read-only, under its stem), a Lance dataset
-(``lance://PATH``, or a ``*.lance`` directory) or LanceDB table (``lance://DIR?table=T``), a
-Hugging Face dataset saved with ``save_to_disk`` (its directory), or an in-memory object: a pandas
-or polars DataFrame or LazyFrame, an Arrow table, record batch or dataset, a Lance dataset, a
-LanceDB table or a Hugging Face ``datasets.Dataset``.  An object is registered on the connection
-under a private name for the length of one call and unregistered afterwards (:func:`local_source`,
-or the :func:`accepts_frames` decorator on a function that takes sources).  Everything goes to
-DuckDB through Arrow: a Lance dataset is scanned in place, a Hugging Face dataset's memory-mapped
-Arrow table is registered without a copy; only a LazyFrame is collected (once).
+``FILE.duckdb:TABLE`` (the DuckDB file attached read-only under a private name, and detached
+again), a Lance dataset (``lance://PATH``, or a ``*.lance`` directory) or LanceDB table
+(``lance://DIR?table=T``), a Hugging Face dataset saved with ``save_to_disk`` (its directory), or an
+in-memory object: a pandas or polars DataFrame or LazyFrame, an Arrow table, record batch or
+dataset, a Lance dataset, a LanceDB table or a Hugging Face ``datasets.Dataset``.  An object is
+registered on the connection under a private name and unregistered afterwards.  A public function
+opens each of its sources in its body with :func:`opened` (which yields the resolved
+:class:`Source`) or :func:`local_source` (which yields a name to select from), so that nothing it
+attached or registered outlives the call, also when the call fails.  Everything goes to DuckDB
+through Arrow: a Lance dataset is scanned in place, a Hugging Face dataset's memory-mapped Arrow
+table is registered without a copy; only a LazyFrame is collected (once).
 
 Names are never spliced into SQL text: they become sqlglot identifiers (quoted) or string
 literals (file paths), and every column named in a call is checked before anything runs.
@@ -18,14 +20,13 @@ literals (file paths), and every column named in a call is checked before anythi
 
 from __future__ import annotations
 
-import functools
-import inspect
 import itertools
 import re
-import warnings
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeAlias
 
 import duckdb
 from sqlglot import exp
@@ -38,6 +39,12 @@ _FRAME_MODULES = ("pandas", "polars", "pyarrow", "lance", "lancedb", "datasets")
 _LANCE_URI = re.compile(r"^lance://(?P<path>[^?]+)(\?table=(?P<table>[^&]+))?$")
 _registered: dict[str, str] = {}                   # private name -> what the user passed, for messages
 _counter = itertools.count(1)
+_ATTACHED = "__embsql_file_"                     # + a number: the alias of an attached DuckDB file
+
+# What a public function takes as a source: a name (table, view, file, directory, FILE.duckdb:TABLE,
+# lance://...) or an in-memory table of one of the libraries above.  The libraries are optional, so
+# their types are not spelled out here; a wrong object is refused when the function opens it.
+TableLike: TypeAlias = Any
 _VECTOR_TYPE = re.compile(r"^(FLOAT|DOUBLE|REAL|DECIMAL\(\d+,\s*\d+\)|TINYINT|SMALLINT|INTEGER|BIGINT)(\[(\d*)\])$")
 
 
@@ -104,7 +111,8 @@ def resolve(con: duckdb.DuckDBPyConnection, name: str) -> Source:
     """Look ``name`` up on ``con`` and read its column names and types."""
     if not isinstance(name, str) or not name:
         raise SourceNotFoundError(_unsupported(name))
-    name = attached_name(con, name)
+    if duckdb_table(name) is not None:            # a programming error: it must be opened first
+        raise SourceNotFoundError(f"source {name!r} must be opened first (embsql.io.sources.opened)")
     table = source_expression(name)
     query = exp.select("*").from_(table).sql("duckdb")
     shown = _registered.get(name, name)
@@ -115,17 +123,17 @@ def resolve(con: duckdb.DuckDBPyConnection, name: str) -> Source:
     return Source(name=shown, table=table, columns={row[0]: row[1] for row in described})
 
 
-def shown_name(name):
+def shown_name(name: TableLike) -> str:
     """The name a message or a report uses for ``name``: what the user passed, not a private name."""
     return _registered.get(name, name) if isinstance(name, str) else describe(name)
 
 
-def is_frame(source) -> bool:
+def is_frame(source: object) -> bool:
     """A pandas or polars DataFrame, or an Arrow table, record batch or dataset."""
     return type(source).__module__.split(".")[0] in _FRAME_MODULES and not isinstance(source, str)
 
 
-def describe(source) -> str:
+def describe(source: TableLike) -> str:
     """How a source is named in a report: its name, or e.g. "pandas DataFrame (600 rows)"."""
     if isinstance(source, str):
         return source
@@ -138,33 +146,61 @@ def describe(source) -> str:
     return f"{kind} ({rows} rows)" if isinstance(rows, int) else kind
 
 
-def attached_name(con: duckdb.DuckDBPyConnection, name: str) -> str:
-    """``FILE.duckdb:TABLE`` becomes stem.TABLE, the file attached read-only under its stem (once);
-    any other name is returned as it is."""
+def duckdb_table(name: str) -> tuple[Path, str] | None:
+    """(the file, the table) of ``FILE.duckdb:TABLE`` (also .ddb and .db); None for any other name."""
     match = _DUCKDB_FILE.match(name)
-    if not match:
-        return name
-    path = Path(match["path"])
-    if not path.exists():
-        raise SourceNotFoundError(f"DuckDB file {str(path)!r} does not exist (in source {name!r})")
-    alias = re.sub(r"\W", "_", path.stem) or "data"
-    attached = {row[0]: row[1] for row in con.sql("SELECT database_name, path FROM duckdb_databases()").fetchall()}
-    if alias not in attached:
-        con.execute(f"ATTACH {exp.Literal.string(str(path)).sql('duckdb')} AS "
-                    f"{exp.to_identifier(alias, quoted=True).sql('duckdb')} (READ_ONLY)")
-    elif attached[alias] is None or Path(attached[alias]).resolve() != path.resolve():
-        raise SourceNotFoundError(f"cannot attach {str(path)!r} as {alias!r}: another database of that name is attached")
-    return f"{alias}.{match['table']}"
+    return None if match is None else (Path(match["path"]), match["table"])
 
 
 @contextmanager
-def local_source(con: duckdb.DuckDBPyConnection, source):
-    """Yield a name for ``source`` on ``con``: an in-memory object registered under a private name
-    (unregistered on exit), ``FILE.duckdb:TABLE`` attached; any other name as it is."""
+def attached(con: duckdb.DuckDBPyConnection, name: str) -> Iterator[str]:
+    """Yield ``FILE.duckdb:TABLE`` as a name to select from: the file attached read-only under a
+    private alias that no user database has, and detached on exit (also when the call fails), so
+    that another process can open it read-write afterwards.  A file this database instance has
+    attached already (the user's own ATTACH, or the file ``con`` itself opened) is read where it is
+    and left as it is: DuckDB will not attach one file twice."""
+    found = duckdb_table(name)
+    if found is None:
+        raise SourceNotFoundError(f"{name!r} is not FILE.duckdb:TABLE")
+    path, table = found
+    if not path.exists():
+        raise SourceNotFoundError(f"DuckDB file {str(path)!r} does not exist (in source {name!r})")
+    databases = con.sql("SELECT database_name, path FROM duckdb_databases()").fetchall()
+    already = [alias for alias, where in databases if where is not None and Path(where).resolve() == path.resolve()]
+    taken = {alias for alias, _ in databases}
+    alias = already[0] if already else next(a for a in (f"{_ATTACHED}{next(_counter)}" for _ in itertools.count())
+                                            if a not in taken)
+    quoted = exp.to_identifier(alias, quoted=True).sql("duckdb")
+    if not already:
+        try:
+            con.execute(f"ATTACH {exp.Literal.string(str(path)).sql('duckdb')} AS {quoted} (READ_ONLY)")
+        except duckdb.Error as error:
+            raise SourceNotFoundError(f"DuckDB file {str(path)!r} cannot be opened (in source {name!r}): "
+                                      f"{str(error).splitlines()[0]}") from None
+    selected = f"{alias}.{table}"
+    _registered[selected] = name
+    try:
+        yield selected
+    finally:
+        _registered.pop(selected, None)
+        if not already:
+            con.execute(f"DETACH {quoted}")
+
+
+@contextmanager
+def local_source(con: duckdb.DuckDBPyConnection, source: TableLike) -> Iterator[Any]:
+    """Yield a name for ``source`` on ``con`` for the length of a ``with`` block: an in-memory
+    object or a Lance or saved Hugging Face dataset registered under a private name,
+    ``FILE.duckdb:TABLE`` attached (see :func:`attached`); any other name as it is, and None as
+    None (an optional source not given).  Whatever was registered or attached is gone on exit."""
+    if isinstance(source, str) and duckdb_table(source) is not None:
+        with attached(con, source) as name:
+            yield name
+        return
     if isinstance(source, str) and (is_lance(source) or is_saved_dataset(source)):
         shown, source = source, open_path(source)
     elif isinstance(source, str) or source is None:
-        yield attached_name(con, source) if isinstance(source, str) else source
+        yield source
         return
     else:
         shown = describe(source)
@@ -185,7 +221,26 @@ def local_source(con: duckdb.DuckDBPyConnection, source):
         con.unregister(name)
 
 
-def arrow_view(source):
+@contextmanager
+def local_sources(con: duckdb.DuckDBPyConnection, *sources: TableLike) -> Iterator[tuple[Any, ...]]:
+    """:func:`local_source` of several sources at once: yields their names, in order."""
+    with ExitStack() as stack:
+        yield tuple(stack.enter_context(local_source(con, source)) for source in sources)
+
+
+@contextmanager
+def opened(con: duckdb.DuckDBPyConnection, source: TableLike) -> Iterator[Source]:
+    """Yield ``source`` resolved on ``con`` (its columns and types) for the length of a ``with``
+    block, opened as :func:`local_source` opens it::
+
+        with opened(con, source) as table:
+            sums = group_sums(con, table, group, vector)
+    """
+    with local_source(con, source) as name:
+        yield resolve(con, name)
+
+
+def arrow_view(source: TableLike) -> Any:
     """What DuckDB registers for an in-memory source: the object itself where DuckDB scans it
     (pandas, polars and Arrow objects, a Lance dataset), else its Arrow form, copied only where the
     source is a stream or a lazy query."""
@@ -208,7 +263,7 @@ def arrow_view(source):
     return source
 
 
-def open_path(name: str):
+def open_path(name: str) -> Any:
     """Open a Lance dataset (``lance://PATH`` or a ``*.lance`` directory), a LanceDB table
     (``lance://DIR?table=T``) or a saved Hugging Face dataset (its directory)."""
     try:
@@ -233,38 +288,7 @@ def open_path(name: str):
         raise SourceNotFoundError(f"source {name!r} cannot be opened: {reason}") from None
 
 
-def accepts_frames(*parameters: str):
-    """Decorate a function ``f(con, source, ...)`` so that each named source parameter (default
-    ``source``) may also be a DataFrame, an Arrow object or ``FILE.duckdb:TABLE``."""
-    parameters = parameters or ("source",)
-
-    def decorate(function):
-        signature = inspect.signature(function)
-
-        @functools.wraps(function)
-        def call(*args, **kwargs):
-            bound = signature.bind(*args, **kwargs)
-            con = bound.arguments.get("con")
-            with ExitStack() as stack:
-                for parameter in parameters:
-                    value = bound.arguments.get(parameter)
-                    if value is not None and isinstance(con, duckdb.DuckDBPyConnection):
-                        bound.arguments[parameter] = stack.enter_context(local_source(con, value))
-                # a warning the function raises for its caller (stacklevel=2) would point at this
-                # wrapper: catch it and raise it again one frame up, at the user's line
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    result = function(*bound.args, **bound.kwargs)
-            for warning in caught:
-                warnings.warn(warning.message, warning.category, stacklevel=2)
-            return result
-
-        return call
-
-    return decorate
-
-
-def _unsupported(source) -> str:
+def _unsupported(source: object) -> str:
     module = type(source).__module__
     kind = type(source).__qualname__ if module == "builtins" else f"{module}.{type(source).__qualname__}"
     kind = "an empty name" if isinstance(source, str) else f"a {kind}"

@@ -1,12 +1,26 @@
 """Running embsql's SQL on DuckDB from Python: an ``embsql: [kind]`` error raised by a macro or UDF
-comes back as the catalogue's exception for that kind (embsql.errors)."""
+comes back as the catalogue's exception for that kind (embsql.errors), and a call that DuckDB's
+binder refuses because it names an argument the function does not take (an old spelling such as
+``group_col :=``, or a misspelling) comes back as an ArgumentError that names the right one."""
 
 from __future__ import annotations
+
+import re
 
 import duckdb
 import pyarrow as pa
 
-from embsql.errors import from_sql
+from embsql.errors import EmbsqlError, error, from_sql, sql_message
+from embsql.sql_reference import REFUSED, spelled, split_arguments
+from embsql.vocabulary import REMOVED
+
+# DuckDB 2.0's binder, for a macro call whose arguments match no signature:
+#   Binder Error: Macro emb_anova() does not support the supplied arguments. ...
+#   Candidate macros:
+#   \temb_anova(source, group, vector, model := NULL, by := NULL)
+_REFUSED_CALL = re.compile(r"Macro (\w+)\(\) does not support the supplied arguments")
+_LITERAL = re.compile(r"'(?:[^']|'')*'")
+_NAMED = re.compile(r'^\s*("?)(\w+)\1\s*:=')
 
 
 def run_sql(con: duckdb.DuckDBPyConnection, query: str) -> pa.Table:
@@ -14,10 +28,54 @@ def run_sql(con: duckdb.DuckDBPyConnection, query: str) -> pa.Table:
 
     An ``embsql: [kind] ...`` error becomes the kind's class (DesignError for ``design.one_group``,
     ...), raised as a subclass of that class and of SqlInputError, so both ``except DesignError``
-    and ``except SqlInputError`` catch it; its message is the SQL message's first line."""
+    and ``except SqlInputError`` catch it; its message is the SQL message's first line.  A call of
+    an embsql function with an argument it does not take raises ``argument.renamed`` (for an old
+    spelling: ``group_col := is now "group" :=``) or ``argument.unknown`` (ArgumentError)."""
     try:
         return con.sql(query).to_arrow_table()
-    except duckdb.Error as error:
-        if "embsql:" in str(error):
-            raise from_sql(str(error)) from None
+    except duckdb.Error as raised:
+        message = str(raised)
+        if "embsql:" in message:
+            raise from_sql(message) from None
+        argument = argument_error(query, message)
+        if argument is not None:
+            raise from_sql(sql_message(argument)) from None
         raise
+
+
+def argument_error(query: str, message: str) -> EmbsqlError | None:
+    """The ArgumentError for a binder error ``message`` that refused a call of ``query`` naming an
+    argument its function does not take; None for any other error."""
+    refused = _REFUSED_CALL.search(message)
+    if refused is None or "Candidate macros:" not in message:
+        return None
+    function = refused.group(1)
+    candidate = re.search(rf"^\t{re.escape(function)}\((.*)\)$", message, re.MULTILINE)
+    if candidate is None:
+        return None
+    takes = [part.partition(":=")[0].strip() for part in split_arguments(candidate.group(1))]
+    for name in named_arguments(query, function):
+        if name in takes:
+            continue
+        new = REMOVED.get(name)
+        if new in takes:
+            return error("argument.renamed", old=f"{name} :=", new=f"{spelled(new)} :=", where=function)
+        return error("argument.unknown", name=f"{name} :=", where=function,
+                     takes=", ".join(spelled(t) for t in takes if t not in REFUSED))
+    return None
+
+
+def named_arguments(query: str, function: str) -> list[str]:
+    """The names of the named arguments (``name := value``) of every call of ``function`` in ``query``."""
+    text = _LITERAL.sub("''", query)
+    names = []
+    for call in re.finditer(rf"\b{re.escape(function)}\s*\(", text, re.IGNORECASE):
+        depth, end = 1, call.end()
+        while end < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            end += 1
+        for part in split_arguments(text[call.end():end - 1]):
+            named = _NAMED.match(part)
+            if named:
+                names.append(named.group(2).lower())
+    return names

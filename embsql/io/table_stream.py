@@ -10,6 +10,8 @@ in DuckDB than this, so the SQL macros are the engine-only route and this is the
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 import duckdb
 import numpy as np
 import pyarrow as pa
@@ -30,8 +32,8 @@ def _column(name: str) -> exp.Column:
 
 
 def _query(source: Source, group: str, vector: str, by: str | None, key: str | None, extra: str | None,
-           extra_role: str = "strata", group_role: str = "group"):
-    for name, role in ((group, group_role), (by, "model"), (key, "key"), (extra, extra_role)):
+           extra_role: str = "strata", group_role: str = "group") -> exp.Select:
+    for name, role in ((group, group_role), (by, "model"), (key, "item"), (extra, extra_role)):
         if name is not None:
             source.require(name, role)
     source.vector_dimension(vector)
@@ -46,19 +48,27 @@ def _query(source: Source, group: str, vector: str, by: str | None, key: str | N
     ).from_(source.table.copy())
 
 
-def _stream(con, source, group, vector, by=None, key=None, extra=None, unit=True, extra_role="strata",
-            group_role="group"):
-    """Yield (by value, labels, vectors, extra values, row namer) per part of each Arrow batch.
+Part = tuple[object, list, np.ndarray, np.ndarray, pa.Array, "RowNamer"]
+
+
+def _stream(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str, by: str | None = None,
+            key: str | None = None, extra: str | None = None, unit: bool = True, extra_role: str = "strata",
+            group_role: str = "group") -> Iterator[Part]:
+    """Yield (by value, labels, label codes, vectors, extra values, row namer) per part of each Arrow batch.
 
     Vectors are checked and scaled to unit length, or with ``unit=False`` checked for NULLs and
     lengths only and returned as they are (the caller scales them and checks their norms).
-    ``group_role`` names the label column in messages (e.g. "item" when items are the labels)."""
+    ``group_role`` names the label column in messages (e.g. "item" when items are the labels).
+    A NULL or NaN model value is refused naming its row: it names no model, and a filter on it
+    would drop its rows without a word."""
     dims: dict[object, int] = {}
     first_row = 0
     query = _query(source, group, vector, by, key, extra, extra_role, group_role)
     for batch in con.sql(query.sql("duckdb")).to_arrow_reader(BATCH_ROWS):
         by_values = batch.column(B)
-        values = [None] if by_values.null_count == len(by_values) else pc.unique(by_values).to_pylist()
+        if by is not None:
+            _check_models(by_values, by, RowNamer(batch, np.arange(batch.num_rows), first_row, group_role))
+        values = [None] if by is None else pc.unique(by_values).to_pylist()
         # a batch of one by value (a table stored model by model) is used as it is: no filtered copy
         parts = [(values[0], None)] if len(values) == 1 else [
             (value, pc.equal(by_values, pa.scalar(value, by_values.type))) for value in values]
@@ -77,7 +87,17 @@ def _stream(con, source, group, vector, by=None, key=None, extra=None, unit=True
         fail("source.empty", source=repr(source.name))
 
 
-def _coded_labels(column: pa.Array, group: str, role: str, where) -> tuple[list, np.ndarray]:
+def _check_models(values: pa.Array, model: str, where: RowNamer) -> None:
+    """Refuse a NULL or NaN model value (label.null, role "model"), naming its first row."""
+    bad = values.is_null()
+    if pa.types.is_floating(values.type):
+        bad = pc.or_(bad, pc.is_nan(values))
+    if pc.any(bad).as_py():
+        row = int(np.flatnonzero(bad.to_numpy(zero_copy_only=False))[0])
+        clean_label(values[row].as_py(), model, where(row), role="model")
+
+
+def _coded_labels(column: pa.Array, group: str, role: str, where: RowNamer) -> tuple[list, np.ndarray]:
     """(distinct labels under the label rule, each row's index into them); a NULL or NaN label
     raises naming its first row."""
     labels = column.dictionary_encode()
@@ -91,6 +111,11 @@ def _coded_labels(column: pa.Array, group: str, role: str, where) -> tuple[list,
         if bad_label(name):
             clean_label(name, group, where(int(np.flatnonzero(codes == j)[0])), role)
     return [clean_label(name, group, role=role) for name in names], codes
+
+
+def rows_query(source: Source, group: str, vector: str, by: str | None = None) -> str:
+    """The DuckDB SQL that group_sums streams (the report records it as the SQL that ran)."""
+    return _query(source, group, vector, by, None, None).sql("duckdb")
 
 
 def group_sums(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str,
@@ -114,7 +139,7 @@ def unit_rows(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector
     parts: dict[object, list] = {}
     dims: dict[object, int] = {}
     rows_of: dict[object, int] = {}
-    read = []
+    read: list[tuple[object, int, np.ndarray, RowNamer]] = []
     for value, names, codes, raw, extra_values, where in _stream(con, source, group, vector, by, key, extra,
                                                                  unit=False, extra_role=extra_role,
                                                                  group_role=group_role):
@@ -141,21 +166,23 @@ def unit_rows(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector
 
 
 class RowNamer:
-    """Names a row of the current batch part as users see it: 0-based row in scan order, key, label
+    """Names a row of the current batch part as users see it: 0-based row in scan order, its id
+    (the ``item`` column a face was given to name rows; ``id_role`` says what the id is) and label
     (``role`` says what the label is: a group, or an item)."""
 
-    def __init__(self, batch, rows, first_row, role="group"):
-        self.batch, self.rows, self.first_row, self.role = batch, rows, first_row, role
+    def __init__(self, batch: pa.RecordBatch, rows: np.ndarray, first_row: int, role: str | None = "group",
+                 id_role: str = "item") -> None:
+        self.batch, self.rows, self.first_row, self.role, self.id_role = batch, rows, first_row, role, id_role
 
     def __call__(self, i: int) -> str:
         row = int(self.rows[i])
         key = self.batch.column(KEY)[row].as_py()
         label = self.batch.column(G)[row].as_py()
-        return (f"row {self.first_row + row}" + ("" if key is None else f" (key {key!r})")
+        return (f"row {self.first_row + row}" + ("" if key is None else f" ({self.id_role} {key!r})")
                 + ("" if label is None else f" ({self.role} {label!r})"))
 
 
-def raw_vectors(column: pa.Array, where, vector: str, dim: int | None) -> np.ndarray:
+def raw_vectors(column: pa.Array, where: Callable[[int], str], vector: str, dim: int | None) -> np.ndarray:
     """Check NULLs and lengths; return the vectors as an n x d view of the Arrow values."""
     if column.null_count:
         raise bad_vector(vector, "NULL", where(int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])))
@@ -174,7 +201,7 @@ def raw_vectors(column: pa.Array, where, vector: str, dim: int | None) -> np.nda
     return values.to_numpy(zero_copy_only=False).reshape(len(column), expected)
 
 
-def unit_vectors(column: pa.Array, where, vector: str, dim: int | None) -> np.ndarray:
+def unit_vectors(column: pa.Array, where: Callable[[int], str], vector: str, dim: int | None) -> np.ndarray:
     """Check every vector and return them scaled to unit length, as float64 rows."""
     x = np.array(raw_vectors(column, where, vector, dim), dtype=np.float64)
     normalise(x, where, vector)

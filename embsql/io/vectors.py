@@ -10,6 +10,7 @@ block, each block's vectors a view of its Arrow batch (retrieve ranks them as th
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import duckdb
@@ -18,10 +19,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from embsql.core.labels import bad_label
 from embsql.core.sums import bad_vector
-from embsql.errors import BadLabelError, BadVectorError, InputError
+from embsql.errors import BadLabelError, BadVectorError, InputError, fail
+from embsql.io.columns import first_bad_label
 from embsql.io.sources import Source
 from embsql.io.table_stream import BATCH_ROWS, raw_vectors
+
+Namer = Callable[[int], str]      # names row i of a batch part in a message
 
 
 @dataclass(frozen=True)
@@ -33,13 +38,13 @@ class Vectors:
     vectors: np.ndarray
     inv_norms: np.ndarray
 
-    def unit(self, rows=slice(None)) -> np.ndarray:
+    def unit(self, rows: slice | np.ndarray = slice(None)) -> np.ndarray:
         """float64 unit vectors of ``rows``."""
         return self.vectors[rows].astype(np.float64) * self.inv_norms[rows, None]
 
 
-def _select(con, source: Source, what: str, *, id_col: str, id_role: str, vector: str, model: str | None,
-            group: str | None, vectors: bool = True) -> tuple[str, dict, type]:
+def _select(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, id_col: str, id_role: str, vector: str,
+            model: str | None, group: str | None, vectors: bool = True) -> tuple[str, dict, type]:
     """The streamed query (m, i, g, v; without v if not ``vectors``), the row count per model and
     the vectors' dtype."""
     source.require(id_col, id_role)
@@ -55,8 +60,8 @@ def _select(con, source: Source, what: str, *, id_col: str, id_role: str, vector
                           .from_(source.table.copy()).group_by(model_expr.copy()).sql("duckdb")).fetchall())
     if not counts:
         raise InputError(f"{what} {source.name!r} has no rows")
-    if model and None in counts:
-        raise BadLabelError(f"{what} {source.name!r}: model column {model!r} is NULL in {counts[None]} rows")
+    if model and any(bad_label(value) for value in counts):
+        _refuse_bad_model(con, source, what, model, id_col, id_role)
     select = [model_expr.as_("m"), exp.cast(exp.column(id_col, quoted=True), "VARCHAR").as_("i"),
               (exp.column(group, quoted=True) if group else exp.null()).as_("g")]
     if vectors:
@@ -64,8 +69,24 @@ def _select(con, source: Source, what: str, *, id_col: str, id_role: str, vector
     return exp.select(*select).from_(source.table.copy()).sql("duckdb"), counts, dtype
 
 
-def _parts(con, source: Source, what: str, query: str, *, id_col: str, id_role: str, vector: str,
-           model: str | None, group: str | None, batch_rows: int):
+def _refuse_bad_model(con: duckdb.DuckDBPyConnection, source: Source, what: str, model: str, id_col: str,
+                      id_role: str) -> None:
+    """Name the first row whose model is NULL or NaN (label.null): the model column and the id, streamed."""
+    query = exp.select(exp.column(model, quoted=True).as_("m"), exp.column(id_col, quoted=True).as_("i")
+                       ).from_(source.table.copy()).sql("duckdb")
+    first_row = 0
+    for batch in con.sql(query).to_arrow_reader(BATCH_ROWS):
+        bad = first_bad_label(batch.column("m"))
+        if bad is not None:
+            fail("label.null", role="model", column=repr(model), word=bad[1],
+                 where=f" at row {first_row + bad[0]} ({id_role} {batch.column('i')[bad[0]].as_py()!r}) of "
+                       f"{what} {source.name!r}")
+        first_row += batch.num_rows
+
+
+def _parts(con: duckdb.DuckDBPyConnection, source: Source, what: str, query: str, *, id_col: str, id_role: str,
+           vector: str, model: str | None, group: str | None,
+           batch_rows: int) -> Iterator[tuple[object, pa.Array, list | None, np.ndarray, Namer]]:
     """Yield (model value, ids, group labels or None, raw vectors, row namer) per model per Arrow
     batch, the ids and vectors checked (NULL ids and groups, NULL vectors and lengths)."""
     dim = source.vector_dimension(vector)
@@ -93,7 +114,7 @@ def _parts(con, source: Source, what: str, query: str, *, id_col: str, id_role: 
         first_row += batch.num_rows
 
 
-def _check_width(raw: np.ndarray, width: int, what: str, name: str, vector: str, where) -> None:
+def _check_width(raw: np.ndarray, width: int, what: str, name: str, vector: str, where: Namer) -> None:
     if raw.shape[1] != width:
         raise BadVectorError(f"{what} {name!r}: vector column {vector!r} has a vector of length "
                              f"{raw.shape[1]} at {where(0)}; other vectors have length {width}")
@@ -157,7 +178,8 @@ def read_ids(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, id_co
 
 
 def stream_vectors(con: duckdb.DuckDBPyConnection, source: Source, what: str, ids: dict[object, pa.Array], *,
-                   id_col: str, id_role: str, vector: str, model: str | None, batch_rows: int = BATCH_ROWS):
+                   id_col: str, id_role: str, vector: str, model: str | None,
+                   batch_rows: int = BATCH_ROWS) -> Iterator[Block]:
     """Yield a Block per model per Arrow batch, checked like read_vectors, so that the vectors are
     never held whole: the peak is one batch.  ``ids`` is read_ids's answer for the same source;
     rows are matched to it by position (the order DuckDB streams in), or by value if that differs."""
@@ -189,7 +211,7 @@ def _first_null(values: pa.Array) -> int:
 
 
 def _inverse_norms(vectors: np.ndarray, ids: pa.Array, what: str, name: str, vector: str, role: str,
-                   where=None) -> np.ndarray:
+                   where: Namer | None = None) -> np.ndarray:
     """1 / ||x|| in float64, block by block; a zero or non-finite vector is named (by ``where``,
     the row namer of a streamed block, else by its position in ``vectors``)."""
     out = np.empty(len(vectors))
@@ -209,7 +231,7 @@ def _inverse_norms(vectors: np.ndarray, ids: pa.Array, what: str, name: str, vec
     return out
 
 
-def _check_unique(ids: pa.Array, what: str, name: str, column: str, role: str, model) -> None:
+def _check_unique(ids: pa.Array, what: str, name: str, column: str, role: str, model: object) -> None:
     if len(pc.unique(ids)) == len(ids):
         return
     counts = pa.table({"i": ids}).group_by("i").aggregate([([], "count_all")])

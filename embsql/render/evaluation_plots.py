@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import math
 
-from embsql.render.plots import Plot
+from embsql.render.document import Document
+from embsql.render.figures import Plot, new_figure
 from embsql.result_table import model_label
 
 _QUANTILES = ("p05", "p25", "median", "p75", "p95")
 
 
-def ndcg_distribution_plot(result) -> Plot | None:
+def ndcg_distribution_plot(result: Document) -> Plot | None:
     """Boxes of per-query nDCG@10 per model, or None when the report has no evaluation."""
     section = next((s for s in result.sections if s.name == "evaluation_queries"), None)
     if section is None:
@@ -21,11 +22,9 @@ def ndcg_distribution_plot(result) -> Plot | None:
             if all(isinstance(r.get(c), float) and math.isfinite(r[c]) for c in _QUANTILES)]
     if not rows:
         return None
-    from matplotlib.figure import Figure
-
     stats = [{"label": model_label(r["model"]), "whislo": r["p05"], "q1": r["p25"], "med": r["median"],
               "q3": r["p75"], "whishi": r["p95"], "mean": r["mean"]} for r in rows]
-    figure = Figure(figsize=(max(4.6, 1.3 * len(rows) + 2.5), 4.0), layout="constrained")
+    figure = new_figure(figsize=(max(4.6, 1.3 * len(rows) + 2.5), 4.0), layout="constrained")
     ax = figure.subplots()
     ax.bxp(stats, showfliers=False, showmeans=True)
     ax.set_ylim(-0.03, 1.03)
@@ -38,7 +37,7 @@ def ndcg_distribution_plot(result) -> Plot | None:
     return Plot("evaluation_queries", "evaluation_queries", caption, figure)
 
 
-def evaluation_compare_plot(result) -> Plot | None:
+def evaluation_compare_plot(result: Document) -> Plot | None:
     """Each pair's nDCG@10 difference with its interval, or None without a paired comparison."""
     section = next((s for s in result.sections if s.name == "evaluation_compare"), None)
     if section is None:
@@ -47,9 +46,7 @@ def evaluation_compare_plot(result) -> Plot | None:
             if all(isinstance(r.get(c), float) and math.isfinite(r[c]) for c in ("difference", "ci_low", "ci_high"))]
     if not rows:
         return None
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(6.4, max(2.2, 0.55 * len(rows) + 1.4)), layout="constrained")
+    figure = new_figure(figsize=(6.4, max(2.2, 0.55 * len(rows) + 1.4)), layout="constrained")
     ax = figure.subplots()
     for y, r in enumerate(rows):
         ax.plot([r["ci_low"], r["ci_high"]], [y, y], color="#1f5f99", linewidth=2)

@@ -1,6 +1,7 @@
-"""Rendering of a report (embsql.reporting.report_result.ReportResult): terminal text, Markdown, JSON, HTML.
+"""Rendering of a report (embsql.reporting.report_result.ReportResult, or anything of the shape
+embsql.render.document.Document): terminal text, Markdown, JSON, HTML.
 
-Every renderer opens with the verdict (embsql.reporting.verdict: one or two sentences computed from the
+Every renderer opens with the verdict (``result.verdict``: one or two sentences computed from the
 numbers) and any notes, then shows the summary (one column per model), then each section's table
 with its caution beneath it.  In text and Markdown a section longer than LONG_TABLE rows shows its
 head, its tail and quantiles of its numeric columns (``full=True`` shows every row); JSON and
@@ -14,13 +15,13 @@ JSON (``to_json``) is the stable, machine-readable form.  Schema ``embsql.report
       "title":    str,
       "verdict":  [str, ...],                 # the opening sentences (may be empty)
       "notes":    [str, ...],                 # what was left out, and why
-      "meta":     {str: JSON value},          # source, vector, group, by, seed, sql, versions, created, ...
+      "meta":     {str: JSON value},          # source, vector, group, model, seed, sql, versions, created, ...
       "summary":  Table,
       "sections": [ {"name": str, "title": str, "caution": str, **Table}, ... ]   # report order
     }
     Table = {
       "title":     str,                       # the ResultTable's own title
-      "columns":   [str, ...],                # first column "model" (null when the report has no by)
+      "columns":   [str, ...],                # first column "model" (its cells null when the report has no model)
       "rows":      [[cell, ...], ...],        # one list per row, in column order
       "nonfinite": [{"row": int, "column": str, "value": "inf" | "-inf" | "nan"}, ...]
     }
@@ -46,22 +47,21 @@ import os
 import shutil
 import sys
 import textwrap
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
-from embsql.render.cells import format_cell, is_number, plain
-from embsql.result_table import model_label
-
-if TYPE_CHECKING:   # for type hints only: reporting.result imports this module when a report is rendered
-    from embsql.reporting.report_result import ReportResult
-    from embsql.result_table import ResultTable
+from embsql.cells import format_cell, is_number, plain
+from embsql.render.document import Document, DocumentSection
+from embsql.render.figures import Plot, matplotlib_available, png_bytes
+from embsql.render.plots import report_plots
+from embsql.result_table import ResultTable, model_label
 
 SCHEMA = "embsql.report/1"
-META_ORDER = ("source", "vector", "group", "by", "permutations", "seed", "embsql_version", "duckdb_version", "created")
+META_ORDER = ("source", "vector", "group", "model", "permutations", "seed", "embsql_version", "duckdb_version", "created")
 META_HIDDEN = ("sql", "notes", "verdict")   # shown in their own places, not in the header line
-META_HEADER = ("source", "vector", "group", "by", "dimensions", "permutations", "seed", "created")  # the rest: run details
-META_LABELS = {"by": "model"}   # shown under the argument's name (the stable JSON keeps its key "by")
+META_HEADER = ("source", "vector", "group", "model", "dimensions", "permutations", "seed", "created")  # the rest: run details
 TALL_TABLE = 15                 # HTML tables with more rows scroll inside a box
 LONG_TABLE = 40                 # text and Markdown sections with more rows are shortened
 HEAD_ROWS = TAIL_ROWS = 8       # ... to this head and tail, plus quantiles
@@ -69,7 +69,10 @@ QUANTILES = (("min", 0.0), ("25%", 0.25), ("median", 0.5), ("75%", 0.75), ("max"
 PLOT_NOTE = "Figures are not shown: matplotlib is not installed (pip install matplotlib)."
 
 
-def _summary_grid(summary: ResultTable) -> tuple[list[str], list[list]]:
+Grid = tuple[list[str], list[list[Any]]]   # a header and its rows
+
+
+def _summary_grid(summary: ResultTable) -> Grid:
     """The summary turned on its side: one row per statistic, one column per model."""
     if not summary.rows or summary.columns[0] != "model":
         return list(summary.columns), [list(row) for row in summary.rows]
@@ -78,16 +81,16 @@ def _summary_grid(summary: ResultTable) -> tuple[list[str], list[list]]:
     return header, rows
 
 
-def _meta_items(meta: dict, header: bool | None = None) -> list[tuple[str, str]]:
+def _meta_items(meta: Mapping[str, Any], header: bool | None = None) -> list[tuple[str, str]]:
     """Meta entries to show (not the SQL, notes or verdict, shown on their own), known keys first;
     ``header=True`` only those of the header line, ``False`` only the rest (the run details)."""
     keys = [k for k in META_ORDER if k in meta] + sorted(k for k in meta if k not in META_ORDER + META_HIDDEN)
     if header is not None:
         keys = [k for k in keys if (k in META_HEADER) == header]
-    return [(str(META_LABELS.get(key, key)), _meta_text(meta[key])) for key in keys if meta[key] is not None]
+    return [(key, _meta_text(meta[key])) for key in keys if meta[key] is not None]
 
 
-def _meta_text(value) -> str:
+def _meta_text(value: object) -> str:
     """A header value as text: a mapping as "key value, ...", a list as "a, b"."""
     if isinstance(value, dict):
         return ", ".join(f"{k} {_meta_text(v)}" for k, v in value.items())
@@ -96,20 +99,14 @@ def _meta_text(value) -> str:
     return format_cell(value)
 
 
-def _verdict(result: ReportResult) -> list[str]:
-    from embsql.reporting.verdict import verdict
-
-    return verdict(result)
-
-
-def _notes(result: ReportResult) -> list[str]:
+def _notes(result: Document) -> list[str]:
     notes = result.meta.get("notes") or []
     return [notes] if isinstance(notes, str) else [str(n) for n in notes]
 
 
 # ---------------------------------------------------------------- long tables
 
-def _shortened(section, full: bool):
+def _shortened(section: DocumentSection, full: bool) -> tuple[list[list[Any]], Grid | None, str]:
     """(rows to show, quantile table or None, note) for text and Markdown.
 
     Beyond LONG_TABLE rows: the first and last rows, an ellipsis row, and min/quartiles/max of every
@@ -125,7 +122,7 @@ def _shortened(section, full: bool):
     quantiles = None
     if numeric:
         by_model = table.columns[0] == "model" and len({r[0] for r in rows}) > 1
-        groups: dict = {}
+        groups: dict[Any, list[list[Any]]] = {}
         for r in rows:
             groups.setdefault(r[0] if by_model else None, []).append(r)
         header = (["model"] if by_model else []) + ["quantile"] + [table.columns[k] for k in numeric]
@@ -145,7 +142,7 @@ def _shortened(section, full: bool):
 
 # ---------------------------------------------------------------- terminal text
 
-def to_text(result: ReportResult, *, color: bool | None = None, width: int | None = None, full: bool = False) -> str:
+def to_text(result: Document, *, color: bool | None = None, width: int | None = None, full: bool = False) -> str:
     """The report as terminal text.  Colour only when stdout is a terminal and NO_COLOR is unset
     (``color`` overrides); without colour the text has no escape codes at all.  Tables fit the
     terminal; written elsewhere (a file, a pipe, a string) they are never squeezed or cut.
@@ -164,7 +161,7 @@ def to_text(result: ReportResult, *, color: bool | None = None, width: int | Non
                       color_system="standard" if color else None, highlight=False, emoji=False)
     prose = min(width, 100)
 
-    def table(title, header, rows, first_is_label=False):
+    def table(title: Text, header: list[str], rows: list[list[Any]], first_is_label: bool = False) -> Table:
         # Text objects throughout, so that a label such as "[bold]" is printed, not read as markup
         shown = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD,
                       show_edge=False, header_style="bold")
@@ -178,7 +175,7 @@ def to_text(result: ReportResult, *, color: bool | None = None, width: int | Non
     console.print(Text(result.title, style="bold"))
     for line in _pack([f"{k}: {v}" for k, v in _meta_items(result.meta, header=True)], prose):
         console.print(Text(line, style="dim"))
-    for sentence in _verdict(result):
+    for sentence in result.verdict:
         console.print()
         console.print(Text(textwrap.fill(sentence, prose), style="bold"))
     if _notes(result):
@@ -234,12 +231,12 @@ def _md(text: str) -> str:
     return str(text).translate(_MD_SPECIAL)
 
 
-def to_markdown(result: ReportResult, *, full: bool = False) -> str:
+def to_markdown(result: Document, *, full: bool = False) -> str:
     """GitHub-flavoured Markdown: tables, cautions as blockquotes, the SQL in a code block.
     ``full=True`` keeps every row of long sections."""
     lines = [f"# {_md(result.title)}", ""]
     lines += [f"- **{_md(k)}**: {_md(v)}" for k, v in _meta_items(result.meta, header=True)]
-    for sentence in _verdict(result):
+    for sentence in result.verdict:
         lines += ["", f"**{_md(sentence)}**"]
     if _notes(result):
         lines += [""] + [f"- Note: {_md(note)}" for note in _notes(result)]
@@ -266,14 +263,14 @@ def to_markdown(result: ReportResult, *, full: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _md_table(header: list[str], rows: list[list]) -> list[str]:
+def _md_table(header: list[str], rows: list[list[Any]]) -> list[str]:
     align = ["---:" if any(is_number(row[k]) for row in rows) else ":---" for k in range(len(header))]
     lines = ["| " + " | ".join(_md(h) for h in header) + " |", "| " + " | ".join(align) + " |"]
     lines += ["| " + " | ".join(_md(format_cell(cell)) for cell in row) + " |" for row in rows]
     return lines
 
 
-def _longest_backtick_run(text: str) -> int:
+def _longest_backtick_run(text: object) -> int:
     longest = run = 0
     for char in str(text):
         run = run + 1 if char == "`" else 0
@@ -283,12 +280,12 @@ def _longest_backtick_run(text: str) -> int:
 
 # ---------------------------------------------------------------- JSON
 
-def to_json(result: ReportResult) -> str:
+def to_json(result: Document) -> str:
     """The report as JSON of schema ``embsql.report/1`` (see the module docstring)."""
     document = {
         "schema": SCHEMA,
         "title": result.title,
-        "verdict": _verdict(result),
+        "verdict": result.verdict,
         "notes": _notes(result),
         "meta": _json_value(result.meta),
         "summary": _json_table(result.summary),
@@ -298,8 +295,9 @@ def to_json(result: ReportResult) -> str:
     return json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
 
 
-def _json_table(table: ResultTable) -> dict:
-    rows, nonfinite = [], []
+def _json_table(table: ResultTable) -> dict[str, Any]:
+    rows: list[list[Any]] = []
+    nonfinite: list[dict[str, Any]] = []
     for r, row in enumerate(table.rows):
         cells = []
         for column, value in zip(table.columns, row):
@@ -311,7 +309,7 @@ def _json_table(table: ResultTable) -> dict:
     return {"title": table.title, "columns": list(table.columns), "rows": rows, "nonfinite": nonfinite}
 
 
-def _json_value(value):
+def _json_value(value: Any) -> Any:
     value = plain(value)
     if value is None or isinstance(value, (bool, str)):
         return value
@@ -329,7 +327,7 @@ def _json_value(value):
 
 # ---------------------------------------------------------------- HTML
 
-def to_html(result: ReportResult, plots: bool = True, standalone: bool = True) -> str:
+def to_html(result: Document, plots: bool = True, standalone: bool = True) -> str:
     """One self-contained HTML file: inline CSS, figures as inline PNG, no scripts, no fetches.
 
     ``standalone=False`` gives a fragment (no <html> or <head>) for Jupyter's _repr_html_.  When
@@ -348,7 +346,7 @@ def to_html(result: ReportResult, plots: bool = True, standalone: bool = True) -
     parts.append("</header>")
     if note:
         parts.append(f'<p class="note">{esc(note)}</p>')
-    sentences, notes = _verdict(result), _notes(result)
+    sentences, notes = result.verdict, _notes(result)
     if sentences or notes or figures.get("verdict"):
         parts.append('<section id="verdict" class="row"><div class="verdict">')
         parts += [f"<p>{esc(sentence)}</p>" for sentence in sentences]
@@ -390,22 +388,18 @@ def to_html(result: ReportResult, plots: bool = True, standalone: bool = True) -
             f"<title>{esc(result.title)}</title>\n<style>{_PAGE_CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n")
 
 
-def _html_figures(result: ReportResult) -> tuple[dict, str]:
+def _html_figures(result: Document) -> tuple[dict[str, list[Plot]], str]:
     """Figures keyed by where they go; or no figures and a note when matplotlib is missing."""
-    from embsql.render.plots import matplotlib_available, report_plots
-
     if not matplotlib_available():
         return {}, PLOT_NOTE
-    placed: dict = {}
+    placed: dict[str, list[Plot]] = {}
     for plot in report_plots(result):
         placed.setdefault(plot.anchor, []).append(plot)
     return placed, ""
 
 
-def _html_figure(plot, result: ReportResult, *, with_caution: bool = True) -> str:
+def _html_figure(plot: Plot, result: Document, *, with_caution: bool = True) -> str:
     """A figure as an inline PNG (rendered at 160 dpi, shown at 96 px per inch: sharp text on high-density screens)."""
-    from embsql.render.plots import png_bytes
-
     width, height = (round(v * 96) for v in plot.figure.get_size_inches())  # CSS px per inch
     data = base64.b64encode(png_bytes(plot.figure)).decode("ascii")
     title = html.escape(plot.caption)
@@ -419,7 +413,7 @@ def _html_figure(plot, result: ReportResult, *, with_caution: bool = True) -> st
             f"<figcaption>{title}</figcaption>{caution_html}</figure>")
 
 
-def _html_table(header: list[str], rows: list[list], *, row_headers: bool = False) -> str:
+def _html_table(header: list[str], rows: list[list[Any]], *, row_headers: bool = False) -> str:
     esc = html.escape
     numeric = [any(is_number(row[k]) for row in rows) for k in range(len(header))]
     head = "".join(f'<th class="{"num" if numeric[k] and not (row_headers and k == 0) else "txt"}">{esc(h)}</th>'

@@ -10,21 +10,20 @@ from __future__ import annotations
 
 import math
 
-from embsql.render.plots import Plot
-from embsql.reporting.report_result import ReportResult
+from embsql.render.document import Document
+from embsql.render.figures import Plot, new_figure
 from embsql.result_table import model_label
 
 SECTION = "models"
 
 
-def models_plot(result: ReportResult) -> Plot | None:
+def models_plot(result: Document) -> Plot | None:
+    """The matrix of model pairs per measure, or None when the report has no models section."""
     if not any(section.name == SECTION for section in result.sections):
         return None
     rows = [r for r in result[SECTION].to_dicts() if isinstance(r.get("value"), float) and math.isfinite(r["value"])]
     if not rows:
         return None
-    from matplotlib.figure import Figure
-
     measures = list(dict.fromkeys(r["measure"] for r in rows))
     levels = {r["measure"]: r["level"] for r in rows}
     models = list(dict.fromkeys([r["model_a"] for r in rows] + [r["model_b"] for r in rows]))
@@ -32,7 +31,7 @@ def models_plot(result: ReportResult) -> Plot | None:
     index = {m: i for i, m in enumerate(models)}
     size = len(models)
     cell = 0.55 + 0.05 * max(len(n) for n in names)
-    figure = Figure(figsize=(min(1.2 + len(measures) * (1.0 + cell * size), 11.0), 1.6 + cell * size),
+    figure = new_figure(figsize=(min(1.2 + len(measures) * (1.0 + cell * size), 11.0), 1.6 + cell * size),
                     layout="constrained")
     axes = figure.subplots(1, len(measures), squeeze=False)[0]
     image = None

@@ -1,135 +1,73 @@
 """Figures of a report: the paired differences of R², R² per model, W~_g per group, retrieval
-margins, paraphrase dose, and V beside R² for each experiment of the demo.
+margins, paraphrase dose, and V beside R² for each experiment of the demo (the models compared
+and the retrieval evaluation have their own modules, geometry_plots and evaluation_plots).
 
-matplotlib (a dependency) is imported only when a figure is asked for.  The figures are built on
-``matplotlib.figure.Figure`` directly, never through pyplot: that needs no display and no backend
-switch (savefig renders with Agg), leaves the user's pyplot state alone, and lets the figures be
-garbage-collected.  ``plot_report`` returns a :class:`Figures` list, which a notebook displays as
-images with no magic command.
-
-Each figure is drawn from one table of the report and skipped when that table, or the columns
-it needs, are absent.  Figures that show a per-model scale (W~_g, W~_q) get one panel per model
-with its own y axis, because those spreads are not comparable across models.
+``plot_report`` returns a :class:`~embsql.render.figures.Figures` list, which a notebook displays
+as images with no magic command; ``report_plots`` gives each figure with its place in the HTML
+report.  Each figure is drawn from one table of the report and skipped when that table, or the
+columns it needs, are absent.  Figures that show a per-model scale (W~_g, W~_q) get one panel per
+model with its own y axis, because those spreads are not comparable across models.
 """
 
 from __future__ import annotations
 
-import base64
-import html
-import io
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeGuard
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from embsql.render.document import Document, DocumentSection
+from embsql.render.evaluation_plots import evaluation_compare_plot, ndcg_distribution_plot
+from embsql.render.figures import Figures, Plot, finite, new_figure, require_matplotlib
+from embsql.render.geometry_plots import models_plot
 from embsql.result_table import model_label
 
-if TYPE_CHECKING:   # for type hints only: reporting.result imports this module when a report is plotted
-    from embsql.reporting.report_result import ReportResult
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 GOLDEN = (math.sqrt(5) - 1) / 2
 
 
-@dataclass(frozen=True)
-class Plot:
-    """One figure and where it belongs in a report."""
-
-    anchor: str           # "summary" or the name of the section it illustrates
-    caution_from: str     # the section whose caution applies to the figure ("" for none)
-    caption: str          # what is drawn, in words (the interval, what was left out)
-    figure: object        # a matplotlib.figure.Figure
-
-
-class Figures(list):
-    """A list of matplotlib Figures that a notebook shows as images (one PNG each), with no
-    ``%matplotlib`` magic: Jupyter calls ``_repr_mimebundle_`` on the value of a cell."""
-
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        if not self:
-            return {"text/plain": "no figures (the report has none of the tables they are drawn from)"}
-        pngs = [png_bytes(figure) for figure in self]
-        images = "".join(
-            f'<figure style="margin:0 0 14px"><img alt="{html.escape(_figure_title(f))}" width="{w}" '
-            f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}"></figure>'
-            for f, png, w in zip(self, pngs, (round(f.get_size_inches()[0] * 96) for f in self)))
-        return {"text/plain": repr(self), "text/html": f"<div>{images}</div>",
-                "image/png": base64.b64encode(pngs[0]).decode("ascii")}
-
-    def __repr__(self) -> str:
-        titles = "; ".join(_figure_title(f) for f in self)
-        return f"{len(self)} figure{'s' if len(self) != 1 else ''}: {titles}"
-
-
-def png_bytes(figure, dpi: int = 160) -> bytes:
-    """A figure as PNG (160 dpi: sharp text on high-density screens)."""
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi, facecolor="white")
-    return buffer.getvalue()
-
-
-def _figure_title(figure) -> str:
-    if figure._suptitle is not None and figure._suptitle.get_text():
-        return figure._suptitle.get_text()
-    return next((ax.get_title() for ax in figure.axes if ax.get_title()), "figure")
-
-
-def plot_report(result: ReportResult) -> Figures:
+def plot_report(result: Document) -> Figures:
     """The report's figures (matplotlib Figures); figures whose data are absent are skipped."""
     return Figures(plot.figure for plot in report_plots(result))
 
 
-def report_plots(result: ReportResult) -> list[Plot]:
+def report_plots(result: Document) -> list[Plot]:
     """Like :func:`plot_report`, with each figure's place and caption (used by the HTML renderer)."""
-    _require_matplotlib()
-    from embsql.render.evaluation_plots import evaluation_compare_plot, ndcg_distribution_plot  # they import Plot from here
-    from embsql.render.geometry_plots import models_plot  # here: geometry_plots imports Plot from this module
-
-    makers = (_compare_plot, _r2_plot, _w_tilde_plot, _margin_plot, _dose_plot, _experiment_plots, models_plot,
-              ndcg_distribution_plot, evaluation_compare_plot)
-    plots = []
+    require_matplotlib()   # no matplotlib: say so before anything is drawn
+    makers: tuple[Callable[[Document], Plot | list[Plot] | None], ...] = (
+        _compare_plot, _r2_plot, _w_tilde_plot, _margin_plot, _dose_plot, _experiment_plots, models_plot,
+        ndcg_distribution_plot, evaluation_compare_plot)
+    plots: list[Plot] = []
     for make in makers:
         made = make(result)
         plots += made if isinstance(made, list) else [made] if made is not None else []
     return plots
 
 
-def matplotlib_available() -> bool:
-    try:
-        _require_matplotlib()
-    except ImportError:
-        return False
-    return True
-
-
-def _require_matplotlib():
-    try:
-        import matplotlib  # noqa: F401  (a None in sys.modules also raises here)
-        from matplotlib.figure import Figure
-    except ImportError as error:
-        raise ModuleNotFoundError("embsql's plots need matplotlib, which is not installed: "
-                                  "pip install matplotlib", name="matplotlib") from error
-    return Figure
-
-
 # ---------------------------------------------------------------- R² per model
 
-def _r2_plot(result: ReportResult) -> Plot | None:
+def _r2_plot(result: Document) -> Plot | None:
     summary = result.summary
     if "r2" not in summary.columns or _experiments(result):
         return None   # the demo draws R² beside V in each experiment's figure
-    points = [(row["model"], row["r2"]) for row in summary.to_dicts() if _finite(row["r2"])]
+    points = [(row["model"], row["r2"]) for row in summary.to_dicts() if finite(row["r2"])]
     if not points:
         return None
     models = [model for model, _ in points]
     r2 = [value for _, value in points]
     low, high, source, interval = _r2_intervals(result, models, r2)
 
-    figure = _require_matplotlib()(figsize=(max(4.6, 1.3 * len(models) + 2.5), 4.0), layout="constrained")
+    figure = new_figure(figsize=(max(4.6, 1.3 * len(models) + 2.5), 4.0), layout="constrained")
     ax = figure.subplots()
     x = list(range(len(models)))
     if source:
         # drawn as segments, not errorbar(yerr=...): a percentile interval need not contain the estimate
         for xi, lo, hi in zip(x, low, high):
-            if _finite(lo) and _finite(hi):
+            if finite(lo) and finite(hi):
                 ax.vlines(xi, lo, hi, color="#1f5f99", linewidth=2)
                 ax.hlines([lo, hi], xi - 0.08, xi + 0.08, color="#1f5f99", linewidth=2)
     ax.plot(x, r2, "o", color="#1f5f99", markersize=8, label="R²", zorder=3)
@@ -139,7 +77,7 @@ def _r2_plot(result: ReportResult) -> Plot | None:
                 label="null expectation (G−1)/(n−1)", zorder=3)
     ax.set_xticks(x, [_label(m) for m in models], **_tick_style(models))
     ax.set_xlim(-0.6, len(models) - 0.4)
-    top = max([v for v in r2 + high if _finite(v)])
+    top = max([v for v in r2 + high if finite(v)])
     ax.set_ylim(0, min(1.0, top * 1.15 + 0.02))
     ax.set_ylabel("R² = SS_B / SS_T")
     ax.set_xlabel("model")
@@ -150,10 +88,13 @@ def _r2_plot(result: ReportResult) -> Plot | None:
     return Plot("summary", source or ("decomposition" if _has(result, "decomposition") else ""), caption, figure)
 
 
-def _r2_intervals(result, models, r2):
+Interval = tuple[list[Any], list[Any], str, str]   # low ends, high ends, the section they come from, in words
+
+
+def _r2_intervals(result: Document, models: list[Any], r2: list[float]) -> Interval:
     """Interval ends per model, and where they came from: bootstrap CI, else ±1.96 jackknife SE,
     else the summary's own interval or SE."""
-    def r2_rows(name):
+    def r2_rows(name: str) -> dict[Any, dict[str, Any]]:
         if not _has(result, name):
             return {}
         return {row["model"]: row for row in result[name].to_dicts() if row.get("stat", "r2") == "r2"}
@@ -163,7 +104,7 @@ def _r2_intervals(result, models, r2):
         row = boot[models[0]]
         level, replicates = row.get("level"), row.get("replicates")
         what = "calibrated interval (jackknife bias-corrected t, see the bootstrap section)"
-        what = (f"{level:.0%} " if _finite(level) else "") + what
+        what = (f"{level:.0%} " if finite(level) else "") + what
         what += f" ({replicates} resamples of groups)" if replicates else ""
         return [boot[m].get("ci_low") for m in models], [boot[m].get("ci_high") for m in models], "bootstrap", what
     jack = r2_rows("jackknife")
@@ -173,23 +114,23 @@ def _r2_intervals(result, models, r2):
     rows = {row["model"]: row for row in result.summary.to_dicts()}
     low = [rows[m].get("r2_ci_low") for m in models]
     high = [rows[m].get("r2_ci_high") for m in models]
-    if any(_finite(v) for v in low + high):
+    if any(finite(v) for v in low + high):
         return low, high, "summary", "the summary's interval (r2_ci_low to r2_ci_high)"
     se = [rows[m].get("r2_se") for m in models]
-    if any(_finite(v) for v in se):
+    if any(finite(v) for v in se):
         return _pm(r2, se) + ("summary", "±1.96 SE (the summary's r2_se)")
     return low, high, "", ""
 
 
-def _pm(values, se):
-    low = [v - 1.96 * s if _finite(s) else None for v, s in zip(values, se)]
-    high = [v + 1.96 * s if _finite(s) else None for v, s in zip(values, se)]
+def _pm(values: list[float], se: list[Any]) -> tuple[list[Any], list[Any]]:
+    low = [v - 1.96 * s if finite(s) else None for v, s in zip(values, se)]
+    high = [v + 1.96 * s if finite(s) else None for v, s in zip(values, se)]
     return low, high
 
 
 # ---------------------------------------------------------------- W~_g per group
 
-def _w_tilde_plot(result: ReportResult) -> Plot | None:
+def _w_tilde_plot(result: Document) -> Plot | None:
     if not _has(result, "groups") or "w_tilde" not in result["groups"].columns:
         return None
     per_model: dict = {}
@@ -197,7 +138,7 @@ def _w_tilde_plot(result: ReportResult) -> Plot | None:
     for row in result["groups"].to_dicts():
         per_model.setdefault(row["model"], [])
         singletons.setdefault(row["model"], 0)
-        if _finite(row["w_tilde"]):
+        if finite(row["w_tilde"]):
             per_model[row["model"]].append(row["w_tilde"])
         else:
             singletons[row["model"]] += 1
@@ -231,17 +172,17 @@ def _w_tilde_plot(result: ReportResult) -> Plot | None:
 _QUANTILE_COLUMNS = ("m_p05", "m_p25", "m_median", "m_p75", "m_p95")
 
 
-def _margin_quantile_plot(result: ReportResult) -> Plot | None:
+def _margin_quantile_plot(result: Document) -> Plot | None:
     """The alignment layer of a report carries quantiles of M, not every query: draw them as boxes
     (5-25-50-75-95 %), the same picture as a box plot of the queries themselves."""
-    rows = [r for r in result["alignment"].to_dicts() if all(_finite(r.get(c)) for c in _QUANTILE_COLUMNS)]
+    rows = [r for r in result["alignment"].to_dicts() if all(finite(r.get(c)) for c in _QUANTILE_COLUMNS)]
     if not rows:
         return None
     stats = [{"label": _label(r["model"]), "whislo": r["m_p05"], "q1": r["m_p25"], "med": r["m_median"],
               "q3": r["m_p75"], "whishi": r["m_p95"], "mean": r.get("m_mean")} for r in rows]
-    figure = _require_matplotlib()(figsize=(max(4.6, 1.3 * len(rows) + 2.5), 4.0), layout="constrained")
+    figure = new_figure(figsize=(max(4.6, 1.3 * len(rows) + 2.5), 4.0), layout="constrained")
     ax = figure.subplots()
-    ax.bxp(stats, showfliers=False, showmeans=all(_finite(s["mean"]) for s in stats))
+    ax.bxp(stats, showfliers=False, showmeans=all(finite(s["mean"]) for s in stats))
     ax.axhline(0, color="#444", linewidth=1, linestyle="--")
     ax.set_ylabel("normalised margin M")
     ax.set_title("Normalised retrieval margin M per model\n(M > 0: the correct document ranks first)",
@@ -251,22 +192,20 @@ def _margin_quantile_plot(result: ReportResult) -> Plot | None:
     return Plot("alignment", "alignment", caption, figure)
 
 
-def _margin_plot(result: ReportResult) -> Plot | None:
+def _margin_plot(result: Document) -> Plot | None:
     if not _has(result, "alignment"):
         return None
     if "m" not in result["alignment"].columns:
         return _margin_quantile_plot(result)
     per_model: dict = {}
     for row in result["alignment"].to_dicts():
-        if _finite(row["m"]):
+        if finite(row["m"]):
             per_model.setdefault(row["model"], []).append(row["m"])
     if not per_model:
         return None
-    import numpy as np
-
     data = [v for values in per_model.values() for v in values]
     edges = np.linspace(min(-1.0, min(data)), max(1.0, max(data)), 41)
-    figure = _require_matplotlib()(figsize=(6.4, 4.0), layout="constrained")
+    figure = new_figure(figsize=(6.4, 4.0), layout="constrained")
     ax = figure.subplots()
     for model, values in per_model.items():
         counts, _ = np.histogram(values, bins=edges)
@@ -283,13 +222,13 @@ def _margin_plot(result: ReportResult) -> Plot | None:
 
 # ---------------------------------------------------------------- paraphrase dose
 
-def _dose_plot(result: ReportResult) -> Plot | None:
-    if not _has(result, "dose") or not {"level", "w_tilde_q"} <= set(result["dose"].columns):
+def _dose_plot(result: Document) -> Plot | None:
+    if not _has(result, "dose") or not {"strength", "w_tilde_q"} <= set(result["dose"].columns):
         return None
     per_model: dict = {}
     for row in result["dose"].to_dicts():
-        if _finite(row["w_tilde_q"]):
-            per_model.setdefault(row["model"], []).append((row["level"], row["w_tilde_q"], row.get("se")))
+        if finite(row["w_tilde_q"]):
+            per_model.setdefault(row["model"], []).append((row["strength"], row["w_tilde_q"], row.get("se")))
     if not per_model:
         return None
     levels = list(dict.fromkeys(level for rows in per_model.values() for level, _, _ in rows))
@@ -301,7 +240,7 @@ def _dose_plot(result: ReportResult) -> Plot | None:
         rows = sorted(rows, key=lambda r: position[r[0]])
         x = [position[level] for level, _, _ in rows]
         y = [w for _, w, _ in rows]
-        err = [1.96 * se if _finite(se) else math.nan for _, _, se in rows]
+        err = [1.96 * se if finite(se) else math.nan for _, _, se in rows]
         ax.errorbar(x, y, yerr=err, fmt="o-", color="#1f5f99", capsize=4)
         ax.set_title(_label(model), fontsize="medium")
         ax.set_xlabel("paraphrase level")
@@ -316,21 +255,21 @@ def _dose_plot(result: ReportResult) -> Plot | None:
 
 # ---------------------------------------------------------------- paired differences
 
-def _compare_plot(result: ReportResult) -> Plot | None:
+def _compare_plot(result: Document) -> Plot | None:
     """R²_a − R²_b of every pair of models with its interval, against the line of no difference."""
     if not _has(result, "compare"):
         return None
-    rows = [r for r in result["compare"].to_dicts() if _finite(r.get("difference"))]
+    rows = [r for r in result["compare"].to_dicts() if finite(r.get("difference"))]
     if not rows:
         return None
     names = [f"{_label(r.get('model_a'))} − {_label(r.get('model_b'))}" for r in rows]
     width = 3.6 + 0.075 * max(len(n) for n in names)       # room for the pair names beside the axis
-    figure = _require_matplotlib()(figsize=(width, 1.5 + 0.5 * len(rows)), layout="constrained")
+    figure = new_figure(figsize=(width, 1.5 + 0.5 * len(rows)), layout="constrained")
     ax = figure.subplots()
     y = list(range(len(rows)))[::-1]
     for yi, row in zip(y, rows):
         low, high = row.get("ci_low"), row.get("ci_high")
-        if _finite(low) and _finite(high):
+        if finite(low) and finite(high):
             excludes = low > 0 or high < 0
             ax.hlines(yi, low, high, color="#1f5f99" if excludes else "#8a939c", linewidth=2.5)
             ax.vlines([low, high], yi - 0.12, yi + 0.12, color="#1f5f99" if excludes else "#8a939c", linewidth=2)
@@ -344,8 +283,8 @@ def _compare_plot(result: ReportResult) -> Plot | None:
     ax.set_xlabel("difference of R²")
     ax.set_title("Paired difference of R² between models", fontsize="medium")
     ax.grid(axis="x", alpha=0.3)
-    level = next((r.get("level") for r in rows if _finite(r.get("level"))), result.meta.get("level"))
-    what = f"{level:.0%} interval" if _finite(level) else "interval"
+    level = next((r.get("level") for r in rows if finite(r.get("level"))), result.meta.get("level"))
+    what = f"{level:.0%} interval" if finite(level) else "interval"
     caption = (f"R² of the first model minus R² of the second (point), paired over the same groups, with its "
                f"{what} (bar); an interval that misses the dashed line at 0 separates the two models.")
     return Plot("verdict", "compare", caption, figure)
@@ -353,19 +292,19 @@ def _compare_plot(result: ReportResult) -> Plot | None:
 
 # ---------------------------------------------------------------- the demo's experiments
 
-def _experiments(result: ReportResult) -> list:
+def _experiments(result: Document) -> list[DocumentSection]:
     return [s for s in result.sections if {"param", "v", "r2"} <= set(s.table.columns)]
 
 
-def _experiment_plots(result: ReportResult) -> list[Plot]:
+def _experiment_plots(result: Document) -> list[Plot]:
     """For each experiment: V (left) and R² (right) against the parameter, side by side."""
-    plots = []
+    plots: list[Plot] = []
     for section in _experiments(result):
-        rows = sorted((r for r in section.table.to_dicts() if _finite(r["v"]) and _finite(r["r2"])),
+        rows = sorted((r for r in section.table.to_dicts() if finite(r["v"]) and finite(r["r2"])),
                       key=lambda r: r["param"])
         if not rows:
             continue
-        figure = _require_matplotlib()(figsize=(6.4, 2.9), layout="constrained")
+        figure = new_figure(figsize=(6.4, 2.9), layout="constrained")
         left, right = figure.subplots(1, 2)
         x = [r["param"] for r in rows]
         for ax, column, name, colour in ((left, "v", "V = SS_T / n", "#b04a1c"), (right, "r2", "R² = SS_B / SS_T", "#1f5f99")):
@@ -374,7 +313,7 @@ def _experiment_plots(result: ReportResult) -> list[Plot]:
             ax.set_title(name, fontsize="medium")
             ax.set_xlabel(_parameter(section))
             ax.grid(alpha=0.3)
-        if "r2_null" in section.table.columns and all(_finite(r["r2_null"]) for r in rows):
+        if "r2_null" in section.table.columns and all(finite(r["r2_null"]) for r in rows):
             right.plot(x, [r["r2_null"] for r in rows], "x--", color="#8a939c", label="no structure")
             right.legend(fontsize="small", frameon=False)
         figure.suptitle(section.title, fontsize="medium")
@@ -383,7 +322,7 @@ def _experiment_plots(result: ReportResult) -> list[Plot]:
     return plots
 
 
-def _parameter(section) -> str:
+def _parameter(section: DocumentSection) -> str:
     """The experiment's parameter name: the last word of its configurations' label ("c", "s", "lambda")."""
     label = str(section.table.to_dicts()[0].get("model", ""))
     return label.split(" = ")[0].split()[-1] if " = " in label else "parameter"
@@ -391,42 +330,38 @@ def _parameter(section) -> str:
 
 # ---------------------------------------------------------------- helpers
 
-def _suptitle(figure, first: str, rest: str, panels: int) -> None:
+def _suptitle(figure: Figure, first: str, rest: str, panels: int) -> None:
     """A figure title on one line, or on two when the figure is one narrow panel."""
     figure.suptitle(first + ("\n" if panels < 2 else " ") + rest)
 
 
-def _tick_style(labels) -> dict:
+def _tick_style(labels: Sequence[Any]) -> dict[str, Any]:
     """Long or many tick labels slant, so that they do not run into each other."""
     if len(labels) > 4 or sum(len(_label(m)) for m in labels) > 40:
         return {"rotation": 30, "ha": "right", "rotation_mode": "anchor"}
     return {}
 
 
-def _panel_figure(count: int):
+def _panel_figure(count: int) -> tuple[Figure, list[Axes]]:
     ncols = min(count, 3)
     nrows = math.ceil(count / ncols)
-    figure = _require_matplotlib()(figsize=(min(2.6 * ncols + 1.0, 9.0), 3.2 * nrows + 0.5), layout="constrained")
+    figure = new_figure(figsize=(min(2.6 * ncols + 1.0, 9.0), 3.2 * nrows + 0.5), layout="constrained")
     axes = list(figure.subplots(nrows, ncols, squeeze=False).ravel())
     for ax in axes[count:]:
         ax.set_visible(False)
     return figure, axes[:count]
 
 
-def _has(result: ReportResult, name: str) -> bool:
+def _has(result: Document, name: str) -> bool:
     return any(section.name == name for section in result.sections)
 
 
-def _column_by_model(result: ReportResult, name: str, column: str) -> dict:
+def _column_by_model(result: Document, name: str, column: str) -> dict[Any, float]:
     if not _has(result, name) or column not in result[name].columns:
         return {}
-    return {row["model"]: row[column] for row in result[name].to_dicts() if _finite(row[column])}
+    return {row["model"]: row[column] for row in result[name].to_dicts() if finite(row[column])}
 
 
-def _finite(value) -> TypeGuard[float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _label(model) -> str:
+def _label(model: object) -> str:
     return model_label(model)
 

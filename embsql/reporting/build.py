@@ -2,9 +2,11 @@
 
 A report is stage 1 (embsql.io.portable_sums: cheap probes of the vector lengths and the group-sums aggregate,
 both sqlglot ASTs, so the same query is written for DuckDB, Spark, Postgres, Trino, BigQuery or
-Snowflake) followed by stage 2 in Python on the O(G * d) sums, the same code whatever engine ran
-stage 1: the decomposition (embsql.core.decomposition), the cluster jackknife and bootstrap and the
-paired model comparison (embsql.core.resampling).  The permutation and dispersion tests need the rows
+Snowflake; on DuckDB itself the rows are streamed through embsql.anova's one-pass accumulator
+instead, embsql.io.duckdb_sums, which is several times faster) followed by stage 2 in Python on
+the O(G * d) sums, the same code whatever engine ran stage 1: the decomposition
+(embsql.core.decomposition), the cluster jackknife and bootstrap and the paired model comparison
+(embsql.core.resampling).  The permutation and dispersion tests need the rows
 themselves, so those two sections run on DuckDB only (embsql.core.row_tests, on rows read once).
 The sections are data (embsql.reporting.sections.REGISTRY): one builder and one caution each.
 
@@ -17,64 +19,76 @@ The sections are data (embsql.reporting.sections.REGISTRY): one builder and one 
 from __future__ import annotations
 
 import dataclasses
+import tomllib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import KW_ONLY, dataclass, field
+from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import duckdb
+import pyarrow as pa
 import sqlglot
 from sqlglot import ErrorLevel, exp
 from sqlglot.errors import SqlglotError
 
-from embsql.compat import keyword_arguments
 from embsql.core import decomposition, resampling
 from embsql.core.arguments import check_level, check_permutations, check_replicates, check_seed
 from embsql.core.model_comparison import canonical
 from embsql.core.sums import GroupSums
 from embsql.engines import spark
+from embsql.engines.connections import dialect_of, engine_error, errors_of, fetch_arrow
 from embsql.engines.dialects import WRITABLE
-from embsql.errors import BadLabelError, BadVectorError, ColumnNotFoundError, DesignError, EngineError, InputError
-from embsql.io import portable_sums
+from embsql.errors import BadLabelError, BadVectorError, ColumnNotFoundError, DesignError, EngineError, InputError, fail
+from embsql.io import duckdb_sums, portable_sums
+from embsql.io.registration import connect
+from embsql.io.retrieval_tables import REPORT_OPTIONS, report_tables
 from embsql.io.sources import describe, is_file, is_frame, local_source, resolve, source_expression
 from embsql.io.sql import run_sql
-from embsql.reporting.report_result import ReportResult
+from embsql.reporting.evaluation import evaluation_sections
+from embsql.reporting.report_result import ReportResult, Section
 from embsql.reporting.sections import REGISTRY, Run, whose
 from embsql.result_table import ResultTable, model_label
+from embsql.vocabulary import REMOVED, Never, refuse
+
+Fetch = Callable[[str], pa.Table]   # runs one SQL statement on the engine, returns its rows as Arrow
 
 SECTIONS = tuple(REGISTRY)
 ROW_SECTIONS = tuple(name for name, entry in REGISTRY.items() if entry.off_duckdb == "drop")  # the tests: DuckDB only
 DEFAULT_SECTIONS = tuple(name for name, entry in REGISTRY.items() if entry.off_duckdb == "run")
 SUMMARY_COLUMNS = ("model", "n", "groups", "r2", "r2_se", "r2_ci_low", "r2_ci_high", "f", "p_value", "v", "w_bar",
                    "dispersion_p", "r2_bc", "r2_adj", "calibrated")
+# the [report.retrieval] settings: the retrieval layers' column names and options, and the qrels' relevance column
+RETRIEVAL_SETTINGS = REPORT_OPTIONS
+RETRIEVAL_RENAMED = {"level": "strength"}   # the paraphrase-strength column was "level" there (level is the confidence level)
 
 
 @dataclass(frozen=True)
 class Report:
-    """What to compute, on which table.  Build with embsql.report(...) or Report.from_file(path).
+    """What to compute, on which table.  Build with embsql.report(...) or Report.from_file(path);
+    the settings are those of :func:`report`, everything after the source by name."""
 
-    Everything after the source is passed by name; ``model`` is the model column (``by`` its old
-    name, still accepted with a warning, and still readable as ``report.by``)."""
-
-    source: str
+    source: Any                    # a name or file (str), or a DataFrame or Arrow object
     _: KW_ONLY
     vector: str
     group: str
     model: str | None = None
-    sections: tuple[str, ...] = ()
+    sections: Sequence[str] = ()
     permutations: int = 999
     seed: int = 42
     replicates: int = 2000
     level: float = 0.95
-    queries: str | None = None
-    docs: str | None = None
-    retrieval: dict = field(default_factory=dict)
-    qrels: str | None = None       # relevance judgements: adds the evaluation sections (with queries and docs)
+    queries: Any = None            # the retrieval tables, as the source: names, files or in-memory tables
+    docs: Any = None
+    retrieval: dict[str, Any] = field(default_factory=dict)
+    qrels: Any = None              # relevance judgements: adds the evaluation sections (with queries and docs)
     title: str | None = None
     table: str | None = None
     where: str | None = None
-    item: str | None = None     # the item column: with by, it turns on the models section (reporting.geometry)
+    item: str | None = None        # the item column: with model, it turns on the models section (reporting.geometry)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("source", "vector", "group"):
             value = getattr(self, name)
             if name == "source" and is_frame(value):
@@ -100,34 +114,29 @@ class Report:
             self.condition()  # parse now: a bad filter is an error before anything runs
         if (self.queries is None) != (self.docs is None):
             raise InputError("report: the retrieval layers need both queries and docs")
-
-    @property
-    def by(self) -> str | None:
-        """The old name of ``model``, for code that reads it."""
-        return self.model
+        if not isinstance(self.retrieval, Mapping):
+            raise InputError(f"report: retrieval must be a table of settings ({', '.join(RETRIEVAL_SETTINGS)}), "
+                             f"not a {type(self.retrieval).__name__}")
+        for key in self.retrieval:
+            _check_setting(key, RETRIEVAL_SETTINGS, "the report's retrieval settings", RETRIEVAL_RENAMED)
+        object.__setattr__(self, "retrieval", dict(self.retrieval))
 
     # -- description ------------------------------------------------------------------------
     @classmethod
-    def from_mapping(cls, values: dict) -> Report:
-        """A report from a dict (the [report] table of a TOML file); unknown keys are errors.
-        ``by``, the old name of ``model``, is read as ``model`` (a file has no caller to warn)."""
-        names = {f.name for f in dataclasses.fields(cls) if f.name != "_"}
-        unknown = sorted(set(values) - names - {"by"})
-        if unknown:
-            raise InputError(f"report: unknown setting {unknown[0]!r}; the settings are: {', '.join(sorted(names))}")
-        if "by" in values and "model" in values:
-            raise InputError("report: the settings name the model column twice, as model and as by (its old name); "
-                             "keep model")
-        values = {("model" if key == "by" else key): value for key, value in values.items()}
+    def from_mapping(cls, values: Mapping[str, Any]) -> Report:
+        """A report from a dict (the [report] table of a TOML file); a key that is not a setting is
+        an error, and an old spelling (``by``) names the new one (``model``)."""
+        return cls._from_table(values, "the report's settings")
+
+    @classmethod
+    def _from_table(cls, values: Mapping[str, Any], origin: str) -> Report:
+        for key in values:
+            _check_setting(key, SETTINGS, origin)
         return cls(**values)
 
     @classmethod
     def from_file(cls, path: str | Path) -> Report:
         """Read a report description from a TOML file with a [report] table."""
-        try:
-            import tomllib
-        except ModuleNotFoundError:  # Python 3.10
-            import tomli as tomllib
         try:
             with open(path, "rb") as f:
                 document = tomllib.load(f)
@@ -137,21 +146,20 @@ class Report:
             raise InputError(f"report file {str(path)!r} is not valid TOML: {error}") from None
         if "report" not in document:
             raise InputError(f"report file {str(path)!r} has no [report] table")
-        return cls.from_mapping(document["report"])
+        return cls._from_table(document["report"], f"the [report] table of {str(path)!r}")
 
-    def replace(self, **changes) -> Report:
+    def replace(self, **changes: Any) -> Report:
         """This report with the given settings changed (None leaves a setting as it is)."""
-        changes = {k: v for k, v in changes.items() if v is not None}
-        if "by" in changes and "model" not in changes:
-            changes["model"] = changes.pop("by")
-        return dataclasses.replace(self, **changes)
+        for key in changes:
+            _check_setting(key, SETTINGS, "Report.replace()")
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     @property
     def chosen_sections(self) -> tuple[str, ...]:
         """The sections asked for, or the defaults (plus the tests when permutations > 0, plus
         retrieval when query and document tables are given)."""
         if self.sections:
-            return self.sections
+            return tuple(self.sections)
         return tuple(name for name, entry in REGISTRY.items() if entry.default(self))
 
     def sections_on(self, rows: bool) -> tuple[str, ...]:
@@ -162,7 +170,7 @@ class Report:
         return tuple(s for s in self.chosen_sections if s not in ROW_SECTIONS)
 
     @contextmanager
-    def on(self, con: duckdb.DuckDBPyConnection):
+    def on(self, con: duckdb.DuckDBPyConnection) -> Iterator[Report]:
         """This report with its sources as names on ``con``: DataFrames and Arrow objects registered
         (unregistered on exit), FILE.duckdb:TABLE attached; the title and meta keep the user's names."""
         with ExitStack() as stack:
@@ -227,7 +235,7 @@ class Report:
                     f"{exp.select('*').from_(self._relation('duckdb')).sql('duckdb')}")
         return view
 
-    def probes(self, fetch, dialect: str, pgvector: bool = False
+    def probes(self, fetch: Fetch, dialect: str, pgvector: bool = False
                ) -> tuple[portable_sums.Dimensions, list[tuple[str, exp.Expression]]]:
         """d of each model from cheap probes run through ``fetch`` (the distinct by values, then one
         vector of each); returns the dimensions and the probe queries that ran."""
@@ -238,7 +246,7 @@ class Report:
         lengths = {value: fetch(write(query, dialect)) for value, (_, query) in zip(values, ran[-len(values):])}
         return portable_sums.dimensions_from_lengths(lengths, self.vector, self.model), ran
 
-    def probe_queries(self, dialect: str, values: list, pgvector: bool = False) -> list[tuple[str, exp.Expression]]:
+    def probe_queries(self, dialect: str, values: list[Any], pgvector: bool = False) -> list[tuple[str, exp.Expression]]:
         """The probe queries on this dialect's table: the models, then one vector length per model."""
         table = self._relation(dialect)
         queries: list[tuple[str, exp.Expression]] = []
@@ -253,7 +261,7 @@ class Report:
                                        fence=dialect == "postgres")
 
     def sql(self, dialect: str = "duckdb", con: duckdb.DuckDBPyConnection | None = None,
-            dims: dict | int | None = None) -> str:
+            dims: dict[Any, int] | int | None = None) -> str:
         """The SQL this report runs for stage 1, written for ``dialect``.
 
         The vector lengths come from ``dims`` ({model: d} or one d; then only the aggregate is
@@ -285,16 +293,18 @@ class Report:
     # -- running ------------------------------------------------------------------------------
     def run(self, con: duckdb.DuckDBPyConnection | None = None, *, progress: bool | None = None) -> ReportResult:
         """Run on DuckDB (``con``, or an in-memory connection for a file source)."""
-        from embsql.io.registration import connect
-
         con = con or connect()
         with self.on(con) as local:
             local._check_columns(con)
             result = local.run_stage1(lambda sql: run_sql(con, sql), "duckdb", con=con, progress=progress)
         return dataclasses.replace(result, meta={**result.meta, "source": describe(self.source)})
 
-    def run_stage1(self, fetch, dialect: str, *, con=None, progress=None, summarize=None) -> ReportResult:
-        """Run stage 1 through ``fetch(sql) -> Arrow`` on any engine, then stage 2 here.
+    def run_stage1(self, fetch: Fetch, dialect: str, *, con: duckdb.DuckDBPyConnection | None = None,
+                   progress: bool | None = None,
+                   summarize: Callable[[exp.Expression, portable_sums.Dimensions], pa.Table] | None = None
+                   ) -> ReportResult:
+        """Run stage 1 through ``fetch(sql) -> Arrow`` on any engine, then stage 2 here.  On DuckDB
+        (``con`` given) stage 1 streams the rows instead (embsql.io.duckdb_sums), without probes.
 
         ``summarize(relation, dims) -> Arrow`` (Spark, from run_on: embsql.engines.spark.group_sums)
         returns the group sums in the wide aggregate's columns, computed another way."""
@@ -310,6 +320,11 @@ class Report:
                     raise ColumnNotFoundError(f"{role} column {column!r} not found in {name!r} "
                                               f"on {dialect}; its columns are: {', '.join(columns)}")
             form = portable_sums.vector_form(fetch, self._relation(dialect), self.vector, dialect, name)
+        if con is not None:   # DuckDB: the rows streamed through embsql.anova's one-pass accumulator
+            streamed = duckdb_sums.streamed_sums(con, self.source, self._relation(dialect), self.group, self.vector,
+                                                 self.model, self.where)
+            return self.finish(streamed.parts, con=con, progress=progress, meta=self._meta(
+                dialect, form, streamed.dims, streamed.sql, streamed.nbytes, rows=True))
         dims, _ = self.probes(fetch, dialect, form.pgvector)
         if form.pgvector:   # pgvector's own aggregate: the mean unit vector per group, n_g times
             sql = portable_sums.pgvector_sums_query(self._relation(dialect), self.group, self.vector, dims, by=self.model,
@@ -325,30 +340,35 @@ class Report:
         try:
             parts = portable_sums.group_sums_from_result(result, self.group, self.vector, dims, self.model)
         except (BadLabelError, BadVectorError) as error:
-            if con is not None:
-                raise
             raise type(error)(f"{dialect}: {error}") from None
+        return self.finish(parts, meta=self._meta(dialect, form, dims, sql, returned.nbytes, rows=False),
+                           progress=progress)
+
+    def _meta(self, dialect: str, form: portable_sums.VectorForm, dims: portable_sums.Dimensions, sql: str,
+              nbytes: int, rows: bool) -> dict:
+        """What a report records about its stage 1: the engine, the settings, d, the SQL that ran
+        and the bytes of group sums it handed to stage 2."""
         engine = {"engine": dialect, "vector_type": form.type_name, "pgvector_version": form.pgvector_version}
-        meta = {"source": self.source, "vector": self.vector, "group": self.group, "by": self.model,
+        return {"source": self.source, "vector": self.vector, "group": self.group, "model": self.model,
                 "dialect": dialect, **{k: v for k, v in engine.items() if v is not None},
-                "sections": list(self.sections_on(con is not None)),
+                "sections": list(self.sections_on(rows)),
                 "permutations": self.permutations,
                 "seed": self.seed, "replicates": self.replicates, "level": self.level,
                 "dimensions": {model_label(k): v for k, v in dims.by_value.items()},
-                "stage1_bytes": int(returned.nbytes), "sql": sql, **_versions()}
-        return self.finish(parts, con=con, meta=meta, progress=progress)
+                "stage1_bytes": int(nbytes), "sql": sql, **_versions()}
 
-    def finish(self, parts: list[tuple[object, GroupSums]], *, con=None, meta=None, progress=None) -> ReportResult:
+    def finish(self, parts: list[tuple[object, GroupSums]], *, con: duckdb.DuckDBPyConnection | None = None,
+               meta: Mapping[str, Any] | None = None, progress: bool | None = None) -> ReportResult:
         """Stage 2: every section from the per-model group sums (and, for the tests, the rows)."""
         wanted = self.sections_on(con is not None)
         if con is None:
             self._check_engine_sections()
         meta = dict(meta or {})
-        notes = []
+        notes: list[str] = []
         if set(self.chosen_sections) - set(wanted):
             notes.append("no PERMANOVA or dispersion test: they read the rows, which only DuckDB does "
                          "(run the report on DuckDB for their p-values)")
-        summary = {value: {"model": value} for value, _ in parts}
+        summary: dict[Any, dict[str, Any]] = {value: {"model": value} for value, _ in parts}
         for value, sums in parts:
             row = decomposition.anova_row(sums, value)
             summary[value].update({k: row[k] for k in ("n", "groups", "r2", "f", "v", "w_bar")})
@@ -367,7 +387,7 @@ class Report:
                              f"{len(sums.counts)} groups, and they need at least {resampling.MIN_GROUPS}")
         run = Run(self, parts, [(value, sums) for value, sums in ordered if len(sums.counts) >= resampling.MIN_GROUPS],
                   summary, con=con, progress=progress, notes=notes)
-        sections = []
+        sections: list[Section] = []
         for on_sums in (True, False):   # the sections on the group sums, then those that read rows
             sections += [section for name, entry in REGISTRY.items()
                          if name in wanted and (entry.off_duckdb == "run") == on_sums
@@ -375,13 +395,13 @@ class Report:
             if on_sums:
                 notes.extend(run.interval_notes)
         if self.qrels is not None and con is not None:   # retrieval evaluation (embsql.reporting.evaluation)
-            from embsql.reporting.evaluation import evaluation_sections
-
             if self.queries is None or self.docs is None:
                 raise InputError("report: the evaluation with qrels needs the queries and docs tables")
-            sections.extend(evaluation_sections(con, queries=self.queries, docs=self.docs, qrels=self.qrels,
-                                                model=self.model, columns=self.retrieval, replicates=self.replicates,
-                                                seed=self.seed, level=self.level, permutations=self.permutations))
+            tables = report_tables(self.queries, self.docs, self.qrels, self.retrieval)
+            assert tables.qrels is not None
+            sections.extend(evaluation_sections(con, queries=tables.queries, docs=tables.docs, qrels=tables.qrels,
+                                                model=self.model, replicates=self.replicates, seed=self.seed,
+                                                level=self.level, permutations=self.permutations))
         if notes:
             meta["notes"] = notes
         title = self.title or f"embsql report: {self.source}"
@@ -396,13 +416,19 @@ class Report:
             raise InputError(f"the {row_only[0]} section needs the rows themselves, which only the DuckDB path reads; "
                              "run it on DuckDB, or leave it out (sections=...)")
 
-    def _retrieval(self, con) -> ReportResult:
-        from embsql.reporting import retrieval
 
-        if self.queries is None:
-            raise InputError("the retrieval section needs query and document tables (queries=..., docs=...)")
-        options = {"model": self.model, "permutations": self.permutations, "seed": self.seed, **self.retrieval}
-        return retrieval.retrieval_layers(con, self.queries, self.docs, **options)
+# the names of a report's settings, in order: the fields of Report, the keys of a [report] table
+SETTINGS = tuple(f.name for f in dataclasses.fields(Report) if f.name != "_")
+
+
+def _check_setting(key: str, allowed: tuple[str, ...], origin: str, renamed: Mapping[str, str] | None = None) -> None:
+    """Refuse a setting that is not one: an old spelling names the new one (embsql.vocabulary.REMOVED)."""
+    if key in allowed:
+        return
+    new = (renamed or {}).get(key) or REMOVED.get(key)
+    if new in allowed:
+        fail("argument.renamed", old=key, new=new, where=origin)
+    raise InputError(f"report: unknown setting {key!r} in {origin}; the settings are: {', '.join(allowed)}")
 
 
 AGGREGATE = "stage 1: n_g and coordinate sums of the unit vectors per (model, group)"
@@ -424,7 +450,7 @@ def write(tree: exp.Expression, dialect: str) -> str:
         raise InputError(f"this query cannot be written for {dialect}: {error}") from None
 
 
-def _file_connection(source) -> duckdb.DuckDBPyConnection:
+def _file_connection(source: Any) -> duckdb.DuckDBPyConnection:
     if is_frame(source) or (isinstance(source, str) and ":" in source and not is_file(source)):
         return duckdb.connect()      # registered, or FILE.duckdb:TABLE attached, by Report.on
     if not is_file(source):
@@ -433,44 +459,92 @@ def _file_connection(source) -> duckdb.DuckDBPyConnection:
     return duckdb.connect()
 
 
-def _versions() -> dict:
-    from embsql import __version__
-
-    return {"embsql_version": __version__, "duckdb_version": duckdb.__version__}
+def _versions() -> dict[str, str]:
+    return {"embsql_version": version("embsql"), "duckdb_version": duckdb.__version__}
 
 
-@keyword_arguments(by="model")
-def report(source: str, *, vector: str, group: str, model: str | None = None, **settings) -> Report:
-    """Describe a report on ``source`` (a table, view or Parquet/CSV file); ``model`` is the model
-    column (one set of figures per value; ``by=`` is its old name).
+def report(source: Any, *, vector: str, group: str, model: str | None = None, sections: Sequence[str] = (),
+           permutations: int = 999, seed: int = 42, replicates: int = 2000, level: float = 0.95,
+           queries: Any = None, docs: Any = None, retrieval: dict[str, Any] | None = None, qrels: Any = None,
+           title: str | None = None, table: str | None = None, where: str | None = None, item: str | None = None,
+           **removed: Never) -> Report:
+    """Describe a report on ``source``; nothing runs until ``.sql()`` or ``.run()``.
 
-    Settings: sections (decomposition, groups, jackknife, bootstrap, compare, permanova,
-    dispersion, retrieval), permutations, seed, replicates, level, queries and docs (the
-    retrieval tables) with retrieval={column options}, title, and table (the source's name on
-    another engine).  Nothing runs until .sql() or .run()."""
-    return Report(source, vector=vector, group=group, model=model, **settings)
+    Parameters
+    ----------
+    source : str or DataFrame
+        A table or view name, a Parquet/CSV/JSON file or directory, FILE.duckdb:TABLE, a Lance or
+        saved Hugging Face dataset, or a pandas/polars/Arrow object.
+    vector, group : str
+        The vector column and the group column.
+    model : str, optional
+        The model column: one set of figures per value.  The report's tables name it ``model``
+        whatever the input calls it (see embsql.ReportResult); ``meta["model"]`` keeps its name.
+    sections : tuple of str
+        Which sections to run: decomposition, groups, jackknife, bootstrap, compare, permanova,
+        dispersion, models, retrieval.  Default: the first five, the two tests when
+        ``permutations > 0``, models with ``item`` and ``model``, retrieval with ``queries``.
+    permutations, seed : int
+        The permutation tests' permutations (0 skips them) and the random seed.
+    replicates : int
+        Bootstrap replicates.
+    level : float
+        The confidence level of the intervals.
+    queries, docs : str or DataFrame, optional
+        The retrieval tables: they add the retrieval layers (embsql.retrieval_layers).
+    retrieval : dict, optional
+        Their column names and options: qid, group, strength, positive, vector, doc_id,
+        doc_group, doc_vector, relevance, scope, alpha (the [report.retrieval] table of a file).
+    qrels : str or DataFrame, optional
+        Relevance judgements: with queries and docs, they add the retrieval evaluation.
+    title : str, optional
+        The report's title.
+    table : str, optional
+        The source's table name on another engine (for ``sql(dialect=...)`` and ``run_on``).
+    where : str, optional
+        A SQL condition on the source's rows, e.g. ``"split = 'test'"``.
+    item : str, optional
+        The item column: with ``model``, it adds the models compared section.
+
+    Returns
+    -------
+    Report
+        The description; ``.run()`` gives a ReportResult (summary columns: model, n, groups, r2,
+        r2_se, r2_ci_low, r2_ci_high, f, p_value, v, w_bar, dispersion_p, r2_bc, r2_adj, calibrated).
+
+    Raises
+    ------
+    ArgumentError
+        For a keyword it does not take (``by=`` is now ``model=``).
+    InputError
+        For a bad setting (an unknown section, a negative seed, a bad ``where`` ...).
+
+    Examples
+    --------
+    >>> import embsql
+    >>> r = embsql.report("examples/embeddings.parquet", vector="embedding", group="topic", model="model",
+    ...                   permutations=0)
+    >>> r.chosen_sections
+    ('decomposition', 'groups', 'jackknife', 'bootstrap', 'compare')
+    """
+    refuse(report, removed)
+    return Report(source, vector=vector, group=group, model=model, sections=tuple(sections), permutations=permutations,
+                  seed=seed, replicates=replicates, level=level, queries=queries, docs=docs,
+                  retrieval=dict(retrieval or {}), qrels=qrels, title=title, table=table, where=where, item=item)
 
 
-# the old positional form Report(source, vector, group, by, ...) still works, with a warning
-Report.__init__ = keyword_arguments(  # type: ignore[method-assign]
-    "vector", "group", "by", "sections", "permutations", "seed", "replicates", "level", "queries", "docs",
-    "retrieval", "title", "table", "where", by="model")(Report.__init__)
-
-
-def run_on(connection, report: Report, *, progress: bool | None = None) -> ReportResult:
+def run_on(connection: Any, report: Report, *, progress: bool | None = None) -> ReportResult:
     """Run ``report`` with stage 1 on ``connection`` (DuckDB, a SparkSession or a psycopg
     connection) and stage 2 here.  Only the O(G * d) group sums cross from the engine."""
     if isinstance(connection, duckdb.DuckDBPyConnection):
         return report.run(connection, progress=progress)
-    from embsql.engines.connections import dialect_of, engine_error, errors_of, fetch_arrow
-
     dialect = dialect_of(connection)
-    summarize = None
-    if dialect == "spark":
-        def summarize(relation, dims):
-            try:
-                return spark.group_sums(connection, relation, report.group, report.vector, dims, report.model)
-            except errors_of(dialect) as error:
-                raise engine_error(dialect, error) from error
+
+    def spark_sums(relation: exp.Expression, dims: portable_sums.Dimensions) -> pa.Table:
+        try:
+            return spark.group_sums(connection, relation, report.group, report.vector, dims, report.model)
+        except errors_of(dialect) as error:
+            raise engine_error(dialect, error) from error
+
     return report.run_stage1(lambda sql: fetch_arrow(connection, sql), dialect, progress=progress,
-                             summarize=summarize)
+                             summarize=spark_sums if dialect == "spark" else None)

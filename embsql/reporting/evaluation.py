@@ -8,6 +8,9 @@ queries table has a group column, else single queries (embsql.core.query_means).
 
 from __future__ import annotations
 
+from typing import Any
+
+import duckdb
 import numpy as np
 from sqlglot import exp
 
@@ -15,9 +18,10 @@ from embsql.core import ranking
 from embsql.core.query_means import cluster_codes, mean_interval
 from embsql.core.retrieval_comparison import PAIR_COLUMNS, compare_metric
 from embsql.io.qrels import check_known, read_qrels
+from embsql.io.retrieval_tables import Docs, Qrels, Queries
 from embsql.io.runs import retrieve_run, run_ids
 from embsql.io.scoring import score_runs
-from embsql.io.sources import resolve
+from embsql.io.sources import resolve, shown_name
 from embsql.reporting.report_result import Section
 from embsql.result_table import ResultTable
 
@@ -45,13 +49,13 @@ DISTRIBUTION_CAUTION = (
     "completely.")
 
 
-def _groups(con, queries: str, qid: str, group: str) -> dict | None:
+def _groups(con: duckdb.DuckDBPyConnection, queries: Queries) -> dict | None:
     """qid (as text) -> group label, or None when the queries table has no group column."""
-    source = resolve(con, queries)
-    if group not in source.columns:
+    source = resolve(con, str(queries.source))
+    if queries.group not in source.columns:
         return None
-    query = exp.select(exp.cast(exp.column(qid, quoted=True), "VARCHAR").as_("q"),
-                       exp.column(group, quoted=True).as_("g")).distinct().from_(source.table.copy())
+    query = exp.select(exp.cast(exp.column(queries.qid, quoted=True), "VARCHAR").as_("q"),
+                       exp.column(queries.group, quoted=True).as_("g")).distinct().from_(source.table.copy())
     return dict(con.sql(query.sql("duckdb")).fetchall())
 
 
@@ -64,22 +68,22 @@ COMPARE_CAUTION = (
     "{why}")
 
 
-def evaluation_sections(con, *, queries: str, docs: str, qrels: str, model: str | None, columns: dict,
-                        replicates: int, seed: int, level: float, permutations: int = 999) -> list[Section]:
-    """The evaluation sections of a report (``columns``: the report's retrieval column options)."""
-    qid, doc_id = columns.get("qid", "qid"), columns.get("doc_id", "doc_id")
-    vector = columns.get("vector", "vector")
-    run = retrieve_run(con, queries, docs, k=DEPTH, model=model, qid=qid, doc_id=doc_id, vector=vector,
-                       doc_vector=columns.get("doc_vector"))
-    judgements = read_qrels(con, qrels, qid=qid, doc_id=doc_id, relevance=columns.get("relevance", "relevance"))
+def evaluation_sections(con: duckdb.DuckDBPyConnection, *, queries: Queries, docs: Docs, qrels: Qrels,
+                        model: str | None, replicates: int, seed: int, level: float,
+                        permutations: int = 999) -> list[Section]:
+    """The evaluation sections of a report (the three tables as names on ``con``)."""
+    run = retrieve_run(con, queries, docs, k=DEPTH, model=model)
+    judgements = read_qrels(con, qrels)
     # the run holds every qid and doc_id of the two tables (run_ids): no second read of them
-    judgements, _ = check_known(judgements, run_ids(run, "qid"), "qid", judgements.qid, "error", f"queries {queries!r}")
+    judgements, _ = check_known(judgements, run_ids(run, "qid"), "qid", judgements.qid, "error",
+                                f"queries {shown_name(queries.source)!r}")
     judgements, _ = check_known(judgements, run_ids(run, "doc_id"), "doc_id", judgements.doc_id, "error",
-                                f"docs {docs!r}")
+                                f"docs {shown_name(docs.source)!r}")
     parsed = ranking.parse_metrics(REPORT_METRICS)
     summary, per_query = score_runs(run, judgements, parsed, None, per_query=True)
-    groups = _groups(con, queries, qid, columns.get("group", "group"))
-    rows, spread = [], []
+    groups = _groups(con, queries)
+    rows: list[dict[str, Any]] = []
+    spread: list[dict[str, Any]] = []
     for row, chunk in zip(summary, per_query):      # score_runs gives both in one order
         values = chunk.values
         codes = cluster_codes([groups[q] for q in chunk.qids] if groups is not None else chunk.qids)

@@ -5,7 +5,7 @@ measures at two levels of the invariance hierarchy.
     linear CKA (with its cluster-jackknife SE over the report's groups) and the Procrustes r;
   * monotone level (unchanged also by any order-keeping change of the similarities): k-NN
     agreement and the Mantel r.
-The section needs an item column (``item=``): the report's own columns (group, by) say which group
+The section needs an item column (``item=``): the report's own columns (group, model) say which group
 and model a row belongs to, not which item it embeds.  It reads the rows, so it runs on DuckDB
 only.  Kernels: embsql.core.geometry and embsql.core.agreement (reporting never calls embsql.api).
 """
@@ -13,6 +13,8 @@ only.  Kernels: embsql.core.geometry and embsql.core.agreement (reporting never 
 from __future__ import annotations
 
 from itertools import combinations
+
+import duckdb
 
 from embsql.core.agreement import MANTEL_MAX_ITEMS, knn_rows, mantel_rows
 from embsql.core.geometry import LEVEL_MEANING, cka_rows, procrustes_rows
@@ -46,25 +48,26 @@ CAUTION = ("Each row compares two models on the items both embedded. level says 
            "model is better.")
 
 
-def models_section(con, source: str, *, item: str | None, by: str | None, group: str, vector: str,
-                   permutations: int, seed: int, asked: bool) -> tuple[Section | None, str | None]:
+def models_section(con: duckdb.DuckDBPyConnection | None, source: str, *, item: str | None, model: str | None,
+                   group: str, vector: str, permutations: int, seed: int,
+                   asked: bool) -> tuple[Section | None, str | None]:
     """(the section, None), or (None, a note saying why not) when it cannot run and was not asked
     for by name (then the reason is an error)."""
     why_not = None
     if item is None:
         why_not = "the models section needs the item column (item=...): which rows embed the same item"
-    elif by is None:
-        why_not = "the models section compares models: it needs the model column (by=...)"
+    elif model is None:
+        why_not = "the models section compares models: it needs the model column (model=...)"
     elif con is None:
         why_not = "the models section reads the rows, which only DuckDB does"
     if why_not:
         if asked:
             raise InputError(why_not)
         return None, f"no models compared: {why_not}"
-    assert item is not None                       # else why_not is set
+    assert item is not None and con is not None   # else why_not is set
     resolved = resolve(con, source)
     resolved.require(item, "item")
-    parts = unit_rows(con, resolved, item, vector, by=by, extra=group, extra_role="group", group_role="item")
+    parts = unit_rows(con, resolved, item, vector, by=model, extra=group, extra_role="group", group_role="item")
     if len(parts) < 2:
         if asked:
             raise InputError(f"the models section needs two or more models; the model column has {len(parts)}")
@@ -72,7 +75,7 @@ def models_section(con, source: str, *, item: str | None, by: str | None, group:
     models = {value: (part.labels, part.unit) for value, part in parts}
     groups = {value: part.extra for value, part in parts}
     tests = max(permutations, 0)
-    rows = []
+    rows: list[dict[str, object]] = []
     note = None
     cka = {(r["model_a"], r["model_b"]): r for r in cka_rows(models, groups=groups, group=group,
                                                             permutations=tests, seed=seed, common=True)}

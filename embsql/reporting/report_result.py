@@ -1,15 +1,29 @@
 """What a report returns: a summary table per model and named sections, each with its caution.
 
-Every table is a ResultTable whose first column is ``model`` (the value of the ``by`` column,
-or None when the report has no ``by``), so renderers and plots find the same columns in every
-report.  Rendering (text, Markdown, JSON, HTML) lives in embsql.render.formats and plots in
-embsql.render.plots; this module only holds the data.
+Every table is a ResultTable whose first column is ``model`` (``model_a``/``model_b`` in the tables
+of pairs): the value of the report's model column, or None when the report has none.  This is
+the one place where embsql does not follow the functions' rule (where the model column keeps the
+input column's name), for two reasons.  A report is a document of a fixed schema
+(``embsql.report/1``, see embsql.render.formats) with up to eighteen tables read from up to four
+inputs, so a reader, a plot or a CI check finds the models in the same column of every report
+whatever the data call it.  And its tables have more than a hundred column names between them
+(``n``, ``f``, ``groups``, ``value``, ``queries``, ...): under the functions' rule each would be a
+model column name the report refuses (vocabulary.check_model_name), where here any name works.
+``meta["model"]`` keeps the input column's name.
+
+This module holds the data; its methods call into embsql.render (text, Markdown, JSON, HTML,
+figures), which never imports reporting, and the verdict is computed by embsql.reporting.verdict.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
+from embsql.render import formats
+from embsql.render.figures import Figures
+from embsql.render.plots import plot_report
+from embsql.reporting.verdict import verdict
 from embsql.result_table import ResultTable
 
 
@@ -30,9 +44,10 @@ class ReportResult:
     title: str
     summary: ResultTable
     sections: tuple[Section, ...]
-    meta: dict = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
 
     def section(self, name: str) -> Section:
+        """The section called ``name`` (KeyError naming the sections there are)."""
         for section in self.sections:
             if section.name == name:
                 return section
@@ -44,46 +59,33 @@ class ReportResult:
     @property
     def verdict(self) -> list[str]:
         """The opening sentences: what the numbers say, computed from them (embsql.reporting.verdict)."""
-        from embsql.reporting.verdict import verdict
-
         return verdict(self)
 
     def __str__(self) -> str:
-        from embsql.render.formats import to_text
-
-        return to_text(self)
+        return formats.to_text(self)
 
     def to_text(self, full: bool = False) -> str:
         """The text report; ``full=True`` prints every row of long sections."""
-        from embsql.render.formats import to_text
-
-        return to_text(self, full=full)
+        return formats.to_text(self, full=full)
 
     def __repr__(self) -> str:
         return self.__str__()
 
     def _repr_html_(self) -> str:
-        from embsql.render.formats import to_html
-
-        return to_html(self, standalone=False)
+        return formats.to_html(self, standalone=False)
 
     def to_json(self) -> str:
-        from embsql.render.formats import to_json
-
-        return to_json(self)
+        """The report as JSON of schema ``embsql.report/1`` (embsql.render.formats)."""
+        return formats.to_json(self)
 
     def to_markdown(self, full: bool = False) -> str:
-        from embsql.render.formats import to_markdown
-
-        return to_markdown(self, full=full)
+        """GitHub-flavoured Markdown; ``full=True`` keeps every row of long sections."""
+        return formats.to_markdown(self, full=full)
 
     def to_html(self, plots: bool = True) -> str:
-        from embsql.render.formats import to_html
+        """One self-contained HTML file (inline CSS and figures; ``plots=False`` leaves the figures out)."""
+        return formats.to_html(self, plots=plots)
 
-        return to_html(self, plots=plots)
-
-    def plot(self):
+    def plot(self) -> Figures:
         """Figures of the report: a list of matplotlib Figures that displays as images in a notebook."""
-        from embsql.render.plots import plot_report
-
         return plot_report(self)

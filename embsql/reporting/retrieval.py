@@ -1,27 +1,34 @@
 """The retrieval section of the report: the four layers per model, with the pairing and the dose.
 
 Reads the two tables once (embsql.io.retrieval_rows) and computes from the core kernels; the
-public face embsql.retrieval_layers is this module's, and the report's retrieval section calls it too.
+public face embsql.retrieval_layers (embsql.api.retrieval) opens its sources and calls
+:func:`four_layers`, and so does the report's retrieval section.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import duckdb
 
 from embsql.core.dose import DOSE_COLUMNS, dose_rows
 from embsql.core.input_output import PAIRING_COLUMNS, pairing_inputs, pairing_rows
-from embsql.core.margins import check_scope, model_margins
+from embsql.core.margins import Margins, check_scope, model_margins
 from embsql.core.query_summary import ALIGNMENT_COLUMNS, RANK_COLUMNS, summary_row
 from embsql.core.structure import STRUCTURE_COLUMNS, structure_row
 from embsql.errors import DesignError
-from embsql.io.retrieval_rows import Columns, load_models, scalar_icc
-from embsql.io.sources import accepts_frames, shown_name
+from embsql.io.retrieval_rows import Rows, load_models, scalar_icc
+from embsql.io.retrieval_tables import Docs, Queries
+from embsql.io.sources import shown_name
 from embsql.reporting import cautions
 from embsql.reporting.report_result import ReportResult, Section
 from embsql.result_table import ResultTable
 
+T = TypeVar("T")
 
-def pairing_table(con, per_model) -> list[dict]:
+
+def pairing_table(con: duckdb.DuckDBPyConnection, per_model: list[tuple[object, Rows, Margins]]) -> list[dict]:
     """Rows of PAIRING_COLUMNS: the input side from the core, the output ICC from emb_icc."""
     inputs, scalar = pairing_inputs(per_model)
     return pairing_rows(per_model, inputs, scalar_icc(con, scalar))
@@ -35,38 +42,35 @@ TITLES = {"query_stability": "1. Query stability (paraphrase groups)",
           "dose": "Dose: W~_q by paraphrase level"}
 
 
-@accepts_frames("queries", "docs")
-def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *, scope: str = "corpus",
-                     qid: str = "qid", group: str = "group", level: str | None = None, positive: str = "positive",
-                     vector: str = "vector", doc_id: str = "doc_id", doc_group: str = "group",
-                     doc_vector: str = "vector", model: str | None = None, permutations: int = 999,
-                     seed: int = 42, alpha: float = 0.05) -> ReportResult:
-    """The four layers per model in one report, with the input/output pairing and, given a level
-    column, the dose.  Every section table starts with the model column.
+def four_layers(con: duckdb.DuckDBPyConnection, queries: Queries, docs: Docs, *, scope: str, model: str | None,
+                permutations: int, seed: int, alpha: float) -> ReportResult:
+    """The four layers per model in one report, with the input/output pairing and, given the queries'
+    strength column, the dose (``queries`` and ``docs`` name tables on ``con``: Queries.on).  Every
+    section table starts with the column ``model``, as every report's tables do.
 
     A layer whose data do not support it (documents without topic groups, paraphrase groups of
-    one query, one query per group and level) is left out with a note in ``meta["notes"]`` that
+    one query, one query per group and strength) is left out with a note in ``meta["notes"]`` that
     names the table and column and says what would make it work; the other layers still run."""
     check_scope(scope)
-    cols = Columns(qid, group, level, positive, vector, doc_id, doc_group, doc_vector, model)
-    tables: dict[str, list[dict]] = {name: [] for name in TITLES}
+    group, strength, doc_group = queries.group, queries.strength, docs.group
+    tables: dict[str, list[dict[str, Any]]] = {name: [] for name in TITLES}
     left_out: dict[str, str] = {}
-    shown = {"queries": shown_name(queries), "docs": shown_name(docs)}
+    shown = {"queries": shown_name(queries.source), "docs": shown_name(docs.source)}
     why = {
         "query_stability": f"queries {shown['queries']!r}: paraphrase groups in column {group!r} need two or more "
                            "queries each for R² and W̃_q",
         "document_structure": f"documents {shown['docs']!r}: topic groups in column {doc_group!r} need two or more "
-                              "documents each (give the documents a topic column, doc_group=...)",
+                              "documents each (give the documents a topic column, Docs(source, group=...))",
         "pairing": f"queries {shown['queries']!r}: the pairing compares paraphrase groups (column {group!r}), which "
                    "need two or more queries each",
         "dose": f"queries {shown['queries']!r}: the dose needs two or more queries of one paraphrase group (column "
-                f"{group!r}) at each of two or more levels (column {level!r})",
+                f"{group!r}) at each of two or more strengths (column {strength!r})",
     }
-    if level is not None and not permutations:
-        left_out["dose"] = (f"queries {shown['queries']!r}: the dose's trend test over column {level!r} needs "
+    if strength is not None and not permutations:
+        left_out["dose"] = (f"queries {shown['queries']!r}: the dose's trend test over column {strength!r} needs "
                             "permutations > 0 (0 were asked for)")
 
-    def attempt(name, compute, *args):
+    def attempt(name: str, compute: Callable[..., T], *args: Any) -> T | None:
         """Run one layer's computation; a DesignError leaves that layer out, with a note."""
         if name in left_out:
             return None
@@ -76,8 +80,10 @@ def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *,
             left_out[name] = f"{why[name]}; here {error}"
             return None
 
-    summary, per_model = [], []
-    for m, q, d in load_models(con, queries, docs, cols, query_group=True, query_level=level is not None, doc_group=True):
+    summary: list[dict[str, Any]] = []
+    per_model: list[tuple[object, Rows, Margins]] = []
+    for m, q, d in load_models(con, queries, docs, model=model, query_group=True, query_strength=strength is not None,
+                               doc_group=True):
         assert d is not None and q.positive is not None and q.group is not None   # docs, positives, groups read
         result = model_margins(q.ids, q.positive, q.unit, d.keys, d.group, d.unit, scope, m)
         per_model.append((m, q, result))
@@ -88,7 +94,7 @@ def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *,
         tables["document_structure"].append(structure)
         tables["alignment"].append(figures)
         tables["rank"].append(figures)
-        if level is not None:
+        if strength is not None:
             tables["dose"] += attempt("dose", dose_rows, m, q, d, permutations, seed, alpha) or []
         summary.append({"model": m, "queries": len(q.ids), "docs": len(d.ids), "r2_queries": stability.get("r2"),
                         "w_tilde_q": stability.get("w_tilde_mean"), "r2_docs": structure.get("r2"),
@@ -97,12 +103,13 @@ def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: str, docs: str, *,
     tables["pairing"] = attempt("pairing", pairing_table, con, per_model) or []
     columns = {"query_stability": STRUCTURE_COLUMNS, "document_structure": STRUCTURE_COLUMNS,
                "alignment": ALIGNMENT_COLUMNS, "rank": RANK_COLUMNS, "pairing": PAIRING_COLUMNS, "dose": DOSE_COLUMNS}
-    wanted = [name for name in TITLES if (name != "dose" or level is not None) and name not in left_out]
+    wanted = [name for name in TITLES if (name != "dose" or strength is not None) and name not in left_out]
     sections = tuple(Section(name, TITLES[name], ResultTable.from_dicts(name, columns[name], tables[name]),
                              cautions.RETRIEVAL[name]) for name in wanted)
     summary_table = ResultTable.from_dicts("retrieval", ("model", "queries", "docs", "r2_queries", "w_tilde_q",
                                                          "r2_docs", "w_tilde_g", "m_median", "top1", "mrr"), summary)
     notes = [f"{TITLES[name].split('. ')[-1]} left out: {text}" for name, text in left_out.items()]
-    meta = {"queries": shown["queries"], "docs": shown["docs"], "scope": scope, "columns": cols.__dict__.copy(),
+    meta = {"queries": shown["queries"], "docs": shown["docs"], "scope": scope, "model": model,
+            "columns": {"queries": queries.columns(), "docs": docs.columns()},
             "permutations": permutations, "seed": seed, "alpha": alpha, **({"notes": notes} if notes else {})}
     return ReportResult("Retrieval diagnostics: four layers", summary_table, sections, meta)

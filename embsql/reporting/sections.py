@@ -6,14 +6,17 @@ them in report order; adding a section is adding one Entry.  Sections whose ``of
 "run" read the rows themselves, which only the DuckDB path does: "drop" leaves them out of a
 default report on another engine, "refuse" makes them an error there.  The two permutation tests
 share one read of the rows (Run.rows).
+
+The builders read the report's settings through :class:`Settings` (which embsql.reporting.build's
+Report has), so this module does not import the builder that imports it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import duckdb
 import numpy as np
@@ -23,26 +26,62 @@ from embsql.core.model_comparison import BOOTSTRAP_COLUMNS, COMPARE_COLUMNS, boo
 from embsql.core.row_tests import Ordered, dispersion_rows, ordered, permanova_row
 from embsql.core.sums import GroupSums
 from embsql.errors import DesignError, InputError
+from embsql.io.retrieval_tables import report_tables
 from embsql.io.sources import resolve
 from embsql.io.table_stream import unit_rows
+from embsql.progress import DISPERSION_LABEL, permutations_label, progress_bar
 from embsql.reporting import cautions
+from embsql.reporting.geometry import models_section
 from embsql.reporting.report_result import Section
+from embsql.reporting.retrieval import four_layers
 from embsql.result_table import ResultTable
 
-if TYPE_CHECKING:
-    from embsql.reporting.build import Report
-
 JACKKNIFE_STATS = ("r2", "f", "w_bar")
+
+
+class Settings(Protocol):
+    """What the builders read of a report (embsql.reporting.build.Report)."""
+
+    @property
+    def source(self) -> Any: ...
+    @property
+    def vector(self) -> str: ...
+    @property
+    def group(self) -> str: ...
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def item(self) -> str | None: ...
+    @property
+    def sections(self) -> Sequence[str]: ...
+    @property
+    def permutations(self) -> int: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def replicates(self) -> int: ...
+    @property
+    def level(self) -> float: ...
+    @property
+    def queries(self) -> Any: ...
+    @property
+    def docs(self) -> Any: ...
+    @property
+    def retrieval(self) -> Mapping[str, Any]: ...
+
+    def rows_source(self, con: duckdb.DuckDBPyConnection) -> str:
+        """A name on ``con`` for the (filtered) rows."""
+        ...
 
 
 @dataclass
 class Run:
     """What the builders of one report share while it is finished."""
 
-    report: Report
+    report: Settings
     parts: list[tuple[object, GroupSums]]              # per model, in the order stage 1 gave them
     resampled: list[tuple[object, GroupSums]]          # canonical order, models with enough groups
-    summary: dict                                      # model -> its summary row, filled in by the builders
+    summary: dict[Any, dict[str, Any]]                 # model -> its summary row, filled in by the builders
     con: duckdb.DuckDBPyConnection | None = None       # None on another engine (no rows to read there)
     progress: bool | None = None
     notes: list[str] = field(default_factory=list)     # the report's notes, in the order they are said
@@ -68,14 +107,14 @@ class Entry:
     title: str                                         # "": the builder titles its own sections
     caution: str                                       # "": ... and gives them their cautions
     build: Callable[[Entry, Run], list[Section]]
-    default: Callable[[Report], bool] = lambda report: True   # in a report that names no sections?
+    default: Callable[[Settings], bool] = lambda report: True   # in a report that names no sections?
     off_duckdb: str = "run"                            # "run", "drop" or "refuse" (see the module docstring)
 
-    def section(self, columns, rows) -> Section:
+    def section(self, columns: tuple[str, ...], rows: list[dict[str, Any]]) -> Section:
         return Section(self.name, self.title, ResultTable.from_dicts(self.name, columns, rows), self.caution)
 
 
-def whose(value, verb: bool = True) -> str:
+def whose(value: object, verb: bool = True) -> str:
     """"model 'x' has" (or "the data have" without a model column), for notes."""
     if value is None:
         return "the data have" if verb else "the data"
@@ -150,8 +189,9 @@ def _permanova(entry: Entry, run: Run) -> list[Section]:
     _needs_permutations(entry, run)
     report, rows = run.report, []
     for value, model_rows in run.rows():
-        row = {"model": value, **permanova_row(model_rows, value, permutations=report.permutations, seed=report.seed,
-                                               progress=run.progress)}
+        with progress_bar(permutations_label(value), report.permutations, run.progress) as tick:
+            row = {"model": value, **permanova_row(model_rows, value, permutations=report.permutations,
+                                                   seed=report.seed, progress=tick)}
         run.summary[value]["p_value"] = row["p_value"]
         rows.append(row)
     return [entry.section(("model", "f", "r2", "p_value", "permutations"), rows)]
@@ -161,7 +201,8 @@ def _dispersion(entry: Entry, run: Run) -> list[Section]:
     _needs_permutations(entry, run)
     report, rows = run.report, []
     for value, model_rows in run.rows():
-        test, _ = dispersion_rows(model_rows, permutations=report.permutations, seed=report.seed, progress=run.progress)
+        with progress_bar(DISPERSION_LABEL, report.permutations, run.progress) as tick:
+            test, _ = dispersion_rows(model_rows, permutations=report.permutations, seed=report.seed, progress=tick)
         run.summary[value]["dispersion_p"] = test["p_value"]
         rows.append({"model": value, **test})
     return [entry.section(("model", "groups", "f", "p_value", "permutations", "groups_left_out", "items_left_out",
@@ -169,25 +210,29 @@ def _dispersion(entry: Entry, run: Run) -> list[Section]:
 
 
 def _retrieval(entry: Entry, run: Run) -> list[Section]:
-    layers = run.report._retrieval(run.con)   # the layers, titled and cautioned where the retrieval code is
+    """The retrieval layers (embsql.reporting.retrieval), titled and cautioned where the retrieval code is."""
+    report = run.report
+    if report.queries is None or report.docs is None or run.con is None:
+        raise InputError("the retrieval section needs query and document tables (queries=..., docs=...)")
+    tables = report_tables(report.queries, report.docs, None, report.retrieval)   # relevance is the qrels' alone
+    layers = four_layers(run.con, tables.queries, tables.docs, scope=tables.scope, model=report.model,
+                         permutations=report.permutations, seed=report.seed, alpha=tables.alpha)
     run.notes += layers.meta.get("notes", [])
     return list(layers.sections)
 
 
 def _models(entry: Entry, run: Run) -> list[Section]:
     """The models compared on the same items (embsql.reporting.geometry): CKA, Procrustes, k-NN, Mantel."""
-    from embsql.reporting.geometry import models_section
-
     report = run.report
     section, note = models_section(run.con, report.rows_source(run.con) if run.con is not None else report.source,
-                                   item=report.item, by=report.model, group=report.group, vector=report.vector,
+                                   item=report.item, model=report.model, group=report.group, vector=report.vector,
                                    permutations=report.permutations, seed=report.seed,
                                    asked="models" in report.sections)
     run.notes += [note] if note else []
     return [section] if section is not None else []
 
 
-def _tests_asked(report: Report) -> bool:
+def _tests_asked(report: Settings) -> bool:
     return bool(report.permutations)
 
 

@@ -5,17 +5,29 @@ paired comparison rows (difference, ci_low, ci_high, estimate_a, estimate_b); ev
 them is a comparison made here (which model is ahead, whether the interval excludes 0, whether V
 points the other way, whether a p-value is below ALPHA), never a fixed text.  A report that
 carries its own sentences in ``meta["verdict"]`` (the demo) keeps them.
+
+The retrieval evaluation's sentence (:func:`retrieval_comparison_sentence`) is read off the rows of
+embsql.compare_retrieval (PAIR_COLUMNS): the model with the higher mean leads; a difference is
+called significant when its adjusted p-value is at most ALPHA (then the interval excludes 0 in
+the same direction as a rule, and the sentence says so only when it does); an interval that is
+not calibrated (fewer than 30 groups) is said to be rough.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TypeGuard
+from collections.abc import Iterable
+from typing import Any, TypeGuard
+
+from embsql.render.document import Document
+from embsql.result_table import ResultTable
 
 ALPHA = 0.05           # the level at which a p-value is called "beyond chance" in the sentences
+ADJUSTED = {"holm": "Holm", "bh": "Benjamini–Hochberg", "bonferroni": "Bonferroni"}
+Row = dict[str, Any]
 
 
-def verdict(result) -> list[str]:
+def verdict(result: Document) -> list[str]:
     """The report's opening sentences (an empty list when its tables hold nothing to judge)."""
     own = result.meta.get("verdict")
     if own:
@@ -23,15 +35,13 @@ def verdict(result) -> list[str]:
     return [s for s in _summary(result) + [_evaluation(result)] if s]
 
 
-def _evaluation(result) -> str:
+def _evaluation(result: Document) -> str:
     """Which model retrieves better on the qrels, by how much and how sure (the evaluation_compare rows)."""
-    from embsql.reporting.retrieval_verdict import retrieval_comparison_sentence
-
     section = next((s for s in result.sections if s.name == "evaluation_compare"), None)
     return retrieval_comparison_sentence(section.table.to_dicts()) if section is not None else ""
 
 
-def _summary(result) -> list[str]:
+def _summary(result: Document) -> list[str]:
     rows = [row for row in result.summary.to_dicts() if _finite(row.get("r2"))]
     if rows:
         group = _groups_word(result.meta.get("group"))
@@ -45,7 +55,7 @@ def _summary(result) -> list[str]:
 
 # ---------------------------------------------------------------- two or more models
 
-def _models(result, rows: list[dict], group: str) -> str:
+def _models(result: Document, rows: list[Row], group: str) -> str:
     ranked = sorted(rows, key=lambda r: -r["r2"])
     lead, second = ranked[0], ranked[1]
     pair = _pair(result, lead["model"], second["model"])
@@ -57,11 +67,10 @@ def _models(result, rows: list[dict], group: str) -> str:
                    "" if any(s.name == "compare" for s in result.sections) else "this report has no compare section")
         return (f"{ranking}{_name(lead['model'])} has the higher R² ({_num(lead['r2'])} vs {_num(second['r2'])}), "
                 f"but the difference has no paired interval{f' ({why})' if why else ''}, so it may be chance.")
-    difference, low, high = pair
     groups = f", {lead['groups']} groups" if lead.get("groups") else ""
     level = _level(result)
     v_lead, v_second = lead.get("v"), second.get("v")
-    r2_lead, r2_second, difference, low, high = _nums(lead["r2"], second["r2"], difference, low, high)
+    r2_lead, r2_second, difference, low, high = _nums(lead["r2"], second["r2"], *pair)
     if pair[1] > 0:
         sentence = (f"{_name(lead['model'])} separates {group} more than {_name(second['model'])}: "
                     f"R² {r2_lead} vs {r2_second}, paired difference {difference} "
@@ -79,22 +88,22 @@ def _models(result, rows: list[dict], group: str) -> str:
     return ranking + sentence + "."
 
 
-def _pair(result, lead, second):
+def _pair(result: Document, lead: object, second: object) -> tuple[float, float, float] | None:
     """R²(lead) − R²(second) and its interval from the compare rows, or None."""
     if not any(s.name == "compare" for s in result.sections):
         return None
     for row in result["compare"].to_dicts():
-        values = [row.get(k) for k in ("difference", "ci_low", "ci_high")]
-        if not all(_finite(v) for v in values):
+        difference, low, high = (row.get(k) for k in ("difference", "ci_low", "ci_high"))
+        if not (_finite(difference) and _finite(low) and _finite(high)):
             continue
         if (row.get("model_a"), row.get("model_b")) == (lead, second):
-            return tuple(values)
+            return difference, low, high
         if (row.get("model_a"), row.get("model_b")) == (second, lead):
-            return -values[0], -values[2], -values[1]
+            return -difference, -high, -low
     return None
 
 
-def _level(result) -> str:
+def _level(result: Document) -> str:
     level = result.meta.get("level")
     if any(s.name == "compare" for s in result.sections):
         level = next((r.get("level") for r in result["compare"].to_dicts() if _finite(r.get("level"))), level)
@@ -103,7 +112,7 @@ def _level(result) -> str:
 
 # ---------------------------------------------------------------- one model
 
-def _one_model(row: dict, group: str) -> str:
+def _one_model(row: Row, group: str) -> str:
     r2 = row["r2"]
     sentence = f"R² = {_num(r2)}: {r2:.0%} of the spread of the unit vectors lies between {group}"
     n, g = row.get("n"), row.get("groups")
@@ -119,7 +128,7 @@ def _one_model(row: dict, group: str) -> str:
 
 # ---------------------------------------------------------------- the permutation tests
 
-def _tests(rows: list[dict], permutations) -> str:
+def _tests(rows: list[Row], permutations: object) -> str:
     if "p_value" not in rows[0]:
         return ""
     rows = [row for row in rows if _finite(row.get("p_value"))]
@@ -149,7 +158,7 @@ def _tests(rows: list[dict], permutations) -> str:
     return sentence + "."
 
 
-def _each(rows, values) -> str:
+def _each(rows: list[Row], values: list[Any]) -> str:
     if len(rows) == 1:
         return f"p = {_p(values[0])}"
     if len(set(values)) == 1:
@@ -159,7 +168,7 @@ def _each(rows, values) -> str:
 
 # ---------------------------------------------------------------- retrieval
 
-def _retrieval(rows: list[dict]) -> str:
+def _retrieval(rows: list[Row]) -> str:
     ranked = sorted(rows, key=lambda r: -r["top1"])
     queries = f"of the {ranked[0]['queries']} queries" if ranked[0].get("queries") else "of the queries"
     if len(rows) == 1:
@@ -170,15 +179,15 @@ def _retrieval(rows: list[dict]) -> str:
 
 # ---------------------------------------------------------------- words and numbers
 
-def _groups_word(group) -> str:
+def _groups_word(group: object) -> str:
     return f"the {group} groups" if group else "the groups"
 
 
-def _name(model) -> str:
+def _name(model: object) -> str:
     return "all items" if model is None else str(model)
 
 
-def _finite(value) -> TypeGuard[float]:
+def _finite(value: object) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -207,3 +216,69 @@ def _range(low_value: float, low: str, high: str) -> str:
 
 def _p(value: float) -> str:
     return f"{value:.3g}"
+
+
+# ---------------------------------------------------------------- the retrieval evaluation's comparison
+
+def _three_decimals(x: float) -> str:
+    return f"{x:.3f}".replace("-", "−")
+
+
+def _p_phrase(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+def _units(row: Row) -> str:
+    if "group" in row.get("method", ""):
+        return f"{row['groups']} paraphrase groups"
+    return f"{row['queries']} queries, each its own group (no paraphrase groups given)"
+
+
+def _pair_sentence(row: Row) -> str:
+    a, b = (row["model_a"], row["model_b"])
+    lead, other, mean_lead, mean_other, sign = (a, b, row["mean_a"], row["mean_b"], 1) if row["difference"] >= 0 \
+        else (b, a, row["mean_b"], row["mean_a"], -1)
+    metric = row["metric"]
+    p_adjusted = row["p_adjusted"] if row.get("p_adjusted") is not None else row["p_value"]
+    adjusted = f", {ADJUSTED[row['p_adjust']]}-adjusted" if row.get("p_adjust") in ADJUSTED else ""
+    interval = ""
+    if row.get("ci_low") is not None:
+        low, high = sorted((sign * row["ci_low"], sign * row["ci_high"]))
+        interval = f", {round(100 * row['level'])}% interval {_three_decimals(low)} to {_three_decimals(high)}"
+    evidence = f"({_p_phrase(p_adjusted)}{adjusted}{interval}; over {_units(row)})"
+    gap = _three_decimals(abs(row["difference"]))
+    if p_adjusted <= ALPHA:
+        sentence = (f"{lead} retrieves better than {other} on {metric}: {_three_decimals(mean_lead)} against "
+                    f"{_three_decimals(mean_other)}, {gap} higher {evidence}.")
+    else:
+        sentence = (f"{lead} and {other} are not told apart on {metric}: {_three_decimals(mean_lead)} against "
+                    f"{_three_decimals(mean_other)}, a gap of {gap} within chance {evidence}.")
+    return sentence
+
+
+def retrieval_comparison_sentence(rows: ResultTable | Iterable[Row]) -> str:
+    """One sentence per pair of models, the pair with the largest difference first; for three or
+    more models, a first sentence naming the model with the highest mean and whether it beats
+    every other one significantly.  ``rows``: a ResultTable or a list of dicts from
+    embsql.compare_retrieval.  An empty input gives an empty string."""
+    found = rows.to_dicts() if isinstance(rows, ResultTable) else list(rows)
+    if not found:
+        return ""
+    ordered = sorted(found, key=lambda r: -abs(r["difference"]))
+    sentences = [_pair_sentence(r) for r in ordered]
+    means: dict[Any, float] = {}
+    for r in found:
+        means[r["model_a"]], means[r["model_b"]] = r["mean_a"], r["mean_b"]
+    if len(means) > 2:
+        best = max(means, key=lambda m: means[m])
+        beaten = [r for r in found if best in (r["model_a"], r["model_b"])
+                  and (r["p_adjusted"] if r.get("p_adjusted") is not None else r["p_value"]) <= ALPHA]
+        others = len(means) - 1
+        lead = (f"{best} has the highest {found[0]['metric']} ({_three_decimals(means[best])}) and beats "
+                + ("every other model" if len(beaten) == others else f"{len(beaten)} of the {others} others")
+                + " beyond chance.")
+        sentences.insert(0, lead)
+    rough = sorted({r["groups"] for r in found if r.get("ci_low") is not None and not r.get("calibrated")})
+    if rough:
+        sentences.append(f"With {' or '.join(map(str, rough))} groups (under 30) the intervals are rough.")
+    return " ".join(sentences)

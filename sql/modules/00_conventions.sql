@@ -8,6 +8,29 @@
 --     that has a NULL sentinel column appended: it expands to coalesce(col, NULL)
 --     when the column exists and to coalesce(NULL) when it does not, and counting
 --     the expansion tells which.
---   * The optional by column keeps its own name: the no-by overloads use a constant
---     column __emb_all in its place and drop it at the end.
+--   * Arguments are named as everywhere in embsql (embsql/vocabulary.py): source, "group", vector,
+--     model, ...; GROUP is a keyword, so a call writes "group" := 'topic'.  A public macro is a thin
+--     wrapper: its body only hands its arguments to an emb__ macro (whose parameters keep internal
+--     names), because a parameter named like a column (qid, "group", value ...) would stand for
+--     that column in the body.
+--   * The optional model column keeps its own name in the output (as GROUP BY would): without one,
+--     a constant column __emb_all takes its place and is dropped at the end.
+--   * Each public macro is documented in a block of '-- @' comment lines just above it (see
+--     embsql/sql_reference.py): the one source of sql/README.md and of the reference.
 
+
+-- ---------------------------------------------------------------------------
+-- The model argument, checked before anything is read.  by := (its old name) is refused, and so is
+-- a model column whose name is one of the function's output columns (the output keeps the model
+-- column's name; outputs is the function's emb__outputs_<function>(), generated from its reference
+-- block by sql/build.py).  A public macro hands its source table through this: query_table() needs
+-- its argument when the query is bound, so the refusal is raised then, before any row is read
+-- (a check in a filter or a join could come after another error from the data).
+-- ---------------------------------------------------------------------------
+CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, "by", outputs) AS
+    CASE
+        WHEN "by" IS NOT NULL THEN emb__fail_argument_renamed('by :=', 'model :=', function)
+        WHEN list_contains(outputs, lower(model))     -- (the column quoted as SQL names it, for the message's SELECT ... AS)
+            THEN emb__fail_column_collision('"' || replace(model, '"', '""') || '"', function)
+        ELSE source
+    END;

@@ -105,7 +105,7 @@ SELECT
         WHEN extra_col IS NOT NULL AND __emb_xcols = 1
             THEN error(format('embsql: [column.missing] column "{}" not found in {}', extra_col, tbl))
         WHEN by_col IS NOT NULL AND __emb_bycols = 1
-            THEN error(format('embsql: [column.missing] by column "{}" not found in {}', by_col, tbl))
+            THEN error(format('embsql: [column.missing] model column "{}" not found in {}', by_col, tbl))
         ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
     END AS __emb_g,
     emb__norm2(__emb_v) AS __emb_nrm2
@@ -322,10 +322,3 @@ WITH per_group AS (
 SELECT p.*
 FROM (SELECT 1) LEFT JOIN per_group p ON true
 WHERE CASE WHEN p.n_g IS NULL THEN emb__no_rows_error(tbl) ELSE true END;
-
-CREATE OR REPLACE TEMP MACRO emb_groups(tbl, group_col, vector_col) AS TABLE
-    (SELECT "group", n_g, w, w_tilde, resolved
-     FROM emb__groups(tbl, group_col, vector_col, NULL) ORDER BY "group"),
-    (tbl, group_col, vector_col, "by") AS TABLE
-    (SELECT * EXCLUDE (__emb_b, __emb_all)
-     FROM emb__groups(tbl, group_col, vector_col, "by") ORDER BY __emb_b, "group");

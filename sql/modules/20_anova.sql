@@ -66,7 +66,68 @@ ORDER BY s.__emb_b;
 CREATE OR REPLACE TEMP MACRO emb__anova(tbl, group_col, vector_col, by_col) AS TABLE
     FROM emb__decomposition(tbl, group_col, vector_col, by_col, false);
 
-CREATE OR REPLACE TEMP MACRO emb_anova(tbl, group_col, vector_col) AS TABLE
-    (SELECT * EXCLUDE (__emb_all, __emb_b) FROM emb__anova(tbl, group_col, vector_col, NULL)),
-    (tbl, group_col, vector_col, "by") AS TABLE
-    (SELECT * EXCLUDE (__emb_b, __emb_all) FROM emb__anova(tbl, group_col, vector_col, "by"));
+-- @function emb_anova(source, "group", vector, model := NULL)
+-- The sum-of-squares decomposition of the unit vectors z_i by group.  One row, or one row per
+-- value of the model column (which comes first, under its own name).
+-- @param source the table to read: a table or view name, or a file DuckDB reads (`'data.parquet'`)
+-- @param "group" the group column (GROUP is a keyword: by name it is written `"group" := 'topic'`)
+-- @param vector the vector column (`FLOAT[]`, `DOUBLE[]`, `FLOAT[d]`, `DOUBLE[d]`); vectors are scaled to unit length
+-- @param model the model column: one row per value of it (NULL: one row for the whole table)
+-- @column <model> the model, under the model column's own name (only with `model`)
+-- @column n number of vectors
+-- @column groups number of groups G
+-- @column ss_t total sum of squares Σ_i ‖z_i − μ‖² = n (1 − ‖μ‖²), computed as SS_W + SS_B
+-- @column ss_w within-group sum of squares Σ_g Σ_{i in g} ‖z_i − μ_g‖² = Σ_g n_g (1 − ‖μ_g‖²)
+-- @column ss_b between-group sum of squares Σ_g n_g ‖μ_g − μ‖²
+-- @column r2 SS_B / SS_T: similarity-invariant (exactly unchanged by rotation, uniform scaling and extra dimensions of the raw vectors; only approximately by a shared direction or a translation added before normalisation), biased upward
+-- @column r2_null (G − 1)/(n − 1), roughly E[R²] with no group structure
+-- @column f pseudo-F = (SS_B/(G−1)) / (SS_W/(n−G)) (PERMANOVA's statistic)
+-- @column v spread 1 − ‖μ‖² = SS_T/n: descriptive, *not* comparable across models
+-- @column mean_resultant_length ‖μ‖
+-- @column w_bar SS_W / n
+-- @notes
+-- Errors: a NULL, zero-length, NaN or infinite vector (or one with NULL elements); vectors of
+-- different lengths within one model; a NULL or NaN group label; a missing column; a vector
+-- column of another type; a source with no rows; one group only; n = G (no within-group degrees of
+-- freedom); vectors identical to within floating-point precision, overall (R² and F undefined) or
+-- within each group (F undefined); see *Precision* above.
+--
+-- In the example, m2 is the exact lift of m1 with λ = 1/2: R² and F are unchanged and V is halved.
+-- @example
+-- SELECT * FROM emb_anova('ex', 'topic', 'embedding', model := 'model');
+-- -- model  n  groups  ss_t   ss_w   ss_b   r2      r2_null  f    v      mean_resultant_length  w_bar
+-- -- m1     4  2       2.2    0.4    1.8    0.8182  0.3333   9.0  0.55   0.6708                 0.1
+-- -- m2     4  2       1.1    0.2    0.9    0.8182  0.3333   9.0  0.275  0.8515                 0.05
+CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL, "by" := NULL) AS TABLE
+SELECT a.* EXCLUDE (__emb_b, __emb_all)
+FROM emb__anova(
+         emb__checked_source(source, 'emb_anova', model, "by", emb__outputs_emb_anova()),
+         "group", vector, model) a
+ORDER BY a.__emb_b;
+
+-- @function emb_groups(source, "group", vector, model := NULL)
+-- Per group: its size, its spread W_g about its centroid and the size-corrected W̃_g.  One row per
+-- group, ordered by group (and by model first, with `model`).  W_g keeps its digits for
+-- near-duplicate vectors (see *Precision* above): identical vectors give W_g = 0.
+-- @param source the table to read: a table or view name, or a file DuckDB reads (`'data.parquet'`)
+-- @param "group" the group column (GROUP is a keyword: by name it is written `"group" := 'topic'`)
+-- @param vector the vector column (`FLOAT[]`, `DOUBLE[]`, `FLOAT[d]`, `DOUBLE[d]`); vectors are scaled to unit length
+-- @param model the model column: the figures per value of it, which comes first under its own name (NULL: one model)
+-- @column <model> the model, under the model column's own name (only with `model`)
+-- @column group the group label
+-- @column n_g number of vectors in the group
+-- @column w W_g = (1/n_g) Σ_i ‖z_i − μ_g‖² = 1 − ‖μ_g‖², the mean squared distance to the group centroid
+-- @column w_tilde W̃_g = n_g/(n_g − 1) W_g, size-corrected; NULL for a singleton group
+-- @column resolved false where the group's vectors are identical to within floating-point precision (root-mean-square spread above 0 but below 1.5e-8): W_g is then rounding noise, not a figure
+-- @notes
+-- Errors: those of `emb_anova` that concern the rows (vectors, labels, columns, an empty source).
+-- @example
+-- SELECT * FROM emb_groups('ex', 'topic', 'embedding', model := 'model');
+-- -- model  group  n_g  w    w_tilde  resolved
+-- -- m1     A      2    0.1  0.2      true
+CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL, "by" := NULL) AS TABLE
+SELECT g.* EXCLUDE (__emb_b, __emb_all)
+FROM emb__groups(
+         emb__checked_source(source, 'emb_groups', model, "by", emb__outputs_emb_groups()),
+         "group", vector, model) g
+ORDER BY g.__emb_b, g."group";

@@ -1,13 +1,11 @@
 -- ---------------------------------------------------------------------------
 -- The distance route: the same decomposition from a table of pairwise
--- dissimilarities (i, j, d) and a labels table (id, group).  Any dissimilarity.
+-- dissimilarities (i, j, distance) and a labels table (item, group).  Any dissimilarity.
 --   SS_T = (1/n) sum_{i<j} d_ij^2,   SS_W = sum_g (1/n_g) sum_{i<j in g} d_ij^2
 -- Sums of squared distances have no cancellation, so they need no second pass; every check is a
 -- filter (never pruned, whatever columns a query reads).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb_anova_dist(dist_tbl, labels_tbl, group_col,
-                                       i_col := 'i', j_col := 'j', d_col := 'd',
-                                       id_col := 'id') AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__anova_dist(dist_tbl, labels_tbl, group_col, i_col, j_col, d_col, id_col) AS TABLE
 WITH labels AS MATERIALIZED (
     SELECT
         CASE
@@ -126,3 +124,35 @@ WHERE CASE
 
         ELSE true
     END;
+
+-- @function emb_anova_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd', item := 'id')
+-- The same decomposition from pairwise dissimilarities, for any dissimilarity (Euclidean, cosine
+-- distance, Bray–Curtis, a distance between two models' outputs): SS_T = (1/n) Σ_{i<j} d²_ij and
+-- SS_W = Σ_g (1/n_g) Σ_{i<j in g} d²_ij.  One row.
+-- @param distances the distance table: one row per unordered pair of items (either triangle, or both orders with equal values; zero self-distances are allowed)
+-- @param labels the labels table: an item column and the group column
+-- @param "group" the labels table's group column
+-- @param i the distance table's first item column
+-- @param j the distance table's second item column
+-- @param distance the distance table's distance column
+-- @param item the labels table's item column
+-- @column n number of labelled items
+-- @column groups number of groups G
+-- @column ss_t total sum of squares (1/n) Σ_{i<j} d²_ij
+-- @column ss_w within-group sum of squares Σ_g (1/n_g) Σ_{i<j in g} d²_ij
+-- @column ss_b SS_T − SS_W
+-- @column r2 SS_B / SS_T
+-- @column r2_null (G − 1)/(n − 1)
+-- @column f pseudo-F = (SS_B/(G−1)) / (SS_W/(n−G)); infinite when SS_W = 0
+-- @notes
+-- Errors: a pair given in both orders with different values, a missing pair (the error names
+-- one), an item without a label (named), a duplicated item, a NULL or NaN label (named with its
+-- item; -0.0 and 0.0 are one group), a negative, NULL, NaN or infinite distance, a non-zero
+-- distance of an item to itself, a missing column, an empty labels table, one group, n = G, every
+-- distance 0.  Sums of squared distances have no cancellation, so this route needs no second pass.
+-- @example
+-- SELECT * FROM emb_anova_dist('dist', 'lab', 'topic');
+-- -- n 4, groups 2, ss_t 2.2, ss_w 0.4, ss_b 1.8, r2 0.8182, r2_null 0.3333, f 9.0
+CREATE OR REPLACE TEMP MACRO emb_anova_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd',
+                                            item := 'id') AS TABLE
+FROM emb__anova_dist(distances, labels, "group", i, j, distance, item);

@@ -46,7 +46,7 @@ __emb_icc_rows AS (
         CASE WHEN (SELECT __emb_gcols FROM __emb_icc_meta) = 1
                  THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, tbl))
              WHEN by_col IS NOT NULL AND (SELECT __emb_bycols FROM __emb_icc_meta) = 1
-                 THEN error(format('embsql: [column.missing] by column "{}" not found in {}', by_col, tbl))
+                 THEN error(format('embsql: [column.missing] model column "{}" not found in {}', by_col, tbl))
              ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
         END AS __emb_g
     FROM (
@@ -174,7 +174,53 @@ WHERE CASE
 END
 ORDER BY __emb_b;
 
-CREATE OR REPLACE TEMP MACRO emb_icc(tbl, group_col, value_col) AS TABLE
-    (SELECT * EXCLUDE (__emb_all) FROM emb__icc(tbl, group_col, value_col, NULL)),
-    (tbl, group_col, value_col, "by") AS TABLE
-    (SELECT * EXCLUDE (__emb_all) FROM emb__icc(tbl, group_col, value_col, "by"));
+-- @function emb_icc(source, "group", value, model := NULL)
+-- ICC(1), the one-way random-effects intraclass correlation:
+-- MS_B = SS_B/(G − 1), MS_W = SS_W/(n − G), n0 = (n − Σ_g n_g²/n)/(G − 1) and
+-- ICC = (MS_B − MS_W)/(MS_B + (n0 − 1) MS_W).  One row, or one row per value of the model column
+-- (which comes first, under its own name).  Unbalanced groups are allowed (n0 is then not n/G).
+-- @param source the table to read: a table or view name, or a file DuckDB reads
+-- @param "group" the group column (GROUP is a keyword: by name it is written `"group" := 'question'`)
+-- @param value the value column: a number or a `BOOLEAN` (the scalar ICC), or a vector (the trace ICC of the unit vectors)
+-- @param model the model column: one row per value of it (NULL: one row for the whole table)
+-- @column <model> the model, under the model column's own name (only with `model`)
+-- @column icc ICC(1); may be negative (down to −1/(n0 − 1)) when groups differ less than chance
+-- @column n0 the effective group size (n − Σ n_g²/n)/(G − 1); the group size when balanced
+-- @column ms_b between-group mean square SS_B/(G − 1)
+-- @column ms_w within-group mean square SS_W/(n − G)
+-- @column f MS_B/MS_W (for `trace`, emb_anova's pseudo-F); `inf` when MS_W = 0 (scalar values only)
+-- @column groups number of groups G
+-- @column n number of rows
+-- @column kind `'scalar'` or `'trace'`
+-- @notes
+-- What is computed depends on the type of `value`:
+--
+-- * a number (any integer, `DECIMAL`, `FLOAT`, `DOUBLE`) or a `BOOLEAN` (read as 0/1, e.g. correctness):
+--   `kind = 'scalar'`, the standard ICC(1) of the raw values (not normalised).  On balanced data
+--   it equals pingouin's `intraclass_corr` ICC(1,1) (`tests/reference/pingouin`).
+-- * a vector (`FLOAT[]`, `DOUBLE[]`, `FLOAT[d]`, `DOUBLE[d]`, any numeric list): `kind = 'trace'`, the
+--   same formula with SS_B and SS_W of the unit vectors, exactly those `emb_anova` reports: a stated
+--   extension of ICC to embeddings, the share of the (trace of the) covariance that lies between
+--   groups.
+--
+-- Errors: a missing column; a value column of another type (e.g. `VARCHAR`); a NULL or NaN group
+-- label; a source with no rows; for numbers a NULL, NaN or infinite value (named with its group);
+-- one group only; n = G (no within-group degrees of freedom); all values equal (MS_B + (n0 − 1) MS_W
+-- = 0).  A vector column gets `emb_anova`'s vector errors (NULL, zero-length, NaN or infinite
+-- vectors, vectors of different lengths) and its precision errors: identical vectors are refused,
+-- never reported as ICC = 1.
+--
+-- The `scores` table of the examples holds one score and one 0/1 correctness per answer, for three
+-- questions of 2, 3 and 4 paraphrases: `emb_icc('scores', 'question', 'score')` gives icc 0.5556
+-- (= 5/9), n0 2.8889 (= 26/9), ms_b 18.4444, ms_w 4.0, f 4.6111, groups 3, n 9, kind scalar, and
+-- `emb_icc('scores', 'question', 'correct')` icc 0.5094, n0 2.8889, ms_b 0.4444, ms_w 0.1111, f 4.0.
+-- @example
+-- SELECT * FROM emb_icc('ex', 'topic', 'embedding', model := 'model');
+-- -- model  icc  n0   ms_b  ms_w  f    groups  n  kind
+-- -- m1     0.8  2.0  1.8   0.2   9.0  2       4  trace
+-- -- m2     0.8  2.0  0.9   0.1   9.0  2       4  trace
+CREATE OR REPLACE TEMP MACRO emb_icc(source, "group", value, model := NULL, "by" := NULL) AS TABLE
+SELECT r.* EXCLUDE (__emb_all)
+FROM emb__icc(
+         emb__checked_source(source, 'emb_icc', model, "by", emb__outputs_emb_icc()),
+         "group", value, model) r;

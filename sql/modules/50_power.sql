@@ -50,6 +50,14 @@ CREATE OR REPLACE TEMP MACRO emb__ppnd16(p) AS
         ELSE emb__ppnd16_far(sqrt(-ln(1.0e0 - p)) - 5.0e0)
     END;
 
+-- @function emb_normal_quantile(p)
+-- The standard normal quantile z_p (the inverse of the normal CDF), by Wichura's algorithm AS241
+-- (PPND16): about 16 significant digits over the whole of 0 < p < 1.  NULL gives NULL.
+-- @param p a probability, 0 < p < 1 (outside, including NaN, is an error)
+-- @returns DOUBLE z_p
+-- @example
+-- SELECT emb_normal_quantile(0.975) AS z, emb_normal_quantile(1e-12) AS tail;
+-- -- z 1.959963984540054, tail -7.034483825301132
 CREATE OR REPLACE TEMP MACRO emb_normal_quantile(p) AS
     CASE
         WHEN p IS NULL THEN NULL::DOUBLE
@@ -70,6 +78,24 @@ CREATE OR REPLACE TEMP MACRO emb__power_check(alpha, power) AS
 
 -- In both table macros the checked figure is also a filter, so the checks hold whatever columns a
 -- query reads (a column that is not read is pruned, a filter never is).
+-- @function emb_power_groups(rho, alpha := 0.05, power := 0.8)
+-- The number of groups needed to detect a correlation `rho` between a per-group figure (W_g) and a
+-- per-group score with a two-sided test at level `alpha` with the given `power` (Fisher's z):
+-- G = ((z_{1−alpha/2} + z_{power}) / artanh(rho))² + 3.  One row.
+-- @param rho the correlation to detect, 0 < rho < 1
+-- @param alpha the significance level of the two-sided test, 0 < alpha < 1
+-- @param power the power the design should reach, 0 < power < 1
+-- @column groups_exact G as computed
+-- @column groups G rounded up: the number to plan for
+-- @column rho the input rho
+-- @column alpha the input alpha
+-- @column power the input power
+-- @notes
+-- Errors: `rho`, `alpha` or `power` NULL or outside (0, 1).  rho = 0.3 with the defaults gives
+-- 84.93, 85; with `power := 0.9` 112.68, 113.
+-- @example
+-- SELECT * FROM emb_power_groups(0.5);
+-- -- groups_exact 29.0123, groups 30, rho 0.5, alpha 0.05, power 0.8
 CREATE OR REPLACE TEMP MACRO emb_power_groups(rho, alpha := 0.05, power := 0.8) AS TABLE
 SELECT
     __emb_g AS groups_exact,
@@ -87,6 +113,22 @@ FROM (
 )
 WHERE __emb_g IS NOT NULL;
 
+-- @function emb_power_rho(groups, alpha := 0.05, power := 0.8)
+-- The inverse of `emb_power_groups`: the smallest |rho| that `groups` groups detect,
+-- tanh((z_{1−alpha/2} + z_{power}) / √(G − 3)).  One row.
+-- @param groups the number of groups, a whole number greater than 3
+-- @param alpha the significance level of the two-sided test, 0 < alpha < 1
+-- @param power the power the design should reach, 0 < power < 1
+-- @column rho the smallest detectable |rho|
+-- @column groups the input groups
+-- @column alpha the input alpha
+-- @column power the input power
+-- @notes
+-- Errors: `groups` NULL, not a whole number, or not greater than 3; `alpha` or `power` NULL or
+-- outside (0, 1).  With `alpha := 0.01`, 20 groups detect rho 0.6799.
+-- @example
+-- SELECT * FROM emb_power_rho(20);
+-- -- rho 0.5912, groups 20, alpha 0.05, power 0.8
 CREATE OR REPLACE TEMP MACRO emb_power_rho(groups, alpha := 0.05, power := 0.8) AS TABLE
 SELECT * FROM (
 SELECT

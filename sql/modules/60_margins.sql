@@ -88,7 +88,7 @@ WHERE CASE
     WHEN need_group AND m.__emb_gcols = 1
         THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', group_role, group_col, tbl))
     WHEN level_col IS NOT NULL AND m.__emb_lcols = 1
-        THEN error(format('embsql: [column.missing] level column "{}" not found in {}', level_col, tbl))
+        THEN error(format('embsql: [column.missing] strength column "{}" not found in {}', level_col, tbl))
     WHEN model_col IS NOT NULL AND m.__emb_mcols = 1
         THEN error(format('embsql: [column.missing] model column "{}" not found in {}', model_col, tbl))
     WHEN model_col IS NOT NULL AND __emb_b IS NULL
@@ -102,7 +102,7 @@ WHERE CASE
         THEN error(format('embsql: [label.null] {} {}: {} column "{}" is NULL at row {} ({} ''{}'')',
                           what, tbl, group_role, group_col, __emb_row, id_role, __emb_q))
     WHEN level_col IS NOT NULL AND __emb_l IS NULL
-        THEN error(format('embsql: [label.null] {} {}: level column "{}" is NULL at row {} ({} ''{}'')',
+        THEN error(format('embsql: [label.null] {} {}: strength column "{}" is NULL at row {} ({} ''{}'')',
                           what, tbl, level_col, __emb_row, id_role, __emb_q))
     WHEN __emb_dup > 1
         THEN error(format('embsql: [label.duplicate] {} {}: {} column "{}" has ''{}'' more than once; each {} must identify one row',
@@ -201,23 +201,63 @@ SELECT
     ties
 FROM joined;
 
-CREATE OR REPLACE TEMP MACRO emb_margins(queries, docs, scope := 'corpus', qid_col := 'qid', group_col := 'group',
-                                    level_col := NULL, positive_col := 'positive', vector_col := 'vector',
-                                    doc_id_col := 'doc_id', doc_group_col := 'group', doc_vector_col := 'vector',
-                                    model_col := NULL) AS TABLE
-SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_b', '__emb_g', '__emb_gcols', '__emb_row'))
-FROM emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col, doc_id_col, doc_group_col,
-                  doc_vector_col, model_col)
-ORDER BY __emb_b, qid;
+-- @function emb_margins(queries, docs, scope := 'corpus', qid := 'qid', positive := 'positive', vector := 'vector', doc_id := 'doc_id', doc_group := 'group', doc_vector := 'vector', model := NULL)
+-- Retrieval margins, one row per query: how far each query's correct document beats its best
+-- distractor.  Rows are ordered by model, then qid.
+-- @param queries the queries table: one row per query (and model), with its id, the doc_id of its one correct document and its vector
+-- @param docs the documents table: one row per document (and model), with its id, a topic group and its vector
+-- @param scope which documents are distractors: `'corpus'` (every other document) or `'group'` (the other documents of the positive's group)
+-- @param qid the queries' id column
+-- @param positive the queries' column holding the doc_id of each query's one relevant document (matched to doc_ids as text)
+-- @param vector the queries' vector column
+-- @param doc_id the documents' id column
+-- @param doc_group the documents' group column (documents of one topic are near-miss distractors; used by `scope := 'group'`)
+-- @param doc_vector the documents' vector column
+-- @param model the model column of both tables: each model's queries are compared with that model's documents only
+-- @column <model> the model, under the model column's own name (only with `model`)
+-- @column qid the query
+-- @column d_pos2 ‖q − d+‖² (summed from coordinate differences, exact near 0)
+-- @column d_neg2 min over D− of ‖q − d‖² (the best distractor)
+-- @column margin s(q, d+) − max over D− of s(q, d) (depends on the similarity scale)
+-- @column m (d_neg2 − d_pos2)/(d_neg2 + d_pos2) in [−1, 1]: same sign as `margin`, unchanged by similarity transforms
+-- @column top1 d+ ranks first, = (`m` > 0) = (`rank` = 1)
+-- @column rank 1 + number of distractors more similar than d+ + `ties`
+-- @column ties distractors whose similarity equals d+'s within tol = 2 (d + 4) · 2⁻⁵²
+-- @notes
+-- With s the cosine similarity of the unit vectors, d+ the correct document and D− the
+-- distractors.  A tie counts against d+ (pessimistic rank); when the best distractor ties with d+,
+-- `margin` and `m` are exactly 0.  The `.read` version is a join of every query with every
+-- document of its scope: fine for thousands of queries and documents.  After
+-- `embsql.register(con)` the same macro runs blocked matrix products in a Python UDF (float32
+-- products, exact float64 recheck of anything float32 cannot decide) and gives the same numbers;
+-- `embsql.margins(con, queries, docs, ...)` is its Python face (bench/README.md has timings), which
+-- also takes qrels (many relevant documents per query) instead of the `positive` column.
+--
+-- Errors: a missing column; a NULL id, positive or model; a doc_id or qid twice (per model); a
+-- NULL, zero-length, NaN or infinite vector (named by qid or doc_id); vectors of different lengths,
+-- or queries and documents of different dimension; a positive that is not a doc_id; a model in one
+-- table only; a query with no distractor (scope 'group' and d+ alone in its group); a scope other
+-- than 'corpus' or 'group'.
+-- @example
+-- SELECT qid, round(m, 4) AS m, top1, rank FROM emb_margins('queries', 'docs', scope := 'group');
+-- -- q1  -0.3873  false  2
+-- -- q2  -0.6492  false  2
+-- -- q3   0.8064  true   1
+-- -- q4  -0.6689  false  2
+CREATE OR REPLACE TEMP MACRO emb_margins(queries, docs, scope := 'corpus', qid := 'qid', positive := 'positive',
+                                         vector := 'vector', doc_id := 'doc_id', doc_group := 'group',
+                                         doc_vector := 'vector', model := NULL) AS TABLE
+SELECT m.* EXCLUDE (__emb_all, __emb_b, __emb_g, __emb_gcols, __emb_row)
+FROM emb__margins(
+         emb__checked_source(queries, 'emb_margins', model, NULL, emb__outputs_emb_margins()),
+         docs, scope, qid, NULL, positive, vector, doc_id, doc_group, doc_vector, model) m
+ORDER BY m.__emb_b, m.qid;
 
 -- Per model: top-1, recall@k, MRR, mean and quantiles of m, and cluster-jackknife SEs over the
 -- paraphrase groups: theta_(-g) = (sum - sum_g)/(n - n_g), SE = sqrt((G-1)/G sum_g (theta_(-g) - mean)^2)
 -- = sqrt((G - 1) var_pop(theta_(-g))).
-CREATE OR REPLACE TEMP MACRO emb_retrieval_summary(queries, docs, scope := 'corpus', qid_col := 'qid',
-                                              group_col := 'group', level_col := NULL, positive_col := 'positive',
-                                              vector_col := 'vector', doc_id_col := 'doc_id',
-                                              doc_group_col := 'group', doc_vector_col := 'vector',
-                                              model_col := NULL) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__retrieval_summary(queries, docs, scope, qid_col, group_col, positive_col, vector_col,
+                                                doc_id_col, doc_group_col, doc_vector_col, model_col) AS TABLE
 WITH r AS (
     SELECT *
     FROM emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col, doc_id_col, doc_group_col,
@@ -265,3 +305,60 @@ SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')),
     mq[1] AS m_p05, mq[2] AS m_p25, mq[3] AS m_median, mq[4] AS m_p75, mq[5] AS m_p95, main.ties, scope AS scope
 FROM main JOIN se ON main.__emb_b IS NOT DISTINCT FROM se.__emb_b
 ORDER BY main.__emb_b);
+
+-- @function emb_retrieval_summary(queries, docs, scope := 'corpus', qid := 'qid', "group" := 'group', positive := 'positive', vector := 'vector', doc_id := 'doc_id', doc_group := 'group', doc_vector := 'vector', model := NULL)
+-- The retrieval summary per model, from the margins of `emb_margins`: top-1, recall@k, MRR and the
+-- distribution of m, with cluster-jackknife SEs over the queries' paraphrase groups.  One row, or
+-- one row per model (first, under its own name).
+-- @param queries the queries table: one row per query (and model), with its id, its paraphrase group, the doc_id of its one correct document and its vector
+-- @param docs the documents table: one row per document (and model), with its id, a topic group and its vector
+-- @param scope which documents are distractors: `'corpus'` (every other document) or `'group'` (the other documents of the positive's group)
+-- @param qid the queries' id column
+-- @param "group" the queries' paraphrase group column (the original question; required here, for the SEs)
+-- @param positive the queries' column holding the doc_id of each query's one relevant document
+-- @param vector the queries' vector column
+-- @param doc_id the documents' id column
+-- @param doc_group the documents' group column (used by `scope := 'group'`)
+-- @param doc_vector the documents' vector column
+-- @param model the model column of both tables
+-- @column <model> the model, under the model column's own name (only with `model`)
+-- @column queries number of queries
+-- @column groups number of paraphrase groups
+-- @column top1 share of queries whose positive ranks first
+-- @column top1_se its cluster-jackknife SE
+-- @column recall_at_1 = `top1`
+-- @column recall_at_5 share of queries whose positive is in the top 5
+-- @column recall_at_5_se its SE
+-- @column recall_at_10 share of queries whose positive is in the top 10
+-- @column recall_at_10_se its SE
+-- @column mrr mean reciprocal rank of the positive
+-- @column mrr_se its SE
+-- @column m_mean mean of `m` (see `emb_margins`)
+-- @column m_mean_se its SE
+-- @column m_p05 5% quantile of `m` (linear interpolation, as `quantile_cont` and numpy)
+-- @column m_p25 25% quantile of `m`
+-- @column m_median median of `m`
+-- @column m_p75 75% quantile of `m`
+-- @column m_p95 95% quantile of `m`
+-- @column ties queries whose d+ ties with a distractor
+-- @column scope the scope asked for
+-- @notes
+-- The SEs are cluster jackknives over the paraphrase groups: paraphrases of one question are not
+-- independent, so each replicate leaves out a whole group, θ₍₋g₎ = (Σ − Σ_g)/(n − n_g) and
+-- SE = sqrt((G − 1)/G Σ_g (θ₍₋g₎ − mean)²); NULL with one group.  Quantiles carry no SE.  Top-1,
+-- recall and MRR depend only on the order of similarities; `m` is scale-free (it says how much
+-- room a query has, not anything about ranks below the first).  In Python:
+-- `embsql.retrieval_summary`; the four-layer report is `embsql.retrieval_layers`.  Errors: those
+-- of `emb_margins`, and a missing or NULL group.
+-- @example
+-- SELECT queries, groups, top1, top1_se, mrr, round(m_median, 4) AS m_median
+-- FROM emb_retrieval_summary('queries', 'docs');
+-- -- 4  2  0.25  0.25  0.625  -0.5183
+CREATE OR REPLACE TEMP MACRO emb_retrieval_summary(queries, docs, scope := 'corpus', qid := 'qid', "group" := 'group',
+                                                   positive := 'positive', vector := 'vector', doc_id := 'doc_id',
+                                                   doc_group := 'group', doc_vector := 'vector',
+                                                   model := NULL) AS TABLE
+SELECT r.*
+FROM emb__retrieval_summary(
+         emb__checked_source(queries, 'emb_retrieval_summary', model, NULL, emb__outputs_emb_retrieval_summary()),
+         docs, scope, qid, "group", positive, vector, doc_id, doc_group, doc_vector, model) r;

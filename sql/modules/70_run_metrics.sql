@@ -1,6 +1,6 @@
 -- ---------------------------------------------------------------------------
 -- Rank metrics of a run against relevance judgements, in plain SQL (the stock DuckDB CLI).
---   run:   qid, doc_id, score (optionally a model column, named by "by")
+--   run:   qid, doc_id, score (optionally a model column)
 --   qrels: qid, doc_id, relevance (a whole number >= 0; relevant = relevance >= 1)
 -- trec_eval's definitions and order: each query's documents by score descending, then doc_id
 -- descending as text (the run's own rank column is ignored, as trec_eval does; scores are compared
@@ -24,7 +24,7 @@ CREATE OR REPLACE TEMP MACRO emb__trec_score(s) AS
          ELSE s::FLOAT END;
 
 -- One row per (model, qid, metric) with the internal columns (__emb_b model value, __emb_o
--- metric order, __emb_none: the query has no relevant document).
+-- metric order, __emb_none: the query has no relevant document); model_col is NULL or the model column.
 -- Whether the qrels table has each named column (1 = missing: only the NULL placeholder matched);
 -- the plain-SQL run metrics and emb_retrieval_eval check their qrels with it.
 CREATE OR REPLACE TEMP MACRO emb__qrels_columns(qrels, qid_col, doc_id_col, relevance_col) AS TABLE
@@ -34,21 +34,21 @@ SELECT
     len(list_value(*COLUMNS(lambda c: c IN (relevance_col, '__emb_null')))) AS __emb_rcols
 FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(qrels) LIMIT 1) ON true;
 
-CREATE OR REPLACE TEMP MACRO emb__run_metric_rows(run, qrels, k, "by", qid_col, doc_id_col, score_col,
+CREATE OR REPLACE TEMP MACRO emb__run_metric_rows(run, qrels, k, model_col, qid_col, doc_id_col, score_col,
                                              relevance_col) AS TABLE
 WITH rmeta AS (
     SELECT
         len(list_value(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))) AS __emb_qcols,
         len(list_value(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))) AS __emb_dcols,
         len(list_value(*COLUMNS(lambda c: c IN (score_col, '__emb_null')))) AS __emb_scols,
-        len(list_value(*COLUMNS(lambda c: c IN ("by", '__emb_null')))) AS __emb_bcols
+        len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))) AS __emb_bcols
     FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(run) LIMIT 1) ON true
 ),
 jmeta AS (SELECT * FROM emb__qrels_columns(qrels, qid_col, doc_id_col, relevance_col)),
 r0 AS (
     SELECT
-        COLUMNS(lambda c: c IN ("by", '__emb_all')),
-        coalesce(*COLUMNS(lambda c: c IN ("by", '__emb_null'))) AS __emb_b,
+        COLUMNS(lambda c: c IN (model_col, '__emb_all')),
+        coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null'))) AS __emb_b,
         coalesce(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))::VARCHAR AS __emb_q,
         coalesce(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))::VARCHAR AS __emb_d,
         coalesce(*COLUMNS(lambda c: c IN (score_col, '__emb_null')))::DOUBLE AS __emb_s,
@@ -65,9 +65,9 @@ r AS (
         WHEN m.__emb_qcols = 1 THEN error(format('embsql: [column.missing] qid column "{}" not found in run {}', qid_col, run))
         WHEN m.__emb_dcols = 1 THEN error(format('embsql: [column.missing] doc_id column "{}" not found in run {}', doc_id_col, run))
         WHEN m.__emb_scols = 1 THEN error(format('embsql: [column.missing] score column "{}" not found in run {}', score_col, run))
-        WHEN "by" IS NOT NULL AND m.__emb_bcols = 1
-            THEN error(format('embsql: [column.missing] model column "{}" not found in run {}', "by", run))
-        WHEN __emb_q IS NULL OR __emb_d IS NULL OR __emb_s IS NULL OR ("by" IS NOT NULL AND __emb_b IS NULL)
+        WHEN model_col IS NOT NULL AND m.__emb_bcols = 1
+            THEN error(format('embsql: [column.missing] model column "{}" not found in run {}', model_col, run))
+        WHEN __emb_q IS NULL OR __emb_d IS NULL OR __emb_s IS NULL OR (model_col IS NOT NULL AND __emb_b IS NULL)
             THEN error(format('embsql: [label.null] run {}: NULL qid, doc_id, score or model at row {}', run, __emb_row))
         WHEN isnan(__emb_s) OR isinf(__emb_s)
             THEN error(format('embsql: [value.nonfinite] run {}: score {} at row {} is not finite', run, __emb_s, __emb_row))
@@ -124,7 +124,7 @@ scored AS (
     FROM top
 ),
 per_query AS (
-    SELECT COLUMNS(lambda c: c IN ("by", '__emb_all')), s.__emb_b, s.__emb_q AS qid,
+    SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), s.__emb_b, s.__emb_q AS qid,
         CASE WHEN any_value(p.__emb_idcg) > 0 THEN sum(__emb_g / log2(__emb_pos + 1)) / any_value(p.__emb_idcg)
              ELSE 0.0 END AS "ndcg",
         CASE WHEN any_value(p.__emb_nrel) > 0
@@ -146,22 +146,81 @@ SELECT * EXCLUDE ("ndcg", "map", "recall", "precision", "mrr", "hit_rate"),
     unnest(range(6)) AS __emb_o
 FROM per_query;
 
--- One row per (model, qid, metric): the per-query values (model, qid, metric, value).
-CREATE OR REPLACE TEMP MACRO emb_run_metrics_per_query(run, qrels, k := 10, "by" := NULL, qid_col := 'qid',
-                                                  doc_id_col := 'doc_id', score_col := 'score',
-                                                  relevance_col := 'relevance') AS TABLE
-SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_b', '__emb_none', '__emb_o'))
-FROM emb__run_metric_rows(run, qrels, k, "by", qid_col, doc_id_col, score_col, relevance_col)
-ORDER BY __emb_b, __emb_o, qid;
-
 -- One row per (model, metric): the mean over the queries evaluated, their number, and how many
 -- of them have no relevant document.
-CREATE OR REPLACE TEMP MACRO emb_run_metrics(run, qrels, k := 10, "by" := NULL, qid_col := 'qid', doc_id_col := 'doc_id',
-                                        score_col := 'score', relevance_col := 'relevance') AS TABLE
-SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_b', '__emb_o')) FROM (
-    SELECT COLUMNS(lambda c: c IN ("by", '__emb_all')), __emb_b, __emb_o, metric, avg(value) AS value,
+CREATE OR REPLACE TEMP MACRO emb__run_metrics(run, qrels, k, model_col, qid_col, doc_id_col, score_col, relevance_col) AS TABLE
+SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_o')) FROM (
+    SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b, __emb_o, metric, avg(value) AS value,
         count(*) AS queries, count(*) FILTER (WHERE __emb_none) AS without_relevant
-    FROM emb__run_metric_rows(run, qrels, k, "by", qid_col, doc_id_col, score_col, relevance_col)
+    FROM emb__run_metric_rows(run, qrels, k, model_col, qid_col, doc_id_col, score_col, relevance_col)
     GROUP BY ALL
 )
 ORDER BY __emb_b, __emb_o;
+
+-- @function emb_run_metrics(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id', score := 'score', relevance := 'relevance')
+-- Rank metrics of a run (any retrieval system's output: `qid, doc_id, score`, optionally a model
+-- column) against relevance judgements (`qid, doc_id, relevance`), in plain SQL for the stock
+-- DuckDB CLI.  One row per model (the model column first, under its own name) and metric, the
+-- metrics `ndcg@k, map@k, recall@k, precision@k, mrr@k, hit_rate@k` in that order.
+-- @param run the run: one row per (qid, doc_id) ranked, with a score (and a model column)
+-- @param qrels the relevance judgements: one row per judged (qid, doc_id), relevance a whole number ≥ 0 (relevant means relevance ≥ 1)
+-- @param k the depth: the metrics at cutoff k
+-- @param model the run's model column: the metrics per model
+-- @param qid the query id column of both tables
+-- @param doc_id the document id column of both tables
+-- @param score the run's score column
+-- @param relevance the qrels' relevance column
+-- @column <model> the model, under the model column's own name (only with `model`)
+-- @column metric the metric and its cutoff, e.g. `ndcg@10`
+-- @column value the mean over the queries evaluated
+-- @column queries the queries evaluated: the queries of the run that have judgements
+-- @column without_relevant judged queries without a relevant document (they score 0 and count, as in trec_eval)
+-- @notes
+-- The definitions and the order are trec_eval's: each query's documents by score descending, then
+-- doc_id descending as text (a rank column in the run is ignored, as trec_eval ignores it), with
+-- scores compared as 32-bit floats as trec_eval stores them (scores closer than about 6e-8 at 0.5
+-- tie, and go by doc_id); nDCG uses the relevance as gain and log2(rank + 1) as discount over the
+-- ideal DCG of the judged relevances; MAP and recall divide by R, the number of relevant judged
+-- documents (retrieved or not); precision divides by k.  Queries of the run without any judgement
+-- are skipped.  Unjudged documents are not relevant.  Refused with an `embsql:` error: k < 1, a
+-- missing column, NULL ids or scores, a non-finite score, a relevance that is negative or not
+-- whole, a (qid, doc_id) judged twice, a document ranked twice for one query.  The same numbers
+-- as `embsql.evaluate` and pytrec_eval (tested to 1e-12).  In the example's q2, a and c tie at
+-- 0.7 and c (later in text order) ranks first, as in trec_eval.
+-- @example
+-- SELECT metric, round(value, 4) AS value, queries FROM emb_run_metrics('run', 'qrels', k := 2);
+-- -- ndcg@2 0.5553, map@2 0.375, recall@2 0.75, precision@2 0.5, mrr@2 0.5, hit_rate@2 1.0 (2 queries)
+CREATE OR REPLACE TEMP MACRO emb_run_metrics(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id',
+                                             score := 'score', relevance := 'relevance', "by" := NULL) AS TABLE
+SELECT r.* EXCLUDE (__emb_b)
+FROM emb__run_metrics(
+         emb__checked_source(run, 'emb_run_metrics', model, "by", emb__outputs_emb_run_metrics()),
+         qrels, k, model, qid, doc_id, score, relevance) r;
+
+-- @function emb_run_metrics_per_query(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id', score := 'score', relevance := 'relevance')
+-- The per-query values behind `emb_run_metrics`: one row per model (the model column first, under
+-- its own name), metric and query, ordered by model, metric and qid.  Same definitions, skips and
+-- errors.  Use it for a paired comparison of two runs query by query.
+-- @param run the run: one row per (qid, doc_id) ranked, with a score (and a model column)
+-- @param qrels the relevance judgements: one row per judged (qid, doc_id), relevance a whole number ≥ 0
+-- @param k the depth: the metrics at cutoff k
+-- @param model the run's model column: the values per model
+-- @param qid the query id column of both tables
+-- @param doc_id the document id column of both tables
+-- @param score the run's score column
+-- @param relevance the qrels' relevance column
+-- @column <model> the model, under the model column's own name (only with `model`)
+-- @column qid the query (as text)
+-- @column metric the metric and its cutoff, e.g. `mrr@5`
+-- @column value the query's value of the metric
+-- @example
+-- SELECT qid, value FROM emb_run_metrics_per_query('run', 'qrels', k := 5) WHERE metric = 'mrr@5';
+-- -- q1 0.5, q2 0.5 (in q2 the unjudged c ranks first, the relevant a second)
+CREATE OR REPLACE TEMP MACRO emb_run_metrics_per_query(run, qrels, k := 10, model := NULL, qid := 'qid',
+                                                       doc_id := 'doc_id', score := 'score',
+                                                       relevance := 'relevance', "by" := NULL) AS TABLE
+SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_none, __emb_o)
+FROM emb__run_metric_rows(
+         emb__checked_source(run, 'emb_run_metrics_per_query', model, "by", emb__outputs_emb_run_metrics_per_query()),
+         qrels, k, model, qid, doc_id, score, relevance) r
+ORDER BY r.__emb_b, r.__emb_o, r.qid;

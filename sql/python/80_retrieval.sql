@@ -26,19 +26,19 @@ r AS (
                  'embsql: [model.missing] model {} is in docs {} but not in queries {}', d.__emb_b, docs, queries))
              ELSE emb__margin_kernel(q.__emb_qs::VARCHAR[], q.__emb_ps, q.__emb_vs, d.__emb_ks, d.__emb_gs, d.__emb_vs,
                                      scope, [queries, docs, vector_col, doc_vector_col], q.__emb_b::VARCHAR)
-        END AS __emb_r
+        END AS __emb_result
     FROM q FULL JOIN d ON q.__emb_b IS NOT DISTINCT FROM d.__emb_b
-)
+),
+checked AS (SELECT * EXCLUDE (__emb_result), __emb_result.value AS __emb_r FROM r WHERE emb__udf_ok(__emb_result))
 SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b, unnest(__emb_gs) AS __emb_g, __emb_gcols,
        unnest(__emb_rows) AS __emb_row, unnest(__emb_qs) AS qid, unnest(__emb_r, recursive := true)
-FROM r;
+FROM checked;
 
 -- Dose: W~_q per paraphrase level, jackknife SEs, monotonicity and the within-group
--- permutation trend test (udfs/retrieval.py, embsql.core.dose).  Groups and levels reach the
+-- permutation trend test (udfs/retrieval.py, embsql.core.dose).  Groups and strength levels reach the
 -- UDF as dense ranks, so levels keep the order SQL gives their values (numbers as numbers).
-CREATE OR REPLACE TEMP MACRO emb_retrieval_dose(queries, level_col := 'level', qid_col := 'qid', group_col := 'group',
-                                           vector_col := 'vector', model_col := NULL, permutations := 999,
-                                           seed := 42, alpha := 0.05) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__retrieval_dose(queries, level_col, qid_col, group_col, vector_col, model_col,
+                                                permutations, seed, alpha) AS TABLE
 WITH checked AS (
     SELECT *,
         dense_rank() OVER (PARTITION BY __emb_b ORDER BY __emb_g) - 1 AS __emb_gr,
@@ -52,12 +52,60 @@ per_model AS (
         emb__dose_kernel(list(__emb_gr ORDER BY __emb_row), list(__emb_lr ORDER BY __emb_row),
                          list(__emb_q::VARCHAR ORDER BY __emb_row), list(__emb_v ORDER BY __emb_row), vector_col,
                          emb__whole_argument(permutations, 'permutations'), emb__whole_argument(seed, 'seed'),
-                         alpha) AS __emb_r
+                         alpha) AS __emb_result
     FROM checked GROUP BY ALL
+),
+per_model_checked AS (
+    SELECT * EXCLUDE (__emb_result), __emb_result.value AS __emb_r FROM per_model WHERE emb__udf_ok(__emb_result)
 )
-SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_b', '__emb_levels', '__emb_r', '__emb_u', 'level_code'))
+SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_levels', '__emb_r', '__emb_u', 'level_code'))
 FROM (
-    SELECT *, unnest(__emb_levels) AS level, unnest(__emb_r, recursive := true)
-    FROM per_model
+    SELECT *, unnest(__emb_levels) AS strength, unnest(__emb_r, recursive := true)
+    FROM per_model_checked
 )
-ORDER BY __emb_b, level;
+ORDER BY __emb_b, strength;
+
+-- @function emb_retrieval_dose(queries, strength := 'level', qid := 'qid', "group" := 'group', vector := 'vector', model := NULL, permutations := 999, seed := 42, alpha := 0.05)
+-- Paraphrase strength as a dose: is the spread of a question's paraphrases larger at a higher
+-- paraphrase strength?  One row per model (first, under its own name) and strength level, in level
+-- order (as SQL orders the strength values).
+-- @param queries the queries table: one row per query (and model), with its id, paraphrase group, strength and vector
+-- @param strength the queries' column holding the paraphrase strength (an ordered dose level)
+-- @param qid the queries' id column
+-- @param "group" the queries' paraphrase group column (GROUP is a keyword: by name it is written `"group" := 'question'`)
+-- @param vector the queries' vector column
+-- @param model the model column: one set of rows per model
+-- @param permutations the number of permutations of the trend test, a whole number from 1 to 1,000,000
+-- @param seed the random seed, a whole number (0 or more)
+-- @param alpha the significance level `dose_works` uses
+-- @column <model> the model, under the model column's own name (only with `model`)
+-- @column strength the strength level (a value of the strength column)
+-- @column queries queries at that level
+-- @column groups paraphrase groups with two or more queries at that level
+-- @column w_tilde_q the mean over paraphrase groups of W̃ = n/(n − 1) (1 − ‖mean‖²) of the group's queries at that level (NULL when no group has two)
+-- @column se its cluster jackknife SE over paraphrase groups
+-- @column step the change from the previous level that has a value
+-- @column step_se its paired jackknife SE (the same group left out at both levels)
+-- @column monotone the point estimates increase strictly
+-- @column p_value one-sided permutation p of the trend, (b + 1)/(B + 1)
+-- @column permutations B
+-- @column dose_works `monotone` and p ≤ `alpha`
+-- @notes
+-- The trend test: T = Σ_l (r_l − mean r) W̃_q(l), levels permuted within each paraphrase group (the
+-- numbers of queries per group and level stay fixed); the same seed gives the same p whatever the
+-- row order.  What it can say: whether the manipulation acts as a dose; not whether real inputs
+-- fall in that range, and p is not an effect size.  `embsql.dose(con, queries, docs, ...)` in
+-- Python adds `w_tilde_g` (mean W̃ of the document topic groups) and the descriptive ratio
+-- W̃_q / W̃_g.  In the example 3 groups of 4 queries (2 per level) allow only 6³ = 216 level
+-- assignments, so p cannot be very small.
+-- @example
+-- SELECT strength, round(w_tilde_q, 4) AS w_tilde_q, round(se, 4) AS se, monotone, p_value
+-- FROM emb_retrieval_dose('para', permutations := 99);
+-- -- (1, 0.0132, 0.0033, true, 0.02), (2, 0.417, 0.0003, true, 0.02)
+CREATE OR REPLACE TEMP MACRO emb_retrieval_dose(queries, strength := 'level', qid := 'qid', "group" := 'group',
+                                                vector := 'vector', model := NULL, permutations := 999, seed := 42,
+                                                alpha := 0.05) AS TABLE
+SELECT r.* EXCLUDE (__emb_b)
+FROM emb__retrieval_dose(
+         emb__checked_source(queries, 'emb_retrieval_dose', model, NULL, emb__outputs_emb_retrieval_dose()),
+         strength, qid, "group", vector, model, permutations, seed, alpha) r;

@@ -23,18 +23,90 @@ FROM (
                 FROM query_table(tbl)))
 );
 
-CREATE OR REPLACE TEMP MACRO emb_cka(tbl, item_col, model_col, vector_col, group_col := NULL, debiased := false,
-                                permutations := 999, seed := 42, common := false) AS TABLE
-SELECT unnest(emb__cka(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col, __emb_vector_col,
-                       __emb_group_col, __emb_b, __emb_x, __emb_g, __emb_v, debiased,
-                       emb__whole_argument(permutations, 'permutations'), emb__whole_argument(seed, 'seed'),
-                       common), recursive := true)
-FROM emb__model_item_groups(tbl, item_col, model_col, vector_col, group_col);
+-- @function emb_cka(source, item, model, vector, "group" := NULL, debiased := false, permutations := 999, seed := 42, common := false)
+-- Linear CKA (Kornblith et al. 2019) of models that embedded the same items: one row per pair of
+-- models, with a jackknife SE and a permutation p-value.
+-- @param source the table to read: a table or view name, or a file DuckDB reads
+-- @param item the item column: which rows of different models embed the same item
+-- @param model the model column: the models compared
+-- @param vector the vector column (models may differ in dimension)
+-- @param "group" a group column for the cluster jackknife (an item's group must be the same in every model); NULL: the delete-one-item jackknife
+-- @param debiased the debiased (unbiased HSIC) form of CKA
+-- @param permutations the number of permutations, a whole number (0: no p-value)
+-- @param seed the random seed, a whole number (0 or more)
+-- @param common use only the items every model has
+-- @column model_a the first model of the pair
+-- @column model_b the second
+-- @column cka ‖X̃ᵀỸ‖²_F / (‖X̃ᵀX̃‖_F ‖ỸᵀỸ‖_F) on the unit vectors of each model centred at their mean (the RV coefficient), in [0, 1]; with `debiased := true` the same ratio of the unbiased HSIC estimates of Song et al. (2012), in [−1, 1], about 0 for unrelated models at any n (a negative value is returned as it is: read it as no detectable similarity)
+-- @column se cluster-jackknife SE over the groups of `"group"`, else the delete-one-item jackknife
+-- @column p_value permutation p: the items of `model_b` are shuffled against those of `model_a` (the same seeded shuffles for every pair); one-sided, upper tail, p = (b + 1)/(B + 1); NULL with `permutations := 0`
+-- @column permutations B
+-- @column items items compared (with `common := true`, those every model has)
+-- @column groups groups of `"group"` (NULL without it)
+-- @column debiased as asked
+-- @column level `similarity`: CKA is exactly unchanged by a rotation, a uniform scale or an embedding into more dimensions of either model
+-- @notes
+-- - **Routes.** Per model, from the centred cross products X̃ᵀX̃, ỸᵀỸ, X̃ᵀỸ (one pass over the rows
+--   in blocks of 8,192, memory O(d²)) or, when n is small next to d, from the n × n Gram matrix,
+--   whose principal coordinates stand in for the rows (taken when n < d / 5, where it measured
+--   faster, and with 50 or more permutations when n < 3d/4, where each permutation's product
+--   shrinks from d to fewer than n columns).  The jackknife takes every replicate from the same
+--   products (one more pass: deleting a group subtracts its own products).  A permutation changes
+--   only X̃ᵀỸ: one blocked product, O(n p q), each; with 100,000 items of d = 384 against 768 that
+--   is about 1 s per permutation on a quiet 2-core machine, so pass `permutations := 0` (or a
+--   sample of items) for large tables.  See bench/README.md.
+-- - **Items** must match across models (an item a model lacks is an error naming it, unless
+--   `common := true`); fewer than 3 items (5 for the debiased CKA), a NULL item, model or group, an
+--   item twice in one model, or a model with no spread is an error naming the column or item.
+--
+-- What it says: how far two models' geometries agree up to rotation and scale, on these items.
+-- What it cannot say: which model is better; agreement of local neighbourhoods (that is
+-- `emb_knn_agreement`) or of the order of distances only (`emb_mantel`).  From Python:
+-- `embsql.cka`, the same numbers.
+-- @example
+-- SELECT * FROM emb_cka('geometry', 'item_id', 'model', 'embedding', permutations := 199);
+-- -- large  small  0.8873  0.0518  0.005  199  12  NULL  false  similarity
+CREATE OR REPLACE TEMP MACRO emb_cka(source, item, model, vector, "group" := NULL, debiased := false,
+                                     permutations := 999, seed := 42, common := false) AS TABLE
+SELECT unnest(__emb_r.value, recursive := true)
+FROM (SELECT emb__cka(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col, __emb_vector_col,
+                      __emb_group_col, __emb_b, __emb_x, __emb_g, __emb_v, debiased,
+                      emb__whole_argument(permutations, 'permutations'), emb__whole_argument(seed, 'seed'),
+                      common) AS __emb_r
+      FROM emb__model_item_groups(source, item, model, vector, "group"))
+WHERE emb__udf_ok(__emb_r);
 
-CREATE OR REPLACE TEMP MACRO emb_procrustes(tbl, item_col, model_col, vector_col, permutations := 999, seed := 42,
-                                       common := false) AS TABLE
-SELECT unnest(emb__procrustes(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
-                              __emb_vector_col, __emb_group_col, __emb_b, __emb_x, __emb_g, __emb_v,
-                              emb__whole_argument(permutations, 'permutations'), emb__whole_argument(seed, 'seed'),
-                              common), recursive := true)
-FROM emb__model_item_groups(tbl, item_col, model_col, vector_col, NULL);
+-- @function emb_procrustes(source, item, model, vector, permutations := 999, seed := 42, common := false)
+-- The symmetric Procrustes correlation of vegan's `protest`: one row per pair of models.
+-- @param source the table to read: a table or view name, or a file DuckDB reads
+-- @param item the item column: which rows of different models embed the same item
+-- @param model the model column: the models compared
+-- @param vector the vector column (models may differ in dimension)
+-- @param permutations the number of permutations, a whole number (0: no p-value)
+-- @param seed the random seed, a whole number (0 or more)
+-- @param common use only the items every model has
+-- @column model_a the first model of the pair
+-- @column model_b the second
+-- @column r √(1 − m12²) ∈ [0, 1]
+-- @column m12_squared 1 − (Σ singular values of X̃ᵀỸ)², the residual sum of squares of the best rotation of one onto the other
+-- @column p_value permutation p: the items of `model_b` permuted, counting permutations whose r reaches r − √(machine epsilon), as `protest` does: (b + 1)/(B + 1)
+-- @column permutations B
+-- @column items items compared
+-- @column level `similarity`
+-- @notes
+-- Both models' unit vectors are centred and scaled to unit total sum of squares (the one with fewer
+-- dimensions padded with zeros).  Matches `vegan::protest` (tests/reference/vegan/procrustes/).
+-- Items are matched as in `emb_cka`; routes and costs are the same (plus one small SVD per
+-- permutation).  From Python: `embsql.procrustes`.
+-- @example
+-- SELECT * FROM emb_procrustes('geometry', 'item_id', 'model', 'embedding', permutations := 199);
+-- -- large  small  0.8790  0.2273  0.005  199  12  similarity
+CREATE OR REPLACE TEMP MACRO emb_procrustes(source, item, model, vector, permutations := 999, seed := 42,
+                                            common := false) AS TABLE
+SELECT unnest(__emb_r.value, recursive := true)
+FROM (SELECT emb__procrustes(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
+                             __emb_vector_col, __emb_group_col, __emb_b, __emb_x, __emb_g, __emb_v,
+                             emb__whole_argument(permutations, 'permutations'), emb__whole_argument(seed, 'seed'),
+                             common) AS __emb_r
+      FROM emb__model_item_groups(source, item, model, vector, NULL))
+WHERE emb__udf_ok(__emb_r);

@@ -30,7 +30,7 @@ def test_w_g_near_duplicates():
     con.execute("CREATE TABLE t (grp VARCHAR, emb DOUBLE[])")
     con.executemany("INSERT INTO t VALUES (?, ?)", [(g, [float(c) for c in row]) for g, row in zip(labels, x)])
     try:
-        got = embsql.groups(con, "t", "grp", "emb").to_pandas()
+        got = embsql.groups(con, "t", group="grp", vector="emb").to_pandas()
     except embsql.errors.EmbsqlError:
         return
     for row in got.itertuples():

@@ -64,7 +64,7 @@ def test_groups_refuses_missing_labels_like_python(design):
     labels, x, label_type = DESIGNS[design]
     con = make(labels, x, label_type)
     with pytest.raises(embsql.errors.EmbsqlError):
-        embsql.groups(con, "t", "grp", "emb")          # Python: refused
+        embsql.groups(con, "t", group="grp", vector="emb")          # Python: refused
     with pytest.raises(duckdb.Error, match="embsql:"):   # SQL today: 3 groups, NULL/NaN one of them
         con.execute("SELECT count(*) FROM emb_groups('t', 'grp', 'emb')").fetchall()
 

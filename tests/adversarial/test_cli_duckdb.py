@@ -88,7 +88,7 @@ def test_database_file_made_by_the_cli_keeps_nothing_of_embsql(tmp_path, vector_
 
 @pytest.mark.parametrize("query,message", [
     ("SELECT r2 FROM emb_anova('s', 'g', 'v')", 'embsql: [column.type] vector column "v" in s has type VARCHAR'),
-    ("SELECT r2 FROM emb_anova('t', 'g', 'v', by := 'mdl')", 'embsql: [column.missing] by column "mdl" not found in t'),
+    ("SELECT r2 FROM emb_anova('t', 'g', 'v', model := 'mdl')", 'embsql: [column.missing] model column "mdl" not found in t'),
     ("SELECT f FROM emb_anova('one', 'g', 'v')", 'embsql: [design.one_group] group column "g" has only one group'),
     ("SELECT r2 FROM emb_anova('same', 'g', 'v')",
      "embsql: [design.identical] the vectors are identical to within floating-point precision"),

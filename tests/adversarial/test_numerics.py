@@ -111,8 +111,8 @@ def check_route(con, data, run):
 @settings(max_examples=60, deadline=None)
 @given(clustered())
 def test_python_route_against_mpmath(module_con, data):   # one connection for every example
-    check_route(module_con, data, lambda con: (embsql.anova(con, "t", "g", "v").to_dicts()[0],
-                                   embsql.groups(con, "t", "g", "v").to_dicts()))
+    check_route(module_con, data, lambda con: (embsql.anova(con, "t", group="g", vector="v").to_dicts()[0],
+                                   embsql.groups(con, "t", group="g", vector="v").to_dicts()))
 
 
 def _report(con):
@@ -158,13 +158,13 @@ def every_route_refuses(con, x, labels, tmp_path):
     con.register("t", table(x, labels))
     match = "identical to within floating-point precision"
     with pytest.raises(embsql.DesignError, match=match):
-        embsql.anova(con, "t", "g", "v")
+        embsql.anova(con, "t", group="g", vector="v")
     with pytest.raises(embsql.DesignError, match=match):
         embsql.report("t", vector="v", group="g").run(con)
     with pytest.raises(embsql.DesignError, match=match):
-        embsql.jackknife(con, "t", "g", "v", stat="icc")
+        embsql.jackknife(con, "t", group="g", vector="v", statistic="icc")
     with pytest.raises(embsql.DesignError, match=match):
-        embsql.bootstrap(con, "t", "g", "v", stat="icc", replicates=20)
+        embsql.bootstrap(con, "t", group="g", vector="v", statistic="icc", replicates=20)
     path = tmp_path / "t.parquet"
     pq.write_table(table(x, labels), path)
     cli = subprocess.run([sys.executable, "-m", "embsql", "report", str(path), "--vector", "v", "--group", "g"],
@@ -185,7 +185,7 @@ def test_near_duplicates_just_above_resolution_keep_their_digits(con):
     x, labels = near_duplicates(1e-6)
     ref = reference(x, labels)
     con.register("t", table(x, labels))
-    check_against_reference(embsql.anova(con, "t", "g", "v").to_dicts()[0], ref)
+    check_against_reference(embsql.anova(con, "t", group="g", vector="v").to_dicts()[0], ref)
     check_against_reference(embsql.report("t", vector="v", group="g", sections=("decomposition",)).run(con)
                             ["decomposition"].to_dicts()[0], ref)
     assert 0.03 < ref["r2"] < 0.15
@@ -205,7 +205,7 @@ def test_200k_identical_32d_vectors_in_python(con):
     con.register("t", pa.table({"g": rng.integers(0, 5, n),
                                 "v": pa.FixedSizeListArray.from_arrays(pa.array(np.tile(one, n)), d)}))
     with pytest.raises(embsql.DesignError, match="identical to within floating-point precision"):
-        embsql.anova(con, "t", "g", "v")
+        embsql.anova(con, "t", group="g", vector="v")
 
 
 @pytest.mark.parametrize("scale", [1e-160, 1e-300, 1e150, 1e200, 1e300])
@@ -218,7 +218,7 @@ def test_tiny_and_huge_raw_vectors_give_the_unit_vectors_answer(con, scale):
     ref = reference(x * scale, labels)
     assert ref["r2"] == pytest.approx(reference(x, labels)["r2"], rel=1e-12, abs=0)
     con.register("t", table(x * scale, labels))
-    check_against_reference(embsql.anova(con, "t", "g", "v").to_dicts()[0], ref)
+    check_against_reference(embsql.anova(con, "t", group="g", vector="v").to_dicts()[0], ref)
     check_against_reference(embsql.report("t", vector="v", group="g", sections=("decomposition",)).run(con)
                             ["decomposition"].to_dicts()[0], ref)
 
@@ -228,7 +228,7 @@ def test_tiny_and_huge_raw_vectors_give_the_unit_vectors_answer(con, scale):
 def test_zero_and_non_finite_vectors_still_name_their_row(con, bad, word):
     con.register("t", table(np.array([[1.0, 0.0], [0.6, 0.8], bad, [0.0, 1.0]]), ["a", "a", "b", "b"]))
     with pytest.raises(embsql.BadVectorError, match=f"has a {word} vector at row 2"):
-        embsql.anova(con, "t", "g", "v")
+        embsql.anova(con, "t", group="g", vector="v")
 
 
 # ---- resampling replicates against a direct recomputation from the rows ------------------------
@@ -269,7 +269,7 @@ def test_nan_label_is_named_and_signed_zeros_are_one_group(con):
     x = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0], [-0.6, 0.8], [0.8, 0.6], [0.3, 0.9]])
     con.register("t", pa.table({"g": [1.0, 1.0, 0.0, -0.0, float("nan"), 2.0], "v": pa.array(list(x))}))
     with pytest.raises(embsql.BadLabelError, match=r"^group column 'g' has a NaN label at row 4"):
-        embsql.anova(con, "t", "g", "v")
+        embsql.anova(con, "t", group="g", vector="v")
     con.register("t", pa.table({"g": [1.0, 1.0, 0.0, -0.0, 2.0, 2.0], "v": pa.array(list(x))}))
-    groups = embsql.groups(con, "t", "g", "v").to_dicts()
+    groups = embsql.groups(con, "t", group="g", vector="v").to_dicts()
     assert [(r["group"], r["n_g"]) for r in groups] == [(0.0, 2), (1.0, 2), (2.0, 2)]

@@ -104,7 +104,7 @@ def test_precision_message_names_the_model(con):
     x, labels = near_duplicates(0.3)
     con.register("t", vectors_table(np.vstack([x, np.tile([1.0, 2.0] * 4, (600, 1))]), np.concatenate([labels, labels]),
                                     m=["ok"] * 600 + ["flat"] * 600))
-    assert sql_error(con, "SELECT * FROM emb_anova('t', 'g', 'v', by := 'm')").startswith(
+    assert sql_error(con, "SELECT * FROM emb_anova('t', 'g', 'v', model := 'm')").startswith(
         "embsql: [design.identical] the vectors of model 'flat' are identical to within floating-point precision")
 
 
@@ -200,12 +200,12 @@ def test_empty_source_is_an_error(con, column):
     assert sql_error(con, "SELECT p_value FROM emb_permanova('empty', 'g', 'v', permutations := 9)") == expected
 
 
-def test_misspelt_by_names_the_column(con):
+def test_misspelt_model_column_is_named(con):
     con.register("t", vectors_table(GOOD * 2, list("AABBAABB"), m=list("xxxxyyyy")))
     for macro in ("emb_anova", "emb_groups", "emb_icc"):
-        assert sql_error(con, f"SELECT * FROM {macro}('t', 'g', 'v', by := 'mdoel')") == \
-            'embsql: [column.missing] by column "mdoel" not found in t'
-    assert len(con.sql("SELECT * FROM emb_anova('t', 'g', 'v', by := 'm')").fetchall()) == 2
+        assert sql_error(con, f"SELECT * FROM {macro}('t', 'g', 'v', model := 'mdoel')") == \
+            'embsql: [column.missing] model column "mdoel" not found in t'
+    assert len(con.sql("SELECT * FROM emb_anova('t', 'g', 'v', model := 'm')").fetchall()) == 2
 
 
 # ---- labels: one rule on every route -------------------------------------------------------

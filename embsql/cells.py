@@ -15,18 +15,18 @@ import numpy as np
 MISSING = "—"
 
 
-def plain(value):
+def plain(value: object) -> object:
     """numpy scalars as the Python values they hold (np.bool_ is neither bool nor a number)."""
     return value.item() if isinstance(value, np.generic) else value
 
 
-def is_number(value) -> bool:
+def is_number(value: object) -> bool:
     """A real number that is not a boolean (numpy scalars included)."""
     value = plain(value)
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def format_cell(value) -> str:
+def format_cell(value: object) -> str:
     """A cell as people read it: 6 significant digits, None as "—", -inf as "-inf"."""
     value = plain(value)
     if value is None:

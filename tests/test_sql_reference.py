@@ -1,0 +1,199 @@
+"""The SQL reference cannot drift from the code: every public SQL function has a doc block beside
+its macro (embsql/sql_reference.py), and the block says what DuckDB registers.
+
+- every emb_* function in duckdb_functions() after embsql.connect() has a block, and no block
+  documents a function that does not exist;
+- a block's arguments are duckdb_functions()'s parameters, in order, and its defaults are the ones
+  DuckDB's binder lists for the macro (the parameters that only refuse an old spelling aside);
+- a block's output columns are the columns of a DESCRIBE of its example (a scalar's type too);
+- every example runs: in the stock DuckDB CLI for the functions that do not need Python, through
+  embsql.connect() for the others, after sql/examples.sql;
+- sql/README.md is the rendering of the blocks (python sql/build.py), and its index lists every
+  function and says which need Python.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+from helpers import example_connection, public_functions
+
+import embsql
+from embsql import sql_reference
+from embsql.io.resources import resource_dir, sql_entry_file
+from embsql.sql_reference import MODEL_COLUMN, REFUSED, split_arguments
+
+FUNCTIONS = sql_reference.functions()
+BY_NAME = {f.name: f for f in FUNCTIONS}
+SQL = resource_dir("sql")
+
+
+@pytest.fixture(scope="module")
+def con():
+    con = example_connection()
+    yield con
+    con.close()
+
+
+def candidate_signature(con, function: sql_reference.Function) -> list[tuple[str, str | None]]:
+    """(name, default) of each parameter, as DuckDB's binder lists the macro when a call does not match."""
+    probe = f"{function.name}(__emb_no_such_argument := 1)"
+    with pytest.raises(duckdb.BinderException) as refused:
+        con.sql(f"SELECT {probe}" if function.returns else f"SELECT * FROM {probe}")
+    listed = re.search(rf"^\t{function.name}\((.*)\)$", str(refused.value), re.MULTILINE)
+    assert listed, str(refused.value)
+    out = []
+    for part in split_arguments(listed.group(1)):
+        name, _, default = part.partition(":=")
+        out.append((name.strip(), default.strip() or None))
+    return out
+
+
+def statements(example: str) -> list[str]:
+    """The example's statements, without whole-line comments."""
+    out = []
+    for statement in example.split(";"):
+        code = "\n".join(line for line in statement.splitlines() if not line.strip().startswith("--")).strip()
+        if code:
+            out.append(code)
+    return out
+
+
+def test_every_public_function_has_a_block_and_every_block_a_function(con):
+    assert sorted(public_functions(con)) == sorted(BY_NAME)
+    assert len(FUNCTIONS) == len(BY_NAME) >= 29
+
+
+def test_the_cli_file_defines_exactly_the_functions_that_do_not_need_python():
+    con = duckdb.connect()
+    con.execute(sql_entry_file().read_text(encoding="utf-8"))
+    assert sorted(public_functions(con)) == sorted(f.name for f in FUNCTIONS if not f.needs_python)
+
+
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_the_arguments_and_defaults_are_the_ones_duckdb_registers(con, name):
+    function = BY_NAME[name]
+    parameters = public_functions(con)[name]
+    documented = [a.name for a in function.arguments]
+    assert [p for p in parameters if p not in REFUSED] == documented
+    assert set(parameters) - set(documented) <= set(REFUSED)
+    listed = candidate_signature(con, function)
+    assert [(n, d) for n, d in listed if n not in REFUSED] == [(a.name, a.default) for a in function.arguments]
+    assert all(d == "NULL" for n, d in listed if n in REFUSED)
+
+
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_the_output_columns_are_a_describe_of_the_example(con, name):
+    function = BY_NAME[name]
+    call = function.call
+    if function.returns:
+        described = con.sql(f"DESCRIBE SELECT {call} AS x").fetchall()
+        assert [row[1] for row in described] == [function.returns[0]]
+        return
+    described = [row[0] for row in con.sql(f"DESCRIBE SELECT * FROM {call}").fetchall()]
+    model = re.search(r"\bmodel := '(\w+)'", call)
+    columns = [c.name for c in function.columns]
+    if MODEL_COLUMN in columns:
+        assert columns.index(MODEL_COLUMN) == 0, "the model column comes first"
+        columns = ([model.group(1)] if model else []) + columns[1:]
+    assert described == columns
+
+
+def test_the_examples_of_the_cli_functions_run_in_the_stock_cli(tmp_path):
+    cli = Path(sys.executable).parent / "duckdb"
+    if not cli.exists():
+        pytest.skip("the stock DuckDB CLI is not installed (pip install '.[test]': duckdb-cli)")
+    script = [".bail on", f".read {sql_entry_file()}", f".read {SQL / 'examples.sql'}"]
+    for function in FUNCTIONS:
+        if not function.needs_python:
+            script += [f"SELECT 'the example of {function.name}' AS embsql_example;", function.example]
+    script.append("SELECT 'every example ran' AS embsql_example;")
+    out = subprocess.run([str(cli), ":memory:"], input="\n".join(script), capture_output=True, text=True,
+                         cwd=tmp_path, timeout=300)
+    last = re.findall(r"the example of (\w+)", out.stdout)
+    assert out.returncode == 0 and "every example ran" in out.stdout, \
+        f"the example of {last[-1] if last else '?'} failed in the stock CLI: {out.stderr.strip()}"
+    ran = len(re.findall(r"the example of", out.stdout))
+    assert ran == sum(not f.needs_python for f in FUNCTIONS) >= 11
+
+
+@pytest.mark.parametrize("name", sorted(f.name for f in FUNCTIONS if f.needs_python))
+def test_the_examples_of_the_python_functions_run_through_embsql_connect(con, name):
+    for statement in statements(BY_NAME[name].example):
+        rows = con.sql(statement).fetchall()
+        assert rows, statement
+
+
+def test_each_block_is_the_documentation_of_the_macro_below_it():
+    for function in FUNCTIONS:
+        text = function.path.read_text(encoding="utf-8").splitlines()
+        below = next(line for line in text[function.line - 1:] if not line.startswith("--"))
+        assert below.startswith(f"CREATE OR REPLACE TEMP MACRO {function.name}("), function.name
+        assert function.path.parent.name == ("python" if function.needs_python else "modules")
+
+
+def _build():
+    path = SQL / "build.py"
+    if not path.exists():
+        pytest.skip("sql/build.py is a source-tree tool; the wheel carries the built files only")
+    spec = importlib.util.spec_from_file_location("sql_build", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_sql_readme_is_the_rendering_of_the_blocks():
+    assert (SQL / "README.md").read_text(encoding="utf-8") == _build().readme_text(), "run: python sql/build.py"
+
+
+def test_the_index_lists_every_function_and_says_which_need_python():
+    readme = (SQL / "README.md").read_text(encoding="utf-8")
+    index = readme[readme.index("## Index"):readme.index("Every example below runs")]
+    cli, python = index.split("**Only from Python")
+    for function in FUNCTIONS:
+        assert f"[`{function.name}`]" in (python if function.needs_python else cli), function.name
+    for name in ("emb_run_metrics", "emb_run_metrics_per_query", "emb_retrieval_eval"):
+        assert f"[`{name}`]" in index
+    assert re.search(r"Eleven functions run in the stock CLI; the other eighteen call Python", readme)
+    assert sum(not f.needs_python for f in FUNCTIONS) == 11 and sum(f.needs_python for f in FUNCTIONS) == 18
+
+
+def test_the_collision_list_is_the_blocks_output_columns(con):
+    for function in FUNCTIONS:
+        if not function.returns:
+            listed = con.sql(f"SELECT emb__outputs_{function.name}()").fetchall()[0][0]
+            assert listed == [c.lower() for c in function.output_columns], function.name
+
+
+@pytest.mark.parametrize("name", sorted(f.name for f in FUNCTIONS if any(a.name == "model" and a.default == "NULL"
+                                                                           for a in f.arguments)))
+def test_a_model_column_named_like_an_output_column_is_refused(con, name):
+    function = BY_NAME[name]
+    column = function.output_columns[-1].upper()        # names are compared as DuckDB does: case-insensitively
+    call = function.call
+    call = re.sub(r"model := '\w+'", f"model := '{column}'", call) if "model :=" in call \
+        else call[:-1] + f", model := '{column}')"
+    with pytest.raises(embsql.InputError) as refused:
+        embsql.run_sql(con, f"SELECT * FROM {call}")
+    assert refused.value.kind == "column.collision"
+    assert str(refused.value) == (f'embsql: [column.collision] model column "{column}" has the name of one of '
+                                  f"{name}'s output columns (the output keeps the model column's name); rename it, "
+                                  f'e.g. SELECT "{column}" AS model_name')
+
+
+@pytest.mark.parametrize("name", sorted(f.name for f in FUNCTIONS))
+def test_by_is_refused_with_the_new_name_wherever_it_was_taken(con, name):
+    function = BY_NAME[name]
+    call = function.call[:-1] + ", by := 'model')"
+    with pytest.raises(embsql.ArgumentError) as refused:
+        embsql.run_sql(con, f"SELECT {call}" if function.returns else f"SELECT * FROM {call}")
+    assert refused.value.kind == "argument.renamed" if "model" in [a.name for a in function.arguments] \
+        else refused.value.kind == "argument.unknown"
+    if refused.value.kind == "argument.renamed":
+        assert str(refused.value) == f"embsql: [argument.renamed] by := is now model := (in {name})"
