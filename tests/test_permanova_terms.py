@@ -568,10 +568,10 @@ def test_a_term_after_a_strong_factor_keeps_its_level_only_by_freedman_lane():
     effect given a, isotropic noise on the 16-sphere; 300 data sets, 99 permutations each.
 
     Bounds: for a test at exactly 5%, the count of p <= 0.05 among 300 is Binomial(300, 0.05), mean 15,
-    SD 3.8; [6, 27] (2% to 9%) holds it with probability above 0.998, so Freedman-Lane fails by
-    chance rarely, and a scheme whose level is below 2% or above 9% fails almost surely.  Free row
+    SD 3.8; [6, 27] (2% to 9%) holds it with probability 0.996 (scipy.stats.binom), so Freedman-Lane
+    fails by chance rarely, and a scheme whose level is below 2% or above 9% fails almost surely.  Free row
     permutation rejected 0.0% of 1000 such data sets in bench/terms_validity.py (its null is too
-    wide): it must stay under the lower bound here, which it cannot do by chance at 5%."""
+    wide): it must stay under the lower bound here, which a 5% test does with probability 0.002."""
     rng = np.random.default_rng(23)
     n, d = 120, 16
     a = rng.choice(3, n, p=[0.5, 0.3, 0.2])
