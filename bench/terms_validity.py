@@ -233,7 +233,9 @@ def run_cell(cell: Cell) -> dict:
         r2.append(r2_of(x, codes[cell.nuisance]))
         for by, plan_ in plans.items():
             for permute, strata in cell.schemes:
-                result = permanova_terms(plan_, None if strata is None else codes[strata].astype(str), unit=x,
+                # strata as zero-padded text: the kernel orders strata as text, and the rows are sorted by code
+                result = permanova_terms(plan_, None if strata is None else np.char.zfill(codes[strata].astype(str), 3),
+                                         unit=x,
                                          permutations=B, seed=rep, permute=permute)
                 for test in cell.tests:
                     if test[0] == by:
@@ -358,9 +360,12 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=400, help="data sets per cell at d = 16")
     parser.add_argument("--reps-384", type=int, default=200, help="data sets per cell at d = 384")
     parser.add_argument("--extra", action="store_true", help="only the follow-up cells (extra_cells)")
+    parser.add_argument("--only", help="only the cells whose design and label contain this text")
     args = parser.parse_args()
     reps, reps_384 = (60, 30) if args.quick else (args.reps, args.reps_384)
     todo = extra_cells(reps, reps_384) if args.extra else cells(reps, reps_384) + power_cells(reps, reps_384)
+    if args.only:
+        todo = [cell for cell in todo if args.only in f"{cell.design} {cell.label}"]
     print(f"{len(todo)} cells, B = {B}, n = {N}, alpha = {ALPHA}; OPENBLAS_NUM_THREADS="
           f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; load average {os.getloadavg()[0]:.1f}", flush=True)
     started = time.time()

@@ -99,7 +99,10 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
     adonis2's free permutation of rows almost never rejects (bench/README.md, "Terms after a strong
     factor": at 5%, Freedman-Lane rejected 3.2-7.0% in 50 of 52 null designs of n = 120, and was
     conservative, 0.5-0.8%, after about 30 paraphrase-like sets at d = 384; rows rejected 0.0-0.4% after a
-    factor with R² 0.54 and isotropic noise).  ``permute='rows'`` gives adonis2's p-values.
+    factor with R² 0.54 and isotropic noise).  Freedman-Lane assumes the residuals are exchangeable: an
+    interaction with a factor whose levels differ much in spread can be liberal (12.6% at 5% in one
+    follow-up design, R² 0.8); ``strata`` set to that factor holds the level there (4.5-4.8%).
+    ``permute='rows'`` gives adonis2's p-values.
 
     Parameters
     ----------

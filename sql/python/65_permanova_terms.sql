@@ -85,9 +85,13 @@ ORDER BY __emb_b, __emb_k;
 -- of 52 null designs of n = 120 (R² of the first factor 0 to 0.8, isotropic and anisotropic noise,
 -- balanced and unbalanced crossed designs, strata, interactions, d = 16 and 384), conservative
 -- (0.5-0.8%) after about 30 paraphrase-like sets at d = 384 (bench/README.md, terms_validity).
+-- It assumes exchangeable residuals: an interaction with a factor whose levels differ much in
+-- spread can be liberal (12.6% at 5% in one follow-up design with R² 0.8); `strata :=` that factor
+-- held the level there (4.5-4.8%).
 -- `permute := 'rows'` is adonis2's: the rows are permuted and every model refitted; the marginal
 -- statistic of a term is F* = ((SS*_full − SS*_without term)/df)/(SS*_res/df_res).  After a factor
--- with R² 0.54 it rejected 0.0-0.4% of true nulls at 5%, and it has less power.  The first term of
+-- with R² 0.54 it rejected 0.0-0.4% of true nulls at 5% with isotropic noise (0.2-3.2% with
+-- anisotropic noise), and it has less power.  The first term of
 -- a sequential test, and a one-term call, have the intercept as R, so both give the same p there.
 -- SS, R² and F equal `adonis2`'s to 1e-9, and with `permute := 'rows'` the p-values too within
 -- Monte Carlo error (tests/test_permanova_terms.py, dune and the bundled example).  Sums of squares are
