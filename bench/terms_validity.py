@@ -102,7 +102,8 @@ def sets_unbalanced(rng) -> dict:
         sizes.append(int(rng.integers(2, 7)))
     sizes[-1] -= sum(sizes) - N
     if sizes[-1] < 2:
-        sizes[-2] += sizes.pop()
+        last = sizes.pop()                   # (not sizes[-2] += sizes.pop(): the target is indexed before the pop)
+        sizes[-1] += last
     return {"g": np.repeat(np.arange(len(sizes)), sizes), "lang": rng.integers(0, 4, N)}
 
 
@@ -331,7 +332,10 @@ def extra_cells(reps: int, reps_384: int) -> list[Cell]:
         out.append(Cell(design, **sets, noise="anisotropic", reps=reps, label="within sets"))
     for t in (0.03, 0.05):
         out.append(Cell("sets of 4", **sets, d=384, tested_effect=t, reps=reps_384, label="power"))
-    return [Cell(**{**c.__dict__, "seed": 2000 + k}) for k, c in enumerate(out)]
+    # the interaction's 12.6% draw (centres 1) again, with permutations within a (run on its own: --only "with strata")
+    again = Cell("interaction", **{**interaction, "r2": 0.8}, centres_seed=1, schemes=strata, strata="a", reps=500,
+                 label="b null, centres 1, with strata", seed=3001)
+    return [Cell(**{**c.__dict__, "seed": 2000 + k}) for k, c in enumerate(out)] + [again]
 
 
 def scheme_name(scheme) -> str:

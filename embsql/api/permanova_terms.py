@@ -96,12 +96,14 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
     adonis2 on vegan's dune data to 1e-9.  Each term is tested against its reduced model (the terms
     before it, or with ``sums='margin'`` all the others); by default its p-value permutes the reduced
     model's residuals (Freedman-Lane), which keeps the level of a term after a strong factor, where
-    adonis2's free permutation of rows almost never rejects (bench/README.md, "Terms after a strong
-    factor": at 5%, Freedman-Lane rejected 3.2-7.0% in 50 of 52 null designs of n = 120, and was
+    adonis2's free permutation of rows almost never rejects (bench/README.md, terms_validity.py:
+    at 5%, Freedman-Lane rejected 3.2-7.0% in 50 of 52 null designs of n = 120, and was
     conservative, 0.5-0.8%, after about 30 paraphrase-like sets at d = 384; rows rejected 0.0-0.4% after a
     factor with R² 0.54 and isotropic noise).  Freedman-Lane assumes the residuals are exchangeable: an
     interaction with a factor whose levels differ much in spread can be liberal (12.6% at 5% in one
-    follow-up design, R² 0.8); ``strata`` set to that factor holds the level there (4.5-4.8%).
+    follow-up design, R² 0.8); ``strata`` set to that factor held the level there (3.8%).
+    After many small sets (paraphrases) at high dimension both schemes are conservative; ``strata``
+    set to the sets column held the level (4.5-6.0%).
     ``permute='rows'`` gives adonis2's p-values.
 
     Parameters

@@ -87,7 +87,8 @@ ORDER BY __emb_b, __emb_k;
 -- (0.5-0.8%) after about 30 paraphrase-like sets at d = 384 (bench/README.md, terms_validity).
 -- It assumes exchangeable residuals: an interaction with a factor whose levels differ much in
 -- spread can be liberal (12.6% at 5% in one follow-up design with R² 0.8); `strata :=` that factor
--- held the level there (4.5-4.8%).
+-- held the level there (3.8%).  After many small sets (paraphrases) at d = 384 both schemes are
+-- conservative; `strata :=` the sets column held the level (5.5-6.0%).
 -- `permute := 'rows'` is adonis2's: the rows are permuted and every model refitted; the marginal
 -- statistic of a term is F* = ((SS*_full − SS*_without term)/df)/(SS*_res/df_res).  After a factor
 -- with R² 0.54 it rejected 0.0-0.4% of true nulls at 5% with isotropic noise (0.2-3.2% with
