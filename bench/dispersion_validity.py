@@ -2,6 +2,7 @@
 
     nice -n 10 python bench/dispersion_validity.py [--runs R] [--power-runs P] [--vegan-runs V] [--only NAME]
     nice -n 10 python bench/dispersion_validity.py --cost     (the test's time beside PERMANOVA's, both routes)
+    nice -n 10 python bench/dispersion_validity.py --tables power --power-runs 100 --vegan-runs 50   (power only)
 
 Schemes, all on the groups of 4 or more items (smaller ones are left out, as embsql does):
   new       embsql.dispersion now: the groups' spreads W~_g (mean squared bias-adjusted distance to the
@@ -291,6 +292,7 @@ def main():
     parser.add_argument("--vegan-runs", type=int, default=200, help="of those, how many vegan runs (R is slower)")
     parser.add_argument("--only", help="only the designs whose name contains this")
     parser.add_argument("--cost", action="store_true", help="time the test beside PERMANOVA instead")
+    parser.add_argument("--tables", default="level,power", help="which tables: level, power or both (level,power)")
     parser.add_argument("--part", default="0/1", help="I/M: only designs number I, I + M, ... of each table "
                         "(to run M processes side by side; the rows are the same as in one run)")
     args = parser.parse_args()
@@ -301,11 +303,14 @@ def main():
     print(f"embsql dispersion test: level (B = 19 permutations per data set) and power (B = 99); cells: % with p <= 0.05 "
           f"± Monte Carlo SE; vegan on the first {args.vegan_runs} data sets of each design; "
           f"python {sys.version.split()[0]}, numpy {np.__version__}")
-    table(f"Level (groups equal in spread), {args.runs} data sets per design", LEVEL, args.runs,
-          min(args.vegan_runs, args.runs), ("new", "chi2", "own", "old", "vegan"), args.only, part)
+    tables = args.tables.split(",")
+    if "level" in tables:
+        table(f"Level (groups equal in spread), {args.runs} data sets per design", LEVEL, args.runs,
+              min(args.vegan_runs, args.runs), ("new", "chi2", "own", "old", "vegan"), args.only, part)
     B = 99
-    table(f"Power (spreads differ), {args.power_runs} data sets per design", POWER, args.power_runs,
-          min(args.vegan_runs, args.power_runs), ("new", "chi2", "old", "vegan"), args.only, part)
+    if "power" in tables:
+        table(f"Power (spreads differ), {args.power_runs} data sets per design", POWER, args.power_runs,
+              min(args.vegan_runs, args.power_runs), ("new", "chi2", "old", "vegan"), args.only, part)
     print(f"\nCPU seconds in all: {time.process_time():.0f} (this process; R's time not counted)")
 
 

@@ -201,6 +201,7 @@ CATALOGUE: dict[str, Check] = {
     "argument.by_terms": Check(InputError, _ARGUMENT),
     "argument.interrupt": Check(InputError, _ARGUMENT),
     "argument.sums": Check(InputError, _ARGUMENT),
+    "argument.permute": Check(InputError, _ARGUMENT),
     # an old spelling (embsql.vocabulary.REMOVED), or a name a function does not take
     "argument.renamed": Check(ArgumentError, "{old} is now {new} (in {where})"),
     "argument.unknown": Check(ArgumentError, "{where} has no argument {name}; it takes: {takes}"),

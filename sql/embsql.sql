@@ -100,6 +100,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_interrupt("name", "rule", "value
     error(format('embsql: [argument.interrupt] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_sums("name", "rule", "value") AS
     error(format('embsql: [argument.sums] {} must be {}, not {}', "name", "rule", "value"));
+CREATE OR REPLACE TEMP MACRO emb__fail_argument_permute("name", "rule", "value") AS
+    error(format('embsql: [argument.permute] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_renamed("old", "new", "where") AS
     error(format('embsql: [argument.renamed] {} is now {} (in {})', "old", "new", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_unknown("where", "name", "takes") AS
@@ -130,8 +132,8 @@ CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_dist() AS ['n', 'groups'
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_welch_dist() AS ['n', 'groups', 'w_d', 'p_value', 'permutations', 'null_method', 'groups_left_out', 'items_left_out', 'note']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_dispersion() AS ['groups', 'f', 'p_value', 'permutations', 'groups_left_out', 'items_left_out', 'note']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_dispersion_groups() AS ['group', 'n_g', 'mean_distance', 'in_test']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_terms() AS ['term', 'df', 'ss', 'r2', 'f', 'p_value', 'permutations']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_terms_dist() AS ['term', 'df', 'ss', 'r2', 'f', 'p_value', 'permutations']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_terms() AS ['term', 'df', 'ss', 'r2', 'f', 'p_value', 'permutations', 'permute']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_terms_dist() AS ['term', 'df', 'ss', 'r2', 'f', 'p_value', 'permutations', 'permute']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_jackknife() AS ['stat', 'estimate', 'se', 'groups', 'sizes']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_bootstrap() AS ['stat', 'estimate', 'se', 'ci_low', 'ci_high', 'level', 'replicates', 'groups', 'estimate_bc', 'dropped', 'calibrated', 'sizes']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare() AS ['model_a', 'model_b', 'estimate_a', 'estimate_b', 'difference', 'se', 'ci_low', 'ci_high', 'items', 'same_items', 'shared_items', 'dropped', 'calibrated', 'sizes']::VARCHAR[];

@@ -129,6 +129,14 @@ def test_dune_matches_adonis2(con, case, by, strata):
     check(rows, reference()[key], p_values=False, sequential=by == "terms")
     default = dune_kernel(CASES[case], by_terms, strata, "residuals")
     assert [r["p_value"] for r in rows] == [r["p_value"] for r in default]
+    assert {r["permute"] for r in rows} == {"residuals"}
+    adonis2 = sql_rows(con, f"SELECT * FROM emb_permanova_terms_dist('dune_bray', 'dune_env', [{terms}], "
+                            f"sums := '{by_terms}', permute := 'rows', permutations := {N}, seed := 7"
+                            + (f", strata := '{strata}')" if strata else ")"))
+    check(adonis2, reference()[key])
+    kernel = dune_kernel(CASES[case], by_terms, strata, "rows")
+    assert [r["p_value"] for r in adonis2] == [r["p_value"] for r in kernel]
+    assert {r["permute"] for r in adonis2} == {"rows"}
 
 
 def example_kernel(table, terms, by_terms, permute, permutations=999, seed=3):
@@ -159,6 +167,15 @@ def test_example_matches_adonis2(con, case, terms, by):
     sql = sql_rows(con, f"SELECT * FROM emb_permanova_terms('example', [{listed}], 'embedding', "
                         f"sums := '{by_terms}', permutations := 999, seed := 3)")
     assert sql == got
+    assert {r["permute"] for r in got} == {"residuals"}
+    # permute='rows': adonis2's p-values by the Python face, the kernel's own, and the SQL route's
+    rows = embsql.permanova_terms(con, "example", terms=terms, vector="embedding", sums=by_terms, permute="rows",
+                                  permutations=999, seed=3, progress=False).to_dicts()
+    check(rows, expected, 999)
+    assert [r["p_value"] for r in rows] == [r["p_value"] for r in example_kernel(table, terms, by_terms, "rows")]
+    assert {r["permute"] for r in rows} == {"rows"}
+    assert sql_rows(con, f"SELECT * FROM emb_permanova_terms('example', [{listed}], 'embedding', sums := "
+                         f"'{by_terms}', permute := 'rows', permutations := 999, seed := 3)") == rows
 
 
 def _table(n=40, seed=0, d=8):
@@ -262,6 +279,55 @@ def test_bad_input_names_the_term_or_column(con):
                                 "sums must be 'sequential' or 'margin', not 'type3'")):
         message = sql_error(con, f"SELECT * FROM emb_permanova_terms({query})")
         assert message.startswith(f"embsql: [{kind}] ") and words in message, message
+
+
+PERMUTE_MESSAGE = "permute must be 'residuals' (Freedman-Lane) or 'rows' (adonis2), not {}"
+
+
+def test_a_bad_permute_is_refused_by_every_route(con):
+    """The catalogue's argument.permute, word for word, from Python and from both SQL macros, before
+    any permutation runs (the Python face checks it before reading the table)."""
+    con.register("t", _table())
+    for value, shown in (("labels", "'labels'"), ("Rows", "'Rows'"), (None, "None")):
+        with pytest.raises(InputError) as info:
+            embsql.permanova_terms(con, "t", terms=["g", "lang"], vector="v", permute=value, progress=False)
+        assert (info.value.kind, str(info.value)) == ("argument.permute", PERMUTE_MESSAGE.format(shown))
+    with pytest.raises(InputError, match="argument.permute|permute must be") as info:
+        embsql.permanova_terms(con, "no_such_table", terms=["g"], vector="v", permute="labels", progress=False)
+    assert info.value.kind == "argument.permute"
+    con.execute("CREATE TABLE lab AS SELECT i::VARCHAR AS id, 'g' || (i % 2) AS g FROM range(4) t(i)")
+    con.execute("CREATE TABLE dist AS SELECT a.id AS i, b.id AS j, 1.0 AS d FROM lab a, lab b WHERE a.id < b.id")
+    for value, shown in (("'labels'", "'labels'"), ("NULL", "NULL"), ("1", "1")):
+        for query in (f"emb_permanova_terms('t', ['g', 'lang'], 'v', permute := {value})",
+                      f"emb_permanova_terms_dist('dist', 'lab', ['g'], permute := {value})"):
+            assert sql_error(con, f"SELECT * FROM {query}") == \
+                "embsql: [argument.permute] " + PERMUTE_MESSAGE.format(shown), query
+
+
+def test_the_face_passes_permute_to_the_kernel(con):
+    """Python face == kernel (same canonical order) for both schemes, with strata and two models; the
+    first sequential term's p is the same under both (its reduced model is the intercept), a later
+    term's is not; the SQL route returns the face's rows."""
+    table = _table(n=60, seed=5)
+    con.register("t", table)
+    faces = {}
+    for permute in ("residuals", "rows"):
+        got = embsql.permanova_terms(con, "t", terms=["g", "lang", "cov"], vector="v", permute=permute,
+                                     strata="s", permutations=199, seed=11, progress=False).to_dicts()
+        unit = unit_vectors(table.column("v").combine_chunks(), lambda i: f"row {i}", "v", None)
+        columns = {name: table.column(name).to_pylist() for name in ("g", "lang", "cov")}
+        plan_, ordered_unit, ordered_strata = ordered_design(["g", "lang", "cov"], columns, unit,
+                                                             table.column("s").to_pylist(), "sequential")
+        kernel = permanova_terms(plan_, ordered_strata, unit=ordered_unit, permutations=199, seed=11,
+                                 permute=permute).rows()
+        assert [{k: r[k] for k in kernel[0]} for r in got] == kernel
+        assert {r["permute"] for r in got} == {permute}
+        sql = sql_rows(con, f"SELECT * FROM emb_permanova_terms('t', ['g', 'lang', 'cov'], 'v', permute := "
+                            f"'{permute}', strata := 's', permutations := 199, seed := 11)")
+        assert sql == got
+        faces[permute] = [r["p_value"] for r in got]
+    assert faces["residuals"][0] == faces["rows"][0]
+    assert faces["residuals"][1:3] != faces["rows"][1:3]
 
 
 def test_p_values_in_range_and_r2_sum_to_one(con):
@@ -502,10 +568,10 @@ def test_a_term_after_a_strong_factor_keeps_its_level_only_by_freedman_lane():
     effect given a, isotropic noise on the 16-sphere; 300 data sets, 99 permutations each.
 
     Bounds: for a test at exactly 5%, the count of p <= 0.05 among 300 is Binomial(300, 0.05), mean 15,
-    SD 3.8; [6, 27] (2% to 9%) holds it with probability above 0.998, so Freedman-Lane fails by
-    chance rarely, and a scheme whose level is below 2% or above 9% fails almost surely.  Free row
+    SD 3.8; [6, 27] (2% to 9%) holds it with probability 0.996 (scipy.stats.binom), so Freedman-Lane
+    fails by chance rarely, and a scheme whose level is below 2% or above 9% fails almost surely.  Free row
     permutation rejected 0.0% of 1000 such data sets in bench/terms_validity.py (its null is too
-    wide): it must stay under the lower bound here, which it cannot do by chance at 5%."""
+    wide): it must stay under the lower bound here, which a 5% test does with probability 0.002."""
     rng = np.random.default_rng(23)
     n, d = 120, 16
     a = rng.choice(3, n, p=[0.5, 0.3, 0.2])

@@ -22,8 +22,8 @@ ROW = "STRUCT(term VARCHAR, df BIGINT, ss DOUBLE, r2 DOUBLE, f DOUBLE, p_value D
 
 
 @sql_errors(stopped="the permutation test")
-def emb__permanova_terms_test(records, vectors, strata, terms, vector_col, sums, permutations, seed, use_strata,
-                              table):
+def emb__permanova_terms_test(records, vectors, strata, terms, vector_col, sums, permute, permutations, seed,
+                              use_strata, table):
     out = []
     for row in range(len(records)):
         specs = terms[row].as_py()
@@ -32,15 +32,15 @@ def emb__permanova_terms_test(records, vectors, strata, terms, vector_col, sums,
         unit = unit_vectors(vectors[row].values, lambda i: f"row {i}", vector_col[row].as_py(), None)
         plan_, ordered_unit, ordered_strata = ordered_design(
             specs, columns, unit, strata[row].as_py() if use_strata[row].as_py() else None, sums[row].as_py())
-        result = permanova_terms(plan_, ordered_strata, unit=ordered_unit,
-                                 permutations=permutations[row].as_py(), seed=seed[row].as_py(), progress=Watch())
+        result = permanova_terms(plan_, ordered_strata, unit=ordered_unit, permutations=permutations[row].as_py(),
+                                 seed=seed[row].as_py(), progress=Watch(), permute=permute[row].as_py())
         out.append(result.rows())
     return pa.array(out)
 
 
 @sql_errors(stopped="the permutation test")
-def emb__permanova_terms_dist_test(first, second, distance, ids, records, strata, terms, sums, permutations, seed,
-                                   use_strata, table):
+def emb__permanova_terms_dist_test(first, second, distance, ids, records, strata, terms, sums, permute,
+                                   permutations, seed, use_strata, table):
     out = []
     for row in range(len(ids)):
         specs = terms[row].as_py()
@@ -53,18 +53,19 @@ def emb__permanova_terms_dist_test(first, second, distance, ids, records, strata
             else None, sums[row].as_py(), ids=id_list)
         order = order[:, 0]
         result = permanova_terms(plan_, ordered_strata, gower=gower_matrix(squared[np.ix_(order, order)]),
-                                 permutations=permutations[row].as_py(), seed=seed[row].as_py(), progress=Watch())
+                                 permutations=permutations[row].as_py(), seed=seed[row].as_py(), progress=Watch(),
+                                 permute=permute[row].as_py())
         out.append(result.rows())
     return pa.array(out)
 
 
 SPECS = [
     {"name": "emb__permanova_terms_test", "function": emb__permanova_terms_test,
-     "parameters": ["VARCHAR[]", "DOUBLE[][]", "VARCHAR[]", "VARCHAR[]", "VARCHAR", "VARCHAR", "BIGINT", "BIGINT",
-                    "BOOLEAN", "VARCHAR"],
+     "parameters": ["VARCHAR[]", "DOUBLE[][]", "VARCHAR[]", "VARCHAR[]", "VARCHAR", "VARCHAR", "VARCHAR", "BIGINT",
+                    "BIGINT", "BOOLEAN", "VARCHAR"],
      "return_type": result_type(ROW)},
     {"name": "emb__permanova_terms_dist_test", "function": emb__permanova_terms_dist_test,
      "parameters": ["VARCHAR[]", "VARCHAR[]", "DOUBLE[]", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "VARCHAR",
-                    "BIGINT", "BIGINT", "BOOLEAN", "VARCHAR"],
+                    "VARCHAR", "BIGINT", "BIGINT", "BOOLEAN", "VARCHAR"],
      "return_type": result_type(ROW)},
 ]

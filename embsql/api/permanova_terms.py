@@ -16,7 +16,7 @@ import numpy as np
 from sqlglot import exp
 
 from embsql.core.labels import bad_label, clean_label, sort_key
-from embsql.core.permanova_terms import Plan, plan
+from embsql.core.permanova_terms import Plan, check_permute, plan
 from embsql.core.permanova_terms import permanova_terms as run_terms
 from embsql.core.permutation import canonical_order
 from embsql.core.terms import columns_of, parse_terms, variable
@@ -27,7 +27,7 @@ from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
 from embsql.vocabulary import Never, check_model_name, refuse
 
-TERMS_COLUMNS = ("term", "df", "ss", "r2", "f", "p_value", "permutations")
+TERMS_COLUMNS = ("term", "df", "ss", "r2", "f", "p_value", "permutations", "permute")
 
 
 def ordered_design(term_specs: Sequence[str], columns: Mapping[str, Sequence[object]], unit: np.ndarray,
@@ -87,15 +87,24 @@ def _model_values(values: list[object], model: str) -> list[object]:
 
 
 def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms: Sequence[str], vector: str,
-                    sums: str = "sequential", permutations: int = 999, seed: int = 42,
-                    strata: str | None = None, model: str | None = None,
+                    sums: str = "sequential", permute: str = "residuals", permutations: int = 999,
+                    seed: int = 42, strata: str | None = None, model: str | None = None,
                     progress: bool | None = None, **removed: Never) -> ResultTable:
     """Multi-term PERMANOVA with the semantics of vegan's adonis2: one row per term, per model.
 
-    Text columns are factors and numeric columns continuous covariates (1 df).  The rows are
-    permuted (freely or within ``strata``) and every model refitted on each permutation, as
-    adonis2 does; with ``sums='margin'`` the full model is refitted.  Matches adonis2 on vegan's
-    dune data to 1e-9 (SS, R², F).
+    Text columns are factors and numeric columns continuous covariates (1 df).  SS, R² and F match
+    adonis2 on vegan's dune data to 1e-9.  Each term is tested against its reduced model (the terms
+    before it, or with ``sums='margin'`` all the others); by default its p-value permutes the reduced
+    model's residuals (Freedman-Lane), which keeps the level of a term after a strong factor, where
+    adonis2's free permutation of rows almost never rejects (bench/README.md, terms_validity.py:
+    at 5%, Freedman-Lane rejected 3.2-7.0% in 50 of 52 null designs of n = 120, and was
+    conservative, 0.5-0.8%, after about 30 paraphrase-like sets at d = 384; rows rejected 0.0-0.4% after a
+    factor with R² 0.54 and isotropic noise).  Freedman-Lane assumes the residuals are exchangeable: an
+    interaction with a factor whose levels differ much in spread can be liberal (12.6% at 5% in one
+    follow-up design, R² 0.8); ``strata`` set to that factor held the level there (3.8%).
+    After many small sets (paraphrases) at high dimension both schemes are conservative; ``strata``
+    set to the sets column held the level (4.5-6.0%).
+    ``permute='rows'`` gives adonis2's p-values.
 
     Parameters
     ----------
@@ -111,10 +120,16 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
         ``'sequential'`` (adonis2's ``by = "terms"``: each term after the ones before it) or
         ``'margin'`` (each term after all the others; terms inside an interaction are not tested,
         as in vegan).
+    permute : str
+        What a permutation permutes: ``'residuals'`` (the default; Freedman and Lane 1983, the default
+        of Anderson's PERMANOVA: for each term the residuals of its reduced model are permuted and
+        added back to that model's fit) or ``'rows'`` (adonis2: the rows are permuted and every model
+        refitted).  The first term of a sequential test, and a one-term model, have the intercept as
+        reduced model, so there both give the same permuted F, the same p-value.
     permutations, seed : int
         The number of permutations (default 999); the random seed (0 or more).
     strata : str, optional
-        The strata column: rows are permuted only within its values.
+        The strata column: rows (or residuals) are permuted only within its values.
     model : str, optional
         The model column: one set of rows per value, under this column's name.
     progress : bool, optional
@@ -129,7 +144,8 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
         - ``term``: the term (``a:b`` for an interaction);
         - ``df``: its degrees of freedom; ``ss``: its sum of squares; ``r2``: ss / SS_T;
         - ``f``: its pseudo-F and ``p_value``, its permutation p-value (None on Residual and Total);
-        - ``permutations``: the permutations run.
+        - ``permutations``: the permutations run; ``permute``: what they permuted (``'residuals'``
+          or ``'rows'``, as asked).
 
     Raises
     ------
@@ -137,7 +153,8 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
         ``argument.renamed`` (``by_terms=`` is now ``sums=``, ``by=`` is now ``model=``),
         ``argument.unknown``.
     InputError
-        ``argument.by_terms`` (an unknown ``sums``), ``argument.permutations``, ``argument.seed``,
+        ``argument.by_terms`` (an unknown ``sums``), ``argument.permute`` (``permute`` not
+        ``'residuals'`` or ``'rows'``), ``argument.permutations``, ``argument.seed``,
         ``column.missing`` (a term column), ``column.collision``, ``label.null`` (a NULL model),
         ``vector.*``, ``design.*``; a NULL term value or stratum.
 
@@ -151,8 +168,13 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
     >>> result = embsql.permanova_terms(con, "ex", terms=["topic", "language"], vector="embedding", permutations=99)
     >>> result.column("term"), result.column("df")
     (['topic', 'language', 'Residual', 'Total'], [2, 1, 20, 23])
+    >>> adonis2 = embsql.permanova_terms(con, "ex", terms=["topic", "language"], vector="embedding",
+    ...                                  permute="rows", permutations=99)
+    >>> adonis2.column("p_value")[0] == result.column("p_value")[0], adonis2.column("permute")[0]
+    (True, 'rows')
     """
     refuse(permanova_terms, removed)
+    check_permute(permute)
     parsed = parse_terms(terms)
     names = columns_of(parsed)
     check_model_name(model, TERMS_COLUMNS, "permanova_terms")
@@ -170,7 +192,7 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
         label = "permutations" if value is None else f"permutations ({value})"
         with progress_bar(label, permutations, progress) as tick:
             result = run_terms(plan_, ordered_strata, unit=ordered_unit, permutations=permutations, seed=seed,
-                               progress=tick)
-        rows += [(value, {**row, "permutations": permutations}) for row in result.rows()]
+                               progress=tick, permute=permute)
+        rows += [(value, {**row, "permutations": permutations, "permute": permute}) for row in result.rows()]
     return ResultTable.of_models("permanova terms", model, TERMS_COLUMNS, rows)
 

@@ -62,7 +62,7 @@ from embsql.core.permutation import (
     within_sums,
 )
 from embsql.core.terms import Term, Variable, absorbed, check_levels, term_matrix
-from embsql.errors import DesignError, DistanceTableError, InputError
+from embsql.errors import DesignError, DistanceTableError, InputError, fail
 
 BY_TERMS = ("sequential", "margin")
 # what a permutation permutes: the reduced model's residuals (Freedman-Lane) or the rows (adonis2)
@@ -428,10 +428,13 @@ def _statistics(plan_: Plan, explained: np.ndarray, ss_total: float, rows=None) 
     return f, ss
 
 
+PERMUTE_RULE = "'residuals' (Freedman-Lane) or 'rows' (adonis2)"
+
+
 def check_permute(permute) -> str:
-    if permute not in PERMUTE:
-        raise InputError(f"permute must be 'residuals' (Freedman-Lane) or 'rows' (adonis2), not {permute!r}",
-                         kind="argument.permute")
+    """``permute`` itself, if it is one of PERMUTE; else the catalogue's argument.permute error."""
+    if not isinstance(permute, str) or permute not in PERMUTE:
+        fail("argument.permute", name="permute", rule=PERMUTE_RULE, value=repr(permute))
     return permute
 
 

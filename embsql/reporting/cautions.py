@@ -8,6 +8,8 @@ so a change of the raw vectors leaves a figure exactly unchanged only when, afte
 it is a similarity of the unit vectors (y = aQx + b with Q orthogonal).
 """
 
+from embsql.core.dispersion import LEVEL_MEASURED
+
 INVARIANCE = ("Each figure is labelled with the transformations of the unit vectors it ignores: isometry "
               "(rotation, reflection, embedding into more dimensions) for V, W̄ and W̃_g; similarity (an isometry "
               "with a uniform scale and a shift) for R², adjusted R², F and ICC; monotone (any order-keeping change "
@@ -64,11 +66,14 @@ PERMANOVA = ("Permutation p-value of pseudo-F: how often relabelling the items a
              "this large. Valid under exchangeability of items between groups; it is not the probability that "
              "the structure is due to chance, and it is not an effect size (read R² for that).")
 
-DISPERSION = ("Dispersion test: do the groups differ in spread about their centroids? Distances to each centroid are "
-              "size-corrected (× √(n_g/(n_g−1))) and the residual vectors permuted, which holds the test's level in "
-              "unbalanced designs; groups with fewer than 4 items are left out and counted (groups_left_out, "
-              "items_left_out). When it is significant, a large pseudo-F may reflect differences in spread rather "
-              "than in location.")
+DISPERSION = ("Dispersion test: do the groups differ in spread about their centroids? Each group's spread W̃_g "
+              "(mean squared distance to its centroid, size-corrected by n_g/(n_g−1)) is compared by a studentised "
+              "F, with the variance 4a/n_g + 2b/(n_g(n_g−1)) of unit vectors (a: the items' own spread, b: the "
+              "centroid's noise). The p-value permutes the labels of the vectors after reflecting each item so "
+              "that its group's centroid without it lies on one common axis, which keeps every vector of unit "
+              "length; " + LEVEL_MEASURED + ". Groups with fewer than 4 items are left out and counted "
+              "(groups_left_out, items_left_out). When it is significant, a large pseudo-F may reflect "
+              "differences in spread rather than in location.")
 
 COMPARE = ("Paired comparison across models, paired by group label: the same groups are left out (jackknife) or "
            "drawn (bootstrap) for both models, so the SE of the difference is smaller than either model's own. "

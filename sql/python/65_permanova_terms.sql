@@ -15,8 +15,18 @@ CREATE OR REPLACE TEMP MACRO emb__sums_argument(value) AS
                                          ELSE value::VARCHAR END, 'NULL')))
     END;
 
+-- permute := : 'residuals' (Freedman-Lane under each term's reduced model) or 'rows' (adonis2); the
+-- message is the catalogue's argument.permute, worded as embsql.core.permanova_terms.check_permute's
+CREATE OR REPLACE TEMP MACRO emb__permute_argument(value) AS
+    CASE WHEN typeof(value) = 'VARCHAR' AND value::VARCHAR IN ('residuals', 'rows') THEN value::VARCHAR
+         ELSE emb__fail_argument_permute('permute', '''residuals'' (Freedman-Lane) or ''rows'' (adonis2)',
+                                         coalesce(CASE WHEN typeof(value) = 'VARCHAR' THEN '''' || value::VARCHAR || ''''
+                                                       ELSE value::VARCHAR END, 'NULL'))
+    END;
+
 -- One row per tested term, then Residual and Total, per value of the model column (which keeps its name).
-CREATE OR REPLACE TEMP MACRO emb__permanova_terms(tbl, terms, vector_col, sums, permutations, seed, strata, model_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__permanova_terms(tbl, terms, vector_col, sums, permute, permutations, seed, strata,
+                                                  model_col) AS TABLE
 WITH items AS (
     SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')),
            coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null'))) AS __emb_b,
@@ -28,18 +38,19 @@ WITH items AS (
 test AS (
     SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b,
            emb__permanova_terms_test(list(__emb_j), list(__emb_v), list(__emb_x), terms::VARCHAR[], vector_col,
-                                     emb__sums_argument(sums), emb__whole_argument(permutations, 'permutations'),
+                                     emb__sums_argument(sums), emb__permute_argument(permute),
+                                     emb__whole_argument(permutations, 'permutations'),
                                      emb__whole_argument(seed, 'seed'), strata IS NOT NULL, tbl) AS __emb_r
     FROM items
     GROUP BY ALL
 ),
 tested AS (SELECT * EXCLUDE (__emb_r), __emb_r.value AS __emb_rows FROM test WHERE emb__udf_ok(__emb_r))
 SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_k', '__emb_rows')),
-       emb__whole_argument(permutations, 'permutations') AS permutations
+       emb__whole_argument(permutations, 'permutations') AS permutations, emb__permute_argument(permute) AS permute
 FROM (SELECT *, unnest(__emb_rows, recursive := true), unnest(range(len(__emb_rows))) AS __emb_k FROM tested)
 ORDER BY __emb_b, __emb_k;
 
--- @function emb_permanova_terms(source, terms, vector, sums := 'sequential', permutations := 999, seed := 42, strata := NULL, model := NULL)
+-- @function emb_permanova_terms(source, terms, vector, sums := 'sequential', permute := 'residuals', permutations := 999, seed := 42, strata := NULL, model := NULL)
 -- Multi-term PERMANOVA with the semantics of vegan's `adonis2(d ~ a + b, by = ...)`, on unit
 -- vectors (Euclidean distances between them).  One row per tested term, then the `Residual` and
 -- `Total` rows (per value of the model column, which comes first under its own name).
@@ -47,9 +58,10 @@ ORDER BY __emb_b, __emb_k;
 -- @param terms the term columns, in order: `['language', 'topic']`, interactions `'language:topic'`, and `'a*b'` for `a + b + a:b`
 -- @param vector the vector column; vectors are scaled to unit length
 -- @param sums which sums of squares each term is tested on: `'sequential'` (adonis2's `by = "terms"`) or `'margin'` (`by = "margin"`)
+-- @param permute what a permutation permutes: `'residuals'` (Freedman-Lane: each term's reduced-model residuals, the default) or `'rows'` (adonis2: the rows, every model refitted)
 -- @param permutations the number of permutations, a whole number from 1 to 1,000,000
 -- @param seed the random seed, a whole number (0 or more)
--- @param strata a column whose levels the rows are permuted within
+-- @param strata a column whose levels the rows (or residuals) are permuted within
 -- @param model the model column: the table per value of it
 -- @column <model> the model, under the model column's own name (only with `model`)
 -- @column term the term label (`'a:b'` for an interaction), `'Residual'` or `'Total'`
@@ -59,35 +71,52 @@ ORDER BY __emb_b, __emb_k;
 -- @column f pseudo-F = (ss / df) / (SS_res / df_res), SS_res of the full model; NULL on the last two rows
 -- @column p_value permutation p, (b + 1)/(B + 1); NULL on the last two rows
 -- @column permutations B
+-- @column permute what was permuted: `'residuals'` or `'rows'`
 -- @notes
 -- As in R, terms are ordered by degree (main effects, then two-way interactions, ...).  A text or
 -- boolean column is a factor (levels − 1 df); a numeric column a continuous covariate (1 df).
 -- `sums := 'sequential'`: each term's SS after the terms before it, so the SS add up to the model
 -- SS and depend on the order.  `'margin'`: each term after all the others, order-free; terms
 -- contained in an interaction are not tested (as vegan's drop.scope), so `['a*b']` tests only
--- `a:b`.  Permutations are adonis2's: the rows of the data are permuted (freely, or within levels
--- of `strata`) and every model is refitted to the permuted rows; the marginal statistic of a term
--- is F* = ((SS*_full − SS*_without term)/df)/(SS*_res/df_res).  SS, R² and F equal `adonis2`'s to
--- 1e-9 (tests/test_permanova_terms.py, dune and the bundled example).  Sums of squares are
+-- `a:b`.  Each term is tested against its reduced model R (the terms before it; for `'margin'`,
+-- all the others).  `permute := 'residuals'` (Freedman and Lane 1983; the default of Anderson's
+-- PERMANOVA): the residuals of R are permuted (freely, or within levels of `strata`) and added
+-- back to R's fit, which keeps the level of a term after a strong factor: at 5%, 3.2-7.0% in 50
+-- of 52 null designs of n = 120 (R² of the first factor 0 to 0.8, isotropic and anisotropic noise,
+-- balanced and unbalanced crossed designs, strata, interactions, d = 16 and 384), conservative
+-- (0.5-0.8%) after about 30 paraphrase-like sets at d = 384 (bench/README.md, terms_validity).
+-- It assumes exchangeable residuals: an interaction with a factor whose levels differ much in
+-- spread can be liberal (12.6% at 5% in one follow-up design with R² 0.8); `strata :=` that factor
+-- held the level there (3.8%).  After many small sets (paraphrases) at d = 384 both schemes are
+-- conservative; `strata :=` the sets column held the level (5.5-6.0%).
+-- `permute := 'rows'` is adonis2's: the rows are permuted and every model refitted; the marginal
+-- statistic of a term is F* = ((SS*_full − SS*_without term)/df)/(SS*_res/df_res).  After a factor
+-- with R² 0.54 it rejected 0.0-0.4% of true nulls at 5% with isotropic noise (0.2-3.2% with
+-- anisotropic noise), and it has less power.  The first term of
+-- a sequential test, and a one-term call, have the intercept as R, so both give the same p there.
+-- SS, R² and F equal `adonis2`'s to 1e-9, and with `permute := 'rows'` the p-values too within
+-- Monte Carlo error (tests/test_permanova_terms.py, dune and the bundled example).  Sums of squares are
 -- projections: the main-effect factor with most levels by group sums, the other terms by an
 -- orthonormal basis of their columns (no n × n matrix unless the one-factor method choice makes a
 -- Gram matrix for the permutations).  A one-term call gives `emb_permanova`'s ss, F and p.  Errors
 -- (`embsql:`, naming the term or column): a factor with one level, a term that adds no dimension
 -- (zero df: constant, or collinear with the earlier terms), a NULL or NaN in a covariate or
 -- factor, a term column not in the table, fewer than 3 items, terms that leave no residual df.
--- Python: `embsql.permanova_terms(con, source, terms=[...], vector=..., sums=...)`.
+-- (`embsql: [argument.permute]`: `permute` not `'residuals'` or `'rows'`.)
+-- Python: `embsql.permanova_terms(con, source, terms=[...], vector=..., sums=..., permute=...)`.
 -- @example
--- SELECT term, df, round(ss, 4) AS ss, f, p_value
--- FROM emb_permanova_terms('many', ['topic', 'model'], 'embedding', permutations := 99);
-CREATE OR REPLACE TEMP MACRO emb_permanova_terms(source, terms, vector, sums := 'sequential', permutations := 999,
-                                                 seed := 42, strata := NULL, model := NULL) AS TABLE
+-- SELECT term, df, round(ss, 4) AS ss, f, p_value, permute
+-- FROM emb_permanova_terms('many', ['topic', 'model'], 'embedding', permute := 'rows', permutations := 99);
+CREATE OR REPLACE TEMP MACRO emb_permanova_terms(source, terms, vector, sums := 'sequential', permute := 'residuals',
+                                                 permutations := 999, seed := 42, strata := NULL,
+                                                 model := NULL) AS TABLE
 SELECT t.* EXCLUDE (__emb_b)
 FROM emb__permanova_terms(
          emb__checked_source(source, 'emb_permanova_terms', model, NULL, emb__outputs_emb_permanova_terms()),
-         terms, vector, sums, permutations, seed, strata, model) t;
+         terms, vector, sums, permute, permutations, seed, strata, model) t;
 
 CREATE OR REPLACE TEMP MACRO emb__permanova_terms_dist(dist_tbl, labels_tbl, terms, i_col, j_col, d_col, id_col, sums,
-                                                       permutations, seed, strata) AS TABLE
+                                                       permute, permutations, seed, strata) AS TABLE
 WITH labels AS (
     SELECT coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null')))::VARCHAR AS id,
            to_json(struct_pack(*COLUMNS(lambda c: list_contains(emb__term_columns(terms), c) OR c = '__emb_null')))::VARCHAR AS j,
@@ -99,16 +128,18 @@ test AS (
     SELECT emb__permanova_terms_dist_test(
                (SELECT list(a) FROM pairs WHERE a <> b), (SELECT list(b) FROM pairs WHERE a <> b),
                (SELECT list(d) FROM pairs WHERE a <> b), list(id), list(j), list(s), terms::VARCHAR[],
-               emb__sums_argument(sums), emb__whole_argument(permutations, 'permutations'),
+               emb__sums_argument(sums), emb__permute_argument(permute),
+               emb__whole_argument(permutations, 'permutations'),
                emb__whole_argument(seed, 'seed'), strata IS NOT NULL, labels_tbl) AS __emb_r
     FROM labels
 ),
 tested AS (SELECT __emb_r.value AS __emb_rows FROM test WHERE emb__udf_ok(__emb_r))
-SELECT COLUMNS(lambda c: c <> '__emb_k'), emb__whole_argument(permutations, 'permutations') AS permutations
+SELECT COLUMNS(lambda c: c <> '__emb_k'), emb__whole_argument(permutations, 'permutations') AS permutations,
+       emb__permute_argument(permute) AS permute
 FROM (SELECT unnest(__emb_rows, recursive := true), unnest(range(len(__emb_rows))) AS __emb_k FROM tested)
 ORDER BY __emb_k;
 
--- @function emb_permanova_terms_dist(distances, labels, terms, i := 'i', j := 'j', distance := 'd', item := 'id', sums := 'sequential', permutations := 999, seed := 42, strata := NULL)
+-- @function emb_permanova_terms_dist(distances, labels, terms, i := 'i', j := 'j', distance := 'd', item := 'id', sums := 'sequential', permute := 'residuals', permutations := 999, seed := 42, strata := NULL)
 -- The multi-term test of `emb_permanova_terms` from a distance table (one row per pair, as
 -- `emb_anova_dist` takes; every pair of the labelled items must be there, once in either order)
 -- and a labels table holding the item and the term columns (and `strata`).  One row per tested
@@ -121,9 +152,10 @@ ORDER BY __emb_k;
 -- @param distance the distance table's distance column
 -- @param item the labels table's item column
 -- @param sums which sums of squares each term is tested on: `'sequential'` or `'margin'`
+-- @param permute what a permutation permutes: `'residuals'` (Freedman-Lane, the default) or `'rows'` (adonis2), as `emb_permanova_terms`
 -- @param permutations the number of permutations, a whole number from 1 to 1,000,000
 -- @param seed the random seed, a whole number (0 or more)
--- @param strata a column of the labels table whose levels the rows are permuted within
+-- @param strata a column of the labels table whose levels the rows (or residuals) are permuted within
 -- @column term the term label, `'Residual'` or `'Total'`
 -- @column df degrees of freedom
 -- @column ss its sum of squares
@@ -131,12 +163,17 @@ ORDER BY __emb_k;
 -- @column f pseudo-F; NULL on the last two rows
 -- @column p_value permutation p; NULL on the last two rows
 -- @column permutations B
+-- @column permute what was permuted: `'residuals'` or `'rows'`
 -- @notes
 -- Any dissimilarity: the sums of squares are tr(H G) with G the Gower-centred matrix −½ J D² J and
 -- H the projector on a model's columns (McArdle and Anderson 2001), as adonis2 computes them.
+-- `permute := 'residuals'` permutes the rows and columns of (I − H_R) G (I − H_R), the Gower matrix
+-- of the reduced model R's residuals (vegan's Freedman-Lane for dbrda, to 1e-9 with the same
+-- permutations); `'rows'` permutes those of G, as adonis2.
 -- @example
 -- SELECT * FROM emb_permanova_terms_dist('dist', 'lab', ['topic'], permutations := 99);
 CREATE OR REPLACE TEMP MACRO emb_permanova_terms_dist(distances, labels, terms, i := 'i', j := 'j', distance := 'd',
-                                                      item := 'id', sums := 'sequential', permutations := 999,
-                                                      seed := 42, strata := NULL) AS TABLE
-FROM emb__permanova_terms_dist(distances, labels, terms, i, j, distance, item, sums, permutations, seed, strata);
+                                                      item := 'id', sums := 'sequential', permute := 'residuals',
+                                                      permutations := 999, seed := 42, strata := NULL) AS TABLE
+FROM emb__permanova_terms_dist(distances, labels, terms, i, j, distance, item, sums, permute, permutations, seed,
+                               strata);
