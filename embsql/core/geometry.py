@@ -398,7 +398,8 @@ def pair_values(x: np.ndarray, y: np.ndarray, codes: np.ndarray | None, count: i
         terms = [pair_terms(u, v, mean_u, mean_v, uv, codes, count, (a_i, b_i)),
                  pair_terms(u, u, mean_u, mean_u, uu, codes, count, (a_i, a_i)),
                  pair_terms(v, v, mean_v, mean_v, vv, codes, count, (b_i, b_i))]
-    values, scale = {}, {}
+    values: dict[bool, np.ndarray | None] = {}
+    scale: dict[bool, float] = {}
     for debiased in (False, True):
         if debiased and (n < MIN_DEBIASED_ITEMS or n - _largest(codes) < MIN_DEBIASED_ITEMS - 1):
             values[True] = None
@@ -411,7 +412,9 @@ def pair_values(x: np.ndarray, y: np.ndarray, codes: np.ndarray | None, count: i
             ratio = h_xy / np.sqrt(h_xx * h_yy)
         values[debiased] = np.clip(ratio, RANGE[debiased][0], 1.0)   # (only the last bit of rounding lies outside)
         scale[debiased] = float(np.sqrt(h_xx[0] * h_yy[0]))
-    return PairValues(values[False], values[True], u, v, mean_u, mean_v, a_i, b_i, scale)
+    biased = values[False]
+    assert biased is not None
+    return PairValues(biased, values[True], u, v, mean_u, mean_v, a_i, b_i, scale)
 
 
 def cka_interval(debiased: np.ndarray | None, level: float = INTERVAL_LEVEL) -> tuple[float | None, float | None, bool]:
@@ -469,15 +472,15 @@ def cka_pair(x: np.ndarray, y: np.ndarray, *, groups=None, debiased: bool = Fals
 
 
 def jackknife_units(n: int, codes: np.ndarray | None, count: int, seed: int) -> tuple[np.ndarray, int]:
-    """The units Procrustes' jackknife deletes: the groups, else the items, or above
-    PROCRUSTES_BLOCKS items that many blocks of items drawn at random (``seed``): the
-    delete-a-block jackknife, whose SE and bias correction hold for independent items as the
-    delete-one does, and which needs one SVD per block, not per item."""
-    if codes is not None:
+    """The units Procrustes' jackknife deletes: the groups, else the items; above PROCRUSTES_BLOCKS
+    of them, that many blocks of units drawn at random (``seed``): the delete-a-block jackknife,
+    whose SE and bias correction hold for independent units as the delete-one does, and which needs
+    one SVD per block, not per unit."""
+    codes, count = (np.arange(n), n) if codes is None else (codes, count)
+    if count <= PROCRUSTES_BLOCKS:
         return codes, count
-    if n <= PROCRUSTES_BLOCKS:
-        return np.arange(n), n
-    return (np.random.default_rng(seed).permutation(n) % PROCRUSTES_BLOCKS).astype(np.int64), PROCRUSTES_BLOCKS
+    block = (np.random.default_rng(seed).permutation(count) % PROCRUSTES_BLOCKS).astype(np.int64)
+    return block[codes], PROCRUSTES_BLOCKS
 
 
 def procrustes_replicates(u: np.ndarray, v: np.ndarray, mean_u: np.ndarray, mean_v: np.ndarray, uv: np.ndarray,
@@ -505,19 +508,20 @@ def _nuclear(m: np.ndarray) -> float:
 
 
 def procrustes_pair(x: np.ndarray, y: np.ndarray, *, groups=None, permutations: int = 999, seed: int = 42,
-                    progress=None, names: tuple = (None, None)) -> dict:
+                    progress=None, names: tuple = (None, None), jackknife: bool = True) -> dict:
     """vegan's protest: r = sqrt(1 - m12^2), m12^2 the symmetric Procrustes sum of squares, and the
     permutation p-value (items of y permuted; counted when r_perm >= r - sqrt(eps), as protest does);
     the jackknife SE over ``groups`` (else items, jackknife_units) and the bias-corrected jackknife t
     interval on the atanh scale, never calibrated: r's upward bias in high dimension is far larger
-    than what the jackknife removes, and it covered 0-54% in simulation (bench/cka_validity.py)."""
+    than what the jackknife removes, and it covered 0-54% in simulation (bench/cka_validity.py).
+    ``jackknife=False``: no SE and interval (None), for the report, which shows only CKA's."""
     check_permutations(permutations, allow_zero=True)
     check_seed(seed)
     n = len(x)
     _check_items(n, False)
     codes, count = _codes(groups)
     if codes is not None and count < MIN_GROUPS:
-        raise DesignError(f"the cluster jackknife needs at least {MIN_GROUPS} groups; the items are in {count}")
+        fail("design.min_groups", what="Procrustes jackknife", minimum=MIN_GROUPS, why=f"; the items are in {count}")
     check_model_spread(x, names[0], "the Procrustes fit is")
     check_model_spread(y, names[1], "the Procrustes fit is")
     u, v = coordinates(x, permutations=permutations)[0], coordinates(y, permutations=permutations)[0]
@@ -526,10 +530,11 @@ def procrustes_pair(x: np.ndarray, y: np.ndarray, *, groups=None, permutations: 
     if not scale > 0:
         raise DesignError("a model puts every item at the same point (no spread): the Procrustes fit is undefined")
     r = min(_nuclear(uv) / scale, 1.0)
-    units, unit_count = jackknife_units(n, codes, count, seed)
-    replicates = procrustes_replicates(u, v, mean_u, mean_v, uv, units, unit_count)
     se = ci_low = ci_high = None
-    if np.all(np.isfinite(replicates)):
+    if jackknife:
+        units, unit_count = jackknife_units(n, codes, count, seed)
+        replicates = procrustes_replicates(u, v, mean_u, mean_v, uv, units, unit_count)
+    if jackknife and np.all(np.isfinite(replicates)):
         se = jackknife_se(replicates)
         _, ci_low, ci_high = jackknife_t_interval("procrustes", r, replicates, INTERVAL_LEVEL)
     p_value = None
@@ -599,14 +604,14 @@ def cka_rows(models: dict, *, groups: dict | None = None, group: str = "group", 
 
 
 def procrustes_rows(models: dict, *, groups: dict | None = None, group: str = "group", permutations: int = 999,
-                    seed: int = 42, common: bool = False, progress=None) -> list[dict]:
+                    seed: int = 42, common: bool = False, progress=None, jackknife: bool = True) -> list[dict]:
     """One row per pair of models (PROCRUSTES_COLUMNS); see embsql.procrustes."""
     check_permutations(permutations, allow_zero=True)
     check_seed(seed)
     _, unit, item_groups = aligned(models, common, groups, group)
     return [{"model_a": a, "model_b": b,
              **procrustes_pair(unit[a], unit[b], groups=item_groups, permutations=permutations, seed=seed,
-                               progress=progress, names=(a, b))}
+                               progress=progress, names=(a, b), jackknife=jackknife)}
             for a, b in combinations(sorted(unit, key=text_key), 2)]
 
 
@@ -633,8 +638,8 @@ def compare_cka_rows(models: dict, reference, *, groups: dict | None = None, gro
                      debiased: bool = False, common: bool = False, model: str = "model") -> list[dict]:
     """One row per pair of models other than ``reference`` (COMPARE_CKA_COLUMNS); see embsql.compare_cka."""
     if not any(text_key(m) == text_key(reference) for m in models):
-        raise InputError(f"reference {reference!r} is not a value of the model column {model!r}; "
-                         f"its models are {', '.join(map(repr, sorted(models, key=text_key)))}")
+        fail("model.reference", reference=repr(reference), column=repr(model),
+             models=", ".join(map(repr, sorted(models, key=text_key))))
     if len(models) < 3:
         fail("model.too_few", column=f"model column {model!r} besides the reference {reference!r}",
              models=len(models) - 1, needs="comparing two models against a reference")
@@ -642,8 +647,8 @@ def compare_cka_rows(models: dict, reference, *, groups: dict | None = None, gro
     codes, count = _codes(item_groups)
     n = len(items)
     _check_design(n, codes, count, True)
-    if len(items) - _largest(codes) < MIN_DEBIASED_ITEMS - 1 or (codes is not None and count < MIN_GROUPS):
-        raise DesignError(f"the paired jackknife needs at least {MIN_GROUPS} groups")
+    if codes is not None and count < MIN_GROUPS:
+        fail("design.min_groups", what="paired CKA jackknife", minimum=MIN_GROUPS, why=f"; the items are in {count}")
     ref = next(m for m in unit if text_key(m) == text_key(reference))
     for m, x in unit.items():
         check_model_spread(x, m)
@@ -654,7 +659,8 @@ def compare_cka_rows(models: dict, reference, *, groups: dict | None = None, gro
         pa, pb = values[a], values[b]
         assert pa.debiased is not None and pb.debiased is not None   # _check_design
         se, low, high, p_value = paired_difference(pa.debiased, pb.debiased)
-        cka_a, cka_b = (float((p.debiased if debiased else p.biased)[0]) for p in (pa, pb))
+        cka_a, cka_b = (float(pa.debiased[0]), float(pb.debiased[0])) if debiased else (float(pa.biased[0]),
+                                                                                         float(pb.biased[0]))
         rows.append({"model_a": a, "model_b": b, "reference": ref, "cka_a": cka_a, "cka_b": cka_b,
                      "difference": cka_a - cka_b, "se": se, "ci_low": low, "ci_high": high, "p_value": p_value,
                      "calibrated": (count if codes is not None else n) >= CALIBRATED_UNITS, "items": n,
