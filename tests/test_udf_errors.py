@@ -70,6 +70,8 @@ CASES = {
     "emb_cka": ("SELECT * FROM emb_cka('geometry', 'item_id', 'model', 'nope')", "column.missing", "'nope'"),
     "emb_procrustes": ("SELECT * FROM emb_procrustes('geometry', 'item_id', 'model', 'nope')", "column.missing",
                        "'nope'"),
+    "emb_compare_cka": ("SELECT * FROM emb_compare_cka('geometry3', 'item_id', 'model', 'embedding', 'nope')",
+                        "model.reference", "reference 'nope' is not a model of model column 'model'"),
     "emb_retrieval_eval": ("SELECT * FROM emb_retrieval_eval('eval_queries', 'eval_docs', 'null_qrels')", "label.null",
                            "qid column 'qid' has a NULL label at row 2 of qrels null_qrels"),
     "emb_compare_retrieval": ("SELECT * FROM emb_compare_retrieval('evaluation', model := 'nope')", "column.missing",
