@@ -424,7 +424,8 @@ def cka_interval(debiased: np.ndarray | None, level: float = INTERVAL_LEVEL) -> 
     [0, 1], as resampling.jackknife_t_interval builds R²'s.  Built on the debiased CKA for the biased
     one too: the biased CKA's upward bias grows with dimension over items (0.73 for a population
     0.14 at 200 items of d = 384 against 768), far beyond what a jackknife removes, so its own
-    replicates covered 0-75% (bench/cka_validity.py).  None where a replicate is undefined."""
+    replicates covered 0-75% in two such designs (a prototype of bench/cka_validity.py), the debiased
+    CKA's 93-99% in all of that bench's.  None where a replicate is undefined."""
     if debiased is None or len(debiased) - 1 < MIN_GROUPS or not np.all(np.isfinite(debiased)):
         return None, None, False
     _, low, high = jackknife_t_interval("cka", float(debiased[0]), debiased[1:], level)
