@@ -120,7 +120,7 @@ def rotation(rng, d: int) -> np.ndarray:
     return q * np.sign(np.diag(r))
 
 
-def compare_designs(reps: int, quick: bool) -> None:
+def compare_designs(reps: int, quick: bool, only: str = "") -> None:
     print("\n## Paired comparison CKA(A, R) - CKA(B, R) (A, B of d = 384, R of d = 768)")
     print(f"{'design':>26} {'units':>5} {'pop diff':>9} {'reject at 5%':>13} {'coverage':>13}")
     p, q, k = 384, 768, LATENT[384]
@@ -130,7 +130,7 @@ def compare_designs(reps: int, quick: bool) -> None:
             ("H0, items", 1.6, 1.6, "items", 40),
             ("A closer, groups of 1-15", 1.0, 1.8, "groups of 1-15", 30),
             ("A closer, items", 0.8, 1.6, "items", 60)):
-        if quick and "H0" not in label:
+        if (quick and "H0" not in label) or only not in label:
             continue
         rng = np.random.default_rng(int(noise_a * 10 + noise_b * 100) + units)
         a, r_map = maps(rng, k, p, q)
@@ -178,13 +178,14 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=400)
     parser.add_argument("--quick", action="store_true", help="one CKA level per dimension pair, H0 only")
     parser.add_argument("--part", choices=("all", "cka", "compare", "procrustes"), default="all")
+    parser.add_argument("--only", default="", help="run only the comparison designs whose label contains this")
     args = parser.parse_args()
     print(f"# bench/cka_validity.py --reps {args.reps}{' --quick' if args.quick else ''} (numpy {np.__version__})\n")
     start = time.perf_counter()
     if args.part in ("all", "cka"):
         cka_designs(args.reps, args.quick)
     if args.part in ("all", "compare"):
-        compare_designs(args.reps, args.quick)
+        compare_designs(args.reps, args.quick, args.only)
     if args.part in ("all", "procrustes"):
         procrustes_designs(max(args.reps // 4, 50))
     print(f"\n# {time.perf_counter() - start:.0f} s")

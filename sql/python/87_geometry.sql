@@ -65,8 +65,9 @@ FROM (
 -- - **Interval.** The biased CKA is biased upward by far more than its SE when the dimensions are
 --   large next to the number of items (0.73 for a population CKA of 0.14 with 200 items of d = 384
 --   against 768), so `cka ± 1.96·se` can cover the population value in 0% of samples.  `ci_low`,
---   `ci_high` come from the debiased CKA, whose bias the jackknife does remove: coverage 93-97% at
---   30-40 groups or 40 items, d = 16/384 and 384/768, CKA 0.2-0.9 (bench/cka_validity.py).
+--   `ci_high` come from the debiased CKA, whose bias the jackknife does remove: coverage 91-99% at
+--   30-40 groups or 40 items, d = 16/384 and 384/768, CKA 0.15-0.86 (bench/cka_validity.py; the
+--   lowest, 91-92%, with 40 equal groups of 5).
 --
 -- What it says: how far two models' geometries agree up to rotation and scale, on these items.
 -- What it cannot say: which model is better; agreement of local neighbourhoods (that is
@@ -154,8 +155,8 @@ WHERE emb__udf_ok(__emb_r);
 -- @notes
 -- Both CKAs are biased upward, each by its own amount, so the interval and the test use the debiased
 -- CKAs.  In simulation (two d = 384 models against a d = 768 reference, bench/cka_validity.py) it
--- rejected a true "no difference" at LEVELS at nominal 5% and covered the population difference at
--- COVERAGES.  An unknown reference is `model.reference`.  From Python: `embsql.compare_cka`.
+-- rejected a true "no difference" at 0.8-4.2% at nominal 5% (conservative with independent items).
+-- An unknown reference is `model.reference`.  From Python: `embsql.compare_cka`.
 -- @example
 -- SELECT model_a, model_b, reference, round(difference, 4) AS difference, calibrated
 -- FROM emb_compare_cka('geometry3', 'item_id', 'model', 'embedding', 'ref');
