@@ -65,8 +65,8 @@ FROM (
 -- - **Interval.** The biased CKA is biased upward by far more than its SE when the dimensions are
 --   large next to the number of items (0.73 for a population CKA of 0.14 with 200 items of d = 384
 --   against 768), so `cka ± 1.96·se` can cover the population value in 0% of samples.  `ci_low`,
---   `ci_high` come from the debiased CKA, whose bias the jackknife does remove: coverage 91-99% at
---   30-40 groups or 40 items, d = 16/384 and 384/768, CKA 0.15-0.86 (bench/cka_validity.py; the
+--   `ci_high` come from the debiased CKA, whose bias the jackknife does remove: coverage 91-99.5% at
+--   30-40 groups or 40 items, d = 16/384 and 384/768, CKA 0.12-0.86 (bench/cka_validity.py; the
 --   lowest, 91-92%, with 40 equal groups of 5).
 --
 -- What it says: how far two models' geometries agree up to rotation and scale, on these items.
