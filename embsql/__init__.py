@@ -14,7 +14,7 @@ from embsql.api.agreement import knn_agreement, mantel
 from embsql.api.compare_retrieval import compare_retrieval
 from embsql.api.decomposition import anova, anova_dist, groups
 from embsql.api.evaluation import evaluate, retrieve, write_trec_run
-from embsql.api.geometry import cka, procrustes
+from embsql.api.geometry import cka, compare_cka, procrustes
 from embsql.api.pairwise_permanova import pairwise_permanova
 from embsql.api.permanova_terms import permanova_terms
 from embsql.api.permutation import DispersionResult, dispersion, permanova, permanova_welch
@@ -54,6 +54,6 @@ __all__ = [
     "margins", "retrieval_summary", "retrieval_layers", "dose", "pairing", "ArgumentError",
     "compare_retrieval",
     "retrieve", "evaluate", "write_trec_run",
-    "cka", "procrustes", "pairwise_permanova",
+    "cka", "compare_cka", "procrustes", "pairwise_permanova",
     "Queries", "Docs", "Qrels", "Run",
 ]

@@ -169,6 +169,8 @@ CATALOGUE: dict[str, Check] = {
         BadLabelError, "query {query}{whose} has positive {positive}, which is not a doc_id of {docs}"),
     "model.missing": Check(InputError, "model {model} is in {side} {source} but not in {other_side} {other}"),
     "model.too_few": Check(InputError, "{column} has {models} model(s); {needs} needs at least two"),
+    "model.reference": Check(InputError, "reference {reference} is not a model of model column {column}; its models "
+                                         "are {models}"),
     # ---- columns and sources
     "column.missing": Check(ColumnNotFoundError, "{role} column {column} not found in {source}{hint}"),
     "column.type": Check(ColumnTypeError, "{role} column {column} in {source} has type {type}: {hint}"),

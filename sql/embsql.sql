@@ -50,6 +50,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_model_missing("model", "side", "source", 
     error(format('embsql: [model.missing] model {} is in {} {} but not in {} {}', "model", "side", "source", "other_side", "other"));
 CREATE OR REPLACE TEMP MACRO emb__fail_model_too_few("column", "models", "needs") AS
     error(format('embsql: [model.too_few] {} has {} model(s); {} needs at least two', "column", "models", "needs"));
+CREATE OR REPLACE TEMP MACRO emb__fail_model_reference("reference", "column", "models") AS
+    error(format('embsql: [model.reference] reference {} is not a model of model column {}; its models are {}', "reference", "column", "models"));
 CREATE OR REPLACE TEMP MACRO emb__fail_column_missing("role", "column", "source", "hint") AS
     error(format('embsql: [column.missing] {} column {} not found in {}{}', "role", "column", "source", "hint"));
 CREATE OR REPLACE TEMP MACRO emb__fail_column_type("role", "column", "source", "type", "hint") AS
@@ -141,8 +143,9 @@ CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_dose() AS ['strength', '
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_agreement() AS ['model_a', 'model_b', 'k', 'overlap', 'se', 'chance', 'items']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_agreement_items() AS ['model_a', 'model_b', 'item', 'overlap']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_mantel() AS ['model_a', 'model_b', 'r', 'p_value', 'permutations', 'items']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_cka() AS ['model_a', 'model_b', 'cka', 'se', 'p_value', 'permutations', 'items', 'groups', 'debiased', 'level']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_procrustes() AS ['model_a', 'model_b', 'r', 'm12_squared', 'p_value', 'permutations', 'items', 'level']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_cka() AS ['model_a', 'model_b', 'cka', 'se', 'ci_low', 'ci_high', 'calibrated', 'p_value', 'permutations', 'items', 'groups', 'debiased', 'level']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_procrustes() AS ['model_a', 'model_b', 'r', 'm12_squared', 'se', 'ci_low', 'ci_high', 'calibrated', 'p_value', 'permutations', 'items', 'groups', 'level']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_cka() AS ['model_a', 'model_b', 'reference', 'cka_a', 'cka_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'calibrated', 'items', 'groups', 'debiased']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_eval() AS ['metric', 'value', 'queries', 'without_relevant', 'missing', 'unjudged']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_retrieval() AS ['model_a', 'model_b', 'metric', 'mean_a', 'mean_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'p_adjusted', 'p_adjust', 'queries', 'groups', 'permutations', 'method', 'level', 'calibrated']::VARCHAR[];
 

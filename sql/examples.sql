@@ -44,6 +44,10 @@ CREATE OR REPLACE TABLE geometry AS
            CASE m WHEN 'large' THEN [cos(i), sin(i), cos(2 * i), sin(3 * i)]
                   ELSE [cos(i) + 0.1 * sin(5 * i), sin(i), cos(2 * i)] END AS embedding
     FROM range(12) t(i), (VALUES ('large'), ('small')) v(m);
+-- forty items embedded by a reference model and two others, one near it and one far (emb_compare_cka)
+CREATE OR REPLACE TABLE geometry3 AS
+    SELECT 'doc' || i AS item_id, m AS model, [cos(i), sin(i), w * cos(3 * i) + v * sin(5 * i)] AS embedding
+    FROM range(40) t(i), (VALUES ('ref', 0.0, 0.0), ('near', 0.2, 0.0), ('far', 0.2, 1.5)) m(m, w, v);
 
 -- a per-query evaluation of two models on 90 queries in 30 paraphrase groups
 CREATE OR REPLACE TABLE evaluation AS

@@ -350,7 +350,7 @@ def test_bad_arguments(con):
         con.sql("SELECT * FROM emb_cka('t', 'item', 'model', 'v', permutations := 2.5)").fetchall()
     flat = long_table({"a": np.tile(x[:1], (6, 1)), "b": y})
     con.register("flat", flat)
-    with pytest.raises(DesignError, match="same point"):
+    with pytest.raises(DesignError, match="the vectors of model 'a' are identical"):
         embsql.cka(con, "flat", item="item", model="model", vector="v")
 
 

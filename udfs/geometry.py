@@ -10,17 +10,22 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from embsql.core.geometry import cka_rows, procrustes_rows
+from embsql.core.geometry import cka_rows, compare_cka_rows, procrustes_rows
 from embsql.errors import fail
 from embsql.io.interrupts import Watch
 from embsql.io.sources import Source
 from embsql.io.table_stream import unit_vectors
 from embsql.io.udf_errors import result_type, sql_errors
 
-CKA = ("STRUCT(model_a VARCHAR, model_b VARCHAR, cka DOUBLE, se DOUBLE, p_value DOUBLE, permutations BIGINT, "
-       "items BIGINT, groups BIGINT, debiased BOOLEAN, level VARCHAR)[]")
-PROCRUSTES = ("STRUCT(model_a VARCHAR, model_b VARCHAR, r DOUBLE, m12_squared DOUBLE, p_value DOUBLE, "
-              "permutations BIGINT, items BIGINT, level VARCHAR)[]")
+CKA = ("STRUCT(model_a VARCHAR, model_b VARCHAR, cka DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, "
+       "calibrated BOOLEAN, p_value DOUBLE, permutations BIGINT, items BIGINT, groups BIGINT, debiased BOOLEAN, "
+       "level VARCHAR)[]")
+PROCRUSTES = ("STRUCT(model_a VARCHAR, model_b VARCHAR, r DOUBLE, m12_squared DOUBLE, se DOUBLE, ci_low DOUBLE, "
+              "ci_high DOUBLE, calibrated BOOLEAN, p_value DOUBLE, permutations BIGINT, items BIGINT, groups BIGINT, "
+              "level VARCHAR)[]")
+COMPARE_CKA = ("STRUCT(model_a VARCHAR, model_b VARCHAR, reference VARCHAR, cka_a DOUBLE, cka_b DOUBLE, "
+               "difference DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, calibrated BOOLEAN, "
+               "items BIGINT, groups BIGINT, debiased BOOLEAN)[]")
 # the table (name, column names and types), the four columns named in the call, their values
 INPUTS = ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR",
           "VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "DOUBLE[][]"]
@@ -55,7 +60,7 @@ def _each(inputs: tuple, compute) -> pa.Array:
     out = []
     for row in range(len(inputs[0])):
         rows = compute(row, *_read(row, *inputs))
-        out.append([{**r, "model_a": str(r["model_a"]), "model_b": str(r["model_b"])} for r in rows])
+        out.append([{**r, **{k: str(r[k]) for k in ("model_a", "model_b", "reference") if k in r}} for r in rows])
     return pa.array(out)
 
 
@@ -74,8 +79,17 @@ def emb__procrustes(tbl, names, types, item_col, model_col, vector_col, group_co
                     permutations, seed, common):
     inputs = (tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors)
     return _each(inputs, lambda row, data, labels, group: procrustes_rows(
-        data, permutations=permutations[row].as_py(), seed=seed[row].as_py(), common=bool(common[row].as_py()),
-        progress=Watch()))
+        data, groups=labels, group=group or "group", permutations=permutations[row].as_py(), seed=seed[row].as_py(),
+        common=bool(common[row].as_py()), progress=Watch()))
+
+
+@sql_errors(stopped="the paired CKA comparison")
+def emb__compare_cka(tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors,
+                     reference, debiased, common):
+    inputs = (tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors)
+    return _each(inputs, lambda row, data, labels, group: compare_cka_rows(
+        data, reference[row].as_py(), groups=labels, group=group or "group", debiased=bool(debiased[row].as_py()),
+        common=bool(common[row].as_py()), model=model_col[row].as_py()))
 
 
 SPECS = [
@@ -83,4 +97,6 @@ SPECS = [
      "return_type": result_type(CKA), "null_handling": "special"},
     {"name": "emb__procrustes", "function": emb__procrustes, "parameters": INPUTS + ["BIGINT", "BIGINT", "BOOLEAN"],
      "return_type": result_type(PROCRUSTES), "null_handling": "special"},
+    {"name": "emb__compare_cka", "function": emb__compare_cka, "parameters": INPUTS + ["VARCHAR", "BOOLEAN", "BOOLEAN"],
+     "return_type": result_type(COMPARE_CKA), "null_handling": "special"},
 ]

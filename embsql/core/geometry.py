@@ -40,8 +40,10 @@ from embsql.core.arguments import check_permutations, check_seed
 from embsql.core.labels import text_key
 from embsql.core.model_comparison import shared_items
 from embsql.core.permutation import permutation_result
-from embsql.core.resampling import jackknife_se
-from embsql.errors import BadLabelError, DesignError, InputError
+from embsql.core.precision import check_total_spread
+from embsql.core.resampling import MIN_GROUPS, jackknife_se, jackknife_t_interval
+from embsql.core.student_t import t_cdf, t_quantile
+from embsql.errors import BadLabelError, DesignError, InputError, fail
 
 LEVEL = "similarity"
 # The range of each estimate.  Biased: a ratio of Frobenius norms, in [0, 1].  Debiased: Song's
@@ -51,9 +53,16 @@ LEVEL = "similarity"
 # time): it is reported as it is, because cutting it at 0 would bias it upward again.
 RANGE = {False: (0.0, 1.0), True: (-1.0, 1.0)}
 LEVEL_MEANING = "invariant to rotation, uniform scale and embedding into more dimensions"
-CKA_COLUMNS = ("model_a", "model_b", "cka", "se", "p_value", "permutations", "items", "groups", "debiased",
-               "level")
-PROCRUSTES_COLUMNS = ("model_a", "model_b", "r", "m12_squared", "p_value", "permutations", "items", "level")
+CKA_COLUMNS = ("model_a", "model_b", "cka", "se", "ci_low", "ci_high", "calibrated", "p_value", "permutations",
+               "items", "groups", "debiased", "level")
+PROCRUSTES_COLUMNS = ("model_a", "model_b", "r", "m12_squared", "se", "ci_low", "ci_high", "calibrated", "p_value",
+                      "permutations", "items", "groups", "level")
+COMPARE_CKA_COLUMNS = ("model_a", "model_b", "reference", "cka_a", "cka_b", "difference", "se", "ci_low", "ci_high",
+                       "p_value", "calibrated", "items", "groups", "debiased")
+INTERVAL_LEVEL = 0.95
+CALIBRATED_UNITS = 30    # groups (or items, without groups) from which the CKA interval's coverage was
+                         # measured at 91-99.5%, 95 +- 2.5% in 13 of 18 designs (bench/cka_validity.py)
+PROCRUSTES_BLOCKS = 200  # at most this many jackknife units for Procrustes without groups (one SVD each)
 BLOCK_ROWS = 8192        # rows per block product: bounds memory (a large float64 product has crashed OpenBLAS here)
 MIN_ITEMS = 3
 MIN_DEBIASED_ITEMS = 5   # the unbiased HSIC divides by n (n - 3); each jackknife replicate needs n' >= 4
@@ -338,44 +347,114 @@ def _codes(groups) -> tuple[np.ndarray | None, int]:
     return codes.astype(np.int64), len(names)
 
 
-def cka_pair(x: np.ndarray, y: np.ndarray, *, groups=None, debiased: bool = False, permutations: int = 999,
-             seed: int = 42, progress=None, route: str = "auto") -> dict:
-    """CKA of two aligned unit-vector arrays, its jackknife SE (over ``groups`` if given, else over
-    items) and its permutation p-value (None with 0 permutations).  The biased CKA is in [0, 1];
-    the debiased one in [-1, 1], and negative when the estimated dependence is (RANGE)."""
-    check_permutations(permutations, allow_zero=True)
-    check_seed(seed)
-    n = len(x)
+def check_model_spread(x: np.ndarray, model=None, undefined: str = "CKA is") -> None:
+    """Refuse a model whose unit vectors are all the same point to within float64 resolution: its
+    centred Gram matrix is rounding noise, which would give a small, meaningless CKA (and a p-value)
+    instead of an error.  SS_T = sum ||x_i - mean||^2 in two passes, against n * eps (precision)."""
+    check_total_spread(float(_norms(x, x.mean(axis=0)).sum()), len(x), model=model, undefined=undefined)
+
+
+def _check_design(n: int, codes: np.ndarray | None, count: int, debiased: bool) -> None:
     _check_items(n, debiased)
-    codes, count = _codes(groups)
     if codes is not None and count < 2:
         raise DesignError(f"the cluster jackknife needs at least 2 groups; the items are in {count}")
-    largest = 1 if codes is None else int(np.bincount(codes).max())
-    if debiased and n - largest < MIN_DEBIASED_ITEMS - 1:
-        raise DesignError(f"the debiased CKA's jackknife deletes a group of {largest} items and "
+    if debiased and n - _largest(codes) < MIN_DEBIASED_ITEMS - 1:
+        raise DesignError(f"the debiased CKA's jackknife deletes a group of {_largest(codes)} items and "
                           f"needs {MIN_DEBIASED_ITEMS - 1} left; there are {n} items")
+
+
+def _largest(codes: np.ndarray | None) -> int:
+    return 1 if codes is None else int(np.bincount(codes).max())
+
+
+@dataclass(frozen=True)
+class PairValues:
+    """One pair's CKA on the full sample (index 0) and with each unit (group, else item) deleted,
+    biased and debiased (None where the debiased jackknife is undefined: too few items left), with
+    what the permutations reuse: the compared rows, their means and squared norms, the HSIC scale."""
+
+    biased: np.ndarray
+    debiased: np.ndarray | None
+    u: np.ndarray
+    v: np.ndarray
+    mean_u: np.ndarray
+    mean_v: np.ndarray
+    a_i: np.ndarray
+    b_i: np.ndarray
+    scale: dict
+
+
+def pair_values(x: np.ndarray, y: np.ndarray, codes: np.ndarray | None, count: int, route: str = "auto",
+                permutations: int = 0) -> PairValues:
+    """Both CKAs of two aligned unit-vector arrays with every jackknife replicate, from one set of
+    products (the debiased sums cost four more matrix-vector products)."""
+    n = len(x)
     u, v = coordinates(x, route, permutations)[0], coordinates(y, route, permutations)[0]
     mean_u, mean_v, uu, vv, uv = products(u, v)
     if codes is None:
-        *terms, a_i, b_i = item_terms(u, v, mean_u, mean_v, uu, vv, uv, debiased)
+        *terms, a_i, b_i = item_terms(u, v, mean_u, mean_v, uu, vv, uv, True)
     else:
         a_i, b_i = _norms(u, mean_u), _norms(v, mean_v)
         terms = [pair_terms(u, v, mean_u, mean_v, uv, codes, count, (a_i, b_i)),
                  pair_terms(u, u, mean_u, mean_u, uu, codes, count, (a_i, a_i)),
                  pair_terms(v, v, mean_v, mean_v, vv, codes, count, (b_i, b_i))]
-    h_xy, h_xx, h_yy = (hsic(t, debiased) for t in terms)
-    if not (h_xx[0] > 0 and h_yy[0] > 0):
-        which = "first" if not h_xx[0] > 0 else "second"
-        raise DesignError(f"the {which} model puts every item at the same point (no spread): CKA is undefined")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        values = h_xy / np.sqrt(h_xx * h_yy)
-    values = np.clip(values, RANGE[debiased][0], 1.0)   # (only the last bit of rounding lies outside)
-    estimate = float(values[0])
-    replicates = values[1:]
+    values: dict[bool, np.ndarray | None] = {}
+    scale: dict[bool, float] = {}
+    for debiased in (False, True):
+        if debiased and (n < MIN_DEBIASED_ITEMS or n - _largest(codes) < MIN_DEBIASED_ITEMS - 1):
+            values[True] = None
+            continue
+        h_xy, h_xx, h_yy = (hsic(t, debiased) for t in terms)
+        if not (h_xx[0] > 0 and h_yy[0] > 0):
+            which = "first" if not h_xx[0] > 0 else "second"
+            raise DesignError(f"the {which} model puts every item at the same point (no spread): CKA is undefined")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = h_xy / np.sqrt(h_xx * h_yy)
+        values[debiased] = np.clip(ratio, RANGE[debiased][0], 1.0)   # (only the last bit of rounding lies outside)
+        scale[debiased] = float(np.sqrt(h_xx[0] * h_yy[0]))
+    biased = values[False]
+    assert biased is not None
+    return PairValues(biased, values[True], u, v, mean_u, mean_v, a_i, b_i, scale)
+
+
+def cka_interval(debiased: np.ndarray | None, level: float = INTERVAL_LEVEL) -> tuple[float | None, float | None, bool]:
+    """(ci_low, ci_high, calibrated) for the population CKA (the value both estimates tend to with
+    many groups), from the debiased CKA and its jackknife replicates (index 0: the full sample):
+    the bias-corrected jackknife estimate +- t_{G-1} SE on Fisher's z scale (atanh), mapped back into
+    [0, 1], as resampling.jackknife_t_interval builds R²'s.  Built on the debiased CKA for the biased
+    one too: the biased CKA's upward bias grows with dimension over items (0.73 for a population
+    0.14 at 200 items of d = 384 against 768), far beyond what a jackknife removes, so its own
+    replicates covered 0-75% in two such designs (a prototype of bench/cka_validity.py), the debiased
+    CKA's 93-99% in all of that bench's.  None where a replicate is undefined."""
+    if debiased is None or len(debiased) - 1 < MIN_GROUPS or not np.all(np.isfinite(debiased)):
+        return None, None, False
+    _, low, high = jackknife_t_interval("cka", float(debiased[0]), debiased[1:], level)
+    return low, high, len(debiased) - 1 >= CALIBRATED_UNITS
+
+
+def cka_pair(x: np.ndarray, y: np.ndarray, *, groups=None, debiased: bool = False, permutations: int = 999,
+             seed: int = 42, progress=None, route: str = "auto", names: tuple = (None, None)) -> dict:
+    """CKA of two aligned unit-vector arrays, its jackknife SE (over ``groups`` if given, else over
+    items), the interval of cka_interval and the permutation p-value (None with 0 permutations).
+    The biased CKA is in [0, 1]; the debiased one in [-1, 1], and negative when the estimated
+    dependence is (RANGE).  ``names``: the two models, for the error on a model with no spread."""
+    check_permutations(permutations, allow_zero=True)
+    check_seed(seed)
+    n = len(x)
+    codes, count = _codes(groups)
+    _check_design(n, codes, count, debiased)
+    check_model_spread(x, names[0])
+    check_model_spread(y, names[1])
+    pair = pair_values(x, y, codes, count, route, permutations)
+    values = pair.debiased if debiased else pair.biased
+    assert values is not None   # _check_design
+    estimate, replicates = float(values[0]), values[1:]
     se = jackknife_se(replicates) if np.all(np.isfinite(replicates)) else None
+    ci_low, ci_high, calibrated = cka_interval(pair.debiased)
     p_value = None
     if permutations:
-        scale = float(np.sqrt(h_xx[0] * h_yy[0]))
+        u, v, mean_u, mean_v, a_i, b_i = pair.u, pair.v, pair.mean_u, pair.mean_v, pair.a_i, pair.b_i
+        scale = pair.scale[debiased]
         rng = np.random.default_rng(seed)
         permuted = np.empty(permutations)
         for t in range(permutations):
@@ -388,36 +467,89 @@ def cka_pair(x: np.ndarray, y: np.ndarray, *, groups=None, debiased: bool = Fals
             if progress is not None and t % 20 == 0:
                 progress(t, permutations)
         p_value = permutation_result(estimate, permuted, "items").p_value
-    return {"cka": estimate, "se": se, "p_value": p_value, "permutations": permutations, "items": n,
+    return {"cka": estimate, "se": se, "ci_low": ci_low, "ci_high": ci_high, "calibrated": calibrated,
+            "p_value": p_value, "permutations": permutations, "items": n,
             "groups": None if groups is None else count, "debiased": bool(debiased), "level": LEVEL}
 
 
-def procrustes_pair(x: np.ndarray, y: np.ndarray, *, permutations: int = 999, seed: int = 42,
-                    progress=None) -> dict:
+def jackknife_units(n: int, codes: np.ndarray | None, count: int, seed: int) -> tuple[np.ndarray, int]:
+    """The units Procrustes' jackknife deletes: the groups, else the items; above PROCRUSTES_BLOCKS
+    of them, that many blocks of units drawn at random (``seed``): the delete-a-block jackknife,
+    whose SE and bias correction hold for independent units as the delete-one does, and which needs
+    one SVD per block, not per unit."""
+    codes, count = (np.arange(n), n) if codes is None else (codes, count)
+    if count <= PROCRUSTES_BLOCKS:
+        return codes, count
+    block = (np.random.default_rng(seed).permutation(count) % PROCRUSTES_BLOCKS).astype(np.int64)
+    return block[codes], PROCRUSTES_BLOCKS
+
+
+def procrustes_replicates(u: np.ndarray, v: np.ndarray, mean_u: np.ndarray, mean_v: np.ndarray, uv: np.ndarray,
+                          codes: np.ndarray, count: int) -> np.ndarray:
+    """r with each unit of ``codes`` deleted: the cross product loses the unit's own products and
+    gains the mean shift, X~'Y~ - P_g - t_u t_v' / (n - n_g) (t the unit's sums about the full
+    mean), the traces likewise; one SVD each."""
+    n = len(u)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.r_[0, np.cumsum(np.bincount(codes, minlength=count))]
+    a, b = float(_norms(u, mean_u).sum()), float(_norms(v, mean_v).sum())
+    out = np.empty(count)
+    for g in range(count):
+        rows = order[bounds[g]:bounds[g + 1]]
+        cu, cv = u[rows] - mean_u, v[rows] - mean_v
+        t_u, t_v, left = cu.sum(axis=0), cv.sum(axis=0), n - len(rows)
+        m = uv - cu.T @ cv - np.outer(t_u, t_v) / left
+        scale = np.sqrt((a - float(np.vdot(cu, cu)) - t_u @ t_u / left) * (b - float(np.vdot(cv, cv)) - t_v @ t_v / left))
+        out[g] = min(_nuclear(m) / scale, 1.0) if scale > 0 else np.nan
+    return out
+
+
+def _nuclear(m: np.ndarray) -> float:
+    return float(np.linalg.svd(m, compute_uv=False).sum())
+
+
+def procrustes_pair(x: np.ndarray, y: np.ndarray, *, groups=None, permutations: int = 999, seed: int = 42,
+                    progress=None, names: tuple = (None, None), jackknife: bool = True) -> dict:
     """vegan's protest: r = sqrt(1 - m12^2), m12^2 the symmetric Procrustes sum of squares, and the
-    permutation p-value (items of y permuted; counted when r_perm >= r - sqrt(eps), as protest does)."""
+    permutation p-value (items of y permuted; counted when r_perm >= r - sqrt(eps), as protest does);
+    the jackknife SE over ``groups`` (else items, jackknife_units) and the bias-corrected jackknife t
+    interval on the atanh scale, never calibrated: r's upward bias in high dimension is far larger
+    than what the jackknife removes, and it covered 0-54% in simulation (bench/cka_validity.py).
+    ``jackknife=False``: no SE and interval (None), for the report, which shows only CKA's."""
     check_permutations(permutations, allow_zero=True)
     check_seed(seed)
     n = len(x)
     _check_items(n, False)
+    codes, count = _codes(groups)
+    if codes is not None and count < MIN_GROUPS:
+        fail("design.min_groups", what="Procrustes jackknife", minimum=MIN_GROUPS, why=f"; the items are in {count}")
+    check_model_spread(x, names[0], "the Procrustes fit is")
+    check_model_spread(y, names[1], "the Procrustes fit is")
     u, v = coordinates(x, permutations=permutations)[0], coordinates(y, permutations=permutations)[0]
     mean_u, mean_v, uu, vv, uv = products(u, v)
     scale = float(np.sqrt(np.trace(uu) * np.trace(vv)))
     if not scale > 0:
         raise DesignError("a model puts every item at the same point (no spread): the Procrustes fit is undefined")
-    nuclear = lambda m: float(np.linalg.svd(m, compute_uv=False).sum())
-    r = min(nuclear(uv) / scale, 1.0)
+    r = min(_nuclear(uv) / scale, 1.0)
+    se = ci_low = ci_high = None
+    if jackknife:
+        units, unit_count = jackknife_units(n, codes, count, seed)
+        replicates = procrustes_replicates(u, v, mean_u, mean_v, uv, units, unit_count)
+    if jackknife and np.all(np.isfinite(replicates)):
+        se = jackknife_se(replicates)
+        _, ci_low, ci_high = jackknife_t_interval("procrustes", r, replicates, INTERVAL_LEVEL)
     p_value = None
     if permutations:
         rng = np.random.default_rng(seed)
         permuted = np.empty(permutations)
         for t in range(permutations):
-            permuted[t] = nuclear(permuted_cross(u, v, mean_u, mean_v, rng.permutation(n))) / scale
+            permuted[t] = _nuclear(permuted_cross(u, v, mean_u, mean_v, rng.permutation(n))) / scale
             if progress is not None and t % 20 == 0:
                 progress(t, permutations)
         p_value = permutation_result(r, permuted, "items").p_value
-    return {"r": r, "m12_squared": max(1.0 - r * r, 0.0), "p_value": p_value, "permutations": permutations,
-            "items": n, "level": LEVEL}
+    return {"r": r, "m12_squared": max(1.0 - r * r, 0.0), "se": se, "ci_low": ci_low, "ci_high": ci_high,
+            "calibrated": False, "p_value": p_value, "permutations": permutations, "items": n,
+            "groups": None if groups is None else count, "level": LEVEL}
 
 
 def _check_items(n: int, debiased: bool) -> None:
@@ -468,16 +600,70 @@ def cka_rows(models: dict, *, groups: dict | None = None, group: str = "group", 
     items, unit, item_groups = aligned(models, common, groups, group)
     return [{"model_a": a, "model_b": b,
              **cka_pair(unit[a], unit[b], groups=item_groups, debiased=debiased, permutations=permutations,
-                        seed=seed, progress=progress)}
+                        seed=seed, progress=progress, names=(a, b))}
             for a, b in combinations(sorted(unit, key=text_key), 2)]
 
 
-def procrustes_rows(models: dict, *, permutations: int = 999, seed: int = 42, common: bool = False,
-                    progress=None) -> list[dict]:
+def procrustes_rows(models: dict, *, groups: dict | None = None, group: str = "group", permutations: int = 999,
+                    seed: int = 42, common: bool = False, progress=None, jackknife: bool = True) -> list[dict]:
     """One row per pair of models (PROCRUSTES_COLUMNS); see embsql.procrustes."""
     check_permutations(permutations, allow_zero=True)
     check_seed(seed)
-    _, unit, _ = aligned(models, common)
+    _, unit, item_groups = aligned(models, common, groups, group)
     return [{"model_a": a, "model_b": b,
-             **procrustes_pair(unit[a], unit[b], permutations=permutations, seed=seed, progress=progress)}
+             **procrustes_pair(unit[a], unit[b], groups=item_groups, permutations=permutations, seed=seed,
+                               progress=progress, names=(a, b), jackknife=jackknife)}
             for a, b in combinations(sorted(unit, key=text_key), 2)]
+
+
+# ----------------------------------------------------------------------------------------------
+# is model a closer to the reference than model b is?
+
+def paired_difference(a: np.ndarray, b: np.ndarray, level: float = INTERVAL_LEVEL) -> tuple[float, float, float, float]:
+    """(se, ci_low, ci_high, p_value) of the population CKA(a, R) - CKA(b, R) from the two pairs'
+    debiased CKAs with the same units deleted (index 0: the full sample): the paired jackknife,
+    the bias-corrected difference +- t_{G-1} SE (the difference has no bound to transform away
+    from), and the two-sided t test of no difference on the same studentized centre."""
+    d = a - b
+    g = len(d) - 1
+    se = jackknife_se(d[1:])
+    centre = g * float(d[0]) - (g - 1) * float(d[1:].mean())
+    if se == 0:     # the two models agree on every replicate (e.g. the same model twice)
+        return 0.0, centre, centre, 1.0
+    half = t_quantile((1 + level) / 2, g - 1) * se
+    p_value = 2.0 * (1.0 - t_cdf(abs(centre) / se, g - 1))
+    return se, max(centre - half, -1.0), min(centre + half, 1.0), float(min(max(p_value, np.finfo(float).tiny), 1.0))
+
+
+def compare_cka_rows(models: dict, reference, *, groups: dict | None = None, group: str = "group",
+                     debiased: bool = False, common: bool = False, model: str = "model") -> list[dict]:
+    """One row per pair of models other than ``reference`` (COMPARE_CKA_COLUMNS); see embsql.compare_cka."""
+    if not any(text_key(m) == text_key(reference) for m in models):
+        fail("model.reference", reference=repr(reference), column=repr(model),
+             models=", ".join(map(repr, sorted(models, key=text_key))))
+    if len(models) < 3:
+        fail("model.too_few", column=f"model column {model!r} besides the reference {reference!r}",
+             models=len(models) - 1, needs="comparing two models against a reference")
+    items, unit, item_groups = aligned(models, common, groups, group)
+    codes, count = _codes(item_groups)
+    n = len(items)
+    _check_design(n, codes, count, True)
+    if codes is not None and count < MIN_GROUPS:
+        fail("design.min_groups", what="paired CKA jackknife", minimum=MIN_GROUPS, why=f"; the items are in {count}")
+    ref = next(m for m in unit if text_key(m) == text_key(reference))
+    for m, x in unit.items():
+        check_model_spread(x, m)
+    values = {m: pair_values(unit[m], unit[ref], codes, count)
+              for m in unit if m is not ref}
+    rows = []
+    for a, b in combinations(sorted(values, key=text_key), 2):
+        pa, pb = values[a], values[b]
+        assert pa.debiased is not None and pb.debiased is not None   # _check_design
+        se, low, high, p_value = paired_difference(pa.debiased, pb.debiased)
+        cka_a, cka_b = (float(pa.debiased[0]), float(pb.debiased[0])) if debiased else (float(pa.biased[0]),
+                                                                                         float(pb.biased[0]))
+        rows.append({"model_a": a, "model_b": b, "reference": ref, "cka_a": cka_a, "cka_b": cka_b,
+                     "difference": cka_a - cka_b, "se": se, "ci_low": low, "ci_high": high, "p_value": p_value,
+                     "calibrated": (count if codes is not None else n) >= CALIBRATED_UNITS, "items": n,
+                     "groups": None if codes is None else count, "debiased": bool(debiased)})
+    return rows

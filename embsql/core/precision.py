@@ -35,11 +35,17 @@ def resolved(ss_t, ss_w, n):
     return (np.asarray(ss_t) >= _floor(n)) & (np.asarray(ss_w) >= _floor(n))
 
 
-def check_spread(ss_t: float, ss_w: float, n: int, *, model=None) -> None:
-    """Raise DesignError when SS_T (then R² and F) or SS_W (then F) is below float64 resolution."""
+def check_total_spread(ss_t: float, n: int, *, model=None, undefined: str = "R² and F are") -> None:
+    """Raise DesignError when SS_T, the spread of all n vectors about their mean, is below float64
+    resolution (``undefined``: what that leaves undefined)."""
     if not ss_t >= _floor(n):  # also catches NaN
         fail("design.identical", what="the vectors", whose=_whose(model), spread=math.sqrt(max(ss_t, 0.0) / n),
-             resolution=RESOLUTION, undefined="R² and F are")
+             resolution=RESOLUTION, undefined=undefined)
+
+
+def check_spread(ss_t: float, ss_w: float, n: int, *, model=None) -> None:
+    """Raise DesignError when SS_T (then R² and F) or SS_W (then F) is below float64 resolution."""
+    check_total_spread(ss_t, n, model=model)
     if not ss_w >= _floor(n):
         fail("design.identical", what="the vectors within each group", whose=_whose(model),
              spread=math.sqrt(max(ss_w, 0.0) / n), resolution=RESOLUTION, undefined="F is")

@@ -145,9 +145,11 @@ MIN_STRATUM_GROUPS = 5   # fixed sizes: the stratified jackknife needs this many
 CALIBRATED_GROUPS = 30   # coverage measured at 92.5-97% from here on; at G = 10 it was 85-97.5%
 CALIBRATED_STATS = ("r2", "f", "w_bar")  # the figures whose coverage bench/validity_intervals.py measured
 MAX_DROPPED_SHARE = 0.1  # beyond this the kept resamples are a selected subset, not the bootstrap
-SCALES = {"r2": "logit", "w_bar": "logit", "v": "logit", "f": "log"}
-UPPER = {"r2": 1.0, "w_bar": 1.0, "v": 1.0, "r2_adj": 1.0, "icc": 1.0}   # F has no upper bound
-LOWER = {"r2": 0.0, "w_bar": 0.0, "v": 0.0, "f": 0.0}
+# cka, procrustes: embsql.core.geometry (the debiased CKA's replicates, in [-1, 1]; the population
+# figure, in [0, 1])
+SCALES = {"r2": "logit", "w_bar": "logit", "v": "logit", "f": "log", "cka": "atanh", "procrustes": "atanh"}
+UPPER = {"r2": 1.0, "w_bar": 1.0, "v": 1.0, "r2_adj": 1.0, "icc": 1.0, "cka": 1.0, "procrustes": 1.0}
+LOWER = {"r2": 0.0, "w_bar": 0.0, "v": 0.0, "f": 0.0, "cka": 0.0, "procrustes": 0.0}   # F has no upper bound
 INNER_CELLS = 2**21      # resamples x groups per block of the studentized bootstrap (16 MB arrays)
 
 
@@ -298,12 +300,14 @@ def jackknife(sums: GroupSums, stat: str, level: float = 0.95, sizes: str = "aut
 
 
 def _scale(stat: str, values: np.ndarray):
-    """(forward, back) of the scale the t interval is built on: logit or log where every value is
-    inside the figure's range, else the figure itself (a replicate at R² = 1, say)."""
+    """(forward, back) of the scale the t interval is built on: logit, log or atanh (Fisher's z) where
+    every value is inside the figure's range, else the figure itself (a replicate at R² = 1, say)."""
     kind = SCALES.get(stat)
     with np.errstate(divide="ignore", invalid="ignore"):
         if kind == "logit" and np.all((values > 0) & (values < 1)):
             return (lambda p: np.log(p) - np.log1p(-p)), (lambda x: 1.0 / (1.0 + np.exp(-x)))
+        if kind == "atanh" and np.all(np.abs(values) < 1):
+            return np.arctanh, np.tanh
         if kind == "log" and np.all(values > 0):
             return np.log, np.exp
     return (lambda x: x), (lambda x: x)

@@ -25,7 +25,7 @@ FROM (
 
 -- @function emb_cka(source, item, model, vector, "group" := NULL, debiased := false, permutations := 999, seed := 42, common := false)
 -- Linear CKA (Kornblith et al. 2019) of models that embedded the same items: one row per pair of
--- models, with a jackknife SE and a permutation p-value.
+-- models, with a jackknife SE, a 95% interval for the population CKA and a permutation p-value.
 -- @param source the table to read: a table or view name, or a file DuckDB reads
 -- @param item the item column: which rows of different models embed the same item
 -- @param model the model column: the models compared
@@ -39,6 +39,9 @@ FROM (
 -- @column model_b the second
 -- @column cka ‖X̃ᵀỸ‖²_F / (‖X̃ᵀX̃‖_F ‖ỸᵀỸ‖_F) on the unit vectors of each model centred at their mean (the RV coefficient), in [0, 1]; with `debiased := true` the same ratio of the unbiased HSIC estimates of Song et al. (2012), in [−1, 1], about 0 for unrelated models at any n (a negative value is returned as it is: read it as no detectable similarity)
 -- @column se cluster-jackknife SE over the groups of `"group"`, else the delete-one-item jackknife
+-- @column ci_low the 95% interval for the population CKA (in [0, 1]), built from the debiased CKA's jackknife for both forms: bias-corrected estimate ± t(G − 1)·SE on the atanh scale (NULL with fewer than 3 groups)
+-- @column ci_high its upper end
+-- @column calibrated true from 30 groups (or 30 items without `"group"`), where simulation measured its coverage at 91-99.5% (within 95 ± 2.5% in 13 of 18 designs)
 -- @column p_value permutation p: the items of `model_b` are shuffled against those of `model_a` (the same seeded shuffles for every pair); one-sided, upper tail, p = (b + 1)/(B + 1); NULL with `permutations := 0`
 -- @column permutations B
 -- @column items items compared (with `common := true`, those every model has)
@@ -57,7 +60,14 @@ FROM (
 --   sample of items) for large tables.  See bench/README.md.
 -- - **Items** must match across models (an item a model lacks is an error naming it, unless
 --   `common := true`); fewer than 3 items (5 for the debiased CKA), a NULL item, model or group, an
---   item twice in one model, or a model with no spread is an error naming the column or item.
+--   item twice in one model, or a model with no spread (`design.identical`, naming the model) is an
+--   error naming the column or item.
+-- - **Interval.** The biased CKA is biased upward by far more than its SE when the dimensions are
+--   large next to the number of items (0.73 for a population CKA of 0.14 with 200 items of d = 384
+--   against 768), so `cka ± 1.96·se` can cover the population value in 0% of samples.  `ci_low`,
+--   `ci_high` come from the debiased CKA, whose bias the jackknife does remove: coverage 91-99.5% at
+--   30-40 groups or 40 items, d = 16/384 and 384/768, CKA 0.12-0.86 (bench/cka_validity.py; the
+--   lowest, 91-92%, with 40 equal groups of 5).
 --
 -- What it says: how far two models' geometries agree up to rotation and scale, on these items.
 -- What it cannot say: which model is better; agreement of local neighbourhoods (that is
@@ -65,7 +75,7 @@ FROM (
 -- `embsql.cka`, the same numbers.
 -- @example
 -- SELECT * FROM emb_cka('geometry', 'item_id', 'model', 'embedding', permutations := 199);
--- -- large  small  0.8873  0.0518  0.005  199  12  NULL  false  similarity
+-- -- large  small  0.8873  0.0518  0.5183  0.9447  false  0.005  199  12  NULL  false  similarity
 CREATE OR REPLACE TEMP MACRO emb_cka(source, item, model, vector, "group" := NULL, debiased := false,
                                      permutations := 999, seed := 42, common := false) AS TABLE
 SELECT unnest(__emb_r.value, recursive := true)
@@ -76,12 +86,13 @@ FROM (SELECT emb__cka(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb
       FROM emb__model_item_groups(source, item, model, vector, "group"))
 WHERE emb__udf_ok(__emb_r);
 
--- @function emb_procrustes(source, item, model, vector, permutations := 999, seed := 42, common := false)
+-- @function emb_procrustes(source, item, model, vector, "group" := NULL, permutations := 999, seed := 42, common := false)
 -- The symmetric Procrustes correlation of vegan's `protest`: one row per pair of models.
 -- @param source the table to read: a table or view name, or a file DuckDB reads
 -- @param item the item column: which rows of different models embed the same item
 -- @param model the model column: the models compared
 -- @param vector the vector column (models may differ in dimension)
+-- @param "group" a group column for the jackknife (an item's group must be the same in every model); NULL: items; above 200 of either, 200 random blocks of them (drawn with `seed`)
 -- @param permutations the number of permutations, a whole number (0: no p-value)
 -- @param seed the random seed, a whole number (0 or more)
 -- @param common use only the items every model has
@@ -89,9 +100,14 @@ WHERE emb__udf_ok(__emb_r);
 -- @column model_b the second
 -- @column r √(1 − m12²) ∈ [0, 1]
 -- @column m12_squared 1 − (Σ singular values of X̃ᵀỸ)², the residual sum of squares of the best rotation of one onto the other
+-- @column se the jackknife SE of r (over the groups of `"group"`, else the items)
+-- @column ci_low the bias-corrected jackknife t interval on the atanh scale, 95% (not calibrated: see the notes)
+-- @column ci_high its upper end
+-- @column calibrated always false: r's upward bias in high dimension is larger than the jackknife removes (it covered 10% in one design of bench/cka_validity.py); for a calibrated interval use `emb_cka`
 -- @column p_value permutation p: the items of `model_b` permuted, counting permutations whose r reaches r − √(machine epsilon), as `protest` does: (b + 1)/(B + 1)
 -- @column permutations B
 -- @column items items compared
+-- @column groups groups of `"group"` (NULL without it)
 -- @column level `similarity`
 -- @notes
 -- Both models' unit vectors are centred and scaled to unit total sum of squares (the one with fewer
@@ -100,13 +116,56 @@ WHERE emb__udf_ok(__emb_r);
 -- permutation).  From Python: `embsql.procrustes`.
 -- @example
 -- SELECT * FROM emb_procrustes('geometry', 'item_id', 'model', 'embedding', permutations := 199);
--- -- large  small  0.8790  0.2273  0.005  199  12  similarity
-CREATE OR REPLACE TEMP MACRO emb_procrustes(source, item, model, vector, permutations := 999, seed := 42,
-                                            common := false) AS TABLE
+-- -- large  small  0.8790  0.2273  0.0371  0.6324  0.9047  false  0.005  199  12  NULL  similarity
+CREATE OR REPLACE TEMP MACRO emb_procrustes(source, item, model, vector, "group" := NULL, permutations := 999,
+                                            seed := 42, common := false) AS TABLE
 SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__procrustes(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
                              __emb_vector_col, __emb_group_col, __emb_b, __emb_x, __emb_g, __emb_v,
                              emb__whole_argument(permutations, 'permutations'), emb__whole_argument(seed, 'seed'),
                              common) AS __emb_r
-      FROM emb__model_item_groups(source, item, model, vector, NULL))
+      FROM emb__model_item_groups(source, item, model, vector, "group"))
+WHERE emb__udf_ok(__emb_r);
+
+-- @function emb_compare_cka(source, item, model, vector, reference, "group" := NULL, debiased := false, common := false)
+-- Is model A closer to the reference model than model B is?  CKA(A, R) − CKA(B, R) on the same
+-- items, for every pair of models other than the reference, with a 95% interval and a p-value.
+-- @param source the table to read: a table or view name, or a file DuckDB reads
+-- @param item the item column: which rows of different models embed the same item
+-- @param model the model column: the reference and at least two more models
+-- @param vector the vector column (models may differ in dimension)
+-- @param reference the model every other model is compared against (a value of the model column)
+-- @param "group" a group column for the paired jackknife (an item's group must be the same in every model); NULL: items, taken as independent
+-- @param debiased report the debiased CKAs (the interval and p-value are the same either way)
+-- @param common use only the items every model has
+-- @column model_a the first model of the pair
+-- @column model_b the second
+-- @column reference the reference model
+-- @column cka_a CKA(model_a, reference) (biased, or debiased with `debiased := true`)
+-- @column cka_b CKA(model_b, reference)
+-- @column difference cka_a − cka_b
+-- @column se paired jackknife SE of the debiased difference (the same group, else item, deleted from both pairs)
+-- @column ci_low the 95% interval for the population difference: the bias-corrected debiased difference ± t(G − 1)·SE
+-- @column ci_high its upper end
+-- @column p_value two-sided p of no difference, from the same t statistic
+-- @column calibrated true from 30 groups (or 30 items without `"group"`), where simulation measured level and coverage
+-- @column items items compared
+-- @column groups groups of `"group"` (NULL without it)
+-- @column debiased as asked
+-- @notes
+-- Both CKAs are biased upward, each by its own amount, so the interval and the test use the debiased
+-- CKAs.  In simulation (two d = 384 models against a d = 768 reference, bench/cka_validity.py) it
+-- rejected a true "no difference" at 0.8-4.2% at nominal 5% (conservative with independent items).
+-- An unknown reference is `model.reference`.  From Python: `embsql.compare_cka`.
+-- @example
+-- SELECT model_a, model_b, reference, round(difference, 4) AS difference, calibrated
+-- FROM emb_compare_cka('geometry3', 'item_id', 'model', 'embedding', 'ref');
+-- -- far  near  ref  -0.3465  true
+CREATE OR REPLACE TEMP MACRO emb_compare_cka(source, item, model, vector, reference, "group" := NULL,
+                                             debiased := false, common := false) AS TABLE
+SELECT unnest(__emb_r.value, recursive := true)
+FROM (SELECT emb__compare_cka(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
+                              __emb_vector_col, __emb_group_col, __emb_b, __emb_x, __emb_g, __emb_v,
+                              reference::VARCHAR, debiased, common) AS __emb_r
+      FROM emb__model_item_groups(source, item, model, vector, "group"))
 WHERE emb__udf_ok(__emb_r);
