@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import os
 import re
 from typing import Any
 
@@ -231,9 +232,19 @@ def on_config(config: Any) -> Any:
     return config
 
 
+def example_report_html() -> str:
+    """The HTML a notebook shows for the report on the bundled example (guides/notebook.md links it)."""
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "embeddings.parquet"
+    result = embsql.report(os.path.relpath(example), vector="embedding", group="topic", model="model", permutations=0).run()
+    return result.to_html()
+
+
 def on_files(files: Any, config: Any) -> Any:
     from mkdocs.structure.files import File
 
     for path, text in pages().items():
         files.append(File.generated(config, path, content=text))
+    files.append(File.generated(config, "report.html", content=example_report_html()))
     return files
