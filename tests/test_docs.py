@@ -142,7 +142,7 @@ def _cites(text: str) -> list[str]:
 
 
 def _user_facing_files() -> list[Path]:
-    files = [ROOT / "README.md", SQL_README]
+    files = [ROOT / "README.md", SQL_README, *(ROOT / "docs").rglob("*.md")]
     for folder in ("embsql", "sql", "udfs"):
         files += [p for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".sql", ".md") and p.is_file()]
     return sorted(set(files))

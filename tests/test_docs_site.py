@@ -46,10 +46,9 @@ hooks = _hooks()
 
 # ---------------------------------------------------------------- the build
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
+def build_site(out: Path) -> Path:
+    """``mkdocs build --strict`` into ``out``; fails the test on any warning."""
     pytest.importorskip("mkdocs", reason="the docs extra: pip install '.[docs]'")
-    out = tmp_path_factory.mktemp("site")
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"),
                            "-d", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=600,
@@ -58,6 +57,11 @@ def site(tmp_path_factory) -> Path:
     assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stderr[-4000:]}"
     print(f"site built in {seconds:.1f} s")
     return out
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    return build_site(tmp_path_factory.mktemp("site"))
 
 
 def _ids(page: Path) -> set[str]:
