@@ -16,21 +16,10 @@ import threading
 
 import pytest
 from test_docs_site import build_site
+from test_html_browser import CHROMIUM, FLAGS, _need  # the same browser, flags and CI rule
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(os.environ.get("EMBSQL_LOWEST_BOUNDS")),
                                                       reason="the docs tools are not in the lowest-bounds venv")]
-
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def _need(condition: bool, why: str):
-    if not condition:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{why} (CI must run the browser test: see .ci/setup-browser.sh)")
-        pytest.skip(why)
-
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
