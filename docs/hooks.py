@@ -61,7 +61,7 @@ AREAS = {
                       "[error catalogue](../errors.md)."),
 }
 
-# what to do, by the family of a catalogue kind (the part before the dot); a kind may have its own
+# what to do, by the family of a catalogue kind (the part before the dot)
 ADVICE = {
     "design": "The grouping leaves the statistic undefined: check the group column (more than one group, "
               "more items than groups, vectors that differ), or choose a statistic the design supports.",
@@ -184,7 +184,8 @@ def _classes() -> list[type[EmbsqlError]]:
 
 
 def advice(kind: str) -> str:
-    return ADVICE.get(kind, ADVICE.get(kind.split(".")[0], ""))
+    """What to do about an error of ``kind``: its family's advice."""
+    return ADVICE.get(kind.split(".")[0], "")
 
 
 def errors_page() -> str:
@@ -201,11 +202,17 @@ def errors_page() -> str:
         first = (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " ")
         out.append(f"| [`{cls.__name__}`][embsql.{cls.__name__}]"
                    f"{f' ({base})' if base else ''} | `{cls.kind}` | {first} |")
-    out += ["", "## Kinds", "", "| kind | class | message | what to do |", "|---|---|---|---|"]
-    for kind, check in CATALOGUE.items():
-        template = check.template.replace("|", "\\|")
-        out.append(f"| `{kind}` | `{check.error.__name__}` | {template} | {advice(kind)} |")
-    return "\n".join(out) + "\n"
+    out += ["", "## Kinds", "", "Grouped by family (the part of the kind before the dot), each with what to do.", ""]
+    families: dict[str, list[str]] = {}
+    for kind in CATALOGUE:
+        families.setdefault(kind.split(".")[0], []).append(kind)
+    for family, kinds in families.items():
+        out += [f"### {family}", "", f"**What to do:** {advice(family)}", "", "| kind | class | message |", "|---|---|---|"]
+        for kind in kinds:
+            check = CATALOGUE[kind]
+            out.append(f"| `{kind}` | `{check.error.__name__}` | {check.template.replace('|', chr(92) + '|')} |")
+        out.append("")
+    return "\n".join(out)
 
 
 # ---------------------------------------------------------------- mkdocs

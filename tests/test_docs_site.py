@@ -147,7 +147,9 @@ def test_the_errors_page_has_every_kind_with_what_to_do():
     for kind, check in CATALOGUE.items():
         row = next((line for line in page.splitlines() if line.startswith(f"| `{kind}` |")), None)
         assert row is not None, kind
-        assert f"`{check.error.__name__}`" in row and hooks.advice(kind), kind
+        assert f"`{check.error.__name__}`" in row, kind
+        assert hooks.advice(kind), f"docs/hooks.py ADVICE has nothing for the family of {kind}"
+        assert f"### {kind.split('.')[0]}\n\n**What to do:** {hooks.advice(kind)}" in page
     for name in embsql.__all__:
         value = getattr(embsql, name)
         if isinstance(value, type) and issubclass(value, EmbsqlError):
