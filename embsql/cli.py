@@ -40,6 +40,9 @@ SQL_EXAMPLE = """example:
   embsql sql examples/embeddings.parquet --vector embedding --group topic --model model --dialect spark --table emb
   embsql sql --table lake.emb --vector embedding --group topic --model model --dims mini-384=384,base-768=768 \\
       --dialect spark"""
+SQL_PATH_EXAMPLE = """example:
+  duckdb -c ".read $(embsql sql-path)" -c "SELECT * FROM emb_anova('emb.parquet', 'topic', 'embedding')"
+"""
 DEMO_EXAMPLE = """example:
   embsql demo
   embsql demo --out demo.html"""
@@ -202,6 +205,13 @@ def _dims(text: str) -> int | dict[str, int]:
     return dims
 
 
+def _sql_path(args: argparse.Namespace) -> int:
+    from embsql.io.resources import sql_entry_file
+
+    print(sql_entry_file())
+    return EXIT_OK
+
+
 def _demo(args: argparse.Namespace) -> int:
     from embsql.demo import demo_report, demo_verdict, run_demo
     from embsql.io.registration import connect
@@ -293,6 +303,14 @@ def build_parser() -> argparse.ArgumentParser:
                           "with --table, DATA may be left out")
     _refuse_old_spellings(sql)
     sql.set_defaults(run=_sql)
+
+    sql_path = commands.add_parser("sql-path", help="print the path of the installed embsql.sql, for the DuckDB CLI",
+                                   description="Print the path of embsql.sql, the file that defines embsql's SQL "
+                                               "functions, wherever pip installed it: the stock DuckDB CLI loads it "
+                                               "with .read.",
+                                   epilog=SQL_PATH_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                   allow_abbrev=False)
+    sql_path.set_defaults(run=_sql_path)
 
     demo = commands.add_parser("demo", help="reproduce the source's experiment on an embedded DuckDB",
                                description="Reproduce the source's experiment: a common direction makes "

@@ -44,6 +44,15 @@ class ResultTable:
         The column names, in order.
     rows : tuple of tuple
         One tuple of values per row, in column order.
+
+    Examples
+    --------
+    >>> import embsql
+    >>> table = embsql.ResultTable("example", ("model", "r2"), (("mini", 0.3), ("base", 0.4)))
+    >>> table.to_dicts()
+    [{'model': 'mini', 'r2': 0.3}, {'model': 'base', 'r2': 0.4}]
+    >>> table.to_arrow().num_rows, list(table.to_pandas().columns)
+    (2, ['model', 'r2'])
     """
 
     title: str

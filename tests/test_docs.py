@@ -87,7 +87,7 @@ def test_sql_examples_run_in_the_stock_cli():
         f"the example under ## {last[-1] if last else '?'} failed in the stock CLI: {out.stderr.strip()}"
 
 
-def _run_python(code: str, namespace: dict) -> None:
+def run_python(code: str, namespace: dict) -> None:
     """Run an example statement by statement; a relation left as a statement's value is fetched,
     as a notebook or the REPL would show it (DuckDB relations are lazy)."""
     for node in ast.parse(code).body:
@@ -121,7 +121,7 @@ def test_python_only_examples_run_through_embsql_connect():
         for language, code in blocks:
             try:
                 if language == "python":
-                    _run_python(code, namespace)
+                    run_python(code, namespace)
                 else:                             # SQL of a Python-only function: on an embsql connection
                     con = namespace.setdefault("con", embsql.connect())
                     for statement in filter(None, (_without_comments(s) for s in code.split(";"))):
@@ -142,7 +142,7 @@ def _cites(text: str) -> list[str]:
 
 
 def _user_facing_files() -> list[Path]:
-    files = [ROOT / "README.md", SQL_README]
+    files = [ROOT / "README.md", SQL_README, *(ROOT / "docs").rglob("*.md")]
     for folder in ("embsql", "sql", "udfs"):
         files += [p for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".sql", ".md") and p.is_file()]
     return sorted(set(files))

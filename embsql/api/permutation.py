@@ -216,6 +216,15 @@ class DispersionResult(ResultTables):
         ``items_left_out``, ``note``.
     groups : ResultTable
         One row per model and group: ``group``, ``n_g``, ``mean_distance``, ``in_test``.
+
+    Examples
+    --------
+    >>> import embsql
+    >>> con = embsql.connect()
+    >>> _ = con.execute("CREATE TABLE t AS SELECT (i % 3)::VARCHAR AS g, [cos(i), sin(i), 1.0] AS v FROM range(30) r(i)")
+    >>> spread = embsql.dispersion(con, "t", group="g", vector="v", permutations=99)
+    >>> spread.test.columns[:3], len(spread.groups.to_dicts())
+    (('groups', 'f', 'p_value'), 3)
     """
 
     test: ResultTable

@@ -67,6 +67,11 @@ def interrupt(con: duckdb.DuckDBPyConnection) -> None:
     -------
     None
 
+    Raises
+    ------
+    EmbsqlError
+        Not here: the interrupted function raises ``query.interrupted`` on the thread that ran it.
+
     Examples
     --------
     >>> import threading, time, embsql

@@ -31,7 +31,42 @@ def run_sql(con: duckdb.DuckDBPyConnection, query: str) -> pa.Table:
     and ``except SqlInputError`` catch it; its message is the SQL message's first line.  A call of
     an embsql function with an argument it does not take raises ``argument.renamed`` (for an old
     spelling: ``group_col := is now "group" :=``), ``argument.moved`` (an argument another function
-    takes now: ``statistic :=`` of emb_permanova) or ``argument.unknown`` (ArgumentError)."""
+    takes now: ``statistic :=`` of emb_permanova) or ``argument.unknown`` (ArgumentError).
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        A connection the embsql functions are registered on (``embsql.connect()``).
+    query : str
+        The SQL to run.
+
+    Returns
+    -------
+    pyarrow.Table
+        The query's result.
+
+    Raises
+    ------
+    SqlInputError
+        An ``embsql: [kind]`` error of a SQL function, as a subclass of the kind's class too
+        (``except DesignError`` catches ``design.one_group``).
+    ArgumentError
+        ``argument.renamed``, ``argument.moved`` or ``argument.unknown``: an argument the function does not take.
+
+    Examples
+    --------
+    >>> import embsql
+    >>> con = embsql.connect()
+    >>> _ = con.execute("CREATE TABLE ex AS SELECT * FROM (VALUES ('A', [1.0, 0.0]), ('A', [0.8, 0.6]),"
+    ...                 " ('B', [0.0, 1.0]), ('B', [-0.6, 0.8])) t(g, v)")
+    >>> embsql.run_sql(con, "SELECT round(r2, 4) AS r2 FROM emb_anova('ex', 'g', 'v')").to_pylist()
+    [{'r2': 0.8182}]
+    >>> try:
+    ...     embsql.run_sql(con, "SELECT * FROM emb_anova('ex', 'g', 'v', by := 'm')")
+    ... except embsql.ArgumentError as error:
+    ...     print(error)
+    embsql: [argument.renamed] by := is now model := (in emb_anova)
+    """
     try:
         return con.sql(query).to_arrow_table()
     except duckdb.Error as raised:

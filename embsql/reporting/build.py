@@ -67,7 +67,24 @@ RETRIEVAL_RENAMED = {"level": "strength"}   # the paraphrase-strength column was
 @dataclass(frozen=True)
 class Report:
     """What to compute, on which table.  Build with embsql.report(...) or Report.from_file(path);
-    the settings are those of :func:`report`, everything after the source by name."""
+    the settings are those of :func:`report`, everything after the source by name.
+
+    Parameters
+    ----------
+    source, vector, group, model, sections, permutations, seed, replicates, level
+        As in :func:`embsql.report`, which builds a Report.
+    queries, docs, retrieval, qrels, title, table, where, item
+        As in :func:`embsql.report`.
+
+    Examples
+    --------
+    >>> import embsql
+    >>> r = embsql.Report("examples/embeddings.parquet", vector="embedding", group="topic", permutations=0)
+    >>> r.replace(model="model").model
+    'model'
+    >>> print(r.sql(dialect="duckdb", dims=384).splitlines()[0])
+    -- stage 1: n_g and coordinate sums of the unit vectors per (model, group)
+    """
 
     source: Any                    # a name or file (str), or a DataFrame or Arrow object
     _: KW_ONLY
@@ -535,7 +552,38 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
 
 def run_on(connection: Any, report: Report, *, progress: bool | None = None) -> ReportResult:
     """Run ``report`` with stage 1 on ``connection`` (DuckDB, a SparkSession or a psycopg
-    connection) and stage 2 here.  Only the O(G * d) group sums cross from the engine."""
+    connection) and stage 2 here.  Only the O(G * d) group sums cross from the engine.
+
+    Parameters
+    ----------
+    connection : duckdb.DuckDBPyConnection, pyspark.sql.SparkSession or psycopg.Connection
+        Where stage 1 (the per-group sums) runs, on the report's ``table`` (or its source).
+    report : Report
+        The report to run (:func:`embsql.report`).
+    progress : bool, optional
+        Show a progress bar (default: when there is a terminal or a notebook).
+
+    Returns
+    -------
+    ReportResult
+        The report; ``meta`` says which engine ran stage 1 and how many bytes came back.
+
+    Raises
+    ------
+    EngineError
+        The engine rejected a query (the message names the dialect and gives the engine's first line).
+    InputError
+        As :meth:`Report.run`: a missing column, a bad vector, a design that leaves a figure undefined.
+
+    Examples
+    --------
+    >>> import embsql
+    >>> con = embsql.connect()
+    >>> result = embsql.run_on(con, embsql.report("examples/embeddings.parquet", vector="embedding",
+    ...                                           group="topic", model="model", permutations=0))
+    >>> round(result.summary.to_dicts()[0]["r2"], 2)
+    0.4
+    """
     if isinstance(connection, duckdb.DuckDBPyConnection):
         return report.run(connection, progress=progress)
     dialect = dialect_of(connection)

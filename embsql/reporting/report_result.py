@@ -29,7 +29,29 @@ from embsql.result_table import ResultTable
 
 @dataclass(frozen=True)
 class Section:
-    """One part of a report: a table of figures and what they can and cannot say (its caution)."""
+    """One part of a report: a table of figures and what they can and cannot say (its caution).
+
+    Attributes
+    ----------
+    name : str
+        The stable key (``decomposition``, ``groups``, ``jackknife``, ``bootstrap``, ``compare``,
+        ``permanova``, ``dispersion``, ``models``, ...): ``result[name]`` is its table.
+    title : str
+        The heading for people.
+    table : ResultTable
+        The figures.
+    caution : str
+        In plain words, what the figures support and what they do not.
+
+    Examples
+    --------
+    >>> import embsql
+    >>> result = embsql.report("examples/embeddings.parquet", vector="embedding", group="topic",
+    ...                        model="model", permutations=0, sections=["decomposition"]).run()
+    >>> section = result.section("decomposition")
+    >>> section.table.columns[:3], section.caution != ""
+    (('model', 'n', 'groups'), True)
+    """
 
     name: str          # stable key: decomposition, groups, jackknife, bootstrap, permanova, dispersion, compare, ...
     title: str         # heading for people
@@ -39,7 +61,30 @@ class Section:
 
 @dataclass(frozen=True)
 class ReportResult:
-    """A finished report.  ``meta`` records what was run: source, columns, seed, versions, the SQL."""
+    """A finished report (``Report.run``, ``embsql.run_on``): its summary, its sections, what was run.
+
+    Attributes
+    ----------
+    title : str
+        The report's title.
+    summary : ResultTable
+        One row per model: ``model``, ``n``, ``groups``, ``r2``, ``r2_se``, ``r2_ci_low``, ``r2_ci_high``,
+        ``f``, ``p_value``, ``v``, ``w_bar``, ``dispersion_p``, ``r2_bc``, ``r2_adj``, ``calibrated``.
+    sections : tuple of Section
+        The sections in order; ``result["groups"]`` is a section's table.
+    meta : dict
+        What was run: the source, the columns, the seed, the versions, the SQL.
+
+    Examples
+    --------
+    >>> import embsql
+    >>> result = embsql.report("examples/embeddings.parquet", vector="embedding", group="topic",
+    ...                        model="model", permutations=0).run()
+    >>> [row["model"] for row in result.summary.to_dicts()]
+    ['base-768', 'mini-384']
+    >>> result.verdict[0].startswith("base-768 separates the topic groups more than mini-384")
+    True
+    """
 
     title: str
     summary: ResultTable

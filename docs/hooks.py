@@ -1,0 +1,257 @@
+"""The reference pages, generated from the code each time the site is built (a mkdocs hook).
+
+Nothing here is written by hand, so the reference cannot drift from what it describes:
+
+- the Python reference: one page per area, one ``::: embsql.NAME`` (mkdocstrings) per name of
+  ``embsql.__all__``, placed by the module that defines it (a name from a module not listed in
+  AREAS gets a page of its own module, so a new public function appears without editing this file);
+- the SQL reference: the doc blocks above the macros (embsql.sql_reference, the source sql/README.md
+  and tests/test_sql_reference.py read too);
+- the command line: embsql.cli's argparse parser;
+- the error catalogue: embsql.errors.CATALOGUE.
+
+``pages()`` returns every generated page as {path under docs/: Markdown}; tests/test_docs_site.py
+reads it too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import os
+import re
+from typing import Any
+
+import embsql
+from embsql import sql_reference
+from embsql.cli import build_parser
+from embsql.errors import CATALOGUE, EmbsqlError
+
+# the module that defines a public name -> (page, title, what the page is for)
+AREAS = {
+    "embsql.api.decomposition": ("decomposition", "Decomposition: R², F, V",
+                                 "The sum-of-squares decomposition of unit vectors by group, per model."),
+    "embsql.api.permutation": ("inference", "Tests and intervals",
+                               "Is a difference real, and how sure is a figure: permutation tests, the dispersion "
+                               "test, the cluster jackknife and bootstrap, the paired model comparison."),
+    "embsql.api.resampling": ("inference", "", ""),
+    "embsql.api.permanova_terms": ("designs", "Designs: several terms, pairs of groups",
+                                   "PERMANOVA with several terms (adonis2's semantics) and every pair of groups."),
+    "embsql.api.pairwise_permanova": ("designs", "", ""),
+    "embsql.api.retrieval": ("retrieval", "Retrieval diagnostics",
+                             "Why a query set succeeds or fails: margins, summaries, the four layers, dose and pairing."),
+    "embsql.io.retrieval_tables": ("retrieval", "", ""),
+    "embsql.api.evaluation": ("evaluation", "Retrieval evaluation",
+                              "Exact top-k runs, trec_eval's metrics against qrels, and the paired test between models."),
+    "embsql.api.compare_retrieval": ("evaluation", "", ""),
+    "embsql.api.agreement": ("agreement", "Agreement between models",
+                             "How alike two models' geometries are: k-NN overlap, Mantel, linear CKA, Procrustes."),
+    "embsql.api.geometry": ("agreement", "", ""),
+    "embsql.reporting.build": ("report", "Reports",
+                               "One description of a report; its SQL for any engine; its result as tables, text, "
+                               "HTML, JSON and figures."),
+    "embsql.reporting.report_result": ("report", "", ""),
+    "embsql.io.registration": ("connections", "Connections and results",
+                               "Registering the SQL functions on a DuckDB connection, running SQL, and the result table."),
+    "embsql.io.interrupts": ("connections", "", ""),
+    "embsql.io.sql": ("connections", "", ""),
+    "embsql.result_table": ("connections", "", ""),
+    "embsql.errors": ("exceptions", "Exceptions",
+                      "embsql's exception classes; every check and its message is in the "
+                      "[error catalogue](../errors.md)."),
+}
+
+# what to do, by the family of a catalogue kind (the part before the dot)
+ADVICE = {
+    "design": "The grouping leaves the statistic undefined: check the group column (more than one group, "
+              "more items than groups, vectors that differ), or choose a statistic the design supports.",
+    "vector": "Filter out or repair the row named in the message (NULL, zero, NaN or infinite vectors, or a "
+              "vector of another length: a second model's rows mixed in without a model column).",
+    "label": "Give every row a label (or filter the NULL ones out); make ids unique; make every positive a "
+             "doc_id of the documents.",
+    "model": "Every model must be on both sides (queries and documents, or both runs), and a comparison needs "
+             "at least two models in the model column.",
+    "column": "Name a column the source has, of a type the statistic can use (vectors FLOAT[] or DOUBLE[]); "
+              "rename a model column that clashes with an output column.",
+    "source": "Name a table, view or file that exists and has rows.",
+    "value": "Filter out or fill the NULL or non-finite values; relevance must be a whole number of 0 or more.",
+    "distance": "Give every pair of labelled ids once (or in both orders with the same distance), distances "
+                "finite and ≥ 0, 0 on the diagonal, and a label for every id.",
+    "argument": "Pass the argument as the message says: the new name of a renamed one, a value in its range.",
+    "query": "The query was stopped (embsql.interrupt or Ctrl-C); run it again.",
+}
+
+
+# ---------------------------------------------------------------- Python reference
+
+def python_pages() -> dict[str, str]:
+    """{reference/python/PAGE.md: its Markdown}, every name of embsql.__all__ on exactly one page."""
+    names: dict[str, list[str]] = {}
+    titles: dict[str, tuple[str, str]] = {}
+    for page, title, about in AREAS.values():
+        names.setdefault(page, [])
+        if title:
+            titles[page] = (title, about)
+    for name in embsql.__all__:
+        module = getattr(getattr(embsql, name), "__module__", "embsql")
+        page = AREAS[module][0] if module in AREAS else module.rsplit(".", 1)[-1]
+        if page not in titles:
+            titles[page] = (page.replace("_", " ").capitalize(), f"The public names defined in `{module}`.")
+        names.setdefault(page, []).append(name)
+    out = {}
+    for page, members in names.items():
+        if not members:
+            continue
+        title, about = titles[page]
+        body = [f"# {title}", "", about, ""]
+        body += [f"::: embsql.{name}\n" for name in members]
+        out[f"reference/python/{page}.md"] = "\n".join(body)
+    return out
+
+
+# ---------------------------------------------------------------- SQL reference
+
+def sql_page() -> str:
+    functions = sql_reference.functions()
+    fixtures = sql_reference.fixtures()
+    out = ["# SQL functions", "",
+           "Every SQL function embsql defines, with its signature, its named arguments and their defaults, its "
+           "output columns and one example. Each says whether the stock DuckDB CLI runs it (after "
+           "`.read` of the installed `embsql.sql`: `duckdb -c \".read $(embsql sql-path)\"`) or it needs "
+           "Python (`embsql.register(con)` or `embsql.connect()`: it calls a Python UDF).", "",
+           "Arguments go by position or by name (`model := 'model'`); GROUP is an SQL keyword, so it is written "
+           "`\"group\" := 'topic'`. The names are those of the Python keywords and the command-line flags.", "",
+           sql_reference.render_index(functions),
+           "The examples read small tables that this SQL makes:", "",
+           '??? example "The example tables"', "",
+           "    ```sql",
+           *("    " + line if line else "" for line in fixtures.rstrip().splitlines()),
+           "    ```", ""]
+    for function in functions:
+        out.append(sql_reference.render(function))
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- command line
+
+def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:          # argparse offers no public way to list subcommands
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _flag_rows(parser: argparse.ArgumentParser) -> list[str]:
+    rows = ["| argument | default | meaning |", "|---|---|---|"]
+    for action in parser._actions:
+        if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
+            continue
+        name = ", ".join(f"`{o}`" for o in action.option_strings) or f"`{action.metavar or action.dest}`"
+        if action.option_strings and action.nargs != 0:
+            name += f" `{action.metavar or action.dest.upper()}`"
+        default = "" if action.default in (None, False, argparse.SUPPRESS) else f"`{action.default}`"
+        meaning = (action.help or "").replace("|", "\\|")
+        if action.choices:
+            meaning += " (one of " + ", ".join(f"`{c}`" for c in action.choices) + ")"
+        rows.append(f"| {name} | {default} | {meaning} |")
+    return rows
+
+
+def cli_page() -> str:
+    parser = build_parser()
+    out = ["# Command line", "",
+           f"`embsql`: {parser.description}", "",
+           "A flag is the argument's name of the Python and SQL faces with `-` for `_` (`--doc-id`); an old "
+           "spelling is refused with one line naming the new flag (`embsql: --by is now --model`, exit 2).", "",
+           "Exit codes: 0 ok; 1 a finding you asked to fail on (`--min-r2`, `--fail-if-dispersion`); 2 bad "
+           "input, as one line naming the column or value (`--debug` shows the traceback). `NO_COLOR` is "
+           "honoured.", "",
+           "```text", parser.format_help().rstrip(), "```", ""]
+    for name, command in _commands(parser).items():
+        out += [f"## embsql {name}", "", command.description or "", "",
+                "```text", command.format_usage().strip(), "```", ""]
+        out += _flag_rows(command) + [""]
+        if command.epilog:
+            out += ["```text", inspect.cleandoc(command.epilog), "```", ""]
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- error catalogue
+
+def _classes() -> list[type[EmbsqlError]]:
+    return [getattr(embsql, n) for n in embsql.__all__
+            if isinstance(getattr(embsql, n), type) and issubclass(getattr(embsql, n), EmbsqlError)]
+
+
+def advice(kind: str) -> str:
+    """What to do about an error of ``kind``: its family's advice."""
+    return ADVICE.get(kind.split(".")[0], "")
+
+
+def errors_page() -> str:
+    out = ["# Error catalogue", "",
+           "Every check embsql makes has a kind, one message template and one exception class. Python raises "
+           "the class (`except embsql.DesignError`); a SQL function raises a DuckDB error whose message starts "
+           "`embsql: [kind]`, and `embsql.run_sql` turns it back into the class; the command line prints one "
+           "line and exits with code 2. The message names the column and the row, group or value at fault; "
+           "`{field}` below is filled in.", "",
+           "## Classes", "",
+           "| class | kind when raised without one | raised when |", "|---|---|---|"]
+    for cls in _classes():
+        base = ", ".join(b.__name__ for b in cls.__bases__ if b is not Exception)
+        first = (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " ")
+        out.append(f"| [`{cls.__name__}`][embsql.{cls.__name__}]"
+                   f"{f' ({base})' if base else ''} | `{cls.kind}` | {first} |")
+    out += ["", "## Kinds", "", "Grouped by family (the part of the kind before the dot), each with what to do.", ""]
+    families: dict[str, list[str]] = {}
+    for kind in CATALOGUE:
+        families.setdefault(kind.split(".")[0], []).append(kind)
+    for family, kinds in families.items():
+        out += [f"### {family}", "", f"**What to do:** {advice(family)}", "", "| kind | class | message |", "|---|---|---|"]
+        for kind in kinds:
+            check = CATALOGUE[kind]
+            out.append(f"| `{kind}` | `{check.error.__name__}` | {check.template.replace('|', chr(92) + '|')} |")
+        out.append("")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- mkdocs
+
+def pages() -> dict[str, str]:
+    """Every generated page: {path under docs/: Markdown}."""
+    return {**python_pages(), "reference/sql.md": sql_page(), "reference/cli.md": cli_page(),
+            "reference/errors.md": errors_page()}
+
+
+def _title(markdown: str) -> str:
+    match = re.search(r"^# (.+)$", markdown, re.MULTILINE)
+    return match.group(1) if match else ""
+
+
+def on_config(config: Any) -> Any:
+    """Put the generated pages in the nav's Reference section."""
+    generated = pages()
+    python = [{_title(text): path} for path, text in generated.items() if path.startswith("reference/python/")]
+    for entry in config["nav"]:
+        if isinstance(entry, dict) and "Reference" in entry:
+            entry["Reference"] = [{"Python": python}, {"SQL functions": "reference/sql.md"},
+                                  {"Command line": "reference/cli.md"}, {"Errors": "reference/errors.md"}]
+    return config
+
+
+def example_report_html() -> str:
+    """The HTML a notebook shows for the report on the bundled example (guides/notebook.md links it)."""
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "embeddings.parquet"
+    result = embsql.report(os.path.relpath(example), vector="embedding", group="topic", model="model", permutations=0).run()
+    return result.to_html()
+
+
+def on_files(files: Any, config: Any) -> Any:
+    from mkdocs.structure.files import File
+
+    for path, text in pages().items():
+        files.append(File.generated(config, path, content=text))
+    files.append(File.generated(config, "report.html", content=example_report_html()))
+    return files

@@ -1,0 +1,99 @@
+"""The documentation site in a real headless browser (Debian's chromium, driven by playwright).
+
+The site is built strictly, served over HTTP on the loopback address (the search runs in a web
+worker, which a file:// page may not start) and every page is loaded offline: no console error,
+no page error, no request to another host, and every image shown.  The search finds emb_permanova
+and leads to its section.  Screenshots of the home page, a reference page and a guide are kept
+beside the test's output (tmp dir) for a person to look at.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import threading
+
+import pytest
+from test_docs_site import build_site
+from test_html_browser import CHROMIUM, FLAGS, _need  # the same browser, flags and CI rule
+
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(os.environ.get("EMBSQL_LOWEST_BOUNDS")),
+                                                      reason="the docs tools are not in the lowest-bounds venv")]
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """(base URL, site directory, a new browser page) for the built site."""
+    _need(os.access(CHROMIUM, os.X_OK), f"{CHROMIUM} is missing (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _need(False, "playwright is not installed (pip install '.[test]')")
+    site = build_site(tmp_path_factory.mktemp("site"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM, headless=True, args=FLAGS,
+            viewport={"width": 1280, "height": 900})
+        yield base, site, browser
+        browser.close()
+    server.shutdown()
+
+
+def _open(browser, url: str):
+    page = browser.new_page()
+    events: dict[str, list] = {"console": [], "errors": [], "elsewhere": []}
+    page.on("console", lambda m: events["console"].append((m.type, m.text)) if m.type == "error" else None)
+    page.on("pageerror", lambda e: events["errors"].append(str(e)))
+    page.on("request", lambda r: events["elsewhere"].append(r.url)
+            if not r.url.startswith(("http://127.0.0.1", "data:", "blob:")) else None)
+    page.goto(url, wait_until="load")
+    return page, events
+
+
+def test_every_page_renders_cleanly_with_its_images(served, tmp_path):
+    base, site, browser = served
+    pages = sorted(p.relative_to(site).parent.as_posix() for p in site.rglob("index.html"))
+    assert len(pages) >= 15
+    images = 0
+    for path in pages:
+        url = base + ("" if path == "." else path + "/")
+        page, events = _open(browser, url)
+        page.wait_for_load_state("networkidle")
+        assert events == {"console": [], "errors": [], "elsewhere": []}, (path, events)
+        assert page.evaluate("Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"), path
+        images += page.evaluate("document.images.length")
+        if path in (".", "reference/python/decomposition", "guides/compare"):
+            page.screenshot(path=str(tmp_path / f"{'home' if path == '.' else path.replace('/', '_')}.png"))
+        page.close()
+    assert images >= 1          # the home page's picture of the report
+
+
+def test_the_search_finds_emb_permanova(served):
+    base, _, browser = served
+    page, events = _open(browser, base)
+    page.wait_for_load_state("networkidle")
+    page.keyboard.press("s")                    # the search's shortcut, as a reader would open it
+    page.keyboard.type("emb_permanova", delay=20)
+    results = page.locator(".md-search-result a")
+    results.first.wait_for(timeout=60_000)
+    links = [results.nth(i).get_attribute("href") or "" for i in range(results.count())]
+    assert any("/reference/sql/" in link and link.endswith("#emb_permanova-python-only") for link in links), links
+    assert events["errors"] == []
+
+
+def test_the_notebook_guide_links_the_rendered_report(served):
+    base, _, browser = served
+    page, events = _open(browser, base + "report.html")
+    assert "base-768 separates the topic groups more than mini-384" in page.inner_text("body")
+    assert page.evaluate("document.images.length") >= 2
+    assert page.evaluate("Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
+    assert events["errors"] == []

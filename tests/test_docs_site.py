@@ -1,0 +1,240 @@
+"""The documentation site builds strictly, and its reference covers every public name.
+
+- ``mkdocs build --strict`` (mkdocs.yml): a warning, a broken link or anchor, a docstring
+  mkdocstrings cannot read, or a cross-reference that does not resolve fails the build.
+- The reference pages are generated at build time (docs/hooks.py): every name of embsql.__all__ is
+  on exactly one Python page, every SQL function the connection registers on the SQL page (with
+  whether the stock CLI runs it), every command and flag on the CLI page, every catalogue kind on
+  the errors page with what to do.
+- The public faces' docstrings are numpydoc: Parameters (every parameter), Returns, Raises and
+  Examples for a function; Parameters or Attributes (every field) and Examples for a class
+  (numpydoc's own validator, plus the sections it does not check).
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import importlib.util
+import inspect
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import embsql
+from embsql.errors import CATALOGUE, EmbsqlError
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.skipif(bool(os.environ.get("EMBSQL_LOWEST_BOUNDS")),
+                                reason="the docs tools are not in the lowest-bounds venv")
+
+
+def _hooks():
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+hooks = _hooks()
+
+
+# ---------------------------------------------------------------- the build
+
+def build_site(out: Path) -> Path:
+    """``mkdocs build --strict`` into ``out``; fails the test on any warning."""
+    pytest.importorskip("mkdocs", reason="the docs extra: pip install '.[docs]'")
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"),
+                           "-d", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=600,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    seconds = time.perf_counter() - start
+    assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stderr[-4000:]}"
+    print(f"site built in {seconds:.1f} s")
+    return out
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    return build_site(tmp_path_factory.mktemp("site"))
+
+
+def _ids(page: Path) -> set[str]:
+    return set(re.findall(r'id="([^"]+)"', page.read_text(encoding="utf-8")))
+
+
+@pytest.mark.slow
+def test_every_public_name_has_its_reference_entry(site):
+    ids = set()
+    for page in (site / "reference" / "python").glob("*/index.html"):
+        ids |= _ids(page)
+    missing = [name for name in embsql.__all__ if f"embsql.{name}" not in ids]
+    assert missing == []
+
+
+@pytest.mark.slow
+def test_every_sql_function_has_its_section_and_says_where_it_runs(site):
+    from embsql import sql_reference
+
+    page = (site / "reference" / "sql" / "index.html").read_text(encoding="utf-8")
+    con = embsql.connect()
+    registered = {name for (name,) in con.sql("SELECT DISTINCT function_name FROM duckdb_functions() "
+                                               "WHERE function_name LIKE 'emb\\_%' ESCAPE '\\'").fetchall()
+                  if not name.startswith("emb__")}
+    documented = {f.name for f in sql_reference.functions()}
+    assert registered == documented
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    for function in sql_reference.functions():
+        section = text[text.index(function.signature):]
+        where = "Needs Python" if function.needs_python else "Runs in the stock DuckDB CLI"
+        assert section[:3000].find(where) != -1, function.name
+    assert len(re.findall(r"Needs Python:", text)) == sum(f.needs_python for f in sql_reference.functions())
+
+
+@pytest.mark.slow
+def test_the_site_has_every_page_of_the_nav(site):
+    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("index.html"))
+    expected = {"index.html", "reference/cli/index.html", "reference/errors/index.html", "reference/sql/index.html"}
+    expected |= {f"guides/{p.stem}/index.html" for p in (ROOT / "docs" / "guides").glob("*.md")}
+    expected |= {path.removesuffix(".md") + "/index.html" for path in hooks.python_pages()}
+    assert expected <= set(pages)
+    print(f"{len(pages)} pages")
+
+
+# ---------------------------------------------------------------- the generated pages
+
+def test_every_public_name_is_on_exactly_one_python_page():
+    shown = [m for text in hooks.python_pages().values() for m in re.findall(r"^::: embsql\.(\w+)$", text, re.M)]
+    assert sorted(shown) == sorted(embsql.__all__)
+
+
+def test_a_name_from_a_new_module_gets_a_page_of_its_own(monkeypatch):
+    def classify(con, source, *, k: int = 5):   # what another helper's new face would look like
+        """Classify."""
+
+    classify.__module__ = "embsql.api.classification"
+    monkeypatch.setattr(embsql, "classify", classify, raising=False)
+    monkeypatch.setattr(embsql, "__all__", [*embsql.__all__, "classify"])
+    pages = hooks.python_pages()
+    assert "::: embsql.classify" in pages["reference/python/classification.md"]
+
+
+def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    return hooks._commands(parser)
+
+
+def test_the_cli_page_has_every_command_and_flag():
+    from embsql.cli import build_parser
+
+    page = hooks.cli_page()
+    commands = _commands(build_parser())
+    assert {"report", "sql", "demo"} <= set(commands)
+    for name, command in commands.items():
+        assert f"## embsql {name}\n" in page
+        for action in command._actions:
+            if action.help != argparse.SUPPRESS and not isinstance(action, argparse._HelpAction):
+                for option in action.option_strings:
+                    assert f"`{option}`" in page, (name, option)
+
+
+def test_the_errors_page_has_every_kind_with_what_to_do():
+    page = hooks.errors_page()
+    for kind, check in CATALOGUE.items():
+        row = next((line for line in page.splitlines() if line.startswith(f"| `{kind}` |")), None)
+        assert row is not None, kind
+        assert f"`{check.error.__name__}`" in row, kind
+        assert hooks.advice(kind), f"docs/hooks.py ADVICE has nothing for the family of {kind}"
+        assert f"### {kind.split('.')[0]}\n\n**What to do:** {hooks.advice(kind)}" in page
+    for name in embsql.__all__:
+        value = getattr(embsql, name)
+        if isinstance(value, type) and issubclass(value, EmbsqlError):
+            assert f"[`{name}`][embsql.{name}]" in page
+
+
+# ---------------------------------------------------------------- numpydoc
+
+def _public():
+    for name in embsql.__all__:
+        yield name, getattr(embsql, name)
+
+
+def lint(name: str, value) -> list[str]:
+    """What the numpydoc docstring of a public name lacks (empty: nothing)."""
+    from numpydoc.docscrape import ClassDoc, FunctionDoc
+    from numpydoc.validate import validate
+
+    checked = validate(f"embsql.{name}")
+    found = [f"{code} {message}" for code, message in checked["errors"] if code in ("GL08", "PR02", "PR06", "SS01")]
+    if isinstance(value, type) and issubclass(value, BaseException):
+        return found            # an exception: its summary says when it is raised
+    doc = ClassDoc(value) if isinstance(value, type) else FunctionDoc(value)
+    documented = {n.strip("*") for section in ("Parameters", "Other Parameters", "Attributes")
+                  for p in doc[section] for n in p.name.split(", ")}
+    target = value.__init__ if isinstance(value, type) else value
+    wanted = {p for p, parameter in inspect.signature(target).parameters.items()
+              if p not in ("self", "removed") and parameter.kind is not parameter.VAR_KEYWORD}
+    if wanted - documented:
+        found.append(f"parameters not documented: {sorted(wanted - documented)}")
+    needed = ("Examples",) if isinstance(value, type) else ("Returns", "Raises", "Examples")
+    found += [f"no {section} section" for section in needed if not doc[section]]
+    return found
+
+
+def test_every_public_docstring_is_numpydoc():
+    pytest.importorskip("numpydoc", reason="the docs extra: pip install '.[docs]'")
+    problems = {name: lint(name, value) for name, value in _public()}
+    problems = {name: found for name, found in problems.items() if found}
+    assert problems == {}, "\n".join(f"embsql.{name}: {'; '.join(found)}" for name, found in problems.items())
+
+
+def test_the_linter_finds_a_missing_section():
+    pytest.importorskip("numpydoc")
+
+    def bare(con, source, *, group: str):
+        """Do something.
+
+        Parameters
+        ----------
+        con : object
+            A connection.
+        """
+
+    bare.__module__ = "embsql"
+    embsql.bare = bare
+    try:
+        found = lint("bare", bare)
+    finally:
+        del embsql.bare
+    assert "parameters not documented: ['group', 'source']" in found
+    assert {"no Returns section", "no Raises section", "no Examples section"} <= set(found)
+
+
+# ---------------------------------------------------------------- the reference's examples run
+
+@pytest.mark.slow
+def test_every_public_example_runs(monkeypatch):
+    """The Examples of every public name (what the Python reference shows), run as doctests from the
+    checkout's root (they read examples/embeddings.parquet)."""
+    import doctest
+    import warnings
+
+    monkeypatch.chdir(ROOT)
+    finder, runner = doctest.DocTestFinder(recurse=False), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    ran, without = 0, []
+    for name, value in _public():
+        tests = [t for t in finder.find(value, f"embsql.{name}", globs={}) if t.examples]
+        if not tests and not (isinstance(value, type) and issubclass(value, BaseException)):
+            without.append(name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)     # permanova's spread warning, on purpose in one example
+            for test in tests:
+                runner.run(test)
+                ran += len(test.examples)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0 and without == []
+    print(f"{ran} examples of {len(embsql.__all__)} public names ran")
