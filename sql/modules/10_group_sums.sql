@@ -218,7 +218,8 @@ checked AS MATERIALIZED (
 -- (list_sum skips the NULL slots past d.)
 naive AS (
     SELECT __emb_b, __emb_g, __emb_n,
-           greatest(0.0, __emb_n - __emb_ss / __emb_n) AS __emb_ssw,
+           -- a group of one item has no spread: exactly 0, not the rounding of 1 - ||z||^2
+           CASE WHEN __emb_n = 1 THEN 0.0 ELSE greatest(0.0, __emb_n - __emb_ss / __emb_n) END AS __emb_ssw,
            __emb_n > 1 AND __emb_ss / (__emb_n::DOUBLE * __emb_n) > 1.0 - 1e-3 AS __emb_tight
     FROM (SELECT __emb_b, __emb_g, max(__emb_n) AS __emb_n,
                  sum(list_sum(list_transform(__emb_sj, lambda x: x * x))) AS __emb_ss
