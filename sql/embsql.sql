@@ -247,16 +247,16 @@ CREATE OR REPLACE TEMP MACRO emb__unusable(v, norm2, scale) AS
         WHEN isnan(norm2) THEN 'NaN'
         WHEN isinf(scale) THEN 'infinite'
         WHEN norm2 = 0 AND scale IS NULL THEN 'zero-length'
-        -- a length below the smallest normal double has no finite reciprocal
-        WHEN NOT (scale >= 2.2250738585072014e-308) THEN 'zero-length'
+        WHEN scale = 0 THEN 'zero-length'
     END;
 
--- 1 / ||v|| for a usable vector, so that v * inv is its unit vector.
+-- 1 / ||v|| for a usable vector, so that v * inv is its unit vector.  A vector with a scale has
+-- been divided by it already (emb__rows: v / scale, whose largest |coordinate| is 1), so even a
+-- subnormal one (1e-310 x v, whose own 1 / ||v|| overflows) gets its direction.
 CREATE OR REPLACE TEMP MACRO emb__inverse_norm(v, norm2, scale) AS
     CASE
         WHEN scale IS NULL THEN 1.0 / sqrt(norm2)
-        ELSE (1.0 / scale) / sqrt(list_dot_product(list_transform(v::DOUBLE[], lambda x: x / scale),
-                                                   list_transform(v::DOUBLE[], lambda x: x / scale)))
+        ELSE 1.0 / sqrt(list_dot_product(v::DOUBLE[], v::DOUBLE[]))
     END;
 
 -- ---------------------------------------------------------------------------
@@ -268,6 +268,10 @@ CREATE OR REPLACE TEMP MACRO emb__inverse_norm(v, norm2, scale) AS
 CREATE OR REPLACE TEMP MACRO emb__rows(tbl, group_col, vector_col, by_col, extra_col) AS TABLE
 -- (nested SELECTs, so that each of the norm steps is computed once per row, not once per use)
 SELECT *, CASE WHEN __emb_bad IS NULL THEN emb__inverse_norm(__emb_v, __emb_nrm2, __emb_scale) END AS __emb_inv
+FROM (
+-- a usable vector whose squared norm leaves the safe range is replaced by v / scale (same direction)
+SELECT * REPLACE (CASE WHEN __emb_scale IS NOT NULL AND __emb_bad IS NULL
+                       THEN list_transform(__emb_v, lambda x: x / __emb_scale) ELSE __emb_v END AS __emb_v)
 FROM (
 SELECT *, emb__unusable(__emb_v, __emb_nrm2, __emb_scale) AS __emb_bad
 FROM (
@@ -287,6 +291,11 @@ SELECT
             THEN error(format('embsql: [column.missing] column "{}" not found in {}', extra_col, tbl))
         WHEN by_col IS NOT NULL AND __emb_bycols = 1
             THEN error(format('embsql: [column.missing] model column "{}" not found in {}', by_col, tbl))
+        -- a NULL or NaN model value: refused like a group label (never a row for a NULL model)
+        WHEN by_col IS NOT NULL AND (__emb_b IS NULL OR (typeof(__emb_b) IN ('FLOAT', 'DOUBLE')
+                                                         AND isnan(emb__label_double(__emb_b))))
+            THEN emb__fail_label_null('model', format('"{}"', by_col), CASE WHEN __emb_b IS NULL THEN 'NULL' ELSE 'NaN' END,
+                                      format(' in a row of group ''{}''', __emb_g0))
         ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
     END AS __emb_g,
     emb__norm2(__emb_v) AS __emb_nrm2
@@ -309,7 +318,7 @@ FROM (
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_vcols,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (by_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_bycols
     FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
-))));
+)))));
 
 -- ---------------------------------------------------------------------------
 -- Sufficient statistics in blocks: one row per (by, group, block of 8 coordinates j = 0, 8, ...)
@@ -847,6 +856,10 @@ __emb_icc_rows AS (
                  THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, tbl))
              WHEN by_col IS NOT NULL AND (SELECT __emb_bycols FROM __emb_icc_meta) = 1
                  THEN error(format('embsql: [column.missing] model column "{}" not found in {}', by_col, tbl))
+             WHEN by_col IS NOT NULL AND (__emb_b IS NULL OR (typeof(__emb_b) IN ('FLOAT', 'DOUBLE')
+                                                              AND isnan(emb__label_double(__emb_b))))
+                 THEN emb__fail_label_null('model', format('"{}"', by_col), CASE WHEN __emb_b IS NULL THEN 'NULL' ELSE 'NaN' END,
+                                           format(' in a row of group ''{}''', __emb_g0))
              ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
         END AS __emb_g
     FROM (
@@ -905,7 +918,10 @@ __emb_icc_design AS (
         sum(__emb_n_g)::BIGINT AS __emb_n0,
         count(*) AS __emb_groups,
         sum(__emb_n_g * __emb_n_g)::DOUBLE AS __emb_sum_n2,
-        fsum(__emb_ss_w) AS __emb_ss_w,
+        -- values constant within each group but not exactly representable (3 x 0.1) leave a within
+        -- sum of rounding only, below n (4 eps max|x|)^2: that is SS_W = 0 (then F = inf), not 1e-33
+        CASE WHEN fsum(__emb_ss_w) <= sum(__emb_n_g) * pow(4 * 2.220446049250313e-16 * max(greatest(abs(__emb_min), abs(__emb_max))), 2)
+             THEN 0.0 ELSE fsum(__emb_ss_w) END AS __emb_ss_w,
         fsum(__emb_ss_b) AS __emb_ss_b,
         min(__emb_min) = max(__emb_max) AS __emb_all_equal
     FROM __emb_icc_checked_groups

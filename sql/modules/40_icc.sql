@@ -47,6 +47,10 @@ __emb_icc_rows AS (
                  THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, tbl))
              WHEN by_col IS NOT NULL AND (SELECT __emb_bycols FROM __emb_icc_meta) = 1
                  THEN error(format('embsql: [column.missing] model column "{}" not found in {}', by_col, tbl))
+             WHEN by_col IS NOT NULL AND (__emb_b IS NULL OR (typeof(__emb_b) IN ('FLOAT', 'DOUBLE')
+                                                              AND isnan(emb__label_double(__emb_b))))
+                 THEN emb__fail_label_null('model', format('"{}"', by_col), CASE WHEN __emb_b IS NULL THEN 'NULL' ELSE 'NaN' END,
+                                           format(' in a row of group ''{}''', __emb_g0))
              ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
         END AS __emb_g
     FROM (
@@ -105,7 +109,10 @@ __emb_icc_design AS (
         sum(__emb_n_g)::BIGINT AS __emb_n0,
         count(*) AS __emb_groups,
         sum(__emb_n_g * __emb_n_g)::DOUBLE AS __emb_sum_n2,
-        fsum(__emb_ss_w) AS __emb_ss_w,
+        -- values constant within each group but not exactly representable (3 x 0.1) leave a within
+        -- sum of rounding only, below n (4 eps max|x|)^2: that is SS_W = 0 (then F = inf), not 1e-33
+        CASE WHEN fsum(__emb_ss_w) <= sum(__emb_n_g) * pow(4 * 2.220446049250313e-16 * max(greatest(abs(__emb_min), abs(__emb_max))), 2)
+             THEN 0.0 ELSE fsum(__emb_ss_w) END AS __emb_ss_w,
         fsum(__emb_ss_b) AS __emb_ss_b,
         min(__emb_min) = max(__emb_max) AS __emb_all_equal
     FROM __emb_icc_checked_groups
