@@ -156,7 +156,8 @@ class Interval:
     """estimate: the plain figure; se: its SE (jackknife, or the bootstrap SD for bootstrap());
     ci_low/ci_high: the calibrated interval, built around estimate_bc (one model) or estimate (a
     difference); estimate_bc: the jackknife bias correction on the figure's scale h (logit for R², W̄
-    and V, log for F, the figure itself otherwise), h^-1(G h(theta) - (G-1) mean_g h(theta_(-g))); dropped: bootstrap resamples left out because the figure was undefined in them;
+    and V, log for F, the figure itself otherwise), h^-1(G h(theta) - (G-1) mean_g h(theta_(-g)));
+    dropped: bootstrap resamples left out because the figure was undefined in them;
     calibrated: see calibrated(); False where the coverage was not measured to be nominal."""
 
     estimate: float
