@@ -256,7 +256,9 @@ CREATE OR REPLACE TEMP MACRO emb__unusable(v, norm2, scale) AS
 CREATE OR REPLACE TEMP MACRO emb__inverse_norm(v, norm2, scale) AS
     CASE
         WHEN scale IS NULL THEN 1.0 / sqrt(norm2)
-        ELSE 1.0 / sqrt(list_dot_product(v::DOUBLE[], v::DOUBLE[]))
+        -- (list_sum, not list_dot_product, which raises on the NULL elements this branch would see
+        -- if the stock CLI's optimizer evaluated it for every row)
+        ELSE 1.0 / sqrt(list_sum(list_transform(v::DOUBLE[], lambda x: x * x)))
     END;
 
 -- ---------------------------------------------------------------------------
