@@ -108,6 +108,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_moved("where", "old", "instead")
     error(format('embsql: [argument.moved] {} does not take {}: {}', "where", "old", "instead"));
 CREATE OR REPLACE TEMP MACRO emb__fail_column_collision("column", "function") AS
     error(format('embsql: [column.collision] model column {} has the name of one of {}''s output columns (the output keeps the model column''s name); rename it, e.g. SELECT {} AS model_name', "column", "function", "column"));
+CREATE OR REPLACE TEMP MACRO emb__fail_column_reserved("column", "function") AS
+    error(format('embsql: [column.reserved] model column {} starts with __emb_, which {} keeps for its own columns; rename it, e.g. SELECT {} AS model_name', "column", "function", "column"));
 CREATE OR REPLACE TEMP MACRO emb__fail_query_interrupted("what") AS
     error(format('embsql: [query.interrupted] the query was interrupted; {} stopped', "what"));
 CREATE OR REPLACE TEMP MACRO emb__vector_kind(word) AS CASE word WHEN 'NULL' THEN 'vector.null' WHEN 'NULL-element' THEN 'vector.null_element' WHEN 'zero-length' THEN 'vector.zero' WHEN 'NaN' THEN 'vector.nonfinite' WHEN 'infinite' THEN 'vector.nonfinite' ELSE 'vector' END;
@@ -144,7 +146,9 @@ CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_retrieval() AS ['model_a',
 
 -- Conventions
 --   * Public macros are emb_*; helpers are emb__* and may change.
---   * Internal column names start with __emb_ so they cannot collide with user columns.
+--   * Internal column names start with __emb_ so they cannot collide with user columns; a model column
+--     (the one user column carried beside them) whose name starts with __emb_ is refused
+--     (embsql: [column.reserved]) by emb__checked_source.
 --   * Bad input raises an error whose message starts with "embsql: [kind]" (the kinds: embsql/errors.py).
 --   * Column names arrive as strings.  A column that does not exist must still *bind*
 --     (so that we can raise our own error instead of a binder error), hence the
@@ -176,6 +180,9 @@ CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, "by", 
         WHEN "by" IS NOT NULL THEN emb__fail_argument_renamed('by :=', 'model :=', function)
         WHEN list_contains(outputs, lower(model))     -- (the column quoted as SQL names it, for the message's SELECT ... AS)
             THEN emb__fail_column_collision('"' || replace(model, '"', '""') || '"', function)
+        -- the prefix of the macros' own columns, which carry the model column beside them (see above)
+        WHEN starts_with(lower(model), '__emb_')
+            THEN emb__fail_column_reserved('"' || replace(model, '"', '""') || '"', function)
         ELSE source
     END;
 
@@ -942,17 +949,22 @@ __emb_icc_checked AS (
 ),
 __emb_icc_vsrc AS NOT MATERIALIZED (
     -- the vector path's source: the table with its value column as DOUBLE[] (name kept), and
-    -- rows only when the value column is a vector column and every check above passed
+    -- rows only when the value column is a vector column and every check above passed.  The model
+    -- column travels as __emb_icc_model, so that emb__decomposition's outputs (n, ss_w ...) can
+    -- never meet a model column of the same name.
     SELECT
-        COLUMNS(lambda c: c NOT IN (value_col, '__emb_icc_pad')),
-        emb__vector(COLUMNS(lambda c: c IN (value_col, '__emb_icc_pad')))
-    FROM (SELECT *, NULL::DOUBLE[] AS __emb_icc_pad FROM query_table(tbl))
+        COLUMNS(lambda c: c NOT IN (value_col, '__emb_icc_pad', '__emb_icc_pad2', '__emb_icc_model')
+                          AND (by_col IS NULL OR c <> by_col)),
+        emb__vector(COLUMNS(lambda c: c IN (value_col, '__emb_icc_pad'))),
+        coalesce(*COLUMNS(lambda c: c IN (by_col, '__emb_icc_pad2'))) AS __emb_icc_model
+    FROM (SELECT *, NULL::DOUBLE[] AS __emb_icc_pad, NULL AS __emb_icc_pad2 FROM query_table(tbl))
     WHERE (SELECT bool_and(__emb_n > 0 AND __emb_kind = 'trace') FROM __emb_icc_checked)
 ),
 __emb_icc_trace AS (
     SELECT
         __emb_b, n AS __emb_tn, groups AS __emb_tgroups, ss_b AS __emb_tss_b, ss_w AS __emb_tss_w
-    FROM emb__decomposition('__emb_icc_vsrc', group_col, value_col, by_col, true)
+    FROM emb__decomposition('__emb_icc_vsrc', group_col, value_col,
+                            CASE WHEN by_col IS NULL THEN NULL ELSE '__emb_icc_model' END, true)
 ),
 __emb_icc_stats AS (
     SELECT
@@ -1450,9 +1462,11 @@ ORDER BY m.__emb_b, m.qid;
 CREATE OR REPLACE TEMP MACRO emb__retrieval_summary(queries, docs, scope, qid_col, group_col, positive_col, vector_col,
                                                 doc_id_col, doc_group_col, doc_vector_col, model_col) AS TABLE
 WITH r AS (
+    -- the first column (the model column under its own name, or __emb_all) renamed by position, so
+    -- that a model column named like a margin column (rank, m, qid ...) cannot stand for it
     SELECT *
     FROM emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col, doc_id_col, doc_group_col,
-                      doc_vector_col, model_col)
+                      doc_vector_col, model_col) AS __emb_margin_rows(__emb_model)
     -- a filter, so the check holds whatever columns a query reads
     WHERE CASE WHEN __emb_gcols = 1 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, queries))
                WHEN __emb_g IS NULL THEN error(format('embsql: [label.null] queries {}: group column "{}" is NULL (qid {})', queries, group_col, qid))
@@ -1483,18 +1497,24 @@ se AS (
     FROM replicates GROUP BY __emb_b
 ),
 main AS (
-    SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b,
+    SELECT __emb_b,
         count(*) AS queries, avg(top1::INTEGER) AS top1, avg((rank <= 5)::INTEGER) AS recall_at_5,
         avg((rank <= 10)::INTEGER) AS recall_at_10, avg(1.0 / rank) AS mrr, avg(m) AS m_mean,
         quantile_cont(m, [0.05, 0.25, 0.5, 0.75, 0.95]) AS mq, count(*) FILTER (ties > 0) AS ties
     FROM r GROUP BY ALL
 )
 SELECT COLUMNS(lambda c: c <> '__emb_all') FROM (
-SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')),
+-- the model column under its own name again: a struct of one field read from the queries table
+-- (a row of a one-column subquery), unnested
+SELECT unnest(k.__emb_key),
     main.queries, se.g AS groups, main.top1, se.top1_se, main.top1 AS recall_at_1, main.recall_at_5, se.recall_at_5_se,
     main.recall_at_10, se.recall_at_10_se, main.mrr, se.mrr_se, main.m_mean, se.m_mean_se,
     mq[1] AS m_p05, mq[2] AS m_p25, mq[3] AS m_median, mq[4] AS m_p75, mq[5] AS m_p95, main.ties, scope AS scope
 FROM main JOIN se ON main.__emb_b IS NOT DISTINCT FROM se.__emb_b
+LEFT JOIN (SELECT DISTINCT s AS __emb_key
+           FROM (SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all'))
+                 FROM (SELECT *, 1 AS __emb_all FROM query_table(queries))) s) k
+    ON CASE WHEN model_col IS NULL THEN NULL ELSE struct_extract_at(k.__emb_key, 1) END IS NOT DISTINCT FROM main.__emb_b
 ORDER BY main.__emb_b);
 
 -- @function emb_retrieval_summary(queries, docs, scope := 'corpus', qid := 'qid', "group" := 'group', positive := 'positive', vector := 'vector', doc_id := 'doc_id', doc_group := 'group', doc_vector := 'vector', model := NULL)
@@ -1623,8 +1643,10 @@ r AS (
         WHEN m.__emb_scols = 1 THEN error(format('embsql: [column.missing] score column "{}" not found in run {}', score_col, run))
         WHEN model_col IS NOT NULL AND m.__emb_bcols = 1
             THEN error(format('embsql: [column.missing] model column "{}" not found in run {}', model_col, run))
-        WHEN __emb_q IS NULL OR __emb_d IS NULL OR __emb_s IS NULL OR (model_col IS NOT NULL AND __emb_b IS NULL)
-            THEN error(format('embsql: [label.null] run {}: NULL qid, doc_id, score or model at row {}', run, __emb_row))
+        WHEN model_col IS NOT NULL AND __emb_b IS NULL
+            THEN error(format('embsql: [label.null] run {}: model column "{}" is NULL at row {}', run, model_col, __emb_row))
+        WHEN __emb_q IS NULL OR __emb_d IS NULL OR __emb_s IS NULL
+            THEN error(format('embsql: [label.null] run {}: NULL qid, doc_id or score at row {}', run, __emb_row))
         WHEN isnan(__emb_s) OR isinf(__emb_s)
             THEN error(format('embsql: [value.nonfinite] run {}: score {} at row {} is not finite', run, __emb_s, __emb_row))
         ELSE true
@@ -1682,23 +1704,23 @@ scored AS (
 per_query AS (
     SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), s.__emb_b, s.__emb_q AS qid,
         CASE WHEN any_value(p.__emb_idcg) > 0 THEN sum(__emb_g / log2(__emb_pos + 1)) / any_value(p.__emb_idcg)
-             ELSE 0.0 END AS "ndcg",
+             ELSE 0.0 END AS __emb_m_ndcg,
         CASE WHEN any_value(p.__emb_nrel) > 0
              THEN sum(CASE WHEN __emb_g >= 1 THEN __emb_found / __emb_pos ELSE 0 END) / any_value(p.__emb_nrel)
-             ELSE 0.0 END AS "map",
+             ELSE 0.0 END AS __emb_m_map,
         CASE WHEN any_value(p.__emb_nrel) > 0 THEN count(*) FILTER (WHERE __emb_g >= 1) / any_value(p.__emb_nrel)
-             ELSE 0.0 END AS "recall",
-        count(*) FILTER (WHERE __emb_g >= 1) / k AS "precision",
-        coalesce(max(1.0 / __emb_pos) FILTER (WHERE __emb_g >= 1), 0.0) AS "mrr",
-        CASE WHEN count(*) FILTER (WHERE __emb_g >= 1) > 0 THEN 1.0 ELSE 0.0 END AS "hit_rate",
+             ELSE 0.0 END AS __emb_m_recall,
+        count(*) FILTER (WHERE __emb_g >= 1) / k AS __emb_m_precision,
+        coalesce(max(1.0 / __emb_pos) FILTER (WHERE __emb_g >= 1), 0.0) AS __emb_m_mrr,
+        CASE WHEN count(*) FILTER (WHERE __emb_g >= 1) > 0 THEN 1.0 ELSE 0.0 END AS __emb_m_hit_rate,
         any_value(p.__emb_nrel) = 0 AS __emb_none
     FROM scored s JOIN per_qid p ON s.__emb_q = p.__emb_q
     GROUP BY ALL
 )
-SELECT * EXCLUDE ("ndcg", "map", "recall", "precision", "mrr", "hit_rate"),
+SELECT * EXCLUDE (__emb_m_ndcg, __emb_m_map, __emb_m_recall, __emb_m_precision, __emb_m_mrr, __emb_m_hit_rate),
     unnest([format('ndcg@{}', k), format('map@{}', k), format('recall@{}', k), format('precision@{}', k),
             format('mrr@{}', k), format('hit_rate@{}', k)]) AS metric,
-    unnest(["ndcg", "map", "recall", "precision", "mrr", "hit_rate"]) AS value,
+    unnest([__emb_m_ndcg, __emb_m_map, __emb_m_recall, __emb_m_precision, __emb_m_mrr, __emb_m_hit_rate]) AS value,
     unnest(range(6)) AS __emb_o
 FROM per_query;
 

@@ -131,17 +131,22 @@ __emb_icc_checked AS (
 ),
 __emb_icc_vsrc AS NOT MATERIALIZED (
     -- the vector path's source: the table with its value column as DOUBLE[] (name kept), and
-    -- rows only when the value column is a vector column and every check above passed
+    -- rows only when the value column is a vector column and every check above passed.  The model
+    -- column travels as __emb_icc_model, so that emb__decomposition's outputs (n, ss_w ...) can
+    -- never meet a model column of the same name.
     SELECT
-        COLUMNS(lambda c: c NOT IN (value_col, '__emb_icc_pad')),
-        emb__vector(COLUMNS(lambda c: c IN (value_col, '__emb_icc_pad')))
-    FROM (SELECT *, NULL::DOUBLE[] AS __emb_icc_pad FROM query_table(tbl))
+        COLUMNS(lambda c: c NOT IN (value_col, '__emb_icc_pad', '__emb_icc_pad2', '__emb_icc_model')
+                          AND (by_col IS NULL OR c <> by_col)),
+        emb__vector(COLUMNS(lambda c: c IN (value_col, '__emb_icc_pad'))),
+        coalesce(*COLUMNS(lambda c: c IN (by_col, '__emb_icc_pad2'))) AS __emb_icc_model
+    FROM (SELECT *, NULL::DOUBLE[] AS __emb_icc_pad, NULL AS __emb_icc_pad2 FROM query_table(tbl))
     WHERE (SELECT bool_and(__emb_n > 0 AND __emb_kind = 'trace') FROM __emb_icc_checked)
 ),
 __emb_icc_trace AS (
     SELECT
         __emb_b, n AS __emb_tn, groups AS __emb_tgroups, ss_b AS __emb_tss_b, ss_w AS __emb_tss_w
-    FROM emb__decomposition('__emb_icc_vsrc', group_col, value_col, by_col, true)
+    FROM emb__decomposition('__emb_icc_vsrc', group_col, value_col,
+                            CASE WHEN by_col IS NULL THEN NULL ELSE '__emb_icc_model' END, true)
 ),
 __emb_icc_stats AS (
     SELECT
