@@ -32,7 +32,6 @@ import embsql
 from embsql.errors import EmbsqlError
 from embsql.io.resources import sql_entry_file
 
-
 SEED = 20261202
 CASES = 48                  # the budget: tables per run (each through every route)
 RELATIVE = 1e-6
