@@ -1269,14 +1269,15 @@ judged AS (
 normed AS (
     -- 1 / ||v|| for the few vectors whose squared norm needed scaling (see emb__norm_scale)
     SELECT *, CASE WHEN __emb_bad IS NULL AND __emb_scale IS NOT NULL
-                   THEN emb__inverse_norm(__emb_v, __emb_nrm2, __emb_scale) END AS __emb_inv
+                   THEN emb__inverse_norm(list_transform(__emb_v, lambda x: x / __emb_scale), __emb_nrm2, __emb_scale)
+              END AS __emb_inv
     FROM judged
 )
 SELECT c.* EXCLUDE (__emb_nrm2, __emb_dup, __emb_scale, __emb_bad, __emb_inv), m.__emb_gcols,
     -- the unit vector (only the plain-SQL margins read it; the UDFs check vectors in Python)
     CASE WHEN __emb_bad IS NOT NULL THEN NULL
          WHEN __emb_scale IS NULL THEN list_transform(__emb_v, lambda x: x / sqrt(__emb_nrm2))
-         ELSE list_transform(__emb_v, lambda x: x * __emb_inv)
+         ELSE list_transform(__emb_v, lambda x: (x / __emb_scale) * __emb_inv)  -- (v / scale) / ||v / scale||
     END AS __emb_z
 FROM normed c, meta m
 -- every check is a filter, so it holds whatever columns a query reads
