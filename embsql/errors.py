@@ -211,6 +211,9 @@ CATALOGUE: dict[str, Check] = {
     "column.collision": Check(
         InputError, "model column {column} has the name of one of {function}'s output columns (the output keeps "
                     "the model column's name); rename it, e.g. SELECT {column} AS model_name"),
+    "column.reserved": Check(
+        InputError, "model column {column} starts with __emb_, which {function} keeps for its own columns; rename it, "
+                    "e.g. SELECT {column} AS model_name"),
     # ---- the query itself
     "query.interrupted": Check(EmbsqlError, "the query was interrupted; {what} stopped"),
 }

@@ -112,6 +112,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_moved("where", "old", "instead")
     error(format('embsql: [argument.moved] {} does not take {}: {}', "where", "old", "instead"));
 CREATE OR REPLACE TEMP MACRO emb__fail_column_collision("column", "function") AS
     error(format('embsql: [column.collision] model column {} has the name of one of {}''s output columns (the output keeps the model column''s name); rename it, e.g. SELECT {} AS model_name', "column", "function", "column"));
+CREATE OR REPLACE TEMP MACRO emb__fail_column_reserved("column", "function") AS
+    error(format('embsql: [column.reserved] model column {} starts with __emb_, which {} keeps for its own columns; rename it, e.g. SELECT {} AS model_name', "column", "function", "column"));
 CREATE OR REPLACE TEMP MACRO emb__fail_query_interrupted("what") AS
     error(format('embsql: [query.interrupted] the query was interrupted; {} stopped', "what"));
 CREATE OR REPLACE TEMP MACRO emb__vector_kind(word) AS CASE word WHEN 'NULL' THEN 'vector.null' WHEN 'NULL-element' THEN 'vector.null_element' WHEN 'zero-length' THEN 'vector.zero' WHEN 'NaN' THEN 'vector.nonfinite' WHEN 'infinite' THEN 'vector.nonfinite' ELSE 'vector' END;
@@ -151,7 +153,9 @@ CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_retrieval() AS ['model_a',
 
 -- Conventions
 --   * Public macros are emb_*; helpers are emb__* and may change.
---   * Internal column names start with __emb_ so they cannot collide with user columns.
+--   * Internal column names start with __emb_ so they cannot collide with user columns; a model column
+--     (the one user column carried beside them) whose name starts with __emb_ is refused
+--     (embsql: [column.reserved]) by emb__checked_source.
 --   * Bad input raises an error whose message starts with "embsql: [kind]" (the kinds: embsql/errors.py).
 --   * Column names arrive as strings.  A column that does not exist must still *bind*
 --     (so that we can raise our own error instead of a binder error), hence the
@@ -183,6 +187,9 @@ CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, "by", 
         WHEN "by" IS NOT NULL THEN emb__fail_argument_renamed('by :=', 'model :=', function)
         WHEN list_contains(outputs, lower(model))     -- (the column quoted as SQL names it, for the message's SELECT ... AS)
             THEN emb__fail_column_collision('"' || replace(model, '"', '""') || '"', function)
+        -- the prefix of the macros' own columns, which carry the model column beside them (see above)
+        WHEN starts_with(lower(model), '__emb_')
+            THEN emb__fail_column_reserved('"' || replace(model, '"', '""') || '"', function)
         ELSE source
     END;
 
@@ -254,16 +261,18 @@ CREATE OR REPLACE TEMP MACRO emb__unusable(v, norm2, scale) AS
         WHEN isnan(norm2) THEN 'NaN'
         WHEN isinf(scale) THEN 'infinite'
         WHEN norm2 = 0 AND scale IS NULL THEN 'zero-length'
-        -- a length below the smallest normal double has no finite reciprocal
-        WHEN NOT (scale >= 2.2250738585072014e-308) THEN 'zero-length'
+        WHEN scale = 0 THEN 'zero-length'
     END;
 
--- 1 / ||v|| for a usable vector, so that v * inv is its unit vector.
+-- 1 / ||v|| for a usable vector, so that v * inv is its unit vector.  A vector with a scale has
+-- been divided by it already (emb__rows: v / scale, whose largest |coordinate| is 1), so even a
+-- subnormal one (1e-310 x v, whose own 1 / ||v|| overflows) gets its direction.
 CREATE OR REPLACE TEMP MACRO emb__inverse_norm(v, norm2, scale) AS
     CASE
         WHEN scale IS NULL THEN 1.0 / sqrt(norm2)
-        ELSE (1.0 / scale) / sqrt(list_dot_product(list_transform(v::DOUBLE[], lambda x: x / scale),
-                                                   list_transform(v::DOUBLE[], lambda x: x / scale)))
+        -- (list_sum, not list_dot_product, which raises on the NULL elements this branch would see
+        -- if the stock CLI's optimizer evaluated it for every row)
+        ELSE 1.0 / sqrt(list_sum(list_transform(v::DOUBLE[], lambda x: x * x)))
     END;
 
 -- ---------------------------------------------------------------------------
@@ -275,6 +284,10 @@ CREATE OR REPLACE TEMP MACRO emb__inverse_norm(v, norm2, scale) AS
 CREATE OR REPLACE TEMP MACRO emb__rows(tbl, group_col, vector_col, by_col, extra_col) AS TABLE
 -- (nested SELECTs, so that each of the norm steps is computed once per row, not once per use)
 SELECT *, CASE WHEN __emb_bad IS NULL THEN emb__inverse_norm(__emb_v, __emb_nrm2, __emb_scale) END AS __emb_inv
+FROM (
+-- a usable vector whose squared norm leaves the safe range is replaced by v / scale (same direction)
+SELECT * REPLACE (CASE WHEN __emb_scale IS NOT NULL AND __emb_bad IS NULL
+                       THEN list_transform(__emb_v, lambda x: x / __emb_scale) ELSE __emb_v END AS __emb_v)
 FROM (
 SELECT *, emb__unusable(__emb_v, __emb_nrm2, __emb_scale) AS __emb_bad
 FROM (
@@ -294,6 +307,11 @@ SELECT
             THEN error(format('embsql: [column.missing] column "{}" not found in {}', extra_col, tbl))
         WHEN by_col IS NOT NULL AND __emb_bycols = 1
             THEN error(format('embsql: [column.missing] model column "{}" not found in {}', by_col, tbl))
+        -- a NULL or NaN model value: refused like a group label (never a row for a NULL model)
+        WHEN by_col IS NOT NULL AND (__emb_b IS NULL OR (typeof(__emb_b) IN ('FLOAT', 'DOUBLE')
+                                                         AND isnan(emb__label_double(__emb_b))))
+            THEN emb__fail_label_null('model', format('"{}"', by_col), CASE WHEN __emb_b IS NULL THEN 'NULL' ELSE 'NaN' END,
+                                      format(' in a row of group ''{}''', __emb_g0))
         ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
     END AS __emb_g,
     emb__norm2(__emb_v) AS __emb_nrm2
@@ -316,7 +334,7 @@ FROM (
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_vcols,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (by_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_bycols
     FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
-))));
+)))));
 
 -- ---------------------------------------------------------------------------
 -- Sufficient statistics in blocks: one row per (by, group, block of 8 coordinates j = 0, 8, ...)
@@ -406,7 +424,8 @@ checked AS MATERIALIZED (
 -- (list_sum skips the NULL slots past d.)
 naive AS (
     SELECT __emb_b, __emb_g, __emb_n,
-           greatest(0.0, __emb_n - __emb_ss / __emb_n) AS __emb_ssw,
+           -- a group of one item has no spread: exactly 0, not the rounding of 1 - ||z||^2
+           CASE WHEN __emb_n = 1 THEN 0.0 ELSE greatest(0.0, __emb_n - __emb_ss / __emb_n) END AS __emb_ssw,
            __emb_n > 1 AND __emb_ss / (__emb_n::DOUBLE * __emb_n) > 1.0 - 1e-3 AS __emb_tight
     FROM (SELECT __emb_b, __emb_g, max(__emb_n) AS __emb_n,
                  sum(list_sum(list_transform(__emb_sj, lambda x: x * x))) AS __emb_ss
@@ -853,6 +872,10 @@ __emb_icc_rows AS (
                  THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, tbl))
              WHEN by_col IS NOT NULL AND (SELECT __emb_bycols FROM __emb_icc_meta) = 1
                  THEN error(format('embsql: [column.missing] model column "{}" not found in {}', by_col, tbl))
+             WHEN by_col IS NOT NULL AND (__emb_b IS NULL OR (typeof(__emb_b) IN ('FLOAT', 'DOUBLE')
+                                                              AND isnan(emb__label_double(__emb_b))))
+                 THEN emb__fail_label_null('model', format('"{}"', by_col), CASE WHEN __emb_b IS NULL THEN 'NULL' ELSE 'NaN' END,
+                                           format(' in a row of group ''{}''', __emb_g0))
              ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
         END AS __emb_g
     FROM (
@@ -911,7 +934,10 @@ __emb_icc_design AS (
         sum(__emb_n_g)::BIGINT AS __emb_n0,
         count(*) AS __emb_groups,
         sum(__emb_n_g * __emb_n_g)::DOUBLE AS __emb_sum_n2,
-        fsum(__emb_ss_w) AS __emb_ss_w,
+        -- values constant within each group but not exactly representable (3 x 0.1) leave a within
+        -- sum of rounding only, below n (4 eps max|x|)^2: that is SS_W = 0 (then F = inf), not 1e-33
+        CASE WHEN fsum(__emb_ss_w) <= sum(__emb_n_g) * pow(4 * 2.220446049250313e-16 * max(greatest(abs(__emb_min), abs(__emb_max))), 2)
+             THEN 0.0 ELSE fsum(__emb_ss_w) END AS __emb_ss_w,
         fsum(__emb_ss_b) AS __emb_ss_b,
         min(__emb_min) = max(__emb_max) AS __emb_all_equal
     FROM __emb_icc_checked_groups
@@ -930,17 +956,22 @@ __emb_icc_checked AS (
 ),
 __emb_icc_vsrc AS NOT MATERIALIZED (
     -- the vector path's source: the table with its value column as DOUBLE[] (name kept), and
-    -- rows only when the value column is a vector column and every check above passed
+    -- rows only when the value column is a vector column and every check above passed.  The model
+    -- column travels as __emb_icc_model, so that emb__decomposition's outputs (n, ss_w ...) can
+    -- never meet a model column of the same name.
     SELECT
-        COLUMNS(lambda c: c NOT IN (value_col, '__emb_icc_pad')),
-        emb__vector(COLUMNS(lambda c: c IN (value_col, '__emb_icc_pad')))
-    FROM (SELECT *, NULL::DOUBLE[] AS __emb_icc_pad FROM query_table(tbl))
+        COLUMNS(lambda c: c NOT IN (value_col, '__emb_icc_pad', '__emb_icc_pad2', '__emb_icc_model')
+                          AND (by_col IS NULL OR c <> by_col)),
+        emb__vector(COLUMNS(lambda c: c IN (value_col, '__emb_icc_pad'))),
+        coalesce(*COLUMNS(lambda c: c IN (by_col, '__emb_icc_pad2'))) AS __emb_icc_model
+    FROM (SELECT *, NULL::DOUBLE[] AS __emb_icc_pad, NULL AS __emb_icc_pad2 FROM query_table(tbl))
     WHERE (SELECT bool_and(__emb_n > 0 AND __emb_kind = 'trace') FROM __emb_icc_checked)
 ),
 __emb_icc_trace AS (
     SELECT
         __emb_b, n AS __emb_tn, groups AS __emb_tgroups, ss_b AS __emb_tss_b, ss_w AS __emb_tss_w
-    FROM emb__decomposition('__emb_icc_vsrc', group_col, value_col, by_col, true)
+    FROM emb__decomposition('__emb_icc_vsrc', group_col, value_col,
+                            CASE WHEN by_col IS NULL THEN NULL ELSE '__emb_icc_model' END, true)
 ),
 __emb_icc_stats AS (
     SELECT
@@ -1245,14 +1276,15 @@ judged AS (
 normed AS (
     -- 1 / ||v|| for the few vectors whose squared norm needed scaling (see emb__norm_scale)
     SELECT *, CASE WHEN __emb_bad IS NULL AND __emb_scale IS NOT NULL
-                   THEN emb__inverse_norm(__emb_v, __emb_nrm2, __emb_scale) END AS __emb_inv
+                   THEN emb__inverse_norm(list_transform(__emb_v, lambda x: x / __emb_scale), __emb_nrm2, __emb_scale)
+              END AS __emb_inv
     FROM judged
 )
 SELECT c.* EXCLUDE (__emb_nrm2, __emb_dup, __emb_scale, __emb_bad, __emb_inv), m.__emb_gcols,
     -- the unit vector (only the plain-SQL margins read it; the UDFs check vectors in Python)
     CASE WHEN __emb_bad IS NOT NULL THEN NULL
          WHEN __emb_scale IS NULL THEN list_transform(__emb_v, lambda x: x / sqrt(__emb_nrm2))
-         ELSE list_transform(__emb_v, lambda x: x * __emb_inv)
+         ELSE list_transform(__emb_v, lambda x: (x / __emb_scale) * __emb_inv)  -- (v / scale) / ||v / scale||
     END AS __emb_z
 FROM normed c, meta m
 -- every check is a filter, so it holds whatever columns a query reads
@@ -1438,9 +1470,11 @@ ORDER BY m.__emb_b, m.qid;
 CREATE OR REPLACE TEMP MACRO emb__retrieval_summary(queries, docs, scope, qid_col, group_col, positive_col, vector_col,
                                                 doc_id_col, doc_group_col, doc_vector_col, model_col) AS TABLE
 WITH r AS (
+    -- the first column (the model column under its own name, or __emb_all) renamed by position, so
+    -- that a model column named like a margin column (rank, m, qid ...) cannot stand for it
     SELECT *
     FROM emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col, doc_id_col, doc_group_col,
-                      doc_vector_col, model_col)
+                      doc_vector_col, model_col) AS __emb_margin_rows(__emb_model)
     -- a filter, so the check holds whatever columns a query reads
     WHERE CASE WHEN __emb_gcols = 1 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, queries))
                WHEN __emb_g IS NULL THEN error(format('embsql: [label.null] queries {}: group column "{}" is NULL (qid {})', queries, group_col, qid))
@@ -1471,18 +1505,24 @@ se AS (
     FROM replicates GROUP BY __emb_b
 ),
 main AS (
-    SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b,
+    SELECT __emb_b,
         count(*) AS queries, avg(top1::INTEGER) AS top1, avg((rank <= 5)::INTEGER) AS recall_at_5,
         avg((rank <= 10)::INTEGER) AS recall_at_10, avg(1.0 / rank) AS mrr, avg(m) AS m_mean,
         quantile_cont(m, [0.05, 0.25, 0.5, 0.75, 0.95]) AS mq, count(*) FILTER (ties > 0) AS ties
     FROM r GROUP BY ALL
 )
 SELECT COLUMNS(lambda c: c <> '__emb_all') FROM (
-SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')),
+-- the model column under its own name again: a struct of one field read from the queries table
+-- (a row of a one-column subquery), unnested
+SELECT unnest(k.__emb_key),
     main.queries, se.g AS groups, main.top1, se.top1_se, main.top1 AS recall_at_1, main.recall_at_5, se.recall_at_5_se,
     main.recall_at_10, se.recall_at_10_se, main.mrr, se.mrr_se, main.m_mean, se.m_mean_se,
     mq[1] AS m_p05, mq[2] AS m_p25, mq[3] AS m_median, mq[4] AS m_p75, mq[5] AS m_p95, main.ties, scope AS scope
 FROM main JOIN se ON main.__emb_b IS NOT DISTINCT FROM se.__emb_b
+LEFT JOIN (SELECT DISTINCT s AS __emb_key
+           FROM (SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all'))
+                 FROM (SELECT *, 1 AS __emb_all FROM query_table(queries))) s) k
+    ON CASE WHEN model_col IS NULL THEN NULL ELSE struct_extract_at(k.__emb_key, 1) END IS NOT DISTINCT FROM main.__emb_b
 ORDER BY main.__emb_b);
 
 -- @function emb_retrieval_summary(queries, docs, scope := 'corpus', qid := 'qid', "group" := 'group', positive := 'positive', vector := 'vector', doc_id := 'doc_id', doc_group := 'group', doc_vector := 'vector', model := NULL)
@@ -1611,8 +1651,10 @@ r AS (
         WHEN m.__emb_scols = 1 THEN error(format('embsql: [column.missing] score column "{}" not found in run {}', score_col, run))
         WHEN model_col IS NOT NULL AND m.__emb_bcols = 1
             THEN error(format('embsql: [column.missing] model column "{}" not found in run {}', model_col, run))
-        WHEN __emb_q IS NULL OR __emb_d IS NULL OR __emb_s IS NULL OR (model_col IS NOT NULL AND __emb_b IS NULL)
-            THEN error(format('embsql: [label.null] run {}: NULL qid, doc_id, score or model at row {}', run, __emb_row))
+        WHEN model_col IS NOT NULL AND __emb_b IS NULL
+            THEN error(format('embsql: [label.null] run {}: model column "{}" is NULL at row {}', run, model_col, __emb_row))
+        WHEN __emb_q IS NULL OR __emb_d IS NULL OR __emb_s IS NULL
+            THEN error(format('embsql: [label.null] run {}: NULL qid, doc_id or score at row {}', run, __emb_row))
         WHEN isnan(__emb_s) OR isinf(__emb_s)
             THEN error(format('embsql: [value.nonfinite] run {}: score {} at row {} is not finite', run, __emb_s, __emb_row))
         ELSE true
@@ -1670,23 +1712,23 @@ scored AS (
 per_query AS (
     SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), s.__emb_b, s.__emb_q AS qid,
         CASE WHEN any_value(p.__emb_idcg) > 0 THEN sum(__emb_g / log2(__emb_pos + 1)) / any_value(p.__emb_idcg)
-             ELSE 0.0 END AS "ndcg",
+             ELSE 0.0 END AS __emb_m_ndcg,
         CASE WHEN any_value(p.__emb_nrel) > 0
              THEN sum(CASE WHEN __emb_g >= 1 THEN __emb_found / __emb_pos ELSE 0 END) / any_value(p.__emb_nrel)
-             ELSE 0.0 END AS "map",
+             ELSE 0.0 END AS __emb_m_map,
         CASE WHEN any_value(p.__emb_nrel) > 0 THEN count(*) FILTER (WHERE __emb_g >= 1) / any_value(p.__emb_nrel)
-             ELSE 0.0 END AS "recall",
-        count(*) FILTER (WHERE __emb_g >= 1) / k AS "precision",
-        coalesce(max(1.0 / __emb_pos) FILTER (WHERE __emb_g >= 1), 0.0) AS "mrr",
-        CASE WHEN count(*) FILTER (WHERE __emb_g >= 1) > 0 THEN 1.0 ELSE 0.0 END AS "hit_rate",
+             ELSE 0.0 END AS __emb_m_recall,
+        count(*) FILTER (WHERE __emb_g >= 1) / k AS __emb_m_precision,
+        coalesce(max(1.0 / __emb_pos) FILTER (WHERE __emb_g >= 1), 0.0) AS __emb_m_mrr,
+        CASE WHEN count(*) FILTER (WHERE __emb_g >= 1) > 0 THEN 1.0 ELSE 0.0 END AS __emb_m_hit_rate,
         any_value(p.__emb_nrel) = 0 AS __emb_none
     FROM scored s JOIN per_qid p ON s.__emb_q = p.__emb_q
     GROUP BY ALL
 )
-SELECT * EXCLUDE ("ndcg", "map", "recall", "precision", "mrr", "hit_rate"),
+SELECT * EXCLUDE (__emb_m_ndcg, __emb_m_map, __emb_m_recall, __emb_m_precision, __emb_m_mrr, __emb_m_hit_rate),
     unnest([format('ndcg@{}', k), format('map@{}', k), format('recall@{}', k), format('precision@{}', k),
             format('mrr@{}', k), format('hit_rate@{}', k)]) AS metric,
-    unnest(["ndcg", "map", "recall", "precision", "mrr", "hit_rate"]) AS value,
+    unnest([__emb_m_ndcg, __emb_m_map, __emb_m_recall, __emb_m_precision, __emb_m_mrr, __emb_m_hit_rate]) AS value,
     unnest(range(6)) AS __emb_o
 FROM per_query;
 

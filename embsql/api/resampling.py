@@ -120,8 +120,10 @@ def bootstrap(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     ResultTable
         One row per model, the model column first when ``model`` is given: ``stat``, ``estimate``,
         ``se`` (the bootstrap standard error), ``ci_low`` and ``ci_high`` (the interval),
-        ``level``, ``replicates``, ``groups``, ``estimate_bc`` (the bias-corrected estimate the
-        interval is centred on), ``dropped`` (replicates where the statistic was undefined),
+        ``level``, ``replicates``, ``groups``, ``estimate_bc`` (the jackknife bias-corrected estimate the
+        interval is centred on, computed on the logit scale for R², W̄ and V and the log scale for F:
+        h⁻¹(G·h(θ) − (G − 1)·mean_g h(θ₋g)) with h = logit or log, the figure itself for ``icc`` and
+        ``r2_adj``), ``dropped`` (replicates where the statistic was undefined),
         ``calibrated`` and ``sizes``.
 
     Raises

@@ -157,7 +157,9 @@ INNER_CELLS = 2**21      # resamples x groups per block of the studentized boots
 class Interval:
     """estimate: the plain figure; se: its SE (jackknife, or the bootstrap SD for bootstrap());
     ci_low/ci_high: the calibrated interval, built around estimate_bc (one model) or estimate (a
-    difference); dropped: bootstrap resamples left out because the figure was undefined in them;
+    difference); estimate_bc: the jackknife bias correction on the figure's scale h (logit for R², W̄
+    and V, log for F, the figure itself otherwise), h^-1(G h(theta) - (G-1) mean_g h(theta_(-g)));
+    dropped: bootstrap resamples left out because the figure was undefined in them;
     calibrated: see calibrated(); False where the coverage was not measured to be nominal."""
 
     estimate: float
@@ -319,8 +321,10 @@ def _clip(stat: str, value: float) -> float:
 
 def jackknife_t_interval(stat: str, estimate: float, replicates: np.ndarray, level: float,
                          strata: np.ndarray | None = None) -> tuple[float, float, float]:
-    """(bias-corrected estimate, low, high): G*theta - (G-1)*mean(theta_(-g)) +- t_df * SE, on the
-    figure's scale (_scale), mapped back and kept inside the figure's range; df = G - 1, or with size
+    """(bias-corrected estimate, low, high), all on the figure's scale h (_scale: logit for R², W̄ and
+    V, log for F, the figure itself for ICC and adjusted R² or where a value is at its bound) and mapped
+    back: estimate_bc = h^-1(G h(theta) - (G-1) mean_g h(theta_(-g))), the interval h^-1(that +- t_df *
+    the jackknife SE of h(theta_(-g))), kept inside the figure's range; df = G - 1, or with size
     strata the stratified SE and stratified_df (the bias correction stays the plain one, which
     measured unbiased in both designs where the stratified correction was off by 0.4 SD)."""
     forward, back = _scale(stat, np.append(replicates, estimate))

@@ -13,11 +13,12 @@ Spark and Snowflake from 0) and its array-length function.
 The query is three nested SELECTs so each coordinate is read once:
     x_k   = CAST(v[k] AS DOUBLE)                 (k = 1..d; zero past a shorter model's length)
     ss    = sum_k x_k^2,  peak = max_k |x_k| (only where ss is outside [1e-290, 1e290])
-    inv   = 1 / sqrt(ss), or where ss under- or overflows 1 / (peak sqrt(sum_k (x_k / peak)^2))
+    inv   = 1 / sqrt(ss), or where ss under- or overflows 1 / sqrt(sum_k (x_k / peak)^2)
             (NULL when ss is NULL or the vector is zero: counted, not dropped)
-    s_k   = SUM(x_k * inv),  within = n_g * sum_k VAR_POP(x_k * inv)
+    u_k   = (x_k / peak) * inv  (peak = 1 where ss is in range; a subnormal peak has no finite 1 / peak)
+    s_k   = SUM(u_k),  within = n_g * sum_k VAR_POP(u_k)
 A NaN or infinite coordinate makes inv, and so the sums, NaN, which stage 2 reports instead of a
-silent wrong sum; a finite vector of any magnitude (1e-300 or 1e300) gets its unit vector.
+silent wrong sum; a finite vector of any magnitude (1e-310 or 1e300) gets its unit vector.
 
 d comes first from cheap probes (the distinct by values, then one vector of each: no pass over
 the vectors), so a model of d = 384 and one of d = 768 can share a table and one pass; the
@@ -188,14 +189,17 @@ def group_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimen
     inverse = exp.Case(ifs=[exp.If(this=plain(), true=exp.Div(this=exp.Literal.number(1),
                                                                expression=exp.Sqrt(this=_col("ss")))),
                             exp.If(this=exp.GT(this=_col("peak"), expression=exp.Literal.number(0)),
-                                   true=exp.Div(this=exp.Literal.number(1), expression=exp.Paren(this=exp.Mul(
-                                       this=_col("peak"), expression=exp.Sqrt(this=scaled)))))])
-    normed = select(*carried(), exp.alias_(inverse, "inv", quoted=True, copy=False), source=middle, alias="__emb_peak")
+                                   true=exp.Div(this=exp.Literal.number(1), expression=exp.Sqrt(this=scaled)))])
+    normed = select(*carried(), _col("peak"), exp.alias_(inverse, "inv", quoted=True, copy=False),
+                    source=middle, alias="__emb_peak")
     if fence:
         normed = normed.offset(0, copy=False)
 
+    # (x_k / peak) * inv: peak is 1 (exact) for a plain vector; for a scaled one, 1 / (peak * ||x / peak||)
+    # would overflow for a subnormal peak (1e-310 x v), and x_k / peak never does
     def units() -> list[exp.Expression]:
-        return [exp.Mul(this=x, expression=_col("inv")) for x in xs()]
+        return [exp.Mul(this=exp.Paren(this=exp.Div(this=x, expression=_col("peak"))), expression=_col("inv"))
+                for x in xs()]
 
     bad = exp.Sum(this=exp.Case(ifs=[exp.If(this=exp.Is(this=_col("inv"), expression=exp.null()),
                                             true=exp.Literal.number(1))], default=exp.Literal.number(0)))

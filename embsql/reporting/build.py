@@ -527,7 +527,8 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
     -------
     Report
         The description; ``.run()`` gives a ReportResult (summary columns: model, n, groups, r2,
-        r2_se, r2_ci_low, r2_ci_high, f, p_value, v, w_bar, dispersion_p, r2_bc, r2_adj, calibrated).
+        r2_se, r2_ci_low, r2_ci_high, f, p_value, v, w_bar, dispersion_p, r2_bc, r2_adj, calibrated;
+        r2_bc is the jackknife bias-corrected R², computed on the logit scale).
 
     Raises
     ------

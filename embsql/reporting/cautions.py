@@ -22,7 +22,8 @@ INVARIANCE = ("Each figure is labelled with the transformations of the unit vect
 
 INTERVALS = ("ci_low/ci_high are calibrated 95% (level) intervals for the value the figure would take with many "
              "more groups like these: the jackknife bias-corrected estimate (estimate_bc, r2_bc) ± t(G−1) × its "
-             "jackknife SE, built on the logit scale for R² and W̄ and the log scale for F, so they stay inside "
+             "jackknife SE, both computed on the logit scale for R² and W̄ and the log scale for F "
+             "(estimate_bc = h⁻¹(G·h(θ) − (G−1)·mean h(θ₋g)), h = logit or log) and mapped back, so they stay inside "
              "the figure's range. They are not centred on the plain estimate, which is biased by about "
              "−R²(1−R²)/G. In simulation they covered 92.7–96.5% at 30 groups and 93–97% at 100; calibrated is false below 30 "
              "groups, where the coverage of a paired difference fell to 85–90% in some designs. dropped counts bootstrap "

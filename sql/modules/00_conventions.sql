@@ -1,6 +1,8 @@
 -- Conventions
 --   * Public macros are emb_*; helpers are emb__* and may change.
---   * Internal column names start with __emb_ so they cannot collide with user columns.
+--   * Internal column names start with __emb_ so they cannot collide with user columns; a model column
+--     (the one user column carried beside them) whose name starts with __emb_ is refused
+--     (embsql: [column.reserved]) by emb__checked_source.
 --   * Bad input raises an error whose message starts with "embsql: [kind]" (the kinds: embsql/errors.py).
 --   * Column names arrive as strings.  A column that does not exist must still *bind*
 --     (so that we can raise our own error instead of a binder error), hence the
@@ -32,5 +34,8 @@ CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, "by", 
         WHEN "by" IS NOT NULL THEN emb__fail_argument_renamed('by :=', 'model :=', function)
         WHEN list_contains(outputs, lower(model))     -- (the column quoted as SQL names it, for the message's SELECT ... AS)
             THEN emb__fail_column_collision('"' || replace(model, '"', '""') || '"', function)
+        -- the prefix of the macros' own columns, which carry the model column beside them (see above)
+        WHEN starts_with(lower(model), '__emb_')
+            THEN emb__fail_column_reserved('"' || replace(model, '"', '""') || '"', function)
         ELSE source
     END;

@@ -66,16 +66,18 @@ CREATE OR REPLACE TEMP MACRO emb__unusable(v, norm2, scale) AS
         WHEN isnan(norm2) THEN 'NaN'
         WHEN isinf(scale) THEN 'infinite'
         WHEN norm2 = 0 AND scale IS NULL THEN 'zero-length'
-        -- a length below the smallest normal double has no finite reciprocal
-        WHEN NOT (scale >= 2.2250738585072014e-308) THEN 'zero-length'
+        WHEN scale = 0 THEN 'zero-length'
     END;
 
--- 1 / ||v|| for a usable vector, so that v * inv is its unit vector.
+-- 1 / ||v|| for a usable vector, so that v * inv is its unit vector.  A vector with a scale has
+-- been divided by it already (emb__rows: v / scale, whose largest |coordinate| is 1), so even a
+-- subnormal one (1e-310 x v, whose own 1 / ||v|| overflows) gets its direction.
 CREATE OR REPLACE TEMP MACRO emb__inverse_norm(v, norm2, scale) AS
     CASE
         WHEN scale IS NULL THEN 1.0 / sqrt(norm2)
-        ELSE (1.0 / scale) / sqrt(list_dot_product(list_transform(v::DOUBLE[], lambda x: x / scale),
-                                                   list_transform(v::DOUBLE[], lambda x: x / scale)))
+        -- (list_sum, not list_dot_product, which raises on the NULL elements this branch would see
+        -- if the stock CLI's optimizer evaluated it for every row)
+        ELSE 1.0 / sqrt(list_sum(list_transform(v::DOUBLE[], lambda x: x * x)))
     END;
 
 -- ---------------------------------------------------------------------------
@@ -87,6 +89,10 @@ CREATE OR REPLACE TEMP MACRO emb__inverse_norm(v, norm2, scale) AS
 CREATE OR REPLACE TEMP MACRO emb__rows(tbl, group_col, vector_col, by_col, extra_col) AS TABLE
 -- (nested SELECTs, so that each of the norm steps is computed once per row, not once per use)
 SELECT *, CASE WHEN __emb_bad IS NULL THEN emb__inverse_norm(__emb_v, __emb_nrm2, __emb_scale) END AS __emb_inv
+FROM (
+-- a usable vector whose squared norm leaves the safe range is replaced by v / scale (same direction)
+SELECT * REPLACE (CASE WHEN __emb_scale IS NOT NULL AND __emb_bad IS NULL
+                       THEN list_transform(__emb_v, lambda x: x / __emb_scale) ELSE __emb_v END AS __emb_v)
 FROM (
 SELECT *, emb__unusable(__emb_v, __emb_nrm2, __emb_scale) AS __emb_bad
 FROM (
@@ -106,6 +112,11 @@ SELECT
             THEN error(format('embsql: [column.missing] column "{}" not found in {}', extra_col, tbl))
         WHEN by_col IS NOT NULL AND __emb_bycols = 1
             THEN error(format('embsql: [column.missing] model column "{}" not found in {}', by_col, tbl))
+        -- a NULL or NaN model value: refused like a group label (never a row for a NULL model)
+        WHEN by_col IS NOT NULL AND (__emb_b IS NULL OR (typeof(__emb_b) IN ('FLOAT', 'DOUBLE')
+                                                         AND isnan(emb__label_double(__emb_b))))
+            THEN emb__fail_label_null('model', format('"{}"', by_col), CASE WHEN __emb_b IS NULL THEN 'NULL' ELSE 'NaN' END,
+                                      format(' in a row of group ''{}''', __emb_g0))
         ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
     END AS __emb_g,
     emb__norm2(__emb_v) AS __emb_nrm2
@@ -128,7 +139,7 @@ FROM (
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_vcols,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (by_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_bycols
     FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
-))));
+)))));
 
 -- ---------------------------------------------------------------------------
 -- Sufficient statistics in blocks: one row per (by, group, block of 8 coordinates j = 0, 8, ...)
@@ -218,7 +229,8 @@ checked AS MATERIALIZED (
 -- (list_sum skips the NULL slots past d.)
 naive AS (
     SELECT __emb_b, __emb_g, __emb_n,
-           greatest(0.0, __emb_n - __emb_ss / __emb_n) AS __emb_ssw,
+           -- a group of one item has no spread: exactly 0, not the rounding of 1 - ||z||^2
+           CASE WHEN __emb_n = 1 THEN 0.0 ELSE greatest(0.0, __emb_n - __emb_ss / __emb_n) END AS __emb_ssw,
            __emb_n > 1 AND __emb_ss / (__emb_n::DOUBLE * __emb_n) > 1.0 - 1e-3 AS __emb_tight
     FROM (SELECT __emb_b, __emb_g, max(__emb_n) AS __emb_n,
                  sum(list_sum(list_transform(__emb_sj, lambda x: x * x))) AS __emb_ss

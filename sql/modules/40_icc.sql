@@ -47,6 +47,10 @@ __emb_icc_rows AS (
                  THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, tbl))
              WHEN by_col IS NOT NULL AND (SELECT __emb_bycols FROM __emb_icc_meta) = 1
                  THEN error(format('embsql: [column.missing] model column "{}" not found in {}', by_col, tbl))
+             WHEN by_col IS NOT NULL AND (__emb_b IS NULL OR (typeof(__emb_b) IN ('FLOAT', 'DOUBLE')
+                                                              AND isnan(emb__label_double(__emb_b))))
+                 THEN emb__fail_label_null('model', format('"{}"', by_col), CASE WHEN __emb_b IS NULL THEN 'NULL' ELSE 'NaN' END,
+                                           format(' in a row of group ''{}''', __emb_g0))
              ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
         END AS __emb_g
     FROM (
@@ -105,7 +109,10 @@ __emb_icc_design AS (
         sum(__emb_n_g)::BIGINT AS __emb_n0,
         count(*) AS __emb_groups,
         sum(__emb_n_g * __emb_n_g)::DOUBLE AS __emb_sum_n2,
-        fsum(__emb_ss_w) AS __emb_ss_w,
+        -- values constant within each group but not exactly representable (3 x 0.1) leave a within
+        -- sum of rounding only, below n (4 eps max|x|)^2: that is SS_W = 0 (then F = inf), not 1e-33
+        CASE WHEN fsum(__emb_ss_w) <= sum(__emb_n_g) * pow(4 * 2.220446049250313e-16 * max(greatest(abs(__emb_min), abs(__emb_max))), 2)
+             THEN 0.0 ELSE fsum(__emb_ss_w) END AS __emb_ss_w,
         fsum(__emb_ss_b) AS __emb_ss_b,
         min(__emb_min) = max(__emb_max) AS __emb_all_equal
     FROM __emb_icc_checked_groups
@@ -124,17 +131,22 @@ __emb_icc_checked AS (
 ),
 __emb_icc_vsrc AS NOT MATERIALIZED (
     -- the vector path's source: the table with its value column as DOUBLE[] (name kept), and
-    -- rows only when the value column is a vector column and every check above passed
+    -- rows only when the value column is a vector column and every check above passed.  The model
+    -- column travels as __emb_icc_model, so that emb__decomposition's outputs (n, ss_w ...) can
+    -- never meet a model column of the same name.
     SELECT
-        COLUMNS(lambda c: c NOT IN (value_col, '__emb_icc_pad')),
-        emb__vector(COLUMNS(lambda c: c IN (value_col, '__emb_icc_pad')))
-    FROM (SELECT *, NULL::DOUBLE[] AS __emb_icc_pad FROM query_table(tbl))
+        COLUMNS(lambda c: c NOT IN (value_col, '__emb_icc_pad', '__emb_icc_pad2', '__emb_icc_model')
+                          AND (by_col IS NULL OR c <> by_col)),
+        emb__vector(COLUMNS(lambda c: c IN (value_col, '__emb_icc_pad'))),
+        coalesce(*COLUMNS(lambda c: c IN (by_col, '__emb_icc_pad2'))) AS __emb_icc_model
+    FROM (SELECT *, NULL::DOUBLE[] AS __emb_icc_pad, NULL AS __emb_icc_pad2 FROM query_table(tbl))
     WHERE (SELECT bool_and(__emb_n > 0 AND __emb_kind = 'trace') FROM __emb_icc_checked)
 ),
 __emb_icc_trace AS (
     SELECT
         __emb_b, n AS __emb_tn, groups AS __emb_tgroups, ss_b AS __emb_tss_b, ss_w AS __emb_tss_w
-    FROM emb__decomposition('__emb_icc_vsrc', group_col, value_col, by_col, true)
+    FROM emb__decomposition('__emb_icc_vsrc', group_col, value_col,
+                            CASE WHEN by_col IS NULL THEN NULL ELSE '__emb_icc_model' END, true)
 ),
 __emb_icc_stats AS (
     SELECT

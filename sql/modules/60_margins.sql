@@ -66,14 +66,15 @@ judged AS (
 normed AS (
     -- 1 / ||v|| for the few vectors whose squared norm needed scaling (see emb__norm_scale)
     SELECT *, CASE WHEN __emb_bad IS NULL AND __emb_scale IS NOT NULL
-                   THEN emb__inverse_norm(__emb_v, __emb_nrm2, __emb_scale) END AS __emb_inv
+                   THEN emb__inverse_norm(list_transform(__emb_v, lambda x: x / __emb_scale), __emb_nrm2, __emb_scale)
+              END AS __emb_inv
     FROM judged
 )
 SELECT c.* EXCLUDE (__emb_nrm2, __emb_dup, __emb_scale, __emb_bad, __emb_inv), m.__emb_gcols,
     -- the unit vector (only the plain-SQL margins read it; the UDFs check vectors in Python)
     CASE WHEN __emb_bad IS NOT NULL THEN NULL
          WHEN __emb_scale IS NULL THEN list_transform(__emb_v, lambda x: x / sqrt(__emb_nrm2))
-         ELSE list_transform(__emb_v, lambda x: x * __emb_inv)
+         ELSE list_transform(__emb_v, lambda x: (x / __emb_scale) * __emb_inv)  -- (v / scale) / ||v / scale||
     END AS __emb_z
 FROM normed c, meta m
 -- every check is a filter, so it holds whatever columns a query reads
@@ -259,9 +260,11 @@ ORDER BY m.__emb_b, m.qid;
 CREATE OR REPLACE TEMP MACRO emb__retrieval_summary(queries, docs, scope, qid_col, group_col, positive_col, vector_col,
                                                 doc_id_col, doc_group_col, doc_vector_col, model_col) AS TABLE
 WITH r AS (
+    -- the first column (the model column under its own name, or __emb_all) renamed by position, so
+    -- that a model column named like a margin column (rank, m, qid ...) cannot stand for it
     SELECT *
     FROM emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col, doc_id_col, doc_group_col,
-                      doc_vector_col, model_col)
+                      doc_vector_col, model_col) AS __emb_margin_rows(__emb_model)
     -- a filter, so the check holds whatever columns a query reads
     WHERE CASE WHEN __emb_gcols = 1 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, queries))
                WHEN __emb_g IS NULL THEN error(format('embsql: [label.null] queries {}: group column "{}" is NULL (qid {})', queries, group_col, qid))
@@ -292,18 +295,24 @@ se AS (
     FROM replicates GROUP BY __emb_b
 ),
 main AS (
-    SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b,
+    SELECT __emb_b,
         count(*) AS queries, avg(top1::INTEGER) AS top1, avg((rank <= 5)::INTEGER) AS recall_at_5,
         avg((rank <= 10)::INTEGER) AS recall_at_10, avg(1.0 / rank) AS mrr, avg(m) AS m_mean,
         quantile_cont(m, [0.05, 0.25, 0.5, 0.75, 0.95]) AS mq, count(*) FILTER (ties > 0) AS ties
     FROM r GROUP BY ALL
 )
 SELECT COLUMNS(lambda c: c <> '__emb_all') FROM (
-SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')),
+-- the model column under its own name again: a struct of one field read from the queries table
+-- (a row of a one-column subquery), unnested
+SELECT unnest(k.__emb_key),
     main.queries, se.g AS groups, main.top1, se.top1_se, main.top1 AS recall_at_1, main.recall_at_5, se.recall_at_5_se,
     main.recall_at_10, se.recall_at_10_se, main.mrr, se.mrr_se, main.m_mean, se.m_mean_se,
     mq[1] AS m_p05, mq[2] AS m_p25, mq[3] AS m_median, mq[4] AS m_p75, mq[5] AS m_p95, main.ties, scope AS scope
 FROM main JOIN se ON main.__emb_b IS NOT DISTINCT FROM se.__emb_b
+LEFT JOIN (SELECT DISTINCT s AS __emb_key
+           FROM (SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all'))
+                 FROM (SELECT *, 1 AS __emb_all FROM query_table(queries))) s) k
+    ON CASE WHEN model_col IS NULL THEN NULL ELSE struct_extract_at(k.__emb_key, 1) END IS NOT DISTINCT FROM main.__emb_b
 ORDER BY main.__emb_b);
 
 -- @function emb_retrieval_summary(queries, docs, scope := 'corpus', qid := 'qid', "group" := 'group', positive := 'positive', vector := 'vector', doc_id := 'doc_id', doc_group := 'group', doc_vector := 'vector', model := NULL)

@@ -67,8 +67,10 @@ r AS (
         WHEN m.__emb_scols = 1 THEN error(format('embsql: [column.missing] score column "{}" not found in run {}', score_col, run))
         WHEN model_col IS NOT NULL AND m.__emb_bcols = 1
             THEN error(format('embsql: [column.missing] model column "{}" not found in run {}', model_col, run))
-        WHEN __emb_q IS NULL OR __emb_d IS NULL OR __emb_s IS NULL OR (model_col IS NOT NULL AND __emb_b IS NULL)
-            THEN error(format('embsql: [label.null] run {}: NULL qid, doc_id, score or model at row {}', run, __emb_row))
+        WHEN model_col IS NOT NULL AND __emb_b IS NULL
+            THEN error(format('embsql: [label.null] run {}: model column "{}" is NULL at row {}', run, model_col, __emb_row))
+        WHEN __emb_q IS NULL OR __emb_d IS NULL OR __emb_s IS NULL
+            THEN error(format('embsql: [label.null] run {}: NULL qid, doc_id or score at row {}', run, __emb_row))
         WHEN isnan(__emb_s) OR isinf(__emb_s)
             THEN error(format('embsql: [value.nonfinite] run {}: score {} at row {} is not finite', run, __emb_s, __emb_row))
         ELSE true
@@ -126,23 +128,23 @@ scored AS (
 per_query AS (
     SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), s.__emb_b, s.__emb_q AS qid,
         CASE WHEN any_value(p.__emb_idcg) > 0 THEN sum(__emb_g / log2(__emb_pos + 1)) / any_value(p.__emb_idcg)
-             ELSE 0.0 END AS "ndcg",
+             ELSE 0.0 END AS __emb_m_ndcg,
         CASE WHEN any_value(p.__emb_nrel) > 0
              THEN sum(CASE WHEN __emb_g >= 1 THEN __emb_found / __emb_pos ELSE 0 END) / any_value(p.__emb_nrel)
-             ELSE 0.0 END AS "map",
+             ELSE 0.0 END AS __emb_m_map,
         CASE WHEN any_value(p.__emb_nrel) > 0 THEN count(*) FILTER (WHERE __emb_g >= 1) / any_value(p.__emb_nrel)
-             ELSE 0.0 END AS "recall",
-        count(*) FILTER (WHERE __emb_g >= 1) / k AS "precision",
-        coalesce(max(1.0 / __emb_pos) FILTER (WHERE __emb_g >= 1), 0.0) AS "mrr",
-        CASE WHEN count(*) FILTER (WHERE __emb_g >= 1) > 0 THEN 1.0 ELSE 0.0 END AS "hit_rate",
+             ELSE 0.0 END AS __emb_m_recall,
+        count(*) FILTER (WHERE __emb_g >= 1) / k AS __emb_m_precision,
+        coalesce(max(1.0 / __emb_pos) FILTER (WHERE __emb_g >= 1), 0.0) AS __emb_m_mrr,
+        CASE WHEN count(*) FILTER (WHERE __emb_g >= 1) > 0 THEN 1.0 ELSE 0.0 END AS __emb_m_hit_rate,
         any_value(p.__emb_nrel) = 0 AS __emb_none
     FROM scored s JOIN per_qid p ON s.__emb_q = p.__emb_q
     GROUP BY ALL
 )
-SELECT * EXCLUDE ("ndcg", "map", "recall", "precision", "mrr", "hit_rate"),
+SELECT * EXCLUDE (__emb_m_ndcg, __emb_m_map, __emb_m_recall, __emb_m_precision, __emb_m_mrr, __emb_m_hit_rate),
     unnest([format('ndcg@{}', k), format('map@{}', k), format('recall@{}', k), format('precision@{}', k),
             format('mrr@{}', k), format('hit_rate@{}', k)]) AS metric,
-    unnest(["ndcg", "map", "recall", "precision", "mrr", "hit_rate"]) AS value,
+    unnest([__emb_m_ndcg, __emb_m_map, __emb_m_recall, __emb_m_precision, __emb_m_mrr, __emb_m_hit_rate]) AS value,
     unnest(range(6)) AS __emb_o
 FROM per_query;
 

@@ -95,7 +95,7 @@ ORDER BY r.__emb_b;
 -- @column level as asked
 -- @column replicates as asked
 -- @column groups G
--- @column estimate_bc the jackknife bias-corrected estimate the interval is built around (on the logit scale for `r2`, `w_bar` and `v`, the log scale for `f`)
+-- @column estimate_bc the jackknife bias-corrected estimate the interval is built around, computed on the figure's scale h and mapped back: h⁻¹(G·h(θ) − (G − 1)·mean_g h(θ₋g)), h = logit for `r2`, `w_bar` and `v`, log for `f`, the statistic itself for `icc` and `r2_adj` (not G·θ − (G − 1)·mean(θ₋g) on the statistic)
 -- @column dropped bootstrap replicates left out because the statistic was undefined in them (e.g. F when only groups of one were drawn)
 -- @column calibrated true from 30 groups on for `r2`, `f` and `w_bar`, where the coverage was measured at 95 ± 2.5%; false below 30 groups, and for `v`, `icc` and `r2_adj`, whose coverage was not simulated
 -- @column sizes `'random'` or `'fixed'` (the stratified jackknife), as for `emb_jackknife`

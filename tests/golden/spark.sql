@@ -16,13 +16,25 @@ SELECT
   MAX(`len`) AS `__emb_len_max`,
   SUM(CASE WHEN `inv` IS NULL THEN 1 ELSE 0 END) AS `__emb_bad`,
   COUNT(*) * (
-    VAR_POP(`x1` * `inv`) + (
-      VAR_POP(`x2` * `inv`) + VAR_POP(`x3` * `inv`)
+    VAR_POP((
+      `x1` / `peak`
+    ) * `inv`) + (
+      VAR_POP((
+        `x2` / `peak`
+      ) * `inv`) + VAR_POP((
+        `x3` / `peak`
+      ) * `inv`)
     )
   ) AS `__emb_within`,
-  SUM(`x1` * `inv`) AS `__emb_s1`,
-  SUM(`x2` * `inv`) AS `__emb_s2`,
-  SUM(`x3` * `inv`) AS `__emb_s3`
+  SUM((
+    `x1` / `peak`
+  ) * `inv`) AS `__emb_s1`,
+  SUM((
+    `x2` / `peak`
+  ) * `inv`) AS `__emb_s2`,
+  SUM((
+    `x3` / `peak`
+  ) * `inv`) AS `__emb_s3`
 FROM (
   SELECT
     `__emb_b`,
@@ -32,26 +44,25 @@ FROM (
     `x1`,
     `x2`,
     `x3`,
+    `peak`,
     CASE
       WHEN `ss` > 1e-290 AND `ss` < 1e+290
       THEN 1 / SQRT(`ss`)
       WHEN `peak` > 0
-      THEN 1 / (
-        `peak` * SQRT(
+      THEN 1 / SQRT(
+        (
+          `x1` / `peak`
+        ) * (
+          `x1` / `peak`
+        ) + (
           (
-            `x1` / `peak`
+            `x2` / `peak`
           ) * (
-            `x1` / `peak`
+            `x2` / `peak`
           ) + (
-            (
-              `x2` / `peak`
-            ) * (
-              `x2` / `peak`
-            ) + (
-              `x3` / `peak`
-            ) * (
-              `x3` / `peak`
-            )
+            `x3` / `peak`
+          ) * (
+            `x3` / `peak`
           )
         )
       )

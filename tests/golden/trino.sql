@@ -8,13 +8,25 @@ SELECT
   MAX("len") AS "__emb_len_max",
   SUM(CASE WHEN "inv" IS NULL THEN 1 ELSE 0 END) AS "__emb_bad",
   COUNT(*) * (
-    VAR_POP("x1" * "inv") + (
-      VAR_POP("x2" * "inv") + VAR_POP("x3" * "inv")
+    VAR_POP((
+      CAST("x1" AS DOUBLE) / "peak"
+    ) * "inv") + (
+      VAR_POP((
+        CAST("x2" AS DOUBLE) / "peak"
+      ) * "inv") + VAR_POP((
+        CAST("x3" AS DOUBLE) / "peak"
+      ) * "inv")
     )
   ) AS "__emb_within",
-  SUM("x1" * "inv") AS "__emb_s1",
-  SUM("x2" * "inv") AS "__emb_s2",
-  SUM("x3" * "inv") AS "__emb_s3"
+  SUM((
+    CAST("x1" AS DOUBLE) / "peak"
+  ) * "inv") AS "__emb_s1",
+  SUM((
+    CAST("x2" AS DOUBLE) / "peak"
+  ) * "inv") AS "__emb_s2",
+  SUM((
+    CAST("x3" AS DOUBLE) / "peak"
+  ) * "inv") AS "__emb_s3"
 FROM (
   SELECT
     "__emb_b",
@@ -24,26 +36,25 @@ FROM (
     "x1",
     "x2",
     "x3",
+    "peak",
     CASE
       WHEN "ss" > 1e-290 AND "ss" < 1e+290
       THEN CAST(1 AS DOUBLE) / SQRT("ss")
       WHEN "peak" > 0
-      THEN CAST(1 AS DOUBLE) / (
-        "peak" * SQRT(
+      THEN CAST(1 AS DOUBLE) / SQRT(
+        (
+          CAST("x1" AS DOUBLE) / "peak"
+        ) * (
+          CAST("x1" AS DOUBLE) / "peak"
+        ) + (
           (
-            CAST("x1" AS DOUBLE) / "peak"
+            CAST("x2" AS DOUBLE) / "peak"
           ) * (
-            CAST("x1" AS DOUBLE) / "peak"
+            CAST("x2" AS DOUBLE) / "peak"
           ) + (
-            (
-              CAST("x2" AS DOUBLE) / "peak"
-            ) * (
-              CAST("x2" AS DOUBLE) / "peak"
-            ) + (
-              CAST("x3" AS DOUBLE) / "peak"
-            ) * (
-              CAST("x3" AS DOUBLE) / "peak"
-            )
+            CAST("x3" AS DOUBLE) / "peak"
+          ) * (
+            CAST("x3" AS DOUBLE) / "peak"
           )
         )
       )

@@ -1,0 +1,257 @@
+"""A differential fuzzer over the decomposition's routes, run on every CI run for a bounded time.
+
+A seeded generator makes random embedding tables: FLOAT or DOUBLE vectors (lists or fixed-size
+arrays) of a few dimensions; text or integer group labels; one or more models under a model column,
+or none; magnitudes from 1e-150 to 1e150 (1e-310, subnormal, for DOUBLE); near-duplicate groups whose
+spread goes down to and below float64's resolution; single-item groups; hostile column names; and, in
+some tables, one defect (a NULL, NaN or zero vector, a NULL label or model, a model column named like
+an output column, one group only, a group of one item per row).
+
+Each table goes through every route: the Python faces (embsql.anova, embsql.groups), the registered
+SQL (emb_anova, emb_groups on embsql.connect()) and the stock duckdb CLI (sql/embsql.sql read from a
+file).  Each route must give the long-double reference (tests/longdouble.py) to 1e-6 relative, R², F,
+SS_W and every resolved W_g, or refuse with the kind the table calls for (the same on every route; a
+spread within a factor of 2 of the resolution may go either way); never a raw error, and the user's
+table is unchanged.  CASES is the budget: about a minute on 2 cores.
+"""
+
+import csv
+import io
+import math
+import subprocess
+
+import duckdb
+import longdouble
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from test_icc import duckdb_cli
+
+import embsql
+from embsql.errors import EmbsqlError
+from embsql.io.resources import sql_entry_file
+
+SEED = 20261202
+CASES = 48                  # the budget: tables per run (each through every route)
+RELATIVE = 1e-6
+EPS = float(np.finfo(np.float64).eps)
+RESOLUTION = math.sqrt(EPS)   # the documented resolution: a root-mean-square spread below it is refused
+
+GROUP_NAMES = ["g", "topic", "Grp \"1\"", "it's", "select", "__emb_g", "ünï côdé"]
+VECTOR_NAMES = ["v", "embedding", "vec tor", "__emb_v", "from"]
+MODEL_NAMES = ["model", "m o d", "Modèle", 'x"y']
+OUTPUTS_ANOVA = ["n", "groups", "ss_t", "ss_w", "ss_b", "r2", "r2_null", "f", "v", "mean_resultant_length", "w_bar"]
+DEFECTS = [None] * 6 + ["null_vector", "nan", "zero", "null_label", "null_model", "collision", "one_group",
+                        "no_residual_df"]
+DEFECT_KIND = {"null_vector": "vector.null", "nan": "vector.nonfinite", "zero": "vector.zero",
+               "null_label": "label.null", "null_model": "label.null", "collision": "column.collision",
+               "one_group": "design.one_group", "no_residual_df": "design.no_residual_df"}
+
+
+def literal(name: str) -> str:
+    return "'" + name.replace("'", "''") + "'"
+
+
+def make_case(rng: np.random.Generator) -> dict:
+    """One random table and what it calls for."""
+    double = rng.random() < 0.6
+    d = int(rng.choice([2, 3, 8, 16]))
+    defect = DEFECTS[rng.integers(len(DEFECTS))]
+    models = int(rng.integers(1, 3)) if rng.random() < 0.6 or defect in ("null_model", "collision") else 0
+    group_col = GROUP_NAMES[rng.integers(len(GROUP_NAMES))]
+    vector_col = VECTOR_NAMES[rng.integers(len(VECTOR_NAMES))]
+    while vector_col == group_col:
+        vector_col = VECTOR_NAMES[rng.integers(len(VECTOR_NAMES))]
+    model_col = None
+    if models:
+        model_col = (OUTPUTS_ANOVA[rng.integers(len(OUTPUTS_ANOVA))] if defect == "collision"
+                     else MODEL_NAMES[rng.integers(len(MODEL_NAMES))])
+        if model_col in (group_col, vector_col):
+            model_col = "the model"
+    integer_labels = rng.random() < 0.3
+    low, high = (-150, 150) if double else (-30, 30)
+    rows = []
+    for m in range(max(models, 1)):
+        groups = 1 if defect == "one_group" else int(rng.integers(2, 7))
+        spread = 10.0 ** rng.uniform(-9.5, 0)            # of the group centres about one direction
+        within = spread * 10.0 ** rng.uniform(-2, 0.5)   # of the items about their centre
+        base = rng.normal(size=d)
+        base /= np.linalg.norm(base)
+        for g in range(groups):
+            size = 1 if defect == "no_residual_df" else int(rng.choice([1, 1, 2, 3, 5, 8]))
+            centre = base + spread * rng.normal(size=d)
+            for _ in range(size):
+                x = (centre + within * rng.normal(size=d)) * 10.0 ** rng.uniform(low, high)
+                if double and rng.random() < 0.05:
+                    x = (centre + within * rng.normal(size=d)) * 1e-310
+                rows.append({"model": f"m{m}" if models else None, "group": g if integer_labels else f"t{g}",
+                             "vector": x.astype(np.float64 if double else np.float32).astype(np.float64)})
+    if defect in ("null_vector", "nan", "zero", "null_label", "null_model"):
+        row = rows[rng.integers(len(rows))]
+        if defect == "null_vector":
+            row["vector"] = None
+        elif defect == "nan":
+            row["vector"] = np.where(np.arange(d) == 0, np.nan, row["vector"])
+        elif defect == "zero":
+            row["vector"] = np.zeros(d)
+        elif defect == "null_label":
+            row["group"] = None
+        else:
+            row["model"] = None
+    return {"double": double, "fixed": bool(rng.random() < 0.4), "d": d, "rows": rows, "defect": defect,
+            "group": group_col, "vector": vector_col, "model": model_col}
+
+
+def arrow_table(case) -> pa.Table:
+    value = pa.float64() if case["double"] else pa.float32()
+    vectors = [None if r["vector"] is None else r["vector"].tolist() for r in case["rows"]]
+    vector_type = pa.list_(value, case["d"]) if case["fixed"] else pa.list_(value)
+    columns = {case["group"]: pa.array([r["group"] for r in case["rows"]]),
+               case["vector"]: pa.array(vectors, type=vector_type)}
+    if case["model"]:
+        columns = {case["model"]: pa.array([r["model"] for r in case["rows"]], pa.string()), **columns}
+    return pa.table(columns)
+
+
+def expected(case):
+    """('refused', kind, either) or ('figures', {model: reference}, either): either is True when the
+    table sits near the resolution, where a refusal and the figures are both right."""
+    if case["defect"]:
+        return "refused", DEFECT_KIND[case["defect"]], False
+    by_model: dict = {}
+    for r in case["rows"]:
+        by_model.setdefault(r["model"], []).append(r)
+    references, near, refused = {}, False, False
+    for model, rows in by_model.items():
+        ref = longdouble.decomposition([r["group"] for r in rows], np.array([r["vector"] for r in rows]))
+        for ss in (ref["ss_t"], ref["ss_w"]):
+            ratio = math.sqrt(max(ss, 0.0) / ref["n"]) / RESOLUTION
+            near |= 0.5 <= ratio <= 2
+            refused |= ratio < 0.5
+        references[model] = ref
+    if refused:
+        return "refused", "design.identical", False
+    return "figures", references, near
+
+
+def close(got, want) -> bool:
+    if math.isinf(want) or math.isinf(got):
+        return got == want
+    return abs(got - want) <= RELATIVE * abs(want)
+
+
+def check_figures(route, anova_rows, groups_rows, references, case):
+    """anova_rows: [(model, r2, f, ss_w)], groups_rows: [(model, group, n_g, w)] (model None without
+    a model column; labels as the route returns them, compared as text)."""
+    refs = {str(k) if k is not None else None: v for k, v in references.items()}
+    assert sorted(str(m) if m is not None else "" for m, *_ in anova_rows) == sorted(k or "" for k in refs), route
+    for model, r2, f, ss_w in anova_rows:
+        ref = refs[None if model is None else str(model)]
+        assert close(r2, ref["r2"]) and close(f, ref["f"]) and close(ss_w, ref["ss_w"]), \
+            (route, case["defect"], model, (r2, f, ss_w), (ref["r2"], ref["f"], ref["ss_w"]))
+    for model, group, n_g, w in groups_rows:
+        ref_w = refs[None if model is None else str(model)]["w"]
+        want = {str(k): v for k, v in ref_w.items()}[str(group)]
+        if n_g == 1:
+            assert w == 0.0, (route, model, group, w)
+        elif want >= 10 * EPS:    # a resolvable spread (below it, W_g is flagged as rounding noise)
+            assert abs(w - want) <= RELATIVE * want, (route, model, group, w, want)
+
+
+def python_route(con, case):
+    kwargs = {"group": case["group"], "vector": case["vector"], "model": case["model"]}
+    try:
+        anova = embsql.anova(con, "t", **kwargs).to_dicts()
+        groups = embsql.groups(con, "t", **kwargs).to_dicts()
+    except EmbsqlError as e:
+        return "refused", e.kind
+    key = case["model"]
+    return "figures", ([(r.get(key) if key else None, r["r2"], r["f"], r["ss_w"]) for r in anova],
+                       [(r.get(key) if key else None, r["group"], r["n_g"], r["w"]) for r in groups])
+
+
+def sql_calls(case, source: str) -> tuple[str, str]:
+    model = f", model := {literal(case['model'])}" if case["model"] else ""
+    args = f"{literal(source)}, {literal(case['group'])}, {literal(case['vector'])}{model}"
+    # the model column first (its own name), else a NULL: positions, not names, so any name works
+    first = "#1" if case["model"] else "NULL"
+    return (f"SELECT {first}::VARCHAR, r2, f, ss_w FROM emb_anova({args})",
+            f"SELECT {first}::VARCHAR, \"group\"::VARCHAR, n_g, w FROM emb_groups({args})")
+
+
+def kind_of(message: str) -> str:
+    assert "embsql: [" in message, f"a raw error: {message}"
+    return message[message.index("embsql: [") + 9:].split("]")[0]
+
+
+def sql_route(con, case):
+    anova_sql, groups_sql = sql_calls(case, "t")
+    try:
+        return "figures", (con.sql(anova_sql).fetchall(), con.sql(groups_sql).fetchall())
+    except duckdb.Error as e:
+        return "refused", kind_of(str(e))
+
+
+def cli_route(path, case):
+    anova_sql, groups_sql = sql_calls(case, str(path))
+    script = (f".read {sql_entry_file()}\n.mode csv\n.headers off\n.nullvalue ''\n"
+              f"SELECT 'A', * FROM ({anova_sql});\nSELECT 'G', * FROM ({groups_sql});\n")
+    out = subprocess.run([duckdb_cli()], input=script, capture_output=True, text=True, timeout=120)
+    if out.stderr.strip():
+        kinds = {kind_of(part) for part in out.stderr.split("Error:")[1:]}
+        assert len(kinds) == 1, out.stderr
+        return "refused", kinds.pop()
+    rows = list(csv.reader(io.StringIO(out.stdout)))
+
+    def value(x):
+        return None if x == "" else x
+
+    anova = [(value(r[1]), float(r[2]), float(r[3]), float(r[4])) for r in rows if r[0] == "A"]
+    groups = [(value(r[1]), r[2], int(r[3]), float(r[4])) for r in rows if r[0] == "G"]
+    return "figures", (anova, groups)
+
+
+def test_every_route_gives_the_reference_or_the_same_refusal(tmp_path):
+    rng = np.random.default_rng(SEED)
+    outcomes = {"figures": 0, "refused": 0, "near": 0}
+    for number in range(CASES):
+        case = make_case(rng)
+        table = arrow_table(case)
+        path = tmp_path / f"case{number}.parquet"
+        pq.write_table(table, path)
+        before = path.read_bytes()
+        con = embsql.connect()
+        con.register("t_arrow", table)
+        con.execute("CREATE TABLE t AS SELECT * FROM t_arrow")
+        con.unregister("t_arrow")
+        snapshot = repr(con.sql("SELECT * FROM t ORDER BY rowid").fetchall())   # repr: NaN equals NaN
+        catalog = con.sql("SELECT database_name, schema_name, table_name FROM duckdb_tables() ORDER BY ALL").fetchall()
+        what, want, near = expected(case)
+        results = {"python": python_route(con, case), "sql": sql_route(con, case), "cli": cli_route(path, case)}
+        context = (number, case["defect"], case["group"], case["vector"], case["model"], case["double"])
+        for route, (got, value) in results.items():
+            if got == "refused":
+                if what == "refused":
+                    assert value == want, (route, value, want, context)
+                else:
+                    assert near and value == "design.identical", (route, value, context)
+            else:
+                assert what == "figures", (route, "gave figures where the table calls for", want, context)
+                check_figures(route, *value, want, case)
+        outcomes["near" if near else what] += 1
+        # the user's table and database, unchanged
+        assert repr(con.sql("SELECT * FROM t ORDER BY rowid").fetchall()) == snapshot
+        assert con.sql("SELECT database_name, schema_name, table_name FROM duckdb_tables() "
+                       "ORDER BY ALL").fetchall() == catalog
+        assert path.read_bytes() == before
+        con.close()
+    # the generator reaches each outcome (else it tests less than it says)
+    assert outcomes["figures"] >= CASES // 4 and outcomes["refused"] >= CASES // 4, outcomes
+
+
+@pytest.mark.parametrize("defect", sorted(DEFECT_KIND))
+def test_the_generator_makes_each_defect(defect):
+    rng = np.random.default_rng(SEED)
+    seen = {make_case(rng)["defect"] for _ in range(200)}
+    assert defect in seen

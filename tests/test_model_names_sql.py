@@ -1,0 +1,138 @@
+"""A model column may have any name, in every SQL function that takes one: the name of one of the
+function's output columns is refused (embsql: [column.collision] naming it), a name with the macros'
+own prefix __emb_ too (embsql: [column.reserved]), and any other name, the names the macros use
+internally included (ss_w in emb_icc, rank in emb_retrieval_summary), gives the same figures as a
+column named `model`, under the column's own name.  A NULL model value is refused (embsql: [label.null] naming the column).
+
+The calls are the SQL reference's own examples (sql/examples.sql's tables), with their model column
+renamed."""
+
+import functools
+import re
+
+import duckdb
+import pytest
+
+import embsql
+from embsql import sql_reference
+
+# names embsql's macros use beside the user's columns (sql/modules, sql/python), and hostile ones
+INTERNAL = ["__emb_b", "__emb_g", "__emb_all", "__emb_null", "__emb_n", "__emb_v", "__emb_k", "__emb_s",
+            "__emb_ssw", "__emb_result", "__emb_r", "__emb_row", "rank", "model_a", 'a"b', "select",
+            # the columns of emb_anova, which emb_icc and others read internally
+            "ss_t", "ss_w", "ss_b", "r2", "f", "w", "n_g", "mrr", "ndcg", "m"]
+
+# the functions whose model column runs through sql/modules (emb__checked_source, emb__rows and the
+# retrieval and run macros there); the sql/python macros of agreement, geometry, permanova_terms,
+# compare and compare_retrieval carry their model column their own way and are not covered here yet
+COVERED = ["emb_anova", "emb_groups", "emb_icc", "emb_margins", "emb_retrieval_summary", "emb_run_metrics",
+           "emb_run_metrics_per_query", "emb_permanova", "emb_dispersion", "emb_dispersion_groups", "emb_jackknife",
+           "emb_bootstrap", "emb_retrieval_dose", "emb_retrieval_eval"]
+FUNCTIONS = [f for f in sql_reference.functions() if f.name in COVERED]
+NAMES = sorted({c.name.lower() for f in FUNCTIONS for c in f.columns if not c.name.startswith("<")} | set(INTERNAL))
+
+
+def call_of(function) -> str:
+    """The function call of its example: `emb_x(...)`, balanced parentheses."""
+    text = function.example
+    start = text.index(function.name + "(")
+    depth = 0
+    for end in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[end], 0)
+        if text[end] == ")" and depth == 0:
+            return text[start:end + 1]
+    raise AssertionError(function.name)
+
+
+def _fixture_columns() -> set[str]:
+    con = embsql.connect()
+    con.execute(sql_reference.fixtures())
+    return {c for (c,) in con.sql("SELECT column_name FROM duckdb_columns() WHERE NOT internal").fetchall()}
+
+
+FIXTURE_COLUMNS = _fixture_columns()
+
+
+def quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def literal(name: str) -> str:
+    return "'" + name.replace("'", "''") + "'"
+
+
+def connection_with_model(name: str, *, value="'m1'"):
+    """The examples' tables, with their model column (one added, holding `value`, where a table has
+    none) named `name`."""
+    con = embsql.connect()
+    con.execute(sql_reference.fixtures())
+    for (table,) in con.sql("SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall():
+        columns = [c for (c,) in con.sql(f"SELECT column_name FROM duckdb_columns() WHERE table_name = '{table}'").fetchall()]
+        if "model" not in columns:
+            con.execute(f"ALTER TABLE {quoted(table)} ADD COLUMN model VARCHAR DEFAULT {value}")
+        if name != "model" and name.lower() not in [c.lower() for c in columns]:   # (else a collision, refused)
+            con.execute(f"ALTER TABLE {quoted(table)} RENAME COLUMN model TO {quoted(name)}")
+    return con
+
+
+def query(function, name: str) -> str:
+    # fewer permutations and replicates than the examples: the figures are compared, not judged
+    call = re.sub(r"(permutations|replicates) := \d+", r"\1 := 19", call_of(function))
+    if "'model'" in call:
+        call = call.replace("'model'", literal(name))
+    else:
+        call = call[:-1] + f", model := {literal(name)})"
+    return f"SELECT * FROM {call}"
+
+
+def rows(con, sql):
+    relation = con.sql(sql)
+    return relation.columns, sorted(map(repr, relation.fetchall()))
+
+
+@functools.cache
+def baseline(function_name):
+    function = next(f for f in FUNCTIONS if f.name == function_name)
+    return rows(connection_with_model("model"), query(function, "model"))
+
+
+def test_covers_every_function_with_a_model_column():
+    assert set(COVERED) <= {f.name for f in sql_reference.functions() if any(a.name == "model" for a in f.arguments)}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_model_column_of_any_name(name):
+    con = connection_with_model(name)
+    for function in FUNCTIONS:
+        outputs = [c.name.lower() for c in function.columns if not c.name.startswith("<")]
+        keeps_model = any(c.name == "<model>" for c in function.columns)
+        if name not in INTERNAL and name.lower() not in outputs:
+            continue   # another function's output column: tested there (and as INTERNAL where it matters)
+        sql = query(function, name)
+        if name.lower().startswith("__emb_"):   # the macros' own prefix: refused, never a binder error
+            with pytest.raises(duckdb.Error, match=r"embsql: \[column.reserved\] model column " + re.escape(quoted(name))):
+                con.sql(sql).fetchall()
+            continue
+        if keeps_model and name.lower() in outputs:
+            with pytest.raises(duckdb.Error, match=r"embsql: \[column.collision\] model column " + re.escape(quoted(name))):
+                con.sql(sql).fetchall()
+            continue
+        if name.lower() in [c.lower() for c in FIXTURE_COLUMNS]:
+            continue   # a column the examples' tables have already (qid, value ...): the call would mean that one
+        try:
+            columns, got = rows(con, sql)
+        except duckdb.Error as e:
+            raise AssertionError(f"{function.name} with a model column named {name!r}: {e}") from None
+        base_columns, base = baseline(function.name)
+        want_columns = [name if c == "model" and keeps_model else c for c in base_columns]
+        assert columns == want_columns, (function.name, name, columns)
+        assert got == [r.replace("'model'", literal(name)) for r in base] or got == base, (function.name, name, got[:3])
+
+
+@pytest.mark.parametrize("function", FUNCTIONS, ids=[f.name for f in FUNCTIONS])
+def test_a_null_model_is_refused(function):
+    con = connection_with_model("model", value="NULL")
+    for (table,) in con.sql("SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall():
+        con.execute(f"INSERT INTO {quoted(table)} BY NAME SELECT * EXCLUDE (model), NULL AS model FROM {quoted(table)}")
+    with pytest.raises(duckdb.Error, match=r'embsql: \[label.null\] .*"model"'):
+        con.sql(query(function, "model")).fetchall()
