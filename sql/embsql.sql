@@ -26,6 +26,10 @@ CREATE OR REPLACE TEMP MACRO emb__fail_design_undefined_replicates("bad", "total
     error(format('embsql: [design.undefined_replicates] {} of {} {} replicates leave the statistic undefined (too few groups, or a replicate with no within-group variation)', "bad", "total", "what"));
 CREATE OR REPLACE TEMP MACRO emb__fail_design_dropped_resamples("dropped", "total", "share") AS
     error(format('embsql: [design.dropped_resamples] {} of {} bootstrap resamples leave the statistic undefined (more than {}), so no interval: too few groups, or too many groups of one item', "dropped", "total", "share"));
+CREATE OR REPLACE TEMP MACRO emb__fail_design_k_items("k", "what", "n", "whose") AS
+    error(format('embsql: [design.k_items] k = {} neighbours needs more than k {}, but there are {}{}; choose k below {}', "k", "what", "n", "whose", "n"));
+CREATE OR REPLACE TEMP MACRO emb__fail_design_empty_split("column", "side", "whose") AS
+    error(format('embsql: [design.empty_split] split column {} has no {} items{}: a train/test classification needs both', "column", "side", "whose"));
 CREATE OR REPLACE TEMP MACRO emb__fail_design_no_distractor("query", "whose", "scope", "positive", "where") AS
     error(format('embsql: [design.no_distractor] query {}{}: scope {} leaves it no distractor (its positive {} is the only document{})', "query", "whose", "scope", "positive", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_vector_null("column", "word", "where") AS
@@ -46,6 +50,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_label_duplicate("id", "source") AS
     error(format('embsql: [label.duplicate] id {} appears more than once in {}', "id", "source"));
 CREATE OR REPLACE TEMP MACRO emb__fail_label_unknown_positive("query", "whose", "positive", "docs") AS
     error(format('embsql: [label.unknown_positive] query {}{} has positive {}, which is not a doc_id of {}', "query", "whose", "positive", "docs"));
+CREATE OR REPLACE TEMP MACRO emb__fail_item_missing("item", "has", "lacks", "source", "count") AS
+    error(format('embsql: [item.missing] item {} has a prediction from model {} but not from model {} in {} ({} such items); models are compared on the same items', "item", "has", "lacks", "source", "count"));
 CREATE OR REPLACE TEMP MACRO emb__fail_model_missing("model", "side", "source", "other_side", "other") AS
     error(format('embsql: [model.missing] model {} is in {} {} but not in {} {}', "model", "side", "source", "other_side", "other"));
 CREATE OR REPLACE TEMP MACRO emb__fail_model_too_few("column", "models", "needs") AS
@@ -60,6 +66,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_value_null("role", "column", "count", "wh
     error(format('embsql: [value.null] {} column {} has {} NULL value(s){}', "role", "column", "count", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_value_nonfinite("role", "column", "count", "word", "where") AS
     error(format('embsql: [value.nonfinite] {} column {} has {} {} value(s){}', "role", "column", "count", "word", "where"));
+CREATE OR REPLACE TEMP MACRO emb__fail_value_split("column", "value", "where") AS
+    error(format('embsql: [value.split] split column {} has {} at {}; its values must be ''train'' or ''test''', "column", "value", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_value_relevance("column", "value", "where") AS
     error(format('embsql: [value.relevance] relevance column {} has {} at {}; relevance must be a whole number of 0 or more', "column", "value", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_distance_null_id("source", "first", "second") AS
