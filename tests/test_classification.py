@@ -68,6 +68,24 @@ def test_knn_leave_one_out_equals_sklearn(con, k):
         assert summary[name]["items"] == len(y) and summary[name]["split"] == "leave-one-out"
 
 
+def test_knn_on_more_items_than_the_floor_sample_equals_sklearn(con):
+    # beyond 2 x FLOOR_SAMPLE documents each query's search starts from a sampled floor
+    x, y = _data(n=3000, d=8, classes=6, seed=12, spread=0.6)
+    x = x.astype(np.float32)
+    table = pa.table({"label": y, "vector": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), 8)})
+    rows = embsql.knn_classify(con, table, k=7, per_item=True)
+    reference = KNeighborsClassifier(n_neighbors=7, metric="cosine", algorithm="brute").fit(
+        x.astype(np.float64), y).predict(None)
+    assert rows.column("predicted") == reference.tolist()
+
+
+def test_a_zero_vector_names_its_row(con):
+    table = pa.table({"item": ["a", "b", "c"], "label": ["x", "y", "x"], "vector": [[1.0, 0.0], [0.0, 0.0], [1.0, 1.0]]})
+    with pytest.raises(embsql.BadVectorError, match=r"vector column 'vector' has a zero-length vector at row 1 "
+                                                    r"\(item 'b'\)"):
+        embsql.centroid_classify(con, table, item="item")
+
+
 @pytest.mark.parametrize("k", [1, 6])
 def test_knn_train_test_equals_sklearn(con, k):
     x, y = _data(n=400, seed=3)
@@ -118,7 +136,7 @@ def test_distance_tie_goes_to_the_item_first_in_text_order(con):
 
 def test_exact_duplicates_beyond_k_still_exclude_only_one_item():
     unit = np.tile([[1.0, 0.0]], (6, 1))
-    neighbours = core.knn_neighbours(unit, np.arange(6), 2)
+    neighbours = core.knn_neighbours(unit, np.ones(6), np.arange(6), 2)
     assert all(i not in row for i, row in enumerate(neighbours))
     assert neighbours[5].tolist() == [0, 1] and neighbours[0].tolist() == [1, 2]
 

@@ -35,7 +35,8 @@ class _Rows:
     """One model's rows as read: the columns as lists, the unit vectors, and a namer of row i."""
 
     columns: dict[str, list]
-    unit: np.ndarray
+    vectors: np.ndarray          # as stored: FLOAT stays float32 (one copy), DOUBLE float64
+    inv_norms: np.ndarray
     where: Callable[[int], str]
 
 
@@ -77,13 +78,30 @@ def _read(con: duckdb.DuckDBPyConnection, table: Source, vector: str, columns: d
         state = parts[value]
         rows = np.concatenate(state["rows"])
         where = _namer(rows, state["item"], columns.get("item"))
-        unit = np.empty((len(rows), state["raw"][0].shape[1]))
+        dtype = np.float32 if all(raw.dtype == np.float32 for raw in state["raw"]) else np.float64
+        vectors = np.empty((len(rows), state["raw"][0].shape[1]), dtype=dtype)
         low = 0
-        for raw in state["raw"]:            # one float64 copy, filled part by part
-            unit[low:low + len(raw)] = raw
+        for raw in state["raw"]:            # one copy, filled part by part
+            vectors[low:low + len(raw)] = raw
             low += len(raw)
-        normalise(unit, where, vector)
-        out[value] = _Rows({r: state[r] for r in ROLES}, unit, where)
+        out[value] = _Rows({r: state[r] for r in ROLES}, vectors, _inverse_norms(vectors, where, vector), where)
+    return out
+
+
+def _inverse_norms(vectors: np.ndarray, where: Callable[[int], str], vector: str) -> np.ndarray:
+    """1/||x|| in float64, a float64 block at a time; a zero, NaN or infinite vector is named by
+    the one rule of embsql.core.sums.normalise."""
+    out = np.empty(len(vectors))
+    step = 8192
+    for low in range(0, len(vectors), step):
+        block = vectors[low:low + step].astype(np.float64)
+        scale = np.max(np.abs(block), axis=1)
+        bad = ~(np.isfinite(scale) & (scale > 0))
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            normalise(block[first:first + 1].copy(), lambda _, row=low + first: where(row), vector)
+        block /= scale[:, None]            # no overflow or underflow in the squares
+        out[low:low + len(block)] = 1.0 / (np.sqrt(np.einsum("ij,ij->i", block, block)) * scale)
     return out
 
 
@@ -105,7 +123,7 @@ def _run(con: duckdb.DuckDBPyConnection, source: TableLike, *, classifier: str, 
     summary, items = [], []
     for value, rows in models.items():
         whose = "" if used is None else f" (model {value!r})"
-        figures, per = classify(rows.unit, rows.columns["label"], classifier=classifier, k=k, level=level,
+        figures, per = classify(rows.vectors, rows.inv_norms, rows.columns["label"], classifier=classifier, k=k, level=level,
                                 items=rows.columns["item"] if item else None,
                                 splits=rows.columns["split"] if split else None,
                                 groups=rows.columns["group"] if group else None, label_column=label,

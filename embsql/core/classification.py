@@ -62,6 +62,8 @@ from embsql.errors import BadLabelError, fail
 
 CALIBRATED_FROM = 30          # items or clusters: the simulated coverage held from here on
 QUERY_CHUNK = 8192            # queries scaled to float64 at a time (25 MB at d = 384)
+FLOOR_SAMPLE = 1024           # documents whose depth-th best cosine starts each query's floor
+FLOOR_MARGIN = 1e-9           # far above the rounding of a float64 cosine, far below any real gap
 VOTE_CELLS = 1 << 22          # at most this many k x k comparisons per block of the vote
 EXACT_BINOMIAL = 100_000     # discordant items up to which McNemar's tail is summed in integers (< 1 s)
 SPLITS = ("train", "test")
@@ -89,21 +91,36 @@ def _vote(labels: np.ndarray) -> np.ndarray:
     return out
 
 
-def knn_neighbours(unit: np.ndarray, order: np.ndarray, k: int, train: np.ndarray | None = None) -> np.ndarray:
-    """Indices (into ``unit``) of each query item's k nearest training items, nearest first.
+def _floor(vectors: np.ndarray, inv_norms: np.ndarray, queries: np.ndarray, docs: np.ndarray,
+           depth: int) -> np.ndarray | None:
+    """A lower bound on each query's depth-th best cosine: its depth-th best over an evenly spaced
+    sample of FLOOR_SAMPLE documents (a subset cannot do better than all of them), less a margin
+    for rounding.  Given to top_k as its floor, it spares the first block's partial sort."""
+    if len(docs) <= 2 * FLOOR_SAMPLE:
+        return None
+    sample = docs[np.linspace(0, len(docs) - 1, FLOOR_SAMPLE).astype(np.int64)]
+    sims = queries @ (vectors[sample].astype(np.float64) * inv_norms[sample, None]).T
+    return np.partition(sims, FLOOR_SAMPLE - depth, axis=1)[:, FLOOR_SAMPLE - depth] - FLOOR_MARGIN
 
-    unit: n x d float64 unit vectors; order: each item's place in the tie order (smaller first).
-    train None: leave-one-out, every item a query of the others; else a boolean mask: the test
-    items (~train) query the training items."""
-    rows = np.arange(len(unit)) if train is None else np.flatnonzero(~train)
-    docs = np.arange(len(unit)) if train is None else np.flatnonzero(train)
+
+def knn_neighbours(vectors: np.ndarray, inv_norms: np.ndarray, order: np.ndarray, k: int,
+                   train: np.ndarray | None = None) -> np.ndarray:
+    """Indices (into ``vectors``) of each query item's k nearest training items, nearest first.
+
+    vectors: n x d as stored (float32 vectors stay float32, as in retrieve), inv_norms: 1/||x||
+    in float64; order: each item's place in the tie order (smaller first).  train None:
+    leave-one-out, every item a query of the others; else a boolean mask: the test items
+    (~train) query the training items."""
+    rows = np.arange(len(vectors)) if train is None else np.flatnonzero(~train)
+    docs = np.arange(len(vectors)) if train is None else np.flatnonzero(train)
     depth = k + 1 if train is None else k
-    doc_vectors = unit if train is None else unit[docs]
-    ones = np.ones(len(docs))
+    doc_vectors = vectors if train is None else vectors[docs]
     out = np.empty((len(rows), k), dtype=np.int64)
     for low in range(0, len(rows), QUERY_CHUNK):
         chunk = rows[low:low + QUERY_CHUNK]
-        idx, _ = top_k(unit[chunk], doc_vectors, ones, order[docs], depth)
+        queries = vectors[chunk].astype(np.float64) * inv_norms[chunk, None]
+        floor = _floor(vectors, inv_norms, queries, docs, depth)
+        idx, _ = top_k(queries, doc_vectors, inv_norms[docs], order[docs], depth, floor=floor)
         idx = docs[idx]
         if train is None:
             keep = idx != chunk[:, None]
@@ -113,28 +130,31 @@ def knn_neighbours(unit: np.ndarray, order: np.ndarray, k: int, train: np.ndarra
     return out
 
 
-def knn_predict(unit: np.ndarray, codes: np.ndarray, order: np.ndarray, k: int,
+def knn_predict(vectors: np.ndarray, inv_norms: np.ndarray, codes: np.ndarray, order: np.ndarray, k: int,
                 train: np.ndarray | None = None) -> np.ndarray:
     """The k-NN prediction (a label code) of every query item (all under leave-one-out, else the test items)."""
-    return _vote(codes[knn_neighbours(unit, order, k, train)])
+    return _vote(codes[knn_neighbours(vectors, inv_norms, order, k, train)])
 
 
-def centroid_predict(unit: np.ndarray, codes: np.ndarray, classes: int,
+def centroid_predict(vectors: np.ndarray, inv_norms: np.ndarray, codes: np.ndarray, classes: int,
                      train: np.ndarray | None = None) -> np.ndarray:
     """The nearest-centroid prediction of every query item (all under leave-one-out, else the
-    test items); ``unit`` holds float64 unit vectors."""
-    fit = np.ones(len(unit), dtype=bool) if train is None else train
-    sums = np.zeros((classes, unit.shape[1]))
-    np.add.at(sums, codes[fit], unit[fit])
+    test items); vectors and inv_norms as for knn_neighbours."""
+    fit = np.ones(len(vectors), dtype=bool) if train is None else train
+    sums = np.zeros((classes, vectors.shape[1]))
+    for low in range(0, len(vectors), QUERY_CHUNK):
+        part = slice(low, low + QUERY_CHUNK)
+        mine = fit[part]
+        np.add.at(sums, codes[part][mine], vectors[part][mine].astype(np.float64) * inv_norms[part][mine, None])
     sizes = np.bincount(codes[fit], minlength=classes).astype(np.float64)
     has = sizes > 0
     safe = np.where(has, sizes, 1.0)
     centroid_sq = np.einsum("gd,gd->g", sums, sums) / safe ** 2
-    rows = np.arange(len(unit)) if train is None else np.flatnonzero(~train)
+    rows = np.arange(len(vectors)) if train is None else np.flatnonzero(~train)
     out = np.empty(len(rows), dtype=np.int64)
     for low in range(0, len(rows), QUERY_CHUNK):
         chunk = rows[low:low + QUERY_CHUNK]
-        dots = unit[chunk] @ sums.T                                   # z . S_h
+        dots = (vectors[chunk].astype(np.float64) * inv_norms[chunk, None]) @ sums.T     # z . S_h
         score = np.where(has, centroid_sq - 2 * dots / safe, np.inf)  # ||z - c_h||² - 1
         if train is None:
             own = codes[chunk]
@@ -263,12 +283,13 @@ def check_design(codes: np.ndarray, train: np.ndarray | None, k: int | None, *, 
              whose=whose)
 
 
-def classify(unit: np.ndarray, labels: Sequence[object], *, classifier: str, k: int | None, level: float,
+def classify(vectors: np.ndarray, inv_norms: np.ndarray, labels: Sequence[object], *, classifier: str,
+             k: int | None, level: float,
              items: Sequence[object] | None = None, splits: Sequence[object] | None = None,
              groups: Sequence[object] | None = None, label_column: str = "label", split_column: str | None = None,
              where=lambda i: f"row {i}", whose: str = "") -> tuple[dict, dict]:
     """One model's classification: (figures: CLASSIFY_COLUMNS, per item: ITEM_COLUMNS and "group"
-    as lists over the items classified, in row order).
+    as lists over the items classified, in row order).  vectors as stored, inv_norms 1/||x||.
 
     classifier "knn" or "centroid"; ``items`` (ids) set the tie order of k-NN (their text order;
     else the rows' order); ``splits`` ('train'/'test' per row) switch from leave-one-out to
@@ -282,9 +303,9 @@ def classify(unit: np.ndarray, labels: Sequence[object], *, classifier: str, k: 
         order[np.argsort(np.asarray([text_key(i) for i in items], dtype=object), kind="stable")] = np.arange(len(codes))
     if classifier == "knn":
         assert k is not None, "k-NN needs k"
-        predicted = knn_predict(unit, codes, order, k, train)
+        predicted = knn_predict(vectors, inv_norms, codes, order, k, train)
     else:
-        predicted = centroid_predict(unit, codes, len(names), train)
+        predicted = centroid_predict(vectors, inv_norms, codes, len(names), train)
     rows = np.arange(len(codes)) if train is None else np.flatnonzero(~train)
     clusters = None
     if groups is not None:
