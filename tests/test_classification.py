@@ -355,3 +355,37 @@ def test_duckdb_table_source(con):
     reference = KNeighborsClassifier(n_neighbors=3, metric="cosine", algorithm="brute").fit(x, y).predict(None)
     assert row["accuracy"] == pytest.approx(accuracy_score(y, reference), abs=1e-15)
     assert isinstance(con, duckdb.DuckDBPyConnection)
+
+
+# ----------------------------------------------------------------------------------------------
+# SQL: the same numbers as Python
+
+def test_sql_equals_python(con):
+    x, y = _data(n=120, seed=13)
+    groups = np.arange(120) // 3
+    train = np.arange(120) % 4 != 0
+    con.register("t_view", _table({"a": (x, y), "b": (x[::-1].copy(), y)}, split=train, groups=groups))
+    con.execute("CREATE TABLE t AS SELECT * FROM t_view")
+    for call, face in (("emb_knn_classify('t', k := 4, item := 'item')", lambda: embsql.knn_classify(con, "t", k=4,
+                                                                                                  item="item")),
+                       ("emb_knn_classify('t', k := 3, split := 'split', \"group\" := 'grp')",
+                        lambda: embsql.knn_classify(con, "t", k=3, split="split", group="grp")),
+                       ("emb_centroid_classify('t', model := NULL)", lambda: embsql.centroid_classify(con, "t",
+                                                                                                   model=None))):
+        sql = con.sql(f"SELECT * FROM {call}")
+        python = face()
+        assert sql.columns == list(python.columns)
+        for got, want in zip(sql.fetchall(), python.rows, strict=True):
+            for a, b in zip(got, want, strict=True):
+                assert a == (pytest.approx(b, rel=1e-12) if isinstance(b, float) else b)
+    items = con.sql("SELECT model, item, label, predicted, correct FROM emb_knn_classify_items('t', k := 4, "
+                    "item := 'item') ORDER BY model, item").fetchall()
+    python = embsql.knn_classify(con, "t", k=4, item="item", per_item=True)
+    assert items == sorted((m, i, str(lab), str(p), c) for m, i, lab, p, c in python.rows)
+
+
+def test_sql_refuses_a_null_label_naming_the_row(con):
+    con.execute("CREATE TABLE nl AS SELECT * FROM (VALUES ('a', 1, [1.0, 0.0]), ('b', NULL, [0.0, 1.0]), "
+                "('c', 2, [1.0, 1.0])) t(item, label, vector)")
+    with pytest.raises(embsql.BadLabelError, match=r"label column 'label' has a NULL label at row 1 \(item 'b'\)"):
+        embsql.run_sql(con, "SELECT * FROM emb_knn_classify('nl', k := 1, item := 'item')")

@@ -317,10 +317,9 @@ def classify(vectors: np.ndarray, inv_norms: np.ndarray, labels: Sequence[object
     figures = scores(truth, predicted, len(names), clusters, level)
     figures.update(classes=len(names), k=k if classifier == "knn" else None, classifier=classifier,
                    split="leave-one-out" if train is None else "train-test", level=level)
-    label_of = np.empty(len(names), dtype=object)
-    label_of[:] = names
-    per_item = {"item": None if items is None else [items[int(r)] for r in rows], "label": label_of[truth].tolist(),
-                "predicted": label_of[predicted].tolist(), "correct": (truth == predicted).tolist(),
+    per_item = {"item": None if items is None else [items[int(r)] for r in rows],
+                "label": [names[c] for c in truth.tolist()], "predicted": [names[c] for c in predicted.tolist()],
+                "correct": (truth == predicted).tolist(),
                 "group": None if groups is None else [groups[int(r)] for r in rows]}
     return figures, per_item
 
