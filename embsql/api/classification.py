@@ -183,7 +183,8 @@ def knn_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, label: st
     -------
     ResultTable
         One row per model: ``<model>``, ``accuracy``; ``ci_low``, ``ci_high`` (its interval:
-        Wilson's over items, or the cluster-robust t interval over ``group`` clusters);
+        Wilson's over items; with ``group``, Wilson's on the effective sample size p(1 - p)/se² of
+        the cluster-robust se, with the t(G - 1) quantile);
         ``macro_f1`` (scikit-learn's f1_score(average="macro"): the mean F1 over the classes that
         are a label or a prediction), ``macro_f1_ci_low``, ``macro_f1_ci_high`` (jackknife over
         items or clusters, t(U - 1)); ``items`` (classified: all, or the test items);

@@ -55,7 +55,7 @@ SELECT * EXCLUDE (__emb_result), __emb_result.value AS __emb_r FROM classified W
 -- @param level the confidence level of the intervals
 -- @column <model> the model, under the model column's own name (when the table has it)
 -- @column accuracy the share of items whose predicted label is their label
--- @column ci_low the interval of accuracy: Wilson's score interval over the items, or with `group` the cluster-robust t interval over the G clusters
+-- @column ci_low the interval of accuracy: Wilson's score interval over the items; with `group`, Wilson's on the effective sample size p(1 − p)/se² (se cluster-robust over the G clusters) with the t(G − 1) quantile
 -- @column ci_high its upper end
 -- @column macro_f1 the mean over the classes present (as a label or a prediction) of F1_c = 2 TP_c / (n_c + p_c), scikit-learn's `f1_score(average='macro')`
 -- @column macro_f1_ci_low macro_f1 − t(U − 1) × its delete-one jackknife SE over the U items (or clusters), clipped to [0, 1]
@@ -141,7 +141,7 @@ ORDER BY r.__emb_b;
 -- @param level the confidence level of the intervals
 -- @column <model> the model, under the model column's own name (when the table has it)
 -- @column accuracy the share of items whose predicted label is their label
--- @column ci_low Wilson's interval over items, or the cluster-robust t interval with `group`
+-- @column ci_low Wilson's interval over items; with `group`, on the clusters' effective sample size (as `emb_knn_classify`)
 -- @column ci_high its upper end
 -- @column macro_f1 the mean F1 over the classes present, scikit-learn's `f1_score(average='macro')`
 -- @column macro_f1_ci_low macro_f1 − t(U − 1) × its jackknife SE over items or clusters
