@@ -10,8 +10,9 @@ sqrt(p (1 - p) / runs).  Nominal: 5% rejection under H0 (alpha 0.05), 95% covera
    N(1, 1) shared, plus N(0, spread) per model; model a shifted by `shift` under H1).  s = 1 and
    spread 0: independent items.  Beside embsql's method, the item-level method (exact McNemar and
    Agresti-Min) on the same clustered data.
-2. The accuracy interval: Wilson over items (independent items), the cluster-robust t interval over
-   clusters, and Wilson on the clustered data beside it.  The truth is E[p].
+2. The accuracy interval: Wilson over items (independent items), Wilson on the clusters' effective
+   sample size with t(G - 1) (embsql with group), and Wilson over items on the clustered data beside it.
+   The truth is E[p].
 3. The macro-F1 interval (delete-one jackknife, t(U - 1)): 5 classes with priors 0.4, 0.25, 0.15,
    0.12, 0.08; an item is predicted right with its class's probability (0.9 ... 0.5), else as a
    uniformly random other class.  The truth is the population macro F1, 2 P(c, c) / (P(t = c) +
@@ -98,7 +99,7 @@ def accuracy_table(runs: int) -> None:
                 clustered = core.scores(labels, predicted, 2, clusters, 0.95)
                 hits["cluster"] += clustered["ci_low"] <= truth <= clustered["ci_high"]
         if size > 1:
-            print(f"{name:34} {'cluster-robust t (embsql)':28} {mc(hits['cluster'] / runs, runs):>12}")
+            print(f"{name:34} {'Wilson, effective n (embsql)':28} {mc(hits['cluster'] / runs, runs):>12}")
         print(f"{name:34} {'Wilson over items':28} {mc(hits['wilson'] / runs, runs):>12}")
     print()
 

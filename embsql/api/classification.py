@@ -190,8 +190,9 @@ def knn_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, label: st
         items or clusters, t(U - 1)); ``items`` (classified: all, or the test items);
         ``classes``; ``groups`` (clusters, NULL without ``group``); ``k``; ``classifier``
         ("knn"); ``split`` ("leave-one-out" or "train-test"); ``level``; ``calibrated`` (30 or
-        more items or clusters, where the simulated coverage held).  The intervals treat the
-        predictions as given.  With ``per_item=True``: ``<model>``, ``item`` (with ``item``),
+        more items or clusters, from where the accuracy interval covered 94-96% in simulation;
+        the macro-F1 interval covered 91.8% at 50 items and 94.4% at 200).  The intervals treat
+        the predictions as given.  With ``per_item=True``: ``<model>``, ``item`` (with ``item``),
         ``label``, ``predicted``, ``correct`` and ``group`` (with ``group``), in row order.
 
     Raises
