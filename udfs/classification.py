@@ -29,14 +29,14 @@ FIELDS = pa.struct([("accuracy", pa.float64()), ("ci_low", pa.float64()), ("ci_h
                     ("calibrated", pa.bool_())])
 ITEMS = "STRUCT(item VARCHAR, label VARCHAR, predicted VARCHAR, correct BOOLEAN, \"group\" VARCHAR)[]"
 # the table (name, column names and types), the columns named (label, vector, model, split, item,
-# group), the classifier, k, level, the model's value, then its rows: label ranks and texts, items,
-# splits, groups and vectors
+# group), the classifier, k, level, the model's value, then its rows: their 0-based rows in the table,
+# label ranks and texts, items, splits, groups and vectors
 INPUTS = ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "VARCHAR", "BIGINT", "DOUBLE", "VARCHAR",
-          "BIGINT[]", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "DOUBLE[][]"]
+          "BIGINT[]", "BIGINT[]", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "DOUBLE[][]"]
 
 
-def _classify(row, tbl, names, types, columns, classifier, k, level, model, ranks, labels, items, splits, groups,
-              vectors):
+def _classify(row, tbl, names, types, columns, classifier, k, level, model, table_rows, ranks, labels, items, splits,
+              groups, vectors):
     """(figures, per item) of one call row, after the checks the Python face makes."""
     scalar = lambda array: array[row].as_py()
     label_col, vector_col, model_col, split_col, item_col, group_col = scalar(columns)
@@ -46,8 +46,8 @@ def _classify(row, tbl, names, types, columns, classifier, k, level, model, rank
         if column is not None:
             source.require(column, role)
     source.vector_dimension(vector_col)
-    ids = scalar(items)
-    where = lambda i: f"row {i}" + (f" (item {ids[i]!r})" if item_col is not None else "")
+    ids, numbers = scalar(items), scalar(table_rows)
+    where = lambda i: f"row {numbers[i]}" + (f" (item {ids[i]!r})" if item_col is not None else "")
     texts, order = scalar(labels), scalar(ranks)
     if not texts:
         fail("source.empty", source=repr(scalar(tbl)))
@@ -75,13 +75,13 @@ ITEM_FIELDS = pa.list_(pa.struct([("item", pa.string()), ("label", pa.string()),
 
 
 @sql_errors
-def emb__classify(tbl, names, types, columns, classifier, k, level, model, ranks, labels, items, splits, groups,
-                  vectors, per_item):
+def emb__classify(tbl, names, types, columns, classifier, k, level, model, table_rows, ranks, labels, items, splits,
+                  groups, vectors, per_item):
     """STRUCT(summary, items): the figures, and the per-item rows when ``per_item`` is true."""
     out = []
     for row in range(len(tbl)):
-        figures, per = _classify(row, tbl, names, types, columns, classifier, k, level, model, ranks, labels, items,
-                                 splits, groups, vectors)
+        figures, per = _classify(row, tbl, names, types, columns, classifier, k, level, model, table_rows, ranks,
+                                 labels, items, splits, groups, vectors)
         rows = [] if not per_item[row].as_py() else [
             {"item": None if per["item"] is None else per["item"][i], "label": per["label"][i][1],
              "predicted": per["predicted"][i][1], "correct": per["correct"][i],

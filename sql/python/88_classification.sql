@@ -16,13 +16,13 @@ WITH rows AS (
            coalesce(*COLUMNS(lambda c: c IN (split_col, '__emb_null')))::VARCHAR AS __emb_s,
            coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))::VARCHAR AS __emb_g,
            TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv'))) AS DOUBLE[]) AS __emb_v,
-           row_number() OVER () AS __emb_row
+           row_number() OVER () - 1 AS __emb_row
     FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(tbl))
 ),
 ranked AS (SELECT *, dense_rank() OVER (PARTITION BY __emb_b ORDER BY __emb_l) AS __emb_rank FROM rows),
 per_model AS (
     SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b,
-           list(__emb_rank ORDER BY __emb_row) AS __emb_ranks, list(__emb_l::VARCHAR ORDER BY __emb_row) AS __emb_ls,
+           list(__emb_row ORDER BY __emb_row) AS __emb_rows, list(__emb_rank ORDER BY __emb_row) AS __emb_ranks, list(__emb_l::VARCHAR ORDER BY __emb_row) AS __emb_ls,
            list(__emb_i ORDER BY __emb_row) AS __emb_is, list(__emb_s ORDER BY __emb_row) AS __emb_ss,
            list(__emb_g ORDER BY __emb_row) AS __emb_gs, list(__emb_v ORDER BY __emb_row) AS __emb_vs
     FROM ranked GROUP BY ALL
@@ -30,11 +30,11 @@ per_model AS (
 described AS (SELECT list(column_name) AS __emb_names, list(column_type) AS __emb_types
               FROM (DESCRIBE SELECT * FROM query_table(tbl))),
 classified AS (
-    SELECT p.* EXCLUDE (__emb_ranks, __emb_ls, __emb_is, __emb_ss, __emb_gs, __emb_vs),
+    SELECT p.* EXCLUDE (__emb_rows, __emb_ranks, __emb_ls, __emb_is, __emb_ss, __emb_gs, __emb_vs),
         emb__classify(tbl, d.__emb_names, d.__emb_types,
                       [label_col, vector_col, CASE WHEN list_contains(d.__emb_names, model_col) THEN model_col END,
                        split_col, item_col, group_col],
-                      classifier, k, level, p.__emb_b, p.__emb_ranks, p.__emb_ls, p.__emb_is, p.__emb_ss, p.__emb_gs,
+                      classifier, k, level, p.__emb_b, p.__emb_rows, p.__emb_ranks, p.__emb_ls, p.__emb_is, p.__emb_ss, p.__emb_gs,
                       p.__emb_vs, per_item) AS __emb_result
     FROM per_model p, described d
 )
