@@ -79,6 +79,9 @@ ADVICE = {
                 "finite and ≥ 0, 0 on the diagonal, and a label for every id.",
     "argument": "Pass the argument as the message says: the new name of a renamed one, a value in its range.",
     "query": "The query was stopped (embsql.interrupt or Ctrl-C); run it again.",
+    "item": "Compare predictions of the same items: every model's per-item table must hold every item.",
+    "pair": "Give each judged pair two different items that have a vector in every model (or pass "
+            "missing='skip'), at least three pairs, and scores that vary.",
 }
 
 

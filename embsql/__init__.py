@@ -11,6 +11,7 @@
 from importlib.metadata import version
 
 from embsql.api.agreement import knn_agreement, mantel
+from embsql.api.classification import centroid_classify, compare_classification, knn_classify
 from embsql.api.compare_retrieval import compare_retrieval
 from embsql.api.decomposition import anova, anova_dist, groups
 from embsql.api.evaluation import evaluate, retrieve, write_trec_run
@@ -53,6 +54,7 @@ __all__ = [
     "BadVectorError", "BadLabelError", "DesignError", "DistanceTableError", "SqlInputError",
     "margins", "retrieval_summary", "retrieval_layers", "dose", "pairing", "ArgumentError",
     "compare_retrieval",
+    "knn_classify", "centroid_classify", "compare_classification",
     "retrieve", "evaluate", "write_trec_run",
     "cka", "compare_cka", "procrustes", "pairwise_permanova",
     "Queries", "Docs", "Qrels", "Run",

@@ -145,6 +145,10 @@ CATALOGUE: dict[str, Check] = {
     "design.dropped_resamples": Check(
         DesignError, "{dropped} of {total} bootstrap resamples leave the statistic undefined (more than "
                      "{share}), so no interval: too few groups, or too many groups of one item"),
+    "design.k_items": Check(
+        DesignError, "k = {k} neighbours needs more than k {what}, but there are {n}{whose}; choose k below {n}"),
+    "design.empty_split": Check(
+        DesignError, "split column {column} has no {side} items{whose}: a train/test classification needs both"),
     "design.no_distractor": Check(
         DesignError, "query {query}{whose}: scope {scope} leaves it no distractor (its positive {positive} is the "
                      "only document{where})"),
@@ -167,6 +171,9 @@ CATALOGUE: dict[str, Check] = {
     "label.duplicate": Check(BadLabelError, "id {id} appears more than once in {source}"),
     "label.unknown_positive": Check(
         BadLabelError, "query {query}{whose} has positive {positive}, which is not a doc_id of {docs}"),
+    "item.missing": Check(
+        InputError, "item {item} has a prediction from model {has} but not from model {lacks} in {source} ({count} "
+                    "such items); models are compared on the same items"),
     "model.missing": Check(InputError, "model {model} is in {side} {source} but not in {other_side} {other}"),
     "model.too_few": Check(InputError, "{column} has {models} model(s); {needs} needs at least two"),
     "model.reference": Check(InputError, "reference {reference} is not a model of model column {column}; its models "
@@ -177,6 +184,8 @@ CATALOGUE: dict[str, Check] = {
     "source.empty": Check(InputError, "source {source} has no rows"),
     "value.null": Check(InputError, "{role} column {column} has {count} NULL value(s){where}"),
     "value.nonfinite": Check(InputError, "{role} column {column} has {count} {word} value(s){where}"),
+    "value.split": Check(
+        InputError, "split column {column} has {value} at {where}; its values must be 'train' or 'test'"),
     "value.relevance": Check(
         InputError, "relevance column {column} has {value} at {where}; relevance must be a whole number of 0 or more"),
     # ---- distance tables (emb_anova_dist, emb_permanova_dist)

@@ -36,6 +36,7 @@ TABLES: dict[str, str] = {
     "run": "a ranked run: qid, doc_id, score (retrieve's result, a table, file or TREC run file)",
     "evaluation": "a per-query evaluation (evaluate(..., per_query=True)'s result, or its table)",
     "pairs": "a pairs table of gold similarity judgements: item_a, item_b, score",
+    "predictions": "per-item predictions (knn_classify(..., per_item=True)'s result, or its table)",
     "embeddings": "an embeddings table whose items another table (pairs) refers to",
 }
 COLUMNS: dict[str, str] = {

@@ -26,6 +26,10 @@ CREATE OR REPLACE TEMP MACRO emb__fail_design_undefined_replicates("bad", "total
     error(format('embsql: [design.undefined_replicates] {} of {} {} replicates leave the statistic undefined (too few groups, or a replicate with no within-group variation)', "bad", "total", "what"));
 CREATE OR REPLACE TEMP MACRO emb__fail_design_dropped_resamples("dropped", "total", "share") AS
     error(format('embsql: [design.dropped_resamples] {} of {} bootstrap resamples leave the statistic undefined (more than {}), so no interval: too few groups, or too many groups of one item', "dropped", "total", "share"));
+CREATE OR REPLACE TEMP MACRO emb__fail_design_k_items("k", "what", "n", "whose") AS
+    error(format('embsql: [design.k_items] k = {} neighbours needs more than k {}, but there are {}{}; choose k below {}', "k", "what", "n", "whose", "n"));
+CREATE OR REPLACE TEMP MACRO emb__fail_design_empty_split("column", "side", "whose") AS
+    error(format('embsql: [design.empty_split] split column {} has no {} items{}: a train/test classification needs both', "column", "side", "whose"));
 CREATE OR REPLACE TEMP MACRO emb__fail_design_no_distractor("query", "whose", "scope", "positive", "where") AS
     error(format('embsql: [design.no_distractor] query {}{}: scope {} leaves it no distractor (its positive {} is the only document{})', "query", "whose", "scope", "positive", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_vector_null("column", "word", "where") AS
@@ -46,6 +50,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_label_duplicate("id", "source") AS
     error(format('embsql: [label.duplicate] id {} appears more than once in {}', "id", "source"));
 CREATE OR REPLACE TEMP MACRO emb__fail_label_unknown_positive("query", "whose", "positive", "docs") AS
     error(format('embsql: [label.unknown_positive] query {}{} has positive {}, which is not a doc_id of {}', "query", "whose", "positive", "docs"));
+CREATE OR REPLACE TEMP MACRO emb__fail_item_missing("item", "has", "lacks", "source", "count") AS
+    error(format('embsql: [item.missing] item {} has a prediction from model {} but not from model {} in {} ({} such items); models are compared on the same items', "item", "has", "lacks", "source", "count"));
 CREATE OR REPLACE TEMP MACRO emb__fail_model_missing("model", "side", "source", "other_side", "other") AS
     error(format('embsql: [model.missing] model {} is in {} {} but not in {} {}', "model", "side", "source", "other_side", "other"));
 CREATE OR REPLACE TEMP MACRO emb__fail_model_too_few("column", "models", "needs") AS
@@ -62,6 +68,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_value_null("role", "column", "count", "wh
     error(format('embsql: [value.null] {} column {} has {} NULL value(s){}', "role", "column", "count", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_value_nonfinite("role", "column", "count", "word", "where") AS
     error(format('embsql: [value.nonfinite] {} column {} has {} {} value(s){}', "role", "column", "count", "word", "where"));
+CREATE OR REPLACE TEMP MACRO emb__fail_value_split("column", "value", "where") AS
+    error(format('embsql: [value.split] split column {} has {} at {}; its values must be ''train'' or ''test''', "column", "value", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_value_relevance("column", "value", "where") AS
     error(format('embsql: [value.relevance] relevance column {} has {} at {}; relevance must be a whole number of 0 or more', "column", "value", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_distance_null_id("source", "first", "second") AS
@@ -148,6 +156,9 @@ CREATE OR REPLACE TEMP MACRO emb__outputs_emb_mantel() AS ['model_a', 'model_b',
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_cka() AS ['model_a', 'model_b', 'cka', 'se', 'ci_low', 'ci_high', 'calibrated', 'p_value', 'permutations', 'items', 'groups', 'debiased', 'level']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_procrustes() AS ['model_a', 'model_b', 'r', 'm12_squared', 'se', 'ci_low', 'ci_high', 'calibrated', 'p_value', 'permutations', 'items', 'groups', 'level']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_cka() AS ['model_a', 'model_b', 'reference', 'cka_a', 'cka_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'calibrated', 'items', 'groups', 'debiased']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_classify() AS ['accuracy', 'ci_low', 'ci_high', 'macro_f1', 'macro_f1_ci_low', 'macro_f1_ci_high', 'items', 'classes', 'groups', 'k', 'classifier', 'split', 'level', 'calibrated']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_classify_items() AS ['item', 'label', 'predicted', 'correct', 'group']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_centroid_classify() AS ['accuracy', 'ci_low', 'ci_high', 'macro_f1', 'macro_f1_ci_low', 'macro_f1_ci_high', 'items', 'classes', 'groups', 'k', 'classifier', 'split', 'level', 'calibrated']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_eval() AS ['metric', 'value', 'queries', 'without_relevant', 'missing', 'unjudged']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_retrieval() AS ['model_a', 'model_b', 'metric', 'mean_a', 'mean_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'p_adjusted', 'p_adjust', 'queries', 'groups', 'permutations', 'method', 'level', 'calibrated']::VARCHAR[];
 

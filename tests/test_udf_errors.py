@@ -80,6 +80,13 @@ CASES = {
                            "qid column 'qid' has a NULL label at row 2 of qrels null_qrels"),
     "emb_compare_retrieval": ("SELECT * FROM emb_compare_retrieval('evaluation', model := 'nope')", "column.missing",
                               "model column 'nope' not found"),
+    "emb_knn_classify": ("SELECT * FROM emb_knn_classify('many', label := 'topic', vector := 'embedding', "
+                         "model := NULL, k := 288)", "design.k_items",
+                         "k = 288 neighbours needs more than k items, but there are 288; choose k below 288"),
+    "emb_knn_classify_items": ("SELECT * FROM emb_knn_classify_items('many', label := 'topic', vector := 'embedding', "
+                               "split := 'topic')", "value.split", "split column 'topic' has 'g0' at row "),
+    "emb_centroid_classify": ("SELECT * FROM emb_centroid_classify('many', label := 'nope', vector := 'embedding')",
+                              "column.missing", "label column 'nope' not found"),
 }
 
 # Errors found in the UDFs whose kind is still a bare family: the check is raised without a catalogue
