@@ -167,6 +167,15 @@ CATALOGUE: dict[str, Check] = {
     "label.duplicate": Check(BadLabelError, "id {id} appears more than once in {source}"),
     "label.unknown_positive": Check(
         BadLabelError, "query {query}{whose} has positive {positive}, which is not a doc_id of {docs}"),
+    "pair.same_item": Check(
+        InputError, "pair at row {row} of {source} has item {item} as both {a} and {b}; a pair must compare two "
+                    "different items"),
+    "pair.no_vector": Check(
+        InputError, "item {item} ({column} at row {row} of pairs {source}) has no vector in model {model} of "
+                    "{embeddings}; pass missing='skip' to leave out the pairs whose items lack a vector"),
+    "pair.too_few": Check(DesignError, "{what} has {pairs} pair(s); a correlation needs at least {minimum}"),
+    "pair.constant": Check(
+        DesignError, "{what}: {name} is the same on every pair ({value}), so no correlation is defined"),
     "model.missing": Check(InputError, "model {model} is in {side} {source} but not in {other_side} {other}"),
     "model.too_few": Check(InputError, "{column} has {models} model(s); {needs} needs at least two"),
     # ---- columns and sources
@@ -201,6 +210,7 @@ CATALOGUE: dict[str, Check] = {
     "argument.by_terms": Check(InputError, _ARGUMENT),
     "argument.interrupt": Check(InputError, _ARGUMENT),
     "argument.sums": Check(InputError, _ARGUMENT),
+    "argument.missing": Check(InputError, _ARGUMENT),
     # an old spelling (embsql.vocabulary.REMOVED), or a name a function does not take
     "argument.renamed": Check(ArgumentError, "{old} is now {new} (in {where})"),
     "argument.unknown": Check(ArgumentError, "{where} has no argument {name}; it takes: {takes}"),

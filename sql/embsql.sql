@@ -46,6 +46,14 @@ CREATE OR REPLACE TEMP MACRO emb__fail_label_duplicate("id", "source") AS
     error(format('embsql: [label.duplicate] id {} appears more than once in {}', "id", "source"));
 CREATE OR REPLACE TEMP MACRO emb__fail_label_unknown_positive("query", "whose", "positive", "docs") AS
     error(format('embsql: [label.unknown_positive] query {}{} has positive {}, which is not a doc_id of {}', "query", "whose", "positive", "docs"));
+CREATE OR REPLACE TEMP MACRO emb__fail_pair_same_item("row", "source", "item", "a", "b") AS
+    error(format('embsql: [pair.same_item] pair at row {} of {} has item {} as both {} and {}; a pair must compare two different items', "row", "source", "item", "a", "b"));
+CREATE OR REPLACE TEMP MACRO emb__fail_pair_no_vector("item", "column", "row", "source", "model", "embeddings") AS
+    error(format('embsql: [pair.no_vector] item {} ({} at row {} of pairs {}) has no vector in model {} of {}; pass missing=''skip'' to leave out the pairs whose items lack a vector', "item", "column", "row", "source", "model", "embeddings"));
+CREATE OR REPLACE TEMP MACRO emb__fail_pair_too_few("what", "pairs", "minimum") AS
+    error(format('embsql: [pair.too_few] {} has {} pair(s); a correlation needs at least {}', "what", "pairs", "minimum"));
+CREATE OR REPLACE TEMP MACRO emb__fail_pair_constant("what", "name", "value") AS
+    error(format('embsql: [pair.constant] {}: {} is the same on every pair ({}), so no correlation is defined', "what", "name", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_model_missing("model", "side", "source", "other_side", "other") AS
     error(format('embsql: [model.missing] model {} is in {} {} but not in {} {}', "model", "side", "source", "other_side", "other"));
 CREATE OR REPLACE TEMP MACRO emb__fail_model_too_few("column", "models", "needs") AS
@@ -100,6 +108,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_interrupt("name", "rule", "value
     error(format('embsql: [argument.interrupt] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_sums("name", "rule", "value") AS
     error(format('embsql: [argument.sums] {} must be {}, not {}', "name", "rule", "value"));
+CREATE OR REPLACE TEMP MACRO emb__fail_argument_missing("name", "rule", "value") AS
+    error(format('embsql: [argument.missing] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_renamed("old", "new", "where") AS
     error(format('embsql: [argument.renamed] {} is now {} (in {})', "old", "new", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_unknown("where", "name", "takes") AS
