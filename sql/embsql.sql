@@ -149,6 +149,8 @@ CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_agreement_items() AS ['model_a
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_mantel() AS ['model_a', 'model_b', 'r', 'p_value', 'permutations', 'items']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_cka() AS ['model_a', 'model_b', 'cka', 'se', 'p_value', 'permutations', 'items', 'groups', 'debiased', 'level']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_procrustes() AS ['model_a', 'model_b', 'r', 'm12_squared', 'p_value', 'permutations', 'items', 'level']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_similarity_eval() AS ['spearman', 'ci_low', 'ci_high', 'se', 'pearson', 'pearson_ci_low', 'pearson_ci_high', 'pearson_se', 'pairs', 'items', 'skipped', 'level', 'calibrated']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_similarity() AS ['model_a', 'model_b', 'correlation', 'estimate_a', 'estimate_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'p_holm', 'pairs', 'items', 'level', 'calibrated']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_eval() AS ['metric', 'value', 'queries', 'without_relevant', 'missing', 'unjudged']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_retrieval() AS ['model_a', 'model_b', 'metric', 'mean_a', 'mean_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'p_adjusted', 'p_adjust', 'queries', 'groups', 'permutations', 'method', 'level', 'calibrated']::VARCHAR[];
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+from helpers import sql_error, sql_rows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import pearsonr, spearmanr
@@ -324,3 +325,51 @@ def test_compare_needs_two_models_and_same_model_is_no_difference(con):
     twin = pa.concat_tables([emb, emb.set_column(0, "model", pa.array(["copy"] * emb.num_rows))])
     for r in embsql.compare_similarity(con, judged, twin).to_dicts():
         assert r["difference"] == 0 and r["se"] == 0 and r["p_value"] == 1.0
+
+
+# ----------------------------------------------------------------------------------------------
+# SQL: emb_similarity_eval and emb_compare_similarity (UDF-backed) give the Python numbers
+
+def _register(con, **tables):
+    for name, table in tables.items():
+        con.register(name, table)
+
+
+def test_sql_similarity_eval_equals_python(con):
+    emb, judged, *_ = sts_data(seed=10, dtype=np.float64)
+    _register(con, sim_emb=emb, sim_pairs=judged)
+    python = embsql.similarity_eval(con, judged, emb).to_dicts()
+    sql = sql_rows(con, "SELECT * FROM emb_similarity_eval('sim_pairs', 'sim_emb')")
+    assert [r["model"] for r in sql] == [r["model"] for r in python]
+    for x, y in zip(sql, python):
+        assert set(x) == set(y)
+        for key, value in y.items():
+            assert x[key] == (pytest.approx(value, abs=1e-12) if isinstance(value, float) else value), key
+    compared = sql_rows(con, "SELECT * FROM emb_compare_similarity('sim_pairs', 'sim_emb')")
+    for x, y in zip(compared, embsql.compare_similarity(con, judged, emb).to_dicts()):
+        for key, value in y.items():
+            assert x[key] == (pytest.approx(value, abs=1e-12) if isinstance(value, float) else value), key
+
+
+def test_sql_similarity_eval_keeps_the_model_column_and_its_errors(con):
+    emb, judged, *_ = sts_data(seed=11)
+    _register(con, sim_emb2=emb.rename_columns(["encoder", "item", "vector"]), sim_pairs2=judged,
+              sim_plain=emb.drop_columns(["model"]).slice(0, 60))
+    rows = sql_rows(con, "SELECT * FROM emb_similarity_eval('sim_pairs2', 'sim_emb2', model := 'encoder')")
+    assert list(rows[0])[0] == "encoder" and [r["encoder"] for r in rows] == ["m1", "m2"]
+    plain = sql_rows(con, "SELECT * FROM emb_similarity_eval('sim_pairs2', 'sim_plain')")
+    assert len(plain) == 1 and "model" not in plain[0]
+    assert sql_error(con, "SELECT * FROM emb_similarity_eval('sim_pairs2', 'sim_emb2', model := 'enc')").startswith(
+        "embsql: [column.missing] model column 'enc' not found in 'sim_emb2'")
+    assert sql_error(con, "SELECT * FROM emb_similarity_eval('sim_pairs2', 'sim_plain', score := 'gold')").startswith(
+        "embsql: [column.missing] score column 'gold' not found")
+    _register(con, sim_short=emb.drop_columns(["model"]).slice(0, 30))
+    message = sql_error(con, "SELECT * FROM emb_similarity_eval('sim_pairs2', 'sim_short')")
+    assert message.startswith("embsql: [pair.no_vector] item 'item")
+    skipped = sql_rows(con, "SELECT pairs, skipped FROM emb_similarity_eval('sim_pairs2', 'sim_short', missing := 'skip')")
+    assert skipped[0]["pairs"] + skipped[0]["skipped"] == judged.num_rows and skipped[0]["skipped"] > 0
+    _register(con, sim_bad=_judged(score=[1.0, float("nan"), 3.0, 4.0]))
+    assert sql_error(con, "SELECT * FROM emb_similarity_eval('sim_bad', 'sim_plain')").startswith(
+        "embsql: [value.nonfinite] score column 'score' has 1 NaN value(s) (first at row 1")
+    assert sql_error(con, "SELECT * FROM emb_compare_similarity('sim_pairs2', 'sim_plain')").startswith(
+        "embsql: [model.too_few]")

@@ -49,21 +49,26 @@ class Judgements:
 
 
 def _read_pairs(con: duckdb.DuckDBPyConnection, source: Source, a: str, b: str, score: str) -> Judgements:
-    """Read and check the pairs: no NULL item, no NULL or non-finite score, no pair of one item."""
+    """Read the pairs table (its columns checked first) and check its rows (judgements)."""
     for column, role in ((a, "a"), (b, "b"), (score, "score")):
         source.require(column, role)
     require_number(score, source.columns[score], source.name)
-    query = exp.select(*(exp.column(c, quoted=True).as_(f"__emb_{i}", quoted=True) for i, c in enumerate((a, b, score))),
-                       exp.cast(exp.column(a, quoted=True), "VARCHAR").as_("__emb_ta"),
-                       exp.cast(exp.column(b, quoted=True), "VARCHAR").as_("__emb_tb"),
+    query = exp.select(*(exp.column(c, quoted=True).as_(f"__emb_{i}", quoted=True) for i, c in enumerate((a, b, score)))
                        ).from_(source.table.copy())
-    table = con.sql(query.sql("duckdb")).to_arrow_table()
-    where = lambda row: f" at row {row} of pairs {source.name!r}"
+    return judgements(con.sql(query.sql("duckdb")).to_arrow_table(), source.name, (a, b, score))
+
+
+def judgements(table: pa.Table, name: str, columns: tuple[str, str, str]) -> Judgements:
+    """The checked pairs from a table of three columns (a, b, score values as stored) read from the
+    pairs table ``name`` whose columns are ``columns``: no NULL item, no NULL or non-finite score, no
+    pair of one item (each error names the column and the row)."""
+    a, b, score = columns
+    where = lambda row: f" at row {row} of pairs {name!r}"
     for i, column in enumerate((a, b)):
-        bad = first_bad_label(table.column(f"__emb_{i}"))
+        bad = first_bad_label(table.column(i))
         if bad is not None:
             fail("label.null", role="item", column=repr(column), word=bad[1], where=where(bad[0]))
-    values = table.column("__emb_2").combine_chunks()
+    values = table.column(2).combine_chunks()
     if values.null_count:
         row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
         fail("value.null", role="score", column=repr(score), count=values.null_count, where=f" (first{where(row)})")
@@ -73,12 +78,12 @@ def _read_pairs(con: duckdb.DuckDBPyConnection, source: Source, a: str, b: str, 
         word = "NaN or infinite" if len(bad_rows) > 1 else "NaN" if np.isnan(scores[bad_rows[0]]) else "infinite"
         fail("value.nonfinite", role="score", column=repr(score), count=len(bad_rows), word=word,
              where=f" (first{where(int(bad_rows[0]))}: {scores[bad_rows[0]]})")
-    text_a, text_b = (table.column(c).combine_chunks() for c in ("__emb_ta", "__emb_tb"))
+    text_a, text_b = (table.column(i).combine_chunks().cast(pa.string()) for i in range(2))
     same = pc.equal(text_a, text_b).to_numpy(zero_copy_only=False)
     if same.any():
         row = int(np.flatnonzero(same)[0])
-        fail("pair.same_item", row=row, source=repr(source.name), item=repr(text_a[row].as_py()), a=repr(a), b=repr(b))
-    return Judgements(text_a, text_b, scores, table.select(["__emb_0", "__emb_1", "__emb_2"]), source.name)
+        fail("pair.same_item", row=row, source=repr(name), item=repr(text_a[row].as_py()), a=repr(a), b=repr(b))
+    return Judgements(text_a, text_b, scores, table, name)
 
 
 def _model_column(source: Source, model: str | None) -> str | None:
@@ -100,7 +105,7 @@ class Scored:
     skipped: int
 
 
-def _score_model(pairs: Judgements, vectors: Vectors, value: object, missing: str, columns: tuple[str, str],
+def score_model(pairs: Judgements, vectors: Vectors, value: object, missing: str, columns: tuple[str, str],
                  embeddings: str) -> Scored:
     """Cosines of the pairs whose two items have a vector in this model."""
     ia, ib = (pc.index_in(side, value_set=vectors.ids) for side in (pairs.a, pairs.b))
@@ -136,13 +141,9 @@ def _read(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings: TableLik
         check_model_name(column, output, function)
         models = read_vectors(con, emb_source, "embeddings", id_col=item, id_role="item", vector=vector, model=column)
         name = emb_source.name
-    scored = {value: _score_model(judgements, models[value], value, missing, (a, b), name)
+    scored = {value: score_model(judgements, models[value], value, missing, (a, b), name)
               for value in sorted(models, key=sort_key)}
     return column, judgements, scored
-
-
-def _whose(value: object, column: str | None) -> str:
-    return "the pairs" if column is None else f"model {value!r}"
 
 
 def similarity_eval(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings: TableLike, *,
@@ -224,12 +225,19 @@ def similarity_eval(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings
                                        vector=vector, missing=missing, output=output, function="similarity_eval")
     if per_pair:
         return _per_pair(column, judgements, scored, (a, b, score))
+    return ResultTable.of_models("similarity evaluation", column, EVAL_COLUMNS,
+                                 evaluation_rows(judgements, scored, level, one_model=column is None))
+
+
+def evaluation_rows(judgements: Judgements, scored: dict[object, Scored], level: float,
+                    one_model: bool = False) -> list[tuple[object, dict]]:
+    """(model value, its EVAL_COLUMNS figures) per model."""
     rows = []
     for value, used in scored.items():
         coded = _coded(judgements, used.rows)
-        check_pairs(coded.score, used.cosine, _whose(value, column))
+        check_pairs(coded.score, used.cosine, "the pairs" if one_model else f"model {value!r}")
         rows.append((value, eval_row(coded, used.cosine, level, used.skipped)))
-    return ResultTable.of_models("similarity evaluation", column, EVAL_COLUMNS, rows)
+    return rows
 
 
 def _per_pair(column: str | None, judgements: Judgements, scored: dict[object, Scored],
@@ -298,6 +306,12 @@ def compare_similarity(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddi
                                        vector=vector, missing=missing, output=(), function="compare_similarity")
     if column is None or len(scored) < 2:
         fail("model.too_few", column=repr(model), models=len(scored), needs="compare_similarity")
+    return ResultTable.from_dicts("paired comparison of similarity", COMPARE_COLUMNS,
+                                  comparison_rows(judgements, scored, level))
+
+
+def comparison_rows(judgements: Judgements, scored: dict[object, Scored], level: float) -> list[dict]:
+    """COMPARE_COLUMNS rows: per pair of models (in model order), Spearman's then Pearson's."""
     rows: dict[str, list[dict]] = {"spearman": [], "pearson": []}
     for first, second in combinations(scored, 2):
         shared, at_a, at_b = np.intersect1d(scored[first].rows, scored[second].rows, return_indices=True)
@@ -315,5 +329,4 @@ def compare_similarity(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddi
     for family in rows.values():
         for row, p in zip(family, adjust([r["p_value"] for r in family], "holm")):
             row["p_holm"] = p
-    return ResultTable.from_dicts("paired comparison of similarity", COMPARE_COLUMNS,
-                                  [r for pair in zip(*rows.values()) for r in pair])
+    return [r for pair in zip(*rows.values()) for r in pair]

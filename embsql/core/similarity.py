@@ -4,7 +4,8 @@ similarity judgements of them, and whether one model agrees better than another.
 * Cosine.  For pair k of items (a_k, b_k), c_k = x_a.x_b / (||x_a|| ||x_b||), in float64 (the
   vectors are gathered in blocks of pairs, so memory stays O(block d) beyond the vectors).
 * Pearson r between c and the gold score s; Spearman rho = Pearson's r of their average ranks
-  (tied values share the mean of the ranks they span), as scipy.stats.spearmanr.
+  (tied values share the mean of the ranks they span), as scipy.stats.spearmanr; cosines are ranked
+  on a grid of 2^-40 (see influences).
 
 Intervals.  The pairs are not independent: an item recurs across pairs (a word of a word-similarity
 set is in many), and its errors -- how far off the model puts it, how people read it -- recur with it.
@@ -34,6 +35,7 @@ from functools import cached_property
 
 import numpy as np
 
+from embsql.core.agreement import RESOLUTION
 from embsql.core.student_t import t_cdf, t_quantile
 from embsql.errors import fail
 
@@ -165,6 +167,10 @@ class Pairs:
         """The degrees of freedom of the t quantile: effective_items - 1 (at least 1)."""
         return max(effective_items(self.a, self.b, self.items) - 1, 1.0)
 
+    def degrees(self, pair_level: bool = False) -> float:
+        """df of the item-clustered method, or n - 1 for the pair-level one."""
+        return len(self.score) - 1.0 if pair_level else self.df
+
     def variance(self, psi: np.ndarray, pair_level: bool = False) -> float:
         """The variance of the statistic whose influence values are ``psi`` (item-clustered unless
         ``pair_level``), never below the pair-level one."""
@@ -207,13 +213,20 @@ def check_pairs(score: np.ndarray, cosine: np.ndarray, what: str) -> None:
 
 
 def influences(score: np.ndarray, cosine: np.ndarray) -> dict[str, tuple[float, np.ndarray]]:
-    """{'spearman': (rho, psi), 'pearson': (r, psi)} of the cosine against the score."""
-    return {"spearman": spearman_influence(cosine, score), "pearson": pearson_influence(cosine, score)}
+    """{'spearman': (rho, psi), 'pearson': (r, psi)} of the cosine against the score.
+
+    Spearman ranks the cosines on the tie grid of embsql.core.agreement (2^-40): cosines that are
+    equal in exact arithmetic (an item embedded twice, a pair given in both orders) differ by float64
+    rounding noise, which would break their tie one way in one computation and the other way in
+    another (Python and SQL, a rotated copy); distinct cosines closer than the grid are rare and move
+    rho by about 1e-12."""
+    return {"spearman": spearman_influence(np.rint(cosine / RESOLUTION), score),
+            "pearson": pearson_influence(cosine, score)}
 
 
 def evaluate(pairs: Pairs, cosine: np.ndarray, level: float, pair_level: bool = False) -> dict[str, Correlation]:
     """Spearman and Pearson of ``cosine`` against the gold score, with their intervals."""
-    return {name: fisher_interval(estimate, pairs.variance(psi, pair_level), level, pairs.df)
+    return {name: fisher_interval(estimate, pairs.variance(psi, pair_level), level, pairs.degrees(pair_level))
             for name, (estimate, psi) in influences(pairs.score, cosine).items()}
 
 
@@ -254,9 +267,10 @@ def difference(pairs: Pairs, cosine_a: np.ndarray, cosine_b: np.ndarray, level: 
         (ra, psi_a), (rb, psi_b) = first[name], second[name]
         d = ra - rb
         se = float(np.sqrt(pairs.variance(psi_a - psi_b, pair_level)))
-        half = _quantile(level, pairs.df) * se
+        df = pairs.degrees(pair_level)
+        half = _quantile(level, df) * se
         if se > 0:
-            p = 2 * (1 - t_cdf(abs(d) / se, pairs.df))
+            p = 2 * (1 - t_cdf(abs(d) / se, df))
         else:                                # the same cosines: no difference, nothing to test
             p = 1.0
         out[name] = Difference(ra, rb, d, se, d - half, d + half, float(min(1.0, max(p, 1e-300))))
