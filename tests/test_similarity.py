@@ -373,3 +373,79 @@ def test_sql_similarity_eval_keeps_the_model_column_and_its_errors(con):
         "embsql: [value.nonfinite] score column 'score' has 1 NaN value(s) (first at row 1")
     assert sql_error(con, "SELECT * FROM emb_compare_similarity('sim_pairs2', 'sim_plain')").startswith(
         "embsql: [model.too_few]")
+
+
+# ----------------------------------------------------------------------------------------------
+# plain SQL for the stock CLI: emb_similarity_pearson and emb_similarity_spearman
+
+def _plain_connection():
+    import duckdb
+
+    from embsql.io.resources import sql_entry_file
+    plain = duckdb.connect()
+    plain.execute(sql_entry_file().read_text(encoding="utf-8"))
+    return plain
+
+
+@pytest.mark.parametrize("name", ["pearson", "spearman"])
+def test_plain_sql_correlations_equal_python_and_scipy(con, name):
+    emb, judged, vectors, a, b, score = sts_data(seed=12, items=150, pairs=600, dtype=np.float64)
+    plain = _plain_connection()
+    _register(plain, emb=emb, judged=judged)
+    rows = sql_rows(plain, f"SELECT * FROM emb_similarity_{name}('judged', 'emb')")
+    python = embsql.similarity_eval(con, judged, emb).to_dicts()
+    prefix = "" if name == "spearman" else "pearson_"
+    reference = spearmanr if name == "spearman" else pearsonr
+    assert [r["model"] for r in rows] == ["m1", "m2"]
+    for row, py in zip(rows, python):
+        assert list(row) == ["model", name, "ci_low", "ci_high", "se", "pairs", "items", "skipped", "level", "calibrated"]
+        assert row[name] == pytest.approx(reference(numpy_cosine(vectors[row["model"]], a, b), score).statistic, abs=1e-12)
+        assert row["se"] == pytest.approx(py[f"{prefix}se" if prefix else "se"], rel=1e-9)
+        for end in ("ci_low", "ci_high"):       # the t quantile is a series in SQL
+            assert row[end] == pytest.approx(py[f"{prefix}{end}"], abs=1e-5)
+        assert (row["pairs"], row["items"], row["skipped"], row["calibrated"]) == (
+            py["pairs"], py["items"], py["skipped"], py["calibrated"])
+
+
+def test_plain_sql_errors_name_the_row_and_the_model():
+    emb, judged, *_ = sts_data(seed=13)
+    plain = _plain_connection()
+    _register(plain, emb=emb, judged=judged, short=emb.slice(0, 30), bad=_judged(score=[1.0, 2.0, None, 4.0]),
+              same=_judged(item_b=["item1", "item1", "item3", "item4"]))
+    message = sql_error(plain, "SELECT * FROM emb_similarity_pearson('judged', 'short')")
+    assert message.startswith("embsql: [pair.no_vector] item 'item") and "model 'm" in message
+    skipped = sql_rows(plain, "SELECT pairs, skipped FROM emb_similarity_spearman('judged', 'short', missing := 'skip')")
+    assert skipped[0]["pairs"] + skipped[0]["skipped"] == judged.num_rows
+    assert sql_error(plain, "SELECT * FROM emb_similarity_pearson('bad', 'emb')").startswith(
+        "embsql: [value.null] score column 'score' has 1 NULL value(s) (first at row 2 of pairs 'bad')")
+    assert sql_error(plain, "SELECT * FROM emb_similarity_pearson('same', 'emb')").startswith(
+        "embsql: [pair.same_item] pair at row 1 of 'same' has item 'item1' as both 'item_a' and 'item_b'")
+    assert sql_error(plain, "SELECT * FROM emb_similarity_spearman('judged', 'emb', item := 'id')").startswith(
+        "embsql: [column.missing] item column 'id' not found in 'emb'")
+    assert sql_error(plain, "SELECT * FROM emb_similarity_pearson('judged', 'emb', missing := 'drop')").startswith(
+        "embsql: [argument.missing] missing must be 'error' or 'skip', not 'drop'")
+
+
+def test_plain_sql_runs_in_the_stock_cli(tmp_path):
+    """The stock duckdb CLI (no Python): Spearman of a Parquet pairs file against scipy."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from embsql.io.resources import sql_entry_file
+    cli = Path(sys.executable).parent / "duckdb"
+    if not cli.exists():
+        pytest.skip("the stock DuckDB CLI is not installed (pip install '.[test]': duckdb-cli)")
+    emb, judged, vectors, a, b, score = sts_data(seed=14, dtype=np.float64, models=("only",))
+    pq.write_table(emb.drop_columns(["model"]), tmp_path / "emb.parquet")
+    pq.write_table(judged, tmp_path / "pairs.parquet")
+    script = (f".read {sql_entry_file()}\n.mode csv\n"
+              "SELECT spearman, pairs FROM emb_similarity_spearman('pairs.parquet', 'emb.parquet');\n")
+    out = subprocess.run([str(cli), ":memory:"], input=script, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    header, values = out.stdout.strip().splitlines()[-2:]
+    rho, pairs = values.split(",")
+    assert header == "spearman,pairs" and int(pairs) == len(score)
+    assert float(rho) == pytest.approx(spearmanr(numpy_cosine(vectors["only"], a, b), score).statistic, abs=1e-12)
