@@ -1944,7 +1944,7 @@ v AS (
 SELECT models.* EXCLUDE (__emb_m), v.__emb_m, r AS estimate,
        CASE WHEN abs(r) >= 1 THEN r ELSE tanh(atanh(r) - emb__t_quantile((1 + level) / 2, df) * se / (1 - r * r)) END AS ci_low,
        CASE WHEN abs(r) >= 1 THEN r ELSE tanh(atanh(r) + emb__t_quantile((1 + level) / 2, df) * se / (1 - r * r)) END AS ci_high,
-       se, pairs AS __emb_pairs, items, skipped, level::DOUBLE AS __emb_level, pairs >= 200 AND items >= 100 AS calibrated
+       se, pairs AS __emb_pairs, items, skipped, level::DOUBLE AS __emb_level, pairs >= 200 AND df >= 20 AS calibrated
 FROM v JOIN (SELECT DISTINCT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_m
              FROM (SELECT *, 1 AS __emb_all, coalesce(coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))::VARCHAR, '') AS __emb_m
                    FROM (SELECT *, NULL AS __emb_null FROM query_table(emb_tbl)))) models
@@ -1974,7 +1974,7 @@ ORDER BY v.__emb_m;
 -- @column items the distinct items in them
 -- @column skipped pairs left out by `missing := 'skip'`
 -- @column level the confidence level
--- @column calibrated true from 200 pairs over 100 items, where the simulated coverage held
+-- @column calibrated true from 200 pairs with 20 or more degrees of freedom (effective items − 1), where the simulated coverage held
 -- @notes
 -- The same figures as `pearson`, `pearson_ci_low`, `pearson_ci_high` and `pearson_se` of
 -- `emb_similarity_eval` and `embsql.similarity_eval` (r and se to 1e-12; the interval's t quantile
@@ -2021,7 +2021,7 @@ FROM emb__similarity_correlation(
 -- @column items the distinct items in them
 -- @column skipped pairs left out by `missing := 'skip'`
 -- @column level the confidence level
--- @column calibrated true from 200 pairs over 100 items, where the simulated coverage held
+-- @column calibrated true from 200 pairs with 20 or more degrees of freedom (effective items − 1), where the simulated coverage held
 -- @notes
 -- The same figures as `spearman`, `ci_low`, `ci_high` and `se` of `emb_similarity_eval` and
 -- `embsql.similarity_eval` (rho and se to 1e-12; the t quantile is a series, within 1e-5 from 10

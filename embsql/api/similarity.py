@@ -189,8 +189,9 @@ def similarity_eval(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings
         ``ci_low``, ``ci_high`` (its interval), ``se``, ``pearson``, ``pearson_ci_low``,
         ``pearson_ci_high``, ``pearson_se``, ``pairs`` (used), ``items`` (distinct items in them),
         ``skipped`` (pairs left out by missing='skip'), ``level``, ``calibrated`` (at least 200 pairs
-        over 100 items: where the interval's simulated coverage held).  The interval is t on Fisher's
-        z with the item-clustered (dyadic-robust) standard error, see embsql.core.similarity.
+        and 20 degrees of freedom, the effective number of items less one: where the interval's
+        simulated coverage held).  The interval is t on Fisher's z with the item-clustered
+        (dyadic-robust) standard error, see embsql.core.similarity.
         With ``per_pair=True``: the model column, ``a``, ``b``, ``score`` (under their input names,
         values as stored) and ``cosine``, in the pairs table's order.
 
@@ -232,9 +233,13 @@ def similarity_eval(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings
 def evaluation_rows(judgements: Judgements, scored: dict[object, Scored], level: float,
                     one_model: bool = False) -> list[tuple[object, dict]]:
     """(model value, its EVAL_COLUMNS figures) per model."""
-    rows = []
+    rows, coded_by_rows = [], {}
     for value, used in scored.items():
-        coded = _coded(judgements, used.rows)
+        # models that score the same pairs share one coding (and its sort of the gold scores)
+        key = used.rows.tobytes()
+        if key not in coded_by_rows:
+            coded_by_rows[key] = _coded(judgements, used.rows)
+        coded = coded_by_rows[key]
         check_pairs(coded.score, used.cosine, "the pairs" if one_model else f"model {value!r}")
         rows.append((value, eval_row(coded, used.cosine, level, used.skipped)))
     return rows
@@ -278,7 +283,7 @@ def compare_similarity(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddi
         ``correlation`` ("spearman", "pearson"), ``estimate_a``, ``estimate_b``, ``difference``
         (a - b), ``se``, ``ci_low``, ``ci_high``, ``p_value``, ``p_holm`` (Holm-adjusted across the
         pairs of models, per correlation), ``pairs``, ``items``, ``level``, ``calibrated`` (at least
-        200 pairs over 100 items: where the test's simulated level held).
+        200 pairs and 20 degrees of freedom: where the test's simulated level held).
 
     Raises
     ------

@@ -40,11 +40,12 @@ from embsql.core.student_t import t_cdf, t_quantile
 from embsql.errors import fail
 
 MIN_PAIRS = 3
-COSINE_BLOCK = 8192          # pairs per gather: two 8192 x d float64 blocks (25 MB at d = 384)
+COSINE_BLOCK = 512           # pairs per gather: two 512 x d blocks stay in cache (0.8 MB at d = 384, float32)
 # In the simulations of bench/similarity_validity.py the interval covered within 95 +- 2.5% and the
-# paired test held its level within [3, 7]% from 200 pairs over 100 items on.
+# paired test held its level within [3, 7]% wherever the t quantile had 20 or more degrees of freedom
+# (effective_items - 1) on 200 or more pairs; at 10 (200 pairs with hubs of about 20) coverage was 93-94%.
 CALIBRATED_PAIRS = 200
-CALIBRATED_ITEMS = 100
+CALIBRATED_DF = 20
 EVAL_COLUMNS = ("spearman", "ci_low", "ci_high", "se", "pearson", "pearson_ci_low", "pearson_ci_high",
                 "pearson_se", "pairs", "items", "skipped", "level", "calibrated")
 COMPARE_COLUMNS = ("model_a", "model_b", "correlation", "estimate_a", "estimate_b", "difference", "se",
@@ -54,28 +55,51 @@ COMPARE_COLUMNS = ("model_a", "model_b", "correlation", "estimate_a", "estimate_
 def pair_cosines(vectors: np.ndarray, inv_norms: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Cosine of rows a[k] and b[k] of ``vectors`` (as stored: float32 or float64), in float64.
 
-    ``inv_norms`` is 1 / ||row||.  The rows are gathered COSINE_BLOCK pairs at a time and widened to
-    float64 before the product, so a float32 table gives the cosine of its stored values to float64
-    rounding (a float32 dot product would move each cosine by up to d 2^-24)."""
+    ``inv_norms`` is 1 / ||row||.  The rows are gathered COSINE_BLOCK pairs at a time (two blocks
+    stay in cache) and their products summed in float64, so a float32 table gives the cosine of its
+    stored values to float64 rounding (a float32 dot product would move each cosine by up to
+    d 2^-24)."""
     out = np.empty(len(a))
     for low in range(0, len(a), COSINE_BLOCK):
         ia, ib = a[low:low + COSINE_BLOCK], b[low:low + COSINE_BLOCK]
-        xa = vectors[ia].astype(np.float64, copy=False)
-        xb = vectors[ib].astype(np.float64, copy=False)
         # (1/||a||)(1/||b||) first: the same cosine for (a, b) and (b, a), so a pair given in both orders ties
-        out[low:low + len(ia)] = np.einsum("ij,ij->i", xa, xb) * (inv_norms[ia] * inv_norms[ib])
+        out[low:low + len(ia)] = (np.einsum("ij,ij->i", vectors[ia], vectors[ib], dtype=np.float64, casting="safe")
+                                  * (inv_norms[ia] * inv_norms[ib]))
     return np.clip(out, -1.0, 1.0, out=out)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """One sort of a column, shared by its ranks and by the rank terms of Spearman's influence
+    values (and, for the gold score, by every model)."""
+
+    order: np.ndarray          # indices that sort the values (ties in any order: only runs matter)
+    starts: np.ndarray         # where each run of tied values starts in that order
+    ranks: np.ndarray          # 1-based average ranks, in the original order
+
+    @classmethod
+    def of(cls, x: np.ndarray) -> Ranking:
+        order = np.argsort(x)
+        sorted_x = x[order]
+        starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
+        ends = np.r_[starts[1:], len(x)]
+        ranks = np.empty(len(x))
+        ranks[order] = np.repeat((starts + ends + 1) / 2.0, ends - starts)
+        return cls(order, starts, ranks)
+
+    def above(self, w: np.ndarray) -> np.ndarray:
+        """sum_k H(x_k - x_l) w_k for every l, H(t) = 1 for t > 0, 1/2 for t = 0, 0 below: the weight
+        of the pairs that rank above pair l (half of those tied with it), in O(n)."""
+        tied = np.add.reduceat(w[self.order], self.starts)           # weight of each run of tied values
+        beyond = np.r_[np.cumsum(tied[::-1])[::-1][1:], 0.0]          # weight of the runs above each run
+        out = np.empty(len(w))
+        out[self.order] = np.repeat(beyond + tied / 2, np.diff(np.r_[self.starts, len(w)]))
+        return out
 
 
 def midranks(x: np.ndarray) -> np.ndarray:
     """1-based ranks, tied values sharing the mean of the ranks they span (scipy's 'average')."""
-    order = np.argsort(x, kind="stable")
-    sorted_x = x[order]
-    starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
-    ends = np.r_[starts[1:], len(x)]
-    ranks = np.empty(len(x))
-    ranks[order] = np.repeat((starts + ends + 1) / 2.0, ends - starts)
-    return ranks
+    return Ranking.of(x).ranks
 
 
 def _standardised(x: np.ndarray) -> tuple[np.ndarray, float]:
@@ -93,21 +117,9 @@ def pearson_influence(x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
     return r, u * v - r / 2 * (u * u + v * v)
 
 
-def _above(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """sum_k H(x_k - x_l) w_k for every l, H(t) = 1 for t > 0, 1/2 for t = 0, 0 below: the weight of
-    the pairs that rank above pair l (half of those tied with it), in O(n log n)."""
-    order = np.argsort(x, kind="stable")
-    sorted_x = x[order]
-    starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
-    tied = np.add.reduceat(w[order], starts)                   # weight of each run of tied values
-    beyond = np.r_[np.cumsum(tied[::-1])[::-1][1:], 0.0]        # weight of the runs above each run
-    out = np.empty(len(x))
-    out[order] = np.repeat(beyond + tied / 2, np.diff(np.r_[starts, len(x)]))
-    return out
-
-
-def spearman_influence(x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
-    """Spearman's rho (average ranks) and each pair's empirical influence value.
+def spearman_influence(x: np.ndarray | Ranking, y: np.ndarray | Ranking) -> tuple[float, np.ndarray]:
+    """Spearman's rho (average ranks) and each pair's empirical influence value (x, y: the values
+    or their Ranking).
 
     rho is Pearson's r of the ranks R, S; a pair adds its own term (pearson_influence on the ranks)
     and moves every other pair's ranks: pair l raises R_k by H(x_k - x_l), which changes r by
@@ -115,27 +127,29 @@ def spearman_influence(x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]
     psi_l = u_l v_l - r (u_l^2 + v_l^2) / 2 + sum_k H(x_k - x_l)(v_k - r u_k) / sd(R)
             + sum_k H(y_k - y_l)(u_k - r v_k) / sd(S),   centred to sum 0.
     Holding the ranks fixed (the first two terms only) misstates the variance when rho is far from 0."""
-    rx, ry = midranks(x), midranks(y)
-    u, sd_x = _standardised(rx)
-    v, sd_y = _standardised(ry)
-    rho, psi = pearson_influence(rx, ry)
-    psi = psi + _above(x, v - rho * u) / sd_x + _above(y, u - rho * v) / sd_y
+    rx, ry = (z if isinstance(z, Ranking) else Ranking.of(z) for z in (x, y))
+    u, sd_x = _standardised(rx.ranks)
+    v, sd_y = _standardised(ry.ranks)
+    rho = float(np.clip(u @ v / len(u), -1.0, 1.0))
+    psi = u * v - rho / 2 * (u * u + v * v) + rx.above(v - rho * u) / sd_x + ry.above(u - rho * v) / sd_y
     return rho, psi - psi.mean()
 
 
-def dyadic_variance(psi: np.ndarray, a: np.ndarray, b: np.ndarray, items: int) -> float:
+def dyadic_variance(psi: np.ndarray, a: np.ndarray, b: np.ndarray, items: int,
+                    dyads: np.ndarray | None = None) -> float:
     """The variance of (1/n) sum_k psi_k when pairs that share an item may be correlated (module
     docstring), a and b item codes 0 .. items - 1.  Each item's and each dyad's term is scaled as in
     the delete-one jackknife: deleting item i removes its m_i pairs and moves the statistic by about
     S_i / (n - m_i), so sum_i S_i^2 / (n - m_i)^2 - sum_d D_d^2 / (n - m_d)^2 (without the scaling the
-    variance is too small by about the share of the pairs the busiest items carry)."""
+    variance is too small by about the share of the pairs the busiest items carry).  ``dyads``: each
+    pair's dyad code, if known."""
     n = len(psi)
     per_item = np.bincount(a, psi, minlength=items) + np.bincount(b, psi, minlength=items)
     degree = np.bincount(a, minlength=items) + np.bincount(b, minlength=items)
-    dyad = np.minimum(a, b).astype(np.int64) * items + np.maximum(a, b)
-    _, codes = np.unique(dyad, return_inverse=True)
-    per_dyad = np.bincount(codes.ravel(), psi)
-    dyad_size = np.bincount(codes.ravel())
+    if dyads is None:
+        dyads = np.unique(np.minimum(a, b).astype(np.int64) * items + np.maximum(a, b), return_inverse=True)[1].ravel()
+    per_dyad = np.bincount(dyads, psi)
+    dyad_size = np.bincount(dyads)
     return float(np.sum((per_item / np.maximum(n - degree, 1)) ** 2)
                  - np.sum((per_dyad / np.maximum(n - dyad_size, 1)) ** 2))
 
@@ -163,6 +177,16 @@ class Pairs:
     items: int
 
     @cached_property
+    def score_ranking(self) -> Ranking:
+        return Ranking.of(self.score)
+
+    @cached_property
+    def dyads(self) -> np.ndarray:
+        """Each pair's dyad (unordered pair of items) as a code 0 .. dyads - 1."""
+        key = np.minimum(self.a, self.b).astype(np.int64) * self.items + np.maximum(self.a, self.b)
+        return np.unique(key, return_inverse=True)[1].ravel()
+
+    @cached_property
     def df(self) -> float:
         """The degrees of freedom of the t quantile: effective_items - 1 (at least 1)."""
         return max(effective_items(self.a, self.b, self.items) - 1, 1.0)
@@ -175,7 +199,7 @@ class Pairs:
         """The variance of the statistic whose influence values are ``psi`` (item-clustered unless
         ``pair_level``), never below the pair-level one."""
         pairwise = pair_variance(psi)
-        return pairwise if pair_level else max(dyadic_variance(psi, self.a, self.b, self.items), pairwise)
+        return pairwise if pair_level else max(dyadic_variance(psi, self.a, self.b, self.items, self.dyads), pairwise)
 
 
 @dataclass(frozen=True)
@@ -212,7 +236,7 @@ def check_pairs(score: np.ndarray, cosine: np.ndarray, what: str) -> None:
             fail("pair.constant", what=what, name=name, value=f"{values[0]:.6g}")
 
 
-def influences(score: np.ndarray, cosine: np.ndarray) -> dict[str, tuple[float, np.ndarray]]:
+def influences(pairs: Pairs, cosine: np.ndarray) -> dict[str, tuple[float, np.ndarray]]:
     """{'spearman': (rho, psi), 'pearson': (r, psi)} of the cosine against the score.
 
     Spearman ranks the cosines on the tie grid of embsql.core.agreement (2^-40): cosines that are
@@ -220,14 +244,14 @@ def influences(score: np.ndarray, cosine: np.ndarray) -> dict[str, tuple[float, 
     rounding noise, which would break their tie one way in one computation and the other way in
     another (Python and SQL, a rotated copy); distinct cosines closer than the grid are rare and move
     rho by about 1e-12."""
-    return {"spearman": spearman_influence(np.rint(cosine / RESOLUTION), score),
-            "pearson": pearson_influence(cosine, score)}
+    return {"spearman": spearman_influence(np.rint(cosine / RESOLUTION), pairs.score_ranking),
+            "pearson": pearson_influence(cosine, pairs.score)}
 
 
 def evaluate(pairs: Pairs, cosine: np.ndarray, level: float, pair_level: bool = False) -> dict[str, Correlation]:
     """Spearman and Pearson of ``cosine`` against the gold score, with their intervals."""
     return {name: fisher_interval(estimate, pairs.variance(psi, pair_level), level, pairs.degrees(pair_level))
-            for name, (estimate, psi) in influences(pairs.score, cosine).items()}
+            for name, (estimate, psi) in influences(pairs, cosine).items()}
 
 
 def eval_row(pairs: Pairs, cosine: np.ndarray, level: float, skipped: int) -> dict:
@@ -241,7 +265,7 @@ def eval_row(pairs: Pairs, cosine: np.ndarray, level: float, skipped: int) -> di
 
 def calibrated(pairs: Pairs) -> bool:
     """Whether the design is one where the simulations showed the interval calibrated."""
-    return len(pairs.score) >= CALIBRATED_PAIRS and pairs.items >= CALIBRATED_ITEMS
+    return len(pairs.score) >= CALIBRATED_PAIRS and pairs.df >= CALIBRATED_DF
 
 
 @dataclass(frozen=True)
@@ -261,7 +285,7 @@ def difference(pairs: Pairs, cosine_a: np.ndarray, cosine_b: np.ndarray, level: 
                pair_level: bool = False) -> dict[str, Difference]:
     """Per correlation, model A's minus model B's on the same pairs (influence values subtracted
     pair by pair, so what the two models share cancels)."""
-    first, second = influences(pairs.score, cosine_a), influences(pairs.score, cosine_b)
+    first, second = influences(pairs, cosine_a), influences(pairs, cosine_b)
     out = {}
     for name in first:
         (ra, psi_a), (rb, psi_b) = first[name], second[name]

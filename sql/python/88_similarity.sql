@@ -69,15 +69,15 @@ ORDER BY r.__emb_o;
 -- @column items the distinct items in them
 -- @column skipped pairs left out by `missing := 'skip'`
 -- @column level the confidence level
--- @column calibrated true from 200 pairs over 100 items, where the simulated coverage held
+-- @column calibrated true from 200 pairs with 20 or more degrees of freedom (effective items − 1), where the simulated coverage held
 -- @notes
 -- The same numbers as `embsql.similarity_eval` (and scipy's `spearmanr` / `pearsonr` on the cosines,
 -- to 1e-12).  Pairs share items (a word is in many pairs of a word-similarity set), so they are not
 -- independent: the standard errors come from each pair's influence on the correlation, summed over
 -- the pairs of each item (the dyadic-robust variance, scaled as a delete-one-item jackknife), and the
 -- interval is t on Fisher's z.  In simulations where items recur (half of them in one pair, some in
--- 20 or more) it covered 93–96% at 95% from 200 pairs on; treating pairs as independent covered
--- 70–75% (bench/README.md).  Refused with an `embsql:` error: a NULL or non-finite score, a pair of
+-- 20 or more) it covered 94.7–96% at 95% wherever the t quantile had 20 or more degrees of freedom
+-- (93–94% at 10); treating pairs as independent covered 70–75% (bench/README.md).  Refused with an `embsql:` error: a NULL or non-finite score, a pair of
 -- one item with itself, a pair whose item has no vector in a model (unless `missing := 'skip'`),
 -- fewer than 3 pairs, a constant score or cosine.  A pair given twice counts twice.
 -- @example
@@ -119,7 +119,7 @@ SELECT * FROM emb__similarity_eval(
 -- @column pairs the pairs both models scored
 -- @column items the distinct items in them
 -- @column level the confidence level
--- @column calibrated true from 200 pairs over 100 items, where the simulated level held
+-- @column calibrated true from 200 pairs with 20 or more degrees of freedom (effective items − 1), where the simulated level held
 -- @notes
 -- The same numbers as `embsql.compare_similarity`.  The difference's influence values are the two
 -- models' subtracted pair by pair, clustered by item; the test held its level (3.9–6.7% at 5%) in the
