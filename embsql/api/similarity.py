@@ -248,7 +248,7 @@ def evaluation_rows(judgements: Judgements, scored: dict[object, Scored], level:
 def _per_pair(column: str | None, judgements: Judgements, scored: dict[object, Scored],
               names: tuple[str, str, str]) -> ResultTable:
     raw = [judgements.raw.column(i).to_pylist() for i in range(3)]
-    out = []
+    out: list[tuple] = []
     for value, used in scored.items():
         lead = () if column is None else (value,)
         out.extend(lead + (raw[0][r], raw[1][r], raw[2][r], c) for r, c in zip(used.rows.tolist(), used.cosine.tolist()))
