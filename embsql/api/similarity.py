@@ -38,11 +38,13 @@ DEFAULT_MODEL = "model"      # used when the embeddings have it; a table without
 
 @dataclass(frozen=True)
 class Judgements:
-    """The pairs table as read: items as text (to match the embeddings' ids), the gold scores, and
-    the a, b and score values as stored (for per_pair)."""
+    """The pairs table as read: the distinct items as text (to match the embeddings' ids), each
+    pair's two items as codes into them, the gold scores, and the a, b and score values as stored
+    (for per_pair).  Items are hashed once here; each model then matches only the distinct items."""
 
-    a: pa.Array
-    b: pa.Array
+    items: pa.Array
+    a: np.ndarray
+    b: np.ndarray
     score: np.ndarray
     raw: pa.Table
     source: str
@@ -83,7 +85,9 @@ def judgements(table: pa.Table, name: str, columns: tuple[str, str, str]) -> Jud
     if same.any():
         row = int(np.flatnonzero(same)[0])
         fail("pair.same_item", row=row, source=repr(name), item=repr(text_a[row].as_py()), a=repr(a), b=repr(b))
-    return Judgements(text_a, text_b, scores, table, name)
+    both = pa.concat_arrays([text_a, text_b]).dictionary_encode()
+    codes = both.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return Judgements(both.dictionary, codes[:len(text_a)], codes[len(text_a):], scores, table, name)
 
 
 def _model_column(source: Source, model: str | None) -> str | None:
@@ -108,24 +112,28 @@ class Scored:
 def score_model(pairs: Judgements, vectors: Vectors, value: object, missing: str, columns: tuple[str, str],
                  embeddings: str) -> Scored:
     """Cosines of the pairs whose two items have a vector in this model."""
-    ia, ib = (pc.index_in(side, value_set=vectors.ids) for side in (pairs.a, pairs.b))
-    known = pc.and_(ia.is_valid(), ib.is_valid()).to_numpy(zero_copy_only=False)
+    position = pc.fill_null(pc.index_in(pairs.items, value_set=vectors.ids), -1).to_numpy(zero_copy_only=False)
+    ia, ib = position[pairs.a], position[pairs.b]
+    known = (ia >= 0) & (ib >= 0)
     if not known.all() and missing == "error":
         row = int(np.flatnonzero(~known)[0])
-        side, column = (pairs.a, columns[0]) if not ia[row].is_valid else (pairs.b, columns[1])
-        fail("pair.no_vector", item=repr(side[row].as_py()), column=repr(column), row=row, source=repr(pairs.source),
-             model=repr(value), embeddings=repr(embeddings))
+        code, column = (pairs.a[row], columns[0]) if ia[row] < 0 else (pairs.b[row], columns[1])
+        fail("pair.no_vector", item=repr(pairs.items[int(code)].as_py()), column=repr(column), row=row,
+             source=repr(pairs.source), model=repr(value), embeddings=repr(embeddings))
     rows = np.flatnonzero(known)
-    a = ia.to_numpy(zero_copy_only=False)[rows].astype(np.int64)
-    b = ib.to_numpy(zero_copy_only=False)[rows].astype(np.int64)
-    return Scored(rows, pair_cosines(vectors.vectors, vectors.inv_norms, a, b), len(known) - len(rows))
+    if len(rows) < len(known):
+        ia, ib = ia[rows], ib[rows]
+    return Scored(rows, pair_cosines(vectors.vectors, vectors.inv_norms, ia, ib), len(known) - len(rows))
 
 
 def _coded(pairs: Judgements, rows: np.ndarray) -> Pairs:
     """The kernel's view of ``rows`` of the pairs: scores and items coded 0 .. items - 1."""
-    both = pa.concat_arrays([pairs.a.take(pa.array(rows)), pairs.b.take(pa.array(rows))]).dictionary_encode()
-    codes = both.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    return Pairs(pairs.score[rows], codes[:len(rows)], codes[len(rows):], len(both.dictionary))
+    if len(rows) == len(pairs.a):                    # every pair: every item occurs, codes as read
+        return Pairs(pairs.score, pairs.a, pairs.b, len(pairs.items))
+    a, b = pairs.a[rows], pairs.b[rows]
+    present = np.bincount(np.r_[a, b], minlength=len(pairs.items)) > 0
+    recode = np.cumsum(present) - 1
+    return Pairs(pairs.score[rows], recode[a], recode[b], int(present.sum()))
 
 
 def _read(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings: TableLike, *, model: str | None, a: str,
