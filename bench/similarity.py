@@ -15,6 +15,11 @@ before the timing), in full, interleaved, and the median of the repeats is repor
            scipy.stats.spearmanr(cosine, score) per model; no interval, no reading.
 
 The ratio embsql / peer is printed with both times; the figures agree to 1e-6 (float32 cosines).
+
+    nice -n 10 python bench/similarity.py --sql --pairs 100000 --items 10000
+
+times instead the plain-SQL macros of the stock CLI (emb_similarity_pearson, emb_similarity_spearman;
+they call no UDF) beside embsql.similarity_eval, on the same tables.
 """
 
 from __future__ import annotations
@@ -83,8 +88,11 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sql", action="store_true", help="time the plain-SQL macros beside the Python route")
     args = parser.parse_args()
     con = embsql.connect()
+    if args.sql:
+        return plain_sql(con, args)
     started = time.perf_counter()
     vectors, a, b, score = make_data(con, args.pairs, args.items, args.dim)
     print(f"similarity: {args.pairs:,} pairs of {args.items:,} items, d = {args.dim}, 2 models "
@@ -103,6 +111,27 @@ def main() -> None:
     print(f"embsql similarity_eval (from DuckDB, with intervals): {median['embsql']:.2f} s  (runs {times['embsql']})")
     print(f"peer numpy cosine + scipy spearmanr (in memory):      {median['peer']:.2f} s  (runs {times['peer']})")
     print(f"RATIO embsql / peer = {median['embsql'] / median['peer']:.2f}  (target <= 1.5)")
+
+
+def plain_sql(con: duckdb.DuckDBPyConnection, args: argparse.Namespace) -> None:
+    """Median times of emb_similarity_pearson / _spearman (plain SQL) beside similarity_eval."""
+    make_data(con, args.pairs, args.items, args.dim)
+    query = "SELECT * FROM emb_similarity_{}('pairs', 'emb')"
+    runs = {"similarity_eval (Python)": lambda: ours(con),
+            "emb_similarity_pearson (plain SQL)": lambda: con.sql(query.format("pearson")).fetchall(),
+            "emb_similarity_spearman (plain SQL)": lambda: con.sql(query.format("spearman")).fetchall()}
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for run in runs.values():
+        run()                                                   # warm
+    for _ in range(args.repeats):
+        for name, run in runs.items():
+            t0 = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - t0)
+    base = statistics.median(times["similarity_eval (Python)"])
+    print(f"plain SQL beside Python: {args.pairs:,} pairs of {args.items:,} items, d = {args.dim}, 2 models")
+    for name, values in times.items():
+        print(f"{name:40s} {statistics.median(values):7.2f} s  ratio to Python {statistics.median(values) / base:.2f}")
 
 
 if __name__ == "__main__":
