@@ -21,6 +21,7 @@ from embsql.api.permanova_terms import permanova_terms
 from embsql.api.permutation import DispersionResult, dispersion, permanova, permanova_welch
 from embsql.api.resampling import bootstrap, compare, jackknife
 from embsql.api.retrieval import dose, margins, pairing, retrieval_layers, retrieval_summary
+from embsql.api.similarity import compare_similarity, similarity_eval
 from embsql.errors import (
                      ArgumentError,
                      BadLabelError,
@@ -58,4 +59,5 @@ __all__ = [
     "retrieve", "evaluate", "write_trec_run",
     "cka", "compare_cka", "procrustes", "pairwise_permanova",
     "Queries", "Docs", "Qrels", "Run",
+    "similarity_eval", "compare_similarity",
 ]

@@ -174,6 +174,15 @@ CATALOGUE: dict[str, Check] = {
     "item.missing": Check(
         InputError, "item {item} has a prediction from model {has} but not from model {lacks} in {source} ({count} "
                     "such items); models are compared on the same items"),
+    "pair.same_item": Check(
+        InputError, "pair at row {row} of {source} has item {item} as both {a} and {b}; a pair must compare two "
+                    "different items"),
+    "pair.no_vector": Check(
+        InputError, "item {item} ({column} at row {row} of pairs {source}) has no vector in model {model} of "
+                    "{embeddings}; pass missing='skip' to leave out the pairs whose items lack a vector"),
+    "pair.too_few": Check(DesignError, "{what} has {pairs} pair(s); a correlation needs at least {minimum}"),
+    "pair.constant": Check(
+        DesignError, "{what}: {name} is the same on every pair ({value}), so no correlation is defined"),
     "model.missing": Check(InputError, "model {model} is in {side} {source} but not in {other_side} {other}"),
     "model.too_few": Check(InputError, "{column} has {models} model(s); {needs} needs at least two"),
     "model.reference": Check(InputError, "reference {reference} is not a model of model column {column}; its models "
@@ -213,6 +222,7 @@ CATALOGUE: dict[str, Check] = {
     "argument.interrupt": Check(InputError, _ARGUMENT),
     "argument.sums": Check(InputError, _ARGUMENT),
     "argument.permute": Check(InputError, _ARGUMENT),
+    "argument.missing": Check(InputError, _ARGUMENT),
     # an old spelling (embsql.vocabulary.REMOVED), or a name a function does not take
     "argument.renamed": Check(ArgumentError, "{old} is now {new} (in {where})"),
     "argument.unknown": Check(ArgumentError, "{where} has no argument {name}; it takes: {takes}"),

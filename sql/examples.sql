@@ -71,3 +71,11 @@ CREATE OR REPLACE TABLE eval_docs AS SELECT * FROM (VALUES
     ('a', [1.0, 0.1]), ('b', [0.1, 1.0]), ('c', [0.7, 0.7])) t(doc_id, vector);
 CREATE OR REPLACE TABLE eval_qrels AS SELECT * FROM (VALUES
     ('q1', 'a', 1), ('q2', 'c', 2), ('q2', 'b', 1)) t(qid, doc_id, relevance);
+
+-- gold similarity judgements of 28 pairs of 8 words, and the words embedded by two models
+CREATE OR REPLACE TABLE word_vectors AS
+    SELECT m AS model, 'w' || i AS item, [cos(i / 3), sin(i / 3), w * cos(7 * i)] AS vector
+    FROM range(8) t(i), (VALUES ('good', 0.0), ('noisy', 0.6)) v(m, w);
+CREATE OR REPLACE TABLE judged_pairs AS
+    SELECT 'w' || i AS item_a, 'w' || j AS item_b, 10.0 - (j - i) + 0.01 * i AS score
+    FROM range(8) s(i), range(8) t(j) WHERE i < j;
