@@ -67,7 +67,11 @@ def test_engine_errors_name_the_column_or_the_rows(engine):
                                                         pa.list_(pa.float64()))}))
     with pytest.raises(embsql.ColumnNotFoundError, match="group column 'nope'"):
         embsql.run_on(engine, embsql.report("bad", vector="vec", group="nope"))
-    with pytest.raises(embsql.BadVectorError, match="zero length in group 'a'"):
+    # DuckDB streams the rows through embsql.anova's accumulator, which names the row; the other
+    # engines' aggregate names the group
+    zero = r"zero-length vector at row 1 \(group 'a'\)" if embsql.engines.connections.dialect_of(engine) == "duckdb" \
+        else "zero length in group 'a'"
+    with pytest.raises(embsql.BadVectorError, match=zero):
         embsql.run_on(engine, embsql.report("bad", vector="vec", group="topic"))
     if embsql.engines.connections.dialect_of(engine) != "duckdb":   # DuckDB runs the permutation tests
         with pytest.raises(embsql.InputError, match="permanova section needs the rows"):

@@ -196,9 +196,11 @@ def group_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimen
         normed = normed.offset(0, copy=False)
 
     # (x_k / peak) * inv: peak is 1 (exact) for a plain vector; for a scaled one, 1 / (peak * ||x / peak||)
-    # would overflow for a subnormal peak (1e-310 x v), and x_k / peak never does
+    # would overflow for a subnormal peak (1e-310 x v), and x_k / peak never does.  A zero vector has
+    # peak 0 and inv NULL: NULLIF keeps its terms NULL (PostgreSQL raises on a division by zero)
     def units() -> list[exp.Expression]:
-        return [exp.Mul(this=exp.Paren(this=exp.Div(this=x, expression=_col("peak"))), expression=_col("inv"))
+        peak = exp.Nullif(this=_col("peak"), expression=exp.Literal.number(0))
+        return [exp.Mul(this=exp.Paren(this=exp.Div(this=x, expression=peak)), expression=_col("inv"))
                 for x in xs()]
 
     bad = exp.Sum(this=exp.Case(ifs=[exp.If(this=exp.Is(this=_col("inv"), expression=exp.null()),

@@ -9,23 +9,23 @@ SELECT
   SUM(CASE WHEN "inv" IS NULL THEN 1 ELSE 0 END) AS "__emb_bad",
   COUNT(*) * (
     VAR_POP((
-      CAST("x1" AS DOUBLE PRECISION) / "peak"
+      CAST("x1" AS DOUBLE PRECISION) / NULLIF("peak", 0)
     ) * "inv") + (
       VAR_POP((
-        CAST("x2" AS DOUBLE PRECISION) / "peak"
+        CAST("x2" AS DOUBLE PRECISION) / NULLIF("peak", 0)
       ) * "inv") + VAR_POP((
-        CAST("x3" AS DOUBLE PRECISION) / "peak"
+        CAST("x3" AS DOUBLE PRECISION) / NULLIF("peak", 0)
       ) * "inv")
     )
   ) AS "__emb_within",
   SUM((
-    CAST("x1" AS DOUBLE PRECISION) / "peak"
+    CAST("x1" AS DOUBLE PRECISION) / NULLIF("peak", 0)
   ) * "inv") AS "__emb_s1",
   SUM((
-    CAST("x2" AS DOUBLE PRECISION) / "peak"
+    CAST("x2" AS DOUBLE PRECISION) / NULLIF("peak", 0)
   ) * "inv") AS "__emb_s2",
   SUM((
-    CAST("x3" AS DOUBLE PRECISION) / "peak"
+    CAST("x3" AS DOUBLE PRECISION) / NULLIF("peak", 0)
   ) * "inv") AS "__emb_s3"
 FROM (
   SELECT

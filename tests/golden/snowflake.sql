@@ -9,23 +9,23 @@ SELECT
   SUM(CASE WHEN "inv" IS NULL THEN 1 ELSE 0 END) AS "__emb_bad",
   COUNT(*) * (
     VARIANCE_POP((
-      "x1" / "peak"
+      "x1" / NULLIF("peak", 0)
     ) * "inv") + (
       VARIANCE_POP((
-        "x2" / "peak"
+        "x2" / NULLIF("peak", 0)
       ) * "inv") + VARIANCE_POP((
-        "x3" / "peak"
+        "x3" / NULLIF("peak", 0)
       ) * "inv")
     )
   ) AS "__emb_within",
   SUM((
-    "x1" / "peak"
+    "x1" / NULLIF("peak", 0)
   ) * "inv") AS "__emb_s1",
   SUM((
-    "x2" / "peak"
+    "x2" / NULLIF("peak", 0)
   ) * "inv") AS "__emb_s2",
   SUM((
-    "x3" / "peak"
+    "x3" / NULLIF("peak", 0)
   ) * "inv") AS "__emb_s3"
 FROM (
   SELECT
