@@ -213,7 +213,7 @@ CATALOGUE: dict[str, Check] = {
     "argument.replicates": Check(InputError, _ARGUMENT),
     "argument.level": Check(InputError, _ARGUMENT),
     "argument.statistic": Check(InputError, _ARGUMENT),
-    "argument.stat": Check(InputError, "stat must be one of {names}, not {value}"),
+    "argument.stat": Check(InputError, "statistic must be one of {names}, not {value}"),
     "argument.null_method": Check(InputError, _ARGUMENT),
     "argument.scope": Check(InputError, _ARGUMENT),
     "argument.range": Check(InputError, "{name} must be in {interval}, got {name} = {value}"),

@@ -103,7 +103,7 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_level("name", "rule", "value") A
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_statistic("name", "rule", "value") AS
     error(format('embsql: [argument.statistic] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_stat("names", "value") AS
-    error(format('embsql: [argument.stat] stat must be one of {}, not {}', "names", "value"));
+    error(format('embsql: [argument.stat] statistic must be one of {}, not {}', "names", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_null_method("name", "rule", "value") AS
     error(format('embsql: [argument.null_method] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_scope("name", "rule", "value") AS
@@ -158,8 +158,8 @@ CREATE OR REPLACE TEMP MACRO emb__outputs_emb_dispersion() AS ['groups', 'f', 'p
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_dispersion_groups() AS ['group', 'n_g', 'mean_distance', 'in_test']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_terms() AS ['term', 'df', 'ss', 'r2', 'f', 'p_value', 'permutations', 'permute']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_terms_dist() AS ['term', 'df', 'ss', 'r2', 'f', 'p_value', 'permutations', 'permute']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_jackknife() AS ['stat', 'estimate', 'se', 'groups', 'sizes']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_bootstrap() AS ['stat', 'estimate', 'se', 'ci_low', 'ci_high', 'level', 'replicates', 'groups', 'estimate_bc', 'dropped', 'calibrated', 'sizes']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_jackknife() AS ['statistic', 'estimate', 'se', 'groups', 'sizes']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_bootstrap() AS ['statistic', 'estimate', 'se', 'ci_low', 'ci_high', 'level', 'replicates', 'groups', 'estimate_bc', 'dropped', 'calibrated', 'sizes']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare() AS ['model_a', 'model_b', 'estimate_a', 'estimate_b', 'difference', 'se', 'ci_low', 'ci_high', 'items', 'same_items', 'shared_items', 'dropped', 'calibrated', 'sizes']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_dose() AS ['strength', 'queries', 'groups', 'w_tilde_q', 'se', 'step', 'step_se', 'monotone', 'p_value', 'permutations', 'dose_works']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_agreement() AS ['model_a', 'model_b', 'k', 'overlap', 'se', 'chance', 'items']::VARCHAR[];

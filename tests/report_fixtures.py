@@ -60,7 +60,7 @@ def _sections(models) -> dict[str, Section]:
         "groups": _table("groups", ("model", "group", "n_g", "w", "w_tilde"),
                          [(m, g, size, 0.0 if size == 1 else w * (size - 1) / size, w)
                           for m in models for g, size, w in zip(GROUPS, SIZES, W_TILDE[m])]),
-        "jackknife": _table("jackknife", ("model", "stat", "estimate", "se", "groups"),
+        "jackknife": _table("jackknife", ("model", "statistic", "estimate", "se", "groups"),
                             [(m, "r2", R2[m], R2_SE[m], groups) for m in models]),
         "bootstrap": _table("bootstrap", (
             "model", "stat", "estimate", "se", "ci_low", "ci_high", "level", "replicates", "groups"),

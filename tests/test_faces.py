@@ -265,7 +265,7 @@ def test_the_pairwise_faces_name_models_model_a_and_model_b(con, face):
 # a model column named like one of each face's output columns
 COLLISIONS = [("anova", "n"), ("anova", "r2"), ("groups", "w"), ("groups", "group"), ("permanova", "p_value"),
               ("permanova", "f"), ("permanova_welch", "w_d"), ("permanova_terms", "term"), ("dispersion", "note"),
-              ("dispersion", "mean_distance"), ("jackknife", "se"), ("jackknife", "stat"), ("bootstrap", "ci_low"),
+              ("dispersion", "mean_distance"), ("jackknife", "se"), ("jackknife", "statistic"), ("bootstrap", "ci_low"),
               ("pairwise_permanova", "group_b"), ("pairwise_permanova", "r2")]
 
 

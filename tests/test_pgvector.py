@@ -77,7 +77,7 @@ def test_pgvector_figures_agree_with_duckdb_within_the_float32_bound(pg, duckdb_
     decomposition = {row["model"]: row for row in duckdb_result["decomposition"].to_dicts()}
     for expected, got in zip(duckdb_result["jackknife"].to_dicts(), result["jackknife"].to_dicts()):
         row = decomposition[expected["model"]]
-        tol = decomposition_tolerances(row)[expected["stat"]]
+        tol = decomposition_tolerances(row)[expected["statistic"]]
         # every leave-one-group-out estimate is within tol of its own value; |theta_-g| <= 1.5 |theta| here
         bound = 2 * math.sqrt(expected["groups"]) * tol * 1.5 * abs(expected["estimate"])
         assert abs(got["estimate"] - expected["estimate"]) <= bound, expected

@@ -62,7 +62,7 @@ def test_report_numbers_are_the_sql_functions_numbers(emb_con):
         sql = by_model(sql_rows(emb_con, f"SELECT * FROM emb_jackknife('emb', 'topic', 'emb', model := 'model', "
                                          f"statistic := '{stat}')"))
         for row in result["jackknife"].to_dicts():
-            if row["stat"] == stat:
+            if row["statistic"] == stat:
                 assert_close(row["se"], sql[row["model"]]["se"])
     boot = by_model(sql_rows(emb_con, "SELECT * FROM emb_bootstrap('emb', 'topic', 'emb', model := 'model', "
                                       "replicates := 300, seed := 7)"))

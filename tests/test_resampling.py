@@ -127,7 +127,7 @@ def test_jackknife_equals_leave_one_group_out(con, common):
     for stat in STATS:
         got = embsql.jackknife(con, "t", group="g", vector="v", statistic=stat).to_dicts()
         assert len(got) == 1
-        assert (got[0]["stat"], got[0]["groups"]) == (stat, 9)
+        assert (got[0]["statistic"], got[0]["groups"]) == (stat, 9)
         assert got[0]["estimate"] == pytest.approx(full[stat], rel=1e-10, abs=1e-13)
         assert got[0]["se"] == pytest.approx(se[stat], rel=1e-10, abs=1e-13)
         assert se[stat] > 0
@@ -142,8 +142,8 @@ def test_jackknife_icc_estimate_equals_emb_icc(con, groups10):
 def test_sql_jackknife_equals_python(con, groups10, stat):
     got_py = embsql.jackknife(con, "t", group="g", vector="v", statistic=stat).to_dicts()
     got_sql = sql_rows(con, f"SELECT * FROM emb_jackknife('t', 'g', 'v', statistic := '{stat}')")
-    assert list(got_sql[0]) == ["stat", "estimate", "se", "groups", "sizes"]
-    assert got_sql[0]["stat"] == got_py[0]["stat"] == stat
+    assert list(got_sql[0]) == ["statistic", "estimate", "se", "groups", "sizes"]
+    assert got_sql[0]["statistic"] == got_py[0]["statistic"] == stat
     assert got_sql[0]["groups"] == got_py[0]["groups"] == 10
     assert got_sql[0]["estimate"] == pytest.approx(got_py[0]["estimate"], rel=1e-12)
     assert got_sql[0]["se"] == pytest.approx(got_py[0]["se"], rel=1e-10)
@@ -186,7 +186,7 @@ def test_bootstrap_equals_resampling_by_hand(con, groups10, stat):
     centre, low, high = jackknife_t_by_hand(full[stat], replicates[stat], stat, 0.9)
     assert (got["estimate_bc"], got["ci_low"], got["ci_high"]) == pytest.approx((centre, low, high), rel=1e-9)
     assert got["estimate"] == pytest.approx(full[stat], rel=1e-10)
-    assert (got["stat"], got["replicates"], got["level"], got["groups"]) == (stat, 40, 0.9, 10)
+    assert (got["statistic"], got["replicates"], got["level"], got["groups"]) == (stat, 40, 0.9, 10)
     assert (got["dropped"], got["calibrated"]) == (0, False)  # 10 groups: below the calibrated range
 
 
@@ -210,13 +210,13 @@ def test_sql_bootstrap_equals_python(con, stat):
     got_py = embsql.bootstrap(con, "t", group="g", vector="v", statistic=stat, replicates=300, seed=5, level=0.8).to_dicts()[0]
     got_sql = sql_rows(con, f"SELECT * FROM emb_bootstrap('t', 'g', 'v', statistic := '{stat}', replicates := 300, "
                             "seed := 5, level := 0.8)")[0]
-    assert list(got_sql) == ["stat", "estimate", "se", "ci_low", "ci_high", "level", "replicates", "groups",
+    assert list(got_sql) == ["statistic", "estimate", "se", "ci_low", "ci_high", "level", "replicates", "groups",
                              "estimate_bc", "dropped", "calibrated", "sizes"]
     assert (got_sql["dropped"], got_sql["calibrated"]) == (got_py["dropped"], got_py["calibrated"]) == (0, False)
     for key in ("estimate", "se", "ci_low", "ci_high", "estimate_bc"):
         assert got_sql[key] == pytest.approx(got_py[key], rel=1e-10), key
     assert float(got_sql["level"]) == got_py["level"] == 0.8
-    assert (got_sql["stat"], got_sql["replicates"], got_sql["groups"]) == (stat, 300, 12)
+    assert (got_sql["statistic"], got_sql["replicates"], got_sql["groups"]) == (stat, 300, 12)
     # the same draws as for the table in its original order
     con.register("t0", table)
     ordered = embsql.bootstrap(con, "t0", group="g", vector="v", statistic=stat, replicates=300, seed=5, level=0.8).to_dicts()[0]
@@ -453,7 +453,7 @@ def test_compare_duplicate_item_and_single_model(con):
 # ----------------------------------------------------------------------------------------------
 # 10. bad input
 
-STAT_MESSAGE = "stat must be one of r2, f, v, w_bar, icc, r2_adj, not 'mean'"
+STAT_MESSAGE = "statistic must be one of r2, f, v, w_bar, icc, r2_adj, not 'mean'"
 
 
 @pytest.fixture

@@ -71,7 +71,7 @@ def jackknife(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     >>> _ = con.execute("CREATE TABLE ex AS SELECT 'g' || (i % 6) AS topic, [cos(i % 6 + 0.6 * (i // 6 % 3 - 1)), "
     ...                 "sin(i % 6 + 0.6 * (i // 6 % 3 - 1))] AS embedding FROM range(36) t(i)")
     >>> result = embsql.jackknife(con, "ex", group="topic", vector="embedding")
-    >>> result.stat, round(result.estimate, 4), round(result.se, 4), result.groups
+    >>> result.statistic, round(result.estimate, 4), round(result.se, 4), result.groups
     ('r2', 0.7803, 0.0066, 6)
     """
     refuse(jackknife, removed)
@@ -81,7 +81,7 @@ def jackknife(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     rows = []
     for value, sums in parts:
         result = resampling.jackknife(sums, statistic, sizes=sizes)
-        rows.append((value, {"stat": statistic, "estimate": result.estimate, "se": result.se,
+        rows.append((value, {"statistic": statistic, "estimate": result.estimate, "se": result.se,
                              "groups": len(sums.counts), "sizes": result.sizes}))
     return ResultTable.of_models("jackknife", model, JACKKNIFE_COLUMNS, rows)
 

@@ -15,8 +15,8 @@ from embsql.core.labels import text_key, text_order
 from embsql.core.sums import GroupSums
 from embsql.errors import BadLabelError, InputError
 
-JACKKNIFE_COLUMNS = ("stat", "estimate", "se", "groups", "sizes")
-BOOTSTRAP_COLUMNS = ("stat", "estimate", "se", "ci_low", "ci_high", "level", "replicates", "groups", "estimate_bc",
+JACKKNIFE_COLUMNS = ("statistic", "estimate", "se", "groups", "sizes")
+BOOTSTRAP_COLUMNS = ("statistic", "estimate", "se", "ci_low", "ci_high", "level", "replicates", "groups", "estimate_bc",
                      "dropped", "calibrated", "sizes")
 COMPARE_COLUMNS = ("model_a", "model_b", "estimate_a", "estimate_b", "difference", "se", "ci_low", "ci_high", "items",
                    "same_items", "shared_items", "dropped", "calibrated", "sizes")
@@ -24,7 +24,7 @@ COMPARE_COLUMNS = ("model_a", "model_b", "estimate_a", "estimate_b", "difference
 
 def bootstrap_row(stat: str, result: resampling.Interval, level: float, replicates: int, groups: int) -> dict:
     """One row of BOOTSTRAP_COLUMNS (the report's bootstrap section prints the same)."""
-    return {"stat": stat, "estimate": result.estimate, "se": result.se, "ci_low": result.ci_low,
+    return {"statistic": stat, "estimate": result.estimate, "se": result.se, "ci_low": result.ci_low,
             "ci_high": result.ci_high, "level": level, "replicates": replicates, "groups": groups,
             "estimate_bc": result.estimate_bc, "dropped": result.dropped, "calibrated": result.calibrated,
             "sizes": result.sizes}

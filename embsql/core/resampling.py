@@ -45,7 +45,7 @@ def statistic(name: str, t: Totals) -> np.ndarray:
     """One figure of the decomposition from the weighted sums; NaN for a replicate whose spread
     float64 cannot resolve (the full sample is refused earlier, by full_totals)."""
     if name not in STATISTICS:
-        raise InputError(f"stat must be one of {', '.join(STATISTICS)}, not {name!r}", kind="argument.stat")
+        raise InputError(f"statistic must be one of {', '.join(STATISTICS)}, not {name!r}", kind="argument.stat")
     n, g = t.n.astype(float), t.groups.astype(float)
     ss_w, ss_b = t.ss_w, t.ss_b
     ss_t = ss_w + ss_b

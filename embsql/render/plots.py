@@ -97,7 +97,7 @@ def _r2_intervals(result: Document, models: list[Any], r2: list[float]) -> Inter
     def r2_rows(name: str) -> dict[Any, dict[str, Any]]:
         if not _has(result, name):
             return {}
-        return {row["model"]: row for row in result[name].to_dicts() if row.get("stat", "r2") == "r2"}
+        return {row["model"]: row for row in result[name].to_dicts() if row.get("statistic", "r2") == "r2"}
 
     boot = r2_rows("bootstrap")
     if boot and all(m in boot for m in models):

@@ -136,11 +136,11 @@ def _jackknife(entry: Entry, run: Run) -> list[Section]:
     for value, sums in run.resampled:
         for stat in JACKKNIFE_STATS:
             result = resampling.jackknife(sums, stat)
-            rows.append({"model": value, "stat": stat, "estimate": result.estimate, "se": result.se,
+            rows.append({"model": value, "statistic": stat, "estimate": result.estimate, "se": result.se,
                          "groups": len(sums.counts)})
             if stat == "r2":
                 run.summary[value]["r2_se"] = result.se
-    return [entry.section(("model", "stat", "estimate", "se", "groups"), rows)]
+    return [entry.section(("model", "statistic", "estimate", "se", "groups"), rows)]
 
 
 def _bootstrap(entry: Entry, run: Run) -> list[Section]:

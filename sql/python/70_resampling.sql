@@ -50,7 +50,7 @@ ORDER BY __emb_b;
 -- @param model the model column: one row per value of it
 -- @param statistic the statistic: `r2`, `f`, `v`, `w_bar`, `icc` (the trace ICC) or `r2_adj` (adjusted R² = 1 − MS_W/MS_T, about 0 with no group structure)
 -- @column <model> the model, under the model column's own name (only with `model`)
--- @column stat the statistic asked for
+-- @column statistic the statistic asked for
 -- @column estimate its value on all groups
 -- @column se the jackknife SE
 -- @column groups G
@@ -67,7 +67,7 @@ ORDER BY __emb_b;
 -- SELECT * FROM emb_jackknife('many', 'topic', 'embedding', statistic := 'f', model := 'model');
 CREATE OR REPLACE TEMP MACRO emb_jackknife(source, "group", vector, model := NULL, statistic := 'r2',
                                            "by" := NULL) AS TABLE
-SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_r), statistic AS stat, r.__emb_r.estimate AS estimate,
+SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_r), statistic AS statistic, r.__emb_r.estimate AS estimate,
        r.__emb_r.se AS se, r.__emb_r.groups AS groups, r.__emb_r.sizes AS sizes
 FROM emb__resampled_checked(
          emb__checked_source(source, 'emb_jackknife', model, "by", emb__outputs_emb_jackknife()),
@@ -87,7 +87,7 @@ ORDER BY r.__emb_b;
 -- @param seed the random seed, a whole number (0 or more): the same seed gives the same draws on any machine
 -- @param level the confidence level of the interval, between 0 and 1
 -- @column <model> the model, under the model column's own name (only with `model`)
--- @column stat the statistic asked for
+-- @column statistic the statistic asked for
 -- @column estimate its plain value on all groups
 -- @column se the standard deviation of the bootstrap replicates
 -- @column ci_low the lower end of the calibrated `level` interval for the value with many more groups like these
@@ -131,7 +131,7 @@ ORDER BY r.__emb_b;
 -- SELECT * FROM emb_bootstrap('many', 'topic', 'embedding', replicates := 999, seed := 7, model := 'model');
 CREATE OR REPLACE TEMP MACRO emb_bootstrap(source, "group", vector, model := NULL, statistic := 'r2',
                                            replicates := 2000, seed := 42, level := 0.95, "by" := NULL) AS TABLE
-SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_r), statistic AS stat, r.__emb_r.estimate AS estimate,
+SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_r), statistic AS statistic, r.__emb_r.estimate AS estimate,
        r.__emb_r.se AS se, r.__emb_r.ci_low AS ci_low, r.__emb_r.ci_high AS ci_high, level::DOUBLE AS level,
        replicates AS replicates, r.__emb_r.groups AS groups, r.__emb_r.estimate_bc AS estimate_bc,
        r.__emb_r.dropped AS dropped, r.__emb_r.calibrated AS calibrated, r.__emb_r.sizes AS sizes
