@@ -61,6 +61,12 @@ def _classify(row, tbl, names, types, columns, classifier, k, level, model, tabl
     unit = raw_vectors(vectors[row].values, where, vector_col, None).astype(np.float64)
     normalise(unit, where, vector_col)
     m = scalar(model)
+    model_type = dict(zip(scalar(names), scalar(types))).get(model_col, "") if model_col is not None else ""
+    if model_col is not None and (m is None or (model_type.upper().startswith(("FLOAT", "DOUBLE", "REAL"))
+                                                and str(m).lower() == "nan")):
+        # the rows SQL grouped under a NULL (or NaN) model: refused as the Python face refuses them
+        fail("label.null", role="model", column=repr(model_col), word="NULL" if m is None else "NaN",
+             where=f" at {where(0)}")
     figures, per_item = classify(unit, np.ones(len(unit)), keyed, classifier=scalar(classifier), k=scalar(k),
                                  level=scalar(level), items=ids if item_col is not None else None,
                                  splits=scalar(splits) if split_col is not None else None,
