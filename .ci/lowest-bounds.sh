@@ -21,7 +21,8 @@ uv pip freeze --python .venv-lowest/bin/python | grep -v '^embsql' > .venv-lowes
 tools=$(.venv-lowest/bin/python - <<'PY'
 import re, tomllib
 extra = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["test"]
-wanted = {"pytest", "pytest-xdist", "hypothesis", "scipy", "mpmath", "pandas", "polars", "statsmodels", "duckdb-cli"}
+wanted = {"pytest", "pytest-xdist", "hypothesis", "scipy", "mpmath", "pandas", "polars", "statsmodels", "duckdb-cli",
+          "scikit-learn"}
 print(" ".join(r for r in extra if re.match(r"[A-Za-z0-9_.-]+", r)[0] in wanted))
 PY
 )

@@ -7,7 +7,9 @@ column named `model`, under the column's own name.  A NULL model value is refuse
 The calls are the SQL reference's own examples (sql/examples.sql's tables), with their model column
 renamed."""
 
+import ast
 import functools
+import math
 import re
 
 import duckdb
@@ -126,7 +128,27 @@ def test_a_model_column_of_any_name(name):
         base_columns, base = baseline(function.name)
         want_columns = [name if c == "model" and keeps_model else c for c in base_columns]
         assert columns == want_columns, (function.name, name, columns)
-        assert got == [r.replace("'model'", literal(name)) for r in base] or got == base, (function.name, name, got[:3])
+        renamed = [r.replace("'model'", literal(name)) for r in base]
+        assert same_rows(got, renamed) or same_rows(got, base), (function.name, name, got[:3])
+
+
+def same_rows(got: list[str], want: list[str]) -> bool:
+    """The rows (their reprs) equal, floats to 1e-12 relative: another plan may sum in another order
+    (DuckDB 2.0.0 does for a renamed column), which moves the last bits and nothing else."""
+    if len(got) != len(want):
+        return False
+    for a, b in zip(got, want, strict=True):
+        if a == b:
+            continue
+        try:
+            x, y = ast.literal_eval(a), ast.literal_eval(b)
+        except (ValueError, SyntaxError):
+            return False
+        if len(x) != len(y) or not all(u == v or (isinstance(u, float) and isinstance(v, float)
+                                                  and math.isclose(u, v, rel_tol=1e-12, abs_tol=1e-15))
+                                       for u, v in zip(x, y, strict=True)):
+            return False
+    return True
 
 
 # the functions whose NULL model is refused naming the column (also some that the name matrix above
