@@ -155,7 +155,8 @@ def same_rows(got: list[str], want: list[str]) -> bool:
 # does not cover yet)
 NULL_REFUSED = COVERED + ["emb_permanova_welch", "emb_compare", "emb_compare_retrieval", "emb_knn_classify",
                           "emb_knn_classify_items", "emb_centroid_classify", "emb_similarity_pearson",
-                          "emb_similarity_spearman"]
+                          "emb_similarity_spearman", "emb_knn_agreement", "emb_knn_agreement_items", "emb_mantel",
+                          "emb_cka", "emb_procrustes", "emb_compare_cka"]
 NULL_FUNCTIONS = [f for f in sql_reference.functions() if f.name in NULL_REFUSED]
 
 

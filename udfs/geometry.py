@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from embsql.core.geometry import cka_rows, compare_cka_rows, procrustes_rows
+from embsql.core.labels import clean_labels
 from embsql.errors import fail
 from embsql.io.interrupts import Watch
 from embsql.io.sources import Source
@@ -45,6 +46,8 @@ def _read(row, tbl, names, types, item_col, model_col, vector_col, group_col, mo
     item_of, group_of = np.asarray(scalar(items), dtype=object), np.asarray(scalar(groups), dtype=object)
     if len(model_of) == 0:
         fail("source.empty", source=repr(scalar(tbl)))
+    # a NULL or NaN model is refused naming the column and an item, as the Python faces refuse it
+    clean_labels(model_of, scalar(model_col), "model", lambda i: f"item {item_of[i]!r}")
     column = vectors[row].values
     out, labels = {}, {}
     for m in sorted(set(model_of.tolist()), key=str):      # models may differ in dimension
