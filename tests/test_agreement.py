@@ -330,7 +330,8 @@ def test_duplicate_and_null_items_and_models(con):
     with pytest.raises(BadLabelError, match=r"^model column 'model' has a NULL label at row 8 \(item 'i0'\)"):
         embsql.mantel(con, "null_model", item="item", model="model", vector="v")
     assert sql_error(con, "SELECT * FROM emb_mantel('null_model', 'item', 'model', 'v')") == \
-        "embsql: [label] the model column has a NULL value; every row needs a model"
+        "embsql: [label.null] model column 'model' has a NULL label at item 'i0'; every row needs a label " \
+        "(filter those rows out, or give them one)"
 
 
 def test_one_model_and_no_rows(con):
