@@ -23,7 +23,7 @@ import re
 from typing import Any
 
 import embsql
-from embsql import sql_reference
+from embsql import sql_reference, vocabulary
 from embsql.cli import build_parser
 from embsql.errors import CATALOGUE, EmbsqlError
 
@@ -220,10 +220,38 @@ def errors_page() -> str:
 
 # ---------------------------------------------------------------- mkdocs
 
+def vocabulary_page() -> str:
+    """The one vocabulary (embsql.vocabulary): every argument name with its meaning, and the old names."""
+
+    def table(names: dict[str, str]) -> list[str]:
+        cell = lambda text: text.replace("|", chr(92) + "|")      # a | in a meaning would end the cell
+        return ["| name | meaning |", "|---|---|"] + [f"| `{n}` | {cell(m)} |" for n, m in sorted(names.items())]
+
+    out = ["# Vocabulary", "",
+           "A concept has one name on every surface: a SQL function's named argument (`model := 'm'`), a "
+           "Python keyword (`model='m'`), a command-line flag (`--model m`; `_` becomes `-`, as in "
+           "`--doc-id`) and a key of a report file (`model = \"m\"`). The tests read every SQL function's, "
+           "Python function's and flag's parameters and fail on a name that is not on this page.", "",
+           "**The model column.** Where a function returns one row per model, the model column keeps the "
+           "input column's name, as `GROUP BY` would. A model column named like one of the function's "
+           "output columns is refused (`column.collision`), never overwritten; a NULL or NaN model value is "
+           "refused (`label.null`), naming the column and a row.", ""]
+    for title, names in (("Tables and their columns", {**vocabulary.TABLES, **vocabulary.COLUMNS}),
+                         ("Options", vocabulary.OPTIONS), ("Command line only", vocabulary.CLI)):
+        out += [f"## {title}", "", *table(names), ""]
+    out += ["## Old names", "", "Each is refused with an error that names the new one "
+            "(`by= is now model=`, `embsql: [argument.renamed] by := is now model :=`, `--by is now --model`).", "",
+            "| old | new |", "|---|---|", *[f"| `{o}` | `{n}` |" for o, n in vocabulary.REMOVED.items()], "",
+            "Arguments that moved to another SQL function (`embsql: [argument.moved]`):", "",
+            "| function | argument | now |", "|---|---|---|",
+            *[f"| `{f}` | `{a}` | {now} |" for (f, a), now in vocabulary.MOVED_SQL.items()], ""]
+    return "\n".join(out)
+
+
 def pages() -> dict[str, str]:
     """Every generated page: {path under docs/: Markdown}."""
     return {**python_pages(), "reference/sql.md": sql_page(), "reference/cli.md": cli_page(),
-            "reference/errors.md": errors_page()}
+            "reference/errors.md": errors_page(), "reference/vocabulary.md": vocabulary_page()}
 
 
 def _title(markdown: str) -> str:
@@ -238,7 +266,8 @@ def on_config(config: Any) -> Any:
     for entry in config["nav"]:
         if isinstance(entry, dict) and "Reference" in entry:
             entry["Reference"] = [{"Python": python}, {"SQL functions": "reference/sql.md"},
-                                  {"Command line": "reference/cli.md"}, {"Errors": "reference/errors.md"}]
+                                  {"Command line": "reference/cli.md"}, {"Errors": "reference/errors.md"},
+                                  {"Vocabulary": "reference/vocabulary.md"}]
     return config
 
 

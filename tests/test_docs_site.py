@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 import embsql
+from embsql import vocabulary
 from embsql.errors import CATALOGUE, EmbsqlError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -238,3 +239,20 @@ def test_every_public_example_runs(monkeypatch):
     result = runner.summarize(verbose=False)
     assert result.failed == 0 and without == []
     print(f"{ran} examples of {len(embsql.__all__)} public names ran")
+
+
+def test_the_vocabulary_page_lists_every_name_and_every_old_one():
+    """Issue 21: the vocabulary is written down once, in the reference, from embsql.vocabulary."""
+    page = hooks.pages()["reference/vocabulary.md"]
+    assert {"reference/vocabulary.md": "Vocabulary"} in [entry for entry in _reference_nav()]
+    for name in vocabulary.TABLES | vocabulary.COLUMNS | vocabulary.OPTIONS | vocabulary.CLI:
+        assert f"| `{name}` |" in page, name
+    for old, new in vocabulary.REMOVED.items():
+        assert f"| `{old}` | `{new}` |" in page, old
+    assert "keeps the input column's name" in page
+
+
+def _reference_nav() -> list[dict]:
+    config = hooks.on_config({"nav": [{"Reference": []}]})
+    return [{path: title} for section in config["nav"][0]["Reference"] for title, path in section.items()
+            if isinstance(path, str)]
