@@ -99,7 +99,10 @@ def _inverse_norms(vectors: np.ndarray, where: Callable[[int], str], vector: str
         bad = ~(np.isfinite(scale) & (scale > 0))
         if bad.any():
             first = int(np.flatnonzero(bad)[0])
-            normalise(block[first:first + 1].copy(), lambda _, row=low + first: where(row), vector)
+            def name_row(_: int, row: int = low + first) -> str:   # the block's row 0 is this row
+                return where(row)
+
+            normalise(block[first:first + 1].copy(), name_row, vector)
         block /= scale[:, None]            # no overflow or underflow in the squares
         out[low:low + len(block)] = 1.0 / (np.sqrt(np.einsum("ij,ij->i", block, block)) * scale)
     return out

@@ -27,6 +27,7 @@ neighbour sets fixed instead gave 0.67-0.89 times, too small); bench/README.md h
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import combinations
 
 import numpy as np
@@ -156,7 +157,7 @@ def overlap_jackknife(near_a: np.ndarray, near_b: np.ndarray, k: int) -> tuple[n
     return shared / k, float(shared.mean() / k), jackknife_se(replicates)
 
 
-def _check_k(k, n: int) -> None:
+def _check_k(k: object, n: int) -> None:
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
         raise InputError(f"k must be a positive whole number, not {k!r}")
     if k >= n - 1:
@@ -167,7 +168,7 @@ def _check_k(k, n: int) -> None:
 # ----------------------------------------------------------------------------------------------
 # Mantel
 
-def _pair_ranks(unit: np.ndarray, model) -> np.ndarray:
+def _pair_ranks(unit: np.ndarray, model: object) -> np.ndarray:
     """Centred average ranks of the similarities of the pairs i < j (condensed order), float64."""
     n = len(unit)
     keys = np.empty(n * (n - 1) // 2)
@@ -204,7 +205,7 @@ class _PermutedCross:
     n^2 / 2 gathers and multiply-adds per permutation.
     """
 
-    def __init__(self, a: np.ndarray, b: np.ndarray):
+    def __init__(self, a: np.ndarray, b: np.ndarray) -> None:
         self.b, self.n = b, len(b)
         self.blocks = []
         for low in range(0, self.n, MANTEL_BLOCK_ROWS):
@@ -212,7 +213,7 @@ class _PermutedCross:
             block[np.tril_indices(len(block), 0, block.shape[1])] = 0.0
             self.blocks.append((low, block))
 
-    def __call__(self, p: np.ndarray, dtype=np.float32) -> float:
+    def __call__(self, p: np.ndarray, dtype: type = np.float32) -> float:
         total = 0.0
         for low, block in self.blocks:
             gathered = np.take(self.b[p[low:low + len(block)]], p[low:], axis=1)
@@ -224,7 +225,8 @@ class _PermutedCross:
 
 
 def mantel_test(unit_a: np.ndarray, unit_b: np.ndarray, *, permutations: int = 999, seed: int = 42,
-                models=("a", "b"), progress=None) -> PermutationTest:
+                models: tuple[object, object] = ("a", "b"), progress: Callable[[int, int], None] | None = None
+                ) -> PermutationTest:
     """Spearman r of the two models' pairwise distances and its item-permutation p-value.
 
     Ranks are computed once (O(n^2 log n)); a permutation re-indexes the rank matrix of model B
@@ -287,7 +289,7 @@ def knn_rows(models: dict, k: int, *, common: bool = False) -> tuple[list[dict],
 
 
 def mantel_rows(models: dict, *, permutations: int = 999, seed: int = 42, common: bool = False,
-                progress=None) -> list[dict]:
+                progress: Callable[[int, int], None] | None = None) -> list[dict]:
     """One row per pair of models; see mantel."""
     items, unit = _aligned(models, common)
     rows = []

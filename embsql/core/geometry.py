@@ -31,6 +31,7 @@ denominators, and for the debiased estimate everything but two sums, are compute
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -44,6 +45,8 @@ from embsql.core.precision import check_total_spread
 from embsql.core.resampling import MIN_GROUPS, jackknife_se, jackknife_t_interval
 from embsql.core.student_t import t_cdf, t_quantile
 from embsql.errors import BadLabelError, DesignError, InputError, fail
+
+Progress = Callable[[int, int], None]   # progress(done, total) as permutations run
 
 LEVEL = "similarity"
 # The range of each estimate.  Biased: a ratio of Frobenius norms, in [0, 1].  Debiased: Song's
@@ -119,7 +122,7 @@ class CrossProducts:
     gives all three: the same flops as three separate products, in one call and one copy.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.n = 0
 
     def add(self, x: np.ndarray, y: np.ndarray) -> None:
@@ -136,7 +139,7 @@ class CrossProducts:
         self.s += z.sum(axis=0)
         self.zz += z.T @ z          # numpy calls syrk for a product of an array with its own transpose
 
-    def centred(self):
+    def centred(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(mean x, mean y, X~'X~, Y~'Y~, X~'Y~)."""
         p = len(self.cx)
         offset = self.s / self.n
@@ -146,7 +149,7 @@ class CrossProducts:
                 np.ascontiguousarray(zz[p:, p:]), np.ascontiguousarray(zz[:p, p:]))
 
 
-def products(x: np.ndarray, y: np.ndarray):
+def products(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """CrossProducts over row blocks of two aligned arrays."""
     acc = CrossProducts()
     for low in range(0, len(x), BLOCK_ROWS):
@@ -177,7 +180,7 @@ class Terms:
     svv: np.ndarray
 
 
-def _blocks(n: int):
+def _blocks(n: int) -> Iterator[slice]:
     return (slice(low, low + BLOCK_ROWS) for low in range(0, n, BLOCK_ROWS))
 
 
@@ -201,7 +204,8 @@ def _group_sums(x: np.ndarray, mean: np.ndarray, order: np.ndarray, codes: np.nd
     return out
 
 
-def _within_frob(u, v, mean_u, mean_v, order, codes, groups: int) -> np.ndarray:
+def _within_frob(u: np.ndarray, v: np.ndarray, mean_u: np.ndarray, mean_v: np.ndarray, order: np.ndarray,
+                 codes: np.ndarray, groups: int) -> np.ndarray:
     """||P_g||^2 = sum_{i,j in g} (u_i.u_j)(v_i.v_j) per group, from each group's small Gram matrices."""
     bounds = np.r_[0, np.cumsum(np.bincount(codes, minlength=groups))]
     out = np.empty(groups)
@@ -340,14 +344,14 @@ def permuted_cross(u: np.ndarray, v: np.ndarray, mean_u: np.ndarray, mean_v: np.
     return out
 
 
-def _codes(groups) -> tuple[np.ndarray | None, int]:
+def _codes(groups: Sequence[object] | None) -> tuple[np.ndarray | None, int]:
     if groups is None:
         return None, 0
     names, codes = np.unique(np.asarray([text_key(g) for g in groups], dtype=object), return_inverse=True)
     return codes.astype(np.int64), len(names)
 
 
-def check_model_spread(x: np.ndarray, model=None, undefined: str = "CKA is") -> None:
+def check_model_spread(x: np.ndarray, model: object = None, undefined: str = "CKA is") -> None:
     """Refuse a model whose unit vectors are all the same point to within float64 resolution: its
     centred Gram matrix is rounding noise, which would give a small, meaningless CKA (and a p-value)
     instead of an error.  SS_T = sum ||x_i - mean||^2 in two passes, against n * eps (precision)."""
@@ -432,8 +436,9 @@ def cka_interval(debiased: np.ndarray | None, level: float = INTERVAL_LEVEL) -> 
     return low, high, len(debiased) - 1 >= CALIBRATED_UNITS
 
 
-def cka_pair(x: np.ndarray, y: np.ndarray, *, groups=None, debiased: bool = False, permutations: int = 999,
-             seed: int = 42, progress=None, route: str = "auto", names: tuple = (None, None)) -> dict:
+def cka_pair(x: np.ndarray, y: np.ndarray, *, groups: Sequence[object] | None = None, debiased: bool = False,
+             permutations: int = 999, seed: int = 42, progress: Progress | None = None, route: str = "auto",
+             names: tuple = (None, None)) -> dict:
     """CKA of two aligned unit-vector arrays, its jackknife SE (over ``groups`` if given, else over
     items), the interval of cka_interval and the permutation p-value (None with 0 permutations).
     The biased CKA is in [0, 1]; the debiased one in [-1, 1], and negative when the estimated
@@ -508,8 +513,9 @@ def _nuclear(m: np.ndarray) -> float:
     return float(np.linalg.svd(m, compute_uv=False).sum())
 
 
-def procrustes_pair(x: np.ndarray, y: np.ndarray, *, groups=None, permutations: int = 999, seed: int = 42,
-                    progress=None, names: tuple = (None, None), jackknife: bool = True) -> dict:
+def procrustes_pair(x: np.ndarray, y: np.ndarray, *, groups: Sequence[object] | None = None,
+                    permutations: int = 999, seed: int = 42, progress: Progress | None = None,
+                    names: tuple = (None, None), jackknife: bool = True) -> dict:
     """vegan's protest: r = sqrt(1 - m12^2), m12^2 the symmetric Procrustes sum of squares, and the
     permutation p-value (items of y permuted; counted when r_perm >= r - sqrt(eps), as protest does);
     the jackknife SE over ``groups`` (else items, jackknife_units) and the bias-corrected jackknife t
@@ -562,7 +568,8 @@ def _check_items(n: int, debiased: bool) -> None:
 # ----------------------------------------------------------------------------------------------
 # every pair of models
 
-def aligned(models: dict, common: bool, groups: dict | None = None, group: str = "group"):
+def aligned(models: dict, common: bool, groups: dict | None = None, group: str = "group"
+            ) -> tuple[list, dict, list | None]:
     """``models``: model -> (item ids, unit vectors[, group labels]).  The shared items in canonical
     order, each model's vectors in that order, and each item's group (the same in every model)."""
     if len(models) < 2:
@@ -593,7 +600,8 @@ def in_order(rows: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 
 def cka_rows(models: dict, *, groups: dict | None = None, group: str = "group", debiased: bool = False,
-             permutations: int = 999, seed: int = 42, common: bool = False, progress=None) -> list[dict]:
+             permutations: int = 999, seed: int = 42, common: bool = False, progress: Progress | None = None
+             ) -> list[dict]:
     """One row per pair of models (CKA_COLUMNS); see embsql.cka."""
     check_permutations(permutations, allow_zero=True)
     check_seed(seed)
@@ -605,7 +613,8 @@ def cka_rows(models: dict, *, groups: dict | None = None, group: str = "group", 
 
 
 def procrustes_rows(models: dict, *, groups: dict | None = None, group: str = "group", permutations: int = 999,
-                    seed: int = 42, common: bool = False, progress=None, jackknife: bool = True) -> list[dict]:
+                    seed: int = 42, common: bool = False, progress: Progress | None = None,
+                    jackknife: bool = True) -> list[dict]:
     """One row per pair of models (PROCRUSTES_COLUMNS); see embsql.procrustes."""
     check_permutations(permutations, allow_zero=True)
     check_seed(seed)
@@ -635,7 +644,7 @@ def paired_difference(a: np.ndarray, b: np.ndarray, level: float = INTERVAL_LEVE
     return se, max(centre - half, -1.0), min(centre + half, 1.0), float(min(max(p_value, np.finfo(float).tiny), 1.0))
 
 
-def compare_cka_rows(models: dict, reference, *, groups: dict | None = None, group: str = "group",
+def compare_cka_rows(models: dict, reference: object, *, groups: dict | None = None, group: str = "group",
                      debiased: bool = False, common: bool = False, model: str = "model") -> list[dict]:
     """One row per pair of models other than ``reference`` (COMPARE_CKA_COLUMNS); see embsql.compare_cka."""
     if not any(text_key(m) == text_key(reference) for m in models):

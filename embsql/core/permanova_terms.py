@@ -42,6 +42,8 @@ permutations is one matrix product.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -63,6 +65,8 @@ from embsql.core.permutation import (
 )
 from embsql.core.terms import Term, Variable, absorbed, check_levels, term_matrix
 from embsql.errors import DesignError, DistanceTableError, InputError, fail
+
+GramType = type[np.float64] | type[np.float32]   # the precision a packed Gram matrix is kept in
 
 BY_TERMS = ("sequential", "margin")
 # what a permutation permutes: the reduced model's residuals (Freedman-Lane) or the rows (adonis2)
@@ -106,7 +110,7 @@ def group_means(x: np.ndarray, codes: np.ndarray) -> np.ndarray:
     return sums / sizes[:, None]
 
 
-def _extend(basis: np.ndarray, block: np.ndarray, codes) -> np.ndarray:
+def _extend(basis: np.ndarray, block: np.ndarray, codes: np.ndarray | None) -> np.ndarray:
     """Orthonormal columns spanning block's part orthogonal to the constant, the factor and ``basis``."""
     scale = max(float(np.linalg.norm(block, axis=0).max(initial=0.0)), 1.0)
     r = _remove_means(block, codes)
@@ -118,7 +122,7 @@ def _extend(basis: np.ndarray, block: np.ndarray, codes) -> np.ndarray:
     return u[:, s > RANK_TOLERANCE * scale * np.sqrt(len(r))]
 
 
-def _chain(factor: Term | None, others: list[Term], variables) -> tuple[Chain, list[int]]:
+def _chain(factor: Term | None, others: list[Term], variables: dict[str, Variable]) -> tuple[Chain, list[int]]:
     """The chain and, after each of ``others``, how many basis columns it has."""
     codes = None if factor is None else variables[factor.columns[0]].codes
     levels = 0 if factor is None else variables[factor.columns[0]].levels
@@ -141,12 +145,12 @@ class Plan:
     df_residual: int
 
 
-def _model(chains, chain_index, columns) -> Model:
+def _model(chains: list[Chain], chain_index: int, columns: int) -> Model:
     chain = chains[chain_index]
     return Model(chain_index, columns, (chain.levels - 1 if chain.codes is not None else 0) + columns)
 
 
-def _factor(terms, variables, min_levels):
+def _factor(terms: list[Term], variables: dict[str, Variable], min_levels: int) -> Term | None:
     factor = absorbed(terms, variables)
     return factor if factor is not None and variables[factor.columns[0]].levels >= min_levels else None
 
@@ -238,7 +242,7 @@ class _ResidualPairs:
     squared lengths sum_i |x_{perm i}|^2 / n_{h(i)} plus twice the pairs i < j of a group, weighted 1 / n_h.
     Random reads of an n x n matrix, sum_h n_h (n_h - 1) / 2 per permutation, like the one-factor test's pairs."""
 
-    def __init__(self, x: np.ndarray, codes: np.ndarray, dtype):
+    def __init__(self, x: np.ndarray, codes: np.ndarray, dtype: GramType) -> None:
         self.packed = PackedGram(x, dtype)
         self.first, self.second, self.weight = within_pairs(codes)
         self.lengths = np.einsum("ik,ik->i", x, x)
@@ -254,7 +258,7 @@ class _ResidualPairs:
         return self.lengths[perms] @ self.inverse_sizes + 2.0 * pairs
 
 
-def _residual_absorber(x: np.ndarray, codes: np.ndarray, method: str, permutations: int):
+def _residual_absorber(x: np.ndarray, codes: np.ndarray, method: str, permutations: int) -> _ResidualPairs | None:
     """The absorbed factor's sums for permuted residual rows by the pairs route where it pays
     (core.permutation.choose_method, as for the rows), else None (group sums of the rows)."""
     dtype = gram_dtype(len(x))
@@ -270,8 +274,8 @@ class _Projections:
     ``absorbers``: per chain index, a callable giving the absorbed factor's part for a batch of
     permutations (the pairs routes); chains without one sum the permuted rows by group."""
 
-    def __init__(self, plan_: Plan, wanted, x: np.ndarray | None = None, gower: np.ndarray | None = None,
-                 absorbers: dict | None = None):
+    def __init__(self, plan_: Plan, wanted: Iterable[int], x: np.ndarray | None = None,
+                 gower: np.ndarray | None = None, absorbers: dict | None = None) -> None:
         self.plan, self.gower = plan_, gower
         self.wanted = sorted(set(wanted))
         self.exact_data = x if x is not None else gower
@@ -283,14 +287,16 @@ class _Projections:
         self.columns = {c: max(plan_.models[m].columns for m in self.wanted if plan_.models[m].chain == c)
                         for c in chains}
         self.absorbers = absorbers or {}
-        self.orders = {c: None if plan_.chains[c].codes is None else np.argsort(plan_.chains[c].codes, kind="stable")
-                       for c in chains}
-        self.sizes = {c: None if plan_.chains[c].codes is None else np.bincount(plan_.chains[c].codes).astype(float)
-                      for c in chains}
-        self.pairs = {c: None if plan_.chains[c].codes is None or gower is None else _within_pairs(plan_.chains[c].codes)
-                      for c in chains}
+        self.orders: dict[int, np.ndarray | None] = {}
+        self.sizes: dict[int, np.ndarray | None] = {}
+        self.pairs: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray] | None] = {}
+        for c in chains:
+            codes = plan_.chains[c].codes
+            self.orders[c] = None if codes is None else np.argsort(codes, kind="stable")
+            self.sizes[c] = None if codes is None else np.bincount(codes).astype(float)
+            self.pairs[c] = None if codes is None or gower is None else _within_pairs(codes)
 
-    def _absorbed(self, chain: int, perms: np.ndarray, data, exact: bool) -> np.ndarray:
+    def _absorbed(self, chain: int, perms: np.ndarray, data: np.ndarray, exact: bool) -> np.ndarray:
         """sum_g ||sum_{i in g} x*_i||^2 / n_g (vectors) or sum_g (1/n_g) sum_{i,j in g} G*_ij."""
         order, sizes = self.orders[chain], self.sizes[chain]
         out = np.zeros(len(perms))
@@ -327,7 +333,7 @@ class _Projections:
                 out[b] = float(np.einsum("gk,gk->g", s, s) @ (1.0 / sizes))
         return out
 
-    def _dense(self, chain: int, perms: np.ndarray, data) -> np.ndarray:
+    def _dense(self, chain: int, perms: np.ndarray, data: np.ndarray) -> np.ndarray:
         """(B, p): squared norm of each basis column's projection, q*^T X, for each permutation."""
         basis = self.plan.chains[chain].basis[:, :self.columns[chain]]
         p = basis.shape[1]
@@ -351,6 +357,7 @@ class _Projections:
         """(B, models): explained sums of squares of the wanted models (NaN for the others).
         ``exact``: in float64 whatever n (observed values)."""
         data = self.exact_data if exact else self.data
+        assert data is not None                  # one of x and gower
         saved, self.dtype = self.dtype, (np.float64 if exact else self.dtype)
         try:
             parts = {c: (self._absorbed(c, perms, data, exact), np.cumsum(self._dense(c, perms, data), axis=1))
@@ -365,7 +372,7 @@ class _Projections:
         return out
 
 
-def _within_pairs(codes: np.ndarray):
+def _within_pairs(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every ordered pair (i, j) of rows in one group, with weight 1/n_g: sum_g (1/n_g) sum_{i,j in g} G_ij."""
     firsts, seconds, weights = [], [], []
     for g in range(int(codes.max()) + 1):
@@ -413,7 +420,8 @@ def _ratio(a: float, b: float) -> float:
     return min(max(a / b, 0.0), 1.0)
 
 
-def _statistics(plan_: Plan, explained: np.ndarray, ss_total: float, rows=None) -> tuple[np.ndarray, np.ndarray]:
+def _statistics(plan_: Plan, explained: np.ndarray, ss_total: float,
+                rows: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(B, terms) pseudo-F and SS of the tested terms ``rows`` (all by default) from the models'
     explained SS (B, models) and the data's total SS: the observed rows, permuted rows, or a reduced
     model's permuted residuals (Freedman-Lane: ``ss_total`` is then ||E_R||^2)."""
@@ -431,7 +439,7 @@ def _statistics(plan_: Plan, explained: np.ndarray, ss_total: float, rows=None) 
 PERMUTE_RULE = "'residuals' (Freedman-Lane) or 'rows' (adonis2)"
 
 
-def check_permute(permute) -> str:
+def check_permute(permute: object) -> str:
     """``permute`` itself, if it is one of PERMUTE; else the catalogue's argument.permute error."""
     if not isinstance(permute, str) or permute not in PERMUTE:
         fail("argument.permute", name="permute", rule=PERMUTE_RULE, value=repr(permute))
@@ -468,7 +476,7 @@ class _FactorGram:
     its blocks' row and column means, O(n^2) (in threads) instead of a second n^2 d / 2 product.  One
     index per random read serves both matrices."""
 
-    def __init__(self, y: np.ndarray, codes: np.ndarray, dtype):
+    def __init__(self, y: np.ndarray, codes: np.ndarray, dtype: GramType) -> None:
         n = len(y)
         order = np.argsort(codes, kind="stable")
         self.position = np.empty(n, dtype=np.int64)
@@ -487,7 +495,7 @@ class _FactorGram:
         for low, height, where, width in bands:
             np.matmul(z[low:low + height], z[low:].T, out=self.rows[where].reshape(height, width))
 
-        def centre(band) -> None:
+        def centre(band: tuple[int, int, slice, int]) -> None:
             low, height, where, width = band
             residual = self.residuals[where].reshape(height, width)
             np.copyto(residual, self.rows[where].reshape(height, width))
@@ -522,7 +530,7 @@ class _FactorNull:
         Q^T Pi E = Q^T Pi Y - Ybar^T (C^T Pi^T Q)
     (C the factor's indicator, Ybar its group means): a G x p product instead of a second n x p one."""
 
-    def __init__(self, plan_: Plan, y: np.ndarray, dtype):
+    def __init__(self, plan_: Plan, y: np.ndarray, dtype: GramType) -> None:
         chain = plan_.chains[0]
         assert chain.codes is not None
         self.plan, self.dtype = plan_, dtype
@@ -577,7 +585,7 @@ class _Null:
         return _statistics(self.plan, self.projections(perms), self.ss_total, self.rows)[0]
 
 
-def _factor_first(plan_: Plan, permute: str, y, method: str, permutations: int) -> bool:
+def _factor_first(plan_: Plan, permute: str, y: np.ndarray | None, method: str, permutations: int) -> bool:
     """Whether _FactorNull serves the first two terms: Freedman-Lane on vectors, a sequential test whose
     first term is the absorbed factor (one chain; the second term's reduced model is the factor alone),
     and the factor's pairs route pays (choose_method) and fits: the case of paraphrase sets and a
@@ -592,13 +600,17 @@ def _factor_first(plan_: Plan, permute: str, y, method: str, permutations: int) 
     return method == "pairs" and gram_dtype(len(y)) is not None
 
 
-def _nulls(plan_: Plan, permute: str, y, gower, unit, strata_codes, method: str, permutations: int) -> list:
+def _nulls(plan_: Plan, permute: str, y: np.ndarray | None, gower: np.ndarray | None, unit: np.ndarray | None,
+           strata_codes: np.ndarray, method: str, permutations: int) -> list:
     """One null per distinct reduced model (Freedman-Lane), or one for every term (rows).  A term whose
     reduced model is the intercept alone (the first sequential term, a one-term model) permutes rows."""
     nulls: list = []
     rest = range(len(plan_.rows))
     if _factor_first(plan_, permute, y, method, permutations):
-        nulls.append(_FactorNull(plan_, y, gram_dtype(len(y))))
+        assert y is not None                     # _factor_first: Freedman-Lane on vectors
+        dtype = gram_dtype(len(y))
+        assert dtype is not None                 # _factor_first: the pairs route fits
+        nulls.append(_FactorNull(plan_, y, dtype))
         rest = range(2, len(plan_.rows))
     by_reduced: dict[int | None, list[int]] = {}
     for k in rest:
@@ -610,8 +622,8 @@ def _nulls(plan_: Plan, permute: str, y, gower, unit, strata_codes, method: str,
         if reduced is None:
             x = y
             g = gower
-            absorbers = {} if unit is None else _row_absorbers(plan_, chains, unit, strata_codes, y, method,
-                                                                 permutations)
+            absorbers = {} if unit is None or y is None else _row_absorbers(plan_, chains, unit, strata_codes, y,
+                                                                              method, permutations)
         else:
             model = plan_.models[reduced]
             chain = plan_.chains[model.chain]
@@ -619,13 +631,17 @@ def _nulls(plan_: Plan, permute: str, y, gower, unit, strata_codes, method: str,
             g = None if gower is None else residual_gower(gower, chain, model.columns)
             absorbers = {} if x is None else _shared(
                 {c: plan_.chains[c].codes for c in chains if plan_.chains[c].codes is not None},
-                lambda codes, x=x: _residual_absorber(x, codes, method, permutations))
-        ss = float(np.einsum("ik,ik->", x, x)) if x is not None else float(np.trace(g))
+                functools.partial(_residual_absorber, x, method=method, permutations=permutations))
+        if x is not None:
+            ss = float(np.einsum("ik,ik->", x, x))
+        else:
+            assert g is not None                 # one of the vectors and the Gower matrix
+            ss = float(np.trace(g))
         nulls.append(_Null(plan_, rows, _Projections(plan_, wanted, x=x, gower=g, absorbers=absorbers), ss))
     return nulls
 
 
-def _shared(codes_of: dict, build) -> dict:
+def _shared(codes_of: dict, build: Callable[[np.ndarray], object]) -> dict:
     """{chain: build(codes)}, built once per factor (chains of one factor share its codes array),
     leaving out chains whose build gives None."""
     built: dict[int, object] = {}
@@ -638,18 +654,19 @@ def _shared(codes_of: dict, build) -> dict:
     return out
 
 
-def _row_absorbers(plan_: Plan, chains, unit, strata_codes, y, method: str, permutations: int) -> dict:
+def _row_absorbers(plan_: Plan, chains: Iterable[int], unit: np.ndarray, strata_codes: np.ndarray, y: np.ndarray,
+                   method: str, permutations: int) -> dict:
     """The absorbed factor's part for permuted rows of unit vectors: the one-factor test's kernel
     (core.permutation.within_sums: SS_W by a Gram matrix or the coordinates, ``method``), so a one-term
     call gives the one-factor call's numbers; explained = SS_T - SS_W."""
     ss_total = float(np.einsum("ik,ik->", y, y))
 
-    def build(codes):
+    def build(codes: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
         levels = int(codes.max()) + 1
         within = within_sums(unit, Design(codes, strata_codes.astype(np.int64), levels), method, permutations)[0]
         batch = getattr(within, "batch", None)
 
-        def absorbed(perms):
+        def absorbed(perms: np.ndarray) -> np.ndarray:
             ss_w = batch(list(perms)) if batch is not None else np.array([within(p) for p in perms])
             return ss_total - np.asarray(ss_w, dtype=float)
         return absorbed
@@ -658,7 +675,8 @@ def _row_absorbers(plan_: Plan, chains, unit, strata_codes, y, method: str, perm
 
 def permanova_terms(plan_: Plan, strata: np.ndarray | None, *, unit: np.ndarray | None = None,
                     gower: np.ndarray | None = None, permutations: int = 999, seed: int = 42,
-                    progress=None, method: str = "auto", permute: str = "residuals") -> TermsResult:
+                    progress: Callable[[int, int], None] | None = None, method: str = "auto",
+                    permute: str = "residuals") -> TermsResult:
     """Test every row of ``plan_`` on unit vectors ``unit`` (n x d) or a Gower-centred matrix ``gower``.
 
     ``permute``: 'residuals' (Freedman-Lane: each term's reduced-model residuals are permuted; the
@@ -692,8 +710,9 @@ class NullDistribution:
 
 
 def null_distribution(plan_: Plan, strata: np.ndarray | None, *, unit: np.ndarray | None = None,
-                      gower: np.ndarray | None = None, permutations: int = 999, seed: int = 42, progress=None,
-                      method: str = "auto", permute: str = "residuals") -> NullDistribution:
+                      gower: np.ndarray | None = None, permutations: int = 999, seed: int = 42,
+                      progress: Callable[[int, int], None] | None = None, method: str = "auto",
+                      permute: str = "residuals") -> NullDistribution:
     """The observed statistics and their permutation distribution (permanova_terms' arguments)."""
     check_permutations(permutations)
     check_seed(seed)
@@ -735,7 +754,8 @@ def gower_matrix(squared: np.ndarray) -> np.ndarray:
     return a - a.mean(axis=0) - a.mean(axis=1)[:, None] + a.mean()
 
 
-def squared_from_pairs(first, second, distance, ids) -> np.ndarray:
+def squared_from_pairs(first: Sequence[object], second: Sequence[object], distance: Sequence[float],
+                       ids: Sequence[object]) -> np.ndarray:
     """The n x n matrix of squared distances from pairs (i, j, d); every pair of labelled ids must be there."""
     position = {item: k for k, item in enumerate(ids)}
     for item in (*first, *second):

@@ -13,29 +13,30 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from embsql.errors import fail
 
 RESOLUTION = math.sqrt(float(np.finfo(np.float64).eps))
 
 
-def _whose(model) -> str:
+def _whose(model: object) -> str:
     return "" if model is None else f" of model {model!r}"
 
 
-def _floor(n):
+def _floor(n: ArrayLike) -> np.ndarray:
     """The smallest sum of squares over n vectors that float64 resolves: n * RESOLUTION^2 = n * eps."""
     return np.asarray(n, dtype=np.float64) * RESOLUTION ** 2
 
 
-def resolved(ss_t, ss_w, n):
+def resolved(ss_t: ArrayLike, ss_w: ArrayLike, n: ArrayLike) -> np.ndarray:
     """True where both SS_T and SS_W are above float64 resolution (elementwise; NaN is never resolved).
 
     The vectorised form of check_spread, for resampling replicates (one entry per replicate)."""
     return (np.asarray(ss_t) >= _floor(n)) & (np.asarray(ss_w) >= _floor(n))
 
 
-def check_total_spread(ss_t: float, n: int, *, model=None, undefined: str = "R² and F are") -> None:
+def check_total_spread(ss_t: float, n: int, *, model: object = None, undefined: str = "R² and F are") -> None:
     """Raise DesignError when SS_T, the spread of all n vectors about their mean, is below float64
     resolution (``undefined``: what that leaves undefined)."""
     if not ss_t >= _floor(n):  # also catches NaN
@@ -43,7 +44,7 @@ def check_total_spread(ss_t: float, n: int, *, model=None, undefined: str = "R²
              resolution=RESOLUTION, undefined=undefined)
 
 
-def check_spread(ss_t: float, ss_w: float, n: int, *, model=None) -> None:
+def check_spread(ss_t: float, ss_w: float, n: int, *, model: object = None) -> None:
     """Raise DesignError when SS_T (then R² and F) or SS_W (then F) is below float64 resolution."""
     check_total_spread(ss_t, n, model=model)
     if not ss_w >= _floor(n):

@@ -13,8 +13,10 @@ equal numbers (as n - ||s||^2 / n would be), whatever the spread.  A replicate c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -54,7 +56,7 @@ def statistic(name: str, t: Totals) -> np.ndarray:
     return np.where(precision.resolved(ss_t, ss_w, n), value, np.nan)
 
 
-def _figure(name, n, g, ss_t, ss_w, ss_b, sum_n2):
+def _figure(name: str, n: Any, g: Any, ss_t: Any, ss_w: Any, ss_b: Any, sum_n2: Any) -> Any:
     if name == "r2":
         return ss_b / ss_t
     if name == "v":
@@ -70,7 +72,7 @@ def _figure(name, n, g, ss_t, ss_w, ss_b, sum_n2):
     return (ms_b - ms_w) / (ms_b + (n0 - 1) * ms_w)
 
 
-def _parts(sums: GroupSums):
+def _parts(sums: GroupSums) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per group: n_g, within_g, a_g = n_g (m_g - c) and n_g ||m_g - c||^2, c the full-sample mean."""
     counts = sums.counts.astype(float)
     centre = sums.sums.sum(axis=0) / counts.sum()
@@ -301,7 +303,7 @@ def jackknife(sums: GroupSums, stat: str, level: float = 0.95, sizes: str = "aut
                     _sizes_word(strata))
 
 
-def _scale(stat: str, values: np.ndarray):
+def _scale(stat: str, values: np.ndarray) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
     """(forward, back) of the scale the t interval is built on: logit, log or atanh (Fisher's z) where
     every value is inside the figure's range, else the figure itself (a replicate at R² = 1, say)."""
     kind = SCALES.get(stat)
@@ -456,5 +458,5 @@ def paired(a: GroupSums, b: GroupSums, stat: str, *, replicates: int = 2000, see
                                             centre, dropped, measured, _sizes_word(strata))
 
 
-def _check_bootstrap(replicates, seed, level) -> tuple[int, int, float]:
+def _check_bootstrap(replicates: object, seed: object, level: object) -> tuple[int, int, float]:
     return arguments.check_replicates(replicates), arguments.check_seed(seed), arguments.check_level(level)

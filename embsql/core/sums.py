@@ -5,12 +5,15 @@ vector to unit length.  numpy only: the readers in embsql.io fill these from Duc
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from embsql.core.labels import sort_key
 from embsql.errors import VECTOR_KINDS, BadVectorError, error
+
+RowName = Callable[[int], str]   # names row i in a message
 
 SEGMENT_ROWS = 1024
 TINY_SQUARED, HUGE_SQUARED = 1e-290, 1e290  # ||x||^2 outside these is recomputed with scaling
@@ -33,7 +36,7 @@ class GroupSums:
     within: np.ndarray | None = None
 
     @classmethod
-    def from_rows(cls, labels, unit: np.ndarray) -> GroupSums:
+    def from_rows(cls, labels: Iterable[object], unit: np.ndarray) -> GroupSums:
         """The sums of rows already in memory (labels and unit vectors)."""
         labels = list(labels)
         names = sorted(set(labels), key=sort_key)
@@ -50,7 +53,7 @@ class GroupSums:
         counts = self.counts.astype(np.float64)
         return np.maximum(0.0, counts - np.einsum("gk,gk->g", self.sums, self.sums) / counts)
 
-    def take(self, order) -> GroupSums:
+    def take(self, order: np.ndarray) -> GroupSums:
         """The same statistics with the groups in ``order`` (an index array)."""
         return GroupSums(self.labels[order], self.counts[order], self.sums[order],
                          None if self.within is None else self.within[order])
@@ -77,7 +80,7 @@ class Accumulator:
     sums: np.ndarray = field(init=False)
     within: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.sums = np.zeros((0, self.dim))
 
     def codes(self, labels: list) -> np.ndarray:
@@ -94,7 +97,7 @@ class Accumulator:
             self.sums = np.vstack([self.sums, np.zeros((size - len(self.sums), self.dim))])
         return np.fromiter((self.index[label] for label in labels), np.int64, len(labels))
 
-    def add(self, codes: np.ndarray, raw: np.ndarray, where=None, vector: str = "") -> None:
+    def add(self, codes: np.ndarray, raw: np.ndarray, where: RowName | None = None, vector: str = "") -> None:
         """Add the rows ``raw`` (any float dtype; scaled to unit length here) to their groups."""
         self._add(codes, raw, lambda x, rows: normalise(x, where, vector, rows), scaled=True)
 
@@ -102,7 +105,8 @@ class Accumulator:
         """Add rows that are unit vectors already (float64; their norms are not assumed to be 1)."""
         self._add(codes, unit, lambda x, rows: None, scaled=False)
 
-    def _add(self, codes: np.ndarray, raw: np.ndarray, normalise, scaled: bool) -> None:
+    def _add(self, codes: np.ndarray, raw: np.ndarray, normalise: Callable[[np.ndarray, np.ndarray], None],
+             scaled: bool) -> None:
         """Sorted by group and taken a few rows at a time, the gather, the norm, the scaling and
         np.add.reduceat all stay in cache: several times faster than each over the whole batch.
 
@@ -148,11 +152,11 @@ class Accumulator:
         return GroupSums(labels, self.counts[:n][order], self.sums[:n][order], self.within[:n][order])
 
 
-def bad_vector(vector: str, word: str, where) -> BadVectorError:
+def bad_vector(vector: str, word: str, where: str) -> BadVectorError:
     return error(VECTOR_KINDS[word], column=repr(vector), word=word, where=where)  # type: ignore[return-value]
 
 
-def normalise(x: np.ndarray, where, vector: str, rows: np.ndarray | None = None,
+def normalise(x: np.ndarray, where: RowName | None, vector: str, rows: np.ndarray | None = None,
               source: np.ndarray | None = None) -> None:
     """Scale the float64 rows of x to unit length in place; a zero, NaN or infinite vector names its
     row (rows maps to the part).  With ``source`` (float64, x's shape) x receives source's rows
@@ -171,7 +175,8 @@ def normalise(x: np.ndarray, where, vector: str, rows: np.ndarray | None = None,
         if bad.any():
             i = int(awkward[np.flatnonzero(bad)[0]])
             word = "zero-length" if largest[bad][0] == 0 else "NaN" if np.isnan(src[i]).any() else "infinite"
-            raise bad_vector(vector, word, where(int(i if rows is None else rows[i])))
+            row = int(i if rows is None else rows[i])
+            raise bad_vector(vector, word, where(row) if where is not None else f"row {row}")
         scaled = src[awkward] / largest[:, None]
         scaled /= np.sqrt(np.einsum("ij,ij->i", scaled, scaled))[:, None]
         norms2[awkward] = 1.0

@@ -32,6 +32,7 @@ workers instead (mapInArrow).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,7 +70,7 @@ def models_query(table: exp.Expression, by: str) -> exp.Select:
     return exp.select(exp.alias_(_col(by), B, quoted=True)).distinct().from_(table.copy())
 
 
-def length_query(table: exp.Expression, vector: str, by: str | None = None, value=None,
+def length_query(table: exp.Expression, vector: str, by: str | None = None, value: object = None,
                  pgvector: bool = False) -> exp.Select:
     """The length of one non-NULL vector (of one by value): stops at the first such row.
 
@@ -231,7 +232,7 @@ def _plus(terms: list[exp.Expression]) -> exp.Expression:
     return exp.Add(this=_plus(terms[:half]), expression=exp.Paren(this=right) if len(terms) - half > 1 else right)
 
 
-def _sum_of_squares(terms) -> exp.Expression:
+def _sum_of_squares(terms: Callable[[], Sequence[exp.Expression]]) -> exp.Expression:
     """sum_k t_k * t_k, from ``terms()``, which builds the d terms afresh (each node has one parent)."""
     return _plus([exp.Mul(this=a, expression=b) for a, b in zip(terms(), terms())])
 
@@ -386,7 +387,7 @@ class VectorForm:
         return self.type_name in PGVECTOR_TYPES
 
 
-def vector_form(fetch, table: exp.Expression, vector: str, dialect: str, name: str) -> VectorForm:
+def vector_form(fetch: Callable[[str], pa.Table], table: exp.Expression, vector: str, dialect: str, name: str) -> VectorForm:
     """The vector column's form on ``dialect`` (one row read through ``fetch``); a column that is
     not an array of numbers (or a pgvector vector) is refused naming the engine and the column."""
     sql = vector_type_query(table, vector, dialect)
