@@ -85,9 +85,14 @@ def emb__classify(tbl, names, types, columns, classifier, k, level, model, table
                   groups, vectors, per_item):
     """STRUCT(summary, items): the figures, and the per-item rows when ``per_item`` is true."""
     out = []
+    # the models in the order of their first row, so that of two bad models the same one is named
+    # whatever order SQL grouped them in
+    first_rows = [min(table_rows[row].as_py() or [0]) for row in range(len(tbl))]
+    results = {row: _classify(row, tbl, names, types, columns, classifier, k, level, model, table_rows, ranks,
+                              labels, items, splits, groups, vectors)
+               for row in sorted(range(len(tbl)), key=first_rows.__getitem__)}
     for row in range(len(tbl)):
-        figures, per = _classify(row, tbl, names, types, columns, classifier, k, level, model, table_rows, ranks,
-                                 labels, items, splits, groups, vectors)
+        figures, per = results[row]
         rows = [] if not per_item[row].as_py() else [
             {"item": None if per["item"] is None else per["item"][i], "label": per["label"][i][1],
              "predicted": per["predicted"][i][1], "correct": per["correct"][i],
