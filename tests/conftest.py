@@ -5,7 +5,7 @@
   reads: then one connection serves the whole module, since embsql.connect() costs ~0.1 s.
 - ``postgres`` and ``spark`` start once per test session, ``engine`` runs a test once on each of
   DuckDB, PostgreSQL and Spark; tests/engine_fixtures.py has the servers.  Every test that uses
-  one is marked ``engines``.  Under pytest-xdist each worker is a session, so a worker that runs
+  one (or ``pgvector``) is marked ``engines``.  Under pytest-xdist each worker is a session, so a worker that runs
   engine tests starts its own servers: PostgreSQL listens on a socket in its own temporary
   directory (no TCP port) and Spark runs without its UI on random local ports, so two never clash.
   CI runs ``--dist loadscope``: a module's tests stay on one worker and share its module fixtures.
@@ -17,7 +17,7 @@ from engine_fixtures import EngineUnavailable, engine_missing, postgres_server, 
 import embsql
 
 pytest_plugins = ["pgvector_fixtures"]  # the pgvector fixture (PostgreSQL with pgvector, from pgserver)
-ENGINE_FIXTURES = {"postgres", "spark", "engine"}
+ENGINE_FIXTURES = {"postgres", "spark", "engine", "pgvector"}  # pgvector: PostgreSQL from pgserver
 
 
 @pytest.fixture(scope="module")
