@@ -20,6 +20,7 @@ import argparse
 import inspect
 import os
 import re
+from pathlib import Path
 from typing import Any
 
 import embsql
@@ -273,17 +274,69 @@ def on_config(config: Any) -> Any:
 
 def example_report_html() -> str:
     """The HTML a notebook shows for the report on the bundled example (guides/notebook.md links it)."""
-    from pathlib import Path
-
     example = Path(__file__).resolve().parent.parent / "examples" / "embeddings.parquet"
     result = embsql.report(os.path.relpath(example), vector="embedding", group="topic", model="model", permutations=0).run()
     return result.to_html()
 
 
+# ---------------------------------------------------------------- the notebook page
+
+NOTEBOOK_GUIDE = Path(__file__).resolve().parent / "guides" / "notebook.md"
+_PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+_SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>\s*", re.IGNORECASE | re.DOTALL)
+_LINK = re.compile(r"<link\b[^>]*>\s*", re.IGNORECASE)
+
+
+def notebook_cells() -> list[str]:
+    """The notebook guide's Python blocks, in order: one cell each."""
+    return [code.rstrip("\n") for code in _PYTHON_BLOCK.findall(NOTEBOOK_GUIDE.read_text(encoding="utf-8"))]
+
+
+def example_notebook() -> Any:
+    """The notebook guide's cells run on a real IPython kernel (nbclient) from the checkout's root,
+    where they read examples/embeddings.parquet; the kernel imports the embsql this build imports."""
+    import nbclient
+    import nbformat
+
+    root = Path(__file__).resolve().parent.parent
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.cells = [nbformat.v4.new_markdown_cell(
+        "# embsql in a notebook\n\n"
+        "The cells of the guide *In a notebook*, run on the bundled example "
+        "(`examples/embeddings.parquet`) on an IPython kernel when this site was built. "
+        "[Back to the guide](guides/notebook/)")]
+    notebook.cells += [nbformat.v4.new_code_cell(code) for code in notebook_cells()]
+    here = str(Path(embsql.__file__).resolve().parent.parent)
+    previous = os.environ.copy()
+    os.environ["PYTHONPATH"] = os.pathsep.join([here, *filter(None, previous.get("PYTHONPATH", "").split(os.pathsep))])
+    try:        # the kernel inherits this environment; allow_errors=False: a failing cell fails the build
+        nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
+                                resources={"metadata": {"path": str(root)}}).execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(previous)
+    return notebook
+
+
+def notebook_html(notebook: Any) -> str:
+    """The executed notebook as one HTML page (nbconvert's lab template, CSS inline), without its
+    <script> and <link> tags: they fetch require.js, MathJax and mermaid from a CDN, and the page
+    needs none of them (the site loads nothing from other hosts)."""
+    from nbconvert import HTMLExporter
+
+    body, _ = HTMLExporter(template_name="lab").from_notebook_node(notebook)
+    return _LINK.sub("", _SCRIPT.sub("", body))
+
+
 def on_files(files: Any, config: Any) -> Any:
+    import nbformat
     from mkdocs.structure.files import File
 
     for path, text in pages().items():
         files.append(File.generated(config, path, content=text))
     files.append(File.generated(config, "report.html", content=example_report_html()))
+    notebook = example_notebook()
+    files.append(File.generated(config, "notebook.html", content=notebook_html(notebook)))
+    files.append(File.generated(config, "notebook.ipynb", content=nbformat.writes(notebook)))
     return files

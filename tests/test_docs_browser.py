@@ -3,8 +3,10 @@
 The site is built strictly, served over HTTP on the loopback address (the search runs in a web
 worker, which a file:// page may not start) and every page is loaded offline: no console error,
 no page error, no request to another host, and every image shown.  The search finds emb_permanova
-and leads to its section.  Screenshots of the home page, a reference page and a guide are kept
-beside the test's output (tmp dir) for a person to look at.
+and leads to its section.  The executed notebook page (notebook.html, generated at build) loads
+offline too.  Screenshots of the home page, a reference page, a guide, the vocabulary page and the
+notebook page are kept for a person to look at: in EMBSQL_SCREENSHOT_DIR if it is set, else beside
+the test's output (tmp dir).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import functools
 import http.server
 import os
 import threading
+from pathlib import Path
 
 import pytest
 from test_docs_site import build_site
@@ -48,6 +51,18 @@ def served(tmp_path_factory):
     server.shutdown()
 
 
+SCREENSHOTS = {".": "home", "reference/python/decomposition": "reference_python_decomposition",
+               "guides/compare": "guides_compare", "reference/vocabulary": "reference_vocabulary"}
+
+
+@pytest.fixture
+def shots(tmp_path) -> Path:
+    """Where the screenshots go."""
+    folder = Path(os.environ.get("EMBSQL_SCREENSHOT_DIR") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def _open(browser, url: str):
     page = browser.new_page()
     events: dict[str, list] = {"console": [], "errors": [], "elsewhere": []}
@@ -59,7 +74,7 @@ def _open(browser, url: str):
     return page, events
 
 
-def test_every_page_renders_cleanly_with_its_images(served, tmp_path):
+def test_every_page_renders_cleanly_with_its_images(served, shots):
     base, site, browser = served
     pages = sorted(p.relative_to(site).parent.as_posix() for p in site.rglob("index.html"))
     assert len(pages) >= 15
@@ -71,8 +86,10 @@ def test_every_page_renders_cleanly_with_its_images(served, tmp_path):
         assert events == {"console": [], "errors": [], "elsewhere": []}, (path, events)
         assert page.evaluate("Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"), path
         images += page.evaluate("document.images.length")
-        if path in (".", "reference/python/decomposition", "guides/compare"):
-            page.screenshot(path=str(tmp_path / f"{'home' if path == '.' else path.replace('/', '_')}.png"))
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), \
+            f"{path}: the page is wider than the window (an overflowing table or block)"
+        if path in SCREENSHOTS:
+            page.screenshot(path=str(shots / f"{SCREENSHOTS[path]}.png"), full_page=True)
         page.close()
     assert images >= 1          # the home page's picture of the report
 
@@ -97,3 +114,17 @@ def test_the_notebook_guide_links_the_rendered_report(served):
     assert page.evaluate("document.images.length") >= 2
     assert page.evaluate("Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
     assert events["errors"] == []
+
+
+def test_the_executed_notebook_page_loads_offline(served, shots):
+    base, _, browser = served
+    page, events = _open(browser, base + "notebook.html")
+    page.wait_for_load_state("networkidle")
+    text = page.inner_text("body")
+    assert "embsql in a notebook" in text and "base-768 separates the topic groups more than mini-384" in text
+    assert page.locator(".jp-CodeCell").count() >= 4 and page.locator(".jp-OutputArea-output").count() >= 4
+    assert page.evaluate("document.images.length") >= 2
+    assert page.evaluate("Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
+    assert events == {"console": [], "errors": [], "elsewhere": []}, events
+    page.screenshot(path=str(shots / "notebook.png"), full_page=True)
+    page.close()

@@ -256,3 +256,97 @@ def _reference_nav() -> list[dict]:
     config = hooks.on_config({"nav": [{"Reference": []}]})
     return [{path: title} for section in config["nav"][0]["Reference"] for title, path in section.items()
             if isinstance(path, str)]
+
+
+# ---------------------------------------------------------------- the notebook page
+
+@pytest.mark.slow
+def test_the_notebook_page_is_the_guide_executed(site):
+    """notebook.html is the notebook guide's cells run on a kernel at build time: every cell ran and
+    shows something, none failed, the report and a figure are on the page, and nothing on it loads
+    from another host; the guide links it."""
+    import nbformat
+
+    notebook = nbformat.read(site / "notebook.ipynb", as_version=4)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert [cell.source for cell in code] == hooks.notebook_cells() and len(code) >= 4
+    assert [cell.execution_count for cell in code] == list(range(1, len(code) + 1))
+    for cell in code:
+        assert cell.outputs, cell.source
+        assert all(output.output_type != "error" for output in cell.outputs), cell.source
+    shown = [key for cell in code for output in cell.outputs for key in output.get("data", {})]
+    assert "image/png" in shown and shown.count("text/html") >= len(code)
+    page = (site / "notebook.html").read_text(encoding="utf-8")
+    assert "base-768 separates the topic groups more than mini-384" in page
+    assert page.count('src="data:image/png;base64,') >= 2      # the report's figures and result.plot()'s
+    assert not re.search(r"<script|<link|src=\"https?:|@import", page, re.IGNORECASE)
+    guide = (site / "guides" / "notebook" / "index.html").read_text(encoding="utf-8")
+    assert 'href="../../notebook.html"' in guide and 'href="../../notebook.ipynb"' in guide
+
+
+def test_the_notebook_page_keeps_no_script_or_link_tag():
+    pytest.importorskip("nbconvert")
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_markdown_cell("$x^2$ and a [link](https://example.org)")]
+    page = hooks.notebook_html(notebook)
+    assert "<script" not in page.lower() and "<link" not in page.lower() and "cdnjs" not in page
+    assert 'href="https://example.org"' in page and "jp-Notebook" in page   # the content and its inline CSS stay
+
+
+@pytest.mark.slow
+def test_a_failing_notebook_cell_fails_the_build(monkeypatch):
+    pytest.importorskip("nbclient")
+    import nbclient
+
+    monkeypatch.setattr(hooks, "notebook_cells", lambda: ["import embsql", "embsql.anova(None, 'no_such_table')"])
+    with pytest.raises(nbclient.exceptions.CellExecutionError):
+        hooks.example_notebook()
+
+
+# ---------------------------------------------------------------- bench/README.md and its lab notes
+
+BENCH = ROOT / "bench"
+
+
+def _links(markdown: Path) -> list[tuple[str, str]]:
+    """(target, anchor) of every relative link of a Markdown file."""
+    found = re.findall(r"\]\(([^)\s]*)\)", markdown.read_text(encoding="utf-8"))
+    return [tuple((link.split("#", 1) + [""])[:2]) for link in found if not re.match(r"\w+:", link)]
+
+
+def _github_slug(heading: str) -> str:
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_the_bench_readme_links_every_lab_note_and_every_link_resolves():
+    readme = BENCH / "README.md"
+    notes = sorted((BENCH / "notes").glob("*.md"))
+    assert len(notes) >= 5
+    linked = {(readme.parent / target).resolve() for target, _ in _links(readme) if target}
+    assert set(notes) <= linked, "a lab note bench/README.md does not link"
+    slugs = {_github_slug(h) for h in re.findall(r"^#+ (.+)$", readme.read_text(encoding="utf-8"), re.M)}
+    for page in [readme, *notes]:
+        for target, anchor in _links(page):
+            assert (page.parent / target).exists(), f"{page.name}: {target}"
+            if not target and anchor:
+                assert anchor in slugs, f"{page.name}: #{anchor}"
+    for note in notes:                  # a note says where the current figures are
+        assert "[bench/README.md](../README.md)" in note.read_text(encoding="utf-8"), note.name
+
+
+def test_every_command_of_the_performance_page_has_its_section_in_the_bench_readme():
+    """The performance guide's ratios are the bench README's tables: each command it gives is a
+    script that exists, run in a section of bench/README.md that holds the figure it quotes."""
+    page = (ROOT / "docs" / "guides" / "performance.md").read_text(encoding="utf-8")
+    readme = (BENCH / "README.md").read_text(encoding="utf-8")
+    rows = [line for line in page.splitlines() if line.startswith("| ") and "python bench/" in line]
+    assert len(rows) >= 8
+    for row in rows:
+        script = re.search(r"python (bench/\w+\.py)", row).group(1)
+        assert (ROOT / script).is_file(), script
+        assert f"python {script}" in readme, script
+        figures = re.findall(r"(\d+(?:\.\d+)?)×", row)
+        for figure in figures:
+            assert re.search(rf"(?<![\d.]){re.escape(figure)}(?![\d])", readme), (script, figure)
