@@ -279,6 +279,30 @@ def example_report_html() -> str:
     return result.to_html()
 
 
+# ---------------------------------------------------------------- Sphinx roles in docstrings
+
+_ROLE = re.compile(r":(?:func|class|meth|mod|attr|obj|data|exc):<code>([\w.]+)</code>")
+
+
+def _role_to_link(match: re.Match[str]) -> str:
+    name = match.group(1).removeprefix("embsql.")
+    code = f"<code>{match.group(1)}</code>"
+    if name.split(".")[0] not in embsql.__all__:
+        return code
+    return f'<autoref identifier="embsql.{name}" optional>{code}</autoref>'
+
+
+def sphinx_roles_to_links(html: str) -> str:
+    """A docstring's ``:func:`embsql.anova``` (a Sphinx role, which mkdocstrings shows as written) becomes
+    a link to that name's reference entry (mkdocs-autorefs resolves it), or plain code for a name that
+    is not public."""
+    return _ROLE.sub(_role_to_link, html)
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    return sphinx_roles_to_links(html)
+
+
 # ---------------------------------------------------------------- the notebook page
 
 NOTEBOOK_GUIDE = Path(__file__).resolve().parent / "guides" / "notebook.md"

@@ -350,3 +350,44 @@ def test_every_command_of_the_performance_page_has_its_section_in_the_bench_read
         figures = re.findall(r"(\d+(?:\.\d+)?)×", row)
         for figure in figures:
             assert re.search(rf"(?<![\d.]){re.escape(figure)}(?![\d])", readme), (script, figure)
+
+
+def test_sphinx_roles_become_links_or_plain_code():
+    html = ("as for :func:<code>embsql.anova</code>, :func:<code>knn_classify</code>, :meth:<code>Report.run</code>"
+            " and :class:<code>Table</code>")
+    out = hooks.sphinx_roles_to_links(html)
+    assert '<autoref identifier="embsql.anova" optional><code>embsql.anova</code></autoref>' in out
+    assert '<autoref identifier="embsql.knn_classify" optional><code>knn_classify</code></autoref>' in out
+    assert "and <code>Table</code>" in out and ":func:" not in out and ":meth:" not in out and ":class:" not in out
+
+
+@pytest.mark.slow
+def test_no_page_shows_a_sphinx_role(site):
+    shown = {p.relative_to(site).as_posix(): re.findall(r":(?:func|class|meth|mod|attr):<code>", p.read_text("utf-8"))
+             for p in site.rglob("*.html")}
+    assert {page: found for page, found in shown.items() if found} == {}
+    page = (site / "reference" / "python" / "decomposition" / "index.html").read_text(encoding="utf-8")
+    assert re.search(r'<a [^>]*href="#embsql\.anova"[^>]*><code>embsql\.anova</code></a>', page), \
+        "a role to embsql.anova is a link to its entry"
+
+
+def test_the_signatures_shown_leave_out_the_removed_catch_all():
+    """docs/griffe_removed.py: `**removed` (it takes an old keyword to refuse it) is not in a signature
+    of the reference; every other parameter is."""
+    griffe = pytest.importorskip("griffe")
+    spec = importlib.util.spec_from_file_location("griffe_removed", ROOT / "docs" / "griffe_removed.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    plain = griffe.load("embsql.api.decomposition", search_paths=[str(ROOT)])
+    shown = griffe.load("embsql.api.decomposition", search_paths=[str(ROOT)],
+                        extensions=griffe.load_extensions(module.HideRemoved))
+    before = [p.name for p in plain["anova"].parameters]
+    assert "removed" in before                    # the test sees the parameter it hides
+    assert [p.name for p in shown["anova"].parameters] == [n for n in before if n != "removed"]
+
+
+@pytest.mark.slow
+def test_no_reference_page_shows_the_removed_catch_all(site):
+    pages = {p.parent.name: p.read_text(encoding="utf-8") for p in (site / "reference" / "python").glob("*/index.html")}
+    assert [name for name, text in pages.items() if "removed</span>" in text or "**removed" in text] == []
+    assert "group</span>" in pages["decomposition"]     # the signatures are there
