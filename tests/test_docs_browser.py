@@ -128,3 +128,17 @@ def test_the_executed_notebook_page_loads_offline(served, shots):
     assert events == {"console": [], "errors": [], "elsewhere": []}, events
     page.screenshot(path=str(shots / "notebook.png"), full_page=True)
     page.close()
+
+
+def test_printed_output_wraps_and_code_scrolls(served):
+    """docs/stylesheets/extra.css: a text block (what a command prints) wraps at the page's width; a
+    code block keeps its lines (and scrolls)."""
+    base, _, browser = served
+    page, events = _open(browser, base + "guides/compare/")
+    style = "b => getComputedStyle(b.querySelector('pre > code')).whiteSpace"
+    assert page.locator(".language-text").first.evaluate(style) == "pre-wrap"
+    assert page.locator(".language-python").first.evaluate(style) == "pre"
+    text = page.locator(".language-text pre > code").first
+    assert text.evaluate("c => c.scrollWidth <= c.clientWidth")
+    assert events["errors"] == []
+    page.close()
