@@ -142,3 +142,14 @@ def test_printed_output_wraps_and_code_scrolls(served):
     assert text.evaluate("c => c.scrollWidth <= c.clientWidth")
     assert events["errors"] == []
     page.close()
+
+
+def test_a_name_in_a_table_is_not_broken_over_lines(served):
+    """docs/stylesheets/extra.css: on the vocabulary page (narrow columns of long names) every name in
+    a table cell stays on one line (an inline element broken over lines has several boxes)."""
+    base, _, browser = served
+    page, events = _open(browser, base + "reference/vocabulary/")
+    boxes = page.evaluate("Array.from(document.querySelectorAll('td code')).map(c => c.getClientRects().length)")
+    assert len(boxes) > 50 and set(boxes) == {1}
+    assert events["errors"] == []
+    page.close()
