@@ -391,3 +391,18 @@ def test_no_reference_page_shows_the_removed_catch_all(site):
     pages = {p.parent.name: p.read_text(encoding="utf-8") for p in (site / "reference" / "python").glob("*/index.html")}
     assert [name for name, text in pages.items() if "removed</span>" in text or "**removed" in text] == []
     assert "group</span>" in pages["decomposition"]     # the signatures are there
+
+
+def test_without_the_notebook_tools_the_page_shows_the_cells_and_what_to_install(monkeypatch):
+    """`pip install '.[docs]'` alone has no kernel: the build passes, and the page says so (CI's page is
+    the executed one: test_the_notebook_page_is_the_guide_executed)."""
+    import importlib.util as util
+    import json
+
+    real = util.find_spec
+    monkeypatch.setattr(util, "find_spec", lambda name, *a: None if name == "ipykernel" else real(name, *a))
+    files = hooks.notebook_files()
+    assert "did not run the notebook: <code>pip install ipykernel</code>" in files["notebook.html"]
+    assert all(html.escape(code) in files["notebook.html"] for code in hooks.notebook_cells())
+    assert [cell["source"] for cell in json.loads(files["notebook.ipynb"])["cells"]] == hooks.notebook_cells()
+    assert "<script" not in files["notebook.html"]
