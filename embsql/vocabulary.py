@@ -70,7 +70,7 @@ OPTIONS: dict[str, str] = {
     "level": "the confidence level of an interval (default 0.95)",
     "alpha": "the significance level a decision or a warning uses (default 0.05)",
     "statistic": "which statistic to estimate or test (r2, f, w_bar, ...)",
-    "permute": "what a multi-term test permutes: 'residuals' (Freedman-Lane) or 'rows' (adonis2)",
+    "permute": "what a multi-term test permutes: 'residuals' (Freedman-Lane), 'rows' (adonis2) or 'residuals_free'",
     "sums": "which sums of squares each term is tested on: 'sequential' or 'margin'",
     "method": "how a statistic is computed (the result does not depend on it, only the time)",
     "null_method": "how the null distribution of a test is built",

@@ -99,9 +99,11 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
     adonis2's free permutation of rows almost never rejects (bench/README.md, terms_validity.py:
     at 5%, Freedman-Lane rejected 3.2-7.0% in 50 of 52 null designs of n = 120, and was
     conservative, 0.5-0.8%, after about 30 paraphrase-like sets at d = 384; rows rejected 0.0-0.4% after a
-    factor with R² 0.54 and isotropic noise).  Freedman-Lane assumes the residuals are exchangeable: an
-    interaction with a factor whose levels differ much in spread can be liberal (12.6% at 5% in one
-    follow-up design, R² 0.8); ``strata`` set to that factor held the level there (3.8%).
+    factor with R² 0.54 and isotropic noise).  An interaction's residuals are permuted within the levels
+    of its first factor (``a`` of ``a:b``): on unit vectors a strong factor's levels differ in spread,
+    and free Freedman-Lane then rejected up to 12-13% of true nulls at 5% for a:b after R² 0.54-0.8 of a,
+    and 46% where a's levels differ much in spread and size, against 4.2-6.8% and 5% within a's levels
+    (bench/terms_validity_interaction.txt); ``permute='residuals_free'`` permutes freely for every term.
     After many small sets (paraphrases) at high dimension both schemes are conservative; ``strata``
     set to the sets column held the level (4.5-6.0%).
     ``permute='rows'`` gives adonis2's p-values.
@@ -123,8 +125,9 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
     permute : str
         What a permutation permutes: ``'residuals'`` (the default; Freedman and Lane 1983, the default
         of Anderson's PERMANOVA: for each term the residuals of its reduced model are permuted and
-        added back to that model's fit) or ``'rows'`` (adonis2: the rows are permuted and every model
-        refitted).  The first term of a sequential test, and a one-term model, have the intercept as
+        added back to that model's fit; an interaction's within the levels of its first factor),
+        ``'residuals_free'`` (the same, with every term's residuals permuted freely) or ``'rows'``
+        (adonis2: the rows are permuted and every model refitted).  The first term of a sequential test, and a one-term model, have the intercept as
         reduced model, so there both give the same permuted F, the same p-value.
     permutations, seed : int
         The number of permutations (default 999); the random seed (0 or more).
@@ -144,8 +147,8 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
         - ``term``: the term (``a:b`` for an interaction);
         - ``df``: its degrees of freedom; ``ss``: its sum of squares; ``r2``: ss / SS_T;
         - ``f``: its pseudo-F and ``p_value``, its permutation p-value (None on Residual and Total);
-        - ``permutations``: the permutations run; ``permute``: what they permuted (``'residuals'``
-          or ``'rows'``, as asked).
+        - ``permutations``: the permutations run; ``permute``: what they permuted (``'residuals'``,
+          ``'residuals_free'`` or ``'rows'``, as asked).
 
     Raises
     ------
@@ -154,7 +157,7 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
         ``argument.unknown``.
     InputError
         ``argument.by_terms`` (an unknown ``sums``), ``argument.permute`` (``permute`` not
-        ``'residuals'`` or ``'rows'``), ``argument.permutations``, ``argument.seed``,
+        ``'residuals'``, ``'rows'`` or ``'residuals_free'``), ``argument.permutations``, ``argument.seed``,
         ``column.missing`` (a term column), ``column.collision``, ``label.null`` (a NULL model),
         ``vector.*``, ``design.*``; a NULL term value or stratum.
 

@@ -15,11 +15,12 @@ CREATE OR REPLACE TEMP MACRO emb__sums_argument(value) AS
                                          ELSE value::VARCHAR END, 'NULL')))
     END;
 
--- permute := : 'residuals' (Freedman-Lane under each term's reduced model) or 'rows' (adonis2); the
+-- permute := : 'residuals' (Freedman-Lane under each term's reduced model), 'rows' (adonis2) or
+-- 'residuals_free' (Freedman-Lane with an interaction's residuals permuted freely too); the
 -- message is the catalogue's argument.permute, worded as embsql.core.permanova_terms.check_permute's
 CREATE OR REPLACE TEMP MACRO emb__permute_argument(value) AS
-    CASE WHEN typeof(value) = 'VARCHAR' AND value::VARCHAR IN ('residuals', 'rows') THEN value::VARCHAR
-         ELSE emb__fail_argument_permute('permute', '''residuals'' (Freedman-Lane) or ''rows'' (adonis2)',
+    CASE WHEN typeof(value) = 'VARCHAR' AND value::VARCHAR IN ('residuals', 'rows', 'residuals_free') THEN value::VARCHAR
+         ELSE emb__fail_argument_permute('permute', '''residuals'' (Freedman-Lane), ''rows'' (adonis2) or ''residuals_free''',
                                          coalesce(CASE WHEN typeof(value) = 'VARCHAR' THEN '''' || value::VARCHAR || ''''
                                                        ELSE value::VARCHAR END, 'NULL'))
     END;
@@ -58,7 +59,7 @@ ORDER BY __emb_b, __emb_k;
 -- @param terms the term columns, in order: `['language', 'topic']`, interactions `'language:topic'`, and `'a*b'` for `a + b + a:b`
 -- @param vector the vector column; vectors are scaled to unit length
 -- @param sums which sums of squares each term is tested on: `'sequential'` (adonis2's `by = "terms"`) or `'margin'` (`by = "margin"`)
--- @param permute what a permutation permutes: `'residuals'` (Freedman-Lane: each term's reduced-model residuals, the default) or `'rows'` (adonis2: the rows, every model refitted)
+-- @param permute what a permutation permutes: `'residuals'` (Freedman-Lane: each term's reduced-model residuals, an interaction's within the levels of its first factor; the default), `'residuals_free'` (Freedman-Lane, every term's residuals permuted freely) or `'rows'` (adonis2: the rows, every model refitted)
 -- @param permutations the number of permutations, a whole number from 1 to 1,000,000
 -- @param seed the random seed, a whole number (0 or more)
 -- @param strata a column whose levels the rows (or residuals) are permuted within
@@ -71,7 +72,7 @@ ORDER BY __emb_b, __emb_k;
 -- @column f pseudo-F = (ss / df) / (SS_res / df_res), SS_res of the full model; NULL on the last two rows
 -- @column p_value permutation p, (b + 1)/(B + 1); NULL on the last two rows
 -- @column permutations B
--- @column permute what was permuted: `'residuals'` or `'rows'`
+-- @column permute what was permuted: `'residuals'`, `'residuals_free'` or `'rows'`
 -- @notes
 -- As in R, terms are ordered by degree (main effects, then two-way interactions, ...).  A text or
 -- boolean column is a factor (levels − 1 df); a numeric column a continuous covariate (1 df).
@@ -85,9 +86,10 @@ ORDER BY __emb_b, __emb_k;
 -- of 52 null designs of n = 120 (R² of the first factor 0 to 0.8, isotropic and anisotropic noise,
 -- balanced and unbalanced crossed designs, strata, interactions, d = 16 and 384), conservative
 -- (0.5-0.8%) after about 30 paraphrase-like sets at d = 384 (bench/README.md, terms_validity).
--- It assumes exchangeable residuals: an interaction with a factor whose levels differ much in
--- spread can be liberal (12.6% at 5% in one follow-up design with R² 0.8); `strata :=` that factor
--- held the level there (3.8%).  After many small sets (paraphrases) at d = 384 both schemes are
+-- An interaction's residuals are permuted within the levels of its first factor (`a` of `a:b`): on
+-- unit vectors a strong factor's levels differ in spread, and free permutation of the residuals
+-- rejected up to 12-13% of true nulls at 5% for a:b after R² 0.54-0.8 of a, against 4.2-6.8% within
+-- a's levels (bench/terms_validity_interaction.txt); `permute := 'residuals_free'` permutes freely.  After many small sets (paraphrases) at d = 384 both schemes are
 -- conservative; `strata :=` the sets column held the level (5.5-6.0%).
 -- `permute := 'rows'` is adonis2's: the rows are permuted and every model refitted; the marginal
 -- statistic of a term is F* = ((SS*_full − SS*_without term)/df)/(SS*_res/df_res).  After a factor
@@ -102,7 +104,7 @@ ORDER BY __emb_b, __emb_k;
 -- (`embsql:`, naming the term or column): a factor with one level, a term that adds no dimension
 -- (zero df: constant, or collinear with the earlier terms), a NULL or NaN in a covariate or
 -- factor, a term column not in the table, fewer than 3 items, terms that leave no residual df.
--- (`embsql: [argument.permute]`: `permute` not `'residuals'` or `'rows'`.)
+-- (`embsql: [argument.permute]`: `permute` not `'residuals'`, `'rows'` or `'residuals_free'`.)
 -- Python: `embsql.permanova_terms(con, source, terms=[...], vector=..., sums=..., permute=...)`.
 -- @example
 -- SELECT term, df, round(ss, 4) AS ss, f, p_value, permute
@@ -152,7 +154,7 @@ ORDER BY __emb_k;
 -- @param distance the distance table's distance column
 -- @param item the labels table's item column
 -- @param sums which sums of squares each term is tested on: `'sequential'` or `'margin'`
--- @param permute what a permutation permutes: `'residuals'` (Freedman-Lane, the default) or `'rows'` (adonis2), as `emb_permanova_terms`
+-- @param permute what a permutation permutes: `'residuals'` (Freedman-Lane, the default), `'residuals_free'` or `'rows'` (adonis2), as `emb_permanova_terms`
 -- @param permutations the number of permutations, a whole number from 1 to 1,000,000
 -- @param seed the random seed, a whole number (0 or more)
 -- @param strata a column of the labels table whose levels the rows (or residuals) are permuted within
@@ -163,7 +165,7 @@ ORDER BY __emb_k;
 -- @column f pseudo-F; NULL on the last two rows
 -- @column p_value permutation p; NULL on the last two rows
 -- @column permutations B
--- @column permute what was permuted: `'residuals'` or `'rows'`
+-- @column permute what was permuted: `'residuals'`, `'residuals_free'` or `'rows'`
 -- @notes
 -- Any dissimilarity: the sums of squares are tr(H G) with G the Gower-centred matrix −½ J D² J and
 -- H the projector on a model's columns (McArdle and Anderson 2001), as adonis2 computes them.
