@@ -127,8 +127,9 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
         of Anderson's PERMANOVA: for each term the residuals of its reduced model are permuted and
         added back to that model's fit; an interaction's within the levels of its first factor),
         ``'residuals_free'`` (the same, with every term's residuals permuted freely) or ``'rows'``
-        (adonis2: the rows are permuted and every model refitted).  The first term of a sequential test, and a one-term model, have the intercept as
-        reduced model, so there both give the same permuted F, the same p-value.
+        (adonis2: the rows are permuted and every model refitted).  The first term of a sequential
+        test, and a one-term model, have the intercept as reduced model, so there all give the same
+        permuted F, the same p-value.
     permutations, seed : int
         The number of permutations (default 999); the random seed (0 or more).
     strata : str, optional
