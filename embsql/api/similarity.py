@@ -90,7 +90,7 @@ def similarity_eval(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings
     """
     refuse(similarity_eval, removed)
     check_level(level)
-    output = ("model", a, b, score, "cosine") if per_pair else EVAL_COLUMNS
+    output = (a, b, score, "cosine") if per_pair else EVAL_COLUMNS
     column, judgements, scored = read_models(con, pairs, embeddings, model=model, a=a, b=b, score=score, item=item,
                                        vector=vector, missing=missing, output=output, function="similarity_eval")
     if per_pair:
