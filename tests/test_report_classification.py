@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers import assert_same_rows
 from scipy import stats
 from sklearn.neighbors import KNeighborsClassifier
 
@@ -49,12 +50,6 @@ def _report(path, group="source", label="label", **options):
                          permutations=99, label=label, **options).run(embsql.connect())
 
 
-def _same(got: list[dict], expected: list[dict]) -> None:
-    assert len(got) == len(expected)
-    for mine, theirs in zip(got, expected):
-        for key, value in theirs.items():
-            assert mine[key] == (pytest.approx(value, rel=1e-12, abs=1e-15) if isinstance(value, float) else value), key
-
 
 def test_the_sections_are_the_faces_figures_clustered_by_the_group(data):
     """The label is not the group column: the groups cluster the intervals and the comparison."""
@@ -63,8 +58,8 @@ def test_the_sections_are_the_faces_figures_clustered_by_the_group(data):
     rows = result["classification"].to_dicts()
     knn = embsql.knn_classify(con, data, label="label", item="item", group="source").to_dicts()
     centroid = embsql.centroid_classify(con, data, label="label", item="item", group="source").to_dicts()
-    _same([r for r in rows if r["classifier"] == "knn"], knn)
-    _same([r for r in rows if r["classifier"] == "centroid"], centroid)
+    assert_same_rows([r for r in rows if r["classifier"] == "knn"], knn)
+    assert_same_rows([r for r in rows if r["classifier"] == "centroid"], centroid)
     assert [r["model"] for r in rows] == ["blurred", "blurred", "sharp", "sharp"]
     assert all(r["groups"] == GROUPS for r in rows)
     compared = result["classification_compare"].to_dicts()
@@ -72,7 +67,7 @@ def test_the_sections_are_the_faces_figures_clustered_by_the_group(data):
         face = embsql.knn_classify if name == "knn" else embsql.centroid_classify
         per_item = face(con, data, label="label", item="item", group="source", per_item=True)
         expected = embsql.compare_classification(con, per_item, group="group", permutations=10_000, seed=42).to_dicts()
-        _same([r for r in compared if r["classifier"] == name], expected)
+        assert_same_rows([r for r in compared if r["classifier"] == name], expected)
     assert {r["method"] for r in compared} == {"cluster sign-flip"}
     assert "groups of the 'source' column" in result.section("classification").caution
 
@@ -95,7 +90,7 @@ def test_with_the_group_as_label_items_are_the_units_and_mcnemar_is_exact(data):
     result = _report(data, group="label")
     rows = result["classification"].to_dicts()
     assert all(r["groups"] is None for r in rows)
-    _same([r for r in rows if r["classifier"] == "knn"],
+    assert_same_rows([r for r in rows if r["classifier"] == "knn"],
           embsql.knn_classify(embsql.connect(), data, label="label", item="item").to_dicts())
     row = next(r for r in result["classification_compare"].to_dicts() if r["classifier"] == "knn")
     assert row["method"] == "exact McNemar"

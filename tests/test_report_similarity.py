@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers import assert_same_rows
 from scipy import stats
 
 import embsql
@@ -58,19 +59,13 @@ def _report(emb, pairs, **options):
     return embsql.report(emb, **settings).run(embsql.connect())
 
 
-def _same(got: list[dict], expected: list[dict]) -> None:
-    assert len(got) == len(expected)
-    for mine, theirs in zip(got, expected):
-        for key, value in theirs.items():
-            assert mine[key] == (pytest.approx(value, rel=1e-12, abs=1e-15) if isinstance(value, float) else value), key
-
 
 def test_the_sections_are_the_faces_figures(data):
     emb, pairs = data
     result = _report(emb, pairs)
     con = embsql.connect()
-    _same(result["similarity"].to_dicts(), embsql.similarity_eval(con, pairs, emb).to_dicts())
-    _same(result["similarity_compare"].to_dicts(), embsql.compare_similarity(con, pairs, emb).to_dicts())
+    assert_same_rows(result["similarity"].to_dicts(), embsql.similarity_eval(con, pairs, emb).to_dicts())
+    assert_same_rows(result["similarity_compare"].to_dicts(), embsql.compare_similarity(con, pairs, emb).to_dicts())
     per_pair = embsql.similarity_eval(con, pairs, emb, per_pair=True).to_dicts()
     points = result["similarity_pairs"].to_dicts()
     assert [(p["model"], p["item_a"], p["item_b"], p["score"]) for p in points] == \
@@ -160,7 +155,7 @@ def test_config_file_keys_and_their_errors(data, tmp_path):
                       f'permutations = 0\nsections = ["decomposition"]\npairs = "{renamed}"\n\n'
                       '[report.similarity]\na = "left"\nb = "right"\nscore = "gold"\n')
     result = embsql.Report.from_file(config).run(embsql.connect())
-    _same(result["similarity"].to_dicts(), _report(emb, pairs)["similarity"].to_dicts())
+    assert_same_rows(result["similarity"].to_dicts(), _report(emb, pairs)["similarity"].to_dicts())
     with pytest.raises(InputError, match="unknown setting 'left'"):
         embsql.report(emb, vector="vector", group="topic", pairs=pairs, similarity={"left": "a"})
     with pytest.raises(ColumnNotFoundError, match="'item_a'"):
