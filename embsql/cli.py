@@ -127,8 +127,9 @@ def _build(args: argparse.Namespace, *, source_from_table: bool = False,
 
 def _report(args: argparse.Namespace) -> int:
     con, report = _build(args, source_from_table=args.engine is not None)
-    if args.item is not None and report.model is None:
-        raise InputError(f"--item {args.item} compares models on the same items: it needs the model column (--model)")
+    if args.item is not None and report.model is None and report.pairs is None and report.label is None:
+        raise InputError(f"--item {args.item} compares models on the same items: it needs the model column (--model)"
+                         ", or --pairs, whose items it names")
     if args.fail_if_dispersion and "dispersion" not in report.chosen_sections:
         raise InputError("--fail-if-dispersion needs the dispersion test, which runs with --permutations N (N > 0)"
                          + (" and the dispersion section in --sections" if report.sections else ""))

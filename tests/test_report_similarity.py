@@ -5,6 +5,7 @@ only when the paired test says so, and bad input is one line and exit 2."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -190,3 +191,21 @@ def test_cli_pairs_flag_and_its_one_line_errors(data, tmp_path):
     assert failed.stderr.count("\n") == 1 and "'nobody'" in failed.stderr and "row 1" in failed.stderr
     absent = _cli(*base, "--pairs", str(tmp_path / "absent.parquet"))
     assert absent.returncode == 2 and absent.stderr.count("\n") == 1
+
+
+def test_cli_one_model_with_its_own_item_column(data, tmp_path):
+    """--item names the items the pairs refer to, with no model column too."""
+    emb, pairs = data
+    one = pq.read_table(emb).filter(pa.compute.equal(pq.read_table(emb).column("model"), "close"))
+    renamed = tmp_path / "one.parquet"
+    pq.write_table(one.drop_columns(["model"]).rename_columns(["word", "topic", "vector"]), renamed)
+    base = [str(renamed), "--vector", "vector", "--group", "topic", "--sections", "decomposition",
+            "--permutations", "0", "--pairs", pairs]
+    done = _cli(*base, "--item", "word", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    expected = embsql.similarity_eval(embsql.connect(), pairs, str(renamed), item="word").to_dicts()[0]
+    section = next(s for s in json.loads(done.stdout)["sections"] if s["name"] == "similarity")
+    got = dict(zip(section["columns"], section["rows"][0]))
+    assert got["model"] is None and got["spearman"] == pytest.approx(expected["spearman"], abs=1e-12)
+    missing = _cli(*base)
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "--item" in missing.stderr
