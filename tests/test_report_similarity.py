@@ -12,6 +12,7 @@ import sys
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from helpers import assert_same_rows
@@ -196,7 +197,7 @@ def test_cli_pairs_flag_and_its_one_line_errors(data, tmp_path):
 def test_cli_one_model_with_its_own_item_column(data, tmp_path):
     """--item names the items the pairs refer to, with no model column too."""
     emb, pairs = data
-    one = pq.read_table(emb).filter(pa.compute.equal(pq.read_table(emb).column("model"), "close"))
+    one = pq.read_table(emb).filter(pc.equal(pq.read_table(emb).column("model"), "close"))
     renamed = tmp_path / "one.parquet"
     pq.write_table(one.drop_columns(["model"]).rename_columns(["word", "topic", "vector"]), renamed)
     base = [str(renamed), "--vector", "vector", "--group", "topic", "--sections", "decomposition",
