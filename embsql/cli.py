@@ -35,6 +35,7 @@ REPORT_EXAMPLE = """example:
   embsql report data.duckdb:emb --vector v --group topic --format html --out report.html
   embsql report data.parquet --vector v --group topic --permutations 0    (no tests: faster)
   embsql report data.parquet --vector v --group topic --model model --item doc_id    (models compared)
+  embsql report data.parquet --vector v --group topic --model model --pairs sts.parquet --label topic
   embsql report --config report.toml --format json"""
 SQL_EXAMPLE = """example:
   embsql sql examples/embeddings.parquet --vector embedding --group topic --model model --dialect spark --table emb
@@ -110,7 +111,8 @@ def _build(args: argparse.Namespace, *, source_from_table: bool = False,
                 "permutations": getattr(args, "permutations", None), "seed": getattr(args, "seed", None),
                 "replicates": getattr(args, "replicates", None), "item": getattr(args, "item", None),
                 "sections": tuple(args.sections.split(",")) if args.sections else None, "table": args.table,
-                "queries": args.queries, "docs": args.docs, "qrels": getattr(args, "qrels", None)}
+                "queries": args.queries, "docs": args.docs, "qrels": getattr(args, "qrels", None),
+                "pairs": getattr(args, "pairs", None), "label": getattr(args, "label", None)}
     if args.config:
         report = Report.from_file(args.config).replace(**settings)
     else:
@@ -125,8 +127,9 @@ def _build(args: argparse.Namespace, *, source_from_table: bool = False,
 
 def _report(args: argparse.Namespace) -> int:
     con, report = _build(args, source_from_table=args.engine is not None)
-    if args.item is not None and report.model is None:
-        raise InputError(f"--item {args.item} compares models on the same items: it needs the model column (--model)")
+    if args.item is not None and report.model is None and report.pairs is None and report.label is None:
+        raise InputError(f"--item {args.item} compares models on the same items: it needs the model column (--model)"
+                         ", or --pairs, whose items it names")
     if args.fail_if_dispersion and "dispersion" not in report.chosen_sections:
         raise InputError("--fail-if-dispersion needs the dispersion test, which runs with --permutations N (N > 0)"
                          + (" and the dispersion section in --sections" if report.sections else ""))
@@ -250,6 +253,14 @@ def _report_arguments(parser: argparse.ArgumentParser, *, running: bool) -> None
                                                              "(default 999; 0 skips both tests)")
         parser.add_argument("--seed", type=int, help="random seed (default 42)")
         parser.add_argument("--replicates", type=int, help="bootstrap replicates (default 2000)")
+        parser.add_argument("--pairs", metavar="FILE",
+                            help="gold similarity judgements (item_a, item_b, score; other names in the config "
+                                 "file's [report.similarity]): adds the similarity sections (Spearman and Pearson of "
+                                 "cosine against score per model, the paired comparison, a scatter)")
+        parser.add_argument("--label", metavar="COLUMN",
+                            help="a class-label column: adds the classification sections (leave-one-out k-NN and "
+                                 "nearest-centroid accuracy per model, the paired comparison; k in the config "
+                                 "file's [report.classification])")
         parser.add_argument("--item", metavar="COLUMN",
                             help="the item column (which rows of different models embed the same item): with "
                                  "--model, adds the models compared section (linear CKA, Procrustes r, k-NN "

@@ -96,6 +96,8 @@ OPTIONS: dict[str, str] = {
     "table": "the source's table name on another engine",
     "where": "a SQL filter applied to the source's rows",
     "retrieval": "the report's retrieval column names (a table of qid, doc_id, ... names)",
+    "similarity": "the report's pairs table column names and option (a table of a, b, score, missing)",
+    "classification": "the report's classification option (a table of k)",
     "tag": "the run tag of a TREC run file",
     "path": "a file path to write",
     "database": "a DuckDB database file (':memory:' for none)",

@@ -173,6 +173,7 @@ CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_classify_items() AS ['item', '
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_centroid_classify() AS ['accuracy', 'ci_low', 'ci_high', 'macro_f1', 'macro_f1_ci_low', 'macro_f1_ci_high', 'items', 'classes', 'groups', 'k', 'classifier', 'split', 'level', 'calibrated']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_similarity_eval() AS ['spearman', 'ci_low', 'ci_high', 'se', 'pearson', 'pearson_ci_low', 'pearson_ci_high', 'pearson_se', 'pairs', 'items', 'skipped', 'level', 'calibrated']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_similarity() AS ['model_a', 'model_b', 'correlation', 'estimate_a', 'estimate_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'p_holm', 'pairs', 'items', 'level', 'calibrated']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_classification() AS ['model_a', 'model_b', 'accuracy_a', 'accuracy_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'p_adjusted', 'p_adjust', 'items', 'groups', 'a_only', 'b_only', 'permutations', 'method', 'level', 'calibrated']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_eval() AS ['metric', 'value', 'queries', 'without_relevant', 'missing', 'unjudged']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_retrieval() AS ['model_a', 'model_b', 'metric', 'mean_a', 'mean_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'p_adjusted', 'p_adjust', 'queries', 'groups', 'permutations', 'method', 'level', 'calibrated']::VARCHAR[];
 

@@ -79,3 +79,8 @@ CREATE OR REPLACE TABLE word_vectors AS
 CREATE OR REPLACE TABLE judged_pairs AS
     SELECT 'w' || i AS item_a, 'w' || j AS item_b, 10.0 - (j - i) + 0.01 * i AS score
     FROM range(8) s(i), range(8) t(j) WHERE i < j;
+-- per-item answers of two classifiers on the same six items (the shape emb_knn_classify_items gives)
+CREATE OR REPLACE TABLE predictions AS SELECT * FROM (VALUES
+    ('a', 'u', true), ('a', 'v', true), ('a', 'w', true), ('a', 'x', true), ('a', 'y', true), ('a', 'z', true),
+    ('b', 'u', true), ('b', 'v', false), ('b', 'w', false), ('b', 'x', false), ('b', 'y', true), ('b', 'z', true)
+) t(model, item, correct);

@@ -60,3 +60,11 @@ def distance_table(points: np.ndarray) -> tuple[pa.Table, pa.Table]:
     dist = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
     i, j = np.triu_indices(len(points), 1)
     return pa.table({"i": i, "j": j, "d": dist[i, j]})
+
+
+def assert_same_rows(got: list[dict], expected: list[dict]) -> None:
+    """``got`` has ``expected``'s rows in order: every key of ``expected`` equal (floats to 1e-12 relative)."""
+    assert len(got) == len(expected)
+    for mine, theirs in zip(got, expected):
+        for key, value in theirs.items():
+            assert mine[key] == (pytest.approx(value, rel=1e-12, abs=1e-15) if isinstance(value, float) else value), key

@@ -91,6 +91,8 @@ CASES = {
                                "split := 'topic')", "value.split", "split column 'topic' has 'g0' at row "),
     "emb_centroid_classify": ("SELECT * FROM emb_centroid_classify('many', label := 'nope', vector := 'embedding')",
                               "column.missing", "label column 'nope' not found"),
+    "emb_compare_classification": ("SELECT * FROM emb_compare_classification('predictions', item := 'nope')",
+                                   "column.missing", "item column 'nope' not found in 'predictions'"),
 }
 
 # Errors found in the UDFs whose kind is still a bare family: the check is raised without a catalogue

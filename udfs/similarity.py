@@ -12,11 +12,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from embsql.api.similarity import DEFAULT_MODEL, comparison_rows, evaluation_rows, judgements, score_model
 from embsql.core.arguments import check_level
 from embsql.core.similarity import COMPARE_COLUMNS
 from embsql.errors import BadLabelError, fail
 from embsql.io.columns import require_number
+from embsql.io.similarity_pairs import DEFAULT_MODEL, comparison_rows, evaluation_rows, judgements, score_model
 from embsql.io.sources import Source
 from embsql.io.table_stream import unit_vectors
 from embsql.io.udf_errors import result_type, sql_errors

@@ -59,9 +59,11 @@ from embsql.render.plots import report_plots
 from embsql.result_table import ResultTable, model_label
 
 SCHEMA = "embsql.report/1"
-META_ORDER = ("source", "vector", "group", "model", "permutations", "seed", "embsql_version", "duckdb_version", "created")
+META_ORDER = ("source", "vector", "group", "model", "label", "pairs", "permutations", "seed", "embsql_version",
+              "duckdb_version", "created")
 META_HIDDEN = ("sql", "notes", "verdict")   # shown in their own places, not in the header line
-META_HEADER = ("source", "vector", "group", "model", "dimensions", "permutations", "seed", "created")  # the rest: run details
+# the header line's keys; the rest are the run details
+META_HEADER = ("source", "vector", "group", "model", "label", "pairs", "dimensions", "permutations", "seed", "created")
 TALL_TABLE = 15                 # HTML tables with more rows scroll inside a box
 LONG_TABLE = 40                 # text and Markdown sections with more rows are shortened
 HEAD_ROWS = TAIL_ROWS = 8       # ... to this head and tail, plus quantiles

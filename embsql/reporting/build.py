@@ -44,9 +44,10 @@ from embsql.errors import BadLabelError, BadVectorError, ColumnNotFoundError, De
 from embsql.io import duckdb_sums, portable_sums
 from embsql.io.registration import connect
 from embsql.io.retrieval_tables import REPORT_OPTIONS, report_tables
-from embsql.io.sources import describe, is_file, is_frame, local_source, resolve, source_expression
+from embsql.io.sources import describe, is_file, is_frame, local_source, resolve, shown_name, source_expression
 from embsql.io.sql import run_sql
 from embsql.reporting.evaluation import evaluation_sections
+from embsql.reporting.labels import CLASSIFICATION_SETTINGS, SIMILARITY_SETTINGS, classification_sections, similarity_sections
 from embsql.reporting.report_result import ReportResult, Section
 from embsql.reporting.sections import REGISTRY, Run, whose
 from embsql.result_table import ResultTable, model_label
@@ -73,7 +74,7 @@ class Report:
     ----------
     source, vector, group, model, sections, permutations, seed, replicates, level
         As in :func:`embsql.report`, which builds a Report.
-    queries, docs, retrieval, qrels, title, table, where, item
+    queries, docs, retrieval, qrels, title, table, where, item, pairs, similarity, label, classification
         As in :func:`embsql.report`.
 
     Examples
@@ -104,6 +105,10 @@ class Report:
     table: str | None = None
     where: str | None = None
     item: str | None = None        # the item column: with model, it turns on the models section (reporting.geometry)
+    pairs: Any = None              # gold similarity judgements of pairs of items: adds the similarity sections
+    similarity: dict[str, Any] = field(default_factory=dict)       # the pairs' column names (reporting.labels)
+    label: str | None = None       # a class-label column of the source: adds the classification sections
+    classification: dict[str, Any] = field(default_factory=dict)   # its options: k
 
     def __post_init__(self) -> None:
         for name in ("source", "vector", "group"):
@@ -137,6 +142,16 @@ class Report:
         for key in self.retrieval:
             _check_setting(key, RETRIEVAL_SETTINGS, "the report's retrieval settings", RETRIEVAL_RENAMED)
         object.__setattr__(self, "retrieval", dict(self.retrieval))
+        for name, allowed in (("similarity", SIMILARITY_SETTINGS), ("classification", CLASSIFICATION_SETTINGS)):
+            value = getattr(self, name)
+            if not isinstance(value, Mapping):
+                raise InputError(f"report: {name} must be a table of settings ({', '.join(allowed)}), "
+                                 f"not a {type(value).__name__}")
+            for key in value:
+                _check_setting(key, allowed, f"the report's {name} settings")
+            object.__setattr__(self, name, dict(value))
+        if self.label is not None and (not isinstance(self.label, str) or not self.label):
+            raise InputError(f"report: label must be a column name (a non-empty string), not {self.label!r}")
 
     # -- description ------------------------------------------------------------------------
     @classmethod
@@ -192,7 +207,7 @@ class Report:
         (unregistered on exit), FILE.duckdb:TABLE attached; the title and meta keep the user's names."""
         with ExitStack() as stack:
             names = {key: stack.enter_context(local_source(con, getattr(self, key)))
-                     for key in ("source", "queries", "docs", "qrels")}
+                     for key in ("source", "queries", "docs", "qrels", "pairs")}
             yield dataclasses.replace(self, **names, title=self.title or f"embsql report: {describe(self.source)}")
 
     # -- SQL ----------------------------------------------------------------------------------
@@ -240,6 +255,8 @@ class Report:
         source.require(self.group, "group")
         if self.model:
             source.require(self.model, "model")
+        if self.label:
+            source.require(self.label, "label")
         for column in (self.condition() or exp.null()).find_all(exp.Column):
             source.require(column.name, "where")
 
@@ -419,6 +436,8 @@ class Report:
             sections.extend(evaluation_sections(con, queries=tables.queries, docs=tables.docs, qrels=tables.qrels,
                                                 model=self.model, replicates=self.replicates, seed=self.seed,
                                                 level=self.level, permutations=self.permutations))
+        if con is not None:   # human judgements and labels (embsql.reporting.labels)
+            sections += self._label_sections(con, notes, meta)
         if notes:
             meta["notes"] = notes
         title = self.title or f"embsql report: {self.source}"
@@ -426,8 +445,29 @@ class Report:
             "summary", SUMMARY_COLUMNS, [{c: row.get(c) for c in SUMMARY_COLUMNS} for row in summary.values()])
         return ReportResult(title, summary_table, tuple(sections), meta)
 
+    def _label_sections(self, con: duckdb.DuckDBPyConnection, notes: list[str], meta: dict[str, Any]) -> list[Section]:
+        """The similarity sections (with ``pairs``) and the classification sections (with ``label``)."""
+        sections: list[Section] = []
+        if self.pairs is not None:
+            meta["pairs"] = shown_name(self.pairs)
+            sections += similarity_sections(con, self.pairs, self.rows_source(con), model=self.model, item=self.item,
+                                            vector=self.vector, settings=self.similarity, level=self.level)
+        if self.label is not None:
+            meta["label"] = self.label
+            found, said = classification_sections(con, self.rows_source(con), label=self.label, model=self.model,
+                                                  item=self.item, group=self.group, vector=self.vector,
+                                                  settings=self.classification, level=self.level,
+                                                  permutations=self.permutations, seed=self.seed)
+            sections += found
+            notes += said
+        return sections
+
     def _check_engine_sections(self) -> None:
         """Off DuckDB only the group sums arrive, so the sections that read rows cannot run."""
+        for name, value in (("similarity", self.pairs), ("classification", self.label)):
+            if value is not None:
+                raise InputError(f"the {name} section needs the rows themselves, which only the DuckDB path reads; "
+                                 f"run it on DuckDB, or leave out {'pairs' if name == 'similarity' else 'label'}")
         row_only = [s for s in self.sections_on(False) if REGISTRY[s].off_duckdb != "run"]
         if row_only:
             raise InputError(f"the {row_only[0]} section needs the rows themselves, which only the DuckDB path reads; "
@@ -484,7 +524,8 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
            permutations: int = 999, seed: int = 42, replicates: int = 2000, level: float = 0.95,
            queries: Any = None, docs: Any = None, retrieval: dict[str, Any] | None = None, qrels: Any = None,
            title: str | None = None, table: str | None = None, where: str | None = None, item: str | None = None,
-           **removed: Never) -> Report:
+           pairs: Any = None, similarity: dict[str, Any] | None = None, label: str | None = None,
+           classification: dict[str, Any] | None = None, **removed: Never) -> Report:
     """Describe a report on ``source``; nothing runs until ``.sql()`` or ``.run()``.
 
     Parameters
@@ -521,7 +562,22 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
     where : str, optional
         A SQL condition on the source's rows, e.g. ``"split = 'test'"``.
     item : str, optional
-        The item column: with ``model``, it adds the models compared section.
+        The item column: with ``model``, it adds the models compared section.  The similarity and
+        classification sections name items by it (or by a column ``item`` when it is not given).
+    pairs : str or DataFrame, optional
+        Gold similarity judgements of pairs of the source's items (item_a, item_b, score): they add
+        the similarity sections (as embsql.similarity_eval and embsql.compare_similarity, with a
+        scatter of cosine against score).  Runs on DuckDB.
+    similarity : dict, optional
+        The pairs table's column names and option: a, b, score, missing (the [report.similarity]
+        table of a file).
+    label : str, optional
+        A class-label column of the source: adds the classification sections (leave-one-out k-NN
+        and nearest-centroid accuracy and macro-F1, as embsql.knn_classify and
+        embsql.centroid_classify, and the paired comparison of embsql.compare_classification,
+        clustered by ``group`` unless ``group`` is the label).  Runs on DuckDB.
+    classification : dict, optional
+        Its option: k, the neighbours of k-NN (default 10; the [report.classification] table).
 
     Returns
     -------
@@ -548,7 +604,8 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
     refuse(report, removed)
     return Report(source, vector=vector, group=group, model=model, sections=tuple(sections), permutations=permutations,
                   seed=seed, replicates=replicates, level=level, queries=queries, docs=docs,
-                  retrieval=dict(retrieval or {}), qrels=qrels, title=title, table=table, where=where, item=item)
+                  retrieval=dict(retrieval or {}), qrels=qrels, title=title, table=table, where=where, item=item,
+                  pairs=pairs, similarity=dict(similarity or {}), label=label, classification=dict(classification or {}))
 
 
 def run_on(connection: Any, report: Report, *, progress: bool | None = None) -> ReportResult:

@@ -148,3 +148,42 @@ DEMO_COMMON_DIRECTION = ("A shared direction makes every vector more alike: V fa
                          "stay put. V is therefore not comparable across models; R² is.")
 DEMO_SHRINK = "Squeezing every group moves R² (and F) up while V barely changes: R² sees structure that V cannot."
 DEMO_LIFT = "A similarity transform: V scales by λ exactly and R² is unchanged (to rounding), as the source proves."
+
+# ---------------------------------------------------------------- human judgements and labels (reporting.labels)
+
+SIMILARITY = (
+    "Per model, the cosine of each judged pair's two items against its gold score in {pairs!r}: spearman (average "
+    "ranks for ties; MTEB's STS main score) and pearson, as embsql.similarity_eval. ci_low/ci_high (and "
+    "pearson_ci_low/pearson_ci_high) are t intervals on Fisher's z with a standard error clustered by item: an item "
+    "recurs across pairs, so the pairs are not independent, and an interval that treats them so is too narrow. "
+    "calibrated: at least 200 pairs and 20 degrees of freedom (effective items less one), where the simulated "
+    "coverage held. A correlation says how well the cosine orders these pairs as these judges did; it is not "
+    "accuracy on another task, and a scale with few distinct scores caps it below 1.")
+SIMILARITY_COMPARE = (
+    "Every pair of models on the same pairs: difference = estimate_a - estimate_b, per correlation. se from the two "
+    "correlations' influence values subtracted pair by pair and clustered by item; ci_low/ci_high = difference ± "
+    "t·se; p_value two-sided (H0: equal correlations); p_holm: Holm across the pairs of models, per correlation. A "
+    "pair-level test (pairs taken as independent) rejected a true H0 several times too often in simulation.")
+SIMILARITY_PAIRS = (
+    "The cosine of each pair beside its gold score ({shown}), for the scatter; every figure of the similarity "
+    "sections uses all the pairs. embsql.similarity_eval(..., per_pair=True) gives every pair.")
+CLASSIFICATION = (
+    "Per model, each item classified by the labels of its k = {k} nearest neighbours by cosine (itself excluded: "
+    "leave-one-out; majority vote, ties to the nearest first and then the smallest label) and by the nearest "
+    "leave-one-out class centroid, as embsql.knn_classify and embsql.centroid_classify. macro_f1 is the mean F1 over "
+    "the classes. The intervals are over {unit}: {why} calibrated: 30 or more of them. Leave-one-out keeps an "
+    "item's near-duplicates as its neighbours, so accuracy is optimistic for items that have them; for a held-out "
+    "test set use embsql.knn_classify(..., split=...).")
+CLUSTERED_ITEMS = "items of one group are not independent, so whole groups are resampled."
+LABEL_IS_GROUP = ("the label is the report's group column, whose groups are the classes themselves (fixed by the "
+                  "design, not sampled), so items are the units.")
+UNCLUSTERED_ITEMS = "items are taken as independent."
+CLASSIFICATION_COMPARE = (
+    "Every pair of models on the same items, per classifier: difference = accuracy_a - accuracy_b; a_only and "
+    "b_only count the items only one model gets right. {how} p_adjusted: Holm across the pairs of models, per "
+    "classifier. As embsql.compare_classification.")
+MCNEMAR = ("p_value: the exact McNemar test on the discordant items; ci_low/ci_high: Agresti and Min's interval "
+           "(items taken as independent).")
+CLUSTER_TEST = ("p_value: a sign-flip randomization test that swaps the two models' answers for whole groups of "
+                "the {group!r} column (exact when there are few); ci_low/ci_high: a cluster-robust t interval over "
+                "those groups. McNemar on clustered items rejects too often.")

@@ -6,6 +6,12 @@ them is a comparison made here (which model is ahead, whether the interval exclu
 points the other way, whether a p-value is below ALPHA), never a fixed text.  A report that
 carries its own sentences in ``meta["verdict"]`` (the demo) keeps them.
 
+The similarity and classification sentences (:func:`similarity_sentence`, :func:`classification_sentence`)
+are read off the similarity_compare rows (Spearman's, MTEB's main score) and the classification_compare rows
+(k-NN) in the same way: a model is said to agree with people more, or to classify better, only when the
+adjusted p-value of the paired test is at most ALPHA; otherwise the two are "not told apart".  With one
+model the sentence gives the figure and its interval.
+
 The retrieval evaluation's sentence (:func:`retrieval_comparison_sentence`) is read off the rows of
 embsql.compare_retrieval (PAIR_COLUMNS): the model with the higher mean leads; a difference is
 called significant when its adjusted p-value is at most ALPHA (then the interval excludes 0 in
@@ -32,7 +38,7 @@ def verdict(result: Document) -> list[str]:
     own = result.meta.get("verdict")
     if own:
         return [own] if isinstance(own, str) else list(own)
-    return [s for s in _summary(result) + [_evaluation(result)] if s]
+    return [s for s in _summary(result) + [_evaluation(result), _similarity(result), _classification(result)] if s]
 
 
 def _evaluation(result: Document) -> str:
@@ -282,3 +288,118 @@ def retrieval_comparison_sentence(rows: ResultTable | Iterable[Row]) -> str:
     if rough:
         sentences.append(f"With {' or '.join(map(str, rough))} groups (under 30) the intervals are rough.")
     return " ".join(sentences)
+
+
+# ---------------------------------------------------------------- human judgements and labels
+
+def _rows_of(result: Document, name: str) -> list[Row]:
+    section = next((s for s in result.sections if s.name == name), None)
+    return section.table.to_dicts() if section is not None else []
+
+
+def _interval(row: Row, sign: int, low_key: str = "ci_low", high_key: str = "ci_high") -> str:
+    if not (_finite(row.get(low_key)) and _finite(row.get(high_key))):
+        return ""
+    low, high = sorted((sign * row[low_key], sign * row[high_key]))
+    level = row["level"] if _finite(row.get("level")) else 0.95
+    return f", {round(100 * level)}% interval {_three_decimals(low)} to {_three_decimals(high)}"
+
+
+def _adjusted_p(row: Row, key: str) -> float:
+    """The adjusted p-value of a row, or its p-value when it has none."""
+    value = row.get(key)
+    return float(value) if _finite(value) else float(row["p_value"])
+
+
+def _paired(rows: list[Row], *, first: str, second: str, p_key: str, adjusted: str, better: str, apart: str,
+            figure: str, units: Any, rough: str) -> str:
+    """One sentence per pair of models (largest difference first): the lead is named the better one
+    only when the adjusted p-value is at most ALPHA; for three or more models a first sentence says
+    which has the highest figure and how many of the others it beats beyond chance."""
+    sentences = []
+    for row in sorted(rows, key=lambda r: -abs(r["difference"])):
+        sign = 1 if row["difference"] >= 0 else -1
+        lead, other = (row["model_a"], row["model_b"]) if sign > 0 else (row["model_b"], row["model_a"])
+        mean_lead, mean_other = (row[first], row[second]) if sign > 0 else (row[second], row[first])
+        p = _adjusted_p(row, p_key)
+        evidence = f"({_p_phrase(p)}{adjusted}{_interval(row, sign)}; {units(row)})"
+        values = f"{figure} {_three_decimals(mean_lead)} against {_three_decimals(mean_other)}"
+        gap = _three_decimals(abs(row["difference"]))
+        if p <= ALPHA:
+            sentences.append(f"{_name(lead)} {better} {_name(other)}: {values}, {gap} higher {evidence}.")
+        else:
+            sentences.append(f"{_name(lead)} and {_name(other)} {apart}: {values}, a gap of {gap} within chance "
+                             f"{evidence}.")
+    figures: dict[Any, float] = {}
+    for r in rows:
+        figures[r["model_a"]], figures[r["model_b"]] = r[first], r[second]
+    if len(figures) > 2:
+        best = max(figures, key=lambda m: figures[m])
+        beaten = [r for r in rows if best in (r["model_a"], r["model_b"])
+                  and _adjusted_p(r, p_key) <= ALPHA]
+        others = len(figures) - 1
+        sentences.insert(0, f"{_name(best)} has the highest {figure} ({_three_decimals(figures[best])}) and beats "
+                         + ("every other model" if len(beaten) == others else f"{len(beaten)} of the {others} others")
+                         + " beyond chance.")
+    if any(not r.get("calibrated") for r in rows):
+        sentences.append(rough)
+    return " ".join(sentences)
+
+
+def similarity_sentence(compare: list[Row], evaluation: list[Row]) -> str:
+    """Which model's cosine agrees more with the human similarity judgements (Spearman), by how much and
+    how sure: the similarity_compare rows, or with one model its similarity row."""
+    rows = [r for r in compare if r.get("correlation") == "spearman" and _finite(r.get("difference"))]
+    if rows:
+        return _paired(rows, first="estimate_a", second="estimate_b", p_key="p_holm", adjusted=", Holm-adjusted",
+                       better="agrees with the human similarity judgements more than",
+                       apart="are not told apart on agreement with the human similarity judgements",
+                       figure="Spearman", units=lambda r: f"{r['pairs']} pairs of {r['items']} items, clustered by item",
+                       rough="With fewer than 200 pairs or 20 degrees of freedom the intervals are rough.")
+    found = [r for r in evaluation if _finite(r.get("spearman"))]
+    if len(found) != 1:
+        return ""
+    row = found[0]
+    who = "The cosine" if row.get("model") is None else f"{_name(row['model'])}'s cosine"
+    sentence = (f"{who} agrees with the human similarity judgements at Spearman {_three_decimals(row['spearman'])}"
+                f" ({_interval(row, 1).lstrip(', ')}; {row['pairs']} pairs of {row['items']} items)")
+    return sentence + (", a rough interval (fewer than 200 pairs or 20 degrees of freedom)." if not row.get("calibrated")
+                       else ".")
+
+
+def classification_sentence(compare: list[Row], classification: list[Row], label: object = None) -> str:
+    """Which model classifies the labels better by k-NN (accuracy), by how much and how sure: the
+    classification_compare rows, or with one model its k-NN row."""
+    knn = [r for r in classification if r.get("classifier") == "knn" and _finite(r.get("accuracy"))]
+    k = f" (k = {knn[0]['k']})" if knn and knn[0].get("k") is not None else ""
+    labels = f"the {label} labels" if label else "the labels"
+    rows = [r for r in compare if r.get("classifier") == "knn" and _finite(r.get("difference"))]
+    if rows:
+        def units(r: Row) -> str:
+            method = r.get("method") or "exact McNemar"
+            over = f"{r['groups']} groups" if r.get("groups") else f"{r['items']} items"
+            return f"{method}, {over}"
+
+        return _paired(rows, first="accuracy_a", second="accuracy_b", p_key="p_adjusted", adjusted=", Holm-adjusted"
+                       if len(rows) > 1 else "", better=f"classifies {labels} better by k-NN{k} than",
+                       apart=f"are not told apart on k-NN{k} accuracy for {labels}", figure="accuracy", units=units,
+                       rough="With fewer than 30 items or groups the intervals are rough.")
+    if len(knn) != 1:
+        return ""
+    row = knn[0]
+    who = "" if row.get("model") is None else f" with {_name(row['model'])}"
+    interval = ""
+    if _finite(row.get("ci_low")) and _finite(row.get("ci_high")):
+        level = row["level"] if _finite(row.get("level")) else 0.95
+        interval = f" ({round(100 * level)}% interval {row['ci_low']:.1%} to {row['ci_high']:.1%})"
+    label_word = f"{label} label" if label else "label"
+    return f"k-NN{k}{who} predicts the {label_word} of {row['accuracy']:.1%} of the {row['items']} items{interval}."
+
+
+def _similarity(result: Document) -> str:
+    return similarity_sentence(_rows_of(result, "similarity_compare"), _rows_of(result, "similarity"))
+
+
+def _classification(result: Document) -> str:
+    return classification_sentence(_rows_of(result, "classification_compare"), _rows_of(result, "classification"),
+                                   result.meta.get("label"))
