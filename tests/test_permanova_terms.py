@@ -577,6 +577,20 @@ def test_permute_is_checked():
 LEVEL_SETS, LEVEL_PERMUTATIONS = 300, 99
 
 
+def level_counts(plan_, draw, schemes, row):
+    """Over LEVEL_SETS data sets y = normalised draw(): per scheme, how many p-values of term ``row`` are
+    <= 0.05 (LEVEL_PERMUTATIONS each, seed = the data set's index); and the first term's R² per set."""
+    rejected, r2 = dict.fromkeys(schemes, 0), []
+    for k in range(LEVEL_SETS):
+        y = draw()
+        y /= np.linalg.norm(y, axis=1, keepdims=True)
+        for permute in schemes:
+            result = permanova_terms(plan_, None, unit=y, permutations=LEVEL_PERMUTATIONS, seed=k, permute=permute)
+            rejected[permute] += result.terms[row].p_value <= 0.05
+        r2.append(result.terms[0].ss / result.ss_total)
+    return rejected, r2
+
+
 def test_a_term_after_a_strong_factor_keeps_its_level_only_by_freedman_lane():
     """The issue's design: n = 120, a strong factor a (R² about 0.55), b correlated with a and without
     effect given a, isotropic noise on the 16-sphere; 300 data sets, 99 permutations each.
@@ -593,15 +607,8 @@ def test_a_term_after_a_strong_factor_keeps_its_level_only_by_freedman_lane():
     variables = {"a": variable("a", [f"a{k}" for k in a]), "b": variable("b", [f"b{k}" for k in b])}
     plan_ = plan(parse_terms(["a", "b"]), variables, "sequential")
     centres = 1.6 * rng.standard_normal((3, d)) / np.sqrt(d)
-    rejected = {"rows": 0, "residuals": 0}
-    r2 = []
-    for k in range(LEVEL_SETS):
-        y = centres[a] + rng.standard_normal((n, d)) / np.sqrt(d)
-        y /= np.linalg.norm(y, axis=1, keepdims=True)
-        for permute in rejected:
-            result = permanova_terms(plan_, None, unit=y, permutations=LEVEL_PERMUTATIONS, seed=k, permute=permute)
-            rejected[permute] += result.terms[1].p_value <= 0.05
-        r2.append(result.terms[0].ss / result.ss_total)
+    rejected, r2 = level_counts(plan_, lambda: centres[a] + rng.standard_normal((n, d)) / np.sqrt(d),
+                                ("rows", "residuals"), 1)
     assert 0.45 < np.mean(r2) < 0.65
     assert 6 <= rejected["residuals"] <= 27, rejected
     assert rejected["rows"] < 6, rejected
@@ -624,12 +631,7 @@ def test_an_interaction_keeps_its_level_when_the_factor_s_levels_differ_in_sprea
     assert plan_.rows[2][0] == "a:b"
     u = rng.standard_normal((3, d))
     centres = np.array([0.2, 1.0, 3.0])[:, None] * u / np.linalg.norm(u, axis=1, keepdims=True)
-    rejected = {"residuals": 0, "residuals_free": 0}
-    for k in range(LEVEL_SETS):
-        y = centres[a] + rng.standard_normal((n, d)) / np.sqrt(d)
-        y /= np.linalg.norm(y, axis=1, keepdims=True)
-        for permute in rejected:
-            result = permanova_terms(plan_, None, unit=y, permutations=LEVEL_PERMUTATIONS, seed=k, permute=permute)
-            rejected[permute] += result.terms[2].p_value <= 0.05
+    rejected, _ = level_counts(plan_, lambda: centres[a] + rng.standard_normal((n, d)) / np.sqrt(d),
+                               ("residuals", "residuals_free"), 2)
     assert 6 <= rejected["residuals"] <= 27, rejected
     assert rejected["residuals_free"] > 45, rejected
