@@ -88,8 +88,9 @@ ORDER BY __emb_b, __emb_k;
 -- (0.5-0.8%) after about 30 paraphrase-like sets at d = 384 (bench/README.md, terms_validity).
 -- An interaction's residuals are permuted within the levels of its first factor (`a` of `a:b`): on
 -- unit vectors a strong factor's levels differ in spread, and free permutation of the residuals
--- rejected up to 12-13% of true nulls at 5% for a:b after R² 0.54-0.8 of a, against 4.2-6.8% within
--- a's levels (bench/terms_validity_interaction.txt); `permute := 'residuals_free'` permutes freely.  After many small sets (paraphrases) at d = 384 both schemes are
+-- rejected up to 10.5-12.6% of true nulls at 5% for a:b after R² 0.54-0.8 of a (45.5% with levels of
+-- very unequal spread and size), within a's levels 2.5-7.2% in 28 designs and 5.2% there
+-- (bench/terms_validity_interaction.txt); `permute := 'residuals_free'` permutes freely.  After many small sets (paraphrases) at d = 384 both schemes are
 -- conservative; `strata :=` the sets column held the level (5.5-6.0%).
 -- `permute := 'rows'` is adonis2's: the rows are permuted and every model refitted; the marginal
 -- statistic of a term is F* = ((SS*_full − SS*_without term)/df)/(SS*_res/df_res).  After a factor
