@@ -80,6 +80,8 @@ ADVICE = {
     "argument": "Pass the argument as the message says: the new name of a renamed one, a value in its range.",
     "query": "The query was stopped (embsql.interrupt or Ctrl-C); run it again.",
     "item": "Compare predictions of the same items: every model's per-item table must hold every item.",
+    "metric": "Name each retrieval metric once, as a metric the message lists with a cutoff of 1 or more "
+              "(ndcg@10); compare a metric the evaluation table holds.",
     "pair": "Give each judged pair two different items that have a vector in every model (or pass "
             "missing='skip'), at least three pairs, and scores that vary.",
 }

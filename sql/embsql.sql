@@ -28,6 +28,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_design_dropped_resamples("dropped", "tota
     error(format('embsql: [design.dropped_resamples] {} of {} bootstrap resamples leave the statistic undefined (more than {}), so no interval: too few groups, or too many groups of one item', "dropped", "total", "share"));
 CREATE OR REPLACE TEMP MACRO emb__fail_design_k_items("k", "what", "n", "whose") AS
     error(format('embsql: [design.k_items] k = {} neighbours needs more than k {}, but there are {}{}; choose k below {}', "k", "what", "n", "whose", "n"));
+CREATE OR REPLACE TEMP MACRO emb__fail_design_k_jackknife("k", "need", "others", "n") AS
+    error(format('embsql: [design.k_jackknife] k = {} needs at least k + 2 = {} items (each item has n - 1 = {} other items, and the jackknife deletes one); there are {}', "k", "need", "others", "n"));
 CREATE OR REPLACE TEMP MACRO emb__fail_design_empty_split("column", "side", "whose") AS
     error(format('embsql: [design.empty_split] split column {} has no {} items{}: a train/test classification needs both', "column", "side", "whose"));
 CREATE OR REPLACE TEMP MACRO emb__fail_design_no_distractor("query", "whose", "scope", "positive", "where") AS
@@ -80,6 +82,14 @@ CREATE OR REPLACE TEMP MACRO emb__fail_value_split("column", "value", "where") A
     error(format('embsql: [value.split] split column {} has {} at {}; its values must be ''train'' or ''test''', "column", "value", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_value_relevance("column", "value", "where") AS
     error(format('embsql: [value.relevance] relevance column {} has {} at {}; relevance must be a whole number of 0 or more', "column", "value", "where"));
+CREATE OR REPLACE TEMP MACRO emb__fail_metric_unknown("metric", "names") AS
+    error(format('embsql: [metric.unknown] unknown metric {}; metrics are {} with a cutoff k of 1 or more, e.g. ''ndcg@10''', "metric", "names"));
+CREATE OR REPLACE TEMP MACRO emb__fail_metric_repeated("metric") AS
+    error(format('embsql: [metric.repeated] metric {} is named twice', "metric"));
+CREATE OR REPLACE TEMP MACRO emb__fail_metric_empty() AS
+    error(format('embsql: [metric.empty] metrics is empty; name at least one, e.g. [''ndcg@10'']'));
+CREATE OR REPLACE TEMP MACRO emb__fail_metric_absent("what", "metric", "shown") AS
+    error(format('embsql: [metric.absent] {} has no rows for metric {}; its metrics are: {}', "what", "metric", "shown"));
 CREATE OR REPLACE TEMP MACRO emb__fail_distance_null_id("source", "first", "second") AS
     error(format('embsql: [distance.null_id] distance table {} has a NULL id in {} or {}', "source", "first", "second"));
 CREATE OR REPLACE TEMP MACRO emb__fail_distance_invalid("i", "j", "column", "problem") AS
@@ -122,6 +132,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_permute("name", "rule", "value")
     error(format('embsql: [argument.permute] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_missing("name", "rule", "value") AS
     error(format('embsql: [argument.missing] {} must be {}, not {}', "name", "rule", "value"));
+CREATE OR REPLACE TEMP MACRO emb__fail_argument_p_adjust("name", "rule", "value") AS
+    error(format('embsql: [argument.p_adjust] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_renamed("old", "new", "where") AS
     error(format('embsql: [argument.renamed] {} is now {} (in {})', "old", "new", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_unknown("where", "name", "takes") AS
