@@ -72,7 +72,8 @@ ADVICE = {
     "model": "Every model must be on both sides (queries and documents, or both runs), and a comparison needs "
              "at least two models in the model column.",
     "column": "Name a column the source has, of a type the statistic can use (vectors FLOAT[] or DOUBLE[]); "
-              "rename a model column that clashes with an output column.",
+              "rename a model column that clashes with an output column or starts with __emb_ (embsql's own prefix, "
+              "on every route); column names match exactly, case included.",
     "source": "Name a table, view or file that exists and has rows.",
     "value": "Filter out or fill the NULL or non-finite values; relevance must be a whole number of 0 or more.",
     "distance": "Give every pair of labelled ids once (or in both orders with the same distance), distances "
