@@ -46,7 +46,7 @@ GROUP_NAMES = ["g", "topic", "Grp \"1\"", "it's", "select", "__emb_g", "ünï c�
 VECTOR_NAMES = ["v", "embedding", "vec tor", "__emb_v", "from"]
 MODEL_NAMES = ["model", "m o d", "Modèle", 'x"y', "Model"]
 OUTPUTS_ANOVA = ["n", "groups", "ss_t", "ss_w", "ss_b", "r2", "r2_null", "f", "v", "mean_resultant_length", "w_bar"]
-DEFECTS = [None] * 7 + ["null_vector", "nan", "zero", "negative_zero", "null_label", "nan_label", "null_model",
+DEFECTS = [None] * 10 + ["null_vector", "nan", "zero", "negative_zero", "null_label", "nan_label", "null_model",
                         "collision", "reserved", "one_group", "no_residual_df"]
 DEFECT_KIND = {"null_vector": "vector.null", "nan": "vector.nonfinite", "zero": "vector.zero",
                "negative_zero": "vector.zero", "null_label": "label.null", "nan_label": "label.null",
@@ -69,15 +69,16 @@ def make_case(rng: np.random.Generator) -> dict:
     models = int(rng.integers(1, 3)) if rng.random() < 0.6 or defect in ("null_model", "collision", "reserved") else 0
     group_col = GROUP_NAMES[rng.integers(len(GROUP_NAMES))]
     vector_col = VECTOR_NAMES[rng.integers(len(VECTOR_NAMES))]
-    while vector_col == group_col:
+    while vector_col.lower() == group_col.lower():
         vector_col = VECTOR_NAMES[rng.integers(len(VECTOR_NAMES))]
     model_col = None
     if models:
         model_col = (OUTPUTS_ANOVA[rng.integers(len(OUTPUTS_ANOVA))] if defect == "collision"
                      else RESERVED_NAMES[rng.integers(len(RESERVED_NAMES))] if defect == "reserved"
                      else MODEL_NAMES[rng.integers(len(MODEL_NAMES))])
-        if model_col in (group_col, vector_col):
-            model_col = "the model"
+        if model_col.lower() in (group_col.lower(), vector_col.lower()):    # (DuckDB's names: case-insensitive)
+            # another name of the same sort, so that the defect stays the one drawn
+            model_col = {"collision": "ss_w", "reserved": "__emb_model"}.get(defect, "the model")
     labels = "double" if defect == "nan_label" else str(rng.choice(["text", "text", "integer", "double"]))
     negative_zeros = rng.random() < 0.3      # some coordinates −0.0
     low, high = (-150, 150) if double else (-30, 30)

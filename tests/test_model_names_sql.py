@@ -26,10 +26,18 @@ from embsql import sql_reference
 INTERNAL = ["__emb_b", "__emb_g", "__emb_all", "__emb_null", "__emb_n", "__emb_v", "__emb_k", "__emb_s",
             "__emb_ssw", "__emb_result", "__emb_r", "__emb_row", "rank", "model_a", 'a"b', "select",
             # the columns of emb_anova, which emb_icc and others read internally
-            "ss_t", "ss_w", "ss_b", "r2", "f", "w", "n_g", "mrr", "ndcg", "m",
-            # emb_permanova_welch reads emb_permanova's columns; emb_similarity_* compute these
-            "v", "statistic", "mean_resultant_length", "n", "r", "df", "u", "mx", "sx", "estimate", "__emb_m",
-            "__emb_estimate", "__emb_pairs", "models", "psi", "items", "model_b", "My Model"]
+            "ss_t", "ss_w", "ss_b", "r2", "f", "w", "n_g", "mrr", "ndcg", "m", "My Model"]
+# names some functions use internally, tried on those (as well as the names above, tried on every one)
+INTERNAL_OF = {
+    # emb_permanova_welch and emb_permanova read the test's rows beside emb_anova's columns
+    "emb_permanova_welch": ["v", "statistic", "mean_resultant_length", "r2_null", "w_bar"],
+    "emb_permanova": ["statistic", "w_d", "null_method", "groups_left_out", "items_left_out", "note"],
+    **{f: ["n", "r", "df", "u", "mx", "sx", "sy", "estimate", "psi", "models", "items", "__emb_m"]
+       for f in ("emb_similarity_pearson", "emb_similarity_spearman")},
+    **{f: ["model_a", "model_b", "items", "k", "overlap", "r", "cka"]
+       for f in ("emb_knn_agreement", "emb_knn_agreement_items", "emb_mantel", "emb_cka", "emb_procrustes",
+                 "emb_compare_cka", "emb_compare", "emb_compare_similarity", "emb_compare_retrieval")},
+}
 
 # every function with a model argument: the macros of sql/modules and those that call Python
 # (agreement, geometry, permanova_terms, compare, classification, similarity, compare_retrieval)
@@ -38,7 +46,8 @@ FUNCTIONS = [f for f in sql_reference.functions() if f.name in COVERED]
 # calls other than the example's (whose 'model' is a term, not the model column)
 CALLS = {"emb_permanova_terms": "emb_permanova_terms('many', ['topic'], 'embedding', permute := 'rows', "
                                 "permutations := 19, model := 'model')"}
-NAMES = sorted({c.name.lower() for f in FUNCTIONS for c in f.columns if not c.name.startswith("<")} | set(INTERNAL))
+NAMES = sorted({c.name.lower() for f in FUNCTIONS for c in f.columns if not c.name.startswith("<")} | set(INTERNAL)
+               | {n for names in INTERNAL_OF.values() for n in names})
 
 
 def call_of(function) -> str:
@@ -126,7 +135,7 @@ def test_a_model_column_of_any_name(name):
     for function in FUNCTIONS:
         outputs = [c.name.lower() for c in function.columns if not c.name.startswith("<")]
         keeps_model = any(c.name == "<model>" for c in function.columns)
-        if name not in INTERNAL and name.lower() not in outputs:
+        if name not in INTERNAL and name not in INTERNAL_OF.get(function.name, ()) and name.lower() not in outputs:
             continue   # another function's output column: tested there (and as INTERNAL where it matters)
         sql = query(function, name)
         if name.lower().startswith("__emb_"):   # the macros' own prefix: refused, never a binder error
