@@ -38,6 +38,12 @@ CALLS = {
     "similarity_eval": lambda con, m: embsql.similarity_eval(con, "judged_pairs", "word_vectors", model=m),
     "knn_classify": lambda con, m: embsql.knn_classify(con, "many", label="topic", vector="embedding", model=m, k=5),
     "compare_retrieval": lambda con, m: embsql.compare_retrieval(con, "evaluation", model=m, permutations=99),
+    "dispersion": lambda con, m: embsql.dispersion(con, "many", group="topic", vector="embedding", model=m,
+                                                   permutations=9, progress=False),
+    "pairwise_permanova": lambda con, m: embsql.pairwise_permanova(con, "many", group="topic", vector="embedding",
+                                                                   model=m, group_pairs=[("g0", "g1")],
+                                                                   permutations=9),
+    "margins": lambda con, m: embsql.margins(con, "queries_m", "docs_m", model=m),
     "report": lambda con, m: embsql.report("many", vector="embedding", group="topic", model=m,
                                            sections=("decomposition",), permutations=0).run(con, progress=False),
 }
@@ -46,6 +52,8 @@ CALLS = {
 def connection(name: str):
     con = embsql.connect()
     con.execute(sql_reference.fixtures())
+    con.execute("CREATE TABLE queries_m AS SELECT *, 'm1' AS model FROM queries")    # (the retrieval faces)
+    con.execute("CREATE TABLE docs_m AS SELECT *, 'm1' AS model FROM docs")
     for (table,) in con.sql("SELECT table_name FROM duckdb_columns() WHERE column_name = 'model'").fetchall():
         if name != "model":
             con.execute(f'ALTER TABLE "{table}" RENAME COLUMN model TO "{name}"')
