@@ -73,7 +73,8 @@ ADVICE = {
     "model": "Every model must be on both sides (queries and documents, or both runs), and a comparison needs "
              "at least two models in the model column.",
     "column": "Name a column the source has, of a type the statistic can use (vectors FLOAT[] or DOUBLE[]); "
-              "rename a model column that clashes with an output column.",
+              "rename a model column that clashes with an output column or starts with __emb_ (embsql's own prefix, "
+              "on every route); column names match exactly, case included.",
     "source": "Name a table, view or file that exists and has rows.",
     "value": "Filter out or fill the NULL or non-finite values; relevance must be a whole number of 0 or more.",
     "distance": "Give every pair of labelled ids once (or in both orders with the same distance), distances "
@@ -81,6 +82,8 @@ ADVICE = {
     "argument": "Pass the argument as the message says: the new name of a renamed one, a value in its range.",
     "query": "The query was stopped (embsql.interrupt or Ctrl-C); run it again.",
     "item": "Compare predictions of the same items: every model's per-item table must hold every item.",
+    "metric": "Name each retrieval metric once, as a metric the message lists with a cutoff of 1 or more "
+              "(ndcg@10); compare a metric the evaluation table holds.",
     "pair": "Give each judged pair two different items that have a vector in every model (or pass "
             "missing='skip'), at least three pairs, and scores that vary.",
 }

@@ -147,6 +147,9 @@ CATALOGUE: dict[str, Check] = {
                      "{share}), so no interval: too few groups, or too many groups of one item"),
     "design.k_items": Check(
         DesignError, "k = {k} neighbours needs more than k {what}, but there are {n}{whose}; choose k below {n}"),
+    "design.k_jackknife": Check(
+        DesignError, "k = {k} needs at least k + 2 = {need} items (each item has n - 1 = {others} other items, and the "
+                     "jackknife deletes one); there are {n}"),
     "design.empty_split": Check(
         DesignError, "split column {column} has no {side} items{whose}: a train/test classification needs both"),
     "design.no_distractor": Check(
@@ -197,6 +200,12 @@ CATALOGUE: dict[str, Check] = {
         InputError, "split column {column} has {value} at {where}; its values must be 'train' or 'test'"),
     "value.relevance": Check(
         InputError, "relevance column {column} has {value} at {where}; relevance must be a whole number of 0 or more"),
+    # ---- retrieval metrics
+    "metric.unknown": Check(
+        InputError, "unknown metric {metric}; metrics are {names} with a cutoff k of 1 or more, e.g. 'ndcg@10'"),
+    "metric.repeated": Check(InputError, "metric {metric} is named twice"),
+    "metric.empty": Check(InputError, "metrics is empty; name at least one, e.g. ['ndcg@10']"),
+    "metric.absent": Check(InputError, "{what} has no rows for metric {metric}; its metrics are: {shown}"),
     # ---- distance tables (emb_anova_dist, emb_permanova_dist)
     "distance.null_id": Check(DistanceTableError, "distance table {source} has a NULL id in {first} or {second}"),
     "distance.invalid": Check(DistanceTableError, "distance for pair ({i}, {j}) in column {column} is {problem}"),
@@ -223,6 +232,7 @@ CATALOGUE: dict[str, Check] = {
     "argument.sums": Check(InputError, _ARGUMENT),
     "argument.permute": Check(InputError, _ARGUMENT),
     "argument.missing": Check(InputError, _ARGUMENT),
+    "argument.p_adjust": Check(InputError, _ARGUMENT),
     # an old spelling (embsql.vocabulary.REMOVED), or a name a function does not take
     "argument.renamed": Check(ArgumentError, "{old} is now {new} (in {where})"),
     "argument.unknown": Check(ArgumentError, "{where} has no argument {name}; it takes: {takes}"),

@@ -28,6 +28,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_design_dropped_resamples("dropped", "tota
     error(format('embsql: [design.dropped_resamples] {} of {} bootstrap resamples leave the statistic undefined (more than {}), so no interval: too few groups, or too many groups of one item', "dropped", "total", "share"));
 CREATE OR REPLACE TEMP MACRO emb__fail_design_k_items("k", "what", "n", "whose") AS
     error(format('embsql: [design.k_items] k = {} neighbours needs more than k {}, but there are {}{}; choose k below {}', "k", "what", "n", "whose", "n"));
+CREATE OR REPLACE TEMP MACRO emb__fail_design_k_jackknife("k", "need", "others", "n") AS
+    error(format('embsql: [design.k_jackknife] k = {} needs at least k + 2 = {} items (each item has n - 1 = {} other items, and the jackknife deletes one); there are {}', "k", "need", "others", "n"));
 CREATE OR REPLACE TEMP MACRO emb__fail_design_empty_split("column", "side", "whose") AS
     error(format('embsql: [design.empty_split] split column {} has no {} items{}: a train/test classification needs both', "column", "side", "whose"));
 CREATE OR REPLACE TEMP MACRO emb__fail_design_no_distractor("query", "whose", "scope", "positive", "where") AS
@@ -80,6 +82,14 @@ CREATE OR REPLACE TEMP MACRO emb__fail_value_split("column", "value", "where") A
     error(format('embsql: [value.split] split column {} has {} at {}; its values must be ''train'' or ''test''', "column", "value", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_value_relevance("column", "value", "where") AS
     error(format('embsql: [value.relevance] relevance column {} has {} at {}; relevance must be a whole number of 0 or more', "column", "value", "where"));
+CREATE OR REPLACE TEMP MACRO emb__fail_metric_unknown("metric", "names") AS
+    error(format('embsql: [metric.unknown] unknown metric {}; metrics are {} with a cutoff k of 1 or more, e.g. ''ndcg@10''', "metric", "names"));
+CREATE OR REPLACE TEMP MACRO emb__fail_metric_repeated("metric") AS
+    error(format('embsql: [metric.repeated] metric {} is named twice', "metric"));
+CREATE OR REPLACE TEMP MACRO emb__fail_metric_empty() AS
+    error(format('embsql: [metric.empty] metrics is empty; name at least one, e.g. [''ndcg@10'']'));
+CREATE OR REPLACE TEMP MACRO emb__fail_metric_absent("what", "metric", "shown") AS
+    error(format('embsql: [metric.absent] {} has no rows for metric {}; its metrics are: {}', "what", "metric", "shown"));
 CREATE OR REPLACE TEMP MACRO emb__fail_distance_null_id("source", "first", "second") AS
     error(format('embsql: [distance.null_id] distance table {} has a NULL id in {} or {}', "source", "first", "second"));
 CREATE OR REPLACE TEMP MACRO emb__fail_distance_invalid("i", "j", "column", "problem") AS
@@ -122,6 +132,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_permute("name", "rule", "value")
     error(format('embsql: [argument.permute] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_missing("name", "rule", "value") AS
     error(format('embsql: [argument.missing] {} must be {}, not {}', "name", "rule", "value"));
+CREATE OR REPLACE TEMP MACRO emb__fail_argument_p_adjust("name", "rule", "value") AS
+    error(format('embsql: [argument.p_adjust] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_renamed("old", "new", "where") AS
     error(format('embsql: [argument.renamed] {} is now {} (in {})', "old", "new", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_unknown("where", "name", "takes") AS
@@ -137,7 +149,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_query_interrupted("what") AS
 CREATE OR REPLACE TEMP MACRO emb__vector_kind(word) AS CASE word WHEN 'NULL' THEN 'vector.null' WHEN 'NULL-element' THEN 'vector.null_element' WHEN 'zero-length' THEN 'vector.zero' WHEN 'NaN' THEN 'vector.nonfinite' WHEN 'infinite' THEN 'vector.nonfinite' ELSE 'vector' END;
 
 -- The output columns of each public table function (GENERATED from the doc blocks), which a
--- model column must not be named like (emb__checked_source).
+-- model column must not be named like (emb__checked_source), and the prefix of the macros' own
+-- columns, which it must not start with (GENERATED from embsql/io/columns.py, the one rule).
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_anova() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'v', 'mean_resultant_length', 'w_bar']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_groups() AS ['group', 'n_g', 'w', 'w_tilde', 'resolved']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_anova_dist() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f']::VARCHAR[];
@@ -176,12 +189,15 @@ CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_similarity() AS ['model_a'
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_classification() AS ['model_a', 'model_b', 'accuracy_a', 'accuracy_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'p_adjusted', 'p_adjust', 'items', 'groups', 'a_only', 'b_only', 'permutations', 'method', 'level', 'calibrated']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_eval() AS ['metric', 'value', 'queries', 'without_relevant', 'missing', 'unjudged']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_retrieval() AS ['model_a', 'model_b', 'metric', 'mean_a', 'mean_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'p_adjusted', 'p_adjust', 'queries', 'groups', 'permutations', 'method', 'level', 'calibrated']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__reserved_prefix() AS '__emb_';
 
 -- Conventions
 --   * Public macros are emb_*; helpers are emb__* and may change.
 --   * Internal column names start with __emb_ so they cannot collide with user columns; a model column
 --     (the one user column carried beside them) whose name starts with __emb_ is refused
---     (embsql: [column.reserved]) by emb__checked_source.
+--     (embsql: [column.reserved]) by emb__checked_source, which every public macro with a model
+--     argument hands its source through; the Python faces refuse it too (embsql/io/columns.py
+--     holds the prefix, emb__reserved_prefix() is generated from it).
 --   * Bad input raises an error whose message starts with "embsql: [kind]" (the kinds: embsql/errors.py).
 --   * Column names arrive as strings.  A column that does not exist must still *bind*
 --     (so that we can raise our own error instead of a binder error), hence the
@@ -214,10 +230,32 @@ CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, "by", 
         WHEN list_contains(outputs, lower(model))     -- (the column quoted as SQL names it, for the message's SELECT ... AS)
             THEN emb__fail_column_collision('"' || replace(model, '"', '""') || '"', function)
         -- the prefix of the macros' own columns, which carry the model column beside them (see above)
-        WHEN starts_with(lower(model), '__emb_')
+        WHEN starts_with(lower(model), emb__reserved_prefix())
             THEN emb__fail_column_reserved('"' || replace(model, '"', '""') || '"', function)
         ELSE source
     END;
+
+-- ---------------------------------------------------------------------------
+-- Column names match exactly, case included, on every route (the Python faces and the UDFs too:
+-- embsql.io.sources.Source.require).  A model column named in another case than the table's
+-- ("Model" for model) is never taken for "no model column" (the functions whose model column is
+-- optional, emb_knn_classify and the similarity functions, would pool the models): it is refused,
+-- naming the column the table has.  A filter's value (true), for a WHERE.
+-- ---------------------------------------------------------------------------
+CREATE OR REPLACE TEMP MACRO emb__model_case(tbl, model_col) AS (
+    SELECT CASE
+        WHEN model_col IS NOT NULL AND __emb_exact = 1 AND __emb_any > 1
+            THEN emb__fail_column_missing('model', format('''{}''', model_col), format('''{}''', tbl),
+                     format('; its column ''{}'' differs only in case (column names match exactly, case included)',
+                            __emb_names[1]))
+        ELSE true
+    END
+    -- (the columns' names, from one row or none: a table, a view or a file; the __emb_null stand-in
+    -- makes each COLUMNS match one column at least)
+    FROM (SELECT len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))) AS __emb_exact,
+                 len(list_value(*COLUMNS(lambda c: lower(c) = lower(model_col) OR c = '__emb_null'))) AS __emb_any,
+                 [alias(COLUMNS(lambda c: lower(c) = lower(model_col) OR c = '__emb_null'))] AS __emb_names
+          FROM (SELECT 1 AS __emb_one) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true));
 
 -- ---------------------------------------------------------------------------
 -- Shared rules, as scalar macros (each lives here once).
@@ -331,6 +369,7 @@ SELECT
             vector_col, tbl, __emb_vtype))
         WHEN extra_col IS NOT NULL AND __emb_xcols = 1
             THEN error(format('embsql: [column.missing] column "{}" not found in {}', extra_col, tbl))
+        WHEN by_col IS NOT NULL AND __emb_bycols = 1 AND NOT emb__model_case(tbl, by_col) THEN NULL  -- (another case)
         WHEN by_col IS NOT NULL AND __emb_bycols = 1
             THEN error(format('embsql: [column.missing] model column "{}" not found in {}', by_col, tbl))
         -- a NULL or NaN model value: refused like a group label (never a row for a NULL model)
@@ -1873,8 +1912,7 @@ p AS (
     FROM (SELECT *, NULL AS __emb_null FROM query_table(pairs_tbl))
 ),
 e AS (
-    SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')),
-           -- '' without a model column (a NULL key would match nothing in the joins below)
+    SELECT -- '' without a model column (a NULL key would match nothing in the joins below)
            coalesce(coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))::VARCHAR, '') AS __emb_m,
            coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))::VARCHAR AS __emb_m0,
            coalesce(*COLUMNS(lambda c: c IN (item_col, '__emb_null')))::VARCHAR AS __emb_i,
@@ -1884,9 +1922,11 @@ e AS (
 twice AS (SELECT any_value(__emb_i) AS __emb_i, any_value(__emb_m) AS __emb_m
           FROM (SELECT __emb_m, __emb_i FROM e GROUP BY ALL HAVING count(*) > 1)),
 null_models AS (SELECT count(*) FILTER (__emb_m0 IS NULL) AS __emb_k FROM e),
-models AS (SELECT DISTINCT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_m FROM e),
+-- (the model's key only: the model column, named as the user named it (n, r, df ...), joins back by
+-- __emb_m at the end, so it never meets the columns computed in between)
+models AS (SELECT DISTINCT __emb_m FROM e),
 j AS (
-    SELECT m.*, p.*, ea.__emb_i IS NOT NULL AND eb.__emb_i IS NOT NULL AS __emb_known,
+    SELECT m.__emb_m, p.*, ea.__emb_i IS NOT NULL AND eb.__emb_i IS NOT NULL AS __emb_known,
            ea.__emb_i IS NULL AS __emb_no_a, ea.__emb_v AS __emb_va, eb.__emb_v AS __emb_vb
     FROM models m CROSS JOIN p
     LEFT JOIN e ea ON ea.__emb_m IS NOT DISTINCT FROM m.__emb_m AND ea.__emb_i = p.__emb_pa
@@ -1901,6 +1941,7 @@ WHERE CASE
     WHEN __emb_scols = 1 THEN emb__fail_column_missing('score', format('''{}''', score_col), format('''{}''', pairs_tbl), '')
     WHEN __emb_icols = 1 THEN emb__fail_column_missing('item', format('''{}''', item_col), format('''{}''', emb_tbl), '')
     WHEN __emb_vcols = 1 THEN emb__fail_column_missing('vector', format('''{}''', vector_col), format('''{}''', emb_tbl), '')
+    WHEN __emb_mcols = 1 AND NOT emb__model_case(emb_tbl, model_col) THEN false   -- (another case: refused)
     WHEN model_col IS NOT NULL AND model_col <> 'model' AND __emb_mcols = 1
         THEN emb__fail_column_missing('model', format('''{}''', model_col), format('''{}''', emb_tbl), '')
     WHEN missing IS NULL OR missing NOT IN ('error', 'skip')
@@ -2002,10 +2043,14 @@ v AS (
     FROM est JOIN checked USING (__emb_m) JOIN item_sums USING (__emb_m) JOIN dyad_sums USING (__emb_m)
     JOIN pair_sums USING (__emb_m) JOIN skipped USING (__emb_m)
 )
-SELECT models.* EXCLUDE (__emb_m), v.__emb_m, r AS estimate,
-       CASE WHEN abs(r) >= 1 THEN r ELSE tanh(atanh(r) - emb__t_quantile((1 + level) / 2, df) * se / (1 - r * r)) END AS ci_low,
-       CASE WHEN abs(r) >= 1 THEN r ELSE tanh(atanh(r) + emb__t_quantile((1 + level) / 2, df) * se / (1 - r * r)) END AS ci_high,
-       se, pairs AS __emb_pairs, items, skipped, level::DOUBLE AS __emb_level, pairs >= 200 AND df >= 20 AS calibrated
+-- (v's columns qualified: the model column beside them may have any name, r or df too)
+SELECT models.* EXCLUDE (__emb_m), v.__emb_m, v.r AS __emb_estimate,
+       CASE WHEN abs(v.r) >= 1 THEN v.r
+            ELSE tanh(atanh(v.r) - emb__t_quantile((1 + level) / 2, v.df) * v.se / (1 - v.r * v.r)) END AS ci_low,
+       CASE WHEN abs(v.r) >= 1 THEN v.r
+            ELSE tanh(atanh(v.r) + emb__t_quantile((1 + level) / 2, v.df) * v.se / (1 - v.r * v.r)) END AS ci_high,
+       v.se, v.pairs AS __emb_pairs, v.items, v.skipped, level::DOUBLE AS __emb_level,
+       v.pairs >= 200 AND v.df >= 20 AS calibrated
 FROM v JOIN (SELECT DISTINCT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_m
              FROM (SELECT *, 1 AS __emb_all, coalesce(coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))::VARCHAR, '') AS __emb_m
                    FROM (SELECT *, NULL AS __emb_null FROM query_table(emb_tbl)))) models
@@ -2052,9 +2097,9 @@ CREATE OR REPLACE TEMP MACRO emb_similarity_pearson(pairs, embeddings, model := 
                                                     score := 'score', item := 'item', vector := 'vector',
                                                     missing := 'error', level := 0.95) AS TABLE
 SELECT COLUMNS(lambda c: c <> '__emb_all') FROM (       -- (__emb_all stands in for a missing model column)
-SELECT COLUMNS(lambda c: c NOT IN ('__emb_m', 'estimate', 'ci_low', 'ci_high', 'se', '__emb_pairs', 'items', 'skipped',
+SELECT COLUMNS(lambda c: c NOT IN ('__emb_m', '__emb_estimate', 'ci_low', 'ci_high', 'se', '__emb_pairs', 'items', 'skipped',
                                    '__emb_level', 'calibrated')),
-       estimate AS pearson, ci_low, ci_high, se, __emb_pairs AS pairs, items, skipped, __emb_level AS level, calibrated
+       __emb_estimate AS pearson, ci_low, ci_high, se, __emb_pairs AS pairs, items, skipped, __emb_level AS level, calibrated
 FROM emb__similarity_correlation(
     pairs, emb__checked_source(embeddings, 'emb_similarity_pearson', model, NULL, emb__outputs_emb_similarity_pearson()),
     model, a, b, score, item, vector, missing, level, false));
@@ -2098,9 +2143,9 @@ CREATE OR REPLACE TEMP MACRO emb_similarity_spearman(pairs, embeddings, model :=
                                                      score := 'score', item := 'item', vector := 'vector',
                                                      missing := 'error', level := 0.95) AS TABLE
 SELECT COLUMNS(lambda c: c <> '__emb_all') FROM (       -- (__emb_all stands in for a missing model column)
-SELECT COLUMNS(lambda c: c NOT IN ('__emb_m', 'estimate', 'ci_low', 'ci_high', 'se', '__emb_pairs', 'items', 'skipped',
+SELECT COLUMNS(lambda c: c NOT IN ('__emb_m', '__emb_estimate', 'ci_low', 'ci_high', 'se', '__emb_pairs', 'items', 'skipped',
                                    '__emb_level', 'calibrated')),
-       estimate AS spearman, ci_low, ci_high, se, __emb_pairs AS pairs, items, skipped, __emb_level AS level, calibrated
+       __emb_estimate AS spearman, ci_low, ci_high, se, __emb_pairs AS pairs, items, skipped, __emb_level AS level, calibrated
 FROM emb__similarity_correlation(
     pairs, emb__checked_source(embeddings, 'emb_similarity_spearman', model, NULL, emb__outputs_emb_similarity_spearman()),
     model, a, b, score, item, vector, missing, level, true));

@@ -289,11 +289,11 @@ def test_bad_input_is_named(change, kwargs, error, words):
 def test_sql_errors_start_with_embsql():
     con = embsql.connect()
     con.register("ev", long_table({"a": HAND_A, "b": HAND_B}, HAND_GROUPS))
-    for call, words in (("emb_compare_retrieval('ev', metric := 'mrr@10')", "[input] evaluation 'ev' has no rows for "
+    for call, words in (("emb_compare_retrieval('ev', metric := 'mrr@10')", "[metric.absent] evaluation 'ev' has no rows for "
                                                                               "metric 'mrr@10'"),
                         ("emb_compare_retrieval('ev', \"group\" := 'topic')", "[column.missing] group column 'topic' not found"),
                         ("emb_compare_retrieval('ev', model := 'run')", "[column.missing] model column 'run' not found"),
-                        ("emb_compare_retrieval('ev', p_adjust := 'fdr')", "[input] p_adjust must be one of")):
+                        ("emb_compare_retrieval('ev', p_adjust := 'fdr')", "[argument.p_adjust] p_adjust must be one of")):
         with pytest.raises(Exception) as caught:
             con.sql(f"SELECT * FROM {call}").fetchall()
         assert f"embsql: {words}" in str(caught.value)

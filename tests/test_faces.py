@@ -247,7 +247,8 @@ def test_the_docstring_has_every_numpydoc_section(name):
 # ---------------------------------------------------------------------------------------------- the model column
 
 @pytest.mark.parametrize("face", PER_MODEL)
-@pytest.mark.parametrize("model", ["model name", "__emb_b", "select", 'the "m"'])
+# (a name with embsql's own prefix __emb_ is refused on every route: tests/test_model_names_python.py)
+@pytest.mark.parametrize("model", ["model name", "select", 'the "m"'])
 def test_the_model_column_keeps_its_name(con, face, model):
     for got, expected in zip(_tables(CALLS[face](con, _registered(con, model), model)), _tables(CALLS[face](con, "t", "m"))):
         assert got.columns[0] == model and got.columns[1:] == expected.columns[1:]

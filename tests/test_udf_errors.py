@@ -95,18 +95,29 @@ CASES = {
                                    "column.missing", "item column 'nope' not found in 'predictions'"),
 }
 
-# Errors found in the UDFs whose kind is still a bare family: the check is raised without a catalogue
-# kind in embsql/core or embsql/api (not the SQL face), named here so that the fix shows (strict xfail).
-BARE = {
+# Errors the UDFs find in embsql/core (not in the SQL face), each once raised with a bare family
+# kind (embsql: [design], [input]); now each has its catalogue kind.  case -> (query, kind, words)
+CORE = {
     "k too large (core/agreement.py _check_k)": (
-        "SELECT * FROM emb_knn_agreement('neighbours', 'item_id', 'model', 'embedding', k := 20)", "design"),
-    "one model (core/geometry.py: model count)": ("SELECT * FROM emb_cka('one', 'item', 'model', 'v')", "input"),
+        "SELECT * FROM emb_knn_agreement('neighbours', 'item_id', 'model', 'embedding', k := 20)", "design.k_jackknife",
+        "k = 20 needs at least k + 2 = 22 items"),
+    "k not positive (core/agreement.py _check_k)": (
+        "SELECT * FROM emb_knn_agreement('neighbours', 'item_id', 'model', 'embedding', k := 0)", "argument.k",
+        "k must be a positive whole number, not 0"),
+    "one model (core/geometry.py: model count)": ("SELECT * FROM emb_cka('one', 'item', 'model', 'v')", "model.too_few",
+                                                  "the model column has 1 model(s); comparing geometry needs at least two"),
     "unknown metric (core/ranking.py parse_metrics)": (
-        "SELECT * FROM emb_retrieval_eval('eval_queries', 'eval_docs', 'eval_qrels', metrics := ['bogus@3'])", "input"),
+        "SELECT * FROM emb_retrieval_eval('eval_queries', 'eval_docs', 'eval_qrels', metrics := ['bogus@3'])",
+        "metric.unknown", "unknown metric 'bogus@3'; metrics are ndcg@k, "),
+    "repeated metric (core/ranking.py parse_metrics)": (
+        "SELECT * FROM emb_retrieval_eval('eval_queries', 'eval_docs', 'eval_qrels', metrics := ['mrr@3', 'MRR@3'])",
+        "metric.repeated", "metric 'MRR@3' is named twice"),
     "no rows for the metric (core/retrieval_comparison.py)": (
-        "SELECT * FROM emb_compare_retrieval('evaluation', metric := 'mrr@10')", "input"),
-    "p_adjust (core/retrieval_comparison.py)": ("SELECT * FROM emb_compare_retrieval('evaluation', p_adjust := 'fdr')",
-                                                "input"),
+        "SELECT * FROM emb_compare_retrieval('evaluation', metric := 'mrr@10')", "metric.absent",
+        "has no rows for metric 'mrr@10'; its metrics are: "),
+    "p_adjust (core/retrieval_comparison.py)": (
+        "SELECT * FROM emb_compare_retrieval('evaluation', p_adjust := 'fdr')", "argument.p_adjust",
+        "p_adjust must be one of 'holm', 'bh', 'bonferroni' or None, not 'fdr'"),
 }
 
 
@@ -136,15 +147,15 @@ def test_a_udf_error_reads_like_a_macro_error_with_a_catalogue_kind(con, name):
     assert str(mapped.value) == message.splitlines()[0].removeprefix("Invalid Input Error: ")
 
 
-@pytest.mark.parametrize("case", sorted(BARE))
-def test_no_udf_error_has_a_bare_kind(con, case):
-    query, bare = BARE[case]
+@pytest.mark.parametrize("case", sorted(CORE))
+def test_a_core_error_has_its_catalogue_kind(con, case):
+    query, kind, words = CORE[case]
     message = raw_error(con, query)
-    assert message.startswith("Invalid Input Error: embsql: [")
-    kind = message.split("[", 1)[1].split("]", 1)[0]
-    if kind == bare:
-        pytest.xfail(f"{case}: raised without a catalogue kind (embsql: [{bare}])")
-    assert kind in CATALOGUE
+    assert message.startswith(f"Invalid Input Error: embsql: [{kind}] "), message
+    assert kind in CATALOGUE and words in message.splitlines()[0]
+    with pytest.raises(embsql.EmbsqlError) as mapped:
+        embsql.run_sql(con, query)
+    assert mapped.value.kind == kind and isinstance(mapped.value, CATALOGUE[kind].error)
 
 
 def test_what_duckdb_does_with_an_exception_from_a_python_udf():

@@ -159,10 +159,9 @@ def overlap_jackknife(near_a: np.ndarray, near_b: np.ndarray, k: int) -> tuple[n
 
 def _check_k(k: object, n: int) -> None:
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
-        raise InputError(f"k must be a positive whole number, not {k!r}")
+        fail("argument.k", name="k", rule="a positive whole number", value=repr(k))
     if k >= n - 1:
-        raise DesignError(f"k = {k} needs at least k + 2 = {k + 2} items (each item has n - 1 = {n - 1} "
-                          f"other items, and the jackknife deletes one); there are {n}")
+        fail("design.k_jackknife", k=k, need=k + 2, others=n - 1, n=n)
 
 
 # ----------------------------------------------------------------------------------------------

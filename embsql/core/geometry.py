@@ -573,7 +573,7 @@ def aligned(models: dict, common: bool, groups: dict | None = None, group: str =
     """``models``: model -> (item ids, unit vectors[, group labels]).  The shared items in canonical
     order, each model's vectors in that order, and each item's group (the same in every model)."""
     if len(models) < 2:
-        raise InputError(f"the model column has {len(models)} model(s); comparing geometry needs at least two")
+        fail("model.too_few", column="the model column", models=len(models), needs="comparing geometry")
     if any(m is None for m in models):
         raise BadLabelError("model column has a NULL value; every row needs a model")
     items, rows_of = shared_items({m: parts[0] for m, parts in models.items()}, common)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from embsql.errors import InputError
+from embsql.errors import InputError, fail
 
 RESOLUTION = 2.0 ** -40
 SPARE = 8                          # candidates beyond k: the float32 error must not reach past them
@@ -75,16 +75,15 @@ def parse_metrics(metrics: str | Iterable[str]) -> list[Metric]:
         metrics = [metrics]
     metrics = list(metrics)
     if not metrics:
-        raise InputError("metrics is empty; name at least one, e.g. ['ndcg@10']")
+        fail("metric.empty")
     out, seen = [], set()
     for raw in metrics:
         name = str(raw).strip().lower()
         match = _METRIC.match(name)
         if not match or int(match.group(2)) < 1:
-            raise InputError(f"unknown metric {raw!r}; metrics are {', '.join(m + '@k' for m in METRICS)} "
-                             "with a cutoff k of 1 or more, e.g. 'ndcg@10'")
+            fail("metric.unknown", metric=repr(raw), names=", ".join(m + "@k" for m in METRICS))
         if name in seen:
-            raise InputError(f"metric {raw!r} is named twice")
+            fail("metric.repeated", metric=repr(raw))
         seen.add(name)
         out.append(Metric(name, match.group(1), int(match.group(2))))
     return out

@@ -36,8 +36,9 @@ import numpy as np
 
 from embsql.core.arguments import check_level, check_permutations, check_seed
 from embsql.core.labels import clean_labels, sort_key, text_key
+from embsql.core.ranking import METRICS
 from embsql.core.student_t import t_quantile
-from embsql.errors import DesignError, InputError
+from embsql.errors import DesignError, InputError, fail
 
 T = TypeVar("T")
 CALIBRATED_FROM = 30          # clusters: the simulated coverage held (95 +/- 2.5%) from here on
@@ -177,7 +178,7 @@ def paired_difference(a: np.ndarray, b: np.ndarray, clusters: np.ndarray | None 
 def adjust(p_values: Sequence[float], method: str | None = "holm") -> list[float]:
     """p-values adjusted across the family: Holm (step-down), Benjamini-Hochberg, Bonferroni or None."""
     if method not in ADJUSTMENTS:
-        raise InputError(f"p_adjust must be one of 'holm', 'bh', 'bonferroni' or None, not {method!r}")
+        fail("argument.p_adjust", name="p_adjust", rule="one of 'holm', 'bh', 'bonferroni' or None", value=repr(method))
     p = np.asarray(p_values, dtype=np.float64)
     m = len(p)
     if method is None or m == 0:
@@ -256,11 +257,11 @@ def compare_metric(models: Sequence[object], qids: Sequence[object], metrics: Se
                    what: str = "evaluation", **options: Any) -> list[dict]:
     """compare_rows on the rows of a long evaluation table whose ``metrics`` entry is ``metric``."""
     if not isinstance(metric, str) or not metric:
-        raise InputError(f"metric must be a metric name such as 'ndcg@10', not {metric!r}")
+        fail("metric.unknown", metric=repr(metric), names=", ".join(m + "@k" for m in METRICS))
     keep = [i for i, m in enumerate(metrics) if m == metric]
     if not keep:
         shown = ", ".join(repr(m) for m in sorted({str(m) for m in metrics})) or "(none: the table is empty)"
-        raise InputError(f"{what} has no rows for metric {metric!r}; its metrics are: {shown}")
+        fail("metric.absent", what=what, metric=repr(metric), shown=shown)
 
     def pick(column: Sequence[T]) -> list[T]:
         return [column[i] for i in keep]

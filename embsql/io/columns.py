@@ -12,13 +12,24 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from embsql.errors import ColumnTypeError
+from embsql.errors import ColumnTypeError, fail
 
-B = "__emb_b"        # the model column's value (NULL without one)
-G = "__emb_g"        # the group label
-V = "__emb_v"        # the vector
-KEY = "__emb_key"    # an optional row key, to name a bad row
-EXTRA = "__emb_x"    # an optional extra column (strata, item)
+# The prefix of these names, and of the SQL macros' own columns (sql/build.py writes it into the SQL
+# as emb__reserved_prefix()).  A model column, the one user column the macros carry beside theirs,
+# must not start with it: refused on every route (column.reserved), so that the same call never
+# works in Python and fails in SQL.
+RESERVED = "__emb_"
+B = RESERVED + "b"        # the model column's value (NULL without one)
+G = RESERVED + "g"        # the group label
+V = RESERVED + "v"        # the vector
+KEY = RESERVED + "key"    # an optional row key, to name a bad row
+EXTRA = RESERVED + "x"    # an optional extra column (strata, item)
+
+
+def check_reserved(model: object, function: str = "embsql") -> None:
+    """Refuse a model column whose name starts with RESERVED (any case), naming it as SQL quotes it."""
+    if isinstance(model, str) and model.lower().startswith(RESERVED):
+        fail("column.reserved", column='"' + model.replace('"', '""') + '"', function=function)
 
 # DuckDB type names (prefixes) of a numeric column
 NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",

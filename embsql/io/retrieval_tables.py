@@ -26,6 +26,7 @@ import duckdb
 import pyarrow as pa
 
 from embsql.errors import InputError, fail
+from embsql.io.columns import check_reserved
 from embsql.io.sources import describe, local_source
 from embsql.result_table import ResultTable
 from embsql.vocabulary import REMOVED, check_model_name
@@ -249,6 +250,7 @@ def check_model(model: str | None, output: Iterable[str], function: str) -> None
     (kind column.collision): the output keeps the model column's name."""
     if model is not None and (not isinstance(model, str) or not model):
         raise InputError(f"model must be a column name (a non-empty string) or None, not {model!r}")
+    check_reserved(model, function)
     check_model_name(model, output, function)
 
 

@@ -32,6 +32,7 @@ import duckdb
 from sqlglot import exp
 
 from embsql.errors import ColumnNotFoundError, ColumnTypeError, SourceNotFoundError
+from embsql.io.columns import check_reserved
 
 _FILE_SUFFIX = re.compile(r"\.(parquet|csv|tsv|json|jsonl|ndjson)(\.gz|\.zst)?$", re.IGNORECASE)
 _DUCKDB_FILE = re.compile(r"^(?P<path>.+\.(duckdb|ddb|db)):(?P<table>[^:/\\]+)$", re.IGNORECASE)
@@ -57,10 +58,18 @@ class Source:
     columns: dict[str, str]
 
     def require(self, column: str, role: str) -> str:
-        """Return the type of ``column`` or raise naming it and the columns that exist."""
+        """Return the type of ``column`` or raise naming it and the columns that exist (a model
+        column named with the reserved prefix is refused first: embsql.io.columns.check_reserved)."""
+        if role == "model":
+            check_reserved(column)
         if column not in self.columns:
             available = ", ".join(self.columns) or "(none)"
-            raise ColumnNotFoundError(f"{role} column {column!r} not found in {self.name!r}; its columns are: {available}")
+            # names match exactly, case included, on every route (the SQL macros: emb__model_case)
+            other = [c for c in self.columns if c.lower() == str(column).lower()]
+            case = f"; its column {other[0]!r} differs only in case (column names match exactly, case included)" \
+                if other else ""
+            raise ColumnNotFoundError(f"{role} column {column!r} not found in {self.name!r}; its columns are: "
+                                      f"{available}{case}")
         return self.columns[column]
 
     def vector_dimension(self, column: str) -> int | None:

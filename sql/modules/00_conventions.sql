@@ -2,7 +2,9 @@
 --   * Public macros are emb_*; helpers are emb__* and may change.
 --   * Internal column names start with __emb_ so they cannot collide with user columns; a model column
 --     (the one user column carried beside them) whose name starts with __emb_ is refused
---     (embsql: [column.reserved]) by emb__checked_source.
+--     (embsql: [column.reserved]) by emb__checked_source, which every public macro with a model
+--     argument hands its source through; the Python faces refuse it too (embsql/io/columns.py
+--     holds the prefix, emb__reserved_prefix() is generated from it).
 --   * Bad input raises an error whose message starts with "embsql: [kind]" (the kinds: embsql/errors.py).
 --   * Column names arrive as strings.  A column that does not exist must still *bind*
 --     (so that we can raise our own error instead of a binder error), hence the
@@ -35,7 +37,29 @@ CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, "by", 
         WHEN list_contains(outputs, lower(model))     -- (the column quoted as SQL names it, for the message's SELECT ... AS)
             THEN emb__fail_column_collision('"' || replace(model, '"', '""') || '"', function)
         -- the prefix of the macros' own columns, which carry the model column beside them (see above)
-        WHEN starts_with(lower(model), '__emb_')
+        WHEN starts_with(lower(model), emb__reserved_prefix())
             THEN emb__fail_column_reserved('"' || replace(model, '"', '""') || '"', function)
         ELSE source
     END;
+
+-- ---------------------------------------------------------------------------
+-- Column names match exactly, case included, on every route (the Python faces and the UDFs too:
+-- embsql.io.sources.Source.require).  A model column named in another case than the table's
+-- ("Model" for model) is never taken for "no model column" (the functions whose model column is
+-- optional, emb_knn_classify and the similarity functions, would pool the models): it is refused,
+-- naming the column the table has.  A filter's value (true), for a WHERE.
+-- ---------------------------------------------------------------------------
+CREATE OR REPLACE TEMP MACRO emb__model_case(tbl, model_col) AS (
+    SELECT CASE
+        WHEN model_col IS NOT NULL AND __emb_exact = 1 AND __emb_any > 1
+            THEN emb__fail_column_missing('model', format('''{}''', model_col), format('''{}''', tbl),
+                     format('; its column ''{}'' differs only in case (column names match exactly, case included)',
+                            __emb_names[1]))
+        ELSE true
+    END
+    -- (the columns' names, from one row or none: a table, a view or a file; the __emb_null stand-in
+    -- makes each COLUMNS match one column at least)
+    FROM (SELECT len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))) AS __emb_exact,
+                 len(list_value(*COLUMNS(lambda c: lower(c) = lower(model_col) OR c = '__emb_null'))) AS __emb_any,
+                 [alias(COLUMNS(lambda c: lower(c) = lower(model_col) OR c = '__emb_null'))] AS __emb_names
+          FROM (SELECT 1 AS __emb_one) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true));

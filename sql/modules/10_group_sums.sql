@@ -110,6 +110,7 @@ SELECT
             vector_col, tbl, __emb_vtype))
         WHEN extra_col IS NOT NULL AND __emb_xcols = 1
             THEN error(format('embsql: [column.missing] column "{}" not found in {}', extra_col, tbl))
+        WHEN by_col IS NOT NULL AND __emb_bycols = 1 AND NOT emb__model_case(tbl, by_col) THEN NULL  -- (another case)
         WHEN by_col IS NOT NULL AND __emb_bycols = 1
             THEN error(format('embsql: [column.missing] model column "{}" not found in {}', by_col, tbl))
         -- a NULL or NaN model value: refused like a group label (never a row for a NULL model)

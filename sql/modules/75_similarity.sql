@@ -34,8 +34,7 @@ p AS (
     FROM (SELECT *, NULL AS __emb_null FROM query_table(pairs_tbl))
 ),
 e AS (
-    SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')),
-           -- '' without a model column (a NULL key would match nothing in the joins below)
+    SELECT -- '' without a model column (a NULL key would match nothing in the joins below)
            coalesce(coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))::VARCHAR, '') AS __emb_m,
            coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))::VARCHAR AS __emb_m0,
            coalesce(*COLUMNS(lambda c: c IN (item_col, '__emb_null')))::VARCHAR AS __emb_i,
@@ -45,9 +44,11 @@ e AS (
 twice AS (SELECT any_value(__emb_i) AS __emb_i, any_value(__emb_m) AS __emb_m
           FROM (SELECT __emb_m, __emb_i FROM e GROUP BY ALL HAVING count(*) > 1)),
 null_models AS (SELECT count(*) FILTER (__emb_m0 IS NULL) AS __emb_k FROM e),
-models AS (SELECT DISTINCT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_m FROM e),
+-- (the model's key only: the model column, named as the user named it (n, r, df ...), joins back by
+-- __emb_m at the end, so it never meets the columns computed in between)
+models AS (SELECT DISTINCT __emb_m FROM e),
 j AS (
-    SELECT m.*, p.*, ea.__emb_i IS NOT NULL AND eb.__emb_i IS NOT NULL AS __emb_known,
+    SELECT m.__emb_m, p.*, ea.__emb_i IS NOT NULL AND eb.__emb_i IS NOT NULL AS __emb_known,
            ea.__emb_i IS NULL AS __emb_no_a, ea.__emb_v AS __emb_va, eb.__emb_v AS __emb_vb
     FROM models m CROSS JOIN p
     LEFT JOIN e ea ON ea.__emb_m IS NOT DISTINCT FROM m.__emb_m AND ea.__emb_i = p.__emb_pa
@@ -62,6 +63,7 @@ WHERE CASE
     WHEN __emb_scols = 1 THEN emb__fail_column_missing('score', format('''{}''', score_col), format('''{}''', pairs_tbl), '')
     WHEN __emb_icols = 1 THEN emb__fail_column_missing('item', format('''{}''', item_col), format('''{}''', emb_tbl), '')
     WHEN __emb_vcols = 1 THEN emb__fail_column_missing('vector', format('''{}''', vector_col), format('''{}''', emb_tbl), '')
+    WHEN __emb_mcols = 1 AND NOT emb__model_case(emb_tbl, model_col) THEN false   -- (another case: refused)
     WHEN model_col IS NOT NULL AND model_col <> 'model' AND __emb_mcols = 1
         THEN emb__fail_column_missing('model', format('''{}''', model_col), format('''{}''', emb_tbl), '')
     WHEN missing IS NULL OR missing NOT IN ('error', 'skip')
@@ -163,10 +165,14 @@ v AS (
     FROM est JOIN checked USING (__emb_m) JOIN item_sums USING (__emb_m) JOIN dyad_sums USING (__emb_m)
     JOIN pair_sums USING (__emb_m) JOIN skipped USING (__emb_m)
 )
-SELECT models.* EXCLUDE (__emb_m), v.__emb_m, r AS estimate,
-       CASE WHEN abs(r) >= 1 THEN r ELSE tanh(atanh(r) - emb__t_quantile((1 + level) / 2, df) * se / (1 - r * r)) END AS ci_low,
-       CASE WHEN abs(r) >= 1 THEN r ELSE tanh(atanh(r) + emb__t_quantile((1 + level) / 2, df) * se / (1 - r * r)) END AS ci_high,
-       se, pairs AS __emb_pairs, items, skipped, level::DOUBLE AS __emb_level, pairs >= 200 AND df >= 20 AS calibrated
+-- (v's columns qualified: the model column beside them may have any name, r or df too)
+SELECT models.* EXCLUDE (__emb_m), v.__emb_m, v.r AS __emb_estimate,
+       CASE WHEN abs(v.r) >= 1 THEN v.r
+            ELSE tanh(atanh(v.r) - emb__t_quantile((1 + level) / 2, v.df) * v.se / (1 - v.r * v.r)) END AS ci_low,
+       CASE WHEN abs(v.r) >= 1 THEN v.r
+            ELSE tanh(atanh(v.r) + emb__t_quantile((1 + level) / 2, v.df) * v.se / (1 - v.r * v.r)) END AS ci_high,
+       v.se, v.pairs AS __emb_pairs, v.items, v.skipped, level::DOUBLE AS __emb_level,
+       v.pairs >= 200 AND v.df >= 20 AS calibrated
 FROM v JOIN (SELECT DISTINCT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_m
              FROM (SELECT *, 1 AS __emb_all, coalesce(coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))::VARCHAR, '') AS __emb_m
                    FROM (SELECT *, NULL AS __emb_null FROM query_table(emb_tbl)))) models
@@ -213,9 +219,9 @@ CREATE OR REPLACE TEMP MACRO emb_similarity_pearson(pairs, embeddings, model := 
                                                     score := 'score', item := 'item', vector := 'vector',
                                                     missing := 'error', level := 0.95) AS TABLE
 SELECT COLUMNS(lambda c: c <> '__emb_all') FROM (       -- (__emb_all stands in for a missing model column)
-SELECT COLUMNS(lambda c: c NOT IN ('__emb_m', 'estimate', 'ci_low', 'ci_high', 'se', '__emb_pairs', 'items', 'skipped',
+SELECT COLUMNS(lambda c: c NOT IN ('__emb_m', '__emb_estimate', 'ci_low', 'ci_high', 'se', '__emb_pairs', 'items', 'skipped',
                                    '__emb_level', 'calibrated')),
-       estimate AS pearson, ci_low, ci_high, se, __emb_pairs AS pairs, items, skipped, __emb_level AS level, calibrated
+       __emb_estimate AS pearson, ci_low, ci_high, se, __emb_pairs AS pairs, items, skipped, __emb_level AS level, calibrated
 FROM emb__similarity_correlation(
     pairs, emb__checked_source(embeddings, 'emb_similarity_pearson', model, NULL, emb__outputs_emb_similarity_pearson()),
     model, a, b, score, item, vector, missing, level, false));
@@ -259,9 +265,9 @@ CREATE OR REPLACE TEMP MACRO emb_similarity_spearman(pairs, embeddings, model :=
                                                      score := 'score', item := 'item', vector := 'vector',
                                                      missing := 'error', level := 0.95) AS TABLE
 SELECT COLUMNS(lambda c: c <> '__emb_all') FROM (       -- (__emb_all stands in for a missing model column)
-SELECT COLUMNS(lambda c: c NOT IN ('__emb_m', 'estimate', 'ci_low', 'ci_high', 'se', '__emb_pairs', 'items', 'skipped',
+SELECT COLUMNS(lambda c: c NOT IN ('__emb_m', '__emb_estimate', 'ci_low', 'ci_high', 'se', '__emb_pairs', 'items', 'skipped',
                                    '__emb_level', 'calibrated')),
-       estimate AS spearman, ci_low, ci_high, se, __emb_pairs AS pairs, items, skipped, __emb_level AS level, calibrated
+       __emb_estimate AS spearman, ci_low, ci_high, se, __emb_pairs AS pairs, items, skipped, __emb_level AS level, calibrated
 FROM emb__similarity_correlation(
     pairs, emb__checked_source(embeddings, 'emb_similarity_spearman', model, NULL, emb__outputs_emb_similarity_spearman()),
     model, a, b, score, item, vector, missing, level, true));

@@ -37,8 +37,8 @@ CREATE OR REPLACE TEMP MACRO emb__null_method_argument(value) AS
 -- in its words: the vectors' on the per-by aggregate, before the UDF (which never sees an unusable
 -- vector or mixed lengths); the design's on the UDF's result (the UDF skips the test of a design the
 -- decomposition refuses).  Each check is a filter, so it holds whatever columns a query reads.
-CREATE OR REPLACE TEMP MACRO emb__permanova(tbl, group_col, vector_col, by_col, permutations, seed, strata_col,
-                                       statistic, null_method) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__permanova_checked(tbl, group_col, vector_col, by_col, permutations, seed,
+                                               strata_col, statistic, null_method) AS TABLE
 WITH items AS (
     SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
         list(__emb_g::VARCHAR) AS __emb_gs, list(__emb_v::DOUBLE[]) AS __emb_vs, list(__emb_x::VARCHAR) AS __emb_xs,
@@ -75,22 +75,7 @@ test AS (
 ),
 tested AS (SELECT * EXCLUDE (__emb_r), __emb_r.value AS __emb_t FROM test WHERE emb__udf_ok(__emb_r)),
 with_total AS (SELECT *, __emb_t.ss_w + __emb_t.ss_b AS __emb_ss_t FROM tested)
-SELECT
-    s.* EXCLUDE (__emb_t, __emb_ss_t),
-    s.__emb_t.n AS n,
-    s.__emb_t.groups AS groups,
-    s.__emb_ss_t AS ss_t,
-    s.__emb_t.ss_w AS ss_w,
-    s.__emb_t.ss_b AS ss_b,
-    s.__emb_t.ss_b / s.__emb_ss_t AS r2,
-    (s.__emb_t.groups - 1.0) / (s.__emb_t.n - 1.0) AS r2_null,
-    (s.__emb_t.ss_b / (s.__emb_t.groups - 1.0)) / (s.__emb_t.ss_w / (s.__emb_t.n - s.__emb_t.groups)) AS f,
-    s.__emb_ss_t / s.__emb_t.n AS v,
-    s.__emb_t.mean_resultant_length AS mean_resultant_length,
-    s.__emb_t.ss_w / s.__emb_t.n AS w_bar,
-    s.__emb_t.p_value AS p_value, s.__emb_t.permutations AS permutations, s.__emb_t.statistic_name AS statistic,
-    s.__emb_t.w_d AS w_d, s.__emb_t.null_method AS null_method, s.__emb_t.groups_left_out AS groups_left_out,
-    s.__emb_t.items_left_out AS items_left_out, s.__emb_t.note AS note
+SELECT s.*
 -- one row with NULLs when there are no items (an empty source is an error, as in emb_anova)
 FROM (SELECT 1) LEFT JOIN with_total s ON true
 WHERE CASE
@@ -105,6 +90,30 @@ WHERE CASE
         emb__precision_error('the vectors within each group', s.__emb_b, s.__emb_t.ss_w, s.__emb_t.n, 'F')
     ELSE true
 END
+ORDER BY s.__emb_b;
+
+-- emb_permanova's columns (emb_anova's and the test's), from the checked rows (the model column under
+-- its own name, __emb_b, __emb_all): only those, so that the model column, named like none of them
+-- (emb__checked_source), keeps its place.  emb_permanova_welch reads emb__permanova_checked itself,
+-- so that a model column named like one of these columns (ss_t, f ...), which it does not return,
+-- cannot clash.
+CREATE OR REPLACE TEMP MACRO emb__permanova(tbl, group_col, vector_col, by_col, permutations, seed, strata_col,
+                                       statistic, null_method) AS TABLE
+SELECT
+    s.* EXCLUDE (__emb_t, __emb_ss_t),
+    s.__emb_t.n AS n,
+    s.__emb_t.groups AS groups,
+    s.__emb_ss_t AS ss_t,
+    s.__emb_t.ss_w AS ss_w,
+    s.__emb_t.ss_b AS ss_b,
+    s.__emb_t.ss_b / s.__emb_ss_t AS r2,
+    (s.__emb_t.groups - 1.0) / (s.__emb_t.n - 1.0) AS r2_null,
+    (s.__emb_t.ss_b / (s.__emb_t.groups - 1.0)) / (s.__emb_t.ss_w / (s.__emb_t.n - s.__emb_t.groups)) AS f,
+    s.__emb_ss_t / s.__emb_t.n AS v,
+    s.__emb_t.mean_resultant_length AS mean_resultant_length,
+    s.__emb_t.ss_w / s.__emb_t.n AS w_bar,
+    s.__emb_t.p_value AS p_value, s.__emb_t.permutations AS permutations
+FROM emb__permanova_checked(tbl, group_col, vector_col, by_col, permutations, seed, strata_col, statistic, null_method) s
 ORDER BY s.__emb_b;
 
 -- @function emb_permanova(source, "group", vector, permutations := 999, seed := 42, strata := NULL, model := NULL)
@@ -154,7 +163,7 @@ ORDER BY s.__emb_b;
 -- FROM emb_permanova('ex', 'topic', 'embedding', permutations := 199, model := 'model');
 CREATE OR REPLACE TEMP MACRO emb_permanova(source, "group", vector, permutations := 999, seed := 42, strata := NULL,
                                            model := NULL, "by" := NULL) AS TABLE
-SELECT p.* EXCLUDE (__emb_b, __emb_all, statistic, w_d, null_method, groups_left_out, items_left_out, note)
+SELECT p.* EXCLUDE (__emb_b, __emb_all)
 FROM emb__permanova(
          emb__checked_source(source, 'emb_permanova', model, "by", emb__outputs_emb_permanova()),
          "group", vector, model, permutations, seed, strata, 'pseudo-f', 'auto') p
@@ -211,12 +220,16 @@ ORDER BY p.__emb_b;
 CREATE OR REPLACE TEMP MACRO emb_permanova_welch(source, "group", vector, permutations := 999, seed := 42,
                                                  strata := NULL, model := NULL, null_method := 'auto') AS TABLE
 -- (the output columns qualified: a macro parameter's name, unqualified, would stand for its value)
-SELECT w.* EXCLUDE (__emb_b, w_d, p_value, permutations, null_method, groups_left_out, items_left_out, note),
-       w.w_d, w.p_value, w.permutations, w.null_method, w.groups_left_out, w.items_left_out, w.note
-FROM (SELECT p.* EXCLUDE (__emb_all, ss_t, ss_w, ss_b, r2, r2_null, f, v, mean_resultant_length, w_bar, statistic)
-      FROM emb__permanova(
-               emb__checked_source(source, 'emb_permanova_welch', model, NULL, emb__outputs_emb_permanova_welch()),
-               "group", vector, model, permutations, seed, strata, 'welch', null_method) p) w
+-- (from the checked rows: the model column and its own output columns only, so that a model column
+-- named like an emb_anova column, ss_t or f, stands for the model)
+SELECT w.* EXCLUDE (__emb_b, __emb_all, __emb_t, __emb_ss_t),
+       w.__emb_t.n AS n, w.__emb_t.groups AS groups, w.__emb_t.w_d AS w_d, w.__emb_t.p_value AS p_value,
+       w.__emb_t.permutations AS permutations, w.__emb_t.null_method AS null_method,
+       w.__emb_t.groups_left_out AS groups_left_out, w.__emb_t.items_left_out AS items_left_out,
+       w.__emb_t.note AS note
+FROM emb__permanova_checked(
+         emb__checked_source(source, 'emb_permanova_welch', model, NULL, emb__outputs_emb_permanova_welch()),
+         "group", vector, model, permutations, seed, strata, 'welch', null_method) w
 ORDER BY w.__emb_b;
 
 -- The pairs (a, b, d) of a distance table, columns named by the caller (the distance routes of

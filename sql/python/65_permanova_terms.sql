@@ -33,7 +33,8 @@ WITH items AS (
            coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null'))) AS __emb_b,
            to_json(struct_pack(*COLUMNS(lambda c: list_contains(emb__term_columns(terms), c) OR c = '__emb_null')))::VARCHAR AS __emb_j,
            coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))::DOUBLE[] AS __emb_v,
-           coalesce(*COLUMNS(lambda c: c IN (strata, '__emb_null')))::VARCHAR AS __emb_x
+           coalesce(*COLUMNS(lambda c: c IN (strata, '__emb_null')))::VARCHAR AS __emb_x,
+           row_number() OVER () - 1 AS __emb_row
     FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
 ),
 test AS (
@@ -41,11 +42,27 @@ test AS (
            emb__permanova_terms_test(list(__emb_j), list(__emb_v), list(__emb_x), terms::VARCHAR[], vector_col,
                                      emb__sums_argument(sums), emb__permute_argument(permute),
                                      emb__whole_argument(permutations, 'permutations'),
-                                     emb__whole_argument(seed, 'seed'), strata IS NOT NULL, tbl) AS __emb_r
+                                     emb__whole_argument(seed, 'seed'), strata IS NOT NULL, tbl) AS __emb_r,
+           min(__emb_row) AS __emb_first
     FROM items
     GROUP BY ALL
 ),
-tested AS (SELECT * EXCLUDE (__emb_r), __emb_r.value AS __emb_rows FROM test WHERE emb__udf_ok(__emb_r))
+-- a NULL or NaN model value is refused as in emb_anova (never a row for a NULL model), naming a row
+tested AS (
+    SELECT * EXCLUDE (__emb_r, __emb_first), __emb_r.value AS __emb_rows FROM test
+    WHERE CASE
+        WHEN model_col IS NOT NULL AND NOT emb__model_case(tbl, model_col) THEN false    -- (another case: refused)
+        WHEN model_col IS NOT NULL
+             AND (SELECT len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null'))))
+                  FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) = 1
+            THEN emb__fail_column_missing('model', format('"{}"', model_col), tbl, '')
+        WHEN model_col IS NOT NULL AND (__emb_b IS NULL OR (typeof(__emb_b) IN ('FLOAT', 'DOUBLE')
+                                                            AND isnan(emb__label_double(__emb_b))))
+            THEN emb__fail_label_null('model', format('"{}"', model_col), CASE WHEN __emb_b IS NULL THEN 'NULL' ELSE 'NaN' END,
+                                      format(' at row {} of {}', __emb_first, tbl))
+        ELSE emb__udf_ok(__emb_r)
+    END
+)
 SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_k', '__emb_rows')),
        emb__whole_argument(permutations, 'permutations') AS permutations, emb__permute_argument(permute) AS permute
 FROM (SELECT *, unnest(__emb_rows, recursive := true), unnest(range(len(__emb_rows))) AS __emb_k FROM tested)

@@ -27,8 +27,9 @@ per_model AS (
            list(__emb_g ORDER BY __emb_row) AS __emb_gs, list(__emb_v ORDER BY __emb_row) AS __emb_vs
     FROM ranked GROUP BY ALL
 ),
+-- (a model column of another case than the table's is refused, not read as no model column)
 described AS (SELECT list(column_name) AS __emb_names, list(column_type) AS __emb_types
-              FROM (DESCRIBE SELECT * FROM query_table(tbl))),
+              FROM (DESCRIBE SELECT * FROM query_table(tbl)) HAVING emb__model_case(tbl, model_col)),
 classified AS (
     SELECT p.* EXCLUDE (__emb_rows, __emb_ranks, __emb_ls, __emb_is, __emb_ss, __emb_gs, __emb_vs),
         emb__classify(tbl, d.__emb_names, d.__emb_types,

@@ -10,14 +10,30 @@ SELECT pairs_tbl AS __emb_ptbl,
        (SELECT list(column_name) FROM (DESCRIBE SELECT * FROM query_table(pairs_tbl))) AS __emb_pnames,
        (SELECT list(column_type) FROM (DESCRIBE SELECT * FROM query_table(pairs_tbl))) AS __emb_ptypes,
        a_col AS __emb_a_col, b_col AS __emb_b_col, score_col AS __emb_s_col, p.*, e.*
-FROM (
+-- (the embeddings first: a model column the call refuses (emb__checked_source) is refused before the
+-- pairs table binds)
+FROM emb__model_items(emb_tbl, item_col, model_col, vector_col) e,
+(
     SELECT coalesce(list(__emb_pa), []) AS __emb_pa, coalesce(list(__emb_pb), []) AS __emb_pb,
            coalesce(list(__emb_ps), []) AS __emb_ps
     FROM (SELECT coalesce(*COLUMNS(lambda c: c IN (a_col, '__emb_null')))::VARCHAR AS __emb_pa,
                  coalesce(*COLUMNS(lambda c: c IN (b_col, '__emb_null')))::VARCHAR AS __emb_pb,
                  TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (score_col, '__emb_null'))) AS DOUBLE) AS __emb_ps
           FROM (SELECT *, NULL AS __emb_null FROM query_table(pairs_tbl)))
-) p, emb__model_items(emb_tbl, item_col, model_col, vector_col) e;
+) p
+-- (a model column of another case is refused, not read as no model column: the UDF's default model;
+-- a NULL or NaN model value is refused as the Python face refuses it, naming its row)
+WHERE emb__model_case(emb_tbl, model_col)
+  AND CASE
+      WHEN NOT list_contains(e.__emb_names, model_col) THEN true
+      WHEN list_count(e.__emb_b) < len(e.__emb_b)
+          THEN emb__fail_label_null('model', format('''{}''', model_col), 'NULL',
+                                    format(' at row {} of embeddings ''{}''', list_position(e.__emb_b, NULL) - 1, emb_tbl))
+      WHEN e.__emb_types[list_position(e.__emb_names, model_col)] IN ('FLOAT', 'DOUBLE') AND list_contains(e.__emb_b, 'nan')
+          THEN emb__fail_label_null('model', format('''{}''', model_col), 'NaN',
+                                    format(' at row {} of embeddings ''{}''', list_position(e.__emb_b, 'nan') - 1, emb_tbl))
+      ELSE true
+  END;
 
 -- The model values of the embeddings, under the model column's own name, with their text (the key
 -- the UDF's rows carry); without a model column, one row of the constant __emb_all.
@@ -135,5 +151,6 @@ FROM (SELECT emb__compare_similarity(__emb_ptbl, __emb_pnames, __emb_ptypes, __e
                                      __emb_pa, __emb_pb, __emb_ps, __emb_tbl, __emb_names, __emb_types,
                                      __emb_item_col, __emb_model_col, __emb_vector_col, __emb_b, __emb_x, __emb_v,
                                      missing, level) AS __emb_r
-      FROM emb__similarity_inputs(pairs, embeddings, model, a, b, score, item, vector))
+      FROM emb__similarity_inputs(pairs, emb__checked_source(embeddings, 'emb_compare_similarity', model, NULL, []::VARCHAR[]),
+                                  model, a, b, score, item, vector))
 WHERE emb__udf_ok(__emb_r);

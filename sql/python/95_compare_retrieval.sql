@@ -73,6 +73,6 @@ FROM (SELECT emb__compare_retrieval(
                  TRY_CAST(coalesce(*COLUMNS(lambda c: c IN ('value', '__emb_null'))) AS DOUBLE) AS __emb_v,
                  coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null')))::VARCHAR AS __emb_g
           FROM (SELECT *, NULL AS __emb_null
-                FROM query_table(emb__checked_source(evaluation, 'emb_compare_retrieval', NULL, "by", [])))
+                FROM query_table(emb__checked_source(evaluation, 'emb_compare_retrieval', model, "by", []::VARCHAR[])))
       )) r
 WHERE emb__udf_ok(r.__emb_r);
