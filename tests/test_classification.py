@@ -68,8 +68,8 @@ def test_knn_leave_one_out_equals_sklearn(con, k):
         assert summary[name]["items"] == len(y) and summary[name]["split"] == "leave-one-out"
 
 
-def test_knn_on_more_items_than_the_floor_sample_equals_sklearn(con):
-    # beyond 2 x FLOOR_SAMPLE documents each query's search starts from a sampled floor
+def test_knn_on_more_items_than_the_first_block_equals_sklearn(con):
+    # beyond FIRST_BLOCK documents the later, doubling blocks pass only what beats the running threshold
     x, y = _data(n=3000, d=8, classes=6, seed=12, spread=0.6)
     x = x.astype(np.float32)
     table = pa.table({"label": y, "vector": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), 8)})

@@ -57,7 +57,7 @@ import numpy as np
 
 from embsql.core.arguments import check_level, check_permutations, check_seed
 from embsql.core.labels import bad_label, clean_label, sort_key, text_key
-from embsql.core.ranking import top_k
+from embsql.core.ranking import top_k, unit_float32
 from embsql.core.retrieval_comparison import adjust, cluster_sums, sign_flip_p, t_interval
 from embsql.core.student_t import t_quantile
 from embsql.errors import BadLabelError, fail
@@ -66,8 +66,6 @@ RowName = Callable[[int], str]   # names row i in a message
 
 CALIBRATED_FROM = 30          # items or clusters: the simulated coverage held from here on
 QUERY_CHUNK = 8192            # queries scaled to float64 at a time (25 MB at d = 384)
-FLOOR_SAMPLE = 1024           # documents whose depth-th best cosine starts each query's floor
-FLOOR_MARGIN = 1e-9           # far above the rounding of a float64 cosine, far below any real gap
 VOTE_CELLS = 1 << 22          # at most this many k x k comparisons per block of the vote
 EXACT_BINOMIAL = 100_000     # discordant items up to which McNemar's tail is summed in integers (< 1 s)
 SPLITS = ("train", "test")
@@ -95,18 +93,6 @@ def _vote(labels: np.ndarray) -> np.ndarray:
     return out
 
 
-def _floor(vectors: np.ndarray, inv_norms: np.ndarray, queries: np.ndarray, docs: np.ndarray,
-           depth: int) -> np.ndarray | None:
-    """A lower bound on each query's depth-th best cosine: its depth-th best over an evenly spaced
-    sample of FLOOR_SAMPLE documents (a subset cannot do better than all of them), less a margin
-    for rounding.  Given to top_k as its floor, it spares the first block's partial sort."""
-    if len(docs) <= 2 * FLOOR_SAMPLE:
-        return None
-    sample = docs[np.linspace(0, len(docs) - 1, FLOOR_SAMPLE).astype(np.int64)]
-    sims = queries @ (vectors[sample].astype(np.float64) * inv_norms[sample, None]).T
-    return np.partition(sims, FLOOR_SAMPLE - depth, axis=1)[:, FLOOR_SAMPLE - depth] - FLOOR_MARGIN
-
-
 def knn_neighbours(vectors: np.ndarray, inv_norms: np.ndarray, order: np.ndarray, k: int,
                    train: np.ndarray | None = None) -> np.ndarray:
     """Indices (into ``vectors``) of each query item's k nearest training items, nearest first.
@@ -119,12 +105,13 @@ def knn_neighbours(vectors: np.ndarray, inv_norms: np.ndarray, order: np.ndarray
     docs = np.arange(len(vectors)) if train is None else np.flatnonzero(train)
     depth = k + 1 if train is None else k
     doc_vectors = vectors if train is None else vectors[docs]
+    doc_inv = inv_norms[docs]
+    unit = unit_float32(doc_vectors, doc_inv)           # scaled once, not once per chunk of queries
     out = np.empty((len(rows), k), dtype=np.int64)
     for low in range(0, len(rows), QUERY_CHUNK):
         chunk = rows[low:low + QUERY_CHUNK]
         queries = vectors[chunk].astype(np.float64) * inv_norms[chunk, None]
-        floor = _floor(vectors, inv_norms, queries, docs, depth)
-        idx, _ = top_k(queries, doc_vectors, inv_norms[docs], order[docs], depth, floor=floor)
+        idx, _ = top_k(queries, doc_vectors, doc_inv, order[docs], depth, unit=unit)
         idx = docs[idx]
         if train is None:
             keep = idx != chunk[:, None]
@@ -260,10 +247,16 @@ def scores(truth: np.ndarray, predicted: np.ndarray, classes: int, clusters: np.
 def label_codes(labels: Sequence[object], column: str, where: RowName) -> tuple[list, np.ndarray]:
     """(the distinct labels in sort order, each row's code); a NULL or NaN label names its row
     (``where(i)``)."""
-    clean = [clean_label(v, column, where(i) if bad_label(v) else "", role="label") for i, v in enumerate(labels)]
+    first: dict[object, int] = {}             # each distinct value (by ==, as a set has it) once, in row order
+    seen = np.fromiter((first.setdefault(v, len(first)) for v in labels), dtype=np.int64, count=len(labels))
+    for value in first:
+        if bad_label(value):                   # the first row with a NULL or NaN (NaNs are unequal)
+            i = next(i for i, v in enumerate(labels) if bad_label(v))
+            clean_label(labels[i], column, where(i), role="label")
+    clean = [clean_label(v, column) for v in first]
     names = sorted(set(clean), key=sort_key)
     lookup = {name: code for code, name in enumerate(names)}
-    return names, np.array([lookup[v] for v in clean], dtype=np.int64)
+    return names, np.array([lookup[v] for v in clean], dtype=np.int64)[seen]
 
 
 def split_mask(values: Sequence[object], column: str, where: RowName) -> np.ndarray:
