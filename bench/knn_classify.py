@@ -124,12 +124,18 @@ def main() -> None:
     parser.add_argument("--d", type=int, default=384)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--table", help="keep the DuckDB file of the data here (made if absent) for another run")
     args = parser.parse_args()
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[name] = str(args.threads)              # inherited by both children
     with tempfile.TemporaryDirectory() as tmp:
-        path = str(Path(tmp) / "emb.duckdb")
-        make_table(path, args.n, args.d)
+        path = args.table or str(Path(tmp) / "emb.duckdb")
+        if not Path(path).exists():
+            make_table(path, args.n, args.d)
+        import duckdb
+        with duckdb.connect(path, read_only=True) as con:
+            rows, width = con.sql("SELECT count(*), max(len(vector)) FROM emb").fetchone()
+        assert (rows, width) == (args.n, args.d), f"{path} holds {rows} x {width}, not {args.n} x {args.d}"
         results = [child(run_embsql, path, args.k), child(run_faiss, path, args.k)]
     ours, peer = results
     print(f"k-NN leave-one-out, n = {args.n:,}, d = {args.d}, k = {args.k}, {CLASSES} classes, "

@@ -73,6 +73,10 @@ RowName = Callable[[int], str]   # names row i in a message
 
 CALIBRATED_FROM = 30          # items or clusters: the simulated coverage held from here on
 QUERY_CHUNK = 8192            # queries scaled to float64 at a time (25 MB at d = 384)
+# top_k's blocks for k-NN: 2048 x 2048 float32 products (16 MB, within the L3 cache) came out
+# about 5% faster than retrieve's 1024 x 16384 (64 MB) at n = 20,000 (bench/knn_classify.py)
+KNN_QUERY_BLOCK = 2048
+KNN_DOC_BLOCK = 2048
 VOTE_CELLS = 1 << 22          # at most this many k x k comparisons per block of the vote
 EXACT_BINOMIAL = 100_000     # discordant items up to which McNemar's tail is summed in integers (< 1 s)
 SPLITS = ("train", "test")
@@ -118,7 +122,8 @@ def knn_neighbours(vectors: np.ndarray, inv_norms: np.ndarray, order: np.ndarray
     for low in range(0, len(rows), QUERY_CHUNK):
         chunk = rows[low:low + QUERY_CHUNK]
         queries = vectors[chunk].astype(np.float64) * inv_norms[chunk, None]
-        idx, _ = top_k(queries, doc_vectors, doc_inv, order[docs], depth, unit=unit)
+        idx, _ = top_k(queries, doc_vectors, doc_inv, order[docs], depth, unit=unit,
+                       query_block=KNN_QUERY_BLOCK, doc_block=KNN_DOC_BLOCK)
         idx = docs[idx]
         if train is None:
             keep = idx != chunk[:, None]
