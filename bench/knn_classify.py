@@ -1,7 +1,9 @@
 """k-NN leave-one-out classification: embsql.knn_classify beside faiss-cpu, side by side in one run.
 
     pip install faiss-cpu          # the peer (also in the "bench" extra)
-    nice -n 10 python bench/knn_classify.py [--n 100000] [--d 384] [--k 10] [--threads 2]
+    nice -n 10 python bench/knn_classify.py [--n 100000] [--d 384] [--k 10] [--threads 2] [--table FILE]
+
+(--table keeps the DuckDB file of the data for the next run: made if absent, else checked to hold n x d.)
 
 The data: n items in 20 classes (class centre + noise), FLOAT[d] vectors in a DuckDB file.
 Each peer runs in a child process of its own, which reports its time and its peak resident
@@ -134,7 +136,7 @@ def main() -> None:
             make_table(path, args.n, args.d)
         import duckdb
         with duckdb.connect(path, read_only=True) as con:
-            rows, width = con.sql("SELECT count(*), max(len(vector)) FROM emb").fetchone()
+            rows, width = con.sql("SELECT count(*), max(len(vector)) FROM emb").fetchall()[0]
         assert (rows, width) == (args.n, args.d), f"{path} holds {rows} x {width}, not {args.n} x {args.d}"
         results = [child(run_embsql, path, args.k), child(run_faiss, path, args.k)]
     ours, peer = results
