@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from embsql.core.arguments import check_level
-from embsql.core.classification import CLASSIFY_COLUMNS, COMPARE_COLUMNS, ITEM_COLUMNS, align, classify, paired_rows
+from embsql.core.classification import CLASSIFY_COLUMNS, ITEM_COLUMNS, PAIRED_COLUMNS, align, classify, paired_rows
 from embsql.core.labels import clean_label, sort_key
 from embsql.core.ranking import check_k
 from embsql.core.sums import normalise
@@ -358,4 +358,4 @@ def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, 
     models, clusters = align(values["model"], values["item"], values["correct"], values.get("group"),
                              f"predictions {table.name!r}")
     rows = paired_rows(models, clusters, level=level, p_adjust=p_adjust, permutations=permutations, seed=seed)
-    return ResultTable.from_dicts("compare_classification", COMPARE_COLUMNS, rows)
+    return ResultTable.from_dicts("compare_classification", PAIRED_COLUMNS, rows)

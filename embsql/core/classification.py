@@ -84,8 +84,12 @@ CLASSIFY_COLUMNS = ("accuracy", "ci_low", "ci_high", "macro_f1", "macro_f1_ci_lo
                     "classes", "groups", "k", "classifier", "split", "level", "calibrated")
 ITEM_COLUMNS = ("item", "label", "predicted", "correct")
 COMPARE_COLUMNS = ("model_a", "model_b", "accuracy_a", "accuracy_b", "difference", "se", "ci_low", "ci_high",
-                   "p_value", "p_exact", "p_adjusted", "p_adjust", "items", "groups", "a_only", "b_only", "permutations",
+                   "p_value", "p_adjusted", "p_adjust", "items", "groups", "a_only", "b_only", "permutations",
                    "method", "level", "calibrated")
+# compare_classification's columns: COMPARE_COLUMNS and, after p_value (the mid-p McNemar), the exact
+# McNemar p.  paired_rows gives both; the faces that name COMPARE_COLUMNS (SQL, the report) take
+# p_exact when they list it
+PAIRED_COLUMNS = COMPARE_COLUMNS[:9] + ("p_exact",) + COMPARE_COLUMNS[9:]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -394,7 +398,7 @@ class Paired:
 
 def paired_rows(models: list[Paired], clusters: np.ndarray | None, *, level: float = 0.95,
                 p_adjust: str | None = "holm", permutations: int = 10_000, seed: int = 42) -> list[dict]:
-    """COMPARE_COLUMNS for every pair of models (in the given order) answering the same items."""
+    """PAIRED_COLUMNS for every pair of models (in the given order) answering the same items."""
     level = check_level(level)
     check_permutations(permutations)
     check_seed(seed)
@@ -426,7 +430,7 @@ def paired_rows(models: list[Paired], clusters: np.ndarray | None, *, level: flo
         rows.append(row)
     for row, adjusted in zip(rows, adjust([float(r["p_value"]) for r in rows], p_adjust)):  # type: ignore[arg-type]
         row["p_adjusted"] = adjusted
-    return [{column: row[column] for column in COMPARE_COLUMNS} for row in rows]
+    return [{column: row[column] for column in PAIRED_COLUMNS} for row in rows]
 
 
 def align(models: Sequence[object], items: Sequence[object], correct: Sequence[object],
