@@ -1,7 +1,9 @@
 """k-NN leave-one-out classification: embsql.knn_classify beside faiss-cpu, side by side in one run.
 
     pip install faiss-cpu          # the peer (also in the "bench" extra)
-    nice -n 10 python bench/knn_classify.py [--n 100000] [--d 384] [--k 10]
+    nice -n 10 python bench/knn_classify.py [--n 100000] [--d 384] [--k 10] [--threads 2] [--table FILE]
+
+(--table keeps the DuckDB file of the data for the next run: made if absent, else checked to hold n x d.)
 
 The data: n items in 20 classes (class centre + noise), FLOAT[d] vectors in a DuckDB file.
 Each peer runs in a child process of its own, which reports its time and its peak resident
@@ -12,8 +14,10 @@ memory (ru_maxrss), so neither inherits the other's memory:
   faiss   the vectors already in memory as a float32 numpy array (read before the clock starts),
           normalised, IndexFlatIP (exact inner product) searched for k + 1 neighbours, the item
           itself dropped, and a numpy majority vote (ties to the smallest label).
-Each is warmed first on a small table / index (no first-call costs in the timing), then timed
-once in full.  RATIO = embsql / faiss (target: at most 1.3), of the wall time and of the CPU time
+Both children run with the same number of threads (--threads, default all cores: OpenBLAS for
+numpy's products, OpenMP for faiss; set through OPENBLAS_NUM_THREADS / OMP_NUM_THREADS before they
+start).  Each is warmed first on a small table / index (no first-call costs in the timing), then
+timed once in full.  RATIO = embsql / faiss (target: at most 1.3), of the wall time and of the CPU time
 of all threads (process_time: on a machine shared with other work the wall time measures the
 neighbours' load as much as the code); the accuracies are printed beside it (they agree unless a
 tie at the k-th neighbour is broken differently).
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
 import resource
 import sys
 import tempfile
@@ -120,13 +125,23 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--d", type=int, default=384)
     parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--table", help="keep the DuckDB file of the data here (made if absent) for another run")
     args = parser.parse_args()
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = str(args.threads)              # inherited by both children
     with tempfile.TemporaryDirectory() as tmp:
-        path = str(Path(tmp) / "emb.duckdb")
-        make_table(path, args.n, args.d)
+        path = args.table or str(Path(tmp) / "emb.duckdb")
+        if not Path(path).exists():
+            make_table(path, args.n, args.d)
+        import duckdb
+        with duckdb.connect(path, read_only=True) as con:
+            rows, width = con.sql("SELECT count(*), max(len(vector)) FROM emb").fetchall()[0]
+        assert (rows, width) == (args.n, args.d), f"{path} holds {rows} x {width}, not {args.n} x {args.d}"
         results = [child(run_embsql, path, args.k), child(run_faiss, path, args.k)]
     ours, peer = results
-    print(f"k-NN leave-one-out, n = {args.n:,}, d = {args.d}, k = {args.k}, {CLASSES} classes")
+    print(f"k-NN leave-one-out, n = {args.n:,}, d = {args.d}, k = {args.k}, {CLASSES} classes, "
+          f"{args.threads} thread{'s' if args.threads > 1 else ''} each")
     print(f"{'peer':8} {'seconds':>9} {'CPU s':>9} {'peak MB':>9} {'accuracy':>9}")
     for r in results:
         print(f"{r['peer']:8} {r['seconds']:9.2f} {r['cpu']:9.2f} {r['peak_mb']:9.0f} {r['accuracy']:9.5f}")

@@ -93,9 +93,12 @@ def test_with_the_group_as_label_items_are_the_units_and_mcnemar_is_exact(data):
     assert_same_rows([r for r in rows if r["classifier"] == "knn"],
           embsql.knn_classify(embsql.connect(), data, label="label", item="item").to_dicts())
     row = next(r for r in result["classification_compare"].to_dicts() if r["classifier"] == "knn")
-    assert row["method"] == "exact McNemar"
-    expected = stats.binomtest(row["a_only"], row["a_only"] + row["b_only"], 0.5).pvalue
-    assert row["p_value"] == pytest.approx(expected, rel=1e-12)
+    assert row["method"] == "mid-p McNemar"
+    discordant, low = row["a_only"] + row["b_only"], min(row["a_only"], row["b_only"])
+    expected = stats.binomtest(row["a_only"], discordant, 0.5).pvalue
+    assert row["p_exact"] == pytest.approx(expected, rel=1e-12)
+    mid = min(1.0, 2 * stats.binom.cdf(low - 1, discordant, 0.5) + stats.binom.pmf(low, discordant, 0.5))
+    assert row["p_value"] == pytest.approx(mid, rel=1e-12)
     assert "the label is the report's group column" in result.section("classification").caution
 
 
@@ -103,12 +106,12 @@ def test_the_verdict_and_the_figure(data):
     result = _report(data, group="label")
     sentence = next(s for s in result.verdict if "k-NN" in s)
     assert sentence.startswith("sharp classifies the label labels better by k-NN (k = 10) than blurred: accuracy")
-    assert "exact McNemar, 120 items" in sentence
+    assert "mid-p McNemar, 120 items" in sentence
     plots = [p for p in report_plots(result) if p.anchor == "classification"]
     assert len(plots) == 1 and plots[0].figure.axes[0].get_title() == "Accuracy per model"
 
 
-ROW = {"classifier": "knn", "items": 200, "groups": None, "method": "exact McNemar", "level": 0.95,
+ROW = {"classifier": "knn", "items": 200, "groups": None, "method": "mid-p McNemar", "level": 0.95,
        "calibrated": True, "p_adjust": "holm"}
 KNN = [{"model": "a", "classifier": "knn", "k": 10, "accuracy": 0.8}, {"model": "b", "classifier": "knn", "k": 10,
                                                                         "accuracy": 0.7}]
@@ -116,11 +119,11 @@ KNN = [{"model": "a", "classifier": "knn", "k": 10, "accuracy": 0.8}, {"model": 
 
 @pytest.mark.parametrize("difference, p, expected", [
     (0.1, 0.002, "a classifies the topic labels better by k-NN (k = 10) than b: accuracy 0.800 against 0.700, 0.100 "
-                 "higher (p = 0.002, 95% interval 0.040 to 0.160; exact McNemar, 200 items)."),
+                 "higher (p = 0.002, 95% interval 0.040 to 0.160; mid-p McNemar, 200 items)."),
     (-0.1, 0.002, "b classifies the topic labels better by k-NN (k = 10) than a: accuracy 0.800 against 0.700, "
-                  "0.100 higher (p = 0.002, 95% interval 0.040 to 0.160; exact McNemar, 200 items)."),
+                  "0.100 higher (p = 0.002, 95% interval 0.040 to 0.160; mid-p McNemar, 200 items)."),
     (0.02, 0.5, "a and b are not told apart on k-NN (k = 10) accuracy for the topic labels: accuracy 0.720 against "
-                "0.700, a gap of 0.020 within chance (p = 0.500, 95% interval −0.040 to 0.080; exact McNemar, 200 "
+                "0.700, a gap of 0.020 within chance (p = 0.500, 95% interval −0.040 to 0.080; mid-p McNemar, 200 "
                 "items)."),
 ])
 def test_the_verdict_in_the_three_cases(difference, p, expected):

@@ -16,7 +16,8 @@ from embsql.io.udf_errors import result_type, sql_errors
 
 TYPES = {"model_a": pa.string(), "model_b": pa.string(), "accuracy_a": pa.float64(), "accuracy_b": pa.float64(),
          "difference": pa.float64(), "se": pa.float64(), "ci_low": pa.float64(), "ci_high": pa.float64(),
-         "p_value": pa.float64(), "p_adjusted": pa.float64(), "p_adjust": pa.string(), "items": pa.int64(),
+         "p_value": pa.float64(), "p_exact": pa.float64(), "p_adjusted": pa.float64(), "p_adjust": pa.string(),
+         "items": pa.int64(),
          "groups": pa.int64(), "a_only": pa.int64(), "b_only": pa.int64(), "permutations": pa.int64(),
          "method": pa.string(), "level": pa.float64(), "calibrated": pa.bool_()}
 SQL_TYPES = {"string": "VARCHAR", "double": "DOUBLE", "int64": "BIGINT", "bool": "BOOLEAN"}

@@ -35,8 +35,14 @@ Both are clipped to [0, 1].  ``calibrated`` is true from CALIBRATED_FROM units (
 clusters) on, where bench/classification_validity.py measured coverage within 95 +- 2.5%.
 
 Paired comparison of accuracy (the same items, two models): d_i = correct_a(i) - correct_b(i).
-  items     exact McNemar: under H0 the b = #(a right, b wrong) of the m discordant items is
-            Binomial(m, 1/2), two-sided p = min(1, 2 P(X <= min(b, c))); the interval of the
+  items     McNemar: under H0 the b = #(a right, b wrong) of the m discordant items is
+            Binomial(m, 1/2); the p-value is the mid-p, 2 P(X < min(b, c)) + P(X = min(b, c)) (1
+            when b = c), beside the exact p = min(1, 2 P(X <= min(b, c))), which the discreteness
+            makes conservative (at 5%, from 10 expected discordant items on, the exact test's
+            level is 2.2-4.2% and the mid-p's 4.1-4.9%, by enumeration and by simulation within its
+            error: bench/classification_validity_mcnemar.txt;
+            Fagerland, Lydersen and Laake 2013 recommend the mid-p); both in (0, 1], a tail below
+            2.2e-308 given as that; the interval of the
             difference is Agresti and Min's (2005): a Wald interval after adding 1/2 to each of the
             four cells of the paired table;
   clusters  a sign-flip randomization test of whole clusters (swapping the two models' answers for
@@ -49,6 +55,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -57,7 +64,7 @@ import numpy as np
 
 from embsql.core.arguments import check_level, check_permutations, check_seed
 from embsql.core.labels import bad_label, clean_label, sort_key, text_key
-from embsql.core.ranking import top_k
+from embsql.core.ranking import top_k, unit_float32
 from embsql.core.retrieval_comparison import adjust, cluster_sums, sign_flip_p, t_interval
 from embsql.core.student_t import t_quantile
 from embsql.errors import BadLabelError, fail
@@ -66,17 +73,21 @@ RowName = Callable[[int], str]   # names row i in a message
 
 CALIBRATED_FROM = 30          # items or clusters: the simulated coverage held from here on
 QUERY_CHUNK = 8192            # queries scaled to float64 at a time (25 MB at d = 384)
-FLOOR_SAMPLE = 1024           # documents whose depth-th best cosine starts each query's floor
-FLOOR_MARGIN = 1e-9           # far above the rounding of a float64 cosine, far below any real gap
+# top_k's blocks for k-NN: 2048 x 2048 float32 products (16 MB, within the L3 cache) came out
+# about 5% faster than retrieve's 1024 x 16384 (64 MB) at n = 20,000 (bench/knn_classify.py)
+KNN_QUERY_BLOCK = 2048
+KNN_DOC_BLOCK = 2048
 VOTE_CELLS = 1 << 22          # at most this many k x k comparisons per block of the vote
 EXACT_BINOMIAL = 100_000     # discordant items up to which McNemar's tail is summed in integers (< 1 s)
 SPLITS = ("train", "test")
 CLASSIFY_COLUMNS = ("accuracy", "ci_low", "ci_high", "macro_f1", "macro_f1_ci_low", "macro_f1_ci_high", "items",
                     "classes", "groups", "k", "classifier", "split", "level", "calibrated")
 ITEM_COLUMNS = ("item", "label", "predicted", "correct")
+# compare_classification's columns (Python, SQL, the report): p_value is the mid-p McNemar test (or the
+# cluster test's), p_exact the exact McNemar p
 COMPARE_COLUMNS = ("model_a", "model_b", "accuracy_a", "accuracy_b", "difference", "se", "ci_low", "ci_high",
-                   "p_value", "p_adjusted", "p_adjust", "items", "groups", "a_only", "b_only", "permutations",
-                   "method", "level", "calibrated")
+                   "p_value", "p_exact", "p_adjusted", "p_adjust", "items", "groups", "a_only", "b_only",
+                   "permutations", "method", "level", "calibrated")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -95,18 +106,6 @@ def _vote(labels: np.ndarray) -> np.ndarray:
     return out
 
 
-def _floor(vectors: np.ndarray, inv_norms: np.ndarray, queries: np.ndarray, docs: np.ndarray,
-           depth: int) -> np.ndarray | None:
-    """A lower bound on each query's depth-th best cosine: its depth-th best over an evenly spaced
-    sample of FLOOR_SAMPLE documents (a subset cannot do better than all of them), less a margin
-    for rounding.  Given to top_k as its floor, it spares the first block's partial sort."""
-    if len(docs) <= 2 * FLOOR_SAMPLE:
-        return None
-    sample = docs[np.linspace(0, len(docs) - 1, FLOOR_SAMPLE).astype(np.int64)]
-    sims = queries @ (vectors[sample].astype(np.float64) * inv_norms[sample, None]).T
-    return np.partition(sims, FLOOR_SAMPLE - depth, axis=1)[:, FLOOR_SAMPLE - depth] - FLOOR_MARGIN
-
-
 def knn_neighbours(vectors: np.ndarray, inv_norms: np.ndarray, order: np.ndarray, k: int,
                    train: np.ndarray | None = None) -> np.ndarray:
     """Indices (into ``vectors``) of each query item's k nearest training items, nearest first.
@@ -119,12 +118,14 @@ def knn_neighbours(vectors: np.ndarray, inv_norms: np.ndarray, order: np.ndarray
     docs = np.arange(len(vectors)) if train is None else np.flatnonzero(train)
     depth = k + 1 if train is None else k
     doc_vectors = vectors if train is None else vectors[docs]
+    doc_inv = inv_norms[docs]
+    unit = unit_float32(doc_vectors, doc_inv)           # scaled once, not once per chunk of queries
     out = np.empty((len(rows), k), dtype=np.int64)
     for low in range(0, len(rows), QUERY_CHUNK):
         chunk = rows[low:low + QUERY_CHUNK]
         queries = vectors[chunk].astype(np.float64) * inv_norms[chunk, None]
-        floor = _floor(vectors, inv_norms, queries, docs, depth)
-        idx, _ = top_k(queries, doc_vectors, inv_norms[docs], order[docs], depth, floor=floor)
+        idx, _ = top_k(queries, doc_vectors, doc_inv, order[docs], depth, unit=unit,
+                       query_block=KNN_QUERY_BLOCK, doc_block=KNN_DOC_BLOCK)
         idx = docs[idx]
         if train is None:
             keep = idx != chunk[:, None]
@@ -260,10 +261,16 @@ def scores(truth: np.ndarray, predicted: np.ndarray, classes: int, clusters: np.
 def label_codes(labels: Sequence[object], column: str, where: RowName) -> tuple[list, np.ndarray]:
     """(the distinct labels in sort order, each row's code); a NULL or NaN label names its row
     (``where(i)``)."""
-    clean = [clean_label(v, column, where(i) if bad_label(v) else "", role="label") for i, v in enumerate(labels)]
+    first: dict[object, int] = {}             # each distinct value (by ==, as a set has it) once, in row order
+    seen = np.fromiter((first.setdefault(v, len(first)) for v in labels), dtype=np.int64, count=len(labels))
+    for value in first:
+        if bad_label(value):                   # the first row with a NULL or NaN (NaNs are unequal)
+            i = next(i for i, v in enumerate(labels) if bad_label(v))
+            clean_label(labels[i], column, where(i), role="label")
+    clean = [clean_label(v, column) for v in first]
     names = sorted(set(clean), key=sort_key)
     lookup = {name: code for code, name in enumerate(names)}
-    return names, np.array([lookup[v] for v in clean], dtype=np.int64)
+    return names, np.array([lookup[v] for v in clean], dtype=np.int64)[seen]
 
 
 def split_mask(values: Sequence[object], column: str, where: RowName) -> np.ndarray:
@@ -337,23 +344,36 @@ def classify(vectors: np.ndarray, inv_norms: np.ndarray, labels: Sequence[object
 # ----------------------------------------------------------------------------------------------
 # the paired comparison
 
-def mcnemar_p(a_only: int, b_only: int) -> float:
-    """Exact two-sided McNemar p: 2 P(X <= min) for X ~ Binomial(a_only + b_only, 1/2), at most 1."""
-    m = a_only + b_only
-    if m == 0:
-        return 1.0
-    low = min(a_only, b_only)
-    if m <= EXACT_BINOMIAL:                 # integers: the tail correctly rounded
-        term = total = 1
+def _two_sided(a_only: int, b_only: int, weight: int) -> float:
+    """2 P(X < low) + weight P(X = low) for X ~ Binomial(a_only + b_only, 1/2), low = min(a_only, b_only),
+    in (0, 1]: weight 2 is the exact two-sided p, weight 1 the mid-p."""
+    m, low = a_only + b_only, min(a_only, b_only)
+    if m == 0 or (weight == 1 and a_only == b_only):
+        return 1.0                          # no discordant items, or the mid-p's centre (exactly 1)
+    if m <= EXACT_BINOMIAL:                 # integers: the figure correctly rounded
+        term, below = 1, 0
         for j in range(1, low + 1):
+            below += term
             term = term * (m - j + 1) // j  # C(m, j), exactly
-            total += term
-        return min(1.0, 2 * total / 2 ** m)
-    log_pmf = (math.lgamma(m + 1) - np.array([math.lgamma(x + 1) + math.lgamma(m - x + 1) for x in range(low + 1)])
-               - m * math.log(2.0))
-    top = log_pmf.max()
-    tail = math.exp(top) * float(np.exp(log_pmf - top).sum())
-    return min(1.0, 2.0 * tail)
+        value = (2 * below + weight * term) / 2 ** m
+    else:
+        log_pmf = (math.lgamma(m + 1) - np.array([math.lgamma(x + 1) + math.lgamma(m - x + 1) for x in range(low + 1)])
+                   - m * math.log(2.0))
+        top = log_pmf.max()
+        value = math.exp(top) * float(2.0 * np.exp(log_pmf[:-1] - top).sum() + weight * np.exp(log_pmf[-1] - top))
+    # at most 1; a tail below the smallest normal float (2.2e-308) is given as that, never 0
+    return min(1.0, max(value, sys.float_info.min))
+
+
+def mcnemar_p(a_only: int, b_only: int) -> float:
+    """Exact two-sided McNemar p: 2 P(X <= min) for X ~ Binomial(a_only + b_only, 1/2), in (0, 1]."""
+    return _two_sided(a_only, b_only, 2)
+
+
+def mcnemar_mid_p(a_only: int, b_only: int) -> float:
+    """Mid-p McNemar (Fagerland, Lydersen and Laake 2013): the exact p less P(X = min), i.e.
+    2 P(X < min) + P(X = min), in (0, 1]; exactly 1 when a_only = b_only."""
+    return _two_sided(a_only, b_only, 1)
 
 
 def agresti_min(both: int, a_only: int, b_only: int, neither: int, level: float) -> tuple[float, float, float]:
@@ -394,14 +414,15 @@ def paired_rows(models: list[Paired], clusters: np.ndarray | None, *, level: flo
                "a_only": a_only, "b_only": b_only, "level": level, "p_adjust": p_adjust}
         if clusters is None:
             se, low, high = agresti_min(int(np.sum(a & b)), a_only, b_only, int(np.sum(~a & ~b)), level)
-            row.update(se=se, ci_low=low, ci_high=high, p_value=mcnemar_p(a_only, b_only), permutations=None,
-                       method="exact McNemar", calibrated=n >= CALIBRATED_FROM)
+            row.update(se=se, ci_low=low, ci_high=high, p_value=mcnemar_mid_p(a_only, b_only),
+                       p_exact=mcnemar_p(a_only, b_only), permutations=None, method="mid-p McNemar",
+                       calibrated=n >= CALIBRATED_FROM)
         else:
             sums, sizes = cluster_sums(a.astype(np.float64) - b, clusters, groups)
             _, se_c, low_c, high_c = t_interval(sums, sizes, level)
             p, used, exact = sign_flip_p(sums, permutations, seed)
             row.update(se=se_c, ci_low=None if low_c is None else max(-1.0, low_c),
-                       ci_high=None if high_c is None else min(1.0, high_c), p_value=p, permutations=used,
+                       ci_high=None if high_c is None else min(1.0, high_c), p_value=p, p_exact=None, permutations=used,
                        method=("exact " if exact else "") + "cluster sign-flip",
                        calibrated=se_c is not None and groups >= CALIBRATED_FROM)
         rows.append(row)

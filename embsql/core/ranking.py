@@ -2,8 +2,9 @@
 
 Top-k.  ``top_k`` ranks every document for every query by cosine similarity, exactly, without an
 n x m product: float32 products of a block of queries with a block of documents pick candidates
-(the k + SPARE best per query so far, and afterwards only what beats the current SPARE-th best),
-then float64 recomputes the candidates' cosines and decides.  A query is kept only if no
+(the k + SPARE best per query of a small first block of FIRST_BLOCK documents, by a partial sort;
+afterwards, in blocks doubling up to DOC_BLOCK, only what reaches the current (k + SPARE)-th best,
+by one comparison per product), then float64 recomputes the candidates' cosines and decides.  A query is kept only if no
 document outside its candidates can reach its k-th score given the worst-case float32 error; the
 rare others are ranked again over all documents in float64.  ``StreamedTopK`` gives the same
 answer for documents that arrive in blocks (a table streamed from a database, never held whole):
@@ -47,6 +48,7 @@ RESOLUTION = 2.0 ** -40
 SPARE = 8                          # candidates beyond k: the float32 error must not reach past them
 QUERY_BLOCK = 1024                 # queries per block
 DOC_BLOCK = 16_384                 # documents per block: 1024 x 16384 float32 similarities = 64 MB
+FIRST_BLOCK = 1024                 # the first block of documents (then doubling up to DOC_BLOCK)
 METRICS = ("ndcg", "map", "recall", "precision", "mrr", "hit_rate")
 DEFAULT_METRICS = ("ndcg@10", "map@100", "recall@10", "recall@100", "mrr@10", "precision@10", "hit_rate@10")
 _METRIC = re.compile(r"^(ndcg|map|recall|precision|mrr|hit_rate)@([0-9]+)$")
@@ -112,7 +114,9 @@ def _merge(idx: np.ndarray, val: np.ndarray, rows: list[np.ndarray], cols: list[
     all_rows = np.concatenate([np.repeat(np.arange(b), idx.shape[1]), *rows])
     all_cols = np.concatenate([idx.ravel(), *cols])
     all_vals = np.concatenate([val.ravel(), *vals])
-    order = np.lexsort((-all_vals, all_rows))
+    # one sort on a single float64 key: row, then value descending (a float32 value clipped to
+    # [-3, 3] is exact in float64 and rows are 8 apart; placeholders at -inf sort last in their row)
+    order = np.argsort(all_rows * 8.0 - np.clip(all_vals, -3.0, 3.0))
     all_rows, all_cols, all_vals = all_rows[order], all_cols[order], all_vals[order]
     start = np.searchsorted(all_rows, np.arange(b))
     position = np.arange(len(all_rows)) - start[all_rows]
@@ -123,6 +127,27 @@ def _merge(idx: np.ndarray, val: np.ndarray, rows: list[np.ndarray], cols: list[
     first_out = position == depth
     dropped[all_rows[first_out]] = all_vals[first_out]
     return new_idx, new_val, dropped
+
+
+def unit_float32(docs: np.ndarray, inv_norms: np.ndarray, step: int = 8192) -> np.ndarray:
+    """The documents scaled to unit length and rounded once to float32 (``unit`` of top_k), a block
+    at a time so that no float64 copy of all of them is made."""
+    out = np.empty(docs.shape, dtype=np.float32)
+    for low in range(0, len(docs), step):
+        out[low:low + step] = docs[low:low + step] * inv_norms[low:low + step, None]
+    return out
+
+
+def _doc_blocks(m: int, doc_block: int) -> list[tuple[int, int]]:
+    """Document blocks (start, stop): the first FIRST_BLOCK wide (its partial sort is cheap), then
+    doubling up to doc_block, so that each block's threshold comes from a comparable number of
+    documents already seen and lets few candidates through."""
+    out, low, width = [], 0, min(doc_block, FIRST_BLOCK)
+    while low < m:
+        out.append((low, min(m, low + width)))
+        low += width
+        width = min(doc_block, 2 * width)
+    return out
 
 
 def _exact_scores(queries: np.ndarray, docs: np.ndarray, inv_norms: np.ndarray, low: int,
@@ -163,7 +188,7 @@ def _exact_rows(queries: np.ndarray, docs: np.ndarray, inv_norms: np.ndarray, ti
 
 def top_k(queries: np.ndarray, docs: np.ndarray, inv_norms: np.ndarray, tie_key: np.ndarray, k: int, *,
           query_block: int = QUERY_BLOCK, doc_block: int = DOC_BLOCK,
-          floor: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+          floor: np.ndarray | None = None, unit: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(indices, scores), both n x min(k, m): each query's best documents by cosine, best first.
 
     queries: n x d unit vectors (float64).  docs: m x d vectors as given (float32 keeps memory at
@@ -174,6 +199,9 @@ def top_k(queries: np.ndarray, docs: np.ndarray, inv_norms: np.ndarray, tie_key:
     floor (n scores, from a running list; see StreamedTopK): documents whose score is below a
     query's floor are of no interest, and may be left out; where fewer than k documents reach
     the floor the row is padded with index -1 and score -inf.
+
+    unit (optional): the documents already scaled to unit length in float32 (unit_float32), for a
+    caller that ranks the same documents again and again; else each block is scaled as it is read.
     """
     n, d = queries.shape
     m = len(docs)
@@ -201,16 +229,20 @@ def top_k(queries: np.ndarray, docs: np.ndarray, inv_norms: np.ndarray, tie_key:
         outside = np.full(b, -np.inf, dtype=np.float32)
         pending: tuple[list, list, list] = ([], [], [])
         buffered = 0
-        for a in range(0, m, doc_block):
-            block = docs[a:a + doc_block]
-            sims = q32[low:high] @ (block if block.dtype == np.float32 else block.astype(np.float32)).T
-            sims *= inv32[a:a + doc_block]
+        for a, z in _doc_blocks(m, doc_block):
+            if unit is not None:
+                sims = q32[low:high] @ unit[a:z].T
+            else:
+                block = docs[a:z]
+                sims = q32[low:high] @ (block if block.dtype == np.float32 else block.astype(np.float32)).T
+                sims *= inv32[a:z]
             width = sims.shape[1]
             if idx.shape[1] < depth:
                 # too few candidates yet: take this block's best outright
                 take = min(width, depth)
                 if take < width:
-                    part = np.argpartition(sims, (width - take - 1, width - take), axis=1)
+                    # one kth: the take best lie after it, and it is the best left out
+                    part = np.argpartition(sims, width - take - 1, axis=1)
                     cols = part[:, width - take:]
                     best_left = np.take_along_axis(sims, part[:, width - take - 1:width - take], axis=1)[:, 0]
                     outside = np.maximum(outside, best_left)
@@ -233,7 +265,7 @@ def top_k(queries: np.ndarray, docs: np.ndarray, inv_norms: np.ndarray, tie_key:
                 pending[1].append(cols + a)
                 pending[2].append(sims[rows, cols])
                 buffered += len(rows)
-            if buffered > b * depth or (buffered and a + doc_block >= m):
+            if buffered > b * depth or (buffered and z >= m):
                 idx, val, dropped = _merge(idx, val, *pending, depth)
                 outside = np.maximum(outside, dropped)
                 threshold = np.maximum(val[:, -1], low_bound[low:high])

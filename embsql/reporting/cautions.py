@@ -182,8 +182,8 @@ CLASSIFICATION_COMPARE = (
     "Every pair of models on the same items, per classifier: difference = accuracy_a - accuracy_b; a_only and "
     "b_only count the items only one model gets right. {how} p_adjusted: Holm across the pairs of models, per "
     "classifier. As embsql.compare_classification.")
-MCNEMAR = ("p_value: the exact McNemar test on the discordant items; ci_low/ci_high: Agresti and Min's interval "
-           "(items taken as independent).")
+MCNEMAR = ("p_value: the mid-p McNemar test on the discordant items (p_exact: the exact test, conservative by "
+           "its discreteness); ci_low/ci_high: Agresti and Min's interval (items taken as independent).")
 CLUSTER_TEST = ("p_value: a sign-flip randomization test that swaps the two models' answers for whole groups of "
                 "the {group!r} column (exact when there are few); ci_low/ci_high: a cluster-robust t interval over "
                 "those groups. McNemar on clustered items rejects too often.")

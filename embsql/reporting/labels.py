@@ -16,7 +16,7 @@ source, texts of one topic) in both the classification intervals and its paired 
 it is not the label column: then the intervals resample groups, and the comparison is the cluster
 sign-flip test.  When the label is the group column, the groups are the classes themselves: they
 are fixed by the design, not sampled, and a cluster of one class would make the units the classes;
-then items are the units (Wilson interval, exact McNemar).
+then items are the units (Wilson interval, mid-p McNemar).
 
 The items of both sections are named by the report's item column (``item``), or by a column
 called ``item`` when the report names none; the pairs table refers to them, and models are

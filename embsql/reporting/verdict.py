@@ -376,7 +376,7 @@ def classification_sentence(compare: list[Row], classification: list[Row], label
     rows = [r for r in compare if r.get("classifier") == "knn" and _finite(r.get("difference"))]
     if rows:
         def units(r: Row) -> str:
-            method = r.get("method") or "exact McNemar"
+            method = r.get("method") or "mid-p McNemar"
             over = f"{r['groups']} groups" if r.get("groups") else f"{r['items']} items"
             return f"{method}, {over}"
 
