@@ -3,6 +3,7 @@ Python faces and the report as the SQL functions refuse it (embsql: [column.rese
 is tests/test_model_names_sql.py): one rule, the prefix in embsql/io/columns.py.  The same call
 with the column renamed to `model` runs, so the refusal is the name's, not the data's."""
 
+import pyarrow as pa
 import pytest
 
 import embsql
@@ -78,3 +79,25 @@ def test_python_and_sql_refuse_alike():
         embsql.run_sql(con, "SELECT * FROM emb_anova('ex', 'topic', 'embedding', model := '__emb_b')")
     assert python.value.kind == sql.value.kind == "column.reserved"
     assert type(python.value) in type(sql.value).__mro__
+
+
+CASE_TABLE = pa.table({"Model": ["a"] * 6 + ["b"] * 6, "item": [f"i{k}" for k in range(6)] * 2,
+                       "label": ["x", "x", "x", "y", "y", "y"] * 2,
+                       "vector": [[1.0, 0.1 * k] for k in range(6)] + [[0.1 * k, 1.0] for k in range(6)]})
+
+
+@pytest.mark.parametrize("face", [
+    lambda con, t: embsql.knn_classify(con, t, label="label", k=2),
+    lambda con, t: embsql.centroid_classify(con, t, label="label"),
+    lambda con, t: embsql.knn_classify(con, t, label="label", k=2, model="mdl"),
+], ids=["knn default", "centroid default", "knn another name"])
+def test_a_model_column_of_another_case_is_refused_not_pooled(face):
+    """A column "Model" beside the default model="model": refused naming it, as the SQL macros do
+    (before, the classification faces read the table as one model of 12 items); and a model name
+    that is not a column is refused, not read as no model column."""
+    with pytest.raises(embsql.EmbsqlError) as info:
+        face(embsql.connect(), CASE_TABLE)
+    assert info.value.kind == "column.missing"
+    assert "'mdl' not found" in str(info.value) or "its column 'Model' differs only in case" in str(info.value)
+    rows = embsql.knn_classify(embsql.connect(), CASE_TABLE, label="label", k=2, model="Model").to_dicts()
+    assert [(r["Model"], r["items"]) for r in rows] == [("a", 6), ("b", 6)]

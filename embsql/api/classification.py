@@ -10,7 +10,7 @@ import duckdb
 from sqlglot import exp
 
 from embsql.core.arguments import check_level
-from embsql.core.classification import CLASSIFY_COLUMNS, ITEM_COLUMNS, COMPARE_COLUMNS, align, paired_rows
+from embsql.core.classification import CLASSIFY_COLUMNS, COMPARE_COLUMNS, ITEM_COLUMNS, align, paired_rows
 from embsql.core.ranking import check_k
 from embsql.io.labelled_rows import classify_models, read_labelled
 from embsql.io.retrieval_tables import arrow_of, check_model
@@ -25,7 +25,7 @@ def _run(con: duckdb.DuckDBPyConnection, source: TableLike, *, classifier: str, 
     level = check_level(level)
     function = "knn_classify" if classifier == "knn" else "centroid_classify"
     with opened(con, source) as table:
-        used = model if model is not None and model in table.columns else None
+        used = table.model_column(model)
         check_model(used, CLASSIFY_COLUMNS if not per_item else (*ITEM_COLUMNS, "group"), function)
         models = read_labelled(con, table, vector, {"model": used, "item": item, "label": label, "split": split,
                                                     "group": group})
@@ -63,8 +63,9 @@ def knn_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, label: st
     vector : str, default "vector"
         The vector column; vectors are scaled to unit length.
     model : str or None, default "model"
-        The model column: one row per value, under its own name.  Used when the source has it;
-        None: the whole source is one model.
+        The model column: one row per value, under its own name.  The default is used when the
+        source has it (a column that differs from it only in case is refused); another name must
+        exist.  None: the whole source is one model.
     k : int, default 10
         Neighbours per item: fewer than the items (leave-one-out) or the training items.
     split : str, optional

@@ -81,15 +81,6 @@ def judgements(table: pa.Table, name: str, columns: tuple[str, str, str]) -> Jud
     return Judgements(both.dictionary, codes[:len(text_a)], codes[len(text_a):], scores, table, name)
 
 
-def model_column(source: Source, model: str | None) -> str | None:
-    """The model column read: ``model`` if given and present; None for model=None, or for the default
-    "model" on a table without it (one model).  A model column named otherwise must exist."""
-    if model is None or (model == DEFAULT_MODEL and model not in source.columns):
-        return None
-    source.require(model, "model")
-    return model
-
-
 @dataclass(frozen=True)
 class Scored:
     """One model's usable pairs: which pairs of the table (``rows``), their cosines, and how many
@@ -136,7 +127,7 @@ def read_models(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings: Ta
     with opened(con, pairs) as pair_source:
         judgements = read_pairs(con, pair_source, a, b, score)
     with opened(con, embeddings) as emb_source:
-        column = model_column(emb_source, model)
+        column = emb_source.model_column(model, DEFAULT_MODEL)
         check_model_name(column, output, function)
         models = read_vectors(con, emb_source, "embeddings", id_col=item, id_role="item", vector=vector, model=column)
         name = emb_source.name

@@ -72,6 +72,18 @@ class Source:
                                       f"{available}{case}")
         return self.columns[column]
 
+    def model_column(self, model: str | None, default: str = "model") -> str | None:
+        """The model column to read: ``model`` if given and present; None for model=None, or for the
+        ``default`` name on a table without it (one model), unless a column differs from it only in
+        case, which is refused as the SQL macros refuse it (emb__model_case).  Any other name must exist."""
+        if model is None:
+            return None
+        if model == default and model not in self.columns and \
+                not any(c.lower() == model.lower() for c in self.columns):
+            return None
+        self.require(model, "model")
+        return model
+
     def vector_dimension(self, column: str) -> int | None:
         """Check that ``column`` holds numeric vectors; return d for a fixed-size array type."""
         type_ = self.require(column, "vector")
