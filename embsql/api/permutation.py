@@ -247,13 +247,14 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
     The p-value permutes labels, keeping ‖z‖ = 1: each item is first reflected (an orthogonal map)
     so that the centroid of the other items of its group lies on one common axis, which removes the
     groups' locations and keeps each item's place about its group's centre; every permuted grouping
-    then re-estimates W̃_g, a and b as the observed one did.  At 5% it rejected 3.0–7.0% of null
-    data sets on the 8 designs measured (60 groups of 3–8 items at d = 384, uniform and drawn from
-    the example's vectors, over 1,000 data sets each; groups of 2–20 at d = 16, 3 × 200 at d = 64,
-    a cluster mixture at d = 128, anisotropic and clumped groups, 200 data sets each:
-    bench/README.md, dispersion_validity.py), where the earlier scheme (residual vectors
-    permuted, as vegan's ``permutest`` permutes distances' residuals) rejected 0.3–1.5% with many
-    small groups in high dimension and 9.6% on the example's vectors with shuffled labels.  F is
+    then re-estimates W̃_g, a and b as the observed one did.  At 5% it rejected 4.8–7.8% of null
+    data sets on 10 of the 13 designs measured (400 data sets each: groups of 2 to 200 items, d = 16
+    to 768, uniform, clumped and anisotropic, the example's vectors with shuffled labels) and
+    1.0–1.2% on three, where it is conservative and has less power: 60 groups of 3–8 items drawn
+    from the example's vectors, sizes 4–64 uniform at d = 768, and 40 groups of 4–12 from a cluster
+    mixture at d = 128 (bench/README.md, dispersion_validity.py).  The earlier scheme (residual vectors
+    permuted, as vegan's ``permutest`` permutes distances' residuals) rejected 0.0–18.8% on the same
+    designs, and vegan's ``permutest`` 0–52% (50 data sets each).  F is
     therefore not betadisper's ANOVA F; ``mean_distance`` is betadisper's ``group.distances``.
 
     Groups of fewer than 4 items are left out of the test (a and b need 4 items) and counted; with

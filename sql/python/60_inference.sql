@@ -379,14 +379,14 @@ ORDER BY __emb_b;
 -- the 1/V_g-weighted mean.  Its p-value permutes labels while keeping |z| = 1: each item is reflected
 -- (an orthogonal map) so that the centroid of the other items of its group lies on one common axis,
 -- which removes the groups' locations; each permuted grouping then re-estimates W̃_g, a and b as the
--- observed one did.  At 5% it rejected 3.0–7.0% of null data sets on 8 designs: 60 groups of 3–8
--- items at d = 384, uniform and drawn from `examples/embeddings.parquet`'s mini-384 vectors (1,000 data
--- sets each: 5.8 ± 0.7% and 4.2 ± 0.6%), group sizes 2–20 at d = 16, 3 groups of 200 at d = 64, a
--- 6-cluster mixture at d = 128, anisotropic and reoriented clumped groups (200 data sets each;
--- `bench/README.md`, `dispersion_validity.py`).  The scheme it replaces (betadisper's distances, their
--- ANOVA F, the residual vectors permuted) rejected 0.3–1.5% with 60 small groups at d = 384 and 9.6%
--- on the example's vectors with shuffled labels; vegan's `permutest` (its distances' residuals
--- permuted) 0 of 50 data sets with 60 uniform groups at d = 384.  F is therefore not betadisper's ANOVA F;
+-- observed one did.  At 5% it rejected 4.8–7.8% of null data sets on 10 of 13 designs (400 data sets
+-- each: groups of 2 to 200 items, d = 16 to 768, uniform, clumped and anisotropic, the example's
+-- vectors with shuffled topic labels) and 1.0–1.2% on three, where it is conservative and has less
+-- power: 60 groups of 3–8 items drawn from `examples/embeddings.parquet`'s mini-384 vectors, sizes 4–64
+-- uniform at d = 768, and 40 groups of 4–12 from a cluster mixture at d = 128 (`bench/README.md`,
+-- `dispersion_validity.py`).  The scheme it replaces (betadisper's distances, their ANOVA F, the
+-- residual vectors permuted) rejected 0.0–18.8% on the same designs, and vegan's `permutest` (its
+-- distances' residuals permuted) 0–52% (50 data sets each).  F is therefore not betadisper's ANOVA F;
 -- `emb_dispersion_groups`' mean_distance is betadisper's `group.distances`.  Groups with fewer than
 -- 4 items are left out of the test (a and b need 4 items).  With fewer than two groups of 4 or more
 -- items the test does not run: `f`, `p_value` and `permutations` are NULL and `note` says so.
