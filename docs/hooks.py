@@ -239,7 +239,10 @@ def vocabulary_page() -> str:
            "**The model column.** Where a function returns one row per model, the model column keeps the "
            "input column's name, as `GROUP BY` would. A model column named like one of the function's "
            "output columns is refused (`column.collision`), never overwritten; a NULL or NaN model value is "
-           "refused (`label.null`), naming the column and a row.", ""]
+           "refused (`label.null`), naming the column and a row. Names starting `__emb_` are embsql's own: "
+           "a model column so named is refused (`column.reserved`). Column names match exactly, case "
+           "included: with the default `model`, a column `Model` is refused (`column.missing`, saying it "
+           "differs only in case), never read as a table of one model.", ""]
     for title, names in (("Tables and their columns", {**vocabulary.TABLES, **vocabulary.COLUMNS}),
                          ("Options", vocabulary.OPTIONS), ("Command line only", vocabulary.CLI)):
         out += [f"## {title}", "", *table(names), ""]
