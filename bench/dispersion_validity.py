@@ -1,6 +1,7 @@
 """The dispersion test's level and power on unit vectors: the rejection rate at nominal 5%, per design.
 
     nice -n 10 python bench/dispersion_validity.py [--runs R] [--power-runs P] [--vegan-runs V] [--only NAME]
+        [--schemes new,chi2,...] [--seed S]       (another --seed draws other data sets: a second look)
     nice -n 10 python bench/dispersion_validity.py --cost     (the test's time beside PERMANOVA's, both routes)
     nice -n 10 python bench/dispersion_validity.py --tables power --power-runs 100 --vegan-runs 50   (power only)
 
@@ -8,8 +9,9 @@ Schemes, all on the groups of 4 or more items (smaller ones are left out, as emb
   new       embsql.dispersion now: the groups' spreads W~_g (mean squared bias-adjusted distance to the
             centroid) compared by F = sum_g (W~_g - W_bar)^2 / V_g / (G - 1), V_g from the pooled
             unbiased variance components of unit vectors; p from permuted labels of the vectors after
-            each item is reflected so that the centroid of the other items of its group points along
-            one axis (embsql/core/dispersion.py)
+            each item is reflected so that its group's location (the centroid of the other items of
+            its group, shrunk towards the grand mean by the share of SS_B the locations explain)
+            points along one axis (embsql/core/dispersion.py)
   chi2      the same F against chi-square(G - 1) / (G - 1), no permutations (the asymptotic reference)
   own       the same F, p from permuted vectors after each GROUP is reflected by its own centroid (the
             first draft: it keeps every within-group inner product but lines up the centroids' lean)
@@ -132,6 +134,13 @@ LEVEL = {
     "20 x 5 from mini-384, each group reoriented": lambda rng: (lambda c: (
         np.vstack([reorient(rng, MINI[i]) for i in np.split(rng.choice(600, len(c), replace=False), 20)]), c))(
         codes_of((5,) * 20)),
+    # locations that differ weakly to clearly (the shrinkage of the estimated locations in between 0 and 1)
+    "60 groups of 3-8, own centres, weak (noise 2.0), d = 384": lambda rng: (lambda c: (around(
+        rng, unit(rng.standard_normal((60, 384))), c, 2.0), c))(codes_of(sizes_3_8(rng))),
+    "40 groups of 4-12, own centres, moderate (noise 1.0), d = 128": lambda rng: (lambda c: (around(
+        rng, unit(rng.standard_normal((40, 128))), c, 1.0), c))(codes_of(rng.integers(4, 13, 40))),
+    "8 groups of 10-60, own centres near one axis, d = 64": lambda rng: (lambda c: (around(
+        rng, unit(np.eye(64)[0] + 0.3 * rng.standard_normal((8, 64))), c, 1.5), c))(codes_of(rng.integers(10, 61, 8))),
 }
 
 def topic_sample(rng, most):
@@ -225,7 +234,7 @@ def cell(p, alpha=0.05):
     return f"{100 * r:5.1f} ± {100 * np.sqrt(r * (1 - r) / len(p)):.1f}"
 
 
-def table(title, designs, runs, vegan_runs, schemes, only, part=(0, 1)):
+def table(title, designs, runs, vegan_runs, schemes, only, part=(0, 1), seed=23):
     print(f"\n{title}\n")
     print("| design | n tested (groups) | " + " | ".join(schemes) + " | seconds |")
     print("|---|---|" + "---|" * len(schemes) + "---|")
@@ -233,7 +242,7 @@ def table(title, designs, runs, vegan_runs, schemes, only, part=(0, 1)):
         if (only and only not in name) or k % part[1] != part[0]:
             continue
         start = time.process_time()
-        rng = np.random.default_rng([23, k, len(name)])
+        rng = np.random.default_rng([seed, k, len(name)])
         sets = [tested(*make(rng)) for _ in range(runs)]
         ps = {}
         for scheme in schemes:
@@ -291,6 +300,8 @@ def main():
     parser.add_argument("--power-runs", type=int, default=200, help="data sets per power design")
     parser.add_argument("--vegan-runs", type=int, default=200, help="of those, how many vegan runs (R is slower)")
     parser.add_argument("--only", help="only the designs whose name contains this")
+    parser.add_argument("--seed", type=int, default=23, help="another value draws other data sets (a second look)")
+    parser.add_argument("--schemes", help="comma-separated subset of the schemes (default: all)")
     parser.add_argument("--cost", action="store_true", help="time the test beside PERMANOVA instead")
     parser.add_argument("--tables", default="level,power", help="which tables: level, power or both (level,power)")
     parser.add_argument("--part", default="0/1", help="I/M: only designs number I, I + M, ... of each table "
@@ -304,13 +315,17 @@ def main():
           f"± Monte Carlo SE; vegan on the first {args.vegan_runs} data sets of each design; "
           f"python {sys.version.split()[0]}, numpy {np.__version__}")
     tables = args.tables.split(",")
+
+    def pick(schemes):
+        return tuple(s for s in schemes if not args.schemes or s in args.schemes.split(","))
+
     if "level" in tables:
         table(f"Level (groups equal in spread), {args.runs} data sets per design", LEVEL, args.runs,
-              min(args.vegan_runs, args.runs), ("new", "chi2", "own", "old", "vegan"), args.only, part)
+              min(args.vegan_runs, args.runs), pick(("new", "chi2", "own", "old", "vegan")), args.only, part, args.seed)
     B = 99
     if "power" in tables:
         table(f"Power (spreads differ), {args.power_runs} data sets per design", POWER, args.power_runs,
-              min(args.vegan_runs, args.power_runs), ("new", "chi2", "old", "vegan"), args.only, part)
+              min(args.vegan_runs, args.power_runs), pick(("new", "chi2", "old", "vegan")), args.only, part, args.seed)
     print(f"\nCPU seconds in all: {time.process_time():.0f} (this process; R's time not counted)")
 
 

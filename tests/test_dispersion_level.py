@@ -148,9 +148,10 @@ def test_level_with_many_small_groups_in_high_dimension():
 def test_level_on_clumped_vectors_where_the_chi_square_reference_fails():
     """60 groups of 3-8 drawn from the example's mini-384 vectors: clumped, so a small group's W~_g has heavy
     tails.  The same F against chi-square(G - 1) rejected 15-17% (bench) and must reject more than 10% of 300
-    here; the permutation of aligned vectors must not be liberal: at most 9% (27 of 300; a 5% test exceeds
-    that with probability 0.005).  It is conservative on this design: 1.0 +- 0.5% of 400 data sets in
-    bench/dispersion_validity.txt (8 of 300 here), which the docs say; so no lower bound is claimed."""
+    here; the permutation of aligned vectors must reject 2-9% (6 to 27 of 300; Binomial(300, 0.05) lies there
+    with probability 0.99); it rejects 13.  Aligning by the unshrunk centroids of the other items (the scheme
+    before the locations were shrunk) rejected 1.0 +- 0.5% of 400 such data sets in the bench, and 8 of these
+    300: this draw does not separate the two, the bench does (bench/dispersion_validity.txt)."""
     table = duckdb.sql(f"SELECT embedding FROM '{EXAMPLE}' WHERE model = 'mini-384' ORDER BY item").fetchnumpy()
     vectors = unit(np.vstack(table["embedding"]).astype(np.float64))
     rng = np.random.default_rng(24)
@@ -162,5 +163,5 @@ def test_level_on_clumped_vectors_where_the_chi_square_reference_fails():
         new += dispersion_test(z, design(codes), permutations=SMALL_B, seed=rep).test.p_value <= 0.05
         statistic = float(spread_f(pair_sums(z, codes, groups))) * (groups - 1)
         asymptotic += stats.chi2.sf(statistic, groups - 1) <= 0.05
-    assert new <= 27, new
+    assert 6 <= new <= 27, new
     assert asymptotic > 30, asymptotic

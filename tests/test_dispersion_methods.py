@@ -27,6 +27,7 @@ from embsql.core.dispersion import (
     aligned_vectors,
     choose_dispersion_method,
     dispersion_test,
+    location_share,
     pair_sums,
     spread_components,
     spread_f,
@@ -143,19 +144,49 @@ def test_unclipped_components_are_unbiased_by_exact_enumeration():
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.lists(st.integers(4, 9), min_size=2, max_size=5), st.integers(2, 20))
 def test_aligned_vectors_are_unit_and_put_the_others_centroid_on_the_axis(seed, sizes, dim):
-    """|y_i| = 1, and y_i . t = z_i . u_(-i) for the axis t (the data's mean direction) and u_(-i) the direction
-    of the centroid of the other items of i's group: the reflection maps u_(-i) onto t (H symmetric, H t = u)."""
+    """|y_i| = 1, and (unshrunk, share 1) y_i . t = z_i . u_(-i) for the axis t (the data's mean direction) and
+    u_(-i) the direction of the centroid of the other items of i's group: the reflection maps u_(-i) onto t
+    (H symmetric, H t = u).  At share 0 every reflection is the identity."""
     rng = np.random.default_rng(seed)
     codes = rng.permutation(np.repeat(np.arange(len(sizes)), sizes))
     z = unit(rng.standard_normal((len(codes), dim)) * 0.5 + rng.standard_normal((len(sizes), dim))[codes])
-    y = aligned_vectors(z, codes)
+    y = aligned_vectors(z, codes, 1.0)
     np.testing.assert_allclose(np.linalg.norm(y, axis=1), 1.0, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(aligned_vectors(z, codes, 0.0), z, rtol=0, atol=1e-12)
     axis = z.sum(axis=0) / np.linalg.norm(z.sum(axis=0))
     for i in range(len(z)):
         others = z[(codes == codes[i]) & (np.arange(len(z)) != i)].sum(axis=0)
         assert y[i] @ axis == pytest.approx(z[i] @ others / np.linalg.norm(others), abs=1e-10)
     # each item has its own reflection, so the inner products change (unlike a reflection per group)
     assert not np.allclose(y @ y.T, z @ z.T)
+
+
+def test_location_share_is_near_zero_for_equal_locations_and_near_one_for_distinct_ones():
+    """kappa = max(0, 1 - sum_g (1 - n_g/n) W~_g / SS_B): SS_B's expectation under equal locations is that sum,
+    so exchangeable items give kappa near 0 (mean over data sets within 0.05), and groups 30 sigma apart near 1;
+    computed here from its definition by explicit loops, not the module's sums."""
+    rng = np.random.default_rng(5)
+    codes = np.repeat(np.arange(12), 6)
+
+    def by_definition(z):
+        n = len(z)
+        grand = z.mean(axis=0)
+        between = expected = 0.0
+        for g in range(12):
+            zg = z[codes == g]
+            k = len(zg)
+            between += k * np.sum((zg.mean(axis=0) - grand) ** 2)
+            pairs = [1 - zg[i] @ zg[j] for i in range(k) for j in range(k) if i != j]
+            expected += (1 - k / n) * np.mean(pairs)
+        return max(0.0, 1 - expected / between)
+
+    equal = [location_share(z, codes) for z in (unit(rng.standard_normal((72, 32))) for _ in range(50))]
+    z = unit(rng.standard_normal((72, 32)))
+    assert location_share(z, codes) == pytest.approx(by_definition(z), rel=1e-10, abs=1e-12)
+    assert 0.0 <= np.mean(equal) <= 0.05 and min(equal) == 0.0
+    apart = unit(3.0 * rng.standard_normal((12, 32))[codes] + 0.1 * rng.standard_normal((72, 32)))
+    assert location_share(apart, codes) == pytest.approx(by_definition(apart), rel=1e-10)
+    assert location_share(apart, codes) > 0.95
 
 
 def test_observed_f_is_invariant_to_each_group_s_own_rotation():

@@ -245,17 +245,18 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
     1/V_g-weighted mean (about 1 under the null).
 
     The p-value permutes labels, keeping ‖z‖ = 1: each item is first reflected (an orthogonal map)
-    so that the centroid of the other items of its group lies on one common axis, which removes the
-    groups' locations and keeps each item's place about its group's centre; every permuted grouping
-    then re-estimates W̃_g, a and b as the observed one did.  At 5% it rejected 4.8–7.8% of null
-    data sets on 10 of the 13 designs measured (400 data sets each: groups of 2 to 200 items, d = 16
-    to 768, uniform, clumped and anisotropic, the example's vectors with shuffled labels) and
-    1.0–1.2% on three, where it is conservative and has less power: 60 groups of 3–8 items drawn
-    from the example's vectors, sizes 4–64 uniform at d = 768, and 40 groups of 4–12 from a cluster
-    mixture at d = 128 (bench/README.md, dispersion_validity.py).  The earlier scheme (residual vectors
-    permuted, as vegan's ``permutest`` permutes distances' residuals) rejected 0.0–18.8% on the same
-    designs, and vegan's ``permutest`` 0–52% (50 data sets each).  F is
-    therefore not betadisper's ANOVA F; ``mean_distance`` is betadisper's ``group.distances``.
+    so that its group's location lies on one common axis, which removes the groups' locations and keeps
+    each item's place about its group's centre; the location is the centroid of the other items of its
+    group, shrunk towards the grand mean by the share of the between-group sum of squares that differing
+    locations explain (0 when the centroids differ no more than equal locations make them: the items are
+    then permuted as they are). Every permuted grouping then re-estimates W̃_g, a and b as the observed
+    one did. At 5% it rejected 2.5–6.0% of null data sets on the 16 designs measured (400 data sets
+    each: groups of 2 to 200 items, d = 16 to 768, uniform, clumped and anisotropic, equal and differing
+    locations, the example's vectors with shuffled labels); the five lowest cells (2.5–3.0%) gave
+    4.1–6.0% on a second draw of 800 to 1,200 data sets each (bench/README.md, dispersion_validity.py).
+    The earlier scheme (residual vectors permuted, as vegan's ``permutest`` permutes distances'
+    residuals) rejected 0.0–18.8% on the same designs, and vegan's ``permutest`` 0–52% (50 data sets
+    each).  F is therefore not betadisper's ANOVA F; ``mean_distance`` is betadisper's ``group.distances``.
 
     Groups of fewer than 4 items are left out of the test (a and b need 4 items) and counted; with
     fewer than two groups left, ``f`` and ``p_value`` are None and ``note`` says why.

@@ -71,7 +71,8 @@ DISPERSION = ("Dispersion test: do the groups differ in spread about their centr
               "(mean squared distance to its centroid, size-corrected by n_g/(n_g−1)) is compared by a studentised "
               "F, with the variance 4a/n_g + 2b/(n_g(n_g−1)) of unit vectors (a: the items' own spread, b: the "
               "centroid's noise). The p-value permutes the labels of the vectors after reflecting each item so "
-              "that its group's centroid without it lies on one common axis, which keeps every vector of unit "
+              "that its group's location (the centroid without it, shrunk towards the grand mean) lies on one "
+              "common axis, which keeps every vector of unit "
               "length; " + LEVEL_MEASURED + ". Groups with fewer than 4 items are left out and counted "
               "(groups_left_out, items_left_out). When it is significant, a large pseudo-F may reflect "
               "differences in spread rather than in location.")

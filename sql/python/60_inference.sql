@@ -377,15 +377,16 @@ ORDER BY __emb_b;
 -- centroid, which dominates with small groups in high dimension); a and b are estimated without bias
 -- from each group's inner products and pooled over the groups.  F = Σ_g (W̃_g − W̄)²/V_g/(G − 1), W̄
 -- the 1/V_g-weighted mean.  Its p-value permutes labels while keeping |z| = 1: each item is reflected
--- (an orthogonal map) so that the centroid of the other items of its group lies on one common axis,
--- which removes the groups' locations; each permuted grouping then re-estimates W̃_g, a and b as the
--- observed one did.  At 5% it rejected 4.8–7.8% of null data sets on 10 of 13 designs (400 data sets
--- each: groups of 2 to 200 items, d = 16 to 768, uniform, clumped and anisotropic, the example's
--- vectors with shuffled topic labels) and 1.0–1.2% on three, where it is conservative and has less
--- power: 60 groups of 3–8 items drawn from `examples/embeddings.parquet`'s mini-384 vectors, sizes 4–64
--- uniform at d = 768, and 40 groups of 4–12 from a cluster mixture at d = 128 (`bench/README.md`,
--- `dispersion_validity.py`).  The scheme it replaces (betadisper's distances, their ANOVA F, the
--- residual vectors permuted) rejected 0.0–18.8% on the same designs, and vegan's `permutest` (its
+-- (an orthogonal map) so that its group's location lies on one common axis, which removes the groups'
+-- locations; the location is the centroid of the other items of its group, shrunk towards the grand
+-- mean by the share of the between-group sum of squares that differing locations explain (0 when the
+-- centroids differ no more than equal locations make them: the items are then permuted as they are).
+-- Each permuted grouping then re-estimates W̃_g, a and b as the observed one did. At 5% it rejected
+-- 2.5–6.0% of null data sets on 16 designs (400 data sets each: groups of 2 to 200 items, d = 16 to
+-- 768, uniform, clumped and anisotropic, equal and differing locations, the example's vectors with
+-- shuffled topic labels). The five lowest cells (2.5–3.0%) gave 4.1–6.0% on a second draw of 800 to
+-- 1,200 data sets each (`bench/README.md`, `dispersion_validity.py`).  The scheme it replaces
+-- (betadisper's distances, their ANOVA F, the residual vectors permuted) rejected 0.0–18.8% on the same designs, and vegan's `permutest` (its
 -- distances' residuals permuted) 0–52% (50 data sets each).  F is therefore not betadisper's ANOVA F;
 -- `emb_dispersion_groups`' mean_distance is betadisper's `group.distances`.  Groups with fewer than
 -- 4 items are left out of the test (a and b need 4 items).  With fewer than two groups of 4 or more
