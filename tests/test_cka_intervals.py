@@ -68,10 +68,11 @@ def test_a_tiny_but_resolved_spread_is_still_computed():
 # the interval against an independent recomputation
 
 def _t_interval_reference(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    """Bias-corrected jackknife +- t_{G-1} SE on atanh, from replicates recomputed from scratch."""
+    """The debiased CKA +- t_{G-1} jackknife SE on atanh (no second bias correction: the debiased CKA is unbiased),
+    from replicates recomputed from scratch."""
     full, reps = np.arctanh(values[0]), np.arctanh(values[1:])
     g = len(reps)
-    centre = g * full - (g - 1) * reps.mean()
+    centre = full
     se = np.sqrt((g - 1) / g * np.sum((reps - reps.mean()) ** 2))
     half = stats.t.ppf((1 + level) / 2, g - 1) * se
     return max(float(np.tanh(centre - half)), 0.0), min(float(np.tanh(centre + half)), 1.0)

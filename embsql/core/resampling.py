@@ -322,17 +322,20 @@ def _clip(stat: str, value: float) -> float:
 
 
 def jackknife_t_interval(stat: str, estimate: float, replicates: np.ndarray, level: float,
-                         strata: np.ndarray | None = None) -> tuple[float, float, float]:
+                         strata: np.ndarray | None = None, bias_correct: bool = True) -> tuple[float, float, float]:
     """(bias-corrected estimate, low, high), all on the figure's scale h (_scale: logit for R², W̄ and
     V, log for F, the figure itself for ICC and adjusted R² or where a value is at its bound) and mapped
     back: estimate_bc = h^-1(G h(theta) - (G-1) mean_g h(theta_(-g))), the interval h^-1(that +- t_df *
     the jackknife SE of h(theta_(-g))), kept inside the figure's range; df = G - 1, or with size
     strata the stratified SE and stratified_df (the bias correction stays the plain one, which
-    measured unbiased in both designs where the stratified correction was off by 0.4 SD)."""
+    measured unbiased in both designs where the stratified correction was off by 0.4 SD).
+    ``bias_correct=False`` centres the interval on h(theta) itself, for an estimate already unbiased."""
     forward, back = _scale(stat, np.append(replicates, estimate))
     g = len(replicates)
     on_scale = forward(np.asarray(replicates, dtype=float))
-    centre = g * float(forward(np.float64(estimate))) - (g - 1) * float(on_scale.mean())
+    centre = float(forward(np.float64(estimate)))
+    if bias_correct:
+        centre = g * centre - (g - 1) * float(on_scale.mean())
     df = g - 1 if strata is None else stratified_df(on_scale, strata)
     half = t_quantile((1 + level) / 2, df) * jackknife_se(on_scale, strata)
     low, high = centre - half, centre + half

@@ -39,7 +39,7 @@ FROM (
 -- @column model_b the second
 -- @column cka ‖X̃ᵀỸ‖²_F / (‖X̃ᵀX̃‖_F ‖ỸᵀỸ‖_F) on the unit vectors of each model centred at their mean (the RV coefficient), in [0, 1]; with `debiased := true` the same ratio of the unbiased HSIC estimates of Song et al. (2012), in [−1, 1], about 0 for unrelated models at any n (a negative value is returned as it is: read it as no detectable similarity)
 -- @column se cluster-jackknife SE over the groups of `"group"`, else the delete-one-item jackknife
--- @column ci_low the 95% interval for the population CKA (in [0, 1]), built from the debiased CKA's jackknife for both forms: bias-corrected estimate ± t(G − 1)·SE on the atanh scale (NULL with fewer than 3 groups)
+-- @column ci_low the 95% interval for the population CKA (in [0, 1]), built from the debiased CKA's jackknife for both forms: the debiased CKA ± t(G − 1)·SE on the atanh scale (NULL with fewer than 3 groups)
 -- @column ci_high its upper end
 -- @column calibrated true from 30 groups (or 30 items without `"group"`), where simulation measured its coverage at 91-99.5% (within 95 ± 2.5% in 13 of 18 designs)
 -- @column p_value permutation p: the items of `model_b` are shuffled against those of `model_a` (the same seeded shuffles for every pair); one-sided, upper tail, p = (b + 1)/(B + 1); NULL with `permutations := 0`
@@ -65,9 +65,9 @@ FROM (
 -- - **Interval.** The biased CKA is biased upward by far more than its SE when the dimensions are
 --   large next to the number of items (0.73 for a population CKA of 0.14 with 200 items of d = 384
 --   against 768), so `cka ± 1.96·se` can cover the population value in 0% of samples.  `ci_low`,
---   `ci_high` come from the debiased CKA, whose bias the jackknife does remove: coverage 91-99.5% at
---   30-40 groups or 40 items, d = 16/384 and 384/768, CKA 0.12-0.86 (bench/cka_validity.py; the
---   lowest, 91-92%, with 40 equal groups of 5).
+--   `ci_high` come from the debiased CKA, which is unbiased: coverage 92.5-99.0% at 30-40 groups or
+--   40 items, d = 16/384 and 384/768, CKA 0.12-0.86 (bench/cka_interval_centre.py; 92.5-96.0% with
+--   groups, 98.8-99.0% with independent items at a low CKA).
 --
 -- What it says: how far two models' geometries agree up to rotation and scale, on these items.
 -- What it cannot say: which model is better; agreement of local neighbourhoods (that is
