@@ -136,12 +136,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_missing("name", "rule", "value")
     error(format('embsql: [argument.missing] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_p_adjust("name", "rule", "value") AS
     error(format('embsql: [argument.p_adjust] {} must be {}, not {}', "name", "rule", "value"));
-CREATE OR REPLACE TEMP MACRO emb__fail_argument_renamed("old", "new", "where") AS
-    error(format('embsql: [argument.renamed] {} is now {} (in {})', "old", "new", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_unknown("where", "name", "takes") AS
     error(format('embsql: [argument.unknown] {} has no argument {}; it takes: {}', "where", "name", "takes"));
-CREATE OR REPLACE TEMP MACRO emb__fail_argument_moved("where", "old", "instead") AS
-    error(format('embsql: [argument.moved] {} does not take {}: {}', "where", "old", "instead"));
 CREATE OR REPLACE TEMP MACRO emb__fail_column_collision("column", "function") AS
     error(format('embsql: [column.collision] model column {} has the name of one of {}''s output columns (the output keeps the model column''s name); rename it, e.g. SELECT {} AS model_name', "column", "function", "column"));
 CREATE OR REPLACE TEMP MACRO emb__fail_column_reserved("column", "function") AS
@@ -219,16 +215,14 @@ CREATE OR REPLACE TEMP MACRO emb__reserved_prefix() AS '__emb_';
 
 
 -- ---------------------------------------------------------------------------
--- The model argument, checked before anything is read.  by := (its old name) is refused, and so is
--- a model column whose name is one of the function's output columns (the output keeps the model
--- column's name; outputs is the function's emb__outputs_<function>(), generated from its reference
--- block by sql/build.py).  A public macro hands its source table through this: query_table() needs
+-- The model argument, checked before anything is read: a model column whose name is one of the
+-- function's output columns is refused (the output keeps the model column's name; outputs is the
+-- function's emb__outputs_<function>(), generated from its reference block by sql/build.py).  A public macro hands its source table through this: query_table() needs
 -- its argument when the query is bound, so the refusal is raised then, before any row is read
 -- (a check in a filter or a join could come after another error from the data).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, "by", outputs) AS
+CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, outputs) AS
     CASE
-        WHEN "by" IS NOT NULL THEN emb__fail_argument_renamed('by :=', 'model :=', function)
         WHEN list_contains(outputs, lower(model))     -- (the column quoted as SQL names it, for the message's SELECT ... AS)
             THEN emb__fail_column_collision('"' || replace(model, '"', '""') || '"', function)
         -- the prefix of the macros' own columns, which carry the model column beside them (see above)
@@ -697,10 +691,10 @@ CREATE OR REPLACE TEMP MACRO emb__anova(tbl, group_col, vector_col, by_col) AS T
 -- -- model  n  groups  ss_t   ss_w   ss_b   r2      r2_null  f    v      mean_resultant_length  w_bar
 -- -- m1     4  2       2.2    0.4    1.8    0.8182  0.3333   9.0  0.55   0.6708                 0.1
 -- -- m2     4  2       1.1    0.2    0.9    0.8182  0.3333   9.0  0.275  0.8515                 0.05
-CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL, "by" := NULL) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL) AS TABLE
 SELECT a.* EXCLUDE (__emb_b, __emb_all)
 FROM emb__anova(
-         emb__checked_source(source, 'emb_anova', model, "by", emb__outputs_emb_anova()),
+         emb__checked_source(source, 'emb_anova', model, emb__outputs_emb_anova()),
          "group", vector, model) a
 ORDER BY a.__emb_b;
 
@@ -724,10 +718,10 @@ ORDER BY a.__emb_b;
 -- SELECT * FROM emb_groups('ex', 'topic', 'embedding', model := 'model');
 -- -- model  group  n_g  w    w_tilde  resolved
 -- -- m1     A      2    0.1  0.2      true
-CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL, "by" := NULL) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL) AS TABLE
 SELECT g.* EXCLUDE (__emb_b, __emb_all)
 FROM emb__groups(
-         emb__checked_source(source, 'emb_groups', model, "by", emb__outputs_emb_groups()),
+         emb__checked_source(source, 'emb_groups', model, emb__outputs_emb_groups()),
          "group", vector, model) g
 ORDER BY g.__emb_b, g."group";
 
@@ -1127,10 +1121,10 @@ ORDER BY __emb_b;
 -- -- model  icc  n0   ms_b  ms_w  f    groups  n  kind
 -- -- m1     0.8  2.0  1.8   0.2   9.0  2       4  trace
 -- -- m2     0.8  2.0  0.9   0.1   9.0  2       4  trace
-CREATE OR REPLACE TEMP MACRO emb_icc(source, "group", value, model := NULL, "by" := NULL) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_icc(source, "group", value, model := NULL) AS TABLE
 SELECT r.* EXCLUDE (__emb_all)
 FROM emb__icc(
-         emb__checked_source(source, 'emb_icc', model, "by", emb__outputs_emb_icc()),
+         emb__checked_source(source, 'emb_icc', model, emb__outputs_emb_icc()),
          "group", value, model) r;
 
 -- ---------------------------------------------------------------------------
@@ -1848,10 +1842,10 @@ ORDER BY __emb_b, __emb_o;
 -- SELECT metric, round(value, 4) AS value, queries FROM emb_run_metrics('run', 'qrels', k := 2);
 -- -- ndcg@2 0.5553, map@2 0.375, recall@2 0.75, precision@2 0.5, mrr@2 0.5, hit_rate@2 1.0 (2 queries)
 CREATE OR REPLACE TEMP MACRO emb_run_metrics(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id',
-                                             score := 'score', relevance := 'relevance', "by" := NULL) AS TABLE
+                                             score := 'score', relevance := 'relevance') AS TABLE
 SELECT r.* EXCLUDE (__emb_b)
 FROM emb__run_metrics(
-         emb__checked_source(run, 'emb_run_metrics', model, "by", emb__outputs_emb_run_metrics()),
+         emb__checked_source(run, 'emb_run_metrics', model, emb__outputs_emb_run_metrics()),
          qrels, k, model, qid, doc_id, score, relevance) r;
 
 -- @function emb_run_metrics_per_query(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id', score := 'score', relevance := 'relevance')
@@ -1875,10 +1869,10 @@ FROM emb__run_metrics(
 -- -- q1 0.5, q2 0.5 (in q2 the unjudged c ranks first, the relevant a second)
 CREATE OR REPLACE TEMP MACRO emb_run_metrics_per_query(run, qrels, k := 10, model := NULL, qid := 'qid',
                                                        doc_id := 'doc_id', score := 'score',
-                                                       relevance := 'relevance', "by" := NULL) AS TABLE
+                                                       relevance := 'relevance') AS TABLE
 SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_none, __emb_o)
 FROM emb__run_metric_rows(
-         emb__checked_source(run, 'emb_run_metrics_per_query', model, "by", emb__outputs_emb_run_metrics_per_query()),
+         emb__checked_source(run, 'emb_run_metrics_per_query', model, emb__outputs_emb_run_metrics_per_query()),
          qrels, k, model, qid, doc_id, score, relevance) r
 ORDER BY r.__emb_b, r.__emb_o, r.qid;
 

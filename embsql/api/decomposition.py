@@ -16,11 +16,11 @@ from embsql.io.sources import TableLike, local_sources, opened, resolve
 from embsql.io.sql import run_sql
 from embsql.io.table_stream import group_sums
 from embsql.result_table import ResultTable
-from embsql.vocabulary import Never, check_model_name, refuse
+from embsql.vocabulary import check_model_name
 
 
 def anova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
-          model: str | None = None, item: str | None = None, **removed: Never) -> ResultTable:
+          model: str | None = None, item: str | None = None) -> ResultTable:
     """The sum-of-squares decomposition of unit vectors by group, one row per model.
 
     Every vector is scaled to unit length; SS_T, SS_W and SS_B are the total, within-group and
@@ -60,9 +60,6 @@ def anova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vect
 
     Raises
     ------
-    ArgumentError
-        ``argument.renamed`` for an old keyword (``by=`` is now ``model=``, ``key=`` is now
-        ``item=``), ``argument.unknown`` for any other keyword it does not take.
     InputError
         ``column.missing``, ``column.type``, ``column.collision`` (a model column named like an
         output column), ``label.null`` (a NULL or NaN group or model value, naming its row),
@@ -79,7 +76,6 @@ def anova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vect
     >>> round(result.ss_t, 12), round(result.ss_w, 12), round(result.r2, 4)
     (2.2, 0.4, 0.8182)
     """
-    refuse(anova, removed)
     check_model_name(model, ANOVA_COLUMNS, "anova")
     with opened(con, source) as table:
         parts = group_sums(con, table, group, vector, by=model, key=item)
@@ -87,7 +83,7 @@ def anova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vect
 
 
 def groups(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
-           model: str | None = None, item: str | None = None, **removed: Never) -> ResultTable:
+           model: str | None = None, item: str | None = None) -> ResultTable:
     """The spread of each group: n_g, W_g and the size-corrected W̃_g, per model.
 
     Parameters
@@ -117,9 +113,6 @@ def groups(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vec
 
     Raises
     ------
-    ArgumentError
-        ``argument.renamed`` (``by=`` is now ``model=``, ``key=`` is now ``item=``),
-        ``argument.unknown``.
     InputError
         ``column.missing``, ``column.type``, ``column.collision``, ``label.null``, ``vector.*``,
         ``source.empty``.
@@ -133,7 +126,6 @@ def groups(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vec
     >>> [(row["group"], row["n_g"], round(row["w"], 4)) for row in embsql.groups(con, "ex", group="g", vector="v").to_dicts()]
     [('A', 2, 0.1), ('B', 2, 0.1)]
     """
-    refuse(groups, removed)
     check_model_name(model, GROUP_COLUMNS, "groups")
     with opened(con, source) as table:
         parts = group_sums(con, table, group, vector, by=model, key=item)
@@ -142,7 +134,7 @@ def groups(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vec
 
 
 def anova_dist(con: duckdb.DuckDBPyConnection, distances: TableLike, *, labels: TableLike, group: str,
-               i: str = "i", j: str = "j", distance: str = "d", item: str = "id", **removed: Never) -> ResultTable:
+               i: str = "i", j: str = "j", distance: str = "d", item: str = "id") -> ResultTable:
     """The decomposition from a distance table and a labels table, for any dissimilarity.
 
     SS_T = (1/n) Σ_{i<j} d_ij², SS_W = Σ_g (1/n_g) Σ_{i<j in g} d_ij² (the sums of squares of the
@@ -180,8 +172,6 @@ def anova_dist(con: duckdb.DuckDBPyConnection, distances: TableLike, *, labels: 
 
     Raises
     ------
-    ArgumentError
-        ``argument.renamed`` (``d=`` is now ``distance=``, ``id=`` is now ``item=``), ``argument.unknown``.
     SqlInputError
         ``distance.*`` (a NULL id, an invalid, asymmetric or missing distance, an unlabelled item),
         ``column.missing``, ``label.null``, ``design.*``.
@@ -196,7 +186,6 @@ def anova_dist(con: duckdb.DuckDBPyConnection, distances: TableLike, *, labels: 
     >>> round(embsql.anova_dist(con, "dist", labels="lab", group="g").r2, 4)
     0.8947
     """
-    refuse(anova_dist, removed)
     if not con.sql("SELECT 1 FROM duckdb_functions() WHERE function_name = 'emb_anova_dist'").fetchall():
         register(con)  # a plain connection: the macro is needed; re-running the SQL file each call is not
     with local_sources(con, distances, labels) as (distances_name, labels_name):

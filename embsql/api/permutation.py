@@ -22,7 +22,7 @@ from embsql.io.sources import TableLike, opened
 from embsql.io.table_stream import unit_rows
 from embsql.progress import DISPERSION_LABEL, permutations_label, progress_bar
 from embsql.result_table import ResultTable, ResultTables
-from embsql.vocabulary import Never, check_model_name, refuse
+from embsql.vocabulary import check_model_name
 
 DISPERSION_ALPHA = 0.05     # permanova warns when the dispersion test rejects at this level
 
@@ -32,20 +32,9 @@ PERMANOVA_COLUMNS = ANOVA_COLUMNS + ("p_value", "permutations")
 WELCH_COLUMNS = ("n", "groups", "w_d", "p_value", "permutations", "null_method", "groups_left_out",
                  "items_left_out", "note")
 
-# what permanova no longer takes, and where it went
-_ELSEWHERE = {
-    "terms": "the multi-term test is embsql.permanova_terms(con, source, terms=[...], vector=...)",
-    "sums": "the multi-term test is embsql.permanova_terms(con, source, terms=[...], vector=..., sums=...)",
-    "by_terms": "the multi-term test is embsql.permanova_terms(con, source, terms=[...], vector=..., sums=...)",
-    "statistic": "Welch's W*_d is tested by embsql.permanova_welch(con, source, group=..., vector=...)",
-    "null_method": "Welch's W*_d is tested by embsql.permanova_welch(con, source, group=..., vector=..., "
-                   "null_method=...)",
-}
-
-
 def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
               permutations: int = 999, seed: int = 42, strata: str | None = None, model: str | None = None,
-              progress: bool | None = None, check_dispersion: bool = True, **removed: Never) -> ResultTable:
+              progress: bool | None = None, check_dispersion: bool = True) -> ResultTable:
     """PERMANOVA: the decomposition with a permutation p-value of pseudo-F, one row per model.
 
     The group labels are permuted (freely, or within ``strata``); p = (b + 1) / (B + 1), with b
@@ -84,10 +73,6 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
 
     Raises
     ------
-    ArgumentError
-        ``argument.renamed`` (``by=`` is now ``model=``); ``argument.moved`` for ``terms=`` and
-        ``by_terms=`` (now :func:`embsql.permanova_terms`) and ``statistic=`` and ``null_method=``
-        (now :func:`embsql.permanova_welch`); ``argument.unknown``.
     InputError
         ``argument.permutations``, ``argument.seed``, ``column.missing``, ``column.type``,
         ``column.collision``, ``label.null``, ``vector.*``, ``design.*``, ``source.empty``; a NULL
@@ -103,7 +88,6 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     >>> round(result.r2, 4), result.p_value, result.permutations
     (0.8144, 0.005, 199)
     """
-    refuse(permanova, removed, moved=_ELSEWHERE)
     check_permutations(permutations)
     check_seed(seed)
     check_model_name(model, PERMANOVA_COLUMNS, "permanova")
@@ -131,7 +115,7 @@ def _warn_on_spread(result: Dispersion, where: str) -> None:
 
 def permanova_welch(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
                     permutations: int = 999, seed: int = 42, strata: str | None = None, model: str | None = None,
-                    null_method: str = "auto", progress: bool | None = None, **removed: Never) -> ResultTable:
+                    null_method: str = "auto", progress: bool | None = None) -> ResultTable:
     """Welch's W*_d test (Hamidi et al. 2019): are the group centroids equal, whatever the spreads?
 
     W*_d weights each group by its own spread, so groups that differ in spread (in unbalanced
@@ -174,8 +158,6 @@ def permanova_welch(con: duckdb.DuckDBPyConnection, source: TableLike, *, group:
 
     Raises
     ------
-    ArgumentError
-        ``argument.renamed`` (``by=`` is now ``model=``), ``argument.unknown``.
     InputError
         ``argument.permutations``, ``argument.seed``, ``argument.null_method``, ``column.missing``,
         ``column.collision``, ``label.null``, ``vector.*``, ``design.*`` (a group of one item).
@@ -190,7 +172,6 @@ def permanova_welch(con: duckdb.DuckDBPyConnection, source: TableLike, *, group:
     >>> result.columns[:4], round(result.p_value, 3), result.null_method
     (('n', 'groups', 'w_d', 'p_value'), 0.005, 'wild bootstrap')
     """
-    refuse(permanova_welch, removed)
     check_permutations(permutations)
     check_seed(seed)
     check_model_name(model, WELCH_COLUMNS, "permanova_welch")
@@ -233,7 +214,7 @@ class DispersionResult(ResultTables):
 
 def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
                permutations: int = 999, seed: int = 42, model: str | None = None,
-               progress: bool | None = None, **removed: Never) -> DispersionResult:
+               progress: bool | None = None) -> DispersionResult:
     """The dispersion test: do the groups differ in spread about their centroids?
 
     Each group's spread is W̃_g = n_g/(n_g − 1) · (1 − ‖μ_g‖²), the mean squared distance to its
@@ -288,8 +269,6 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
 
     Raises
     ------
-    ArgumentError
-        ``argument.renamed`` (``by=`` is now ``model=``), ``argument.unknown``.
     InputError
         ``argument.permutations``, ``argument.seed``, ``column.missing``, ``column.collision``,
         ``label.null``, ``vector.*``, ``source.empty``.
@@ -307,7 +286,6 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
     >>> result.groups.column("n_g")
     [10, 10, 10]
     """
-    refuse(dispersion, removed)
     check_permutations(permutations)
     check_seed(seed)
     check_model_name(model, DISPERSION_COLUMNS + DISPERSION_GROUP_COLUMNS, "dispersion")

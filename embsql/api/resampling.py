@@ -22,12 +22,11 @@ from embsql.errors import fail
 from embsql.io.sources import TableLike, opened
 from embsql.io.table_stream import group_sums, unit_rows
 from embsql.result_table import ResultTable
-from embsql.vocabulary import Never, check_model_name, refuse
+from embsql.vocabulary import check_model_name
 
 
 def jackknife(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
-              statistic: str = "r2", model: str | None = None, sizes: str = "auto",
-              **removed: Never) -> ResultTable:
+              statistic: str = "r2", model: str | None = None, sizes: str = "auto") -> ResultTable:
     """The leave-one-group-out (cluster jackknife) standard error of a statistic, per model.
 
     Groups, not items, are the independent units (items of one topic or paraphrase group are
@@ -57,9 +56,6 @@ def jackknife(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
 
     Raises
     ------
-    ArgumentError
-        ``argument.renamed`` (``stat=`` is now ``statistic=``, ``by=`` is now ``model=``),
-        ``argument.unknown``.
     InputError
         ``argument.stat`` (an unknown statistic), ``column.missing``, ``column.collision``,
         ``label.null``, ``vector.*``, ``design.*`` (too few groups), ``source.empty``.
@@ -74,7 +70,6 @@ def jackknife(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     >>> result.statistic, round(result.estimate, 4), round(result.se, 4), result.groups
     ('r2', 0.7803, 0.0066, 6)
     """
-    refuse(jackknife, removed)
     check_model_name(model, JACKKNIFE_COLUMNS, "jackknife")
     with opened(con, source) as table:
         parts = group_sums(con, table, group, vector, by=model)
@@ -88,7 +83,7 @@ def jackknife(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
 
 def bootstrap(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
               statistic: str = "r2", replicates: int = 2000, seed: int = 42, level: float = 0.95,
-              model: str | None = None, sizes: str = "auto", **removed: Never) -> ResultTable:
+              model: str | None = None, sizes: str = "auto") -> ResultTable:
     """The cluster bootstrap (groups resampled with replacement): a standard error and a
     calibrated confidence interval of a statistic, per model.
 
@@ -128,9 +123,6 @@ def bootstrap(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
 
     Raises
     ------
-    ArgumentError
-        ``argument.renamed`` (``stat=`` is now ``statistic=``, ``by=`` is now ``model=``),
-        ``argument.unknown``.
     InputError
         ``argument.stat``, ``argument.replicates``, ``argument.seed``, ``argument.level``,
         ``column.missing``, ``column.collision``, ``label.null``, ``vector.*``, ``design.*``
@@ -146,7 +138,6 @@ def bootstrap(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     >>> result.ci_low < result.estimate_bc < result.ci_high, result.level, result.replicates
     (True, 0.95, 200)
     """
-    refuse(bootstrap, removed)
     check_model_name(model, BOOTSTRAP_COLUMNS, "bootstrap")
     with opened(con, source) as table:
         parts = group_sums(con, table, group, vector, by=model)
@@ -160,7 +151,7 @@ def bootstrap(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
 
 def compare(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str, model: str, item: str,
             statistic: str = "r2", replicates: int = 2000, seed: int = 42, level: float = 0.95,
-            common: bool = False, sizes: str = "auto", **removed: Never) -> ResultTable:
+            common: bool = False, sizes: str = "auto") -> ResultTable:
     """The paired comparison of every pair of models that embedded the same items, paired by group.
 
     The difference of a statistic between two models, with a standard error from the paired
@@ -205,8 +196,6 @@ def compare(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, ve
 
     Raises
     ------
-    ArgumentError
-        ``argument.renamed`` (``stat=`` is now ``statistic=``), ``argument.unknown``.
     InputError
         ``model.too_few`` (one model), ``argument.*``, ``column.missing``, ``label.null``,
         ``label.duplicate`` (an item twice in one model), ``vector.*``, ``design.*``.
@@ -223,7 +212,6 @@ def compare(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, ve
     >>> result.model_a, result.model_b, result.difference < 0, result.shared_items
     ('loose', 'tight', True, 36)
     """
-    refuse(compare, removed)
     with opened(con, source) as table:
         parts = unit_rows(con, table, group, vector, by=model, extra=item, extra_role="item")
     if len(parts) < 2:

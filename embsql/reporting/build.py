@@ -40,7 +40,7 @@ from embsql.core.sums import GroupSums
 from embsql.engines import spark
 from embsql.engines.connections import dialect_of, engine_error, errors_of, fetch_arrow
 from embsql.engines.dialects import WRITABLE
-from embsql.errors import BadLabelError, BadVectorError, ColumnNotFoundError, DesignError, EngineError, InputError, fail
+from embsql.errors import BadLabelError, BadVectorError, ColumnNotFoundError, DesignError, EngineError, InputError
 from embsql.io import duckdb_sums, portable_sums
 from embsql.io.registration import connect
 from embsql.io.retrieval_tables import REPORT_OPTIONS, report_tables
@@ -51,7 +51,6 @@ from embsql.reporting.labels import CLASSIFICATION_SETTINGS, SIMILARITY_SETTINGS
 from embsql.reporting.report_result import ReportResult, Section
 from embsql.reporting.sections import REGISTRY, Run, whose
 from embsql.result_table import ResultTable, model_label
-from embsql.vocabulary import REMOVED, Never, refuse
 
 Fetch = Callable[[str], pa.Table]   # runs one SQL statement on the engine, returns its rows as Arrow
 
@@ -62,7 +61,6 @@ SUMMARY_COLUMNS = ("model", "n", "groups", "r2", "r2_se", "r2_ci_low", "r2_ci_hi
                    "dispersion_p", "r2_bc", "r2_adj", "calibrated")
 # the [report.retrieval] settings: the retrieval layers' column names and options, and the qrels' relevance column
 RETRIEVAL_SETTINGS = REPORT_OPTIONS
-RETRIEVAL_RENAMED = {"level": "strength"}   # the paraphrase-strength column was "level" there (level is the confidence level)
 
 
 @dataclass(frozen=True)
@@ -140,7 +138,7 @@ class Report:
             raise InputError(f"report: retrieval must be a table of settings ({', '.join(RETRIEVAL_SETTINGS)}), "
                              f"not a {type(self.retrieval).__name__}")
         for key in self.retrieval:
-            _check_setting(key, RETRIEVAL_SETTINGS, "the report's retrieval settings", RETRIEVAL_RENAMED)
+            _check_setting(key, RETRIEVAL_SETTINGS, "the report's retrieval settings")
         object.__setattr__(self, "retrieval", dict(self.retrieval))
         for name, allowed in (("similarity", SIMILARITY_SETTINGS), ("classification", CLASSIFICATION_SETTINGS)):
             value = getattr(self, name)
@@ -157,7 +155,7 @@ class Report:
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> Report:
         """A report from a dict (the [report] table of a TOML file); a key that is not a setting is
-        an error, and an old spelling (``by``) names the new one (``model``)."""
+        an error naming the settings."""
         return cls._from_table(values, "the report's settings")
 
     @classmethod
@@ -478,13 +476,10 @@ class Report:
 SETTINGS = tuple(f.name for f in dataclasses.fields(Report) if f.name != "_")
 
 
-def _check_setting(key: str, allowed: tuple[str, ...], origin: str, renamed: Mapping[str, str] | None = None) -> None:
-    """Refuse a setting that is not one: an old spelling names the new one (embsql.vocabulary.REMOVED)."""
+def _check_setting(key: str, allowed: tuple[str, ...], origin: str) -> None:
+    """Refuse a setting that is not one, naming the settings there are."""
     if key in allowed:
         return
-    new = (renamed or {}).get(key) or REMOVED.get(key)
-    if new in allowed:
-        fail("argument.renamed", old=key, new=new, where=origin)
     raise InputError(f"report: unknown setting {key!r} in {origin}; the settings are: {', '.join(allowed)}")
 
 
@@ -525,7 +520,7 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
            queries: Any = None, docs: Any = None, retrieval: dict[str, Any] | None = None, qrels: Any = None,
            title: str | None = None, table: str | None = None, where: str | None = None, item: str | None = None,
            pairs: Any = None, similarity: dict[str, Any] | None = None, label: str | None = None,
-           classification: dict[str, Any] | None = None, **removed: Never) -> Report:
+           classification: dict[str, Any] | None = None) -> Report:
     """Describe a report on ``source``; nothing runs until ``.sql()`` or ``.run()``.
 
     Parameters
@@ -588,8 +583,6 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
 
     Raises
     ------
-    ArgumentError
-        For a keyword it does not take (``by=`` is now ``model=``).
     InputError
         For a bad setting (an unknown section, a negative seed, a bad ``where`` ...).
 
@@ -601,7 +594,6 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
     >>> r.chosen_sections
     ('decomposition', 'groups', 'jackknife', 'bootstrap', 'compare')
     """
-    refuse(report, removed)
     return Report(source, vector=vector, group=group, model=model, sections=tuple(sections), permutations=permutations,
                   seed=seed, replicates=replicates, level=level, queries=queries, docs=docs,
                   retrieval=dict(retrieval or {}), qrels=qrels, title=title, table=table, where=where, item=item,

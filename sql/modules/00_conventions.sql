@@ -24,16 +24,14 @@
 
 
 -- ---------------------------------------------------------------------------
--- The model argument, checked before anything is read.  by := (its old name) is refused, and so is
--- a model column whose name is one of the function's output columns (the output keeps the model
--- column's name; outputs is the function's emb__outputs_<function>(), generated from its reference
--- block by sql/build.py).  A public macro hands its source table through this: query_table() needs
+-- The model argument, checked before anything is read: a model column whose name is one of the
+-- function's output columns is refused (the output keeps the model column's name; outputs is the
+-- function's emb__outputs_<function>(), generated from its reference block by sql/build.py).  A public macro hands its source table through this: query_table() needs
 -- its argument when the query is bound, so the refusal is raised then, before any row is read
 -- (a check in a filter or a join could come after another error from the data).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, "by", outputs) AS
+CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, outputs) AS
     CASE
-        WHEN "by" IS NOT NULL THEN emb__fail_argument_renamed('by :=', 'model :=', function)
         WHEN list_contains(outputs, lower(model))     -- (the column quoted as SQL names it, for the message's SELECT ... AS)
             THEN emb__fail_column_collision('"' || replace(model, '"', '""') || '"', function)
         -- the prefix of the macros' own columns, which carry the model column beside them (see above)

@@ -98,10 +98,10 @@ CREATE OR REPLACE TEMP MACRO emb__anova(tbl, group_col, vector_col, by_col) AS T
 -- -- model  n  groups  ss_t   ss_w   ss_b   r2      r2_null  f    v      mean_resultant_length  w_bar
 -- -- m1     4  2       2.2    0.4    1.8    0.8182  0.3333   9.0  0.55   0.6708                 0.1
 -- -- m2     4  2       1.1    0.2    0.9    0.8182  0.3333   9.0  0.275  0.8515                 0.05
-CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL, "by" := NULL) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL) AS TABLE
 SELECT a.* EXCLUDE (__emb_b, __emb_all)
 FROM emb__anova(
-         emb__checked_source(source, 'emb_anova', model, "by", emb__outputs_emb_anova()),
+         emb__checked_source(source, 'emb_anova', model, emb__outputs_emb_anova()),
          "group", vector, model) a
 ORDER BY a.__emb_b;
 
@@ -125,9 +125,9 @@ ORDER BY a.__emb_b;
 -- SELECT * FROM emb_groups('ex', 'topic', 'embedding', model := 'model');
 -- -- model  group  n_g  w    w_tilde  resolved
 -- -- m1     A      2    0.1  0.2      true
-CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL, "by" := NULL) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL) AS TABLE
 SELECT g.* EXCLUDE (__emb_b, __emb_all)
 FROM emb__groups(
-         emb__checked_source(source, 'emb_groups', model, "by", emb__outputs_emb_groups()),
+         emb__checked_source(source, 'emb_groups', model, emb__outputs_emb_groups()),
          "group", vector, model) g
 ORDER BY g.__emb_b, g."group";

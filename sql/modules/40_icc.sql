@@ -231,8 +231,8 @@ ORDER BY __emb_b;
 -- -- model  icc  n0   ms_b  ms_w  f    groups  n  kind
 -- -- m1     0.8  2.0  1.8   0.2   9.0  2       4  trace
 -- -- m2     0.8  2.0  0.9   0.1   9.0  2       4  trace
-CREATE OR REPLACE TEMP MACRO emb_icc(source, "group", value, model := NULL, "by" := NULL) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_icc(source, "group", value, model := NULL) AS TABLE
 SELECT r.* EXCLUDE (__emb_all)
 FROM emb__icc(
-         emb__checked_source(source, 'emb_icc', model, "by", emb__outputs_emb_icc()),
+         emb__checked_source(source, 'emb_icc', model, emb__outputs_emb_icc()),
          "group", value, model) r;

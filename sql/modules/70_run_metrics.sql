@@ -193,10 +193,10 @@ ORDER BY __emb_b, __emb_o;
 -- SELECT metric, round(value, 4) AS value, queries FROM emb_run_metrics('run', 'qrels', k := 2);
 -- -- ndcg@2 0.5553, map@2 0.375, recall@2 0.75, precision@2 0.5, mrr@2 0.5, hit_rate@2 1.0 (2 queries)
 CREATE OR REPLACE TEMP MACRO emb_run_metrics(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id',
-                                             score := 'score', relevance := 'relevance', "by" := NULL) AS TABLE
+                                             score := 'score', relevance := 'relevance') AS TABLE
 SELECT r.* EXCLUDE (__emb_b)
 FROM emb__run_metrics(
-         emb__checked_source(run, 'emb_run_metrics', model, "by", emb__outputs_emb_run_metrics()),
+         emb__checked_source(run, 'emb_run_metrics', model, emb__outputs_emb_run_metrics()),
          qrels, k, model, qid, doc_id, score, relevance) r;
 
 -- @function emb_run_metrics_per_query(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id', score := 'score', relevance := 'relevance')
@@ -220,9 +220,9 @@ FROM emb__run_metrics(
 -- -- q1 0.5, q2 0.5 (in q2 the unjudged c ranks first, the relevant a second)
 CREATE OR REPLACE TEMP MACRO emb_run_metrics_per_query(run, qrels, k := 10, model := NULL, qid := 'qid',
                                                        doc_id := 'doc_id', score := 'score',
-                                                       relevance := 'relevance', "by" := NULL) AS TABLE
+                                                       relevance := 'relevance') AS TABLE
 SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_none, __emb_o)
 FROM emb__run_metric_rows(
-         emb__checked_source(run, 'emb_run_metrics_per_query', model, "by", emb__outputs_emb_run_metrics_per_query()),
+         emb__checked_source(run, 'emb_run_metrics_per_query', model, emb__outputs_emb_run_metrics_per_query()),
          qrels, k, model, qid, doc_id, score, relevance) r
 ORDER BY r.__emb_b, r.__emb_o, r.qid;

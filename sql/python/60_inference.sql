@@ -162,10 +162,10 @@ ORDER BY s.__emb_b;
 -- SELECT model, r2, f, p_value, permutations
 -- FROM emb_permanova('ex', 'topic', 'embedding', permutations := 199, model := 'model');
 CREATE OR REPLACE TEMP MACRO emb_permanova(source, "group", vector, permutations := 999, seed := 42, strata := NULL,
-                                           model := NULL, "by" := NULL) AS TABLE
+                                           model := NULL) AS TABLE
 SELECT p.* EXCLUDE (__emb_b, __emb_all)
 FROM emb__permanova(
-         emb__checked_source(source, 'emb_permanova', model, "by", emb__outputs_emb_permanova()),
+         emb__checked_source(source, 'emb_permanova', model, emb__outputs_emb_permanova()),
          "group", vector, model, permutations, seed, strata, 'pseudo-f', 'auto') p
 ORDER BY p.__emb_b;
 
@@ -394,14 +394,13 @@ ORDER BY __emb_b;
 -- Arguments, labels, identical vectors and interrupts as for `emb_permanova`.
 -- @example
 -- SELECT * FROM emb_dispersion('many', 'topic', 'embedding', model := 'model', permutations := 199);
-CREATE OR REPLACE TEMP MACRO emb_dispersion(source, "group", vector, model := NULL, permutations := 999, seed := 42,
-                                            "by" := NULL) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_dispersion(source, "group", vector, model := NULL, permutations := 999, seed := 42) AS TABLE
 SELECT d.* EXCLUDE (__emb_all, __emb_b, __emb_t),
        d.__emb_t.groups AS groups, d.__emb_t.f AS f, d.__emb_t.p_value AS p_value,
        d.__emb_t.permutations AS permutations, d.__emb_t.groups_left_out AS groups_left_out,
        d.__emb_t.items_left_out AS items_left_out, d.__emb_t.note AS note
 FROM emb__dispersion_checked(
-         emb__checked_source(source, 'emb_dispersion', model, "by", emb__outputs_emb_dispersion()),
+         emb__checked_source(source, 'emb_dispersion', model, emb__outputs_emb_dispersion()),
          "group", vector, model, permutations, seed) d
 ORDER BY d.__emb_b;
 
@@ -423,10 +422,10 @@ ORDER BY d.__emb_b;
 -- @example
 -- SELECT * FROM emb_dispersion_groups('many', 'topic', 'embedding', model := 'model', permutations := 99);
 CREATE OR REPLACE TEMP MACRO emb_dispersion_groups(source, "group", vector, model := NULL, permutations := 999,
-                                                   seed := 42, "by" := NULL) AS TABLE
+                                                   seed := 42) AS TABLE
 SELECT d.* EXCLUDE (__emb_all, __emb_b, __emb_t), unnest(d.__emb_t.labels) AS "group",
        unnest(d.__emb_t.sizes) AS n_g, unnest(d.__emb_t.mean_distance) AS mean_distance,
        unnest(d.__emb_t.in_test) AS in_test
 FROM emb__dispersion_checked(
-         emb__checked_source(source, 'emb_dispersion_groups', model, "by", emb__outputs_emb_dispersion_groups()),
+         emb__checked_source(source, 'emb_dispersion_groups', model, emb__outputs_emb_dispersion_groups()),
          "group", vector, model, permutations, seed) d;

@@ -65,12 +65,11 @@ ORDER BY __emb_b;
 -- the same 144 items.
 -- @example
 -- SELECT * FROM emb_jackknife('many', 'topic', 'embedding', statistic := 'f', model := 'model');
-CREATE OR REPLACE TEMP MACRO emb_jackknife(source, "group", vector, model := NULL, statistic := 'r2',
-                                           "by" := NULL) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_jackknife(source, "group", vector, model := NULL, statistic := 'r2') AS TABLE
 SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_r), statistic AS statistic, r.__emb_r.estimate AS estimate,
        r.__emb_r.se AS se, r.__emb_r.groups AS groups, r.__emb_r.sizes AS sizes
 FROM emb__resampled_checked(
-         emb__checked_source(source, 'emb_jackknife', model, "by", emb__outputs_emb_jackknife()),
+         emb__checked_source(source, 'emb_jackknife', model, emb__outputs_emb_jackknife()),
          "group", vector, model, statistic, 0, 0, 0.0, 'jackknife') r
 ORDER BY r.__emb_b;
 
@@ -130,13 +129,13 @@ ORDER BY r.__emb_b;
 -- @example
 -- SELECT * FROM emb_bootstrap('many', 'topic', 'embedding', replicates := 999, seed := 7, model := 'model');
 CREATE OR REPLACE TEMP MACRO emb_bootstrap(source, "group", vector, model := NULL, statistic := 'r2',
-                                           replicates := 2000, seed := 42, level := 0.95, "by" := NULL) AS TABLE
+                                           replicates := 2000, seed := 42, level := 0.95) AS TABLE
 SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_r), statistic AS statistic, r.__emb_r.estimate AS estimate,
        r.__emb_r.se AS se, r.__emb_r.ci_low AS ci_low, r.__emb_r.ci_high AS ci_high, level::DOUBLE AS level,
        replicates AS replicates, r.__emb_r.groups AS groups, r.__emb_r.estimate_bc AS estimate_bc,
        r.__emb_r.dropped AS dropped, r.__emb_r.calibrated AS calibrated, r.__emb_r.sizes AS sizes
 FROM emb__resampled_checked(
-         emb__checked_source(source, 'emb_bootstrap', model, "by", emb__outputs_emb_bootstrap()),
+         emb__checked_source(source, 'emb_bootstrap', model, emb__outputs_emb_bootstrap()),
          "group", vector, model, statistic, replicates, seed, level, 'bootstrap') r
 ORDER BY r.__emb_b;
 

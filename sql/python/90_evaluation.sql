@@ -89,9 +89,8 @@ ORDER BY __emb_b, __emb_u;
 -- -- ndcg@2 0.9299, recall@1 0.75
 CREATE OR REPLACE TEMP MACRO emb_retrieval_eval(queries, docs, qrels, k := 10, metrics := NULL, model := NULL,
                                                 qid := 'qid', doc_id := 'doc_id', vector := 'vector',
-                                                doc_vector := 'vector', relevance := 'relevance', unknown := 'error',
-                                                "by" := NULL) AS TABLE
+                                                doc_vector := 'vector', relevance := 'relevance', unknown := 'error') AS TABLE
 SELECT r.* EXCLUDE (__emb_b)
 FROM emb__retrieval_eval(
-         emb__checked_source(queries, 'emb_retrieval_eval', model, "by", emb__outputs_emb_retrieval_eval()),
+         emb__checked_source(queries, 'emb_retrieval_eval', model, emb__outputs_emb_retrieval_eval()),
          docs, qrels, k, metrics, model, qid, doc_id, vector, doc_vector, relevance, unknown) r;
