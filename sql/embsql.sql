@@ -1525,7 +1525,7 @@ CREATE OR REPLACE TEMP MACRO emb_margins(queries, docs, scope := 'corpus', qid :
                                          doc_vector := 'vector', model := NULL) AS TABLE
 SELECT m.* EXCLUDE (__emb_all, __emb_b, __emb_g, __emb_gcols, __emb_row)
 FROM emb__margins(
-         emb__checked_source(queries, 'emb_margins', model, NULL, emb__outputs_emb_margins()),
+         emb__checked_source(queries, 'emb_margins', model, emb__outputs_emb_margins()),
          docs, scope, qid, NULL, positive, vector, doc_id, doc_group, doc_vector, model) m
 ORDER BY m.__emb_b, m.qid;
 
@@ -1644,7 +1644,7 @@ CREATE OR REPLACE TEMP MACRO emb_retrieval_summary(queries, docs, scope := 'corp
                                                    model := NULL) AS TABLE
 SELECT r.*
 FROM emb__retrieval_summary(
-         emb__checked_source(queries, 'emb_retrieval_summary', model, NULL, emb__outputs_emb_retrieval_summary()),
+         emb__checked_source(queries, 'emb_retrieval_summary', model, emb__outputs_emb_retrieval_summary()),
          docs, scope, qid, "group", positive, vector, doc_id, doc_group, doc_vector, model) r;
 
 -- ---------------------------------------------------------------------------
@@ -2101,7 +2101,7 @@ SELECT COLUMNS(lambda c: c NOT IN ('__emb_m', '__emb_estimate', 'ci_low', 'ci_hi
                                    '__emb_level', 'calibrated')),
        __emb_estimate AS pearson, ci_low, ci_high, se, __emb_pairs AS pairs, items, skipped, __emb_level AS level, calibrated
 FROM emb__similarity_correlation(
-    pairs, emb__checked_source(embeddings, 'emb_similarity_pearson', model, NULL, emb__outputs_emb_similarity_pearson()),
+    pairs, emb__checked_source(embeddings, 'emb_similarity_pearson', model, emb__outputs_emb_similarity_pearson()),
     model, a, b, score, item, vector, missing, level, false));
 
 -- @function emb_similarity_spearman(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95)
@@ -2147,5 +2147,5 @@ SELECT COLUMNS(lambda c: c NOT IN ('__emb_m', '__emb_estimate', 'ci_low', 'ci_hi
                                    '__emb_level', 'calibrated')),
        __emb_estimate AS spearman, ci_low, ci_high, se, __emb_pairs AS pairs, items, skipped, __emb_level AS level, calibrated
 FROM emb__similarity_correlation(
-    pairs, emb__checked_source(embeddings, 'emb_similarity_spearman', model, NULL, emb__outputs_emb_similarity_spearman()),
+    pairs, emb__checked_source(embeddings, 'emb_similarity_spearman', model, emb__outputs_emb_similarity_spearman()),
     model, a, b, score, item, vector, missing, level, true));

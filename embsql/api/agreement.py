@@ -19,7 +19,7 @@ def _models(con: duckdb.DuckDBPyConnection, source: TableLike, item: str, model:
     with opened(con, source) as table:
         table.require(item, "item")
         table.require(model, "model")
-        parts = unit_rows(con, table, item, vector, by=model, group_role="item")
+        parts = unit_rows(con, table, item, vector, model=model, group_role="item")
     return {value: (part.labels, part.unit) for value, part in parts}
 
 

@@ -78,7 +78,7 @@ def anova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vect
     """
     check_model_name(model, ANOVA_COLUMNS, "anova")
     with opened(con, source) as table:
-        parts = group_sums(con, table, group, vector, by=model, key=item)
+        parts = group_sums(con, table, group, vector, model=model, item=item)
     return ResultTable.of_models("anova", model, ANOVA_COLUMNS, [(value, anova_row(part, value)) for value, part in parts])
 
 
@@ -128,7 +128,7 @@ def groups(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vec
     """
     check_model_name(model, GROUP_COLUMNS, "groups")
     with opened(con, source) as table:
-        parts = group_sums(con, table, group, vector, by=model, key=item)
+        parts = group_sums(con, table, group, vector, model=model, item=item)
     return ResultTable.of_models("groups", model, GROUP_COLUMNS,
                                  [(value, row) for value, part in parts for row in group_rows(part)])
 

@@ -28,7 +28,7 @@ def model_rows(con: duckdb.DuckDBPyConnection, source: TableLike, item: str, mod
     with opened(con, source) as table:
         table.require(item, "item")
         table.require(model, "model")
-        parts = unit_rows(con, table, item, vector, by=model, extra=group, extra_role="group", group_role="item")
+        parts = unit_rows(con, table, item, vector, model=model, extra=group, extra_role="group", group_role="item")
     models = {value: (part.labels, part.unit) for value, part in parts}
     return models, (None if group is None else {value: part.extra for value, part in parts})
 

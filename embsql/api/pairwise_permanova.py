@@ -69,7 +69,7 @@ def pairwise_permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, gro
     """
     check_model_name(model, PAIRWISE_COLUMNS, "pairwise_permanova")
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, by=model)
+        parts = unit_rows(con, table, group, vector, model=model)
     rows = []
     for value, part in parts:
         labels = clean_labels(part.labels, group)

@@ -92,7 +92,7 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     check_seed(seed)
     check_model_name(model, PERMANOVA_COLUMNS, "permanova")
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, by=model, extra=strata)
+        parts = unit_rows(con, table, group, vector, model=model, extra=strata)
     rows = []
     for value, part in parts:
         model_rows = ordered(part, group, strata=strata is not None)
@@ -176,7 +176,7 @@ def permanova_welch(con: duckdb.DuckDBPyConnection, source: TableLike, *, group:
     check_seed(seed)
     check_model_name(model, WELCH_COLUMNS, "permanova_welch")
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, by=model, extra=strata)
+        parts = unit_rows(con, table, group, vector, model=model, extra=strata)
     rows = []
     for value, part in parts:
         with progress_bar(permutations_label(value), permutations, progress) as tick:
@@ -290,7 +290,7 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
     check_seed(seed)
     check_model_name(model, DISPERSION_COLUMNS + DISPERSION_GROUP_COLUMNS, "dispersion")
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, by=model)
+        parts = unit_rows(con, table, group, vector, model=model)
     tests, per_group = [], []
     for value, part in parts:
         with progress_bar(DISPERSION_LABEL, permutations, progress) as tick:

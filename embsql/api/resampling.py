@@ -72,7 +72,7 @@ def jackknife(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     """
     check_model_name(model, JACKKNIFE_COLUMNS, "jackknife")
     with opened(con, source) as table:
-        parts = group_sums(con, table, group, vector, by=model)
+        parts = group_sums(con, table, group, vector, model=model)
     rows = []
     for value, sums in parts:
         result = resampling.jackknife(sums, statistic, sizes=sizes)
@@ -140,7 +140,7 @@ def bootstrap(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     """
     check_model_name(model, BOOTSTRAP_COLUMNS, "bootstrap")
     with opened(con, source) as table:
-        parts = group_sums(con, table, group, vector, by=model)
+        parts = group_sums(con, table, group, vector, model=model)
     rows = []
     for value, sums in parts:
         result = resampling.bootstrap(canonical(sums), statistic, replicates=replicates, seed=seed, level=level,
@@ -213,7 +213,7 @@ def compare(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, ve
     ('loose', 'tight', True, 36)
     """
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, by=model, extra=item, extra_role="item")
+        parts = unit_rows(con, table, group, vector, model=model, extra=item, extra_role="item")
     if len(parts) < 2:
         fail("model.too_few", column=f"model column {model!r}", models=len(parts), needs="a comparison")
     models = {value: (part.extra, part.labels, part.unit) for value, part in parts}

@@ -1,6 +1,6 @@
 """Stage 1: reduce an embedding table to sufficient statistics in one streaming pass.
 
-Per (by value, group): the count n_g of vectors, s_g, the sum of their unit vectors, and the
+Per (model value, group): the count n_g of vectors, s_g, the sum of their unit vectors, and the
 sum of squares of those unit vectors about their group mean (accumulated stably).
 DuckDB streams the three columns as Arrow record batches; numpy checks, normalises and sums
 each batch, so memory stays O(batch * d + G * d) and nothing is n x n.  (In SQL the same sums
@@ -31,19 +31,19 @@ def _column(name: str) -> exp.Column:
     return exp.column(name, quoted=True)
 
 
-def _query(source: Source, group: str, vector: str, by: str | None, key: str | None, extra: str | None,
+def _query(source: Source, group: str, vector: str, model: str | None, item: str | None, extra: str | None,
            extra_role: str = "strata", group_role: str = "group") -> exp.Select:
-    for name, role in ((group, group_role), (by, "model"), (key, "item"), (extra, extra_role)):
+    for name, role in ((group, group_role), (model, "model"), (item, "item"), (extra, extra_role)):
         if name is not None:
             source.require(name, role)
     source.vector_dimension(vector)
-    if by is not None and by == group:
-        raise InputError(f"model column {by!r} is also the {group_role} column; pass the column that names each row's model")
+    if model is not None and model == group:
+        raise InputError(f"model column {model!r} is also the {group_role} column; pass the column that names each row's model")
     return exp.select(
-        exp.alias_(_column(by) if by else exp.null(), B),
+        exp.alias_(_column(model) if model else exp.null(), B),
         exp.alias_(_column(group), G),
         exp.alias_(_column(vector), V),
-        exp.alias_(_column(key) if key else exp.null(), KEY),
+        exp.alias_(_column(item) if item else exp.null(), KEY),
         exp.alias_(_column(extra) if extra else exp.null(), EXTRA),
     ).from_(source.table.copy())
 
@@ -51,10 +51,10 @@ def _query(source: Source, group: str, vector: str, by: str | None, key: str | N
 Part = tuple[object, list, np.ndarray, np.ndarray, pa.Array, "RowNamer"]
 
 
-def _stream(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str, by: str | None = None,
-            key: str | None = None, extra: str | None = None, unit: bool = True, extra_role: str = "strata",
+def _stream(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str, model: str | None = None,
+            item: str | None = None, extra: str | None = None, unit: bool = True, extra_role: str = "strata",
             group_role: str = "group") -> Iterator[Part]:
-    """Yield (by value, labels, label codes, vectors, extra values, row namer) per part of each Arrow batch.
+    """Yield (model value, labels, label codes, vectors, extra values, row namer) per part of each Arrow batch.
 
     Vectors are checked and scaled to unit length, or with ``unit=False`` checked for NULLs and
     lengths only and returned as they are (the caller scales them and checks their norms).
@@ -63,15 +63,15 @@ def _stream(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: 
     would drop its rows without a word."""
     dims: dict[object, int] = {}
     first_row = 0
-    query = _query(source, group, vector, by, key, extra, extra_role, group_role)
+    query = _query(source, group, vector, model, item, extra, extra_role, group_role)
     for batch in con.sql(query.sql("duckdb")).to_arrow_reader(BATCH_ROWS):
-        by_values = batch.column(B)
-        if by is not None:
-            _check_models(by_values, by, RowNamer(batch, np.arange(batch.num_rows), first_row, group_role))
-        values = [None] if by is None else pc.unique(by_values).to_pylist()
-        # a batch of one by value (a table stored model by model) is used as it is: no filtered copy
+        model_values = batch.column(B)
+        if model is not None:
+            _check_models(model_values, model, RowNamer(batch, np.arange(batch.num_rows), first_row, group_role))
+        values = [None] if model is None else pc.unique(model_values).to_pylist()
+        # a batch of one model value (a table stored model by model) is used as it is: no filtered copy
         parts = [(values[0], None)] if len(values) == 1 else [
-            (value, pc.equal(by_values, pa.scalar(value, by_values.type))) for value in values]
+            (value, pc.equal(model_values, pa.scalar(value, model_values.type))) for value in values]
         for value, mask in parts:
             rows = np.arange(batch.num_rows) if mask is None else np.flatnonzero(mask.to_numpy(zero_copy_only=False))
             # a run of rows (a batch where one model's rows end and the next's begin) is a zero-copy slice
@@ -113,34 +113,34 @@ def _coded_labels(column: pa.Array, group: str, role: str, where: RowNamer) -> t
     return [clean_label(name, group, role=role) for name in names], codes
 
 
-def rows_query(source: Source, group: str, vector: str, by: str | None = None) -> str:
+def rows_query(source: Source, group: str, vector: str, model: str | None = None) -> str:
     """The DuckDB SQL that group_sums streams (the report records it as the SQL that ran)."""
-    return _query(source, group, vector, by, None, None).sql("duckdb")
+    return _query(source, group, vector, model, None, None).sql("duckdb")
 
 
 def group_sums(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str,
-               by: str | None = None, key: str | None = None) -> list[tuple[object, GroupSums]]:
-    """Stage 1 on DuckDB: [(by value, GroupSums)] in by order; raise naming the first bad row."""
+               model: str | None = None, item: str | None = None) -> list[tuple[object, GroupSums]]:
+    """Stage 1 on DuckDB: [(model value, GroupSums)] in model order; raise naming the first bad row."""
     accumulators: dict[object, Accumulator] = {}
-    for value, names, codes, raw, _, where in _stream(con, source, group, vector, by, key, unit=False):
+    for value, names, codes, raw, _, where in _stream(con, source, group, vector, model, item, unit=False):
         accumulator = accumulators.setdefault(value, Accumulator(dim=raw.shape[1]))
         accumulator.add(accumulator.codes(names)[codes], raw, where, vector)
     return [(value, accumulators[value].result()) for value in sorted(accumulators, key=sort_key)]
 
 
 def unit_rows(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str,
-              by: str | None = None, key: str | None = None, extra: str | None = None,
+              model: str | None = None, item: str | None = None, extra: str | None = None,
               extra_role: str = "strata", group_role: str = "group") -> list[tuple[object, UnitRows]]:
-    """Every checked unit vector with its label (and extra column), per by value: O(n d) memory.
+    """Every checked unit vector with its label (and extra column), per model value: O(n d) memory.
 
-    The rows are kept as read (views of the Arrow batches) until the scan ends; then each by
+    The rows are kept as read (views of the Arrow batches) until the scan ends; then each model
     value's float64 array is allocated once and every part is scaled into its place, in scan
     order (so a bad vector is still named by its first row): one copy of the vectors, not three."""
     parts: dict[object, list] = {}
     dims: dict[object, int] = {}
     rows_of: dict[object, int] = {}
     read: list[tuple[object, int, np.ndarray, RowNamer]] = []
-    for value, names, codes, raw, extra_values, where in _stream(con, source, group, vector, by, key, extra,
+    for value, names, codes, raw, extra_values, where in _stream(con, source, group, vector, model, item, extra,
                                                                  unit=False, extra_role=extra_role,
                                                                  group_role=group_role):
         labels = np.empty(len(names), dtype=object)

@@ -95,7 +95,7 @@ class Run:
             report = self.report
             source = resolve(self.con, report.rows_source(self.con))
             self._rows = [(value, ordered(part, report.group))
-                          for value, part in unit_rows(self.con, source, report.group, report.vector, by=report.model)]
+                          for value, part in unit_rows(self.con, source, report.group, report.vector, model=report.model)]
         return self._rows
 
 

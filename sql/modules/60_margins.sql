@@ -250,7 +250,7 @@ CREATE OR REPLACE TEMP MACRO emb_margins(queries, docs, scope := 'corpus', qid :
                                          doc_vector := 'vector', model := NULL) AS TABLE
 SELECT m.* EXCLUDE (__emb_all, __emb_b, __emb_g, __emb_gcols, __emb_row)
 FROM emb__margins(
-         emb__checked_source(queries, 'emb_margins', model, NULL, emb__outputs_emb_margins()),
+         emb__checked_source(queries, 'emb_margins', model, emb__outputs_emb_margins()),
          docs, scope, qid, NULL, positive, vector, doc_id, doc_group, doc_vector, model) m
 ORDER BY m.__emb_b, m.qid;
 
@@ -369,5 +369,5 @@ CREATE OR REPLACE TEMP MACRO emb_retrieval_summary(queries, docs, scope := 'corp
                                                    model := NULL) AS TABLE
 SELECT r.*
 FROM emb__retrieval_summary(
-         emb__checked_source(queries, 'emb_retrieval_summary', model, NULL, emb__outputs_emb_retrieval_summary()),
+         emb__checked_source(queries, 'emb_retrieval_summary', model, emb__outputs_emb_retrieval_summary()),
          docs, scope, qid, "group", positive, vector, doc_id, doc_group, doc_vector, model) r;

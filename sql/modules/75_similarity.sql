@@ -223,7 +223,7 @@ SELECT COLUMNS(lambda c: c NOT IN ('__emb_m', '__emb_estimate', 'ci_low', 'ci_hi
                                    '__emb_level', 'calibrated')),
        __emb_estimate AS pearson, ci_low, ci_high, se, __emb_pairs AS pairs, items, skipped, __emb_level AS level, calibrated
 FROM emb__similarity_correlation(
-    pairs, emb__checked_source(embeddings, 'emb_similarity_pearson', model, NULL, emb__outputs_emb_similarity_pearson()),
+    pairs, emb__checked_source(embeddings, 'emb_similarity_pearson', model, emb__outputs_emb_similarity_pearson()),
     model, a, b, score, item, vector, missing, level, false));
 
 -- @function emb_similarity_spearman(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95)
@@ -269,5 +269,5 @@ SELECT COLUMNS(lambda c: c NOT IN ('__emb_m', '__emb_estimate', 'ci_low', 'ci_hi
                                    '__emb_level', 'calibrated')),
        __emb_estimate AS spearman, ci_low, ci_high, se, __emb_pairs AS pairs, items, skipped, __emb_level AS level, calibrated
 FROM emb__similarity_correlation(
-    pairs, emb__checked_source(embeddings, 'emb_similarity_spearman', model, NULL, emb__outputs_emb_similarity_spearman()),
+    pairs, emb__checked_source(embeddings, 'emb_similarity_spearman', model, emb__outputs_emb_similarity_spearman()),
     model, a, b, score, item, vector, missing, level, true));

@@ -228,7 +228,7 @@ SELECT w.* EXCLUDE (__emb_b, __emb_all, __emb_t, __emb_ss_t),
        w.__emb_t.groups_left_out AS groups_left_out, w.__emb_t.items_left_out AS items_left_out,
        w.__emb_t.note AS note
 FROM emb__permanova_checked(
-         emb__checked_source(source, 'emb_permanova_welch', model, NULL, emb__outputs_emb_permanova_welch()),
+         emb__checked_source(source, 'emb_permanova_welch', model, emb__outputs_emb_permanova_welch()),
          "group", vector, model, permutations, seed, strata, 'welch', null_method) w
 ORDER BY w.__emb_b;
 

@@ -132,7 +132,7 @@ CREATE OR REPLACE TEMP MACRO emb_permanova_terms(source, terms, vector, sums := 
                                                  model := NULL) AS TABLE
 SELECT t.* EXCLUDE (__emb_b)
 FROM emb__permanova_terms(
-         emb__checked_source(source, 'emb_permanova_terms', model, NULL, emb__outputs_emb_permanova_terms()),
+         emb__checked_source(source, 'emb_permanova_terms', model, emb__outputs_emb_permanova_terms()),
          terms, vector, sums, permute, permutations, seed, strata, model) t;
 
 CREATE OR REPLACE TEMP MACRO emb__permanova_terms_dist(dist_tbl, labels_tbl, terms, i_col, j_col, d_col, id_col, sums,

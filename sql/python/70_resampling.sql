@@ -192,5 +192,5 @@ CREATE OR REPLACE TEMP MACRO emb_compare(source, "group", vector, model, item, s
 SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__compare(list(__emb_b::VARCHAR), list(__emb_x::VARCHAR), list(__emb_g::VARCHAR),
                           list(__emb_v::DOUBLE[]), vector, statistic, replicates, seed, level, common) AS __emb_r
-      FROM emb__rows(emb__checked_source(source, 'emb_compare', model, NULL, []::VARCHAR[]), "group", vector, model, item))
+      FROM emb__rows(emb__checked_source(source, 'emb_compare', model, []::VARCHAR[]), "group", vector, model, item))
 WHERE emb__udf_ok(__emb_r);

@@ -107,5 +107,5 @@ CREATE OR REPLACE TEMP MACRO emb_retrieval_dose(queries, strength := 'level', qi
                                                 alpha := 0.05) AS TABLE
 SELECT r.* EXCLUDE (__emb_b)
 FROM emb__retrieval_dose(
-         emb__checked_source(queries, 'emb_retrieval_dose', model, NULL, emb__outputs_emb_retrieval_dose()),
+         emb__checked_source(queries, 'emb_retrieval_dose', model, emb__outputs_emb_retrieval_dose()),
          strength, qid, "group", vector, model, permutations, seed, alpha) r;

@@ -104,7 +104,7 @@ CREATE OR REPLACE TEMP MACRO emb_similarity_eval(pairs, embeddings, model := 'mo
                                                  score := 'score', item := 'item', vector := 'vector',
                                                  missing := 'error', level := 0.95) AS TABLE
 SELECT * FROM emb__similarity_eval(
-    pairs, emb__checked_source(embeddings, 'emb_similarity_eval', model, NULL, emb__outputs_emb_similarity_eval()),
+    pairs, emb__checked_source(embeddings, 'emb_similarity_eval', model, emb__outputs_emb_similarity_eval()),
     model, a, b, score, item, vector, missing, level);
 
 -- @function emb_compare_similarity(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95)
@@ -151,6 +151,6 @@ FROM (SELECT emb__compare_similarity(__emb_ptbl, __emb_pnames, __emb_ptypes, __e
                                      __emb_pa, __emb_pb, __emb_ps, __emb_tbl, __emb_names, __emb_types,
                                      __emb_item_col, __emb_model_col, __emb_vector_col, __emb_b, __emb_x, __emb_v,
                                      missing, level) AS __emb_r
-      FROM emb__similarity_inputs(pairs, emb__checked_source(embeddings, 'emb_compare_similarity', model, NULL, []::VARCHAR[]),
+      FROM emb__similarity_inputs(pairs, emb__checked_source(embeddings, 'emb_compare_similarity', model, []::VARCHAR[]),
                                   model, a, b, score, item, vector))
 WHERE emb__udf_ok(__emb_r);
