@@ -225,7 +225,7 @@ def errors_page() -> str:
 # ---------------------------------------------------------------- mkdocs
 
 def vocabulary_page() -> str:
-    """The one vocabulary (embsql.vocabulary): every argument name with its meaning, and the old names."""
+    """The one vocabulary (embsql.vocabulary): every argument name with its meaning."""
 
     def table(names: dict[str, str]) -> list[str]:
         cell = lambda text: text.replace("|", chr(92) + "|")      # a | in a meaning would end the cell

@@ -9,9 +9,7 @@ checked when a spec is made; that the columns exist is checked when a face reads
 table and the column.
 
 The model column is not a field: it is the face's ``model=``, one column name for both tables, and the
-output keeps that name, as ``GROUP BY`` would (:func:`model_table`).  The faces' old column keywords
-(``qid=``, ``level=``, ``doc_vector=`` ...) are refused with the spec field that replaced them
-(:func:`refuse_moved`).
+output keeps that name, as ``GROUP BY`` would (:func:`model_table`).
 """
 
 from __future__ import annotations
