@@ -47,17 +47,17 @@ CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, output
 -- optional, emb_knn_classify and the similarity functions, would pool the models): it is refused,
 -- naming the column the table has.  A filter's value (true), for a WHERE.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__model_case(tbl, model_col) AS (
+CREATE OR REPLACE TEMP MACRO emb__model_case(source, model) AS (
     SELECT CASE
-        WHEN model_col IS NOT NULL AND __emb_exact = 1 AND __emb_any > 1
-            THEN emb__fail_column_missing('model', format('''{}''', model_col), format('''{}''', tbl),
+        WHEN model IS NOT NULL AND __emb_exact = 1 AND __emb_any > 1
+            THEN emb__fail_column_missing('model', format('''{}''', model), format('''{}''', source),
                      format('; its column ''{}'' differs only in case (column names match exactly, case included)',
                             __emb_names[1]))
         ELSE true
     END
     -- (the columns' names, from one row or none: a table, a view or a file; the __emb_null stand-in
     -- makes each COLUMNS match one column at least)
-    FROM (SELECT len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))) AS __emb_exact,
-                 len(list_value(*COLUMNS(lambda c: lower(c) = lower(model_col) OR c = '__emb_null'))) AS __emb_any,
-                 [alias(COLUMNS(lambda c: lower(c) = lower(model_col) OR c = '__emb_null'))] AS __emb_names
-          FROM (SELECT 1 AS __emb_one) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true));
+    FROM (SELECT len(list_value(*COLUMNS(lambda c: c IN (model, '__emb_null')))) AS __emb_exact,
+                 len(list_value(*COLUMNS(lambda c: lower(c) = lower(model) OR c = '__emb_null'))) AS __emb_any,
+                 [alias(COLUMNS(lambda c: lower(c) = lower(model) OR c = '__emb_null'))] AS __emb_names
+          FROM (SELECT 1 AS __emb_one) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1) ON true));

@@ -2,10 +2,10 @@
 -- embsql.register(con) after the UDFs in udfs/resampling.py.  The jackknife and bootstrap take
 -- per-group sufficient statistics (n_g and the vector sum s_g), never the items.
 
-CREATE OR REPLACE TEMP MACRO emb__group_vectors(tbl, group_col, vector_col, by_col) AS TABLE
-SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g,
+CREATE OR REPLACE TEMP MACRO emb__group_vectors(source, "group", vector, model) AS TABLE
+SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, __emb_g,
        max(__emb_n) AS __emb_n, max(__emb_ssw) AS __emb_ssw, list(__emb_s ORDER BY __emb_k) AS __emb_s
-FROM emb__group_sums(tbl, group_col, vector_col, by_col)
+FROM emb__group_sums(source, "group", vector, model)
 GROUP BY ALL;
 
 -- level := for emb_bootstrap: a number (its range, 0 < level < 1, is checked by the UDF under the one
@@ -20,8 +20,8 @@ CREATE OR REPLACE TEMP MACRO emb__level_argument(value) AS
                                          ELSE value::VARCHAR END, 'NULL')))
     END;
 
-CREATE OR REPLACE TEMP MACRO emb__resampled(tbl, group_col, vector_col, by_col, stat, replicates, seed, level, kind) AS TABLE
-SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
+CREATE OR REPLACE TEMP MACRO emb__resampled(source, "group", vector, model, stat, replicates, seed, level, kind) AS TABLE
+SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
        CASE kind
            WHEN 'jackknife' THEN emb__jackknife(list(__emb_g::VARCHAR), list(__emb_n), list(__emb_ssw), list(__emb_s),
                                                 stat)
@@ -29,14 +29,14 @@ SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
                                emb__whole_argument(replicates, 'replicates'), emb__whole_argument(seed, 'seed'),
                                emb__level_argument(level))
        END AS __emb_result
-FROM emb__group_vectors(tbl, group_col, vector_col, by_col)
+FROM emb__group_vectors(source, "group", vector, model)
 GROUP BY ALL;
 
 -- the UDF's result checked (in a filter), its value as __emb_r
-CREATE OR REPLACE TEMP MACRO emb__resampled_checked(tbl, group_col, vector_col, by_col, stat, replicates, seed, level,
+CREATE OR REPLACE TEMP MACRO emb__resampled_checked(source, "group", vector, model, stat, replicates, seed, level,
                                                    kind) AS TABLE
 SELECT * EXCLUDE (__emb_result), __emb_result.value AS __emb_r
-FROM emb__resampled(tbl, group_col, vector_col, by_col, stat, replicates, seed, level, kind)
+FROM emb__resampled(source, "group", vector, model, stat, replicates, seed, level, kind)
 WHERE emb__udf_ok(__emb_result)
 ORDER BY __emb_b;
 
