@@ -12,13 +12,13 @@
 -- The judged pairs with their cosine per model, every row checked: a NULL or non-finite score, a
 -- pair of one item, an item without a vector in a model (unless skipped), a NULL or zero vector,
 -- an item twice in one model.  __emb_known is false for the pairs missing := 'skip' leaves out.
-CREATE OR REPLACE TEMP MACRO emb__similarity_rows(pairs_tbl, embeddings, model, a_col, b_col, score, item,
+CREATE OR REPLACE TEMP MACRO emb__similarity_rows(pairs, embeddings, model, a, b, score, item,
                                                   vector, missing) AS TABLE
 WITH pmeta AS (
-    SELECT len(list_value(*COLUMNS(lambda c: c IN (a_col, '__emb_null')))) AS __emb_acols,
-           len(list_value(*COLUMNS(lambda c: c IN (b_col, '__emb_null')))) AS __emb_bcols,
+    SELECT len(list_value(*COLUMNS(lambda c: c IN (a, '__emb_null')))) AS __emb_acols,
+           len(list_value(*COLUMNS(lambda c: c IN (b, '__emb_null')))) AS __emb_bcols,
            len(list_value(*COLUMNS(lambda c: c IN (score, '__emb_null')))) AS __emb_scols
-    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(pairs_tbl) LIMIT 1) ON true
+    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(pairs) LIMIT 1) ON true
 ),
 emeta AS (
     SELECT len(list_value(*COLUMNS(lambda c: c IN (item, '__emb_null')))) AS __emb_icols,
@@ -28,10 +28,10 @@ emeta AS (
 ),
 p AS (
     SELECT row_number() OVER () - 1 AS __emb_row,
-           coalesce(*COLUMNS(lambda c: c IN (a_col, '__emb_null')))::VARCHAR AS __emb_pa,
-           coalesce(*COLUMNS(lambda c: c IN (b_col, '__emb_null')))::VARCHAR AS __emb_pb,
+           coalesce(*COLUMNS(lambda c: c IN (a, '__emb_null')))::VARCHAR AS __emb_pa,
+           coalesce(*COLUMNS(lambda c: c IN (b, '__emb_null')))::VARCHAR AS __emb_pb,
            TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (score, '__emb_null'))) AS DOUBLE) AS __emb_s
-    FROM (SELECT *, NULL AS __emb_null FROM query_table(pairs_tbl))
+    FROM (SELECT *, NULL AS __emb_null FROM query_table(pairs))
 ),
 e AS (
     SELECT -- '' without a model column (a NULL key would match nothing in the joins below)
@@ -58,9 +58,9 @@ SELECT * EXCLUDE (__emb_va, __emb_vb, __emb_no_a),
        CASE WHEN __emb_known THEN list_cosine_similarity(__emb_va, __emb_vb) END AS __emb_c
 FROM j, pmeta, emeta
 WHERE CASE
-    WHEN __emb_acols = 1 THEN emb__fail_column_missing('a', format('''{}''', a_col), format('''{}''', pairs_tbl), '')
-    WHEN __emb_bcols = 1 THEN emb__fail_column_missing('b', format('''{}''', b_col), format('''{}''', pairs_tbl), '')
-    WHEN __emb_scols = 1 THEN emb__fail_column_missing('score', format('''{}''', score), format('''{}''', pairs_tbl), '')
+    WHEN __emb_acols = 1 THEN emb__fail_column_missing('a', format('''{}''', a), format('''{}''', pairs), '')
+    WHEN __emb_bcols = 1 THEN emb__fail_column_missing('b', format('''{}''', b), format('''{}''', pairs), '')
+    WHEN __emb_scols = 1 THEN emb__fail_column_missing('score', format('''{}''', score), format('''{}''', pairs), '')
     WHEN __emb_icols = 1 THEN emb__fail_column_missing('item', format('''{}''', item), format('''{}''', embeddings), '')
     WHEN __emb_vcols = 1 THEN emb__fail_column_missing('vector', format('''{}''', vector), format('''{}''', embeddings), '')
     WHEN __emb_mcols = 1 AND NOT emb__model_case(embeddings, model) THEN false   -- (another case: refused)
@@ -73,22 +73,22 @@ WHERE CASE
     WHEN (SELECT __emb_i FROM twice) IS NOT NULL
         THEN emb__fail_label_duplicate(format('''{}''', (SELECT __emb_i FROM twice)), format('''{}''', embeddings))
     WHEN __emb_pa IS NULL OR __emb_pb IS NULL
-        THEN emb__fail_label_null('item', format('''{}''', CASE WHEN __emb_pa IS NULL THEN a_col ELSE b_col END), 'NULL',
-                                  format(' at row {} of pairs ''{}''', __emb_row, pairs_tbl))
+        THEN emb__fail_label_null('item', format('''{}''', CASE WHEN __emb_pa IS NULL THEN a ELSE b END), 'NULL',
+                                  format(' at row {} of pairs ''{}''', __emb_row, pairs))
     WHEN __emb_s IS NULL
-        THEN emb__fail_value_null('score', format('''{}''', score), 1, format(' (first at row {} of pairs ''{}'')', __emb_row, pairs_tbl))
+        THEN emb__fail_value_null('score', format('''{}''', score), 1, format(' (first at row {} of pairs ''{}'')', __emb_row, pairs))
     WHEN NOT isfinite(__emb_s)
         THEN emb__fail_value_nonfinite('score', format('''{}''', score), 1, CASE WHEN isnan(__emb_s) THEN 'NaN' ELSE 'infinite' END,
-                                       format(' (first at row {} of pairs ''{}'')', __emb_row, pairs_tbl))
+                                       format(' (first at row {} of pairs ''{}'')', __emb_row, pairs))
     WHEN __emb_pa = __emb_pb
-        THEN emb__fail_pair_same_item(__emb_row, format('''{}''', pairs_tbl), format('''{}''', __emb_pa),
-                                      format('''{}''', a_col), format('''{}''', b_col))
+        THEN emb__fail_pair_same_item(__emb_row, format('''{}''', pairs), format('''{}''', __emb_pa),
+                                      format('''{}''', a), format('''{}''', b))
     WHEN NOT __emb_known AND missing = 'error'
         THEN emb__fail_pair_no_vector(format('''{}''', CASE WHEN __emb_no_a THEN __emb_pa ELSE __emb_pb END),
-                                      format('''{}''', CASE WHEN __emb_no_a THEN a_col ELSE b_col END), __emb_row,
-                                      format('''{}''', pairs_tbl), format('''{}''', __emb_m), format('''{}''', embeddings))
+                                      format('''{}''', CASE WHEN __emb_no_a THEN a ELSE b END), __emb_row,
+                                      format('''{}''', pairs), format('''{}''', __emb_m), format('''{}''', embeddings))
     WHEN __emb_known AND (__emb_va IS NULL OR __emb_vb IS NULL)
-        THEN emb__fail_vector_null(format('''{}''', vector), 'NULL', format('a pair at row {} of pairs ''{}''', __emb_row, pairs_tbl))
+        THEN emb__fail_vector_null(format('''{}''', vector), 'NULL', format('a pair at row {} of pairs ''{}''', __emb_row, pairs))
     WHEN __emb_known AND len(__emb_va) <> len(__emb_vb)
         THEN emb__fail_vector_length(format('''{}''', vector), len(__emb_vb),
                                      format('item ''{}''{}', __emb_pb, CASE WHEN __emb_m = '' THEN '' ELSE format(' of model ''{}''', __emb_m) END),
@@ -105,9 +105,9 @@ CREATE OR REPLACE TEMP MACRO emb__t_quantile(p, df) AS (
 
 -- Per model: the correlation of x (cosine, or its rank) and y (score, or its rank), with its
 -- influence-based interval.  rank = true ranks both (average ranks; cosines on the 2^-40 tie grid).
-CREATE OR REPLACE TEMP MACRO emb__similarity_correlation(pairs_tbl, embeddings, model, a_col, b_col, score, item,
+CREATE OR REPLACE TEMP MACRO emb__similarity_correlation(pairs, embeddings, model, a, b, score, item,
                                                          vector, missing, level, rank) AS TABLE
-WITH r AS (SELECT * FROM emb__similarity_rows(pairs_tbl, embeddings, model, a_col, b_col, score, item,
+WITH r AS (SELECT * FROM emb__similarity_rows(pairs, embeddings, model, a, b, score, item,
                                               vector, missing)),
 skipped AS (SELECT __emb_m, count(*) FILTER (NOT __emb_known) AS skipped FROM r GROUP BY __emb_m),
 k AS (

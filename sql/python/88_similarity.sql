@@ -4,22 +4,22 @@
 -- column names and types, so that the UDF can name a missing or mistyped column as the Python API
 -- does; the model column keeps its name and type in the output (joined back by its text).
 
-CREATE OR REPLACE TEMP MACRO emb__similarity_inputs(pairs_tbl, embeddings, model, a_col, b_col, score,
+CREATE OR REPLACE TEMP MACRO emb__similarity_inputs(pairs, embeddings, model, a, b, score,
                                                     item, vector) AS TABLE
-SELECT pairs_tbl AS __emb_ptbl,
-       (SELECT list(column_name) FROM (DESCRIBE SELECT * FROM query_table(pairs_tbl))) AS __emb_pnames,
-       (SELECT list(column_type) FROM (DESCRIBE SELECT * FROM query_table(pairs_tbl))) AS __emb_ptypes,
-       a_col AS __emb_a_col, b_col AS __emb_b_col, score AS __emb_s_col, p.*, e.*
+SELECT pairs AS __emb_ptbl,
+       (SELECT list(column_name) FROM (DESCRIBE SELECT * FROM query_table(pairs))) AS __emb_pnames,
+       (SELECT list(column_type) FROM (DESCRIBE SELECT * FROM query_table(pairs))) AS __emb_ptypes,
+       a AS __emb_a_col, b AS __emb_b_col, score AS __emb_s_col, p.*, e.*
 -- (the embeddings first: a model column the call refuses (emb__checked_source) is refused before the
 -- pairs table binds)
 FROM emb__model_items(embeddings, item, model, vector) e,
 (
     SELECT coalesce(list(__emb_pa), []) AS __emb_pa, coalesce(list(__emb_pb), []) AS __emb_pb,
            coalesce(list(__emb_ps), []) AS __emb_ps
-    FROM (SELECT coalesce(*COLUMNS(lambda c: c IN (a_col, '__emb_null')))::VARCHAR AS __emb_pa,
-                 coalesce(*COLUMNS(lambda c: c IN (b_col, '__emb_null')))::VARCHAR AS __emb_pb,
+    FROM (SELECT coalesce(*COLUMNS(lambda c: c IN (a, '__emb_null')))::VARCHAR AS __emb_pa,
+                 coalesce(*COLUMNS(lambda c: c IN (b, '__emb_null')))::VARCHAR AS __emb_pb,
                  TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (score, '__emb_null'))) AS DOUBLE) AS __emb_ps
-          FROM (SELECT *, NULL AS __emb_null FROM query_table(pairs_tbl)))
+          FROM (SELECT *, NULL AS __emb_null FROM query_table(pairs)))
 ) p
 -- (a model column of another case is refused, not read as no model column: the UDF's default model;
 -- a NULL or NaN model value is refused as the Python face refuses it, naming its row)
@@ -42,7 +42,7 @@ SELECT DISTINCT COLUMNS(lambda c: c IN (model, '__emb_all')),
        coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_m
 FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(embeddings));
 
-CREATE OR REPLACE TEMP MACRO emb__similarity_eval(pairs_tbl, embeddings, model, a_col, b_col, score, item,
+CREATE OR REPLACE TEMP MACRO emb__similarity_eval(pairs, embeddings, model, a, b, score, item,
                                                   vector, missing, level) AS TABLE
 WITH r AS (
     SELECT unnest(__emb_r.value, recursive := true), unnest(range(len(__emb_r.value))) AS __emb_o
@@ -50,7 +50,7 @@ WITH r AS (
                                       __emb_pa, __emb_pb, __emb_ps, __emb_tbl, __emb_names, __emb_types,
                                       __emb_item_col, __emb_model_col, __emb_vector_col, __emb_b, __emb_x, __emb_v,
                                       missing, level) AS __emb_r
-          FROM emb__similarity_inputs(pairs_tbl, embeddings, model, a_col, b_col, score, item, vector))
+          FROM emb__similarity_inputs(pairs, embeddings, model, a, b, score, item, vector))
     WHERE emb__udf_ok(__emb_r)
 )
 SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_m', '__emb_o'))
