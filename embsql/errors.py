@@ -230,7 +230,6 @@ CATALOGUE: dict[str, Check] = {
     "argument.scope": Check(InputError, _ARGUMENT),
     "argument.range": Check(InputError, "{name} must be in {interval}, got {name} = {value}"),
     "argument.k": Check(InputError, _ARGUMENT),
-    "argument.by_terms": Check(InputError, _ARGUMENT),
     "argument.interrupt": Check(InputError, _ARGUMENT),
     "argument.sums": Check(InputError, _ARGUMENT),
     "argument.permute": Check(InputError, _ARGUMENT),

@@ -124,8 +124,6 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_range("name", "interval", "value
     error(format('embsql: [argument.range] {} must be in {}, got {} = {}', "name", "interval", "name", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_k("name", "rule", "value") AS
     error(format('embsql: [argument.k] {} must be {}, not {}', "name", "rule", "value"));
-CREATE OR REPLACE TEMP MACRO emb__fail_argument_by_terms("name", "rule", "value") AS
-    error(format('embsql: [argument.by_terms] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_interrupt("name", "rule", "value") AS
     error(format('embsql: [argument.interrupt] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_sums("name", "rule", "value") AS

@@ -155,7 +155,7 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
     Raises
     ------
     InputError
-        ``argument.by_terms`` (an unknown ``sums``), ``argument.permute`` (``permute`` not
+        ``argument.sums`` (an unknown ``sums``), ``argument.permute`` (``permute`` not
         ``'residuals'``, ``'rows'`` or ``'residuals_free'``), ``argument.permutations``, ``argument.seed``,
         ``column.missing`` (a term column), ``column.collision``, ``label.null`` (a NULL model),
         ``vector.*``, ``design.*``; a NULL term value or stratum.

@@ -7,7 +7,7 @@ CREATE OR REPLACE TEMP MACRO emb__term_columns(terms) AS
     list_distinct(flatten(list_transform(terms, lambda t: list_transform(string_split_regex(t, '[:*]'),
                                                                           lambda c: trim(c)))));
 
--- sums := : 'sequential' or 'margin' (the SQL name of the Python kernel's by_terms); NULL would skip the UDF
+-- sums := : 'sequential' or 'margin' (as the Python face and kernel name it); NULL would skip the UDF
 CREATE OR REPLACE TEMP MACRO emb__sums_argument(value) AS
     CASE WHEN typeof(value) = 'VARCHAR' AND value::VARCHAR IN ('sequential', 'margin') THEN value::VARCHAR
          ELSE error(format('embsql: [argument.sums] sums must be ''sequential'' or ''margin'', not {}',
