@@ -110,7 +110,8 @@ def test_statistic_is_checked(con):
     with pytest.raises(TypeError, match=r"^permanova\(\) got an unexpected keyword argument 'statistic'$"):
         embsql.permanova(con, "t", group="g", vector="v", permutations=9, statistic="F")  # type: ignore[call-arg]
     for function, query in (("emb_permanova", SQL["emb_permanova"]), ("emb_permanova_dist", SQL["emb_permanova_dist"])):
-        with pytest.raises(embsql.ArgumentError, match=rf"^embsql: \[argument\.unknown\] {function} has no argument statistic :=; it takes: "):
+        unknown = rf"^embsql: \[argument\.unknown\] {function} has no argument statistic :=; it takes: "
+        with pytest.raises(embsql.ArgumentError, match=unknown):
             embsql.run_sql(con, query.format("statistic := 'F'"))
 
 
