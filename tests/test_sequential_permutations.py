@@ -81,3 +81,61 @@ def test_sequential_p_values_hold_the_level_under_the_null():
     assert 0.025 <= np.mean(p_values <= 0.05) <= 0.075
     assert 0.42 <= np.mean(p_values <= 0.5) <= 0.58
     assert np.median(used) < 60
+
+
+def example_table(con):
+    rng = np.random.default_rng(11)
+    rows = []
+    for model, shift in (("a", 0.0), ("b", 2.0)):
+        z, labels = unit_rows(36, 4, rng, shift=shift)
+        rows += [(model, f"g{g}", list(map(float, v))) for g, v in zip(labels, z)]
+    con.execute("CREATE TABLE t (model VARCHAR, g VARCHAR, v DOUBLE[])")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?)", rows)
+
+
+def test_the_faces_report_the_permutations_run():
+    import embsql
+
+    con = embsql.connect()
+    example_table(con)
+    full = embsql.permanova(con, "t", group="g", vector="v", model="model", permutations=499, check_dispersion=False)
+    early = embsql.permanova(con, "t", group="g", vector="v", model="model", permutations=499, stop_after=10,
+                             check_dispersion=False)
+    by_model = dict(zip(early.column("model"), zip(early.column("permutations"), early.column("p_value"))))
+    full_by_model = dict(zip(full.column("model"), full.column("p_value")))
+    assert by_model["a"][0] < 499 and by_model["a"][1] == pytest.approx(10 / by_model["a"][0])   # no effect: stops
+    assert by_model["b"] == (499, full_by_model["b"]) and full_by_model["b"] < 10 / 499           # an effect: all B
+    spread = embsql.dispersion(con, "t", group="g", vector="v", model="model", permutations=499, stop_after=10).test
+    assert all(p <= 499 for p in spread.column("permutations"))
+    with pytest.raises(InputError, match="stop_after"):
+        embsql.dispersion(con, "t", group="g", vector="v", permutations=99, stop_after=100)
+
+
+def test_the_report_and_the_cli_pass_stop_after_to_both_tests(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    import embsql
+
+    con = embsql.connect()
+    example_table(con)
+    path = tmp_path / "t.parquet"
+    con.execute(f"COPY t TO '{path}' (FORMAT parquet)")
+    result = embsql.report(str(path), vector="v", group="g", model="model", sections=("permanova", "dispersion"),
+                           permutations=499, stop_after=10).run(progress=False)
+    for name in ("permanova", "dispersion"):
+        used = dict(zip(result[name].column("model"), result[name].column("permutations")))
+        assert used["a"] < 499       # the model without an effect stops early in both tests
+    out = subprocess.run([sys.executable, "-m", "embsql", "report", str(path), "--vector", "v", "--group", "g",
+                          "--model", "model", "--sections", "permanova", "--permutations", "499", "--stop-after", "10",
+                          "--format", "json"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["meta"]["stop_after"] == 10
+    section = next(s for s in data["sections"] if s["name"] == "permanova")
+    used = section["columns"].index("permutations")
+    assert min(row[used] for row in section["rows"]) < 499
+    bad = subprocess.run([sys.executable, "-m", "embsql", "report", str(path), "--vector", "v", "--group", "g",
+                          "--permutations", "99", "--stop-after", "0"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "stop_after" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

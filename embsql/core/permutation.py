@@ -154,8 +154,9 @@ def permutation_result(f_observed: float, f_permuted: NDArray[np.float64], metho
     the observed statistic (``f_permuted`` ends there): then p = h / L after L permutations, which is
     still a valid p-value (Besag and Clifford 1991), and L is the number reported."""
     b = int(np.sum(reaches(f_observed, f_permuted)))
-    stopped = stop_after is not None and b >= stop_after
-    p_value = stop_after / len(f_permuted) if stopped else (b + 1) / (len(f_permuted) + 1)
+    if stop_after is not None and b >= stop_after:
+        return PermutationTest(float(f_observed), stop_after / len(f_permuted), len(f_permuted), b, method)
+    p_value = (b + 1) / (len(f_permuted) + 1)
     return PermutationTest(float(f_observed), p_value, len(f_permuted), b, method)
 
 
