@@ -109,6 +109,7 @@ def _build(args: argparse.Namespace, *, source_from_table: bool = False,
         source = args.table          # embsql sql --table T --dims ...: nothing local is read
     settings = {"source": source, "vector": args.vector, "group": args.group, "model": args.model,
                 "permutations": getattr(args, "permutations", None), "seed": getattr(args, "seed", None),
+                "stop_after": getattr(args, "stop_after", None),
                 "replicates": getattr(args, "replicates", None), "item": getattr(args, "item", None),
                 "sections": tuple(args.sections.split(",")) if args.sections else None, "table": args.table,
                 "queries": args.queries, "docs": args.docs, "qrels": getattr(args, "qrels", None),
@@ -252,6 +253,9 @@ def _report_arguments(parser: argparse.ArgumentParser, *, running: bool) -> None
         parser.add_argument("--permutations", type=int, help="permutations for PERMANOVA and the dispersion test "
                                                              "(default 999; 0 skips both tests)")
         parser.add_argument("--seed", type=int, help="random seed (default 42)")
+        parser.add_argument("--stop-after", type=int, metavar="H",
+                            help="stop each permutation test once H permuted statistics reach the observed one "
+                                 "(sequential p-values; default: run them all)")
         parser.add_argument("--replicates", type=int, help="bootstrap replicates (default 2000)")
         parser.add_argument("--pairs", metavar="FILE",
                             help="gold similarity judgements (item_a, item_b, score; other names in the config "

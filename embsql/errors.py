@@ -222,6 +222,7 @@ CATALOGUE: dict[str, Check] = {
     # ---- arguments
     "argument.permutations": Check(InputError, _ARGUMENT),
     "argument.seed": Check(InputError, _ARGUMENT),
+    "argument.stop_after": Check(InputError, _ARGUMENT),
     "argument.replicates": Check(InputError, _ARGUMENT),
     "argument.level": Check(InputError, _ARGUMENT),
     "argument.statistic": Check(InputError, _ARGUMENT),

@@ -66,6 +66,7 @@ COLUMNS: dict[str, str] = {
 OPTIONS: dict[str, str] = {
     "permutations": "the number of permutations of a permutation test",
     "seed": "the random seed (a whole number): results are reproducible from it",
+    "stop_after": "stop a permutation test once this many permuted statistics reach the observed one (sequential p-values)",
     "replicates": "the number of bootstrap replicates",
     "level": "the confidence level of an interval (default 0.95)",
     "alpha": "the significance level a decision or a warning uses (default 0.05)",

@@ -108,6 +108,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_permutations("name", "rule", "va
     error(format('embsql: [argument.permutations] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_seed("name", "rule", "value") AS
     error(format('embsql: [argument.seed] {} must be {}, not {}', "name", "rule", "value"));
+CREATE OR REPLACE TEMP MACRO emb__fail_argument_stop_after("name", "rule", "value") AS
+    error(format('embsql: [argument.stop_after] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_replicates("name", "rule", "value") AS
     error(format('embsql: [argument.replicates] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_level("name", "rule", "value") AS

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from embsql.core.arguments import check_permutations, check_seed
+from embsql.core.arguments import check_permutations, check_seed, check_stop_after
 from embsql.core.decomposition import ANOVA_COLUMNS
 from embsql.core.dispersion import LEVEL_MEASURED, Dispersion
 from embsql.core.row_tests import DISPERSION_COLUMNS, DISPERSION_GROUP_COLUMNS, dispersion_rows, ordered, permanova_row, spread
@@ -45,7 +45,8 @@ _ELSEWHERE = {
 
 def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
               permutations: int = 999, seed: int = 42, strata: str | None = None, model: str | None = None,
-              progress: bool | None = None, check_dispersion: bool = True, **removed: Never) -> ResultTable:
+              progress: bool | None = None, check_dispersion: bool = True, stop_after: int | None = None,
+              **removed: Never) -> ResultTable:
     """PERMANOVA: the decomposition with a permutation p-value of pseudo-F, one row per model.
 
     The group labels are permuted (freely, or within ``strata``); p = (b + 1) / (B + 1), with b
@@ -73,6 +74,11 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     check_dispersion : bool
         Run the dispersion test too and warn (UserWarning, at the caller's line) when it rejects at
         5%: pseudo-F may then reflect spread rather than location.
+    stop_after : int, optional
+        Stop the permutations early, by Besag and Clifford's (1991) sequential rule, once this many
+        permuted statistics have reached the observed one (10 is a good choice): then p = h / L after L
+        permutations, a valid p-value, and ``permutations`` is L. A p-value under h / B comes out as
+        with all B permutations; a large one costs about h / p permutations instead of B.
 
     Returns
     -------
@@ -80,7 +86,7 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
         One row per model, the model column first when ``model`` is given: the columns of
         :func:`embsql.anova` (``n``, ``groups``, ``ss_t``, ``ss_w``, ``ss_b``, ``r2``, ``r2_null``,
         ``f``, ``v``, ``mean_resultant_length``, ``w_bar``), then ``p_value``, the permutation
-        p-value of ``f``, and ``permutations``, B.
+        p-value of ``f``, and ``permutations``, B (or L, the permutations run, with ``stop_after``).
 
     Raises
     ------
@@ -89,7 +95,7 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
         ``by_terms=`` (now :func:`embsql.permanova_terms`) and ``statistic=`` and ``null_method=``
         (now :func:`embsql.permanova_welch`); ``argument.unknown``.
     InputError
-        ``argument.permutations``, ``argument.seed``, ``column.missing``, ``column.type``,
+        ``argument.permutations``, ``argument.seed``, ``argument.stop_after``, ``column.missing``, ``column.type``,
         ``column.collision``, ``label.null``, ``vector.*``, ``design.*``, ``source.empty``; a NULL
         stratum.
 
@@ -106,6 +112,7 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     refuse(permanova, removed, moved=_ELSEWHERE)
     check_permutations(permutations)
     check_seed(seed)
+    check_stop_after(stop_after, permutations)
     check_model_name(model, PERMANOVA_COLUMNS, "permanova")
     with opened(con, source) as table:
         parts = unit_rows(con, table, group, vector, by=model, extra=strata)
@@ -113,9 +120,10 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     for value, part in parts:
         model_rows = ordered(part, group, strata=strata is not None)
         with progress_bar(permutations_label(value), permutations, progress) as tick:
-            rows.append((value, permanova_row(model_rows, value, permutations=permutations, seed=seed, progress=tick)))
+            rows.append((value, permanova_row(model_rows, value, permutations=permutations, seed=seed, progress=tick,
+                                              stop_after=stop_after)))
         if check_dispersion:
-            _warn_on_spread(spread(model_rows, permutations=permutations, seed=seed),
+            _warn_on_spread(spread(model_rows, permutations=permutations, seed=seed, stop_after=stop_after),
                             "" if value is None else f", {model} = {value!r}")
     return ResultTable.of_models("permanova", model, PERMANOVA_COLUMNS, rows)
 
@@ -233,7 +241,7 @@ class DispersionResult(ResultTables):
 
 def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
                permutations: int = 999, seed: int = 42, model: str | None = None,
-               progress: bool | None = None, **removed: Never) -> DispersionResult:
+               progress: bool | None = None, stop_after: int | None = None, **removed: Never) -> DispersionResult:
     """The dispersion test: do the groups differ in spread about their centroids?
 
     Each group's spread is W̃_g = n_g/(n_g − 1) · (1 − ‖μ_g‖²), the mean squared distance to its
@@ -273,6 +281,11 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
         The model column: one row (and one set of groups) per value, under this column's name.
     progress : bool, optional
         Show a progress bar (None: only in a terminal or notebook).
+    stop_after : int, optional
+        Stop the permutations early, by Besag and Clifford's (1991) sequential rule, once this many
+        permuted statistics have reached the observed one (10 is a good choice): then p = h / L after L
+        permutations, a valid p-value, and ``permutations`` is L. A p-value under h / B comes out as
+        with all B permutations; a large one costs about h / p permutations instead of B.
 
     Returns
     -------
@@ -291,7 +304,7 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
     ArgumentError
         ``argument.renamed`` (``by=`` is now ``model=``), ``argument.unknown``.
     InputError
-        ``argument.permutations``, ``argument.seed``, ``column.missing``, ``column.collision``,
+        ``argument.permutations``, ``argument.seed``, ``argument.stop_after``, ``column.missing``, ``column.collision``,
         ``label.null``, ``vector.*``, ``source.empty``.
 
     Examples
@@ -310,13 +323,15 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
     refuse(dispersion, removed)
     check_permutations(permutations)
     check_seed(seed)
+    check_stop_after(stop_after, permutations)
     check_model_name(model, DISPERSION_COLUMNS + DISPERSION_GROUP_COLUMNS, "dispersion")
     with opened(con, source) as table:
         parts = unit_rows(con, table, group, vector, by=model)
     tests, per_group = [], []
     for value, part in parts:
         with progress_bar(DISPERSION_LABEL, permutations, progress) as tick:
-            test, groups = dispersion_rows(ordered(part, group), permutations=permutations, seed=seed, progress=tick)
+            test, groups = dispersion_rows(ordered(part, group), permutations=permutations, seed=seed, progress=tick,
+                                           stop_after=stop_after)
         tests.append((value, test))
         per_group += [(value, row) for row in groups]
     return DispersionResult(ResultTable.of_models("dispersion", model, DISPERSION_COLUMNS, tests),

@@ -34,7 +34,7 @@ from sqlglot import ErrorLevel, exp
 from sqlglot.errors import SqlglotError
 
 from embsql.core import decomposition, resampling
-from embsql.core.arguments import check_level, check_permutations, check_replicates, check_seed
+from embsql.core.arguments import check_level, check_permutations, check_replicates, check_seed, check_stop_after
 from embsql.core.model_comparison import canonical
 from embsql.core.sums import GroupSums
 from embsql.engines import spark
@@ -72,7 +72,7 @@ class Report:
 
     Parameters
     ----------
-    source, vector, group, model, sections, permutations, seed, replicates, level
+    source, vector, group, model, sections, permutations, seed, stop_after, replicates, level
         As in :func:`embsql.report`, which builds a Report.
     queries, docs, retrieval, qrels, title, table, where, item, pairs, similarity, label, classification
         As in :func:`embsql.report`.
@@ -95,6 +95,7 @@ class Report:
     sections: Sequence[str] = ()
     permutations: int = 999
     seed: int = 42
+    stop_after: int | None = None   # Besag and Clifford's sequential stop for the permutation tests
     replicates: int = 2000
     level: float = 0.95
     queries: Any = None            # the retrieval tables, as the source: names, files or in-memory tables
@@ -126,6 +127,7 @@ class Report:
         try:   # the rules every face shares (embsql.core.arguments); 0 permutations skips the tests
             check_permutations(self.permutations, allow_zero=True)
             check_seed(self.seed)
+            check_stop_after(self.stop_after, max(1, self.permutations))
             check_replicates(self.replicates)
             check_level(self.level)
         except InputError as error:
@@ -386,7 +388,7 @@ class Report:
         return {"source": self.source, "vector": self.vector, "group": self.group, "model": self.model,
                 "dialect": dialect, **{k: v for k, v in engine.items() if v is not None},
                 "sections": list(self.sections_on(rows)),
-                "permutations": self.permutations,
+                "permutations": self.permutations, "stop_after": self.stop_after,
                 "seed": self.seed, "replicates": self.replicates, "level": self.level,
                 "dimensions": {model_label(k): v for k, v in dims.by_value.items()},
                 "stage1_bytes": int(nbytes), "sql": sql, **_versions()}
@@ -521,8 +523,8 @@ def _versions() -> dict[str, str]:
 
 
 def report(source: Any, *, vector: str, group: str, model: str | None = None, sections: Sequence[str] = (),
-           permutations: int = 999, seed: int = 42, replicates: int = 2000, level: float = 0.95,
-           queries: Any = None, docs: Any = None, retrieval: dict[str, Any] | None = None, qrels: Any = None,
+           permutations: int = 999, seed: int = 42, stop_after: int | None = None, replicates: int = 2000,
+           level: float = 0.95, queries: Any = None, docs: Any = None, retrieval: dict[str, Any] | None = None, qrels: Any = None,
            title: str | None = None, table: str | None = None, where: str | None = None, item: str | None = None,
            pairs: Any = None, similarity: dict[str, Any] | None = None, label: str | None = None,
            classification: dict[str, Any] | None = None, **removed: Never) -> Report:
@@ -544,6 +546,10 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
         ``permutations > 0``, models with ``item`` and ``model``, retrieval with ``queries``.
     permutations, seed : int
         The permutation tests' permutations (0 skips them) and the random seed.
+    stop_after : int, optional
+        Stop each permutation test once this many permuted statistics reach the observed one
+        (Besag and Clifford's sequential rule; see :func:`embsql.permanova`): a large p-value then
+        costs about stop_after / p permutations instead of all of them.
     replicates : int
         Bootstrap replicates.
     level : float
@@ -603,7 +609,7 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
     """
     refuse(report, removed)
     return Report(source, vector=vector, group=group, model=model, sections=tuple(sections), permutations=permutations,
-                  seed=seed, replicates=replicates, level=level, queries=queries, docs=docs,
+                  seed=seed, stop_after=stop_after, replicates=replicates, level=level, queries=queries, docs=docs,
                   retrieval=dict(retrieval or {}), qrels=qrels, title=title, table=table, where=where, item=item,
                   pairs=pairs, similarity=dict(similarity or {}), label=label, classification=dict(classification or {}))
 

@@ -59,6 +59,8 @@ class Settings(Protocol):
     @property
     def seed(self) -> int: ...
     @property
+    def stop_after(self) -> int | None: ...
+    @property
     def replicates(self) -> int: ...
     @property
     def level(self) -> float: ...
@@ -191,7 +193,7 @@ def _permanova(entry: Entry, run: Run) -> list[Section]:
     for value, model_rows in run.rows():
         with progress_bar(permutations_label(value), report.permutations, run.progress) as tick:
             row = {"model": value, **permanova_row(model_rows, value, permutations=report.permutations,
-                                                   seed=report.seed, progress=tick)}
+                                                   seed=report.seed, progress=tick, stop_after=report.stop_after)}
         run.summary[value]["p_value"] = row["p_value"]
         rows.append(row)
     return [entry.section(("model", "f", "r2", "p_value", "permutations"), rows)]
@@ -202,7 +204,8 @@ def _dispersion(entry: Entry, run: Run) -> list[Section]:
     report, rows = run.report, []
     for value, model_rows in run.rows():
         with progress_bar(DISPERSION_LABEL, report.permutations, run.progress) as tick:
-            test, _ = dispersion_rows(model_rows, permutations=report.permutations, seed=report.seed, progress=tick)
+            test, _ = dispersion_rows(model_rows, permutations=report.permutations, seed=report.seed, progress=tick,
+                                      stop_after=report.stop_after)
         run.summary[value]["dispersion_p"] = test["p_value"]
         rows.append({"model": value, **test})
     return [entry.section(("model", "groups", "f", "p_value", "permutations", "groups_left_out", "items_left_out",
