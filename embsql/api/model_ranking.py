@@ -22,9 +22,9 @@ def rank_models(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str
     """Rank K models by a statistic, with simultaneous confidence sets for their ranks.
 
     Each model gets a set of ranks ``[rank_low, rank_high]``; all K true ranks lie in their sets
-    together with probability ``level`` (rank 1 is the largest statistic; a model tied with
-    another in truth may have any rank of its tie).  ``top`` marks the confidence set for the best:
-    the models that could be first.  The sets come from simultaneous intervals for every pairwise
+    together with probability ``level`` (rank 1 is the largest statistic; the set of a model tied
+    with others in truth holds every rank of the tie: no pair is ordered falsely).  ``top`` marks
+    the confidence set for the best: the models that could be first.  The sets come from simultaneous intervals for every pairwise
     difference (Mogstad, Romano, Shaikh and Wilhelm, "Inference for Ranks", 2024, with their
     step-down), and those from the paired cluster bootstrap of :func:`embsql.compare` run jointly
     for all models: the same resamples of groups for every model, each difference studentised by

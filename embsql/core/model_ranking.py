@@ -24,10 +24,11 @@ round the rejected pairs leave I and c(I) is computed again, until a round rejec
     rank_low_j  = 1 + #{k: k is better than j}
     rank_high_j = K - #{k: j is better than k}
 
-and all K true ranks lie in [rank_low, rank_high] together with probability ``level`` (a model
-tied in truth has any rank of its tie as its rank).  The confidence set for the best is
-{j: rank_low_j = 1}: for every ordered pair in the family the one-sided and the two-sided
-families coincide, so this is csranks' cstaubest with tau = 1.
+and with probability ``level`` no pair is ordered falsely (j shown better than k while theta_j <=
+theta_k), so every model's set holds its true rank, and for models tied in truth every rank of
+their tie: [1 + #{k: theta_k > theta_j}, #{k: theta_k >= theta_j}], for all K together.  The
+confidence set for the best is {j: rank_low_j = 1}: over all ordered pairs the one-sided and the
+two-sided families coincide, so this is csranks' cstaubest with tau = 1.
 
 Resamples where some pair's t* is undefined are dropped, up to resampling.MAX_DROPPED_SHARE.  A pair
 whose SE is 0 (the two models agree on every group: a model against itself) has t* = 0 in every
