@@ -60,8 +60,7 @@ def rank_models(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str
         ``statistic``, ``estimate``, ``ci_low`` and ``ci_high`` (the model's own interval, as
         :func:`embsql.bootstrap` gives it), ``rank`` (by the estimate, 1 = largest; ties share the
         smaller rank), ``rank_low``, ``rank_high``, ``top``, ``level`` and ``calibrated`` (true
-        for R² from 30 groups on, where bench/rank_sets.py measured the family-wise coverage; false
-        otherwise).
+        for R² from 30 groups on; false otherwise).
 
     Raises
     ------

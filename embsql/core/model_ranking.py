@@ -44,14 +44,14 @@ import numpy as np
 
 from embsql.core import resampling
 from embsql.core.arguments import check_level, check_replicates, check_seed
-from embsql.core.sums import GroupSums
 from embsql.core.student_t import t_quantile
+from embsql.core.sums import GroupSums
 from embsql.errors import InputError
 
 RANK_COLUMNS = ("statistic", "estimate", "ci_low", "ci_high", "rank", "rank_low", "rank_high", "top", "level",
                 "calibrated")
 INTERVALS = ("marginal", "simultaneous")
-RANK_CALIBRATED_STATS = ("r2",)   # the figures whose rank-set coverage bench/rank_sets.py measured
+RANK_CALIBRATED_STATS = ("r2",)
 RANK_CALIBRATED_GROUPS = 30
 
 

@@ -22,7 +22,7 @@
 -- @column rank_high the highest
 -- @column top whether the model is in the confidence set for the best (rank_low = 1)
 -- @column level the level asked for
--- @column calibrated true for `r2` from 30 groups on, where the family-wise coverage was measured (bench/rank_sets.txt); false otherwise
+-- @column calibrated true for `r2` from 30 groups on; false otherwise
 -- @notes
 -- All K true ranks lie in their sets [rank_low, rank_high] together with probability `level`;
 -- the set of a model tied with others in truth holds every rank of the tie (no pair is ordered
@@ -33,9 +33,7 @@
 -- does for a pair: the same resamples of groups for all K models, each difference studentized by
 -- its own jackknife SE in the resample; c is the `level` quantile of the largest studentized
 -- difference over the pairs not yet shown ordered.  Pairing the models on the same groups keeps
--- their shared variation out of the differences: in simulation the paired sets resolved more
--- pairs than the same method fed with independent resamples of each model.  The Python face is
--- `embsql.rank_models`; `embsql.rank_retrieval` ranks retrieval models per metric.
+-- their shared variation out of the differences.  The Python face is `embsql.rank_models`.
 -- @example
 -- SELECT * FROM emb_rank_models('many', 'topic', 'embedding', model := 'model', replicates := 999);
 CREATE OR REPLACE TEMP MACRO emb_rank_models(source, "group", vector, model, statistic := 'r2', level := 0.95,
