@@ -134,6 +134,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_missing("name", "rule", "value")
     error(format('embsql: [argument.missing] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_p_adjust("name", "rule", "value") AS
     error(format('embsql: [argument.p_adjust] {} must be {}, not {}', "name", "rule", "value"));
+CREATE OR REPLACE TEMP MACRO emb__fail_argument_intervals("name", "rule", "value") AS
+    error(format('embsql: [argument.intervals] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_renamed("old", "new", "where") AS
     error(format('embsql: [argument.renamed] {} is now {} (in {})', "old", "new", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_unknown("where", "name", "takes") AS

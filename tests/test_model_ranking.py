@@ -217,3 +217,108 @@ def test_rank_models_refuses_one_model_and_missing_group():
                 "FROM range(20) t(i)")
     with pytest.raises(embsql.InputError, match="group 'g3'"):
         embsql.rank_models(con, "gap", group="topic", vector="embedding", model="model")
+
+
+# ----------------------------------------------------------------------------------------------
+# simultaneous intervals for the pairwise differences (intervals="simultaneous" of compare*)
+
+def _max_abs_quantile(t_star, level):
+    """The level-quantile (linear interpolation, as numpy's default) of max over pairs of |t*|, by loops."""
+    maxima = sorted(max(abs(v) for v in row) for row in t_star)
+    position = level * (len(maxima) - 1)
+    low = math.floor(position)
+    return maxima[low] + (position - low) * (maxima[min(low + 1, len(maxima) - 1)] - maxima[low])
+
+
+def test_compare_simultaneous_intervals_equal_the_max_t_by_loops():
+    con = embsql.connect()
+    _table(con)
+    con.execute("CREATE TABLE ex_items AS SELECT *, row_number() OVER (PARTITION BY model) AS item FROM ex")
+    args = dict(group="topic", vector="embedding", model="model", item="item", replicates=300, seed=5)
+    marginal = embsql.compare(con, "ex_items", **args).to_dicts()
+    result = embsql.compare(con, "ex_items", intervals="simultaneous", **args)
+    assert result.columns[-1] == "interval"
+    rows = result.to_dicts()
+    names = sorted({r["model_a"] for r in rows} | {r["model_b"] for r in rows})
+    sums = {}
+    for m in names:
+        got = con.sql(f"SELECT topic, embedding FROM ex WHERE model = '{m}'").fetchall()
+        labels = np.array([g for g, _ in got], dtype=object)
+        vectors = np.array([v for _, v in got], dtype=float)
+        sums[m] = canonical(GroupSums.from_rows(labels, vectors / np.linalg.norm(vectors, axis=1, keepdims=True)))
+    _, fam, _ = mr.structure_family([sums[m] for m in names], "r2", replicates=300, seed=5)
+    c = _max_abs_quantile(fam.t_star, 0.95)
+    assert c > max(np.quantile(np.abs(fam.t_star[:, p]), 0.95) for p in range(len(fam.pairs)))
+    for p, (row, plain) in enumerate(zip(rows, marginal)):
+        assert (row["model_a"], row["model_b"]) == (names[fam.pairs[p][0]], names[fam.pairs[p][1]])
+        assert row["interval"] == "simultaneous"
+        assert row["difference"] == pytest.approx(plain["difference"], rel=1e-12)
+        assert row["ci_low"] == pytest.approx(row["difference"] - c * row["se"], rel=1e-9)
+        assert row["ci_high"] == pytest.approx(row["difference"] + c * row["se"], rel=1e-9)
+
+
+def _evaluation(rng, truth, groups=12, per=3):
+    k = len(truth)
+    clusters = np.repeat(np.arange(groups), per)
+    shared = rng.normal(size=(groups, 1)) * 0.15
+    scores = np.asarray(truth) + (shared + rng.normal(size=(groups, k)) * 0.06)[clusters] \
+        + rng.normal(size=(len(clusters), k)) * 0.1
+    return scores, clusters
+
+
+def test_compare_retrieval_simultaneous_intervals_equal_the_max_t_by_loops():
+    """t* recomputed from each bootstrap resample's drawn clusters by loops (CR1 SE of the drawn
+    clusters, a cluster drawn twice counting twice), then the max-|t| critical value."""
+    import pyarrow as pa
+
+    from embsql.core.resampling import bootstrap_weights
+    rng = np.random.default_rng(8)
+    scores, clusters = _evaluation(rng, [0.5, 0.45, 0.45, 0.3])
+    names, n = ["m0", "m1", "m2", "m3"], len(clusters)
+    evaluation = pa.table({"model": [m for m in names for _ in range(n)],
+                           "qid": [f"q{i:03d}" for i in range(n)] * 4, "metric": ["ndcg@10"] * (4 * n),
+                           "value": scores.T.ravel().tolist(), "group": [f"g{c:02d}" for c in clusters] * 4})
+    rows = embsql.compare_retrieval(embsql.connect(), evaluation, group="group", intervals="simultaneous",
+                                    permutations=200, seed=4).to_dicts()
+    weights = bootstrap_weights(12, 200, 4)
+    t_star = []
+    for w in weights:
+        draws = [g for g in range(12) for _ in range(int(w[g]))]
+        row = []
+        for a, b in mr.pairs_of(4):
+            d = scores[:, a] - scores[:, b]
+            full = d.mean()
+            cluster_sum = [d[clusters == g].sum() for g in draws]
+            cluster_n = [int((clusters == g).sum()) for g in draws]
+            total = sum(cluster_n)
+            mean = sum(cluster_sum) / total
+            se_star = math.sqrt(len(draws) / (len(draws) - 1)
+                                * sum((s - m * mean) ** 2 for s, m in zip(cluster_sum, cluster_n))) / total
+            row.append((mean - full) / se_star)
+        t_star.append(row)
+    c = _max_abs_quantile(t_star, 0.95)
+    for row, (a, b) in zip(rows, mr.pairs_of(4)):
+        assert (row["model_a"], row["model_b"]) == (names[a], names[b]) and row["interval"] == "simultaneous"
+        assert row["ci_low"] == pytest.approx(row["difference"] - c * row["se"], rel=1e-9)
+        assert row["ci_high"] == pytest.approx(row["difference"] + c * row["se"], rel=1e-9)
+    with pytest.raises(embsql.InputError, match="intervals must be 'marginal' or 'simultaneous'"):
+        embsql.compare_retrieval(embsql.connect(), evaluation, group="group", intervals="joint")
+
+
+def test_simultaneous_intervals_coverage_seeded_simulation():
+    """Five tied models (ten pairs), 40 clusters: all ten simultaneous intervals hold the true
+    difference 0 together in >= 90% of 200 draws (nominal 95%), where the ten marginal t
+    intervals together fall short (a bound the family must beat)."""
+    rng = np.random.default_rng(33)
+    together = together_marginal = 0
+    from embsql.core.retrieval_comparison import t_interval
+    for s in range(200):
+        scores, clusters = _evaluation(rng, [0.5] * 5, groups=40)
+        _, fam = mr.retrieval_family(scores, clusters, replicates=300, seed=s)
+        low, high = mr.simultaneous_intervals(fam, 0.95)
+        together += bool(np.all((low <= 0) & (high >= 0)))
+        marginal = [t_interval(np.bincount(clusters, weights=scores[:, a] - scores[:, b]),
+                               np.bincount(clusters).astype(float), 0.95) for a, b in fam.pairs]
+        together_marginal += all(lo <= 0 <= hi for _, _, lo, hi in marginal)
+    assert together / 200 >= 0.90
+    assert together_marginal / 200 <= 0.85

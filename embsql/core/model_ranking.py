@@ -46,7 +46,7 @@ from embsql.core import resampling
 from embsql.core.arguments import check_level, check_replicates, check_seed
 from embsql.core.student_t import t_quantile
 from embsql.core.sums import GroupSums
-from embsql.errors import InputError
+from embsql.errors import InputError, fail
 
 RANK_COLUMNS = ("statistic", "estimate", "ci_low", "ci_high", "rank", "rank_low", "rank_high", "top", "level",
                 "calibrated")
@@ -103,7 +103,8 @@ def simultaneous_critical(fam: PairFamily, level: float) -> float:
 
 
 def simultaneous_intervals(fam: PairFamily, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """(low, high) per pair: d -/+ c se, holding together with probability ``level``."""
+    """(low, high) per pair: d -/+ c se, holding together with probability ``level`` (the single
+    step of the module docstring: c from every pair at once, no step-down)."""
     c = simultaneous_critical(fam, level)
     return fam.difference - c * fam.se, fam.difference + c * fam.se
 
@@ -264,6 +265,8 @@ def retrieval_rows(names: list, scores: np.ndarray, clusters: np.ndarray, metric
 
 
 def check_intervals(value: object) -> str:
-    if value not in INTERVALS:
-        raise InputError(f"intervals must be 'marginal' or 'simultaneous', not {value!r}")
-    return str(value)
+    """The ``intervals=`` option of the compare faces: 'marginal' (each pair's interval alone) or
+    'simultaneous' (all pairs together, simultaneous_intervals)."""
+    if not isinstance(value, str) or value not in INTERVALS:
+        fail("argument.intervals", name="intervals", rule="'marginal' or 'simultaneous'", value=repr(value))
+    return value
