@@ -157,5 +157,5 @@ def compare_retrieval(con: duckdb.DuckDBPyConnection, evaluation: object, *, que
             groups = _query_groups(con, spec, rows["qid"])
     result = compare_metric(rows["model"], rows["qid"], rows["metric"], rows["value"], groups, metric=metric,
                             permutations=permutations, seed=seed, level=level, p_adjust=p_adjust, intervals=intervals)
-    columns = PAIR_COLUMNS + (("interval",) if intervals == "simultaneous" else ())
-    return ResultTable.from_dicts(f"paired comparison of {metric}", columns, result)
+    shown = PAIR_COLUMNS + (("interval",) if intervals == "simultaneous" else ())
+    return ResultTable.from_dicts(f"paired comparison of {metric}", shown, result)
