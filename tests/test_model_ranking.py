@@ -322,3 +322,83 @@ def test_simultaneous_intervals_coverage_seeded_simulation():
         together_marginal += all(lo <= 0 <= hi for _, _, lo, hi in marginal)
     assert together / 200 >= 0.90
     assert together_marginal / 200 <= 0.85
+
+
+# ----------------------------------------------------------------------------------------------
+# rank_models on a retrieval evaluation
+
+def _loop_t_star(scores, clusters, weights, pairs):
+    """t*_jk per resample by loops over the drawn clusters (CR1 SE; a cluster drawn twice counts twice)."""
+    out = []
+    for w in weights:
+        draws = [g for g in range(len(w)) for _ in range(int(w[g]))]
+        row = []
+        for a, b in pairs:
+            d = scores[:, a] - scores[:, b]
+            cluster_sum = [d[clusters == g].sum() for g in draws]
+            cluster_n = [int((clusters == g).sum()) for g in draws]
+            total = sum(cluster_n)
+            mean = sum(cluster_sum) / total
+            se_star = math.sqrt(len(draws) / (len(draws) - 1)
+                                * sum((s - m * mean) ** 2 for s, m in zip(cluster_sum, cluster_n))) / total
+            row.append((mean - d.mean()) / se_star if se_star > 0 else 0.0)
+        out.append(row)
+    return out
+
+
+def _cr1(values, clusters):
+    """(mean, CR1 SE) by loops over the clusters."""
+    g = int(clusters.max()) + 1
+    mean = values.mean()
+    residual = [values[clusters == c].sum() - (clusters == c).sum() * mean for c in range(g)]
+    return mean, math.sqrt(g / (g - 1) * sum(r * r for r in residual)) / len(values)
+
+
+def test_rank_models_on_an_evaluation_equals_the_definition_by_loops():
+    import pyarrow as pa
+    from scipy import stats
+
+    from embsql.core.resampling import bootstrap_weights
+    rng = np.random.default_rng(21)
+    scores, clusters = _evaluation(rng, [0.62, 0.5, 0.5, 0.47, 0.3], groups=14)
+    names, n, k = ["e", "d", "c", "b", "a"], len(clusters), 5        # display order is a..e
+    order = [names.index(m) for m in sorted(names)]
+    qid = [f"q{i:03d}" for i in range(n)]
+    evaluation = pa.table({"system": [m for m in names for _ in range(n)], "qid": qid * k,
+                           "metric": ["ndcg@10"] * (k * n) + [], "value": scores.T.ravel().tolist()})
+    queries = pa.table({"qid": qid, "group": [f"t{c:02d}" for c in clusters]})
+    con = embsql.connect()
+    result = embsql.rank_models(con, evaluation, model="system", queries=embsql.Queries(queries),
+                                replicates=300, seed=9)
+    assert result.columns == ("system",) + mr.RANK_COLUMNS
+    rows = result.to_dicts()
+    assert [r["system"] for r in rows] == sorted(names)
+    ordered = scores[:, order]                                           # columns in a..e order
+    pairs = mr.pairs_of(k)
+    t_star = _loop_t_star(ordered, clusters, bootstrap_weights(14, 300, 9), pairs)
+    means = ordered.mean(axis=0)
+    difference = [means[a] - means[b] for a, b in pairs]
+    se = [_cr1(ordered[:, a] - ordered[:, b], clusters)[1] for a, b in pairs]
+    low, high = _reference_sets(means, difference, se, t_star, 0.95)
+    half = stats.t.ppf(0.975, 13)
+    for j, row in enumerate(rows):
+        mean, own = _cr1(ordered[:, j], clusters)
+        assert row["statistic"] == "ndcg@10" and row["estimate"] == pytest.approx(mean, rel=1e-12)
+        assert row["ci_low"] == pytest.approx(mean - half * own, rel=1e-9)
+        assert row["ci_high"] == pytest.approx(mean + half * own, rel=1e-9)
+        assert (row["rank_low"], row["rank_high"]) == (low[j], high[j])
+        assert row["top"] == (low[j] == 1) and row["calibrated"] is False      # 14 clusters
+    assert any(r["rank_low"] < r["rank_high"] for r in rows) and any(r["rank_low"] == r["rank_high"] for r in rows)
+
+
+def test_rank_models_on_an_evaluation_refuses_what_it_cannot_rank():
+    import pyarrow as pa
+    evaluation = pa.table({"model": ["a"] * 6 + ["b"] * 6, "qid": [f"q{i}" for i in range(6)] * 2,
+                           "metric": ["ndcg@10"] * 12, "value": [0.5, 0.6, 0.7, 0.2, 0.9, 0.4] * 2})
+    con = embsql.connect()
+    with pytest.raises(embsql.InputError, match="structure statistic"):
+        embsql.rank_models(con, evaluation, statistic="r2")
+    with pytest.raises(embsql.InputError, match="no rows for metric 'map@10'"):
+        embsql.rank_models(con, evaluation, statistic="map@10")
+    with pytest.raises(embsql.InputError, match="takes group= and model="):
+        embsql.rank_models(con, evaluation, vector="value")

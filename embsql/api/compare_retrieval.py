@@ -61,6 +61,26 @@ def _query_groups(con: duckdb.DuckDBPyConnection, queries: Queries, qids: list) 
     return [next(iter(pairs[str(q)])) for q in qids]
 
 
+def evaluation_columns(con: duckdb.DuckDBPyConnection, stack: ExitStack, evaluation: object, *,
+                       queries: Queries | object | None, group: str | None, model: str,
+                       function: str) -> tuple[dict[str, list], list | None]:
+    """The columns (model, qid, metric, value) of a per-query evaluation as lists, and each row's
+    paraphrase group (from ``queries`` or the evaluation's ``group`` column; None without groups).
+    ``stack`` holds the registered sources for as long as the caller reads them."""
+    if queries is not None and group is not None:
+        raise InputError(f"{function} takes the paraphrase groups from queries= (its group column, "
+                         "Queries(source, group=...)) or from group= (a column of the evaluation), not both")
+    columns = {"model": model, "qid": "qid", "metric": "metric", "value": "value"}
+    if group is not None:
+        columns["group"] = group
+    rows = _select(con, stack.enter_context(local_source(con, arrow_of(evaluation))), columns, "evaluation")
+    groups = rows.get("group")
+    if queries is not None:
+        spec = stack.enter_context(as_table(queries, Queries, "queries").on(con))
+        groups = _query_groups(con, spec, rows["qid"])
+    return rows, groups
+
+
 def compare_retrieval(con: duckdb.DuckDBPyConnection, evaluation: object, *, queries: Queries | object | None = None,
                       group: str | None = None, metric: str = "ndcg@10", model: str = "model",
                       permutations: int = 10_000, seed: int = 42, level: float = 0.95, p_adjust: str | None = "holm",
@@ -143,18 +163,9 @@ def compare_retrieval(con: duckdb.DuckDBPyConnection, evaluation: object, *, que
     refuse_moved(compare_retrieval, removed, MOVED)
     refuse(compare_retrieval, removed)
     check_model(model, (), "compare_retrieval")
-    if queries is not None and group is not None:
-        raise InputError("compare_retrieval takes the paraphrase groups from queries= (its group column, "
-                         "Queries(source, group=...)) or from group= (a column of the evaluation), not both")
-    columns = {"model": model, "qid": "qid", "metric": "metric", "value": "value"}
-    if group is not None:
-        columns["group"] = group
     with ExitStack() as stack:
-        rows = _select(con, stack.enter_context(local_source(con, arrow_of(evaluation))), columns, "evaluation")
-        groups = rows.get("group")
-        if queries is not None:
-            spec = stack.enter_context(as_table(queries, Queries, "queries").on(con))
-            groups = _query_groups(con, spec, rows["qid"])
+        rows, groups = evaluation_columns(con, stack, evaluation, queries=queries, group=group, model=model,
+                                          function="compare_retrieval")
     result = compare_metric(rows["model"], rows["qid"], rows["metric"], rows["value"], groups, metric=metric,
                             permutations=permutations, seed=seed, level=level, p_adjust=p_adjust, intervals=intervals)
     shown = PAIR_COLUMNS + (("interval",) if intervals == "simultaneous" else ())

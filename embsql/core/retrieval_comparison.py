@@ -36,7 +36,7 @@ import numpy as np
 
 from embsql.core.arguments import check_level, check_permutations, check_seed
 from embsql.core.labels import clean_labels, sort_key, text_key
-from embsql.core.model_ranking import check_intervals, retrieval_family, simultaneous_intervals
+from embsql.core.model_ranking import check_intervals, retrieval_family, retrieval_rows, simultaneous_intervals
 from embsql.core.ranking import METRICS
 from embsql.core.student_t import t_quantile
 from embsql.errors import DesignError, InputError, fail
@@ -274,10 +274,11 @@ def compare_rows(models: Iterable[object], qids: Iterable[object], values: Itera
     return rows
 
 
-def compare_metric(models: Sequence[object], qids: Sequence[object], metrics: Sequence[object],
-                   values: Sequence[float], groups: Sequence[object] | None = None, *, metric: str = "ndcg@10",
-                   what: str = "evaluation", **options: Any) -> list[dict]:
-    """compare_rows on the rows of a long evaluation table whose ``metrics`` entry is ``metric``."""
+def metric_rows(models: Sequence[object], qids: Sequence[object], metrics: Sequence[object], values: Sequence[float],
+                groups: Sequence[object] | None = None, *, metric: str = "ndcg@10",
+                what: str = "evaluation") -> tuple[list, list, list, list | None]:
+    """(models, qids, values, groups) of the rows of a long evaluation table whose ``metrics`` entry
+    is ``metric`` (metric.unknown for a name that is not a string, metric.absent for no rows)."""
     if not isinstance(metric, str) or not metric:
         fail("metric.unknown", metric=repr(metric), names=", ".join(m + "@k" for m in METRICS))
     keep = [i for i, m in enumerate(metrics) if m == metric]
@@ -288,8 +289,27 @@ def compare_metric(models: Sequence[object], qids: Sequence[object], metrics: Se
     def pick(column: Sequence[T]) -> list[T]:
         return [column[i] for i in keep]
 
-    return compare_rows(pick(models), pick(qids), pick(values), None if groups is None else pick(groups),
-                        metric=metric, what=what, **options)
+    return pick(models), pick(qids), pick(values), None if groups is None else pick(groups)
+
+
+def compare_metric(models: Sequence[object], qids: Sequence[object], metrics: Sequence[object],
+                   values: Sequence[float], groups: Sequence[object] | None = None, *, metric: str = "ndcg@10",
+                   what: str = "evaluation", **options: Any) -> list[dict]:
+    """compare_rows on the rows of a long evaluation table whose ``metrics`` entry is ``metric``."""
+    picked = metric_rows(models, qids, metrics, values, groups, metric=metric, what=what)
+    return compare_rows(*picked, metric=metric, what=what, **options)
+
+
+def rank_metric(models: Sequence[object], qids: Sequence[object], metrics: Sequence[object], values: Sequence[float],
+                groups: Sequence[object] | None = None, *, metric: str = "ndcg@10", replicates: int = 2000,
+                seed: int = 42, level: float = 0.95, what: str = "evaluation") -> list[dict]:
+    """embsql.core.model_ranking.retrieval_rows on the rows of one metric of a long evaluation table:
+    the models' rank confidence sets, the queries clustered by paraphrase group (each query its own
+    cluster without groups)."""
+    picked = metric_rows(models, qids, metrics, values, groups, metric=metric, what=what)
+    names, matrix, clusters, _ = score_matrix(*picked, metric=metric, what=what)
+    codes = np.arange(len(matrix)) if clusters is None else clusters
+    return retrieval_rows(names, matrix, codes, metric, replicates=replicates, seed=seed, level=level)
 
 
 def _cluster_codes(qids: np.ndarray, groups: Iterable[object] | None, order: list[str],

@@ -33,7 +33,8 @@
 -- does for a pair: the same resamples of groups for all K models, each difference studentized by
 -- its own jackknife SE in the resample; c is the `level` quantile of the largest studentized
 -- difference over the pairs not yet shown ordered.  Pairing the models on the same groups keeps
--- their shared variation out of the differences.  The Python face is `embsql.rank_models`.
+-- their shared variation out of the differences.  The Python face is `embsql.rank_models`; it
+-- also ranks the models of a per-query retrieval evaluation by one of its metrics (Python only).
 -- @example
 -- SELECT * FROM emb_rank_models('many', 'topic', 'embedding', model := 'model', replicates := 999);
 CREATE OR REPLACE TEMP MACRO emb_rank_models(source, "group", vector, model, statistic := 'r2', level := 0.95,
