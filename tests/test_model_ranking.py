@@ -280,22 +280,7 @@ def test_compare_retrieval_simultaneous_intervals_equal_the_max_t_by_loops():
                            "value": scores.T.ravel().tolist(), "group": [f"g{c:02d}" for c in clusters] * 4})
     rows = embsql.compare_retrieval(embsql.connect(), evaluation, group="group", intervals="simultaneous",
                                     permutations=200, seed=4).to_dicts()
-    weights = bootstrap_weights(12, 200, 4)
-    t_star = []
-    for w in weights:
-        draws = [g for g in range(12) for _ in range(int(w[g]))]
-        row = []
-        for a, b in mr.pairs_of(4):
-            d = scores[:, a] - scores[:, b]
-            full = d.mean()
-            cluster_sum = [d[clusters == g].sum() for g in draws]
-            cluster_n = [int((clusters == g).sum()) for g in draws]
-            total = sum(cluster_n)
-            mean = sum(cluster_sum) / total
-            se_star = math.sqrt(len(draws) / (len(draws) - 1)
-                                * sum((s - m * mean) ** 2 for s, m in zip(cluster_sum, cluster_n))) / total
-            row.append((mean - full) / se_star)
-        t_star.append(row)
+    t_star = _loop_t_star(scores, clusters, bootstrap_weights(12, 200, 4), mr.pairs_of(4))
     c = _max_abs_quantile(t_star, 0.95)
     for row, (a, b) in zip(rows, mr.pairs_of(4)):
         assert (row["model_a"], row["model_b"]) == (names[a], names[b]) and row["interval"] == "simultaneous"
@@ -402,3 +387,43 @@ def test_rank_models_on_an_evaluation_refuses_what_it_cannot_rank():
         embsql.rank_models(con, evaluation, statistic="map@10")
     with pytest.raises(embsql.InputError, match="takes group= and model="):
         embsql.rank_models(con, evaluation, vector="value")
+
+
+# ----------------------------------------------------------------------------------------------
+# the report's ranking section (named in sections=) and the verdict sentence it gives
+
+def test_report_ranking_section_and_verdict(tmp_path):
+    import json
+
+    import duckdb
+    path = tmp_path / "three.parquet"
+    duckdb.connect().execute(
+        f"""COPY (SELECT * FROM 'examples/embeddings.parquet' UNION ALL BY NAME
+               SELECT * REPLACE ('mini-64' AS model, embedding[1:64] AS embedding)
+               FROM 'examples/embeddings.parquet' WHERE model = 'mini-384') TO '{path}'""")
+    result = embsql.report(str(path), vector="embedding", group="topic", model="model", permutations=0,
+                           replicates=300, seed=4, sections=["ranking"]).run()
+    rows = result["ranking"].to_dicts()
+    con = embsql.connect()
+    direct = embsql.rank_models(con, str(path), group="topic", vector="embedding", model="model", replicates=300,
+                                seed=4).to_dicts()
+    assert [(r["model"], r["rank_low"], r["rank_high"], r["top"]) for r in rows] == \
+        [(r["model"], r["rank_low"], r["rank_high"], r["top"]) for r in direct]
+    assert [(r["model"], r["rank_low"], r["rank_high"]) for r in rows] == \
+        [("base-768", 1, 1), ("mini-384", 2, 3), ("mini-64", 2, 3)]
+    assert ("Ranked by R² with 95% simultaneous rank sets: base-768 is first (rank 1–1); mini-64 and mini-384 "
+            "cannot be ordered (ranks 2–3).") in result.verdict
+    assert [s["name"] for s in json.loads(result.to_json())["sections"]] == ["ranking"]
+    assert "Rank confidence sets of R²" in result.to_html() and "rank_high" in result.to_text()
+
+
+def test_verdict_names_a_tie_at_the_top():
+    from types import SimpleNamespace
+
+    from embsql.reporting.verdict import ranking_sentence
+    rows = [{"model": m, "estimate": e, "rank_low": lo, "rank_high": hi, "top": lo == 1, "level": 0.9}
+            for m, e, lo, hi in (("a", 0.5, 1, 2), ("b", 0.49, 1, 2), ("c", 0.1, 3, 3))]
+    table = SimpleNamespace(to_dicts=lambda: rows)
+    result = SimpleNamespace(sections=[SimpleNamespace(name="ranking", table=table)])
+    assert ranking_sentence(result) == ("Ranked by R² with 90% simultaneous rank sets: these 2 models are tied for the top "
+                                "(a and b); a and b cannot be ordered (ranks 1–2); c is third (rank 3–3).")
