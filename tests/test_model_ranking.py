@@ -415,6 +415,11 @@ def test_report_ranking_section_and_verdict(tmp_path):
             "cannot be ordered (ranks 2–3).") in result.verdict
     assert [s["name"] for s in json.loads(result.to_json())["sections"]] == ["ranking"]
     assert "Rank confidence sets of R²" in result.to_html() and "rank_high" in result.to_text()
+    con.execute(f"CREATE VIEW three AS SELECT * FROM '{path}'")
+    for statistic, calibrated in (("r2", True), ("f", False)):      # simultaneous coverage measured for R² only
+        pairs = embsql.compare(con, "three", group="topic", vector="embedding", model="model", item="item",
+                               statistic=statistic, replicates=50, intervals="simultaneous").to_dicts()
+        assert [r["calibrated"] for r in pairs] == [calibrated] * 3
 
 
 def test_verdict_names_a_tie_at_the_top():

@@ -202,7 +202,7 @@ def compare(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, ve
         resampling).  The table gains a column ``interval`` = ``'simultaneous'``.  Use it when
         you read three or more models' pairs together.  All the intervals held together in
         92.5-97.5% of simulated data sets at 95% (3 to 10 models, 30 or 100 groups;
-        bench/rank_sets.py).
+        bench/rank_sets.py); ``calibrated`` is then true only for R² from 30 groups on.
 
     Returns
     -------

@@ -12,7 +12,13 @@ import numpy as np
 
 from embsql.core import resampling
 from embsql.core.labels import text_key, text_order
-from embsql.core.model_ranking import check_intervals, simultaneous_intervals, structure_family
+from embsql.core.model_ranking import (
+    RANK_CALIBRATED_GROUPS,
+    RANK_CALIBRATED_STATS,
+    check_intervals,
+    simultaneous_intervals,
+    structure_family,
+)
 from embsql.core.sums import GroupSums
 from embsql.errors import BadLabelError, InputError
 
@@ -128,8 +134,11 @@ def compare_rows(models: dict, stat: str, *, replicates: int, seed: int, level: 
         _, fam, _ = structure_family([per_model[m] for m in names], stat, replicates=replicates, seed=seed,
                                      sizes=sizes)
         low, high = simultaneous_intervals(fam, level)
+        # calibrated where bench/rank_sets.py measured the simultaneous coverage
+        measured = stat in RANK_CALIBRATED_STATS and len(per_model[names[0]].counts) >= RANK_CALIBRATED_GROUPS
         for p, row in enumerate(rows):
-            row.update(se=float(fam.se[p]), ci_low=float(low[p]), ci_high=float(high[p]), interval="simultaneous")
+            row.update(se=float(fam.se[p]), ci_low=float(low[p]), ci_high=float(high[p]), interval="simultaneous",
+                       calibrated=bool(row["calibrated"]) and measured)
     return rows
 
 
