@@ -36,6 +36,7 @@ AREAS = {
                                "Is a difference real, and how sure is a figure: permutation tests, the dispersion "
                                "test, the cluster jackknife and bootstrap, the paired model comparison."),
     "embsql.api.resampling": ("inference", "", ""),
+    "embsql.api.model_ranking": ("inference", "", ""),
     "embsql.api.permanova_terms": ("designs", "Designs: several terms, pairs of groups",
                                    "PERMANOVA with several terms (adonis2's semantics) and every pair of groups."),
     "embsql.api.pairwise_permanova": ("designs", "", ""),

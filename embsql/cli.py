@@ -246,9 +246,10 @@ def _report_arguments(parser: argparse.ArgumentParser, *, running: bool) -> None
     parser.add_argument("--model", help="the model column: one set of figures per value")
     parser.add_argument("--config", metavar="FILE", help="a TOML file with a [report] table; flags override it")
     parser.add_argument("--sections", help="comma-separated: decomposition,groups,jackknife,bootstrap,compare,"
-                                           "permanova,dispersion,models (default: the first seven, of which "
-                                           "permanova and dispersion are the permutation tests; models when "
-                                           "--item and --model are given)")
+                                           "permanova,dispersion,models,ranking (default: the first seven, of "
+                                           "which permanova and dispersion are the permutation tests; models when "
+                                           "--item and --model are given; ranking, the rank confidence sets of "
+                                           "R² of two or more models, when named)")
     if running:
         parser.add_argument("--permutations", type=int, help="permutations for PERMANOVA and the dispersion test "
                                                              "(default 999; 0 skips both tests)")

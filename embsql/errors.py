@@ -237,6 +237,7 @@ CATALOGUE: dict[str, Check] = {
     "argument.permute": Check(InputError, _ARGUMENT),
     "argument.missing": Check(InputError, _ARGUMENT),
     "argument.p_adjust": Check(InputError, _ARGUMENT),
+    "argument.intervals": Check(InputError, _ARGUMENT),
     # an old spelling (embsql.vocabulary.REMOVED), or a name a function does not take
     "argument.renamed": Check(ArgumentError, "{old} is now {new} (in {where})"),
     "argument.unknown": Check(ArgumentError, "{where} has no argument {name}; it takes: {takes}"),

@@ -86,6 +86,7 @@ OPTIONS: dict[str, str] = {
     "unknown": "what to do with a qid or doc_id the other table lacks: 'error' or 'skip'",
     "missing": "what to do with a pair whose item has no vector: 'error' or 'skip'",
     "p_adjust": "the multiple-comparison adjustment of p-values: 'holm', 'bh', 'bonferroni' or None",
+    "intervals": "which intervals of the pairwise differences: 'marginal' (each alone) or 'simultaneous' (all together)",
     "group_pairs": "which pairs of groups a pairwise test compares: 'all' or a list of (group, group)",
     "check_dispersion": "warn when the dispersion test is significant (pseudo-F may then reflect spread)",
     "per_item": "one row per item instead of one per model",

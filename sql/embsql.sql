@@ -138,6 +138,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_missing("name", "rule", "value")
     error(format('embsql: [argument.missing] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_p_adjust("name", "rule", "value") AS
     error(format('embsql: [argument.p_adjust] {} must be {}, not {}', "name", "rule", "value"));
+CREATE OR REPLACE TEMP MACRO emb__fail_argument_intervals("name", "rule", "value") AS
+    error(format('embsql: [argument.intervals] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_renamed("old", "new", "where") AS
     error(format('embsql: [argument.renamed] {} is now {} (in {})', "old", "new", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_unknown("where", "name", "takes") AS
@@ -178,6 +180,7 @@ CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_terms_dist() AS ['term',
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_jackknife() AS ['statistic', 'estimate', 'se', 'groups', 'sizes']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_bootstrap() AS ['statistic', 'estimate', 'se', 'ci_low', 'ci_high', 'level', 'replicates', 'groups', 'estimate_bc', 'dropped', 'calibrated', 'sizes']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare() AS ['model_a', 'model_b', 'estimate_a', 'estimate_b', 'difference', 'se', 'ci_low', 'ci_high', 'items', 'same_items', 'shared_items', 'dropped', 'calibrated', 'sizes']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_rank_models() AS ['statistic', 'estimate', 'ci_low', 'ci_high', 'rank', 'rank_low', 'rank_high', 'top', 'level', 'calibrated']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_dose() AS ['strength', 'queries', 'groups', 'w_tilde_q', 'se', 'step', 'step_se', 'monotone', 'p_value', 'permutations', 'dose_works']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_agreement() AS ['model_a', 'model_b', 'k', 'overlap', 'se', 'chance', 'items']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_agreement_items() AS ['model_a', 'model_b', 'item', 'overlap']::VARCHAR[];

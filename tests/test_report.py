@@ -430,8 +430,8 @@ def test_the_sections_are_one_registry_with_their_cautions():
     from embsql.reporting.sections import REGISTRY
 
     assert SECTIONS == ("decomposition", "groups", "jackknife", "bootstrap", "compare", "permanova", "dispersion",
-                        "models", "retrieval")
-    assert DEFAULT_SECTIONS == SECTIONS[:5] and ROW_SECTIONS == ("permanova", "dispersion", "models")
+                        "models", "retrieval", "ranking")
+    assert DEFAULT_SECTIONS == SECTIONS[:5] + ("ranking",) and ROW_SECTIONS == ("permanova", "dispersion", "models")
     for name, entry in REGISTRY.items():
         if name not in ("retrieval", "models"):      # these carry their own titles and cautions
             assert entry.caution == getattr(cautions, name.upper()) and entry.title

@@ -188,3 +188,10 @@ MCNEMAR = ("p_value: the mid-p McNemar test on the discordant items (p_exact: th
 CLUSTER_TEST = ("p_value: a sign-flip randomization test that swaps the two models' answers for whole groups of "
                 "the {group!r} column (exact when there are few); ci_low/ci_high: a cluster-robust t interval over "
                 "those groups. McNemar on clustered items rejects too often.")
+
+RANKING = ("Simultaneous rank confidence sets of R² (embsql.rank_models): every model's true rank lies in "
+           "[rank_low, rank_high] for all the models together with probability level; a model tied with others "
+           "in truth may take any rank of its tie. A model is ranked above another only when simultaneous intervals "
+           "for every pairwise difference (Mogstad, Romano, Shaikh and Wilhelm's step-down over the paired cluster "
+           "bootstrap, the same resamples of groups for every model) show it better; rank orders by the estimate "
+           "alone. top marks the models that could be first. ci_low/ci_high are each model's own interval.")

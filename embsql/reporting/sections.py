@@ -23,6 +23,7 @@ import numpy as np
 
 from embsql.core import decomposition, resampling
 from embsql.core.model_comparison import BOOTSTRAP_COLUMNS, COMPARE_COLUMNS, bootstrap_row, compare_row, same_groups_problem
+from embsql.core.model_ranking import RANK_COLUMNS, structure_rows
 from embsql.core.row_tests import Ordered, dispersion_rows, ordered, permanova_row
 from embsql.core.sums import GroupSums
 from embsql.errors import DesignError, InputError
@@ -182,6 +183,22 @@ def _compare(entry: Entry, run: Run) -> list[Section]:
     return [entry.section(COMPARE_COLUMNS, rows)]
 
 
+def _ranking(entry: Entry, run: Run) -> list[Section]:
+    """Rank confidence sets of R² for every model (embsql.core.model_ranking, the kernel of
+    embsql.rank_models), from the group sums the report already has."""
+    report = run.report
+    if len(run.resampled) < 2:
+        return []
+    first, first_sums = run.resampled[0]
+    for other, sums in run.resampled[1:]:
+        problem = same_groups_problem(first, first_sums, other, sums)
+        if problem:
+            raise DesignError(f"no ranking: {problem}")
+    rows = structure_rows([value for value, _ in run.resampled], [sums for _, sums in run.resampled], "r2",
+                          replicates=report.replicates, seed=report.seed, level=report.level)
+    return [entry.section(("model",) + RANK_COLUMNS, rows)]
+
+
 def _needs_permutations(entry: Entry, run: Run) -> None:
     if not run.report.permutations:
         raise InputError(f"the {entry.name} section needs permutations > 0")
@@ -252,4 +269,5 @@ REGISTRY: dict[str, Entry] = {entry.name: entry for entry in (
     Entry("models", "", "", _models, default=lambda report: report.item is not None and report.model is not None,
           off_duckdb="drop"),
     Entry("retrieval", "", "", _retrieval, default=lambda report: report.queries is not None, off_duckdb="refuse"),
+    Entry("ranking", "Rank confidence sets of R²", cautions.RANKING, _ranking, default=lambda report: False),
 )}
