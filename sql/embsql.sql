@@ -144,8 +144,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_moved("where", "old", "instead")
     error(format('embsql: [argument.moved] {} does not take {}: {}', "where", "old", "instead"));
 CREATE OR REPLACE TEMP MACRO emb__fail_column_collision("column", "function") AS
     error(format('embsql: [column.collision] model column {} has the name of one of {}''s output columns (the output keeps the model column''s name); rename it, e.g. SELECT {} AS model_name', "column", "function", "column"));
-CREATE OR REPLACE TEMP MACRO emb__fail_column_reserved("column", "function") AS
-    error(format('embsql: [column.reserved] model column {} starts with __emb_, which {} keeps for its own columns; rename it, e.g. SELECT {} AS model_name', "column", "function", "column"));
+CREATE OR REPLACE TEMP MACRO emb__fail_column_reserved("role", "column", "rule", "function") AS
+    error(format('embsql: [column.reserved] {} column {} {}, which {} keeps for its own columns; rename it, e.g. SELECT {} AS {}_name', "role", "column", "rule", "function", "column", "role"));
 CREATE OR REPLACE TEMP MACRO emb__fail_query_interrupted("what") AS
     error(format('embsql: [query.interrupted] the query was interrupted; {} stopped', "what"));
 CREATE OR REPLACE TEMP MACRO emb__vector_kind(word) AS CASE word WHEN 'NULL' THEN 'vector.null' WHEN 'NULL-element' THEN 'vector.null_element' WHEN 'zero-length' THEN 'vector.zero' WHEN 'NaN' THEN 'vector.nonfinite' WHEN 'infinite' THEN 'vector.nonfinite' ELSE 'vector' END;
@@ -233,7 +233,24 @@ CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, "by", 
             THEN emb__fail_column_collision('"' || replace(model, '"', '""') || '"', function)
         -- the prefix of the macros' own columns, which carry the model column beside them (see above)
         WHEN starts_with(lower(model), emb__reserved_prefix())
-            THEN emb__fail_column_reserved('"' || replace(model, '"', '""') || '"', function)
+            THEN emb__fail_column_reserved('model', '"' || replace(model, '"', '""') || '"', 'starts with __emb_', function)
+        ELSE source
+    END;
+
+-- ---------------------------------------------------------------------------
+-- The column arguments ([role, name] pairs, a NULL name for one not given), checked as the model
+-- argument is, before anything is read: the macros read every source with two stand-in columns
+-- appended, __emb_null (for a column that may be missing) and __emb_all (a constant in place of a
+-- missing model column), so a column of either name cannot be read and is refused, naming it
+-- (rather than a binder error or a wrong refusal).  Wraps emb__checked_source's value.
+-- ---------------------------------------------------------------------------
+CREATE OR REPLACE TEMP MACRO emb__checked_names(source, function, columns) AS
+    CASE
+        WHEN len(list_filter(columns, lambda c: lower(c[2]) IN ('__emb_null', '__emb_all'))) > 0
+            THEN emb__fail_column_reserved(
+                list_filter(columns, lambda c: lower(c[2]) IN ('__emb_null', '__emb_all'))[1][1],
+                '"' || replace(list_filter(columns, lambda c: lower(c[2]) IN ('__emb_null', '__emb_all'))[1][2], '"', '""') || '"',
+                'has a name (__emb_null or __emb_all)', function)
         ELSE source
     END;
 
@@ -700,7 +717,7 @@ CREATE OR REPLACE TEMP MACRO emb__anova(tbl, group_col, vector_col, by_col) AS T
 CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL, "by" := NULL) AS TABLE
 SELECT a.* EXCLUDE (__emb_b, __emb_all)
 FROM emb__anova(
-         emb__checked_source(source, 'emb_anova', model, "by", emb__outputs_emb_anova()),
+         emb__checked_names(emb__checked_source(source, 'emb_anova', model, "by", emb__outputs_emb_anova()), 'emb_anova', [['group', "group"], ['vector', vector]]),
          "group", vector, model) a
 ORDER BY a.__emb_b;
 
@@ -727,7 +744,7 @@ ORDER BY a.__emb_b;
 CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL, "by" := NULL) AS TABLE
 SELECT g.* EXCLUDE (__emb_b, __emb_all)
 FROM emb__groups(
-         emb__checked_source(source, 'emb_groups', model, "by", emb__outputs_emb_groups()),
+         emb__checked_names(emb__checked_source(source, 'emb_groups', model, "by", emb__outputs_emb_groups()), 'emb_groups', [['group', "group"], ['vector', vector]]),
          "group", vector, model) g
 ORDER BY g.__emb_b, g."group";
 
@@ -892,7 +909,8 @@ WHERE CASE
 -- -- n 4, groups 2, ss_t 2.2, ss_w 0.4, ss_b 1.8, r2 0.8182, r2_null 0.3333, f 9.0
 CREATE OR REPLACE TEMP MACRO emb_anova_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd',
                                             item := 'id') AS TABLE
-FROM emb__anova_dist(distances, labels, "group", i, j, distance, item);
+FROM emb__anova_dist(emb__checked_names(distances, 'emb_anova_dist', [['i', i], ['j', j], ['distance', distance]]),
+    emb__checked_names(labels, 'emb_anova_dist', [['group', "group"], ['item', item]]), "group", i, j, distance, item);
 
 -- ---------------------------------------------------------------------------
 -- ICC(1), one-way random effects:
@@ -1141,7 +1159,7 @@ ORDER BY __emb_b;
 CREATE OR REPLACE TEMP MACRO emb_icc(source, "group", value, model := NULL, "by" := NULL) AS TABLE
 SELECT r.* EXCLUDE (__emb_all)
 FROM emb__icc(
-         emb__checked_source(source, 'emb_icc', model, "by", emb__outputs_emb_icc()),
+         emb__checked_names(emb__checked_source(source, 'emb_icc', model, "by", emb__outputs_emb_icc()), 'emb_icc', [['group', "group"], ['value', value]]),
          "group", value, model) r;
 
 -- ---------------------------------------------------------------------------

@@ -201,3 +201,65 @@ def test_every_margins_route_raises_one_full_catalogue_kind(margin_routes, case)
     kinds = margin_kinds(margin_routes, case)
     assert set(kinds.values()) <= set(CATALOGUE), kinds
     assert len(set(kinds.values())) == 1 or set(kinds.values()) <= EITHER.get(case, set()), kinds
+
+
+# ---- column names the SQL keeps for its own stand-in columns ---------------------------------
+
+RESERVED_TABLE = ('CREATE OR REPLACE TABLE t AS SELECT (i % 3)::VARCHAR AS "{name}", [1.0 + i % 3, (i * 7 % 5)::DOUBLE] '
+                  "AS v, i // 2 AS item, 'm' || (i % 2) AS model, (i % 4)::DOUBLE AS x FROM range(24) r(i)")
+RESERVED_CALLS = {   # (role, call): the column under test named {name}
+    "emb_anova": ("group", "emb_anova('t', '{name}', 'v')"),
+    "emb_groups": ("group", "emb_groups('t', '{name}', 'v')"),
+    "emb_icc": ("group", "emb_icc('t', '{name}', 'x')"),
+    "emb_dispersion": ("group", "emb_dispersion('t', '{name}', 'v', permutations := 9)"),
+    "emb_permanova": ("group", "emb_permanova('t', '{name}', 'v', permutations := 9)"),
+    "emb_cka": ("group", "emb_cka('t', 'item', 'model', 'v', \"group\" := '{name}', permutations := 9)"),
+    "emb_knn_classify": ("label", "emb_knn_classify('t', label := '{name}', vector := 'v', k := 2)"),
+    "emb_anova_dist": ("group", "emb_anova_dist('dist', 't', '{name}', item := 'item')"),
+}
+
+
+@pytest.mark.parametrize("name", ["__emb_null", "__emb_all", "__EMB_Null"])
+@pytest.mark.parametrize("function", RESERVED_CALLS)
+def test_a_column_named_like_the_sqls_stand_in_columns_is_refused_naming_it(margin_routes, function, name):
+    """A group or label column named __emb_null or __emb_all (any case) was a binder error or a
+    wrong refusal (design.one_group): it is column.reserved, naming the column, on both SQL routes
+    (the registered connection, and the stock SQL file for the functions it has)."""
+    role, call = RESERVED_CALLS[function]
+    stock = function in ("emb_anova", "emb_groups", "emb_icc", "emb_anova_dist")    # the plain-SQL functions
+    for route, con in margin_routes.items():
+        if route == "stock" and not stock:
+            continue
+        con.execute(RESERVED_TABLE.format(name=name))
+        con.execute("CREATE OR REPLACE TABLE dist AS SELECT a.item AS i, b.item AS j, 1.0 AS d FROM "
+                    "(SELECT DISTINCT item FROM t) a JOIN (SELECT DISTINCT item FROM t) b ON a.item < b.item")
+        message = sql_error(con, f"SELECT * FROM {call.format(name=name)}")
+        assert message.startswith(f'embsql: [column.reserved] {role} column "{name}" '), message
+        assert function in message and f'SELECT "{name}" AS {role}_name' in message
+
+
+def test_an_item_column_named_like_a_stand_in_column_is_refused_naming_it(margin_routes):
+    for con in (margin_routes["registered"],):
+        con.execute(RESERVED_TABLE.format(name="g").replace("i // 2 AS item", 'i // 2 AS "__emb_null"'))
+        message = sql_error(con, "SELECT * FROM emb_knn_agreement('t', '__emb_null', 'model', 'v', k := 2)")
+        assert message.startswith('embsql: [column.reserved] item column "__emb_null" '), message
+
+
+# ---- errors under where= name the rows as the user wrote them ---------------------------------
+
+WHERE_TABLE = ("CREATE TABLE t AS SELECT 'g' || (i // 2 % 3) AS g, 'm' || (i % 2) AS model, i // 2 AS item, "
+               "[1.0 + i % 3, (i * 7 % 5)::DOUBLE + i] AS v, i AS k, (i // 2 % 3)::VARCHAR AS lab FROM range(60) r(i)")
+
+
+@pytest.mark.parametrize("settings, kind", [
+    ({"pairs": "pairs"}, "pair.no_vector"),         # a pair's item has no vector in the filtered rows
+    ({"label": "lab"}, "item.missing"),             # k < 59 leaves item 29 to one model only
+])
+def test_errors_under_where_name_the_source_and_condition_not_an_internal_view(con, settings, kind):
+    con.execute(WHERE_TABLE)
+    con.execute("CREATE TABLE pairs AS SELECT * FROM (VALUES (1, 2, 0.5), (3, 77, 0.2), (4, 5, 0.1)) p(item_a, item_b, score)")
+    with pytest.raises(embsql.EmbsqlError) as info:
+        embsql.report("t", vector="v", group="g", model="model", item="item", where="k < 59", permutations=9,
+                      sections=("decomposition",), **settings).run(con, progress=False)
+    assert info.value.kind == kind
+    assert "__emb" not in str(info.value) and "'t where k < 59'" in str(info.value), str(info.value)

@@ -245,5 +245,5 @@ ORDER BY __emb_b;
 CREATE OR REPLACE TEMP MACRO emb_icc(source, "group", value, model := NULL, "by" := NULL) AS TABLE
 SELECT r.* EXCLUDE (__emb_all)
 FROM emb__icc(
-         emb__checked_source(source, 'emb_icc', model, "by", emb__outputs_emb_icc()),
+         emb__checked_names(emb__checked_source(source, 'emb_icc', model, "by", emb__outputs_emb_icc()), 'emb_icc', [['group', "group"], ['value', value]]),
          "group", value, model) r;
