@@ -37,7 +37,7 @@ import longdouble
 import numpy as np
 import pyarrow as pa
 import pytest
-from test_icc import duckdb_cli
+from test_icc import duckdb_cli, exact_icc
 
 import embsql
 from embsql.errors import EmbsqlError
@@ -459,7 +459,6 @@ def test_non_euclidean_dissimilarities_give_the_signed_decomposition():
 def test_integer_scalars_near_1e15_give_the_icc_of_the_values_shifted_to_0():
     """BIGINTs at a random offset up to ±2^53 with a random spread: emb_icc's ICC and F as exact
     fractions give them (the same as the values near 0), registered and stock."""
-    from fractions import Fraction
     rng = np.random.default_rng(SEED + 37)
     stock = duckdb.connect()
     stock.execute(sql_entry_file().read_text())
@@ -471,25 +470,12 @@ def test_integer_scalars_near_1e15_give_the_icc_of_the_values_shifted_to_0():
         if len(set(small.tolist())) < 2:
             small[0] += 1
         offset = int(rng.choice([-1, 1])) * int(rng.integers(10**15, 2**53 - 10**4))
-        groups: dict = {}
-        for g, x in zip(labels.tolist(), small.tolist()):
-            groups.setdefault(g, []).append(Fraction(x))
-        n, count = len(labels), len(groups)
-        grand = sum(sum(v) for v in groups.values()) / n
-        means = {g: sum(v) / len(v) for g, v in groups.items()}
-        ss_w = sum((x - means[g]) ** 2 for g, v in groups.items() for x in v)
-        ss_b = sum(len(v) * (means[g] - grand) ** 2 for g, v in groups.items())
-        ms_b, ms_w = ss_b / (count - 1), ss_w / (n - count)
-        n0 = (n - Fraction(sum(len(v) ** 2 for v in groups.values()), n)) / (count - 1)
-        if ms_b + (n0 - 1) * ms_w == 0:
-            continue
-        want_icc = float((ms_b - ms_w) / (ms_b + (n0 - 1) * ms_w))
-        want_f = float(ms_b / ms_w) if ms_w else math.inf
+        want = exact_icc(small.tolist(), labels.tolist())
         table = pa.table({"g": labels, "x": pa.array((small + offset).tolist(), pa.int64())})
         for c in (con, stock):
             c.register("t", table)
             icc, f = c.execute("SELECT icc, f FROM emb_icc('t', 'g', 'x')").fetchall()[0]
-            assert icc == pytest.approx(want_icc, rel=1e-9, abs=1e-12) and f == pytest.approx(want_f, rel=1e-9), \
-                (SEED, number, offset, icc, f, want_icc, want_f)
+            assert icc == pytest.approx(want["icc"], rel=1e-9, abs=1e-12) and f == pytest.approx(want["f"], rel=1e-9), \
+                (SEED, number, offset, icc, f, want)
     con.close()
     stock.close()

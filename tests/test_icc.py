@@ -6,6 +6,7 @@ an independent numpy computation.
 """
 
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -113,7 +114,7 @@ def exact_icc(values, labels) -> dict:
     ss_b = sum(len(v) * (means[g] - grand) ** 2 for g, v in groups.items())
     ms_b, ms_w = ss_b / (count - 1), ss_w / (n - count)
     n0 = (n - Fraction(sum(len(v) ** 2 for v in groups.values()), n)) / (count - 1)
-    return {"icc": float((ms_b - ms_w) / (ms_b + (n0 - 1) * ms_w)), "f": float(ms_b / ms_w)}
+    return {"icc": float((ms_b - ms_w) / (ms_b + (n0 - 1) * ms_w)), "f": float(ms_b / ms_w) if ms_w else math.inf}
 
 
 # unbalanced groups 10 apart, the items within 1 or 2 of their group's centre: ICC 0.994, F 550
