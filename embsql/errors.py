@@ -246,8 +246,8 @@ CATALOGUE: dict[str, Check] = {
         InputError, "model column {column} has the name of one of {function}'s output columns (the output keeps "
                     "the model column's name); rename it, e.g. SELECT {column} AS model_name"),
     "column.reserved": Check(
-        InputError, "model column {column} starts with __emb_, which {function} keeps for its own columns; rename it, "
-                    "e.g. SELECT {column} AS model_name"),
+        InputError, "{role} column {column} {rule}, which {function} keeps for its own columns; rename it, "
+                    "e.g. SELECT {column} AS {role}_name"),
     # ---- the query itself
     "query.interrupted": Check(EmbsqlError, "the query was interrupted; {what} stopped"),
 }

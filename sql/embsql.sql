@@ -148,8 +148,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_moved("where", "old", "instead")
     error(format('embsql: [argument.moved] {} does not take {}: {}', "where", "old", "instead"));
 CREATE OR REPLACE TEMP MACRO emb__fail_column_collision("column", "function") AS
     error(format('embsql: [column.collision] model column {} has the name of one of {}''s output columns (the output keeps the model column''s name); rename it, e.g. SELECT {} AS model_name', "column", "function", "column"));
-CREATE OR REPLACE TEMP MACRO emb__fail_column_reserved("column", "function") AS
-    error(format('embsql: [column.reserved] model column {} starts with __emb_, which {} keeps for its own columns; rename it, e.g. SELECT {} AS model_name', "column", "function", "column"));
+CREATE OR REPLACE TEMP MACRO emb__fail_column_reserved("role", "column", "rule", "function") AS
+    error(format('embsql: [column.reserved] {} column {} {}, which {} keeps for its own columns; rename it, e.g. SELECT {} AS {}_name', "role", "column", "rule", "function", "column", "role"));
 CREATE OR REPLACE TEMP MACRO emb__fail_query_interrupted("what") AS
     error(format('embsql: [query.interrupted] the query was interrupted; {} stopped', "what"));
 CREATE OR REPLACE TEMP MACRO emb__vector_kind(word) AS CASE word WHEN 'NULL' THEN 'vector.null' WHEN 'NULL-element' THEN 'vector.null_element' WHEN 'zero-length' THEN 'vector.zero' WHEN 'NaN' THEN 'vector.nonfinite' WHEN 'infinite' THEN 'vector.nonfinite' ELSE 'vector' END;
@@ -238,7 +238,24 @@ CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, "by", 
             THEN emb__fail_column_collision('"' || replace(model, '"', '""') || '"', function)
         -- the prefix of the macros' own columns, which carry the model column beside them (see above)
         WHEN starts_with(lower(model), emb__reserved_prefix())
-            THEN emb__fail_column_reserved('"' || replace(model, '"', '""') || '"', function)
+            THEN emb__fail_column_reserved('model', '"' || replace(model, '"', '""') || '"', 'starts with __emb_', function)
+        ELSE source
+    END;
+
+-- ---------------------------------------------------------------------------
+-- The column arguments ([role, name] pairs, a NULL name for one not given), checked as the model
+-- argument is, before anything is read: the macros read every source with two stand-in columns
+-- appended, __emb_null (for a column that may be missing) and __emb_all (a constant in place of a
+-- missing model column), so a column of either name cannot be read and is refused, naming it
+-- (rather than a binder error or a wrong refusal).  Wraps emb__checked_source's value.
+-- ---------------------------------------------------------------------------
+CREATE OR REPLACE TEMP MACRO emb__checked_names(source, function, columns) AS
+    CASE
+        WHEN len(list_filter(columns, lambda c: lower(c[2]) IN ('__emb_null', '__emb_all'))) > 0
+            THEN emb__fail_column_reserved(
+                list_filter(columns, lambda c: lower(c[2]) IN ('__emb_null', '__emb_all'))[1][1],
+                '"' || replace(list_filter(columns, lambda c: lower(c[2]) IN ('__emb_null', '__emb_all'))[1][2], '"', '""') || '"',
+                'has a name (__emb_null or __emb_all)', function)
         ELSE source
     END;
 
@@ -313,9 +330,12 @@ CREATE OR REPLACE TEMP MACRO emb__is_vector_type(type_name) AS
 -- Squared norm in double precision.  list_dot_product raises on a NULL element, and TRY() then
 -- gives NULL for the whole chunk, so only those rows take the slow exact way.
 CREATE OR REPLACE TEMP MACRO emb__norm2(v) AS
+    -- an empty vector ([]) has norm 0 (zero-length), whichever value list_dot_product gives it
+    -- (NULL for one read from a Parquet file, which would read as a NULL element)
+    CASE WHEN len(v) = 0 THEN 0.0 ELSE
     coalesce(TRY(list_dot_product(v::DOUBLE[], v::DOUBLE[])),
              CASE WHEN list_count(v::DOUBLE[]) = len(v::DOUBLE[])
-                  THEN list_sum(list_transform(v::DOUBLE[], lambda x: x * x)) END);
+                  THEN list_sum(list_transform(v::DOUBLE[], lambda x: x * x)) END) END;
 
 -- The largest |coordinate|, only for a vector whose squared norm leaves the safe range (it
 -- overflowed, like 1e200 * x, or may have lost digits to underflow, like 1e-160 * x); else NULL.
@@ -705,7 +725,7 @@ CREATE OR REPLACE TEMP MACRO emb__anova(tbl, group_col, vector_col, by_col) AS T
 CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL, "by" := NULL) AS TABLE
 SELECT a.* EXCLUDE (__emb_b, __emb_all)
 FROM emb__anova(
-         emb__checked_source(source, 'emb_anova', model, "by", emb__outputs_emb_anova()),
+         emb__checked_names(emb__checked_source(source, 'emb_anova', model, "by", emb__outputs_emb_anova()), 'emb_anova', [['group', "group"], ['vector', vector]]),
          "group", vector, model) a
 ORDER BY a.__emb_b;
 
@@ -732,7 +752,7 @@ ORDER BY a.__emb_b;
 CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL, "by" := NULL) AS TABLE
 SELECT g.* EXCLUDE (__emb_b, __emb_all)
 FROM emb__groups(
-         emb__checked_source(source, 'emb_groups', model, "by", emb__outputs_emb_groups()),
+         emb__checked_names(emb__checked_source(source, 'emb_groups', model, "by", emb__outputs_emb_groups()), 'emb_groups', [['group', "group"], ['vector', vector]]),
          "group", vector, model) g
 ORDER BY g.__emb_b, g."group";
 
@@ -897,7 +917,8 @@ WHERE CASE
 -- -- n 4, groups 2, ss_t 2.2, ss_w 0.4, ss_b 1.8, r2 0.8182, r2_null 0.3333, f 9.0
 CREATE OR REPLACE TEMP MACRO emb_anova_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd',
                                             item := 'id') AS TABLE
-FROM emb__anova_dist(distances, labels, "group", i, j, distance, item);
+FROM emb__anova_dist(emb__checked_names(distances, 'emb_anova_dist', [['i', i], ['j', j], ['distance', distance]]),
+    emb__checked_names(labels, 'emb_anova_dist', [['group', "group"], ['item', item]]), "group", i, j, distance, item);
 
 -- ---------------------------------------------------------------------------
 -- ICC(1), one-way random effects:
@@ -963,12 +984,19 @@ __emb_icc_rows AS (
         FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
     )
 ),
+__emb_icc_centred AS (
+    -- centred first, on the grand mean of the model: a constant shift of the values (BIGINTs near
+    -- 1e15, where a DOUBLE's spacing is 1/8) leaves the same figures, as the values near 0 give.
+    -- x - c is exact for x and c of like size, so the centring loses nothing of the data's spread
+    SELECT *, __emb_x - favg(__emb_x) OVER (PARTITION BY __emb_b) AS __emb_xc
+    FROM __emb_icc_rows
+),
 __emb_icc_dev AS (
     -- two passes: deviations from the group mean and of the group mean from the grand mean
     SELECT *,
-        __emb_x - favg(__emb_x) OVER (PARTITION BY __emb_b, __emb_g) AS __emb_dw,
-        favg(__emb_x) OVER (PARTITION BY __emb_b, __emb_g) - favg(__emb_x) OVER (PARTITION BY __emb_b) AS __emb_db
-    FROM __emb_icc_rows
+        __emb_xc - favg(__emb_xc) OVER (PARTITION BY __emb_b, __emb_g) AS __emb_dw,
+        favg(__emb_xc) OVER (PARTITION BY __emb_b, __emb_g) - favg(__emb_xc) OVER (PARTITION BY __emb_b) AS __emb_db
+    FROM __emb_icc_centred
 ),
 __emb_icc_per_group AS (
     SELECT
@@ -980,7 +1008,8 @@ __emb_icc_per_group AS (
         fsum(__emb_dw * __emb_dw) AS __emb_ss_w,
         fsum(__emb_db * __emb_db) AS __emb_ss_b,
         min(__emb_x) AS __emb_min,
-        max(__emb_x) AS __emb_max
+        max(__emb_x) AS __emb_max,
+        max(abs(__emb_xc)) AS __emb_cmax
     FROM __emb_icc_dev
     GROUP BY ALL
 ),
@@ -1011,8 +1040,9 @@ __emb_icc_design AS (
         count(*) AS __emb_groups,
         sum(__emb_n_g * __emb_n_g)::DOUBLE AS __emb_sum_n2,
         -- values constant within each group but not exactly representable (3 x 0.1) leave a within
-        -- sum of rounding only, below n (4 eps max|x|)^2: that is SS_W = 0 (then F = inf), not 1e-33
-        CASE WHEN fsum(__emb_ss_w) <= sum(__emb_n_g) * pow(4 * 2.220446049250313e-16 * max(greatest(abs(__emb_min), abs(__emb_max))), 2)
+        -- sum of rounding only, below n (4 eps max|x - c|)^2 (c the grand mean the values were
+        -- centred on): that is SS_W = 0 (then F = inf), not 1e-33
+        CASE WHEN fsum(__emb_ss_w) <= sum(__emb_n_g) * pow(4 * 2.220446049250313e-16 * max(__emb_cmax), 2)
              THEN 0.0 ELSE fsum(__emb_ss_w) END AS __emb_ss_w,
         fsum(__emb_ss_b) AS __emb_ss_b,
         min(__emb_min) = max(__emb_max) AS __emb_all_equal
@@ -1110,7 +1140,9 @@ ORDER BY __emb_b;
 --
 -- * a number (any integer, `DECIMAL`, `FLOAT`, `DOUBLE`) or a `BOOLEAN` (read as 0/1, e.g. correctness):
 --   `kind = 'scalar'`, the standard ICC(1) of the raw values (not normalised).  On balanced data
---   it equals pingouin's `intraclass_corr` ICC(1,1) (`tests/reference/pingouin`).
+--   it equals pingouin's `intraclass_corr` ICC(1,1) (`tests/reference/pingouin`).  The values are
+--   centred on their mean before the sums are taken, so a constant shift does not change the figures:
+--   `BIGINT`s near 10^15 give the ICC and F of the same data near 0.
 -- * a vector (`FLOAT[]`, `DOUBLE[]`, `FLOAT[d]`, `DOUBLE[d]`, any numeric list): `kind = 'trace'`, the
 --   same formula with SS_B and SS_W of the unit vectors, exactly those `emb_anova` reports: a stated
 --   extension of ICC to embeddings, the share of the (trace of the) covariance that lies between
@@ -1135,7 +1167,7 @@ ORDER BY __emb_b;
 CREATE OR REPLACE TEMP MACRO emb_icc(source, "group", value, model := NULL, "by" := NULL) AS TABLE
 SELECT r.* EXCLUDE (__emb_all)
 FROM emb__icc(
-         emb__checked_source(source, 'emb_icc', model, "by", emb__outputs_emb_icc()),
+         emb__checked_names(emb__checked_source(source, 'emb_icc', model, "by", emb__outputs_emb_icc()), 'emb_icc', [['group', "group"], ['value', value]]),
          "group", value, model) r;
 
 -- ---------------------------------------------------------------------------

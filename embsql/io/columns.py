@@ -29,7 +29,8 @@ EXTRA = RESERVED + "x"    # an optional extra column (strata, item)
 def check_reserved(model: object, function: str = "embsql") -> None:
     """Refuse a model column whose name starts with RESERVED (any case), naming it as SQL quotes it."""
     if isinstance(model, str) and model.lower().startswith(RESERVED):
-        fail("column.reserved", column='"' + model.replace('"', '""') + '"', function=function)
+        fail("column.reserved", role="model", column='"' + model.replace('"', '""') + '"', rule="starts with __emb_",
+             function=function)
 
 # DuckDB type names (prefixes) of a numeric column
 NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",

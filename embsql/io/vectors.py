@@ -249,4 +249,4 @@ def _check_unique(ids: pa.Array, what: str, name: str, column: str, role: str, m
     repeated = counts.filter(pc.greater(counts.column("count_all"), 1)).column("i")[0].as_py()
     of_model = "" if model is None else f" (model {model!r})"
     raise BadLabelError(f"{what} {name!r}{of_model}: {role} column {column!r} has {repeated!r} more than once; "
-                        f"each {role} must identify one row")
+                        f"each {role} must identify one row", kind="label.duplicate")

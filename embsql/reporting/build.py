@@ -40,7 +40,16 @@ from embsql.core.sums import GroupSums
 from embsql.engines import spark
 from embsql.engines.connections import dialect_of, engine_error, errors_of, fetch_arrow
 from embsql.engines.dialects import WRITABLE
-from embsql.errors import BadLabelError, BadVectorError, ColumnNotFoundError, DesignError, EngineError, InputError, fail
+from embsql.errors import (
+    BadLabelError,
+    BadVectorError,
+    ColumnNotFoundError,
+    DesignError,
+    EmbsqlError,
+    EngineError,
+    InputError,
+    fail,
+)
 from embsql.io import duckdb_sums, portable_sums
 from embsql.io.registration import connect
 from embsql.io.retrieval_tables import REPORT_OPTIONS, report_tables
@@ -63,6 +72,9 @@ SUMMARY_COLUMNS = ("model", "n", "groups", "r2", "r2_se", "r2_ci_low", "r2_ci_hi
 # the [report.retrieval] settings: the retrieval layers' column names and options, and the qrels' relevance column
 RETRIEVAL_SETTINGS = REPORT_OPTIONS
 RETRIEVAL_RENAMED = {"level": "strength"}   # the paraphrase-strength column was "level" there (level is the confidence level)
+
+
+ROWS_VIEW = "__emb_report_rows"   # the filtered rows (where=), as a temporary view for the sections that read rows
 
 
 @dataclass(frozen=True)
@@ -266,10 +278,18 @@ class Report:
         """A name for the (filtered) rows, for the sections that read the rows (embsql.reporting.sections)."""
         if self.where is None:
             return self.source
-        view = "__emb_report_rows"
+        view = ROWS_VIEW
         con.execute(f"CREATE OR REPLACE TEMP VIEW {exp.to_identifier(view, quoted=True).sql('duckdb')} AS "
                     f"{exp.select('*').from_(self._relation('duckdb')).sql('duckdb')}")
         return view
+
+    def _rows_named(self, error: EmbsqlError) -> EmbsqlError:
+        """``error`` with the view of the filtered rows (rows_source) named as the user wrote them:
+        the source and the where condition, as the stage-1 errors name them."""
+        shown = f"{describe(self.source)} where {self.where}"
+        text = (str(error).replace(repr(ROWS_VIEW), repr(shown))
+                .replace(f'"{ROWS_VIEW}"', '"' + shown.replace('"', '""') + '"').replace(ROWS_VIEW, shown))
+        return type(error)(text, kind=error.kind)
 
     def probes(self, fetch: Fetch, dialect: str, pgvector: bool = False
                ) -> tuple[portable_sums.Dimensions, list[tuple[str, exp.Expression]]]:
@@ -332,7 +352,12 @@ class Report:
         con = con or connect()
         with self.on(con) as local:
             local._check_columns(con)
-            result = local.run_stage1(lambda sql: run_sql(con, sql), "duckdb", con=con, progress=progress)
+            try:
+                result = local.run_stage1(lambda sql: run_sql(con, sql), "duckdb", con=con, progress=progress)
+            except EmbsqlError as error:
+                if ROWS_VIEW not in str(error):
+                    raise
+                raise self._rows_named(error) from None
         return dataclasses.replace(result, meta={**result.meta, "source": describe(self.source)})
 
     def run_stage1(self, fetch: Fetch, dialect: str, *, con: duckdb.DuckDBPyConnection | None = None,

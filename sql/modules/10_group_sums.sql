@@ -47,9 +47,12 @@ CREATE OR REPLACE TEMP MACRO emb__is_vector_type(type_name) AS
 -- Squared norm in double precision.  list_dot_product raises on a NULL element, and TRY() then
 -- gives NULL for the whole chunk, so only those rows take the slow exact way.
 CREATE OR REPLACE TEMP MACRO emb__norm2(v) AS
+    -- an empty vector ([]) has norm 0 (zero-length), whichever value list_dot_product gives it
+    -- (NULL for one read from a Parquet file, which would read as a NULL element)
+    CASE WHEN len(v) = 0 THEN 0.0 ELSE
     coalesce(TRY(list_dot_product(v::DOUBLE[], v::DOUBLE[])),
              CASE WHEN list_count(v::DOUBLE[]) = len(v::DOUBLE[])
-                  THEN list_sum(list_transform(v::DOUBLE[], lambda x: x * x)) END);
+                  THEN list_sum(list_transform(v::DOUBLE[], lambda x: x * x)) END) END;
 
 -- The largest |coordinate|, only for a vector whose squared norm leaves the safe range (it
 -- overflowed, like 1e200 * x, or may have lost digits to underflow, like 1e-160 * x); else NULL.

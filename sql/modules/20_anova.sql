@@ -101,7 +101,7 @@ CREATE OR REPLACE TEMP MACRO emb__anova(tbl, group_col, vector_col, by_col) AS T
 CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL, "by" := NULL) AS TABLE
 SELECT a.* EXCLUDE (__emb_b, __emb_all)
 FROM emb__anova(
-         emb__checked_source(source, 'emb_anova', model, "by", emb__outputs_emb_anova()),
+         emb__checked_names(emb__checked_source(source, 'emb_anova', model, "by", emb__outputs_emb_anova()), 'emb_anova', [['group', "group"], ['vector', vector]]),
          "group", vector, model) a
 ORDER BY a.__emb_b;
 
@@ -128,6 +128,6 @@ ORDER BY a.__emb_b;
 CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL, "by" := NULL) AS TABLE
 SELECT g.* EXCLUDE (__emb_b, __emb_all)
 FROM emb__groups(
-         emb__checked_source(source, 'emb_groups', model, "by", emb__outputs_emb_groups()),
+         emb__checked_names(emb__checked_source(source, 'emb_groups', model, "by", emb__outputs_emb_groups()), 'emb_groups', [['group', "group"], ['vector', vector]]),
          "group", vector, model) g
 ORDER BY g.__emb_b, g."group";

@@ -165,7 +165,7 @@ CREATE OR REPLACE TEMP MACRO emb_permanova(source, "group", vector, permutations
                                            model := NULL, "by" := NULL) AS TABLE
 SELECT p.* EXCLUDE (__emb_b, __emb_all)
 FROM emb__permanova(
-         emb__checked_source(source, 'emb_permanova', model, "by", emb__outputs_emb_permanova()),
+         emb__checked_names(emb__checked_source(source, 'emb_permanova', model, "by", emb__outputs_emb_permanova()), 'emb_permanova', [['group', "group"], ['vector', vector], ['strata', strata]]),
          "group", vector, model, permutations, seed, strata, 'pseudo-f', 'auto') p
 ORDER BY p.__emb_b;
 
@@ -228,7 +228,7 @@ SELECT w.* EXCLUDE (__emb_b, __emb_all, __emb_t, __emb_ss_t),
        w.__emb_t.groups_left_out AS groups_left_out, w.__emb_t.items_left_out AS items_left_out,
        w.__emb_t.note AS note
 FROM emb__permanova_checked(
-         emb__checked_source(source, 'emb_permanova_welch', model, NULL, emb__outputs_emb_permanova_welch()),
+         emb__checked_names(emb__checked_source(source, 'emb_permanova_welch', model, NULL, emb__outputs_emb_permanova_welch()), 'emb_permanova_welch', [['group', "group"], ['vector', vector], ['strata', strata]]),
          "group", vector, model, permutations, seed, strata, 'welch', null_method) w
 ORDER BY w.__emb_b;
 
@@ -297,7 +297,8 @@ FROM emb__anova_dist(dist_tbl, labels_tbl, group_col, i_col, j_col, d_col, id_co
 CREATE OR REPLACE TEMP MACRO emb_permanova_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd',
                                                 item := 'id', permutations := 999, seed := 42, strata := NULL) AS TABLE
 SELECT * EXCLUDE (statistic, w_d, null_method, groups_left_out, items_left_out, note)
-FROM emb__permanova_dist(distances, labels, "group", i, j, distance, item, permutations, seed, strata, 'pseudo-f',
+FROM emb__permanova_dist(emb__checked_names(distances, 'emb_permanova_dist', [['i', i], ['j', j], ['distance', distance]]),
+    emb__checked_names(labels, 'emb_permanova_dist', [['group', "group"], ['item', item], ['strata', strata]]), "group", i, j, distance, item, permutations, seed, strata, 'pseudo-f',
                          'auto');
 
 -- @function emb_permanova_welch_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd', item := 'id', permutations := 999, seed := 42, strata := NULL, null_method := 'auto')
@@ -334,7 +335,8 @@ CREATE OR REPLACE TEMP MACRO emb_permanova_welch_dist(distances, labels, "group"
                                                       distance := 'd', item := 'id', permutations := 999, seed := 42,
                                                       strata := NULL, null_method := 'auto') AS TABLE
 SELECT t.n, t.groups, t.w_d, t.p_value, t.permutations, t.null_method, t.groups_left_out, t.items_left_out, t.note
-FROM emb__permanova_dist(distances, labels, "group", i, j, distance, item, permutations, seed, strata, 'welch',
+FROM emb__permanova_dist(emb__checked_names(distances, 'emb_permanova_welch_dist', [['i', i], ['j', j], ['distance', distance]]),
+    emb__checked_names(labels, 'emb_permanova_welch_dist', [['group', "group"], ['item', item], ['strata', strata]]), "group", i, j, distance, item, permutations, seed, strata, 'welch',
                          null_method) t;
 
 CREATE OR REPLACE TEMP MACRO emb__dispersion(tbl, group_col, vector_col, by_col, permutations, seed) AS TABLE
@@ -401,7 +403,7 @@ SELECT d.* EXCLUDE (__emb_all, __emb_b, __emb_t),
        d.__emb_t.permutations AS permutations, d.__emb_t.groups_left_out AS groups_left_out,
        d.__emb_t.items_left_out AS items_left_out, d.__emb_t.note AS note
 FROM emb__dispersion_checked(
-         emb__checked_source(source, 'emb_dispersion', model, "by", emb__outputs_emb_dispersion()),
+         emb__checked_names(emb__checked_source(source, 'emb_dispersion', model, "by", emb__outputs_emb_dispersion()), 'emb_dispersion', [['group', "group"], ['vector', vector]]),
          "group", vector, model, permutations, seed) d
 ORDER BY d.__emb_b;
 
@@ -428,5 +430,5 @@ SELECT d.* EXCLUDE (__emb_all, __emb_b, __emb_t), unnest(d.__emb_t.labels) AS "g
        unnest(d.__emb_t.sizes) AS n_g, unnest(d.__emb_t.mean_distance) AS mean_distance,
        unnest(d.__emb_t.in_test) AS in_test
 FROM emb__dispersion_checked(
-         emb__checked_source(source, 'emb_dispersion_groups', model, "by", emb__outputs_emb_dispersion_groups()),
+         emb__checked_names(emb__checked_source(source, 'emb_dispersion_groups', model, "by", emb__outputs_emb_dispersion_groups()), 'emb_dispersion_groups', [['group', "group"], ['vector', vector]]),
          "group", vector, model, permutations, seed) d;

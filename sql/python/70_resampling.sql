@@ -70,7 +70,7 @@ CREATE OR REPLACE TEMP MACRO emb_jackknife(source, "group", vector, model := NUL
 SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_r), statistic AS statistic, r.__emb_r.estimate AS estimate,
        r.__emb_r.se AS se, r.__emb_r.groups AS groups, r.__emb_r.sizes AS sizes
 FROM emb__resampled_checked(
-         emb__checked_source(source, 'emb_jackknife', model, "by", emb__outputs_emb_jackknife()),
+         emb__checked_names(emb__checked_source(source, 'emb_jackknife', model, "by", emb__outputs_emb_jackknife()), 'emb_jackknife', [['group', "group"], ['vector', vector]]),
          "group", vector, model, statistic, 0, 0, 0.0, 'jackknife') r
 ORDER BY r.__emb_b;
 
@@ -136,7 +136,7 @@ SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_r), statistic AS statistic, r.__em
        replicates AS replicates, r.__emb_r.groups AS groups, r.__emb_r.estimate_bc AS estimate_bc,
        r.__emb_r.dropped AS dropped, r.__emb_r.calibrated AS calibrated, r.__emb_r.sizes AS sizes
 FROM emb__resampled_checked(
-         emb__checked_source(source, 'emb_bootstrap', model, "by", emb__outputs_emb_bootstrap()),
+         emb__checked_names(emb__checked_source(source, 'emb_bootstrap', model, "by", emb__outputs_emb_bootstrap()), 'emb_bootstrap', [['group', "group"], ['vector', vector]]),
          "group", vector, model, statistic, replicates, seed, level, 'bootstrap') r
 ORDER BY r.__emb_b;
 
@@ -193,5 +193,5 @@ CREATE OR REPLACE TEMP MACRO emb_compare(source, "group", vector, model, item, s
 SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__compare(list(__emb_b::VARCHAR), list(__emb_x::VARCHAR), list(__emb_g::VARCHAR),
                           list(__emb_v::DOUBLE[]), vector, statistic, replicates, seed, level, common) AS __emb_r
-      FROM emb__rows(emb__checked_source(source, 'emb_compare', model, NULL, []::VARCHAR[]), "group", vector, model, item))
+      FROM emb__rows(emb__checked_names(emb__checked_source(source, 'emb_compare', model, NULL, []::VARCHAR[]), 'emb_compare', [['group', "group"], ['vector', vector], ['item', item]]), "group", vector, model, item))
 WHERE emb__udf_ok(__emb_r);
