@@ -238,3 +238,23 @@ def test_by_is_refused_with_the_new_name_wherever_it_was_taken(con, name):
         else refused.value.kind == "argument.unknown"
     if refused.value.kind == "argument.renamed":
         assert str(refused.value) == f"embsql: [argument.renamed] by := is now model := (in {name})"
+
+
+def test_each_python_function_section_says_the_stock_cli_raises_query_needs_python():
+    # the stubs of embsql.sql (issue 32): the reference must not say the name is absent from the CLI file
+    readme = (SQL / "README.md").read_text(encoding="utf-8")
+    assert "not in the CLI file" not in readme
+    for function in FUNCTIONS:
+        section = sql_reference.render(function)
+        assert ("a stub that raises `embsql: [query.needs_python]`" in section) == function.needs_python, function.name
+        assert section in readme, function.name
+
+
+def test_the_interrupt_the_reference_names_is_the_one_that_ends_with_query_interrupted():
+    # con.interrupt() alone lets a running permutation test finish; embsql.interrupt(con) stops it
+    readme = (SQL / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in readme.splitlines() if line.startswith("| `query.interrupted`"))
+    assert "embsql.interrupt(con)" in row and "con.interrupt()" not in row.replace("embsql.interrupt(con)", "")
+    permanova = sql_reference.render(BY_NAME["emb_permanova"])
+    assert "`embsql.interrupt(con)`" in permanova and "`embsql: [query.interrupted]`" in permanova
+    assert "`con.interrupt()` or Ctrl-C stops" not in permanova
