@@ -36,7 +36,8 @@ REPORT_EXAMPLE = """example:
   embsql report data.parquet --vector v --group topic --permutations 0    (no tests: faster)
   embsql report data.parquet --vector v --group topic --model model --item doc_id    (models compared)
   embsql report data.parquet --vector v --group topic --model model --pairs sts.parquet --label topic
-  embsql report --config report.toml --format json"""
+  embsql report --config report.toml --format json
+  embsql report --queries q.parquet --docs d.parquet --qrels qrels.csv --model model    (retrieval only)"""
 SQL_EXAMPLE = """example:
   embsql sql examples/embeddings.parquet --vector embedding --group topic --model model --dialect spark --table emb
   embsql sql --table lake.emb --vector embedding --group topic --model model --dims mini-384=384,base-768=768 \\
@@ -120,20 +121,23 @@ def _build(args: argparse.Namespace, *, source_from_table: bool = False,
         if source is None:
             missing.insert(0, "DATA")
         if missing:
-            raise InputError(f"missing {', '.join(missing)} (or give --config FILE{hint})")
+            retrieval = ", or --queries Q --docs D for a retrieval-only report" if hint == "" else ""
+            raise InputError(f"missing {', '.join(missing)} (or give --config FILE{hint}{retrieval})")
         report = Report(**{k: v for k, v in settings.items() if v is not None})
     return con, report
 
 
+def _retrieval_only(args: argparse.Namespace) -> bool:
+    """``embsql report --queries Q --docs D [--qrels R]`` with no DATA, --vector, --group or --config."""
+    return (args.queries is not None and args.docs is not None and args.config is None and args.engine is None
+            and args.data is None and args.vector is None and args.group is None)
+
+
 def _report(args: argparse.Namespace) -> int:
-    con, report = _build(args, source_from_table=args.engine is not None)
-    if args.item is not None and report.model is None and report.pairs is None and report.label is None:
-        raise InputError(f"--item {args.item} compares models on the same items: it needs the model column (--model)"
-                         ", or --pairs, whose items it names")
-    if args.fail_if_dispersion and "dispersion" not in report.chosen_sections:
-        raise InputError("--fail-if-dispersion needs the dispersion test, which runs with --permutations N (N > 0)"
-                         + (" and the dispersion section in --sections" if report.sections else ""))
-    result = _run_on_engine(args, con, report)
+    if _retrieval_only(args):
+        result = _run_retrieval_only(args)
+    else:
+        result = _run_report(args)
     from embsql.render import formats as render
 
     renderers = {"table": lambda r: render.to_text(r, full=args.full), "text": lambda r: render.to_text(r, full=args.full),
@@ -145,6 +149,38 @@ def _report(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return _findings(args, result)
+
+
+def _run_retrieval_only(args: argparse.Namespace) -> ReportResult:
+    """The retrieval tables alone: the flags that describe the embedding table have nothing to read."""
+    from embsql.reporting.build import retrieval_report
+
+    needs_data = [name for name, value in (("--sections", args.sections), ("--item", args.item), ("--pairs", args.pairs),
+                                           ("--label", args.label), ("--min-r2", args.min_r2),
+                                           ("--fail-if-dispersion", args.fail_if_dispersion or None))
+                  if value is not None]
+    if needs_data:
+        raise InputError(f"{needs_data[0]} reads the embedding table: give DATA, --vector and --group too "
+                         "(the retrieval tables alone take --queries, --docs, --qrels and --model)")
+    for name in ("queries", "docs", "qrels"):
+        path = getattr(args, name)
+        if path is not None and not Path(path).exists():
+            raise InputError(f"--{name} file {path!r} does not exist")
+    con, _ = _open(None)
+    settings = {k: v for k, v in (("permutations", args.permutations), ("seed", args.seed),
+                                  ("replicates", args.replicates)) if v is not None}
+    return retrieval_report(con, queries=args.queries, docs=args.docs, qrels=args.qrels, model=args.model, **settings)
+
+
+def _run_report(args: argparse.Namespace) -> ReportResult:
+    con, report = _build(args, source_from_table=args.engine is not None)
+    if args.item is not None and report.model is None and report.pairs is None and report.label is None:
+        raise InputError(f"--item {args.item} compares models on the same items: it needs the model column (--model)"
+                         ", or --pairs, whose items it names")
+    if args.fail_if_dispersion and "dispersion" not in report.chosen_sections:
+        raise InputError("--fail-if-dispersion needs the dispersion test, which runs with --permutations N (N > 0)"
+                         + (" and the dispersion section in --sections" if report.sections else ""))
+    return _run_on_engine(args, con, report)
 
 
 # -- --engine: stage 1 on PostgreSQL or Spark, stage 2 here ------------------------------------
