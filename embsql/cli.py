@@ -1,7 +1,8 @@
 """The embsql command line (thin: parse, build a Report, run or print it, render).
 
 Exit codes: 0 ok; 1 a finding the user asked to fail on (--fail-if-dispersion, --min-r2);
-2 bad input or arguments (one line on stderr, no traceback unless --debug).
+2 bad input or arguments (one line on stderr, no traceback unless --debug); 130 interrupted
+(Ctrl-C: the one line ``embsql: interrupted``).
 NO_COLOR is honoured (rich reads it).
 
 A flag is a name of the one vocabulary (embsql.vocabulary) with - for _ (``--doc-id``); an old
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from embsql.reporting.build import Report
     from embsql.reporting.report_result import ReportResult
 
-EXIT_OK, EXIT_FINDING, EXIT_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FINDING, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 FORMATS = ("table", "text", "json", "markdown", "html")   # text: another name for table
 
 REPORT_EXAMPLE = """example:
@@ -312,7 +313,7 @@ def _report_arguments(parser: argparse.ArgumentParser, *, running: bool) -> None
 def build_parser() -> argparse.ArgumentParser:
     # allow_abbrev=False: a flag has one spelling (--perm is not --permutations), as a name has on every surface
     parser = _Parser(prog="embsql", description="Statistics of embedding tables that are comparable across models.",
-                     epilog="exit codes: 0 ok, 1 a finding you asked to fail on, 2 bad input",
+                     epilog="exit codes: 0 ok, 1 a finding you asked to fail on, 2 bad input, 130 interrupted (Ctrl-C)",
                      formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -371,14 +372,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupted(error: BaseException) -> bool:
+    """Ctrl-C, as Python raises it, as DuckDB does (duckdb.InterruptException) or as embsql's kernels
+    end a query (``query.interrupted``)."""
+    return (isinstance(error, KeyboardInterrupt) or type(error).__name__ == "InterruptException"
+            or getattr(error, "kind", None) == "query.interrupted")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         code: int = args.run(args)
         return code
-    except EmbsqlError as error:
-        if args.debug:
+    except (KeyboardInterrupt, Exception) as error:
+        if args.debug or not (_interrupted(error) or isinstance(error, EmbsqlError)):
             raise
+        if _interrupted(error):   # one line, and the shell's status for SIGINT (128 + 2)
+            print("embsql: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
         print(f"embsql: error: {error}", file=sys.stderr)
         return EXIT_INPUT
 

@@ -362,3 +362,63 @@ def test_a_bad_item_column_is_one_line_and_exit_2(two_models):
                      "--permutations", "0", "--item", "nope")
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr and "'nope'" in out.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_permutation_test_is_one_line_and_exit_130(files):
+    """SIGINT (what Ctrl-C sends) once the permutation test's bar is on the terminal: the one line
+    ``embsql: interrupted``, no traceback, and the shell's status for SIGINT, 130."""
+    import pty
+    import select
+    import signal
+    import time
+
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "embsql", "report", str(files / "emb.parquet"), "--vector", "emb", "--group",
+             "topic", "--model", "model", "--permutations", "999999", "--format", "json"],
+            stdout=subprocess.PIPE, stderr=follower, env={**os.environ, "NO_COLOR": "1", "COLUMNS": "100"})
+        os.close(follower)
+        drawn, sent, deadline = b"", None, time.monotonic() + 240
+        while time.monotonic() < deadline:
+            if sent is None and b"permutations" in drawn:       # the test is running: interrupt it
+                process.send_signal(signal.SIGINT)
+                sent = time.monotonic()
+            if not select.select([leader], [], [], 0.2)[0]:
+                if process.poll() is not None:
+                    break
+                continue
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:            # the child closed the terminal
+                break
+            if not chunk:
+                break
+            drawn += chunk
+        stdout, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(leader)
+    assert sent is not None, drawn[-2000:]
+    text = drawn.decode(errors="replace")
+    assert process.returncode == 130, text[-2000:]
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text
+    assert text.rstrip().splitlines()[-1].split("\r")[-1].strip().endswith("embsql: interrupted")
+    assert text.count("embsql: interrupted") == 1 and stdout == b""
+
+
+def test_an_interrupted_query_is_one_line_and_exit_130(monkeypatch, capsys):
+    """The other ways an interrupt arrives: embsql's kernels end a query with query.interrupted."""
+    from embsql import cli
+    from embsql.errors import error
+
+    def interrupted(args):
+        raise error("query.interrupted", what="the permutation test")
+
+    parser = cli.build_parser()
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    parser._subparsers._group_actions[0].choices["sql-path"].set_defaults(run=interrupted)
+    assert cli.main(["sql-path"]) == 130
+    assert capsys.readouterr().err == "embsql: interrupted\n"
