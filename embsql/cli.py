@@ -2,7 +2,8 @@
 
 Exit codes: 0 ok; 1 a finding the user asked to fail on (--fail-if-dispersion, --min-r2);
 2 bad input or arguments (one line on stderr, no traceback unless --debug); 130 interrupted
-(Ctrl-C: the one line ``embsql: interrupted``).
+(Ctrl-C: the one line ``embsql: interrupted``).  A bare ``embsql`` prints the help on stdout and
+exits 0; ``embsql --version`` prints the version.
 NO_COLOR is honoured (rich reads it).
 
 A flag is a name of the one vocabulary (embsql.vocabulary) with - for _ (``--doc-id``); an old
@@ -302,7 +303,8 @@ def _report_arguments(parser: argparse.ArgumentParser, *, running: bool) -> None
                             help="the item column (which rows of different models embed the same item): with "
                                  "--model, adds the models compared section (linear CKA, Procrustes r, k-NN "
                                  "agreement, Mantel r on the items every model has)")
-    parser.add_argument("--table", help="the source's table name on another engine (for --dialect)")
+    parser.add_argument("--table", help="the source's table name on another engine "
+                                        + ("(with --engine)" if running else "(for --dialect)"))
     parser.add_argument("--queries", help="queries table or file: adds the retrieval layers (with --docs; column "
                                           "names other than the defaults go in the config file's [report.retrieval])")
     parser.add_argument("--docs", help="documents table or file (with --queries)")
@@ -316,7 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
                      epilog="exit codes: 0 ok, 1 a finding you asked to fail on, 2 bad input, 130 interrupted (Ctrl-C)",
                      formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument("--version", action="version", version=f"embsql {_version()}")
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser)   # none: the help, exit 0
 
     report = commands.add_parser("report", help="run a report on a file and print it",
                                  description="Run a report: a verdict first, then the decomposition, per-group spread, "
@@ -332,7 +335,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--min-r2", type=float, help="exit 1 if any model's R² is below this")
     report.add_argument("--fail-if-dispersion", action="store_true",
                         help="exit 1 if a dispersion test is significant at --alpha (needs --permutations)")
-    report.add_argument("--alpha", type=float, default=0.05, help="significance level for --fail-if-dispersion")
+    report.add_argument("--alpha", type=float, default=0.05,
+                        help="significance level for --fail-if-dispersion (default 0.05)")
     report.add_argument("--no-progress", action="store_true", help="no progress bar")
     _engine_arguments(report)
     _refuse_old_spellings(report)
@@ -379,8 +383,21 @@ def _interrupted(error: BaseException) -> bool:
             or getattr(error, "kind", None) == "query.interrupted")
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("embsql")
+    except PackageNotFoundError:   # a checkout on PYTHONPATH, never installed
+        return "(not installed)"
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:   # a bare `embsql`: what it can do, on stdout, and exit 0
+        parser.print_help()
+        return EXIT_OK
     try:
         code: int = args.run(args)
         return code

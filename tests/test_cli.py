@@ -422,3 +422,19 @@ def test_an_interrupted_query_is_one_line_and_exit_130(monkeypatch, capsys):
     parser._subparsers._group_actions[0].choices["sql-path"].set_defaults(run=interrupted)
     assert cli.main(["sql-path"]) == 130
     assert capsys.readouterr().err == "embsql: interrupted\n"
+
+
+def test_version_bare_command_and_the_report_help():
+    from importlib.metadata import version
+
+    shown = embsql_cli("--version")
+    assert shown.returncode == 0 and shown.stdout.strip() == f"embsql {version('embsql')}"
+    bare = embsql_cli()
+    assert bare.returncode == 0 and bare.stderr == ""
+    assert bare.stdout.startswith("usage: embsql") and all(c in bare.stdout for c in ("report", "sql-path", "demo"))
+    report = embsql_cli("report", "--help", env={"COLUMNS": "200"})
+    assert report.returncode == 0
+    assert "--dialect" not in report.stdout           # report takes no --dialect (embsql sql does)
+    assert "--fail-if-dispersion (default 0.05)" in report.stdout
+    sql = embsql_cli("sql", "--help", env={"COLUMNS": "200"})
+    assert "--dialect" in sql.stdout
