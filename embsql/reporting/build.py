@@ -581,8 +581,10 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
     source : str or DataFrame
         A table or view name, a Parquet/CSV/JSON file or directory, FILE.duckdb:TABLE, a Lance or
         saved Hugging Face dataset, or a pandas/polars/Arrow object.
-    vector, group : str
-        The vector column and the group column.
+    vector : str
+        The vector column.
+    group : str
+        The group column.
     model : str, optional
         The model column: one set of figures per value.  The report's tables name it ``model``
         whatever the input calls it (see embsql.ReportResult); ``meta["model"]`` keeps its name.
@@ -590,14 +592,19 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
         Which sections to run: decomposition, groups, jackknife, bootstrap, compare, permanova,
         dispersion, models, retrieval.  Default: the first five, the two tests when
         ``permutations > 0``, models with ``item`` and ``model``, retrieval with ``queries``.
-    permutations, seed : int
-        The permutation tests' permutations (0 skips them) and the random seed.
+    permutations : int, default 999
+        The permutation tests' permutations (0 skips them).
+    seed : int, default 42
+        The random seed (0 or more).
     replicates : int
         Bootstrap replicates.
     level : float
         The confidence level of the intervals.
-    queries, docs : str or DataFrame, optional
-        The retrieval tables: they add the retrieval layers (embsql.retrieval_layers).
+    queries : str or DataFrame, optional
+        The retrieval queries table: with docs, it adds the retrieval layers
+        (embsql.retrieval_layers).
+    docs : str or DataFrame, optional
+        The retrieval documents table (with queries).
     retrieval : dict, optional
         Their column names and options: qid, group, strength, positive, vector, doc_id,
         doc_group, doc_vector, relevance, scope, alpha (the [report.retrieval] table of a file).
