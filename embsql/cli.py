@@ -176,6 +176,8 @@ def _run_retrieval_only(args: argparse.Namespace) -> ReportResult:
 
 def _run_report(args: argparse.Namespace) -> ReportResult:
     con, report = _build(args, source_from_table=args.engine is not None)
+    if args.parse_vectors:
+        return _run_parsed(args, con, report)
     if args.item is not None and report.model is None and report.pairs is None and report.label is None:
         raise InputError(f"--item {args.item} compares models on the same items: it needs the model column (--model)"
                          ", or --pairs, whose items it names")
@@ -183,6 +185,30 @@ def _run_report(args: argparse.Namespace) -> ReportResult:
         raise InputError("--fail-if-dispersion needs the dispersion test, which runs with --permutations N (N > 0)"
                          + (" and the dispersion section in --sections" if report.sections else ""))
     return _run_on_engine(args, con, report)
+
+
+def _run_parsed(args: argparse.Namespace, con: duckdb.DuckDBPyConnection, report: Report) -> ReportResult:
+    """--parse-vectors: the report on a view of DATA whose text vector column is parsed into DOUBLE[]."""
+    import dataclasses
+
+    from embsql.io.text_vectors import parsed_view
+
+    if args.engine is not None:
+        raise InputError("--parse-vectors parses a local file; with --engine the table is read there")
+    if not isinstance(report.source, str):
+        raise InputError("--parse-vectors parses DATA, a CSV, JSON or Parquet file")
+    import duckdb
+
+    from embsql.errors import from_sql
+
+    view = parsed_view(con, report.source, report.vector)
+    try:
+        result = _run_on_engine(args, con, report.replace(source=view, title=report.title or f"embsql report: {report.source}"))
+    except duckdb.Error as raised:   # a value the view cannot parse, raised while the rows stream
+        if "embsql: [" not in str(raised):
+            raise
+        raise from_sql(str(raised)) from None
+    return dataclasses.replace(result, meta={**result.meta, "source": f"{report.source} (vectors parsed from text)"})
 
 
 # -- --engine: stage 1 on PostgreSQL or Spark, stage 2 here ------------------------------------
@@ -299,6 +325,10 @@ def _report_arguments(parser: argparse.ArgumentParser, *, running: bool) -> None
                             help="a class-label column: adds the classification sections (leave-one-out k-NN and "
                                  "nearest-centroid accuracy per model, the paired comparison; k in the config "
                                  "file's [report.classification])")
+        parser.add_argument("--parse-vectors", action="store_true",
+                            help="the vector column of DATA (a CSV or JSON file) is text: parse it, as a JSON or "
+                                 "Python list ([0.1, 0.2]), a NumPy print ([0.1 0.2]) or numbers separated by "
+                                 "spaces or commas (0.1 0.2)")
         parser.add_argument("--item", metavar="COLUMN",
                             help="the item column (which rows of different models embed the same item): with "
                                  "--model, adds the models compared section (linear CKA, Procrustes r, k-NN "

@@ -89,8 +89,10 @@ class Source:
         type_ = self.require(column, "vector")
         match = _VECTOR_TYPE.match(type_)
         if not match:
-            raise ColumnTypeError(
-                f"vector column {column!r} in {self.name!r} has type {type_}; expected FLOAT[], DOUBLE[], FLOAT[d] or DOUBLE[d]")
+            from embsql.io.text_vectors import cast_hint   # (it imports this module)
+
+            raise ColumnTypeError(f"vector column {column!r} in {self.name!r} has type {type_}; expected FLOAT[], "
+                                  f"DOUBLE[], FLOAT[d] or DOUBLE[d]{cast_hint(column, type_)}")
         return int(match.group(3)) if match.group(3) else None
 
 
