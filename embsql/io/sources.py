@@ -89,7 +89,8 @@ class Source:
         type_ = self.require(column, "vector")
         match = _VECTOR_TYPE.match(type_)
         if not match:
-            from embsql.io.text_vectors import cast_hint   # (it imports this module)
+            # (text_vectors imports this module)
+            from embsql.io.text_vectors import cast_hint
 
             raise ColumnTypeError(f"vector column {column!r} in {self.name!r} has type {type_}; expected FLOAT[], "
                                   f"DOUBLE[], FLOAT[d] or DOUBLE[d]{cast_hint(column, type_)}")
