@@ -518,3 +518,27 @@ def test_parse_vectors_names_the_row_and_value_it_cannot_read(tmp_path):
     done = embsql_cli("report", path, "--vector", "vec", "--group", "topic", "--permutations", "0", "--parse-vectors")
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert 'vector column "vec"' in done.stderr and "row 2 reads [0.3, oops]" in done.stderr
+
+
+def test_retrieval_only_report_with_positives_runs_the_layers(tmp_path):
+    """--queries/--docs alone (queries with their positive document): the retrieval layers, whose
+    top-1 and MRR are a brute-force ranking's (tests/retrieval_data.py)."""
+    import retrieval_data as rd
+    from test_retrieval_report import reference_summary
+
+    queries, docs = rd.make(11, models=("a", "b"), dims=[10, 14], topics=5, docs_per_topic=4, questions=9)
+    pq.write_table(queries, tmp_path / "q.parquet")
+    pq.write_table(docs, tmp_path / "d.parquet")
+    done = embsql_cli("report", "--queries", tmp_path / "q.parquet", "--docs", tmp_path / "d.parquet", "--model", "model",
+                      "--permutations", "0", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    names = [s["name"] for s in document["sections"]]
+    assert {"query_stability", "document_structure", "rank", "pairing"} <= set(names)
+    rank = next(s for s in document["sections"] if s["name"] == "rank")
+    for row in rank["rows"]:
+        got = dict(zip(rank["columns"], row))
+        expected = reference_summary(queries, docs, got["model"], "corpus")
+        assert got["top1"] == pytest.approx(expected["top1"], abs=1e-12)
+        assert got["mrr"] == pytest.approx(expected["mrr"], abs=1e-12)
+    assert not any("positive" in note for note in document.get("notes", []))
