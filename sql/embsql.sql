@@ -311,7 +311,7 @@ CREATE OR REPLACE TEMP MACRO emb__sql_name(column_name) AS
          ELSE '"' || replace(column_name, '"', '""') || '"' END;
 
 -- What an error about a vector column of type type_name adds: for text, the cast that reads it
--- (embsql.io.text_vectors.CAST_HINT says the same in Python).
+-- (embsql.io.columns.CAST_HINT says the same in Python).
 CREATE OR REPLACE TEMP MACRO emb__text_vector_hint(column_name, type_name) AS
     CASE WHEN upper(type_name) IN ('VARCHAR', 'JSON') THEN format(
         '; text like ''[0.1, 0.2]'' becomes a vector with SELECT * REPLACE ({}::DOUBLE[] AS {}) FROM ...',

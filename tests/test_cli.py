@@ -506,7 +506,7 @@ def test_a_text_vector_column_is_refused_with_the_cast_that_works(tmp_path):
     r2 = con.execute("SELECT r2 FROM emb_anova('fixed', 'topic', 'vec')").fetchall()[0][0]
     assert r2 == pytest.approx(_r2_reference(np.array([r[1] for r in rows]),
                                              np.array([json.loads(r[2]) for r in rows])), rel=1e-12)
-    from embsql.io.text_vectors import cast_hint
+    from embsql.io.columns import cast_hint
 
     assert cast_hint("my col", "VARCHAR").startswith('; text like \'[0.1, 0.2]\' becomes a vector with '
                                                       'SELECT * REPLACE ("my col"::DOUBLE[] AS "my col")')

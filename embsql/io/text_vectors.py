@@ -1,8 +1,8 @@
 """Vector columns stored as text, as CSV and JSON files often hold them.
 
-- :func:`cast_hint`: what an error about a text vector column adds, the cast that reads it
-  (``SELECT * REPLACE (vec::DOUBLE[] AS vec) FROM ...``); the SQL macros say the same
-  (``emb__text_vector_hint`` in sql/modules/10_group_sums.sql; tests/test_cli.py holds them equal).
+What an error about a text vector column adds, the cast that reads it, is
+embsql.io.columns.cast_hint.
+
 - :func:`parsed_view` (``embsql report --parse-vectors``): a view of a file whose text vector
   column is parsed into DOUBLE[].  It reads the three spellings users have: a JSON array
   (``[0.1, 0.2]``), a Python or NumPy list (``[0.1, 0.2]``, ``[0.1 0.2]``) and a space- or
@@ -12,34 +12,14 @@
 
 from __future__ import annotations
 
-import re
-
 import duckdb
 from sqlglot import exp
 
 from embsql.errors import ColumnTypeError, InputError
+from embsql.io.columns import TEXT_TYPES, sql_name
 from embsql.io.sources import duckdb_table, is_file, resolve, source_expression
 
-_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-TEXT_TYPES = ("VARCHAR", "JSON")
 PARSED_VIEW = "embsql_parsed_vectors"
-
-
-def sql_name(column: str) -> str:
-    """``column`` as an SQL identifier: bare when it is a plain name, double-quoted otherwise."""
-    return column if _PLAIN.fullmatch(column) else '"' + column.replace('"', '""') + '"'
-
-
-def cast_hint(column: str, type_: str) -> str:
-    """What to add to the error about a vector column of type ``type_``: for text, the cast that works."""
-    if type_.upper() not in TEXT_TYPES:
-        return ""
-    name = sql_name(column)
-    return f"; {CAST_HINT.format(name=name)} (the command line: embsql report --parse-vectors)"
-
-
-# the SQL macro emb__text_vector_hint says the same (tests/test_cli.py holds them equal)
-CAST_HINT = "text like '[0.1, 0.2]' becomes a vector with SELECT * REPLACE ({name}::DOUBLE[] AS {name}) FROM ..."
 
 
 def parse_expression(column: str, shown: str) -> str:
