@@ -172,8 +172,9 @@ def cli_page() -> str:
            "A flag is the argument's name of the Python and SQL faces with `-` for `_` (`--doc-id`); an old "
            "spelling is refused with one line naming the new flag (`embsql: --by is now --model`, exit 2).", "",
            "Exit codes: 0 ok; 1 a finding you asked to fail on (`--min-r2`, `--fail-if-dispersion`); 2 bad "
-           "input, as one line naming the column or value (`--debug` shows the traceback). `NO_COLOR` is "
-           "honoured.", "",
+           "input, as one line naming the column or value (`--debug` shows the traceback); 130 interrupted "
+           "(Ctrl-C prints the one line `embsql: interrupted`). A bare `embsql` prints the help below and exits "
+           "0; `embsql --version` prints the version. `NO_COLOR` is honoured.", "",
            "```text", parser.format_help().rstrip(), "```", ""]
     for name, command in _commands(parser).items():
         out += [f"## embsql {name}", "", command.description or "", "",

@@ -250,6 +250,9 @@ CATALOGUE: dict[str, Check] = {
                     "e.g. SELECT {column} AS {role}_name"),
     # ---- the query itself
     "query.interrupted": Check(EmbsqlError, "the query was interrupted; {what} stopped"),
+    # a function of sql/python/ called where only sql/embsql.sql was read (the stock DuckDB CLI)
+    "query.needs_python": Check(
+        EmbsqlError, "{name} needs the Python package: run it through embsql.connect() or embsql report"),
 }
 
 # What a NULL, zero or non-finite vector is called in messages (both routes) -> its kind

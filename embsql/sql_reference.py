@@ -268,7 +268,8 @@ def render_index(items: list[Function]) -> str:
 def render(function: Function) -> str:
     """One function's section of sql/README.md."""
     runs = ("Needs Python: `embsql.register(con)` or `embsql.connect()` defines it (it calls a Python UDF); "
-            "not in the CLI file." if function.needs_python else
+            "in the stock CLI after `.read embsql.sql` it is a stub that raises `embsql: [query.needs_python]`."
+            if function.needs_python else
             "Runs in the stock DuckDB CLI after `.read embsql.sql` (and from Python).")
     out = [heading(function), "", f"`{function.signature}`", "", function.summary, "", runs, ""]
     if function.arguments:

@@ -152,6 +152,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_column_reserved("role", "column", "rule",
     error(format('embsql: [column.reserved] {} column {} {}, which {} keeps for its own columns; rename it, e.g. SELECT {} AS {}_name', "role", "column", "rule", "function", "column", "role"));
 CREATE OR REPLACE TEMP MACRO emb__fail_query_interrupted("what") AS
     error(format('embsql: [query.interrupted] the query was interrupted; {} stopped', "what"));
+CREATE OR REPLACE TEMP MACRO emb__fail_query_needs_python("name") AS
+    error(format('embsql: [query.needs_python] {} needs the Python package: run it through embsql.connect() or embsql report', "name"));
 CREATE OR REPLACE TEMP MACRO emb__vector_kind(word) AS CASE word WHEN 'NULL' THEN 'vector.null' WHEN 'NULL-element' THEN 'vector.null_element' WHEN 'zero-length' THEN 'vector.zero' WHEN 'NaN' THEN 'vector.nonfinite' WHEN 'infinite' THEN 'vector.nonfinite' ELSE 'vector' END;
 
 -- The output columns of each public table function (GENERATED from the doc blocks), which a
@@ -327,6 +329,18 @@ CREATE OR REPLACE TEMP MACRO emb__vector(x DOUBLE[]) AS x, (x) AS NULL::DOUBLE[]
 CREATE OR REPLACE TEMP MACRO emb__is_vector_type(type_name) AS
     regexp_full_match(type_name, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\))\[\d*\]');
 
+-- A column name as an SQL identifier: bare when plain, double-quoted otherwise.
+CREATE OR REPLACE TEMP MACRO emb__sql_name(column_name) AS
+    CASE WHEN regexp_full_match(column_name, '[A-Za-z_][A-Za-z0-9_]*') THEN column_name
+         ELSE '"' || replace(column_name, '"', '""') || '"' END;
+
+-- What an error about a vector column of type type_name adds: for text, the cast that reads it
+-- (embsql.io.columns.CAST_HINT says the same in Python).
+CREATE OR REPLACE TEMP MACRO emb__text_vector_hint(column_name, type_name) AS
+    CASE WHEN upper(type_name) IN ('VARCHAR', 'JSON') THEN format(
+        '; text like ''[0.1, 0.2]'' becomes a vector with SELECT * REPLACE ({}::DOUBLE[] AS {}) FROM ...',
+        emb__sql_name(column_name), emb__sql_name(column_name)) ELSE '' END;
+
 -- Squared norm in double precision.  list_dot_product raises on a NULL element, and TRY() then
 -- gives NULL for the whole chunk, so only those rows take the slow exact way.
 CREATE OR REPLACE TEMP MACRO emb__norm2(v) AS
@@ -392,8 +406,8 @@ SELECT
         WHEN __emb_vcols = 1
             THEN error(format('embsql: [column.missing] vector column "{}" not found in {}', vector_col, tbl))
         WHEN NOT emb__is_vector_type(__emb_vtype) THEN error(format(
-            'embsql: [column.type] vector column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d])',
-            vector_col, tbl, __emb_vtype))
+            'embsql: [column.type] vector column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d]){}',
+            vector_col, tbl, __emb_vtype, emb__text_vector_hint(vector_col, __emb_vtype)))
         WHEN extra_col IS NOT NULL AND __emb_xcols = 1
             THEN error(format('embsql: [column.missing] column "{}" not found in {}', extra_col, tbl))
         WHEN by_col IS NOT NULL AND __emb_bycols = 1 AND NOT emb__model_case(tbl, by_col) THEN NULL  -- (another case)
@@ -1402,8 +1416,8 @@ WHERE CASE
         THEN error(format('embsql: [column.missing] positive column "{}" not found in {}', positive_col, tbl))
     WHEN m.__emb_vcols = 1 THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', vector_role, vector_col, tbl))
     WHEN NOT emb__is_vector_type(m.__emb_vtype) THEN error(format(
-        'embsql: [column.type] {} column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d])',
-        vector_role, vector_col, tbl, m.__emb_vtype))
+        'embsql: [column.type] {} column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d]){}',
+        vector_role, vector_col, tbl, m.__emb_vtype, emb__text_vector_hint(vector_col, m.__emb_vtype)))
     WHEN need_group AND m.__emb_gcols = 1
         THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', group_role, group_col, tbl))
     WHEN level_col IS NOT NULL AND m.__emb_lcols = 1
@@ -2192,3 +2206,34 @@ SELECT COLUMNS(lambda c: c NOT IN ('__emb_m', '__emb_estimate', 'ci_low', 'ci_hi
 FROM emb__similarity_correlation(
     pairs, emb__checked_source(embeddings, 'emb_similarity_spearman', model, NULL, emb__outputs_emb_similarity_spearman()),
     model, a, b, score, item, vector, missing, level, true));
+
+-- The functions that need Python (GENERATED from the doc blocks of sql/python/): stubs that raise
+-- embsql: [query.needs_python]; embsql.register(con) replaces them with the real ones.
+CREATE TEMP MACRO IF NOT EXISTS emb_unit(vector) AS emb__fail_query_needs_python('emb_unit');
+CREATE TEMP MACRO IF NOT EXISTS emb_permanova(source, "group", vector, permutations := 999, seed := 42, strata := NULL, model := NULL) AS TABLE SELECT emb__fail_query_needs_python('emb_permanova') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_permanova_welch(source, "group", vector, permutations := 999, seed := 42, strata := NULL, model := NULL, null_method := 'auto') AS TABLE SELECT emb__fail_query_needs_python('emb_permanova_welch') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_permanova_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd', item := 'id', permutations := 999, seed := 42, strata := NULL) AS TABLE SELECT emb__fail_query_needs_python('emb_permanova_dist') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_permanova_welch_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd', item := 'id', permutations := 999, seed := 42, strata := NULL, null_method := 'auto') AS TABLE SELECT emb__fail_query_needs_python('emb_permanova_welch_dist') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_dispersion(source, "group", vector, model := NULL, permutations := 999, seed := 42) AS TABLE SELECT emb__fail_query_needs_python('emb_dispersion') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_dispersion_groups(source, "group", vector, model := NULL, permutations := 999, seed := 42) AS TABLE SELECT emb__fail_query_needs_python('emb_dispersion_groups') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_permanova_terms(source, terms, vector, sums := 'sequential', permute := 'residuals', permutations := 999, seed := 42, strata := NULL, model := NULL) AS TABLE SELECT emb__fail_query_needs_python('emb_permanova_terms') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_permanova_terms_dist(distances, labels, terms, i := 'i', j := 'j', distance := 'd', item := 'id', sums := 'sequential', permute := 'residuals', permutations := 999, seed := 42, strata := NULL) AS TABLE SELECT emb__fail_query_needs_python('emb_permanova_terms_dist') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_jackknife(source, "group", vector, model := NULL, statistic := 'r2') AS TABLE SELECT emb__fail_query_needs_python('emb_jackknife') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_bootstrap(source, "group", vector, model := NULL, statistic := 'r2', replicates := 2000, seed := 42, level := 0.95) AS TABLE SELECT emb__fail_query_needs_python('emb_bootstrap') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_compare(source, "group", vector, model, item, statistic := 'r2', replicates := 2000, seed := 42, level := 0.95, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_compare') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_rank_models(source, "group", vector, model, statistic := 'r2', level := 0.95, replicates := 2000, seed := 42) AS TABLE SELECT emb__fail_query_needs_python('emb_rank_models') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_retrieval_dose(queries, strength := 'level', qid := 'qid', "group" := 'group', vector := 'vector', model := NULL, permutations := 999, seed := 42, alpha := 0.05) AS TABLE SELECT emb__fail_query_needs_python('emb_retrieval_dose') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_knn_agreement(source, item, model, vector, k := 10, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_knn_agreement') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_knn_agreement_items(source, item, model, vector, k := 10, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_knn_agreement_items') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_mantel(source, item, model, vector, permutations := 999, seed := 42, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_mantel') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_cka(source, item, model, vector, "group" := NULL, debiased := false, permutations := 999, seed := 42, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_cka') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_procrustes(source, item, model, vector, "group" := NULL, permutations := 999, seed := 42, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_procrustes') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_compare_cka(source, item, model, vector, reference, "group" := NULL, debiased := false, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_compare_cka') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_knn_classify(source, label := 'label', vector := 'vector', model := 'model', k := 10, split := NULL, item := NULL, "group" := NULL, level := 0.95) AS TABLE SELECT emb__fail_query_needs_python('emb_knn_classify') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_knn_classify_items(source, label := 'label', vector := 'vector', model := 'model', k := 10, split := NULL, item := NULL, "group" := NULL) AS TABLE SELECT emb__fail_query_needs_python('emb_knn_classify_items') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_centroid_classify(source, label := 'label', vector := 'vector', model := 'model', split := NULL, item := NULL, "group" := NULL, level := 0.95) AS TABLE SELECT emb__fail_query_needs_python('emb_centroid_classify') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_similarity_eval(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95) AS TABLE SELECT emb__fail_query_needs_python('emb_similarity_eval') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_compare_similarity(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95) AS TABLE SELECT emb__fail_query_needs_python('emb_compare_similarity') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_compare_classification(predictions, model := 'model', item := 'item', "group" := NULL, level := 0.95, p_adjust := 'holm', permutations := 10000, seed := 42) AS TABLE SELECT emb__fail_query_needs_python('emb_compare_classification') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_retrieval_eval(queries, docs, qrels, k := 10, metrics := NULL, model := NULL, qid := 'qid', doc_id := 'doc_id', vector := 'vector', doc_vector := 'vector', relevance := 'relevance', unknown := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_retrieval_eval') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_compare_retrieval(evaluation, metric := 'ndcg@10', model := 'model', "group" := NULL, qid := 'qid', permutations := 10000, seed := 42, level := 0.95, p_adjust := 'holm') AS TABLE SELECT emb__fail_query_needs_python('emb_compare_retrieval') AS error;

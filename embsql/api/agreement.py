@@ -34,11 +34,16 @@ def knn_agreement(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: st
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it: one row per model and item (as for :func:`embsql.anova`).
-    item, model, vector : str
-        The item column (which rows of different models embed the same item), the model column (at
-        least two models) and the vector column (its vectors are scaled to unit length).
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con``: one row per model and item (as for :func:`embsql.anova`).
+    item : str
+        The item column (which rows of different models embed the same item).
+    model : str
+        The model column (at least two models).
+    vector : str
+        The vector column (its vectors are scaled to unit length).
     k : int
         How many neighbours (default 10; less than the number of items).
     per_item : bool
@@ -92,14 +97,20 @@ def mantel(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, mode
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it: one row per model and item (as for :func:`embsql.anova`).
-    item, model, vector : str
-        The item column (which rows of different models embed the same item), the model column (at
-        least two models) and the vector column (its vectors are scaled to unit length).
-    permutations, seed : int
-        The number of permutations B (default 999); the random seed (0 or more); every pair gets the
-        same seeded permutations.
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con``: one row per model and item (as for :func:`embsql.anova`).
+    item : str
+        The item column (which rows of different models embed the same item).
+    model : str
+        The model column (at least two models).
+    vector : str
+        The vector column (its vectors are scaled to unit length).
+    permutations : int, default 999
+        The number of permutations B; every pair gets the same seeded permutations.
+    seed : int, default 42
+        The random seed (0 or more).
     common : bool
         Use only the items every model has.
     progress : bool, optional

@@ -141,9 +141,25 @@ def centroid_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, labe
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it (one row per item and model).
-    label, vector, model, split, item, group, per_item, level
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con`` (one row per item and model).
+    label : str, default "label"
+        As for :func:`knn_classify`.
+    vector : str, default "vector"
+        As for :func:`knn_classify`.
+    model : str or None, default "model"
+        As for :func:`knn_classify`.
+    split : str, optional
+        As for :func:`knn_classify`.
+    item : str, optional
+        As for :func:`knn_classify`.
+    group : str, optional
+        As for :func:`knn_classify`.
+    per_item : bool, default False
+        As for :func:`knn_classify`.
+    level : float, default 0.95
         As for :func:`knn_classify`.
 
     Returns
@@ -209,8 +225,10 @@ def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, 
         The confidence level of the interval.
     p_adjust : {"holm", "bh", "bonferroni", None}, default "holm"
         The adjustment across the pairs of models.
-    permutations, seed : int
-        Random sign vectors of the cluster test (default 10000) and its seed (default 42).
+    permutations : int, default 10000
+        Random sign vectors of the cluster test.
+    seed : int, default 42
+        The random seed of the cluster test (0 or more).
 
     Returns
     -------

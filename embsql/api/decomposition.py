@@ -92,10 +92,14 @@ def groups(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vec
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it (a name, a file or a frame, as for :func:`embsql.anova`).
-    group, vector : str
-        The group column, and the vector column (its vectors are scaled to unit length).
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con`` (a name, a file or a frame, as for :func:`embsql.anova`).
+    group : str
+        The group column.
+    vector : str
+        The vector column (its vectors are scaled to unit length).
     model : str, optional
         The model column: one set of groups per value, under this column's name.
     item : str, optional
@@ -165,8 +169,10 @@ def anova_dist(con: duckdb.DuckDBPyConnection, distances: TableLike, *, labels: 
         The labels table: one row per item, with its id and group.
     group : str
         The labels table's group column.
-    i, j : str
-        The distance table's two item columns (default ``'i'`` and ``'j'``).
+    i : str, default "i"
+        The distance table's first item column.
+    j : str, default "j"
+        The distance table's second item column.
     distance : str
         The distance table's distance column (default ``'d'``).
     item : str

@@ -45,11 +45,16 @@ def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: 
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it: one row per model and item (as for :func:`embsql.anova`).
-    item, model, vector : str
-        The item column (which rows of different models embed the same item), the model column (at
-        least two models) and the vector column (its vectors are scaled to unit length).
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con``: one row per model and item (as for :func:`embsql.anova`).
+    item : str
+        The item column (which rows of different models embed the same item).
+    model : str
+        The model column (at least two models).
+    vector : str
+        The vector column (its vectors are scaled to unit length).
     group : str, optional
         A group column: the standard error is then the cluster jackknife over its groups (an
         item's group must be the same in every model), else the delete-one-item jackknife.
@@ -57,9 +62,10 @@ def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: 
         The ratio of unbiased HSIC estimates (Song et al. 2012), in [-1, 1]: about 0 for unrelated
         models at any n, so negative about as often as positive then (it is reported as it is:
         cutting it at 0 would bias it upward again).
-    permutations, seed : int
-        Shuffles of the items of model_b for the p-value (default 999; 0 for none); the random seed (0
-        or more).
+    permutations : int, default 999
+        Shuffles of the items of model_b for the p-value (0 for none).
+    seed : int, default 42
+        The random seed (0 or more).
     common : bool
         Use only the items every model has (instead of refusing items one model lacks).
     progress : bool, optional
@@ -134,18 +140,24 @@ def procrustes(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, 
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it: one row per model and item (as for :func:`embsql.anova`).
-    item, model, vector : str
-        The item column (which rows of different models embed the same item), the model column (at
-        least two models) and the vector column (its vectors are scaled to unit length).
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con``: one row per model and item (as for :func:`embsql.anova`).
+    item : str
+        The item column (which rows of different models embed the same item).
+    model : str
+        The model column (at least two models).
+    vector : str
+        The vector column (its vectors are scaled to unit length).
     group : str, optional
         A group column: the jackknife then deletes whole groups (an item's group must be the same
         in every model), else single items; above 200 groups (or items) it deletes 200 random
         blocks of them, drawn with ``seed`` (one SVD each).
-    permutations, seed : int
-        Shuffles of the items of model_b for the p-value (default 999; 0 for none); the random seed (0
-        or more).
+    permutations : int, default 999
+        Shuffles of the items of model_b for the p-value (0 for none).
+    seed : int, default 42
+        The random seed (0 or more).
     common : bool
         Use only the items every model has.
     progress : bool, optional
@@ -207,13 +219,18 @@ def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference:
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it: one row per model and item.
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con``: one row per model and item.
     reference : str or value
         The model value every other model is compared against (a value of the ``model`` column).
-    model, item, vector : str
-        The model column (the reference and at least two more models), the item column (which rows
-        of different models embed the same item) and the vector column (scaled to unit length).
+    model : str
+        The model column (the reference and at least two more models).
+    item : str
+        The item column (which rows of different models embed the same item).
+    vector : str
+        The vector column (scaled to unit length).
     group : str, optional
         A group column: the jackknife deletes whole groups (an item's group must be the same in
         every model); without it, single items (then the items are taken as independent).

@@ -27,17 +27,23 @@ def pairwise_permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, gro
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it (a name, a file or a frame, as for :func:`embsql.anova`).
-    group, vector : str
-        The group column, and the vector column (its vectors are scaled to unit length).
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con`` (a name, a file or a frame, as for :func:`embsql.anova`).
+    group : str
+        The group column.
+    vector : str
+        The vector column (its vectors are scaled to unit length).
     group_pairs : 'all' or sequence of (group, group)
         Which pairs of groups to compare: ``'all'`` (default) or a list of pairs of group labels.
     p_adjust : str or None
         The adjustment over the pairs (within each model): ``'holm'`` (default), ``'bh'``
         (Benjamini-Hochberg), ``'bonferroni'`` or None.
-    permutations, seed : int
-        The number of permutations per pair (default 999; 0 for R² and F only); the random seed (0 or more).
+    permutations : int, default 999
+        The number of permutations per pair (0 for R² and F only).
+    seed : int, default 42
+        The random seed (0 or more).
     model : str, optional
         The model column: one set of pairs per value, under this column's name.
     progress : bool, optional

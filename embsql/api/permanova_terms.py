@@ -131,8 +131,10 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
         (adonis2: the rows are permuted and every model refitted).  The first term of a sequential
         test, and a one-term model, have the intercept as reduced model, so there all give the same
         permuted F, the same p-value.
-    permutations, seed : int
-        The number of permutations (default 999); the random seed (0 or more).
+    permutations : int, default 999
+        The number of permutations.
+    seed : int, default 42
+        The random seed (0 or more).
     strata : str, optional
         The strata column: rows (or residuals) are permuted only within its values.
     model : str, optional

@@ -58,13 +58,18 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it (a name, a file or a frame, as for :func:`embsql.anova`).
-    group, vector : str
-        The group column, and the vector column (its vectors are scaled to unit length).
-    permutations, seed : int
-        The number of permutations B (1 to 1,000,000; default 999); the random seed (0 or more): the
-        p-value is reproducible from it.
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con`` (a name, a file or a frame, as for :func:`embsql.anova`).
+    group : str
+        The group column.
+    vector : str
+        The vector column (its vectors are scaled to unit length).
+    permutations : int, default 999
+        The number of permutations B (1 to 1,000,000).
+    seed : int, default 42
+        The random seed (0 or more): the p-value is reproducible from it.
     strata : str, optional
         The strata column: labels are permuted only within its values.
     model : str, optional
@@ -152,13 +157,18 @@ def permanova_welch(con: duckdb.DuckDBPyConnection, source: TableLike, *, group:
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it (a name, a file or a frame, as for :func:`embsql.anova`).
-    group, vector : str
-        The group column (every group needs at least 2 items), and the vector column (its vectors are
-        scaled to unit length).
-    permutations, seed : int
-        The number of permutations or bootstrap draws B (default 999); the random seed (0 or more).
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con`` (a name, a file or a frame, as for :func:`embsql.anova`).
+    group : str
+        The group column (every group needs at least 2 items).
+    vector : str
+        The vector column (its vectors are scaled to unit length).
+    permutations : int, default 999
+        The number of permutations or bootstrap draws B.
+    seed : int, default 42
+        The random seed (0 or more).
     strata : str, optional
         The strata column: labels are permuted (or residuals bootstrapped) within its values.
     model : str, optional
@@ -271,12 +281,18 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it (a name, a file or a frame, as for :func:`embsql.anova`).
-    group, vector : str
-        The group column, and the vector column (its vectors are scaled to unit length).
-    permutations, seed : int
-        The number of permutations (default 999); the random seed (0 or more).
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con`` (a name, a file or a frame, as for :func:`embsql.anova`).
+    group : str
+        The group column.
+    vector : str
+        The vector column (its vectors are scaled to unit length).
+    permutations : int, default 999
+        The number of permutations.
+    seed : int, default 42
+        The random seed (0 or more).
     model : str, optional
         The model column: one row (and one set of groups) per value, under this column's name.
     progress : bool, optional

@@ -36,22 +36,26 @@ def jackknife(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it (a name, a file or a frame, as for :func:`embsql.anova`).
-    group, vector : str
-        The group column, and the vector column (its vectors are scaled to unit length).
-    statistic : str
-        ``'r2'`` (default), ``'r2_adj'``, ``'f'``, ``'v'``, ``'w_bar'`` or ``'icc'``.
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con`` (a name, a file or a frame, as for :func:`embsql.anova`).
+    group : str
+        The group column.
+    vector : str
+        The vector column (its vectors are scaled to unit length).
+    statistic : str, default "r2"
+        ``'r2'``, ``'r2_adj'``, ``'f'``, ``'v'``, ``'w_bar'`` or ``'icc'``.
     model : str, optional
         The model column: one row per value, under this column's name.
-    sizes : str
+    sizes : str, default "auto"
         ``'fixed'`` when the group sizes are fixed by the design, ``'random'`` when they come with
         the groups, ``'auto'`` to decide from the sizes.
 
     Returns
     -------
     ResultTable
-        One row per model, the model column first when ``model`` is given: ``stat`` (the statistic),
+        One row per model, the model column first when ``model`` is given: ``statistic`` (the statistic asked for),
         ``estimate`` (its value on all groups), ``se`` (the jackknife standard error), ``groups``
         and ``sizes`` (the rule that was used).
 
@@ -98,27 +102,31 @@ def bootstrap(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it (a name, a file or a frame, as for :func:`embsql.anova`).
-    group, vector : str
-        The group column, and the vector column (its vectors are scaled to unit length).
-    statistic : str
-        ``'r2'`` (default), ``'r2_adj'``, ``'f'``, ``'v'``, ``'w_bar'`` or ``'icc'``.
-    replicates : int
-        The number of bootstrap replicates (default 2000).
-    seed : int
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con`` (a name, a file or a frame, as for :func:`embsql.anova`).
+    group : str
+        The group column.
+    vector : str
+        The vector column (its vectors are scaled to unit length).
+    statistic : str, default "r2"
+        ``'r2'``, ``'r2_adj'``, ``'f'``, ``'v'``, ``'w_bar'`` or ``'icc'``.
+    replicates : int, default 2000
+        The number of bootstrap replicates.
+    seed : int, default 42
         The random seed (0 or more): the interval is reproducible from it.
-    level : float
-        The confidence level, strictly between 0 and 1 (default 0.95).
+    level : float, default 0.95
+        The confidence level, strictly between 0 and 1.
     model : str, optional
         The model column: one row per value, under this column's name.
-    sizes : str
+    sizes : str, default "auto"
         ``'fixed'``, ``'random'`` or ``'auto'``, as for :func:`embsql.jackknife`.
 
     Returns
     -------
     ResultTable
-        One row per model, the model column first when ``model`` is given: ``stat``, ``estimate``,
+        One row per model, the model column first when ``model`` is given: ``statistic``, ``estimate``,
         ``se`` (the bootstrap standard error), ``ci_low`` and ``ci_high`` (the interval),
         ``level``, ``replicates``, ``groups``, ``estimate_bc`` (the jackknife bias-corrected estimate the
         interval is centred on, computed on the logit scale for R², W̄ and V and the log scale for F:
@@ -181,17 +189,17 @@ def compare(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, ve
         The model column (at least two models).
     item : str
         The item column: which rows of different models embed the same item.
-    statistic : str
-        ``'r2'`` (default), ``'r2_adj'``, ``'f'``, ``'v'``, ``'w_bar'`` or ``'icc'``.
-    replicates : int
-        The number of bootstrap replicates (default 2000).
-    seed : int
+    statistic : str, default "r2"
+        ``'r2'``, ``'r2_adj'``, ``'f'``, ``'v'``, ``'w_bar'`` or ``'icc'``.
+    replicates : int, default 2000
+        The number of bootstrap replicates.
+    seed : int, default 42
         The random seed (0 or more).
-    level : float
-        The confidence level, strictly between 0 and 1 (default 0.95).
+    level : float, default 0.95
+        The confidence level, strictly between 0 and 1.
     common : bool
         Keep only the items every model has (instead of refusing items one model lacks).
-    sizes : str
+    sizes : str, default "auto"
         ``'fixed'``, ``'random'`` or ``'auto'``, as for :func:`embsql.jackknife`.
     intervals : str
         ``'marginal'`` (default): each pair's interval holds ``level`` on its own.

@@ -184,8 +184,9 @@ def to_text(result: Document, *, color: bool | None = None, width: int | None = 
         console.print()
     for note in _notes(result):
         console.print(Text(textwrap.fill(f"Note: {note.rstrip('.')}.", prose, subsequent_indent="      ")))
-    console.print()
-    console.print(table(Text("Summary"), *_summary_grid(result.summary), first_is_label=True))
+    if result.summary.rows:   # a retrieval-only report has no embedding table to summarize
+        console.print()
+        console.print(table(Text("Summary"), *_summary_grid(result.summary), first_is_label=True))
     for section in result.sections:
         console.print()
         title = Text(section.title) + Text(f"  ({section.name})", style="dim")
@@ -242,7 +243,8 @@ def to_markdown(result: Document, *, full: bool = False) -> str:
         lines += ["", f"**{_md(sentence)}**"]
     if _notes(result):
         lines += [""] + [f"- Note: {_md(note)}" for note in _notes(result)]
-    lines += ["", "## Summary", ""] + _md_table(*_summary_grid(result.summary))
+    if result.summary.rows:
+        lines += ["", "## Summary", ""] + _md_table(*_summary_grid(result.summary))
     for section in result.sections:
         lines += ["", f"## {_md(section.title)}", ""]
         rows, quantiles, note = _shortened(section, full)
@@ -358,10 +360,11 @@ def to_html(result: Document, plots: bool = True, standalone: bool = True) -> st
         parts += [_html_figure(plot, result, with_caution=False) for plot in figures.get("verdict", [])]
         parts.append("</section>")
 
-    parts.append('<section id="summary"><h2>Summary</h2><div class="row">')
-    parts.append(_html_table(*_summary_grid(result.summary), row_headers=True))
-    parts += [_html_figure(plot, result) for plot in figures.get("summary", [])]
-    parts.append("</div></section>")
+    if result.summary.rows:
+        parts.append('<section id="summary"><h2>Summary</h2><div class="row">')
+        parts.append(_html_table(*_summary_grid(result.summary), row_headers=True))
+        parts += [_html_figure(plot, result) for plot in figures.get("summary", [])]
+        parts.append("</div></section>")
 
     for section in result.sections:
         parts.append(f'<section id="section-{esc(section.name)}">'

@@ -58,7 +58,7 @@ from embsql.io.sql import run_sql
 from embsql.reporting.evaluation import evaluation_sections
 from embsql.reporting.labels import CLASSIFICATION_SETTINGS, SIMILARITY_SETTINGS, classification_sections, similarity_sections
 from embsql.reporting.report_result import ReportResult, Section
-from embsql.reporting.sections import REGISTRY, Run, whose
+from embsql.reporting.sections import REGISTRY, Run, retrieval_layers, whose
 from embsql.result_table import ResultTable, model_label
 from embsql.vocabulary import REMOVED, Never, refuse
 
@@ -462,7 +462,7 @@ class Report:
             assert tables.qrels is not None
             sections.extend(evaluation_sections(con, queries=tables.queries, docs=tables.docs, qrels=tables.qrels,
                                                 model=self.model, replicates=self.replicates, seed=self.seed,
-                                                level=self.level, permutations=self.permutations))
+                                                level=self.level, permutations=self.permutations, notes=notes))
         if con is not None:   # human judgements and labels (embsql.reporting.labels)
             sections += self._label_sections(con, notes, meta)
         if notes:
@@ -499,6 +499,54 @@ class Report:
         if row_only:
             raise InputError(f"the {row_only[0]} section needs the rows themselves, which only the DuckDB path reads; "
                              "run it on DuckDB, or leave it out (sections=...)")
+
+
+def retrieval_report(con: duckdb.DuckDBPyConnection, *, queries: Any, docs: Any, qrels: Any = None,
+                     model: str | None = None, retrieval: Mapping[str, Any] | None = None, permutations: int = 999,
+                     seed: int = 42, replicates: int = 2000, level: float = 0.95,
+                     title: str | None = None) -> ReportResult:
+    """A report on the retrieval tables alone (``embsql report --queries Q --docs D [--qrels R]``, no
+    embedding table, vector or group column): the retrieval layers when the queries carry their
+    relevant document (the ``positive`` column), the evaluation sections with ``qrels``.  A part that
+    cannot run is left out with a note that says why."""
+    try:
+        check_permutations(permutations, allow_zero=True)
+        check_seed(seed)
+        check_replicates(replicates)
+        check_level(level)
+    except InputError as error:
+        raise InputError(f"report: {error}") from None
+    settings = dict(retrieval or {})
+    for key in settings:
+        _check_setting(key, RETRIEVAL_SETTINGS, "the report's retrieval settings", RETRIEVAL_RENAMED)
+    tables = report_tables(queries, docs, qrels, settings)
+    sections: list[Section] = []
+    notes: list[str] = []
+    positive = tables.queries.positive
+    if positive in resolve(con, str(tables.queries.source)).columns:
+        found, said = retrieval_layers(con, queries, docs, settings, model=model, permutations=permutations, seed=seed)
+        sections += found
+        notes += said
+    else:
+        notes.append(f"no retrieval layers (alignment, rank, pairing): queries {shown_name(queries)!r} has no column "
+                     f"{positive!r}, the relevant document of each query"
+                     + ("; the evaluation below reads the qrels instead" if qrels is not None else ""))
+    if qrels is not None:
+        assert tables.qrels is not None
+        sections += evaluation_sections(con, queries=tables.queries, docs=tables.docs, qrels=tables.qrels, model=model,
+                                        replicates=replicates, seed=seed, level=level, permutations=permutations,
+                                        notes=notes)
+    elif not sections:
+        raise InputError(f"report: nothing to report on the retrieval tables alone: queries {shown_name(queries)!r} "
+                         f"has no column {positive!r} and no qrels were given (--qrels)")
+    meta: dict[str, Any] = {"queries": shown_name(queries), "docs": shown_name(docs), "model": model,
+                            **({"qrels": shown_name(qrels)} if qrels is not None else {}),
+                            "permutations": permutations, "seed": seed, "replicates": replicates, "level": level,
+                            **_versions()}
+    if notes:
+        meta["notes"] = notes
+    summary = ResultTable.from_dicts("summary", SUMMARY_COLUMNS, [])
+    return ReportResult(title or f"embsql retrieval report: {shown_name(queries)}", summary, tuple(sections), meta)
 
 
 # the names of a report's settings, in order: the fields of Report, the keys of a [report] table
@@ -560,8 +608,10 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
     source : str or DataFrame
         A table or view name, a Parquet/CSV/JSON file or directory, FILE.duckdb:TABLE, a Lance or
         saved Hugging Face dataset, or a pandas/polars/Arrow object.
-    vector, group : str
-        The vector column and the group column.
+    vector : str
+        The vector column.
+    group : str
+        The group column.
     model : str, optional
         The model column: one set of figures per value.  The report's tables name it ``model``
         whatever the input calls it (see embsql.ReportResult); ``meta["model"]`` keeps its name.
@@ -569,8 +619,10 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
         Which sections to run: decomposition, groups, jackknife, bootstrap, compare, permanova,
         dispersion, models, retrieval.  Default: the first five, the two tests when
         ``permutations > 0``, models with ``item`` and ``model``, retrieval with ``queries``.
-    permutations, seed : int
-        The permutation tests' permutations (0 skips them) and the random seed.
+    permutations : int, default 999
+        The permutation tests' permutations (0 skips them).
+    seed : int, default 42
+        The random seed (0 or more).
     stop_after : int, optional
         Stop each permutation test once this many permuted statistics reach the observed one
         (Besag and Clifford's sequential rule; see :func:`embsql.permanova`): a large p-value then
@@ -579,8 +631,11 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
         Bootstrap replicates.
     level : float
         The confidence level of the intervals.
-    queries, docs : str or DataFrame, optional
-        The retrieval tables: they add the retrieval layers (embsql.retrieval_layers).
+    queries : str or DataFrame, optional
+        The retrieval queries table: with docs, it adds the retrieval layers
+        (embsql.retrieval_layers).
+    docs : str or DataFrame, optional
+        The retrieval documents table (with queries).
     retrieval : dict, optional
         Their column names and options: qid, group, strength, positive, vector, doc_id,
         doc_group, doc_vector, relevance, scope, alpha (the [report.retrieval] table of a file).

@@ -234,11 +234,20 @@ def _retrieval(entry: Entry, run: Run) -> list[Section]:
     report = run.report
     if report.queries is None or report.docs is None or run.con is None:
         raise InputError("the retrieval section needs query and document tables (queries=..., docs=...)")
-    tables = report_tables(report.queries, report.docs, None, report.retrieval)   # relevance is the qrels' alone
-    layers = four_layers(run.con, tables.queries, tables.docs, scope=tables.scope, model=report.model,
-                         permutations=report.permutations, seed=report.seed, alpha=tables.alpha)
-    run.notes += layers.meta.get("notes", [])
-    return list(layers.sections)
+    sections, notes = retrieval_layers(run.con, report.queries, report.docs, report.retrieval, model=report.model,
+                                       permutations=report.permutations, seed=report.seed)
+    run.notes += notes
+    return sections
+
+
+def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: Any, docs: Any, settings: Mapping[str, Any], *,
+                     model: str | None, permutations: int, seed: int) -> tuple[list[Section], list[str]]:
+    """The retrieval layers' sections and notes (embsql.reporting.retrieval.four_layers) from the
+    report's retrieval tables and its [report.retrieval] settings."""
+    tables = report_tables(queries, docs, None, settings)   # relevance is the qrels' alone
+    layers = four_layers(con, tables.queries, tables.docs, scope=tables.scope, model=model,
+                         permutations=permutations, seed=seed, alpha=tables.alpha)
+    return list(layers.sections), list(layers.meta.get("notes", []))
 
 
 def _models(entry: Entry, run: Run) -> list[Section]:

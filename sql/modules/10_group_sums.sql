@@ -44,6 +44,18 @@ CREATE OR REPLACE TEMP MACRO emb__vector(x DOUBLE[]) AS x, (x) AS NULL::DOUBLE[]
 CREATE OR REPLACE TEMP MACRO emb__is_vector_type(type_name) AS
     regexp_full_match(type_name, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\))\[\d*\]');
 
+-- A column name as an SQL identifier: bare when plain, double-quoted otherwise.
+CREATE OR REPLACE TEMP MACRO emb__sql_name(column_name) AS
+    CASE WHEN regexp_full_match(column_name, '[A-Za-z_][A-Za-z0-9_]*') THEN column_name
+         ELSE '"' || replace(column_name, '"', '""') || '"' END;
+
+-- What an error about a vector column of type type_name adds: for text, the cast that reads it
+-- (embsql.io.columns.CAST_HINT says the same in Python).
+CREATE OR REPLACE TEMP MACRO emb__text_vector_hint(column_name, type_name) AS
+    CASE WHEN upper(type_name) IN ('VARCHAR', 'JSON') THEN format(
+        '; text like ''[0.1, 0.2]'' becomes a vector with SELECT * REPLACE ({}::DOUBLE[] AS {}) FROM ...',
+        emb__sql_name(column_name), emb__sql_name(column_name)) ELSE '' END;
+
 -- Squared norm in double precision.  list_dot_product raises on a NULL element, and TRY() then
 -- gives NULL for the whole chunk, so only those rows take the slow exact way.
 CREATE OR REPLACE TEMP MACRO emb__norm2(v) AS
@@ -109,8 +121,8 @@ SELECT
         WHEN __emb_vcols = 1
             THEN error(format('embsql: [column.missing] vector column "{}" not found in {}', vector_col, tbl))
         WHEN NOT emb__is_vector_type(__emb_vtype) THEN error(format(
-            'embsql: [column.type] vector column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d])',
-            vector_col, tbl, __emb_vtype))
+            'embsql: [column.type] vector column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d]){}',
+            vector_col, tbl, __emb_vtype, emb__text_vector_hint(vector_col, __emb_vtype)))
         WHEN extra_col IS NOT NULL AND __emb_xcols = 1
             THEN error(format('embsql: [column.missing] column "{}" not found in {}', extra_col, tbl))
         WHEN by_col IS NOT NULL AND __emb_bycols = 1 AND NOT emb__model_case(tbl, by_col) THEN NULL  -- (another case)

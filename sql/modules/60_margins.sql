@@ -84,8 +84,8 @@ WHERE CASE
         THEN error(format('embsql: [column.missing] positive column "{}" not found in {}', positive_col, tbl))
     WHEN m.__emb_vcols = 1 THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', vector_role, vector_col, tbl))
     WHEN NOT emb__is_vector_type(m.__emb_vtype) THEN error(format(
-        'embsql: [column.type] {} column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d])',
-        vector_role, vector_col, tbl, m.__emb_vtype))
+        'embsql: [column.type] {} column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d]){}',
+        vector_role, vector_col, tbl, m.__emb_vtype, emb__text_vector_hint(vector_col, m.__emb_vtype)))
     WHEN need_group AND m.__emb_gcols = 1
         THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', group_role, group_col, tbl))
     WHEN level_col IS NOT NULL AND m.__emb_lcols = 1

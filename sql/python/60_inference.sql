@@ -155,9 +155,10 @@ ORDER BY s.__emb_b;
 -- vectors (no spread) are refused as in `emb_anova`, in its words.  The vectors are read once: the
 -- UDF that runs the test also returns the sums the `emb_anova` columns come from (the same sums as
 -- `embsql.permanova`'s), and every check and argument holds whatever columns a query reads.
--- `con.interrupt()` or Ctrl-C stops a running test within a second with an `embsql:` error; the
--- connection stays usable.  In the example each model has 4 items in two groups of 2, so there are
--- only 3 distinct splits and p cannot go below 1/3.
+-- `embsql.interrupt(con)`, or Ctrl-C after `embsql.connect(interrupt=True)`, stops a running test
+-- within a second with `embsql: [query.interrupted]` (plain `con.interrupt()` waits for the test to
+-- finish); the connection stays usable.  In the example each model has 4 items in two groups of 2,
+-- so there are only 3 distinct splits and p cannot go below 1/3.
 -- @example
 -- SELECT model, r2, f, p_value, permutations
 -- FROM emb_permanova('ex', 'topic', 'embedding', permutations := 199, model := 'model');
