@@ -19,7 +19,7 @@ from embsql.core.decomposition import ANOVA_COLUMNS
 from embsql.core.dispersion import LEVEL_MEASURED, Dispersion
 from embsql.core.row_tests import DISPERSION_COLUMNS, DISPERSION_GROUP_COLUMNS, dispersion_rows, ordered, permanova_row, spread
 from embsql.io.sources import TableLike, opened
-from embsql.io.table_stream import unit_rows
+from embsql.io.table_stream import Skipped, unit_rows
 from embsql.progress import DISPERSION_LABEL, permutations_label, progress_bar
 from embsql.result_table import ResultTable, ResultTables
 from embsql.vocabulary import Never, check_model_name, refuse
@@ -45,7 +45,8 @@ _ELSEWHERE = {
 
 def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
               permutations: int = 999, seed: int = 42, strata: str | None = None, model: str | None = None,
-              progress: bool | None = None, check_dispersion: bool = True, **removed: Never) -> ResultTable:
+              progress: bool | None = None, check_dispersion: bool = True, bad_rows: str = "error",
+        **removed: Never) -> ResultTable:
     """PERMANOVA: the decomposition with a permutation p-value of pseudo-F, one row per model.
 
     The group labels are permuted (freely, or within ``strata``); p = (b + 1) / (B + 1), with b
@@ -73,6 +74,11 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     check_dispersion : bool
         Run the dispersion test too and warn (UserWarning, at the caller's line) when it rejects at
         5%: pseudo-F may then reflect spread rather than location.
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -108,7 +114,7 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     check_seed(seed)
     check_model_name(model, PERMANOVA_COLUMNS, "permanova")
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, by=model, extra=strata)
+        parts = unit_rows(con, table, group, vector, by=model, extra=strata, skip=(skipped := Skipped.asked(bad_rows)))
     rows = []
     for value, part in parts:
         model_rows = ordered(part, group, strata=strata is not None)
@@ -117,7 +123,7 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
         if check_dispersion:
             _warn_on_spread(spread(model_rows, permutations=permutations, seed=seed),
                             "" if value is None else f", {model} = {value!r}")
-    return ResultTable.of_models("permanova", model, PERMANOVA_COLUMNS, rows)
+    return Skipped.attached(skipped, ResultTable.of_models("permanova", model, PERMANOVA_COLUMNS, rows), model)
 
 
 def _warn_on_spread(result: Dispersion, where: str) -> None:
@@ -131,7 +137,8 @@ def _warn_on_spread(result: Dispersion, where: str) -> None:
 
 def permanova_welch(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
                     permutations: int = 999, seed: int = 42, strata: str | None = None, model: str | None = None,
-                    null_method: str = "auto", progress: bool | None = None, **removed: Never) -> ResultTable:
+                    null_method: str = "auto", progress: bool | None = None, bad_rows: str = "error",
+        **removed: Never) -> ResultTable:
     """Welch's W*_d test (Hamidi et al. 2019): are the group centroids equal, whatever the spreads?
 
     W*_d weights each group by its own spread, so groups that differ in spread (in unbalanced
@@ -160,6 +167,11 @@ def permanova_welch(con: duckdb.DuckDBPyConnection, source: TableLike, *, group:
         ``'permutation'``.
     progress : bool, optional
         Show a progress bar (None: only in a terminal or notebook).
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -195,14 +207,14 @@ def permanova_welch(con: duckdb.DuckDBPyConnection, source: TableLike, *, group:
     check_seed(seed)
     check_model_name(model, WELCH_COLUMNS, "permanova_welch")
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, by=model, extra=strata)
+        parts = unit_rows(con, table, group, vector, by=model, extra=strata, skip=(skipped := Skipped.asked(bad_rows)))
     rows = []
     for value, part in parts:
         with progress_bar(permutations_label(value), permutations, progress) as tick:
             rows.append((value, permanova_row(ordered(part, group, strata=strata is not None), value,
                                               permutations=permutations, seed=seed, progress=tick, statistic="welch",
                                               null_method=null_method)))
-    return ResultTable.of_models("permanova_welch", model, WELCH_COLUMNS, rows)
+    return Skipped.attached(skipped, ResultTable.of_models("permanova_welch", model, WELCH_COLUMNS, rows), model)
 
 
 @dataclass(frozen=True, repr=False)
@@ -233,7 +245,8 @@ class DispersionResult(ResultTables):
 
 def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
                permutations: int = 999, seed: int = 42, model: str | None = None,
-               progress: bool | None = None, **removed: Never) -> DispersionResult:
+               progress: bool | None = None, bad_rows: str = "error",
+        **removed: Never) -> DispersionResult:
     """The dispersion test: do the groups differ in spread about their centroids?
 
     Each group's spread is W̃_g = n_g/(n_g − 1) · (1 − ‖μ_g‖²), the mean squared distance to its
@@ -273,6 +286,11 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
         The model column: one row (and one set of groups) per value, under this column's name.
     progress : bool, optional
         Show a progress bar (None: only in a terminal or notebook).
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -312,12 +330,13 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
     check_seed(seed)
     check_model_name(model, DISPERSION_COLUMNS + DISPERSION_GROUP_COLUMNS, "dispersion")
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, by=model)
+        parts = unit_rows(con, table, group, vector, by=model, skip=(skipped := Skipped.asked(bad_rows)))
     tests, per_group = [], []
     for value, part in parts:
         with progress_bar(DISPERSION_LABEL, permutations, progress) as tick:
             test, groups = dispersion_rows(ordered(part, group), permutations=permutations, seed=seed, progress=tick)
         tests.append((value, test))
         per_group += [(value, row) for row in groups]
-    return DispersionResult(ResultTable.of_models("dispersion", model, DISPERSION_COLUMNS, tests),
-                            ResultTable.of_models("dispersion groups", model, DISPERSION_GROUP_COLUMNS, per_group))
+    return Skipped.attached(skipped, DispersionResult(
+        ResultTable.of_models("dispersion", model, DISPERSION_COLUMNS, tests),
+        ResultTable.of_models("dispersion groups", model, DISPERSION_GROUP_COLUMNS, per_group)), model)

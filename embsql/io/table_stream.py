@@ -106,6 +106,11 @@ class Skipped:
         object.__setattr__(result, "skipped", self.table(model))
         return result
 
+    @staticmethod
+    def attached(skipped: Skipped | None, result: R, model: str | None) -> R:
+        """``result``, with ``skipped``'s counts attached when the face was asked to skip."""
+        return result if skipped is None else skipped.attach(result, model)
+
     def nothing_left(self, source: str) -> None:
         """Refuse a source every row of which was skipped (called when no row is left)."""
         counts = "; ".join(f"{'' if v is None else f'model {v!r}: '}{int(c.sum())}"
