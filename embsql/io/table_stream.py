@@ -120,14 +120,14 @@ class Skipped:
 
 
 def skip_note(skipped: ResultTable, model: str | None) -> str:
-    """One line saying which rows were skipped, per model and reason (for a report), or ''."""
-    parts = []
+    """One line saying how many rows were skipped, per model and reason (for a report), or ''."""
+    parts, total = [], 0
     for row in skipped.to_dicts():
         counts = [f"{row[c]} {reason}" for c, reason in zip(SKIPPED_COLUMNS, ("NULL", "zero", "NaN/inf")) if row[c]]
+        total += sum(row[c] for c in SKIPPED_COLUMNS)
         if counts:
-            whose = f"{row[model]}: " if model is not None else ""
-            parts.append(whose + ", ".join(counts))
-    return ("skipped rows with unusable vectors (" + "; ".join(parts) + ")") if parts else ""
+            parts.append((f"model {row[model]}: " if model is not None else "") + ", ".join(counts))
+    return f"skipped {total} row(s) with an unusable vector ({'; '.join(parts)})" if total else ""
 
 
 def _column(name: str) -> exp.Column:
