@@ -152,6 +152,9 @@ CATALOGUE: dict[str, Check] = {
                      "jackknife deletes one); there are {n}"),
     "design.empty_split": Check(
         DesignError, "split column {column} has no {side} items{whose}: a train/test classification needs both"),
+    "design.debiased_hsic": Check(
+        DesignError, "the debiased CKA{whose} is undefined: the unbiased HSIC of model {model} with itself is {value} "
+                     "<= 0 on these {n} items"),
     "design.no_distractor": Check(
         DesignError, "query {query}{whose}: scope {scope} leaves it no distractor (its positive {positive} is the "
                      "only document{where})"),

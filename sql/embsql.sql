@@ -32,6 +32,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_design_k_jackknife("k", "need", "others",
     error(format('embsql: [design.k_jackknife] k = {} needs at least k + 2 = {} items (each item has n - 1 = {} other items, and the jackknife deletes one); there are {}', "k", "need", "others", "n"));
 CREATE OR REPLACE TEMP MACRO emb__fail_design_empty_split("column", "side", "whose") AS
     error(format('embsql: [design.empty_split] split column {} has no {} items{}: a train/test classification needs both', "column", "side", "whose"));
+CREATE OR REPLACE TEMP MACRO emb__fail_design_debiased_hsic("whose", "model", "value", "n") AS
+    error(format('embsql: [design.debiased_hsic] the debiased CKA{} is undefined: the unbiased HSIC of model {} with itself is {} <= 0 on these {} items', "whose", "model", "value", "n"));
 CREATE OR REPLACE TEMP MACRO emb__fail_design_no_distractor("query", "whose", "scope", "positive", "where") AS
     error(format('embsql: [design.no_distractor] query {}{}: scope {} leaves it no distractor (its positive {} is the only document{})', "query", "whose", "scope", "positive", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_vector_null("column", "word", "where") AS
@@ -180,7 +182,7 @@ CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_dose() AS ['strength', '
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_agreement() AS ['model_a', 'model_b', 'k', 'overlap', 'se', 'chance', 'items']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_agreement_items() AS ['model_a', 'model_b', 'item', 'overlap']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_mantel() AS ['model_a', 'model_b', 'r', 'p_value', 'permutations', 'items']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_cka() AS ['model_a', 'model_b', 'cka', 'se', 'ci_low', 'ci_high', 'calibrated', 'p_value', 'permutations', 'items', 'groups', 'debiased', 'level']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_cka() AS ['model_a', 'model_b', 'cka', 'se', 'ci_low', 'ci_high', 'calibrated', 'p_value', 'permutations', 'items', 'groups', 'debiased', 'level', 'note']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_procrustes() AS ['model_a', 'model_b', 'r', 'm12_squared', 'se', 'ci_low', 'ci_high', 'calibrated', 'p_value', 'permutations', 'items', 'groups', 'level']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_cka() AS ['model_a', 'model_b', 'reference', 'cka_a', 'cka_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'calibrated', 'items', 'groups', 'debiased']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_classify() AS ['accuracy', 'ci_low', 'ci_high', 'macro_f1', 'macro_f1_ci_low', 'macro_f1_ci_high', 'items', 'classes', 'groups', 'k', 'classifier', 'split', 'level', 'calibrated']::VARCHAR[];
@@ -882,11 +884,11 @@ stats AS (
     FROM design, sums
 )
 SELECT n, groups, ss_t, ss_w,
-    greatest(0.0, ss_t - ss_w) AS ss_b,
-    greatest(0.0, ss_t - ss_w) / ss_t AS r2,
+    ss_t - ss_w AS ss_b,  -- signed, as vegan's adonis2: negative only for a non-Euclidean dissimilarity
+    (ss_t - ss_w) / ss_t AS r2,
     (groups - 1.0) / (n - 1.0) AS r2_null,
     CASE WHEN ss_w = 0 THEN 'infinity'::DOUBLE
-         ELSE (greatest(0.0, ss_t - ss_w) / (groups - 1.0)) / (ss_w / (n - groups)) END AS f
+         ELSE ((ss_t - ss_w) / (groups - 1.0)) / (ss_w / (n - groups)) END AS f
 FROM stats
 WHERE CASE
         WHEN n = 0 THEN emb__no_rows_error(labels_tbl)
@@ -906,7 +908,11 @@ WHERE CASE
 -- @function emb_anova_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd', item := 'id')
 -- The same decomposition from pairwise dissimilarities, for any dissimilarity (Euclidean, cosine
 -- distance, Bray–Curtis, a distance between two models' outputs): SS_T = (1/n) Σ_{i<j} d²_ij and
--- SS_W = Σ_g (1/n_g) Σ_{i<j in g} d²_ij.  One row.
+-- SS_W = Σ_g (1/n_g) Σ_{i<j in g} d²_ij.  One row.  SS_B = SS_T − SS_W is returned signed, with R² and
+-- F as their definitions give (as vegan's adonis2 does): for a Euclidean-embeddable dissimilarity
+-- SS_B ≥ 0, but for one that is not (its principal coordinates have negative eigenvalues) SS_W can
+-- exceed SS_T, and SS_B, R² and F are then negative; that says the dissimilarity is not Euclidean-
+-- embeddable, not that the groups differ less than at random.
 -- @param distances the distance table: one row per unordered pair of items (either triangle, or both orders with equal values; zero self-distances are allowed)
 -- @param labels the labels table: an item column and the group column
 -- @param "group" the labels table's group column
@@ -918,10 +924,10 @@ WHERE CASE
 -- @column groups number of groups G
 -- @column ss_t total sum of squares (1/n) Σ_{i<j} d²_ij
 -- @column ss_w within-group sum of squares Σ_g (1/n_g) Σ_{i<j in g} d²_ij
--- @column ss_b SS_T − SS_W
--- @column r2 SS_B / SS_T
+-- @column ss_b SS_T − SS_W, signed: negative only when the dissimilarity is not Euclidean-embeddable
+-- @column r2 SS_B / SS_T (negative with SS_B)
 -- @column r2_null (G − 1)/(n − 1)
--- @column f pseudo-F = (SS_B/(G−1)) / (SS_W/(n−G)); infinite when SS_W = 0
+-- @column f pseudo-F = (SS_B/(G−1)) / (SS_W/(n−G)); infinite when SS_W = 0, negative with SS_B
 -- @notes
 -- Errors: a pair given in both orders with different values, a missing pair (the error names
 -- one), an item without a label (named), a duplicated item, a NULL or NaN label (named with its

@@ -20,7 +20,7 @@ from embsql.io.udf_errors import result_type, sql_errors
 
 CKA = ("STRUCT(model_a VARCHAR, model_b VARCHAR, cka DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, "
        "calibrated BOOLEAN, p_value DOUBLE, permutations BIGINT, items BIGINT, groups BIGINT, debiased BOOLEAN, "
-       "level VARCHAR)[]")
+       "level VARCHAR, note VARCHAR)[]")
 PROCRUSTES = ("STRUCT(model_a VARCHAR, model_b VARCHAR, r DOUBLE, m12_squared DOUBLE, se DOUBLE, ci_low DOUBLE, "
               "ci_high DOUBLE, calibrated BOOLEAN, p_value DOUBLE, permutations BIGINT, items BIGINT, groups BIGINT, "
               "level VARCHAR)[]")

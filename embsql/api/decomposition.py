@@ -163,6 +163,11 @@ def anova_dist(con: duckdb.DuckDBPyConnection, distances: TableLike, *, labels: 
     principal-coordinates embedding); with cosine-derived distances d² = 2 (1 - cos) it equals
     :func:`embsql.anova` on the vectors.  Runs the SQL function ``emb_anova_dist``.
 
+    SS_B = SS_T - SS_W is returned signed, with R² and F as their definitions give, as vegan's
+    ``adonis2`` does: it is never negative for a Euclidean-embeddable dissimilarity, but for one that
+    is not (its principal coordinates have negative eigenvalues) SS_W can exceed SS_T, and SS_B, R²
+    and F are then negative.  A negative SS_B says the dissimilarity is not Euclidean-embeddable.
+
     Parameters
     ----------
     con : duckdb.DuckDBPyConnection
@@ -185,7 +190,7 @@ def anova_dist(con: duckdb.DuckDBPyConnection, distances: TableLike, *, labels: 
     -------
     ResultTable
         One row: ``n``, ``groups``, ``ss_t``, ``ss_w``, ``ss_b``, ``r2``, ``r2_null`` and ``f``,
-        as in :func:`embsql.anova`.
+        as in :func:`embsql.anova` (``ss_b``, ``r2`` and ``f`` signed, see above).
 
     Raises
     ------

@@ -38,8 +38,3 @@ def check_min_groups(groups: int, minimum: int, what: str, why: str = "") -> Non
     if groups < minimum:
         fail("design.min_groups", what=what, minimum=minimum, why=why)
 
-
-def check_total_spread(ss_t: float, undefined: str = "F is") -> None:
-    """Some distance above 0 (SS_T > 0), else ``undefined`` (e.g. 'F is') is undefined."""
-    if not ss_t > 0:
-        fail("design.zero_distances", undefined=undefined)

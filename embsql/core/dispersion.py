@@ -63,7 +63,7 @@ from embsql.core.permutation import (
     shuffles,
     size_classes,
 )
-from embsql.core.precision import check_spread
+from embsql.core.precision import check_unit_spread
 from embsql.errors import InputError
 
 MIN_GROUP = 4          # groups smaller than this are left out of the test (a and b need 4 items)
@@ -368,7 +368,4 @@ def dispersion_test(unit: np.ndarray, d: Design, *, permutations: int = 999, see
 
 def _check_spread(unit: np.ndarray, codes: np.ndarray, sizes: np.ndarray) -> None:
     """Identical vectors (to rounding) have no spread to compare: the same error as emb_anova."""
-    n = len(codes)
-    total = unit.sum(axis=0)
-    sums = group_means(unit, codes) * sizes[:, None]
-    check_spread(n - float(total @ total) / n, n - float(np.einsum("gk,gk->g", sums, sums) @ (1.0 / sizes)), n)
+    check_unit_spread(unit, codes)

@@ -44,7 +44,7 @@ from embsql.core.permutation import permutation_result
 from embsql.core.precision import check_total_spread
 from embsql.core.resampling import MIN_GROUPS, jackknife_se, jackknife_t_interval
 from embsql.core.student_t import t_cdf, t_quantile
-from embsql.errors import BadLabelError, DesignError, InputError, fail
+from embsql.errors import BadLabelError, DesignError, InputError, error, fail
 
 Progress = Callable[[int, int], None]   # progress(done, total) as permutations run
 
@@ -57,7 +57,7 @@ LEVEL = "similarity"
 RANGE = {False: (0.0, 1.0), True: (-1.0, 1.0)}
 LEVEL_MEANING = "invariant to rotation, uniform scale and embedding into more dimensions"
 CKA_COLUMNS = ("model_a", "model_b", "cka", "se", "ci_low", "ci_high", "calibrated", "p_value", "permutations",
-               "items", "groups", "debiased", "level")
+               "items", "groups", "debiased", "level", "note")
 PROCRUSTES_COLUMNS = ("model_a", "model_b", "r", "m12_squared", "se", "ci_low", "ci_high", "calibrated", "p_value",
                       "permutations", "items", "groups", "level")
 COMPARE_CKA_COLUMNS = ("model_a", "model_b", "reference", "cka_a", "cka_b", "difference", "se", "ci_low", "ci_high",
@@ -386,12 +386,19 @@ class PairValues:
     a_i: np.ndarray
     b_i: np.ndarray
     scale: dict
+    note: str | None = None
+    undefined: dict | None = None   # the fields of design.debiased_hsic where the debiased CKA is undefined
 
 
 def pair_values(x: np.ndarray, y: np.ndarray, codes: np.ndarray | None, count: int, route: str = "auto",
-                permutations: int = 0) -> PairValues:
+                permutations: int = 0, names: tuple = (None, None)) -> PairValues:
     """Both CKAs of two aligned unit-vector arrays with every jackknife replicate, from one set of
-    products (the debiased sums cost four more matrix-vector products)."""
+    products (the debiased sums cost four more matrix-vector products).
+
+    The biased CKA is defined whenever both models have spread (check_model_spread).  The debiased
+    one divides by sqrt(HSIC_1(K, K) HSIC_1(L, L)), and the unbiased HSIC of a model with itself can
+    be 0 or negative on few items even with real spread: the debiased CKA is then undefined, left
+    None with ``note`` saying why (not an error: the biased CKA stands).  ``names``: the two models."""
     n = len(x)
     u, v = coordinates(x, route, permutations)[0], coordinates(y, route, permutations)[0]
     mean_u, mean_v, uu, vv, uv = products(u, v)
@@ -404,21 +411,27 @@ def pair_values(x: np.ndarray, y: np.ndarray, codes: np.ndarray | None, count: i
                  pair_terms(v, v, mean_v, mean_v, vv, codes, count, (b_i, b_i))]
     values: dict[bool, np.ndarray | None] = {}
     scale: dict[bool, float] = {}
+    note = undefined = None
     for debiased in (False, True):
         if debiased and (n < MIN_DEBIASED_ITEMS or n - _largest(codes) < MIN_DEBIASED_ITEMS - 1):
             values[True] = None
             continue
         h_xy, h_xx, h_yy = (hsic(t, debiased) for t in terms)
         if not (h_xx[0] > 0 and h_yy[0] > 0):
-            which = "first" if not h_xx[0] > 0 else "second"
-            raise DesignError(f"the {which} model puts every item at the same point (no spread): CKA is undefined")
+            name, h = (names[0], h_xx[0]) if not h_xx[0] > 0 else (names[1], h_yy[0])
+            if debiased:
+                values[True] = None
+                undefined = {"model": repr(name), "value": f"{float(h):.3g}", "n": n}
+                note = str(error("design.debiased_hsic", whose="", **undefined))
+                continue
+            check_model_spread(np.zeros((n, 1)), name)   # HSIC(K, K) = ||K~||^2 > 0 with any spread: unreachable
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = h_xy / np.sqrt(h_xx * h_yy)
         values[debiased] = np.clip(ratio, RANGE[debiased][0], 1.0)   # (only the last bit of rounding lies outside)
         scale[debiased] = float(np.sqrt(h_xx[0] * h_yy[0]))
     biased = values[False]
     assert biased is not None
-    return PairValues(biased, values[True], u, v, mean_u, mean_v, a_i, b_i, scale)
+    return PairValues(biased, values[True], u, v, mean_u, mean_v, a_i, b_i, scale, note, undefined)
 
 
 def cka_interval(debiased: np.ndarray | None, level: float = INTERVAL_LEVEL) -> tuple[float | None, float | None, bool]:
@@ -453,9 +466,12 @@ def cka_pair(x: np.ndarray, y: np.ndarray, *, groups: Sequence[object] | None = 
     _check_design(n, codes, count, debiased)
     check_model_spread(x, names[0])
     check_model_spread(y, names[1])
-    pair = pair_values(x, y, codes, count, route, permutations)
+    pair = pair_values(x, y, codes, count, route, permutations, names)
     values = pair.debiased if debiased else pair.biased
-    assert values is not None   # _check_design
+    if values is None:   # the debiased CKA is undefined here (pair.note): NULL, not an error
+        return {"cka": None, "se": None, "ci_low": None, "ci_high": None, "calibrated": False, "p_value": None,
+                "permutations": permutations, "items": n, "groups": None if groups is None else count,
+                "debiased": True, "level": LEVEL, "note": pair.note}
     estimate, replicates = float(values[0]), values[1:]
     se = jackknife_se(replicates) if np.all(np.isfinite(replicates)) else None
     ci_low, ci_high, calibrated = cka_interval(pair.debiased)
@@ -477,7 +493,8 @@ def cka_pair(x: np.ndarray, y: np.ndarray, *, groups: Sequence[object] | None = 
         p_value = permutation_result(estimate, permuted, "items").p_value
     return {"cka": estimate, "se": se, "ci_low": ci_low, "ci_high": ci_high, "calibrated": calibrated,
             "p_value": p_value, "permutations": permutations, "items": n,
-            "groups": None if groups is None else count, "debiased": bool(debiased), "level": LEVEL}
+            "groups": None if groups is None else count, "debiased": bool(debiased), "level": LEVEL,
+            "note": None if pair.note is None else f"{pair.note}, so no interval"}
 
 
 def jackknife_units(n: int, codes: np.ndarray | None, count: int, seed: int) -> tuple[np.ndarray, int]:
@@ -665,12 +682,15 @@ def compare_cka_rows(models: dict, reference: object, *, groups: dict | None = N
     ref = next(m for m in unit if text_key(m) == text_key(reference))
     for m, x in unit.items():
         check_model_spread(x, m)
-    values = {m: pair_values(unit[m], unit[ref], codes, count)
+    values = {m: pair_values(unit[m], unit[ref], codes, count, names=(m, ref))
               for m in unit if m is not ref}
     rows = []
     for a, b in combinations(sorted(values, key=text_key), 2):
         pa, pb = values[a], values[b]
-        assert pa.debiased is not None and pb.debiased is not None   # _check_design
+        for m, pair in ((a, pa), (b, pb)):
+            if pair.undefined is not None:   # the paired jackknife compares debiased CKAs
+                fail("design.debiased_hsic", whose=f" of model {m!r} against reference {ref!r}", **pair.undefined)
+        assert pa.debiased is not None and pb.debiased is not None
         se, low, high, p_value = paired_difference(pa.debiased, pb.debiased)
         cka_a, cka_b = (float(pa.debiased[0]), float(pb.debiased[0])) if debiased else (float(pa.biased[0]),
                                                                                          float(pb.biased[0]))

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from embsql.core.labels import sort_key
-from embsql.errors import BadLabelError, DesignError, InputError
+from embsql.errors import BadLabelError, DesignError, InputError, fail
 
 EPS64 = float(np.finfo(np.float64).eps)
 EPS32 = float(np.finfo(np.float32).eps)
@@ -267,7 +267,7 @@ def model_text(model: object) -> str:
 
 def check_scope(scope: object) -> None:
     if scope not in SCOPES:
-        raise InputError(f"scope must be 'corpus' or 'group', not {scope!r}")
+        fail("argument.scope", name="scope", rule="'corpus' or 'group'", value=repr(scope))
 
 
 def model_margins(q_ids: list, positive: np.ndarray, q_unit: np.ndarray, d_keys: np.ndarray,
@@ -278,11 +278,12 @@ def model_margins(q_ids: list, positive: np.ndarray, q_unit: np.ndarray, d_keys:
     rows = np.fromiter((index.get(p, -1) for p in positive.tolist()), np.int64, len(positive))
     if (rows < 0).any():
         i = int(np.flatnonzero(rows < 0)[0])
-        raise BadLabelError(f"query {q_ids[i]!r}{model_text(model)} has positive {positive[i]!r}, which is not a "
-                            f"doc_id of the documents ({(rows < 0).sum()} such queries)")
+        fail("label.unknown_positive", query=repr(q_ids[i]), whose=model_text(model), positive=repr(positive[i]),
+             docs=f"the documents ({(rows < 0).sum()} such queries)")
     if scope == "corpus":
         if len(d_keys) < 2:
-            raise DesignError(f"the documents{model_text(model)} hold only the positive: no distractor")
+            fail("design.no_distractor", query=repr(q_ids[0]), whose=model_text(model), scope="'corpus'",
+                 positive=repr(positive[0]), where="")
         return compute(q_unit, rows, d_unit)
     assert d_groups is not None, "scope 'group' needs the documents' groups"
     names = sorted(set(d_groups.tolist()), key=sort_key)
@@ -292,9 +293,9 @@ def model_margins(q_ids: list, positive: np.ndarray, q_unit: np.ndarray, d_keys:
     lonely = np.flatnonzero(sizes[codes[rows]] < 2)
     if len(lonely):
         i = int(lonely[0])
-        raise DesignError(f"query {q_ids[i]!r}{model_text(model)}: its positive {positive[i]!r} is the only "
-                          f"document of group {d_groups[rows[i]]!r}, so scope 'group' leaves it no distractor "
-                          f"({len(lonely)} such queries); use scope 'corpus' or add documents")
+        fail("design.no_distractor", query=repr(q_ids[i]), whose=model_text(model), scope="'group'",
+             positive=repr(positive[i]), where=f" of group {d_groups[rows[i]]!r}; {len(lonely)} such queries: use "
+                                               "scope 'corpus' or add documents")
     return compute(q_unit, rows, d_unit, codes)
 
 

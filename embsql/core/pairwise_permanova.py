@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike, NDArray
 from embsql.core.arguments import check_permutations, check_seed
 from embsql.core.labels import Labels, sort_key, text_key
 from embsql.core.permutation import canonical_order, permutation_result, pseudo_f
-from embsql.core.precision import check_spread
+from embsql.core.precision import check_unit_spread
 from embsql.errors import DesignError, InputError
 
 PAIRWISE_COLUMNS = ("group_a", "group_b", "items", "r2", "f", "p_value", "p_adjusted")
@@ -124,9 +124,9 @@ def _pair_test(groups: _Groups, first: str, second: str, orders: np.ndarray | No
     ss_t = n - total / n
     ss_w = n - float(s_a @ s_a) / n_a - float(s_b @ s_b) / n_b
     try:
-        check_spread(ss_t, ss_w, n)
+        check_unit_spread(np.vstack([x_a, x_b]), np.repeat([0, 1], [n_a, n_b]))
     except DesignError as error:
-        raise DesignError(f"the pair ({first!r}, {second!r}): {error}") from None
+        raise DesignError(f"the pair ({first!r}, {second!r}): {error}", kind=error.kind) from None
     f = float(pseudo_f(ss_t, ss_w, n, 2))
     row = {"items": n, "r2": (ss_t - ss_w) / ss_t, "f": f, "p_value": None}
     if orders is None:

@@ -26,9 +26,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from embsql.core.arguments import check_permutations, check_seed
-from embsql.core.design import check_groups, check_total_spread
+from embsql.core.design import check_groups
 from embsql.core.labels import Labels
-from embsql.core.precision import check_spread
+from embsql.core.precision import check_total_spread, check_unit_spread
 from embsql.core.wild_bootstrap import bootstrap_welch, cells, residual_gram, residuals
 from embsql.errors import DesignError, InputError
 
@@ -538,9 +538,7 @@ def permanova_vectors(unit: NDArray[np.float64], d: Design, *, permutations: int
     n = d.n
     total = unit.sum(axis=0)
     ss_t = n - float(total @ total) / n
-    sums = np.add.reduceat(unit[np.argsort(d.codes, kind="stable")], np.r_[0, np.cumsum(np.bincount(d.codes))[:-1]],
-                           axis=0)
-    check_spread(ss_t, n - float(np.einsum("gk,gk->g", sums, sums) @ (1.0 / np.bincount(d.codes))), n)
+    check_unit_spread(unit, d.codes)
     if statistic == "welch" and default:
         keep, note = welch_left_out(d)
         if note is not None:
@@ -567,7 +565,7 @@ def permanova_distances(squared: NDArray[np.float64], d: Design, *, permutations
     null = default_null(statistic, d) if default else null
     _check_null(null, statistic)
     ss_t = float(np.triu(squared, 1).sum()) / d.n
-    check_total_spread(ss_t)
+    check_total_spread(ss_t, d.n, undefined="F is", distances=True)
     if statistic == "welch" and default:
         keep, note = welch_left_out(d)
         if note is not None:

@@ -36,9 +36,16 @@ def resolved(ss_t: ArrayLike, ss_w: ArrayLike, n: ArrayLike) -> np.ndarray:
     return (np.asarray(ss_t) >= _floor(n)) & (np.asarray(ss_w) >= _floor(n))
 
 
-def check_total_spread(ss_t: float, n: int, *, model: object = None, undefined: str = "R² and F are") -> None:
+def check_total_spread(ss_t: float, n: int, *, model: object = None, undefined: str = "R² and F are",
+                       distances: bool = False) -> None:
     """Raise DesignError when SS_T, the spread of all n vectors about their mean, is below float64
-    resolution (``undefined``: what that leaves undefined)."""
+    resolution (``undefined``: what that leaves undefined).  The one spread check of every test: with
+    ``distances`` SS_T comes from a distance table (no unit sphere, so no resolution floor) and only
+    SS_T = 0, every distance 0, is refused."""
+    if distances:
+        if not ss_t > 0:  # also catches NaN
+            fail("design.zero_distances", undefined=undefined)
+        return
     if not ss_t >= _floor(n):  # also catches NaN
         fail("design.identical", what="the vectors", whose=_whose(model), spread=math.sqrt(max(ss_t, 0.0) / n),
              resolution=RESOLUTION, undefined=undefined)
@@ -57,3 +64,26 @@ def resolved_groups(within: np.ndarray, counts: np.ndarray) -> np.ndarray:
     rounding noise, so the report flags it); a group of identical unit vectors has W_g = 0 exactly."""
     within = np.asarray(within, dtype=float)
     return (within == 0) | (within >= _floor(np.asarray(counts, dtype=float)))
+
+
+def unit_spread(unit: np.ndarray, codes: np.ndarray) -> tuple[float, float]:
+    """SS_T and SS_W of unit vectors (rows of ``unit``; ``codes`` 0..G-1 their groups), each summed
+    from centred rows (two-pass): the squared deviations are non-negative, so identical vectors give
+    a spread of rounding size (about eps), where n - ||sum u||^2 / n cancels to noise that can pass
+    the resolution floor."""
+    unit = np.asarray(unit, dtype=np.float64)
+    codes = np.asarray(codes)
+    deviation = unit - unit.mean(axis=0)
+    ss_t = float(np.einsum("ij,ij->", deviation, deviation))
+    counts = np.bincount(codes).astype(np.float64)
+    means = np.zeros((len(counts), unit.shape[1]))
+    np.add.at(means, codes, unit)
+    means /= np.maximum(counts, 1.0)[:, None]
+    deviation = unit - means[codes]
+    return ss_t, float(np.einsum("ij,ij->", deviation, deviation))
+
+
+def check_unit_spread(unit: np.ndarray, codes: np.ndarray, *, model: object = None) -> None:
+    """check_spread on the stable SS_T and SS_W of unit vectors in groups (unit_spread)."""
+    ss_t, ss_w = unit_spread(unit, codes)
+    check_spread(ss_t, ss_w, len(unit), model=model)

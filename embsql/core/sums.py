@@ -164,13 +164,15 @@ def normalise(x: np.ndarray, where: RowName | None, vector: str, rows: np.ndarra
 
     ||x||^2 is summed directly, except where it would underflow (squares of coordinates below about
     1e-154 lose digits or vanish) or overflow (above about 1e154): those rows are first divided by
-    their largest |x_k|, so a finite non-zero vector of any magnitude gets its unit vector."""
+    their largest |x_k|, so a finite non-zero vector of any magnitude gets its unit vector.  An empty
+    vector ([], x of shape (n, 0)) is zero-length, kind vector.zero, as in SQL."""
     src = x if source is None else source
     norms2 = np.einsum("ij,ij->i", src, src)
     awkward = np.flatnonzero(~((norms2 > TINY_SQUARED) & (norms2 < HUGE_SQUARED)))  # NaN is awkward too
     scaled = None
     if len(awkward):
-        largest = np.max(np.abs(src[awkward]), axis=1)
+        # a row of no coordinates (an empty vector, []) has largest 0: zero-length, like [0, 0]
+        largest = np.max(np.abs(src[awkward]), axis=1, initial=0.0)
         bad = ~(np.isfinite(largest) & (largest > 0))
         if bad.any():
             i = int(awkward[np.flatnonzero(bad)[0]])

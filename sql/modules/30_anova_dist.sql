@@ -104,11 +104,11 @@ stats AS (
     FROM design, sums
 )
 SELECT n, groups, ss_t, ss_w,
-    greatest(0.0, ss_t - ss_w) AS ss_b,
-    greatest(0.0, ss_t - ss_w) / ss_t AS r2,
+    ss_t - ss_w AS ss_b,  -- signed, as vegan's adonis2: negative only for a non-Euclidean dissimilarity
+    (ss_t - ss_w) / ss_t AS r2,
     (groups - 1.0) / (n - 1.0) AS r2_null,
     CASE WHEN ss_w = 0 THEN 'infinity'::DOUBLE
-         ELSE (greatest(0.0, ss_t - ss_w) / (groups - 1.0)) / (ss_w / (n - groups)) END AS f
+         ELSE ((ss_t - ss_w) / (groups - 1.0)) / (ss_w / (n - groups)) END AS f
 FROM stats
 WHERE CASE
         WHEN n = 0 THEN emb__no_rows_error(labels_tbl)
@@ -128,7 +128,11 @@ WHERE CASE
 -- @function emb_anova_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd', item := 'id')
 -- The same decomposition from pairwise dissimilarities, for any dissimilarity (Euclidean, cosine
 -- distance, Bray–Curtis, a distance between two models' outputs): SS_T = (1/n) Σ_{i<j} d²_ij and
--- SS_W = Σ_g (1/n_g) Σ_{i<j in g} d²_ij.  One row.
+-- SS_W = Σ_g (1/n_g) Σ_{i<j in g} d²_ij.  One row.  SS_B = SS_T − SS_W is returned signed, with R² and
+-- F as their definitions give (as vegan's adonis2 does): for a Euclidean-embeddable dissimilarity
+-- SS_B ≥ 0, but for one that is not (its principal coordinates have negative eigenvalues) SS_W can
+-- exceed SS_T, and SS_B, R² and F are then negative; that says the dissimilarity is not Euclidean-
+-- embeddable, not that the groups differ less than at random.
 -- @param distances the distance table: one row per unordered pair of items (either triangle, or both orders with equal values; zero self-distances are allowed)
 -- @param labels the labels table: an item column and the group column
 -- @param "group" the labels table's group column
@@ -140,10 +144,10 @@ WHERE CASE
 -- @column groups number of groups G
 -- @column ss_t total sum of squares (1/n) Σ_{i<j} d²_ij
 -- @column ss_w within-group sum of squares Σ_g (1/n_g) Σ_{i<j in g} d²_ij
--- @column ss_b SS_T − SS_W
--- @column r2 SS_B / SS_T
+-- @column ss_b SS_T − SS_W, signed: negative only when the dissimilarity is not Euclidean-embeddable
+-- @column r2 SS_B / SS_T (negative with SS_B)
 -- @column r2_null (G − 1)/(n − 1)
--- @column f pseudo-F = (SS_B/(G−1)) / (SS_W/(n−G)); infinite when SS_W = 0
+-- @column f pseudo-F = (SS_B/(G−1)) / (SS_W/(n−G)); infinite when SS_W = 0, negative with SS_B
 -- @notes
 -- Errors: a pair given in both orders with different values, a missing pair (the error names
 -- one), an item without a label (named), a duplicated item, a NULL or NaN label (named with its

@@ -48,6 +48,7 @@ FROM (
 -- @column groups groups of `"group"` (NULL without it)
 -- @column debiased as asked
 -- @column level `similarity`: CKA is exactly unchanged by a rotation, a uniform scale or an embedding into more dimensions of either model
+-- @column note NULL, or why the debiased CKA is undefined (`design.debiased_hsic`): the unbiased HSIC of a model with itself can be 0 or negative on few items even when the model has spread; `cka` is then NULL with `debiased := true`, and the biased CKA keeps its value but has no interval
 -- @notes
 -- - **Routes.** Per model, from the centred cross products X̃ᵀX̃, ỸᵀỸ, X̃ᵀỸ (one pass over the rows
 --   in blocks of 8,192, memory O(d²)) or, when n is small next to d, from the n × n Gram matrix,
@@ -61,7 +62,8 @@ FROM (
 -- - **Items** must match across models (an item a model lacks is an error naming it, unless
 --   `common := true`); fewer than 3 items (5 for the debiased CKA), a NULL item, model or group, an
 --   item twice in one model, or a model with no spread (`design.identical`, naming the model) is an
---   error naming the column or item.
+--   error naming the column or item.  The biased CKA is defined whenever both models have spread; the
+--   debiased one is NULL, with a `note`, where a model's unbiased HSIC with itself is not positive.
 -- - **Interval.** The biased CKA is biased upward by far more than its SE when the dimensions are
 --   large next to the number of items (0.73 for a population CKA of 0.14 with 200 items of d = 384
 --   against 768), so `cka ± 1.96·se` can cover the population value in 0% of samples.  `ci_low`,
@@ -75,7 +77,7 @@ FROM (
 -- `embsql.cka`, the same numbers.
 -- @example
 -- SELECT * FROM emb_cka('geometry', 'item_id', 'model', 'embedding', permutations := 199);
--- -- large  small  0.8873  0.0518  0.5183  0.9447  false  0.005  199  12  NULL  false  similarity
+-- -- large  small  0.8873  0.0518  0.5183  0.9447  false  0.005  199  12  NULL  false  similarity  NULL
 CREATE OR REPLACE TEMP MACRO emb_cka(source, item, model, vector, "group" := NULL, debiased := false,
                                      permutations := 999, seed := 42, common := false) AS TABLE
 SELECT unnest(__emb_r.value, recursive := true)
