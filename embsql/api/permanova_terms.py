@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 from sqlglot import exp
 
 from embsql.core.labels import bad_label, clean_label, sort_key
@@ -82,7 +83,7 @@ def _model_values(values: list[object], model: str) -> list[object]:
     """The distinct model values in display order; a NULL or NaN one is refused naming its row."""
     for row, value in enumerate(values):
         if bad_label(value):
-            clean_label(value, model, f"row {row}", role="model")
+            clean_label(value, model, f"row {row + 1}", role="model")
     return sorted(set(values), key=sort_key)
 
 
@@ -188,9 +189,12 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
     models = [None] if model is None else _model_values(table.column(model).to_pylist(), model)
     rows = []
     for value in models:
-        part = table if model is None else table.filter(
-            np.asarray([v == value for v in table.column(model).to_pylist()]))
-        unit = unit_vectors(part.column(vector).combine_chunks(), lambda i: f"row {i}", vector, None)
+        positions = (np.arange(table.num_rows) if model is None else
+                     np.flatnonzero([v == value for v in table.column(model).to_pylist()]))
+        part = table if model is None else table.take(pa.array(positions))
+        named = "" if model is None else f" (model {value!r})"
+        unit = unit_vectors(part.column(vector).combine_chunks(),
+                            lambda i, positions=positions, named=named: f"row {int(positions[i]) + 1}{named}", vector, None)
         columns = {name: part.column(name).to_pylist() for name in names}
         plan_, ordered_unit, ordered_strata = ordered_design(
             terms, columns, unit, None if strata is None else part.column(strata).to_pylist(), sums)
