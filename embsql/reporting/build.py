@@ -131,8 +131,8 @@ class Report:
             check_replicates(self.replicates)
             check_level(self.level)
             Skipped.asked(self.bad_rows)
-        except InputError as error:
-            raise InputError(f"report: {error}") from None
+        except InputError as error:     # the same class and kind, the message prefixed
+            raise type(error)(f"report: {error}", kind=error.kind) from None
         if self.model is not None and self.model == self.group:
             raise InputError(f"report: model column {self.model!r} is the group column; pass a different column")
         if self.where is not None:
