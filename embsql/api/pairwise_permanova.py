@@ -45,7 +45,7 @@ def pairwise_permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, gro
         Show a progress bar (None: only in a terminal or notebook).
     bad_rows : {"error", "skip"}
         What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
-        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        refuses it, naming its model, group and row (counted from 1); ``"skip"`` leaves its row out
         and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
         ``skipped_zero``, ``skipped_nonfinite``).
 

@@ -76,7 +76,7 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
         5%: pseudo-F may then reflect spread rather than location.
     bad_rows : {"error", "skip"}
         What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
-        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        refuses it, naming its model, group and row (counted from 1); ``"skip"`` leaves its row out
         and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
         ``skipped_zero``, ``skipped_nonfinite``).
 
@@ -169,7 +169,7 @@ def permanova_welch(con: duckdb.DuckDBPyConnection, source: TableLike, *, group:
         Show a progress bar (None: only in a terminal or notebook).
     bad_rows : {"error", "skip"}
         What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
-        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        refuses it, naming its model, group and row (counted from 1); ``"skip"`` leaves its row out
         and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
         ``skipped_zero``, ``skipped_nonfinite``).
 
@@ -288,7 +288,7 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
         Show a progress bar (None: only in a terminal or notebook).
     bad_rows : {"error", "skip"}
         What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
-        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        refuses it, naming its model, group and row (counted from 1); ``"skip"`` leaves its row out
         and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
         ``skipped_zero``, ``skipped_nonfinite``).
 

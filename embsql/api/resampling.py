@@ -50,7 +50,7 @@ def jackknife(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
         the groups, ``'auto'`` to decide from the sizes.
     bad_rows : {"error", "skip"}
         What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
-        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        refuses it, naming its model, group and row (counted from 1); ``"skip"`` leaves its row out
         and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
         ``skipped_zero``, ``skipped_nonfinite``).
 
@@ -123,7 +123,7 @@ def bootstrap(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
         ``'fixed'``, ``'random'`` or ``'auto'``, as for :func:`embsql.jackknife`.
     bad_rows : {"error", "skip"}
         What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
-        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        refuses it, naming its model, group and row (counted from 1); ``"skip"`` leaves its row out
         and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
         ``skipped_zero``, ``skipped_nonfinite``).
 

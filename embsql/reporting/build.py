@@ -597,9 +597,9 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
         Its option: k, the neighbours of k-NN (default 10; the [report.classification] table).
     bad_rows : {"error", "skip"}
         What a NULL, zero or non-finite vector of the source does: ``"error"`` (the default) refuses
-        it, naming its model, item and row; ``"skip"`` leaves its row out of every section that reads
-        the source and counts the rows per model and reason: one note, and ``meta["skipped"]``
-        (``--skip-bad-rows`` on the command line).  DuckDB only.
+        it, naming its model, group and row (counted from 1); ``"skip"`` leaves its row out of every
+        section that reads the source and counts the rows per model and reason: one note, and
+        ``meta["skipped"]`` (``--skip-bad-rows`` on the command line).  DuckDB only.
 
     Returns
     -------
