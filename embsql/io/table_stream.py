@@ -302,8 +302,9 @@ class RowNamer:
         model = self.batch.column(B)[row].as_py() if self.model else None
         key = self.batch.column(KEY)[row].as_py()
         label = self.batch.column(G)[row].as_py()
+        # (a NULL or NaN value names nothing: it is what the message is about)
         named = [f"{what} {value!r}" for what, value in (("model", model), (self.id_role, key), (self.role, label))
-                 if value is not None]
+                 if value is not None and value == value]
         return f"row {number}" + (f" ({', '.join(named)})" if named else "")
 
 
