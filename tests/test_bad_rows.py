@@ -148,6 +148,35 @@ def test_the_report_skipping_gives_the_cleaned_tables_summary_and_the_counts(con
             "model b: 2 NULL, 1 zero, 2 NaN/inf)") in notes
 
 
+def test_permanova_terms_skipping_gives_the_cleaned_tables_figures_and_the_counts(con):
+    got = embsql.permanova_terms(con, "t", terms=["g"], vector="v", model="m", permutations=19, bad_rows="skip")
+    expected = embsql.permanova_terms(con, "clean", terms=["g"], vector="v", model="m", permutations=19)
+    _same(got.to_dicts(), expected.to_dicts())
+    assert _counts(got.skipped) == COUNTS
+
+
+@pytest.mark.parametrize("face", ["anova", "permanova", "permanova_terms", "knn_agreement"])
+def test_a_row_named_after_skipping_is_its_row_in_the_table(face):
+    """Rows 2 (NULL) and 3 (zero) are skipped; row 5's vector has another length: the error names
+    row 5, counted in the table as given, not among the rows kept."""
+    vectors = [[1.0, 0.0], None, [0.0, 0.0], [0.6, 0.8], [0.1, 0.2, 0.3], [0.0, 1.0], [0.8, 0.6], [0.3, 0.9]]
+    table = pa.table({"m": ["a"] * 8, "item": [f"i{i}" for i in range(8)], "g": ["x", "x", "x", "x", "y", "y", "y", "y"],
+                      "v": pa.array(vectors, pa.list_(pa.float64()))})
+    con = embsql.connect()
+    con.register("short", table)
+    calls = {
+        "anova": lambda: embsql.anova(con, "short", group="g", vector="v", model="m", bad_rows="skip"),
+        "permanova": lambda: embsql.permanova(con, "short", group="g", vector="v", model="m", permutations=9,
+                                              bad_rows="skip"),
+        "permanova_terms": lambda: embsql.permanova_terms(con, "short", terms=["g"], vector="v", model="m",
+                                                          permutations=9, bad_rows="skip"),
+        "knn_agreement": lambda: embsql.knn_agreement(con, "short", item="item", model="m", vector="v", k=2,
+                                                      bad_rows="skip"),
+    }
+    with pytest.raises(embsql.BadVectorError, match=r"a vector of length 3 at row 5 \(model 'a'"):
+        calls[face]()
+
+
 # ---------------------------------------------------------------------------------------------- SQL
 
 def _csv_rows(text: str) -> list[dict]:

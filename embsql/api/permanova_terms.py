@@ -23,7 +23,7 @@ from embsql.core.permutation import canonical_order
 from embsql.core.terms import columns_of, parse_terms, variable
 from embsql.errors import DesignError, InputError, fail
 from embsql.io.sources import Source, TableLike, opened
-from embsql.io.table_stream import unit_vectors
+from embsql.io.table_stream import Skipped, unit_vectors
 from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
 from embsql.vocabulary import Never, check_model_name, refuse
@@ -90,7 +90,7 @@ def _model_values(values: list[object], model: str) -> list[object]:
 def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms: Sequence[str], vector: str,
                     sums: str = "sequential", permute: str = "residuals", permutations: int = 999,
                     seed: int = 42, strata: str | None = None, model: str | None = None,
-                    progress: bool | None = None, **removed: Never) -> ResultTable:
+                    progress: bool | None = None, bad_rows: str = "error", **removed: Never) -> ResultTable:
     """Multi-term PERMANOVA with the semantics of vegan's adonis2: one row per term, per model.
 
     Text columns are factors and numeric columns continuous covariates (1 df).  SS, R² and F match
@@ -140,6 +140,11 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
         The model column: one set of rows per value, under this column's name.
     progress : bool, optional
         Show a progress bar (None: only in a terminal or notebook).
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model and row (counted from 1); ``"skip"`` leaves its row out and
+        counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -184,9 +189,18 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
     parsed = parse_terms(terms)
     names = columns_of(parsed)
     check_model_name(model, TERMS_COLUMNS, "permanova_terms")
+    skipped = Skipped.asked(bad_rows)
     with opened(con, source) as resolved:
         table = con.sql(_query(resolved, names, vector, strata, model)).to_arrow_table()
+        shown = repr(resolved.name)
     models = [None] if model is None else _model_values(table.column(model).to_pylist(), model)
+    read = np.arange(table.num_rows)              # each kept row's row in the table as read
+    if skipped is not None:
+        table, kept = skipped.drop(table, vector, model)
+        read = read if kept is None else kept
+        if table.num_rows == 0 and skipped.total():
+            skipped.nothing_left(shown)
+        models = [None] if model is None else sorted(set(table.column(model).to_pylist()), key=sort_key)
     rows = []
     for value in models:
         positions = (np.arange(table.num_rows) if model is None else
@@ -194,7 +208,7 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
         part = table if model is None else table.take(pa.array(positions))
         named = "" if model is None else f" (model {value!r})"
         unit = unit_vectors(part.column(vector).combine_chunks(),
-                            lambda i, positions=positions, named=named: f"row {int(positions[i]) + 1}{named}", vector, None)
+                            lambda i, at=read[positions], named=named: f"row {int(at[i]) + 1}{named}", vector, None)
         columns = {name: part.column(name).to_pylist() for name in names}
         plan_, ordered_unit, ordered_strata = ordered_design(
             terms, columns, unit, None if strata is None else part.column(strata).to_pylist(), sums)
@@ -203,5 +217,5 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
             result = run_terms(plan_, ordered_strata, unit=ordered_unit, permutations=permutations, seed=seed,
                                progress=tick, permute=permute)
         rows += [(value, {**row, "permutations": permutations, "permute": permute}) for row in result.rows()]
-    return ResultTable.of_models("permanova terms", model, TERMS_COLUMNS, rows)
+    return Skipped.attached(skipped, ResultTable.of_models("permanova terms", model, TERMS_COLUMNS, rows), model)
 
