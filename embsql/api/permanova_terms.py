@@ -9,7 +9,7 @@ emb_permanova_terms calls the same kernel through udfs/permanova_terms.py.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import duckdb
 import numpy as np
@@ -85,6 +85,13 @@ def _model_values(values: list[object], model: str) -> list[object]:
         if bad_label(value):
             clean_label(value, model, f"row {row + 1}", role="model")
     return sorted(set(values), key=sort_key)
+
+
+def _row_namer(rows: np.ndarray, model: str | None, value: object) -> Callable[[int], str]:
+    """Names row i of a model's rows: its row in the table as read (``rows``: counted from 0; shown
+    from 1), and its model when there is a model column."""
+    named = "" if model is None else f" (model {value!r})"
+    return lambda i: f"row {int(rows[i]) + 1}{named}"
 
 
 def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms: Sequence[str], vector: str,
@@ -206,9 +213,7 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
         positions = (np.arange(table.num_rows) if model is None else
                      np.flatnonzero([v == value for v in table.column(model).to_pylist()]))
         part = table if model is None else table.take(pa.array(positions))
-        named = "" if model is None else f" (model {value!r})"
-        unit = unit_vectors(part.column(vector).combine_chunks(),
-                            lambda i, at=read[positions], named=named: f"row {int(at[i]) + 1}{named}", vector, None)
+        unit = unit_vectors(part.column(vector).combine_chunks(), _row_namer(read[positions], model, value), vector, None)
         columns = {name: part.column(name).to_pylist() for name in names}
         plan_, ordered_unit, ordered_strata = ordered_design(
             terms, columns, unit, None if strata is None else part.column(strata).to_pylist(), sums)
