@@ -116,7 +116,8 @@ def _build(args: argparse.Namespace, *, source_from_table: bool = False,
                 "replicates": getattr(args, "replicates", None), "item": getattr(args, "item", None),
                 "sections": tuple(args.sections.split(",")) if args.sections else None, "table": args.table,
                 "queries": args.queries, "docs": args.docs, "qrels": getattr(args, "qrels", None),
-                "pairs": getattr(args, "pairs", None), "label": getattr(args, "label", None)}
+                "pairs": getattr(args, "pairs", None), "label": getattr(args, "label", None),
+                "bad_rows": "skip" if getattr(args, "skip_bad_rows", False) else None}
     if args.config:
         report = Report.from_file(args.config).replace(**settings)
     else:
@@ -373,6 +374,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--alpha", type=float, default=0.05,
                         help="significance level for --fail-if-dispersion (default 0.05)")
     report.add_argument("--no-progress", action="store_true", help="no progress bar")
+    report.add_argument("--skip-bad-rows", action="store_true",
+                        help="leave out rows whose vector is NULL, zero or NaN/infinite (counted per model in a note) "
+                             "instead of stopping at the first")
     _engine_arguments(report)
     _refuse_old_spellings(report)
     report.set_defaults(run=_report)

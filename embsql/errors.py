@@ -234,6 +234,7 @@ CATALOGUE: dict[str, Check] = {
     "argument.by_terms": Check(InputError, _ARGUMENT),
     "argument.interrupt": Check(InputError, _ARGUMENT),
     "argument.sums": Check(InputError, _ARGUMENT),
+    "argument.bad_rows": Check(InputError, _ARGUMENT),
     "argument.permute": Check(InputError, _ARGUMENT),
     "argument.missing": Check(InputError, _ARGUMENT),
     "argument.p_adjust": Check(InputError, _ARGUMENT),

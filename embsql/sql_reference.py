@@ -65,6 +65,14 @@ class Column:
     name: str
     meaning: str
 
+    @property
+    def only_with(self) -> str | None:
+        """The argument that adds the column, when its meaning ends "(only with `arg := value`)"
+        (the skipped_* columns of bad_rows := 'skip'); None for a column every call returns (the
+        model column's "(only with `model`)" is handled as the model column)."""
+        found = re.search(r"\(only with `([^`]+ := [^`]+)`\)$", self.meaning)
+        return found.group(1) if found else None
+
 
 @dataclass(frozen=True)
 class Function:

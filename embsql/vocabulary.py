@@ -85,6 +85,8 @@ OPTIONS: dict[str, str] = {
     "relevance_threshold": "the lowest relevance grade that counts as relevant",
     "unknown": "what to do with a qid or doc_id the other table lacks: 'error' or 'skip'",
     "missing": "what to do with a pair whose item has no vector: 'error' or 'skip'",
+    "bad_rows": "what to do with a row whose vector is NULL, zero or non-finite: 'error' (the default: "
+                "refuse it, naming its model, item and row) or 'skip' (leave it out and count it per model and reason)",
     "p_adjust": "the multiple-comparison adjustment of p-values: 'holm', 'bh', 'bonferroni' or None",
     "intervals": "which intervals of the pairwise differences: 'marginal' (each alone) or 'simultaneous' (all together)",
     "group_pairs": "which pairs of groups a pairwise test compares: 'all' or a list of (group, group)",
@@ -123,6 +125,8 @@ CLI: dict[str, str] = {
     "min_r2": "exit 1 if any model's R² is below this",
     "fail_if_dispersion": "exit 1 if a dispersion test is significant at --alpha",
     "no_progress": "no progress bar",
+    "skip_bad_rows": "leave out the rows whose vector is NULL, zero or non-finite, and say how many per model "
+                     "(bad_rows = 'skip')",
     "engine": "run stage 1 (the group sums) on this engine: postgres or spark",
     "dsn": "the PostgreSQL connection string for --engine postgres",
     "spark_master": "the Spark master for --engine spark",

@@ -134,13 +134,17 @@ def test_the_output_columns_are_a_describe_of_the_example(con, name):
         described = con.sql(f"DESCRIBE SELECT {call} AS x").fetchall()
         assert [row[1] for row in described] == [function.returns[0]]
         return
-    described = [row[0] for row in con.sql(f"DESCRIBE SELECT * FROM {call}").fetchall()]
     model = re.search(r"\bmodel := '(\w+)'", call)
-    columns = [c.name for c in function.columns]
-    if MODEL_COLUMN in columns:
-        assert columns.index(MODEL_COLUMN) == 0, "the model column comes first"
-        columns = ([model.group(1)] if model else []) + columns[1:]
-    assert described == columns
+    # a column documented "(only with `bad_rows := 'skip'`)" is there exactly when the call says so
+    conditions = {c.only_with for c in function.columns} - {None}
+    calls = [call] + [call[:-1] + f", {condition})" for condition in sorted(conditions) if condition not in call]
+    for each in calls:
+        described = [row[0] for row in con.sql(f"DESCRIBE SELECT * FROM {each}").fetchall()]
+        columns = [c.name for c in function.columns if c.only_with is None or c.only_with in each]
+        if MODEL_COLUMN in columns:
+            assert columns.index(MODEL_COLUMN) == 0, "the model column comes first"
+            columns = ([model.group(1)] if model else []) + columns[1:]
+        assert described == columns, each
 
 
 def test_the_examples_of_the_cli_functions_run_in_the_stock_cli(tmp_path):

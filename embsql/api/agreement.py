@@ -8,24 +8,25 @@ import numpy as np
 
 from embsql.core.agreement import KNN_COLUMNS, KNN_ITEM_COLUMNS, MANTEL_COLUMNS, knn_rows, mantel_rows
 from embsql.io.sources import TableLike, opened
-from embsql.io.table_stream import unit_rows
+from embsql.io.table_stream import Skipped, unit_rows
 from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
 from embsql.vocabulary import Never, refuse
 
 
 def _models(con: duckdb.DuckDBPyConnection, source: TableLike, item: str, model: str,
-            vector: str) -> dict[object, tuple[np.ndarray, np.ndarray]]:
-    """model value -> (item ids, unit vectors), read in one pass."""
+            vector: str, skip: Skipped | None = None) -> dict[object, tuple[np.ndarray, np.ndarray]]:
+    """model value -> (item ids, unit vectors), read in one pass (``skip``: bad_rows="skip")."""
     with opened(con, source) as table:
         table.require(item, "item")
         table.require(model, "model")
-        parts = unit_rows(con, table, item, vector, by=model, group_role="item")
+        parts = unit_rows(con, table, item, vector, by=model, group_role="item", skip=skip)
     return {value: (part.labels, part.unit) for value, part in parts}
 
 
 def knn_agreement(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: str, vector: str,
-                  k: int = 10, per_item: bool = False, common: bool = False, **removed: Never) -> ResultTable:
+                  k: int = 10, per_item: bool = False, common: bool = False, bad_rows: str = "error",
+        **removed: Never) -> ResultTable:
     """k-NN agreement of every pair of models that embedded the same items.
 
     For each item, its k nearest other items under each model (cosine distance; ties at the k-th
@@ -50,6 +51,12 @@ def knn_agreement(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: st
         One row per pair of models and item instead of one per pair of models.
     common : bool
         Use only the items every model has (instead of refusing items one model lacks).
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``). A skipped row leaves its item missing in
+        that model, so ``common=True`` compares the others on the items every model kept.
 
     Returns
     -------
@@ -80,15 +87,16 @@ def knn_agreement(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: st
     ('large', 'small', 12, 0.2727)
     """
     refuse(knn_agreement, removed)
-    rows, item_rows = knn_rows(_models(con, source, item, model, vector), k, common=common)
-    if per_item:
-        return ResultTable.from_dicts("knn_agreement_items", KNN_ITEM_COLUMNS, item_rows)
-    return ResultTable.from_dicts("knn_agreement", KNN_COLUMNS, rows)
+    rows, item_rows = knn_rows(_models(con, source, item, model, vector, skipped := Skipped.asked(bad_rows)), k, common=common)
+    result = (ResultTable.from_dicts("knn_agreement_items", KNN_ITEM_COLUMNS, item_rows) if per_item
+              else ResultTable.from_dicts("knn_agreement", KNN_COLUMNS, rows))
+    return Skipped.attached(skipped, result, model)
 
 
 def mantel(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: str, vector: str,
            permutations: int = 999, seed: int = 42, common: bool = False,
-           progress: bool | None = None, **removed: Never) -> ResultTable:
+           progress: bool | None = None, bad_rows: str = "error",
+        **removed: Never) -> ResultTable:
     """The Mantel test of every pair of models that embedded the same items.
 
     The Spearman correlation of the two models' cosine distances over the item pairs i < j, with a
@@ -115,6 +123,12 @@ def mantel(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, mode
         Use only the items every model has.
     progress : bool, optional
         Show a progress bar (None: only in a terminal or notebook).
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``). A skipped row leaves its item missing in
+        that model, so ``common=True`` compares the others on the items every model kept.
 
     Returns
     -------
@@ -143,7 +157,7 @@ def mantel(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, mode
     (0.9925, 0.005)
     """
     refuse(mantel, removed)
-    models = _models(con, source, item, model, vector)
+    models = _models(con, source, item, model, vector, skipped := Skipped.asked(bad_rows))
     with progress_bar("Mantel permutations", permutations, progress) as tick:
         rows = mantel_rows(models, permutations=permutations, seed=seed, common=common, progress=tick)
-    return ResultTable.from_dicts("mantel", MANTEL_COLUMNS, rows)
+    return Skipped.attached(skipped, ResultTable.from_dicts("mantel", MANTEL_COLUMNS, rows), model)

@@ -40,7 +40,7 @@ def _select(con: duckdb.DuckDBPyConnection, name: str, columns: dict[str, str], 
         bad = first_bad_label(table.column("__emb_model"))
         if bad is not None:
             fail("label.null", role="model", column=repr(columns["model"]), word=bad[1],
-                 where=f" at row {bad[0]} of {what} {source.name!r}")
+                 where=f" at row {bad[0] + 1} of {what} {source.name!r}")
     return {role: table.column(f"__emb_{role}").to_pylist() for role in columns}
 
 

@@ -14,13 +14,14 @@ from embsql.core.decomposition import ANOVA_COLUMNS, GROUP_COLUMNS, anova_row, g
 from embsql.io.registration import register
 from embsql.io.sources import TableLike, local_sources, opened, resolve
 from embsql.io.sql import run_sql
-from embsql.io.table_stream import group_sums
+from embsql.io.table_stream import Skipped, group_sums
 from embsql.result_table import ResultTable
 from embsql.vocabulary import Never, check_model_name, refuse
 
 
 def anova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
-          model: str | None = None, item: str | None = None, **removed: Never) -> ResultTable:
+          model: str | None = None, item: str | None = None, bad_rows: str = "error",
+          **removed: Never) -> ResultTable:
     """The sum-of-squares decomposition of unit vectors by group, one row per model.
 
     Every vector is scaled to unit length; SS_T, SS_W and SS_B are the total, within-group and
@@ -42,6 +43,11 @@ def anova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vect
         The model column: one row per value, under this column's name.
     item : str, optional
         A row id column, used only to name a bad row in an error message.
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -82,12 +88,14 @@ def anova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vect
     refuse(anova, removed)
     check_model_name(model, ANOVA_COLUMNS, "anova")
     with opened(con, source) as table:
-        parts = group_sums(con, table, group, vector, by=model, key=item)
-    return ResultTable.of_models("anova", model, ANOVA_COLUMNS, [(value, anova_row(part, value)) for value, part in parts])
+        parts = group_sums(con, table, group, vector, by=model, key=item, skip=(skipped := Skipped.asked(bad_rows)))
+    result = ResultTable.of_models("anova", model, ANOVA_COLUMNS, [(value, anova_row(part, value)) for value, part in parts])
+    return result if skipped is None else skipped.attach(result, model)
 
 
 def groups(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
-           model: str | None = None, item: str | None = None, **removed: Never) -> ResultTable:
+           model: str | None = None, item: str | None = None, bad_rows: str = "error",
+           **removed: Never) -> ResultTable:
     """The spread of each group: n_g, W_g and the size-corrected W̃_g, per model.
 
     Parameters
@@ -104,6 +112,11 @@ def groups(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vec
         The model column: one set of groups per value, under this column's name.
     item : str, optional
         A row id column, used only to name a bad row in an error message.
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -140,9 +153,10 @@ def groups(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vec
     refuse(groups, removed)
     check_model_name(model, GROUP_COLUMNS, "groups")
     with opened(con, source) as table:
-        parts = group_sums(con, table, group, vector, by=model, key=item)
-    return ResultTable.of_models("groups", model, GROUP_COLUMNS,
-                                 [(value, row) for value, part in parts for row in group_rows(part)])
+        parts = group_sums(con, table, group, vector, by=model, key=item, skip=(skipped := Skipped.asked(bad_rows)))
+    result = ResultTable.of_models("groups", model, GROUP_COLUMNS,
+                                   [(value, row) for value, part in parts for row in group_rows(part)])
+    return result if skipped is None else skipped.attach(result, model)
 
 
 def anova_dist(con: duckdb.DuckDBPyConnection, distances: TableLike, *, labels: TableLike, group: str,

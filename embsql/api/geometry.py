@@ -15,7 +15,7 @@ from embsql.core.geometry import (
     procrustes_rows,
 )
 from embsql.io.sources import TableLike, opened
-from embsql.io.table_stream import unit_rows
+from embsql.io.table_stream import Skipped, unit_rows
 from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
 from embsql.vocabulary import Never, refuse
@@ -24,19 +24,23 @@ Models = dict[object, tuple[np.ndarray, np.ndarray]]     # model value -> (item 
 
 
 def model_rows(con: duckdb.DuckDBPyConnection, source: TableLike, item: str, model: str, vector: str,
-               group: str | None = None) -> tuple[Models, dict[object, np.ndarray | None] | None]:
-    """(model -> (item ids, unit vectors), model -> group labels or None), read in one pass."""
+               group: str | None = None,
+               skip: Skipped | None = None) -> tuple[Models, dict[object, np.ndarray | None] | None]:
+    """(model -> (item ids, unit vectors), model -> group labels or None), read in one pass
+    (``skip``: bad_rows="skip")."""
     with opened(con, source) as table:
         table.require(item, "item")
         table.require(model, "model")
-        parts = unit_rows(con, table, item, vector, by=model, extra=group, extra_role="group", group_role="item")
+        parts = unit_rows(con, table, item, vector, by=model, extra=group, extra_role="group", group_role="item",
+                          skip=skip)
     models = {value: (part.labels, part.unit) for value, part in parts}
     return models, (None if group is None else {value: part.extra for value, part in parts})
 
 
 def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: str, vector: str,
         group: str | None = None, debiased: bool = False, permutations: int = 999, seed: int = 42,
-        common: bool = False, progress: bool | None = None, **removed: Never) -> ResultTable:
+        common: bool = False, progress: bool | None = None, bad_rows: str = "error",
+        **removed: Never) -> ResultTable:
     """Linear CKA (Kornblith et al. 2019) of every pair of models that embedded the same items.
 
     CKA compares the two models' similarity structures on unit vectors centred per model; it is
@@ -70,6 +74,12 @@ def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: 
         Use only the items every model has (instead of refusing items one model lacks).
     progress : bool, optional
         Show a progress bar (None: only in a terminal or notebook).
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``). A skipped row leaves its item missing in
+        that model, so ``common=True`` compares the others on the items every model kept.
 
     Returns
     -------
@@ -122,16 +132,17 @@ def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: 
     (True, False)
     """
     refuse(cka, removed)
-    models, groups = model_rows(con, source, item, model, vector, group)
+    models, groups = model_rows(con, source, item, model, vector, group, skipped := Skipped.asked(bad_rows))
     with progress_bar("CKA permutations", permutations, progress if permutations else False) as tick:
         rows = cka_rows(models, groups=groups, group=group or "group", debiased=debiased,
                         permutations=permutations, seed=seed, common=common, progress=tick)
-    return ResultTable.from_dicts("cka", CKA_COLUMNS, rows)
+    return Skipped.attached(skipped, ResultTable.from_dicts("cka", CKA_COLUMNS, rows), model)
 
 
 def procrustes(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: str, vector: str,
                group: str | None = None, permutations: int = 999, seed: int = 42, common: bool = False,
-               progress: bool | None = None, **removed: Never) -> ResultTable:
+               progress: bool | None = None, bad_rows: str = "error",
+        **removed: Never) -> ResultTable:
     """The symmetric Procrustes correlation of every pair of models (vegan's protest).
 
     Both models are centred and scaled to unit total variance (the smaller one padded with zero
@@ -162,6 +173,12 @@ def procrustes(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, 
         Use only the items every model has.
     progress : bool, optional
         Show a progress bar (None: only in a terminal or notebook).
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``). A skipped row leaves its item missing in
+        that model, so ``common=True`` compares the others on the items every model kept.
 
     Returns
     -------
@@ -201,16 +218,17 @@ def procrustes(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, 
     (0.9787, 0.01)
     """
     refuse(procrustes, removed)
-    models, groups = model_rows(con, source, item, model, vector, group)
+    models, groups = model_rows(con, source, item, model, vector, group, skipped := Skipped.asked(bad_rows))
     with progress_bar("Procrustes permutations", permutations, progress if permutations else False) as tick:
         rows = procrustes_rows(models, groups=groups, group=group or "group", permutations=permutations, seed=seed,
                                common=common, progress=tick)
-    return ResultTable.from_dicts("procrustes", PROCRUSTES_COLUMNS, rows)
+    return Skipped.attached(skipped, ResultTable.from_dicts("procrustes", PROCRUSTES_COLUMNS, rows), model)
 
 
 def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference: object, model: str, item: str,
                 vector: str, group: str | None = None, debiased: bool = False, common: bool = False,
-                **removed: Never) -> ResultTable:
+                bad_rows: str = "error",
+        **removed: Never) -> ResultTable:
     """Is model A closer to the reference model than model B is?  CKA(A, R) - CKA(B, R) on the same items.
 
     For every pair of models other than ``reference``: the difference of their CKA with the
@@ -239,6 +257,12 @@ def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference:
         p-value are the same either way: see Notes).
     common : bool
         Use only the items every model has (instead of refusing items one model lacks).
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``). A skipped row leaves its item missing in
+        that model, so ``common=True`` compares the others on the items every model kept.
 
     Returns
     -------
@@ -280,7 +304,7 @@ def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference:
     ('far', 'near', True, True, True)
     """
     refuse(compare_cka, removed)
-    models, groups = model_rows(con, source, item, model, vector, group)
+    models, groups = model_rows(con, source, item, model, vector, group, skipped := Skipped.asked(bad_rows))
     rows = compare_cka_rows(models, reference, groups=groups, group=group or "group", debiased=debiased,
                             common=common, model=model)
-    return ResultTable.from_dicts("compare_cka", COMPARE_CKA_COLUMNS, rows)
+    return Skipped.attached(skipped, ResultTable.from_dicts("compare_cka", COMPARE_CKA_COLUMNS, rows), model)

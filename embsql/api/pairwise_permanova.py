@@ -10,7 +10,7 @@ import duckdb
 from embsql.core.labels import clean_labels
 from embsql.core.pairwise_permanova import PAIRWISE_COLUMNS, pairwise_rows
 from embsql.io.sources import TableLike, opened
-from embsql.io.table_stream import unit_rows
+from embsql.io.table_stream import Skipped, unit_rows
 from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
 from embsql.vocabulary import Never, check_model_name, refuse
@@ -19,7 +19,8 @@ from embsql.vocabulary import Never, check_model_name, refuse
 def pairwise_permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
                        group_pairs: Literal["all"] | Sequence[tuple[object, object]] = "all",
                        p_adjust: str | None = "holm", permutations: int = 999, seed: int = 42,
-                       model: str | None = None, progress: bool | None = None, **removed: Never) -> ResultTable:
+                       model: str | None = None, progress: bool | None = None, bad_rows: str = "error",
+        **removed: Never) -> ResultTable:
     """PERMANOVA on the rows of every pair of groups, with p-values adjusted over the pairs.
 
     Each pair gives the numbers :func:`embsql.permanova` gives on the two groups' rows with the
@@ -48,6 +49,11 @@ def pairwise_permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, gro
         The model column: one set of pairs per value, under this column's name.
     progress : bool, optional
         Show a progress bar (None: only in a terminal or notebook).
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, group and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -79,7 +85,7 @@ def pairwise_permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, gro
     refuse(pairwise_permanova, removed, renamed={"pairs": "group_pairs"})
     check_model_name(model, PAIRWISE_COLUMNS, "pairwise_permanova")
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, by=model)
+        parts = unit_rows(con, table, group, vector, by=model, skip=(skipped := Skipped.asked(bad_rows)))
     rows = []
     for value, part in parts:
         labels = clean_labels(part.labels, group)
@@ -87,4 +93,4 @@ def pairwise_permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, gro
             found = pairwise_rows(labels, part.unit, pairs=group_pairs, p_adjust=p_adjust, permutations=permutations,
                                   seed=seed, group=group, progress=tick)
         rows += [(value, row) for row in found]
-    return ResultTable.of_models("pairwise_permanova", model, PAIRWISE_COLUMNS, rows)
+    return Skipped.attached(skipped, ResultTable.of_models("pairwise_permanova", model, PAIRWISE_COLUMNS, rows), model)

@@ -19,7 +19,7 @@ from embsql.core.decomposition import ANOVA_COLUMNS
 from embsql.core.dispersion import LEVEL_MEASURED, Dispersion
 from embsql.core.row_tests import DISPERSION_COLUMNS, DISPERSION_GROUP_COLUMNS, dispersion_rows, ordered, permanova_row, spread
 from embsql.io.sources import TableLike, opened
-from embsql.io.table_stream import unit_rows
+from embsql.io.table_stream import Skipped, unit_rows
 from embsql.progress import DISPERSION_LABEL, permutations_label, progress_bar
 from embsql.result_table import ResultTable, ResultTables
 from embsql.vocabulary import Never, check_model_name, refuse
@@ -46,7 +46,8 @@ _ELSEWHERE = {
 def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
               permutations: int = 999, seed: int = 42, strata: str | None = None, model: str | None = None,
               progress: bool | None = None, check_dispersion: bool = True, stop_after: int | None = None,
-              **removed: Never) -> ResultTable:
+              bad_rows: str = "error",
+        **removed: Never) -> ResultTable:
     """PERMANOVA: the decomposition with a permutation p-value of pseudo-F, one row per model.
 
     The group labels are permuted (freely, or within ``strata``); p = (b + 1) / (B + 1), with b
@@ -84,6 +85,11 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
         permuted statistics have reached the observed one (10 is a good choice): then p = h / L after L
         permutations, a valid p-value, and ``permutations`` is L. A p-value under h / B comes out as
         with all B permutations; a large one costs about h / p permutations instead of B.
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, group and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -120,7 +126,7 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     check_stop_after(stop_after, permutations)
     check_model_name(model, PERMANOVA_COLUMNS, "permanova")
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, by=model, extra=strata)
+        parts = unit_rows(con, table, group, vector, by=model, extra=strata, skip=(skipped := Skipped.asked(bad_rows)))
     rows = []
     for value, part in parts:
         model_rows = ordered(part, group, strata=strata is not None)
@@ -130,7 +136,7 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
         if check_dispersion:
             _warn_on_spread(spread(model_rows, permutations=permutations, seed=seed, stop_after=stop_after),
                             "" if value is None else f", {model} = {value!r}")
-    return ResultTable.of_models("permanova", model, PERMANOVA_COLUMNS, rows)
+    return Skipped.attached(skipped, ResultTable.of_models("permanova", model, PERMANOVA_COLUMNS, rows), model)
 
 
 def _warn_on_spread(result: Dispersion, where: str) -> None:
@@ -144,7 +150,8 @@ def _warn_on_spread(result: Dispersion, where: str) -> None:
 
 def permanova_welch(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
                     permutations: int = 999, seed: int = 42, strata: str | None = None, model: str | None = None,
-                    null_method: str = "auto", progress: bool | None = None, **removed: Never) -> ResultTable:
+                    null_method: str = "auto", progress: bool | None = None, bad_rows: str = "error",
+        **removed: Never) -> ResultTable:
     """Welch's W*_d test (Hamidi et al. 2019): are the group centroids equal, whatever the spreads?
 
     W*_d weights each group by its own spread, so groups that differ in spread (in unbalanced
@@ -178,6 +185,11 @@ def permanova_welch(con: duckdb.DuckDBPyConnection, source: TableLike, *, group:
         ``'permutation'``.
     progress : bool, optional
         Show a progress bar (None: only in a terminal or notebook).
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, group and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -213,14 +225,14 @@ def permanova_welch(con: duckdb.DuckDBPyConnection, source: TableLike, *, group:
     check_seed(seed)
     check_model_name(model, WELCH_COLUMNS, "permanova_welch")
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, by=model, extra=strata)
+        parts = unit_rows(con, table, group, vector, by=model, extra=strata, skip=(skipped := Skipped.asked(bad_rows)))
     rows = []
     for value, part in parts:
         with progress_bar(permutations_label(value), permutations, progress) as tick:
             rows.append((value, permanova_row(ordered(part, group, strata=strata is not None), value,
                                               permutations=permutations, seed=seed, progress=tick, statistic="welch",
                                               null_method=null_method)))
-    return ResultTable.of_models("permanova_welch", model, WELCH_COLUMNS, rows)
+    return Skipped.attached(skipped, ResultTable.of_models("permanova_welch", model, WELCH_COLUMNS, rows), model)
 
 
 @dataclass(frozen=True, repr=False)
@@ -251,7 +263,8 @@ class DispersionResult(ResultTables):
 
 def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
                permutations: int = 999, seed: int = 42, model: str | None = None,
-               progress: bool | None = None, stop_after: int | None = None, **removed: Never) -> DispersionResult:
+               progress: bool | None = None, stop_after: int | None = None, bad_rows: str = "error",
+        **removed: Never) -> DispersionResult:
     """The dispersion test: do the groups differ in spread about their centroids?
 
     Each group's spread is W̃_g = n_g/(n_g − 1) · (1 − ‖μ_g‖²), the mean squared distance to its
@@ -302,6 +315,11 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
         permuted statistics have reached the observed one (10 is a good choice): then p = h / L after L
         permutations, a valid p-value, and ``permutations`` is L. A p-value under h / B comes out as
         with all B permutations; a large one costs about h / p permutations instead of B.
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, group and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -342,7 +360,7 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
     check_stop_after(stop_after, permutations)
     check_model_name(model, DISPERSION_COLUMNS + DISPERSION_GROUP_COLUMNS, "dispersion")
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, by=model)
+        parts = unit_rows(con, table, group, vector, by=model, skip=(skipped := Skipped.asked(bad_rows)))
     tests, per_group = [], []
     for value, part in parts:
         with progress_bar(DISPERSION_LABEL, permutations, progress) as tick:
@@ -350,5 +368,6 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
                                            stop_after=stop_after)
         tests.append((value, test))
         per_group += [(value, row) for row in groups]
-    return DispersionResult(ResultTable.of_models("dispersion", model, DISPERSION_COLUMNS, tests),
-                            ResultTable.of_models("dispersion groups", model, DISPERSION_GROUP_COLUMNS, per_group))
+    return Skipped.attached(skipped, DispersionResult(
+        ResultTable.of_models("dispersion", model, DISPERSION_COLUMNS, tests),
+        ResultTable.of_models("dispersion groups", model, DISPERSION_GROUP_COLUMNS, per_group)), model)

@@ -20,14 +20,15 @@ from embsql.core.model_comparison import (
 )
 from embsql.errors import fail
 from embsql.io.sources import TableLike, opened
-from embsql.io.table_stream import group_sums, unit_rows
+from embsql.io.table_stream import Skipped, group_sums, unit_rows
 from embsql.result_table import ResultTable
 from embsql.vocabulary import Never, check_model_name, refuse
 
 
 def jackknife(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
               statistic: str = "r2", model: str | None = None, sizes: str = "auto",
-              **removed: Never) -> ResultTable:
+              bad_rows: str = "error",
+        **removed: Never) -> ResultTable:
     """The leave-one-group-out (cluster jackknife) standard error of a statistic, per model.
 
     Groups, not items, are the independent units (items of one topic or paraphrase group are
@@ -51,6 +52,11 @@ def jackknife(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     sizes : str, default "auto"
         ``'fixed'`` when the group sizes are fixed by the design, ``'random'`` when they come with
         the groups, ``'auto'`` to decide from the sizes.
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, group and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -81,18 +87,19 @@ def jackknife(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     refuse(jackknife, removed)
     check_model_name(model, JACKKNIFE_COLUMNS, "jackknife")
     with opened(con, source) as table:
-        parts = group_sums(con, table, group, vector, by=model)
+        parts = group_sums(con, table, group, vector, by=model, skip=(skipped := Skipped.asked(bad_rows)))
     rows = []
     for value, sums in parts:
         result = resampling.jackknife(sums, statistic, sizes=sizes)
         rows.append((value, {"statistic": statistic, "estimate": result.estimate, "se": result.se,
                              "groups": len(sums.counts), "sizes": result.sizes}))
-    return ResultTable.of_models("jackknife", model, JACKKNIFE_COLUMNS, rows)
+    return Skipped.attached(skipped, ResultTable.of_models("jackknife", model, JACKKNIFE_COLUMNS, rows), model)
 
 
 def bootstrap(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
               statistic: str = "r2", replicates: int = 2000, seed: int = 42, level: float = 0.95,
-              model: str | None = None, sizes: str = "auto", **removed: Never) -> ResultTable:
+              model: str | None = None, sizes: str = "auto", bad_rows: str = "error",
+        **removed: Never) -> ResultTable:
     """The cluster bootstrap (groups resampled with replacement): a standard error and a
     calibrated confidence interval of a statistic, per model.
 
@@ -122,6 +129,11 @@ def bootstrap(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
         The model column: one row per value, under this column's name.
     sizes : str, default "auto"
         ``'fixed'``, ``'random'`` or ``'auto'``, as for :func:`embsql.jackknife`.
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, group and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -157,18 +169,20 @@ def bootstrap(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     refuse(bootstrap, removed)
     check_model_name(model, BOOTSTRAP_COLUMNS, "bootstrap")
     with opened(con, source) as table:
-        parts = group_sums(con, table, group, vector, by=model)
+        parts = group_sums(con, table, group, vector, by=model, skip=(skipped := Skipped.asked(bad_rows)))
     rows = []
     for value, sums in parts:
         result = resampling.bootstrap(canonical(sums), statistic, replicates=replicates, seed=seed, level=level,
                                       sizes=sizes)
         rows.append((value, bootstrap_row(statistic, result, level, replicates, len(sums.counts))))
-    return ResultTable.of_models("bootstrap", model, BOOTSTRAP_COLUMNS, rows)
+    return Skipped.attached(skipped, ResultTable.of_models("bootstrap", model, BOOTSTRAP_COLUMNS, rows), model)
 
 
 def compare(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str, model: str, item: str,
             statistic: str = "r2", replicates: int = 2000, seed: int = 42, level: float = 0.95,
-            common: bool = False, sizes: str = "auto", intervals: str = "marginal", **removed: Never) -> ResultTable:
+            common: bool = False, sizes: str = "auto", intervals: str = "marginal",
+            bad_rows: str = "error",
+        **removed: Never) -> ResultTable:
     """The paired comparison of every pair of models that embedded the same items, paired by group.
 
     The difference of a statistic between two models, with a standard error from the paired
@@ -211,6 +225,12 @@ def compare(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, ve
         you read three or more models' pairs together.  All the intervals held together in
         92.5-97.5% of simulated data sets at 95% (3 to 10 models, 30 or 100 groups;
         bench/rank_sets.py); ``calibrated`` is then true only for R² from 30 groups on.
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``). A skipped row leaves its item missing in
+        that model, so ``common=True`` compares the others on the items every model kept.
 
     Returns
     -------
@@ -243,11 +263,12 @@ def compare(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, ve
     """
     refuse(compare, removed)
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, by=model, extra=item, extra_role="item")
+        parts = unit_rows(con, table, group, vector, by=model, extra=item, extra_role="item",
+                          skip=(skipped := Skipped.asked(bad_rows)))
     if len(parts) < 2:
         fail("model.too_few", column=f"model column {model!r}", models=len(parts), needs="a comparison")
     models = {value: (part.extra, part.labels, part.unit) for value, part in parts}
     rows = compare_rows(models, statistic, replicates=replicates, seed=seed, level=level, common=common, sizes=sizes,
                         intervals=intervals)
     columns = COMPARE_COLUMNS + (("interval",) if intervals == "simultaneous" else ())
-    return ResultTable.from_dicts("compare", columns, rows)
+    return Skipped.attached(skipped, ResultTable.from_dicts("compare", columns, rows), model)

@@ -61,7 +61,7 @@ from embsql.result_table import ResultTable, model_label
 SCHEMA = "embsql.report/1"
 META_ORDER = ("source", "vector", "group", "model", "label", "pairs", "permutations", "seed", "embsql_version",
               "duckdb_version", "created")
-META_HIDDEN = ("sql", "notes", "verdict")   # shown in their own places, not in the header line
+META_HIDDEN = ("sql", "notes", "verdict", "skipped")   # shown in their own places, not in the header line
 # the header line's keys; the rest are the run details
 META_HEADER = ("source", "vector", "group", "model", "label", "pairs", "dimensions", "permutations", "seed", "created")
 TALL_TABLE = 15                 # HTML tables with more rows scroll inside a box

@@ -55,6 +55,7 @@ from embsql.io.registration import connect
 from embsql.io.retrieval_tables import REPORT_OPTIONS, report_tables
 from embsql.io.sources import describe, is_file, is_frame, local_source, resolve, shown_name, source_expression
 from embsql.io.sql import run_sql
+from embsql.io.table_stream import Skipped, skip_note
 from embsql.reporting.evaluation import evaluation_sections
 from embsql.reporting.labels import CLASSIFICATION_SETTINGS, SIMILARITY_SETTINGS, classification_sections, similarity_sections
 from embsql.reporting.report_result import ReportResult, Section
@@ -122,6 +123,7 @@ class Report:
     similarity: dict[str, Any] = field(default_factory=dict)       # the pairs' column names (reporting.labels)
     label: str | None = None       # a class-label column of the source: adds the classification sections
     classification: dict[str, Any] = field(default_factory=dict)   # its options: k
+    bad_rows: str = "error"        # "skip": rows with a NULL, zero or non-finite vector are left out and counted
 
     def __post_init__(self) -> None:
         for name in ("source", "vector", "group"):
@@ -142,8 +144,9 @@ class Report:
             check_stop_after(self.stop_after, max(1, self.permutations))
             check_replicates(self.replicates)
             check_level(self.level)
-        except InputError as error:
-            raise InputError(f"report: {error}") from None
+            Skipped.asked(self.bad_rows)
+        except InputError as error:     # the same class and kind, the message prefixed
+            raise type(error)(f"report: {error}", kind=error.kind) from None
         if self.model is not None and self.model == self.group:
             raise InputError(f"report: model column {self.model!r} is the group column; pass a different column")
         if self.where is not None:
@@ -382,10 +385,17 @@ class Report:
                                               f"on {dialect}; its columns are: {', '.join(columns)}")
             form = portable_sums.vector_form(fetch, self._relation(dialect), self.vector, dialect, name)
         if con is not None:   # DuckDB: the rows streamed through embsql.anova's one-pass accumulator
+            skipped = Skipped.asked(self.bad_rows)
             streamed = duckdb_sums.streamed_sums(con, self.source, self._relation(dialect), self.group, self.vector,
-                                                 self.model, self.where)
-            return self.finish(streamed.parts, con=con, progress=progress, meta=self._meta(
-                dialect, form, streamed.dims, streamed.sql, streamed.nbytes, rows=True))
+                                                 self.model, self.where, skip=skipped)
+            meta = self._meta(dialect, form, streamed.dims, streamed.sql, streamed.nbytes, rows=True)
+            if skipped is not None:    # the rows left out, per model and reason: in the JSON, and one note
+                counts = skipped.table(self.model).to_dicts()
+                meta["skipped"] = {model_label(row.get(self.model) if self.model else None):
+                                   {k: v for k, v in row.items() if k.startswith("skipped_")} for row in counts}
+                note = skip_note(skipped.table(self.model), self.model)
+                return self.finish(streamed.parts, con=con, progress=progress, meta=meta, notes=[note] if note else [])
+            return self.finish(streamed.parts, con=con, progress=progress, meta=meta)
         dims, _ = self.probes(fetch, dialect, form.pgvector)
         if form.pgvector:   # pgvector's own aggregate: the mean unit vector per group, n_g times
             sql = portable_sums.pgvector_sums_query(self._relation(dialect), self.group, self.vector, dims, by=self.model,
@@ -419,13 +429,15 @@ class Report:
                 "stage1_bytes": int(nbytes), "sql": sql, **_versions()}
 
     def finish(self, parts: list[tuple[object, GroupSums]], *, con: duckdb.DuckDBPyConnection | None = None,
-               meta: Mapping[str, Any] | None = None, progress: bool | None = None) -> ReportResult:
-        """Stage 2: every section from the per-model group sums (and, for the tests, the rows)."""
+               meta: Mapping[str, Any] | None = None, progress: bool | None = None,
+               notes: Sequence[str] = ()) -> ReportResult:
+        """Stage 2: every section from the per-model group sums (and, for the tests, the rows);
+        ``notes`` come first among the report's notes."""
         wanted = self.sections_on(con is not None)
         if con is None:
             self._check_engine_sections()
         meta = dict(meta or {})
-        notes: list[str] = []
+        notes = list(notes)
         if set(self.chosen_sections) - set(wanted):
             notes.append("no PERMANOVA or dispersion test: they read the rows, which only DuckDB does "
                          "(run the report on DuckDB for their p-values)")
@@ -484,13 +496,18 @@ class Report:
             found, said = classification_sections(con, self.rows_source(con), label=self.label, model=self.model,
                                                   item=self.item, group=self.group, vector=self.vector,
                                                   settings=self.classification, level=self.level,
-                                                  permutations=self.permutations, seed=self.seed)
+                                                  permutations=self.permutations, seed=self.seed,
+                                                  bad_rows=self.bad_rows)
             sections += found
             notes += said
         return sections
 
     def _check_engine_sections(self) -> None:
-        """Off DuckDB only the group sums arrive, so the sections that read rows cannot run."""
+        """Off DuckDB only the group sums arrive, so the sections that read rows cannot run (nor can
+        bad rows be skipped: the engine's aggregate refuses them)."""
+        if self.bad_rows == "skip":
+            raise InputError("skipping bad rows (bad_rows='skip', --skip-bad-rows) needs the rows themselves, which "
+                             "only the DuckDB path reads; run the report on DuckDB, or filter those rows out with where")
         for name, value in (("similarity", self.pairs), ("classification", self.label)):
             if value is not None:
                 raise InputError(f"the {name} section needs the rows themselves, which only the DuckDB path reads; "
@@ -600,7 +617,7 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
            level: float = 0.95, queries: Any = None, docs: Any = None, retrieval: dict[str, Any] | None = None, qrels: Any = None,
            title: str | None = None, table: str | None = None, where: str | None = None, item: str | None = None,
            pairs: Any = None, similarity: dict[str, Any] | None = None, label: str | None = None,
-           classification: dict[str, Any] | None = None, **removed: Never) -> Report:
+           classification: dict[str, Any] | None = None, bad_rows: str = "error", **removed: Never) -> Report:
     """Describe a report on ``source``; nothing runs until ``.sql()`` or ``.run()``.
 
     Parameters
@@ -664,6 +681,11 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
         clustered by ``group`` unless ``group`` is the label).  Runs on DuckDB.
     classification : dict, optional
         Its option: k, the neighbours of k-NN (default 10; the [report.classification] table).
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite vector of the source does: ``"error"`` (the default) refuses
+        it, naming its model, group and row (counted from 1); ``"skip"`` leaves its row out of every
+        section that reads the source and counts the rows per model and reason: one note, and
+        ``meta["skipped"]`` (``--skip-bad-rows`` on the command line).  DuckDB only.
 
     Returns
     -------
@@ -691,7 +713,8 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
     return Report(source, vector=vector, group=group, model=model, sections=tuple(sections), permutations=permutations,
                   seed=seed, stop_after=stop_after, replicates=replicates, level=level, queries=queries, docs=docs,
                   retrieval=dict(retrieval or {}), qrels=qrels, title=title, table=table, where=where, item=item,
-                  pairs=pairs, similarity=dict(similarity or {}), label=label, classification=dict(classification or {}))
+                  pairs=pairs, similarity=dict(similarity or {}), label=label, classification=dict(classification or {}),
+                  bad_rows=bad_rows)
 
 
 def run_on(connection: Any, report: Report, *, progress: bool | None = None) -> ReportResult:

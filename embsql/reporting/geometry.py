@@ -21,7 +21,7 @@ from embsql.core.geometry import LEVEL_MEANING, cka_rows, procrustes_rows
 from embsql.core.labels import text_key
 from embsql.errors import InputError
 from embsql.io.sources import resolve
-from embsql.io.table_stream import unit_rows
+from embsql.io.table_stream import Skipped, unit_rows
 from embsql.reporting.report_result import Section
 from embsql.result_table import ResultTable
 
@@ -53,7 +53,7 @@ CAUTION = ("Each row compares two models on the items both embedded. level says 
 
 def models_section(con: duckdb.DuckDBPyConnection | None, source: str, *, item: str | None, model: str | None,
                    group: str, vector: str, permutations: int, seed: int,
-                   asked: bool) -> tuple[Section | None, str | None]:
+                   asked: bool, bad_rows: str = "error") -> tuple[Section | None, str | None]:
     """(the section, None), or (None, a note saying why not) when it cannot run and was not asked
     for by name (then the reason is an error)."""
     why_not = None
@@ -70,7 +70,8 @@ def models_section(con: duckdb.DuckDBPyConnection | None, source: str, *, item: 
     assert item is not None and con is not None   # else why_not is set
     resolved = resolve(con, source)
     resolved.require(item, "item")
-    parts = unit_rows(con, resolved, item, vector, by=model, extra=group, extra_role="group", group_role="item")
+    parts = unit_rows(con, resolved, item, vector, by=model, extra=group, extra_role="group", group_role="item",
+                      skip=Skipped.asked(bad_rows))
     if len(parts) < 2:
         if asked:
             raise InputError(f"the models section needs two or more models; the model column has {len(parts)}")

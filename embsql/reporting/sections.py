@@ -29,7 +29,7 @@ from embsql.core.sums import GroupSums
 from embsql.errors import DesignError, InputError
 from embsql.io.retrieval_tables import report_tables
 from embsql.io.sources import resolve
-from embsql.io.table_stream import unit_rows
+from embsql.io.table_stream import Skipped, unit_rows
 from embsql.progress import DISPERSION_LABEL, permutations_label, progress_bar
 from embsql.reporting import cautions
 from embsql.reporting.geometry import models_section
@@ -71,6 +71,8 @@ class Settings(Protocol):
     def docs(self) -> Any: ...
     @property
     def retrieval(self) -> Mapping[str, Any]: ...
+    @property
+    def bad_rows(self) -> str: ...
 
     def rows_source(self, con: duckdb.DuckDBPyConnection) -> str:
         """A name on ``con`` for the (filtered) rows."""
@@ -98,7 +100,8 @@ class Run:
             report = self.report
             source = resolve(self.con, report.rows_source(self.con))
             self._rows = [(value, ordered(part, report.group))
-                          for value, part in unit_rows(self.con, source, report.group, report.vector, by=report.model)]
+                          for value, part in unit_rows(self.con, source, report.group, report.vector, by=report.model,
+                                                       skip=Skipped.asked(report.bad_rows))]
         return self._rows
 
 
@@ -256,7 +259,7 @@ def _models(entry: Entry, run: Run) -> list[Section]:
     section, note = models_section(run.con, report.rows_source(run.con) if run.con is not None else report.source,
                                    item=report.item, model=report.model, group=report.group, vector=report.vector,
                                    permutations=report.permutations, seed=report.seed,
-                                   asked="models" in report.sections)
+                                   asked="models" in report.sections, bad_rows=report.bad_rows)
     run.notes += [note] if note else []
     return [section] if section is not None else []
 

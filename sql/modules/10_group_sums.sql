@@ -9,11 +9,15 @@ CREATE OR REPLACE TEMP MACRO emb__resolution2() AS pow(sqrt(2.220446049250313e-1
 
 -- The refusal when SS_T (what = 'the vectors', undefined 'R² and F') or SS_W (what = 'the vectors
 -- within each group', undefined 'F') is below that resolution; model is the by value or NULL.
-CREATE OR REPLACE TEMP MACRO emb__precision_error(what, model, ss, n, undefined) AS emb__fail_design_identical(
-    what,
+-- ' of model ''m''' (a number unquoted), or '' when model is NULL (no model column).
+CREATE OR REPLACE TEMP MACRO emb__of_model(model) AS
     CASE WHEN model IS NULL THEN ''
          WHEN typeof(model) = 'VARCHAR' THEN format(' of model ''{}''', model)
-         ELSE format(' of model {}', model) END,
+         ELSE format(' of model {}', model) END;
+
+CREATE OR REPLACE TEMP MACRO emb__precision_error(what, model, ss, n, undefined) AS emb__fail_design_identical(
+    what,
+    emb__of_model(model),
     sqrt(greatest(ss, 0.0) / n), sqrt(emb__resolution2()),
     undefined || CASE WHEN undefined LIKE '% and %' THEN ' are' ELSE ' is' END);
 
@@ -73,6 +77,11 @@ CREATE OR REPLACE TEMP MACRO emb__norm_scale(v, norm2) AS
     CASE WHEN NOT (norm2 >= 1e-270 AND norm2 <= 1e300)
          THEN list_max(list_transform(v::DOUBLE[], lambda x: abs(x))) END;
 
+-- The error for n unusable vectors in a group of a model (word: emb__unusable's, of the first one).
+CREATE OR REPLACE TEMP MACRO emb__bad_vector_error(word, vector_col, n, group_label, model) AS error(format(
+    'embsql: [{}] vector column "{}" has {} unusable vector(s) in group ''{}''{} ({}; vectors must be non-NULL, finite and of non-zero length)',
+    emb__vector_kind(word), vector_col, n, group_label, emb__of_model(model), word));
+
 -- NULL for a usable vector, else the word for what is wrong with it.
 CREATE OR REPLACE TEMP MACRO emb__unusable(v, norm2, scale) AS
     CASE
@@ -95,13 +104,24 @@ CREATE OR REPLACE TEMP MACRO emb__inverse_norm(v, norm2, scale) AS
         ELSE 1.0 / sqrt(list_sum(list_transform(v::DOUBLE[], lambda x: x * x)))
     END;
 
+-- bad_rows := for the functions that read vectors: 'error' (the default: an unusable vector is an
+-- error) or 'skip' (its row is left out, and counted by emb__skipped); true for 'skip'.
+CREATE OR REPLACE TEMP MACRO emb__skip_rows(bad_rows) AS
+    CASE WHEN bad_rows = 'skip' THEN true
+         WHEN bad_rows = 'error' THEN false
+         ELSE emb__fail_argument_bad_rows('bad_rows', '''error'' or ''skip''',
+                                          coalesce('''' || bad_rows::VARCHAR || '''', 'NULL'))
+    END;
+
 -- ---------------------------------------------------------------------------
 -- Row stage: select the group, vector and by columns; classify each vector.
 -- One row per input row.  __emb_bad is NULL for a usable vector, else a word; __emb_inv is then
 -- 1 / ||v||.  __emb_x carries one more column when extra_col names one (strata, items).
 -- Every check of a column or a label raises from __emb_g, which every consumer groups by.
+-- With skip (bad_rows := 'skip'), the rows with an unusable vector are left out here, the one
+-- place every consumer reads rows from (emb__skipped counts them).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__rows(tbl, group_col, vector_col, by_col, extra_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__rows(tbl, group_col, vector_col, by_col, extra_col, skip := false) AS TABLE
 -- (nested SELECTs, so that each of the norm steps is computed once per row, not once per use)
 SELECT *, CASE WHEN __emb_bad IS NULL THEN emb__inverse_norm(__emb_v, __emb_nrm2, __emb_scale) END AS __emb_inv
 FROM (
@@ -155,7 +175,20 @@ FROM (
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_vcols,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (by_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_bycols
     FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
-)))));
+)))))
+WHERE NOT skip OR __emb_bad IS NULL;
+
+-- The rows bad_rows := 'skip' leaves out, per by value (__emb_sb) and reason: a NULL vector or
+-- element, a zero-length vector, a NaN or infinite coordinate (the words of emb__unusable).
+-- A second pass over the rows, read only when skip is true.
+CREATE OR REPLACE TEMP MACRO emb__skipped(tbl, group_col, vector_col, by_col, skip) AS TABLE
+SELECT __emb_b AS __emb_sb,
+       count(*) FILTER (__emb_bad IN ('NULL', 'NULL-element')) AS skipped_null,
+       count(*) FILTER (__emb_bad = 'zero-length') AS skipped_zero,
+       count(*) FILTER (__emb_bad IN ('NaN', 'infinite')) AS skipped_nonfinite
+FROM emb__rows(tbl, group_col, vector_col, by_col, NULL)
+WHERE skip
+GROUP BY __emb_b;
 
 -- ---------------------------------------------------------------------------
 -- Sufficient statistics in blocks: one row per (by, group, block of 8 coordinates j = 0, 8, ...)
@@ -176,10 +209,10 @@ FROM (
 -- t = sum_i (z_i - mu).  Both terms are then of the size of the spread, not of n_g.  Only the rows
 -- of such groups are read a third time; when there are none (the usual case) that join is empty.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__group_blocks(tbl, group_col, vector_col, by_col, with_mean) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__group_blocks(tbl, group_col, vector_col, by_col, with_mean, skip := false) AS TABLE
 WITH rows AS NOT MATERIALIZED (
     SELECT *, len(__emb_v) AS __emb_d
-    FROM emb__rows(tbl, group_col, vector_col, by_col, NULL)
+    FROM emb__rows(tbl, group_col, vector_col, by_col, NULL, skip := skip)
 ),
 -- Per group, from one row per item: counts, defects and lengths (and the length range of
 -- the by value, taken here over G rows rather than over the G * d rows of the sums).
@@ -232,9 +265,7 @@ checked AS MATERIALIZED (
     FROM counts c
     LEFT JOIN blocks s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g = s.__emb_g
     WHERE CASE
-        WHEN c.__emb_nbad > 0 THEN error(format(
-            'embsql: [{}] vector column "{}" has {} unusable vector(s) in group ''{}'' ({}; vectors must be non-NULL, finite and of non-zero length)',
-            emb__vector_kind(c.__emb_bad), vector_col, c.__emb_nbad, c.__emb_g, c.__emb_bad))
+        WHEN c.__emb_nbad > 0 THEN emb__bad_vector_error(c.__emb_bad, vector_col, c.__emb_nbad, c.__emb_g, c.__emb_b)
         WHEN c.__emb_dmin_all <> c.__emb_dmax_all THEN error(format(
             'embsql: [vector.length] vector column "{}" mixes vectors of length {} and {} (group ''{}'' has length {})',
             vector_col, c.__emb_dmin_all, c.__emb_dmax_all, c.__emb_g, c.__emb_dmin))
@@ -322,18 +353,18 @@ SELECT b.*, m.__emb_muj
 FROM blocked b LEFT JOIN overall m ON b.__emb_b IS NOT DISTINCT FROM m.__emb_b AND b.__emb_j = m.__emb_j;
 
 -- The same in long form: one row per (by, group, coordinate k), with n_g, s_gk and n_g W_g.
-CREATE OR REPLACE TEMP MACRO emb__group_sums(tbl, group_col, vector_col, by_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__group_sums(tbl, group_col, vector_col, by_col, skip := false) AS TABLE
 SELECT * FROM (
     SELECT * EXCLUDE (__emb_j, __emb_sj, __emb_muj),
            __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s
-    FROM emb__group_blocks(tbl, group_col, vector_col, by_col, false)
+    FROM emb__group_blocks(tbl, group_col, vector_col, by_col, false, skip := skip)
 )
 WHERE __emb_s IS NOT NULL;  -- the slots of the last block past d
 
 -- ---------------------------------------------------------------------------
 -- Per-group figures from the sufficient statistics: W_g = n_g W_g / n_g, W~_g = n_g / (n_g - 1) W_g.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__groups(tbl, group_col, vector_col, by_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__groups(tbl, group_col, vector_col, by_col, skip := false) AS TABLE
 WITH per_group AS (
     SELECT
         COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
@@ -343,7 +374,7 @@ WITH per_group AS (
         CASE WHEN __emb_n > 1 THEN __emb_ssw / (__emb_n - 1.0) END AS w_tilde,
         -- false where the spread is above 0 but below float64 resolution (sqrt(eps)): W_g is rounding noise
         __emb_ssw = 0 OR __emb_ssw >= __emb_n * emb__resolution2() AS resolved
-    FROM emb__group_blocks(tbl, group_col, vector_col, by_col, false)
+    FROM emb__group_blocks(tbl, group_col, vector_col, by_col, false, skip := skip)
     WHERE __emb_j = 0  -- n_g and n_g W_g are on each of a group's rows
 )
 -- one row with NULLs when per_group is empty (read once, so nothing is computed twice)
