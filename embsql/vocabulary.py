@@ -66,6 +66,7 @@ COLUMNS: dict[str, str] = {
 OPTIONS: dict[str, str] = {
     "permutations": "the number of permutations of a permutation test",
     "seed": "the random seed (a whole number): results are reproducible from it",
+    "wait": "seconds embsql.interrupt waits for a running kernel to stop",
     "stop_after": "stop a permutation test once this many permuted statistics reach the observed one (sequential p-values)",
     "replicates": "the number of bootstrap replicates",
     "level": "the confidence level of an interval (default 0.95)",
@@ -134,6 +135,8 @@ CLI: dict[str, str] = {
     "dims": "the vector dimension of each model (MODEL=D,...), so that nothing is probed",
     "seeds": "how many seeded configurations the demo averages over",
     "debug": "show tracebacks",
+    "version": "print embsql's version and exit",
+    "parse_vectors": "read a text vector column (a JSON or Python list, or numbers separated by spaces or commas)",
 }
 # the fields of the result objects (read as attributes: result.test, table.columns, report.summary ...)
 RESULTS: dict[str, str] = {

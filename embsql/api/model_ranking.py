@@ -47,8 +47,10 @@ def rank_models(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it (a name, a file or a frame, as for :func:`embsql.anova`):
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con`` (a name, a file or a frame, as for :func:`embsql.anova`):
         one row per model and item (structure), or a per-query evaluation with the columns
         ``<model>``, ``qid``, ``metric`` and ``value`` (retrieval).
     group : str

@@ -87,7 +87,7 @@ class Report:
     ----------
     source, vector, group, model, sections, permutations, seed, stop_after, replicates, level
         As in :func:`embsql.report`, which builds a Report.
-    queries, docs, retrieval, qrels, title, table, where, item, pairs, similarity, label, classification
+    queries, docs, retrieval, qrels, title, table, where, item, pairs, similarity, label, classification, bad_rows
         As in :func:`embsql.report`.
 
     Examples
