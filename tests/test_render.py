@@ -56,7 +56,7 @@ def test_text_has_the_numbers_cautions_and_summary_first(monkeypatch):
     text = render.to_text(fake_report())
     flat = _flat(text)
     for value in (fx.R2["mini-384"], fx.R2["base-768"], fx.R2_SE["base-768"], *fx.BOOT_CI["base-768"]):
-        assert f"{value:.6g}" in text
+        assert f"{value:.3g}" in text      # three significant digits
     assert " inf " in text and " nan " in text and "—" in text
     for caution in fx.CAUTIONS.values():
         assert f"Caution: {caution}" in flat
@@ -80,7 +80,10 @@ def test_text_summary_has_one_column_per_model():
     header = next(line for line in lines if line.split()[:1] == ["statistic"])
     assert header.split() == ["statistic", "mini-384", "base-768"]
     r2_line = next(line for line in lines if line.split()[:1] == ["r2"])
-    assert r2_line.split() == ["r2", "0.312346", "0.456789"]
+    low, high = (fx.R2[m] - 1.96 * fx.R2_SE[m] for m in ("mini-384", "base-768")), \
+        (fx.R2[m] + 1.96 * fx.R2_SE[m] for m in ("mini-384", "base-768"))
+    cells = [f"{r2:.3g} [{lo:.3g}, {hi:.3g}]" for r2, lo, hi in zip((fx.R2["mini-384"], fx.R2["base-768"]), low, high)]
+    assert " ".join(r2_line.split()) == " ".join(["r2 [CI]", *cells])   # each interval beside its point
     assert "all items" in render.to_text(unlabelled_report())
 
 
@@ -129,7 +132,8 @@ def test_markdown_tables_are_rectangular_and_hold_the_values():
         assert all(re.fullmatch(r":?-{3}:?", cell) for cell in table[1])
     summary = tables[0]
     assert summary[0] == ["statistic", "mini-384", "base-768"]
-    assert ["r2", "0.312346", "0.456789"] in summary
+    r2 = next(row for row in summary if row[0].startswith("r2 "))
+    assert r2[1].startswith("0.312 \\[") and r2[2].startswith("0.457 \\[")
     groups = tables[1 + [s.name for s in report.sections].index("groups")]
     assert len(groups) == 2 + len(fx.GROUPS) * 2
     # the label is text: no raw HTML, the pipe escaped, brackets escaped
@@ -163,7 +167,7 @@ def test_json_schema_and_values():
     assert document["meta"]["seed"] == 42 and document["meta"]["sql"] == report.meta["sql"]
     assert [s["name"] for s in document["sections"]] == [s.name for s in report.sections]
     for section in document["sections"]:
-        assert set(section) == {"name", "title", "caution", "columns", "rows", "nonfinite"} | {"title"}
+        assert set(section) == {"name", "title", "caution", "columns", "rows", "nonfinite", "intervals"}
         assert section["caution"] == fx.CAUTIONS[section["name"]]
     summary = document["summary"]
     assert summary["columns"] == list(report.summary.columns)
@@ -274,7 +278,7 @@ def test_html_escapes_labels_and_puts_the_summary_first(page):
     assert checker.ids[:2] == ["verdict", "summary"]
     assert checker.ids[2:] == [f"section-{s.name}" for s in report.sections]
     summary = html[html.index('id="summary"'):html.index('id="section-')]
-    assert ">mini-384</th>" in summary and ">0.312346</td>" in summary
+    assert ">mini-384</th>" in summary and ">0.312 [" in summary
     for caution in fx.CAUTIONS.values():
         assert render.html.escape(caution) in html
 

@@ -5,8 +5,8 @@ Every renderer opens with the verdict (``result.verdict``: one or two sentences 
 numbers) and any notes, then shows the summary (one column per model), then each section's table
 with its caution beneath it.  In text and Markdown a section longer than LONG_TABLE rows shows its
 head, its tail and quantiles of its numeric columns (``full=True`` shows every row); JSON and
-HTML always keep every row.  Cells read the same everywhere: 6 significant digits, None as
-"—", infinities as "inf" / "-inf", NaN as "nan".
+HTML always keep every row.  Cells read the same everywhere: 3 significant digits (JSON keeps every
+digit; an HTML cell shows 6 on hover), None as "—", infinities as "inf" / "-inf", NaN as "nan".
 
 JSON (``to_json``) is the stable, machine-readable form.  Schema ``embsql.report/1``::
 
@@ -23,8 +23,14 @@ JSON (``to_json``) is the stable, machine-readable form.  Schema ``embsql.report
       "title":     str,                       # the ResultTable's own title
       "columns":   [str, ...],                # first column "model" (its cells null when the report has no model)
       "rows":      [[cell, ...], ...],        # one list per row, in column order
-      "nonfinite": [{"row": int, "column": str, "value": "inf" | "-inf" | "nan"}, ...]
+      "nonfinite": [{"row": int, "column": str, "value": "inf" | "-inf" | "nan"}, ...],
+      "intervals": [{"point": str, "low": str, "high": str}, ...]   # each interval and the point it is built around
     }
+
+Each interval (ci_low/ci_high, r2_ci_low/r2_ci_high, ...) stands beside the point it is built around,
+named in ``intervals``: a bias-corrected figure is ``corrected`` (``r2_corrected`` in the summary),
+and the sample figure keeps its own name (``estimate``, ``r2``).  Where a row's point lies outside
+its interval the table gains a last column ``interval_note`` that says so, and why, on that row.
 
 A cell is a JSON number, string, boolean or null.  JSON has no infinity or NaN, so a non-finite
 float is written as null in ``rows`` and listed in its table's ``nonfinite`` (row index from 0),
@@ -47,7 +53,7 @@ import os
 import shutil
 import sys
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -68,19 +74,96 @@ TALL_TABLE = 15                 # HTML tables with more rows scroll inside a box
 LONG_TABLE = 40                 # text and Markdown sections with more rows are shortened
 HEAD_ROWS = TAIL_ROWS = 8       # ... to this head and tail, plus quantiles
 QUANTILES = (("min", 0.0), ("25%", 0.25), ("median", 0.5), ("75%", 0.75), ("max", 1.0))
+DIGITS = 3                      # significant digits of the numbers in text, Markdown and HTML (JSON keeps every digit)
 PLOT_NOTE = "Figures are not shown: matplotlib is not installed (pip install matplotlib)."
 
 
 Grid = tuple[list[str], list[list[Any]]]   # a header and its rows
 
 
-def _summary_grid(summary: ResultTable) -> Grid:
-    """The summary turned on its side: one row per statistic, one column per model."""
-    if not summary.rows or summary.columns[0] != "model":
-        return list(summary.columns), [list(row) for row in summary.rows]
+def _summary_grid(summary: ResultTable, level: object = None, digits: int | None = None) -> Grid:
+    """The summary turned on its side: one row per statistic, one column per model.
+
+    With ``digits`` (text and HTML) each interval is one row, beside the point it is built around:
+    "r2_corrected [95% CI]" reads "0.411 [0.364, 0.460]", and the sample figure's row says "(sample)"."""
+    columns = list(summary.columns)
+    if not summary.rows or columns[0] != "model":
+        return columns, [list(row) for row in summary.rows]
     header = ["statistic"] + [model_label(row[0]) for row in summary.rows]
-    rows = [[column] + [row[i] for row in summary.rows] for i, column in enumerate(summary.columns) if i > 0]
+    triples = intervals(columns) if digits is not None else []
+    ends = {end for _, low, high in triples for end in (low, high)}
+    corrected = {point for point, _, _ in triples if point.endswith("corrected")}
+    samples = {point[:-len("_corrected")] for point in corrected}
+    rows = []
+    for i, column in enumerate(columns):
+        if i == 0 or column in ends:
+            continue
+        triple = next((t for t in triples if t[0] == column), None)
+        if triple is None:
+            label = f"{column} (sample)" if column in samples and column in columns else column
+            rows.append([label] + [row[i] for row in summary.rows])
+            continue
+        point, low, high = triple
+        j, k = columns.index(low), columns.index(high)
+        cells = []
+        for row in summary.rows:
+            text = f"{format_cell(row[i], digits)} [{format_cell(row[j], digits)}, {format_cell(row[k], digits)}]"
+            cells.append(text + (f" ({interval_note(point, low, high)})" if outside(row[i], row[j], row[k]) else ""))
+        shown = f"{float(level):.0%} CI" if is_number(level) else "CI"   # type: ignore[arg-type]
+        rows.append([f"{point} [{shown}]"] + cells)
     return header, rows
+
+
+# ---------------------------------------------------------------- intervals beside their points
+
+INTERVAL_POINTS = ("corrected", "difference", "estimate", "value", "spearman", "accuracy", "cka", "r", "mean")
+INTERVAL_NOTE = "interval_note"     # a column added to a table only where some row's point is outside its interval
+_WHY_OUTSIDE = {
+    "difference": "a studentized bootstrap interval need not contain the difference",
+    "corrected": "the bias-corrected point lies outside the figure's range, where the interval is cut",
+    "r2_corrected": "the bias-corrected point lies outside the figure's range, where the interval is cut",
+}
+_WHY_DEFAULT = "the interval is not built around this figure (see the caution)"
+
+
+def intervals(columns: Sequence[str]) -> list[tuple[str, str, str]]:
+    """(point, low, high) for each interval of a table: the ends are PREFIXci_low and PREFIXci_high, and
+    the point they are built around is PREFIXcorrected (a bias-corrected figure) where there is one,
+    else the figure PREFIX names (r2_ci_low: r2), else the first of INTERVAL_POINTS the table has."""
+    found = []
+    for low in columns:
+        if not low.endswith("ci_low") or low.replace("ci_low", "ci_high") not in columns:
+            continue
+        prefix = low[:-len("ci_low")]
+        candidates = (prefix + "corrected", prefix.rstrip("_")) if prefix else INTERVAL_POINTS
+        point = next((c for c in candidates if c in columns), None)
+        if point is not None:
+            found.append((point, low, prefix + "ci_high"))
+    return found
+
+
+def outside(value: object, low: object, high: object) -> bool:
+    """Whether a finite point lies outside its finite interval."""
+    if not all(is_number(v) and math.isfinite(float(v)) for v in (value, low, high)):   # type: ignore[arg-type]
+        return False
+    return not float(low) <= float(value) <= float(high)   # type: ignore[arg-type]
+
+
+def interval_note(point: str, low: str, high: str) -> str:
+    """What the line says when its point is outside its interval, and why."""
+    return f"{point} outside {low}–{high}: {_WHY_OUTSIDE.get(point, _WHY_DEFAULT)}"
+
+
+def _with_interval_notes(columns: list[str], rows: list[list[Any]]) -> tuple[list[str], list[list[Any]]]:
+    """The table with an INTERVAL_NOTE column when some row's point lies outside its interval: every
+    point is then read beside an interval that contains it, or beside the reason it does not."""
+    triples = [(point, low, high, columns.index(point), columns.index(low), columns.index(high))
+               for point, low, high in intervals(columns)]
+    notes = ["; ".join(interval_note(p, lo, hi) for p, lo, hi, i, j, k in triples
+                       if j < len(row) and outside(row[i], row[j], row[k])) or None for row in rows]
+    if not any(notes):
+        return columns, rows
+    return columns + [INTERVAL_NOTE], [list(row) + [note] for row, note in zip(rows, notes)]
 
 
 def _meta_items(meta: Mapping[str, Any], header: bool | None = None) -> list[tuple[str, str]]:
@@ -171,7 +254,7 @@ def to_text(result: Document, *, color: bool | None = None, width: int | None = 
             numeric = any(is_number(row[k]) for row in rows) and not (first_is_label and k == 0)
             shown.add_column(Text(name), justify="right" if numeric else "left")
         for row in rows:
-            shown.add_row(*(Text(format_cell(cell)) for cell in row))
+            shown.add_row(*(Text(format_cell(cell, DIGITS)) for cell in row))
         return shown
 
     console.print(Text(result.title, style="bold"))
@@ -185,12 +268,13 @@ def to_text(result: Document, *, color: bool | None = None, width: int | None = 
     for note in _notes(result):
         console.print(Text(textwrap.fill(f"Note: {note.rstrip('.')}.", prose, subsequent_indent="      ")))
     console.print()
-    console.print(table(Text("Summary"), *_summary_grid(result.summary), first_is_label=True))
+    console.print(table(Text("Summary"), *_summary_grid(result.summary, result.meta.get("level"), DIGITS),
+                        first_is_label=True))
     for section in result.sections:
         console.print()
         title = Text(section.title) + Text(f"  ({section.name})", style="dim")
         rows, quantiles, note = _shortened(section, full)
-        console.print(table(title, list(section.table.columns), rows))
+        console.print(table(title, *_with_interval_notes(list(section.table.columns), rows)))
         if quantiles:
             console.print(table(Text("Quantiles", style="dim"), *quantiles))
         if note:
@@ -242,11 +326,11 @@ def to_markdown(result: Document, *, full: bool = False) -> str:
         lines += ["", f"**{_md(sentence)}**"]
     if _notes(result):
         lines += [""] + [f"- Note: {_md(note)}" for note in _notes(result)]
-    lines += ["", "## Summary", ""] + _md_table(*_summary_grid(result.summary))
+    lines += ["", "## Summary", ""] + _md_table(*_summary_grid(result.summary, result.meta.get("level"), DIGITS))
     for section in result.sections:
         lines += ["", f"## {_md(section.title)}", ""]
         rows, quantiles, note = _shortened(section, full)
-        lines += _md_table(list(section.table.columns), rows)
+        lines += _md_table(*_with_interval_notes(list(section.table.columns), rows))
         if quantiles:
             lines += ["", "Quantiles:", ""] + _md_table(*quantiles)
         if note:
@@ -268,7 +352,7 @@ def to_markdown(result: Document, *, full: bool = False) -> str:
 def _md_table(header: list[str], rows: list[list[Any]]) -> list[str]:
     align = ["---:" if any(is_number(row[k]) for row in rows) else ":---" for k in range(len(header))]
     lines = ["| " + " | ".join(_md(h) for h in header) + " |", "| " + " | ".join(align) + " |"]
-    lines += ["| " + " | ".join(_md(format_cell(cell)) for cell in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(_md(format_cell(cell, DIGITS)) for cell in row) + " |" for row in rows]
     return lines
 
 
@@ -308,7 +392,9 @@ def _json_table(table: ResultTable) -> dict[str, Any]:
                 value = None
             cells.append(_json_value(value))
         rows.append(cells)
-    return {"title": table.title, "columns": list(table.columns), "rows": rows, "nonfinite": nonfinite}
+    columns, rows = _with_interval_notes(list(table.columns), rows)
+    return {"title": table.title, "columns": columns, "rows": rows, "nonfinite": nonfinite,
+            "intervals": [{"point": point, "low": low, "high": high} for point, low, high in intervals(columns)]}
 
 
 def _json_value(value: Any) -> Any:
@@ -359,7 +445,7 @@ def to_html(result: Document, plots: bool = True, standalone: bool = True) -> st
         parts.append("</section>")
 
     parts.append('<section id="summary"><h2>Summary</h2><div class="row">')
-    parts.append(_html_table(*_summary_grid(result.summary), row_headers=True))
+    parts.append(_html_table(*_summary_grid(result.summary, result.meta.get("level"), DIGITS), row_headers=True))
     parts += [_html_figure(plot, result) for plot in figures.get("summary", [])]
     parts.append("</div></section>")
 
@@ -368,7 +454,7 @@ def to_html(result: Document, plots: bool = True, standalone: bool = True) -> st
                      f'<h2>{esc(section.title)} <span class="key">{esc(section.name)}</span></h2>')
         parts.append('<div class="row">')
         parts += [_html_figure(plot, result, with_caution=False) for plot in figures.get(section.name, [])]
-        parts.append(_html_table(list(section.table.columns), [list(r) for r in section.table.rows]))
+        parts.append(_html_table(*_with_interval_notes(list(section.table.columns), [list(r) for r in section.table.rows])))
         parts.append("</div>")
         if section.caution:
             parts.append(f'<p class="caution"><strong>Caution.</strong> {esc(section.caution)}</p>')
@@ -424,13 +510,15 @@ def _html_table(header: list[str], rows: list[list[Any]], *, row_headers: bool =
     for row in rows:
         cells = []
         for k, cell in enumerate(row):
-            text = esc(format_cell(cell))
+            text = esc(format_cell(cell, DIGITS))
             if row_headers and k == 0:
                 cells.append(f'<th scope="row" class="txt">{text}</th>')
             elif cell is None:
                 cells.append(f'<td class="na" title="no value">{text}</td>')
-            else:
-                cells.append(f'<td class="{"num" if is_number(cell) else "txt"}">{text}</td>')
+            else:   # the full value on hover
+                full = format_cell(cell)
+                hover = f' title="{esc(full)}"' if full != format_cell(cell, DIGITS) else ""
+                cells.append(f'<td class="{"num" if is_number(cell) else "txt"}"{hover}>{text}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
     tall = " tall" if len(rows) > TALL_TABLE else ""
     return (f'<div class="tablewrap{tall}"><table><thead><tr>{head}</tr></thead>'

@@ -68,8 +68,9 @@ class ReportResult:
     title : str
         The report's title.
     summary : ResultTable
-        One row per model: ``model``, ``n``, ``groups``, ``r2``, ``r2_se``, ``r2_ci_low``, ``r2_ci_high``,
-        ``f``, ``p_value``, ``v``, ``w_bar``, ``dispersion_p``, ``r2_bc``, ``r2_adj``, ``calibrated``.
+        One row per model: ``model``, ``n``, ``groups``, ``r2`` (the sample R²), ``r2_se``, ``r2_adj``,
+        ``r2_corrected`` (the bias-corrected R² the interval is built around), ``r2_ci_low``, ``r2_ci_high``,
+        ``calibrated``, ``f``, ``p_value``, ``v``, ``w_bar``, ``dispersion_p``.
     sections : tuple of Section
         The sections in order; ``result["groups"]`` is a section's table.
     meta : dict

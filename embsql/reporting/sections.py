@@ -37,6 +37,11 @@ from embsql.reporting.retrieval import four_layers
 from embsql.result_table import ResultTable
 
 JACKKNIFE_STATS = ("r2", "f", "w_bar")
+# embsql.bootstrap's columns, with estimate_bc named corrected and set beside the interval built around it
+# (estimate stays the sample figure)
+REPORT_BOOTSTRAP_COLUMNS = ("model", "statistic", "estimate", "se", "corrected", "ci_low", "ci_high", "calibrated",
+                            "level", "replicates", "groups", "dropped", "sizes")
+assert set(REPORT_BOOTSTRAP_COLUMNS) == {"model", "corrected"} | set(BOOTSTRAP_COLUMNS) - {"estimate_bc"}
 
 
 class Settings(Protocol):
@@ -147,12 +152,13 @@ def _bootstrap(entry: Entry, run: Run) -> list[Section]:
     report, rows = run.report, []
     for value, sums in run.resampled:
         result = resampling.bootstrap(sums, "r2", replicates=report.replicates, seed=report.seed, level=report.level)
-        rows.append({"model": value, **bootstrap_row("r2", result, report.level, report.replicates, len(sums.counts))})
-        run.summary[value].update(r2_ci_low=result.ci_low, r2_ci_high=result.ci_high, r2_bc=result.estimate_bc,
+        row = bootstrap_row("r2", result, report.level, report.replicates, len(sums.counts))
+        rows.append({"model": value, "corrected": row.pop("estimate_bc"), **row})
+        run.summary[value].update(r2_ci_low=result.ci_low, r2_ci_high=result.ci_high, r2_corrected=result.estimate_bc,
                                   calibrated=result.calibrated)
         if not result.calibrated:
             run.interval_notes.append(f"{whose(value)} {len(sums.counts)} groups: {cautions.FEW_GROUPS}")
-    return [entry.section(("model",) + BOOTSTRAP_COLUMNS, rows)]
+    return [entry.section(REPORT_BOOTSTRAP_COLUMNS, rows)]
 
 
 def _compare(entry: Entry, run: Run) -> list[Section]:
