@@ -58,8 +58,13 @@ def test_text_has_the_numbers_cautions_and_summary_first(monkeypatch):
     for value in (fx.R2["mini-384"], fx.R2["base-768"], fx.R2_SE["base-768"], *fx.BOOT_CI["base-768"]):
         assert f"{value:.3g}" in text      # three significant digits
     assert " inf " in text and " nan " in text and "—" in text
-    for caution in fx.CAUTIONS.values():
-        assert f"Caution: {caution}" in flat
+    report = fake_report()
+    for section in report.sections:        # each caution in one line, naming its docs page ...
+        line = f"Caution: {render.headline(section)} → {render.caution_docs(section.name)}"
+        assert line in flat
+    explained = _flat(render.to_text(report, explain=True))
+    for caution in fx.CAUTIONS.values():   # ... and in full with explain
+        assert f"Caution: {caution}" in explained
     assert text.index("Summary") < text.index("Decomposition") < text.index("Dose")
     assert fx.EVIL_LABEL in text          # printed as is: "[red]" is not read as rich markup
     assert not ANSI.search(text)          # captured, not a terminal
@@ -571,16 +576,18 @@ def test_long_sections_show_head_tail_and_quantiles_in_text_and_markdown():
     alignment = report["alignment"]
     assert len(alignment) > render.LONG_TABLE
     text, markdown = render.to_text(report), render.to_markdown(report).replace("\\", "")
-    for shown in (text, markdown):
-        assert f"{len(alignment)} rows, {2 * render.HEAD_ROWS} shown" in _flat(shown)
-        assert "--full" in shown and "to_pandas()" in shown and "Quantiles" in shown
+    assert f"{len(alignment)} rows, {2 * render.HEAD_ROWS} shown" in _flat(markdown)
+    assert "--full" in markdown and "to_pandas()" in markdown and "Quantiles" in markdown
     first, last = alignment.rows[0], alignment.rows[-1]
     hidden = alignment.rows[render.HEAD_ROWS + 2]
-    assert str(first[1]) in text and str(last[1]) in text and f" {hidden[1]} " not in text
-    # quantiles per model, from the rows themselves
+    assert str(first[1]) in markdown and str(last[1]) in markdown and f" {hidden[1]} " not in markdown
+    # the text is shorter still: min, median and max per model, computed from the rows themselves
+    assert f"{len(alignment)} rows as quantiles (--full: every row)" in _flat(text)
+    assert f" {first[1]} " not in text and f" {hidden[1]} " not in text
     m = [r["m"] for r in alignment.to_dicts() if r["model"] == "mini-384"]
     for value in (min(m), float(np.median(m)), max(m)):
-        assert render.format_cell(value) in text
+        assert render.format_cell(value, 3) in text
+        assert render.format_cell(value) in markdown
     assert len(render.to_text(report, full=True).splitlines()) > len(text.splitlines()) + 40
     assert len(json.loads(render.to_json(report))["sections"][[s.name for s in report.sections].index("alignment")]
                ["rows"]) == len(alignment)

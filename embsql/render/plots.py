@@ -187,8 +187,8 @@ def _w_tilde_plot(result: Document) -> Plot | None:
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel(r"$\tilde{W}_g$ (size-corrected spread)")
     _suptitle(figure, r"Within-group spread $\tilde{W}_g$ per model,", "each on its own scale", len(per_model))
-    caption = ("W~_g of every group with two or more items, one panel per model (box: quartiles and median); "
-               "singleton groups have no W~_g and are left out.")
+    caption = ("W̃_g of every group with two or more items, one panel per model (box: quartiles and median); "
+               "singleton groups have no W̃_g and are left out.")
     return Plot("groups", "groups", caption, figure)
 
 
@@ -274,7 +274,7 @@ def _dose_plot(result: Document) -> Plot | None:
         ax.grid(alpha=0.3)
     axes[0].set_ylabel(r"$\tilde{W}_q$ (query spread)")
     _suptitle(figure, r"Paraphrase dose: $\tilde{W}_q$ by level,", "each model on its own scale", len(per_model))
-    caption = "W~_q per paraphrase level with ±1.96 SE bars, one panel per model."
+    caption = "W̃_q per paraphrase level with ±1.96 SE bars, one panel per model."
     return Plot("dose", "dose", caption, figure)
 
 

@@ -88,6 +88,19 @@ COMPARE = ("Paired comparison across models, paired by group label: the same gro
            "resamples in which the difference was undefined.")
 
 
+# ---- each section's caution in one line: the text report prints it (the full caution: --explain)
+HEADLINES = {
+    "decomposition": "R² is biased up (see r2_null); V is not comparable across models.",
+    "groups": "W̃_g is a group's own spread, not crowding or retrieval difficulty.",
+    "jackknife": "the SEs treat groups as the sampled units, not items.",
+    "bootstrap": "the interval is around corrected, not the sample R².",
+    "compare": "paired by group: the interval is over groups.",
+    "permanova": "p says whether the groups could be chance, not how strong they are.",
+    "dispersion": "when significant, part of F may be unequal spread, not centres.",
+    "models": "none of these measures says which model is better.",
+}
+
+
 # ---- the retrieval layers (embsql.retrieval_layers and the report's retrieval section) ----
 
 RETRIEVAL_PAIRING = (

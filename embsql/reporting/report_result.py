@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from embsql.render import formats
+from embsql.reporting import cautions
 from embsql.render.figures import Figures
 from embsql.render.plots import plot_report
 from embsql.reporting.verdict import verdict
@@ -57,6 +58,11 @@ class Section:
     title: str         # heading for people
     table: ResultTable
     caution: str       # plain words: what the figure supports and what it does not
+
+    @property
+    def headline(self) -> str:
+        """The caution in one line, as the text report prints it ("" where the caution's first sentence serves)."""
+        return cautions.HEADLINES.get(self.name, "")
 
 
 @dataclass(frozen=True)

@@ -126,6 +126,16 @@ def whose(value: object, verb: bool = True) -> str:
     return f"model {value!r} has" if verb else f"model {value!r}"
 
 
+def have_groups(found: list[tuple[object, int]]) -> str:
+    """"model 'x' has 5 groups", or for several models "models 'x', 'y' have 5 groups" (one note for all)."""
+    if len(found) == 1:
+        return f"{whose(found[0][0])} {found[0][1]} groups"
+    counts = {count for _, count in found}
+    if len(counts) == 1:
+        return f"models {', '.join(repr(value) for value, _ in found)} have {counts.pop()} groups"
+    return "models " + ", ".join(f"{value!r} ({count} groups)" for value, count in found) + " have too few groups"
+
+
 def _decomposition(entry: Entry, run: Run) -> list[Section]:
     rows = [{"model": value, **decomposition.anova_row(sums, value)} for value, sums in run.parts]
     return [entry.section(("model",) + decomposition.ANOVA_COLUMNS, rows)]
@@ -150,6 +160,7 @@ def _jackknife(entry: Entry, run: Run) -> list[Section]:
 
 def _bootstrap(entry: Entry, run: Run) -> list[Section]:
     report, rows = run.report, []
+    few: list[tuple[object, int]] = []
     for value, sums in run.resampled:
         result = resampling.bootstrap(sums, "r2", replicates=report.replicates, seed=report.seed, level=report.level)
         row = bootstrap_row("r2", result, report.level, report.replicates, len(sums.counts))
@@ -157,7 +168,9 @@ def _bootstrap(entry: Entry, run: Run) -> list[Section]:
         run.summary[value].update(r2_ci_low=result.ci_low, r2_ci_high=result.ci_high, r2_corrected=result.estimate_bc,
                                   calibrated=result.calibrated)
         if not result.calibrated:
-            run.interval_notes.append(f"{whose(value)} {len(sums.counts)} groups: {cautions.FEW_GROUPS}")
+            few.append((value, len(sums.counts)))
+    if few:   # one note for every model it applies to
+        run.interval_notes.append(f"{have_groups(few)}: {cautions.FEW_GROUPS}")
     return [entry.section(REPORT_BOOTSTRAP_COLUMNS, rows)]
 
 
