@@ -149,3 +149,18 @@ def test_the_report_looks_the_same_in_a_notebook_and_in_a_browser(page_of):
     if os.environ.get("EMBSQL_SCREENSHOT_DIR"):
         target = os.path.join(os.environ["EMBSQL_SCREENSHOT_DIR"], "notebook-fragment-1366x768.png")
         in_notebook.screenshot(path=target, full_page=True)
+
+
+def test_no_table_is_clipped_at_1280_px(page_of):
+    """Issue 32: at 1280 px the comparison table was cut off (`cali…`).  Every table of the report
+    fits its box at that width: nothing scrolls sideways inside a table's box and no cell is cut."""
+    page, _, _ = page_of(fake_report().to_html(), "report-1280.html")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    clipped = page.evaluate("""() => Array.from(document.querySelectorAll('.tablewrap'))
+        .filter(w => w.scrollWidth > w.clientWidth + 1)
+        .map(w => (w.closest('section') || {}).id)""")
+    assert clipped == []
+    cut = page.evaluate("""() => Array.from(document.querySelectorAll('.tablewrap td, .tablewrap th'))
+        .filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.textContent)""")
+    assert cut == []
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280

@@ -438,7 +438,8 @@ def to_text(result: Document, *, color: bool | None = None, width: int | None = 
             for k, name in enumerate(shown_header):
                 numeric = any(is_number(cell) for cell in _raw_column(rows, header, name)) and \
                     not (first_is_label and k == 0)
-                shown.add_column(Text(name), justify="right" if numeric else "left", no_wrap=name != INTERVAL_NOTE)
+                shown.add_column(Text(name), justify="right" if numeric else "left", no_wrap=name != INTERVAL_NOTE,
+                                 overflow="fold")
             for row in shown_rows:
                 shown.add_row(*(Text(cell) for cell in row))
             console.print(shown)
@@ -727,8 +728,9 @@ def _html_figure(plot: Plot, result: Document, *, with_caution: bool = True) -> 
 def _html_table(header: list[str], rows: list[list[Any]], *, row_headers: bool = False) -> str:
     esc = html.escape
     numeric = [any(is_number(row[k]) for row in rows) for k in range(len(header))]
-    head = "".join(f'<th class="{"num" if numeric[k] and not (row_headers and k == 0) else "txt"}">{esc(h)}</th>'
-                   for k, h in enumerate(header))
+    # a long column name may break after an underscore (<wbr>): the names, not the numbers, make tables wide
+    head = "".join(f'<th class="{"num" if numeric[k] and not (row_headers and k == 0) else "txt"}">'
+                   f'{esc(h).replace("_", "_<wbr>")}</th>' for k, h in enumerate(header))
     body = []
     for row in rows:
         cells = []
@@ -738,10 +740,11 @@ def _html_table(header: list[str], rows: list[list[Any]], *, row_headers: bool =
                 cells.append(f'<th scope="row" class="txt">{text}</th>')
             elif cell is None:
                 cells.append(f'<td class="na" title="no value">{text}</td>')
-            else:   # the full value on hover
+            else:   # the full value on hover; a column of numbers is right-aligned throughout
                 full = format_cell(cell)
                 hover = f' title="{esc(full)}"' if full != format_cell(cell, DIGITS) else ""
-                cells.append(f'<td class="{"num" if is_number(cell) else "txt"}"{hover}>{text}</td>')
+                aligned = "num" if is_number(cell) or (numeric[k] and not isinstance(plain(cell), bool)) else "txt"
+                cells.append(f'<td class="{aligned}"{hover}>{text}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
     tall = " tall" if len(rows) > TALL_TABLE else ""
     return (f'<div class="tablewrap{tall}"><table><thead><tr>{head}</tr></thead>'
@@ -768,7 +771,7 @@ _RULES = """
 .embsql-report .tablewrap.tall{max-height:24em;overflow-y:auto;border:1px solid #e3e6ea}
 .embsql-report table{border-collapse:collapse;font-variant-numeric:tabular-nums;font-size:.88rem}
 .embsql-report th,.embsql-report td{padding:3px 10px;border-bottom:1px solid #e3e6ea;white-space:nowrap}
-.embsql-report thead th{background:#f1f4f7;position:sticky;top:0;font-weight:600}
+.embsql-report thead th{background:#f1f4f7;position:sticky;top:0;font-weight:600;white-space:normal;vertical-align:bottom}
 .embsql-report .num{text-align:right}
 .embsql-report .txt{text-align:left}
 .embsql-report tbody th{font:13px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-weight:normal}
