@@ -105,6 +105,7 @@ def _summary_grid(summary: ResultTable, level: object = None, digits: int | None
             continue
         point, low, high = triple
         j, k = columns.index(low), columns.index(high)
+        assert digits is not None   # intervals are merged only when digits are given
         cells = []
         for row in summary.rows:
             text = f"{format_cell(row[i], digits)} [{format_cell(row[j], digits)}, {format_cell(row[k], digits)}]"

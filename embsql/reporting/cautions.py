@@ -38,8 +38,8 @@ SUMMARY = ("One row per model. R² and F are comparable across models (similarit
            "rotation, uniform scaling of the raw vectors, extra dimensions or the exact lift; only approximately "
            "by a shared direction or a translation added before normalisation); V is not (isometry level). "
            "Intervals are over groups: they say how much the figure would move with another sample of groups "
-           "like these. r2 is the sample R²; r2_corrected is the bias-corrected R² the interval is built around; r2_adj = 1 − MS_W/MS_T is "
-           "about 0 when the groups have no structure; calibrated is false below 30 groups.")
+           "like these. r2 is the sample R²; r2_corrected is the bias-corrected R² the interval is built around; "
+           "r2_adj = 1 − MS_W/MS_T is about 0 when the groups have no structure; calibrated is false below 30 groups.")
 
 DECOMPOSITION = ("SS_T = SS_B + SS_W on unit vectors. R² = SS_B/SS_T describes this design's group structure and "
                  "is similarity-invariant (exactly unchanged by rotation, uniform scaling of the raw vectors, extra "

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from embsql.render import formats
-from embsql.reporting import cautions
 from embsql.render.figures import Figures
 from embsql.render.plots import plot_report
+from embsql.reporting import cautions
 from embsql.reporting.verdict import verdict
 from embsql.result_table import ResultTable
 
