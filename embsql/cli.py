@@ -144,7 +144,8 @@ def _report(args: argparse.Namespace) -> int:
         result = _run_report(args)
     from embsql.render import formats as render
 
-    renderers = {"table": lambda r: render.to_text(r, full=args.full), "text": lambda r: render.to_text(r, full=args.full),
+    renderers = {"table": lambda r: render.to_text(r, full=args.full, explain=args.explain),
+                 "text": lambda r: render.to_text(r, full=args.full, explain=args.explain),
                  "json": render.to_json,
                  "markdown": lambda r: render.to_markdown(r, full=args.full), "html": render.to_html}
     text = renderers[args.format](result)
@@ -366,7 +367,11 @@ def build_parser() -> argparse.ArgumentParser:
     _report_arguments(report, running=True)
     report.add_argument("--format", choices=FORMATS, default="table", help="output format (default table; text is the same)")
     report.add_argument("--full", action="store_true",
-                        help="every row of long sections in table and Markdown output (JSON and HTML always have them)")
+                        help="every row and column of every section in table and Markdown output, wrapped to the "
+                             "width (JSON and HTML always have them)")
+    report.add_argument("--explain", action="store_true",
+                        help="each caution in full under its table, and every run detail (by default each caution "
+                             "is one line naming the docs page that explains it)")
     report.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
     report.add_argument("--min-r2", type=float, help="exit 1 if any model's R² is below this")
     report.add_argument("--fail-if-dispersion", action="store_true",

@@ -68,8 +68,9 @@ Fetch = Callable[[str], pa.Table]   # runs one SQL statement on the engine, retu
 SECTIONS = tuple(REGISTRY)
 ROW_SECTIONS = tuple(name for name, entry in REGISTRY.items() if entry.off_duckdb == "drop")  # the tests: DuckDB only
 DEFAULT_SECTIONS = tuple(name for name, entry in REGISTRY.items() if entry.off_duckdb == "run")
-SUMMARY_COLUMNS = ("model", "n", "groups", "r2", "r2_se", "r2_ci_low", "r2_ci_high", "f", "p_value", "v", "w_bar",
-                   "dispersion_p", "r2_bc", "r2_adj", "calibrated")
+# r2_corrected, the bias-corrected R² the interval is built around, stands just before r2_ci_low/r2_ci_high
+SUMMARY_COLUMNS = ("model", "n", "groups", "r2", "r2_se", "r2_adj", "r2_corrected", "r2_ci_low", "r2_ci_high",
+                   "calibrated", "f", "p_value", "v", "w_bar", "dispersion_p")
 # the [report.retrieval] settings: the retrieval layers' column names and options, and the qrels' relevance column
 RETRIEVAL_SETTINGS = REPORT_OPTIONS
 RETRIEVAL_RENAMED = {"level": "strength"}   # the paraphrase-strength column was "level" there (level is the confidence level)
@@ -691,8 +692,9 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
     -------
     Report
         The description; ``.run()`` gives a ReportResult (summary columns: model, n, groups, r2,
-        r2_se, r2_ci_low, r2_ci_high, f, p_value, v, w_bar, dispersion_p, r2_bc, r2_adj, calibrated;
-        r2_bc is the jackknife bias-corrected R², computed on the logit scale).
+        r2_se, r2_adj, r2_corrected, r2_ci_low, r2_ci_high, calibrated, f, p_value, v, w_bar, dispersion_p;
+        r2 is the sample R²; r2_corrected is the jackknife bias-corrected R², computed on the logit scale,
+        which the interval r2_ci_low to r2_ci_high is built around).
 
     Raises
     ------

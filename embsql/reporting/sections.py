@@ -38,6 +38,11 @@ from embsql.reporting.retrieval import four_layers
 from embsql.result_table import ResultTable
 
 JACKKNIFE_STATS = ("r2", "f", "w_bar")
+# embsql.bootstrap's columns, with estimate_bc named corrected and set beside the interval built around it
+# (estimate stays the sample figure)
+REPORT_BOOTSTRAP_COLUMNS = ("model", "statistic", "estimate", "se", "corrected", "ci_low", "ci_high", "calibrated",
+                            "level", "replicates", "groups", "dropped", "sizes")
+assert set(REPORT_BOOTSTRAP_COLUMNS) == {"model", "corrected"} | set(BOOTSTRAP_COLUMNS) - {"estimate_bc"}
 
 
 class Settings(Protocol):
@@ -127,6 +132,16 @@ def whose(value: object, verb: bool = True) -> str:
     return f"model {value!r} has" if verb else f"model {value!r}"
 
 
+def have_groups(found: list[tuple[object, int]]) -> str:
+    """"model 'x' has 5 groups", or for several models "models 'x', 'y' have 5 groups" (one note for all)."""
+    if len(found) == 1:
+        return f"{whose(found[0][0])} {found[0][1]} groups"
+    counts = {count for _, count in found}
+    if len(counts) == 1:
+        return f"models {', '.join(repr(value) for value, _ in found)} have {counts.pop()} groups"
+    return "models " + ", ".join(f"{value!r} ({count} groups)" for value, count in found) + " have too few groups"
+
+
 def _decomposition(entry: Entry, run: Run) -> list[Section]:
     rows = [{"model": value, **decomposition.anova_row(sums, value)} for value, sums in run.parts]
     return [entry.section(("model",) + decomposition.ANOVA_COLUMNS, rows)]
@@ -151,14 +166,18 @@ def _jackknife(entry: Entry, run: Run) -> list[Section]:
 
 def _bootstrap(entry: Entry, run: Run) -> list[Section]:
     report, rows = run.report, []
+    few: list[tuple[object, int]] = []
     for value, sums in run.resampled:
         result = resampling.bootstrap(sums, "r2", replicates=report.replicates, seed=report.seed, level=report.level)
-        rows.append({"model": value, **bootstrap_row("r2", result, report.level, report.replicates, len(sums.counts))})
-        run.summary[value].update(r2_ci_low=result.ci_low, r2_ci_high=result.ci_high, r2_bc=result.estimate_bc,
+        row = bootstrap_row("r2", result, report.level, report.replicates, len(sums.counts))
+        rows.append({"model": value, "corrected": row.pop("estimate_bc"), **row})
+        run.summary[value].update(r2_ci_low=result.ci_low, r2_ci_high=result.ci_high, r2_corrected=result.estimate_bc,
                                   calibrated=result.calibrated)
         if not result.calibrated:
-            run.interval_notes.append(f"{whose(value)} {len(sums.counts)} groups: {cautions.FEW_GROUPS}")
-    return [entry.section(("model",) + BOOTSTRAP_COLUMNS, rows)]
+            few.append((value, len(sums.counts)))
+    if few:   # one note for every model it applies to
+        run.interval_notes.append(f"{have_groups(few)}: {cautions.FEW_GROUPS}")
+    return [entry.section(REPORT_BOOTSTRAP_COLUMNS, rows)]
 
 
 def _compare(entry: Entry, run: Run) -> list[Section]:
