@@ -12,6 +12,10 @@ Schemes, all on the groups of 4 or more items (smaller ones are left out, as emb
             each item is reflected so that its group's location (the centroid of the other items of
             its group, shrunk towards the grand mean by the share of SS_B the locations explain)
             points along one axis (embsql/core/dispersion.py)
+  pairs     the same F, p from the same permuted aligned vectors, with a and b re-estimated from each
+            permuted grouping's inner products (embsql before issue 31: sum_g min(n_g^2 d, n_g d^2)
+            multiply-adds per permutation, where "new" holds a and b at their expectation over the
+            permutations and recomputes only the spreads, from the permuted groups' sums: n d adds)
   chi2      the same F against chi-square(G - 1) / (G - 1), no permutations (the asymptotic reference)
   own       the same F, p from permuted vectors after each GROUP is reflected by its own centroid (the
             first draft: it keeps every within-group inner product but lines up the centroids' lean)
@@ -41,6 +45,7 @@ from scipy import stats
 
 from embsql.core.dispersion import (
     MIN_GROUP,
+    aligned_vectors,
     anova_f,
     bias_factors,
     centroid_distances,
@@ -209,6 +214,32 @@ def own_p(z, codes, seed):
     return p_of(observed, np.array([float(spread_f(pair_sums(y[p], codes, groups))) for p in shuffles(d, B, seed)]))
 
 
+def pairs_p(z, codes, seed):
+    """The construction before issue 31: every permuted grouping's a and b re-estimated from its inner products."""
+    groups = int(codes.max()) + 1
+    observed = float(spread_f(pair_sums(z, codes, groups)))
+    y = aligned_vectors(z, codes)
+    d = Design(codes, np.zeros(len(codes), dtype=np.int64), groups)
+    return p_of(observed, np.array([float(spread_f(pair_sums(y[p], codes, groups))) for p in shuffles(d, B, seed)]))
+
+
+def sums_p(z, codes, seed):
+    """Prototype: a and b re-estimated per permutation from s1 and r2, f2 held at its expectation."""
+    from embsql.core.dispersion import PairSums
+    groups = int(codes.max()) + 1
+    observed = float(spread_f(pair_sums(z, codes, groups)))
+    y = aligned_vectors(z, codes)
+    whole = pair_sums(y, np.zeros(len(codes), dtype=np.int64), 1)
+    q2 = whole.f2[0] / (len(codes) * (len(codes) - 1.0))
+    d = Design(codes, np.zeros(len(codes), dtype=np.int64), groups)
+    out = []
+    for p in shuffles(d, B, seed):
+        ps = pair_sums(y[p], codes, groups)
+        n = ps.sizes.astype(float)
+        out.append(float(spread_f(PairSums(ps.sizes, ps.s1, ps.r2, q2 * n * (n - 1)))))
+    return p_of(observed, np.array(out))
+
+
 def new_p(z, codes, seed):
     return dispersion_test(z, design(codes), permutations=B, seed=seed).test.p_value
 
@@ -249,7 +280,8 @@ def table(title, designs, runs, vegan_runs, schemes, only, part=(0, 1), seed=23)
             if scheme == "vegan":
                 ps[scheme] = vegan_ps(sets[:vegan_runs], seed=k)
                 continue
-            fn = {"new": new_p, "old": old_p, "own": own_p, "chi2": lambda z, c, s: chi2_p(z, c)}[scheme]
+            fn = {"new": new_p, "pairs": pairs_p, "sums": sums_p, "old": old_p, "own": own_p,
+                  "chi2": lambda z, c, s: chi2_p(z, c)}[scheme]
             ps[scheme] = [fn(z, codes, rep) for rep, (z, codes) in enumerate(sets)]
         n, g = len(sets[0][1]), int(sets[0][1].max()) + 1
         print(f"| {name} | {n} ({g}) | " + " | ".join(cell(ps[s]) for s in schemes)
@@ -321,11 +353,12 @@ def main():
 
     if "level" in tables:
         table(f"Level (groups equal in spread), {args.runs} data sets per design", LEVEL, args.runs,
-              min(args.vegan_runs, args.runs), pick(("new", "chi2", "own", "old", "vegan")), args.only, part, args.seed)
+              min(args.vegan_runs, args.runs), pick(
+                  ("new", "pairs", "sums", "chi2", "own", "old", "vegan")), args.only, part, args.seed)
     B = 99
     if "power" in tables:
         table(f"Power (spreads differ), {args.power_runs} data sets per design", POWER, args.power_runs,
-              min(args.vegan_runs, args.power_runs), pick(("new", "chi2", "old", "vegan")), args.only, part, args.seed)
+              min(args.vegan_runs, args.power_runs), pick(("new", "pairs", "chi2", "old", "vegan")), args.only, part, args.seed)
     print(f"\nCPU seconds in all: {time.process_time():.0f} (this process; R's time not counted)")
 
 

@@ -36,6 +36,7 @@ AREAS = {
                                "Is a difference real, and how sure is a figure: permutation tests, the dispersion "
                                "test, the cluster jackknife and bootstrap, the paired model comparison."),
     "embsql.api.resampling": ("inference", "", ""),
+    "embsql.api.model_ranking": ("inference", "", ""),
     "embsql.api.permanova_terms": ("designs", "Designs: several terms, pairs of groups",
                                    "PERMANOVA with several terms (adonis2's semantics) and every pair of groups."),
     "embsql.api.pairwise_permanova": ("designs", "", ""),
@@ -171,8 +172,9 @@ def cli_page() -> str:
            "A flag is the argument's name of the Python and SQL faces with `-` for `_` (`--doc-id`); an "
            "unknown flag is one line and exit 2.", "",
            "Exit codes: 0 ok; 1 a finding you asked to fail on (`--min-r2`, `--fail-if-dispersion`); 2 bad "
-           "input, as one line naming the column or value (`--debug` shows the traceback). `NO_COLOR` is "
-           "honoured.", "",
+           "input, as one line naming the column or value (`--debug` shows the traceback); 130 interrupted "
+           "(Ctrl-C prints the one line `embsql: interrupted`). A bare `embsql` prints the help below and exits "
+           "0; `embsql --version` prints the version. `NO_COLOR` is honoured.", "",
            "```text", parser.format_help().rstrip(), "```", ""]
     for name, command in _commands(parser).items():
         out += [f"## embsql {name}", "", command.description or "", "",

@@ -16,6 +16,7 @@ from embsql.api.compare_retrieval import compare_retrieval
 from embsql.api.decomposition import anova, anova_dist, groups
 from embsql.api.evaluation import evaluate, retrieve, write_trec_run
 from embsql.api.geometry import cka, compare_cka, procrustes
+from embsql.api.model_ranking import rank_models
 from embsql.api.pairwise_permanova import pairwise_permanova
 from embsql.api.permanova_terms import permanova_terms
 from embsql.api.permutation import DispersionResult, dispersion, permanova, permanova_welch
@@ -60,4 +61,5 @@ __all__ = [
     "cka", "compare_cka", "procrustes", "pairwise_permanova",
     "Queries", "Docs", "Qrels", "Run",
     "similarity_eval", "compare_similarity",
+    "rank_models",
 ]

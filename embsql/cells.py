@@ -1,7 +1,8 @@
 """How one cell of a table reads, the same everywhere: ResultTable (repr and notebook HTML) and
 every report renderer (text, Markdown, JSON's non-finite markers, HTML).
 
-6 significant digits; None as "—"; booleans as true/false; infinities as "inf" and "-inf"
+6 significant digits (the report's text, Markdown and HTML ask for 3: ``digits=3``, with no
+exponent below 10 million); None as "—"; booleans as true/false; infinities as "inf" and "-inf"
 (never the sign lost); NaN as "nan".
 """
 
@@ -26,8 +27,8 @@ def is_number(value: object) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def format_cell(value: object) -> str:
-    """A cell as people read it: 6 significant digits, None as "—", -inf as "-inf"."""
+def format_cell(value: object, digits: int = 6) -> str:
+    """A cell as people read it: 6 significant digits (or ``digits``), None as "—", -inf as "-inf"."""
     value = plain(value)
     if value is None:
         return MISSING
@@ -41,5 +42,8 @@ def format_cell(value: object) -> str:
             return "nan"
         if math.isinf(number):
             return "inf" if number > 0 else "-inf"
-        return f"{number:.6g}"
+        text = f"{number:.{digits}g}"
+        if digits < 6 and "e+" in text and abs(number) < 1e7:
+            return f"{number:.0f}"       # 1234.5 as 1234 (at least ``digits`` digits), not 1.23e+03
+        return text
     return str(value)

@@ -1,7 +1,9 @@
 """The embsql command line (thin: parse, build a Report, run or print it, render).
 
 Exit codes: 0 ok; 1 a finding the user asked to fail on (--fail-if-dispersion, --min-r2);
-2 bad input or arguments (one line on stderr, no traceback unless --debug).
+2 bad input or arguments (one line on stderr, no traceback unless --debug); 130 interrupted
+(Ctrl-C: the one line ``embsql: interrupted``).  A bare ``embsql`` prints the help on stdout and
+exits 0; ``embsql --version`` prints the version.
 NO_COLOR is honoured (rich reads it).
 
 A flag is a name of the one vocabulary (embsql.vocabulary) with - for _ (``--doc-id``); an unknown
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
     from embsql.reporting.build import Report
     from embsql.reporting.report_result import ReportResult
 
-EXIT_OK, EXIT_FINDING, EXIT_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FINDING, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 FORMATS = ("table", "text", "json", "markdown", "html")   # text: another name for table
 
 REPORT_EXAMPLE = """example:
@@ -34,7 +36,8 @@ REPORT_EXAMPLE = """example:
   embsql report data.parquet --vector v --group topic --permutations 0    (no tests: faster)
   embsql report data.parquet --vector v --group topic --model model --item doc_id    (models compared)
   embsql report data.parquet --vector v --group topic --model model --pairs sts.parquet --label topic
-  embsql report --config report.toml --format json"""
+  embsql report --config report.toml --format json
+  embsql report --queries q.parquet --docs d.parquet --qrels qrels.csv --model model    (retrieval only)"""
 SQL_EXAMPLE = """example:
   embsql sql examples/embeddings.parquet --vector embedding --group topic --model model --dialect spark --table emb
   embsql sql --table lake.emb --vector embedding --group topic --model model --dims mini-384=384,base-768=768 \\
@@ -87,10 +90,12 @@ def _build(args: argparse.Namespace, *, source_from_table: bool = False,
         source = args.table          # embsql sql --table T --dims ...: nothing local is read
     settings = {"source": source, "vector": args.vector, "group": args.group, "model": args.model,
                 "permutations": getattr(args, "permutations", None), "seed": getattr(args, "seed", None),
+                "stop_after": getattr(args, "stop_after", None),
                 "replicates": getattr(args, "replicates", None), "item": getattr(args, "item", None),
                 "sections": tuple(args.sections.split(",")) if args.sections else None, "table": args.table,
                 "queries": args.queries, "docs": args.docs, "qrels": getattr(args, "qrels", None),
-                "pairs": getattr(args, "pairs", None), "label": getattr(args, "label", None)}
+                "pairs": getattr(args, "pairs", None), "label": getattr(args, "label", None),
+                "bad_rows": "skip" if getattr(args, "skip_bad_rows", False) else None}
     if args.config:
         report = Report.from_file(args.config).replace(**settings)
     else:
@@ -98,23 +103,27 @@ def _build(args: argparse.Namespace, *, source_from_table: bool = False,
         if source is None:
             missing.insert(0, "DATA")
         if missing:
-            raise InputError(f"missing {', '.join(missing)} (or give --config FILE{hint})")
+            retrieval = ", or --queries Q --docs D for a retrieval-only report" if hint == "" else ""
+            raise InputError(f"missing {', '.join(missing)} (or give --config FILE{hint}{retrieval})")
         report = Report(**{k: v for k, v in settings.items() if v is not None})
     return con, report
 
 
+def _retrieval_only(args: argparse.Namespace) -> bool:
+    """``embsql report --queries Q --docs D [--qrels R]`` with no DATA, --vector, --group or --config."""
+    return (args.queries is not None and args.docs is not None and args.config is None and args.engine is None
+            and args.data is None and args.vector is None and args.group is None)
+
+
 def _report(args: argparse.Namespace) -> int:
-    con, report = _build(args, source_from_table=args.engine is not None)
-    if args.item is not None and report.model is None and report.pairs is None and report.label is None:
-        raise InputError(f"--item {args.item} compares models on the same items: it needs the model column (--model)"
-                         ", or --pairs, whose items it names")
-    if args.fail_if_dispersion and "dispersion" not in report.chosen_sections:
-        raise InputError("--fail-if-dispersion needs the dispersion test, which runs with --permutations N (N > 0)"
-                         + (" and the dispersion section in --sections" if report.sections else ""))
-    result = _run_on_engine(args, con, report)
+    if _retrieval_only(args):
+        result = _run_retrieval_only(args)
+    else:
+        result = _run_report(args)
     from embsql.render import formats as render
 
-    renderers = {"table": lambda r: render.to_text(r, full=args.full), "text": lambda r: render.to_text(r, full=args.full),
+    renderers = {"table": lambda r: render.to_text(r, full=args.full, explain=args.explain),
+                 "text": lambda r: render.to_text(r, full=args.full, explain=args.explain),
                  "json": render.to_json,
                  "markdown": lambda r: render.to_markdown(r, full=args.full), "html": render.to_html}
     text = renderers[args.format](result)
@@ -123,6 +132,64 @@ def _report(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return _findings(args, result)
+
+
+def _run_retrieval_only(args: argparse.Namespace) -> ReportResult:
+    """The retrieval tables alone: the flags that describe the embedding table have nothing to read."""
+    from embsql.reporting.build import retrieval_report
+
+    needs_data = [name for name, value in (("--sections", args.sections), ("--item", args.item), ("--pairs", args.pairs),
+                                           ("--label", args.label), ("--min-r2", args.min_r2),
+                                           ("--fail-if-dispersion", args.fail_if_dispersion or None))
+                  if value is not None]
+    if needs_data:
+        raise InputError(f"{needs_data[0]} reads the embedding table: give DATA, --vector and --group too "
+                         "(the retrieval tables alone take --queries, --docs, --qrels and --model)")
+    for name in ("queries", "docs", "qrels"):
+        path = getattr(args, name)
+        if path is not None and not Path(path).exists():
+            raise InputError(f"--{name} file {path!r} does not exist")
+    con, _ = _open(None)
+    settings = {k: v for k, v in (("permutations", args.permutations), ("seed", args.seed),
+                                  ("replicates", args.replicates)) if v is not None}
+    return retrieval_report(con, queries=args.queries, docs=args.docs, qrels=args.qrels, model=args.model, **settings)
+
+
+def _run_report(args: argparse.Namespace) -> ReportResult:
+    con, report = _build(args, source_from_table=args.engine is not None)
+    if args.parse_vectors:
+        return _run_parsed(args, con, report)
+    if args.item is not None and report.model is None and report.pairs is None and report.label is None:
+        raise InputError(f"--item {args.item} compares models on the same items: it needs the model column (--model)"
+                         ", or --pairs, whose items it names")
+    if args.fail_if_dispersion and "dispersion" not in report.chosen_sections:
+        raise InputError("--fail-if-dispersion needs the dispersion test, which runs with --permutations N (N > 0)"
+                         + (" and the dispersion section in --sections" if report.sections else ""))
+    return _run_on_engine(args, con, report)
+
+
+def _run_parsed(args: argparse.Namespace, con: duckdb.DuckDBPyConnection, report: Report) -> ReportResult:
+    """--parse-vectors: the report on a view of DATA whose text vector column is parsed into DOUBLE[]."""
+    import dataclasses
+
+    from embsql.io.text_vectors import parsed_view
+
+    if args.engine is not None:
+        raise InputError("--parse-vectors parses a local file; with --engine the table is read there")
+    if not isinstance(report.source, str):
+        raise InputError("--parse-vectors parses DATA, a CSV, JSON or Parquet file")
+    import duckdb
+
+    from embsql.errors import from_sql
+
+    view = parsed_view(con, report.source, report.vector)
+    try:
+        result = _run_on_engine(args, con, report.replace(source=view, title=report.title or f"embsql report: {report.source}"))
+    except duckdb.Error as raised:   # a value the view cannot parse, raised while the rows stream
+        if "embsql: [" not in str(raised):
+            raise
+        raise from_sql(str(raised)) from None
+    return dataclasses.replace(result, meta={**result.meta, "source": f"{report.source} (vectors parsed from text)"})
 
 
 # -- --engine: stage 1 on PostgreSQL or Spark, stage 2 here ------------------------------------
@@ -223,13 +290,17 @@ def _report_arguments(parser: argparse.ArgumentParser, *, running: bool) -> None
     parser.add_argument("--model", help="the model column: one set of figures per value")
     parser.add_argument("--config", metavar="FILE", help="a TOML file with a [report] table; flags override it")
     parser.add_argument("--sections", help="comma-separated: decomposition,groups,jackknife,bootstrap,compare,"
-                                           "permanova,dispersion,models (default: the first seven, of which "
-                                           "permanova and dispersion are the permutation tests; models when "
-                                           "--item and --model are given)")
+                                           "permanova,dispersion,models,ranking (default: the first seven, of "
+                                           "which permanova and dispersion are the permutation tests; models when "
+                                           "--item and --model are given; ranking, the rank confidence sets of "
+                                           "R² of two or more models, when named)")
     if running:
         parser.add_argument("--permutations", type=int, help="permutations for PERMANOVA and the dispersion test "
                                                              "(default 999; 0 skips both tests)")
         parser.add_argument("--seed", type=int, help="random seed (default 42)")
+        parser.add_argument("--stop-after", type=int, metavar="H",
+                            help="stop each permutation test once H permuted statistics reach the observed one "
+                                 "(sequential p-values; default: run them all)")
         parser.add_argument("--replicates", type=int, help="bootstrap replicates (default 2000)")
         parser.add_argument("--pairs", metavar="FILE",
                             help="gold similarity judgements (item_a, item_b, score; other names in the config "
@@ -239,11 +310,16 @@ def _report_arguments(parser: argparse.ArgumentParser, *, running: bool) -> None
                             help="a class-label column: adds the classification sections (leave-one-out k-NN and "
                                  "nearest-centroid accuracy per model, the paired comparison; k in the config "
                                  "file's [report.classification])")
+        parser.add_argument("--parse-vectors", action="store_true",
+                            help="the vector column of DATA (a CSV or JSON file) is text: parse it, as a JSON or "
+                                 "Python list ([0.1, 0.2]), a NumPy print ([0.1 0.2]) or numbers separated by "
+                                 "spaces or commas (0.1 0.2)")
         parser.add_argument("--item", metavar="COLUMN",
                             help="the item column (which rows of different models embed the same item): with "
                                  "--model, adds the models compared section (linear CKA, Procrustes r, k-NN "
                                  "agreement, Mantel r on the items every model has)")
-    parser.add_argument("--table", help="the source's table name on another engine (for --dialect)")
+    parser.add_argument("--table", help="the source's table name on another engine "
+                                        + ("(with --engine)" if running else "(for --dialect)"))
     parser.add_argument("--queries", help="queries table or file: adds the retrieval layers (with --docs; column "
                                           "names other than the defaults go in the config file's [report.retrieval])")
     parser.add_argument("--docs", help="documents table or file (with --queries)")
@@ -254,10 +330,11 @@ def _report_arguments(parser: argparse.ArgumentParser, *, running: bool) -> None
 def build_parser() -> argparse.ArgumentParser:
     # allow_abbrev=False: a flag has one spelling (--perm is not --permutations), as a name has on every surface
     parser = _Parser(prog="embsql", description="Statistics of embedding tables that are comparable across models.",
-                     epilog="exit codes: 0 ok, 1 a finding you asked to fail on, 2 bad input",
+                     epilog="exit codes: 0 ok, 1 a finding you asked to fail on, 2 bad input, 130 interrupted (Ctrl-C)",
                      formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument("--version", action="version", version=f"embsql {_version()}")
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser)   # none: the help, exit 0
 
     report = commands.add_parser("report", help="run a report on a file and print it",
                                  description="Run a report: a verdict first, then the decomposition, per-group spread, "
@@ -268,13 +345,21 @@ def build_parser() -> argparse.ArgumentParser:
     _report_arguments(report, running=True)
     report.add_argument("--format", choices=FORMATS, default="table", help="output format (default table; text is the same)")
     report.add_argument("--full", action="store_true",
-                        help="every row of long sections in table and Markdown output (JSON and HTML always have them)")
+                        help="every row and column of every section in table and Markdown output, wrapped to the "
+                             "width (JSON and HTML always have them)")
+    report.add_argument("--explain", action="store_true",
+                        help="each caution in full under its table, and every run detail (by default each caution "
+                             "is one line naming the docs page that explains it)")
     report.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
     report.add_argument("--min-r2", type=float, help="exit 1 if any model's R² is below this")
     report.add_argument("--fail-if-dispersion", action="store_true",
                         help="exit 1 if a dispersion test is significant at --alpha (needs --permutations)")
-    report.add_argument("--alpha", type=float, default=0.05, help="significance level for --fail-if-dispersion")
+    report.add_argument("--alpha", type=float, default=0.05,
+                        help="significance level for --fail-if-dispersion (default 0.05)")
     report.add_argument("--no-progress", action="store_true", help="no progress bar")
+    report.add_argument("--skip-bad-rows", action="store_true",
+                        help="leave out rows whose vector is NULL, zero or NaN/infinite (counted per model in a note) "
+                             "instead of stopping at the first")
     _engine_arguments(report)
     report.set_defaults(run=_report)
 
@@ -310,14 +395,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupted(error: BaseException) -> bool:
+    """Ctrl-C, as Python raises it, as DuckDB does (duckdb.InterruptException) or as embsql's kernels
+    end a query (``query.interrupted``)."""
+    return (isinstance(error, KeyboardInterrupt) or type(error).__name__ == "InterruptException"
+            or getattr(error, "kind", None) == "query.interrupted")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("embsql")
+    except PackageNotFoundError:   # a checkout on PYTHONPATH, never installed
+        return "(not installed)"
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:   # a bare `embsql`: what it can do, on stdout, and exit 0
+        parser.print_help()
+        return EXIT_OK
     try:
         code: int = args.run(args)
         return code
-    except EmbsqlError as error:
-        if args.debug:
+    except (KeyboardInterrupt, Exception) as error:
+        if args.debug or not (_interrupted(error) or isinstance(error, EmbsqlError)):
             raise
+        if _interrupted(error):   # one line, and the shell's status for SIGINT (128 + 2)
+            print("embsql: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
         print(f"embsql: error: {error}", file=sys.stderr)
         return EXIT_INPUT
 

@@ -222,6 +222,7 @@ CATALOGUE: dict[str, Check] = {
     # ---- arguments
     "argument.permutations": Check(InputError, _ARGUMENT),
     "argument.seed": Check(InputError, _ARGUMENT),
+    "argument.stop_after": Check(InputError, _ARGUMENT),
     "argument.replicates": Check(InputError, _ARGUMENT),
     "argument.level": Check(InputError, _ARGUMENT),
     "argument.statistic": Check(InputError, _ARGUMENT),
@@ -232,19 +233,24 @@ CATALOGUE: dict[str, Check] = {
     "argument.k": Check(InputError, _ARGUMENT),
     "argument.interrupt": Check(InputError, _ARGUMENT),
     "argument.sums": Check(InputError, _ARGUMENT),
+    "argument.bad_rows": Check(InputError, _ARGUMENT),
     "argument.permute": Check(InputError, _ARGUMENT),
     "argument.missing": Check(InputError, _ARGUMENT),
     "argument.p_adjust": Check(InputError, _ARGUMENT),
+    "argument.intervals": Check(InputError, _ARGUMENT),
     # a named argument a SQL function does not take (DuckDB's binder error, turned by embsql.run_sql)
     "argument.unknown": Check(ArgumentError, "{where} has no argument {name}; it takes: {takes}"),
     "column.collision": Check(
         InputError, "model column {column} has the name of one of {function}'s output columns (the output keeps "
                     "the model column's name); rename it, e.g. SELECT {column} AS model_name"),
     "column.reserved": Check(
-        InputError, "model column {column} starts with __emb_, which {function} keeps for its own columns; rename it, "
-                    "e.g. SELECT {column} AS model_name"),
+        InputError, "{role} column {column} {rule}, which {function} keeps for its own columns; rename it, "
+                    "e.g. SELECT {column} AS {role}_name"),
     # ---- the query itself
     "query.interrupted": Check(EmbsqlError, "the query was interrupted; {what} stopped"),
+    # a function of sql/python/ called where only sql/embsql.sql was read (the stock DuckDB CLI)
+    "query.needs_python": Check(
+        EmbsqlError, "{name} needs the Python package: run it through embsql.connect() or embsql report"),
 }
 
 # What a NULL, zero or non-finite vector is called in messages (both routes) -> its kind

@@ -14,7 +14,7 @@ import dataclasses
 import html
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import pyarrow as pa
 
@@ -58,6 +58,9 @@ class ResultTable:
     title: str
     columns: tuple[str, ...]
     rows: tuple[tuple[Any, ...], ...]
+    # the rows a face skipped with bad_rows="skip": a table of counts per model and reason (set on
+    # the result by the face), None when it was not asked to skip
+    skipped: ClassVar[ResultTable | None] = None
 
     @classmethod
     def from_dicts(cls, title: str, columns: Iterable[str], dicts: Iterable[Mapping[str, Any]]) -> ResultTable:
@@ -120,6 +123,8 @@ class ResultTable:
         widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(self.columns)]
         lines = [self.title, "  ".join(c.rjust(w) for c, w in zip(self.columns, widths))]
         lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths)) for r in cells]
+        if self.skipped is not None:
+            lines.append(f"({_skipped_rows(self.skipped)} rows with an unusable vector were skipped: .skipped)")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -135,9 +140,15 @@ class ResultTable:
                 f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 
+def _skipped_rows(skipped: ResultTable) -> int:
+    return sum(value for row in skipped.to_dicts() for name, value in row.items() if name.startswith("skipped_"))
+
+
 class ResultTables:
     """Base of a frozen dataclass whose fields are ResultTables: it prints as its tables, each under
     its field name, and renders them in a notebook one after the other."""
+
+    skipped: ClassVar[ResultTable | None] = None     # as ResultTable.skipped
 
     def tables(self) -> dict[str, ResultTable]:
         """Field name -> table, in field order."""
@@ -145,7 +156,10 @@ class ResultTables:
         return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
 
     def __repr__(self) -> str:
-        return "\n\n".join(f".{name}: {table!r}" for name, table in self.tables().items())
+        text = "\n\n".join(f".{name}: {table!r}" for name, table in self.tables().items())
+        if self.skipped is not None:
+            text += f"\n({_skipped_rows(self.skipped)} rows with an unusable vector were skipped: .skipped)"
+        return text
 
     def _repr_html_(self) -> str:
         return "".join(f"<div><code>.{html.escape(name)}</code>{table._repr_html_()}</div>"

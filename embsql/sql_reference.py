@@ -63,6 +63,14 @@ class Column:
     name: str
     meaning: str
 
+    @property
+    def only_with(self) -> str | None:
+        """The argument that adds the column, when its meaning ends "(only with `arg := value`)"
+        (the skipped_* columns of bad_rows := 'skip'); None for a column every call returns (the
+        model column's "(only with `model`)" is handled as the model column)."""
+        found = re.search(r"\(only with `([^`]+ := [^`]+)`\)$", self.meaning)
+        return found.group(1) if found else None
+
 
 @dataclass(frozen=True)
 class Function:
@@ -266,7 +274,8 @@ def render_index(items: list[Function]) -> str:
 def render(function: Function) -> str:
     """One function's section of sql/README.md."""
     runs = ("Needs Python: `embsql.register(con)` or `embsql.connect()` defines it (it calls a Python UDF); "
-            "not in the CLI file." if function.needs_python else
+            "in the stock CLI after `.read embsql.sql` it is a stub that raises `embsql: [query.needs_python]`."
+            if function.needs_python else
             "Runs in the stock DuckDB CLI after `.read embsql.sql` (and from Python).")
     out = [heading(function), "", f"`{function.signature}`", "", function.summary, "", runs, ""]
     if function.arguments:

@@ -65,6 +65,8 @@ COLUMNS: dict[str, str] = {
 OPTIONS: dict[str, str] = {
     "permutations": "the number of permutations of a permutation test",
     "seed": "the random seed (a whole number): results are reproducible from it",
+    "wait": "seconds embsql.interrupt waits for a running kernel to stop",
+    "stop_after": "stop a permutation test once this many permuted statistics reach the observed one (sequential p-values)",
     "replicates": "the number of bootstrap replicates",
     "level": "the confidence level of an interval (default 0.95)",
     "alpha": "the significance level a decision or a warning uses (default 0.05)",
@@ -83,7 +85,10 @@ OPTIONS: dict[str, str] = {
     "relevance_threshold": "the lowest relevance grade that counts as relevant",
     "unknown": "what to do with a qid or doc_id the other table lacks: 'error' or 'skip'",
     "missing": "what to do with a pair whose item has no vector: 'error' or 'skip'",
+    "bad_rows": "what to do with a row whose vector is NULL, zero or non-finite: 'error' (the default: "
+                "refuse it, naming its model, item and row) or 'skip' (leave it out and count it per model and reason)",
     "p_adjust": "the multiple-comparison adjustment of p-values: 'holm', 'bh', 'bonferroni' or None",
+    "intervals": "which intervals of the pairwise differences: 'marginal' (each alone) or 'simultaneous' (all together)",
     "group_pairs": "which pairs of groups a pairwise test compares: 'all' or a list of (group, group)",
     "check_dispersion": "warn when the dispersion test is significant (pseudo-F may then reflect spread)",
     "per_item": "one row per item instead of one per model",
@@ -115,11 +120,14 @@ CLI: dict[str, str] = {
     "data": "the data file the report reads (a positional argument)",
     "config": "a TOML file with a [report] table; flags override it",
     "format": "the output format: table, text, json, markdown or html",
-    "full": "every row of long sections in table and Markdown output",
+    "full": "every row and column of every section in table and Markdown output",
+    "explain": "each caution of the text report in full, not in one line",
     "out": "write to this file instead of standard output",
     "min_r2": "exit 1 if any model's R² is below this",
     "fail_if_dispersion": "exit 1 if a dispersion test is significant at --alpha",
     "no_progress": "no progress bar",
+    "skip_bad_rows": "leave out the rows whose vector is NULL, zero or non-finite, and say how many per model "
+                     "(bad_rows = 'skip')",
     "engine": "run stage 1 (the group sums) on this engine: postgres or spark",
     "dsn": "the PostgreSQL connection string for --engine postgres",
     "spark_master": "the Spark master for --engine spark",
@@ -127,6 +135,8 @@ CLI: dict[str, str] = {
     "dims": "the vector dimension of each model (MODEL=D,...), so that nothing is probed",
     "seeds": "how many seeded configurations the demo averages over",
     "debug": "show tracebacks",
+    "version": "print embsql's version and exit",
+    "parse_vectors": "read a text vector column (a JSON or Python list, or numbers separated by spaces or commas)",
 }
 # the fields of the result objects (read as attributes: result.test, table.columns, report.summary ...)
 RESULTS: dict[str, str] = {

@@ -108,6 +108,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_permutations("name", "rule", "va
     error(format('embsql: [argument.permutations] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_seed("name", "rule", "value") AS
     error(format('embsql: [argument.seed] {} must be {}, not {}', "name", "rule", "value"));
+CREATE OR REPLACE TEMP MACRO emb__fail_argument_stop_after("name", "rule", "value") AS
+    error(format('embsql: [argument.stop_after] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_replicates("name", "rule", "value") AS
     error(format('embsql: [argument.replicates] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_level("name", "rule", "value") AS
@@ -128,27 +130,33 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_interrupt("name", "rule", "value
     error(format('embsql: [argument.interrupt] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_sums("name", "rule", "value") AS
     error(format('embsql: [argument.sums] {} must be {}, not {}', "name", "rule", "value"));
+CREATE OR REPLACE TEMP MACRO emb__fail_argument_bad_rows("name", "rule", "value") AS
+    error(format('embsql: [argument.bad_rows] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_permute("name", "rule", "value") AS
     error(format('embsql: [argument.permute] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_missing("name", "rule", "value") AS
     error(format('embsql: [argument.missing] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_p_adjust("name", "rule", "value") AS
     error(format('embsql: [argument.p_adjust] {} must be {}, not {}', "name", "rule", "value"));
+CREATE OR REPLACE TEMP MACRO emb__fail_argument_intervals("name", "rule", "value") AS
+    error(format('embsql: [argument.intervals] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_unknown("where", "name", "takes") AS
     error(format('embsql: [argument.unknown] {} has no argument {}; it takes: {}', "where", "name", "takes"));
 CREATE OR REPLACE TEMP MACRO emb__fail_column_collision("column", "function") AS
     error(format('embsql: [column.collision] model column {} has the name of one of {}''s output columns (the output keeps the model column''s name); rename it, e.g. SELECT {} AS model_name', "column", "function", "column"));
-CREATE OR REPLACE TEMP MACRO emb__fail_column_reserved("column", "function") AS
-    error(format('embsql: [column.reserved] model column {} starts with __emb_, which {} keeps for its own columns; rename it, e.g. SELECT {} AS model_name', "column", "function", "column"));
+CREATE OR REPLACE TEMP MACRO emb__fail_column_reserved("role", "column", "rule", "function") AS
+    error(format('embsql: [column.reserved] {} column {} {}, which {} keeps for its own columns; rename it, e.g. SELECT {} AS {}_name', "role", "column", "rule", "function", "column", "role"));
 CREATE OR REPLACE TEMP MACRO emb__fail_query_interrupted("what") AS
     error(format('embsql: [query.interrupted] the query was interrupted; {} stopped', "what"));
+CREATE OR REPLACE TEMP MACRO emb__fail_query_needs_python("name") AS
+    error(format('embsql: [query.needs_python] {} needs the Python package: run it through embsql.connect() or embsql report', "name"));
 CREATE OR REPLACE TEMP MACRO emb__vector_kind(word) AS CASE word WHEN 'NULL' THEN 'vector.null' WHEN 'NULL-element' THEN 'vector.null_element' WHEN 'zero-length' THEN 'vector.zero' WHEN 'NaN' THEN 'vector.nonfinite' WHEN 'infinite' THEN 'vector.nonfinite' ELSE 'vector' END;
 
 -- The output columns of each public table function (GENERATED from the doc blocks), which a
 -- model column must not be named like (emb__checked_source), and the prefix of the macros' own
 -- columns, which it must not start with (GENERATED from embsql/io/columns.py, the one rule).
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_anova() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'v', 'mean_resultant_length', 'w_bar']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_groups() AS ['group', 'n_g', 'w', 'w_tilde', 'resolved']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_anova() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'v', 'mean_resultant_length', 'w_bar', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_groups() AS ['group', 'n_g', 'w', 'w_tilde', 'resolved', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_anova_dist() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_icc() AS ['icc', 'n0', 'ms_b', 'ms_w', 'f', 'groups', 'n', 'kind']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_power_groups() AS ['groups_exact', 'groups', 'rho', 'alpha', 'power']::VARCHAR[];
@@ -159,17 +167,18 @@ CREATE OR REPLACE TEMP MACRO emb__outputs_emb_run_metrics() AS ['metric', 'value
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_run_metrics_per_query() AS ['qid', 'metric', 'value']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_similarity_pearson() AS ['pearson', 'ci_low', 'ci_high', 'se', 'pairs', 'items', 'skipped', 'level', 'calibrated']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_similarity_spearman() AS ['spearman', 'ci_low', 'ci_high', 'se', 'pairs', 'items', 'skipped', 'level', 'calibrated']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'v', 'mean_resultant_length', 'w_bar', 'p_value', 'permutations']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'v', 'mean_resultant_length', 'w_bar', 'p_value', 'permutations', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_welch() AS ['n', 'groups', 'w_d', 'p_value', 'permutations', 'null_method', 'groups_left_out', 'items_left_out', 'note']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_dist() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'p_value', 'permutations']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_welch_dist() AS ['n', 'groups', 'w_d', 'p_value', 'permutations', 'null_method', 'groups_left_out', 'items_left_out', 'note']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_dispersion() AS ['groups', 'f', 'p_value', 'permutations', 'groups_left_out', 'items_left_out', 'note']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_dispersion() AS ['groups', 'f', 'p_value', 'permutations', 'groups_left_out', 'items_left_out', 'note', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_dispersion_groups() AS ['group', 'n_g', 'mean_distance', 'in_test']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_terms() AS ['term', 'df', 'ss', 'r2', 'f', 'p_value', 'permutations', 'permute']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_terms_dist() AS ['term', 'df', 'ss', 'r2', 'f', 'p_value', 'permutations', 'permute']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_jackknife() AS ['statistic', 'estimate', 'se', 'groups', 'sizes']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_bootstrap() AS ['statistic', 'estimate', 'se', 'ci_low', 'ci_high', 'level', 'replicates', 'groups', 'estimate_bc', 'dropped', 'calibrated', 'sizes']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_jackknife() AS ['statistic', 'estimate', 'se', 'groups', 'sizes', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_bootstrap() AS ['statistic', 'estimate', 'se', 'ci_low', 'ci_high', 'level', 'replicates', 'groups', 'estimate_bc', 'dropped', 'calibrated', 'sizes', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare() AS ['model_a', 'model_b', 'estimate_a', 'estimate_b', 'difference', 'se', 'ci_low', 'ci_high', 'items', 'same_items', 'shared_items', 'dropped', 'calibrated', 'sizes']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_rank_models() AS ['statistic', 'estimate', 'ci_low', 'ci_high', 'rank', 'rank_low', 'rank_high', 'top', 'level', 'calibrated']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_dose() AS ['strength', 'queries', 'groups', 'w_tilde_q', 'se', 'step', 'step_se', 'monotone', 'p_value', 'permutations', 'dose_works']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_agreement() AS ['model_a', 'model_b', 'k', 'overlap', 'se', 'chance', 'items']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_agreement_items() AS ['model_a', 'model_b', 'item', 'overlap']::VARCHAR[];
@@ -225,7 +234,24 @@ CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, output
             THEN emb__fail_column_collision('"' || replace(model, '"', '""') || '"', function)
         -- the prefix of the macros' own columns, which carry the model column beside them (see above)
         WHEN starts_with(lower(model), emb__reserved_prefix())
-            THEN emb__fail_column_reserved('"' || replace(model, '"', '""') || '"', function)
+            THEN emb__fail_column_reserved('model', '"' || replace(model, '"', '""') || '"', 'starts with __emb_', function)
+        ELSE source
+    END;
+
+-- ---------------------------------------------------------------------------
+-- The column arguments ([role, name] pairs, a NULL name for one not given), checked as the model
+-- argument is, before anything is read: the macros read every source with two stand-in columns
+-- appended, __emb_null (for a column that may be missing) and __emb_all (a constant in place of a
+-- missing model column), so a column of either name cannot be read and is refused, naming it
+-- (rather than a binder error or a wrong refusal).  Wraps emb__checked_source's value.
+-- ---------------------------------------------------------------------------
+CREATE OR REPLACE TEMP MACRO emb__checked_names(source, function, columns) AS
+    CASE
+        WHEN len(list_filter(columns, lambda c: lower(c[2]) IN ('__emb_null', '__emb_all'))) > 0
+            THEN emb__fail_column_reserved(
+                list_filter(columns, lambda c: lower(c[2]) IN ('__emb_null', '__emb_all'))[1][1],
+                '"' || replace(list_filter(columns, lambda c: lower(c[2]) IN ('__emb_null', '__emb_all'))[1][2], '"', '""') || '"',
+                'has a name (__emb_null or __emb_all)', function)
         ELSE source
     END;
 
@@ -262,11 +288,15 @@ CREATE OR REPLACE TEMP MACRO emb__resolution2() AS pow(sqrt(2.220446049250313e-1
 
 -- The refusal when SS_T (what = 'the vectors', undefined 'R² and F') or SS_W (what = 'the vectors
 -- within each group', undefined 'F') is below that resolution; model is the by value or NULL.
-CREATE OR REPLACE TEMP MACRO emb__precision_error(what, model, ss, n, undefined) AS emb__fail_design_identical(
-    what,
+-- ' of model ''m''' (a number unquoted), or '' when model is NULL (no model column).
+CREATE OR REPLACE TEMP MACRO emb__of_model(model) AS
     CASE WHEN model IS NULL THEN ''
          WHEN typeof(model) = 'VARCHAR' THEN format(' of model ''{}''', model)
-         ELSE format(' of model {}', model) END,
+         ELSE format(' of model {}', model) END;
+
+CREATE OR REPLACE TEMP MACRO emb__precision_error(what, model, ss, n, undefined) AS emb__fail_design_identical(
+    what,
+    emb__of_model(model),
     sqrt(greatest(ss, 0.0) / n), sqrt(emb__resolution2()),
     undefined || CASE WHEN undefined LIKE '% and %' THEN ' are' ELSE ' is' END);
 
@@ -297,12 +327,27 @@ CREATE OR REPLACE TEMP MACRO emb__vector(x DOUBLE[]) AS x, (x) AS NULL::DOUBLE[]
 CREATE OR REPLACE TEMP MACRO emb__is_vector_type(type_name) AS
     regexp_full_match(type_name, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\))\[\d*\]');
 
+-- A column name as an SQL identifier: bare when plain, double-quoted otherwise.
+CREATE OR REPLACE TEMP MACRO emb__sql_name(column_name) AS
+    CASE WHEN regexp_full_match(column_name, '[A-Za-z_][A-Za-z0-9_]*') THEN column_name
+         ELSE '"' || replace(column_name, '"', '""') || '"' END;
+
+-- What an error about a vector column of type type_name adds: for text, the cast that reads it
+-- (embsql.io.columns.CAST_HINT says the same in Python).
+CREATE OR REPLACE TEMP MACRO emb__text_vector_hint(column_name, type_name) AS
+    CASE WHEN upper(type_name) IN ('VARCHAR', 'JSON') THEN format(
+        '; text like ''[0.1, 0.2]'' becomes a vector with SELECT * REPLACE ({}::DOUBLE[] AS {}) FROM ...',
+        emb__sql_name(column_name), emb__sql_name(column_name)) ELSE '' END;
+
 -- Squared norm in double precision.  list_dot_product raises on a NULL element, and TRY() then
 -- gives NULL for the whole chunk, so only those rows take the slow exact way.
 CREATE OR REPLACE TEMP MACRO emb__norm2(v) AS
+    -- an empty vector ([]) has norm 0 (zero-length), whichever value list_dot_product gives it
+    -- (NULL for one read from a Parquet file, which would read as a NULL element)
+    CASE WHEN len(v) = 0 THEN 0.0 ELSE
     coalesce(TRY(list_dot_product(v::DOUBLE[], v::DOUBLE[])),
              CASE WHEN list_count(v::DOUBLE[]) = len(v::DOUBLE[])
-                  THEN list_sum(list_transform(v::DOUBLE[], lambda x: x * x)) END);
+                  THEN list_sum(list_transform(v::DOUBLE[], lambda x: x * x)) END) END;
 
 -- The largest |coordinate|, only for a vector whose squared norm leaves the safe range (it
 -- overflowed, like 1e200 * x, or may have lost digits to underflow, like 1e-160 * x); else NULL.
@@ -310,6 +355,11 @@ CREATE OR REPLACE TEMP MACRO emb__norm2(v) AS
 CREATE OR REPLACE TEMP MACRO emb__norm_scale(v, norm2) AS
     CASE WHEN NOT (norm2 >= 1e-270 AND norm2 <= 1e300)
          THEN list_max(list_transform(v::DOUBLE[], lambda x: abs(x))) END;
+
+-- The error for n unusable vectors in a group of a model (word: emb__unusable's, of the first one).
+CREATE OR REPLACE TEMP MACRO emb__bad_vector_error(word, vector, n, group_label, model) AS error(format(
+    'embsql: [{}] vector column "{}" has {} unusable vector(s) in group ''{}''{} ({}; vectors must be non-NULL, finite and of non-zero length)',
+    emb__vector_kind(word), vector, n, group_label, emb__of_model(model), word));
 
 -- NULL for a usable vector, else the word for what is wrong with it.
 CREATE OR REPLACE TEMP MACRO emb__unusable(v, norm2, scale) AS
@@ -333,13 +383,24 @@ CREATE OR REPLACE TEMP MACRO emb__inverse_norm(v, norm2, scale) AS
         ELSE 1.0 / sqrt(list_sum(list_transform(v::DOUBLE[], lambda x: x * x)))
     END;
 
+-- bad_rows := for the functions that read vectors: 'error' (the default: an unusable vector is an
+-- error) or 'skip' (its row is left out, and counted by emb__skipped); true for 'skip'.
+CREATE OR REPLACE TEMP MACRO emb__skip_rows(bad_rows) AS
+    CASE WHEN bad_rows = 'skip' THEN true
+         WHEN bad_rows = 'error' THEN false
+         ELSE emb__fail_argument_bad_rows('bad_rows', '''error'' or ''skip''',
+                                          coalesce('''' || bad_rows::VARCHAR || '''', 'NULL'))
+    END;
+
 -- ---------------------------------------------------------------------------
 -- Row stage: select the group, vector and by columns; classify each vector.
 -- One row per input row.  __emb_bad is NULL for a usable vector, else a word; __emb_inv is then
 -- 1 / ||v||.  __emb_x carries one more column when extra_col names one (strata, items).
 -- Every check of a column or a label raises from __emb_g, which every consumer groups by.
+-- With skip (bad_rows := 'skip'), the rows with an unusable vector are left out here, the one
+-- place every consumer reads rows from (emb__skipped counts them).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__rows(source, "group", vector, model, extra_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__rows(source, "group", vector, model, extra_col, skip := false) AS TABLE
 -- (nested SELECTs, so that each of the norm steps is computed once per row, not once per use)
 SELECT *, CASE WHEN __emb_bad IS NULL THEN emb__inverse_norm(__emb_v, __emb_nrm2, __emb_scale) END AS __emb_inv
 FROM (
@@ -359,8 +420,8 @@ SELECT
         WHEN __emb_vcols = 1
             THEN error(format('embsql: [column.missing] vector column "{}" not found in {}', vector, source))
         WHEN NOT emb__is_vector_type(__emb_vtype) THEN error(format(
-            'embsql: [column.type] vector column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d])',
-            vector, source, __emb_vtype))
+            'embsql: [column.type] vector column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d]){}',
+            vector, source, __emb_vtype, emb__text_vector_hint(vector, __emb_vtype)))
         WHEN extra_col IS NOT NULL AND __emb_xcols = 1
             THEN error(format('embsql: [column.missing] column "{}" not found in {}', extra_col, source))
         WHEN model IS NOT NULL AND __emb_bycols = 1 AND NOT emb__model_case(source, model) THEN NULL  -- (another case)
@@ -393,7 +454,20 @@ FROM (
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1)) AS __emb_vcols,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (model, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1)) AS __emb_bycols
     FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(source))
-)))));
+)))))
+WHERE NOT skip OR __emb_bad IS NULL;
+
+-- The rows bad_rows := 'skip' leaves out, per by value (__emb_sb) and reason: a NULL vector or
+-- element, a zero-length vector, a NaN or infinite coordinate (the words of emb__unusable).
+-- A second pass over the rows, read only when skip is true.
+CREATE OR REPLACE TEMP MACRO emb__skipped(source, "group", vector, model, skip) AS TABLE
+SELECT __emb_b AS __emb_sb,
+       count(*) FILTER (__emb_bad IN ('NULL', 'NULL-element')) AS skipped_null,
+       count(*) FILTER (__emb_bad = 'zero-length') AS skipped_zero,
+       count(*) FILTER (__emb_bad IN ('NaN', 'infinite')) AS skipped_nonfinite
+FROM emb__rows(source, "group", vector, model, NULL)
+WHERE skip
+GROUP BY __emb_b;
 
 -- ---------------------------------------------------------------------------
 -- Sufficient statistics in blocks: one row per (by, group, block of 8 coordinates j = 0, 8, ...)
@@ -414,10 +488,10 @@ FROM (
 -- t = sum_i (z_i - mu).  Both terms are then of the size of the spread, not of n_g.  Only the rows
 -- of such groups are read a third time; when there are none (the usual case) that join is empty.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__group_blocks(source, "group", vector, model, with_mean) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__group_blocks(source, "group", vector, model, with_mean, skip := false) AS TABLE
 WITH rows AS NOT MATERIALIZED (
     SELECT *, len(__emb_v) AS __emb_d
-    FROM emb__rows(source, "group", vector, model, NULL)
+    FROM emb__rows(source, "group", vector, model, NULL, skip := skip)
 ),
 -- Per group, from one row per item: counts, defects and lengths (and the length range of
 -- the by value, taken here over G rows rather than over the G * d rows of the sums).
@@ -470,9 +544,7 @@ checked AS MATERIALIZED (
     FROM counts c
     LEFT JOIN blocks s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g = s.__emb_g
     WHERE CASE
-        WHEN c.__emb_nbad > 0 THEN error(format(
-            'embsql: [{}] vector column "{}" has {} unusable vector(s) in group ''{}'' ({}; vectors must be non-NULL, finite and of non-zero length)',
-            emb__vector_kind(c.__emb_bad), vector, c.__emb_nbad, c.__emb_g, c.__emb_bad))
+        WHEN c.__emb_nbad > 0 THEN emb__bad_vector_error(c.__emb_bad, vector, c.__emb_nbad, c.__emb_g, c.__emb_b)
         WHEN c.__emb_dmin_all <> c.__emb_dmax_all THEN error(format(
             'embsql: [vector.length] vector column "{}" mixes vectors of length {} and {} (group ''{}'' has length {})',
             vector, c.__emb_dmin_all, c.__emb_dmax_all, c.__emb_g, c.__emb_dmin))
@@ -560,18 +632,18 @@ SELECT b.*, m.__emb_muj
 FROM blocked b LEFT JOIN overall m ON b.__emb_b IS NOT DISTINCT FROM m.__emb_b AND b.__emb_j = m.__emb_j;
 
 -- The same in long form: one row per (by, group, coordinate k), with n_g, s_gk and n_g W_g.
-CREATE OR REPLACE TEMP MACRO emb__group_sums(source, "group", vector, model) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__group_sums(source, "group", vector, model, skip := false) AS TABLE
 SELECT * FROM (
     SELECT * EXCLUDE (__emb_j, __emb_sj, __emb_muj),
            __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s
-    FROM emb__group_blocks(source, "group", vector, model, false)
+    FROM emb__group_blocks(source, "group", vector, model, false, skip := skip)
 )
 WHERE __emb_s IS NOT NULL;  -- the slots of the last block past d
 
 -- ---------------------------------------------------------------------------
 -- Per-group figures from the sufficient statistics: W_g = n_g W_g / n_g, W~_g = n_g / (n_g - 1) W_g.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__groups(source, "group", vector, model) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__groups(source, "group", vector, model, skip := false) AS TABLE
 WITH per_group AS (
     SELECT
         COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
@@ -581,7 +653,7 @@ WITH per_group AS (
         CASE WHEN __emb_n > 1 THEN __emb_ssw / (__emb_n - 1.0) END AS w_tilde,
         -- false where the spread is above 0 but below float64 resolution (sqrt(eps)): W_g is rounding noise
         __emb_ssw = 0 OR __emb_ssw >= __emb_n * emb__resolution2() AS resolved
-    FROM emb__group_blocks(source, "group", vector, model, false)
+    FROM emb__group_blocks(source, "group", vector, model, false, skip := skip)
     WHERE __emb_j = 0  -- n_g and n_g W_g are on each of a group's rows
 )
 -- one row with NULLs when per_group is empty (read once, so nothing is computed twice)
@@ -598,14 +670,14 @@ WHERE CASE WHEN p.n_g IS NULL THEN emb__no_rows_error(source) ELSE true END;
 -- Every check is a filter on the result (never pruned, whatever columns a query reads), and an
 -- empty source is an error unless empty_ok (emb_icc hands in a source that is empty on purpose).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__decomposition(source, "group", vector, model, empty_ok) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__decomposition(source, "group", vector, model, empty_ok, skip := false) AS TABLE
 -- one pass over the blocks, unnested on the fly (nothing of size G * d is held)
 WITH per_k AS (
     SELECT * FROM (
         SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, __emb_n, __emb_ssw,
                __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s,
                unnest(__emb_muj) AS __emb_mu
-        FROM emb__group_blocks(source, "group", vector, model, true))
+        FROM emb__group_blocks(source, "group", vector, model, true, skip := skip))
     WHERE __emb_s IS NOT NULL
 ),
 stats AS (
@@ -654,16 +726,17 @@ WHERE CASE
 END
 ORDER BY s.__emb_b;
 
-CREATE OR REPLACE TEMP MACRO emb__anova(source, "group", vector, model) AS TABLE
-    FROM emb__decomposition(source, "group", vector, model, false);
+CREATE OR REPLACE TEMP MACRO emb__anova(source, "group", vector, model, skip := false) AS TABLE
+    FROM emb__decomposition(source, "group", vector, model, false, skip := skip);
 
--- @function emb_anova(source, "group", vector, model := NULL)
+-- @function emb_anova(source, "group", vector, model := NULL, bad_rows := 'error')
 -- The sum-of-squares decomposition of the unit vectors z_i by group.  One row, or one row per
 -- value of the model column (which comes first, under its own name).
 -- @param source the table to read: a table or view name, or a file DuckDB reads (`'data.parquet'`)
 -- @param "group" the group column (GROUP is a keyword: by name it is written `"group" := 'topic'`)
 -- @param vector the vector column (`FLOAT[]`, `DOUBLE[]`, `FLOAT[d]`, `DOUBLE[d]`); vectors are scaled to unit length
 -- @param model the model column: one row per value of it (NULL: one row for the whole table)
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its group and model; `'skip'`: those rows are left out and counted in the `skipped_` columns
 -- @column <model> the model, under the model column's own name (only with `model`)
 -- @column n number of vectors
 -- @column groups number of groups G
@@ -676,6 +749,9 @@ CREATE OR REPLACE TEMP MACRO emb__anova(source, "group", vector, model) AS TABLE
 -- @column v spread 1 − ‖μ‖² = SS_T/n: descriptive, *not* comparable across models
 -- @column mean_resultant_length ‖μ‖
 -- @column w_bar SS_W / n
+-- @column skipped_null rows left out for a NULL vector (or a NULL element), per model (only with `bad_rows := 'skip'`)
+-- @column skipped_zero rows left out for a zero vector (only with `bad_rows := 'skip'`)
+-- @column skipped_nonfinite rows left out for a NaN or infinite coordinate (only with `bad_rows := 'skip'`)
 -- @notes
 -- Errors: a NULL, zero-length, NaN or infinite vector (or one with NULL elements); vectors of
 -- different lengths within one model; a NULL or NaN group label; a missing column; a vector
@@ -689,14 +765,17 @@ CREATE OR REPLACE TEMP MACRO emb__anova(source, "group", vector, model) AS TABLE
 -- -- model  n  groups  ss_t   ss_w   ss_b   r2      r2_null  f    v      mean_resultant_length  w_bar
 -- -- m1     4  2       2.2    0.4    1.8    0.8182  0.3333   9.0  0.55   0.6708                 0.1
 -- -- m2     4  2       1.1    0.2    0.9    0.8182  0.3333   9.0  0.275  0.8515                 0.05
-CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL) AS TABLE
-SELECT a.* EXCLUDE (__emb_b, __emb_all)
+CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL, bad_rows := 'error') AS TABLE
+SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
+                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__anova(
-         emb__checked_source(source, 'emb_anova', model, emb__outputs_emb_anova()),
-         "group", vector, model) a
+         emb__checked_names(emb__checked_source(source, 'emb_anova', model, emb__outputs_emb_anova()), 'emb_anova', [['group', "group"], ['vector', vector]]),
+         "group", vector, model, skip := emb__skip_rows(bad_rows)) a
+LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows)) s
+    ON a.__emb_b IS NOT DISTINCT FROM s.__emb_sb
 ORDER BY a.__emb_b;
 
--- @function emb_groups(source, "group", vector, model := NULL)
+-- @function emb_groups(source, "group", vector, model := NULL, bad_rows := 'error')
 -- Per group: its size, its spread W_g about its centroid and the size-corrected W̃_g.  One row per
 -- group, ordered by group (and by model first, with `model`).  W_g keeps its digits for
 -- near-duplicate vectors (see *Precision* above): identical vectors give W_g = 0.
@@ -704,23 +783,30 @@ ORDER BY a.__emb_b;
 -- @param "group" the group column (GROUP is a keyword: by name it is written `"group" := 'topic'`)
 -- @param vector the vector column (`FLOAT[]`, `DOUBLE[]`, `FLOAT[d]`, `DOUBLE[d]`); vectors are scaled to unit length
 -- @param model the model column: the figures per value of it, which comes first under its own name (NULL: one model)
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its group and model; `'skip'`: those rows are left out and counted in the `skipped_` columns
 -- @column <model> the model, under the model column's own name (only with `model`)
 -- @column group the group label
 -- @column n_g number of vectors in the group
 -- @column w W_g = (1/n_g) Σ_i ‖z_i − μ_g‖² = 1 − ‖μ_g‖², the mean squared distance to the group centroid
 -- @column w_tilde W̃_g = n_g/(n_g − 1) W_g, size-corrected; NULL for a singleton group
 -- @column resolved false where the group's vectors are identical to within floating-point precision (root-mean-square spread above 0 but below 1.5e-8): W_g is then rounding noise, not a figure
+-- @column skipped_null rows left out for a NULL vector (or a NULL element), per model (only with `bad_rows := 'skip'`)
+-- @column skipped_zero rows left out for a zero vector (only with `bad_rows := 'skip'`)
+-- @column skipped_nonfinite rows left out for a NaN or infinite coordinate (only with `bad_rows := 'skip'`)
 -- @notes
 -- Errors: those of `emb_anova` that concern the rows (vectors, labels, columns, an empty source).
 -- @example
 -- SELECT * FROM emb_groups('ex', 'topic', 'embedding', model := 'model');
 -- -- model  group  n_g  w    w_tilde  resolved
 -- -- m1     A      2    0.1  0.2      true
-CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL) AS TABLE
-SELECT g.* EXCLUDE (__emb_b, __emb_all)
+CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL, bad_rows := 'error') AS TABLE
+SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
+                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__groups(
-         emb__checked_source(source, 'emb_groups', model, emb__outputs_emb_groups()),
-         "group", vector, model) g
+         emb__checked_names(emb__checked_source(source, 'emb_groups', model, emb__outputs_emb_groups()), 'emb_groups', [['group', "group"], ['vector', vector]]),
+         "group", vector, model, skip := emb__skip_rows(bad_rows)) g
+LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows)) s
+    ON g.__emb_b IS NOT DISTINCT FROM s.__emb_sb
 ORDER BY g.__emb_b, g."group";
 
 -- ---------------------------------------------------------------------------
@@ -884,7 +970,8 @@ WHERE CASE
 -- -- n 4, groups 2, ss_t 2.2, ss_w 0.4, ss_b 1.8, r2 0.8182, r2_null 0.3333, f 9.0
 CREATE OR REPLACE TEMP MACRO emb_anova_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd',
                                             item := 'id') AS TABLE
-FROM emb__anova_dist(distances, labels, "group", i, j, distance, item);
+FROM emb__anova_dist(emb__checked_names(distances, 'emb_anova_dist', [['i', i], ['j', j], ['distance', distance]]),
+    emb__checked_names(labels, 'emb_anova_dist', [['group', "group"], ['item', item]]), "group", i, j, distance, item);
 
 -- ---------------------------------------------------------------------------
 -- ICC(1), one-way random effects:
@@ -950,12 +1037,19 @@ __emb_icc_rows AS (
         FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(source))
     )
 ),
+__emb_icc_centred AS (
+    -- centred first, on the grand mean of the model: a constant shift of the values (BIGINTs near
+    -- 1e15, where a DOUBLE's spacing is 1/8) leaves the same figures, as the values near 0 give.
+    -- x - c is exact for x and c of like size, so the centring loses nothing of the data's spread
+    SELECT *, __emb_x - favg(__emb_x) OVER (PARTITION BY __emb_b) AS __emb_xc
+    FROM __emb_icc_rows
+),
 __emb_icc_dev AS (
     -- two passes: deviations from the group mean and of the group mean from the grand mean
     SELECT *,
-        __emb_x - favg(__emb_x) OVER (PARTITION BY __emb_b, __emb_g) AS __emb_dw,
-        favg(__emb_x) OVER (PARTITION BY __emb_b, __emb_g) - favg(__emb_x) OVER (PARTITION BY __emb_b) AS __emb_db
-    FROM __emb_icc_rows
+        __emb_xc - favg(__emb_xc) OVER (PARTITION BY __emb_b, __emb_g) AS __emb_dw,
+        favg(__emb_xc) OVER (PARTITION BY __emb_b, __emb_g) - favg(__emb_xc) OVER (PARTITION BY __emb_b) AS __emb_db
+    FROM __emb_icc_centred
 ),
 __emb_icc_per_group AS (
     SELECT
@@ -967,7 +1061,8 @@ __emb_icc_per_group AS (
         fsum(__emb_dw * __emb_dw) AS __emb_ss_w,
         fsum(__emb_db * __emb_db) AS __emb_ss_b,
         min(__emb_x) AS __emb_min,
-        max(__emb_x) AS __emb_max
+        max(__emb_x) AS __emb_max,
+        max(abs(__emb_xc)) AS __emb_cmax
     FROM __emb_icc_dev
     GROUP BY ALL
 ),
@@ -998,8 +1093,9 @@ __emb_icc_design AS (
         count(*) AS __emb_groups,
         sum(__emb_n_g * __emb_n_g)::DOUBLE AS __emb_sum_n2,
         -- values constant within each group but not exactly representable (3 x 0.1) leave a within
-        -- sum of rounding only, below n (4 eps max|x|)^2: that is SS_W = 0 (then F = inf), not 1e-33
-        CASE WHEN fsum(__emb_ss_w) <= sum(__emb_n_g) * pow(4 * 2.220446049250313e-16 * max(greatest(abs(__emb_min), abs(__emb_max))), 2)
+        -- sum of rounding only, below n (4 eps max|x - c|)^2 (c the grand mean the values were
+        -- centred on): that is SS_W = 0 (then F = inf), not 1e-33
+        CASE WHEN fsum(__emb_ss_w) <= sum(__emb_n_g) * pow(4 * 2.220446049250313e-16 * max(__emb_cmax), 2)
              THEN 0.0 ELSE fsum(__emb_ss_w) END AS __emb_ss_w,
         fsum(__emb_ss_b) AS __emb_ss_b,
         min(__emb_min) = max(__emb_max) AS __emb_all_equal
@@ -1097,7 +1193,9 @@ ORDER BY __emb_b;
 --
 -- * a number (any integer, `DECIMAL`, `FLOAT`, `DOUBLE`) or a `BOOLEAN` (read as 0/1, e.g. correctness):
 --   `kind = 'scalar'`, the standard ICC(1) of the raw values (not normalised).  On balanced data
---   it equals pingouin's `intraclass_corr` ICC(1,1) (`tests/reference/pingouin`).
+--   it equals pingouin's `intraclass_corr` ICC(1,1) (`tests/reference/pingouin`).  The values are
+--   centred on their mean before the sums are taken, so a constant shift does not change the figures:
+--   `BIGINT`s near 10^15 give the ICC and F of the same data near 0.
 -- * a vector (`FLOAT[]`, `DOUBLE[]`, `FLOAT[d]`, `DOUBLE[d]`, any numeric list): `kind = 'trace'`, the
 --   same formula with SS_B and SS_W of the unit vectors, exactly those `emb_anova` reports: a stated
 --   extension of ICC to embeddings, the share of the (trace of the) covariance that lies between
@@ -1122,7 +1220,7 @@ ORDER BY __emb_b;
 CREATE OR REPLACE TEMP MACRO emb_icc(source, "group", value, model := NULL) AS TABLE
 SELECT r.* EXCLUDE (__emb_all)
 FROM emb__icc(
-         emb__checked_source(source, 'emb_icc', model, emb__outputs_emb_icc()),
+         emb__checked_names(emb__checked_source(source, 'emb_icc', model, emb__outputs_emb_icc()), 'emb_icc', [['group', "group"], ['value', value]]),
          "group", value, model) r;
 
 -- ---------------------------------------------------------------------------
@@ -1318,7 +1416,7 @@ raw AS (
         coalesce(*COLUMNS(lambda c: c IN (positive, '__emb_null')))::VARCHAR AS __emb_p,
         -- the vector column as DOUBLE[] (see emb__rows)
         emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector, '__emb_null'))), 1)) AS __emb_v,
-        row_number() OVER () - 1 AS __emb_row
+        row_number() OVER () AS __emb_row      -- counted from 1, as the Python readers name rows
     FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(source))
 ),
 classified AS (
@@ -1357,8 +1455,8 @@ WHERE CASE
         THEN error(format('embsql: [column.missing] positive column "{}" not found in {}', positive, source))
     WHEN m.__emb_vcols = 1 THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', vector_role, vector, source))
     WHEN NOT emb__is_vector_type(m.__emb_vtype) THEN error(format(
-        'embsql: [column.type] {} column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d])',
-        vector_role, vector, source, m.__emb_vtype))
+        'embsql: [column.type] {} column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d]){}',
+        vector_role, vector, source, m.__emb_vtype, emb__text_vector_hint(vector, m.__emb_vtype)))
     WHEN need_group AND m.__emb_gcols = 1
         THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', group_role, "group", source))
     WHEN level_col IS NOT NULL AND m.__emb_lcols = 1
@@ -1699,7 +1797,7 @@ r0 AS (
         coalesce(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))::VARCHAR AS __emb_q,
         coalesce(*COLUMNS(lambda c: c IN (doc_id, '__emb_null')))::VARCHAR AS __emb_d,
         coalesce(*COLUMNS(lambda c: c IN (score, '__emb_null')))::DOUBLE AS __emb_s,
-        row_number() OVER () - 1 AS __emb_row
+        row_number() OVER () AS __emb_row      -- counted from 1, as the Python readers name rows
     FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(run))
 ),
 r AS (
@@ -1729,7 +1827,7 @@ j AS (
         coalesce(*COLUMNS(lambda c: c IN (doc_id, '__emb_null')))::VARCHAR AS __emb_d,
         coalesce(*COLUMNS(lambda c: c IN (relevance, '__emb_null'))) AS __emb_r0,
         try_cast(coalesce(*COLUMNS(lambda c: c IN (relevance, '__emb_null'))) AS DOUBLE) AS __emb_r,
-        row_number() OVER () - 1 AS __emb_row
+        row_number() OVER () AS __emb_row      -- counted from 1, as the Python readers name rows
     FROM (SELECT *, NULL AS __emb_null FROM query_table(qrels))
 ),
 judged AS (
@@ -1903,7 +2001,7 @@ emeta AS (
     FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(embeddings) LIMIT 1) ON true
 ),
 p AS (
-    SELECT row_number() OVER () - 1 AS __emb_row,
+    SELECT row_number() OVER () AS __emb_row,      -- counted from 1, as the Python readers name rows
            coalesce(*COLUMNS(lambda c: c IN (a, '__emb_null')))::VARCHAR AS __emb_pa,
            coalesce(*COLUMNS(lambda c: c IN (b, '__emb_null')))::VARCHAR AS __emb_pb,
            TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (score, '__emb_null'))) AS DOUBLE) AS __emb_s
@@ -2147,3 +2245,34 @@ SELECT COLUMNS(lambda c: c NOT IN ('__emb_m', '__emb_estimate', 'ci_low', 'ci_hi
 FROM emb__similarity_correlation(
     pairs, emb__checked_source(embeddings, 'emb_similarity_spearman', model, emb__outputs_emb_similarity_spearman()),
     model, a, b, score, item, vector, missing, level, true));
+
+-- The functions that need Python (GENERATED from the doc blocks of sql/python/): stubs that raise
+-- embsql: [query.needs_python]; embsql.register(con) replaces them with the real ones.
+CREATE TEMP MACRO IF NOT EXISTS emb_unit(vector) AS emb__fail_query_needs_python('emb_unit');
+CREATE TEMP MACRO IF NOT EXISTS emb_permanova(source, "group", vector, permutations := 999, seed := 42, strata := NULL, model := NULL, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_permanova') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_permanova_welch(source, "group", vector, permutations := 999, seed := 42, strata := NULL, model := NULL, null_method := 'auto') AS TABLE SELECT emb__fail_query_needs_python('emb_permanova_welch') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_permanova_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd', item := 'id', permutations := 999, seed := 42, strata := NULL) AS TABLE SELECT emb__fail_query_needs_python('emb_permanova_dist') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_permanova_welch_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd', item := 'id', permutations := 999, seed := 42, strata := NULL, null_method := 'auto') AS TABLE SELECT emb__fail_query_needs_python('emb_permanova_welch_dist') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_dispersion(source, "group", vector, model := NULL, permutations := 999, seed := 42, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_dispersion') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_dispersion_groups(source, "group", vector, model := NULL, permutations := 999, seed := 42) AS TABLE SELECT emb__fail_query_needs_python('emb_dispersion_groups') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_permanova_terms(source, terms, vector, sums := 'sequential', permute := 'residuals', permutations := 999, seed := 42, strata := NULL, model := NULL) AS TABLE SELECT emb__fail_query_needs_python('emb_permanova_terms') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_permanova_terms_dist(distances, labels, terms, i := 'i', j := 'j', distance := 'd', item := 'id', sums := 'sequential', permute := 'residuals', permutations := 999, seed := 42, strata := NULL) AS TABLE SELECT emb__fail_query_needs_python('emb_permanova_terms_dist') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_jackknife(source, "group", vector, model := NULL, statistic := 'r2', bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_jackknife') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_bootstrap(source, "group", vector, model := NULL, statistic := 'r2', replicates := 2000, seed := 42, level := 0.95, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_bootstrap') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_compare(source, "group", vector, model, item, statistic := 'r2', replicates := 2000, seed := 42, level := 0.95, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_compare') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_rank_models(source, "group", vector, model, statistic := 'r2', level := 0.95, replicates := 2000, seed := 42) AS TABLE SELECT emb__fail_query_needs_python('emb_rank_models') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_retrieval_dose(queries, strength := 'level', qid := 'qid', "group" := 'group', vector := 'vector', model := NULL, permutations := 999, seed := 42, alpha := 0.05) AS TABLE SELECT emb__fail_query_needs_python('emb_retrieval_dose') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_knn_agreement(source, item, model, vector, k := 10, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_knn_agreement') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_knn_agreement_items(source, item, model, vector, k := 10, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_knn_agreement_items') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_mantel(source, item, model, vector, permutations := 999, seed := 42, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_mantel') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_cka(source, item, model, vector, "group" := NULL, debiased := false, permutations := 999, seed := 42, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_cka') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_procrustes(source, item, model, vector, "group" := NULL, permutations := 999, seed := 42, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_procrustes') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_compare_cka(source, item, model, vector, reference, "group" := NULL, debiased := false, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_compare_cka') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_knn_classify(source, label := 'label', vector := 'vector', model := 'model', k := 10, split := NULL, item := NULL, "group" := NULL, level := 0.95) AS TABLE SELECT emb__fail_query_needs_python('emb_knn_classify') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_knn_classify_items(source, label := 'label', vector := 'vector', model := 'model', k := 10, split := NULL, item := NULL, "group" := NULL) AS TABLE SELECT emb__fail_query_needs_python('emb_knn_classify_items') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_centroid_classify(source, label := 'label', vector := 'vector', model := 'model', split := NULL, item := NULL, "group" := NULL, level := 0.95) AS TABLE SELECT emb__fail_query_needs_python('emb_centroid_classify') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_similarity_eval(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95) AS TABLE SELECT emb__fail_query_needs_python('emb_similarity_eval') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_compare_similarity(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95) AS TABLE SELECT emb__fail_query_needs_python('emb_compare_similarity') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_compare_classification(predictions, model := 'model', item := 'item', "group" := NULL, level := 0.95, p_adjust := 'holm', permutations := 10000, seed := 42) AS TABLE SELECT emb__fail_query_needs_python('emb_compare_classification') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_retrieval_eval(queries, docs, qrels, k := 10, metrics := NULL, model := NULL, qid := 'qid', doc_id := 'doc_id', vector := 'vector', doc_vector := 'vector', relevance := 'relevance', unknown := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_retrieval_eval') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_compare_retrieval(evaluation, metric := 'ndcg@10', model := 'model', "group" := NULL, qid := 'qid', permutations := 10000, seed := 42, level := 0.95, p_adjust := 'holm') AS TABLE SELECT emb__fail_query_needs_python('emb_compare_retrieval') AS error;

@@ -320,14 +320,14 @@ def test_duplicate_and_null_items_and_models(con):
         "embsql: [input] model 'a' has item 'i0' more than once"
     null_item = long_table({"a": x, "b": y}, items=[f"i{j}" for j in range(7)] + [None])
     con.register("null_item", null_item)
-    with pytest.raises(BadLabelError, match=r"item column 'item' has a NULL label at row 7"):
+    with pytest.raises(BadLabelError, match=r"item column 'item' has a NULL label at row 8 \(model 'a'\)"):
         embsql.knn_agreement(con, "null_item", item="item", model="model", vector="v", k=2)
     assert sql_error(con, "SELECT * FROM emb_knn_agreement('null_item', 'item', 'model', 'v', k := 2)") == \
         "embsql: [label] model 'a' has a NULL item; every row needs an item id"
     null_model = dup.set_column(1, "model", pa.array(["a"] * 8 + [None] * 8))
     null_model = null_model.set_column(0, "item", pa.array([f"i{j}" for j in range(8)] * 2))
     con.register("null_model", null_model)
-    with pytest.raises(BadLabelError, match=r"^model column 'model' has a NULL label at row 8 \(item 'i0'\)"):
+    with pytest.raises(BadLabelError, match=r"^model column 'model' has a NULL label at row 9 \(item 'i0'\)"):
         embsql.mantel(con, "null_model", item="item", model="model", vector="v")
     assert sql_error(con, "SELECT * FROM emb_mantel('null_model', 'item', 'model', 'v')") == \
         "embsql: [label.null] model column 'model' has a NULL label at item 'i0'; every row needs a label " \
@@ -376,7 +376,7 @@ def test_bad_vectors_name_the_row(con, bad, word):
     con.register("t", t.set_column(2, "v", pa.array(vectors, pa.list_(pa.float64()))))
     with pytest.raises(BadVectorError) as info:
         embsql.knn_agreement(con, "t", item="item", model="model", vector="v", k=3)
-    assert str(info.value).startswith(f"vector column 'v' has a {word} vector at row 13 (item 'i003')")
+    assert str(info.value).startswith(f"vector column 'v' has a {word} vector at row 14 (model 'b', item 'i003')")
     assert sql_error(con, "SELECT * FROM emb_mantel('t', 'item', 'model', 'v')").startswith(
         f"embsql: [{info.value.kind}] vector column 'v' has a {word} vector at item 'i003' of model 'b'")
     assert info.value.kind == VECTOR_KINDS[word]

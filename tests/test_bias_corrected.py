@@ -1,4 +1,4 @@
-"""estimate_bc (and the report's r2_bc) is what the documentation says it is: the jackknife bias
+"""estimate_bc (and the report's r2_corrected) is what the documentation says it is: the jackknife bias
 correction computed on the logit scale for R² (log for F) and mapped back,
 h^-1(G h(theta) - (G - 1) mean_g h(theta_(-g))), not G theta - (G - 1) mean(theta_(-g)) on R² itself."""
 

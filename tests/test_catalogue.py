@@ -28,7 +28,7 @@ from embsql.io.udf_errors import result_type, sql_error, sql_errors
 ROOT = Path(__file__).resolve().parents[1]
 SQL_FILES = sorted((ROOT / "sql" / "modules").glob("*.sql")) + sorted((ROOT / "sql" / "python").glob("*.sql"))
 CODE_FILES = [p for p in sorted((ROOT / "embsql").rglob("*.py")) if p.name != "errors.py"] \
-    + sorted((ROOT / "udfs").glob("*.py"))
+    + sorted((ROOT / "udfs").glob("*.py")) + [ROOT / "sql" / "build.py"]   # build.py: the stubs of sql/python
 
 RNG = np.random.default_rng(7)
 SPREAD = RNG.normal(size=(8, 3))

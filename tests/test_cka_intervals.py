@@ -300,3 +300,9 @@ def test_the_report_shows_the_cka_interval(con):
         pytest.approx(cka["ci_high"])
     assert rows["linear CKA"]["calibrated"] is False                       # 5 groups
     assert rows["Procrustes r"]["ci_low"] is None
+    # the point the interval is built around, beside it: the debiased CKA (value stays the biased one)
+    debiased = embsql.cka(con, "t", item="item", model="model", vector="v", group="g", permutations=0,
+                          debiased=True).to_dicts()[0]["cka"]
+    assert rows["linear CKA"]["corrected"] == pytest.approx(debiased, abs=1e-12)
+    assert rows["linear CKA"]["value"] == pytest.approx(cka["cka"], abs=1e-12)
+    assert rows["Procrustes r"]["corrected"] is None

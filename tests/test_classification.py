@@ -83,7 +83,7 @@ def test_knn_on_more_items_than_the_first_block_equals_sklearn(con):
 
 def test_a_zero_vector_names_its_row(con):
     table = pa.table({"item": ["a", "b", "c"], "label": ["x", "y", "x"], "vector": [[1.0, 0.0], [0.0, 0.0], [1.0, 1.0]]})
-    with pytest.raises(embsql.BadVectorError, match=r"vector column 'vector' has a zero-length vector at row 1 "
+    with pytest.raises(embsql.BadVectorError, match=r"vector column 'vector' has a zero-length vector at row 2 "
                                                     r"\(item 'b'\)"):
         embsql.centroid_classify(con, table, item="item")
 
@@ -317,7 +317,7 @@ def test_cluster_interval_of_accuracy_covers_and_wilson_does_not():
 
 def test_null_label_names_the_row(con):
     table = pa.table({"item": ["a", "b", "c"], "label": ["x", None, "y"], "vector": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]})
-    with pytest.raises(embsql.BadLabelError, match=r"label column 'label' has a NULL label at row 1 \(item 'b'\)"):
+    with pytest.raises(embsql.BadLabelError, match=r"label column 'label' has a NULL label at row 2 \(item 'b'\)"):
         embsql.knn_classify(con, table, k=1, item="item")
 
 
@@ -335,7 +335,7 @@ def test_k_not_below_the_items(con):
 def test_split_values_are_train_or_test(con):
     table = pa.table({"split": ["train", "Test", "train"], "label": ["x", "y", "x"],
                       "vector": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]})
-    with pytest.raises(embsql.InputError, match=r"split column 'split' has 'Test' at row 1; its values must be "
+    with pytest.raises(embsql.InputError, match=r"split column 'split' has 'Test' at row 2; its values must be "
                                                 r"'train' or 'test'") as caught:
         embsql.knn_classify(con, table, k=1, split="split")
     assert caught.value.kind == "value.split"
@@ -432,5 +432,5 @@ def test_sql_equals_python(con):
 def test_sql_refuses_a_null_label_naming_the_row(con):
     con.execute("CREATE TABLE nl AS SELECT * FROM (VALUES ('a', 1, [1.0, 0.0]), ('b', NULL, [0.0, 1.0]), "
                 "('c', 2, [1.0, 1.0])) t(item, label, vector)")
-    with pytest.raises(embsql.BadLabelError, match=r"label column 'label' has a NULL label at row 1 \(item 'b'\)"):
+    with pytest.raises(embsql.BadLabelError, match=r"label column 'label' has a NULL label at row 2 \(item 'b'\)"):
         embsql.run_sql(con, "SELECT * FROM emb_knn_classify('nl', k := 1, item := 'item')")

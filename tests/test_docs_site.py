@@ -389,3 +389,45 @@ def test_without_the_notebook_tools_the_page_shows_the_cells_and_what_to_install
     assert all(html.escape(code) in files["notebook.html"] for code in hooks.notebook_cells())
     assert [cell["source"] for cell in json.loads(files["notebook.ipynb"])["cells"]] == hooks.notebook_cells()
     assert "<script" not in files["notebook.html"]
+
+
+def _documented_default(text: str) -> str | None:
+    found = re.search(r"(?:^|, )default (.+)$", text)
+    return found[1] if found else None
+
+
+def test_every_parameter_has_its_own_entry_with_the_signatures_default():
+    """``permutations, seed : int`` rendered wrongly on the reference pages (seed showed 999 where it
+    is 42, issue 32): every parameter of a public function has an entry of its own, and a default the
+    entry names is the signature's."""
+    pytest.importorskip("numpydoc", reason="the docs extra: pip install '.[docs]'")
+    from numpydoc.docscrape import FunctionDoc
+
+    checked = 0
+    for name in embsql.__all__:
+        function = getattr(embsql, name)
+        if not inspect.isfunction(function):
+            continue
+        signature = inspect.signature(function).parameters
+        for entry in FunctionDoc(function)["Parameters"]:
+            assert "," not in entry.name, f"{name}: {entry.name!r} documents several parameters in one entry"
+            named = _documented_default(entry.type)
+            parameter = signature.get(entry.name)
+            if named is None or parameter is None or parameter.default is inspect.Parameter.empty:
+                continue
+            expected = parameter.default
+            assert named.replace('"', "'") == repr(expected) or named == str(expected), \
+                f"{name}({entry.name}): the docstring says default {named}, the signature {expected!r}"
+            checked += 1
+    assert checked >= 40
+
+
+def test_jackknife_and_bootstrap_document_the_columns_they_return():
+    con = embsql.connect()
+    table = "examples/embeddings.parquet"
+    for function, extra in ((embsql.jackknife, {}), (embsql.bootstrap, {"replicates": 20})):
+        returned = function(con, str(ROOT / table), group="topic", vector="embedding", model="model", **extra).columns
+        doc = inspect.getdoc(function)
+        returns = doc[doc.index("Returns\n-------"):doc.index("Raises\n------")]
+        named = set(re.findall(r"``(\w+)``", returns))
+        assert set(returned) - {"model"} <= named and "stat" not in named, (function.__name__, set(returned) - named)

@@ -69,7 +69,7 @@ def test_engine_errors_name_the_column_or_the_rows(engine):
         embsql.run_on(engine, embsql.report("bad", vector="vec", group="nope"))
     # DuckDB streams the rows through embsql.anova's accumulator, which names the row; the other
     # engines' aggregate names the group
-    zero = r"zero-length vector at row 1 \(group 'a'\)" if embsql.engines.connections.dialect_of(engine) == "duckdb" \
+    zero = r"zero-length vector at row 2 \(group 'a'\)" if embsql.engines.connections.dialect_of(engine) == "duckdb" \
         else "zero length in group 'a'"
     with pytest.raises(embsql.BadVectorError, match=zero):
         embsql.run_on(engine, embsql.report("bad", vector="vec", group="topic"))

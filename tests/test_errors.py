@@ -39,7 +39,7 @@ BAD_VECTORS = [
 def test_bad_vector_python_names_column_row_and_key(con, word, bad):
     con.register("t", table(GOOD[:2] + [bad] + GOOD[3:]))
     with pytest.raises(embsql.BadVectorError,
-                       match=rf"^vector column 'v' has a {word} vector at row 2 \(item 2\) \(group 'B'\)"):
+                       match=rf"^vector column 'v' has a {word} vector at row 3 \(item 2, group 'B'\)"):   # counted from 1
         embsql.anova(con, "t", group="g", vector="v", item="id")
 
 
@@ -54,7 +54,7 @@ def test_bad_vector_sql_names_column_group_and_kind(con, word, bad):
 
 def test_vectors_of_different_lengths(con):
     con.register("t", table(GOOD[:3] + [[0.1, 0.2, 0.3]]))
-    with pytest.raises(embsql.BadVectorError, match=r"^vector column 'v' has a vector of length 3 at row 3 \(group 'B'\); "
+    with pytest.raises(embsql.BadVectorError, match=r"^vector column 'v' has a vector of length 3 at row 4 \(group 'B'\); "
                                                     r"other vectors have length 2, and every vector must have the same length$"):
         embsql.anova(con, "t", group="g", vector="v")
     assert sql_error(con, "SELECT * FROM emb_anova('t', 'g', 'v')").startswith(
@@ -63,7 +63,7 @@ def test_vectors_of_different_lengths(con):
 
 def test_null_group_label(con):
     con.register("t", table(GOOD, groups=("A", None, "B", "B")))
-    with pytest.raises(embsql.BadLabelError, match=r"^group column 'g' has a NULL label at row 1; every row needs a label"):
+    with pytest.raises(embsql.BadLabelError, match=r"^group column 'g' has a NULL label at row 2; every row needs a label"):
         embsql.anova(con, "t", group="g", vector="v")
     assert sql_error(con, "SELECT * FROM emb_anova('t', 'g', 'v')") == \
         ('embsql: [label.null] group column "g" has a NULL label; every row needs a label (filter those rows out, '

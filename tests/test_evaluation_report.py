@@ -3,6 +3,7 @@ figure, and the coverage of the cluster bootstrap interval of a mean over cluste
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -28,6 +29,10 @@ def files(tmp_path_factory):
                              "vector": [r[3] for r in rows]}), folder / "queries.parquet")
     pq.write_table(pa.table({"model": ["near"] * 120 + ["far"] * 120, "doc_id": [f"d{i}" for i in range(120)] * 2,
                              "vector": docs.tolist() * 2}), folder / "docs.parquet")
+    near = pa.table({"qid": [r[1] for r in rows if r[0] == "near"], "group": [r[2] for r in rows if r[0] == "near"],
+                     "vector": [r[3] for r in rows if r[0] == "near"]})
+    pq.write_table(near, folder / "near_q.parquet")
+    pq.write_table(pa.table({"doc_id": [f"d{i}" for i in range(120)], "vector": docs.tolist()}), folder / "near_d.parquet")
     (folder / "qrels.txt").write_text("".join(f"q{g}_{p} 0 d{g} 2\nq{g}_{p} 0 d{g + 30} 1\nq{g}_{p} 0 d{g + 60} 0\n"
                                               for g in range(30) for p in range(3)))
     return folder
@@ -78,9 +83,11 @@ def test_report_compares_the_models_as_compare_retrieval_does(files):
     assert "near" in sentences and "far" in sentences and "ndcg@10" in sentences.lower()
     plots = [p for p in report_plots(result) if p.anchor == "evaluation_compare"]
     assert len(plots) == 1 and plots[0].figure.axes[0].get_title() == "Paired comparison of models"
-    skipped = embsql.report(queries, vector="vector", group="group", model="model", sections=("decomposition",),
-                            queries=queries, docs=docs, qrels=qrels, replicates=200, permutations=0).run(con)
-    assert "evaluation_compare" not in [s.name for s in skipped.sections]
+    # the comparison needs no permutations of the report's (its sign flips are its own): 0 keeps it (issue 32)
+    quick = embsql.report(queries, vector="vector", group="group", model="model", sections=("decomposition",),
+                          queries=queries, docs=docs, qrels=qrels, replicates=200, permutations=0).run(con)
+    assert quick["evaluation_compare"].to_dicts() == result["evaluation_compare"].to_dicts()
+    assert any("near" in sentence and "ndcg@10" in sentence for sentence in quick.verdict)
 
 
 def test_cli_report_with_qrels_and_its_one_line_error(files):
@@ -96,6 +103,45 @@ def test_cli_report_with_qrels_and_its_one_line_error(files):
                          env=environment, timeout=300)
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0
     assert "needs the queries and docs" in bad.stderr
+
+
+def test_cli_retrieval_only_report_from_the_three_files(files):
+    """``embsql report --queries --docs --qrels --model`` with no DATA, --vector or --group, and with
+    --permutations 0: the evaluation, and the paired comparison (a mean difference of the per-query
+    nDCG@10 scored by embsql.evaluate), and a note for the layers it cannot run."""
+    environment = {**os.environ, "NO_COLOR": "1"}
+    queries, docs, qrels = (str(files / name) for name in ("queries.parquet", "docs.parquet", "qrels.txt"))
+    done = subprocess.run([sys.executable, "-m", "embsql", "report", "--queries", queries, "--docs", docs,
+                           "--qrels", qrels, "--model", "model", "--permutations", "0", "--replicates", "200",
+                           "--format", "json"], capture_output=True, text=True, env=environment, timeout=300)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert [s["name"] for s in document["sections"]] == ["evaluation", "evaluation_queries", "evaluation_compare"]
+    con = embsql.connect()
+    run = embsql.retrieve(con, queries, docs, k=100, model="model")
+    per_query = embsql.evaluate(con, run, qrels, model="model", metrics=["ndcg@10"], per_query=True).to_dicts()
+    means = {m: np.mean([r["value"] for r in per_query if r["model"] == m]) for m in ("near", "far")}
+    section = next(s for s in document["sections"] if s["name"] == "evaluation_compare")
+    row = dict(zip(section["columns"], section["rows"][0]))
+    assert (row["model_a"], row["model_b"]) == ("far", "near")
+    assert row["difference"] == pytest.approx(means["far"] - means["near"], abs=1e-12)
+    assert row["ci_high"] < 0 and row["p_value"] < 0.01 and row["groups"] == 30
+    assert any("near" in sentence and "far" in sentence for sentence in document["verdict"])
+    assert any("no retrieval layers" in note and "'positive'" in note for note in document["notes"])
+    assert document["summary"]["rows"] == []
+    # one model: nothing to compare, and the report says so
+    one = subprocess.run([sys.executable, "-m", "embsql", "report", "--queries", str(files / "near_q.parquet"),
+                          "--docs", str(files / "near_d.parquet"), "--qrels", qrels, "--permutations", "0",
+                          "--format", "json"], capture_output=True, text=True, env=environment, timeout=300)
+    assert one.returncode == 0, one.stderr
+    alone = json.loads(one.stdout)
+    assert "evaluation_compare" not in [s["name"] for s in alone["sections"]]
+    assert any("no paired comparison" in note and "one model" in note for note in alone["notes"])
+    # a flag that reads the embedding table: one line, exit 2
+    bad = subprocess.run([sys.executable, "-m", "embsql", "report", "--queries", queries, "--docs", docs,
+                          "--qrels", qrels, "--model", "model", "--min-r2", "0.1"], capture_output=True, text=True,
+                         env=environment, timeout=300)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--min-r2 reads the embedding table" in bad.stderr
 
 
 def _clustered(rng, groups, size, rho):

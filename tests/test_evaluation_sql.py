@@ -127,6 +127,6 @@ def test_plain_sql_run_metrics_refuse_bad_input_in_the_cli():
     result = run_cli(script)
     errors = [line for line in result.stderr.splitlines() if "embsql:" in line]
     assert len(errors) == 3, result.stderr
-    assert "embsql: [value.relevance] qrels qrels: relevance 1.5 at row 0" in errors[0]
+    assert "embsql: [value.relevance] qrels qrels: relevance 1.5 at row 1" in errors[0]
     assert "embsql: [label.duplicate] qrels dup: (qid q1, doc_id a) is judged 2 times" in errors[1]
     assert "embsql: [argument.k] k must be a whole number of 1 or more" in errors[2]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import doctest
 import importlib
 import inspect
+import re
 import subprocess
 import sys
 import warnings
@@ -207,11 +208,12 @@ def test_the_signature_is_the_real_one(name):
 
 @pytest.mark.parametrize("name", sorted(FACES))
 def test_no_public_face_takes_more_than_12_parameters(name):
-    """compare (12, with con and source) takes the most: every one a choice the user makes (the
-    statistic, the bootstrap's replicates, seed and level, common items, the size rule); the
-    others take 11 or fewer."""
-    count = len(inspect.signature(FACES[name]).parameters)
-    assert count <= (12 if name == "compare" else 11), count
+    """compare (13, with con and source) takes the most: every one a choice the user makes (the
+    statistic, the bootstrap's replicates, seed and level, common items, the size rule, marginal or
+    simultaneous intervals); the others take 11 or fewer.  ``bad_rows`` is not counted: every face that
+    reads vectors takes it, with the same meaning, so it adds no choice to learn per face."""
+    count = len([p for p in inspect.signature(FACES[name]).parameters if p != "bad_rows"])
+    assert count <= (13 if name == "compare" else 11), count
 
 
 @pytest.mark.parametrize("module", FACE_MODULES + ["embsql.result_table", "embsql.vocabulary"])
@@ -272,14 +274,14 @@ def test_a_null_model_is_refused_naming_the_column_and_the_row(con, face, row):
     with pytest.raises(BadLabelError) as raised:
         CALLS[face](con, _registered(con, "m", row), "m")
     assert raised.value.kind == "label.null"
-    assert str(raised.value).startswith(f"model column 'm' has a NULL label at row {row}")
+    assert re.match(rf"model column 'm' has a NULL label at row {row + 1}\b", str(raised.value))    # counted from 1
 
 
 def test_a_nan_model_is_refused_too():
     table = _table("m").drop(["m"]).append_column("m", pa.array([0.5] * 20 + [float("nan")] + [1.5] * 27))
     con = embsql.connect()
     con.register("t", table)
-    with pytest.raises(BadLabelError, match="^model column 'm' has a NaN label at row 20"):
+    with pytest.raises(BadLabelError, match=r"^model column 'm' has a NaN label at row 21 \("):
         embsql.anova(con, "t", group="g", vector="v", model="m")
 
 

@@ -18,6 +18,12 @@ spread within a factor of 2 of the resolution may go either way; the report name
 there); never a raw error, and the user's table and file are unchanged.  CASES is the budget: 48-75 s
 measured with the report route on 2 cores shared with other work (63 s on the CI seed, eight seeds);
 EMBSQL_FUZZ_SEED=<n> runs another seed.
+
+Four more tests draw EDGE_CASES tables each (on their own streams, so the cases above stay those of
+the seed): all-empty vector tables ([] in every row: vector.zero on every route), identical vectors
+through every test on a vector table (design.identical), non-Euclidean dissimilarities (anova_dist's
+signed SS_B, R² and F from numpy), and BIGINT scalars near ±1e15 to 2^53 (emb_icc's ICC and F from
+exact fractions).
 """
 
 import csv
@@ -31,7 +37,7 @@ import longdouble
 import numpy as np
 import pyarrow as pa
 import pytest
-from test_icc import duckdb_cli
+from test_icc import duckdb_cli, exact_icc
 
 import embsql
 from embsql.errors import EmbsqlError
@@ -313,3 +319,163 @@ def test_the_generator_makes_each_defect(defect):
     rng = np.random.default_rng(SEED)
     seen = {make_case(rng)["defect"] for _ in range(200)}
     assert defect in seen
+
+
+# ---- the edges of issue 34, each on its own draw (the cases above keep their stream) --------------
+# EDGE_CASES tables of each kind per run: all-empty vectors, identical vectors through every test,
+# non-Euclidean dissimilarities, integer scalars near 1e15 (about 15 s in all on 2 shared cores)
+EDGE_CASES = 4
+
+
+def empty_case(rng: np.random.Generator) -> dict:
+    """Every vector [] (FLOAT or DOUBLE lists), in one model or two, under hostile names."""
+    models = int(rng.integers(0, 3))
+    group_col = GROUP_NAMES[rng.integers(len(GROUP_NAMES))]
+    vector_col = next(v for v in rng.permutation(VECTOR_NAMES) if v.lower() != group_col.lower())
+    model_col = next(m for m in rng.permutation(MODEL_NAMES)
+                     if m.lower() not in (group_col.lower(), vector_col.lower())) if models else None
+    rows = [{"model": f"m{m}" if models else None, "group": f"t{g}", "vector": np.zeros(0)}
+            for m in range(max(models, 1)) for g in range(int(rng.integers(2, 4))) for _ in range(int(rng.integers(1, 4)))]
+    return {"double": bool(rng.random() < 0.5), "fixed": False, "d": 0, "rows": rows, "defect": "all_empty",
+            "group": str(group_col), "vector": str(vector_col), "model": model_col, "labels": "text"}
+
+
+def test_all_empty_vector_tables_are_zero_length_on_every_route(tmp_path):
+    rng = np.random.default_rng(SEED + 34)
+    for number in range(EDGE_CASES):
+        case = empty_case(rng)
+        table = arrow_table(case)
+        path = tmp_path / f"empty{number}.parquet"
+        write_parquet(table, path)
+        con = embsql.connect()
+        con.register("t", table)
+        results = {"python": python_route(con, case), "sql": sql_route(con, case), "cli": cli_route(path, case),
+                   "report": report_route(con, case)}
+        for face in (embsql.dispersion, embsql.permanova):
+            with pytest.raises(EmbsqlError) as info:
+                face(con, "t", group=case["group"], vector=case["vector"], model=case["model"], permutations=9)
+            results[face.__name__] = ("refused", info.value.kind)
+        con.close()
+        assert set(results.values()) == {("refused", "vector.zero")}, (SEED, number, case["group"], case["vector"],
+                                                                        case["model"], results)
+
+
+IDENTICAL_FACES = {   # every test on a vector table: its Python face and its SQL function
+    "anova": (lambda con, g, v: embsql.anova(con, "t", group=g, vector=v), "emb_anova({s}, {g}, {v})"),
+    "permanova": (lambda con, g, v: embsql.permanova(con, "t", group=g, vector=v, permutations=9),
+                  "emb_permanova({s}, {g}, {v}, permutations := 9)"),
+    "permanova_welch": (lambda con, g, v: embsql.permanova_welch(con, "t", group=g, vector=v, permutations=9),
+                        "emb_permanova_welch({s}, {g}, {v}, permutations := 9)"),
+    "dispersion": (lambda con, g, v: embsql.dispersion(con, "t", group=g, vector=v, permutations=9),
+                   "emb_dispersion({s}, {g}, {v}, permutations := 9)"),
+    "jackknife": (lambda con, g, v: embsql.jackknife(con, "t", group=g, vector=v),
+                  "emb_jackknife({s}, {g}, {v})"),
+    "bootstrap": (lambda con, g, v: embsql.bootstrap(con, "t", group=g, vector=v, replicates=50),
+                  "emb_bootstrap({s}, {g}, {v}, replicates := 50)"),
+    "pairwise_permanova": (lambda con, g, v: embsql.pairwise_permanova(con, "t", group=g, vector=v, permutations=9),
+                           None),
+    "icc": (None, "emb_icc({s}, {g}, {v})"),
+    "report": (lambda con, g, v: embsql.report("t", vector=v, group=g, permutations=9).run(con, progress=False), None),
+}
+
+
+def test_identical_vectors_are_design_identical_in_every_test():
+    """Positive multiples of one direction at random magnitudes (their unit vectors equal to
+    rounding; FLOAT vectors by powers of 2), in 3-6 groups of 4-6: refused as design.identical by every test on every route."""
+    rng = np.random.default_rng(SEED + 35)
+    for number in range(EDGE_CASES):
+        d = int(rng.choice([2, 3, 8]))
+        labels = np.repeat(np.arange(int(rng.integers(3, 7))), rng.integers(4, 7))
+        direction = rng.normal(size=d)
+        scale = 10.0 ** rng.uniform(-100, 100, size=(len(labels), 1))
+        dtype = pa.float32() if rng.random() < 0.4 else pa.float64()
+        group_col = GROUP_NAMES[rng.integers(len(GROUP_NAMES))]
+        vector_col = next(v for v in rng.permutation(VECTOR_NAMES) if v.lower() != group_col.lower())
+        if dtype == pa.float32():   # FLOAT: one direction, scaled by powers of 2 (exact, so still one direction)
+            direction = direction.astype(np.float32).astype(np.float64)
+            scale = 2.0 ** rng.integers(-90, 90, size=(len(labels), 1))
+        table = pa.table({group_col: [f"t{g}" for g in labels],
+                          vector_col: pa.array((direction * scale).tolist(), pa.list_(dtype))})
+        con = embsql.connect()
+        con.register("t", table)
+        for name, (python, sql) in IDENTICAL_FACES.items():
+            if python is not None:
+                with pytest.raises(EmbsqlError) as info:
+                    python(con, group_col, vector_col)
+                assert info.value.kind == "design.identical", (SEED, number, name, str(info.value))
+            if sql is not None:
+                query = "SELECT * FROM " + sql.format(s="'t'", g=literal(group_col), v=literal(vector_col))
+                with pytest.raises(duckdb.Error) as raised:
+                    con.sql(query).fetchall()
+                assert kind_of(str(raised.value)) == "design.identical", (SEED, number, name, str(raised.value))
+        con.close()
+
+
+def test_non_euclidean_dissimilarities_give_the_signed_decomposition():
+    """Random dissimilarities (uniform; in every other table those within groups far above those
+    between, which no Euclidean embedding has, so SS_B < 0): anova_dist's SS_T,
+    SS_W, signed SS_B, R² and F as numpy gives them from the definitions, on the Python face, the
+    registered SQL and the stock SQL file; emb_permanova_dist's F the same."""
+    rng = np.random.default_rng(SEED + 36)
+    stock = duckdb.connect()
+    stock.execute(sql_entry_file().read_text())
+    negative = 0
+    for number in range(EDGE_CASES):
+        labels = np.repeat(np.arange(int(rng.integers(2, 5))), rng.integers(2, 5))
+        n, groups = len(labels), int(labels.max()) + 1
+        dist = rng.uniform(0.01, 1, size=(n, n)) ** float(rng.choice([1, 4]))
+        same = labels[:, None] == labels[None, :]
+        if number % 2 == 0:   # within-group dissimilarities far above those between: SS_W > SS_T, SS_B < 0
+            dist = np.where(same, dist + rng.uniform(2, 10), dist)
+        dist = np.triu(dist, 1)
+        dist = dist + dist.T
+        sizes = np.bincount(labels)
+        ss_t = float(np.sum(np.triu(dist, 1) ** 2)) / n
+        ss_w = float(sum(np.sum(np.triu(dist * same, 1)[labels == g] ** 2) / sizes[g] for g in range(groups)))
+        want = {"ss_t": ss_t, "ss_w": ss_w, "ss_b": ss_t - ss_w, "r2": (ss_t - ss_w) / ss_t,
+                "f": ((ss_t - ss_w) / (groups - 1)) / (ss_w / (n - groups))}
+        negative += want["ss_b"] < 0
+        i, j = np.triu_indices(n, 1)
+        tables = {"dist": pa.table({"i": i, "j": j, "d": dist[i, j]}), "lab": pa.table({"id": np.arange(n), "g": labels})}
+        con = embsql.connect()
+        for c in (con, stock):
+            for name, t in tables.items():
+                c.register(name, t)
+        got = {"python": embsql.anova_dist(con, "dist", labels="lab", group="g").to_dicts()[0]}
+        for route, c in (("sql", con), ("stock", stock)):
+            row = c.sql("SELECT * FROM emb_anova_dist('dist', 'lab', 'g')").to_arrow_table().to_pylist()[0]
+            got[route] = row
+        got["permanova_dist"] = {"f": con.execute("SELECT f FROM emb_permanova_dist('dist', 'lab', 'g', "
+                                              "permutations := 9)").fetchall()[0][0]}
+        for route, row in got.items():
+            for key, value in row.items():
+                if key in want:
+                    assert value == pytest.approx(want[key], rel=1e-9, abs=1e-12), (SEED, number, route, key)
+        con.close()
+    stock.close()
+    assert negative >= 1, "no draw gave a negative SS_B: the test says less than its name"
+
+
+def test_integer_scalars_near_1e15_give_the_icc_of_the_values_shifted_to_0():
+    """BIGINTs at a random offset up to ±2^53 with a random spread: emb_icc's ICC and F as exact
+    fractions give them (the same as the values near 0), registered and stock."""
+    rng = np.random.default_rng(SEED + 37)
+    stock = duckdb.connect()
+    stock.execute(sql_entry_file().read_text())
+    con = embsql.connect()
+    for number in range(EDGE_CASES):
+        labels = np.repeat(np.arange(int(rng.integers(2, 6))), rng.integers(2, 6))
+        spread, within = int(rng.choice([3, 30, 1000])), int(rng.choice([1, 2, 10]))
+        small = rng.integers(0, spread, size=labels.max() + 1)[labels] + rng.integers(-within, within + 1, size=len(labels))
+        if len(set(small.tolist())) < 2:
+            small[0] += 1
+        offset = int(rng.choice([-1, 1])) * int(rng.integers(10**15, 2**53 - 10**4))
+        want = exact_icc(small.tolist(), labels.tolist())
+        table = pa.table({"g": labels, "x": pa.array((small + offset).tolist(), pa.int64())})
+        for c in (con, stock):
+            c.register("t", table)
+            icc, f = c.execute("SELECT icc, f FROM emb_icc('t', 'g', 'x')").fetchall()[0]
+            assert icc == pytest.approx(want["icc"], rel=1e-9, abs=1e-12) and f == pytest.approx(want["f"], rel=1e-9), \
+                (SEED, number, offset, icc, f, want)
+    con.close()
+    stock.close()

@@ -15,6 +15,10 @@ import os
 import pytest
 from report_fixtures import fake_report
 
+from embsql.core.model_comparison import COMPARE_COLUMNS
+from embsql.reporting.report_result import ReportResult, Section
+from embsql.result_table import ResultTable
+
 pytestmark = pytest.mark.browser
 
 CHROMIUM = "/usr/bin/chromium"
@@ -149,3 +153,23 @@ def test_the_report_looks_the_same_in_a_notebook_and_in_a_browser(page_of):
     if os.environ.get("EMBSQL_SCREENSHOT_DIR"):
         target = os.path.join(os.environ["EMBSQL_SCREENSHOT_DIR"], "notebook-fragment-1366x768.png")
         in_notebook.screenshot(path=target, full_page=True)
+
+
+def test_no_table_is_clipped_at_1280_px(page_of):
+    """Issue 32: at 1280 px the comparison table was cut off (`cali…`).  Every table of the report
+    fits its box at that width: nothing scrolls sideways inside a table's box and no cell is cut."""
+    report = fake_report()
+    wide = Section("compare", "Paired comparison of R² across models", ResultTable("compare", COMPARE_COLUMNS, (
+        ("base-768", "mini-384", 0.400632, 0.296253, 0.104379, 0.0170889, 0.0733033, 0.143507, 600, None, None, 0,
+         True, "random"),)), "The paired comparison.")
+    report = ReportResult(report.title, report.summary, report.sections + (wide,), report.meta)
+    page, _, _ = page_of(report.to_html(plots=False), "report-1280.html")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    clipped = page.evaluate("""() => Array.from(document.querySelectorAll('.tablewrap'))
+        .filter(w => w.scrollWidth > w.clientWidth + 1)
+        .map(w => (w.closest('section') || {}).id)""")
+    assert clipped == []
+    cut = page.evaluate("""() => Array.from(document.querySelectorAll('.tablewrap td, .tablewrap th'))
+        .filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.textContent)""")
+    assert cut == []
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280

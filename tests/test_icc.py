@@ -6,6 +6,7 @@ an independent numpy computation.
 """
 
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -99,6 +100,44 @@ def test_hand_worked_unbalanced_example(con, dtype):
     assert (row.pop("groups"), row.pop("n"), row.pop("kind")) == (3, 9, "scalar")
     expected = {k: float(HAND_EXPECTED[k]) for k in row}
     assert row == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+def exact_icc(values, labels) -> dict:
+    """ICC(1) and F of integer values in exact fractions (SPEC S15's formulas)."""
+    groups: dict = {}
+    for g, x in zip(labels, values):
+        groups.setdefault(g, []).append(Fraction(int(x)))
+    n, count = len(values), len(groups)
+    grand = sum(sum(v) for v in groups.values()) / n
+    means = {g: sum(v) / len(v) for g, v in groups.items()}
+    ss_w = sum((x - means[g]) ** 2 for g, v in groups.items() for x in v)
+    ss_b = sum(len(v) * (means[g] - grand) ** 2 for g, v in groups.items())
+    ms_b, ms_w = ss_b / (count - 1), ss_w / (n - count)
+    n0 = (n - Fraction(sum(len(v) ** 2 for v in groups.values()), n)) / (count - 1)
+    return {"icc": float((ms_b - ms_w) / (ms_b + (n0 - 1) * ms_w)), "f": float(ms_b / ms_w) if ms_w else math.inf}
+
+
+# unbalanced groups 10 apart, the items within 1 or 2 of their group's centre: ICC 0.994, F 550
+LARGE_LABELS = [g for g, size in enumerate([3, 4, 2, 5, 3]) for _ in range(size)]
+LARGE_OFFSETS = [10 * g + d for g, d in zip(LARGE_LABELS, [0, 1, -1, 2, 0, 1, -1, 0, 1, -2, 1, 0, 2, -1, 0, 1, 1])]
+
+
+@pytest.mark.parametrize("shift", [0, 10**15, 10**15 + 7, -10**15, 2**53 - 100])
+def test_scalar_icc_of_bigints_near_1e15_equals_the_values_shifted_to_0(con, shift):
+    """Exact BIGINTs near 1e15 (a DOUBLE's spacing there is 1/8; near 2^53 it is 1 and 2): centred
+    before summing, they give the ICC and F of the same data near 0, the exact fractions' figures
+    (they gave ICC 1.0 and F inf)."""
+    want = exact_icc(LARGE_OFFSETS, LARGE_LABELS)
+    assert 0.99 < want["icc"] < 1 and 500 < want["f"] < 600
+    con.register("t", pa.table({"g": LARGE_LABELS, "x": pa.array([shift + v for v in LARGE_OFFSETS], pa.int64())}))
+    row = icc_rows(con, "SELECT icc, f FROM emb_icc('t', 'g', 'x')")[0]
+    assert row == pytest.approx(want, rel=1e-12)
+    # two models at different magnitudes in one call
+    con.register("m", pa.table({"model": ["near0"] * 17 + ["large"] * 17, "g": LARGE_LABELS * 2,
+                                "x": pa.array(LARGE_OFFSETS + [shift + v for v in LARGE_OFFSETS], pa.int64())}))
+    rows = icc_rows(con, "SELECT model, icc, f FROM emb_icc('m', 'g', 'x', model := 'model')")
+    assert {r.pop("model"): r for r in rows} == {"large": pytest.approx(want, rel=1e-12),
+                                                "near0": pytest.approx(want, rel=1e-12)}
 
 
 def test_balanced_n0_is_the_group_size_and_rows_order_does_not_matter(con):

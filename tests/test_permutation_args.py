@@ -219,7 +219,19 @@ def test_interrupt_stops_the_kernel(query):
     stopped = time.perf_counter()
     thread.join()
     assert stopped - fired["at"] < 1.0, stopped - fired["at"]
-    assert "interrupt" in str(info.value).lower()
+    assert "embsql: [query.interrupted] the query was interrupted; the permutation test stopped" in str(info.value)
+    assert con.sql("SELECT 42").fetchall() == [(42,)]
+
+
+def test_interrupt_of_a_query_running_no_kernel_is_query_interrupted_through_run_sql():
+    """embsql.interrupt(con) while DuckDB itself runs (no embsql function): run_sql raises query.interrupted."""
+    con = embsql.connect()
+    threading.Timer(0.3, embsql.interrupt, [con]).start()
+    started = time.perf_counter()
+    with pytest.raises(embsql.EmbsqlError, match="the query was interrupted") as info:
+        embsql.run_sql(con, "SELECT count(*) FROM range(10000000000) a(i) WHERE hash(i) % 7 = 3")
+    assert info.value.kind == "query.interrupted"
+    assert time.perf_counter() - started < 3.0
     assert con.sql("SELECT 42").fetchall() == [(42,)]
 
 

@@ -69,6 +69,33 @@ def test_the_two_commands_are_the_ones_ci_runs():
     assert "pytest -q -n auto --dist loadscope --durations=15 tests" in ci and "lowest-bounds.sh" in ci
 
 
+def png_text(path: Path) -> dict[str, str]:
+    """The tEXt chunks of a PNG file (key -> value), read by hand."""
+    data, chunks, at = path.read_bytes(), {}, 8
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    while at < len(data):
+        length, kind = int.from_bytes(data[at:at + 4], "big"), data[at + 4:at + 8]
+        if kind == b"tEXt":
+            key, _, value = data[at + 8:at + 8 + length].partition(b"\0")
+            chunks[key.decode("latin-1")] = value.decode("latin-1")
+        at += 12 + length
+    return chunks
+
+
+def test_the_screenshot_is_the_report_of_the_readmes_command():
+    """docs/images/report.png is made by docs/screenshot.py from the README's command (its 999
+    permutations, p = 0.001), which it records in the PNG; and that is the command the README runs."""
+    made_by = png_text(ROOT / "docs" / "images" / "report.png").get("embsql-command")
+    assert made_by is not None, "the screenshot was not made by docs/screenshot.py (python docs/screenshot.py)"
+    assert block("bash").splitlines()[2].endswith(".venv/bin/" + made_by)
+    assert "--permutations" not in made_by   # the default, 999: as the command a reader runs
+
+
+def test_the_sql_section_says_where_the_duckdb_binary_comes_from():
+    section = README[README.index("## Ten lines of SQL"):README.index("## Ten lines of Python")]
+    assert "pip install duckdb-cli" in section
+
+
 def test_every_link_resolves():
     links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README)
     assert len(links) >= 10

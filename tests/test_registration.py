@@ -13,6 +13,7 @@ from __future__ import annotations
 import doctest
 import gc
 import hashlib
+import os
 import threading
 from pathlib import Path
 
@@ -171,3 +172,31 @@ def test_interrupt_is_set_from_the_main_thread():
 
 def test_the_interrupt_docstring_example_runs():
     assert doctest.testmod(interrupts).failed == 0
+
+
+def test_connect_takes_duckdbs_arguments_by_name_and_refuses_a_misspelling(tmp_path):
+    """connect's keywords are typed (read_only, config, interrupt): a misspelt one is a TypeError at run
+    time and a mypy error before it (issue 32), where **kwargs let any keyword through to DuckDB."""
+    con = embsql.connect(config={"threads": 1})
+    assert con.execute("SELECT current_setting('threads')").fetchall() == [(1,)]
+    with pytest.raises(TypeError, match="read_onyl"):
+        embsql.connect(read_onyl=True)
+
+
+@pytest.mark.slow
+def test_mypy_flags_a_misspelt_keyword_of_connect(tmp_path):
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("mypy") is None:
+        pytest.skip("mypy is not installed (the test extra)")
+    script = tmp_path / "misspelt.py"
+    script.write_text("import embsql\n\nembsql.connect(read_onyl=True)\nembsql.connect(read_only=True)\n")
+    done = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--ignore-missing-imports",
+                           "--cache-dir", str(tmp_path / "cache"), str(script)],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(Path(embsql.__file__).parents[1])})
+    assert done.returncode == 1, done.stdout + done.stderr
+    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and ":3:" in errors[0] and '"read_onyl"' in errors[0], done.stdout

@@ -56,10 +56,15 @@ def test_text_has_the_numbers_cautions_and_summary_first(monkeypatch):
     text = render.to_text(fake_report())
     flat = _flat(text)
     for value in (fx.R2["mini-384"], fx.R2["base-768"], fx.R2_SE["base-768"], *fx.BOOT_CI["base-768"]):
-        assert f"{value:.6g}" in text
+        assert f"{value:.3g}" in text      # three significant digits
     assert " inf " in text and " nan " in text and "—" in text
-    for caution in fx.CAUTIONS.values():
-        assert f"Caution: {caution}" in flat
+    report = fake_report()
+    for section in report.sections:        # each caution in one line, naming its docs page ...
+        line = f"Caution: {render.headline(section)} → {render.caution_docs(section.name)}"
+        assert line in flat
+    explained = _flat(render.to_text(report, explain=True))
+    for caution in fx.CAUTIONS.values():   # ... and in full with explain
+        assert f"Caution: {caution}" in explained
     assert text.index("Summary") < text.index("Decomposition") < text.index("Dose")
     assert fx.EVIL_LABEL in text          # printed as is: "[red]" is not read as rich markup
     assert not ANSI.search(text)          # captured, not a terminal
@@ -80,7 +85,10 @@ def test_text_summary_has_one_column_per_model():
     header = next(line for line in lines if line.split()[:1] == ["statistic"])
     assert header.split() == ["statistic", "mini-384", "base-768"]
     r2_line = next(line for line in lines if line.split()[:1] == ["r2"])
-    assert r2_line.split() == ["r2", "0.312346", "0.456789"]
+    low, high = (fx.R2[m] - 1.96 * fx.R2_SE[m] for m in ("mini-384", "base-768")), \
+        (fx.R2[m] + 1.96 * fx.R2_SE[m] for m in ("mini-384", "base-768"))
+    cells = [f"{r2:.3g} [{lo:.3g}, {hi:.3g}]" for r2, lo, hi in zip((fx.R2["mini-384"], fx.R2["base-768"]), low, high)]
+    assert " ".join(r2_line.split()) == " ".join(["r2 [CI]", *cells])   # each interval beside its point
     assert "all items" in render.to_text(unlabelled_report())
 
 
@@ -129,7 +137,8 @@ def test_markdown_tables_are_rectangular_and_hold_the_values():
         assert all(re.fullmatch(r":?-{3}:?", cell) for cell in table[1])
     summary = tables[0]
     assert summary[0] == ["statistic", "mini-384", "base-768"]
-    assert ["r2", "0.312346", "0.456789"] in summary
+    r2 = next(row for row in summary if row[0].startswith("r2 "))
+    assert r2[1].startswith("0.312 \\[") and r2[2].startswith("0.457 \\[")
     groups = tables[1 + [s.name for s in report.sections].index("groups")]
     assert len(groups) == 2 + len(fx.GROUPS) * 2
     # the label is text: no raw HTML, the pipe escaped, brackets escaped
@@ -163,7 +172,7 @@ def test_json_schema_and_values():
     assert document["meta"]["seed"] == 42 and document["meta"]["sql"] == report.meta["sql"]
     assert [s["name"] for s in document["sections"]] == [s.name for s in report.sections]
     for section in document["sections"]:
-        assert set(section) == {"name", "title", "caution", "columns", "rows", "nonfinite"} | {"title"}
+        assert set(section) == {"name", "title", "caution", "columns", "rows", "nonfinite", "intervals"}
         assert section["caution"] == fx.CAUTIONS[section["name"]]
     summary = document["summary"]
     assert summary["columns"] == list(report.summary.columns)
@@ -274,7 +283,7 @@ def test_html_escapes_labels_and_puts_the_summary_first(page):
     assert checker.ids[:2] == ["verdict", "summary"]
     assert checker.ids[2:] == [f"section-{s.name}" for s in report.sections]
     summary = html[html.index('id="summary"'):html.index('id="section-')]
-    assert ">mini-384</th>" in summary and ">0.312346</td>" in summary
+    assert ">mini-384</th>" in summary and ">0.312 [" in summary
     for caution in fx.CAUTIONS.values():
         assert render.html.escape(caution) in html
 
@@ -567,16 +576,18 @@ def test_long_sections_show_head_tail_and_quantiles_in_text_and_markdown():
     alignment = report["alignment"]
     assert len(alignment) > render.LONG_TABLE
     text, markdown = render.to_text(report), render.to_markdown(report).replace("\\", "")
-    for shown in (text, markdown):
-        assert f"{len(alignment)} rows, {2 * render.HEAD_ROWS} shown" in _flat(shown)
-        assert "--full" in shown and "to_pandas()" in shown and "Quantiles" in shown
+    assert f"{len(alignment)} rows, {2 * render.HEAD_ROWS} shown" in _flat(markdown)
+    assert "--full" in markdown and "to_pandas()" in markdown and "Quantiles" in markdown
     first, last = alignment.rows[0], alignment.rows[-1]
     hidden = alignment.rows[render.HEAD_ROWS + 2]
-    assert str(first[1]) in text and str(last[1]) in text and f" {hidden[1]} " not in text
-    # quantiles per model, from the rows themselves
+    assert str(first[1]) in markdown and str(last[1]) in markdown and f" {hidden[1]} " not in markdown
+    # the text is shorter still: min, median and max per model, computed from the rows themselves
+    assert f"{len(alignment)} rows as quantiles (--full: every row)" in _flat(text)
+    assert f" {first[1]} " not in text and f" {hidden[1]} " not in text
     m = [r["m"] for r in alignment.to_dicts() if r["model"] == "mini-384"]
     for value in (min(m), float(np.median(m)), max(m)):
-        assert render.format_cell(value) in text
+        assert render.format_cell(value, 3) in text
+        assert render.format_cell(value) in markdown
     assert len(render.to_text(report, full=True).splitlines()) > len(text.splitlines()) + 40
     assert len(json.loads(render.to_json(report))["sections"][[s.name for s in report.sections].index("alignment")]
                ["rows"]) == len(alignment)

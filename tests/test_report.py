@@ -269,14 +269,14 @@ def test_emitted_duckdb_sql_runs_and_gives_the_group_sums(emb_con):
         assert row["__emb_n"] == len(members) and row["__emb_bad"] == 0
 
 
-@pytest.mark.parametrize("vectors, match", [   # on DuckDB, as embsql.anova names them: the row and its group
-    ([[1.0, None], [0.0, 1.0]], r"NULL-element vector at row 0 \(group 'x'\)"),
-    ([[0.0, 0.0], [0.0, 1.0]], r"zero-length vector at row 0 \(group 'x'\)"),
-    ([[float("nan"), 1.0], [0.0, 1.0]], r"NaN vector at row 0 \(group 'x'\)"),
-    ([[float("inf"), 1.0], [0.0, 1.0]], r"infinite vector at row 0 \(group 'x'\)"),
-    ([[1.0, 0.0], None], r"NULL vector at row 1 \(group 'x'\)"),
-    ([[1.0, 0.0], [1.0, 0.0, 1.0]], r"a vector of length 3 at row 1 \(group 'x'\); other vectors have length 2"),
-    ([[1.0, 0.0], [1.0]], r"a vector of length 1 at row 1 \(group 'x'\); other vectors have length 2"),
+@pytest.mark.parametrize("vectors, match", [   # on DuckDB, as embsql.anova names them: the row (from 1) and its group
+    ([[1.0, None], [0.0, 1.0]], r"NULL-element vector at row 1 \(group 'x'\)"),
+    ([[0.0, 0.0], [0.0, 1.0]], r"zero-length vector at row 1 \(group 'x'\)"),
+    ([[float("nan"), 1.0], [0.0, 1.0]], r"NaN vector at row 1 \(group 'x'\)"),
+    ([[float("inf"), 1.0], [0.0, 1.0]], r"infinite vector at row 1 \(group 'x'\)"),
+    ([[1.0, 0.0], None], r"NULL vector at row 2 \(group 'x'\)"),
+    ([[1.0, 0.0], [1.0, 0.0, 1.0]], r"a vector of length 3 at row 2 \(group 'x'\); other vectors have length 2"),
+    ([[1.0, 0.0], [1.0]], r"a vector of length 1 at row 2 \(group 'x'\); other vectors have length 2"),
 ])
 def test_bad_vectors_are_named(con, vectors, match):
     good = [[1.0, 0.2], [0.3, 1.0], [0.5, 0.5], [0.9, 0.1]]
@@ -288,7 +288,7 @@ def test_bad_vectors_are_named(con, vectors, match):
 
 def test_null_labels_and_empty_sources_are_named(con):
     con.register("nolabel", pa.table({"g": ["x", None, "y", "y"], "v": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.5, 1]]}))
-    with pytest.raises(embsql.BadLabelError, match="group column 'g' has a NULL label at row 1"):
+    with pytest.raises(embsql.BadLabelError, match="group column 'g' has a NULL label at row 2;"):
         embsql.report("nolabel", vector="v", group="g").run(con)
     con.execute("CREATE TABLE empty (g VARCHAR, v DOUBLE[])")
     with pytest.raises(embsql.InputError, match="no rows"):
@@ -430,8 +430,8 @@ def test_the_sections_are_one_registry_with_their_cautions():
     from embsql.reporting.sections import REGISTRY
 
     assert SECTIONS == ("decomposition", "groups", "jackknife", "bootstrap", "compare", "permanova", "dispersion",
-                        "models", "retrieval")
-    assert DEFAULT_SECTIONS == SECTIONS[:5] and ROW_SECTIONS == ("permanova", "dispersion", "models")
+                        "models", "retrieval", "ranking")
+    assert DEFAULT_SECTIONS == SECTIONS[:5] + ("ranking",) and ROW_SECTIONS == ("permanova", "dispersion", "models")
     for name, entry in REGISTRY.items():
         if name not in ("retrieval", "models"):      # these carry their own titles and cautions
             assert entry.caution == getattr(cautions, name.upper()) and entry.title

@@ -189,7 +189,7 @@ def test_cli_pairs_flag_and_its_one_line_errors(data, tmp_path):
                              "score": [1.0, 2.0, 3.0]}), bad)
     failed = _cli(*base, "--pairs", str(bad))
     assert failed.returncode == 2 and failed.stdout == ""
-    assert failed.stderr.count("\n") == 1 and "'nobody'" in failed.stderr and "row 1" in failed.stderr
+    assert failed.stderr.count("\n") == 1 and "'nobody'" in failed.stderr and "row 2 " in failed.stderr
     absent = _cli(*base, "--pairs", str(tmp_path / "absent.parquet"))
     assert absent.returncode == 2 and absent.stderr.count("\n") == 1
 

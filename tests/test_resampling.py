@@ -600,7 +600,7 @@ def test_compare_missing_item_column_is_named_as_item(con, pair):
 # 11. the report prints the same intervals
 
 def test_report_bootstrap_and_compare_equal_the_functions(con):
-    """The report's bootstrap rows, compare rows and summary columns (r2_ci_low/high, r2_bc, r2_adj,
+    """The report's bootstrap rows, compare rows and summary columns (r2_ci_low/high, r2_corrected, r2_adj,
     calibrated) are what embsql.bootstrap and embsql.compare give on the same table and seed; r2_adj
     is 1 - MS_W/MS_T from emb_anova; 12 groups is below the calibrated range, and a note says so."""
     table, labels, *_ = two_models(seed=30)
@@ -614,10 +614,11 @@ def test_report_bootstrap_and_compare_equal_the_functions(con):
     for row in sections["bootstrap"]:
         reference = boot[row["model"]]
         for key in ("estimate", "se", "ci_low", "ci_high", "estimate_bc"):  # stage 1 sums in another order
-            assert row[key] == pytest.approx(reference[key], rel=1e-12), key
+            shown = "corrected" if key == "estimate_bc" else key    # the report names the bias-corrected point so
+            assert row[shown] == pytest.approx(reference[key], rel=1e-12), key
         assert (row["dropped"], row["calibrated"], row["groups"]) == (0, False, 12)
         got = summary[row["model"]]
-        assert (got["r2_ci_low"], got["r2_ci_high"], got["r2_bc"]) == (row["ci_low"], row["ci_high"], row["estimate_bc"])
+        assert (got["r2_ci_low"], got["r2_ci_high"], got["r2_corrected"]) == (row["ci_low"], row["ci_high"], row["corrected"])
         assert got["calibrated"] is False
         a = anova[row["model"]]
         ms_w, ms_t = a["ss_w"] / (a["n"] - a["groups"]), a["ss_t"] / (a["n"] - 1)
@@ -629,7 +630,9 @@ def test_report_bootstrap_and_compare_equal_the_functions(con):
     # the report has only group sums: equal sizes cannot tell whether the items are the same
     assert (row["items"], row["same_items"], row["shared_items"]) == (len(labels), None, None)
     assert compare["same_items"] is True
-    assert sum("12 groups: fewer than 30 groups" in note for note in result.meta["notes"]) == 2
+    # one note for both models (one note per kind, not per model), naming each of them
+    said = [note for note in result.meta["notes"] if "12 groups: fewer than 30 groups" in note]
+    assert len(said) == 1 and all(repr(model) in said[0] for model in summary)
 
 
 def test_report_pairs_models_whose_group_sizes_differ(con):

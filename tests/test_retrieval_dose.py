@@ -171,7 +171,7 @@ def test_sql_dose_errors():
     levels = queries.column("level").to_pylist()
     levels[3] = None
     con.register("q", queries.set_column(3, "level", pa.array(levels)))
-    assert 'strength column "level" is NULL at row 3' in helpers.sql_error(
+    assert 'strength column "level" is NULL at row 4 ' in helpers.sql_error(
         con, "SELECT * FROM emb_retrieval_dose('q', model := 'model')")
     con.register("q", queries)
     assert "alpha must be between 0 and 1" in helpers.sql_error(

@@ -238,7 +238,7 @@ def test_a_null_model_is_refused_on_every_route_naming_the_column_and_a_row(con,
         _route_calls(con, queries, docs, tmp_path)[route]()
     assert caught.value.kind == "label.null"
     message = str(caught.value)
-    assert message.startswith("model column 'model' has a NULL label at row 7"), message
+    assert message.startswith("model column 'model' has a NULL label at row 8 "), message   # counted from 1
 
 
 def test_a_nan_model_is_refused_too(con):
@@ -247,7 +247,7 @@ def test_a_nan_model_is_refused_too(con):
     docs = pa.table({"model": [1.0, 1.0], "doc_id": ["x", "y"], "vector": [[1.0, 0.0], [0.0, 1.0]]})
     for call in (lambda: embsql.margins(con, queries, docs, model="model"),
                  lambda: embsql.retrieve(con, queries, docs, model="model")):
-        with pytest.raises(BadLabelError, match=r"model column 'model' has a NaN label at row 1"):
+        with pytest.raises(BadLabelError, match=r"model column 'model' has a NaN label at row 2 "):
             call()
 
 

@@ -219,7 +219,7 @@ def test_missing_vectors_error_or_skip(con):
                                                            pa.compute.equal(emb.column("item"), "item3"))))
     first = int(np.flatnonzero((a == 3) | (b == 3))[0])
     side = "item_a" if a[first] == 3 else "item_b"
-    with pytest.raises(InputError, match=rf"item 'item3' \('{side}' at row {first} of pairs .*model 'm2'") as caught:
+    with pytest.raises(InputError, match=rf"item 'item3' \('{side}' at row {first + 1} of pairs .*model 'm2'") as caught:
         embsql.similarity_eval(con, judged, lacking)
     assert caught.value.kind == "pair.no_vector"
     rows = {r["model"]: r for r in embsql.similarity_eval(con, judged, lacking, missing="skip").to_dicts()}
@@ -246,9 +246,9 @@ def _judged(**columns):
 
 
 @pytest.mark.parametrize("scores, kind, text", [
-    ([1.0, None, 3.0, 4.0], "value.null", r"score column 'score' has 1 NULL value\(s\) \(first at row 1 "),
-    ([1.0, 2.0, float("nan"), 4.0], "value.nonfinite", r"score column 'score' has 1 NaN value\(s\) \(first at row 2 "),
-    ([1.0, 2.0, 3.0, float("inf")], "value.nonfinite", r"1 infinite value\(s\) \(first at row 3 "),
+    ([1.0, None, 3.0, 4.0], "value.null", r"score column 'score' has 1 NULL value\(s\) \(first at row 2 "),
+    ([1.0, 2.0, float("nan"), 4.0], "value.nonfinite", r"score column 'score' has 1 NaN value\(s\) \(first at row 3 "),
+    ([1.0, 2.0, 3.0, float("inf")], "value.nonfinite", r"1 infinite value\(s\) \(first at row 4 "),
 ])
 def test_bad_scores(con, scores, kind, text):
     emb, *_ = sts_data()
@@ -259,7 +259,7 @@ def test_bad_scores(con, scores, kind, text):
 
 def test_same_item_twice_is_refused(con):
     emb, *_ = sts_data()
-    with pytest.raises(InputError, match=r"pair at row 2 of .* has item 'item2' as both 'item_a' and 'item_b'") as caught:
+    with pytest.raises(InputError, match=r"pair at row 3 of .* has item 'item2' as both 'item_a' and 'item_b'") as caught:
         embsql.similarity_eval(con, _judged(item_b=["item1", "item2", "item2", "item4"]), emb)
     assert caught.value.kind == "pair.same_item"
 
@@ -276,7 +276,7 @@ def test_too_few_pairs_and_constant_scores(con):
 
 def test_null_item_and_wrong_columns(con):
     emb, *_ = sts_data()
-    with pytest.raises(BadLabelError, match="item column 'item_b' has a NULL label at row 1 of pairs"):
+    with pytest.raises(BadLabelError, match="item column 'item_b' has a NULL label at row 2 of pairs"):
         embsql.similarity_eval(con, _judged(item_b=["item1", None, "item3", "item4"]), emb)
     with pytest.raises(ColumnNotFoundError, match="score column 'gold' not found"):
         embsql.similarity_eval(con, _judged(), emb, score="gold")
@@ -369,7 +369,7 @@ def test_sql_similarity_eval_keeps_the_model_column_and_its_errors(con):
     assert skipped[0]["pairs"] + skipped[0]["skipped"] == judged.num_rows and skipped[0]["skipped"] > 0
     _register(con, sim_bad=_judged(score=[1.0, float("nan"), 3.0, 4.0]))
     assert sql_error(con, "SELECT * FROM emb_similarity_eval('sim_bad', 'sim_plain')").startswith(
-        "embsql: [value.nonfinite] score column 'score' has 1 NaN value(s) (first at row 1")
+        "embsql: [value.nonfinite] score column 'score' has 1 NaN value(s) (first at row 2")
     assert sql_error(con, "SELECT * FROM emb_compare_similarity('sim_pairs2', 'sim_plain')").startswith(
         "embsql: [model.too_few]")
 
@@ -416,9 +416,9 @@ def test_plain_sql_errors_name_the_row_and_the_model():
     skipped = sql_rows(plain, "SELECT pairs, skipped FROM emb_similarity_spearman('judged', 'short', missing := 'skip')")
     assert skipped[0]["pairs"] + skipped[0]["skipped"] == judged.num_rows
     assert sql_error(plain, "SELECT * FROM emb_similarity_pearson('bad', 'emb')").startswith(
-        "embsql: [value.null] score column 'score' has 1 NULL value(s) (first at row 2 of pairs 'bad')")
+        "embsql: [value.null] score column 'score' has 1 NULL value(s) (first at row 3 of pairs 'bad')")
     assert sql_error(plain, "SELECT * FROM emb_similarity_pearson('same', 'emb')").startswith(
-        "embsql: [pair.same_item] pair at row 1 of 'same' has item 'item1' as both 'item_a' and 'item_b'")
+        "embsql: [pair.same_item] pair at row 2 of 'same' has item 'item1' as both 'item_a' and 'item_b'")
     assert sql_error(plain, "SELECT * FROM emb_similarity_spearman('judged', 'emb', item := 'id')").startswith(
         "embsql: [column.missing] item column 'id' not found in 'emb'")
     assert sql_error(plain, "SELECT * FROM emb_similarity_pearson('judged', 'emb', missing := 'drop')").startswith(

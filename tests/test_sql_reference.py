@@ -70,10 +70,48 @@ def test_every_public_function_has_a_block_and_every_block_a_function(con):
     assert len(FUNCTIONS) == len(BY_NAME) >= 29
 
 
-def test_the_cli_file_defines_exactly_the_functions_that_do_not_need_python():
+def test_the_cli_file_defines_every_function_and_the_python_ones_say_they_need_python():
     con = duckdb.connect()
     con.execute(sql_entry_file().read_text(encoding="utf-8"))
-    assert sorted(public_functions(con)) == sorted(f.name for f in FUNCTIONS if not f.needs_python)
+    assert sorted(public_functions(con)) == sorted(BY_NAME)
+    for function in FUNCTIONS:
+        if function.needs_python:
+            query = f"SELECT {function.call}" if function.returns else f"SELECT * FROM {function.call}"
+            with pytest.raises(duckdb.Error, match=rf"embsql: \[query.needs_python\] {function.name} needs the Python"):
+                con.sql(query).fetchall()
+
+
+@pytest.mark.parametrize("name", sorted(f.name for f in FUNCTIONS if f.needs_python))
+def test_a_python_function_in_the_stock_cli_says_it_needs_the_python_package(tmp_path, name):
+    cli = Path(sys.executable).parent / "duckdb"
+    if not cli.exists():
+        pytest.skip("the stock DuckDB CLI is not installed (pip install '.[test]': duckdb-cli)")
+    function = BY_NAME[name]
+    query = f"SELECT {function.call} AS x;" if function.returns else f"SELECT * FROM {function.call};"
+    script = [f".read {sql_entry_file()}", f".read {SQL / 'examples.sql'}", ".bail on", query]
+    out = subprocess.run([str(cli), ":memory:"], input="\n".join(script), capture_output=True, text=True,
+                         cwd=tmp_path, timeout=60)
+    assert out.returncode != 0
+    assert (f"embsql: [query.needs_python] {name} needs the Python package: run it through embsql.connect() "
+            "or embsql report") in out.stderr, out.stderr
+    assert "Did you mean" not in out.stderr
+
+
+@pytest.mark.parametrize("order", ["stubs first", "stubs after"])
+def test_registration_makes_the_real_functions_win_over_the_stubs(order):
+    con = duckdb.connect()
+    stubs = sql_entry_file().read_text(encoding="utf-8")
+    if order == "stubs first":
+        con.execute(stubs)
+    embsql.register(con)
+    if order == "stubs after":
+        con.execute(stubs)
+    # numpy: [3, 4] / 5
+    assert con.sql("SELECT emb_unit([3.0, 4.0])").fetchall()[0][0] == pytest.approx([0.6, 0.8])
+    con.execute("CREATE TABLE t AS SELECT (i % 2)::VARCHAR AS g, [i::DOUBLE, (i * i % 7)::DOUBLE + 1] AS v "
+                "FROM range(12) r(i)")
+    rows = con.sql("SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 9)").fetchall()
+    assert len(rows) == 1
 
 
 @pytest.mark.parametrize("name", sorted(BY_NAME))
@@ -94,13 +132,17 @@ def test_the_output_columns_are_a_describe_of_the_example(con, name):
         described = con.sql(f"DESCRIBE SELECT {call} AS x").fetchall()
         assert [row[1] for row in described] == [function.returns[0]]
         return
-    described = [row[0] for row in con.sql(f"DESCRIBE SELECT * FROM {call}").fetchall()]
     model = re.search(r"\bmodel := '(\w+)'", call)
-    columns = [c.name for c in function.columns]
-    if MODEL_COLUMN in columns:
-        assert columns.index(MODEL_COLUMN) == 0, "the model column comes first"
-        columns = ([model.group(1)] if model else []) + columns[1:]
-    assert described == columns
+    # a column documented "(only with `bad_rows := 'skip'`)" is there exactly when the call says so
+    conditions = {c.only_with for c in function.columns} - {None}
+    calls = [call] + [call[:-1] + f", {condition})" for condition in sorted(conditions) if condition not in call]
+    for each in calls:
+        described = [row[0] for row in con.sql(f"DESCRIBE SELECT * FROM {each}").fetchall()]
+        columns = [c.name for c in function.columns if c.only_with is None or c.only_with in each]
+        if MODEL_COLUMN in columns:
+            assert columns.index(MODEL_COLUMN) == 0, "the model column comes first"
+            columns = ([model.group(1)] if model else []) + columns[1:]
+        assert described == columns, each
 
 
 def test_the_examples_of_the_cli_functions_run_in_the_stock_cli(tmp_path):
@@ -186,3 +228,23 @@ def test_a_model_column_named_like_an_output_column_is_refused(con, name):
     assert str(refused.value) == (f'embsql: [column.collision] model column "{column}" has the name of one of '
                                   f"{name}'s output columns (the output keeps the model column's name); rename it, "
                                   f'e.g. SELECT "{column}" AS model_name')
+
+
+def test_each_python_function_section_says_the_stock_cli_raises_query_needs_python():
+    # the stubs of embsql.sql (issue 32): the reference must not say the name is absent from the CLI file
+    readme = (SQL / "README.md").read_text(encoding="utf-8")
+    assert "not in the CLI file" not in readme
+    for function in FUNCTIONS:
+        section = sql_reference.render(function)
+        assert ("a stub that raises `embsql: [query.needs_python]`" in section) == function.needs_python, function.name
+        assert section in readme, function.name
+
+
+def test_the_interrupt_the_reference_names_is_the_one_that_ends_with_query_interrupted():
+    # con.interrupt() alone lets a running permutation test finish; embsql.interrupt(con) stops it
+    readme = (SQL / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in readme.splitlines() if line.startswith("| `query.interrupted`"))
+    assert "embsql.interrupt(con)" in row and "con.interrupt()" not in row.replace("embsql.interrupt(con)", "")
+    permanova = sql_reference.render(BY_NAME["emb_permanova"])
+    assert "`embsql.interrupt(con)`" in permanova and "`embsql: [query.interrupted]`" in permanova
+    assert "`con.interrupt()` or Ctrl-C stops" not in permanova

@@ -19,7 +19,7 @@ DATACLASSES = {name: obj for name, obj in PUBLIC.items() if dataclasses.is_datac
 
 # public functions that still take **kwargs, and the area that is replacing them with named
 # parameters; remove an entry when its function no longer does (the test below says so)
-KWARGS_PENDING = {"connect": "registration (duckdb.connect's config passed through)"}
+KWARGS_PENDING: dict[str, str] = {}
 
 
 def _parameters(obj) -> list[inspect.Parameter]:

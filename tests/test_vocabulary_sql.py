@@ -21,6 +21,7 @@ from helpers import example_connection, public_functions
 import embsql
 from embsql import sql_reference, vocabulary
 from embsql.io.resources import resource_dir, sql_entry_file
+from embsql.sql_reference import MODEL_COLUMN
 
 FUNCTIONS = {f.name: f for f in sql_reference.functions()}
 
@@ -59,7 +60,7 @@ def test_a_name_a_function_never_took_lists_what_it_takes(con):
     with pytest.raises(embsql.ArgumentError) as refused:
         embsql.run_sql(con, "SELECT * FROM emb_anova('ex', 'topic', 'embedding', permutation := 9)")
     assert str(refused.value) == ('embsql: [argument.unknown] emb_anova has no argument permutation :=; it takes: '
-                                  'source, "group", vector, model')
+                                  'source, "group", vector, model, bad_rows')
     # a name inside a string is not an argument; an error that is not about the names stays DuckDB's
     with pytest.raises(Exception) as other:
         embsql.run_sql(con, "SELECT * FROM emb_anova('group_col := 1')")
@@ -75,7 +76,7 @@ def test_the_stock_cli_lists_what_a_function_takes_for_a_name_it_does_not(tmp_pa
     out = subprocess.run([str(cli), ":memory:"], input=script, capture_output=True, text=True, cwd=tmp_path, timeout=120)
     said = out.stdout + out.stderr
     assert "Macro emb_anova() does not support the supplied arguments" in said
-    assert "emb_anova(source, group, vector, model := NULL)" in said, said
+    assert "emb_anova(source, group, vector, model := NULL, bad_rows := 'error')" in said, said
 
 
 @pytest.fixture(scope="module")
@@ -109,4 +110,5 @@ def test_the_model_column_keeps_its_own_name(renamed, call):
     columns = [row[0] for row in renamed.sql(f"DESCRIBE SELECT * FROM {call}").fetchall()]
     assert columns[0] == "encoder" and "model" not in columns, columns
     name = call.split("(")[0]
-    assert columns[1:] == list(FUNCTIONS[name].output_columns)
+    # the skipped_* columns come only with bad_rows := 'skip', which these calls do not pass
+    assert columns[1:] == [c.name for c in FUNCTIONS[name].columns if c.name != MODEL_COLUMN and c.only_with is None]

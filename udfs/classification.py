@@ -47,7 +47,11 @@ def _classify(row, tbl, names, types, columns, classifier, k, level, model, tabl
             source.require(column, role)
     source.vector_dimension(vector_col)
     ids, numbers = scalar(items), scalar(table_rows)
-    where = lambda i: f"row {numbers[i]}" + (f" (item {ids[i]!r})" if item_col is not None else "")
+    m = scalar(model)
+    # row i as the Python face names it: its row in the table counted from 1, its model and its item
+    named = (lambda i: ([] if model_col is None or m is None else [f"model {m!r}"])
+             + ([f"item {ids[i]!r}"] if item_col is not None else []))
+    where = lambda i: f"row {numbers[i] + 1}" + (f" ({', '.join(named(i))})" if named(i) else "")
     texts, order = scalar(labels), scalar(ranks)
     if not texts:
         fail("source.empty", source=repr(scalar(tbl)))
@@ -60,7 +64,6 @@ def _classify(row, tbl, names, types, columns, classifier, k, level, model, tabl
              where=f" at {where(i)}")
     unit = raw_vectors(vectors[row].values, where, vector_col, None).astype(np.float64)
     normalise(unit, where, vector_col)
-    m = scalar(model)
     model_type = dict(zip(scalar(names), scalar(types))).get(model_col, "") if model_col is not None else ""
     if model_col is not None and (m is None or (model_type.upper().startswith(("FLOAT", "DOUBLE", "REAL"))
                                                 and str(m).lower() == "nan")):

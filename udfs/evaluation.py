@@ -24,7 +24,7 @@ FIELDS = pa.struct([("metric", pa.string()), ("value", pa.float64()), ("queries"
 
 def _unit(vectors: pa.Array, ids: list, what: str, table: str, column: str, model) -> np.ndarray:
     whose = "" if model is None else f" (model {model!r})"
-    return unit_vectors(vectors, lambda i: f"row {i} ({what} {ids[i]!r}) of {table}{whose}", column, None)
+    return unit_vectors(vectors, lambda i: f"row {i + 1} ({what} {ids[i]!r}) of {table}{whose}", column, None)
 
 
 @sql_errors
@@ -48,11 +48,11 @@ def emb__retrieval_eval_kernel(qids, q_vectors, doc_ids, d_vectors, j_qids, j_do
                         doc_column=repr(doc_vector_col), doc_dimension=d_unit.shape[1],
                         whose="" if m is None else f" (model {m!r})")
         jq, jd = j_qids[row].values, j_docs[row].values
-        where = lambda i: f"row {i}"
+        where = lambda i: f"row {i + 1}"      # counted from 1
         for values, role in ((jq, "qid"), (jd, "doc_id")):
             if values.null_count:
                 bad = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
-                fail("label.null", role=role, column=repr(role), word="NULL", where=f" at row {bad} of qrels {table_j}")
+                fail("label.null", role=role, column=repr(role), word="NULL", where=f" at row {bad + 1} of qrels {table_j}")
         relevance = check_relevance(j_rel[row].values, where, relevance_col)
         check_unique_pairs(jq, jd, where, table_j)
         judgements = Judgements(jq, jd, relevance, table_j)

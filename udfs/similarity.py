@@ -63,7 +63,7 @@ def _models(row: int, tbl, names, types, item_col, model_col, vector_col, models
         fail("source.empty", source=repr(source.name))
     if item_of.null_count:
         first = int(np.flatnonzero(item_of.is_null().to_numpy(zero_copy_only=False))[0])
-        raise BadLabelError(f"embeddings {source.name!r}: item column {scalar(item_col)!r} is NULL at row {first}")
+        raise BadLabelError(f"embeddings {source.name!r}: item column {scalar(item_col)!r} is NULL at row {first + 1}")
     out = {}
     for value in sorted(set(model_of.to_pylist()), key=lambda m: (m is not None, str(m))):
         mask = pc.is_null(model_of) if value is None else pc.equal(model_of, value)

@@ -8,23 +8,23 @@ import numpy as np
 
 from embsql.core.agreement import KNN_COLUMNS, KNN_ITEM_COLUMNS, MANTEL_COLUMNS, knn_rows, mantel_rows
 from embsql.io.sources import TableLike, opened
-from embsql.io.table_stream import unit_rows
+from embsql.io.table_stream import Skipped, unit_rows
 from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
 
 
 def _models(con: duckdb.DuckDBPyConnection, source: TableLike, item: str, model: str,
-            vector: str) -> dict[object, tuple[np.ndarray, np.ndarray]]:
-    """model value -> (item ids, unit vectors), read in one pass."""
+            vector: str, skip: Skipped | None = None) -> dict[object, tuple[np.ndarray, np.ndarray]]:
+    """model value -> (item ids, unit vectors), read in one pass (``skip``: bad_rows="skip")."""
     with opened(con, source) as table:
         table.require(item, "item")
         table.require(model, "model")
-        parts = unit_rows(con, table, item, vector, model=model, group_role="item")
+        parts = unit_rows(con, table, item, vector, model=model, group_role="item", skip=skip)
     return {value: (part.labels, part.unit) for value, part in parts}
 
 
 def knn_agreement(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: str, vector: str,
-                  k: int = 10, per_item: bool = False, common: bool = False) -> ResultTable:
+                  k: int = 10, per_item: bool = False, common: bool = False, bad_rows: str = "error") -> ResultTable:
     """k-NN agreement of every pair of models that embedded the same items.
 
     For each item, its k nearest other items under each model (cosine distance; ties at the k-th
@@ -33,17 +33,28 @@ def knn_agreement(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: st
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it: one row per model and item (as for :func:`embsql.anova`).
-    item, model, vector : str
-        The item column (which rows of different models embed the same item), the model column (at
-        least two models) and the vector column (its vectors are scaled to unit length).
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con``: one row per model and item (as for :func:`embsql.anova`).
+    item : str
+        The item column (which rows of different models embed the same item).
+    model : str
+        The model column (at least two models).
+    vector : str
+        The vector column (its vectors are scaled to unit length).
     k : int
         How many neighbours (default 10; less than the number of items).
     per_item : bool
         One row per pair of models and item instead of one per pair of models.
     common : bool
         Use only the items every model has (instead of refusing items one model lacks).
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``). A skipped row leaves its item missing in
+        that model, so ``common=True`` compares the others on the items every model kept.
 
     Returns
     -------
@@ -71,15 +82,15 @@ def knn_agreement(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: st
     >>> result.model_a, result.model_b, result.items, round(result.chance, 4)
     ('large', 'small', 12, 0.2727)
     """
-    rows, item_rows = knn_rows(_models(con, source, item, model, vector), k, common=common)
-    if per_item:
-        return ResultTable.from_dicts("knn_agreement_items", KNN_ITEM_COLUMNS, item_rows)
-    return ResultTable.from_dicts("knn_agreement", KNN_COLUMNS, rows)
+    rows, item_rows = knn_rows(_models(con, source, item, model, vector, skipped := Skipped.asked(bad_rows)), k, common=common)
+    result = (ResultTable.from_dicts("knn_agreement_items", KNN_ITEM_COLUMNS, item_rows) if per_item
+              else ResultTable.from_dicts("knn_agreement", KNN_COLUMNS, rows))
+    return Skipped.attached(skipped, result, model)
 
 
 def mantel(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: str, vector: str,
            permutations: int = 999, seed: int = 42, common: bool = False,
-           progress: bool | None = None) -> ResultTable:
+           progress: bool | None = None, bad_rows: str = "error") -> ResultTable:
     """The Mantel test of every pair of models that embedded the same items.
 
     The Spearman correlation of the two models' cosine distances over the item pairs i < j, with a
@@ -88,18 +99,30 @@ def mantel(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, mode
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it: one row per model and item (as for :func:`embsql.anova`).
-    item, model, vector : str
-        The item column (which rows of different models embed the same item), the model column (at
-        least two models) and the vector column (its vectors are scaled to unit length).
-    permutations, seed : int
-        The number of permutations B (default 999); the random seed (0 or more); every pair gets the
-        same seeded permutations.
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con``: one row per model and item (as for :func:`embsql.anova`).
+    item : str
+        The item column (which rows of different models embed the same item).
+    model : str
+        The model column (at least two models).
+    vector : str
+        The vector column (its vectors are scaled to unit length).
+    permutations : int, default 999
+        The number of permutations B; every pair gets the same seeded permutations.
+    seed : int, default 42
+        The random seed (0 or more).
     common : bool
         Use only the items every model has.
     progress : bool, optional
         Show a progress bar (None: only in a terminal or notebook).
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``). A skipped row leaves its item missing in
+        that model, so ``common=True`` compares the others on the items every model kept.
 
     Returns
     -------
@@ -125,7 +148,7 @@ def mantel(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, mode
     >>> round(result.r, 4), result.p_value
     (0.9925, 0.005)
     """
-    models = _models(con, source, item, model, vector)
+    models = _models(con, source, item, model, vector, skipped := Skipped.asked(bad_rows))
     with progress_bar("Mantel permutations", permutations, progress) as tick:
         rows = mantel_rows(models, permutations=permutations, seed=seed, common=common, progress=tick)
-    return ResultTable.from_dicts("mantel", MANTEL_COLUMNS, rows)
+    return Skipped.attached(skipped, ResultTable.from_dicts("mantel", MANTEL_COLUMNS, rows), model)

@@ -15,30 +15,32 @@ from embsql.core.ranking import check_k
 from embsql.io.labelled_rows import classify_models, read_labelled
 from embsql.io.retrieval_tables import arrow_of, check_model
 from embsql.io.sources import TableLike, local_source, opened, resolve
+from embsql.io.table_stream import Skipped
 from embsql.result_table import ResultTable
 
 
 def _run(con: duckdb.DuckDBPyConnection, source: TableLike, *, classifier: str, label: str, vector: str,
          model: str | None, k: int | None, split: str | None, item: str | None, group: str | None, per_item: bool,
-         level: float) -> ResultTable:
+         level: float, bad_rows: str = "error") -> ResultTable:
     level = check_level(level)
     function = "knn_classify" if classifier == "knn" else "centroid_classify"
     with opened(con, source) as table:
         used = table.model_column(model)
         check_model(used, CLASSIFY_COLUMNS if not per_item else (*ITEM_COLUMNS, "group"), function)
         models = read_labelled(con, table, vector, {"model": used, "item": item, "label": label, "split": split,
-                                                    "group": group})
+                                                    "group": group}, skip=(skipped := Skipped.asked(bad_rows)))
     summary, items = classify_models(models, classifier=classifier, label=label, k=k, level=level, item=item,
                                      split=split, group=group, named=used is not None)
     if per_item:
         shown = tuple(c for c in ITEM_COLUMNS if c != "item" or item) + (("group",) if group else ())
-        return ResultTable.of_models(f"{function} per item", used, shown, items)
-    return ResultTable.of_models(function, used, CLASSIFY_COLUMNS, summary)
+        return Skipped.attached(skipped, ResultTable.of_models(f"{function} per item", used, shown, items), used)
+    return Skipped.attached(skipped, ResultTable.of_models(function, used, CLASSIFY_COLUMNS, summary), used)
 
 
 def knn_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, label: str = "label", vector: str = "vector",
                  model: str | None = "model", k: int = 10, split: str | None = None, item: str | None = None,
-                 group: str | None = None, per_item: bool = False, level: float = 0.95) -> ResultTable:
+                 group: str | None = None, per_item: bool = False, level: float = 0.95,
+                 bad_rows: str = "error") -> ResultTable:
     """Classify each item by the labels of its k nearest neighbours by cosine, one row per model.
 
     Leave-one-out (each item against all the others, itself excluded), or train -> test when
@@ -77,6 +79,11 @@ def knn_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, label: st
         One row per classified item instead of one per model.
     level : float, default 0.95
         The confidence level of the intervals.
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -118,13 +125,13 @@ def knn_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, label: st
     (0.9166666666666666, 12, 'leave-one-out')
     """
     return _run(con, source, classifier="knn", label=label, vector=vector, model=model, k=check_k(k), split=split,
-                item=item, group=group, per_item=per_item, level=level)
+                item=item, group=group, per_item=per_item, level=level, bad_rows=bad_rows)
 
 
 def centroid_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, label: str = "label",
                       vector: str = "vector", model: str | None = "model", split: str | None = None,
                       item: str | None = None, group: str | None = None, per_item: bool = False,
-                      level: float = 0.95) -> ResultTable:
+                      level: float = 0.95, bad_rows: str = "error") -> ResultTable:
     """Classify each item by the nearest class mean of unit vectors, one row per model.
 
     The centroid of a class is the mean of its unit vectors, S_g / n_g: the group sums R² is built
@@ -137,10 +144,31 @@ def centroid_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, labe
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it (one row per item and model).
-    label, vector, model, split, item, group, per_item, level
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con`` (one row per item and model).
+    label : str, default "label"
         As for :func:`knn_classify`.
+    vector : str, default "vector"
+        As for :func:`knn_classify`.
+    model : str or None, default "model"
+        As for :func:`knn_classify`.
+    split : str, optional
+        As for :func:`knn_classify`.
+    item : str, optional
+        As for :func:`knn_classify`.
+    group : str, optional
+        As for :func:`knn_classify`.
+    per_item : bool, default False
+        As for :func:`knn_classify`.
+    level : float, default 0.95
+        As for :func:`knn_classify`.
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -163,7 +191,7 @@ def centroid_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, labe
     (1.0, 'centroid')
     """
     return _run(con, source, classifier="centroid", label=label, vector=vector, model=model, k=None, split=split,
-                item=item, group=group, per_item=per_item, level=level)
+                item=item, group=group, per_item=per_item, level=level, bad_rows=bad_rows)
 
 
 def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, *, model: str = "model",
@@ -203,8 +231,10 @@ def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, 
         The confidence level of the interval.
     p_adjust : {"holm", "bh", "bonferroni", None}, default "holm"
         The adjustment across the pairs of models.
-    permutations, seed : int
-        Random sign vectors of the cluster test (default 10000) and its seed (default 42).
+    permutations : int, default 10000
+        Random sign vectors of the cluster test.
+    seed : int, default 42
+        The random seed of the cluster test (0 or more).
 
     Returns
     -------

@@ -14,13 +14,13 @@ from embsql.core.decomposition import ANOVA_COLUMNS, GROUP_COLUMNS, anova_row, g
 from embsql.io.registration import register
 from embsql.io.sources import TableLike, local_sources, opened, resolve
 from embsql.io.sql import run_sql
-from embsql.io.table_stream import group_sums
+from embsql.io.table_stream import Skipped, group_sums
 from embsql.result_table import ResultTable
 from embsql.vocabulary import check_model_name
 
 
 def anova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
-          model: str | None = None, item: str | None = None) -> ResultTable:
+          model: str | None = None, item: str | None = None, bad_rows: str = "error") -> ResultTable:
     """The sum-of-squares decomposition of unit vectors by group, one row per model.
 
     Every vector is scaled to unit length; SS_T, SS_W and SS_B are the total, within-group and
@@ -42,6 +42,11 @@ def anova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vect
         The model column: one row per value, under this column's name.
     item : str, optional
         A row id column, used only to name a bad row in an error message.
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -78,24 +83,34 @@ def anova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vect
     """
     check_model_name(model, ANOVA_COLUMNS, "anova")
     with opened(con, source) as table:
-        parts = group_sums(con, table, group, vector, model=model, item=item)
-    return ResultTable.of_models("anova", model, ANOVA_COLUMNS, [(value, anova_row(part, value)) for value, part in parts])
+        parts = group_sums(con, table, group, vector, model=model, item=item, skip=(skipped := Skipped.asked(bad_rows)))
+    result = ResultTable.of_models("anova", model, ANOVA_COLUMNS, [(value, anova_row(part, value)) for value, part in parts])
+    return result if skipped is None else skipped.attach(result, model)
 
 
 def groups(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
-           model: str | None = None, item: str | None = None) -> ResultTable:
+           model: str | None = None, item: str | None = None, bad_rows: str = "error") -> ResultTable:
     """The spread of each group: n_g, W_g and the size-corrected W̃_g, per model.
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it (a name, a file or a frame, as for :func:`embsql.anova`).
-    group, vector : str
-        The group column, and the vector column (its vectors are scaled to unit length).
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con`` (a name, a file or a frame, as for :func:`embsql.anova`).
+    group : str
+        The group column.
+    vector : str
+        The vector column (its vectors are scaled to unit length).
     model : str, optional
         The model column: one set of groups per value, under this column's name.
     item : str, optional
         A row id column, used only to name a bad row in an error message.
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -128,9 +143,10 @@ def groups(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vec
     """
     check_model_name(model, GROUP_COLUMNS, "groups")
     with opened(con, source) as table:
-        parts = group_sums(con, table, group, vector, model=model, item=item)
-    return ResultTable.of_models("groups", model, GROUP_COLUMNS,
-                                 [(value, row) for value, part in parts for row in group_rows(part)])
+        parts = group_sums(con, table, group, vector, model=model, item=item, skip=(skipped := Skipped.asked(bad_rows)))
+    result = ResultTable.of_models("groups", model, GROUP_COLUMNS,
+                                   [(value, row) for value, part in parts for row in group_rows(part)])
+    return result if skipped is None else skipped.attach(result, model)
 
 
 def anova_dist(con: duckdb.DuckDBPyConnection, distances: TableLike, *, labels: TableLike, group: str,
@@ -157,8 +173,10 @@ def anova_dist(con: duckdb.DuckDBPyConnection, distances: TableLike, *, labels: 
         The labels table: one row per item, with its id and group.
     group : str
         The labels table's group column.
-    i, j : str
-        The distance table's two item columns (default ``'i'`` and ``'j'``).
+    i : str, default "i"
+        The distance table's first item column.
+    j : str, default "j"
+        The distance table's second item column.
     distance : str
         The distance table's distance column (default ``'d'``).
     item : str

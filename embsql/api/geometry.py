@@ -15,7 +15,7 @@ from embsql.core.geometry import (
     procrustes_rows,
 )
 from embsql.io.sources import TableLike, opened
-from embsql.io.table_stream import unit_rows
+from embsql.io.table_stream import Skipped, unit_rows
 from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
 
@@ -23,19 +23,22 @@ Models = dict[object, tuple[np.ndarray, np.ndarray]]     # model value -> (item 
 
 
 def model_rows(con: duckdb.DuckDBPyConnection, source: TableLike, item: str, model: str, vector: str,
-               group: str | None = None) -> tuple[Models, dict[object, np.ndarray | None] | None]:
-    """(model -> (item ids, unit vectors), model -> group labels or None), read in one pass."""
+               group: str | None = None,
+               skip: Skipped | None = None) -> tuple[Models, dict[object, np.ndarray | None] | None]:
+    """(model -> (item ids, unit vectors), model -> group labels or None), read in one pass
+    (``skip``: bad_rows="skip")."""
     with opened(con, source) as table:
         table.require(item, "item")
         table.require(model, "model")
-        parts = unit_rows(con, table, item, vector, model=model, extra=group, extra_role="group", group_role="item")
+        parts = unit_rows(con, table, item, vector, model=model, extra=group, extra_role="group", group_role="item",
+                          skip=skip)
     models = {value: (part.labels, part.unit) for value, part in parts}
     return models, (None if group is None else {value: part.extra for value, part in parts})
 
 
 def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: str, vector: str,
         group: str | None = None, debiased: bool = False, permutations: int = 999, seed: int = 42,
-        common: bool = False, progress: bool | None = None) -> ResultTable:
+        common: bool = False, progress: bool | None = None, bad_rows: str = "error") -> ResultTable:
     """Linear CKA (Kornblith et al. 2019) of every pair of models that embedded the same items.
 
     CKA compares the two models' similarity structures on unit vectors centred per model; it is
@@ -44,11 +47,16 @@ def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: 
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it: one row per model and item (as for :func:`embsql.anova`).
-    item, model, vector : str
-        The item column (which rows of different models embed the same item), the model column (at
-        least two models) and the vector column (its vectors are scaled to unit length).
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con``: one row per model and item (as for :func:`embsql.anova`).
+    item : str
+        The item column (which rows of different models embed the same item).
+    model : str
+        The model column (at least two models).
+    vector : str
+        The vector column (its vectors are scaled to unit length).
     group : str, optional
         A group column: the standard error is then the cluster jackknife over its groups (an
         item's group must be the same in every model), else the delete-one-item jackknife.
@@ -56,13 +64,20 @@ def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: 
         The ratio of unbiased HSIC estimates (Song et al. 2012), in [-1, 1]: about 0 for unrelated
         models at any n, so negative about as often as positive then (it is reported as it is:
         cutting it at 0 would bias it upward again).
-    permutations, seed : int
-        Shuffles of the items of model_b for the p-value (default 999; 0 for none); the random seed (0
-        or more).
+    permutations : int, default 999
+        Shuffles of the items of model_b for the p-value (0 for none).
+    seed : int, default 42
+        The random seed (0 or more).
     common : bool
         Use only the items every model has (instead of refusing items one model lacks).
     progress : bool, optional
         Show a progress bar (None: only in a terminal or notebook).
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``). A skipped row leaves its item missing in
+        that model, so ``common=True`` compares the others on the items every model kept.
 
     Returns
     -------
@@ -112,16 +127,16 @@ def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: 
     >>> result.ci_low <= result.ci_high <= 1, result.calibrated     # 12 items: not calibrated
     (True, False)
     """
-    models, groups = model_rows(con, source, item, model, vector, group)
+    models, groups = model_rows(con, source, item, model, vector, group, skipped := Skipped.asked(bad_rows))
     with progress_bar("CKA permutations", permutations, progress if permutations else False) as tick:
         rows = cka_rows(models, groups=groups, group=group or "group", debiased=debiased,
                         permutations=permutations, seed=seed, common=common, progress=tick)
-    return ResultTable.from_dicts("cka", CKA_COLUMNS, rows)
+    return Skipped.attached(skipped, ResultTable.from_dicts("cka", CKA_COLUMNS, rows), model)
 
 
 def procrustes(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: str, vector: str,
                group: str | None = None, permutations: int = 999, seed: int = 42, common: bool = False,
-               progress: bool | None = None) -> ResultTable:
+               progress: bool | None = None, bad_rows: str = "error") -> ResultTable:
     """The symmetric Procrustes correlation of every pair of models (vegan's protest).
 
     Both models are centred and scaled to unit total variance (the smaller one padded with zero
@@ -130,22 +145,34 @@ def procrustes(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, 
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it: one row per model and item (as for :func:`embsql.anova`).
-    item, model, vector : str
-        The item column (which rows of different models embed the same item), the model column (at
-        least two models) and the vector column (its vectors are scaled to unit length).
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con``: one row per model and item (as for :func:`embsql.anova`).
+    item : str
+        The item column (which rows of different models embed the same item).
+    model : str
+        The model column (at least two models).
+    vector : str
+        The vector column (its vectors are scaled to unit length).
     group : str, optional
         A group column: the jackknife then deletes whole groups (an item's group must be the same
         in every model), else single items; above 200 groups (or items) it deletes 200 random
         blocks of them, drawn with ``seed`` (one SVD each).
-    permutations, seed : int
-        Shuffles of the items of model_b for the p-value (default 999; 0 for none); the random seed (0
-        or more).
+    permutations : int, default 999
+        Shuffles of the items of model_b for the p-value (0 for none).
+    seed : int, default 42
+        The random seed (0 or more).
     common : bool
         Use only the items every model has.
     progress : bool, optional
         Show a progress bar (None: only in a terminal or notebook).
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``). A skipped row leaves its item missing in
+        that model, so ``common=True`` compares the others on the items every model kept.
 
     Returns
     -------
@@ -182,15 +209,16 @@ def procrustes(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, 
     >>> round(result.r, 4), result.p_value
     (0.9787, 0.01)
     """
-    models, groups = model_rows(con, source, item, model, vector, group)
+    models, groups = model_rows(con, source, item, model, vector, group, skipped := Skipped.asked(bad_rows))
     with progress_bar("Procrustes permutations", permutations, progress if permutations else False) as tick:
         rows = procrustes_rows(models, groups=groups, group=group or "group", permutations=permutations, seed=seed,
                                common=common, progress=tick)
-    return ResultTable.from_dicts("procrustes", PROCRUSTES_COLUMNS, rows)
+    return Skipped.attached(skipped, ResultTable.from_dicts("procrustes", PROCRUSTES_COLUMNS, rows), model)
 
 
 def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference: object, model: str, item: str,
-                vector: str, group: str | None = None, debiased: bool = False, common: bool = False) -> ResultTable:
+                vector: str, group: str | None = None, debiased: bool = False, common: bool = False,
+                bad_rows: str = "error") -> ResultTable:
     """Is model A closer to the reference model than model B is?  CKA(A, R) - CKA(B, R) on the same items.
 
     For every pair of models other than ``reference``: the difference of their CKA with the
@@ -199,13 +227,18 @@ def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference:
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it: one row per model and item.
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con``: one row per model and item.
     reference : str or value
         The model value every other model is compared against (a value of the ``model`` column).
-    model, item, vector : str
-        The model column (the reference and at least two more models), the item column (which rows
-        of different models embed the same item) and the vector column (scaled to unit length).
+    model : str
+        The model column (the reference and at least two more models).
+    item : str
+        The item column (which rows of different models embed the same item).
+    vector : str
+        The vector column (scaled to unit length).
     group : str, optional
         A group column: the jackknife deletes whole groups (an item's group must be the same in
         every model); without it, single items (then the items are taken as independent).
@@ -214,6 +247,12 @@ def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference:
         p-value are the same either way: see Notes).
     common : bool
         Use only the items every model has (instead of refusing items one model lacks).
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``). A skipped row leaves its item missing in
+        that model, so ``common=True`` compares the others on the items every model kept.
 
     Returns
     -------
@@ -252,7 +291,7 @@ def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference:
     >>> result.model_a, result.model_b, result.difference < 0, result.ci_high < 0, result.calibrated
     ('far', 'near', True, True, True)
     """
-    models, groups = model_rows(con, source, item, model, vector, group)
+    models, groups = model_rows(con, source, item, model, vector, group, skipped := Skipped.asked(bad_rows))
     rows = compare_cka_rows(models, reference, groups=groups, group=group or "group", debiased=debiased,
                             common=common, model=model)
-    return ResultTable.from_dicts("compare_cka", COMPARE_CKA_COLUMNS, rows)
+    return Skipped.attached(skipped, ResultTable.from_dicts("compare_cka", COMPARE_CKA_COLUMNS, rows), model)

@@ -10,7 +10,7 @@ import duckdb
 from embsql.core.labels import clean_labels
 from embsql.core.pairwise_permanova import PAIRWISE_COLUMNS, pairwise_rows
 from embsql.io.sources import TableLike, opened
-from embsql.io.table_stream import unit_rows
+from embsql.io.table_stream import Skipped, unit_rows
 from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
 from embsql.vocabulary import check_model_name
@@ -19,7 +19,7 @@ from embsql.vocabulary import check_model_name
 def pairwise_permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
                        group_pairs: Literal["all"] | Sequence[tuple[object, object]] = "all",
                        p_adjust: str | None = "holm", permutations: int = 999, seed: int = 42,
-                       model: str | None = None, progress: bool | None = None) -> ResultTable:
+                       model: str | None = None, progress: bool | None = None, bad_rows: str = "error") -> ResultTable:
     """PERMANOVA on the rows of every pair of groups, with p-values adjusted over the pairs.
 
     Each pair gives the numbers :func:`embsql.permanova` gives on the two groups' rows with the
@@ -27,21 +27,32 @@ def pairwise_permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, gro
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it (a name, a file or a frame, as for :func:`embsql.anova`).
-    group, vector : str
-        The group column, and the vector column (its vectors are scaled to unit length).
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con`` (a name, a file or a frame, as for :func:`embsql.anova`).
+    group : str
+        The group column.
+    vector : str
+        The vector column (its vectors are scaled to unit length).
     group_pairs : 'all' or sequence of (group, group)
         Which pairs of groups to compare: ``'all'`` (default) or a list of pairs of group labels.
     p_adjust : str or None
         The adjustment over the pairs (within each model): ``'holm'`` (default), ``'bh'``
         (Benjamini-Hochberg), ``'bonferroni'`` or None.
-    permutations, seed : int
-        The number of permutations per pair (default 999; 0 for R² and F only); the random seed (0 or more).
+    permutations : int, default 999
+        The number of permutations per pair (0 for R² and F only).
+    seed : int, default 42
+        The random seed (0 or more).
     model : str, optional
         The model column: one set of pairs per value, under this column's name.
     progress : bool, optional
         Show a progress bar (None: only in a terminal or notebook).
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, group and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -69,7 +80,7 @@ def pairwise_permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, gro
     """
     check_model_name(model, PAIRWISE_COLUMNS, "pairwise_permanova")
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, model=model)
+        parts = unit_rows(con, table, group, vector, model=model, skip=(skipped := Skipped.asked(bad_rows)))
     rows = []
     for value, part in parts:
         labels = clean_labels(part.labels, group)
@@ -77,4 +88,4 @@ def pairwise_permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, gro
             found = pairwise_rows(labels, part.unit, pairs=group_pairs, p_adjust=p_adjust, permutations=permutations,
                                   seed=seed, group=group, progress=tick)
         rows += [(value, row) for row in found]
-    return ResultTable.of_models("pairwise_permanova", model, PAIRWISE_COLUMNS, rows)
+    return Skipped.attached(skipped, ResultTable.of_models("pairwise_permanova", model, PAIRWISE_COLUMNS, rows), model)

@@ -9,10 +9,11 @@ emb_permanova_terms calls the same kernel through udfs/permanova_terms.py.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 from sqlglot import exp
 
 from embsql.core.labels import bad_label, clean_label, sort_key
@@ -22,7 +23,7 @@ from embsql.core.permutation import canonical_order
 from embsql.core.terms import columns_of, parse_terms, variable
 from embsql.errors import DesignError, InputError, fail
 from embsql.io.sources import Source, TableLike, opened
-from embsql.io.table_stream import unit_vectors
+from embsql.io.table_stream import Skipped, unit_vectors
 from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
 from embsql.vocabulary import check_model_name
@@ -82,14 +83,21 @@ def _model_values(values: list[object], model: str) -> list[object]:
     """The distinct model values in display order; a NULL or NaN one is refused naming its row."""
     for row, value in enumerate(values):
         if bad_label(value):
-            clean_label(value, model, f"row {row}", role="model")
+            clean_label(value, model, f"row {row + 1}", role="model")
     return sorted(set(values), key=sort_key)
+
+
+def _row_namer(rows: np.ndarray, model: str | None, value: object) -> Callable[[int], str]:
+    """Names row i of a model's rows: its row in the table as read (``rows``: counted from 0; shown
+    from 1), and its model when there is a model column."""
+    named = "" if model is None else f" (model {value!r})"
+    return lambda i: f"row {int(rows[i]) + 1}{named}"
 
 
 def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms: Sequence[str], vector: str,
                     sums: str = "sequential", permute: str = "residuals", permutations: int = 999,
                     seed: int = 42, strata: str | None = None, model: str | None = None,
-                    progress: bool | None = None) -> ResultTable:
+                    progress: bool | None = None, bad_rows: str = "error") -> ResultTable:
     """Multi-term PERMANOVA with the semantics of vegan's adonis2: one row per term, per model.
 
     Text columns are factors and numeric columns continuous covariates (1 df).  SS, R² and F match
@@ -131,14 +139,21 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
         (adonis2: the rows are permuted and every model refitted).  The first term of a sequential
         test, and a one-term model, have the intercept as reduced model, so there all give the same
         permuted F, the same p-value.
-    permutations, seed : int
-        The number of permutations (default 999); the random seed (0 or more).
+    permutations : int, default 999
+        The number of permutations.
+    seed : int, default 42
+        The random seed (0 or more).
     strata : str, optional
         The strata column: rows (or residuals) are permuted only within its values.
     model : str, optional
         The model column: one set of rows per value, under this column's name.
     progress : bool, optional
         Show a progress bar (None: only in a terminal or notebook).
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model and row (counted from 1); ``"skip"`` leaves its row out and
+        counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -179,14 +194,24 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
     parsed = parse_terms(terms)
     names = columns_of(parsed)
     check_model_name(model, TERMS_COLUMNS, "permanova_terms")
+    skipped = Skipped.asked(bad_rows)
     with opened(con, source) as resolved:
         table = con.sql(_query(resolved, names, vector, strata, model)).to_arrow_table()
+        shown = repr(resolved.name)
     models = [None] if model is None else _model_values(table.column(model).to_pylist(), model)
+    read = np.arange(table.num_rows)              # each kept row's row in the table as read
+    if skipped is not None:
+        table, kept = skipped.drop(table, vector, model)
+        read = read if kept is None else kept
+        if table.num_rows == 0 and skipped.total():
+            skipped.nothing_left(shown)
+        models = [None] if model is None else sorted(set(table.column(model).to_pylist()), key=sort_key)
     rows = []
     for value in models:
-        part = table if model is None else table.filter(
-            np.asarray([v == value for v in table.column(model).to_pylist()]))
-        unit = unit_vectors(part.column(vector).combine_chunks(), lambda i: f"row {i}", vector, None)
+        positions = (np.arange(table.num_rows) if model is None else
+                     np.flatnonzero([v == value for v in table.column(model).to_pylist()]))
+        part = table if model is None else table.take(pa.array(positions))
+        unit = unit_vectors(part.column(vector).combine_chunks(), _row_namer(read[positions], model, value), vector, None)
         columns = {name: part.column(name).to_pylist() for name in names}
         plan_, ordered_unit, ordered_strata = ordered_design(
             terms, columns, unit, None if strata is None else part.column(strata).to_pylist(), sums)
@@ -195,5 +220,5 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
             result = run_terms(plan_, ordered_strata, unit=ordered_unit, permutations=permutations, seed=seed,
                                progress=tick, permute=permute)
         rows += [(value, {**row, "permutations": permutations, "permute": permute}) for row in result.rows()]
-    return ResultTable.of_models("permanova terms", model, TERMS_COLUMNS, rows)
+    return Skipped.attached(skipped, ResultTable.of_models("permanova terms", model, TERMS_COLUMNS, rows), model)
 

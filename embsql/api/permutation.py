@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 import duckdb
 
-from embsql.core.arguments import check_permutations, check_seed
+from embsql.core.arguments import check_permutations, check_seed, check_stop_after
 from embsql.core.decomposition import ANOVA_COLUMNS
 from embsql.core.dispersion import LEVEL_MEASURED, Dispersion
 from embsql.core.row_tests import DISPERSION_COLUMNS, DISPERSION_GROUP_COLUMNS, dispersion_rows, ordered, permanova_row, spread
 from embsql.io.sources import TableLike, opened
-from embsql.io.table_stream import unit_rows
+from embsql.io.table_stream import Skipped, unit_rows
 from embsql.progress import DISPERSION_LABEL, permutations_label, progress_bar
 from embsql.result_table import ResultTable, ResultTables
 from embsql.vocabulary import check_model_name
@@ -34,7 +34,8 @@ WELCH_COLUMNS = ("n", "groups", "w_d", "p_value", "permutations", "null_method",
 
 def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
               permutations: int = 999, seed: int = 42, strata: str | None = None, model: str | None = None,
-              progress: bool | None = None, check_dispersion: bool = True) -> ResultTable:
+              progress: bool | None = None, check_dispersion: bool = True, stop_after: int | None = None,
+              bad_rows: str = "error") -> ResultTable:
     """PERMANOVA: the decomposition with a permutation p-value of pseudo-F, one row per model.
 
     The group labels are permuted (freely, or within ``strata``); p = (b + 1) / (B + 1), with b
@@ -46,13 +47,18 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it (a name, a file or a frame, as for :func:`embsql.anova`).
-    group, vector : str
-        The group column, and the vector column (its vectors are scaled to unit length).
-    permutations, seed : int
-        The number of permutations B (1 to 1,000,000; default 999); the random seed (0 or more): the
-        p-value is reproducible from it.
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con`` (a name, a file or a frame, as for :func:`embsql.anova`).
+    group : str
+        The group column.
+    vector : str
+        The vector column (its vectors are scaled to unit length).
+    permutations : int, default 999
+        The number of permutations B (1 to 1,000,000).
+    seed : int, default 42
+        The random seed (0 or more): the p-value is reproducible from it.
     strata : str, optional
         The strata column: labels are permuted only within its values.
     model : str, optional
@@ -62,6 +68,16 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     check_dispersion : bool
         Run the dispersion test too and warn (UserWarning, at the caller's line) when it rejects at
         5%: pseudo-F may then reflect spread rather than location.
+    stop_after : int, optional
+        Stop the permutations early, by Besag and Clifford's (1991) sequential rule, once this many
+        permuted statistics have reached the observed one (10 is a good choice): then p = h / L after L
+        permutations, a valid p-value, and ``permutations`` is L. A p-value under h / B comes out as
+        with all B permutations; a large one costs about h / p permutations instead of B.
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, group and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -69,12 +85,12 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
         One row per model, the model column first when ``model`` is given: the columns of
         :func:`embsql.anova` (``n``, ``groups``, ``ss_t``, ``ss_w``, ``ss_b``, ``r2``, ``r2_null``,
         ``f``, ``v``, ``mean_resultant_length``, ``w_bar``), then ``p_value``, the permutation
-        p-value of ``f``, and ``permutations``, B.
+        p-value of ``f``, and ``permutations``, B (or L, the permutations run, with ``stop_after``).
 
     Raises
     ------
     InputError
-        ``argument.permutations``, ``argument.seed``, ``column.missing``, ``column.type``,
+        ``argument.permutations``, ``argument.seed``, ``argument.stop_after``, ``column.missing``, ``column.type``,
         ``column.collision``, ``label.null``, ``vector.*``, ``design.*``, ``source.empty``; a NULL
         stratum.
 
@@ -90,18 +106,20 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     """
     check_permutations(permutations)
     check_seed(seed)
+    check_stop_after(stop_after, permutations)
     check_model_name(model, PERMANOVA_COLUMNS, "permanova")
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, model=model, extra=strata)
+        parts = unit_rows(con, table, group, vector, model=model, extra=strata, skip=(skipped := Skipped.asked(bad_rows)))
     rows = []
     for value, part in parts:
         model_rows = ordered(part, group, strata=strata is not None)
         with progress_bar(permutations_label(value), permutations, progress) as tick:
-            rows.append((value, permanova_row(model_rows, value, permutations=permutations, seed=seed, progress=tick)))
+            rows.append((value, permanova_row(model_rows, value, permutations=permutations, seed=seed, progress=tick,
+                                              stop_after=stop_after)))
         if check_dispersion:
-            _warn_on_spread(spread(model_rows, permutations=permutations, seed=seed),
+            _warn_on_spread(spread(model_rows, permutations=permutations, seed=seed, stop_after=stop_after),
                             "" if value is None else f", {model} = {value!r}")
-    return ResultTable.of_models("permanova", model, PERMANOVA_COLUMNS, rows)
+    return Skipped.attached(skipped, ResultTable.of_models("permanova", model, PERMANOVA_COLUMNS, rows), model)
 
 
 def _warn_on_spread(result: Dispersion, where: str) -> None:
@@ -115,7 +133,7 @@ def _warn_on_spread(result: Dispersion, where: str) -> None:
 
 def permanova_welch(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
                     permutations: int = 999, seed: int = 42, strata: str | None = None, model: str | None = None,
-                    null_method: str = "auto", progress: bool | None = None) -> ResultTable:
+                    null_method: str = "auto", progress: bool | None = None, bad_rows: str = "error") -> ResultTable:
     """Welch's W*_d test (Hamidi et al. 2019): are the group centroids equal, whatever the spreads?
 
     W*_d weights each group by its own spread, so groups that differ in spread (in unbalanced
@@ -128,13 +146,18 @@ def permanova_welch(con: duckdb.DuckDBPyConnection, source: TableLike, *, group:
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it (a name, a file or a frame, as for :func:`embsql.anova`).
-    group, vector : str
-        The group column (every group needs at least 2 items), and the vector column (its vectors are
-        scaled to unit length).
-    permutations, seed : int
-        The number of permutations or bootstrap draws B (default 999); the random seed (0 or more).
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con`` (a name, a file or a frame, as for :func:`embsql.anova`).
+    group : str
+        The group column (every group needs at least 2 items).
+    vector : str
+        The vector column (its vectors are scaled to unit length).
+    permutations : int, default 999
+        The number of permutations or bootstrap draws B.
+    seed : int, default 42
+        The random seed (0 or more).
     strata : str, optional
         The strata column: labels are permuted (or residuals bootstrapped) within its values.
     model : str, optional
@@ -144,6 +167,11 @@ def permanova_welch(con: duckdb.DuckDBPyConnection, source: TableLike, *, group:
         ``'permutation'``.
     progress : bool, optional
         Show a progress bar (None: only in a terminal or notebook).
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, group and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -176,14 +204,14 @@ def permanova_welch(con: duckdb.DuckDBPyConnection, source: TableLike, *, group:
     check_seed(seed)
     check_model_name(model, WELCH_COLUMNS, "permanova_welch")
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, model=model, extra=strata)
+        parts = unit_rows(con, table, group, vector, model=model, extra=strata, skip=(skipped := Skipped.asked(bad_rows)))
     rows = []
     for value, part in parts:
         with progress_bar(permutations_label(value), permutations, progress) as tick:
             rows.append((value, permanova_row(ordered(part, group, strata=strata is not None), value,
                                               permutations=permutations, seed=seed, progress=tick, statistic="welch",
                                               null_method=null_method)))
-    return ResultTable.of_models("permanova_welch", model, WELCH_COLUMNS, rows)
+    return Skipped.attached(skipped, ResultTable.of_models("permanova_welch", model, WELCH_COLUMNS, rows), model)
 
 
 @dataclass(frozen=True, repr=False)
@@ -214,7 +242,7 @@ class DispersionResult(ResultTables):
 
 def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
                permutations: int = 999, seed: int = 42, model: str | None = None,
-               progress: bool | None = None) -> DispersionResult:
+               progress: bool | None = None, stop_after: int | None = None, bad_rows: str = "error") -> DispersionResult:
     """The dispersion test: do the groups differ in spread about their centroids?
 
     Each group's spread is W̃_g = n_g/(n_g − 1) · (1 − ‖μ_g‖²), the mean squared distance to its
@@ -244,16 +272,32 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
 
     Parameters
     ----------
-    con, source
-        The connection, and the table read on it (a name, a file or a frame, as for :func:`embsql.anova`).
-    group, vector : str
-        The group column, and the vector column (its vectors are scaled to unit length).
-    permutations, seed : int
-        The number of permutations (default 999); the random seed (0 or more).
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con`` (a name, a file or a frame, as for :func:`embsql.anova`).
+    group : str
+        The group column.
+    vector : str
+        The vector column (its vectors are scaled to unit length).
+    permutations : int, default 999
+        The number of permutations.
+    seed : int, default 42
+        The random seed (0 or more).
     model : str, optional
         The model column: one row (and one set of groups) per value, under this column's name.
     progress : bool, optional
         Show a progress bar (None: only in a terminal or notebook).
+    stop_after : int, optional
+        Stop the permutations early, by Besag and Clifford's (1991) sequential rule, once this many
+        permuted statistics have reached the observed one (10 is a good choice): then p = h / L after L
+        permutations, a valid p-value, and ``permutations`` is L. A p-value under h / B comes out as
+        with all B permutations; a large one costs about h / p permutations instead of B.
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
+        refuses it, naming its model, group and row (counted from 1); ``"skip"`` leaves its row out
+        and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
+        ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -270,7 +314,7 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
     Raises
     ------
     InputError
-        ``argument.permutations``, ``argument.seed``, ``column.missing``, ``column.collision``,
+        ``argument.permutations``, ``argument.seed``, ``argument.stop_after``, ``column.missing``, ``column.collision``,
         ``label.null``, ``vector.*``, ``source.empty``.
 
     Examples
@@ -288,14 +332,17 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
     """
     check_permutations(permutations)
     check_seed(seed)
+    check_stop_after(stop_after, permutations)
     check_model_name(model, DISPERSION_COLUMNS + DISPERSION_GROUP_COLUMNS, "dispersion")
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, model=model)
+        parts = unit_rows(con, table, group, vector, model=model, skip=(skipped := Skipped.asked(bad_rows)))
     tests, per_group = [], []
     for value, part in parts:
         with progress_bar(DISPERSION_LABEL, permutations, progress) as tick:
-            test, groups = dispersion_rows(ordered(part, group), permutations=permutations, seed=seed, progress=tick)
+            test, groups = dispersion_rows(ordered(part, group), permutations=permutations, seed=seed, progress=tick,
+                                           stop_after=stop_after)
         tests.append((value, test))
         per_group += [(value, row) for row in groups]
-    return DispersionResult(ResultTable.of_models("dispersion", model, DISPERSION_COLUMNS, tests),
-                            ResultTable.of_models("dispersion groups", model, DISPERSION_GROUP_COLUMNS, per_group))
+    return Skipped.attached(skipped, DispersionResult(
+        ResultTable.of_models("dispersion", model, DISPERSION_COLUMNS, tests),
+        ResultTable.of_models("dispersion groups", model, DISPERSION_GROUP_COLUMNS, per_group)), model)

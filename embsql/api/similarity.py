@@ -38,10 +38,16 @@ def similarity_eval(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings
         The embeddings' model column.  The default is used when the table has such a column; a table
         without it is one model (and the result has no model column).  None: the table is one model
         whatever its columns.  Another name must be a column.
-    a, b, score : str
-        The pairs table's item columns and gold-score column.
-    item, vector : str
-        The embeddings' item and vector columns (vectors are scaled to unit length).
+    a : str, default "item_a"
+        The pairs table's first item column.
+    b : str, default "item_b"
+        The pairs table's second item column.
+    score : str, default "score"
+        The pairs table's gold-score column.
+    item : str, default "item"
+        The embeddings' item column.
+    vector : str, default "vector"
+        The embeddings' vector column (vectors are scaled to unit length).
     per_pair : bool, default False
         One row per model and pair instead of one per model.
     missing : {"error", "skip"}, default "error"
@@ -121,7 +127,25 @@ def compare_similarity(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddi
 
     Parameters
     ----------
-    con, pairs, embeddings, a, b, score, item, vector, missing, level
+    con : duckdb.DuckDBPyConnection
+        As for :func:`similarity_eval`.
+    pairs : source
+        As for :func:`similarity_eval`.
+    embeddings : source
+        As for :func:`similarity_eval`.
+    a : str, default "item_a"
+        As for :func:`similarity_eval`.
+    b : str, default "item_b"
+        As for :func:`similarity_eval`.
+    score : str, default "score"
+        As for :func:`similarity_eval`.
+    item : str, default "item"
+        As for :func:`similarity_eval`.
+    vector : str, default "vector"
+        As for :func:`similarity_eval`.
+    missing : {"error", "skip"}, default "error"
+        As for :func:`similarity_eval`.
+    level : float, default 0.95
         As for :func:`similarity_eval`.
     model : str, default "model"
         The embeddings' model column: at least two models.

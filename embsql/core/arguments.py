@@ -35,6 +35,13 @@ def check_replicates(value: object) -> int:
     return _whole("replicates", value, 2, MAX_REPLICATES, f"from 2 to {MAX_REPLICATES:,}")
 
 
+def check_stop_after(value: object, permutations: int) -> int | None:
+    """Besag and Clifford's h: stop once h permuted statistics reach the observed one (None: never)."""
+    if value is None:
+        return None
+    return _whole("stop_after", value, 1, permutations, f"from 1 to permutations ({permutations:,})")
+
+
 def check_seed(value: object) -> int:
     """A seed: a non-negative whole number.  None is refused: a p-value or an interval must be
     reproducible from what the call says."""

@@ -304,7 +304,7 @@ def classify(vectors: np.ndarray, inv_norms: np.ndarray, labels: Sequence[object
              k: int | None, level: float,
              items: Sequence[object] | None = None, splits: Sequence[object] | None = None,
              groups: Sequence[object] | None = None, label_column: str = "label", split_column: str | None = None,
-             where: RowName = lambda i: f"row {i}", whose: str = "") -> tuple[dict, dict]:
+             where: RowName = lambda i: f"row {i + 1}", whose: str = "") -> tuple[dict, dict]:
     """One model's classification: (figures: CLASSIFY_COLUMNS, per item: ITEM_COLUMNS and "group"
     as lists over the items classified, in row order).  vectors as stored, inv_norms 1/||x||.
 
@@ -437,18 +437,18 @@ def align(models: Sequence[object], items: Sequence[object], correct: Sequence[o
     items' cluster codes (clusters in text order; None without groups)."""
     nulls = [i for i, ok in enumerate(correct) if ok is None]
     if nulls:
-        fail("value.null", role="correct", column="'correct'", count=len(nulls), where=f" (row {nulls[0]} of {what})")
+        fail("value.null", role="correct", column="'correct'", count=len(nulls), where=f" (row {nulls[0] + 1} of {what})")
     per_model: dict[object, dict[str, bool]] = {}
     group_of: dict[str, object] = {}
     for i, (m, item, ok) in enumerate(zip(models, items, correct)):
-        m = clean_label(m, "model", f"row {i} of {what}" if bad_label(m) else "", role="model")
-        item = clean_label(item, "item", f"row {i} of {what}" if bad_label(item) else "", role="item")
+        m = clean_label(m, "model", f"row {i + 1} of {what}" if bad_label(m) else "", role="model")
+        item = clean_label(item, "item", f"row {i + 1} of {what}" if bad_label(item) else "", role="item")
         answers = per_model.setdefault(m, {})
         if text_key(item) in answers:
             fail("label.duplicate", id=repr(item), source=f"the predictions of model {m!r} in {what}")
         answers[text_key(item)] = bool(ok)
         if groups is not None:
-            g = clean_label(groups[i], "group", f"row {i} of {what}" if bad_label(groups[i]) else "")
+            g = clean_label(groups[i], "group", f"row {i + 1} of {what}" if bad_label(groups[i]) else "")
             if group_of.setdefault(text_key(item), g) != g:
                 raise BadLabelError(f"{what}: item {item!r} is in group {group_of[text_key(item)]!r} and in group "
                                  f"{g!r}; each item belongs to one group")

@@ -52,15 +52,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from embsql.core.arguments import check_permutations, check_seed
+from embsql.core.arguments import check_permutations, check_seed, check_stop_after
 from embsql.core.permutation import (
     Design,
     PackedGram,
     PermutationTest,
     gram_dtype,
     over_threads,
-    permutation_result,
-    shuffles,
+    sequential,
     size_classes,
 )
 from embsql.core.precision import check_unit_spread
@@ -329,16 +328,19 @@ def _note(sizes: np.ndarray, tested: np.ndarray) -> str | None:
 
 
 def dispersion_test(unit: np.ndarray, d: Design, *, permutations: int = 999, seed: int = 42,
-                    progress: Callable[[int, int], None] | None = None, method: str = "auto") -> Dispersion:
+                    progress: Callable[[int, int], None] | None = None, method: str = "auto",
+                    stop_after: int | None = None) -> Dispersion:
     """F of the groups' spreads W~_g and its p-value from permuted aligned vectors (rows in canonical order).
 
     ``method``: how the permuted groups' inner products are computed, 'gram' or 'coordinates' (the same F
     to rounding), or 'auto' (choose_dispersion_method).
 
     ``progress(done, total)`` is called every POLL_EVERY permutations; it may raise to stop the run.
+    ``stop_after``: stop early by Besag and Clifford's rule (core.permutation.sequential).
     """
     check_permutations(permutations)
     check_seed(seed)
+    check_stop_after(stop_after, permutations)
     if method != "auto" and method not in DISPERSION_METHODS:
         raise InputError(f"method must be 'auto', 'gram' or 'coordinates', not {method!r}")
     sizes = np.bincount(d.codes, minlength=d.groups)
@@ -355,15 +357,9 @@ def dispersion_test(unit: np.ndarray, d: Design, *, permutations: int = 999, see
     kept = Design(codes, np.zeros(len(codes), dtype=np.int64), groups)
     f_observed = float(spread_f(pair_sums(unit[keep], codes, groups)))
     permuted_f = AlignedPermutations(unit[keep], codes, groups, method, permutations)
-    f_permuted = np.empty(permutations)
-    stream = shuffles(kept, permutations, seed)
-    for low in range(0, permutations, POLL_EVERY):
-        perms = [next(stream) for _ in range(min(POLL_EVERY, permutations - low))]
-        f_permuted[low:low + len(perms)] = permuted_f.batch(perms)
-        if progress is not None:
-            progress(low + len(perms), permutations)
-    return Dispersion(permutation_result(f_observed, f_permuted, "aligned vectors"), groups, mean_distance, sizes, tested,
-                      items_left_out, _note(sizes, tested))
+    test = sequential(f_observed, permuted_f.batch, kept, permutations, seed, POLL_EVERY, progress, "aligned vectors",
+                      stop_after)
+    return Dispersion(test, groups, mean_distance, sizes, tested, items_left_out, _note(sizes, tested))
 
 
 def _check_spread(unit: np.ndarray, codes: np.ndarray, sizes: np.ndarray) -> None:

@@ -491,10 +491,12 @@ def cka_pair(x: np.ndarray, y: np.ndarray, *, groups: Sequence[object] | None = 
             if progress is not None and t % 20 == 0:
                 progress(t, permutations)
         p_value = permutation_result(estimate, permuted, "items").p_value
+    # centre: the debiased CKA the interval is built around (not one of CKA_COLUMNS; the report shows it)
+    centre = float(pair.debiased[0]) if ci_low is not None and pair.debiased is not None else None
     return {"cka": estimate, "se": se, "ci_low": ci_low, "ci_high": ci_high, "calibrated": calibrated,
             "p_value": p_value, "permutations": permutations, "items": n,
             "groups": None if groups is None else count, "debiased": bool(debiased), "level": LEVEL,
-            "note": None if pair.note is None else f"{pair.note}, so no interval"}
+            "note": None if pair.note is None else f"{pair.note}, so no interval", "centre": centre}
 
 
 def jackknife_units(n: int, codes: np.ndarray | None, count: int, seed: int) -> tuple[np.ndarray, int]:

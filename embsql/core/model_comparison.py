@@ -12,6 +12,13 @@ import numpy as np
 
 from embsql.core import resampling
 from embsql.core.labels import text_key, text_order
+from embsql.core.model_ranking import (
+    RANK_CALIBRATED_GROUPS,
+    RANK_CALIBRATED_STATS,
+    check_intervals,
+    simultaneous_intervals,
+    structure_family,
+)
 from embsql.core.sums import GroupSums
 from embsql.errors import BadLabelError, InputError
 
@@ -86,14 +93,19 @@ def shared_items(items_by_model: dict, common: bool) -> tuple[list, dict]:
 
 
 def compare_rows(models: dict, stat: str, *, replicates: int, seed: int, level: float, common: bool,
-                 sizes: str = "auto") -> list[dict]:
+                 sizes: str = "auto", intervals: str = "marginal") -> list[dict]:
     """``models``: model -> (item ids, group labels, unit vectors).  One row per pair of models.
 
     Models are paired by group label: the same groups are left out (jackknife) and drawn (bootstrap)
     for both, whatever items each model has in them.  Groups are the sampled units, so the items
     need not be the same; an item both models have must be in the same group for both.  With
     ``common`` only the items every model has are used.  same_items and shared_items say how far
-    the two item sets agree."""
+    the two item sets agree.
+
+    With ``intervals='simultaneous'`` every row's interval is d -/+ c se, c the single-step max-|t|
+    critical value over all pairs (embsql.core.model_ranking.simultaneous_intervals, from the same
+    joint resamples of groups for all models as rank_models), and the row gains ``interval``."""
+    intervals = check_intervals(intervals)
     if common:
         _, rows_of = shared_items({m: items for m, (items, _, _) in models.items()}, common=True)
     else:
@@ -117,6 +129,16 @@ def compare_rows(models: dict, stat: str, *, replicates: int, seed: int, level: 
         shared = len(item_sets[a] & item_sets[b])
         rows.append(compare_row(a, b, estimate_a, estimate_b, diff, items=len(item_sets[a] | item_sets[b]),
                                 same_items=item_sets[a] == item_sets[b], shared_items=shared))
+    if intervals == "simultaneous":
+        names = sorted(per_model, key=text_key)
+        _, fam, _ = structure_family([per_model[m] for m in names], stat, replicates=replicates, seed=seed,
+                                     sizes=sizes)
+        low, high = simultaneous_intervals(fam, level)
+        # calibrated where bench/rank_sets.py measured the simultaneous coverage
+        measured = stat in RANK_CALIBRATED_STATS and len(per_model[names[0]].counts) >= RANK_CALIBRATED_GROUPS
+        for p, row in enumerate(rows):
+            row.update(se=float(fam.se[p]), ci_low=float(low[p]), ci_high=float(high[p]), interval="simultaneous",
+                       calibrated=bool(row["calibrated"]) and measured)
     return rows
 
 

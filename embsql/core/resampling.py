@@ -256,7 +256,7 @@ def size_strata(sums: GroupSums | np.ndarray, sizes: str = "auto") -> np.ndarray
     return codes
 
 
-def _sizes_word(strata: np.ndarray | None) -> str:
+def sizes_word(strata: np.ndarray | None) -> str:
     return "random" if strata is None else "fixed"
 
 
@@ -300,7 +300,7 @@ def jackknife(sums: GroupSums, stat: str, level: float = 0.95, sizes: str = "aut
     estimate, replicates = jackknife_replicates(sums, stat)
     centre, low, high = jackknife_t_interval(stat, estimate, replicates, arguments.check_level(level), strata)
     return Interval(estimate, jackknife_se(replicates, strata), low, high, centre, 0, calibrated(stat, len(replicates)),
-                    _sizes_word(strata))
+                    sizes_word(strata))
 
 
 def _scale(stat: str, values: np.ndarray) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
@@ -351,11 +351,11 @@ def bootstrap(sums: GroupSums, stat: str, *, replicates: int = 2000, seed: int =
     estimate, jack = jackknife_replicates(sums, stat, "calibrated interval")
     draws = bootstrap_draws(sums, stat, replicates, seed)
     kept = draws[np.isfinite(draws)]
-    dropped = _check_dropped(replicates - len(kept), replicates)
+    dropped = check_dropped(replicates - len(kept), replicates)
     strata = size_strata(sums, sizes)
     centre, low, high = jackknife_t_interval(stat, estimate, jack, level, strata)
     return Interval(estimate, float(np.std(kept, ddof=1)), low, high, centre, dropped,
-                    calibrated(stat, len(sums.counts)), _sizes_word(strata))
+                    calibrated(stat, len(sums.counts)), sizes_word(strata))
 
 
 def percentile_interval(estimate: float, draws: np.ndarray, level: float) -> Interval:
@@ -372,7 +372,7 @@ def bootstrap_draws(sums: GroupSums, stat: str, replicates: int, seed: int) -> n
     return defined_statistic(stat, weighted_totals(sums, bootstrap_weights(len(sums.counts), replicates, seed)))
 
 
-def _check_dropped(dropped: int, replicates: int) -> int:
+def check_dropped(dropped: int, replicates: int) -> int:
     if dropped > MAX_DROPPED_SHARE * replicates or replicates - dropped < 2:
         fail("design.dropped_resamples", dropped=dropped, total=replicates, share=f"{MAX_DROPPED_SHARE:.0%}")
     return int(dropped)
@@ -400,7 +400,7 @@ def resample_jackknife(sums: GroupSums, stat: str, weights: np.ndarray) -> tuple
     return defined_statistic(stat, full), defined_statistic(stat, left_out)
 
 
-def _inner_se(replicates: np.ndarray, weights: np.ndarray, strata: np.ndarray | None = None) -> np.ndarray:
+def inner_se(replicates: np.ndarray, weights: np.ndarray, strata: np.ndarray | None = None) -> np.ndarray:
     """The jackknife SE inside each resample, over its G draws (a group drawn k times counts k times);
     with ``strata`` the stratified form of jackknife_se (each stratum keeps its G_h draws)."""
     g = weights.sum(axis=1)
@@ -427,7 +427,7 @@ def paired_resamples(a: GroupSums, b: GroupSums, stat: str, weights: np.ndarray,
             block = weights[low:low + step]
             (theta_a, left_a), (theta_b, left_b) = resample_jackknife(a, stat, block), resample_jackknife(b, stat, block)
             difference[low:low + step] = theta_a - theta_b
-            inner[low:low + step] = _inner_se(left_a - left_b, block, strata)
+            inner[low:low + step] = inner_se(left_a - left_b, block, strata)
     return difference, inner
 
 
@@ -452,13 +452,13 @@ def paired(a: GroupSums, b: GroupSums, stat: str, *, replicates: int = 2000, see
     measured = calibrated(stat, g) and not (stat == "f" and strata is not None)
     if se == 0:  # the models agree on every group (e.g. a model against itself): nothing to resample
         return estimate_a, estimate_b, Interval(estimate, 0.0, estimate, estimate, centre, 0, measured,
-                                                _sizes_word(strata))
+                                                sizes_word(strata))
     difference, inner = paired_resamples(a, b, stat, resample_weights(g, replicates, seed, strata), strata)
     ok = np.isfinite(difference) & np.isfinite(inner) & (inner > 0)
-    dropped = _check_dropped(replicates - int(ok.sum()), replicates)
+    dropped = check_dropped(replicates - int(ok.sum()), replicates)
     low_q, high_q = np.quantile((difference[ok] - estimate) / inner[ok], [(1 - level) / 2, (1 + level) / 2])
     return estimate_a, estimate_b, Interval(estimate, se, float(estimate - high_q * se), float(estimate - low_q * se),
-                                            centre, dropped, measured, _sizes_word(strata))
+                                            centre, dropped, measured, sizes_word(strata))
 
 
 def _check_bootstrap(replicates: object, seed: object, level: object) -> tuple[int, int, float]:

@@ -36,6 +36,7 @@ import numpy as np
 
 from embsql.core.arguments import check_level, check_permutations, check_seed
 from embsql.core.labels import clean_labels, sort_key, text_key
+from embsql.core.model_ranking import check_intervals, retrieval_family, retrieval_rows, simultaneous_intervals
 from embsql.core.ranking import METRICS
 from embsql.core.student_t import t_quantile
 from embsql.errors import DesignError, InputError, fail
@@ -195,19 +196,13 @@ def adjust(p_values: Sequence[float], method: str | None = "holm") -> list[float
     return out.tolist()
 
 
-def compare_rows(models: Iterable[object], qids: Iterable[object], values: Iterable[float],
-                 groups: Iterable[object] | None = None, *, metric: str = "ndcg@10", permutations: int = 10_000,
-                 seed: int = 42, level: float = 0.95, p_adjust: str | None = "holm",
-                 what: str = "evaluation") -> list[dict]:
-    """Every pair of models from long rows (model, qid, value[, group]) of one metric: PAIR_COLUMNS.
-
-    Each model must score the same queries once each; ``groups`` gives each row its query's
-    paraphrase group (one group per qid).  Models are paired in display order (sort_key); the
-    clusters are coded in text order, so a seed gives the same p-value from SQL and Python."""
-    check_permutations(permutations)
-    check_seed(seed)
-    level = check_level(level)
-    adjust([], p_adjust)
+def score_matrix(models: Iterable[object], qids: Iterable[object], values: Iterable[float],
+                 groups: Iterable[object] | None = None, *, metric: str = "ndcg@10",
+                 what: str = "evaluation") -> tuple[list, np.ndarray, np.ndarray | None, int]:
+    """Long rows (model, qid, value[, group]) of one metric as (model names in display order
+    (sort_key), a queries x models matrix with the queries in text order, their cluster codes
+    (None: no groups), the number of clusters).  Each model must score the same queries once each;
+    ``groups`` gives each row its query's paraphrase group (one group per qid)."""
     models = clean_labels(list(models), "model", "model")
     qids = clean_labels(list(qids), "qid", "qid")
     values = np.asarray(values, dtype=np.float64)
@@ -235,13 +230,34 @@ def compare_rows(models: Iterable[object], qids: Iterable[object], values: Itera
             raise InputError(f"{what}: model {lacks!r} has no {metric} for qid {q!r}, which model {has!r} has "
                              f"({len(missing)} such queries); models are compared on the same queries")
     clusters, group_count = _cluster_codes(qids, groups, order, what)
+    matrix = np.array([[per_model[m][q] for m in names] for q in order], dtype=np.float64).reshape(len(order),
+                                                                                                  len(names))
+    return names, matrix, clusters, group_count
+
+
+def compare_rows(models: Iterable[object], qids: Iterable[object], values: Iterable[float],
+                 groups: Iterable[object] | None = None, *, metric: str = "ndcg@10", permutations: int = 10_000,
+                 seed: int = 42, level: float = 0.95, p_adjust: str | None = "holm",
+                 what: str = "evaluation", intervals: str = "marginal") -> list[dict]:
+    """Every pair of models from long rows (model, qid, value[, group]) of one metric: PAIR_COLUMNS.
+
+    Models are paired in display order (sort_key); the clusters are coded in text order, so a seed
+    gives the same p-value from SQL and Python (score_matrix).  With ``intervals='simultaneous'``
+    every interval is D -/+ c se, c the single-step max-|t| critical value over all pairs from
+    ``permutations`` joint cluster bootstrap resamples (embsql.core.model_ranking.retrieval_family),
+    and the rows gain ``interval``; the p-values stay the sign-flip tests, adjusted by p_adjust."""
+    check_permutations(permutations)
+    check_seed(seed)
+    level = check_level(level)
+    intervals = check_intervals(intervals)
+    adjust([], p_adjust)
+    names, matrix, clusters, group_count = score_matrix(models, qids, values, groups, metric=metric, what=what)
     rows: list[dict[str, Any]] = []
-    for left, right in itertools.combinations(names, 2):
-        a = np.array([per_model[left][q] for q in order])
-        b = np.array([per_model[right][q] for q in order])
-        result = paired_difference(a, b, clusters, permutations=permutations, seed=seed, level=level)
+    for left, right in itertools.combinations(range(len(names)), 2):
+        result = paired_difference(matrix[:, left], matrix[:, right], clusters, permutations=permutations, seed=seed,
+                                   level=level)
         method = ("exact " if result.exact else "") + ("group sign-flip" if groups is not None else "query sign-flip")
-        rows.append({"model_a": left, "model_b": right, "metric": metric, "mean_a": result.mean_a,
+        rows.append({"model_a": names[left], "model_b": names[right], "metric": metric, "mean_a": result.mean_a,
                      "mean_b": result.mean_b, "difference": result.difference, "se": result.se,
                      "ci_low": result.ci_low, "ci_high": result.ci_high, "p_value": result.p_value,
                      "p_adjust": p_adjust, "queries": result.queries, "groups": group_count,
@@ -249,13 +265,20 @@ def compare_rows(models: Iterable[object], qids: Iterable[object], values: Itera
                      "calibrated": result.calibrated})
     for row, adjusted in zip(rows, adjust([r["p_value"] for r in rows], p_adjust)):
         row["p_adjusted"] = adjusted
+    if intervals == "simultaneous":
+        codes = np.arange(len(matrix)) if clusters is None else clusters
+        _, fam = retrieval_family(matrix, codes, replicates=permutations, seed=seed)
+        low, high = simultaneous_intervals(fam, level)
+        for p, row in enumerate(rows):
+            row.update(ci_low=float(low[p]), ci_high=float(high[p]), interval="simultaneous")
     return rows
 
 
-def compare_metric(models: Sequence[object], qids: Sequence[object], metrics: Sequence[object],
-                   values: Sequence[float], groups: Sequence[object] | None = None, *, metric: str = "ndcg@10",
-                   what: str = "evaluation", **options: Any) -> list[dict]:
-    """compare_rows on the rows of a long evaluation table whose ``metrics`` entry is ``metric``."""
+def metric_rows(models: Sequence[object], qids: Sequence[object], metrics: Sequence[object], values: Sequence[float],
+                groups: Sequence[object] | None = None, *, metric: str = "ndcg@10",
+                what: str = "evaluation") -> tuple[list, list, list, list | None]:
+    """(models, qids, values, groups) of the rows of a long evaluation table whose ``metrics`` entry
+    is ``metric`` (metric.unknown for a name that is not a string, metric.absent for no rows)."""
     if not isinstance(metric, str) or not metric:
         fail("metric.unknown", metric=repr(metric), names=", ".join(m + "@k" for m in METRICS))
     keep = [i for i, m in enumerate(metrics) if m == metric]
@@ -266,8 +289,27 @@ def compare_metric(models: Sequence[object], qids: Sequence[object], metrics: Se
     def pick(column: Sequence[T]) -> list[T]:
         return [column[i] for i in keep]
 
-    return compare_rows(pick(models), pick(qids), pick(values), None if groups is None else pick(groups),
-                        metric=metric, what=what, **options)
+    return pick(models), pick(qids), pick(values), None if groups is None else pick(groups)
+
+
+def compare_metric(models: Sequence[object], qids: Sequence[object], metrics: Sequence[object],
+                   values: Sequence[float], groups: Sequence[object] | None = None, *, metric: str = "ndcg@10",
+                   what: str = "evaluation", **options: Any) -> list[dict]:
+    """compare_rows on the rows of a long evaluation table whose ``metrics`` entry is ``metric``."""
+    picked = metric_rows(models, qids, metrics, values, groups, metric=metric, what=what)
+    return compare_rows(*picked, metric=metric, what=what, **options)
+
+
+def rank_metric(models: Sequence[object], qids: Sequence[object], metrics: Sequence[object], values: Sequence[float],
+                groups: Sequence[object] | None = None, *, metric: str = "ndcg@10", replicates: int = 2000,
+                seed: int = 42, level: float = 0.95, what: str = "evaluation") -> list[dict]:
+    """embsql.core.model_ranking.retrieval_rows on the rows of one metric of a long evaluation table:
+    the models' rank confidence sets, the queries clustered by paraphrase group (each query its own
+    cluster without groups)."""
+    picked = metric_rows(models, qids, metrics, values, groups, metric=metric, what=what)
+    names, matrix, clusters, _ = score_matrix(*picked, metric=metric, what=what)
+    codes = np.arange(len(matrix)) if clusters is None else clusters
+    return retrieval_rows(names, matrix, codes, metric, replicates=replicates, seed=seed, level=level)
 
 
 def _cluster_codes(qids: np.ndarray, groups: Iterable[object] | None, order: list[str],

@@ -48,11 +48,11 @@ def ordered(part: UnitRows, group: str, *, strata: bool = False) -> Ordered:
 
 def permanova_row(rows: Ordered, value: object, *, permutations: int, seed: int, method: str = "auto",
                   progress: Callable[[int, int], None] | None = None, statistic: str = "pseudo-f",
-                  null_method: str = "auto") -> dict:
+                  null_method: str = "auto", stop_after: int | None = None) -> dict:
     """emb_anova's figures of one model plus the permutation p-value (PERMANOVA_COLUMNS);
-    ``progress(done, total)`` is called as the permutations run."""
+    ``progress(done, total)`` is called as the permutations run; ``stop_after`` as for permanova_vectors."""
     test = permanova_vectors(rows.unit, rows.design, permutations=permutations, seed=seed, method=method,
-                             progress=progress, statistic=statistic, null=null_method)
+                             progress=progress, statistic=statistic, null=null_method, stop_after=stop_after)
     row = decomposition.anova_row(GroupSums.from_rows(rows.labels, rows.unit), value)
     return {**row, "p_value": test.p_value, "permutations": test.permutations, "statistic": statistic,
             "w_d": test.statistic if statistic == "welch" else None, "null_method": test.null,
@@ -75,16 +75,19 @@ def anova_parts(labels: np.ndarray, unit: np.ndarray) -> tuple[dict, bool]:
     return parts, True
 
 
-def spread(rows: Ordered, *, permutations: int, seed: int, progress: Callable[[int, int], None] | None = None) -> Dispersion:
+def spread(rows: Ordered, *, permutations: int, seed: int, progress: Callable[[int, int], None] | None = None,
+           stop_after: int | None = None) -> Dispersion:
     """The dispersion test of one model (embsql.core.dispersion.dispersion_test)."""
-    return dispersion_test(rows.unit, rows.design, permutations=permutations, seed=seed, progress=progress)
+    return dispersion_test(rows.unit, rows.design, permutations=permutations, seed=seed, progress=progress,
+                           stop_after=stop_after)
 
 
 def dispersion_rows(rows: Ordered, *, permutations: int, seed: int,
-                    progress: Callable[[int, int], None] | None = None) -> tuple[dict, list[dict]]:
+                    progress: Callable[[int, int], None] | None = None,
+                    stop_after: int | None = None) -> tuple[dict, list[dict]]:
     """The dispersion test's row (DISPERSION_COLUMNS) and one row per group (DISPERSION_GROUP_COLUMNS);
-    ``progress(done, total)`` is called as the permutations run."""
-    result = spread(rows, permutations=permutations, seed=seed, progress=progress)
+    ``progress(done, total)`` is called as the permutations run; ``stop_after`` as for dispersion_test."""
+    result = spread(rows, permutations=permutations, seed=seed, progress=progress, stop_after=stop_after)
     test = result.test
     row = {"groups": result.groups, "f": None if test is None else test.statistic,
            "p_value": None if test is None else test.p_value,

@@ -8,6 +8,8 @@ them and every reader finds the model and group values under the same names.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -29,7 +31,8 @@ EXTRA = RESERVED + "x"    # an optional extra column (strata, item)
 def check_reserved(model: object, function: str = "embsql") -> None:
     """Refuse a model column whose name starts with RESERVED (any case), naming it as SQL quotes it."""
     if isinstance(model, str) and model.lower().startswith(RESERVED):
-        fail("column.reserved", column='"' + model.replace('"', '""') + '"', function=function)
+        fail("column.reserved", role="model", column='"' + model.replace('"', '""') + '"', rule="starts with __emb_",
+             function=function)
 
 # DuckDB type names (prefixes) of a numeric column
 NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
@@ -51,3 +54,25 @@ def first_bad_label(values: pa.Array | pa.ChunkedArray) -> tuple[int, str] | Non
         if pc.any(nan).as_py():
             return int(np.flatnonzero(nan.to_numpy(zero_copy_only=False))[0]), "NaN"
     return None
+
+
+# -- a vector column stored as text ('[0.1, 0.2]', as CSV and JSON files hold it) -----------------
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+TEXT_TYPES = ("VARCHAR", "JSON")
+
+
+def sql_name(column: str) -> str:
+    """``column`` as an SQL identifier: bare when it is a plain name, double-quoted otherwise."""
+    return column if _PLAIN.fullmatch(column) else '"' + column.replace('"', '""') + '"'
+
+
+def cast_hint(column: str, type_: str) -> str:
+    """What to add to the error about a vector column of type ``type_``: for text, the cast that works."""
+    if type_.upper() not in TEXT_TYPES:
+        return ""
+    name = sql_name(column)
+    return f"; {CAST_HINT.format(name=name)} (the command line: embsql report --parse-vectors)"
+
+
+# the SQL macro emb__text_vector_hint says the same (tests/test_cli.py holds them equal)
+CAST_HINT = "text like '[0.1, 0.2]' becomes a vector with SELECT * REPLACE ({name}::DOUBLE[] AS {name}) FROM ..."

@@ -34,15 +34,17 @@ class StreamedSums:
 
 
 def streamed_sums(con: duckdb.DuckDBPyConnection, source: str, relation: exp.Expression, group: str, vector: str,
-                  model: str | None = None, where: str | None = None) -> StreamedSums:
+                  model: str | None = None, where: str | None = None,
+                  skip: table_stream.Skipped | None = None) -> StreamedSums:
     """The group sums of ``relation`` (``source``, a name on ``con``, filtered by ``where``).
 
     Bad rows are refused as embsql.anova refuses them (naming the row, counted among the rows
-    that pass ``where``, and its group); ``source`` and ``where`` name the rows in messages."""
+    that pass ``where``, and its group); ``source`` and ``where`` name the rows in messages.  With
+    ``skip`` (bad_rows="skip") the rows with an unusable vector are left out and counted there."""
     resolved = resolve(con, source)
     shown = resolved.name if where is None else f"{resolved.name} where {where}"
     rows = dataclasses.replace(resolved, name=shown, table=relation)
-    parts = table_stream.group_sums(con, rows, group, vector, model=model)
+    parts = table_stream.group_sums(con, rows, group, vector, model=model, skip=skip)
     dims = Dimensions({value: sums.sums.shape[1] for value, sums in parts})
     nbytes = sum(sums.counts.nbytes + sums.sums.nbytes + sums.within_ss().nbytes for _, sums in parts)
     return StreamedSums(parts, dims, table_stream.rows_query(rows, group, vector, model), nbytes)

@@ -9,9 +9,12 @@ clear error (``embsql: [query.interrupted] ...``), leaving the connection usable
 
 Two things count, and embsql changes nothing in the process until the user asks for one of them:
 
-- :func:`interrupt` (``embsql.interrupt(con)``): ``con.interrupt()``, counted.  A plain
-  ``con.interrupt()`` still interrupts DuckDB, but a running kernel finishes first: embsql does not
-  wrap ``DuckDBPyConnection.interrupt``, a method every other user of duckdb in the process shares.
+- :func:`interrupt` (``embsql.interrupt(con)``): counted; once the running kernels have stopped
+  (their queries end with ``embsql: [query.interrupted]``), ``con.interrupt()`` too, which ends a
+  query that was running no kernel with DuckDB's own ``Interrupted!`` (``embsql.run_sql`` turns
+  that into ``query.interrupted`` as well).  A plain ``con.interrupt()`` still interrupts DuckDB,
+  but a running kernel finishes first: embsql does not wrap ``DuckDBPyConnection.interrupt``, a
+  method every other user of duckdb in the process shares.
 - Ctrl-C, once :func:`stop_on_ctrl_c` ran (``embsql.connect(interrupt=True)``): DuckDB runs a
   query's tasks on worker threads too, where Python raises no KeyboardInterrupt, and turns the
   signal into an interrupt of its own.  So a handler is chained in front of the process's SIGINT
@@ -24,7 +27,9 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
@@ -34,6 +39,7 @@ from embsql.errors import EmbsqlError, fail
 
 _lock = threading.Lock()
 _count = 0
+_running = 0          # kernels running now (sql_errors' wrapper), which an interrupt waits for
 
 
 class QueryInterrupted(EmbsqlError):
@@ -48,20 +54,39 @@ def _bump() -> None:
         _count += 1
 
 
-def interrupt(con: duckdb.DuckDBPyConnection) -> None:
+@contextmanager
+def kernel_running() -> Iterator[None]:
+    """Count a kernel as running while the block runs (what :func:`interrupt` waits for)."""
+    global _running
+    with _lock:
+        _running += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _running -= 1
+
+
+def interrupt(con: duckdb.DuckDBPyConnection, *, wait: float = 2.0) -> None:
     """Interrupt the query running on ``con``, and stop the embsql function it runs.
 
     ``con.interrupt()`` alone leaves a running embsql function (a permutation test, a bootstrap) to
-    finish before the query ends: DuckDB tells a Python function nothing.  This one also stops it,
-    between two blocks of its work (a fraction of a second), with the error
-    ``embsql: [query.interrupted] ...``; the connection stays usable.  DuckDB does not say which
-    connection runs a Python function, so every embsql function running in the process at that
-    moment stops (queries on other connections end with the same error).
+    finish before the query ends: DuckDB tells a Python function nothing.  This one stops it,
+    between two blocks of its work (a fraction of a second), and the query ends with the error
+    ``embsql: [query.interrupted] ...``; the connection stays usable.  It returns once the running
+    functions have stopped (at most ``wait`` seconds), then calls ``con.interrupt()``, which ends a
+    query that was running no embsql function with DuckDB's own ``Interrupted!`` (which
+    ``embsql.run_sql`` raises as ``query.interrupted`` too).  DuckDB does not say which connection
+    runs a Python function, so every embsql function running in the process at that moment stops
+    (queries on other connections end with the same error).
 
     Parameters
     ----------
     con : duckdb.DuckDBPyConnection
         The connection whose query to interrupt (typically from another thread).
+    wait : float, default 2.0
+        How long, in seconds, to wait for the running embsql functions to stop before
+        ``con.interrupt()``.
 
     Returns
     -------
@@ -82,10 +107,15 @@ def interrupt(con: duckdb.DuckDBPyConnection) -> None:
     >>> try:
     ...     con.sql("SELECT * FROM emb_permanova('t', 'g', 'v', permutations := 999999)").fetchall()
     ... except Exception as error:
-    ...     print("interrupted" in str(error).lower())
+    ...     print("[query.interrupted]" in str(error))
     True
     """
     _bump()
+    deadline = time.monotonic() + wait
+    while _running and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if _running == 0:
+        time.sleep(0.05)      # the stopped function's query raises its error before DuckDB's interrupt lands
     con.interrupt()
 
 

@@ -21,7 +21,7 @@ from embsql.core.sums import normalise
 from embsql.errors import fail
 from embsql.io.columns import first_bad_label
 from embsql.io.sources import Source
-from embsql.io.table_stream import BATCH_ROWS, raw_vectors
+from embsql.io.table_stream import BATCH_ROWS, Skipped, raw_vectors
 
 ROLES = ("model", "item", "label", "split", "group")
 
@@ -37,8 +37,9 @@ class LabelledRows:
 
 
 def read_labelled(con: duckdb.DuckDBPyConnection, table: Source, vector: str,
-                  columns: dict[str, str | None]) -> dict[object, LabelledRows]:
-    """{model value: LabelledRows} in model order; vectors checked and scaled, NULL models refused by row."""
+                  columns: dict[str, str | None], skip: Skipped | None = None) -> dict[object, LabelledRows]:
+    """{model value: LabelledRows} in model order; vectors checked and scaled, NULL models refused by
+    row (``skip``: rows with an unusable vector are left out and counted there, bad_rows="skip")."""
     named = {role: column for role, column in columns.items() if column}
     for role, column in named.items():
         table.require(column, role)
@@ -52,8 +53,17 @@ def read_labelled(con: duckdb.DuckDBPyConnection, table: Source, vector: str,
         if "model" in named:
             bad = first_bad_label(models)
             if bad is not None:
-                clean_label(None if bad[1] == "NULL" else float("nan"), named["model"], f"row {first + bad[0]}",
+                clean_label(None if bad[1] == "NULL" else float("nan"), named["model"], f"row {first + bad[0] + 1}",
                             role="model")
+        read = batch.num_rows
+        positions = np.arange(read)
+        if skip is not None:
+            batch, kept = skip.drop(batch, "__emb_v", "__emb_model" if "model" in named else None)
+            positions = positions if kept is None else kept
+            models = batch.column("__emb_model")
+            if batch.num_rows == 0:
+                first += read
+                continue
         values = [None] if not columns.get("model") else pc.unique(models).to_pylist()
         for value in values:
             rows = (np.arange(batch.num_rows) if not columns.get("model") else
@@ -61,20 +71,22 @@ def read_labelled(con: duckdb.DuckDBPyConnection, table: Source, vector: str,
             part = batch if not columns.get("model") else batch.take(pa.array(rows))
             state = parts.setdefault(value, {"rows": [], "raw": [], **{r: [] for r in ROLES}})
             items = part.column("__emb_item").to_pylist()
-            namer = row_namer(first + rows, items, columns.get("item"))
+            namer = row_namer(first + positions[rows], items, columns.get("item"), value if "model" in named else None)
             known = dim or (state["raw"][0].shape[1] if state["raw"] else None)
             state["raw"].append(raw_vectors(part.column("__emb_v"), namer, vector, known))
-            state["rows"].append(first + rows)
+            state["rows"].append(first + positions[rows])
             for role in ROLES:
                 state[role].extend(items if role == "item" else part.column(f"__emb_{role}").to_pylist())
-        first += batch.num_rows
+        first += read
     if first == 0:
         fail("source.empty", source=repr(table.name))
+    if not parts and skip is not None:
+        skip.nothing_left(repr(table.name))
     out = {}
     for value in sorted(parts, key=sort_key):
         state = parts[value]
         rows = np.concatenate(state["rows"])
-        where = row_namer(rows, state["item"], columns.get("item"))
+        where = row_namer(rows, state["item"], columns.get("item"), value if "model" in named else None)
         dtype = np.float32 if all(raw.dtype == np.float32 for raw in state["raw"]) else np.float64
         vectors = np.empty((len(rows), state["raw"][0].shape[1]), dtype=dtype)
         low = 0
@@ -105,9 +117,13 @@ def inverse_norms(vectors: np.ndarray, where: Callable[[int], str], vector: str)
     return out
 
 
-def row_namer(rows: np.ndarray, items: list, item: str | None) -> Callable[[int], str]:
-    """Names row i of a model's rows as users see it: its row in the table, and its item id."""
-    return lambda i: f"row {int(rows[i])}" + (f" (item {items[i]!r})" if item else "")
+def row_namer(rows: np.ndarray, items: list, item: str | None, model: object = None) -> Callable[[int], str]:
+    """Names row i of a model's rows as users see it: its row in the table (``rows``: counted from
+    0; shown from 1), then its model (when not None) and its item id (when there is an ``item`` column)."""
+    def name(i: int) -> str:
+        named = ([] if model is None else [f"model {model!r}"]) + ([f"item {items[i]!r}"] if item else [])
+        return f"row {int(rows[i]) + 1}" + (f" ({', '.join(named)})" if named else "")
+    return name
 
 
 def classify_models(models: dict[object, LabelledRows], *, classifier: str, label: str, k: int | None,

@@ -152,7 +152,7 @@ def read_qrels(con: duckdb.DuckDBPyConnection, qrels: Qrels) -> Judgements:
     table = con.sql(query.sql("duckdb")).to_arrow_table()
     if table.num_rows == 0:
         raise InputError(f"qrels {resolved.name!r} has no rows")
-    where = lambda i: f"row {i}"
+    where = lambda i: f"row {i + 1}"      # counted from 1
     for name, role, column in (("q", "qid", qrels.qid), ("d", "doc_id", qrels.doc_id)):
         values = table.column(name).combine_chunks()
         if values.null_count:

@@ -31,7 +31,7 @@ import hashlib
 import importlib.util
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,8 +185,8 @@ def register(con: duckdb.DuckDBPyConnection, *, interrupt: bool = False) -> duck
     return con
 
 
-def connect(database: str | os.PathLike[str] = ":memory:", *, interrupt: bool = False,
-            **kwargs: Any) -> duckdb.DuckDBPyConnection:
+def connect(database: str | os.PathLike[str] = ":memory:", *, read_only: bool = False,
+            config: Mapping[str, Any] | None = None, interrupt: bool = False) -> duckdb.DuckDBPyConnection:
     """Open a DuckDB connection (in memory by default) with every embsql function registered.
 
     A second ``connect`` of the same file in this process (a notebook cell run again while the
@@ -198,10 +198,12 @@ def connect(database: str | os.PathLike[str] = ":memory:", *, interrupt: bool = 
     ----------
     database : str or path, default ":memory:"
         What ``duckdb.connect`` opens: ``":memory:"`` or a DuckDB file.
+    read_only : bool, default False
+        Open the file read-only (``duckdb.connect``'s ``read_only``).
+    config : dict, optional
+        DuckDB settings for the new database (``duckdb.connect``'s ``config``: ``{"threads": 2}``).
     interrupt : bool, default False
         Let Ctrl-C stop a running embsql function at once (see :func:`register`).
-    **kwargs
-        Passed to ``duckdb.connect``: ``read_only=True``, ``config={...}``.
 
     Returns
     -------
@@ -220,4 +222,5 @@ def connect(database: str | os.PathLike[str] = ":memory:", *, interrupt: bool = 
     >>> con.sql("SELECT emb_unit([0.0, 2.0]) AS z").fetchall()
     [([0.0, 1.0],)]
     """
-    return register(duckdb.connect(os.fspath(database), **kwargs), interrupt=interrupt)
+    return register(duckdb.connect(os.fspath(database), read_only=read_only, config=dict(config or {})),
+                    interrupt=interrupt)

@@ -131,7 +131,7 @@ def check_unique(keys: np.ndarray, column: tuple[str | None, str], what: str, na
             break
         seen.add(duplicate)
     raise BadLabelError(f"{what} {name!r}{model_text(model)}: {column[1]} column {column[0]!r} has "
-                        f"{duplicate!r} more than once; each {column[1]} must identify one row")
+                        f"{duplicate!r} more than once; each {column[1]} must identify one row", kind="label.duplicate")
 
 
 def load_models(con: duckdb.DuckDBPyConnection, queries: Queries, docs: Docs | None, *, model: str | None,

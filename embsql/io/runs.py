@@ -108,11 +108,11 @@ def _checked(table: pa.Table, name: str, model: str | None) -> pa.Table:
     for part, column in (("model", model), ("qid", "qid"), ("doc_id", "doc_id")):
         bad = None if column is None else first_bad_label(table.column(part))
         if bad is not None:
-            fail("label.null", role=part, column=repr(column), word=bad[1], where=f" at row {bad[0]} of run {name!r}")
+            fail("label.null", role=part, column=repr(column), word=bad[1], where=f" at row {bad[0] + 1} of run {name!r}")
     scores = table.column("score").to_numpy()
     if not np.isfinite(scores).all():
         row = int(np.flatnonzero(~np.isfinite(scores))[0])
-        raise InputError(f"run {name!r}: score {scores[row]!r} at row {row} is not finite")
+        raise InputError(f"run {name!r}: score {scores[row]!r} at row {row + 1} is not finite")
     # a document ranked twice for one query is refused when the run is scored (embsql.io.scoring)
     return table
 

@@ -56,7 +56,7 @@ def judgements(table: pa.Table, name: str, columns: tuple[str, str, str]) -> Jud
     pairs table ``name`` whose columns are ``columns``: no NULL item, no NULL or non-finite score, no
     pair of one item (each error names the column and the row)."""
     a, b, score = columns
-    where = lambda row: f" at row {row} of pairs {name!r}"
+    where = lambda row: f" at row {row + 1} of pairs {name!r}"      # counted from 1
     for i, column in enumerate((a, b)):
         bad = first_bad_label(table.column(i))
         if bad is not None:
@@ -75,7 +75,7 @@ def judgements(table: pa.Table, name: str, columns: tuple[str, str, str]) -> Jud
     same = pc.equal(text_a, text_b).to_numpy(zero_copy_only=False)
     if same.any():
         row = int(np.flatnonzero(same)[0])
-        fail("pair.same_item", row=row, source=repr(name), item=repr(text_a[row].as_py()), a=repr(a), b=repr(b))
+        fail("pair.same_item", row=row + 1, source=repr(name), item=repr(text_a[row].as_py()), a=repr(a), b=repr(b))
     both = pa.concat_arrays([text_a, text_b]).dictionary_encode()
     codes = both.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     return Judgements(both.dictionary, codes[:len(text_a)], codes[len(text_a):], scores, table, name)
@@ -100,7 +100,7 @@ def score_model(pairs: Judgements, vectors: Vectors, value: object, missing: str
     if not known.all() and missing == "error":
         row = int(np.flatnonzero(~known)[0])
         code, column = (pairs.a[row], columns[0]) if ia[row] < 0 else (pairs.b[row], columns[1])
-        fail("pair.no_vector", item=repr(pairs.items[int(code)].as_py()), column=repr(column), row=row,
+        fail("pair.no_vector", item=repr(pairs.items[int(code)].as_py()), column=repr(column), row=row + 1,
              source=repr(pairs.source), model=repr(value), embeddings=repr(embeddings))
     rows = np.flatnonzero(known)
     if len(rows) < len(known):

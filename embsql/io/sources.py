@@ -32,7 +32,7 @@ import duckdb
 from sqlglot import exp
 
 from embsql.errors import ColumnNotFoundError, ColumnTypeError, SourceNotFoundError
-from embsql.io.columns import check_reserved
+from embsql.io.columns import cast_hint, check_reserved
 
 _FILE_SUFFIX = re.compile(r"\.(parquet|csv|tsv|json|jsonl|ndjson)(\.gz|\.zst)?$", re.IGNORECASE)
 _DUCKDB_FILE = re.compile(r"^(?P<path>.+\.(duckdb|ddb|db)):(?P<table>[^:/\\]+)$", re.IGNORECASE)
@@ -89,8 +89,8 @@ class Source:
         type_ = self.require(column, "vector")
         match = _VECTOR_TYPE.match(type_)
         if not match:
-            raise ColumnTypeError(
-                f"vector column {column!r} in {self.name!r} has type {type_}; expected FLOAT[], DOUBLE[], FLOAT[d] or DOUBLE[d]")
+            raise ColumnTypeError(f"vector column {column!r} in {self.name!r} has type {type_}; expected FLOAT[], "
+                                  f"DOUBLE[], FLOAT[d] or DOUBLE[d]{cast_hint(column, type_)}")
         return int(match.group(3)) if match.group(3) else None
 
 

@@ -67,6 +67,8 @@ def run_sql(con: duckdb.DuckDBPyConnection, query: str) -> pa.Table:
     """
     try:
         return con.sql(query).to_arrow_table()
+    except duckdb.InterruptException:
+        raise error("query.interrupted", what="the query") from None
     except duckdb.Error as raised:
         message = str(raised)
         if "embsql:" in message:

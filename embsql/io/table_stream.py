@@ -11,6 +11,8 @@ in DuckDB than this, so the SQL macros are the engine-only route and this is the
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TypeVar
 
 import duckdb
 import numpy as np
@@ -23,8 +25,109 @@ from embsql.core.sums import Accumulator, GroupSums, UnitRows, bad_vector, norma
 from embsql.errors import InputError, fail
 from embsql.io.columns import EXTRA, KEY, B, G, V
 from embsql.io.sources import Source
+from embsql.result_table import ResultTable
 
 BATCH_ROWS = 65_536
+R = TypeVar("R")
+
+# ---- Bad rows.  A NULL, zero or non-finite vector is an error naming its row (bad_rows="error", the
+# default), or, where the caller asks (bad_rows="skip"), the row is left out and counted per model and
+# reason.  This is the one rule of which rows may be skipped; every reader of vectors applies it to
+# the Arrow batches it streams, before it checks or scales a vector (the SQL macros apply the same
+# rule in emb__unusable, sql/modules/10_group_sums.sql).
+BAD_ROWS = ("error", "skip")
+SKIP_REASONS = ("null", "zero", "nonfinite")     # NULL vector or element; no non-zero coordinate; NaN or inf
+SKIPPED_COLUMNS = tuple(f"skipped_{reason}" for reason in SKIP_REASONS)
+
+
+def unusable(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Per row of a vector column, 0 for a usable vector, else 1 + the index of its reason in
+    SKIP_REASONS: NULL (the vector or an element) first, then non-finite (a NaN or infinite
+    coordinate), then zero (no coordinate other than 0, or no coordinate at all)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    n = len(column)
+    values = pc.list_flatten(column)
+    parents = pc.list_parent_indices(column).to_numpy(zero_copy_only=False)
+    null = column.is_null().to_numpy(zero_copy_only=False).copy()
+    if values.null_count:
+        null[parents[values.is_null().to_numpy(zero_copy_only=False)]] = True
+        values = values.fill_null(0)
+    x = np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float64)
+    nonfinite = np.zeros(n, bool)
+    nonfinite[parents[~np.isfinite(x)]] = True
+    nonzero = np.zeros(n, bool)
+    nonzero[parents[x != 0]] = True
+    codes = np.where(null, 1, np.where(nonfinite, 3, np.where(nonzero, 0, 2))).astype(np.int8)
+    return codes
+
+
+@dataclass
+class Skipped:
+    """The rows a face skipped (bad_rows="skip"): counts per model value and reason (SKIP_REASONS),
+    with every model value seen, so that a model none of whose rows was skipped shows zeros."""
+
+    counts: dict = field(default_factory=dict)
+
+    @staticmethod
+    def asked(bad_rows: object) -> Skipped | None:
+        """A counter when ``bad_rows`` is "skip", None when it is "error"; refuse any other value."""
+        if bad_rows not in BAD_ROWS:
+            fail("argument.bad_rows", name="bad_rows", rule="'error' or 'skip'", value=repr(bad_rows))
+        return Skipped() if bad_rows == "skip" else None
+
+    def drop(self, batch: pa.RecordBatch, vector: str, model: str | None) -> tuple[pa.RecordBatch, np.ndarray | None]:
+        """(``batch`` without its unusable rows, the kept rows' positions in ``batch``, or None when
+        every row is kept); the dropped rows are counted.  ``vector`` and ``model`` are the batch's
+        column names (``model`` None: one model, counted under None)."""
+        codes = unusable(batch.column(vector))
+        models = [None] * batch.num_rows if model is None else batch.column(model).to_pylist()
+        for value in (set(models) if model is not None else {None}):
+            self.counts.setdefault(value, np.zeros(len(SKIP_REASONS), np.int64))
+        if not codes.any():
+            return batch, None
+        for row in np.flatnonzero(codes):
+            self.counts[models[row]][codes[row] - 1] += 1
+        keep = np.flatnonzero(codes == 0)
+        return batch.take(pa.array(keep)), keep
+
+    def total(self) -> int:
+        return int(sum(int(c.sum()) for c in self.counts.values()))
+
+    def table(self, model: str | None) -> ResultTable:
+        """One row per model (under the model column ``model``, none when it is None):
+        skipped_null, skipped_zero and skipped_nonfinite."""
+        return ResultTable.of_models("skipped rows", model, SKIPPED_COLUMNS, [
+            (value, dict(zip(SKIPPED_COLUMNS, (int(c) for c in self.counts[value]))))
+            for value in sorted(self.counts, key=sort_key)])
+
+    def attach(self, result: R, model: str | None) -> R:
+        """``result`` with the counts as its ``skipped`` attribute (a ResultTable)."""
+        object.__setattr__(result, "skipped", self.table(model))
+        return result
+
+    @staticmethod
+    def attached(skipped: Skipped | None, result: R, model: str | None) -> R:
+        """``result``, with ``skipped``'s counts attached when the face was asked to skip."""
+        return result if skipped is None else skipped.attach(result, model)
+
+    def nothing_left(self, source: str) -> None:
+        """Refuse a source every row of which was skipped (called when no row is left)."""
+        counts = "; ".join(f"{'' if v is None else f'model {v!r}: '}{int(c.sum())}"
+                           for v, c in sorted(self.counts.items(), key=lambda kv: sort_key(kv[0])))
+        raise InputError(f"every row of {source} has an unusable vector (skipped {counts}); nothing is left "
+                         f"to compute on", kind="source.empty")
+
+
+def skip_note(skipped: ResultTable, model: str | None) -> str:
+    """One line saying how many rows were skipped, per model and reason (for a report), or ''."""
+    parts, total = [], 0
+    for row in skipped.to_dicts():
+        counts = [f"{row[c]} {reason}" for c, reason in zip(SKIPPED_COLUMNS, ("NULL", "zero", "NaN/inf")) if row[c]]
+        total += sum(row[c] for c in SKIPPED_COLUMNS)
+        if counts:
+            parts.append((f"model {row[model]}: " if model is not None else "") + ", ".join(counts))
+    return f"skipped {total} row(s) with an unusable vector ({'; '.join(parts)})" if total else ""
 
 
 def _column(name: str) -> exp.Column:
@@ -53,21 +156,31 @@ Part = tuple[object, list, np.ndarray, np.ndarray, pa.Array, "RowNamer"]
 
 def _stream(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str, model: str | None = None,
             item: str | None = None, extra: str | None = None, unit: bool = True, extra_role: str = "strata",
-            group_role: str = "group") -> Iterator[Part]:
+            group_role: str = "group", skip: Skipped | None = None) -> Iterator[Part]:
     """Yield (model value, labels, label codes, vectors, extra values, row namer) per part of each Arrow batch.
 
     Vectors are checked and scaled to unit length, or with ``unit=False`` checked for NULLs and
     lengths only and returned as they are (the caller scales them and checks their norms).
     ``group_role`` names the label column in messages (e.g. "item" when items are the labels).
     A NULL or NaN model value is refused naming its row: it names no model, and a filter on it
-    would drop its rows without a word."""
+    would drop its rows without a word.  With ``skip``, rows with an unusable vector are left out
+    (and counted there) before anything else is checked."""
     dims: dict[object, int] = {}
-    first_row = 0
+    first_row = kept = 0
     query = _query(source, group, vector, model, item, extra, extra_role, group_role)
     for batch in con.sql(query.sql("duckdb")).to_arrow_reader(BATCH_ROWS):
-        model_values = batch.column(B)
+        read = batch.num_rows
         if model is not None:
-            _check_models(model_values, model, RowNamer(batch, np.arange(batch.num_rows), first_row, group_role))
+            _check_models(batch.column(B), model, RowNamer(batch, np.arange(batch.num_rows), first_row, group_role,
+                                                           model=True))
+        positions = None
+        if skip is not None:
+            batch, positions = skip.drop(batch, V, B if model is not None else None)
+            kept += batch.num_rows
+            if batch.num_rows == 0:
+                first_row += read
+                continue
+        model_values = batch.column(B)
         values = [None] if model is None else pc.unique(model_values).to_pylist()
         # a batch of one model value (a table stored model by model) is used as it is: no filtered copy
         parts = [(values[0], None)] if len(values) == 1 else [
@@ -77,14 +190,16 @@ def _stream(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: 
             # a run of rows (a batch where one model's rows end and the next's begin) is a zero-copy slice
             part = (batch if mask is None else batch.slice(int(rows[0]), len(rows))
                     if len(rows) and rows[-1] - rows[0] + 1 == len(rows) else batch.filter(mask))
-            where = RowNamer(batch, rows, first_row, group_role)
+            where = RowNamer(batch, rows, first_row, group_role, model=model is not None, positions=positions)
             vectors = (unit_vectors if unit else raw_vectors)(part.column(V), where, vector, dims.get(value))
             dims.setdefault(value, vectors.shape[1])
             names, codes = _coded_labels(part.column(G), group, group_role, where)
             yield value, names, codes, vectors, part.column(EXTRA), where
-        first_row += batch.num_rows
+        first_row += read
     if first_row == 0:
         fail("source.empty", source=repr(source.name))
+    if skip is not None and kept == 0:
+        skip.nothing_left(repr(source.name))
 
 
 def _check_models(values: pa.Array, model: str, where: RowNamer) -> None:
@@ -119,10 +234,12 @@ def rows_query(source: Source, group: str, vector: str, model: str | None = None
 
 
 def group_sums(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str,
-               model: str | None = None, item: str | None = None) -> list[tuple[object, GroupSums]]:
-    """Stage 1 on DuckDB: [(model value, GroupSums)] in model order; raise naming the first bad row."""
+               model: str | None = None, item: str | None = None,
+               skip: Skipped | None = None) -> list[tuple[object, GroupSums]]:
+    """Stage 1 on DuckDB: [(model value, GroupSums)] in model order; raise naming the first bad row (or,
+    with ``skip``, leave out the rows with an unusable vector and count them there)."""
     accumulators: dict[object, Accumulator] = {}
-    for value, names, codes, raw, _, where in _stream(con, source, group, vector, model, item, unit=False):
+    for value, names, codes, raw, _, where in _stream(con, source, group, vector, model, item, unit=False, skip=skip):
         accumulator = accumulators.setdefault(value, Accumulator(dim=raw.shape[1]))
         accumulator.add(accumulator.codes(names)[codes], raw, where, vector)
     return [(value, accumulators[value].result()) for value in sorted(accumulators, key=sort_key)]
@@ -130,19 +247,21 @@ def group_sums(con: duckdb.DuckDBPyConnection, source: Source, group: str, vecto
 
 def unit_rows(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str,
               model: str | None = None, item: str | None = None, extra: str | None = None,
-              extra_role: str = "strata", group_role: str = "group") -> list[tuple[object, UnitRows]]:
+              extra_role: str = "strata", group_role: str = "group",
+              skip: Skipped | None = None) -> list[tuple[object, UnitRows]]:
     """Every checked unit vector with its label (and extra column), per model value: O(n d) memory.
 
     The rows are kept as read (views of the Arrow batches) until the scan ends; then each model
     value's float64 array is allocated once and every part is scaled into its place, in scan
-    order (so a bad vector is still named by its first row): one copy of the vectors, not three."""
+    order (so a bad vector is still named by its first row): one copy of the vectors, not three.
+    With ``skip``, rows with an unusable vector are left out and counted there."""
     parts: dict[object, list] = {}
     dims: dict[object, int] = {}
     rows_of: dict[object, int] = {}
     read: list[tuple[object, int, np.ndarray, RowNamer]] = []
     for value, names, codes, raw, extra_values, where in _stream(con, source, group, vector, model, item, extra,
                                                                  unit=False, extra_role=extra_role,
-                                                                 group_role=group_role):
+                                                                 group_role=group_role, skip=skip):
         labels = np.empty(len(names), dtype=object)
         labels[:] = names
         dims[value] = raw.shape[1]
@@ -166,20 +285,27 @@ def unit_rows(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector
 
 
 class RowNamer:
-    """Names a row of the current batch part as users see it: 0-based row in scan order, its id
-    (the ``item`` column a face was given to name rows; ``id_role`` says what the id is) and label
+    """Names a row of the current batch part as users see it: its row in scan order, counted from 1
+    (``first_row`` rows came in earlier batches; ``positions`` maps a batch whose unusable rows were
+    skipped back to the rows as read), then in parentheses its model (with ``model``), its id (the
+    ``item`` column a face was given to name rows; ``id_role`` says what the id is) and its label
     (``role`` says what the label is: a group, or an item)."""
 
     def __init__(self, batch: pa.RecordBatch, rows: np.ndarray, first_row: int, role: str | None = "group",
-                 id_role: str = "item") -> None:
+                 id_role: str = "item", model: bool = False, positions: np.ndarray | None = None) -> None:
         self.batch, self.rows, self.first_row, self.role, self.id_role = batch, rows, first_row, role, id_role
+        self.model, self.positions = model, positions
 
     def __call__(self, i: int) -> str:
         row = int(self.rows[i])
+        number = self.first_row + 1 + (row if self.positions is None else int(self.positions[row]))
+        model = self.batch.column(B)[row].as_py() if self.model else None
         key = self.batch.column(KEY)[row].as_py()
         label = self.batch.column(G)[row].as_py()
-        return (f"row {self.first_row + row}" + ("" if key is None else f" ({self.id_role} {key!r})")
-                + ("" if label is None else f" ({self.role} {label!r})"))
+        # (a NULL or NaN value names nothing: it is what the message is about)
+        named = [f"{what} {value!r}" for what, value in (("model", model), (self.id_role, key), (self.role, label))
+                 if value is not None and value == value]
+        return f"row {number}" + (f" ({', '.join(named)})" if named else "")
 
 
 def raw_vectors(column: pa.Array, where: Callable[[int], str], vector: str, dim: int | None) -> np.ndarray:

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from embsql.errors import EmbsqlError, error, sql_message
+from embsql.io.interrupts import kernel_running
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -67,7 +68,8 @@ def sql_errors(function: F | None = None, *, stopped: str = "the computation") -
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             rows = len(args[0])
             try:
-                value = kernel(*args, **kwargs)
+                with kernel_running():
+                    value = kernel(*args, **kwargs)
             except (EmbsqlError, KeyboardInterrupt) as exception:
                 return _result(sql_error(exception, stopped=stopped), None, rows)
             return _result(None, value, rows)

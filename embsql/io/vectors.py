@@ -79,7 +79,7 @@ def _refuse_bad_model(con: duckdb.DuckDBPyConnection, source: Source, what: str,
         bad = first_bad_label(batch.column("m"))
         if bad is not None:
             fail("label.null", role="model", column=repr(model), word=bad[1],
-                 where=f" at row {first_row + bad[0]} ({id_role} {batch.column('i')[bad[0]].as_py()!r}) of "
+                 where=f" at row {first_row + bad[0] + 1} ({id_role} {batch.column('i')[bad[0]].as_py()!r}) of "
                        f"{what} {source.name!r}")
         first_row += batch.num_rows
 
@@ -101,10 +101,11 @@ def _parts(con: duckdb.DuckDBPyConnection, source: Source, what: str, query: str
                 mask = pc.equal(models, pa.scalar(value, models.type))
                 part, rows = batch.filter(mask), np.flatnonzero(mask.to_numpy(zero_copy_only=False))
             ids = part.column("i")
-            where = lambda i, ids=ids, rows=rows, first=first_row: f"row {first + int(rows[i])} ({id_role} {ids[i].as_py()!r})"
+            where = (lambda i, ids=ids, rows=rows, first=first_row:     # counted from 1
+                     f"row {first + int(rows[i]) + 1} ({id_role} {ids[i].as_py()!r})")
             if ids.null_count:
                 raise BadLabelError(f"{what} {source.name!r}: {id_role} column {id_col!r} is NULL at "
-                                    f"row {first_row + int(rows[_first_null(ids)])}")
+                                    f"row {first_row + int(rows[_first_null(ids)]) + 1}")
             if group and part.column("g").null_count:
                 raise BadLabelError(f"{what} {source.name!r}: group column {group!r} is NULL at "
                                     f"{where(_first_null(part.column('g')))}")
@@ -170,7 +171,7 @@ def read_ids(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, id_co
     table = con.sql(query).to_arrow_table()
     models, ids = table.column("m").combine_chunks(), table.column("i").combine_chunks()
     if ids.null_count:
-        raise BadLabelError(f"{what} {source.name!r}: {id_role} column {id_col!r} is NULL at row {_first_null(ids)}")
+        raise BadLabelError(f"{what} {source.name!r}: {id_role} column {id_col!r} is NULL at row {_first_null(ids) + 1}")
     out = {}
     for value in counts:
         mine = ids if not model else ids.filter(pc.equal(models, pa.scalar(value, models.type)))
@@ -235,7 +236,7 @@ def _inverse_norms(vectors: np.ndarray, ids: pa.Array, what: str, name: str, vec
             i = a + int(np.flatnonzero(~good)[0])
             row = block[i - a]
             word = "zero-length" if np.isfinite(scale[i - a]) else "NaN" if np.isnan(row).any() else "infinite"
-            place = f"row {i} ({role} {ids[i].as_py()!r})" if where is None else where(i)
+            place = f"row {i + 1} ({role} {ids[i].as_py()!r})" if where is None else where(i)
             raise bad_vector(vector, word, f"{what} {name!r} {place}")
         block /= scale[:, None]            # no overflow or underflow in the squares
         out[a:a + len(block)] = 1.0 / (np.sqrt(np.einsum("ij,ij->i", block, block)) * scale)
@@ -249,4 +250,4 @@ def _check_unique(ids: pa.Array, what: str, name: str, column: str, role: str, m
     repeated = counts.filter(pc.greater(counts.column("count_all"), 1)).column("i")[0].as_py()
     of_model = "" if model is None else f" (model {model!r})"
     raise BadLabelError(f"{what} {name!r}{of_model}: {role} column {column!r} has {repeated!r} more than once; "
-                        f"each {role} must identify one row")
+                        f"each {role} must identify one row", kind="label.duplicate")

@@ -61,6 +61,7 @@ def _r2_plot(result: Document) -> Plot | None:
     models = [model for model, _ in points]
     r2 = [value for _, value in points]
     low, high, source, interval = _r2_intervals(result, models, r2)
+    centres = _r2_centres(result, models) if source in ("bootstrap", "summary") else None
 
     figure = new_figure(figsize=(max(4.6, 1.3 * len(models) + 2.5), 4.0), layout="constrained")
     ax = figure.subplots()
@@ -71,14 +72,20 @@ def _r2_plot(result: Document) -> Plot | None:
             if finite(lo) and finite(hi):
                 ax.vlines(xi, lo, hi, color="#1f5f99", linewidth=2)
                 ax.hlines([lo, hi], xi - 0.08, xi + 0.08, color="#1f5f99", linewidth=2)
-    ax.plot(x, r2, "o", color="#1f5f99", markersize=8, label="R²", zorder=3)
+    if centres is not None:   # the interval is built around the bias-corrected R²: that is its point
+        ax.plot(x, centres, "o", color="#1f5f99", markersize=8, label="bias-corrected R² (the interval's point)",
+                zorder=3)
+        ax.plot(x, r2, "o", markerfacecolor="white", markeredgecolor="#1f5f99", markersize=7, label="sample R²",
+                zorder=4)
+    else:
+        ax.plot(x, r2, "o", color="#1f5f99", markersize=8, label="R²", zorder=3)
     nulls = _column_by_model(result, "decomposition", "r2_null")
     if nulls and all(m in nulls for m in models):
         ax.plot(x, [nulls[m] for m in models], "x", color="#b04a1c", markersize=8,
                 label="null expectation (G−1)/(n−1)", zorder=3)
     ax.set_xticks(x, [_label(m) for m in models], **_tick_style(models))
     ax.set_xlim(-0.6, len(models) - 0.4)
-    top = max([v for v in r2 + high if finite(v)])
+    top = max([v for v in r2 + high + (centres or []) if finite(v)])
     ax.set_ylim(0, min(1.0, top * 1.15 + 0.02))
     ax.set_ylabel("R² = SS_B / SS_T")
     ax.set_xlabel("model")
@@ -86,10 +93,27 @@ def _r2_plot(result: Document) -> Plot | None:
     ax.grid(axis="y", alpha=0.3)
     figure.legend(loc="outside lower center", ncols=2, fontsize="small", frameon=False)
     caption = "R² per model" + (f" with {interval}" if source else " (no interval in this report)") + "."
+    if centres is not None:
+        caption += " The filled dot is the bias-corrected R² the interval is built around; the open dot is the sample R²."
     return Plot("summary", source or ("decomposition" if _has(result, "decomposition") else ""), caption, figure)
 
 
 Interval = tuple[list[Any], list[Any], str, str]   # low ends, high ends, the section they come from, in words
+
+
+def _r2_centres(result: Document, models: list[Any]) -> list[Any] | None:
+    """The bias-corrected R² each model's calibrated interval is built around (bootstrap's corrected,
+    else the summary's r2_corrected), or None when the report does not have it for every model."""
+    if _has(result, "bootstrap") and "corrected" in result["bootstrap"].columns:
+        boot = {row["model"]: row.get("corrected") for row in result["bootstrap"].to_dicts()
+                if row.get("statistic", "r2") == "r2"}
+        if all(finite(boot.get(m)) for m in models):
+            return [boot[m] for m in models]
+    if "r2_corrected" in result.summary.columns:
+        rows = {row["model"]: row.get("r2_corrected") for row in result.summary.to_dicts()}
+        if all(finite(rows.get(m)) for m in models):
+            return [rows[m] for m in models]
+    return None
 
 
 def _r2_intervals(result: Document, models: list[Any], r2: list[float]) -> Interval:
@@ -163,8 +187,8 @@ def _w_tilde_plot(result: Document) -> Plot | None:
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel(r"$\tilde{W}_g$ (size-corrected spread)")
     _suptitle(figure, r"Within-group spread $\tilde{W}_g$ per model,", "each on its own scale", len(per_model))
-    caption = ("W~_g of every group with two or more items, one panel per model (box: quartiles and median); "
-               "singleton groups have no W~_g and are left out.")
+    caption = ("W̃_g of every group with two or more items, one panel per model (box: quartiles and median); "
+               "singleton groups have no W̃_g and are left out.")
     return Plot("groups", "groups", caption, figure)
 
 
@@ -250,7 +274,7 @@ def _dose_plot(result: Document) -> Plot | None:
         ax.grid(alpha=0.3)
     axes[0].set_ylabel(r"$\tilde{W}_q$ (query spread)")
     _suptitle(figure, r"Paraphrase dose: $\tilde{W}_q$ by level,", "each model on its own scale", len(per_model))
-    caption = "W~_q per paraphrase level with ±1.96 SE bars, one panel per model."
+    caption = "W̃_q per paraphrase level with ±1.96 SE bars, one panel per model."
     return Plot("dose", "dose", caption, figure)
 
 

@@ -34,22 +34,31 @@ from sqlglot import ErrorLevel, exp
 from sqlglot.errors import SqlglotError
 
 from embsql.core import decomposition, resampling
-from embsql.core.arguments import check_level, check_permutations, check_replicates, check_seed
+from embsql.core.arguments import check_level, check_permutations, check_replicates, check_seed, check_stop_after
 from embsql.core.model_comparison import canonical
 from embsql.core.sums import GroupSums
 from embsql.engines import spark
 from embsql.engines.connections import dialect_of, engine_error, errors_of, fetch_arrow
 from embsql.engines.dialects import WRITABLE
-from embsql.errors import BadLabelError, BadVectorError, ColumnNotFoundError, DesignError, EngineError, InputError
+from embsql.errors import (
+    BadLabelError,
+    BadVectorError,
+    ColumnNotFoundError,
+    DesignError,
+    EmbsqlError,
+    EngineError,
+    InputError,
+)
 from embsql.io import duckdb_sums, portable_sums
 from embsql.io.registration import connect
 from embsql.io.retrieval_tables import REPORT_OPTIONS, report_tables
 from embsql.io.sources import describe, is_file, is_frame, local_source, resolve, shown_name, source_expression
 from embsql.io.sql import run_sql
+from embsql.io.table_stream import Skipped, skip_note
 from embsql.reporting.evaluation import evaluation_sections
 from embsql.reporting.labels import CLASSIFICATION_SETTINGS, SIMILARITY_SETTINGS, classification_sections, similarity_sections
 from embsql.reporting.report_result import ReportResult, Section
-from embsql.reporting.sections import REGISTRY, Run, whose
+from embsql.reporting.sections import REGISTRY, Run, retrieval_layers, whose
 from embsql.result_table import ResultTable, model_label
 
 Fetch = Callable[[str], pa.Table]   # runs one SQL statement on the engine, returns its rows as Arrow
@@ -57,10 +66,14 @@ Fetch = Callable[[str], pa.Table]   # runs one SQL statement on the engine, retu
 SECTIONS = tuple(REGISTRY)
 ROW_SECTIONS = tuple(name for name, entry in REGISTRY.items() if entry.off_duckdb == "drop")  # the tests: DuckDB only
 DEFAULT_SECTIONS = tuple(name for name, entry in REGISTRY.items() if entry.off_duckdb == "run")
-SUMMARY_COLUMNS = ("model", "n", "groups", "r2", "r2_se", "r2_ci_low", "r2_ci_high", "f", "p_value", "v", "w_bar",
-                   "dispersion_p", "r2_bc", "r2_adj", "calibrated")
+# r2_corrected, the bias-corrected R² the interval is built around, stands just before r2_ci_low/r2_ci_high
+SUMMARY_COLUMNS = ("model", "n", "groups", "r2", "r2_se", "r2_adj", "r2_corrected", "r2_ci_low", "r2_ci_high",
+                   "calibrated", "f", "p_value", "v", "w_bar", "dispersion_p")
 # the [report.retrieval] settings: the retrieval layers' column names and options, and the qrels' relevance column
 RETRIEVAL_SETTINGS = REPORT_OPTIONS
+
+
+ROWS_VIEW = "__emb_report_rows"   # the filtered rows (where=), as a temporary view for the sections that read rows
 
 
 @dataclass(frozen=True)
@@ -70,9 +83,9 @@ class Report:
 
     Parameters
     ----------
-    source, vector, group, model, sections, permutations, seed, replicates, level
+    source, vector, group, model, sections, permutations, seed, stop_after, replicates, level
         As in :func:`embsql.report`, which builds a Report.
-    queries, docs, retrieval, qrels, title, table, where, item, pairs, similarity, label, classification
+    queries, docs, retrieval, qrels, title, table, where, item, pairs, similarity, label, classification, bad_rows
         As in :func:`embsql.report`.
 
     Examples
@@ -93,6 +106,7 @@ class Report:
     sections: Sequence[str] = ()
     permutations: int = 999
     seed: int = 42
+    stop_after: int | None = None   # Besag and Clifford's sequential stop for the permutation tests
     replicates: int = 2000
     level: float = 0.95
     queries: Any = None            # the retrieval tables, as the source: names, files or in-memory tables
@@ -107,6 +121,7 @@ class Report:
     similarity: dict[str, Any] = field(default_factory=dict)       # the pairs' column names (reporting.labels)
     label: str | None = None       # a class-label column of the source: adds the classification sections
     classification: dict[str, Any] = field(default_factory=dict)   # its options: k
+    bad_rows: str = "error"        # "skip": rows with a NULL, zero or non-finite vector are left out and counted
 
     def __post_init__(self) -> None:
         for name in ("source", "vector", "group"):
@@ -124,10 +139,12 @@ class Report:
         try:   # the rules every face shares (embsql.core.arguments); 0 permutations skips the tests
             check_permutations(self.permutations, allow_zero=True)
             check_seed(self.seed)
+            check_stop_after(self.stop_after, max(1, self.permutations))
             check_replicates(self.replicates)
             check_level(self.level)
-        except InputError as error:
-            raise InputError(f"report: {error}") from None
+            Skipped.asked(self.bad_rows)
+        except InputError as error:     # the same class and kind, the message prefixed
+            raise type(error)(f"report: {error}", kind=error.kind) from None
         if self.model is not None and self.model == self.group:
             raise InputError(f"report: model column {self.model!r} is the group column; pass a different column")
         if self.where is not None:
@@ -262,10 +279,18 @@ class Report:
         """A name for the (filtered) rows, for the sections that read the rows (embsql.reporting.sections)."""
         if self.where is None:
             return self.source
-        view = "__emb_report_rows"
+        view = ROWS_VIEW
         con.execute(f"CREATE OR REPLACE TEMP VIEW {exp.to_identifier(view, quoted=True).sql('duckdb')} AS "
                     f"{exp.select('*').from_(self._relation('duckdb')).sql('duckdb')}")
         return view
+
+    def _rows_named(self, error: EmbsqlError) -> EmbsqlError:
+        """``error`` with the view of the filtered rows (rows_source) named as the user wrote them:
+        the source and the where condition, as the stage-1 errors name them."""
+        shown = f"{describe(self.source)} where {self.where}"
+        text = (str(error).replace(repr(ROWS_VIEW), repr(shown))
+                .replace(f'"{ROWS_VIEW}"', '"' + shown.replace('"', '""') + '"').replace(ROWS_VIEW, shown))
+        return type(error)(text, kind=error.kind)
 
     def probes(self, fetch: Fetch, dialect: str, pgvector: bool = False
                ) -> tuple[portable_sums.Dimensions, list[tuple[str, exp.Expression]]]:
@@ -328,7 +353,12 @@ class Report:
         con = con or connect()
         with self.on(con) as local:
             local._check_columns(con)
-            result = local.run_stage1(lambda sql: run_sql(con, sql), "duckdb", con=con, progress=progress)
+            try:
+                result = local.run_stage1(lambda sql: run_sql(con, sql), "duckdb", con=con, progress=progress)
+            except EmbsqlError as error:
+                if ROWS_VIEW not in str(error):
+                    raise
+                raise self._rows_named(error) from None
         return dataclasses.replace(result, meta={**result.meta, "source": describe(self.source)})
 
     def run_stage1(self, fetch: Fetch, dialect: str, *, con: duckdb.DuckDBPyConnection | None = None,
@@ -353,10 +383,17 @@ class Report:
                                               f"on {dialect}; its columns are: {', '.join(columns)}")
             form = portable_sums.vector_form(fetch, self._relation(dialect), self.vector, dialect, name)
         if con is not None:   # DuckDB: the rows streamed through embsql.anova's one-pass accumulator
+            skipped = Skipped.asked(self.bad_rows)
             streamed = duckdb_sums.streamed_sums(con, self.source, self._relation(dialect), self.group, self.vector,
-                                                 self.model, self.where)
-            return self.finish(streamed.parts, con=con, progress=progress, meta=self._meta(
-                dialect, form, streamed.dims, streamed.sql, streamed.nbytes, rows=True))
+                                                 self.model, self.where, skip=skipped)
+            meta = self._meta(dialect, form, streamed.dims, streamed.sql, streamed.nbytes, rows=True)
+            if skipped is not None:    # the rows left out, per model and reason: in the JSON, and one note
+                counts = skipped.table(self.model).to_dicts()
+                meta["skipped"] = {model_label(row.get(self.model) if self.model else None):
+                                   {k: v for k, v in row.items() if k.startswith("skipped_")} for row in counts}
+                note = skip_note(skipped.table(self.model), self.model)
+                return self.finish(streamed.parts, con=con, progress=progress, meta=meta, notes=[note] if note else [])
+            return self.finish(streamed.parts, con=con, progress=progress, meta=meta)
         dims, _ = self.probes(fetch, dialect, form.pgvector)
         if form.pgvector:   # pgvector's own aggregate: the mean unit vector per group, n_g times
             sql = portable_sums.pgvector_sums_query(self._relation(dialect), self.group, self.vector, dims, by=self.model,
@@ -384,19 +421,21 @@ class Report:
         return {"source": self.source, "vector": self.vector, "group": self.group, "model": self.model,
                 "dialect": dialect, **{k: v for k, v in engine.items() if v is not None},
                 "sections": list(self.sections_on(rows)),
-                "permutations": self.permutations,
+                "permutations": self.permutations, "stop_after": self.stop_after,
                 "seed": self.seed, "replicates": self.replicates, "level": self.level,
                 "dimensions": {model_label(k): v for k, v in dims.by_value.items()},
                 "stage1_bytes": int(nbytes), "sql": sql, **_versions()}
 
     def finish(self, parts: list[tuple[object, GroupSums]], *, con: duckdb.DuckDBPyConnection | None = None,
-               meta: Mapping[str, Any] | None = None, progress: bool | None = None) -> ReportResult:
-        """Stage 2: every section from the per-model group sums (and, for the tests, the rows)."""
+               meta: Mapping[str, Any] | None = None, progress: bool | None = None,
+               notes: Sequence[str] = ()) -> ReportResult:
+        """Stage 2: every section from the per-model group sums (and, for the tests, the rows);
+        ``notes`` come first among the report's notes."""
         wanted = self.sections_on(con is not None)
         if con is None:
             self._check_engine_sections()
         meta = dict(meta or {})
-        notes: list[str] = []
+        notes = list(notes)
         if set(self.chosen_sections) - set(wanted):
             notes.append("no PERMANOVA or dispersion test: they read the rows, which only DuckDB does "
                          "(run the report on DuckDB for their p-values)")
@@ -433,7 +472,7 @@ class Report:
             assert tables.qrels is not None
             sections.extend(evaluation_sections(con, queries=tables.queries, docs=tables.docs, qrels=tables.qrels,
                                                 model=self.model, replicates=self.replicates, seed=self.seed,
-                                                level=self.level, permutations=self.permutations))
+                                                level=self.level, permutations=self.permutations, notes=notes))
         if con is not None:   # human judgements and labels (embsql.reporting.labels)
             sections += self._label_sections(con, notes, meta)
         if notes:
@@ -455,13 +494,18 @@ class Report:
             found, said = classification_sections(con, self.rows_source(con), label=self.label, model=self.model,
                                                   item=self.item, group=self.group, vector=self.vector,
                                                   settings=self.classification, level=self.level,
-                                                  permutations=self.permutations, seed=self.seed)
+                                                  permutations=self.permutations, seed=self.seed,
+                                                  bad_rows=self.bad_rows)
             sections += found
             notes += said
         return sections
 
     def _check_engine_sections(self) -> None:
-        """Off DuckDB only the group sums arrive, so the sections that read rows cannot run."""
+        """Off DuckDB only the group sums arrive, so the sections that read rows cannot run (nor can
+        bad rows be skipped: the engine's aggregate refuses them)."""
+        if self.bad_rows == "skip":
+            raise InputError("skipping bad rows (bad_rows='skip', --skip-bad-rows) needs the rows themselves, which "
+                             "only the DuckDB path reads; run the report on DuckDB, or filter those rows out with where")
         for name, value in (("similarity", self.pairs), ("classification", self.label)):
             if value is not None:
                 raise InputError(f"the {name} section needs the rows themselves, which only the DuckDB path reads; "
@@ -470,6 +514,54 @@ class Report:
         if row_only:
             raise InputError(f"the {row_only[0]} section needs the rows themselves, which only the DuckDB path reads; "
                              "run it on DuckDB, or leave it out (sections=...)")
+
+
+def retrieval_report(con: duckdb.DuckDBPyConnection, *, queries: Any, docs: Any, qrels: Any = None,
+                     model: str | None = None, retrieval: Mapping[str, Any] | None = None, permutations: int = 999,
+                     seed: int = 42, replicates: int = 2000, level: float = 0.95,
+                     title: str | None = None) -> ReportResult:
+    """A report on the retrieval tables alone (``embsql report --queries Q --docs D [--qrels R]``, no
+    embedding table, vector or group column): the retrieval layers when the queries carry their
+    relevant document (the ``positive`` column), the evaluation sections with ``qrels``.  A part that
+    cannot run is left out with a note that says why."""
+    try:
+        check_permutations(permutations, allow_zero=True)
+        check_seed(seed)
+        check_replicates(replicates)
+        check_level(level)
+    except InputError as error:
+        raise InputError(f"report: {error}") from None
+    settings = dict(retrieval or {})
+    for key in settings:
+        _check_setting(key, RETRIEVAL_SETTINGS, "the report's retrieval settings")
+    tables = report_tables(queries, docs, qrels, settings)
+    sections: list[Section] = []
+    notes: list[str] = []
+    positive = tables.queries.positive
+    if positive in resolve(con, str(tables.queries.source)).columns:
+        found, said = retrieval_layers(con, queries, docs, settings, model=model, permutations=permutations, seed=seed)
+        sections += found
+        notes += said
+    else:
+        notes.append(f"no retrieval layers (alignment, rank, pairing): queries {shown_name(queries)!r} has no column "
+                     f"{positive!r}, the relevant document of each query"
+                     + ("; the evaluation below reads the qrels instead" if qrels is not None else ""))
+    if qrels is not None:
+        assert tables.qrels is not None
+        sections += evaluation_sections(con, queries=tables.queries, docs=tables.docs, qrels=tables.qrels, model=model,
+                                        replicates=replicates, seed=seed, level=level, permutations=permutations,
+                                        notes=notes)
+    elif not sections:
+        raise InputError(f"report: nothing to report on the retrieval tables alone: queries {shown_name(queries)!r} "
+                         f"has no column {positive!r} and no qrels were given (--qrels)")
+    meta: dict[str, Any] = {"queries": shown_name(queries), "docs": shown_name(docs), "model": model,
+                            **({"qrels": shown_name(qrels)} if qrels is not None else {}),
+                            "permutations": permutations, "seed": seed, "replicates": replicates, "level": level,
+                            **_versions()}
+    if notes:
+        meta["notes"] = notes
+    summary = ResultTable.from_dicts("summary", SUMMARY_COLUMNS, [])
+    return ReportResult(title or f"embsql retrieval report: {shown_name(queries)}", summary, tuple(sections), meta)
 
 
 # the names of a report's settings, in order: the fields of Report, the keys of a [report] table
@@ -516,11 +608,11 @@ def _versions() -> dict[str, str]:
 
 
 def report(source: Any, *, vector: str, group: str, model: str | None = None, sections: Sequence[str] = (),
-           permutations: int = 999, seed: int = 42, replicates: int = 2000, level: float = 0.95,
-           queries: Any = None, docs: Any = None, retrieval: dict[str, Any] | None = None, qrels: Any = None,
+           permutations: int = 999, seed: int = 42, stop_after: int | None = None, replicates: int = 2000,
+           level: float = 0.95, queries: Any = None, docs: Any = None, retrieval: dict[str, Any] | None = None, qrels: Any = None,
            title: str | None = None, table: str | None = None, where: str | None = None, item: str | None = None,
            pairs: Any = None, similarity: dict[str, Any] | None = None, label: str | None = None,
-           classification: dict[str, Any] | None = None) -> Report:
+           classification: dict[str, Any] | None = None, bad_rows: str = "error") -> Report:
     """Describe a report on ``source``; nothing runs until ``.sql()`` or ``.run()``.
 
     Parameters
@@ -528,8 +620,10 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
     source : str or DataFrame
         A table or view name, a Parquet/CSV/JSON file or directory, FILE.duckdb:TABLE, a Lance or
         saved Hugging Face dataset, or a pandas/polars/Arrow object.
-    vector, group : str
-        The vector column and the group column.
+    vector : str
+        The vector column.
+    group : str
+        The group column.
     model : str, optional
         The model column: one set of figures per value.  The report's tables name it ``model``
         whatever the input calls it (see embsql.ReportResult); ``meta["model"]`` keeps its name.
@@ -537,14 +631,23 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
         Which sections to run: decomposition, groups, jackknife, bootstrap, compare, permanova,
         dispersion, models, retrieval.  Default: the first five, the two tests when
         ``permutations > 0``, models with ``item`` and ``model``, retrieval with ``queries``.
-    permutations, seed : int
-        The permutation tests' permutations (0 skips them) and the random seed.
+    permutations : int, default 999
+        The permutation tests' permutations (0 skips them).
+    seed : int, default 42
+        The random seed (0 or more).
+    stop_after : int, optional
+        Stop each permutation test once this many permuted statistics reach the observed one
+        (Besag and Clifford's sequential rule; see :func:`embsql.permanova`): a large p-value then
+        costs about stop_after / p permutations instead of all of them.
     replicates : int
         Bootstrap replicates.
     level : float
         The confidence level of the intervals.
-    queries, docs : str or DataFrame, optional
-        The retrieval tables: they add the retrieval layers (embsql.retrieval_layers).
+    queries : str or DataFrame, optional
+        The retrieval queries table: with docs, it adds the retrieval layers
+        (embsql.retrieval_layers).
+    docs : str or DataFrame, optional
+        The retrieval documents table (with queries).
     retrieval : dict, optional
         Their column names and options: qid, group, strength, positive, vector, doc_id,
         doc_group, doc_vector, relevance, scope, alpha (the [report.retrieval] table of a file).
@@ -573,13 +676,19 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
         clustered by ``group`` unless ``group`` is the label).  Runs on DuckDB.
     classification : dict, optional
         Its option: k, the neighbours of k-NN (default 10; the [report.classification] table).
+    bad_rows : {"error", "skip"}
+        What a NULL, zero or non-finite vector of the source does: ``"error"`` (the default) refuses
+        it, naming its model, group and row (counted from 1); ``"skip"`` leaves its row out of every
+        section that reads the source and counts the rows per model and reason: one note, and
+        ``meta["skipped"]`` (``--skip-bad-rows`` on the command line).  DuckDB only.
 
     Returns
     -------
     Report
         The description; ``.run()`` gives a ReportResult (summary columns: model, n, groups, r2,
-        r2_se, r2_ci_low, r2_ci_high, f, p_value, v, w_bar, dispersion_p, r2_bc, r2_adj, calibrated;
-        r2_bc is the jackknife bias-corrected R², computed on the logit scale).
+        r2_se, r2_adj, r2_corrected, r2_ci_low, r2_ci_high, calibrated, f, p_value, v, w_bar, dispersion_p;
+        r2 is the sample R²; r2_corrected is the jackknife bias-corrected R², computed on the logit scale,
+        which the interval r2_ci_low to r2_ci_high is built around).
 
     Raises
     ------
@@ -595,9 +704,10 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
     ('decomposition', 'groups', 'jackknife', 'bootstrap', 'compare')
     """
     return Report(source, vector=vector, group=group, model=model, sections=tuple(sections), permutations=permutations,
-                  seed=seed, replicates=replicates, level=level, queries=queries, docs=docs,
+                  seed=seed, stop_after=stop_after, replicates=replicates, level=level, queries=queries, docs=docs,
                   retrieval=dict(retrieval or {}), qrels=qrels, title=title, table=table, where=where, item=item,
-                  pairs=pairs, similarity=dict(similarity or {}), label=label, classification=dict(classification or {}))
+                  pairs=pairs, similarity=dict(similarity or {}), label=label, classification=dict(classification or {}),
+                  bad_rows=bad_rows)
 
 
 def run_on(connection: Any, report: Report, *, progress: bool | None = None) -> ReportResult:

@@ -21,10 +21,10 @@ INVARIANCE = ("Each figure is labelled with the transformations of the unit vect
               "first principal axis moves R² from 0.401 to 0.390), and V changes a lot.")
 
 INTERVALS = ("ci_low/ci_high are calibrated 95% (level) intervals for the value the figure would take with many "
-             "more groups like these: the jackknife bias-corrected estimate (estimate_bc, r2_bc) ± t(G−1) × its "
+             "more groups like these: the jackknife bias-corrected estimate (corrected, r2_corrected) ± t(G−1) × its "
              "jackknife SE, both computed on the logit scale for R² and W̄ and the log scale for F "
-             "(estimate_bc = h⁻¹(G·h(θ) − (G−1)·mean h(θ₋g)), h = logit or log) and mapped back, so they stay inside "
-             "the figure's range. They are not centred on the plain estimate, which is biased by about "
+             "(corrected = h⁻¹(G·h(θ) − (G−1)·mean h(θ₋g)), h = logit or log) and mapped back, so they stay inside "
+             "the figure's range. They are not centred on the sample figure (estimate, r2), which is biased by about "
              "−R²(1−R²)/G. In simulation they covered 92.7–96.5% at 30 groups and 93–97% at 100; calibrated is false below 30 "
              "groups, where the coverage of a paired difference fell to 85–90% in some designs. dropped counts bootstrap "
              "resamples in which "
@@ -38,8 +38,8 @@ SUMMARY = ("One row per model. R² and F are comparable across models (similarit
            "rotation, uniform scaling of the raw vectors, extra dimensions or the exact lift; only approximately "
            "by a shared direction or a translation added before normalisation); V is not (isometry level). "
            "Intervals are over groups: they say how much the figure would move with another sample of groups "
-           "like these. r2_bc is the bias-corrected R² the interval is built around; r2_adj = 1 − MS_W/MS_T is "
-           "about 0 when the groups have no structure; calibrated is false below 30 groups.")
+           "like these. r2 is the sample R²; r2_corrected is the bias-corrected R² the interval is built around; "
+           "r2_adj = 1 − MS_W/MS_T is about 0 when the groups have no structure; calibrated is false below 30 groups.")
 
 DECOMPOSITION = ("SS_T = SS_B + SS_W on unit vectors. R² = SS_B/SS_T describes this design's group structure and "
                  "is similarity-invariant (exactly unchanged by rotation, uniform scaling of the raw vectors, extra "
@@ -59,7 +59,7 @@ JACKKNIFE = ("Cluster jackknife: leave one group out at a time. The SE treats gr
 
 BOOTSTRAP = ("Cluster bootstrap: groups resampled with replacement; se is the SD of the resampled R². "
              + INTERVALS + " Like the jackknife it treats groups as the sampled units. The summary repeats the "
-             "interval (r2_ci_low, r2_ci_high) with r2_bc, the bias-corrected R² it is built around, calibrated, "
+             "interval (r2_ci_low, r2_ci_high) with r2_corrected, the bias-corrected R² it is built around, calibrated, "
              "and r2_adj = 1 − MS_W/MS_T, the adjusted R², which is about 0 when the groups have no structure "
              "(plain R² is then about (G−1)/(n−1)).")
 
@@ -86,6 +86,19 @@ COMPARE = ("Paired comparison across models, paired by group label: the same gro
            "are a studentized bootstrap interval (each resample's difference divided by its own jackknife SE), "
            "which covered 92.5–97% from 30 groups on; calibrated is false below 30 groups; dropped counts "
            "resamples in which the difference was undefined.")
+
+
+# ---- each section's caution in one line: the text report prints it (the full caution: --explain)
+HEADLINES = {
+    "decomposition": "R² is biased up (see r2_null); V is not comparable across models.",
+    "groups": "W̃_g is a group's own spread, not crowding or retrieval difficulty.",
+    "jackknife": "the SEs treat groups as the sampled units, not items.",
+    "bootstrap": "the interval is around corrected, not the sample R².",
+    "compare": "paired by group: the interval is over groups.",
+    "permanova": "p says whether the groups could be chance, not how strong they are.",
+    "dispersion": "when significant, part of F may be unequal spread, not centres.",
+    "models": "none of these measures says which model is better.",
+}
 
 
 # ---- the retrieval layers (embsql.retrieval_layers and the report's retrieval section) ----
@@ -188,3 +201,10 @@ MCNEMAR = ("p_value: the mid-p McNemar test on the discordant items (p_exact: th
 CLUSTER_TEST = ("p_value: a sign-flip randomization test that swaps the two models' answers for whole groups of "
                 "the {group!r} column (exact when there are few); ci_low/ci_high: a cluster-robust t interval over "
                 "those groups. McNemar on clustered items rejects too often.")
+
+RANKING = ("Simultaneous rank confidence sets of R² (embsql.rank_models): every model's true rank lies in "
+           "[rank_low, rank_high] for all the models together with probability level; a model tied with others "
+           "in truth may take any rank of its tie. A model is ranked above another only when simultaneous intervals "
+           "for every pairwise difference (Mogstad, Romano, Shaikh and Wilhelm's step-down over the paired cluster "
+           "bootstrap, the same resamples of groups for every model) show it better; rank orders by the estimate "
+           "alone. top marks the models that could be first. ci_low/ci_high are each model's own interval.")

@@ -70,8 +70,10 @@ COMPARE_CAUTION = (
 
 def evaluation_sections(con: duckdb.DuckDBPyConnection, *, queries: Queries, docs: Docs, qrels: Qrels,
                         model: str | None, replicates: int, seed: int, level: float,
-                        permutations: int = 999) -> list[Section]:
-    """The evaluation sections of a report (the three tables as names on ``con``)."""
+                        permutations: int = 999, notes: list[str] | None = None) -> list[Section]:
+    """The evaluation sections of a report (the three tables as names on ``con``).  The paired
+    comparison of the models runs whatever ``permutations`` is (its sign-flip test is cheap: at least
+    COMPARE_PERMUTATIONS flips); where it cannot run (one model), ``notes`` is told why."""
     run = retrieve_run(con, queries, docs, k=DEPTH, model=model)
     judgements = read_qrels(con, qrels)
     # the run holds every qid and doc_id of the two tables (run_ids): no second read of them
@@ -104,7 +106,10 @@ def evaluation_sections(con: duckdb.DuckDBPyConnection, *, queries: Queries, doc
                         ResultTable.from_dicts("evaluation_queries", DISTRIBUTION_COLUMNS, spread),
                         DISTRIBUTION_CAUTION)]
     compared = [chunk for chunk in per_query if chunk.metric == DISTRIBUTION_METRIC]
-    if len(compared) >= 2 and permutations:   # 0 permutations skips the tests, as for the rest of the report
+    if len(compared) < 2 and notes is not None:
+        notes.append("no paired comparison of models on nDCG@10: the run has one model"
+                     + (" (give the model column to compare models)" if model is None else ""))
+    if len(compared) >= 2:   # even with 0 permutations: the sign flips are cheap, and the comparison is the answer
         models = [chunk.model for chunk in compared for _ in chunk.qids]
         qids = [q for chunk in compared for q in chunk.qids]
         scores = [v for chunk in compared for v in chunk.values.tolist()]

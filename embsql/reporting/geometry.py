@@ -21,14 +21,15 @@ from embsql.core.geometry import LEVEL_MEANING, cka_rows, procrustes_rows
 from embsql.core.labels import text_key
 from embsql.errors import InputError
 from embsql.io.sources import resolve
-from embsql.io.table_stream import unit_rows
+from embsql.io.table_stream import Skipped, unit_rows
 from embsql.reporting.report_result import Section
 from embsql.result_table import ResultTable
 
 NAME = "models"
 TITLE = "Models compared on the same items"
-COLUMNS = ("model_a", "model_b", "measure", "level", "value", "se", "ci_low", "ci_high", "calibrated", "p_value",
-           "items")
+# corrected: the debiased CKA, the point the CKA interval is built around (value is the biased CKA)
+COLUMNS = ("model_a", "model_b", "measure", "level", "value", "se", "corrected", "ci_low", "ci_high", "calibrated",
+           "p_value", "items")
 KNN_K = 10
 MEASURES = (   # (measure, level, what the level ignores)
     ("linear CKA", "similarity", LEVEL_MEANING),
@@ -44,8 +45,8 @@ CAUTION = ("Each row compares two models on the items both embedded. level says 
            "A high similarity-level value means the two geometries agree up to a "
            "rotation and scale; a high monotone-level value with a lower similarity-level one means the models "
            "order neighbours alike but space them differently. CKA's se is the cluster jackknife over the "
-           "report's groups; its ci_low-ci_high is a 95% interval for the population CKA, built from the debiased "
-           "CKA because the biased one is biased upward by far more than its se when the dimension is large next to "
+           "report's groups; its ci_low-ci_high is a 95% interval for the population CKA, built around the debiased "
+           "CKA (corrected) because the biased one is biased upward by far more than its se when the dimension is large next to "
            "the items (calibrated: from 30 groups, where simulation measured 91-99.5% coverage); "
            "p_value permutes the items of the second model (with many items it is tiny even for weak agreement: "
            "read the value, not p). k-NN overlap is chance at k/(n−1); none of these says which model is better.")
@@ -53,7 +54,7 @@ CAUTION = ("Each row compares two models on the items both embedded. level says 
 
 def models_section(con: duckdb.DuckDBPyConnection | None, source: str, *, item: str | None, model: str | None,
                    group: str, vector: str, permutations: int, seed: int,
-                   asked: bool) -> tuple[Section | None, str | None]:
+                   asked: bool, bad_rows: str = "error") -> tuple[Section | None, str | None]:
     """(the section, None), or (None, a note saying why not) when it cannot run and was not asked
     for by name (then the reason is an error)."""
     why_not = None
@@ -70,7 +71,8 @@ def models_section(con: duckdb.DuckDBPyConnection | None, source: str, *, item: 
     assert item is not None and con is not None   # else why_not is set
     resolved = resolve(con, source)
     resolved.require(item, "item")
-    parts = unit_rows(con, resolved, item, vector, model=model, extra=group, extra_role="group", group_role="item")
+    parts = unit_rows(con, resolved, item, vector, model=model, extra=group, extra_role="group", group_role="item",
+                      skip=Skipped.asked(bad_rows))
     if len(parts) < 2:
         if asked:
             raise InputError(f"the models section needs two or more models; the model column has {len(parts)}")
@@ -96,14 +98,15 @@ def models_section(con: duckdb.DuckDBPyConnection | None, source: str, *, item: 
     for a, b in combinations(sorted(models, key=text_key), 2):
         pair = (a, b)
         c = cka[pair]
-        found = ((c["cka"], c["se"], c["p_value"], (c["ci_low"], c["ci_high"], c["calibrated"])),
+        found = ((c["cka"], c["se"], c["p_value"], (c["centre"], c["ci_low"], c["ci_high"], c["calibrated"])),
                  (procrustes[pair]["r"], None, procrustes[pair]["p_value"], None),
                  (knn[pair]["overlap"], knn[pair]["se"], None, None),
                  (mantel[pair]["r"], None, mantel[pair]["p_value"], None) if pair in mantel else None)
         for (measure, level, _), values in zip(MEASURES, found):
             if values is not None:
-                low, high, calibrated = values[3] or (None, None, None)
+                centre, low, high, calibrated = values[3] or (None, None, None, None)
                 rows.append({"model_a": a, "model_b": b, "measure": measure, "level": level, "value": values[0],
-                             "se": values[1], "ci_low": low, "ci_high": high, "calibrated": calibrated,
+                             "se": values[1], "corrected": centre, "ci_low": low, "ci_high": high,
+                             "calibrated": calibrated,
                              "p_value": values[2], "items": items})
     return Section(NAME, TITLE, ResultTable.from_dicts(NAME, COLUMNS, rows), CAUTION), note

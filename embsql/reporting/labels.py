@@ -39,6 +39,7 @@ from embsql.errors import InputError
 from embsql.io.labelled_rows import classify_models, read_labelled
 from embsql.io.similarity_pairs import comparison_rows, evaluation_rows, read_models
 from embsql.io.sources import resolve, shown_name
+from embsql.io.table_stream import Skipped
 from embsql.reporting import cautions
 from embsql.reporting.report_result import Section
 from embsql.result_table import ResultTable
@@ -111,14 +112,14 @@ def clusters_of(label: str, group: str) -> str | None:
 
 def classification_sections(con: duckdb.DuckDBPyConnection, source: str, *, label: str, model: str | None,
                             item: str | None, group: str, vector: str, settings: dict[str, Any], level: float,
-                            permutations: int, seed: int) -> tuple[list[Section], list[str]]:
+                            permutations: int, seed: int, bad_rows: str = "error") -> tuple[list[Section], list[str]]:
     """The classification section and, for two or more models, classification_compare; and notes."""
     k = check_k(settings.get("k", KNN_K))
     table = resolve(con, source)
     cluster = clusters_of(label, group)
     used_item = item_column(con, source, item, "")
     models = read_labelled(con, table, vector, {"model": model, "item": used_item, "label": label, "split": None,
-                                                "group": cluster})
+                                                "group": cluster}, skip=Skipped.asked(bad_rows))
     results = {name: classify_models(models, classifier=name, label=label, k=k if name == "knn" else None,
                                      level=level, item=used_item, split=None, group=cluster, named=model is not None)
                for name in ("knn", "centroid")}

@@ -23,6 +23,7 @@ from typing import Any
 from embsql.render import formats
 from embsql.render.figures import Figures
 from embsql.render.plots import plot_report
+from embsql.reporting import cautions
 from embsql.reporting.verdict import verdict
 from embsql.result_table import ResultTable
 
@@ -58,6 +59,11 @@ class Section:
     table: ResultTable
     caution: str       # plain words: what the figure supports and what it does not
 
+    @property
+    def headline(self) -> str:
+        """The caution in one line, as the text report prints it ("" where the caution's first sentence serves)."""
+        return cautions.HEADLINES.get(self.name, "")
+
 
 @dataclass(frozen=True)
 class ReportResult:
@@ -68,8 +74,9 @@ class ReportResult:
     title : str
         The report's title.
     summary : ResultTable
-        One row per model: ``model``, ``n``, ``groups``, ``r2``, ``r2_se``, ``r2_ci_low``, ``r2_ci_high``,
-        ``f``, ``p_value``, ``v``, ``w_bar``, ``dispersion_p``, ``r2_bc``, ``r2_adj``, ``calibrated``.
+        One row per model: ``model``, ``n``, ``groups``, ``r2`` (the sample R²), ``r2_se``, ``r2_adj``,
+        ``r2_corrected`` (the bias-corrected R² the interval is built around), ``r2_ci_low``, ``r2_ci_high``,
+        ``calibrated``, ``f``, ``p_value``, ``v``, ``w_bar``, ``dispersion_p``.
     sections : tuple of Section
         The sections in order; ``result["groups"]`` is a section's table.
     meta : dict

@@ -39,7 +39,7 @@ TITLES = {"query_stability": "1. Query stability (paraphrase groups)",
           "alignment": "3. Alignment: normalised margin m",
           "rank": "4. Rank: top-1, recall@k, MRR",
           "pairing": "Input/output pairing",
-          "dose": "Dose: W~_q by paraphrase level"}
+          "dose": "Dose: W̃_q by paraphrase level"}
 
 
 def four_layers(con: duckdb.DuckDBPyConnection, queries: Queries, docs: Docs, *, scope: str, model: str | None,

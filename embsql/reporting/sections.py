@@ -23,12 +23,13 @@ import numpy as np
 
 from embsql.core import decomposition, resampling
 from embsql.core.model_comparison import BOOTSTRAP_COLUMNS, COMPARE_COLUMNS, bootstrap_row, compare_row, same_groups_problem
+from embsql.core.model_ranking import RANK_COLUMNS, structure_rows
 from embsql.core.row_tests import Ordered, dispersion_rows, ordered, permanova_row
 from embsql.core.sums import GroupSums
 from embsql.errors import DesignError, InputError
 from embsql.io.retrieval_tables import report_tables
 from embsql.io.sources import resolve
-from embsql.io.table_stream import unit_rows
+from embsql.io.table_stream import Skipped, unit_rows
 from embsql.progress import DISPERSION_LABEL, permutations_label, progress_bar
 from embsql.reporting import cautions
 from embsql.reporting.geometry import models_section
@@ -37,6 +38,11 @@ from embsql.reporting.retrieval import four_layers
 from embsql.result_table import ResultTable
 
 JACKKNIFE_STATS = ("r2", "f", "w_bar")
+# embsql.bootstrap's columns, with estimate_bc named corrected and set beside the interval built around it
+# (estimate stays the sample figure)
+REPORT_BOOTSTRAP_COLUMNS = ("model", "statistic", "estimate", "se", "corrected", "ci_low", "ci_high", "calibrated",
+                            "level", "replicates", "groups", "dropped", "sizes")
+assert set(REPORT_BOOTSTRAP_COLUMNS) == {"model", "corrected"} | set(BOOTSTRAP_COLUMNS) - {"estimate_bc"}
 
 
 class Settings(Protocol):
@@ -59,6 +65,8 @@ class Settings(Protocol):
     @property
     def seed(self) -> int: ...
     @property
+    def stop_after(self) -> int | None: ...
+    @property
     def replicates(self) -> int: ...
     @property
     def level(self) -> float: ...
@@ -68,6 +76,8 @@ class Settings(Protocol):
     def docs(self) -> Any: ...
     @property
     def retrieval(self) -> Mapping[str, Any]: ...
+    @property
+    def bad_rows(self) -> str: ...
 
     def rows_source(self, con: duckdb.DuckDBPyConnection) -> str:
         """A name on ``con`` for the (filtered) rows."""
@@ -95,7 +105,8 @@ class Run:
             report = self.report
             source = resolve(self.con, report.rows_source(self.con))
             self._rows = [(value, ordered(part, report.group))
-                          for value, part in unit_rows(self.con, source, report.group, report.vector, model=report.model)]
+                          for value, part in unit_rows(self.con, source, report.group, report.vector, model=report.model,
+                                                       skip=Skipped.asked(report.bad_rows))]
         return self._rows
 
 
@@ -119,6 +130,16 @@ def whose(value: object, verb: bool = True) -> str:
     if value is None:
         return "the data have" if verb else "the data"
     return f"model {value!r} has" if verb else f"model {value!r}"
+
+
+def have_groups(found: list[tuple[object, int]]) -> str:
+    """"model 'x' has 5 groups", or for several models "models 'x', 'y' have 5 groups" (one note for all)."""
+    if len(found) == 1:
+        return f"{whose(found[0][0])} {found[0][1]} groups"
+    counts = {count for _, count in found}
+    if len(counts) == 1:
+        return f"models {', '.join(repr(value) for value, _ in found)} have {counts.pop()} groups"
+    return "models " + ", ".join(f"{value!r} ({count} groups)" for value, count in found) + " have too few groups"
 
 
 def _decomposition(entry: Entry, run: Run) -> list[Section]:
@@ -145,14 +166,18 @@ def _jackknife(entry: Entry, run: Run) -> list[Section]:
 
 def _bootstrap(entry: Entry, run: Run) -> list[Section]:
     report, rows = run.report, []
+    few: list[tuple[object, int]] = []
     for value, sums in run.resampled:
         result = resampling.bootstrap(sums, "r2", replicates=report.replicates, seed=report.seed, level=report.level)
-        rows.append({"model": value, **bootstrap_row("r2", result, report.level, report.replicates, len(sums.counts))})
-        run.summary[value].update(r2_ci_low=result.ci_low, r2_ci_high=result.ci_high, r2_bc=result.estimate_bc,
+        row = bootstrap_row("r2", result, report.level, report.replicates, len(sums.counts))
+        rows.append({"model": value, "corrected": row.pop("estimate_bc"), **row})
+        run.summary[value].update(r2_ci_low=result.ci_low, r2_ci_high=result.ci_high, r2_corrected=result.estimate_bc,
                                   calibrated=result.calibrated)
         if not result.calibrated:
-            run.interval_notes.append(f"{whose(value)} {len(sums.counts)} groups: {cautions.FEW_GROUPS}")
-    return [entry.section(("model",) + BOOTSTRAP_COLUMNS, rows)]
+            few.append((value, len(sums.counts)))
+    if few:   # one note for every model it applies to
+        run.interval_notes.append(f"{have_groups(few)}: {cautions.FEW_GROUPS}")
+    return [entry.section(REPORT_BOOTSTRAP_COLUMNS, rows)]
 
 
 def _compare(entry: Entry, run: Run) -> list[Section]:
@@ -180,6 +205,22 @@ def _compare(entry: Entry, run: Run) -> list[Section]:
     return [entry.section(COMPARE_COLUMNS, rows)]
 
 
+def _ranking(entry: Entry, run: Run) -> list[Section]:
+    """Rank confidence sets of R² for every model (embsql.core.model_ranking, the kernel of
+    embsql.rank_models), from the group sums the report already has."""
+    report = run.report
+    if len(run.resampled) < 2:
+        return []
+    first, first_sums = run.resampled[0]
+    for other, sums in run.resampled[1:]:
+        problem = same_groups_problem(first, first_sums, other, sums)
+        if problem:
+            raise DesignError(f"no ranking: {problem}")
+    rows = structure_rows([value for value, _ in run.resampled], [sums for _, sums in run.resampled], "r2",
+                          replicates=report.replicates, seed=report.seed, level=report.level)
+    return [entry.section(("model",) + RANK_COLUMNS, rows)]
+
+
 def _needs_permutations(entry: Entry, run: Run) -> None:
     if not run.report.permutations:
         raise InputError(f"the {entry.name} section needs permutations > 0")
@@ -191,7 +232,7 @@ def _permanova(entry: Entry, run: Run) -> list[Section]:
     for value, model_rows in run.rows():
         with progress_bar(permutations_label(value), report.permutations, run.progress) as tick:
             row = {"model": value, **permanova_row(model_rows, value, permutations=report.permutations,
-                                                   seed=report.seed, progress=tick)}
+                                                   seed=report.seed, progress=tick, stop_after=report.stop_after)}
         run.summary[value]["p_value"] = row["p_value"]
         rows.append(row)
     return [entry.section(("model", "f", "r2", "p_value", "permutations"), rows)]
@@ -202,7 +243,8 @@ def _dispersion(entry: Entry, run: Run) -> list[Section]:
     report, rows = run.report, []
     for value, model_rows in run.rows():
         with progress_bar(DISPERSION_LABEL, report.permutations, run.progress) as tick:
-            test, _ = dispersion_rows(model_rows, permutations=report.permutations, seed=report.seed, progress=tick)
+            test, _ = dispersion_rows(model_rows, permutations=report.permutations, seed=report.seed, progress=tick,
+                                      stop_after=report.stop_after)
         run.summary[value]["dispersion_p"] = test["p_value"]
         rows.append({"model": value, **test})
     return [entry.section(("model", "groups", "f", "p_value", "permutations", "groups_left_out", "items_left_out",
@@ -214,11 +256,20 @@ def _retrieval(entry: Entry, run: Run) -> list[Section]:
     report = run.report
     if report.queries is None or report.docs is None or run.con is None:
         raise InputError("the retrieval section needs query and document tables (queries=..., docs=...)")
-    tables = report_tables(report.queries, report.docs, None, report.retrieval)   # relevance is the qrels' alone
-    layers = four_layers(run.con, tables.queries, tables.docs, scope=tables.scope, model=report.model,
-                         permutations=report.permutations, seed=report.seed, alpha=tables.alpha)
-    run.notes += layers.meta.get("notes", [])
-    return list(layers.sections)
+    sections, notes = retrieval_layers(run.con, report.queries, report.docs, report.retrieval, model=report.model,
+                                       permutations=report.permutations, seed=report.seed)
+    run.notes += notes
+    return sections
+
+
+def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: Any, docs: Any, settings: Mapping[str, Any], *,
+                     model: str | None, permutations: int, seed: int) -> tuple[list[Section], list[str]]:
+    """The retrieval layers' sections and notes (embsql.reporting.retrieval.four_layers) from the
+    report's retrieval tables and its [report.retrieval] settings."""
+    tables = report_tables(queries, docs, None, settings)   # relevance is the qrels' alone
+    layers = four_layers(con, tables.queries, tables.docs, scope=tables.scope, model=model,
+                         permutations=permutations, seed=seed, alpha=tables.alpha)
+    return list(layers.sections), list(layers.meta.get("notes", []))
 
 
 def _models(entry: Entry, run: Run) -> list[Section]:
@@ -227,7 +278,7 @@ def _models(entry: Entry, run: Run) -> list[Section]:
     section, note = models_section(run.con, report.rows_source(run.con) if run.con is not None else report.source,
                                    item=report.item, model=report.model, group=report.group, vector=report.vector,
                                    permutations=report.permutations, seed=report.seed,
-                                   asked="models" in report.sections)
+                                   asked="models" in report.sections, bad_rows=report.bad_rows)
     run.notes += [note] if note else []
     return [section] if section is not None else []
 
@@ -249,4 +300,5 @@ REGISTRY: dict[str, Entry] = {entry.name: entry for entry in (
     Entry("models", "", "", _models, default=lambda report: report.item is not None and report.model is not None,
           off_duckdb="drop"),
     Entry("retrieval", "", "", _retrieval, default=lambda report: report.queries is not None, off_duckdb="refuse"),
+    Entry("ranking", "Rank confidence sets of R²", cautions.RANKING, _ranking, default=lambda report: False),
 )}

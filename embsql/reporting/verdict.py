@@ -38,7 +38,42 @@ def verdict(result: Document) -> list[str]:
     own = result.meta.get("verdict")
     if own:
         return [own] if isinstance(own, str) else list(own)
-    return [s for s in _summary(result) + [_evaluation(result), _similarity(result), _classification(result)] if s]
+    summary = _summary(result)
+    return [s for s in summary[:1] + [ranking_sentence(result)] + summary[1:]
+            + [_evaluation(result), _similarity(result), _classification(result)] if s]
+
+
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+
+
+def ranking_sentence(result: Document) -> str:
+    """What the ranking section (rank confidence sets) says: who is placed, and who cannot be ordered."""
+    rows = _rows_of(result, "ranking")
+    if len(rows) < 2:
+        return ""
+    level = rows[0].get("level")
+    together: dict[tuple[int, int], list[Row]] = {}
+    for row in sorted(rows, key=lambda r: (r["rank_low"], r["rank_high"], -r["estimate"])):
+        together.setdefault((row["rank_low"], row["rank_high"]), []).append(row)
+    parts = []
+    for (low, high), members in together.items():
+        names = _and([_name(r["model"]) for r in members])
+        if low == high and len(members) == 1:
+            place = ORDINALS[low - 1] if low <= len(ORDINALS) else f"number {low}"
+            parts.append(f"{names} is {place} (rank {low}–{high})")
+        elif len(members) == 1:
+            parts.append(f"{names} ranks {low}–{high}")
+        else:
+            parts.append(f"{names} cannot be ordered (ranks {low}–{high})")
+    top = [r for r in rows if r.get("top")]
+    head = (f"these {len(top)} models are tied for the top ({_and([_name(r['model']) for r in top])}); "
+            if len(top) >= 2 else "")
+    level_word = f"{level:.0%}" if _finite(level) else "95%"
+    return f"Ranked by R² with {level_word} simultaneous rank sets: {head}" + "; ".join(parts) + "."
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _evaluation(result: Document) -> str:

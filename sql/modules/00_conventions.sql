@@ -36,7 +36,24 @@ CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, output
             THEN emb__fail_column_collision('"' || replace(model, '"', '""') || '"', function)
         -- the prefix of the macros' own columns, which carry the model column beside them (see above)
         WHEN starts_with(lower(model), emb__reserved_prefix())
-            THEN emb__fail_column_reserved('"' || replace(model, '"', '""') || '"', function)
+            THEN emb__fail_column_reserved('model', '"' || replace(model, '"', '""') || '"', 'starts with __emb_', function)
+        ELSE source
+    END;
+
+-- ---------------------------------------------------------------------------
+-- The column arguments ([role, name] pairs, a NULL name for one not given), checked as the model
+-- argument is, before anything is read: the macros read every source with two stand-in columns
+-- appended, __emb_null (for a column that may be missing) and __emb_all (a constant in place of a
+-- missing model column), so a column of either name cannot be read and is refused, naming it
+-- (rather than a binder error or a wrong refusal).  Wraps emb__checked_source's value.
+-- ---------------------------------------------------------------------------
+CREATE OR REPLACE TEMP MACRO emb__checked_names(source, function, columns) AS
+    CASE
+        WHEN len(list_filter(columns, lambda c: lower(c[2]) IN ('__emb_null', '__emb_all'))) > 0
+            THEN emb__fail_column_reserved(
+                list_filter(columns, lambda c: lower(c[2]) IN ('__emb_null', '__emb_all'))[1][1],
+                '"' || replace(list_filter(columns, lambda c: lower(c[2]) IN ('__emb_null', '__emb_all'))[1][2], '"', '""') || '"',
+                'has a name (__emb_null or __emb_all)', function)
         ELSE source
     END;
 

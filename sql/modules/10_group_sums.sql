@@ -9,11 +9,15 @@ CREATE OR REPLACE TEMP MACRO emb__resolution2() AS pow(sqrt(2.220446049250313e-1
 
 -- The refusal when SS_T (what = 'the vectors', undefined 'R² and F') or SS_W (what = 'the vectors
 -- within each group', undefined 'F') is below that resolution; model is the by value or NULL.
-CREATE OR REPLACE TEMP MACRO emb__precision_error(what, model, ss, n, undefined) AS emb__fail_design_identical(
-    what,
+-- ' of model ''m''' (a number unquoted), or '' when model is NULL (no model column).
+CREATE OR REPLACE TEMP MACRO emb__of_model(model) AS
     CASE WHEN model IS NULL THEN ''
          WHEN typeof(model) = 'VARCHAR' THEN format(' of model ''{}''', model)
-         ELSE format(' of model {}', model) END,
+         ELSE format(' of model {}', model) END;
+
+CREATE OR REPLACE TEMP MACRO emb__precision_error(what, model, ss, n, undefined) AS emb__fail_design_identical(
+    what,
+    emb__of_model(model),
     sqrt(greatest(ss, 0.0) / n), sqrt(emb__resolution2()),
     undefined || CASE WHEN undefined LIKE '% and %' THEN ' are' ELSE ' is' END);
 
@@ -44,12 +48,27 @@ CREATE OR REPLACE TEMP MACRO emb__vector(x DOUBLE[]) AS x, (x) AS NULL::DOUBLE[]
 CREATE OR REPLACE TEMP MACRO emb__is_vector_type(type_name) AS
     regexp_full_match(type_name, '(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\))\[\d*\]');
 
+-- A column name as an SQL identifier: bare when plain, double-quoted otherwise.
+CREATE OR REPLACE TEMP MACRO emb__sql_name(column_name) AS
+    CASE WHEN regexp_full_match(column_name, '[A-Za-z_][A-Za-z0-9_]*') THEN column_name
+         ELSE '"' || replace(column_name, '"', '""') || '"' END;
+
+-- What an error about a vector column of type type_name adds: for text, the cast that reads it
+-- (embsql.io.columns.CAST_HINT says the same in Python).
+CREATE OR REPLACE TEMP MACRO emb__text_vector_hint(column_name, type_name) AS
+    CASE WHEN upper(type_name) IN ('VARCHAR', 'JSON') THEN format(
+        '; text like ''[0.1, 0.2]'' becomes a vector with SELECT * REPLACE ({}::DOUBLE[] AS {}) FROM ...',
+        emb__sql_name(column_name), emb__sql_name(column_name)) ELSE '' END;
+
 -- Squared norm in double precision.  list_dot_product raises on a NULL element, and TRY() then
 -- gives NULL for the whole chunk, so only those rows take the slow exact way.
 CREATE OR REPLACE TEMP MACRO emb__norm2(v) AS
+    -- an empty vector ([]) has norm 0 (zero-length), whichever value list_dot_product gives it
+    -- (NULL for one read from a Parquet file, which would read as a NULL element)
+    CASE WHEN len(v) = 0 THEN 0.0 ELSE
     coalesce(TRY(list_dot_product(v::DOUBLE[], v::DOUBLE[])),
              CASE WHEN list_count(v::DOUBLE[]) = len(v::DOUBLE[])
-                  THEN list_sum(list_transform(v::DOUBLE[], lambda x: x * x)) END);
+                  THEN list_sum(list_transform(v::DOUBLE[], lambda x: x * x)) END) END;
 
 -- The largest |coordinate|, only for a vector whose squared norm leaves the safe range (it
 -- overflowed, like 1e200 * x, or may have lost digits to underflow, like 1e-160 * x); else NULL.
@@ -57,6 +76,11 @@ CREATE OR REPLACE TEMP MACRO emb__norm2(v) AS
 CREATE OR REPLACE TEMP MACRO emb__norm_scale(v, norm2) AS
     CASE WHEN NOT (norm2 >= 1e-270 AND norm2 <= 1e300)
          THEN list_max(list_transform(v::DOUBLE[], lambda x: abs(x))) END;
+
+-- The error for n unusable vectors in a group of a model (word: emb__unusable's, of the first one).
+CREATE OR REPLACE TEMP MACRO emb__bad_vector_error(word, vector, n, group_label, model) AS error(format(
+    'embsql: [{}] vector column "{}" has {} unusable vector(s) in group ''{}''{} ({}; vectors must be non-NULL, finite and of non-zero length)',
+    emb__vector_kind(word), vector, n, group_label, emb__of_model(model), word));
 
 -- NULL for a usable vector, else the word for what is wrong with it.
 CREATE OR REPLACE TEMP MACRO emb__unusable(v, norm2, scale) AS
@@ -80,13 +104,24 @@ CREATE OR REPLACE TEMP MACRO emb__inverse_norm(v, norm2, scale) AS
         ELSE 1.0 / sqrt(list_sum(list_transform(v::DOUBLE[], lambda x: x * x)))
     END;
 
+-- bad_rows := for the functions that read vectors: 'error' (the default: an unusable vector is an
+-- error) or 'skip' (its row is left out, and counted by emb__skipped); true for 'skip'.
+CREATE OR REPLACE TEMP MACRO emb__skip_rows(bad_rows) AS
+    CASE WHEN bad_rows = 'skip' THEN true
+         WHEN bad_rows = 'error' THEN false
+         ELSE emb__fail_argument_bad_rows('bad_rows', '''error'' or ''skip''',
+                                          coalesce('''' || bad_rows::VARCHAR || '''', 'NULL'))
+    END;
+
 -- ---------------------------------------------------------------------------
 -- Row stage: select the group, vector and by columns; classify each vector.
 -- One row per input row.  __emb_bad is NULL for a usable vector, else a word; __emb_inv is then
 -- 1 / ||v||.  __emb_x carries one more column when extra_col names one (strata, items).
 -- Every check of a column or a label raises from __emb_g, which every consumer groups by.
+-- With skip (bad_rows := 'skip'), the rows with an unusable vector are left out here, the one
+-- place every consumer reads rows from (emb__skipped counts them).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__rows(source, "group", vector, model, extra_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__rows(source, "group", vector, model, extra_col, skip := false) AS TABLE
 -- (nested SELECTs, so that each of the norm steps is computed once per row, not once per use)
 SELECT *, CASE WHEN __emb_bad IS NULL THEN emb__inverse_norm(__emb_v, __emb_nrm2, __emb_scale) END AS __emb_inv
 FROM (
@@ -106,8 +141,8 @@ SELECT
         WHEN __emb_vcols = 1
             THEN error(format('embsql: [column.missing] vector column "{}" not found in {}', vector, source))
         WHEN NOT emb__is_vector_type(__emb_vtype) THEN error(format(
-            'embsql: [column.type] vector column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d])',
-            vector, source, __emb_vtype))
+            'embsql: [column.type] vector column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d]){}',
+            vector, source, __emb_vtype, emb__text_vector_hint(vector, __emb_vtype)))
         WHEN extra_col IS NOT NULL AND __emb_xcols = 1
             THEN error(format('embsql: [column.missing] column "{}" not found in {}', extra_col, source))
         WHEN model IS NOT NULL AND __emb_bycols = 1 AND NOT emb__model_case(source, model) THEN NULL  -- (another case)
@@ -140,7 +175,20 @@ FROM (
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1)) AS __emb_vcols,
         (SELECT len(list_value(*COLUMNS(lambda c: c IN (model, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1)) AS __emb_bycols
     FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(source))
-)))));
+)))))
+WHERE NOT skip OR __emb_bad IS NULL;
+
+-- The rows bad_rows := 'skip' leaves out, per by value (__emb_sb) and reason: a NULL vector or
+-- element, a zero-length vector, a NaN or infinite coordinate (the words of emb__unusable).
+-- A second pass over the rows, read only when skip is true.
+CREATE OR REPLACE TEMP MACRO emb__skipped(source, "group", vector, model, skip) AS TABLE
+SELECT __emb_b AS __emb_sb,
+       count(*) FILTER (__emb_bad IN ('NULL', 'NULL-element')) AS skipped_null,
+       count(*) FILTER (__emb_bad = 'zero-length') AS skipped_zero,
+       count(*) FILTER (__emb_bad IN ('NaN', 'infinite')) AS skipped_nonfinite
+FROM emb__rows(source, "group", vector, model, NULL)
+WHERE skip
+GROUP BY __emb_b;
 
 -- ---------------------------------------------------------------------------
 -- Sufficient statistics in blocks: one row per (by, group, block of 8 coordinates j = 0, 8, ...)
@@ -161,10 +209,10 @@ FROM (
 -- t = sum_i (z_i - mu).  Both terms are then of the size of the spread, not of n_g.  Only the rows
 -- of such groups are read a third time; when there are none (the usual case) that join is empty.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__group_blocks(source, "group", vector, model, with_mean) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__group_blocks(source, "group", vector, model, with_mean, skip := false) AS TABLE
 WITH rows AS NOT MATERIALIZED (
     SELECT *, len(__emb_v) AS __emb_d
-    FROM emb__rows(source, "group", vector, model, NULL)
+    FROM emb__rows(source, "group", vector, model, NULL, skip := skip)
 ),
 -- Per group, from one row per item: counts, defects and lengths (and the length range of
 -- the by value, taken here over G rows rather than over the G * d rows of the sums).
@@ -217,9 +265,7 @@ checked AS MATERIALIZED (
     FROM counts c
     LEFT JOIN blocks s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g = s.__emb_g
     WHERE CASE
-        WHEN c.__emb_nbad > 0 THEN error(format(
-            'embsql: [{}] vector column "{}" has {} unusable vector(s) in group ''{}'' ({}; vectors must be non-NULL, finite and of non-zero length)',
-            emb__vector_kind(c.__emb_bad), vector, c.__emb_nbad, c.__emb_g, c.__emb_bad))
+        WHEN c.__emb_nbad > 0 THEN emb__bad_vector_error(c.__emb_bad, vector, c.__emb_nbad, c.__emb_g, c.__emb_b)
         WHEN c.__emb_dmin_all <> c.__emb_dmax_all THEN error(format(
             'embsql: [vector.length] vector column "{}" mixes vectors of length {} and {} (group ''{}'' has length {})',
             vector, c.__emb_dmin_all, c.__emb_dmax_all, c.__emb_g, c.__emb_dmin))
@@ -307,18 +353,18 @@ SELECT b.*, m.__emb_muj
 FROM blocked b LEFT JOIN overall m ON b.__emb_b IS NOT DISTINCT FROM m.__emb_b AND b.__emb_j = m.__emb_j;
 
 -- The same in long form: one row per (by, group, coordinate k), with n_g, s_gk and n_g W_g.
-CREATE OR REPLACE TEMP MACRO emb__group_sums(source, "group", vector, model) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__group_sums(source, "group", vector, model, skip := false) AS TABLE
 SELECT * FROM (
     SELECT * EXCLUDE (__emb_j, __emb_sj, __emb_muj),
            __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s
-    FROM emb__group_blocks(source, "group", vector, model, false)
+    FROM emb__group_blocks(source, "group", vector, model, false, skip := skip)
 )
 WHERE __emb_s IS NOT NULL;  -- the slots of the last block past d
 
 -- ---------------------------------------------------------------------------
 -- Per-group figures from the sufficient statistics: W_g = n_g W_g / n_g, W~_g = n_g / (n_g - 1) W_g.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__groups(source, "group", vector, model) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__groups(source, "group", vector, model, skip := false) AS TABLE
 WITH per_group AS (
     SELECT
         COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
@@ -328,7 +374,7 @@ WITH per_group AS (
         CASE WHEN __emb_n > 1 THEN __emb_ssw / (__emb_n - 1.0) END AS w_tilde,
         -- false where the spread is above 0 but below float64 resolution (sqrt(eps)): W_g is rounding noise
         __emb_ssw = 0 OR __emb_ssw >= __emb_n * emb__resolution2() AS resolved
-    FROM emb__group_blocks(source, "group", vector, model, false)
+    FROM emb__group_blocks(source, "group", vector, model, false, skip := skip)
     WHERE __emb_j = 0  -- n_g and n_g W_g are on each of a group's rows
 )
 -- one row with NULLs when per_group is empty (read once, so nothing is computed twice)

@@ -159,4 +159,5 @@ WHERE CASE
 -- -- n 4, groups 2, ss_t 2.2, ss_w 0.4, ss_b 1.8, r2 0.8182, r2_null 0.3333, f 9.0
 CREATE OR REPLACE TEMP MACRO emb_anova_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd',
                                             item := 'id') AS TABLE
-FROM emb__anova_dist(distances, labels, "group", i, j, distance, item);
+FROM emb__anova_dist(emb__checked_names(distances, 'emb_anova_dist', [['i', i], ['j', j], ['distance', distance]]),
+    emb__checked_names(labels, 'emb_anova_dist', [['group', "group"], ['item', item]]), "group", i, j, distance, item);

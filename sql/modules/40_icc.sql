@@ -62,12 +62,19 @@ __emb_icc_rows AS (
         FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(source))
     )
 ),
+__emb_icc_centred AS (
+    -- centred first, on the grand mean of the model: a constant shift of the values (BIGINTs near
+    -- 1e15, where a DOUBLE's spacing is 1/8) leaves the same figures, as the values near 0 give.
+    -- x - c is exact for x and c of like size, so the centring loses nothing of the data's spread
+    SELECT *, __emb_x - favg(__emb_x) OVER (PARTITION BY __emb_b) AS __emb_xc
+    FROM __emb_icc_rows
+),
 __emb_icc_dev AS (
     -- two passes: deviations from the group mean and of the group mean from the grand mean
     SELECT *,
-        __emb_x - favg(__emb_x) OVER (PARTITION BY __emb_b, __emb_g) AS __emb_dw,
-        favg(__emb_x) OVER (PARTITION BY __emb_b, __emb_g) - favg(__emb_x) OVER (PARTITION BY __emb_b) AS __emb_db
-    FROM __emb_icc_rows
+        __emb_xc - favg(__emb_xc) OVER (PARTITION BY __emb_b, __emb_g) AS __emb_dw,
+        favg(__emb_xc) OVER (PARTITION BY __emb_b, __emb_g) - favg(__emb_xc) OVER (PARTITION BY __emb_b) AS __emb_db
+    FROM __emb_icc_centred
 ),
 __emb_icc_per_group AS (
     SELECT
@@ -79,7 +86,8 @@ __emb_icc_per_group AS (
         fsum(__emb_dw * __emb_dw) AS __emb_ss_w,
         fsum(__emb_db * __emb_db) AS __emb_ss_b,
         min(__emb_x) AS __emb_min,
-        max(__emb_x) AS __emb_max
+        max(__emb_x) AS __emb_max,
+        max(abs(__emb_xc)) AS __emb_cmax
     FROM __emb_icc_dev
     GROUP BY ALL
 ),
@@ -110,8 +118,9 @@ __emb_icc_design AS (
         count(*) AS __emb_groups,
         sum(__emb_n_g * __emb_n_g)::DOUBLE AS __emb_sum_n2,
         -- values constant within each group but not exactly representable (3 x 0.1) leave a within
-        -- sum of rounding only, below n (4 eps max|x|)^2: that is SS_W = 0 (then F = inf), not 1e-33
-        CASE WHEN fsum(__emb_ss_w) <= sum(__emb_n_g) * pow(4 * 2.220446049250313e-16 * max(greatest(abs(__emb_min), abs(__emb_max))), 2)
+        -- sum of rounding only, below n (4 eps max|x - c|)^2 (c the grand mean the values were
+        -- centred on): that is SS_W = 0 (then F = inf), not 1e-33
+        CASE WHEN fsum(__emb_ss_w) <= sum(__emb_n_g) * pow(4 * 2.220446049250313e-16 * max(__emb_cmax), 2)
              THEN 0.0 ELSE fsum(__emb_ss_w) END AS __emb_ss_w,
         fsum(__emb_ss_b) AS __emb_ss_b,
         min(__emb_min) = max(__emb_max) AS __emb_all_equal
@@ -209,7 +218,9 @@ ORDER BY __emb_b;
 --
 -- * a number (any integer, `DECIMAL`, `FLOAT`, `DOUBLE`) or a `BOOLEAN` (read as 0/1, e.g. correctness):
 --   `kind = 'scalar'`, the standard ICC(1) of the raw values (not normalised).  On balanced data
---   it equals pingouin's `intraclass_corr` ICC(1,1) (`tests/reference/pingouin`).
+--   it equals pingouin's `intraclass_corr` ICC(1,1) (`tests/reference/pingouin`).  The values are
+--   centred on their mean before the sums are taken, so a constant shift does not change the figures:
+--   `BIGINT`s near 10^15 give the ICC and F of the same data near 0.
 -- * a vector (`FLOAT[]`, `DOUBLE[]`, `FLOAT[d]`, `DOUBLE[d]`, any numeric list): `kind = 'trace'`, the
 --   same formula with SS_B and SS_W of the unit vectors, exactly those `emb_anova` reports: a stated
 --   extension of ICC to embeddings, the share of the (trace of the) covariance that lies between
@@ -234,5 +245,5 @@ ORDER BY __emb_b;
 CREATE OR REPLACE TEMP MACRO emb_icc(source, "group", value, model := NULL) AS TABLE
 SELECT r.* EXCLUDE (__emb_all)
 FROM emb__icc(
-         emb__checked_source(source, 'emb_icc', model, emb__outputs_emb_icc()),
+         emb__checked_names(emb__checked_source(source, 'emb_icc', model, emb__outputs_emb_icc()), 'emb_icc', [['group', "group"], ['value', value]]),
          "group", value, model) r;

@@ -45,7 +45,7 @@ raw AS (
         coalesce(*COLUMNS(lambda c: c IN (positive, '__emb_null')))::VARCHAR AS __emb_p,
         -- the vector column as DOUBLE[] (see emb__rows)
         emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector, '__emb_null'))), 1)) AS __emb_v,
-        row_number() OVER () - 1 AS __emb_row
+        row_number() OVER () AS __emb_row      -- counted from 1, as the Python readers name rows
     FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(source))
 ),
 classified AS (
@@ -84,8 +84,8 @@ WHERE CASE
         THEN error(format('embsql: [column.missing] positive column "{}" not found in {}', positive, source))
     WHEN m.__emb_vcols = 1 THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', vector_role, vector, source))
     WHEN NOT emb__is_vector_type(m.__emb_vtype) THEN error(format(
-        'embsql: [column.type] {} column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d])',
-        vector_role, vector, source, m.__emb_vtype))
+        'embsql: [column.type] {} column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d]){}',
+        vector_role, vector, source, m.__emb_vtype, emb__text_vector_hint(vector, m.__emb_vtype)))
     WHEN need_group AND m.__emb_gcols = 1
         THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', group_role, "group", source))
     WHEN level_col IS NOT NULL AND m.__emb_lcols = 1

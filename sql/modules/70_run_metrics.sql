@@ -52,7 +52,7 @@ r0 AS (
         coalesce(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))::VARCHAR AS __emb_q,
         coalesce(*COLUMNS(lambda c: c IN (doc_id, '__emb_null')))::VARCHAR AS __emb_d,
         coalesce(*COLUMNS(lambda c: c IN (score, '__emb_null')))::DOUBLE AS __emb_s,
-        row_number() OVER () - 1 AS __emb_row
+        row_number() OVER () AS __emb_row      -- counted from 1, as the Python readers name rows
     FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(run))
 ),
 r AS (
@@ -82,7 +82,7 @@ j AS (
         coalesce(*COLUMNS(lambda c: c IN (doc_id, '__emb_null')))::VARCHAR AS __emb_d,
         coalesce(*COLUMNS(lambda c: c IN (relevance, '__emb_null'))) AS __emb_r0,
         try_cast(coalesce(*COLUMNS(lambda c: c IN (relevance, '__emb_null'))) AS DOUBLE) AS __emb_r,
-        row_number() OVER () - 1 AS __emb_row
+        row_number() OVER () AS __emb_row      -- counted from 1, as the Python readers name rows
     FROM (SELECT *, NULL AS __emb_null FROM query_table(qrels))
 ),
 judged AS (

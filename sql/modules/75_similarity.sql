@@ -27,7 +27,7 @@ emeta AS (
     FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(embeddings) LIMIT 1) ON true
 ),
 p AS (
-    SELECT row_number() OVER () - 1 AS __emb_row,
+    SELECT row_number() OVER () AS __emb_row,      -- counted from 1, as the Python readers name rows
            coalesce(*COLUMNS(lambda c: c IN (a, '__emb_null')))::VARCHAR AS __emb_pa,
            coalesce(*COLUMNS(lambda c: c IN (b, '__emb_null')))::VARCHAR AS __emb_pb,
            TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (score, '__emb_null'))) AS DOUBLE) AS __emb_s

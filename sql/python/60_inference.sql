@@ -38,7 +38,7 @@ CREATE OR REPLACE TEMP MACRO emb__null_method_argument(value) AS
 -- vector or mixed lengths); the design's on the UDF's result (the UDF skips the test of a design the
 -- decomposition refuses).  Each check is a filter, so it holds whatever columns a query reads.
 CREATE OR REPLACE TEMP MACRO emb__permanova_checked(source, "group", vector, model, permutations, seed,
-                                               strata, statistic, null_method) AS TABLE
+                                               strata, statistic, null_method, skip := false) AS TABLE
 WITH items AS (
     SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
         list(__emb_g::VARCHAR) AS __emb_gs, list(__emb_v::DOUBLE[]) AS __emb_vs, list(__emb_x::VARCHAR) AS __emb_xs,
@@ -49,15 +49,14 @@ WITH items AS (
         -- the lengths: their range, and the first group (by label) with its shortest length
         min(len(__emb_v)) AS __emb_dmin_all, max(len(__emb_v)) AS __emb_dmax_all,
         min({g: __emb_g, d: len(__emb_v)}) FILTER (__emb_v IS NOT NULL) AS __emb_dmin
-    FROM emb__rows(source, "group", vector, model, strata)
+    FROM emb__rows(source, "group", vector, model, strata, skip := skip)
     GROUP BY ALL
 ),
 checked AS (
     SELECT * FROM items
     WHERE CASE
-        WHEN __emb_bad IS NOT NULL THEN error(format(
-            'embsql: [{}] vector column "{}" has {} unusable vector(s) in group ''{}'' ({}; vectors must be non-NULL, finite and of non-zero length)',
-            emb__vector_kind(__emb_bad.bad), vector, __emb_nbad[__emb_bad.g], __emb_bad.g, __emb_bad.bad))
+        WHEN __emb_bad IS NOT NULL THEN emb__bad_vector_error(__emb_bad.bad, vector, __emb_nbad[__emb_bad.g],
+                                                              __emb_bad.g, __emb_b)
         WHEN __emb_dmin_all <> __emb_dmax_all THEN error(format(
             'embsql: [vector.length] vector column "{}" mixes vectors of length {} and {} (group ''{}'' has length {})',
             vector, __emb_dmin_all, __emb_dmax_all, __emb_dmin.g, __emb_dmin.d))
@@ -98,7 +97,7 @@ ORDER BY s.__emb_b;
 -- so that a model column named like one of these columns (ss_t, f ...), which it does not return,
 -- cannot clash.
 CREATE OR REPLACE TEMP MACRO emb__permanova(source, "group", vector, model, permutations, seed, strata,
-                                       statistic, null_method) AS TABLE
+                                       statistic, null_method, skip := false) AS TABLE
 SELECT
     s.* EXCLUDE (__emb_t, __emb_ss_t),
     s.__emb_t.n AS n,
@@ -113,10 +112,11 @@ SELECT
     s.__emb_t.mean_resultant_length AS mean_resultant_length,
     s.__emb_t.ss_w / s.__emb_t.n AS w_bar,
     s.__emb_t.p_value AS p_value, s.__emb_t.permutations AS permutations
-FROM emb__permanova_checked(source, "group", vector, model, permutations, seed, strata, statistic, null_method) s
+FROM emb__permanova_checked(source, "group", vector, model, permutations, seed, strata, statistic, null_method,
+                            skip := skip) s
 ORDER BY s.__emb_b;
 
--- @function emb_permanova(source, "group", vector, permutations := 999, seed := 42, strata := NULL, model := NULL)
+-- @function emb_permanova(source, "group", vector, permutations := 999, seed := 42, strata := NULL, model := NULL, bad_rows := 'error')
 -- PERMANOVA: the columns of `emb_anova`, then a permutation p-value of pseudo-F.  One row, or one
 -- row per value of the model column (first, under its own name).  The Welch-type test is
 -- `emb_permanova_welch`.
@@ -127,6 +127,7 @@ ORDER BY s.__emb_b;
 -- @param seed the random seed, a whole number (0 or more): the same seed gives the same p on any machine and for any row order
 -- @param strata a column whose levels the labels are permuted within (exchangeability within blocks, as `adonis2(..., permutations = how(blocks = ...))`)
 -- @param model the model column: one row per value of it
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its group and model; `'skip'`: those rows are left out and counted in the `skipped_` columns
 -- @column <model> the model, under the model column's own name (only with `model`)
 -- @column n number of vectors
 -- @column groups number of groups G
@@ -141,6 +142,9 @@ ORDER BY s.__emb_b;
 -- @column w_bar SS_W / n
 -- @column p_value the permutation p-value (b + 1)/(B + 1) of pseudo-F
 -- @column permutations B
+-- @column skipped_null rows left out for a NULL vector (or a NULL element), per model (only with `bad_rows := 'skip'`)
+-- @column skipped_zero rows left out for a zero vector (only with `bad_rows := 'skip'`)
+-- @column skipped_nonfinite rows left out for a NaN or infinite coordinate (only with `bad_rows := 'skip'`)
 -- @notes
 -- p = (b + 1)/(B + 1), with b the number of the B label permutations whose pseudo-F is at least
 -- the observed one (within sqrt(machine epsilon), as vegan counts ties); so p is never 0 and its
@@ -155,18 +159,22 @@ ORDER BY s.__emb_b;
 -- vectors (no spread) are refused as in `emb_anova`, in its words.  The vectors are read once: the
 -- UDF that runs the test also returns the sums the `emb_anova` columns come from (the same sums as
 -- `embsql.permanova`'s), and every check and argument holds whatever columns a query reads.
--- `con.interrupt()` or Ctrl-C stops a running test within a second with an `embsql:` error; the
--- connection stays usable.  In the example each model has 4 items in two groups of 2, so there are
--- only 3 distinct splits and p cannot go below 1/3.
+-- `embsql.interrupt(con)`, or Ctrl-C after `embsql.connect(interrupt=True)`, stops a running test
+-- within a second with `embsql: [query.interrupted]` (plain `con.interrupt()` waits for the test to
+-- finish); the connection stays usable.  In the example each model has 4 items in two groups of 2,
+-- so there are only 3 distinct splits and p cannot go below 1/3.
 -- @example
 -- SELECT model, r2, f, p_value, permutations
 -- FROM emb_permanova('ex', 'topic', 'embedding', permutations := 199, model := 'model');
 CREATE OR REPLACE TEMP MACRO emb_permanova(source, "group", vector, permutations := 999, seed := 42, strata := NULL,
-                                           model := NULL) AS TABLE
-SELECT p.* EXCLUDE (__emb_b, __emb_all)
+                                           model := NULL, bad_rows := 'error') AS TABLE
+SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
+                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__permanova(
-         emb__checked_source(source, 'emb_permanova', model, emb__outputs_emb_permanova()),
-         "group", vector, model, permutations, seed, strata, 'pseudo-f', 'auto') p
+         emb__checked_names(emb__checked_source(source, 'emb_permanova', model, emb__outputs_emb_permanova()), 'emb_permanova', [['group', "group"], ['vector', vector], ['strata', strata]]),
+         "group", vector, model, permutations, seed, strata, 'pseudo-f', 'auto', skip := emb__skip_rows(bad_rows)) p
+LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows)) s
+    ON p.__emb_b IS NOT DISTINCT FROM s.__emb_sb
 ORDER BY p.__emb_b;
 
 -- @function emb_permanova_welch(source, "group", vector, permutations := 999, seed := 42, strata := NULL, model := NULL, null_method := 'auto')
@@ -228,7 +236,7 @@ SELECT w.* EXCLUDE (__emb_b, __emb_all, __emb_t, __emb_ss_t),
        w.__emb_t.groups_left_out AS groups_left_out, w.__emb_t.items_left_out AS items_left_out,
        w.__emb_t.note AS note
 FROM emb__permanova_checked(
-         emb__checked_source(source, 'emb_permanova_welch', model, emb__outputs_emb_permanova_welch()),
+         emb__checked_names(emb__checked_source(source, 'emb_permanova_welch', model, emb__outputs_emb_permanova_welch()), 'emb_permanova_welch', [['group', "group"], ['vector', vector], ['strata', strata]]),
          "group", vector, model, permutations, seed, strata, 'welch', null_method) w
 ORDER BY w.__emb_b;
 
@@ -297,7 +305,8 @@ FROM emb__anova_dist(distances, labels_tbl, "group", i_col, j_col, distance, ite
 CREATE OR REPLACE TEMP MACRO emb_permanova_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd',
                                                 item := 'id', permutations := 999, seed := 42, strata := NULL) AS TABLE
 SELECT * EXCLUDE (statistic, w_d, null_method, groups_left_out, items_left_out, note)
-FROM emb__permanova_dist(distances, labels, "group", i, j, distance, item, permutations, seed, strata, 'pseudo-f',
+FROM emb__permanova_dist(emb__checked_names(distances, 'emb_permanova_dist', [['i', i], ['j', j], ['distance', distance]]),
+    emb__checked_names(labels, 'emb_permanova_dist', [['group', "group"], ['item', item], ['strata', strata]]), "group", i, j, distance, item, permutations, seed, strata, 'pseudo-f',
                          'auto');
 
 -- @function emb_permanova_welch_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd', item := 'id', permutations := 999, seed := 42, strata := NULL, null_method := 'auto')
@@ -334,25 +343,27 @@ CREATE OR REPLACE TEMP MACRO emb_permanova_welch_dist(distances, labels, "group"
                                                       distance := 'd', item := 'id', permutations := 999, seed := 42,
                                                       strata := NULL, null_method := 'auto') AS TABLE
 SELECT t.n, t.groups, t.w_d, t.p_value, t.permutations, t.null_method, t.groups_left_out, t.items_left_out, t.note
-FROM emb__permanova_dist(distances, labels, "group", i, j, distance, item, permutations, seed, strata, 'welch',
+FROM emb__permanova_dist(emb__checked_names(distances, 'emb_permanova_welch_dist', [['i', i], ['j', j], ['distance', distance]]),
+    emb__checked_names(labels, 'emb_permanova_welch_dist', [['group', "group"], ['item', item], ['strata', strata]]), "group", i, j, distance, item, permutations, seed, strata, 'welch',
                          null_method) t;
 
-CREATE OR REPLACE TEMP MACRO emb__dispersion(source, "group", vector, model, permutations, seed) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__dispersion(source, "group", vector, model, permutations, seed, skip := false) AS TABLE
 SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
        emb__dispersion_test(list(__emb_g::VARCHAR), list(__emb_v::DOUBLE[]), vector,
                             emb__whole_argument(permutations, 'permutations'), emb__whole_argument(seed, 'seed'),
                             "group", any_value(typeof(__emb_g))) AS __emb_r
-FROM emb__rows(source, "group", vector, model, NULL)
+FROM emb__rows(source, "group", vector, model, NULL, skip := skip)
 GROUP BY ALL;
 
 -- the per-model test, the UDF's result checked (in a filter) and its value as __emb_t
-CREATE OR REPLACE TEMP MACRO emb__dispersion_checked(source, "group", vector, model, permutations, seed) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__dispersion_checked(source, "group", vector, model, permutations, seed,
+                                                    skip := false) AS TABLE
 SELECT * EXCLUDE (__emb_r), __emb_r.value AS __emb_t
-FROM emb__dispersion(source, "group", vector, model, permutations, seed)
+FROM emb__dispersion(source, "group", vector, model, permutations, seed, skip := skip)
 WHERE emb__udf_ok(__emb_r)
 ORDER BY __emb_b;
 
--- @function emb_dispersion(source, "group", vector, model := NULL, permutations := 999, seed := 42)
+-- @function emb_dispersion(source, "group", vector, model := NULL, permutations := 999, seed := 42, bad_rows := 'error')
 -- The dispersion test: do the groups differ in spread about their centroids?  One row, or one row
 -- per value of the model column (first, under its own name).
 -- @param source the table to read: a table or view name, or a file DuckDB reads
@@ -361,6 +372,7 @@ ORDER BY __emb_b;
 -- @param model the model column: one row per value of it
 -- @param permutations the number of permutations, a whole number from 1 to 1,000,000
 -- @param seed the random seed, a whole number (0 or more)
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its group and model; `'skip'`: those rows are left out and counted in the `skipped_` columns
 -- @column <model> the model, under the model column's own name (only with `model`)
 -- @column groups groups in the test
 -- @column f the studentised F of the groups' spreads W̃_g (about 1 under the null); NULL without a test
@@ -369,6 +381,9 @@ ORDER BY __emb_b;
 -- @column groups_left_out groups with fewer than 4 items, left out of the test
 -- @column items_left_out their items
 -- @column note NULL, or which groups were left out and why
+-- @column skipped_null rows left out for a NULL vector (or a NULL element), per model (only with `bad_rows := 'skip'`)
+-- @column skipped_zero rows left out for a zero vector (only with `bad_rows := 'skip'`)
+-- @column skipped_nonfinite rows left out for a NaN or infinite coordinate (only with `bad_rows := 'skip'`)
 -- @notes
 -- Each group's spread is W̃_g = n_g/(n_g − 1) · (1 − |μ_g|²), the mean squared distance of its unit
 -- vectors to their centroid with betadisper's bias adjustment (`emb_groups`' W̃_g; the mean over
@@ -394,14 +409,18 @@ ORDER BY __emb_b;
 -- Arguments, labels, identical vectors and interrupts as for `emb_permanova`.
 -- @example
 -- SELECT * FROM emb_dispersion('many', 'topic', 'embedding', model := 'model', permutations := 199);
-CREATE OR REPLACE TEMP MACRO emb_dispersion(source, "group", vector, model := NULL, permutations := 999, seed := 42) AS TABLE
-SELECT d.* EXCLUDE (__emb_all, __emb_b, __emb_t),
-       d.__emb_t.groups AS groups, d.__emb_t.f AS f, d.__emb_t.p_value AS p_value,
-       d.__emb_t.permutations AS permutations, d.__emb_t.groups_left_out AS groups_left_out,
-       d.__emb_t.items_left_out AS items_left_out, d.__emb_t.note AS note
-FROM emb__dispersion_checked(
-         emb__checked_source(source, 'emb_dispersion', model, emb__outputs_emb_dispersion()),
-         "group", vector, model, permutations, seed) d
+CREATE OR REPLACE TEMP MACRO emb_dispersion(source, "group", vector, model := NULL, permutations := 999, seed := 42, bad_rows := 'error') AS TABLE
+SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
+                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+FROM (SELECT d.* EXCLUDE (__emb_all, __emb_t),
+             d.__emb_t.groups AS groups, d.__emb_t.f AS f, d.__emb_t.p_value AS p_value,
+             d.__emb_t.permutations AS permutations, d.__emb_t.groups_left_out AS groups_left_out,
+             d.__emb_t.items_left_out AS items_left_out, d.__emb_t.note AS note
+      FROM emb__dispersion_checked(
+               emb__checked_names(emb__checked_source(source, 'emb_dispersion', model, emb__outputs_emb_dispersion()), 'emb_dispersion', [['group', "group"], ['vector', vector]]),
+               "group", vector, model, permutations, seed, skip := emb__skip_rows(bad_rows)) d) d
+LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows)) s
+    ON d.__emb_b IS NOT DISTINCT FROM s.__emb_sb
 ORDER BY d.__emb_b;
 
 -- @function emb_dispersion_groups(source, "group", vector, model := NULL, permutations := 999, seed := 42)
@@ -427,5 +446,5 @@ SELECT d.* EXCLUDE (__emb_all, __emb_b, __emb_t), unnest(d.__emb_t.labels) AS "g
        unnest(d.__emb_t.sizes) AS n_g, unnest(d.__emb_t.mean_distance) AS mean_distance,
        unnest(d.__emb_t.in_test) AS in_test
 FROM emb__dispersion_checked(
-         emb__checked_source(source, 'emb_dispersion_groups', model, emb__outputs_emb_dispersion_groups()),
+         emb__checked_names(emb__checked_source(source, 'emb_dispersion_groups', model, emb__outputs_emb_dispersion_groups()), 'emb_dispersion_groups', [['group', "group"], ['vector', vector]]),
          "group", vector, model, permutations, seed) d;

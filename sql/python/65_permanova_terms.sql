@@ -195,5 +195,6 @@ ORDER BY __emb_k;
 CREATE OR REPLACE TEMP MACRO emb_permanova_terms_dist(distances, labels, terms, i := 'i', j := 'j', distance := 'd',
                                                       item := 'id', sums := 'sequential', permute := 'residuals',
                                                       permutations := 999, seed := 42, strata := NULL) AS TABLE
-FROM emb__permanova_terms_dist(distances, labels, terms, i, j, distance, item, sums, permute, permutations, seed,
+FROM emb__permanova_terms_dist(emb__checked_names(distances, 'emb_permanova_terms_dist', [['i', i], ['j', j], ['distance', distance]]),
+    emb__checked_names(labels, 'emb_permanova_terms_dist', [['item', item], ['strata', strata]]), terms, i, j, distance, item, sums, permute, permutations, seed,
                                strata);

@@ -2,10 +2,10 @@
 -- embsql.register(con) after the UDFs in udfs/resampling.py.  The jackknife and bootstrap take
 -- per-group sufficient statistics (n_g and the vector sum s_g), never the items.
 
-CREATE OR REPLACE TEMP MACRO emb__group_vectors(source, "group", vector, model) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__group_vectors(source, "group", vector, model, skip := false) AS TABLE
 SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, __emb_g,
        max(__emb_n) AS __emb_n, max(__emb_ssw) AS __emb_ssw, list(__emb_s ORDER BY __emb_k) AS __emb_s
-FROM emb__group_sums(source, "group", vector, model)
+FROM emb__group_sums(source, "group", vector, model, skip := skip)
 GROUP BY ALL;
 
 -- level := for emb_bootstrap: a number (its range, 0 < level < 1, is checked by the UDF under the one
@@ -20,7 +20,8 @@ CREATE OR REPLACE TEMP MACRO emb__level_argument(value) AS
                                          ELSE value::VARCHAR END, 'NULL')))
     END;
 
-CREATE OR REPLACE TEMP MACRO emb__resampled(source, "group", vector, model, stat, replicates, seed, level, kind) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__resampled(source, "group", vector, model, stat, replicates, seed, level, kind,
+                                           skip := false) AS TABLE
 SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
        CASE kind
            WHEN 'jackknife' THEN emb__jackknife(list(__emb_g::VARCHAR), list(__emb_n), list(__emb_ssw), list(__emb_s),
@@ -29,18 +30,18 @@ SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
                                emb__whole_argument(replicates, 'replicates'), emb__whole_argument(seed, 'seed'),
                                emb__level_argument(level))
        END AS __emb_result
-FROM emb__group_vectors(source, "group", vector, model)
+FROM emb__group_vectors(source, "group", vector, model, skip := skip)
 GROUP BY ALL;
 
 -- the UDF's result checked (in a filter), its value as __emb_r
 CREATE OR REPLACE TEMP MACRO emb__resampled_checked(source, "group", vector, model, stat, replicates, seed, level,
-                                                   kind) AS TABLE
+                                                   kind, skip := false) AS TABLE
 SELECT * EXCLUDE (__emb_result), __emb_result.value AS __emb_r
-FROM emb__resampled(source, "group", vector, model, stat, replicates, seed, level, kind)
+FROM emb__resampled(source, "group", vector, model, stat, replicates, seed, level, kind, skip := skip)
 WHERE emb__udf_ok(__emb_result)
 ORDER BY __emb_b;
 
--- @function emb_jackknife(source, "group", vector, model := NULL, statistic := 'r2')
+-- @function emb_jackknife(source, "group", vector, model := NULL, statistic := 'r2', bad_rows := 'error')
 -- Cluster jackknife: leave one group out, recompute the statistic, and
 -- SE = sqrt((G − 1)/G Σ_g (θ_(−g) − mean)²).  One row, or one row per value of the model column
 -- (first, under its own name).
@@ -49,12 +50,16 @@ ORDER BY __emb_b;
 -- @param vector the vector column; vectors are scaled to unit length
 -- @param model the model column: one row per value of it
 -- @param statistic the statistic: `r2`, `f`, `v`, `w_bar`, `icc` (the trace ICC) or `r2_adj` (adjusted R² = 1 − MS_W/MS_T, about 0 with no group structure)
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its group and model; `'skip'`: those rows are left out and counted in the `skipped_` columns
 -- @column <model> the model, under the model column's own name (only with `model`)
 -- @column statistic the statistic asked for
 -- @column estimate its value on all groups
 -- @column se the jackknife SE
 -- @column groups G
 -- @column sizes `'random'` (the plain jackknife) or `'fixed'` (the stratified one, for group sizes fixed by the design)
+-- @column skipped_null rows left out for a NULL vector (or a NULL element), per model (only with `bad_rows := 'skip'`)
+-- @column skipped_zero rows left out for a zero vector (only with `bad_rows := 'skip'`)
+-- @column skipped_nonfinite rows left out for a NaN or infinite coordinate (only with `bad_rows := 'skip'`)
 -- @notes
 -- Every replicate comes from the per-group sums in closed form, so all G replicates cost about one
 -- pass over the data.  Resampling is by group, never by item: items of a group are alike, and
@@ -65,15 +70,19 @@ ORDER BY __emb_b;
 -- the same 144 items.
 -- @example
 -- SELECT * FROM emb_jackknife('many', 'topic', 'embedding', statistic := 'f', model := 'model');
-CREATE OR REPLACE TEMP MACRO emb_jackknife(source, "group", vector, model := NULL, statistic := 'r2') AS TABLE
-SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_r), statistic AS statistic, r.__emb_r.estimate AS estimate,
-       r.__emb_r.se AS se, r.__emb_r.groups AS groups, r.__emb_r.sizes AS sizes
-FROM emb__resampled_checked(
-         emb__checked_source(source, 'emb_jackknife', model, emb__outputs_emb_jackknife()),
-         "group", vector, model, statistic, 0, 0, 0.0, 'jackknife') r
+CREATE OR REPLACE TEMP MACRO emb_jackknife(source, "group", vector, model := NULL, statistic := 'r2', bad_rows := 'error') AS TABLE
+SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
+                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+FROM (SELECT r.* EXCLUDE (__emb_all, __emb_r), statistic AS statistic, r.__emb_r.estimate AS estimate,
+             r.__emb_r.se AS se, r.__emb_r.groups AS groups, r.__emb_r.sizes AS sizes
+      FROM emb__resampled_checked(
+               emb__checked_names(emb__checked_source(source, 'emb_jackknife', model, emb__outputs_emb_jackknife()), 'emb_jackknife', [['group', "group"], ['vector', vector]]),
+               "group", vector, model, statistic, 0, 0, 0.0, 'jackknife', skip := emb__skip_rows(bad_rows)) r) r
+LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows)) s
+    ON r.__emb_b IS NOT DISTINCT FROM s.__emb_sb
 ORDER BY r.__emb_b;
 
--- @function emb_bootstrap(source, "group", vector, model := NULL, statistic := 'r2', replicates := 2000, seed := 42, level := 0.95)
+-- @function emb_bootstrap(source, "group", vector, model := NULL, statistic := 'r2', replicates := 2000, seed := 42, level := 0.95, bad_rows := 'error')
 -- Cluster bootstrap (groups drawn with replacement; a group drawn twice counts twice) and a
 -- calibrated interval.  One row, or one row per value of the model column (first, under its own
 -- name).
@@ -85,6 +94,7 @@ ORDER BY r.__emb_b;
 -- @param replicates the number of bootstrap replicates, a whole number from 2 to 1,000,000
 -- @param seed the random seed, a whole number (0 or more): the same seed gives the same draws on any machine
 -- @param level the confidence level of the interval, between 0 and 1
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its group and model; `'skip'`: those rows are left out and counted in the `skipped_` columns
 -- @column <model> the model, under the model column's own name (only with `model`)
 -- @column statistic the statistic asked for
 -- @column estimate its plain value on all groups
@@ -98,6 +108,9 @@ ORDER BY r.__emb_b;
 -- @column dropped bootstrap replicates left out because the statistic was undefined in them (e.g. F when only groups of one were drawn)
 -- @column calibrated true from 30 groups on for `r2`, `f` and `w_bar`, where the coverage was measured at 95 ± 2.5%; false below 30 groups, and for `v`, `icc` and `r2_adj`, whose coverage was not simulated
 -- @column sizes `'random'` or `'fixed'` (the stratified jackknife), as for `emb_jackknife`
+-- @column skipped_null rows left out for a NULL vector (or a NULL element), per model (only with `bad_rows := 'skip'`)
+-- @column skipped_zero rows left out for a zero vector (only with `bad_rows := 'skip'`)
+-- @column skipped_nonfinite rows left out for a NaN or infinite coordinate (only with `bad_rows := 'skip'`)
 -- @notes
 -- The interval is estimate_bc ± t_{G−1} × jackknife SE, built on the logit scale for `r2`, `w_bar`
 -- and `v` and on the log scale for `f` (then mapped back, so it stays inside the statistic's range),
@@ -129,14 +142,20 @@ ORDER BY r.__emb_b;
 -- @example
 -- SELECT * FROM emb_bootstrap('many', 'topic', 'embedding', replicates := 999, seed := 7, model := 'model');
 CREATE OR REPLACE TEMP MACRO emb_bootstrap(source, "group", vector, model := NULL, statistic := 'r2',
-                                           replicates := 2000, seed := 42, level := 0.95) AS TABLE
-SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_r), statistic AS statistic, r.__emb_r.estimate AS estimate,
-       r.__emb_r.se AS se, r.__emb_r.ci_low AS ci_low, r.__emb_r.ci_high AS ci_high, level::DOUBLE AS level,
-       replicates AS replicates, r.__emb_r.groups AS groups, r.__emb_r.estimate_bc AS estimate_bc,
-       r.__emb_r.dropped AS dropped, r.__emb_r.calibrated AS calibrated, r.__emb_r.sizes AS sizes
-FROM emb__resampled_checked(
-         emb__checked_source(source, 'emb_bootstrap', model, emb__outputs_emb_bootstrap()),
-         "group", vector, model, statistic, replicates, seed, level, 'bootstrap') r
+                                           replicates := 2000, seed := 42, level := 0.95,
+                                           bad_rows := 'error') AS TABLE
+SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
+                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+FROM (SELECT r.* EXCLUDE (__emb_all, __emb_r), statistic AS statistic, r.__emb_r.estimate AS estimate,
+             r.__emb_r.se AS se, r.__emb_r.ci_low AS ci_low, r.__emb_r.ci_high AS ci_high, level::DOUBLE AS level,
+             replicates AS replicates, r.__emb_r.groups AS groups, r.__emb_r.estimate_bc AS estimate_bc,
+             r.__emb_r.dropped AS dropped, r.__emb_r.calibrated AS calibrated, r.__emb_r.sizes AS sizes
+      FROM emb__resampled_checked(
+               emb__checked_names(emb__checked_source(source, 'emb_bootstrap', model, emb__outputs_emb_bootstrap()), 'emb_bootstrap', [['group', "group"], ['vector', vector]]),
+               "group", vector, model, statistic, replicates, seed, level, 'bootstrap',
+               skip := emb__skip_rows(bad_rows)) r) r
+LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows)) s
+    ON r.__emb_b IS NOT DISTINCT FROM s.__emb_sb
 ORDER BY r.__emb_b;
 
 -- @function emb_compare(source, "group", vector, model, item, statistic := 'r2', replicates := 2000, seed := 42, level := 0.95, common := false)
@@ -192,5 +211,5 @@ CREATE OR REPLACE TEMP MACRO emb_compare(source, "group", vector, model, item, s
 SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__compare(list(__emb_b::VARCHAR), list(__emb_x::VARCHAR), list(__emb_g::VARCHAR),
                           list(__emb_v::DOUBLE[]), vector, statistic, replicates, seed, level, common) AS __emb_r
-      FROM emb__rows(emb__checked_source(source, 'emb_compare', model, []::VARCHAR[]), "group", vector, model, item))
+      FROM emb__rows(emb__checked_names(emb__checked_source(source, 'emb_compare', model, []::VARCHAR[]), 'emb_compare', [['group', "group"], ['vector', vector], ['item', item]]), "group", vector, model, item))
 WHERE emb__udf_ok(__emb_r);

@@ -69,7 +69,7 @@ CREATE OR REPLACE TEMP MACRO emb_knn_agreement(source, item, model, vector, k :=
 SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__knn_agreement(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
                                 __emb_vector_col, __emb_b, __emb_x, __emb_v, k, common) AS __emb_r
-      FROM emb__model_items(emb__checked_source(source, 'emb_knn_agreement', model, []::VARCHAR[]), item, model, vector))
+      FROM emb__model_items(emb__checked_names(emb__checked_source(source, 'emb_knn_agreement', model, []::VARCHAR[]), 'emb_knn_agreement', [['item', item], ['vector', vector]]), item, model, vector))
 WHERE emb__udf_ok(__emb_r);
 
 -- @function emb_knn_agreement_items(source, item, model, vector, k := 10, common := false)
@@ -94,7 +94,7 @@ CREATE OR REPLACE TEMP MACRO emb_knn_agreement_items(source, item, model, vector
 SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__knn_agreement_items(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
                                       __emb_vector_col, __emb_b, __emb_x, __emb_v, k, common) AS __emb_r
-      FROM emb__model_items(emb__checked_source(source, 'emb_knn_agreement_items', model, []::VARCHAR[]), item, model, vector))
+      FROM emb__model_items(emb__checked_names(emb__checked_source(source, 'emb_knn_agreement_items', model, []::VARCHAR[]), 'emb_knn_agreement_items', [['item', item], ['vector', vector]]), item, model, vector))
 WHERE emb__udf_ok(__emb_r);
 
 -- @function emb_mantel(source, item, model, vector, permutations := 999, seed := 42, common := false)
@@ -136,5 +136,5 @@ SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__mantel(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col, __emb_vector_col,
                          __emb_b, __emb_x, __emb_v, emb__whole_argument(permutations, 'permutations'),
                          emb__whole_argument(seed, 'seed'), common) AS __emb_r
-      FROM emb__model_items(emb__checked_source(source, 'emb_mantel', model, []::VARCHAR[]), item, model, vector))
+      FROM emb__model_items(emb__checked_names(emb__checked_source(source, 'emb_mantel', model, []::VARCHAR[]), 'emb_mantel', [['item', item], ['vector', vector]]), item, model, vector))
 WHERE emb__udf_ok(__emb_r);

@@ -85,7 +85,7 @@ FROM (SELECT emb__cka(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb
                       __emb_group_col, __emb_b, __emb_x, __emb_g, __emb_v, debiased,
                       emb__whole_argument(permutations, 'permutations'), emb__whole_argument(seed, 'seed'),
                       common) AS __emb_r
-      FROM emb__model_item_groups(emb__checked_source(source, 'emb_cka', model, []::VARCHAR[]), item, model, vector,
+      FROM emb__model_item_groups(emb__checked_names(emb__checked_source(source, 'emb_cka', model, []::VARCHAR[]), 'emb_cka', [['item', item], ['vector', vector], ['group', "group"]]), item, model, vector,
                                         "group"))
 WHERE emb__udf_ok(__emb_r);
 
@@ -127,7 +127,7 @@ FROM (SELECT emb__procrustes(__emb_tbl, __emb_names, __emb_types, __emb_item_col
                              __emb_vector_col, __emb_group_col, __emb_b, __emb_x, __emb_g, __emb_v,
                              emb__whole_argument(permutations, 'permutations'), emb__whole_argument(seed, 'seed'),
                              common) AS __emb_r
-      FROM emb__model_item_groups(emb__checked_source(source, 'emb_procrustes', model, []::VARCHAR[]), item, model, vector,
+      FROM emb__model_item_groups(emb__checked_names(emb__checked_source(source, 'emb_procrustes', model, []::VARCHAR[]), 'emb_procrustes', [['item', item], ['vector', vector], ['group', "group"]]), item, model, vector,
                                         "group"))
 WHERE emb__udf_ok(__emb_r);
 
@@ -171,6 +171,6 @@ SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__compare_cka(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
                               __emb_vector_col, __emb_group_col, __emb_b, __emb_x, __emb_g, __emb_v,
                               reference::VARCHAR, debiased, common) AS __emb_r
-      FROM emb__model_item_groups(emb__checked_source(source, 'emb_compare_cka', model, []::VARCHAR[]), item, model, vector,
+      FROM emb__model_item_groups(emb__checked_names(emb__checked_source(source, 'emb_compare_cka', model, []::VARCHAR[]), 'emb_compare_cka', [['item', item], ['vector', vector], ['group', "group"]]), item, model, vector,
                                         "group"))
 WHERE emb__udf_ok(__emb_r);

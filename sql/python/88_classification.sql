@@ -87,7 +87,7 @@ SELECT * EXCLUDE (__emb_result), __emb_result.value AS __emb_r FROM classified W
 CREATE OR REPLACE TEMP MACRO emb_knn_classify(source, label := 'label', vector := 'vector', model := 'model', k := 10,
                                               split := NULL, item := NULL, "group" := NULL, level := 0.95) AS TABLE
 SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_r), unnest(r.__emb_r.summary)
-FROM emb__classified(emb__checked_source(source, 'emb_knn_classify', model, emb__outputs_emb_knn_classify()),
+FROM emb__classified(emb__checked_names(emb__checked_source(source, 'emb_knn_classify', model, emb__outputs_emb_knn_classify()), 'emb_knn_classify', [['label', label], ['vector', vector], ['split', split], ['item', item], ['group', "group"]]),
                      'knn', label, vector, model, emb__whole_argument(k, 'k'), split, item, "group", level, false) r
 ORDER BY r.__emb_b;
 
@@ -122,7 +122,7 @@ ORDER BY r.__emb_b;
 CREATE OR REPLACE TEMP MACRO emb_knn_classify_items(source, label := 'label', vector := 'vector', model := 'model',
                                                     k := 10, split := NULL, item := NULL, "group" := NULL) AS TABLE
 SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_r), unnest(r.__emb_r.items, recursive := true)
-FROM emb__classified(emb__checked_source(source, 'emb_knn_classify_items', model, emb__outputs_emb_knn_classify_items()),
+FROM emb__classified(emb__checked_names(emb__checked_source(source, 'emb_knn_classify_items', model, emb__outputs_emb_knn_classify_items()), 'emb_knn_classify_items', [['label', label], ['vector', vector], ['split', split], ['item', item], ['group', "group"]]),
                      'knn', label, vector, model, emb__whole_argument(k, 'k'), split, item, "group", 0.95, true) r
 ORDER BY r.__emb_b;
 
@@ -166,6 +166,6 @@ ORDER BY r.__emb_b;
 CREATE OR REPLACE TEMP MACRO emb_centroid_classify(source, label := 'label', vector := 'vector', model := 'model',
                                                    split := NULL, item := NULL, "group" := NULL, level := 0.95) AS TABLE
 SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_r), unnest(r.__emb_r.summary)
-FROM emb__classified(emb__checked_source(source, 'emb_centroid_classify', model, emb__outputs_emb_centroid_classify()),
+FROM emb__classified(emb__checked_names(emb__checked_source(source, 'emb_centroid_classify', model, emb__outputs_emb_centroid_classify()), 'emb_centroid_classify', [['label', label], ['vector', vector], ['split', split], ['item', item], ['group', "group"]]),
                      'centroid', label, vector, model, NULL, split, item, "group", level, false) r
 ORDER BY r.__emb_b;

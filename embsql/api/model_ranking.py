@@ -1,0 +1,160 @@
+"""Python face of the ranking of K models: simultaneous rank confidence sets (embsql.core.model_ranking).
+
+emb_rank_models (sql/python/72_model_ranking.sql) calls the same kernel through udfs/model_ranking.py.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+
+import duckdb
+
+from embsql.api.compare_retrieval import evaluation_columns
+from embsql.core.model_comparison import canonical, check_same_groups
+from embsql.core.model_ranking import RANK_COLUMNS, structure_rows
+from embsql.core.resampling import STATISTICS
+from embsql.core.retrieval_comparison import rank_metric
+from embsql.errors import InputError, fail
+from embsql.io.retrieval_tables import Queries, check_model
+from embsql.io.sources import TableLike, opened
+from embsql.io.table_stream import group_sums
+from embsql.result_table import ResultTable
+from embsql.vocabulary import check_model_name
+
+
+def rank_models(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str | None = None,
+                vector: str | None = None, model: str | None = None, statistic: str | None = None,
+                queries: Queries | object | None = None, level: float = 0.95, replicates: int = 2000, seed: int = 42,
+                sizes: str = "auto") -> ResultTable:
+    """Rank K models by a statistic, with simultaneous confidence sets for their ranks.
+
+    Two kinds of source.  **Structure** (with ``vector=``): one row per model and item, ranked by
+    a structure statistic (R² by default) of the groups.  **Retrieval** (without ``vector=``): a
+    per-query evaluation, as ``evaluate(..., per_query=True)`` returns it, ranked by one of its
+    metrics (``statistic='ndcg@10'`` by default; any metric of the evaluation), the queries
+    clustered by paraphrase group (``queries=`` or ``group=``, as for
+    :func:`embsql.compare_retrieval`).  A ranking is per statistic: nothing averages metrics.
+
+    Each model gets a set of ranks ``[rank_low, rank_high]``; all K true ranks lie in their sets
+    together with probability ``level`` (rank 1 is the largest statistic; the set of a model tied
+    with others in truth holds every rank of the tie: no pair is ordered falsely).  ``top`` marks
+    the confidence set for the best: the models that could be first.  The sets come from simultaneous intervals for every pairwise
+    difference (Mogstad, Romano, Shaikh and Wilhelm, "Inference for Ranks", 2024, with their
+    step-down), and those from the paired cluster bootstrap of :func:`embsql.compare` run jointly
+    for all models: the same resamples of groups for every model, each difference studentised by
+    its own jackknife SE.  A model is ranked above another only when the family of comparisons
+    shows it better.
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        The connection the source is read on.
+    source : str or table object
+        The table read on ``con`` (a name, a file or a frame, as for :func:`embsql.anova`):
+        one row per model and item (structure), or a per-query evaluation with the columns
+        ``<model>``, ``qid``, ``metric`` and ``value`` (retrieval).
+    group : str
+        Structure: the group column; models are paired by group label (every model needs every
+        group).  Retrieval (optional): the evaluation's paraphrase-group column.
+    vector : str, optional
+        Structure: the vector column; vectors are scaled to unit length (models may differ in
+        dimension).  Leave it out to rank a retrieval evaluation.
+    model : str
+        The model column (two or more models); for an evaluation ``'model'`` by default.
+    statistic : str
+        Structure: ``'r2'`` (default), ``'r2_adj'``, ``'f'``, ``'v'``, ``'w_bar'`` or ``'icc'``.
+        Retrieval: a metric of the evaluation, ``'ndcg@10'`` by default.
+    queries : Queries or source, optional
+        Retrieval: a queries table whose group column gives each qid's paraphrase group (instead
+        of ``group=``; neither: each query is its own cluster).
+    level : float
+        The simultaneous confidence level, strictly between 0 and 1 (default 0.95).
+    replicates : int
+        The number of joint bootstrap replicates (default 2000).
+    seed : int
+        The random seed (0 or more).
+    sizes : str
+        Structure: ``'fixed'``, ``'random'`` or ``'auto'``, as for :func:`embsql.jackknife`.
+
+    Returns
+    -------
+    ResultTable
+        One row per model (in model order), the model column first under its own name, then
+        ``statistic``, ``estimate``, ``ci_low`` and ``ci_high`` (the model's own interval, as
+        :func:`embsql.bootstrap` gives it; for retrieval the mean of the metric over the queries
+        with its cluster-robust t interval), ``rank`` (by the estimate, 1 = largest; ties share the
+        smaller rank), ``rank_low``, ``rank_high``, ``top``, ``level`` and ``calibrated`` (true
+        for R² from 30 groups on and for retrieval metrics from 30 query clusters on, where
+        bench/rank_sets.py measured the family-wise coverage, 92.5-100% at 95% with K = 3, 5 and
+        10 models, bench/notes/rank_sets.json; false otherwise).  For retrieval the
+        resampling is the cluster bootstrap of the queries' paraphrase groups, the same resamples
+        for every model, each difference studentized by its own cluster-robust (CR1) SE.
+
+    Raises
+    ------
+    ArgumentError
+        ``argument.unknown``.
+    InputError
+        ``model.too_few`` (one model), ``column.collision`` (a model column named like an output
+        column), ``argument.*``, ``column.missing``, ``label.null``, ``vector.*``, ``design.*``, a group
+        that some model lacks; for an evaluation ``metric.absent``, a model without a value for a
+        qid another model has, a qid in two groups, both ``queries=`` and ``group=``.
+
+    Examples
+    --------
+    >>> import embsql
+    >>> con = embsql.connect()
+    >>> _ = con.execute("CREATE TABLE ex AS SELECT m AS model, 'g' || (i % 8) AS topic, "
+    ...                 "[cos(i % 8 + s * sin(i)), sin(i % 8 + s * sin(i))] AS embedding "
+    ...                 "FROM range(64) t(i), (VALUES ('tight', 0.1), ('mid', 0.6), ('loose', 1.5)) m(m, s)")
+    >>> result = embsql.rank_models(con, "ex", group="topic", vector="embedding", model="model", replicates=500)
+    >>> [(r["model"], r["rank"], r["rank_low"], r["rank_high"], r["top"]) for r in result.to_dicts()]
+    [('loose', 3, 3, 3, False), ('mid', 2, 2, 2, False), ('tight', 1, 1, 1, True)]
+
+    A retrieval evaluation (per query; here a random score per query and model):
+
+    >>> import pyarrow as pa
+    >>> evaluation = pa.table({"model": ["a"] * 40 + ["b"] * 40 + ["c"] * 40, "qid": list(range(40)) * 3,
+    ...                        "metric": ["ndcg@10"] * 120,
+    ...                        "value": [0.9 - (i % 5) / 10 for i in range(40)] + [0.5 + (i % 3) / 10 for i in range(80)]})
+    >>> ranked = embsql.rank_models(con, evaluation, statistic="ndcg@10", replicates=500)
+    >>> [(r["model"], r["rank_low"], r["rank_high"], r["top"]) for r in ranked.to_dicts()]
+    [('a', 1, 1, True), ('b', 2, 3, False), ('c', 2, 3, False)]
+    """
+    if vector is None:
+        return _rank_evaluation(con, source, group=group, model="model" if model is None else model,
+                                metric="ndcg@10" if statistic is None else statistic, queries=queries, level=level,
+                                replicates=replicates, seed=seed, sizes=sizes)
+    if group is None or model is None or queries is not None:
+        raise InputError("rank_models with vector= (a structure statistic) takes group= and model= (the group and "
+                         "model columns) and no queries=")
+    statistic = "r2" if statistic is None else statistic
+    check_model_name(model, RANK_COLUMNS, "rank_models")
+    with opened(con, source) as table:
+        parts = group_sums(con, table, group, vector, model=model)
+    if len(parts) < 2:
+        fail("model.too_few", column=f"model column {model!r}", models=len(parts), needs="a ranking")
+    names = [value for value, _ in parts]
+    sums = [canonical(s) for _, s in parts]
+    for name, s in zip(names[1:], sums[1:]):
+        check_same_groups(names[0], sums[0], name, s)
+    rows = structure_rows(names, sums, statistic, replicates=replicates, seed=seed, level=level, sizes=sizes)
+    return ResultTable.of_models("rank_models", model, RANK_COLUMNS, [(row["model"], row) for row in rows])
+
+
+def _rank_evaluation(con: duckdb.DuckDBPyConnection, source: object, *, group: str | None, model: str, metric: str,
+                     queries: object, level: float, replicates: int, seed: int, sizes: str) -> ResultTable:
+    """rank_models on a per-query evaluation: one metric, the queries clustered by paraphrase group."""
+    if metric in STATISTICS:
+        raise InputError(f"statistic {metric!r} is a structure statistic: pass vector= (with group= and model=) "
+                         "to rank models by it; without vector= the source is a per-query evaluation and the "
+                         "statistic one of its metrics ('ndcg@10')")
+    if sizes != "auto":
+        raise InputError("sizes= is for a structure statistic (with vector=), not for a retrieval evaluation")
+    check_model(model, RANK_COLUMNS, "rank_models")
+    with ExitStack() as stack:
+        rows, groups = evaluation_columns(con, stack, source, queries=queries, group=group, model=model,
+                                          function="rank_models")
+    ranked = rank_metric(rows["model"], rows["qid"], rows["metric"], rows["value"], groups, metric=metric,
+                         replicates=replicates, seed=seed, level=level, what="evaluation")
+    return ResultTable.of_models("rank_models", model, RANK_COLUMNS, [(row["model"], row) for row in ranked])

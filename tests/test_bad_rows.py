@@ -1,0 +1,289 @@
+"""bad_rows="skip" (SQL bad_rows := 'skip', CLI --skip-bad-rows): rows whose vector is NULL, zero or
+non-finite are left out and counted per model and reason, and the figures are those of the same
+call on the table with those rows removed beforehand in SQL (the reference here: a WHERE clause
+written independently of embsql's own rule).  Without skipping, the error names the model, the
+item (when item= is given) and the row counted from 1.
+
+The table: three models (a: 4-d, b: 3-d, c: 5-d, 60 items each, items i -> group i mod 5).
+  model a: item 3 NULL vector, item 7 zero vector, item 20 NaN coordinate  -> 1 NULL, 1 zero, 1 non-finite
+  model b: item 10 NaN, item 11 +inf, item 12 NULL element, item 14 NULL vector, item 15 zero
+                                                                            -> 2 NULL, 1 zero, 2 non-finite
+  model c: no bad row                                                      -> 0, 0, 0
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+import subprocess
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from test_cli import embsql_cli
+from test_icc import duckdb_cli
+
+import embsql
+from embsql import InputError
+from embsql.io.resources import sql_entry_file
+
+MODELS = {"a": 4, "b": 3, "c": 5}
+ITEMS = 60
+BAD = {("a", 3): "null", ("a", 7): "zero", ("a", 20): "nan",
+       ("b", 10): "nan", ("b", 11): "inf", ("b", 12): "null_element", ("b", 14): "null", ("b", 15): "zero"}
+COUNTS = {"a": {"skipped_null": 1, "skipped_zero": 1, "skipped_nonfinite": 1},
+          "b": {"skipped_null": 2, "skipped_zero": 1, "skipped_nonfinite": 2},
+          "c": {"skipped_null": 0, "skipped_zero": 0, "skipped_nonfinite": 0}}
+# the cleaned table, by a rule written here in SQL: a non-NULL vector with no NULL, NaN or infinite
+# element and at least one non-zero element
+CLEAN = ("SELECT * FROM {source} WHERE v IS NOT NULL "
+         "AND len(list_filter(v, lambda x: x IS NULL OR isnan(x) OR isinf(x))) = 0 "
+         "AND len(list_filter(v, lambda x: x <> 0)) > 0")
+
+
+def _vector(kind: str | None, good: list[float]) -> list[float | None] | None:
+    d = len(good)
+    return {None: good, "null": None, "zero": [0.0] * d, "nan": [math.nan] + good[1:], "inf": [math.inf] + good[1:],
+            "null_element": [None] + good[1:]}[kind]
+
+
+def bad_table() -> pa.Table:
+    rng = np.random.default_rng(32)
+    rows = []
+    for model, d in MODELS.items():
+        centres = rng.standard_normal((5, d))
+        for i in range(ITEMS):
+            good = (centres[i % 5] + 0.8 * rng.standard_normal(d)).tolist()
+            rows.append({"m": model, "item": f"i{i:02d}", "g": f"g{i % 5}", "v": _vector(BAD.get((model, i)), good)})
+    return pa.Table.from_pylist(rows, schema=pa.schema([("m", pa.string()), ("item", pa.string()), ("g", pa.string()),
+                                                        ("v", pa.list_(pa.float64()))]))
+
+
+@pytest.fixture(scope="module")
+def con():
+    con = embsql.connect()
+    con.register("bad_arrow", bad_table())
+    con.execute("CREATE TABLE t AS SELECT * FROM bad_arrow")
+    con.execute(f"CREATE TABLE clean AS {CLEAN.format(source='t')}")
+    assert con.execute("SELECT count(*) FROM t").fetchall()[0][0] - con.execute("SELECT count(*) FROM clean").fetchall()[0][0] \
+        == len(BAD)
+    yield con
+    con.close()
+
+
+def _counts(skipped, model: str = "m") -> dict:
+    return {row[model]: {k: v for k, v in row.items() if k != model} for row in skipped.to_dicts()}
+
+
+def _same(got: list[dict], expected: list[dict]) -> None:
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert g.keys() == e.keys()
+        for key in g:
+            if isinstance(e[key], float):
+                assert g[key] == pytest.approx(e[key], rel=1e-12, abs=1e-14), key
+            else:
+                assert g[key] == e[key], key
+
+
+# ---------------------------------------------------------------------------------------------- Python faces
+
+def test_anova_skipping_gives_the_cleaned_tables_figures_and_the_counts(con):
+    got = embsql.anova(con, "t", group="g", vector="v", model="m", item="item", bad_rows="skip")
+    expected = embsql.anova(con, "clean", group="g", vector="v", model="m", item="item")
+    _same(got.to_dicts(), expected.to_dicts())
+    assert got.column("n") == [ITEMS - 3, ITEMS - 5, ITEMS]
+    assert _counts(got.skipped) == COUNTS
+    assert expected.skipped is None                 # nothing asked, nothing attached
+    assert "(8 rows with an unusable vector were skipped: .skipped)" in repr(got)
+
+
+def test_groups_skipping_gives_the_cleaned_tables_figures_and_the_counts(con):
+    got = embsql.groups(con, "t", group="g", vector="v", model="m", bad_rows="skip")
+    expected = embsql.groups(con, "clean", group="g", vector="v", model="m")
+    _same(got.to_dicts(), expected.to_dicts())
+    assert _counts(got.skipped) == COUNTS
+
+
+def test_permanova_skipping_gives_the_cleaned_tables_observed_statistic_and_the_counts(con):
+    got = embsql.permanova(con, "t", group="g", vector="v", model="m", permutations=19, bad_rows="skip",
+                           check_dispersion=False)
+    expected = embsql.permanova(con, "clean", group="g", vector="v", model="m", permutations=19,
+                                check_dispersion=False)
+    observed = ["m", "n", "groups", "ss_t", "ss_w", "ss_b", "r2", "f"]
+    _same([{k: row[k] for k in observed} for row in got.to_dicts()],
+          [{k: row[k] for k in observed} for row in expected.to_dicts()])
+    assert _counts(got.skipped) == COUNTS
+
+
+def test_dispersion_skipping_gives_the_cleaned_tables_figures_and_the_counts(con):
+    got = embsql.dispersion(con, "t", group="g", vector="v", model="m", permutations=19, bad_rows="skip")
+    expected = embsql.dispersion(con, "clean", group="g", vector="v", model="m", permutations=19)
+    _same([{k: v for k, v in row.items() if k != "p_value"} for row in got.test.to_dicts()],
+          [{k: v for k, v in row.items() if k != "p_value"} for row in expected.test.to_dicts()])
+    _same(got.groups.to_dicts(), expected.groups.to_dicts())
+    assert _counts(got.skipped) == COUNTS
+
+
+def test_jackknife_skipping_gives_the_cleaned_tables_figures_and_the_counts(con):
+    got = embsql.jackknife(con, "t", group="g", vector="v", model="m", bad_rows="skip")
+    expected = embsql.jackknife(con, "clean", group="g", vector="v", model="m")
+    _same(got.to_dicts(), expected.to_dicts())
+    assert _counts(got.skipped) == COUNTS
+
+
+def test_the_report_skipping_gives_the_cleaned_tables_summary_and_the_counts(con):
+    got = embsql.report("t", vector="v", group="g", model="m", permutations=0, replicates=50,
+                        bad_rows="skip").run(con, progress=False)
+    expected = embsql.report("clean", vector="v", group="g", model="m", permutations=0,
+                             replicates=50).run(con, progress=False)
+    _same(got.summary.to_dicts(), expected.summary.to_dicts())
+    assert got.meta["skipped"] == COUNTS
+    assert "skipped" not in expected.meta
+    notes = " ".join(got.meta.get("notes", []))
+    assert ("skipped 8 row(s) with an unusable vector (model a: 1 NULL, 1 zero, 1 NaN/inf; "
+            "model b: 2 NULL, 1 zero, 2 NaN/inf)") in notes
+
+
+def test_permanova_terms_skipping_gives_the_cleaned_tables_figures_and_the_counts(con):
+    got = embsql.permanova_terms(con, "t", terms=["g"], vector="v", model="m", permutations=19, bad_rows="skip")
+    expected = embsql.permanova_terms(con, "clean", terms=["g"], vector="v", model="m", permutations=19)
+    _same(got.to_dicts(), expected.to_dicts())
+    assert _counts(got.skipped) == COUNTS
+
+
+@pytest.mark.parametrize("face", ["anova", "permanova", "permanova_terms", "knn_agreement"])
+def test_a_row_named_after_skipping_is_its_row_in_the_table(face):
+    """Rows 2 (NULL) and 3 (zero) are skipped; row 5's vector has another length: the error names
+    row 5, counted in the table as given, not among the rows kept."""
+    vectors = [[1.0, 0.0], None, [0.0, 0.0], [0.6, 0.8], [0.1, 0.2, 0.3], [0.0, 1.0], [0.8, 0.6], [0.3, 0.9]]
+    table = pa.table({"m": ["a"] * 8, "item": [f"i{i}" for i in range(8)], "g": ["x", "x", "x", "x", "y", "y", "y", "y"],
+                      "v": pa.array(vectors, pa.list_(pa.float64()))})
+    con = embsql.connect()
+    con.register("short", table)
+    calls = {
+        "anova": lambda: embsql.anova(con, "short", group="g", vector="v", model="m", bad_rows="skip"),
+        "permanova": lambda: embsql.permanova(con, "short", group="g", vector="v", model="m", permutations=9,
+                                              bad_rows="skip"),
+        "permanova_terms": lambda: embsql.permanova_terms(con, "short", terms=["g"], vector="v", model="m",
+                                                          permutations=9, bad_rows="skip"),
+        "knn_agreement": lambda: embsql.knn_agreement(con, "short", item="item", model="m", vector="v", k=2,
+                                                      bad_rows="skip"),
+    }
+    with pytest.raises(embsql.BadVectorError, match=r"a vector of length 3 at row 5 \(model 'a'"):
+        calls[face]()
+
+
+# ---------------------------------------------------------------------------------------------- SQL
+
+def _csv_rows(text: str) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_emb_anova_skipping_in_the_stock_cli_gives_the_cleaned_tables_figures_and_the_counts(tmp_path):
+    pq.write_table(bad_table(), tmp_path / "t.parquet")
+    columns = "m, n, groups, ss_t, ss_w, ss_b, r2, f"
+    script = (f".read {sql_entry_file()}\n.mode csv\n"
+              f"CREATE VIEW clean AS {CLEAN.format(source=repr(str(tmp_path / 't.parquet')))};\n"
+              f"SELECT {columns}, skipped_null, skipped_zero, skipped_nonfinite FROM emb_anova('{tmp_path / 't.parquet'}', "
+              f"'g', 'v', model := 'm', bad_rows := 'skip') ORDER BY m;\n"
+              f"SELECT {columns} FROM emb_anova('clean', 'g', 'v', model := 'm') ORDER BY m;\n")
+    out = subprocess.run([duckdb_cli()], input=script, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and not out.stderr, out.stderr
+    blocks = re.split(r"^(?=m,n,)", out.stdout, flags=re.MULTILINE)[1:]       # one CSV block per SELECT
+    assert len(blocks) == 2, out.stdout
+    got, expected = (_csv_rows(block) for block in blocks)
+    assert [row["m"] for row in got] == list(MODELS)
+    for g, e in zip(got, expected):
+        assert {k: int(g[k]) for k in COUNTS["a"]} == COUNTS[g["m"]]
+        assert (g["n"], g["groups"]) == (e["n"], e["groups"])
+        for key in ("ss_t", "ss_w", "ss_b", "r2", "f"):
+            assert float(g[key]) == pytest.approx(float(e[key]), rel=1e-12), key
+
+
+def test_emb_permanova_skipping_gives_the_cleaned_tables_observed_statistic_and_the_counts(con):
+    columns = "m, n, groups, ss_t, ss_w, ss_b, r2, f"
+    got = con.sql(f"SELECT {columns}, skipped_null, skipped_zero, skipped_nonfinite FROM "
+                  "emb_permanova('t', 'g', 'v', model := 'm', permutations := 19, bad_rows := 'skip') ORDER BY m")
+    expected = con.sql(f"SELECT {columns} FROM emb_permanova('clean', 'g', 'v', model := 'm', permutations := 19) "
+                       "ORDER BY m")
+    got_rows = [dict(zip(got.columns, row)) for row in got.fetchall()]
+    expected_rows = [dict(zip(expected.columns, row)) for row in expected.fetchall()]
+    _same([{k: row[k] for k in expected.columns} for row in got_rows], expected_rows)
+    assert {row["m"]: {k: row[k] for k in COUNTS["a"]} for row in got_rows} == COUNTS
+
+
+def test_emb_anova_without_skipping_has_no_skipped_columns_and_refuses_naming_the_model(con):
+    columns = [row[0] for row in con.sql("DESCRIBE SELECT * FROM emb_anova('clean', 'g', 'v', model := 'm')").fetchall()]
+    assert not any(c.startswith("skipped_") for c in columns)
+    with pytest.raises(embsql.BadVectorError) as raised:
+        embsql.run_sql(con, "SELECT * FROM emb_anova('t', 'g', 'v', model := 'm')")
+    assert re.match(r"embsql: \[vector\.\w+\] vector column \"v\" has 1 unusable vector\(s\) in group 'g\d' of "
+                    r"model 'a' \(", str(raised.value)), str(raised.value)
+
+
+# ---------------------------------------------------------------------------------------------- the command line
+
+def test_the_cli_skip_bad_rows_prints_the_counts_per_model_and_reason(tmp_path):
+    pq.write_table(bad_table(), tmp_path / "t.parquet")
+    out = embsql_cli("report", tmp_path / "t.parquet", "--vector", "v", "--group", "g", "--model", "m",
+                     "--permutations", "0", "--no-progress", "--skip-bad-rows")
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())            # the note wraps at the terminal's width
+    assert ("skipped 8 row(s) with an unusable vector (model a: 1 NULL, 1 zero, 1 NaN/inf; "
+            "model b: 2 NULL, 1 zero, 2 NaN/inf)") in text
+    refused = embsql_cli("report", tmp_path / "t.parquet", "--vector", "v", "--group", "g", "--model", "m",
+                         "--permutations", "0", "--no-progress")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "NULL vector at row 4 (model 'a'" in refused.stderr, refused.stderr
+
+
+# ---------------------------------------------------------------------------------------------- the messages
+
+def test_a_bad_vector_is_named_by_model_item_and_row_from_1(con):
+    """Row 4 is model a's item i03 (rows are counted from 1 in table order); with model a's three
+    bad rows removed and model b's but one, model b's bad row (item i10) is row 57 + 10 + 1."""
+    with pytest.raises(embsql.BadVectorError, match=r"^vector column 'v' has a NULL vector at row 4 "
+                                                    r"\(model 'a', item 'i03', group 'g3'\)"):
+        embsql.anova(con, "t", group="g", vector="v", model="m", item="item")
+    with pytest.raises(embsql.BadVectorError, match=r"^vector column 'v' has a NULL vector at row 4 "
+                                                    r"\(model 'a', group 'g3'\)"):
+        embsql.anova(con, "t", group="g", vector="v", model="m")
+    con.execute("CREATE OR REPLACE TABLE only_b AS SELECT * FROM t "
+                "WHERE NOT (m = 'a' AND item IN ('i03', 'i07', 'i20')) "
+                "AND NOT (m = 'b' AND item IN ('i11', 'i12', 'i14', 'i15')) ORDER BY m, item")
+    with pytest.raises(embsql.BadVectorError, match=r"^vector column 'v' has a NaN vector at row 68 "
+                                                    r"\(model 'b', item 'i10', group 'g0'\)"):
+        embsql.groups(con, "only_b", group="g", vector="v", model="m", item="item")
+    with pytest.raises(embsql.BadVectorError, match=r"^vector column 'v' has a NaN vector at row 68 "
+                                                    r"\(model 'b', group 'g0'\)"):
+        embsql.permanova(con, "only_b", group="g", vector="v", model="m", permutations=9)
+
+
+def test_a_bad_vector_is_named_by_model_item_and_row_from_1_on_the_paired_faces(con):
+    with pytest.raises(embsql.BadVectorError, match=r"vector at row 4 \(model 'a', item 'i03'"):
+        embsql.knn_agreement(con, "t", item="item", model="m", vector="v", k=3)
+
+
+@pytest.mark.parametrize("call", [
+    lambda con: embsql.anova(con, "t", group="g", vector="v", bad_rows="drop"),
+    lambda con: embsql.permanova(con, "t", group="g", vector="v", permutations=9, bad_rows="drop"),
+    lambda con: embsql.knn_agreement(con, "t", item="item", model="m", vector="v", bad_rows="drop"),
+    lambda con: embsql.report("t", vector="v", group="g", bad_rows="drop").run(con, progress=False),
+], ids=["anova", "permanova", "knn_agreement", "report"])
+def test_an_invalid_bad_rows_is_refused_with_its_kind(con, call):
+    with pytest.raises(InputError) as raised:
+        call(con)
+    assert raised.value.kind == "argument.bad_rows"
+    assert "'drop'" in str(raised.value) and "'error' or 'skip'" in str(raised.value)
+
+
+@pytest.mark.parametrize("function", ["emb_anova", "emb_groups"])
+def test_an_invalid_bad_rows_is_refused_in_sql_with_its_kind(con, function):
+    with pytest.raises(InputError) as raised:
+        embsql.run_sql(con, f"SELECT * FROM {function}('t', 'g', 'v', bad_rows := 'drop')")
+    assert raised.value.kind == "argument.bad_rows"
+    assert str(raised.value) == "embsql: [argument.bad_rows] bad_rows must be 'error' or 'skip', not 'drop'"
