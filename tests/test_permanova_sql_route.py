@@ -228,7 +228,7 @@ def test_a_bad_argument_is_refused_whatever_columns_are_read(con):
     even when only emb_anova's columns are read."""
     for columns in ("*", "n", "r2, f"):
         unknown = (r"^embsql: \[argument\.unknown\] emb_permanova has no argument null_method :=; it takes: "
-                   r"source, \"group\", vector, permutations, seed, strata, model$")
+                   r"source, \"group\", vector, permutations, seed, strata, model, bad_rows$")
         with pytest.raises(embsql.ArgumentError, match=unknown):
             embsql.run_sql(con, f"SELECT {columns} FROM emb_permanova('equal', 'g', 'v', null_method := 'wild bootstrap')")
         assert sql_error(con, f"SELECT {columns} FROM emb_permanova('equal', 'g', 'v', permutations := 0)") == \
