@@ -80,7 +80,7 @@ ADVICE = {
     "value": "Filter out or fill the NULL or non-finite values; relevance must be a whole number of 0 or more.",
     "distance": "Give every pair of labelled ids once (or in both orders with the same distance), distances "
                 "finite and ≥ 0, 0 on the diagonal, and a label for every id.",
-    "argument": "Pass the argument as the message says: the new name of a renamed one, a value in its range.",
+    "argument": "Pass the argument as the message says: one of the names the function takes, a value in its range.",
     "query": "The query was stopped (embsql.interrupt or Ctrl-C); run it again.",
     "item": "Compare predictions of the same items: every model's per-item table must hold every item.",
     "metric": "Name each retrieval metric once, as a metric the message lists with a cutoff of 1 or more "
@@ -169,8 +169,8 @@ def cli_page() -> str:
     parser = build_parser()
     out = ["# Command line", "",
            f"`embsql`: {parser.description}", "",
-           "A flag is the argument's name of the Python and SQL faces with `-` for `_` (`--doc-id`); an old "
-           "spelling is refused with one line naming the new flag (`embsql: --by is now --model`, exit 2).", "",
+           "A flag is the argument's name of the Python and SQL faces with `-` for `_` (`--doc-id`); an "
+           "unknown flag is one line and exit 2.", "",
            "Exit codes: 0 ok; 1 a finding you asked to fail on (`--min-r2`, `--fail-if-dispersion`); 2 bad "
            "input, as one line naming the column or value (`--debug` shows the traceback); 130 interrupted "
            "(Ctrl-C prints the one line `embsql: interrupted`). A bare `embsql` prints the help below and exits "
@@ -227,7 +227,7 @@ def errors_page() -> str:
 # ---------------------------------------------------------------- mkdocs
 
 def vocabulary_page() -> str:
-    """The one vocabulary (embsql.vocabulary): every argument name with its meaning, and the old names."""
+    """The one vocabulary (embsql.vocabulary): every argument name with its meaning."""
 
     def table(names: dict[str, str]) -> list[str]:
         cell = lambda text: text.replace("|", chr(92) + "|")      # a | in a meaning would end the cell
@@ -248,12 +248,6 @@ def vocabulary_page() -> str:
     for title, names in (("Tables and their columns", {**vocabulary.TABLES, **vocabulary.COLUMNS}),
                          ("Options", vocabulary.OPTIONS), ("Command line only", vocabulary.CLI)):
         out += [f"## {title}", "", *table(names), ""]
-    out += ["## Old names", "", "Each is refused with an error that names the new one "
-            "(`by= is now model=`, `embsql: [argument.renamed] by := is now model :=`, `--by is now --model`).", "",
-            "| old | new |", "|---|---|", *[f"| `{o}` | `{n}` |" for o, n in vocabulary.REMOVED.items()], "",
-            "Arguments that moved to another SQL function (`embsql: [argument.moved]`):", "",
-            "| function | argument | now |", "|---|---|---|",
-            *[f"| `{f}` | `{a}` | {now} |" for (f, a), now in vocabulary.MOVED_SQL.items()], ""]
     return "\n".join(out)
 
 

@@ -6,9 +6,9 @@ Exit codes: 0 ok; 1 a finding the user asked to fail on (--fail-if-dispersion, -
 exits 0; ``embsql --version`` prints the version.
 NO_COLOR is honoured (rich reads it).
 
-A flag is a name of the one vocabulary (embsql.vocabulary) with - for _ (``--doc-id``); an old
-spelling (``--by``) is refused with exit 2 and one line naming the new flag.  This module imports
-the rest of embsql inside the commands, so that ``embsql --help`` starts fast.
+A flag is a name of the one vocabulary (embsql.vocabulary) with - for _ (``--doc-id``); an unknown
+flag is exit 2 and one line.  This module imports the rest of embsql inside the commands, so that
+``embsql --help`` starts fast.
 """
 
 from __future__ import annotations
@@ -16,12 +16,10 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from embsql.errors import EmbsqlError, InputError
-from embsql.vocabulary import REMOVED
 
 if TYPE_CHECKING:
     import duckdb
@@ -59,29 +57,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_INPUT, f"embsql: error: {message} (see {self.prog} --help)\n")
 
 
-class _Renamed(argparse.Action):
-    """A removed flag (embsql.vocabulary.REMOVED): refused with exit 2 and one line naming the new one."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str, new: str, **options: Any) -> None:
-        super().__init__(option_strings, dest, nargs="?", help=argparse.SUPPRESS, **options)
-        self.new = new
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> NoReturn:
-        parser.exit(EXIT_INPUT, f"embsql: {option_string} is now {self.new}\n")
-
-
 def flag(name: str) -> str:
     """The command-line flag of a vocabulary name: ``doc_id`` -> ``--doc-id``."""
     return "--" + name.replace("_", "-")
-
-
-def _refuse_old_spellings(parser: argparse.ArgumentParser) -> None:
-    """Every old spelling of one of ``parser``'s flags is refused, naming the flag (--by: --model)."""
-    flags = {option for action in parser._actions for option in action.option_strings}   # argparse lists no other way
-    for old, new in REMOVED.items():
-        if flag(new) in flags and flag(old) not in flags:
-            parser.add_argument(flag(old), action=_Renamed, new=flag(new), dest=f"removed_{old}")
 
 
 def _open(data: str | None) -> tuple[duckdb.DuckDBPyConnection, str | None]:
@@ -383,7 +361,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="leave out rows whose vector is NULL, zero or NaN/infinite (counted per model in a note) "
                              "instead of stopping at the first")
     _engine_arguments(report)
-    _refuse_old_spellings(report)
     report.set_defaults(run=_report)
 
     sql = commands.add_parser("sql", help="print the SQL a report runs, for any engine",
@@ -397,7 +374,6 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("--dims", type=_dims, metavar="MODEL=D,...",
                      help="the vector length of each model (or one D): print only the aggregate, probe nothing; "
                           "with --table, DATA may be left out")
-    _refuse_old_spellings(sql)
     sql.set_defaults(run=_sql)
 
     sql_path = commands.add_parser("sql-path", help="print the path of the installed embsql.sql, for the DuckDB CLI",
@@ -415,7 +391,6 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seeds", type=int, default=20, help="number of random configurations to average (default 20)")
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     demo.add_argument("--out", metavar="FILE", help="write the demo as an HTML report to FILE")
-    _refuse_old_spellings(demo)
     demo.set_defaults(run=_demo)
     return parser
 

@@ -231,7 +231,6 @@ CATALOGUE: dict[str, Check] = {
     "argument.scope": Check(InputError, _ARGUMENT),
     "argument.range": Check(InputError, "{name} must be in {interval}, got {name} = {value}"),
     "argument.k": Check(InputError, _ARGUMENT),
-    "argument.by_terms": Check(InputError, _ARGUMENT),
     "argument.interrupt": Check(InputError, _ARGUMENT),
     "argument.sums": Check(InputError, _ARGUMENT),
     "argument.bad_rows": Check(InputError, _ARGUMENT),
@@ -239,10 +238,8 @@ CATALOGUE: dict[str, Check] = {
     "argument.missing": Check(InputError, _ARGUMENT),
     "argument.p_adjust": Check(InputError, _ARGUMENT),
     "argument.intervals": Check(InputError, _ARGUMENT),
-    # an old spelling (embsql.vocabulary.REMOVED), or a name a function does not take
-    "argument.renamed": Check(ArgumentError, "{old} is now {new} (in {where})"),
+    # a named argument a SQL function does not take (DuckDB's binder error, turned by embsql.run_sql)
     "argument.unknown": Check(ArgumentError, "{where} has no argument {name}; it takes: {takes}"),
-    "argument.moved": Check(ArgumentError, "{where} does not take {old}: {instead}"),
     "column.collision": Check(
         InputError, "model column {column} has the name of one of {function}'s output columns (the output keeps "
                     "the model column's name); rename it, e.g. SELECT {column} AS model_name"),

@@ -21,8 +21,7 @@ is loaded after the Python UDFs.  The examples read the tables of sql/examples.s
 
 sql/build.py renders sql/README.md from these blocks (and generates the list of output columns
 that a model column must not be named like); tests/test_sql_reference.py holds every block to
-what DuckDB registers.  :data:`REFUSED` are the parameters a function keeps only to refuse an old
-spelling (``by :=`` is now ``model :=``): they are not documented as arguments.
+what DuckDB registers.
 """
 
 from __future__ import annotations
@@ -33,7 +32,6 @@ from pathlib import Path
 
 from embsql.io.resources import resource_dir
 
-REFUSED = ("by",)                       # parameters that only refuse an old spelling (embsql.vocabulary.REMOVED)
 MODEL_COLUMN = "<model>"                # an output column named after the model argument
 KEYWORDS = ("group",)                   # argument names SQL needs quoted ("group" := 'topic')
 _TAG = re.compile(r"@(function|param|column|returns|notes|example)\b ?(.*)")

@@ -5,8 +5,9 @@ the Python faces' keywords (``model='m'``), the command line's flags (``--model 
 report file's keys (``model = "m"``).  A flag is the name with ``-`` for ``_`` (``--doc-id``).
 The reference's vocabulary page is generated from :data:`NAMES`, and tests/test_vocabulary.py
 reads every SQL macro's, Python face's and CLI flag's parameters and fails on a name that is not
-here.  :data:`REMOVED` holds the spellings of earlier versions: each is refused with a message
-that names the new one (:func:`refuse`), so no old form keeps working by accident.
+here.  A name a function does not take is an error: Python's own TypeError for a face, ``embsql:
+[argument.unknown]`` listing what the function takes for a SQL function (embsql.run_sql), exit 2 and
+one line for a flag.
 
 Where a function returns one row per model, the model column keeps the input column's name, as
 ``GROUP BY`` would; a model column whose name is also one of the function's output columns is an
@@ -15,13 +16,11 @@ error naming both (:func:`check_model_name`), never a silently overwritten colum
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Iterable, Mapping
-from typing import Never
+from collections.abc import Iterable
 
 from embsql.errors import fail
 
-__all__ = ["MOVED_SQL", "NAMES", "REMOVED", "Never", "check_model_name", "refuse"]
+__all__ = ["NAMES", "check_model_name"]
 
 # name -> what it means.  Grouped by what the name stands for; the order is the reference page's.
 TABLES: dict[str, str] = {
@@ -155,71 +154,6 @@ RESULTS: dict[str, str] = {
 }
 NAMES: dict[str, str] = {**TABLES, **COLUMNS, **OPTIONS, **CLI,
                          **{name: meaning for name, meaning in RESULTS.items() if name not in OPTIONS}}
-
-# old name -> new name.  Refused everywhere (SQL, Python, CLI, TOML) with a message naming the new name.
-REMOVED: dict[str, str] = {
-    "by": "model",
-    "model_col": "model",
-    "group_col": "group",
-    "vector_col": "vector",
-    "item_col": "item",
-    "value_col": "value",
-    "qid_col": "qid",
-    "doc_id_col": "doc_id",
-    "positive_col": "positive",
-    "level_col": "strength",
-    "relevance_col": "relevance",
-    "score_col": "score",
-    "doc_group_col": "doc_group",
-    "doc_vector_col": "doc_vector",
-    "i_col": "i",
-    "j_col": "j",
-    "d_col": "distance",
-    "d": "distance",
-    "id_col": "item",
-    "id": "item",
-    "key": "item",
-    "stat": "statistic",
-    "by_terms": "sums",
-    "tbl": "source",
-    "dist_tbl": "distances",
-    "labels_tbl": "labels",
-}
-
-# (SQL function, argument) -> the function that takes it now: one statistic per function.
-MOVED_SQL: dict[tuple[str, str], str] = {
-    ("emb_permanova", "statistic"): "the Welch test is emb_permanova_welch(source, \"group\", vector, ...)",
-    ("emb_permanova", "null_method"): "the Welch test is emb_permanova_welch(source, \"group\", vector, ...)",
-    ("emb_permanova_dist", "statistic"): "the Welch test is emb_permanova_welch_dist(distances, labels, \"group\", ...)",
-    ("emb_permanova_dist", "null_method"): "the Welch test is emb_permanova_welch_dist(distances, labels, \"group\", ...)",
-}
-
-
-def refuse(function: Callable[..., object], removed: Mapping[str, object], *,
-           renamed: Mapping[str, str] | None = None, moved: Mapping[str, str] | None = None) -> None:
-    """Refuse the keywords a face's ``**removed`` caught.  A face calls this first thing::
-
-        def anova(con, source, *, group: str, vector: str, model: str | None = None, **removed: Never):
-            refuse(anova, removed)
-
-    (``**removed: Never`` lets mypy flag any keyword the face does not take.)  An old spelling whose
-    new name the function takes (:data:`REMOVED`, or the function's own ``renamed``: old -> new) is
-    ``argument.renamed`` ("by= is now model="); an argument that went to another function
-    (``moved``: name -> what to call instead) is ``argument.moved``; any other name is
-    ``argument.unknown``, listing what the function takes."""
-    if not removed:
-        return
-    name = next(iter(removed))
-    takes = [p.name for p in inspect.signature(function).parameters.values()
-             if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    where = f"embsql.{function.__name__}()"
-    new = (renamed or {}).get(name, REMOVED.get(name))
-    if new in takes:
-        fail("argument.renamed", old=f"{name}=", new=f"{new}=", where=where)
-    if moved and name in moved:
-        fail("argument.moved", old=f"{name}=", where=where, instead=moved[name])
-    fail("argument.unknown", name=repr(name), where=where, takes=", ".join(takes))
-
 
 def check_model_name(model: str | None, output: Iterable[str], function: str) -> None:
     """Refuse a model column whose name is one of ``function``'s output columns: the output keeps

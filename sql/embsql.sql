@@ -126,8 +126,6 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_range("name", "interval", "value
     error(format('embsql: [argument.range] {} must be in {}, got {} = {}', "name", "interval", "name", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_k("name", "rule", "value") AS
     error(format('embsql: [argument.k] {} must be {}, not {}', "name", "rule", "value"));
-CREATE OR REPLACE TEMP MACRO emb__fail_argument_by_terms("name", "rule", "value") AS
-    error(format('embsql: [argument.by_terms] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_interrupt("name", "rule", "value") AS
     error(format('embsql: [argument.interrupt] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_sums("name", "rule", "value") AS
@@ -142,12 +140,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_argument_p_adjust("name", "rule", "value"
     error(format('embsql: [argument.p_adjust] {} must be {}, not {}', "name", "rule", "value"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_intervals("name", "rule", "value") AS
     error(format('embsql: [argument.intervals] {} must be {}, not {}', "name", "rule", "value"));
-CREATE OR REPLACE TEMP MACRO emb__fail_argument_renamed("old", "new", "where") AS
-    error(format('embsql: [argument.renamed] {} is now {} (in {})', "old", "new", "where"));
 CREATE OR REPLACE TEMP MACRO emb__fail_argument_unknown("where", "name", "takes") AS
     error(format('embsql: [argument.unknown] {} has no argument {}; it takes: {}', "where", "name", "takes"));
-CREATE OR REPLACE TEMP MACRO emb__fail_argument_moved("where", "old", "instead") AS
-    error(format('embsql: [argument.moved] {} does not take {}: {}', "where", "old", "instead"));
 CREATE OR REPLACE TEMP MACRO emb__fail_column_collision("column", "function") AS
     error(format('embsql: [column.collision] model column {} has the name of one of {}''s output columns (the output keeps the model column''s name); rename it, e.g. SELECT {} AS model_name', "column", "function", "column"));
 CREATE OR REPLACE TEMP MACRO emb__fail_column_reserved("role", "column", "rule", "function") AS
@@ -228,16 +222,14 @@ CREATE OR REPLACE TEMP MACRO emb__reserved_prefix() AS '__emb_';
 
 
 -- ---------------------------------------------------------------------------
--- The model argument, checked before anything is read.  by := (its old name) is refused, and so is
--- a model column whose name is one of the function's output columns (the output keeps the model
--- column's name; outputs is the function's emb__outputs_<function>(), generated from its reference
--- block by sql/build.py).  A public macro hands its source table through this: query_table() needs
+-- The model argument, checked before anything is read: a model column whose name is one of the
+-- function's output columns is refused (the output keeps the model column's name; outputs is the
+-- function's emb__outputs_<function>(), generated from its reference block by sql/build.py).  A public macro hands its source table through this: query_table() needs
 -- its argument when the query is bound, so the refusal is raised then, before any row is read
 -- (a check in a filter or a join could come after another error from the data).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, "by", outputs) AS
+CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, outputs) AS
     CASE
-        WHEN "by" IS NOT NULL THEN emb__fail_argument_renamed('by :=', 'model :=', function)
         WHEN list_contains(outputs, lower(model))     -- (the column quoted as SQL names it, for the message's SELECT ... AS)
             THEN emb__fail_column_collision('"' || replace(model, '"', '""') || '"', function)
         -- the prefix of the macros' own columns, which carry the model column beside them (see above)
@@ -270,20 +262,20 @@ CREATE OR REPLACE TEMP MACRO emb__checked_names(source, function, columns) AS
 -- optional, emb_knn_classify and the similarity functions, would pool the models): it is refused,
 -- naming the column the table has.  A filter's value (true), for a WHERE.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__model_case(tbl, model_col) AS (
+CREATE OR REPLACE TEMP MACRO emb__model_case(source, model) AS (
     SELECT CASE
-        WHEN model_col IS NOT NULL AND __emb_exact = 1 AND __emb_any > 1
-            THEN emb__fail_column_missing('model', format('''{}''', model_col), format('''{}''', tbl),
+        WHEN model IS NOT NULL AND __emb_exact = 1 AND __emb_any > 1
+            THEN emb__fail_column_missing('model', format('''{}''', model), format('''{}''', source),
                      format('; its column ''{}'' differs only in case (column names match exactly, case included)',
                             __emb_names[1]))
         ELSE true
     END
     -- (the columns' names, from one row or none: a table, a view or a file; the __emb_null stand-in
     -- makes each COLUMNS match one column at least)
-    FROM (SELECT len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))) AS __emb_exact,
-                 len(list_value(*COLUMNS(lambda c: lower(c) = lower(model_col) OR c = '__emb_null'))) AS __emb_any,
-                 [alias(COLUMNS(lambda c: lower(c) = lower(model_col) OR c = '__emb_null'))] AS __emb_names
-          FROM (SELECT 1 AS __emb_one) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true));
+    FROM (SELECT len(list_value(*COLUMNS(lambda c: c IN (model, '__emb_null')))) AS __emb_exact,
+                 len(list_value(*COLUMNS(lambda c: lower(c) = lower(model) OR c = '__emb_null'))) AS __emb_any,
+                 [alias(COLUMNS(lambda c: lower(c) = lower(model) OR c = '__emb_null'))] AS __emb_names
+          FROM (SELECT 1 AS __emb_one) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1) ON true));
 
 -- ---------------------------------------------------------------------------
 -- Shared rules, as scalar macros (each lives here once).
@@ -308,7 +300,7 @@ CREATE OR REPLACE TEMP MACRO emb__precision_error(what, model, ss, n, undefined)
     sqrt(greatest(ss, 0.0) / n), sqrt(emb__resolution2()),
     undefined || CASE WHEN undefined LIKE '% and %' THEN ' are' ELSE ' is' END);
 
-CREATE OR REPLACE TEMP MACRO emb__no_rows_error(tbl) AS emb__fail_source_empty(format('''{}''', tbl));
+CREATE OR REPLACE TEMP MACRO emb__no_rows_error(source) AS emb__fail_source_empty(format('''{}''', source));
 
 -- A label as DOUBLE when it is a number (for the NaN and -0.0 rule below), else NULL.  Typed
 -- overloads resolve by the argument's type at bind time, so any label type binds.
@@ -365,9 +357,9 @@ CREATE OR REPLACE TEMP MACRO emb__norm_scale(v, norm2) AS
          THEN list_max(list_transform(v::DOUBLE[], lambda x: abs(x))) END;
 
 -- The error for n unusable vectors in a group of a model (word: emb__unusable's, of the first one).
-CREATE OR REPLACE TEMP MACRO emb__bad_vector_error(word, vector_col, n, group_label, model) AS error(format(
+CREATE OR REPLACE TEMP MACRO emb__bad_vector_error(word, vector, n, group_label, model) AS error(format(
     'embsql: [{}] vector column "{}" has {} unusable vector(s) in group ''{}''{} ({}; vectors must be non-NULL, finite and of non-zero length)',
-    emb__vector_kind(word), vector_col, n, group_label, emb__of_model(model), word));
+    emb__vector_kind(word), vector, n, group_label, emb__of_model(model), word));
 
 -- NULL for a usable vector, else the word for what is wrong with it.
 CREATE OR REPLACE TEMP MACRO emb__unusable(v, norm2, scale) AS
@@ -408,7 +400,7 @@ CREATE OR REPLACE TEMP MACRO emb__skip_rows(bad_rows) AS
 -- With skip (bad_rows := 'skip'), the rows with an unusable vector are left out here, the one
 -- place every consumer reads rows from (emb__skipped counts them).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__rows(tbl, group_col, vector_col, by_col, extra_col, skip := false) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__rows(source, "group", vector, model, extra_col, skip := false) AS TABLE
 -- (nested SELECTs, so that each of the norm steps is computed once per row, not once per use)
 SELECT *, CASE WHEN __emb_bad IS NULL THEN emb__inverse_norm(__emb_v, __emb_nrm2, __emb_scale) END AS __emb_inv
 FROM (
@@ -424,56 +416,56 @@ SELECT
     * EXCLUDE (__emb_g0, __emb_gcols, __emb_vcols, __emb_xcols, __emb_bycols, __emb_vtype),
     CASE
         WHEN __emb_gcols = 1
-            THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, tbl))
+            THEN error(format('embsql: [column.missing] group column "{}" not found in {}', "group", source))
         WHEN __emb_vcols = 1
-            THEN error(format('embsql: [column.missing] vector column "{}" not found in {}', vector_col, tbl))
+            THEN error(format('embsql: [column.missing] vector column "{}" not found in {}', vector, source))
         WHEN NOT emb__is_vector_type(__emb_vtype) THEN error(format(
             'embsql: [column.type] vector column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d]){}',
-            vector_col, tbl, __emb_vtype, emb__text_vector_hint(vector_col, __emb_vtype)))
+            vector, source, __emb_vtype, emb__text_vector_hint(vector, __emb_vtype)))
         WHEN extra_col IS NOT NULL AND __emb_xcols = 1
-            THEN error(format('embsql: [column.missing] column "{}" not found in {}', extra_col, tbl))
-        WHEN by_col IS NOT NULL AND __emb_bycols = 1 AND NOT emb__model_case(tbl, by_col) THEN NULL  -- (another case)
-        WHEN by_col IS NOT NULL AND __emb_bycols = 1
-            THEN error(format('embsql: [column.missing] model column "{}" not found in {}', by_col, tbl))
+            THEN error(format('embsql: [column.missing] column "{}" not found in {}', extra_col, source))
+        WHEN model IS NOT NULL AND __emb_bycols = 1 AND NOT emb__model_case(source, model) THEN NULL  -- (another case)
+        WHEN model IS NOT NULL AND __emb_bycols = 1
+            THEN error(format('embsql: [column.missing] model column "{}" not found in {}', model, source))
         -- a NULL or NaN model value: refused like a group label (never a row for a NULL model)
-        WHEN by_col IS NOT NULL AND (__emb_b IS NULL OR (typeof(__emb_b) IN ('FLOAT', 'DOUBLE')
+        WHEN model IS NOT NULL AND (__emb_b IS NULL OR (typeof(__emb_b) IN ('FLOAT', 'DOUBLE')
                                                          AND isnan(emb__label_double(__emb_b))))
-            THEN emb__fail_label_null('model', format('"{}"', by_col), CASE WHEN __emb_b IS NULL THEN 'NULL' ELSE 'NaN' END,
+            THEN emb__fail_label_null('model', format('"{}"', model), CASE WHEN __emb_b IS NULL THEN 'NULL' ELSE 'NaN' END,
                                       format(' in a row of group ''{}''', __emb_g0))
-        ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
+        ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), "group", 'group')
     END AS __emb_g,
     emb__norm2(__emb_v) AS __emb_nrm2
 FROM (
     SELECT
-        COLUMNS(lambda c: c IN (by_col, '__emb_all')),
-        coalesce(*COLUMNS(lambda c: c IN (by_col, '__emb_null'))) AS __emb_b,
-        coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
-        (SELECT len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_gcols,
+        COLUMNS(lambda c: c IN (model, '__emb_all')),
+        coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null'))) AS __emb_b,
+        coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null'))) AS __emb_g0,
+        (SELECT len(list_value(*COLUMNS(lambda c: c IN ("group", '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1)) AS __emb_gcols,
         -- the vector column as DOUBLE[] through the typed emb__vector (any type binds, a fixed-size
         -- array becomes a list, which the stock CLI's CASE needs).  The first of the column and the
         -- NULL stand-in is taken from a row(), not by coalesce, which would copy every list again.
-        emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector_col, '__emb_null'))), 1)) AS __emb_v,
+        emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector, '__emb_null'))), 1)) AS __emb_v,
         -- the vector column's type, read from a one-row probe that exists even for an empty table
-        (SELECT typeof(coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_null'))))
-         FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true) AS __emb_vtype,
+        (SELECT typeof(coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_null'))))
+         FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1) ON true) AS __emb_vtype,
         -- an optional extra column (e.g. permutation strata), NULL when not asked for
         coalesce(*COLUMNS(lambda c: c IN (extra_col, '__emb_null'))) AS __emb_x,
-        (SELECT len(list_value(*COLUMNS(lambda c: c IN (extra_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_xcols,
-        (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_vcols,
-        (SELECT len(list_value(*COLUMNS(lambda c: c IN (by_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_bycols
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
+        (SELECT len(list_value(*COLUMNS(lambda c: c IN (extra_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1)) AS __emb_xcols,
+        (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1)) AS __emb_vcols,
+        (SELECT len(list_value(*COLUMNS(lambda c: c IN (model, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1)) AS __emb_bycols
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(source))
 )))))
 WHERE NOT skip OR __emb_bad IS NULL;
 
 -- The rows bad_rows := 'skip' leaves out, per by value (__emb_sb) and reason: a NULL vector or
 -- element, a zero-length vector, a NaN or infinite coordinate (the words of emb__unusable).
 -- A second pass over the rows, read only when skip is true.
-CREATE OR REPLACE TEMP MACRO emb__skipped(tbl, group_col, vector_col, by_col, skip) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__skipped(source, "group", vector, model, skip) AS TABLE
 SELECT __emb_b AS __emb_sb,
        count(*) FILTER (__emb_bad IN ('NULL', 'NULL-element')) AS skipped_null,
        count(*) FILTER (__emb_bad = 'zero-length') AS skipped_zero,
        count(*) FILTER (__emb_bad IN ('NaN', 'infinite')) AS skipped_nonfinite
-FROM emb__rows(tbl, group_col, vector_col, by_col, NULL)
+FROM emb__rows(source, "group", vector, model, NULL)
 WHERE skip
 GROUP BY __emb_b;
 
@@ -496,10 +488,10 @@ GROUP BY __emb_b;
 -- t = sum_i (z_i - mu).  Both terms are then of the size of the spread, not of n_g.  Only the rows
 -- of such groups are read a third time; when there are none (the usual case) that join is empty.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__group_blocks(tbl, group_col, vector_col, by_col, with_mean, skip := false) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__group_blocks(source, "group", vector, model, with_mean, skip := false) AS TABLE
 WITH rows AS NOT MATERIALIZED (
     SELECT *, len(__emb_v) AS __emb_d
-    FROM emb__rows(tbl, group_col, vector_col, by_col, NULL, skip := skip)
+    FROM emb__rows(source, "group", vector, model, NULL, skip := skip)
 ),
 -- Per group, from one row per item: counts, defects and lengths (and the length range of
 -- the by value, taken here over G rows rather than over the G * d rows of the sums).
@@ -509,7 +501,7 @@ counts AS (
         max(__emb_dmax) OVER (PARTITION BY __emb_b) AS __emb_dmax_all
     FROM (
         SELECT
-            COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g,
+            COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, __emb_g,
             count(*) FILTER (__emb_bad IS NULL) AS __emb_n,
             count(*) FILTER (__emb_bad IS NOT NULL) AS __emb_nbad,
             min(__emb_bad) AS __emb_bad,
@@ -548,14 +540,14 @@ blocks AS (
 -- the checks, on the G rows of counts joined with the G * d / 8 block rows (a group with no usable
 -- vector joins no block and keeps one row with a NULL block)
 checked AS MATERIALIZED (
-    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, c.__emb_dmax, s.__emb_j, s.__emb_sj
+    SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, c.__emb_dmax, s.__emb_j, s.__emb_sj
     FROM counts c
     LEFT JOIN blocks s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g = s.__emb_g
     WHERE CASE
-        WHEN c.__emb_nbad > 0 THEN emb__bad_vector_error(c.__emb_bad, vector_col, c.__emb_nbad, c.__emb_g, c.__emb_b)
+        WHEN c.__emb_nbad > 0 THEN emb__bad_vector_error(c.__emb_bad, vector, c.__emb_nbad, c.__emb_g, c.__emb_b)
         WHEN c.__emb_dmin_all <> c.__emb_dmax_all THEN error(format(
             'embsql: [vector.length] vector column "{}" mixes vectors of length {} and {} (group ''{}'' has length {})',
-            vector_col, c.__emb_dmin_all, c.__emb_dmax_all, c.__emb_g, c.__emb_dmin))
+            vector, c.__emb_dmin_all, c.__emb_dmax_all, c.__emb_g, c.__emb_dmin))
         ELSE true
     END
 ),
@@ -574,7 +566,7 @@ naive AS (
 -- of their rows minus that mean
 tight_sums AS (
     SELECT * FROM (
-        SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, c.__emb_dmax,
+        SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, c.__emb_dmax,
                c.__emb_j + generate_subscripts(c.__emb_sj, 1) AS __emb_k, unnest(c.__emb_sj) AS __emb_s
         FROM checked c SEMI JOIN naive w
             ON w.__emb_tight AND c.__emb_b IS NOT DISTINCT FROM w.__emb_b AND c.__emb_g = w.__emb_g)
@@ -622,11 +614,11 @@ overall AS (
 ),
 -- the usual groups' blocks as they are, and the tight ones' corrected (s_g = n_g mu + t) and blocked again
 blocked AS (
-    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, w.__emb_ssw, c.__emb_j, c.__emb_sj
+    SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, w.__emb_ssw, c.__emb_j, c.__emb_sj
     FROM checked c JOIN naive w ON c.__emb_b IS NOT DISTINCT FROM w.__emb_b AND c.__emb_g = w.__emb_g
     WHERE NOT w.__emb_tight
     UNION ALL BY NAME
-    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g, __emb_n, __emb_ssw, __emb_j,
+    SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, __emb_g, __emb_n, __emb_ssw, __emb_j,
            list(__emb_s ORDER BY __emb_k) AS __emb_sj
     FROM (
         SELECT u.* EXCLUDE (__emb_s, __emb_dmax), (u.__emb_k - 1) // 8 * 8 AS __emb_j,
@@ -640,34 +632,34 @@ SELECT b.*, m.__emb_muj
 FROM blocked b LEFT JOIN overall m ON b.__emb_b IS NOT DISTINCT FROM m.__emb_b AND b.__emb_j = m.__emb_j;
 
 -- The same in long form: one row per (by, group, coordinate k), with n_g, s_gk and n_g W_g.
-CREATE OR REPLACE TEMP MACRO emb__group_sums(tbl, group_col, vector_col, by_col, skip := false) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__group_sums(source, "group", vector, model, skip := false) AS TABLE
 SELECT * FROM (
     SELECT * EXCLUDE (__emb_j, __emb_sj, __emb_muj),
            __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s
-    FROM emb__group_blocks(tbl, group_col, vector_col, by_col, false, skip := skip)
+    FROM emb__group_blocks(source, "group", vector, model, false, skip := skip)
 )
 WHERE __emb_s IS NOT NULL;  -- the slots of the last block past d
 
 -- ---------------------------------------------------------------------------
 -- Per-group figures from the sufficient statistics: W_g = n_g W_g / n_g, W~_g = n_g / (n_g - 1) W_g.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__groups(tbl, group_col, vector_col, by_col, skip := false) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__groups(source, "group", vector, model, skip := false) AS TABLE
 WITH per_group AS (
     SELECT
-        COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
+        COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
         __emb_g AS "group",
         __emb_n AS n_g,
         __emb_ssw / __emb_n AS w,
         CASE WHEN __emb_n > 1 THEN __emb_ssw / (__emb_n - 1.0) END AS w_tilde,
         -- false where the spread is above 0 but below float64 resolution (sqrt(eps)): W_g is rounding noise
         __emb_ssw = 0 OR __emb_ssw >= __emb_n * emb__resolution2() AS resolved
-    FROM emb__group_blocks(tbl, group_col, vector_col, by_col, false, skip := skip)
+    FROM emb__group_blocks(source, "group", vector, model, false, skip := skip)
     WHERE __emb_j = 0  -- n_g and n_g W_g are on each of a group's rows
 )
 -- one row with NULLs when per_group is empty (read once, so nothing is computed twice)
 SELECT p.*
 FROM (SELECT 1) LEFT JOIN per_group p ON true
-WHERE CASE WHEN p.n_g IS NULL THEN emb__no_rows_error(tbl) ELSE true END;
+WHERE CASE WHEN p.n_g IS NULL THEN emb__no_rows_error(source) ELSE true END;
 
 -- ---------------------------------------------------------------------------
 -- The decomposition, from the stable group sums of emb__group_blocks (10_group_sums.sql):
@@ -678,21 +670,21 @@ WHERE CASE WHEN p.n_g IS NULL THEN emb__no_rows_error(tbl) ELSE true END;
 -- Every check is a filter on the result (never pruned, whatever columns a query reads), and an
 -- empty source is an error unless empty_ok (emb_icc hands in a source that is empty on purpose).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__decomposition(tbl, group_col, vector_col, by_col, empty_ok, skip := false) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__decomposition(source, "group", vector, model, empty_ok, skip := false) AS TABLE
 -- one pass over the blocks, unnested on the fly (nothing of size G * d is held)
 WITH per_k AS (
     SELECT * FROM (
-        SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_n, __emb_ssw,
+        SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, __emb_n, __emb_ssw,
                __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s,
                unnest(__emb_muj) AS __emb_mu
-        FROM emb__group_blocks(tbl, group_col, vector_col, by_col, true, skip := skip))
+        FROM emb__group_blocks(source, "group", vector, model, true, skip := skip))
     WHERE __emb_s IS NOT NULL
 ),
 stats AS (
     -- n_g and n_g W_g are on each of a group's rows, so they are taken from its row k = 1; a plain
     -- sum for SS_B, whose terms are non-negative (no cancellation); ||mu||^2 = sum_k mu_k^2, where
     -- each mu_k is on the row of every group
-    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
+    SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
         sum(__emb_n) FILTER (__emb_k = 1)::BIGINT AS __emb_n,
         count(*) FILTER (__emb_k = 1) AS __emb_groups,
         fsum(__emb_ssw) FILTER (__emb_k = 1) AS __emb_ss_w,
@@ -719,11 +711,11 @@ SELECT
 -- one row with NULLs when there are no stats (read once, so nothing is computed twice)
 FROM (SELECT 1) LEFT JOIN with_total s ON true
 WHERE CASE
-    WHEN s.__emb_n IS NULL AND NOT empty_ok THEN emb__no_rows_error(tbl)
+    WHEN s.__emb_n IS NULL AND NOT empty_ok THEN emb__no_rows_error(source)
     WHEN s.__emb_n IS NULL THEN false
-    WHEN s.__emb_groups < 2 THEN emb__fail_design_one_group(format('group column "{}"', group_col),
+    WHEN s.__emb_groups < 2 THEN emb__fail_design_one_group(format('group column "{}"', "group"),
         CASE WHEN s.__emb_b IS NULL THEN '' ELSE format(' for by value {}', s.__emb_b) END, 'the decomposition')
-    WHEN s.__emb_n = s.__emb_groups THEN emb__fail_design_no_residual_df(format(' in "{}"', group_col), 'row',
+    WHEN s.__emb_n = s.__emb_groups THEN emb__fail_design_no_residual_df(format(' in "{}"', "group"), 'row',
         s.__emb_n, CASE WHEN s.__emb_b IS NULL THEN '' ELSE format(', by value {}', s.__emb_b) END, 'SS_W and F')
 
     WHEN NOT (s.__emb_ss_t >= s.__emb_n * emb__resolution2()) THEN
@@ -734,8 +726,8 @@ WHERE CASE
 END
 ORDER BY s.__emb_b;
 
-CREATE OR REPLACE TEMP MACRO emb__anova(tbl, group_col, vector_col, by_col, skip := false) AS TABLE
-    FROM emb__decomposition(tbl, group_col, vector_col, by_col, false, skip := skip);
+CREATE OR REPLACE TEMP MACRO emb__anova(source, "group", vector, model, skip := false) AS TABLE
+    FROM emb__decomposition(source, "group", vector, model, false, skip := skip);
 
 -- @function emb_anova(source, "group", vector, model := NULL, bad_rows := 'error')
 -- The sum-of-squares decomposition of the unit vectors z_i by group.  One row, or one row per
@@ -773,11 +765,11 @@ CREATE OR REPLACE TEMP MACRO emb__anova(tbl, group_col, vector_col, by_col, skip
 -- -- model  n  groups  ss_t   ss_w   ss_b   r2      r2_null  f    v      mean_resultant_length  w_bar
 -- -- m1     4  2       2.2    0.4    1.8    0.8182  0.3333   9.0  0.55   0.6708                 0.1
 -- -- m2     4  2       1.1    0.2    0.9    0.8182  0.3333   9.0  0.275  0.8515                 0.05
-CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL, "by" := NULL, bad_rows := 'error') AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL, bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
                          AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__anova(
-         emb__checked_names(emb__checked_source(source, 'emb_anova', model, "by", emb__outputs_emb_anova()), 'emb_anova', [['group', "group"], ['vector', vector]]),
+         emb__checked_names(emb__checked_source(source, 'emb_anova', model, emb__outputs_emb_anova()), 'emb_anova', [['group', "group"], ['vector', vector]]),
          "group", vector, model, skip := emb__skip_rows(bad_rows)) a
 LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows)) s
     ON a.__emb_b IS NOT DISTINCT FROM s.__emb_sb
@@ -807,11 +799,11 @@ ORDER BY a.__emb_b;
 -- SELECT * FROM emb_groups('ex', 'topic', 'embedding', model := 'model');
 -- -- model  group  n_g  w    w_tilde  resolved
 -- -- m1     A      2    0.1  0.2      true
-CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL, "by" := NULL, bad_rows := 'error') AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL, bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
                          AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__groups(
-         emb__checked_names(emb__checked_source(source, 'emb_groups', model, "by", emb__outputs_emb_groups()), 'emb_groups', [['group', "group"], ['vector', vector]]),
+         emb__checked_names(emb__checked_source(source, 'emb_groups', model, emb__outputs_emb_groups()), 'emb_groups', [['group', "group"], ['vector', vector]]),
          "group", vector, model, skip := emb__skip_rows(bad_rows)) g
 LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows)) s
     ON g.__emb_b IS NOT DISTINCT FROM s.__emb_sb
@@ -824,29 +816,29 @@ ORDER BY g.__emb_b, g."group";
 -- Sums of squared distances have no cancellation, so they need no second pass; every check is a
 -- filter (never pruned, whatever columns a query reads).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__anova_dist(dist_tbl, labels_tbl, group_col, i_col, j_col, d_col, id_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__anova_dist(distances, labels_tbl, "group", i_col, j_col, distance, item) AS TABLE
 WITH labels AS MATERIALIZED (
     SELECT
         CASE
-            WHEN idcols = 1 THEN error(format('embsql: [column.missing] id column "{}" not found in {}', id_col, labels_tbl))
-            WHEN gcols = 1 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, labels_tbl))
+            WHEN idcols = 1 THEN error(format('embsql: [column.missing] id column "{}" not found in {}', item, labels_tbl))
+            WHEN gcols = 1 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', "group", labels_tbl))
             ELSE id0
         END AS id,
         g
     FROM (
         SELECT
-            coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null'))) AS id0,
-            (SELECT len(list_value(*COLUMNS(lambda c: c IN (id_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl) LIMIT 1)) AS idcols,
-            coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS g,
-            (SELECT len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl) LIMIT 1)) AS gcols
+            coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null'))) AS id0,
+            (SELECT len(list_value(*COLUMNS(lambda c: c IN (item, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl) LIMIT 1)) AS idcols,
+            coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null'))) AS g,
+            (SELECT len(list_value(*COLUMNS(lambda c: c IN ("group", '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl) LIMIT 1)) AS gcols
         FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl))
     )
 ),
 labels_ruled AS (
     -- the label rule of emb__rows: NULL and NaN labels refused, -0.0 is 0.0
     SELECT id, CASE
-        WHEN id IS NULL THEN error(format('embsql: [label.null] id column "{}" in {} has a NULL id', id_col, labels_tbl))
-        ELSE emb__label(g, emb__label_double(g), group_col, 'group', place := format(' for id {}', id)) END AS g
+        WHEN id IS NULL THEN error(format('embsql: [label.null] id column "{}" in {} has a NULL id', item, labels_tbl))
+        ELSE emb__label(g, emb__label_double(g), "group", 'group', place := format(' for id {}', id)) END AS g
     FROM labels
 ),
 labels_checked AS MATERIALIZED (
@@ -859,31 +851,31 @@ labels_checked AS MATERIALIZED (
 raw AS (
     SELECT
         CASE
-            WHEN icols = 1 THEN error(format('embsql: [column.missing] column "{}" not found in {}', i_col, dist_tbl))
-            WHEN jcols = 1 THEN error(format('embsql: [column.missing] column "{}" not found in {}', j_col, dist_tbl))
-            WHEN dcols = 1 THEN error(format('embsql: [column.missing] column "{}" not found in {}', d_col, dist_tbl))
+            WHEN icols = 1 THEN error(format('embsql: [column.missing] column "{}" not found in {}', i_col, distances))
+            WHEN jcols = 1 THEN error(format('embsql: [column.missing] column "{}" not found in {}', j_col, distances))
+            WHEN dcols = 1 THEN error(format('embsql: [column.missing] column "{}" not found in {}', distance, distances))
             ELSE i0
         END AS i,
         j, d
     FROM (
         SELECT
             coalesce(*COLUMNS(lambda c: c IN (i_col, '__emb_null'))) AS i0,
-            (SELECT len(list_value(*COLUMNS(lambda c: c IN (i_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(dist_tbl) LIMIT 1)) AS icols,
+            (SELECT len(list_value(*COLUMNS(lambda c: c IN (i_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(distances) LIMIT 1)) AS icols,
             coalesce(*COLUMNS(lambda c: c IN (j_col, '__emb_null'))) AS j,
-            (SELECT len(list_value(*COLUMNS(lambda c: c IN (j_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(dist_tbl) LIMIT 1)) AS jcols,
-            coalesce(*COLUMNS(lambda c: c IN (d_col, '__emb_null')))::DOUBLE AS d,
-            (SELECT len(list_value(*COLUMNS(lambda c: c IN (d_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(dist_tbl) LIMIT 1)) AS dcols
-        FROM (SELECT *, NULL AS __emb_null FROM query_table(dist_tbl))
+            (SELECT len(list_value(*COLUMNS(lambda c: c IN (j_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(distances) LIMIT 1)) AS jcols,
+            coalesce(*COLUMNS(lambda c: c IN (distance, '__emb_null')))::DOUBLE AS d,
+            (SELECT len(list_value(*COLUMNS(lambda c: c IN (distance, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(distances) LIMIT 1)) AS dcols
+        FROM (SELECT *, NULL AS __emb_null FROM query_table(distances))
     )
 ),
 raw_checked AS (
     SELECT least(i, j) AS a, greatest(i, j) AS b, d
     FROM raw
     WHERE CASE
-        WHEN i IS NULL OR j IS NULL THEN error(format('embsql: [distance.null_id] distance table {} has a NULL id in "{}" or "{}"', dist_tbl, i_col, j_col))
-        WHEN d IS NULL OR isnan(d) THEN error(format('embsql: [distance.invalid] distance for pair ({}, {}) in column "{}" is NULL or NaN', i, j, d_col))
-        WHEN isinf(d) THEN error(format('embsql: [distance.invalid] distance for pair ({}, {}) in column "{}" is infinite', i, j, d_col))
-        WHEN d < 0 THEN error(format('embsql: [distance.invalid] distance for pair ({}, {}) in column "{}" is negative ({})', i, j, d_col, d))
+        WHEN i IS NULL OR j IS NULL THEN error(format('embsql: [distance.null_id] distance table {} has a NULL id in "{}" or "{}"', distances, i_col, j_col))
+        WHEN d IS NULL OR isnan(d) THEN error(format('embsql: [distance.invalid] distance for pair ({}, {}) in column "{}" is NULL or NaN', i, j, distance))
+        WHEN isinf(d) THEN error(format('embsql: [distance.invalid] distance for pair ({}, {}) in column "{}" is infinite', i, j, distance))
+        WHEN d < 0 THEN error(format('embsql: [distance.invalid] distance for pair ({}, {}) in column "{}" is negative ({})', i, j, distance, d))
         ELSE true END
 ),
 pairs AS (
@@ -904,8 +896,8 @@ joined AS (
             'embsql: [distance.self] distance of id {} to itself is {}, not 0', p.a, p.d_max))
         WHEN p.d <> p.d_max THEN error(format(
             'embsql: [distance.asymmetric] pair ({}, {}) is given in both orders with different distances ({} and {})', p.a, p.b, p.d, p.d_max))
-        WHEN la.id IS NULL THEN error(format('embsql: [distance.unlabelled] id {} in distance table {} has no label in {}', p.a, dist_tbl, labels_tbl))
-        WHEN lb.id IS NULL THEN error(format('embsql: [distance.unlabelled] id {} in distance table {} has no label in {}', p.b, dist_tbl, labels_tbl))
+        WHEN la.id IS NULL THEN error(format('embsql: [distance.unlabelled] id {} in distance table {} has no label in {}', p.a, distances, labels_tbl))
+        WHEN lb.id IS NULL THEN error(format('embsql: [distance.unlabelled] id {} in distance table {} has no label in {}', p.b, distances, labels_tbl))
         ELSE true END
 ),
 sums AS (
@@ -933,12 +925,12 @@ WHERE CASE
         WHEN n = 0 THEN emb__no_rows_error(labels_tbl)
         WHEN n_pairs <> n * (n - 1) / 2 THEN error(format(
             'embsql: [distance.incomplete] distance table {} has {} distinct pairs, but {} labelled ids need {}: missing pair(s), e.g. {}',
-            dist_tbl, n_pairs, n, n * (n - 1) // 2,
+            distances, n_pairs, n, n * (n - 1) // 2,
             (SELECT min((l1.id, l2.id))
              FROM labels_checked l1 JOIN labels_checked l2 ON l1.id < l2.id
              ANTI JOIN pairs p ON p.a = l1.id AND p.b = l2.id)))
-        WHEN groups < 2 THEN emb__fail_design_one_group(format('group column "{}"', group_col), '', 'the decomposition')
-        WHEN n = groups THEN emb__fail_design_no_residual_df(format(' in "{}"', group_col), 'id', n, '', 'SS_W and F')
+        WHEN groups < 2 THEN emb__fail_design_one_group(format('group column "{}"', "group"), '', 'the decomposition')
+        WHEN n = groups THEN emb__fail_design_no_residual_df(format(' in "{}"', "group"), 'id', n, '', 'SS_W and F')
         WHEN ss_t <= 0 THEN emb__fail_design_zero_distances('R2 and F are')
 
         ELSE true
@@ -1012,37 +1004,37 @@ CREATE OR REPLACE TEMP MACRO emb__icc_kind(type_name) AS
         WHEN emb__is_vector_type(type_name) THEN 'trace'
     END;
 
-CREATE OR REPLACE TEMP MACRO emb__icc(tbl, group_col, value_col, by_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__icc(source, "group", value, model) AS TABLE
 WITH __emb_icc_meta AS (
     -- column counts (1 = missing, see 00_conventions) and the value column's type
     SELECT
-        len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) AS __emb_gcols,
-        len(list_value(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_vcols,
-        len(list_value(*COLUMNS(lambda c: c IN (by_col, '__emb_null')))) AS __emb_bycols,
-        typeof(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_type,
-        emb__icc_kind(typeof(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null'))))) AS __emb_kind
-    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true
+        len(list_value(*COLUMNS(lambda c: c IN ("group", '__emb_null')))) AS __emb_gcols,
+        len(list_value(*COLUMNS(lambda c: c IN (value, '__emb_null')))) AS __emb_vcols,
+        len(list_value(*COLUMNS(lambda c: c IN (model, '__emb_null')))) AS __emb_bycols,
+        typeof(coalesce(*COLUMNS(lambda c: c IN (value, '__emb_null')))) AS __emb_type,
+        emb__icc_kind(typeof(coalesce(*COLUMNS(lambda c: c IN (value, '__emb_null'))))) AS __emb_kind
+    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1) ON true
 ),
 __emb_icc_rows AS (
     -- the label rule of emb__rows (NULL and NaN refused, -0.0 is 0.0), once the column exists
     SELECT * EXCLUDE (__emb_g0),
         CASE WHEN (SELECT __emb_gcols FROM __emb_icc_meta) = 1
-                 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, tbl))
-             WHEN by_col IS NOT NULL AND (SELECT __emb_bycols FROM __emb_icc_meta) = 1
-                 THEN error(format('embsql: [column.missing] model column "{}" not found in {}', by_col, tbl))
-             WHEN by_col IS NOT NULL AND (__emb_b IS NULL OR (typeof(__emb_b) IN ('FLOAT', 'DOUBLE')
+                 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', "group", source))
+             WHEN model IS NOT NULL AND (SELECT __emb_bycols FROM __emb_icc_meta) = 1
+                 THEN error(format('embsql: [column.missing] model column "{}" not found in {}', model, source))
+             WHEN model IS NOT NULL AND (__emb_b IS NULL OR (typeof(__emb_b) IN ('FLOAT', 'DOUBLE')
                                                               AND isnan(emb__label_double(__emb_b))))
-                 THEN emb__fail_label_null('model', format('"{}"', by_col), CASE WHEN __emb_b IS NULL THEN 'NULL' ELSE 'NaN' END,
+                 THEN emb__fail_label_null('model', format('"{}"', model), CASE WHEN __emb_b IS NULL THEN 'NULL' ELSE 'NaN' END,
                                            format(' in a row of group ''{}''', __emb_g0))
-             ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
+             ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), "group", 'group')
         END AS __emb_g
     FROM (
         SELECT
-            COLUMNS(lambda c: c IN (by_col, '__emb_all')),
-            coalesce(*COLUMNS(lambda c: c IN (by_col, '__emb_null'))) AS __emb_b,
-            coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
-            emb__icc_num(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_x
-        FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
+            COLUMNS(lambda c: c IN (model, '__emb_all')),
+            coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null'))) AS __emb_b,
+            coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null'))) AS __emb_g0,
+            emb__icc_num(coalesce(*COLUMNS(lambda c: c IN (value, '__emb_null')))) AS __emb_x
+        FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(source))
     )
 ),
 __emb_icc_centred AS (
@@ -1061,7 +1053,7 @@ __emb_icc_dev AS (
 ),
 __emb_icc_per_group AS (
     SELECT
-        COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g,
+        COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, __emb_g,
         count(*) AS __emb_rows,
         count(*) FILTER (__emb_x IS NULL) AS __emb_nnull,  -- all rows for a vector column (unused),
         count(*) FILTER (isnan(__emb_x)) AS __emb_nnan,
@@ -1079,23 +1071,23 @@ __emb_icc_checked_groups AS (
     SELECT * EXCLUDE (__emb_rows), __emb_rows AS __emb_n_g
     FROM __emb_icc_per_group, __emb_icc_meta m
     WHERE CASE
-            WHEN m.__emb_gcols = 1 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, tbl))
-            WHEN m.__emb_vcols = 1 THEN error(format('embsql: [column.missing] value column "{}" not found in {}', value_col, tbl))
+            WHEN m.__emb_gcols = 1 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', "group", source))
+            WHEN m.__emb_vcols = 1 THEN error(format('embsql: [column.missing] value column "{}" not found in {}', value, source))
             WHEN m.__emb_kind IS NULL THEN error(format(
                 'embsql: [column.type] value column "{}" has type {}: ICC needs a numeric or BOOLEAN column, or a numeric vector column (FLOAT[], DOUBLE[], FLOAT[d])',
-                value_col, m.__emb_type))
+                value, m.__emb_type))
             WHEN m.__emb_kind = 'scalar' AND __emb_nnull > 0 THEN error(format(
-                'embsql: [value.null] value column "{}" has {} NULL value(s) in group ''{}''', value_col, __emb_nnull, __emb_g))
+                'embsql: [value.null] value column "{}" has {} NULL value(s) in group ''{}''', value, __emb_nnull, __emb_g))
             WHEN m.__emb_kind = 'scalar' AND __emb_nnan > 0 THEN error(format(
-                'embsql: [value.nonfinite] value column "{}" has {} NaN value(s) in group ''{}''', value_col, __emb_nnan, __emb_g))
+                'embsql: [value.nonfinite] value column "{}" has {} NaN value(s) in group ''{}''', value, __emb_nnan, __emb_g))
             WHEN m.__emb_kind = 'scalar' AND __emb_ninf > 0 THEN error(format(
-                'embsql: [value.nonfinite] value column "{}" has {} infinite value(s) in group ''{}''', value_col, __emb_ninf, __emb_g))
+                'embsql: [value.nonfinite] value column "{}" has {} infinite value(s) in group ''{}''', value, __emb_ninf, __emb_g))
             ELSE true
         END
 ),
 __emb_icc_design AS (
     SELECT
-        COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
+        COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
         any_value(__emb_kind) AS __emb_kind,
         sum(__emb_n_g)::BIGINT AS __emb_n0,
         count(*) AS __emb_groups,
@@ -1114,9 +1106,9 @@ __emb_icc_checked AS (
     SELECT * EXCLUDE (__emb_n0), __emb_n0 AS __emb_n
     FROM __emb_icc_design
     WHERE CASE
-            WHEN __emb_groups < 2 THEN emb__fail_design_one_group(format('group column "{}"', group_col),
+            WHEN __emb_groups < 2 THEN emb__fail_design_one_group(format('group column "{}"', "group"),
                 CASE WHEN __emb_b IS NULL THEN '' ELSE format(' for by value {}', __emb_b) END, 'ICC')
-            WHEN __emb_n0 = __emb_groups THEN emb__fail_design_no_residual_df(format(' in "{}"', group_col), 'row',
+            WHEN __emb_n0 = __emb_groups THEN emb__fail_design_no_residual_df(format(' in "{}"', "group"), 'row',
                 __emb_n0, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END, 'MS_W and ICC')
             ELSE true
         END
@@ -1127,18 +1119,18 @@ __emb_icc_vsrc AS NOT MATERIALIZED (
     -- column travels as __emb_icc_model, so that emb__decomposition's outputs (n, ss_w ...) can
     -- never meet a model column of the same name.
     SELECT
-        COLUMNS(lambda c: c NOT IN (value_col, '__emb_icc_pad', '__emb_icc_pad2', '__emb_icc_model')
-                          AND (by_col IS NULL OR c <> by_col)),
-        emb__vector(COLUMNS(lambda c: c IN (value_col, '__emb_icc_pad'))),
-        coalesce(*COLUMNS(lambda c: c IN (by_col, '__emb_icc_pad2'))) AS __emb_icc_model
-    FROM (SELECT *, NULL::DOUBLE[] AS __emb_icc_pad, NULL AS __emb_icc_pad2 FROM query_table(tbl))
+        COLUMNS(lambda c: c NOT IN (value, '__emb_icc_pad', '__emb_icc_pad2', '__emb_icc_model')
+                          AND (model IS NULL OR c <> model)),
+        emb__vector(COLUMNS(lambda c: c IN (value, '__emb_icc_pad'))),
+        coalesce(*COLUMNS(lambda c: c IN (model, '__emb_icc_pad2'))) AS __emb_icc_model
+    FROM (SELECT *, NULL::DOUBLE[] AS __emb_icc_pad, NULL AS __emb_icc_pad2 FROM query_table(source))
     WHERE (SELECT bool_and(__emb_n > 0 AND __emb_kind = 'trace') FROM __emb_icc_checked)
 ),
 __emb_icc_trace AS (
     SELECT
         __emb_b, n AS __emb_tn, groups AS __emb_tgroups, ss_b AS __emb_tss_b, ss_w AS __emb_tss_w
-    FROM emb__decomposition('__emb_icc_vsrc', group_col, value_col,
-                            CASE WHEN by_col IS NULL THEN NULL ELSE '__emb_icc_model' END, true)
+    FROM emb__decomposition('__emb_icc_vsrc', "group", value,
+                            CASE WHEN model IS NULL THEN NULL ELSE '__emb_icc_model' END, true)
 ),
 __emb_icc_stats AS (
     SELECT
@@ -1157,7 +1149,7 @@ __emb_icc_mean_squares AS (
     FROM __emb_icc_stats
 )
 SELECT
-    COLUMNS(lambda c: c IN (by_col, '__emb_all')),
+    COLUMNS(lambda c: c IN (model, '__emb_all')),
     (__emb_ms_b - __emb_ms_w) / (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w) AS icc,
     __emb_nn0 AS n0,
     __emb_ms_b AS ms_b,
@@ -1169,10 +1161,10 @@ SELECT
 -- one row with NULLs when there are no rows (read once, so nothing is computed twice)
 FROM (SELECT 1) LEFT JOIN __emb_icc_mean_squares ON true
 WHERE CASE
-    WHEN __emb_n IS NULL THEN emb__no_rows_error(tbl)
+    WHEN __emb_n IS NULL THEN emb__no_rows_error(source)
     WHEN (__emb_kind = 'scalar' AND __emb_all_equal)
       OR NOT (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w > 0) THEN emb__fail_design_equal_values(
-        __emb_n, format('"{}"', value_col), CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END)
+        __emb_n, format('"{}"', value), CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END)
 
     ELSE true
 END
@@ -1225,10 +1217,10 @@ ORDER BY __emb_b;
 -- -- model  icc  n0   ms_b  ms_w  f    groups  n  kind
 -- -- m1     0.8  2.0  1.8   0.2   9.0  2       4  trace
 -- -- m2     0.8  2.0  0.9   0.1   9.0  2       4  trace
-CREATE OR REPLACE TEMP MACRO emb_icc(source, "group", value, model := NULL, "by" := NULL) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_icc(source, "group", value, model := NULL) AS TABLE
 SELECT r.* EXCLUDE (__emb_all)
 FROM emb__icc(
-         emb__checked_names(emb__checked_source(source, 'emb_icc', model, "by", emb__outputs_emb_icc()), 'emb_icc', [['group', "group"], ['value', value]]),
+         emb__checked_names(emb__checked_source(source, 'emb_icc', model, emb__outputs_emb_icc()), 'emb_icc', [['group', "group"], ['value', value]]),
          "group", value, model) r;
 
 -- ---------------------------------------------------------------------------
@@ -1398,40 +1390,40 @@ WHERE rho IS NOT NULL;
 -- (as text), the vector, __emb_gcols (1 when the group column is missing), __emb_row (the row
 -- number once the columns and labels are checked) and __emb_z (the unit vector once checked).
 -- Roles name the columns in messages (qid, group, positive, vector; doc_id, doc_group,
--- doc_vector).  A NULL level_col or positive_col means the caller does not use that column;
+-- doc_vector).  A NULL level_col or positive means the caller does not use that column;
 -- need_group says whether the group column must exist and be non-NULL.
-CREATE OR REPLACE TEMP MACRO emb__retrieval_rows(tbl, what, id_col, id_role, group_col, group_role, need_group,
-                                            level_col, positive_col, vector_col, vector_role, model_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__retrieval_rows(source, what, item, id_role, "group", group_role, need_group,
+                                            level_col, positive, vector, vector_role, model) AS TABLE
 WITH meta AS (
     SELECT
-        len(list_value(*COLUMNS(lambda c: c IN (id_col, '__emb_null')))) AS __emb_icols,
-        len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) AS __emb_gcols,
+        len(list_value(*COLUMNS(lambda c: c IN (item, '__emb_null')))) AS __emb_icols,
+        len(list_value(*COLUMNS(lambda c: c IN ("group", '__emb_null')))) AS __emb_gcols,
         len(list_value(*COLUMNS(lambda c: c IN (level_col, '__emb_null')))) AS __emb_lcols,
-        len(list_value(*COLUMNS(lambda c: c IN (positive_col, '__emb_null')))) AS __emb_pcols,
-        len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) AS __emb_vcols,
-        len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))) AS __emb_mcols,
-        typeof(coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) AS __emb_vtype
-    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true
+        len(list_value(*COLUMNS(lambda c: c IN (positive, '__emb_null')))) AS __emb_pcols,
+        len(list_value(*COLUMNS(lambda c: c IN (vector, '__emb_null')))) AS __emb_vcols,
+        len(list_value(*COLUMNS(lambda c: c IN (model, '__emb_null')))) AS __emb_mcols,
+        typeof(coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_null')))) AS __emb_vtype
+    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1) ON true
 ),
 raw AS (
     SELECT
-        COLUMNS(lambda c: c IN (model_col, '__emb_all')),
-        coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null'))) AS __emb_b,
-        coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null'))) AS __emb_q,
-        coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null')))::VARCHAR AS __emb_k,
-        coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
+        COLUMNS(lambda c: c IN (model, '__emb_all')),
+        coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null'))) AS __emb_b,
+        coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null'))) AS __emb_q,
+        coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null')))::VARCHAR AS __emb_k,
+        coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null'))) AS __emb_g0,
         coalesce(*COLUMNS(lambda c: c IN (level_col, '__emb_null'))) AS __emb_l,
-        coalesce(*COLUMNS(lambda c: c IN (positive_col, '__emb_null')))::VARCHAR AS __emb_p,
+        coalesce(*COLUMNS(lambda c: c IN (positive, '__emb_null')))::VARCHAR AS __emb_p,
         -- the vector column as DOUBLE[] (see emb__rows)
-        emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector_col, '__emb_null'))), 1)) AS __emb_v,
+        emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector, '__emb_null'))), 1)) AS __emb_v,
         row_number() OVER () AS __emb_row      -- counted from 1, as the Python readers name rows
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(source))
 ),
 classified AS (
     SELECT * EXCLUDE (__emb_g0),
         -- the label rule of emb__rows (NaN refused, -0.0 is 0.0); a NULL label is checked below
         CASE WHEN __emb_g0 IS NOT NULL
-             THEN emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, group_role) END AS __emb_g,
+             THEN emb__label(__emb_g0, emb__label_double(__emb_g0), "group", group_role) END AS __emb_g,
         emb__norm2(__emb_v) AS __emb_nrm2,
         count(*) OVER (PARTITION BY __emb_b, __emb_k) AS __emb_dup
     FROM raw
@@ -1458,64 +1450,64 @@ SELECT c.* EXCLUDE (__emb_nrm2, __emb_dup, __emb_scale, __emb_bad, __emb_inv), m
 FROM normed c, meta m
 -- every check is a filter, so it holds whatever columns a query reads
 WHERE CASE
-    WHEN m.__emb_icols = 1 THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', id_role, id_col, tbl))
-    WHEN positive_col IS NOT NULL AND m.__emb_pcols = 1
-        THEN error(format('embsql: [column.missing] positive column "{}" not found in {}', positive_col, tbl))
-    WHEN m.__emb_vcols = 1 THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', vector_role, vector_col, tbl))
+    WHEN m.__emb_icols = 1 THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', id_role, item, source))
+    WHEN positive IS NOT NULL AND m.__emb_pcols = 1
+        THEN error(format('embsql: [column.missing] positive column "{}" not found in {}', positive, source))
+    WHEN m.__emb_vcols = 1 THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', vector_role, vector, source))
     WHEN NOT emb__is_vector_type(m.__emb_vtype) THEN error(format(
         'embsql: [column.type] {} column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d]){}',
-        vector_role, vector_col, tbl, m.__emb_vtype, emb__text_vector_hint(vector_col, m.__emb_vtype)))
+        vector_role, vector, source, m.__emb_vtype, emb__text_vector_hint(vector, m.__emb_vtype)))
     WHEN need_group AND m.__emb_gcols = 1
-        THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', group_role, group_col, tbl))
+        THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', group_role, "group", source))
     WHEN level_col IS NOT NULL AND m.__emb_lcols = 1
-        THEN error(format('embsql: [column.missing] strength column "{}" not found in {}', level_col, tbl))
-    WHEN model_col IS NOT NULL AND m.__emb_mcols = 1
-        THEN error(format('embsql: [column.missing] model column "{}" not found in {}', model_col, tbl))
-    WHEN model_col IS NOT NULL AND __emb_b IS NULL
-        THEN error(format('embsql: [label.null] {} {}: model column "{}" is NULL at row {}', what, tbl, model_col, __emb_row))
+        THEN error(format('embsql: [column.missing] strength column "{}" not found in {}', level_col, source))
+    WHEN model IS NOT NULL AND m.__emb_mcols = 1
+        THEN error(format('embsql: [column.missing] model column "{}" not found in {}', model, source))
+    WHEN model IS NOT NULL AND __emb_b IS NULL
+        THEN error(format('embsql: [label.null] {} {}: model column "{}" is NULL at row {}', what, source, model, __emb_row))
     WHEN __emb_q IS NULL
-        THEN error(format('embsql: [label.null] {} {}: {} column "{}" is NULL at row {}', what, tbl, id_role, id_col, __emb_row))
-    WHEN positive_col IS NOT NULL AND __emb_p IS NULL
+        THEN error(format('embsql: [label.null] {} {}: {} column "{}" is NULL at row {}', what, source, id_role, item, __emb_row))
+    WHEN positive IS NOT NULL AND __emb_p IS NULL
         THEN error(format('embsql: [label.null] {} {}: positive column "{}" is NULL at row {} ({} ''{}'')',
-                          what, tbl, positive_col, __emb_row, id_role, __emb_q))
+                          what, source, positive, __emb_row, id_role, __emb_q))
     WHEN need_group AND __emb_g IS NULL
         THEN error(format('embsql: [label.null] {} {}: {} column "{}" is NULL at row {} ({} ''{}'')',
-                          what, tbl, group_role, group_col, __emb_row, id_role, __emb_q))
+                          what, source, group_role, "group", __emb_row, id_role, __emb_q))
     WHEN level_col IS NOT NULL AND __emb_l IS NULL
         THEN error(format('embsql: [label.null] {} {}: strength column "{}" is NULL at row {} ({} ''{}'')',
-                          what, tbl, level_col, __emb_row, id_role, __emb_q))
+                          what, source, level_col, __emb_row, id_role, __emb_q))
     WHEN __emb_dup > 1
         THEN error(format('embsql: [label.duplicate] {} {}: {} column "{}" has ''{}'' more than once; each {} must identify one row',
-                          what, tbl, id_role, id_col, __emb_q, id_role))
+                          what, source, id_role, item, __emb_q, id_role))
     WHEN __emb_bad IS NOT NULL
         THEN error(format('embsql: [{}] {} {}: {} column "{}" has a {} vector at row {} ({} ''{}''); vectors must be non-NULL, finite and of non-zero length',
-                          emb__vector_kind(__emb_bad), what, tbl, vector_role, vector_col, __emb_bad, __emb_row, id_role, __emb_q))
+                          emb__vector_kind(__emb_bad), what, source, vector_role, vector, __emb_bad, __emb_row, id_role, __emb_q))
     ELSE true
 END;
 
-CREATE OR REPLACE TEMP MACRO emb__margin_queries(queries, qid_col, group_col, positive_col, vector_col, model_col) AS TABLE
-FROM emb__retrieval_rows(queries, 'queries', qid_col, 'qid', group_col, 'group', false, NULL, positive_col,
-                         vector_col, 'vector', model_col);
+CREATE OR REPLACE TEMP MACRO emb__margin_queries(queries, qid_col, "group", positive, vector, model) AS TABLE
+FROM emb__retrieval_rows(queries, 'queries', qid_col, 'qid', "group", 'group', false, NULL, positive,
+                         vector, 'vector', model);
 
-CREATE OR REPLACE TEMP MACRO emb__margin_docs(docs, doc_id_col, doc_group_col, doc_vector_col, model_col, need_group) AS TABLE
-FROM emb__retrieval_rows(docs, 'docs', doc_id_col, 'doc_id', doc_group_col, 'doc_group', need_group, NULL, NULL,
-                         doc_vector_col, 'doc_vector', model_col);
+CREATE OR REPLACE TEMP MACRO emb__margin_docs(docs, doc_id, doc_group, doc_vector, model, need_group) AS TABLE
+FROM emb__retrieval_rows(docs, 'docs', doc_id, 'doc_id', doc_group, 'doc_group', need_group, NULL, NULL,
+                         doc_vector, 'doc_vector', model);
 
 -- Per query (plus the model column, __emb_b, __emb_g = paraphrase group, __emb_gcols): the margins.
-CREATE OR REPLACE TEMP MACRO emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col,
-                                     doc_id_col, doc_group_col, doc_vector_col, model_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__margins(queries, docs, scope, qid_col, "group", positive, vector,
+                                     doc_id, doc_group, doc_vector, model) AS TABLE
 WITH q AS MATERIALIZED (
-    FROM emb__margin_queries(queries, qid_col, group_col, positive_col, vector_col, model_col)
+    FROM emb__margin_queries(queries, qid_col, "group", positive, vector, model)
 ),
 d AS MATERIALIZED (
-    FROM emb__margin_docs(docs, doc_id_col, doc_group_col, doc_vector_col, model_col, scope = 'group')
+    FROM emb__margin_docs(docs, doc_id, doc_group, doc_vector, model, scope = 'group')
 ),
 checked_docs AS (
     -- every document is checked, also those no query compares with; lengths agree within a model,
     -- and every model of the documents has queries
     SELECT count(CASE
                WHEN __emb_row IS NULL OR len(__emb_z) <> dim_min OR len(__emb_z) <> dim_max THEN error(format(
-                   'embsql: [vector.length] docs {}: doc_vector column "{}" mixes vectors of length {} and {}{}', docs, doc_vector_col,
+                   'embsql: [vector.length] docs {}: doc_vector column "{}" mixes vectors of length {} and {}{}', docs, doc_vector,
                    dim_min, dim_max, CASE WHEN __emb_b IS NULL THEN '' ELSE format(' (model {})', __emb_b) END))
                WHEN __emb_b NOT IN (SELECT __emb_b FROM q) THEN error(format(
                    'embsql: [model.missing] model {} is in docs {} but not in queries {}', __emb_b, docs, queries))
@@ -1540,7 +1532,7 @@ positives AS (
                 CASE WHEN q.__emb_b IS NULL THEN '' ELSE format(' (model {})', q.__emb_b) END, q.__emb_p, docs))
             WHEN len(q.__emb_z) <> len(p.__emb_z) THEN error(format(
                 'embsql: [vector.dimension] query vectors ("{}") have dimension {} but document vectors ("{}") have dimension {}{}; queries and documents must be embedded by the same model',
-                vector_col, len(q.__emb_z), doc_vector_col, len(p.__emb_z),
+                vector, len(q.__emb_z), doc_vector, len(p.__emb_z),
                 CASE WHEN q.__emb_b IS NULL THEN '' ELSE format(' (model {})', q.__emb_b) END))
             ELSE true
         END
@@ -1569,7 +1561,7 @@ joined AS (
         ELSE true END
 )
 SELECT
-    COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b, __emb_g, __emb_gcols, __emb_row,
+    COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, __emb_g, __emb_gcols, __emb_row,
     __emb_q AS qid,
     __emb_dpos2 AS d_pos2,
     __emb_dneg2 AS d_neg2,
@@ -1629,24 +1621,24 @@ CREATE OR REPLACE TEMP MACRO emb_margins(queries, docs, scope := 'corpus', qid :
                                          doc_vector := 'vector', model := NULL) AS TABLE
 SELECT m.* EXCLUDE (__emb_all, __emb_b, __emb_g, __emb_gcols, __emb_row)
 FROM emb__margins(
-         emb__checked_source(queries, 'emb_margins', model, NULL, emb__outputs_emb_margins()),
+         emb__checked_source(queries, 'emb_margins', model, emb__outputs_emb_margins()),
          docs, scope, qid, NULL, positive, vector, doc_id, doc_group, doc_vector, model) m
 ORDER BY m.__emb_b, m.qid;
 
 -- Per model: top-1, recall@k, MRR, mean and quantiles of m, and cluster-jackknife SEs over the
 -- paraphrase groups: theta_(-g) = (sum - sum_g)/(n - n_g), SE = sqrt((G-1)/G sum_g (theta_(-g) - mean)^2)
 -- = sqrt((G - 1) var_pop(theta_(-g))).
-CREATE OR REPLACE TEMP MACRO emb__retrieval_summary(queries, docs, scope, qid_col, group_col, positive_col, vector_col,
-                                                doc_id_col, doc_group_col, doc_vector_col, model_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__retrieval_summary(queries, docs, scope, qid_col, "group", positive, vector,
+                                                doc_id, doc_group, doc_vector, model) AS TABLE
 WITH r AS (
     -- the first column (the model column under its own name, or __emb_all) renamed by position, so
     -- that a model column named like a margin column (rank, m, qid ...) cannot stand for it
     SELECT *
-    FROM emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col, doc_id_col, doc_group_col,
-                      doc_vector_col, model_col) AS __emb_margin_rows(__emb_model)
+    FROM emb__margins(queries, docs, scope, qid_col, "group", positive, vector, doc_id, doc_group,
+                      doc_vector, model) AS __emb_margin_rows(__emb_model)
     -- a filter, so the check holds whatever columns a query reads
-    WHERE CASE WHEN __emb_gcols = 1 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, queries))
-               WHEN __emb_g IS NULL THEN error(format('embsql: [label.null] queries {}: group column "{}" is NULL (qid {})', queries, group_col, qid))
+    WHERE CASE WHEN __emb_gcols = 1 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', "group", queries))
+               WHEN __emb_g IS NULL THEN error(format('embsql: [label.null] queries {}: group column "{}" is NULL (qid {})', queries, "group", qid))
                ELSE true END
 ),
 per_group AS (
@@ -1689,9 +1681,9 @@ SELECT unnest(k.__emb_key),
     mq[1] AS m_p05, mq[2] AS m_p25, mq[3] AS m_median, mq[4] AS m_p75, mq[5] AS m_p95, main.ties, scope AS scope
 FROM main JOIN se ON main.__emb_b IS NOT DISTINCT FROM se.__emb_b
 LEFT JOIN (SELECT DISTINCT s AS __emb_key
-           FROM (SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all'))
+           FROM (SELECT COLUMNS(lambda c: c IN (model, '__emb_all'))
                  FROM (SELECT *, 1 AS __emb_all FROM query_table(queries))) s) k
-    ON CASE WHEN model_col IS NULL THEN NULL ELSE struct_extract_at(k.__emb_key, 1) END IS NOT DISTINCT FROM main.__emb_b
+    ON CASE WHEN model IS NULL THEN NULL ELSE struct_extract_at(k.__emb_key, 1) END IS NOT DISTINCT FROM main.__emb_b
 ORDER BY main.__emb_b);
 
 -- @function emb_retrieval_summary(queries, docs, scope := 'corpus', qid := 'qid', "group" := 'group', positive := 'positive', vector := 'vector', doc_id := 'doc_id', doc_group := 'group', doc_vector := 'vector', model := NULL)
@@ -1748,7 +1740,7 @@ CREATE OR REPLACE TEMP MACRO emb_retrieval_summary(queries, docs, scope := 'corp
                                                    model := NULL) AS TABLE
 SELECT r.*
 FROM emb__retrieval_summary(
-         emb__checked_source(queries, 'emb_retrieval_summary', model, NULL, emb__outputs_emb_retrieval_summary()),
+         emb__checked_source(queries, 'emb_retrieval_summary', model, emb__outputs_emb_retrieval_summary()),
          docs, scope, qid, "group", positive, vector, doc_id, doc_group, doc_vector, model) r;
 
 -- ---------------------------------------------------------------------------
@@ -1777,34 +1769,34 @@ CREATE OR REPLACE TEMP MACRO emb__trec_score(s) AS
          ELSE s::FLOAT END;
 
 -- One row per (model, qid, metric) with the internal columns (__emb_b model value, __emb_o
--- metric order, __emb_none: the query has no relevant document); model_col is NULL or the model column.
+-- metric order, __emb_none: the query has no relevant document); model is NULL or the model column.
 -- Whether the qrels table has each named column (1 = missing: only the NULL placeholder matched);
 -- the plain-SQL run metrics and emb_retrieval_eval check their qrels with it.
-CREATE OR REPLACE TEMP MACRO emb__qrels_columns(qrels, qid_col, doc_id_col, relevance_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__qrels_columns(qrels, qid_col, doc_id, relevance) AS TABLE
 SELECT
     len(list_value(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))) AS __emb_qcols,
-    len(list_value(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))) AS __emb_dcols,
-    len(list_value(*COLUMNS(lambda c: c IN (relevance_col, '__emb_null')))) AS __emb_rcols
+    len(list_value(*COLUMNS(lambda c: c IN (doc_id, '__emb_null')))) AS __emb_dcols,
+    len(list_value(*COLUMNS(lambda c: c IN (relevance, '__emb_null')))) AS __emb_rcols
 FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(qrels) LIMIT 1) ON true;
 
-CREATE OR REPLACE TEMP MACRO emb__run_metric_rows(run, qrels, k, model_col, qid_col, doc_id_col, score_col,
-                                             relevance_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__run_metric_rows(run, qrels, k, model, qid_col, doc_id, score,
+                                             relevance) AS TABLE
 WITH rmeta AS (
     SELECT
         len(list_value(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))) AS __emb_qcols,
-        len(list_value(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))) AS __emb_dcols,
-        len(list_value(*COLUMNS(lambda c: c IN (score_col, '__emb_null')))) AS __emb_scols,
-        len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))) AS __emb_bcols
+        len(list_value(*COLUMNS(lambda c: c IN (doc_id, '__emb_null')))) AS __emb_dcols,
+        len(list_value(*COLUMNS(lambda c: c IN (score, '__emb_null')))) AS __emb_scols,
+        len(list_value(*COLUMNS(lambda c: c IN (model, '__emb_null')))) AS __emb_bcols
     FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(run) LIMIT 1) ON true
 ),
-jmeta AS (SELECT * FROM emb__qrels_columns(qrels, qid_col, doc_id_col, relevance_col)),
+jmeta AS (SELECT * FROM emb__qrels_columns(qrels, qid_col, doc_id, relevance)),
 r0 AS (
     SELECT
-        COLUMNS(lambda c: c IN (model_col, '__emb_all')),
-        coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null'))) AS __emb_b,
+        COLUMNS(lambda c: c IN (model, '__emb_all')),
+        coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null'))) AS __emb_b,
         coalesce(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))::VARCHAR AS __emb_q,
-        coalesce(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))::VARCHAR AS __emb_d,
-        coalesce(*COLUMNS(lambda c: c IN (score_col, '__emb_null')))::DOUBLE AS __emb_s,
+        coalesce(*COLUMNS(lambda c: c IN (doc_id, '__emb_null')))::VARCHAR AS __emb_d,
+        coalesce(*COLUMNS(lambda c: c IN (score, '__emb_null')))::DOUBLE AS __emb_s,
         row_number() OVER () AS __emb_row      -- counted from 1, as the Python readers name rows
     FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(run))
 ),
@@ -1816,12 +1808,12 @@ r AS (
     WHERE CASE
         WHEN k IS NULL OR k < 1 OR k <> floor(k) THEN error(format('embsql: [argument.k] k must be a whole number of 1 or more, not {}', k))
         WHEN m.__emb_qcols = 1 THEN error(format('embsql: [column.missing] qid column "{}" not found in run {}', qid_col, run))
-        WHEN m.__emb_dcols = 1 THEN error(format('embsql: [column.missing] doc_id column "{}" not found in run {}', doc_id_col, run))
-        WHEN m.__emb_scols = 1 THEN error(format('embsql: [column.missing] score column "{}" not found in run {}', score_col, run))
-        WHEN model_col IS NOT NULL AND m.__emb_bcols = 1
-            THEN error(format('embsql: [column.missing] model column "{}" not found in run {}', model_col, run))
-        WHEN model_col IS NOT NULL AND __emb_b IS NULL
-            THEN error(format('embsql: [label.null] run {}: model column "{}" is NULL at row {}', run, model_col, __emb_row))
+        WHEN m.__emb_dcols = 1 THEN error(format('embsql: [column.missing] doc_id column "{}" not found in run {}', doc_id, run))
+        WHEN m.__emb_scols = 1 THEN error(format('embsql: [column.missing] score column "{}" not found in run {}', score, run))
+        WHEN model IS NOT NULL AND m.__emb_bcols = 1
+            THEN error(format('embsql: [column.missing] model column "{}" not found in run {}', model, run))
+        WHEN model IS NOT NULL AND __emb_b IS NULL
+            THEN error(format('embsql: [label.null] run {}: model column "{}" is NULL at row {}', run, model, __emb_row))
         WHEN __emb_q IS NULL OR __emb_d IS NULL OR __emb_s IS NULL
             THEN error(format('embsql: [label.null] run {}: NULL qid, doc_id or score at row {}', run, __emb_row))
         WHEN isnan(__emb_s) OR isinf(__emb_s)
@@ -1832,9 +1824,9 @@ r AS (
 j AS (
     SELECT
         coalesce(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))::VARCHAR AS __emb_q,
-        coalesce(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))::VARCHAR AS __emb_d,
-        coalesce(*COLUMNS(lambda c: c IN (relevance_col, '__emb_null'))) AS __emb_r0,
-        try_cast(coalesce(*COLUMNS(lambda c: c IN (relevance_col, '__emb_null'))) AS DOUBLE) AS __emb_r,
+        coalesce(*COLUMNS(lambda c: c IN (doc_id, '__emb_null')))::VARCHAR AS __emb_d,
+        coalesce(*COLUMNS(lambda c: c IN (relevance, '__emb_null'))) AS __emb_r0,
+        try_cast(coalesce(*COLUMNS(lambda c: c IN (relevance, '__emb_null'))) AS DOUBLE) AS __emb_r,
         row_number() OVER () AS __emb_row      -- counted from 1, as the Python readers name rows
     FROM (SELECT *, NULL AS __emb_null FROM query_table(qrels))
 ),
@@ -1844,8 +1836,8 @@ judged AS (
     FROM j, jmeta m
     WHERE CASE
         WHEN m.__emb_qcols = 1 THEN error(format('embsql: [column.missing] qid column "{}" not found in qrels {}', qid_col, qrels))
-        WHEN m.__emb_dcols = 1 THEN error(format('embsql: [column.missing] doc_id column "{}" not found in qrels {}', doc_id_col, qrels))
-        WHEN m.__emb_rcols = 1 THEN error(format('embsql: [column.missing] relevance column "{}" not found in qrels {}', relevance_col, qrels))
+        WHEN m.__emb_dcols = 1 THEN error(format('embsql: [column.missing] doc_id column "{}" not found in qrels {}', doc_id, qrels))
+        WHEN m.__emb_rcols = 1 THEN error(format('embsql: [column.missing] relevance column "{}" not found in qrels {}', relevance, qrels))
         WHEN j.__emb_q IS NULL OR j.__emb_d IS NULL OR j.__emb_r0 IS NULL
             THEN error(format('embsql: [label.null] qrels {}: NULL qid, doc_id or relevance at row {}', qrels, j.__emb_row))
         WHEN j.__emb_r IS NULL OR j.__emb_r < 0 OR j.__emb_r <> floor(j.__emb_r) OR isinf(j.__emb_r) THEN error(format(
@@ -1879,7 +1871,7 @@ scored AS (
     FROM top
 ),
 per_query AS (
-    SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), s.__emb_b, s.__emb_q AS qid,
+    SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), s.__emb_b, s.__emb_q AS qid,
         CASE WHEN any_value(p.__emb_idcg) > 0 THEN sum(__emb_g / log2(__emb_pos + 1)) / any_value(p.__emb_idcg)
              ELSE 0.0 END AS __emb_m_ndcg,
         CASE WHEN any_value(p.__emb_nrel) > 0
@@ -1903,11 +1895,11 @@ FROM per_query;
 
 -- One row per (model, metric): the mean over the queries evaluated, their number, and how many
 -- of them have no relevant document.
-CREATE OR REPLACE TEMP MACRO emb__run_metrics(run, qrels, k, model_col, qid_col, doc_id_col, score_col, relevance_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__run_metrics(run, qrels, k, model, qid_col, doc_id, score, relevance) AS TABLE
 SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_o')) FROM (
-    SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b, __emb_o, metric, avg(value) AS value,
+    SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, __emb_o, metric, avg(value) AS value,
         count(*) AS queries, count(*) FILTER (WHERE __emb_none) AS without_relevant
-    FROM emb__run_metric_rows(run, qrels, k, model_col, qid_col, doc_id_col, score_col, relevance_col)
+    FROM emb__run_metric_rows(run, qrels, k, model, qid_col, doc_id, score, relevance)
     GROUP BY ALL
 )
 ORDER BY __emb_b, __emb_o;
@@ -1946,10 +1938,10 @@ ORDER BY __emb_b, __emb_o;
 -- SELECT metric, round(value, 4) AS value, queries FROM emb_run_metrics('run', 'qrels', k := 2);
 -- -- ndcg@2 0.5553, map@2 0.375, recall@2 0.75, precision@2 0.5, mrr@2 0.5, hit_rate@2 1.0 (2 queries)
 CREATE OR REPLACE TEMP MACRO emb_run_metrics(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id',
-                                             score := 'score', relevance := 'relevance', "by" := NULL) AS TABLE
+                                             score := 'score', relevance := 'relevance') AS TABLE
 SELECT r.* EXCLUDE (__emb_b)
 FROM emb__run_metrics(
-         emb__checked_source(run, 'emb_run_metrics', model, "by", emb__outputs_emb_run_metrics()),
+         emb__checked_source(run, 'emb_run_metrics', model, emb__outputs_emb_run_metrics()),
          qrels, k, model, qid, doc_id, score, relevance) r;
 
 -- @function emb_run_metrics_per_query(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id', score := 'score', relevance := 'relevance')
@@ -1973,10 +1965,10 @@ FROM emb__run_metrics(
 -- -- q1 0.5, q2 0.5 (in q2 the unjudged c ranks first, the relevant a second)
 CREATE OR REPLACE TEMP MACRO emb_run_metrics_per_query(run, qrels, k := 10, model := NULL, qid := 'qid',
                                                        doc_id := 'doc_id', score := 'score',
-                                                       relevance := 'relevance', "by" := NULL) AS TABLE
+                                                       relevance := 'relevance') AS TABLE
 SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_none, __emb_o)
 FROM emb__run_metric_rows(
-         emb__checked_source(run, 'emb_run_metrics_per_query', model, "by", emb__outputs_emb_run_metrics_per_query()),
+         emb__checked_source(run, 'emb_run_metrics_per_query', model, emb__outputs_emb_run_metrics_per_query()),
          qrels, k, model, qid, doc_id, score, relevance) r
 ORDER BY r.__emb_b, r.__emb_o, r.qid;
 
@@ -1994,34 +1986,34 @@ ORDER BY r.__emb_b, r.__emb_o, r.qid;
 -- The judged pairs with their cosine per model, every row checked: a NULL or non-finite score, a
 -- pair of one item, an item without a vector in a model (unless skipped), a NULL or zero vector,
 -- an item twice in one model.  __emb_known is false for the pairs missing := 'skip' leaves out.
-CREATE OR REPLACE TEMP MACRO emb__similarity_rows(pairs_tbl, emb_tbl, model_col, a_col, b_col, score_col, item_col,
-                                                  vector_col, missing) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__similarity_rows(pairs, embeddings, model, a, b, score, item,
+                                                  vector, missing) AS TABLE
 WITH pmeta AS (
-    SELECT len(list_value(*COLUMNS(lambda c: c IN (a_col, '__emb_null')))) AS __emb_acols,
-           len(list_value(*COLUMNS(lambda c: c IN (b_col, '__emb_null')))) AS __emb_bcols,
-           len(list_value(*COLUMNS(lambda c: c IN (score_col, '__emb_null')))) AS __emb_scols
-    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(pairs_tbl) LIMIT 1) ON true
+    SELECT len(list_value(*COLUMNS(lambda c: c IN (a, '__emb_null')))) AS __emb_acols,
+           len(list_value(*COLUMNS(lambda c: c IN (b, '__emb_null')))) AS __emb_bcols,
+           len(list_value(*COLUMNS(lambda c: c IN (score, '__emb_null')))) AS __emb_scols
+    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(pairs) LIMIT 1) ON true
 ),
 emeta AS (
-    SELECT len(list_value(*COLUMNS(lambda c: c IN (item_col, '__emb_null')))) AS __emb_icols,
-           len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) AS __emb_vcols,
-           len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))) AS __emb_mcols
-    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(emb_tbl) LIMIT 1) ON true
+    SELECT len(list_value(*COLUMNS(lambda c: c IN (item, '__emb_null')))) AS __emb_icols,
+           len(list_value(*COLUMNS(lambda c: c IN (vector, '__emb_null')))) AS __emb_vcols,
+           len(list_value(*COLUMNS(lambda c: c IN (model, '__emb_null')))) AS __emb_mcols
+    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(embeddings) LIMIT 1) ON true
 ),
 p AS (
     SELECT row_number() OVER () AS __emb_row,      -- counted from 1, as the Python readers name rows
-           coalesce(*COLUMNS(lambda c: c IN (a_col, '__emb_null')))::VARCHAR AS __emb_pa,
-           coalesce(*COLUMNS(lambda c: c IN (b_col, '__emb_null')))::VARCHAR AS __emb_pb,
-           TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (score_col, '__emb_null'))) AS DOUBLE) AS __emb_s
-    FROM (SELECT *, NULL AS __emb_null FROM query_table(pairs_tbl))
+           coalesce(*COLUMNS(lambda c: c IN (a, '__emb_null')))::VARCHAR AS __emb_pa,
+           coalesce(*COLUMNS(lambda c: c IN (b, '__emb_null')))::VARCHAR AS __emb_pb,
+           TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (score, '__emb_null'))) AS DOUBLE) AS __emb_s
+    FROM (SELECT *, NULL AS __emb_null FROM query_table(pairs))
 ),
 e AS (
     SELECT -- '' without a model column (a NULL key would match nothing in the joins below)
-           coalesce(coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))::VARCHAR, '') AS __emb_m,
-           coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))::VARCHAR AS __emb_m0,
-           coalesce(*COLUMNS(lambda c: c IN (item_col, '__emb_null')))::VARCHAR AS __emb_i,
-           TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv'))) AS DOUBLE[]) AS __emb_v
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(emb_tbl))
+           coalesce(coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR, '') AS __emb_m,
+           coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_m0,
+           coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null')))::VARCHAR AS __emb_i,
+           TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_nullv'))) AS DOUBLE[]) AS __emb_v
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(embeddings))
 ),
 twice AS (SELECT any_value(__emb_i) AS __emb_i, any_value(__emb_m) AS __emb_m
           FROM (SELECT __emb_m, __emb_i FROM e GROUP BY ALL HAVING count(*) > 1)),
@@ -2040,39 +2032,39 @@ SELECT * EXCLUDE (__emb_va, __emb_vb, __emb_no_a),
        CASE WHEN __emb_known THEN list_cosine_similarity(__emb_va, __emb_vb) END AS __emb_c
 FROM j, pmeta, emeta
 WHERE CASE
-    WHEN __emb_acols = 1 THEN emb__fail_column_missing('a', format('''{}''', a_col), format('''{}''', pairs_tbl), '')
-    WHEN __emb_bcols = 1 THEN emb__fail_column_missing('b', format('''{}''', b_col), format('''{}''', pairs_tbl), '')
-    WHEN __emb_scols = 1 THEN emb__fail_column_missing('score', format('''{}''', score_col), format('''{}''', pairs_tbl), '')
-    WHEN __emb_icols = 1 THEN emb__fail_column_missing('item', format('''{}''', item_col), format('''{}''', emb_tbl), '')
-    WHEN __emb_vcols = 1 THEN emb__fail_column_missing('vector', format('''{}''', vector_col), format('''{}''', emb_tbl), '')
-    WHEN __emb_mcols = 1 AND NOT emb__model_case(emb_tbl, model_col) THEN false   -- (another case: refused)
-    WHEN model_col IS NOT NULL AND model_col <> 'model' AND __emb_mcols = 1
-        THEN emb__fail_column_missing('model', format('''{}''', model_col), format('''{}''', emb_tbl), '')
+    WHEN __emb_acols = 1 THEN emb__fail_column_missing('a', format('''{}''', a), format('''{}''', pairs), '')
+    WHEN __emb_bcols = 1 THEN emb__fail_column_missing('b', format('''{}''', b), format('''{}''', pairs), '')
+    WHEN __emb_scols = 1 THEN emb__fail_column_missing('score', format('''{}''', score), format('''{}''', pairs), '')
+    WHEN __emb_icols = 1 THEN emb__fail_column_missing('item', format('''{}''', item), format('''{}''', embeddings), '')
+    WHEN __emb_vcols = 1 THEN emb__fail_column_missing('vector', format('''{}''', vector), format('''{}''', embeddings), '')
+    WHEN __emb_mcols = 1 AND NOT emb__model_case(embeddings, model) THEN false   -- (another case: refused)
+    WHEN model IS NOT NULL AND model <> 'model' AND __emb_mcols = 1
+        THEN emb__fail_column_missing('model', format('''{}''', model), format('''{}''', embeddings), '')
     WHEN missing IS NULL OR missing NOT IN ('error', 'skip')
         THEN emb__fail_argument_missing('missing', '''error'' or ''skip''', format('''{}''', missing))
     WHEN __emb_mcols = 2 AND (SELECT __emb_k FROM null_models) > 0
-        THEN emb__fail_label_null('model', format('''{}''', model_col), 'NULL', format(' in embeddings ''{}''', emb_tbl))
+        THEN emb__fail_label_null('model', format('''{}''', model), 'NULL', format(' in embeddings ''{}''', embeddings))
     WHEN (SELECT __emb_i FROM twice) IS NOT NULL
-        THEN emb__fail_label_duplicate(format('''{}''', (SELECT __emb_i FROM twice)), format('''{}''', emb_tbl))
+        THEN emb__fail_label_duplicate(format('''{}''', (SELECT __emb_i FROM twice)), format('''{}''', embeddings))
     WHEN __emb_pa IS NULL OR __emb_pb IS NULL
-        THEN emb__fail_label_null('item', format('''{}''', CASE WHEN __emb_pa IS NULL THEN a_col ELSE b_col END), 'NULL',
-                                  format(' at row {} of pairs ''{}''', __emb_row, pairs_tbl))
+        THEN emb__fail_label_null('item', format('''{}''', CASE WHEN __emb_pa IS NULL THEN a ELSE b END), 'NULL',
+                                  format(' at row {} of pairs ''{}''', __emb_row, pairs))
     WHEN __emb_s IS NULL
-        THEN emb__fail_value_null('score', format('''{}''', score_col), 1, format(' (first at row {} of pairs ''{}'')', __emb_row, pairs_tbl))
+        THEN emb__fail_value_null('score', format('''{}''', score), 1, format(' (first at row {} of pairs ''{}'')', __emb_row, pairs))
     WHEN NOT isfinite(__emb_s)
-        THEN emb__fail_value_nonfinite('score', format('''{}''', score_col), 1, CASE WHEN isnan(__emb_s) THEN 'NaN' ELSE 'infinite' END,
-                                       format(' (first at row {} of pairs ''{}'')', __emb_row, pairs_tbl))
+        THEN emb__fail_value_nonfinite('score', format('''{}''', score), 1, CASE WHEN isnan(__emb_s) THEN 'NaN' ELSE 'infinite' END,
+                                       format(' (first at row {} of pairs ''{}'')', __emb_row, pairs))
     WHEN __emb_pa = __emb_pb
-        THEN emb__fail_pair_same_item(__emb_row, format('''{}''', pairs_tbl), format('''{}''', __emb_pa),
-                                      format('''{}''', a_col), format('''{}''', b_col))
+        THEN emb__fail_pair_same_item(__emb_row, format('''{}''', pairs), format('''{}''', __emb_pa),
+                                      format('''{}''', a), format('''{}''', b))
     WHEN NOT __emb_known AND missing = 'error'
         THEN emb__fail_pair_no_vector(format('''{}''', CASE WHEN __emb_no_a THEN __emb_pa ELSE __emb_pb END),
-                                      format('''{}''', CASE WHEN __emb_no_a THEN a_col ELSE b_col END), __emb_row,
-                                      format('''{}''', pairs_tbl), format('''{}''', __emb_m), format('''{}''', emb_tbl))
+                                      format('''{}''', CASE WHEN __emb_no_a THEN a ELSE b END), __emb_row,
+                                      format('''{}''', pairs), format('''{}''', __emb_m), format('''{}''', embeddings))
     WHEN __emb_known AND (__emb_va IS NULL OR __emb_vb IS NULL)
-        THEN emb__fail_vector_null(format('''{}''', vector_col), 'NULL', format('a pair at row {} of pairs ''{}''', __emb_row, pairs_tbl))
+        THEN emb__fail_vector_null(format('''{}''', vector), 'NULL', format('a pair at row {} of pairs ''{}''', __emb_row, pairs))
     WHEN __emb_known AND len(__emb_va) <> len(__emb_vb)
-        THEN emb__fail_vector_length(format('''{}''', vector_col), len(__emb_vb),
+        THEN emb__fail_vector_length(format('''{}''', vector), len(__emb_vb),
                                      format('item ''{}''{}', __emb_pb, CASE WHEN __emb_m = '' THEN '' ELSE format(' of model ''{}''', __emb_m) END),
                                      len(__emb_va))
     ELSE true
@@ -2087,10 +2079,10 @@ CREATE OR REPLACE TEMP MACRO emb__t_quantile(p, df) AS (
 
 -- Per model: the correlation of x (cosine, or its rank) and y (score, or its rank), with its
 -- influence-based interval.  rank = true ranks both (average ranks; cosines on the 2^-40 tie grid).
-CREATE OR REPLACE TEMP MACRO emb__similarity_correlation(pairs_tbl, emb_tbl, model_col, a_col, b_col, score_col, item_col,
-                                                         vector_col, missing, level, rank) AS TABLE
-WITH r AS (SELECT * FROM emb__similarity_rows(pairs_tbl, emb_tbl, model_col, a_col, b_col, score_col, item_col,
-                                              vector_col, missing)),
+CREATE OR REPLACE TEMP MACRO emb__similarity_correlation(pairs, embeddings, model, a, b, score, item,
+                                                         vector, missing, level, rank) AS TABLE
+WITH r AS (SELECT * FROM emb__similarity_rows(pairs, embeddings, model, a, b, score, item,
+                                              vector, missing)),
 skipped AS (SELECT __emb_m, count(*) FILTER (NOT __emb_known) AS skipped FROM r GROUP BY __emb_m),
 k AS (
     SELECT * EXCLUDE (__emb_c, __emb_s),
@@ -2155,9 +2147,9 @@ SELECT models.* EXCLUDE (__emb_m), v.__emb_m, v.r AS __emb_estimate,
             ELSE tanh(atanh(v.r) + emb__t_quantile((1 + level) / 2, v.df) * v.se / (1 - v.r * v.r)) END AS ci_high,
        v.se, v.pairs AS __emb_pairs, v.items, v.skipped, level::DOUBLE AS __emb_level,
        v.pairs >= 200 AND v.df >= 20 AS calibrated
-FROM v JOIN (SELECT DISTINCT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_m
-             FROM (SELECT *, 1 AS __emb_all, coalesce(coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))::VARCHAR, '') AS __emb_m
-                   FROM (SELECT *, NULL AS __emb_null FROM query_table(emb_tbl)))) models
+FROM v JOIN (SELECT DISTINCT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_m
+             FROM (SELECT *, 1 AS __emb_all, coalesce(coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR, '') AS __emb_m
+                   FROM (SELECT *, NULL AS __emb_null FROM query_table(embeddings)))) models
      ON models.__emb_m IS NOT DISTINCT FROM v.__emb_m
 ORDER BY v.__emb_m;
 
@@ -2205,7 +2197,7 @@ SELECT COLUMNS(lambda c: c NOT IN ('__emb_m', '__emb_estimate', 'ci_low', 'ci_hi
                                    '__emb_level', 'calibrated')),
        __emb_estimate AS pearson, ci_low, ci_high, se, __emb_pairs AS pairs, items, skipped, __emb_level AS level, calibrated
 FROM emb__similarity_correlation(
-    pairs, emb__checked_source(embeddings, 'emb_similarity_pearson', model, NULL, emb__outputs_emb_similarity_pearson()),
+    pairs, emb__checked_source(embeddings, 'emb_similarity_pearson', model, emb__outputs_emb_similarity_pearson()),
     model, a, b, score, item, vector, missing, level, false));
 
 -- @function emb_similarity_spearman(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95)
@@ -2251,7 +2243,7 @@ SELECT COLUMNS(lambda c: c NOT IN ('__emb_m', '__emb_estimate', 'ci_low', 'ci_hi
                                    '__emb_level', 'calibrated')),
        __emb_estimate AS spearman, ci_low, ci_high, se, __emb_pairs AS pairs, items, skipped, __emb_level AS level, calibrated
 FROM emb__similarity_correlation(
-    pairs, emb__checked_source(embeddings, 'emb_similarity_spearman', model, NULL, emb__outputs_emb_similarity_spearman()),
+    pairs, emb__checked_source(embeddings, 'emb_similarity_spearman', model, emb__outputs_emb_similarity_spearman()),
     model, a, b, score, item, vector, missing, level, true));
 
 -- The functions that need Python (GENERATED from the doc blocks of sql/python/): stubs that raise

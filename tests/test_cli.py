@@ -306,8 +306,8 @@ def test_on_a_terminal_the_progress_bar_goes_to_stderr(files):
     assert json.loads(stdout)["schema"] == "embsql.report/1"   # and nothing of it on stdout
 
 
-def test_model_names_the_model_column_and_by_is_refused(files, capsys):
-    """--model names the model column; --by, its old name, is refused with one line naming --model."""
+def test_model_names_the_model_column_and_by_is_no_flag(files, capsys):
+    """--model names the model column; --by, its name before 0.1.0, is no flag: exit 2 and one line."""
     from embsql.cli import main
 
     base = ["sql", str(files / "emb.parquet"), "--vector", "emb", "--group", "topic"]
@@ -317,7 +317,7 @@ def test_model_names_the_model_column_and_by_is_refused(files, capsys):
         main(base + ["--by", "model"])
     assert stopped.value.code == 2
     captured = capsys.readouterr()
-    assert captured.err == "embsql: --by is now --model\n" and captured.out == ""
+    assert captured.err == "embsql: error: unrecognized arguments: --by model (see embsql --help)\n" and captured.out == ""
 
 
 @pytest.fixture(scope="module")

@@ -178,7 +178,7 @@ def lint(name: str, value) -> list[str]:
                   for p in doc[section] for n in p.name.split(", ")}
     target = value.__init__ if isinstance(value, type) else value
     wanted = {p for p, parameter in inspect.signature(target).parameters.items()
-              if p not in ("self", "removed") and parameter.kind is not parameter.VAR_KEYWORD}
+              if p != "self" and parameter.kind is not parameter.VAR_KEYWORD}
     if wanted - documented:
         found.append(f"parameters not documented: {sorted(wanted - documented)}")
     needed = ("Examples",) if isinstance(value, type) else ("Returns", "Raises", "Examples")
@@ -241,14 +241,12 @@ def test_every_public_example_runs(monkeypatch):
     print(f"{ran} examples of {len(embsql.__all__)} public names ran")
 
 
-def test_the_vocabulary_page_lists_every_name_and_every_old_one():
+def test_the_vocabulary_page_lists_every_name():
     """Issue 21: the vocabulary is written down once, in the reference, from embsql.vocabulary."""
     page = hooks.pages()["reference/vocabulary.md"]
     assert {"reference/vocabulary.md": "Vocabulary"} in [entry for entry in _reference_nav()]
     for name in vocabulary.TABLES | vocabulary.COLUMNS | vocabulary.OPTIONS | vocabulary.CLI:
         assert f"| `{name}` |" in page, name
-    for old, new in vocabulary.REMOVED.items():
-        assert f"| `{old}` | `{new}` |" in page, old
     assert "keeps the input column's name" in page
 
 
@@ -371,23 +369,8 @@ def test_no_page_shows_a_sphinx_role(site):
         "a role to embsql.anova is a link to its entry"
 
 
-def test_the_signatures_shown_leave_out_the_removed_catch_all():
-    """docs/griffe_removed.py: `**removed` (it takes an old keyword to refuse it) is not in a signature
-    of the reference; every other parameter is."""
-    griffe = pytest.importorskip("griffe")
-    spec = importlib.util.spec_from_file_location("griffe_removed", ROOT / "docs" / "griffe_removed.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    plain = griffe.load("embsql.api.decomposition", search_paths=[str(ROOT)])
-    shown = griffe.load("embsql.api.decomposition", search_paths=[str(ROOT)],
-                        extensions=griffe.load_extensions(module.HideRemoved))
-    before = [p.name for p in plain["anova"].parameters]
-    assert "removed" in before                    # the test sees the parameter it hides
-    assert [p.name for p in shown["anova"].parameters] == [n for n in before if n != "removed"]
-
-
 @pytest.mark.slow
-def test_no_reference_page_shows_the_removed_catch_all(site):
+def test_no_reference_page_shows_a_keyword_catch_all(site):
     pages = {p.parent.name: p.read_text(encoding="utf-8") for p in (site / "reference" / "python").glob("*/index.html")}
     assert [name for name, text in pages.items() if "removed</span>" in text or "**removed" in text] == []
     assert "group</span>" in pages["decomposition"]     # the signatures are there

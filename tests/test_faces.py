@@ -1,15 +1,13 @@
 """The Python faces are plain annotated functions: the source (or sources) by position, every column
 by name, in the one vocabulary (embsql.vocabulary).
 
-- An old keyword is refused with a message naming its new name (``by= is now model=``), or the
-  function that now takes it; a column passed by position is refused; mypy flags both.
-- ``inspect.signature`` shows the real parameters: keyword-only after the source, and no
-  ``**kwargs`` but ``**removed: Never``.
+- A keyword a face does not take (an old spelling such as ``by=``, a misspelling) is Python's own
+  TypeError; a column passed by position is refused; mypy flags both.
+- ``inspect.signature`` shows the real parameters: keyword-only after the source, and no ``**kwargs``.
 - The output's model column keeps the input column's name; a model column named like an output
   column is refused (``column.collision``), and a NULL model value is refused naming its row
   (``label.null``), on every face.
 - A face's own warning points at the caller's line, and no face touches the warning filters.
-This file is the one place where the old spellings appear (as the subject of the refusals).
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ import pyarrow as pa
 import pytest
 
 import embsql
-from embsql import ArgumentError, BadLabelError, InputError
+from embsql import BadLabelError, EmbsqlError, InputError
 from embsql.vocabulary import NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,41 +101,39 @@ def _tables(result) -> list:
     return list(result.tables().values()) if isinstance(result, embsql.DispersionResult) else [result]
 
 
-# ---------------------------------------------------------------------------------------------- the old spellings
+# ---------------------------------------------------------------------------------------------- unknown keywords
 
-# (face, the old keyword it took, the message): every name a face used to take
+# (face, a keyword it does not take): names the faces took before 0.1.0, and a misspelling
 OLD = [
-    ("anova", "by", "by= is now model= (in embsql.anova())"),
-    ("anova", "key", "key= is now item= (in embsql.anova())"),
-    ("groups", "by", "by= is now model= (in embsql.groups())"),
-    ("groups", "key", "key= is now item= (in embsql.groups())"),
-    ("anova_dist", "d", "d= is now distance= (in embsql.anova_dist())"),
-    ("anova_dist", "id", "id= is now item= (in embsql.anova_dist())"),
-    ("permanova", "by", "by= is now model= (in embsql.permanova())"),
-    ("permanova", "terms", "embsql.permanova() does not take terms=: the multi-term test is embsql.permanova_terms("),
-    ("permanova", "by_terms", "embsql.permanova() does not take by_terms=: the multi-term test is embsql.permanova_terms("),
-    ("permanova", "statistic", "embsql.permanova() does not take statistic=: Welch's W*_d is tested by "
-                               "embsql.permanova_welch("),
-    ("permanova", "null_method", "embsql.permanova() does not take null_method=: Welch's W*_d is tested by "
-                                 "embsql.permanova_welch("),
-    ("permanova", "method", "embsql.permanova() has no argument 'method'; it takes: con, source, group, vector, "
-                            "permutations, seed, strata, model, progress, check_dispersion"),
-    ("dispersion", "by", "by= is now model= (in embsql.dispersion())"),
-    ("jackknife", "by", "by= is now model= (in embsql.jackknife())"),
-    ("jackknife", "stat", "stat= is now statistic= (in embsql.jackknife())"),
-    ("bootstrap", "by", "by= is now model= (in embsql.bootstrap())"),
-    ("bootstrap", "stat", "stat= is now statistic= (in embsql.bootstrap())"),
-    ("compare", "stat", "stat= is now statistic= (in embsql.compare())"),
-    ("pairwise_permanova", "pairs", "pairs= is now group_pairs= (in embsql.pairwise_permanova())"),
-    ("pairwise_permanova", "by", "by= is now model= (in embsql.pairwise_permanova())"),
-    ("permanova_terms", "by_terms", "by_terms= is now sums= (in embsql.permanova_terms())"),
-    ("permanova_terms", "by", "by= is now model= (in embsql.permanova_terms())"),
-    ("knn_agreement", "item_col", "item_col= is now item= (in embsql.knn_agreement())"),
-    ("cka", "model_col", "model_col= is now model= (in embsql.cka())"),
+    ("anova", "by"),
+    ("anova", "key"),
+    ("groups", "by"),
+    ("groups", "key"),
+    ("anova_dist", "d"),
+    ("anova_dist", "id"),
+    ("permanova", "by"),
+    ("permanova", "terms"),
+    ("permanova", "by_terms"),
+    ("permanova", "statistic"),
+    ("permanova", "null_method"),
+    ("permanova", "method"),
+    ("dispersion", "by"),
+    ("jackknife", "by"),
+    ("jackknife", "stat"),
+    ("bootstrap", "by"),
+    ("bootstrap", "stat"),
+    ("compare", "stat"),
+    ("pairwise_permanova", "pairs"),
+    ("pairwise_permanova", "by"),
+    ("permanova_terms", "by_terms"),
+    ("permanova_terms", "by"),
+    ("knn_agreement", "item_col"),
+    ("cka", "model_col"),
+    ("anova", "modle"),
 ]
 
 
-# each face's source and required keywords: enough for Python to call it (the old keyword is refused first)
+# each face's source and required keywords: enough for Python to call it (the unknown keyword is refused first)
 REQUIRED = {
     "anova": ("t", dict(group="g", vector="v")), "groups": ("t", dict(group="g", vector="v")),
     "anova_dist": ("dist", dict(labels="labels", group="g")), "permanova": ("t", dict(group="g", vector="v")),
@@ -148,21 +144,13 @@ REQUIRED = {
 }
 
 
-@pytest.mark.parametrize("face,old,message", OLD, ids=[f"{f}-{o}" for f, o, _ in OLD])
-def test_an_old_keyword_is_refused_naming_the_new_one(con, face, old, message):
-    with pytest.raises(ArgumentError) as raised:
-        source, keywords = REQUIRED[face]
+@pytest.mark.parametrize("face,old", OLD, ids=[f"{f}-{o}" for f, o in OLD])
+def test_an_unknown_keyword_is_pythons_type_error(con, face, old):
+    source, keywords = REQUIRED[face]
+    with pytest.raises(TypeError) as raised:
         FACES[face](con, source, **keywords, **{old: "m"})
-    assert str(raised.value).startswith(message)
-    assert raised.value.kind == ("argument.renamed" if " is now " in message else
-                                 "argument.moved" if "does not take" in message else "argument.unknown")
-    assert isinstance(raised.value, TypeError) and isinstance(raised.value, InputError)
-
-
-def test_an_unknown_keyword_lists_what_the_face_takes(con):
-    with pytest.raises(ArgumentError, match=r"^embsql\.anova\(\) has no argument 'modle'; it takes: con, source, "
-                                            r"group, vector, model, item, bad_rows$"):
-        embsql.anova(con, "t", group="g", vector="v", modle="m")
+    assert str(raised.value) == f"{face}() got an unexpected keyword argument '{old}'"
+    assert not isinstance(raised.value, EmbsqlError)
 
 
 @pytest.mark.parametrize("face,args", [
@@ -198,7 +186,8 @@ def test_mypy_flags_an_old_keyword_and_a_positional_column(tmp_path):
     assert result.returncode == 1, result.stdout + result.stderr
     lines = {int(line.split(":")[1]) for line in errors}
     assert lines == {3, 4, 5}, result.stdout                   # the last call is the documented form
-    assert any(':3: error: Argument "by" to "anova" has incompatible type' in line for line in errors), result.stdout
+    assert any(':3: error: Unexpected keyword argument "by" for "anova"' in line for line in errors), result.stdout
+    assert any(':5: error: Unexpected keyword argument "statistic" for "permanova"' in line for line in errors), result.stdout
     assert any(":4: error: Too many positional arguments for \"anova\"" in line for line in errors), result.stdout
 
 
@@ -210,12 +199,11 @@ def test_the_signature_is_the_real_one(name):
     parameters = list(inspect.signature(face).parameters.values())
     assert [p.kind for p in parameters[:2]] == [inspect.Parameter.POSITIONAL_OR_KEYWORD] * 2     # con, the source
     assert parameters[0].name == "con" and parameters[1].name in ("source", "distances")
-    assert all(p.kind is p.KEYWORD_ONLY for p in parameters[2:-1])
-    assert parameters[-1].kind is inspect.Parameter.VAR_KEYWORD and parameters[-1].name == "removed"
+    assert all(p.kind is p.KEYWORD_ONLY for p in parameters[2:])                 # no **kwargs either
     assert not hasattr(face, "__wrapped__")                     # no decorator between the user and the function
     hints = inspect.get_annotations(face, eval_str=True)
     assert set(hints) == {p.name for p in parameters} | {"return"}     # every parameter annotated
-    assert [p.name for p in parameters if p.name != "removed" and p.name not in NAMES] == []
+    assert [p.name for p in parameters if p.name not in NAMES] == []
 
 
 @pytest.mark.parametrize("name", sorted(FACES))
@@ -224,7 +212,7 @@ def test_no_public_face_takes_more_than_12_parameters(name):
     statistic, the bootstrap's replicates, seed and level, common items, the size rule, marginal or
     simultaneous intervals); the others take 11 or fewer.  ``bad_rows`` is not counted: every face that
     reads vectors takes it, with the same meaning, so it adds no choice to learn per face."""
-    count = len([p for p in inspect.signature(FACES[name]).parameters if p not in ("removed", "bad_rows")])
+    count = len([p for p in inspect.signature(FACES[name]).parameters if p != "bad_rows"])
     assert count <= (13 if name == "compare" else 11), count
 
 
@@ -242,8 +230,7 @@ def test_the_docstring_has_every_numpydoc_section(name):
     for section in ("Parameters", "Returns", "Raises", "Examples"):
         assert f"\n{section}\n{'-' * len(section)}\n" in doc, section
     for parameter in inspect.signature(FACES[name]).parameters:
-        if parameter != "removed":
-            assert parameter in doc.split("Returns\n")[0], parameter
+        assert parameter in doc.split("Returns\n")[0], parameter
 
 
 # ---------------------------------------------------------------------------------------------- the model column

@@ -227,9 +227,9 @@ def test_a_bad_argument_is_refused_whatever_columns_are_read(con):
     """The test runs for every query now (the ANOVA columns come from it), so its arguments are checked
     even when only emb_anova's columns are read."""
     for columns in ("*", "n", "r2, f"):
-        moved = (r"^embsql: \[argument\.moved\] emb_permanova does not take null_method :=: the Welch test is "
-                 r"emb_permanova_welch\(source, \"group\", vector, \.\.\.\)$")
-        with pytest.raises(embsql.ArgumentError, match=moved):
+        unknown = (r"^embsql: \[argument\.unknown\] emb_permanova has no argument null_method :=; it takes: "
+                   r"source, \"group\", vector, permutations, seed, strata, model, bad_rows$")
+        with pytest.raises(embsql.ArgumentError, match=unknown):
             embsql.run_sql(con, f"SELECT {columns} FROM emb_permanova('equal', 'g', 'v', null_method := 'wild bootstrap')")
         assert sql_error(con, f"SELECT {columns} FROM emb_permanova('equal', 'g', 'v', permutations := 0)") == \
             "embsql: [argument.permutations] permutations must be a whole number from 1 to 1,000,000, not 0"

@@ -264,8 +264,9 @@ def test_bad_input_names_the_term_or_column(con):
         embsql.permanova_terms(con, "t", terms=["g", "pair"], vector="v", progress=False)
     with pytest.raises(InputError, match="'cov_null'"):
         embsql.permanova_terms(con, "t", terms=["g", "cov_null"], vector="v", progress=False)
-    with pytest.raises(InputError, match="by_terms"):
+    with pytest.raises(InputError, match=r"^sums must be 'sequential' or 'margin', not 'type3'$") as refused:
         embsql.permanova_terms(con, "t", terms=["g"], vector="v", sums="type3", progress=False)
+    assert refused.value.kind == "argument.sums"
     with pytest.raises(EmbsqlError, match="'nope'"):
         embsql.permanova_terms(con, "t", terms=["nope"], vector="v", progress=False)
     con.register("tiny", _table().slice(0, 2))

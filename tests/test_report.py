@@ -232,7 +232,7 @@ def _group_sums_of(con):
     from embsql.io.sources import resolve
     from embsql.io.table_stream import group_sums
 
-    return group_sums(con, resolve(con, "emb"), "topic", "emb", by="model")
+    return group_sums(con, resolve(con, "emb"), "topic", "emb", model="model")
 
 
 def _golden_report():

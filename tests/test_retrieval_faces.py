@@ -1,5 +1,5 @@
 """The retrieval faces' one form: the column specs (embsql.Queries, Docs, Qrels, Run) and their
-checks, the old keywords refused with their new form, the output's model column under the input
+checks, an unknown keyword refused as Python refuses it, the output's model column under the input
 column's name (hostile names included) or refused where it would collide, NULL models refused on
 every route, and the docstring examples."""
 
@@ -98,46 +98,31 @@ def test_trec_files_have_fixed_fields(con, tmp_path):
         embsql.evaluate(con, str(run), str(qrels), model="encoder")
 
 
-# ---- old keywords ----------------------------------------------------------------------------
+# ---- unknown keywords: the names these faces took before 0.1.0, and others --------------------------
 
-@pytest.mark.parametrize("call,words", [
-    (lambda con, q, d: embsql.margins(con, q, d, level="level"),
-     "level= is now Queries(source, strength=...) (in embsql.margins())"),
-    (lambda con, q, d: embsql.margins(con, q, d, doc_group="group"),
-     "doc_group= is now Docs(source, group=...) (in embsql.margins())"),
-    (lambda con, q, d: embsql.retrieval_summary(con, q, d, qid="qid"),
-     "qid= is now Queries(source, qid=...) (in embsql.retrieval_summary())"),
-    (lambda con, q, d: embsql.pairing(con, q, d, positive="positive"),
-     "positive= is now Queries(source, positive=...) (in embsql.pairing())"),
-    (lambda con, q, d: embsql.dose(con, q, level="level"), "level= is now Queries(source, strength=...) (in embsql.dose())"),
-    (lambda con, q, d: embsql.dose(con, q, scope="corpus"), "embsql.dose() has no argument 'scope'"),
-    (lambda con, q, d: embsql.retrieval_layers(con, q, d, level_col="level"),
-     "level_col= is now Queries(source, strength=...) (in embsql.retrieval_layers())"),
-    (lambda con, q, d: embsql.retrieve(con, q, d, doc_vector="vector"),
-     "doc_vector= is now Docs(source, vector=...) (in embsql.retrieve())"),
-    (lambda con, q, d: embsql.retrieve(con, q, d, vector="vector"),
-     "vector= is now Queries(source, vector=...) and Docs(source, vector=...) (in embsql.retrieve())"),
-    (lambda con, q, d: embsql.retrieve(con, q, d, by="model"), "by= is now model= (in embsql.retrieve())"),
-    (lambda con, q, d: embsql.evaluate(con, None, "j", queries=q, docs=d),
-     "queries= is now retrieve(con, queries, docs, k=...), whose run evaluate takes (in embsql.evaluate())"),
-    (lambda con, q, d: embsql.evaluate(con, "r", "j", k=10), "k= is now the metrics' cutoffs (ndcg@10)"),
-    (lambda con, q, d: embsql.evaluate(con, "r", None, positive="positive"),
-     "positive= is now Qrels(queries, doc_id='positive', relevance=None)"),
-    (lambda con, q, d: embsql.evaluate(con, "r", "j", unknown="skip"), "embsql.evaluate() has no argument 'unknown'"),
-    (lambda con, q, d: embsql.compare_retrieval(con, "e", qid="qid"), "qid= is now Queries(source, qid=...)"),
+@pytest.mark.parametrize("call,keyword", [
+    (lambda con, q, d: embsql.margins(con, q, d, level="level"), "level"),
+    (lambda con, q, d: embsql.margins(con, q, d, doc_group="group"), "doc_group"),
+    (lambda con, q, d: embsql.retrieval_summary(con, q, d, qid="qid"), "qid"),
+    (lambda con, q, d: embsql.pairing(con, q, d, positive="positive"), "positive"),
+    (lambda con, q, d: embsql.dose(con, q, level="level"), "level"),
+    (lambda con, q, d: embsql.dose(con, q, scope="corpus"), "scope"),
+    (lambda con, q, d: embsql.retrieval_layers(con, q, d, level_col="level"), "level_col"),
+    (lambda con, q, d: embsql.retrieve(con, q, d, doc_vector="vector"), "doc_vector"),
+    (lambda con, q, d: embsql.retrieve(con, q, d, vector="vector"), "vector"),
+    (lambda con, q, d: embsql.retrieve(con, q, d, by="model"), "by"),
+    (lambda con, q, d: embsql.evaluate(con, None, "j", queries=q, docs=d), "queries"),
+    (lambda con, q, d: embsql.evaluate(con, "r", "j", k=10), "k"),
+    (lambda con, q, d: embsql.evaluate(con, "r", None, positive="positive"), "positive"),
+    (lambda con, q, d: embsql.evaluate(con, "r", "j", unknown="skip"), "unknown"),
+    (lambda con, q, d: embsql.compare_retrieval(con, "e", qid="qid"), "qid"),
+    (lambda con, q, d: embsql.margins(con, q, d, threshold=2), "threshold"),
 ])
-def test_old_keywords_name_their_new_form(con, tables, call, words):
+def test_an_unknown_keyword_is_pythons_type_error(con, tables, call, keyword):
     queries, docs = tables
-    with pytest.raises(ArgumentError) as caught:
+    with pytest.raises(TypeError, match=rf"^\w+\(\) got an unexpected keyword argument '{keyword}'$") as caught:
         call(con, queries, docs)
-    assert words in str(caught.value)
-    assert caught.value.kind in ("argument.renamed", "argument.unknown")
-
-
-def test_an_unknown_keyword_lists_what_the_face_takes(con, tables):
-    with pytest.raises(ArgumentError, match=r"embsql.margins\(\) has no argument 'threshold'; it takes: con, queries, "
-                                            r"docs, qrels, relevance_threshold, scope, model"):
-        embsql.margins(con, *tables, threshold=2)
+    assert not isinstance(caught.value, embsql.EmbsqlError)
 
 
 def test_write_trec_run_takes_the_connection_first(con, tables, tmp_path):
@@ -151,7 +136,8 @@ def test_the_report_refuses_level_for_strength(con, tables):
     queries, docs = tables
     con.register("q", queries)
     con.register("d", docs)
-    with pytest.raises(ArgumentError, match="level is now strength"):
+    with pytest.raises(InputError, match="unknown setting 'level' in the report's retrieval settings; the settings are: "
+                                         "qid, group, strength,"):
         embsql.report("q", vector="vector", group="group", model="model", queries="q", docs="d",
                       sections=("retrieval",), retrieval={"level": "level"}).run(con)
 
@@ -285,8 +271,9 @@ def test_faces_are_plain_small_and_documented(face):
     function = getattr(embsql, face)
     parameters = inspect.signature(function).parameters
     assert not hasattr(function, "__wrapped__")                            # no decorator
-    assert len(parameters) - 1 <= 10                                       # **removed aside
-    assert list(parameters)[-1] == "removed" and parameters["removed"].kind is inspect.Parameter.VAR_KEYWORD
+    # compare_retrieval takes one more: intervals= (marginal or simultaneous), as compare does
+    assert len(parameters) <= (11 if face == "compare_retrieval" else 10)
+    assert all(p.kind is not inspect.Parameter.VAR_KEYWORD for p in parameters.values())
     columns = {"qid", "group", "level", "positive", "vector", "doc_id", "doc_group", "doc_vector", "relevance"}
     # compare_retrieval's group is the evaluation's group column, its level the confidence level
     assert not columns & (set(parameters) - ({"group", "level"} if face == "compare_retrieval" else set())), face
@@ -294,7 +281,7 @@ def test_faces_are_plain_small_and_documented(face):
     for heading in ("Parameters", "Returns", "Raises", "Examples"):
         assert f"\n    {heading}\n    ---" in doc, (face, heading)
     for name in parameters:
-        assert name == "removed" or f"\n    {name} :" in doc, (face, name)
+        assert f"\n    {name} :" in doc, (face, name)
 
 
 SNIPPET = textwrap.dedent("""
@@ -312,10 +299,10 @@ def test_mypy_flags_an_old_keyword(tmp_path):
     path.write_text(SNIPPET)
     done = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent", str(path)],
                           capture_output=True, text=True, timeout=600)
-    lines = [line for line in done.stdout.splitlines() if "snippet.py" in line]
+    lines = [line for line in done.stdout.splitlines() if "snippet.py" in line and ": error:" in line]
     assert len(lines) == 2, done.stdout
-    assert 'Argument "level" to "margins" has incompatible type "str"; expected "Never"' in lines[0]
-    assert 'Argument "queries" to "evaluate"' in lines[1]
+    assert ':4: error: Unexpected keyword argument "level" for "margins"' in lines[0]
+    assert ':5: error: Unexpected keyword argument "queries" for "evaluate"' in lines[1]
 
 
 def test_rows_stay_numbers_not_text(con):

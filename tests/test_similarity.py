@@ -23,7 +23,6 @@ from sklearn.metrics.pairwise import paired_cosine_distances
 import embsql
 from embsql.core import similarity
 from embsql.errors import (
-    ArgumentError,
     BadLabelError,
     ColumnNotFoundError,
     DesignError,
@@ -281,7 +280,7 @@ def test_null_item_and_wrong_columns(con):
         embsql.similarity_eval(con, _judged(item_b=["item1", None, "item3", "item4"]), emb)
     with pytest.raises(ColumnNotFoundError, match="score column 'gold' not found"):
         embsql.similarity_eval(con, _judged(), emb, score="gold")
-    with pytest.raises(ArgumentError, match="by= is now model="):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'by'"):
         embsql.similarity_eval(con, _judged(), emb, by="model")
     with pytest.raises(InputError, match="level must be a number between 0 and 1"):
         embsql.similarity_eval(con, _judged(), emb, level=95)

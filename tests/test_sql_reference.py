@@ -4,7 +4,7 @@ its macro (embsql/sql_reference.py), and the block says what DuckDB registers.
 - every emb_* function in duckdb_functions() after embsql.connect() has a block, and no block
   documents a function that does not exist;
 - a block's arguments are duckdb_functions()'s parameters, in order, and its defaults are the ones
-  DuckDB's binder lists for the macro (the parameters that only refuse an old spelling aside);
+  DuckDB's binder lists for the macro;
 - a block's output columns are the columns of a DESCRIBE of its example (a scalar's type too);
 - every example runs: in the stock DuckDB CLI for the functions that do not need Python, through
   embsql.connect() for the others, after sql/examples.sql;
@@ -27,7 +27,7 @@ from helpers import example_connection, public_functions
 import embsql
 from embsql import sql_reference
 from embsql.io.resources import resource_dir, sql_entry_file
-from embsql.sql_reference import MODEL_COLUMN, REFUSED, split_arguments
+from embsql.sql_reference import MODEL_COLUMN, split_arguments
 
 FUNCTIONS = sql_reference.functions()
 BY_NAME = {f.name: f for f in FUNCTIONS}
@@ -119,11 +119,9 @@ def test_the_arguments_and_defaults_are_the_ones_duckdb_registers(con, name):
     function = BY_NAME[name]
     parameters = public_functions(con)[name]
     documented = [a.name for a in function.arguments]
-    assert [p for p in parameters if p not in REFUSED] == documented
-    assert set(parameters) - set(documented) <= set(REFUSED)
+    assert parameters == documented
     listed = candidate_signature(con, function)
-    assert [(n, d) for n, d in listed if n not in REFUSED] == [(a.name, a.default) for a in function.arguments]
-    assert all(d == "NULL" for n, d in listed if n in REFUSED)
+    assert listed == [(a.name, a.default) for a in function.arguments]
 
 
 @pytest.mark.parametrize("name", sorted(BY_NAME))
@@ -230,18 +228,6 @@ def test_a_model_column_named_like_an_output_column_is_refused(con, name):
     assert str(refused.value) == (f'embsql: [column.collision] model column "{column}" has the name of one of '
                                   f"{name}'s output columns (the output keeps the model column's name); rename it, "
                                   f'e.g. SELECT "{column}" AS model_name')
-
-
-@pytest.mark.parametrize("name", sorted(f.name for f in FUNCTIONS))
-def test_by_is_refused_with_the_new_name_wherever_it_was_taken(con, name):
-    function = BY_NAME[name]
-    call = function.call[:-1] + ", by := 'model')"
-    with pytest.raises(embsql.ArgumentError) as refused:
-        embsql.run_sql(con, f"SELECT {call}" if function.returns else f"SELECT * FROM {call}")
-    assert refused.value.kind == "argument.renamed" if "model" in [a.name for a in function.arguments] \
-        else refused.value.kind == "argument.unknown"
-    if refused.value.kind == "argument.renamed":
-        assert str(refused.value) == f"embsql: [argument.renamed] by := is now model := (in {name})"
 
 
 def test_each_python_function_section_says_the_stock_cli_raises_query_needs_python():

@@ -93,6 +93,8 @@ CASES = {
                               "column.missing", "label column 'nope' not found"),
     "emb_compare_classification": ("SELECT * FROM emb_compare_classification('predictions', item := 'nope')",
                                    "column.missing", "item column 'nope' not found in 'predictions'"),
+    "emb_rank_models": ("SELECT * FROM emb_rank_models('one', 'item', 'v', 'model')", "model.too_few",
+                        "the model column has 1 model(s); a ranking needs at least two"),
 }
 
 # Errors the UDFs find in embsql/core (not in the SQL face), each once raised with a bare family

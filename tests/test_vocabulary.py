@@ -1,6 +1,6 @@
 """The one vocabulary (embsql.vocabulary), held on the Python package: every public function's
-parameter names and every public result object's fields are names the vocabulary defines, and no
-old spelling (vocabulary.REMOVED) is one of them."""
+parameter names and every public result object's fields are names the vocabulary defines, and a
+keyword a function does not take is Python's own TypeError (no catch-all that turns it into anything else)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import inspect
 import pytest
 
 import embsql
-from embsql.vocabulary import NAMES, REMOVED, RESULTS
+from embsql.vocabulary import NAMES, RESULTS
 
 PUBLIC = {name: getattr(embsql, name) for name in embsql.__all__}
 CALLABLES = {name: obj for name, obj in PUBLIC.items()
@@ -28,28 +28,28 @@ def _parameters(obj) -> list[inspect.Parameter]:
 
 @pytest.mark.parametrize("name", sorted(CALLABLES))
 def test_every_parameter_name_is_in_the_vocabulary(name):
-    names = [p.name for p in _parameters(CALLABLES[name])
-             if p.name != "removed" and p.kind is not p.VAR_KEYWORD and p.name != "self"]
+    names = [p.name for p in _parameters(CALLABLES[name]) if p.kind is not p.VAR_KEYWORD and p.name != "self"]
     assert [n for n in names if n not in NAMES] == [], f"embsql.{name}: add the name to embsql/vocabulary.py or rename it"
-    assert [n for n in names if n in REMOVED and n not in NAMES] == []
 
 
 @pytest.mark.parametrize("name", sorted(CALLABLES))
 def test_no_public_function_hides_its_keywords(name):
-    hidden = [p.name for p in _parameters(CALLABLES[name]) if p.kind is p.VAR_KEYWORD and p.name != "removed"]
+    hidden = [p.name for p in _parameters(CALLABLES[name]) if p.kind is p.VAR_KEYWORD]
     if name in KWARGS_PENDING:
         assert hidden, f"embsql.{name} no longer takes **{hidden}: remove it from KWARGS_PENDING"
     else:
         assert hidden == [], f"embsql.{name} takes **{hidden[0]}"
 
 
-@pytest.mark.parametrize("name", sorted(CALLABLES))
-def test_removed_catches_only_what_mypy_should_refuse(name):
-    """``**removed`` is annotated Never, so any keyword a function does not take is a type error."""
-    for parameter in _parameters(CALLABLES[name]):
-        if parameter.name == "removed":
-            assert parameter.kind is parameter.VAR_KEYWORD
-            assert inspect.get_annotations(CALLABLES[name], eval_str=True)["removed"] in (embsql.vocabulary.Never,)
+@pytest.mark.parametrize("name", sorted(set(CALLABLES) - set(KWARGS_PENDING)))
+@pytest.mark.parametrize("keyword", ["by", "group_col", "no_such_argument"])
+def test_an_unknown_keyword_is_pythons_type_error(name, keyword):
+    """An old spelling (by=) or a misspelling is refused by Python itself, before the body runs: the
+    TypeError that names the keyword (and that mypy reports from the signature), not an embsql class."""
+    with pytest.raises(TypeError) as raised:
+        CALLABLES[name](**{keyword: "x"})
+    assert type(raised.value) is TypeError
+    assert str(raised.value).endswith(f"got an unexpected keyword argument '{keyword}'"), str(raised.value)
 
 
 @pytest.mark.parametrize("name", sorted(DATACLASSES))
@@ -61,5 +61,3 @@ def test_every_field_of_a_result_object_is_in_the_vocabulary(name):
 def test_every_name_has_a_meaning_and_no_old_name_is_current():
     assert all(isinstance(meaning, str) and len(meaning) > 10 for meaning in NAMES.values())
     assert set(RESULTS) <= set(NAMES)
-    assert [old for old in REMOVED if old in NAMES] == []          # an old name is never also a current one
-    assert all(new in NAMES for new in REMOVED.values())

@@ -1,9 +1,9 @@
 """The command line and the report file speak the one vocabulary (embsql.vocabulary).
 
 Every flag of every subcommand is a name of vocabulary.NAMES with ``-`` for ``_``; every key a
-[report] table (Report.from_mapping) or its [report.retrieval] table takes is a name too.  Old
-spellings (vocabulary.REMOVED) are refused, naming the new one: a flag with exit 2 and one line,
-a file's key with the CLI's one error line, a Python keyword with ArgumentError.
+[report] table (Report.from_mapping) or its [report.retrieval] table takes is a name too.  A name
+that is none of them is refused: a flag with exit 2 and one line, a file's key with the CLI's one
+error line naming the settings, a Python keyword with Python's own TypeError.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 
 import embsql
 from embsql import vocabulary
-from embsql.cli import build_parser, flag, main
+from embsql.cli import build_parser, main
 from embsql.reporting.build import RETRIEVAL_SETTINGS, SETTINGS, Report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,7 +33,7 @@ def subcommands() -> dict[str, argparse.ArgumentParser]:
 
 
 def names_of(parser: argparse.ArgumentParser) -> list[str]:
-    """The vocabulary name of every argument a user may give (help, subcommands and refused flags aside)."""
+    """The vocabulary name of every argument a user may give (help and subcommands aside)."""
     found = []
     for action in parser._actions:
         if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)) or action.help == argparse.SUPPRESS:
@@ -46,17 +46,12 @@ def names_of(parser: argparse.ArgumentParser) -> list[str]:
     return found
 
 
-REFUSED = [(command, old, new) for command, parser in subcommands().items() if command != "(top level)"
-           for old, new in vocabulary.REMOVED.items() if flag(new) in {o for a in parser._actions for o in a.option_strings}]
-
-
 @pytest.mark.parametrize("command", sorted(subcommands()))
 def test_every_flag_is_a_name_of_the_vocabulary(command):
     names = names_of(subcommands()[command])
     assert names or command == "sql-path", command        # sql-path takes no arguments
     unknown = [name for name in names if name not in vocabulary.NAMES]
     assert unknown == [], f"embsql {command}: {unknown} are not in embsql.vocabulary.NAMES"
-    assert not set(names) & set(vocabulary.REMOVED), "an old spelling is still a flag"
 
 
 def test_every_setting_of_a_report_file_is_a_name_of_the_vocabulary():
@@ -78,37 +73,20 @@ _EXAMPLE = Report("t", vector="v", group="g", model="m", sections=("decompositio
                   table="lake.t", where="split = 'test'", item="i")
 
 
-def test_the_refused_flags_are_every_old_spelling_of_a_flag():
-    assert ("report", "by", "model") in REFUSED and ("sql", "by", "model") in REFUSED
-    assert ("report", "group_col", "group") in REFUSED and ("report", "vector_col", "vector") in REFUSED
-    assert ("report", "item_col", "item") in REFUSED and ("report", "tbl", "source") not in REFUSED   # no --source
-    assert not [c for c, _, _ in REFUSED if c == "demo"]      # demo has no flag that was ever spelled otherwise
-
-
-@pytest.mark.parametrize("command, old, new", REFUSED)
-def test_an_old_flag_is_refused_with_one_line_naming_the_new_one(command, old, new, capsys):
-    for given in ([flag(old), "x"], [f"{flag(old)}=x"], [flag(old)]):
-        with pytest.raises(SystemExit) as stopped:
-            main([command, "data.parquet", "--vector", "v", *given])
-        assert stopped.value.code == 2
-        captured = capsys.readouterr()
-        assert captured.err == f"embsql: {flag(old)} is now {flag(new)}\n" and captured.out == ""
-
-
 @pytest.mark.parametrize("command", ["report", "sql", "demo"])
-def test_no_old_spelling_survives_as_a_flag(command, capsys):
-    """Every old name is refused (exit 2), also where the new name has no flag; abbreviations are not flags."""
-    for old in vocabulary.REMOVED:
-        with pytest.raises(SystemExit) as stopped:
-            main([command, flag(old), "x"])
-        assert stopped.value.code == 2, flag(old)
-        assert capsys.readouterr().err.startswith("embsql: ")
-    with pytest.raises(SystemExit):
-        main([command, "--see", "1"])        # an abbreviation of --seed(s) is not a second spelling
-    assert "unrecognized arguments: --see" in capsys.readouterr().err
+@pytest.mark.parametrize("given", [["--by", "model"], ["--by=model"], ["--group-col", "topic"], ["--see", "1"]])
+def test_an_unknown_flag_is_one_line_and_exit_2(command, given, capsys):
+    """An old spelling (--by), a misspelling or an abbreviation (--see for --seed(s)) is no flag: exit 2,
+    one line on stderr naming it, nothing on stdout."""
+    with pytest.raises(SystemExit) as stopped:
+        main([command, "data.parquet", "--vector", "v", *given])
+    assert stopped.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith("embsql: error: unrecognized arguments: ") and given[0].split("=")[0] in captured.err
 
 
-def test_the_refused_flags_are_not_in_the_help():
+def test_no_old_spelling_is_in_the_help():
     for command in ("report", "sql"):
         text = subprocess.run([sys.executable, "-m", "embsql", command, "--help"], capture_output=True, text=True,
                               cwd=ROOT).stdout
@@ -118,31 +96,25 @@ def test_the_refused_flags_are_not_in_the_help():
 def test_by_on_the_command_line_is_one_line_and_exit_2():
     done = subprocess.run([sys.executable, "-m", "embsql", "report", "examples/embeddings.parquet", "--vector",
                            "embedding", "--group", "topic", "--by", "model"], capture_output=True, text=True, cwd=ROOT)
-    assert (done.returncode, done.stderr, done.stdout) == (2, "embsql: --by is now --model\n", "")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "embsql: error: unrecognized arguments: --by model (see embsql --help)\n"
 
 
-def test_an_old_key_in_a_report_file_is_refused_naming_the_new_one(tmp_path):
+def test_an_unknown_key_in_a_report_file_is_one_line_naming_the_settings(tmp_path):
     config = tmp_path / "report.toml"
     config.write_text('[report]\nsource = "examples/embeddings.parquet"\nvector = "embedding"\ngroup = "topic"\n'
                       'by = "model"\n')
     done = subprocess.run([sys.executable, "-m", "embsql", "report", "--config", str(config)], capture_output=True,
                           text=True, cwd=ROOT)
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == f"embsql: error: by is now model (in the [report] table of {str(config)!r})\n"
-    config.write_text('[report]\nsource = "t"\nvector = "v"\ngroup = "g"\n[report.retrieval]\nlevel = "strength"\n')
-    with pytest.raises(embsql.ArgumentError, match=r"^level is now strength \(in the report's retrieval settings\)$"):
-        Report.from_file(config)
-
-
-@pytest.mark.parametrize("old, new", [(old, new) for old, new in vocabulary.REMOVED.items() if new in SETTINGS])
-def test_from_mapping_refuses_every_old_key(old, new):
-    with pytest.raises(embsql.ArgumentError, match=f"^{old} is now {new} "):
-        Report.from_mapping({"source": "t", "vector": "v", "group": "g", old: "x"})
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert done.stderr.startswith(f"embsql: error: report: unknown setting 'by' in the [report] table of {str(config)!r}; "
+                                  "the settings are: source, vector, group, model,")
 
 
 @pytest.mark.parametrize("values, match", [
     ({"vectr": "v"}, r"unknown setting 'vectr' in the report's settings; the settings are: source, vector, group"),
-    ({"retrieval": {"qid_col": "q"}}, r"^qid_col is now qid \(in the report's retrieval settings\)$"),
+    ({"by": "m"}, r"^report: unknown setting 'by' in the report's settings; the settings are: source, vector, group"),
+    ({"retrieval": {"level": "q"}}, r"unknown setting 'level' in the report's retrieval settings; the settings are: qid,"),
     ({"retrieval": {"model": "m"}}, r"unknown setting 'model' in the report's retrieval settings"),
     ({"retrieval": "qid"}, r"retrieval must be a table of settings"),
 ])
@@ -155,7 +127,7 @@ def test_report_has_the_settings_of_Report_by_name():
     """embsql.report's parameters are Report's fields, with the same defaults, and nothing else."""
     parameters = inspect.signature(embsql.report).parameters
     fields = {f.name: f for f in dataclasses.fields(Report) if f.name != "_"}
-    assert list(parameters) == list(fields) + ["removed"]
+    assert list(parameters) == list(fields)
     assert parameters["source"].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
     for name, field in fields.items():
         if name == "source":
@@ -171,21 +143,17 @@ def test_report_has_the_settings_of_Report_by_name():
     assert embsql.report("t", vector="v", group="g") == Report("t", vector="v", group="g")
 
 
-def test_report_refuses_old_keywords():
-    with pytest.raises(embsql.ArgumentError, match=r"^by= is now model= \(in embsql\.report\(\)\)$"):
-        embsql.report("t", vector="v", group="g", by="m")  # type: ignore[call-arg]
-    with pytest.raises(embsql.ArgumentError, match=r"embsql\.report\(\) has no argument 'modle'; it takes: source, vector"):
-        embsql.report("t", vector="v", group="g", modle="m")  # type: ignore[call-arg]
-    with pytest.raises(TypeError, match="by"):
-        Report("t", vector="v", group="g", by="m")  # type: ignore[call-arg]
+def test_report_refuses_an_unknown_keyword_as_python_does():
+    for call in (lambda: embsql.report("t", vector="v", group="g", by="m"),  # type: ignore[call-arg]
+                 lambda: Report("t", vector="v", group="g", by="m"),  # type: ignore[call-arg]
+                 lambda: embsql.retrieval_layers(embsql.connect(), "q", "d", level="strength")):  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match=r"got an unexpected keyword argument '(by|level)'$"):
+            call()
     with pytest.raises(TypeError):
         Report("t", "v", "g")  # type: ignore[misc]   # the columns by name only
-    with pytest.raises(embsql.ArgumentError, match=r"^by is now model \(in Report\.replace\(\)\)$"):
+    with pytest.raises(embsql.InputError, match=r"^report: unknown setting 'by' in Report\.replace\(\); the settings are"):
         _EXAMPLE.replace(by="m")
     assert not hasattr(_EXAMPLE, "by")
-    moved = r"^level= is now Queries\(source, strength=\.\.\.\) \(in embsql\.retrieval_layers\(\)\)$"
-    with pytest.raises(embsql.ArgumentError, match=moved):
-        embsql.retrieval_layers(embsql.connect(), "q", "d", level="strength")  # type: ignore[call-arg]
 
 
 @pytest.mark.slow

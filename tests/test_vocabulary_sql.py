@@ -1,10 +1,10 @@
 """The SQL face speaks the one vocabulary (embsql/vocabulary.py).
 
-- every public SQL function's parameter names are in vocabulary.NAMES; an old spelling
-  (vocabulary.REMOVED) is a parameter only to refuse itself (``by := ...``, on the functions that
-  took it), and it does refuse, in the stock CLI too;
-- every other old spelling is a binder error, which embsql.run_sql turns into argument.renamed
-  naming the new one;
+- every public SQL function's parameter names are in vocabulary.NAMES, and nothing else: no
+  parameter is kept to refuse an old spelling;
+- a named argument a function does not take (an old spelling, a misspelling) is DuckDB's binder
+  error, which lists the function's arguments; embsql.run_sql turns it into argument.unknown
+  listing them, and the stock CLI shows DuckDB's own;
 - where a function returns one row per model, the model column keeps the input column's name,
   retrieval functions included.
 """
@@ -21,13 +21,9 @@ from helpers import example_connection, public_functions
 import embsql
 from embsql import sql_reference, vocabulary
 from embsql.io.resources import resource_dir, sql_entry_file
-from embsql.sql_reference import MODEL_COLUMN, REFUSED, spelled
+from embsql.sql_reference import MODEL_COLUMN
 
 FUNCTIONS = {f.name: f for f in sql_reference.functions()}
-# the functions that took by := before it was model := (CHANGELOG.md): they keep a refusing "by"
-TOOK_BY = {"emb_anova", "emb_groups", "emb_icc", "emb_permanova", "emb_dispersion", "emb_dispersion_groups",
-           "emb_jackknife", "emb_bootstrap", "emb_compare_retrieval", "emb_run_metrics", "emb_run_metrics_per_query",
-           "emb_retrieval_eval"}
 
 
 @pytest.fixture(scope="module")
@@ -42,49 +38,22 @@ def test_every_parameter_name_is_in_the_vocabulary(con):
     assert len(found) >= 29
     for function, names in found.items():
         for name in names:
-            if name in REFUSED:
-                assert name in vocabulary.REMOVED and function in TOOK_BY, (function, name)
-            else:
-                assert name in vocabulary.NAMES, f"{function}({name} := ...): not in embsql.vocabulary.NAMES"
-                assert name not in vocabulary.REMOVED, (function, name)
-
-
-def test_the_functions_that_took_by_refuse_it_in_sql_itself(con):
-    found = public_functions(con)
-    assert {f for f, names in found.items() if "by" in names} == TOOK_BY
-    for name in TOOK_BY:
-        call = FUNCTIONS[name].call[:-1] + ", by := 'model')"
-        with pytest.raises(Exception) as refused:
-            con.sql(f"SELECT * FROM {call}").fetchall()
-        assert str(refused.value) == f"Invalid Input Error: embsql: [argument.renamed] by := is now model := (in {name})"
-
-
-def test_the_stock_cli_refuses_by_with_the_new_name(tmp_path):
-    cli = Path(sys.executable).parent / "duckdb"
-    if not cli.exists():
-        pytest.skip("the stock DuckDB CLI is not installed (pip install '.[test]': duckdb-cli)")
-    script = (f".read {sql_entry_file()}\n.read {resource_dir('sql') / 'examples.sql'}\n"
-              "SELECT * FROM emb_anova('ex', 'topic', 'embedding', by := 'model');\n")
-    out = subprocess.run([str(cli), ":memory:"], input=script, capture_output=True, text=True, cwd=tmp_path, timeout=120)
-    assert "embsql: [argument.renamed] by := is now model := (in emb_anova)" in out.stdout + out.stderr
-
-
-def _old_names(function) -> list[tuple[str, str]]:
-    """(old, new) for each argument of ``function`` that had another name."""
-    taken = {a.name for a in function.arguments}
-    return [(old, new) for old, new in vocabulary.REMOVED.items() if new in taken and old not in taken | set(REFUSED)]
+            assert name in vocabulary.NAMES, f"{function}({name} := ...): not in embsql.vocabulary.NAMES"
+    assert not [f for f, names in found.items() if "by" in names]      # by := was model := before 0.1.0
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
-def test_run_sql_names_the_new_spelling_of_every_old_one(con, name):
+@pytest.mark.parametrize("unknown", ["by", "group_col", "no_such_argument"])
+def test_run_sql_lists_what_a_function_takes_for_a_name_it_does_not(con, name, unknown):
+    """The list comes from DuckDB's binder; it must be the function's documented arguments, in order."""
     function = FUNCTIONS[name]
-    call = function.call
-    for old, new in _old_names(function):
-        query = call[:-1] + f", {old} := 'x')"
-        with pytest.raises(embsql.ArgumentError) as refused:
-            embsql.run_sql(con, f"SELECT {query}" if function.returns else f"SELECT * FROM {query}")
-        assert str(refused.value) == f"embsql: [argument.renamed] {old} := is now {spelled(new)} := (in {name})"
-        assert isinstance(refused.value, embsql.SqlInputError)
+    query = function.call[:-1] + f", {unknown} := 'x')"
+    with pytest.raises(embsql.ArgumentError) as refused:
+        embsql.run_sql(con, f"SELECT {query}" if function.returns else f"SELECT * FROM {query}")
+    takes = ", ".join(a.spelled for a in function.arguments)
+    assert str(refused.value) == f"embsql: [argument.unknown] {name} has no argument {unknown} :=; it takes: {takes}"
+    assert refused.value.kind == "argument.unknown"
+    assert isinstance(refused.value, embsql.SqlInputError) and isinstance(refused.value, TypeError)
 
 
 def test_a_name_a_function_never_took_lists_what_it_takes(con):
@@ -96,6 +65,18 @@ def test_a_name_a_function_never_took_lists_what_it_takes(con):
     with pytest.raises(Exception) as other:
         embsql.run_sql(con, "SELECT * FROM emb_anova('group_col := 1')")
     assert "Binder Error" in str(other.value) and not isinstance(other.value, embsql.EmbsqlError)
+
+
+def test_the_stock_cli_lists_what_a_function_takes_for_a_name_it_does_not(tmp_path):
+    cli = Path(sys.executable).parent / "duckdb"
+    if not cli.exists():
+        pytest.skip("the stock DuckDB CLI is not installed (pip install '.[test]': duckdb-cli)")
+    script = (f".read {sql_entry_file()}\n.read {resource_dir('sql') / 'examples.sql'}\n"
+              "SELECT * FROM emb_anova('ex', 'topic', 'embedding', by := 'model');\n")
+    out = subprocess.run([str(cli), ":memory:"], input=script, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    said = out.stdout + out.stderr
+    assert "Macro emb_anova() does not support the supplied arguments" in said
+    assert "emb_anova(source, group, vector, model := NULL, bad_rows := 'error')" in said, said
 
 
 @pytest.fixture(scope="module")

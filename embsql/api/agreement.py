@@ -11,7 +11,6 @@ from embsql.io.sources import TableLike, opened
 from embsql.io.table_stream import Skipped, unit_rows
 from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
-from embsql.vocabulary import Never, refuse
 
 
 def _models(con: duckdb.DuckDBPyConnection, source: TableLike, item: str, model: str,
@@ -20,13 +19,12 @@ def _models(con: duckdb.DuckDBPyConnection, source: TableLike, item: str, model:
     with opened(con, source) as table:
         table.require(item, "item")
         table.require(model, "model")
-        parts = unit_rows(con, table, item, vector, by=model, group_role="item", skip=skip)
+        parts = unit_rows(con, table, item, vector, model=model, group_role="item", skip=skip)
     return {value: (part.labels, part.unit) for value, part in parts}
 
 
 def knn_agreement(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: str, vector: str,
-                  k: int = 10, per_item: bool = False, common: bool = False, bad_rows: str = "error",
-        **removed: Never) -> ResultTable:
+                  k: int = 10, per_item: bool = False, common: bool = False, bad_rows: str = "error") -> ResultTable:
     """k-NN agreement of every pair of models that embedded the same items.
 
     For each item, its k nearest other items under each model (cosine distance; ties at the k-th
@@ -69,8 +67,6 @@ def knn_agreement(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: st
 
     Raises
     ------
-    ArgumentError
-        ``argument.renamed`` (``item_col=`` is now ``item=``), ``argument.unknown``.
     InputError
         ``argument.k``, ``model.too_few``, ``model.missing`` (an item one model lacks, without
         ``common=True``), ``column.missing``, ``label.null``, ``label.duplicate``, ``vector.*``.
@@ -86,7 +82,6 @@ def knn_agreement(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: st
     >>> result.model_a, result.model_b, result.items, round(result.chance, 4)
     ('large', 'small', 12, 0.2727)
     """
-    refuse(knn_agreement, removed)
     rows, item_rows = knn_rows(_models(con, source, item, model, vector, skipped := Skipped.asked(bad_rows)), k, common=common)
     result = (ResultTable.from_dicts("knn_agreement_items", KNN_ITEM_COLUMNS, item_rows) if per_item
               else ResultTable.from_dicts("knn_agreement", KNN_COLUMNS, rows))
@@ -95,8 +90,7 @@ def knn_agreement(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: st
 
 def mantel(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: str, vector: str,
            permutations: int = 999, seed: int = 42, common: bool = False,
-           progress: bool | None = None, bad_rows: str = "error",
-        **removed: Never) -> ResultTable:
+           progress: bool | None = None, bad_rows: str = "error") -> ResultTable:
     """The Mantel test of every pair of models that embedded the same items.
 
     The Spearman correlation of the two models' cosine distances over the item pairs i < j, with a
@@ -139,8 +133,6 @@ def mantel(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, mode
 
     Raises
     ------
-    ArgumentError
-        ``argument.unknown``.
     InputError
         ``argument.permutations``, ``argument.seed``, ``model.too_few``, ``model.missing``,
         ``column.missing``, ``label.null``, ``label.duplicate``, ``vector.*``; more than 10,000 items.
@@ -156,7 +148,6 @@ def mantel(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, mode
     >>> round(result.r, 4), result.p_value
     (0.9925, 0.005)
     """
-    refuse(mantel, removed)
     models = _models(con, source, item, model, vector, skipped := Skipped.asked(bad_rows))
     with progress_bar("Mantel permutations", permutations, progress) as tick:
         rows = mantel_rows(models, permutations=permutations, seed=seed, common=common, progress=tick)

@@ -17,7 +17,6 @@ from embsql.io.retrieval_tables import arrow_of, check_model
 from embsql.io.sources import TableLike, local_source, opened, resolve
 from embsql.io.table_stream import Skipped
 from embsql.result_table import ResultTable
-from embsql.vocabulary import Never, refuse
 
 
 def _run(con: duckdb.DuckDBPyConnection, source: TableLike, *, classifier: str, label: str, vector: str,
@@ -41,8 +40,7 @@ def _run(con: duckdb.DuckDBPyConnection, source: TableLike, *, classifier: str, 
 def knn_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, label: str = "label", vector: str = "vector",
                  model: str | None = "model", k: int = 10, split: str | None = None, item: str | None = None,
                  group: str | None = None, per_item: bool = False, level: float = 0.95,
-                 bad_rows: str = "error",
-        **removed: Never) -> ResultTable:
+                 bad_rows: str = "error") -> ResultTable:
     """Classify each item by the labels of its k nearest neighbours by cosine, one row per model.
 
     Leave-one-out (each item against all the others, itself excluded), or train -> test when
@@ -113,9 +111,8 @@ def knn_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, label: st
     InputError
         A split value other than 'train' or 'test' (value.split); k not a whole number of 1 or more
         (argument.k); a bad level; a model column named like an output column (column.collision).
-    ColumnNotFoundError, BadVectorError, ArgumentError
-        A missing column; a NULL, zero or non-finite vector or vectors of different lengths; a
-        keyword knn_classify does not take.
+    ColumnNotFoundError, BadVectorError
+        A missing column; a NULL, zero or non-finite vector or vectors of different lengths.
 
     Examples
     --------
@@ -127,7 +124,6 @@ def knn_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, label: st
     >>> row.accuracy, row.items, row.split
     (0.9166666666666666, 12, 'leave-one-out')
     """
-    refuse(knn_classify, removed)
     return _run(con, source, classifier="knn", label=label, vector=vector, model=model, k=check_k(k), split=split,
                 item=item, group=group, per_item=per_item, level=level, bad_rows=bad_rows)
 
@@ -135,8 +131,7 @@ def knn_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, label: st
 def centroid_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, label: str = "label",
                       vector: str = "vector", model: str | None = "model", split: str | None = None,
                       item: str | None = None, group: str | None = None, per_item: bool = False,
-                      level: float = 0.95, bad_rows: str = "error",
-        **removed: Never) -> ResultTable:
+                      level: float = 0.95, bad_rows: str = "error") -> ResultTable:
     """Classify each item by the nearest class mean of unit vectors, one row per model.
 
     The centroid of a class is the mean of its unit vectors, S_g / n_g: the group sums R² is built
@@ -182,7 +177,7 @@ def centroid_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, labe
 
     Raises
     ------
-    BadLabelError, DesignError, InputError, ColumnNotFoundError, BadVectorError, ArgumentError
+    BadLabelError, DesignError, InputError, ColumnNotFoundError, BadVectorError
         As for :func:`knn_classify` (no k).
 
     Examples
@@ -195,15 +190,13 @@ def centroid_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, labe
     >>> row.accuracy, row.classifier
     (1.0, 'centroid')
     """
-    refuse(centroid_classify, removed)
     return _run(con, source, classifier="centroid", label=label, vector=vector, model=model, k=None, split=split,
                 item=item, group=group, per_item=per_item, level=level, bad_rows=bad_rows)
 
 
 def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, *, model: str = "model",
                            item: str = "item", group: str | None = None, level: float = 0.95,
-                           p_adjust: str | None = "holm", permutations: int = 10_000, seed: int = 42,
-                           **removed: Never) -> ResultTable:
+                           p_adjust: str | None = "holm", permutations: int = 10_000, seed: int = 42) -> ResultTable:
     """Every pair of models' accuracy on the same items: the difference, its interval and a paired test.
 
     Per item d = correct_a - correct_b.  Without ``group``: McNemar's test on the discordant items
@@ -260,8 +253,8 @@ def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, 
         An item one model lacks (item.missing), an item twice for a model (label.duplicate), a NULL
         ``correct`` (value.null), an item in two clusters, a bad level, p_adjust, permutations or
         seed; fewer than two models (model.too_few).
-    BadLabelError, ColumnNotFoundError, ArgumentError
-        A NULL model, item or group; a missing column; a keyword it does not take.
+    BadLabelError, ColumnNotFoundError
+        A NULL model, item or group; a missing column.
 
     Examples
     --------
@@ -272,7 +265,6 @@ def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, 
     >>> row.difference, row.a_only, row.b_only, row.p_value, row.p_exact
     (0.5, 3, 0, 0.125, 0.25)
     """
-    refuse(compare_classification, removed)
     level = check_level(level)
     columns = {"model": model, "item": item, "correct": "correct", **({"group": group} if group else {})}
     with ExitStack() as stack:

@@ -15,14 +15,9 @@ from sqlglot import exp
 from embsql.core.retrieval_comparison import PAIR_COLUMNS, compare_metric
 from embsql.errors import InputError, fail
 from embsql.io.columns import first_bad_label, require_number
-from embsql.io.retrieval_tables import Queries, arrow_of, as_table, check_model, refuse_moved
+from embsql.io.retrieval_tables import Queries, arrow_of, as_table, check_model
 from embsql.io.sources import local_source, resolve
 from embsql.result_table import ResultTable
-from embsql.vocabulary import Never, refuse
-
-# compare_retrieval's qid= named the qid column of both tables; the evaluation's is evaluate's "qid"
-MOVED: dict[str, str] = {"qid": "Queries(source, qid=...) (the evaluation's qid column is qid, as evaluate "
-                                "writes it)"}
 
 
 def _select(con: duckdb.DuckDBPyConnection, name: str, columns: dict[str, str], what: str) -> dict[str, list]:
@@ -84,7 +79,7 @@ def evaluation_columns(con: duckdb.DuckDBPyConnection, stack: ExitStack, evaluat
 def compare_retrieval(con: duckdb.DuckDBPyConnection, evaluation: object, *, queries: Queries | object | None = None,
                       group: str | None = None, metric: str = "ndcg@10", model: str = "model",
                       permutations: int = 10_000, seed: int = 42, level: float = 0.95, p_adjust: str | None = "holm",
-                      intervals: str = "marginal", **removed: Never) -> ResultTable:
+                      intervals: str = "marginal") -> ResultTable:
     """Every pair of models on one metric, on the same queries: the difference, its interval and a
     paired randomization p-value that respects paraphrase groups.
 
@@ -147,9 +142,8 @@ def compare_retrieval(con: duckdb.DuckDBPyConnection, evaluation: object, *, que
         a bad permutations, seed, level, p_adjust or intervals.
     DesignError
         Fewer than two models.
-    ColumnNotFoundError, ColumnTypeError, BadLabelError, ArgumentError
-        A missing column, a value column that is not numeric, a NULL model or group (label.null), a
-        keyword compare_retrieval does not take.
+    ColumnNotFoundError, ColumnTypeError, BadLabelError
+        A missing column, a value column that is not numeric, a NULL model or group (label.null).
 
     Examples
     --------
@@ -161,8 +155,6 @@ def compare_retrieval(con: duckdb.DuckDBPyConnection, evaluation: object, *, que
     >>> row["difference"], row["p_value"], row["method"]
     (1.2, 0.25, 'exact group sign-flip')
     """
-    refuse_moved(compare_retrieval, removed, MOVED)
-    refuse(compare_retrieval, removed)
     check_model(model, (), "compare_retrieval")
     with ExitStack() as stack:
         rows, groups = evaluation_columns(con, stack, evaluation, queries=queries, group=group, model=model,

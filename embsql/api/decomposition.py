@@ -16,12 +16,11 @@ from embsql.io.sources import TableLike, local_sources, opened, resolve
 from embsql.io.sql import run_sql
 from embsql.io.table_stream import Skipped, group_sums
 from embsql.result_table import ResultTable
-from embsql.vocabulary import Never, check_model_name, refuse
+from embsql.vocabulary import check_model_name
 
 
 def anova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
-          model: str | None = None, item: str | None = None, bad_rows: str = "error",
-          **removed: Never) -> ResultTable:
+          model: str | None = None, item: str | None = None, bad_rows: str = "error") -> ResultTable:
     """The sum-of-squares decomposition of unit vectors by group, one row per model.
 
     Every vector is scaled to unit length; SS_T, SS_W and SS_B are the total, within-group and
@@ -66,9 +65,6 @@ def anova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vect
 
     Raises
     ------
-    ArgumentError
-        ``argument.renamed`` for an old keyword (``by=`` is now ``model=``, ``key=`` is now
-        ``item=``), ``argument.unknown`` for any other keyword it does not take.
     InputError
         ``column.missing``, ``column.type``, ``column.collision`` (a model column named like an
         output column), ``label.null`` (a NULL or NaN group or model value, naming its row),
@@ -85,17 +81,15 @@ def anova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vect
     >>> round(result.ss_t, 12), round(result.ss_w, 12), round(result.r2, 4)
     (2.2, 0.4, 0.8182)
     """
-    refuse(anova, removed)
     check_model_name(model, ANOVA_COLUMNS, "anova")
     with opened(con, source) as table:
-        parts = group_sums(con, table, group, vector, by=model, key=item, skip=(skipped := Skipped.asked(bad_rows)))
+        parts = group_sums(con, table, group, vector, model=model, item=item, skip=(skipped := Skipped.asked(bad_rows)))
     result = ResultTable.of_models("anova", model, ANOVA_COLUMNS, [(value, anova_row(part, value)) for value, part in parts])
     return result if skipped is None else skipped.attach(result, model)
 
 
 def groups(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
-           model: str | None = None, item: str | None = None, bad_rows: str = "error",
-           **removed: Never) -> ResultTable:
+           model: str | None = None, item: str | None = None, bad_rows: str = "error") -> ResultTable:
     """The spread of each group: n_g, W_g and the size-corrected W̃_g, per model.
 
     Parameters
@@ -134,9 +128,6 @@ def groups(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vec
 
     Raises
     ------
-    ArgumentError
-        ``argument.renamed`` (``by=`` is now ``model=``, ``key=`` is now ``item=``),
-        ``argument.unknown``.
     InputError
         ``column.missing``, ``column.type``, ``column.collision``, ``label.null``, ``vector.*``,
         ``source.empty``.
@@ -150,17 +141,16 @@ def groups(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vec
     >>> [(row["group"], row["n_g"], round(row["w"], 4)) for row in embsql.groups(con, "ex", group="g", vector="v").to_dicts()]
     [('A', 2, 0.1), ('B', 2, 0.1)]
     """
-    refuse(groups, removed)
     check_model_name(model, GROUP_COLUMNS, "groups")
     with opened(con, source) as table:
-        parts = group_sums(con, table, group, vector, by=model, key=item, skip=(skipped := Skipped.asked(bad_rows)))
+        parts = group_sums(con, table, group, vector, model=model, item=item, skip=(skipped := Skipped.asked(bad_rows)))
     result = ResultTable.of_models("groups", model, GROUP_COLUMNS,
                                    [(value, row) for value, part in parts for row in group_rows(part)])
     return result if skipped is None else skipped.attach(result, model)
 
 
 def anova_dist(con: duckdb.DuckDBPyConnection, distances: TableLike, *, labels: TableLike, group: str,
-               i: str = "i", j: str = "j", distance: str = "d", item: str = "id", **removed: Never) -> ResultTable:
+               i: str = "i", j: str = "j", distance: str = "d", item: str = "id") -> ResultTable:
     """The decomposition from a distance table and a labels table, for any dissimilarity.
 
     SS_T = (1/n) Σ_{i<j} d_ij², SS_W = Σ_g (1/n_g) Σ_{i<j in g} d_ij² (the sums of squares of the
@@ -200,8 +190,6 @@ def anova_dist(con: duckdb.DuckDBPyConnection, distances: TableLike, *, labels: 
 
     Raises
     ------
-    ArgumentError
-        ``argument.renamed`` (``d=`` is now ``distance=``, ``id=`` is now ``item=``), ``argument.unknown``.
     SqlInputError
         ``distance.*`` (a NULL id, an invalid, asymmetric or missing distance, an unlabelled item),
         ``column.missing``, ``label.null``, ``design.*``.
@@ -216,7 +204,6 @@ def anova_dist(con: duckdb.DuckDBPyConnection, distances: TableLike, *, labels: 
     >>> round(embsql.anova_dist(con, "dist", labels="lab", group="g").r2, 4)
     0.8947
     """
-    refuse(anova_dist, removed)
     if not con.sql("SELECT 1 FROM duckdb_functions() WHERE function_name = 'emb_anova_dist'").fetchall():
         register(con)  # a plain connection: the macro is needed; re-running the SQL file each call is not
     with local_sources(con, distances, labels) as (distances_name, labels_name):

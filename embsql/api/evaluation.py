@@ -25,7 +25,6 @@ from embsql.core import ranking
 from embsql.errors import ArgumentError, InputError
 from embsql.io.qrels import read_qrels
 from embsql.io.retrieval_tables import (
-    QUERY_DOC_FIELDS,
     Docs,
     Qrels,
     Queries,
@@ -34,32 +33,16 @@ from embsql.io.retrieval_tables import (
     as_table,
     check_model,
     model_table,
-    refuse_moved,
     shown,
 )
 from embsql.io.runs import RUN_COLUMNS, arrow_run, read_run, retrieve_run, trec_rows
 from embsql.io.runs import write_trec_run as write_lines
 from embsql.io.scoring import PER_QUERY_COLUMNS, SUMMARY_COLUMNS, score_runs
 from embsql.result_table import ResultTable
-from embsql.vocabulary import Never, refuse
-
-# evaluate took the queries and documents to retrieve first, and their column names; each has a new home
-EVALUATE_FIELDS: dict[str, str] = {
-    "queries": "retrieve(con, queries, docs, k=...), whose run evaluate takes",
-    "docs": "retrieve(con, queries, docs, k=...), whose run evaluate takes",
-    "k": "the metrics' cutoffs (ndcg@10); a run's depth is retrieve(..., k=)",
-    "vector": "Queries(source, vector=...) of retrieve",
-    "doc_vector": "Docs(source, vector=...) of retrieve",
-    "positive": "Qrels(queries, doc_id='positive', relevance=None)",
-    "qid": "Run(source, qid=...) and Qrels(source, qid=...)",
-    "doc_id": "Run(source, doc_id=...) and Qrels(source, doc_id=...)",
-    "score": "Run(source, score=...)",
-    "relevance": "Qrels(source, relevance=...)",
-}
 
 
 def retrieve(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs | object, *, k: int = 100,
-             model: str | None = None, **removed: Never) -> ResultTable:
+             model: str | None = None) -> ResultTable:
     """The exact cosine top-k run: each query's ``k`` nearest documents by cosine similarity.
 
     Each model's queries are ranked against that model's documents.  Scores are cosines rounded
@@ -96,8 +79,6 @@ def retrieve(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Do
     ColumnNotFoundError, BadLabelError, BadVectorError
         A missing column, a NULL or repeated id or a NULL model (label.null), a bad vector or query and
         document vectors of different dimensions (vector.dimension).
-    ArgumentError
-        A keyword retrieve does not take (``doc_vector=`` is now ``Docs(source, vector=...)``).
 
     Examples
     --------
@@ -109,8 +90,6 @@ def retrieve(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Do
     >>> run.columns, [(r["doc_id"], r["rank"]) for r in run.to_dicts()]
     (('qid', 'doc_id', 'rank', 'score'), [('c', 1), ('a', 2)])
     """
-    refuse_moved(retrieve, removed, QUERY_DOC_FIELDS)
-    refuse(retrieve, removed)
     check_model(model, RUN_COLUMNS, "retrieve")
     with ExitStack() as stack:
         q = stack.enter_context(as_table(queries, Queries, "queries").on(con))
@@ -137,7 +116,7 @@ def _run_arrow(con: duckdb.DuckDBPyConnection, run: Run | object, model: str | N
 
 def evaluate(con: duckdb.DuckDBPyConnection, run: Run | object, qrels: Qrels | object, *,
              metrics: Sequence[str] | str = ranking.DEFAULT_METRICS, model: str | None = None,
-             per_query: bool = False, **removed: Never) -> ResultTable:
+             per_query: bool = False) -> ResultTable:
     """Score a run against relevance judgements with trec_eval's definitions.
 
     nDCG, MAP, recall, precision, MRR and hit rate at any cutoff, as trec_eval's ndcg_cut, map_cut,
@@ -182,9 +161,6 @@ def evaluate(con: duckdb.DuckDBPyConnection, run: Run | object, qrels: Qrels | o
         an output column (column.collision).
     ColumnNotFoundError, ColumnTypeError, BadLabelError
         A missing column, a score that is not a number, a NULL id or model (label.null).
-    ArgumentError
-        A keyword evaluate does not take; the old ones name their new form (``queries=`` is now
-        ``retrieve(con, queries, docs, k=...)``, whose run evaluate takes).
 
     Examples
     --------
@@ -195,8 +171,6 @@ def evaluate(con: duckdb.DuckDBPyConnection, run: Run | object, qrels: Qrels | o
     >>> [(r["metric"], r["value"]) for r in embsql.evaluate(con, run, qrels, metrics=["mrr@10", "recall@1"]).to_dicts()]
     [('mrr@10', 0.75), ('recall@1', 0.5)]
     """
-    refuse_moved(evaluate, removed, EVALUATE_FIELDS)
-    refuse(evaluate, removed)
     parsed = ranking.parse_metrics(metrics)
     columns = (PER_QUERY_COLUMNS if per_query else SUMMARY_COLUMNS)[1:]
     check_model(model, columns, "evaluate")
@@ -216,7 +190,7 @@ def evaluate(con: duckdb.DuckDBPyConnection, run: Run | object, qrels: Qrels | o
 
 
 def write_trec_run(con: duckdb.DuckDBPyConnection, run: Run | object, path: str, *, model: str | None = None,
-                   tag: str | None = None, **removed: Never) -> int:
+                   tag: str | None = None) -> int:
     """Write a run in TREC run format, ``qid Q0 doc_id rank score tag`` per line, for trec_eval,
     pytrec_eval or ranx.
 
@@ -247,8 +221,7 @@ def write_trec_run(con: duckdb.DuckDBPyConnection, run: Run | object, path: str,
     InputError
         An empty run, an id or tag that is empty or has white space, a score that is not finite.
     ColumnNotFoundError, BadLabelError, ArgumentError
-        A missing column, a NULL id or model (label.null), a keyword write_trec_run does not take, or
-        a run passed where the connection goes.
+        A missing column, a NULL id or model (label.null), or a run passed where the connection goes.
 
     Examples
     --------
@@ -262,7 +235,6 @@ def write_trec_run(con: duckdb.DuckDBPyConnection, run: Run | object, path: str,
     q1 Q0 b 1 0.9 mine
     q1 Q0 a 2 0.5 mine
     """
-    refuse(write_trec_run, removed)
     if not isinstance(con, duckdb.DuckDBPyConnection):
         raise ArgumentError(f"write_trec_run takes the connection first, write_trec_run(con, run, path), not a "
                             f"{type(con).__name__}")

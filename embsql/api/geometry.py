@@ -18,7 +18,6 @@ from embsql.io.sources import TableLike, opened
 from embsql.io.table_stream import Skipped, unit_rows
 from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
-from embsql.vocabulary import Never, refuse
 
 Models = dict[object, tuple[np.ndarray, np.ndarray]]     # model value -> (item ids, unit vectors)
 
@@ -31,7 +30,7 @@ def model_rows(con: duckdb.DuckDBPyConnection, source: TableLike, item: str, mod
     with opened(con, source) as table:
         table.require(item, "item")
         table.require(model, "model")
-        parts = unit_rows(con, table, item, vector, by=model, extra=group, extra_role="group", group_role="item",
+        parts = unit_rows(con, table, item, vector, model=model, extra=group, extra_role="group", group_role="item",
                           skip=skip)
     models = {value: (part.labels, part.unit) for value, part in parts}
     return models, (None if group is None else {value: part.extra for value, part in parts})
@@ -39,8 +38,7 @@ def model_rows(con: duckdb.DuckDBPyConnection, source: TableLike, item: str, mod
 
 def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: str, vector: str,
         group: str | None = None, debiased: bool = False, permutations: int = 999, seed: int = 42,
-        common: bool = False, progress: bool | None = None, bad_rows: str = "error",
-        **removed: Never) -> ResultTable:
+        common: bool = False, progress: bool | None = None, bad_rows: str = "error") -> ResultTable:
     """Linear CKA (Kornblith et al. 2019) of every pair of models that embedded the same items.
 
     CKA compares the two models' similarity structures on unit vectors centred per model; it is
@@ -96,8 +94,6 @@ def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: 
 
     Raises
     ------
-    ArgumentError
-        ``argument.unknown``.
     InputError
         ``argument.permutations``, ``argument.seed``, ``model.too_few``, ``model.missing``,
         ``column.missing``, ``label.null``, ``label.duplicate``, ``vector.*``, ``design.identical``
@@ -131,7 +127,6 @@ def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: 
     >>> result.ci_low <= result.ci_high <= 1, result.calibrated     # 12 items: not calibrated
     (True, False)
     """
-    refuse(cka, removed)
     models, groups = model_rows(con, source, item, model, vector, group, skipped := Skipped.asked(bad_rows))
     with progress_bar("CKA permutations", permutations, progress if permutations else False) as tick:
         rows = cka_rows(models, groups=groups, group=group or "group", debiased=debiased,
@@ -141,8 +136,7 @@ def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: 
 
 def procrustes(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: str, vector: str,
                group: str | None = None, permutations: int = 999, seed: int = 42, common: bool = False,
-               progress: bool | None = None, bad_rows: str = "error",
-        **removed: Never) -> ResultTable:
+               progress: bool | None = None, bad_rows: str = "error") -> ResultTable:
     """The symmetric Procrustes correlation of every pair of models (vegan's protest).
 
     Both models are centred and scaled to unit total variance (the smaller one padded with zero
@@ -191,8 +185,6 @@ def procrustes(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, 
 
     Raises
     ------
-    ArgumentError
-        ``argument.unknown``.
     InputError
         ``argument.permutations``, ``argument.seed``, ``model.too_few``, ``model.missing``,
         ``column.missing``, ``label.null``, ``label.duplicate``, ``vector.*``, ``design.identical``
@@ -217,7 +209,6 @@ def procrustes(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, 
     >>> round(result.r, 4), result.p_value
     (0.9787, 0.01)
     """
-    refuse(procrustes, removed)
     models, groups = model_rows(con, source, item, model, vector, group, skipped := Skipped.asked(bad_rows))
     with progress_bar("Procrustes permutations", permutations, progress if permutations else False) as tick:
         rows = procrustes_rows(models, groups=groups, group=group or "group", permutations=permutations, seed=seed,
@@ -227,8 +218,7 @@ def procrustes(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, 
 
 def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference: object, model: str, item: str,
                 vector: str, group: str | None = None, debiased: bool = False, common: bool = False,
-                bad_rows: str = "error",
-        **removed: Never) -> ResultTable:
+                bad_rows: str = "error") -> ResultTable:
     """Is model A closer to the reference model than model B is?  CKA(A, R) - CKA(B, R) on the same items.
 
     For every pair of models other than ``reference``: the difference of their CKA with the
@@ -276,8 +266,6 @@ def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference:
 
     Raises
     ------
-    ArgumentError
-        ``argument.unknown``.
     InputError
         ``model.too_few`` (fewer than two models besides the reference), an unknown ``reference``,
         ``model.missing``, ``column.missing``, ``label.null``, ``label.duplicate``, ``vector.*``,
@@ -303,7 +291,6 @@ def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference:
     >>> result.model_a, result.model_b, result.difference < 0, result.ci_high < 0, result.calibrated
     ('far', 'near', True, True, True)
     """
-    refuse(compare_cka, removed)
     models, groups = model_rows(con, source, item, model, vector, group, skipped := Skipped.asked(bad_rows))
     rows = compare_cka_rows(models, reference, groups=groups, group=group or "group", debiased=debiased,
                             common=common, model=model)

@@ -19,13 +19,13 @@ from embsql.io.retrieval_tables import Queries, check_model
 from embsql.io.sources import TableLike, opened
 from embsql.io.table_stream import group_sums
 from embsql.result_table import ResultTable
-from embsql.vocabulary import Never, check_model_name, refuse
+from embsql.vocabulary import check_model_name
 
 
 def rank_models(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str | None = None,
                 vector: str | None = None, model: str | None = None, statistic: str | None = None,
                 queries: Queries | object | None = None, level: float = 0.95, replicates: int = 2000, seed: int = 42,
-                sizes: str = "auto", **removed: Never) -> ResultTable:
+                sizes: str = "auto") -> ResultTable:
     """Rank K models by a statistic, with simultaneous confidence sets for their ranks.
 
     Two kinds of source.  **Structure** (with ``vector=``): one row per model and item, ranked by
@@ -121,7 +121,6 @@ def rank_models(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str
     >>> [(r["model"], r["rank_low"], r["rank_high"], r["top"]) for r in ranked.to_dicts()]
     [('a', 1, 1, True), ('b', 2, 3, False), ('c', 2, 3, False)]
     """
-    refuse(rank_models, removed)
     if vector is None:
         return _rank_evaluation(con, source, group=group, model="model" if model is None else model,
                                 metric="ndcg@10" if statistic is None else statistic, queries=queries, level=level,
@@ -132,7 +131,7 @@ def rank_models(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str
     statistic = "r2" if statistic is None else statistic
     check_model_name(model, RANK_COLUMNS, "rank_models")
     with opened(con, source) as table:
-        parts = group_sums(con, table, group, vector, by=model)
+        parts = group_sums(con, table, group, vector, model=model)
     if len(parts) < 2:
         fail("model.too_few", column=f"model column {model!r}", models=len(parts), needs="a ranking")
     names = [value for value, _ in parts]

@@ -13,14 +13,13 @@ from embsql.io.sources import TableLike, opened
 from embsql.io.table_stream import Skipped, unit_rows
 from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
-from embsql.vocabulary import Never, check_model_name, refuse
+from embsql.vocabulary import check_model_name
 
 
 def pairwise_permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
                        group_pairs: Literal["all"] | Sequence[tuple[object, object]] = "all",
                        p_adjust: str | None = "holm", permutations: int = 999, seed: int = 42,
-                       model: str | None = None, progress: bool | None = None, bad_rows: str = "error",
-        **removed: Never) -> ResultTable:
+                       model: str | None = None, progress: bool | None = None, bad_rows: str = "error") -> ResultTable:
     """PERMANOVA on the rows of every pair of groups, with p-values adjusted over the pairs.
 
     Each pair gives the numbers :func:`embsql.permanova` gives on the two groups' rows with the
@@ -64,9 +63,6 @@ def pairwise_permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, gro
 
     Raises
     ------
-    ArgumentError
-        ``argument.renamed`` (``pairs=`` is now ``group_pairs=``, ``by=`` is now ``model=``),
-        ``argument.unknown``.
     InputError
         ``argument.permutations``, ``argument.seed``, an unknown ``p_adjust``, a pair naming a
         group the column lacks, ``column.missing``, ``column.collision``, ``label.null``,
@@ -82,10 +78,9 @@ def pairwise_permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, gro
     >>> [(row["group_a"], row["group_b"], row["p_adjusted"]) for row in result.to_dicts()]
     [('g0', 'g1', 0.03), ('g0', 'g2', 0.03), ('g1', 'g2', 0.03)]
     """
-    refuse(pairwise_permanova, removed, renamed={"pairs": "group_pairs"})
     check_model_name(model, PAIRWISE_COLUMNS, "pairwise_permanova")
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, by=model, skip=(skipped := Skipped.asked(bad_rows)))
+        parts = unit_rows(con, table, group, vector, model=model, skip=(skipped := Skipped.asked(bad_rows)))
     rows = []
     for value, part in parts:
         labels = clean_labels(part.labels, group)

@@ -26,7 +26,7 @@ from embsql.io.sources import Source, TableLike, opened
 from embsql.io.table_stream import Skipped, unit_vectors
 from embsql.progress import progress_bar
 from embsql.result_table import ResultTable
-from embsql.vocabulary import Never, check_model_name, refuse
+from embsql.vocabulary import check_model_name
 
 TERMS_COLUMNS = ("term", "df", "ss", "r2", "f", "p_value", "permutations", "permute")
 
@@ -97,7 +97,7 @@ def _row_namer(rows: np.ndarray, model: str | None, value: object) -> Callable[[
 def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms: Sequence[str], vector: str,
                     sums: str = "sequential", permute: str = "residuals", permutations: int = 999,
                     seed: int = 42, strata: str | None = None, model: str | None = None,
-                    progress: bool | None = None, bad_rows: str = "error", **removed: Never) -> ResultTable:
+                    progress: bool | None = None, bad_rows: str = "error") -> ResultTable:
     """Multi-term PERMANOVA with the semantics of vegan's adonis2: one row per term, per model.
 
     Text columns are factors and numeric columns continuous covariates (1 df).  SS, R² and F match
@@ -169,11 +169,8 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
 
     Raises
     ------
-    ArgumentError
-        ``argument.renamed`` (``by_terms=`` is now ``sums=``, ``by=`` is now ``model=``),
-        ``argument.unknown``.
     InputError
-        ``argument.by_terms`` (an unknown ``sums``), ``argument.permute`` (``permute`` not
+        ``argument.sums`` (an unknown ``sums``), ``argument.permute`` (``permute`` not
         ``'residuals'``, ``'rows'`` or ``'residuals_free'``), ``argument.permutations``, ``argument.seed``,
         ``column.missing`` (a term column), ``column.collision``, ``label.null`` (a NULL model),
         ``vector.*``, ``design.*``; a NULL term value or stratum.
@@ -193,7 +190,6 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
     >>> adonis2.column("p_value")[0] == result.column("p_value")[0], adonis2.column("permute")[0]
     (True, 'rows')
     """
-    refuse(permanova_terms, removed)
     check_permute(permute)
     parsed = parse_terms(terms)
     names = columns_of(parsed)

@@ -22,7 +22,7 @@ from embsql.io.sources import TableLike, opened
 from embsql.io.table_stream import Skipped, unit_rows
 from embsql.progress import DISPERSION_LABEL, permutations_label, progress_bar
 from embsql.result_table import ResultTable, ResultTables
-from embsql.vocabulary import Never, check_model_name, refuse
+from embsql.vocabulary import check_model_name
 
 DISPERSION_ALPHA = 0.05     # permanova warns when the dispersion test rejects at this level
 
@@ -32,22 +32,10 @@ PERMANOVA_COLUMNS = ANOVA_COLUMNS + ("p_value", "permutations")
 WELCH_COLUMNS = ("n", "groups", "w_d", "p_value", "permutations", "null_method", "groups_left_out",
                  "items_left_out", "note")
 
-# what permanova no longer takes, and where it went
-_ELSEWHERE = {
-    "terms": "the multi-term test is embsql.permanova_terms(con, source, terms=[...], vector=...)",
-    "sums": "the multi-term test is embsql.permanova_terms(con, source, terms=[...], vector=..., sums=...)",
-    "by_terms": "the multi-term test is embsql.permanova_terms(con, source, terms=[...], vector=..., sums=...)",
-    "statistic": "Welch's W*_d is tested by embsql.permanova_welch(con, source, group=..., vector=...)",
-    "null_method": "Welch's W*_d is tested by embsql.permanova_welch(con, source, group=..., vector=..., "
-                   "null_method=...)",
-}
-
-
 def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
               permutations: int = 999, seed: int = 42, strata: str | None = None, model: str | None = None,
               progress: bool | None = None, check_dispersion: bool = True, stop_after: int | None = None,
-              bad_rows: str = "error",
-        **removed: Never) -> ResultTable:
+              bad_rows: str = "error") -> ResultTable:
     """PERMANOVA: the decomposition with a permutation p-value of pseudo-F, one row per model.
 
     The group labels are permuted (freely, or within ``strata``); p = (b + 1) / (B + 1), with b
@@ -101,10 +89,6 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
 
     Raises
     ------
-    ArgumentError
-        ``argument.renamed`` (``by=`` is now ``model=``); ``argument.moved`` for ``terms=`` and
-        ``by_terms=`` (now :func:`embsql.permanova_terms`) and ``statistic=`` and ``null_method=``
-        (now :func:`embsql.permanova_welch`); ``argument.unknown``.
     InputError
         ``argument.permutations``, ``argument.seed``, ``argument.stop_after``, ``column.missing``, ``column.type``,
         ``column.collision``, ``label.null``, ``vector.*``, ``design.*``, ``source.empty``; a NULL
@@ -120,13 +104,12 @@ def permanova(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     >>> round(result.r2, 4), result.p_value, result.permutations
     (0.8144, 0.005, 199)
     """
-    refuse(permanova, removed, moved=_ELSEWHERE)
     check_permutations(permutations)
     check_seed(seed)
     check_stop_after(stop_after, permutations)
     check_model_name(model, PERMANOVA_COLUMNS, "permanova")
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, by=model, extra=strata, skip=(skipped := Skipped.asked(bad_rows)))
+        parts = unit_rows(con, table, group, vector, model=model, extra=strata, skip=(skipped := Skipped.asked(bad_rows)))
     rows = []
     for value, part in parts:
         model_rows = ordered(part, group, strata=strata is not None)
@@ -150,8 +133,7 @@ def _warn_on_spread(result: Dispersion, where: str) -> None:
 
 def permanova_welch(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
                     permutations: int = 999, seed: int = 42, strata: str | None = None, model: str | None = None,
-                    null_method: str = "auto", progress: bool | None = None, bad_rows: str = "error",
-        **removed: Never) -> ResultTable:
+                    null_method: str = "auto", progress: bool | None = None, bad_rows: str = "error") -> ResultTable:
     """Welch's W*_d test (Hamidi et al. 2019): are the group centroids equal, whatever the spreads?
 
     W*_d weights each group by its own spread, so groups that differ in spread (in unbalanced
@@ -204,8 +186,6 @@ def permanova_welch(con: duckdb.DuckDBPyConnection, source: TableLike, *, group:
 
     Raises
     ------
-    ArgumentError
-        ``argument.renamed`` (``by=`` is now ``model=``), ``argument.unknown``.
     InputError
         ``argument.permutations``, ``argument.seed``, ``argument.null_method``, ``column.missing``,
         ``column.collision``, ``label.null``, ``vector.*``, ``design.*`` (a group of one item).
@@ -220,12 +200,11 @@ def permanova_welch(con: duckdb.DuckDBPyConnection, source: TableLike, *, group:
     >>> result.columns[:4], round(result.p_value, 3), result.null_method
     (('n', 'groups', 'w_d', 'p_value'), 0.005, 'wild bootstrap')
     """
-    refuse(permanova_welch, removed)
     check_permutations(permutations)
     check_seed(seed)
     check_model_name(model, WELCH_COLUMNS, "permanova_welch")
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, by=model, extra=strata, skip=(skipped := Skipped.asked(bad_rows)))
+        parts = unit_rows(con, table, group, vector, model=model, extra=strata, skip=(skipped := Skipped.asked(bad_rows)))
     rows = []
     for value, part in parts:
         with progress_bar(permutations_label(value), permutations, progress) as tick:
@@ -263,8 +242,7 @@ class DispersionResult(ResultTables):
 
 def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
                permutations: int = 999, seed: int = 42, model: str | None = None,
-               progress: bool | None = None, stop_after: int | None = None, bad_rows: str = "error",
-        **removed: Never) -> DispersionResult:
+               progress: bool | None = None, stop_after: int | None = None, bad_rows: str = "error") -> DispersionResult:
     """The dispersion test: do the groups differ in spread about their centroids?
 
     Each group's spread is W̃_g = n_g/(n_g − 1) · (1 − ‖μ_g‖²), the mean squared distance to its
@@ -335,8 +313,6 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
 
     Raises
     ------
-    ArgumentError
-        ``argument.renamed`` (``by=`` is now ``model=``), ``argument.unknown``.
     InputError
         ``argument.permutations``, ``argument.seed``, ``argument.stop_after``, ``column.missing``, ``column.collision``,
         ``label.null``, ``vector.*``, ``source.empty``.
@@ -354,13 +330,12 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
     >>> result.groups.column("n_g")
     [10, 10, 10]
     """
-    refuse(dispersion, removed)
     check_permutations(permutations)
     check_seed(seed)
     check_stop_after(stop_after, permutations)
     check_model_name(model, DISPERSION_COLUMNS + DISPERSION_GROUP_COLUMNS, "dispersion")
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, by=model, skip=(skipped := Skipped.asked(bad_rows)))
+        parts = unit_rows(con, table, group, vector, model=model, skip=(skipped := Skipped.asked(bad_rows)))
     tests, per_group = [], []
     for value, part in parts:
         with progress_bar(DISPERSION_LABEL, permutations, progress) as tick:

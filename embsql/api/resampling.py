@@ -22,13 +22,12 @@ from embsql.errors import fail
 from embsql.io.sources import TableLike, opened
 from embsql.io.table_stream import Skipped, group_sums, unit_rows
 from embsql.result_table import ResultTable
-from embsql.vocabulary import Never, check_model_name, refuse
+from embsql.vocabulary import check_model_name
 
 
 def jackknife(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
               statistic: str = "r2", model: str | None = None, sizes: str = "auto",
-              bad_rows: str = "error",
-        **removed: Never) -> ResultTable:
+              bad_rows: str = "error") -> ResultTable:
     """The leave-one-group-out (cluster jackknife) standard error of a statistic, per model.
 
     Groups, not items, are the independent units (items of one topic or paraphrase group are
@@ -67,9 +66,6 @@ def jackknife(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
 
     Raises
     ------
-    ArgumentError
-        ``argument.renamed`` (``stat=`` is now ``statistic=``, ``by=`` is now ``model=``),
-        ``argument.unknown``.
     InputError
         ``argument.stat`` (an unknown statistic), ``column.missing``, ``column.collision``,
         ``label.null``, ``vector.*``, ``design.*`` (too few groups), ``source.empty``.
@@ -84,10 +80,9 @@ def jackknife(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     >>> result.statistic, round(result.estimate, 4), round(result.se, 4), result.groups
     ('r2', 0.7803, 0.0066, 6)
     """
-    refuse(jackknife, removed)
     check_model_name(model, JACKKNIFE_COLUMNS, "jackknife")
     with opened(con, source) as table:
-        parts = group_sums(con, table, group, vector, by=model, skip=(skipped := Skipped.asked(bad_rows)))
+        parts = group_sums(con, table, group, vector, model=model, skip=(skipped := Skipped.asked(bad_rows)))
     rows = []
     for value, sums in parts:
         result = resampling.jackknife(sums, statistic, sizes=sizes)
@@ -98,8 +93,7 @@ def jackknife(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
 
 def bootstrap(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str,
               statistic: str = "r2", replicates: int = 2000, seed: int = 42, level: float = 0.95,
-              model: str | None = None, sizes: str = "auto", bad_rows: str = "error",
-        **removed: Never) -> ResultTable:
+              model: str | None = None, sizes: str = "auto", bad_rows: str = "error") -> ResultTable:
     """The cluster bootstrap (groups resampled with replacement): a standard error and a
     calibrated confidence interval of a statistic, per model.
 
@@ -148,9 +142,6 @@ def bootstrap(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
 
     Raises
     ------
-    ArgumentError
-        ``argument.renamed`` (``stat=`` is now ``statistic=``, ``by=`` is now ``model=``),
-        ``argument.unknown``.
     InputError
         ``argument.stat``, ``argument.replicates``, ``argument.seed``, ``argument.level``,
         ``column.missing``, ``column.collision``, ``label.null``, ``vector.*``, ``design.*``
@@ -166,10 +157,9 @@ def bootstrap(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     >>> result.ci_low < result.estimate_bc < result.ci_high, result.level, result.replicates
     (True, 0.95, 200)
     """
-    refuse(bootstrap, removed)
     check_model_name(model, BOOTSTRAP_COLUMNS, "bootstrap")
     with opened(con, source) as table:
-        parts = group_sums(con, table, group, vector, by=model, skip=(skipped := Skipped.asked(bad_rows)))
+        parts = group_sums(con, table, group, vector, model=model, skip=(skipped := Skipped.asked(bad_rows)))
     rows = []
     for value, sums in parts:
         result = resampling.bootstrap(canonical(sums), statistic, replicates=replicates, seed=seed, level=level,
@@ -181,8 +171,7 @@ def bootstrap(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
 def compare(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str, model: str, item: str,
             statistic: str = "r2", replicates: int = 2000, seed: int = 42, level: float = 0.95,
             common: bool = False, sizes: str = "auto", intervals: str = "marginal",
-            bad_rows: str = "error",
-        **removed: Never) -> ResultTable:
+            bad_rows: str = "error") -> ResultTable:
     """The paired comparison of every pair of models that embedded the same items, paired by group.
 
     The difference of a statistic between two models, with a standard error from the paired
@@ -243,8 +232,6 @@ def compare(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, ve
 
     Raises
     ------
-    ArgumentError
-        ``argument.renamed`` (``stat=`` is now ``statistic=``), ``argument.unknown``.
     InputError
         ``model.too_few`` (one model), ``argument.*`` (``argument.intervals``), ``column.missing``, ``label.null``,
         ``label.duplicate`` (an item twice in one model), ``vector.*``, ``design.*``.
@@ -261,9 +248,8 @@ def compare(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, ve
     >>> result.model_a, result.model_b, result.difference < 0, result.shared_items
     ('loose', 'tight', True, 36)
     """
-    refuse(compare, removed)
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, by=model, extra=item, extra_role="item",
+        parts = unit_rows(con, table, group, vector, model=model, extra=item, extra_role="item",
                           skip=(skipped := Skipped.asked(bad_rows)))
     if len(parts) < 2:
         fail("model.too_few", column=f"model column {model!r}", models=len(parts), needs="a comparison")

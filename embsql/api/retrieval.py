@@ -27,11 +27,10 @@ from embsql.core.query_summary import SUMMARY_COLUMNS, summary_row
 from embsql.errors import InputError
 from embsql.io.qrels import read_qrels
 from embsql.io.retrieval_rows import Rows, load_models
-from embsql.io.retrieval_tables import QUERY_DOC_FIELDS, Docs, Qrels, Queries, as_table, check_model, model_table, refuse_moved
+from embsql.io.retrieval_tables import Docs, Qrels, Queries, as_table, check_model, model_table
 from embsql.reporting.report_result import ReportResult
 from embsql.reporting.retrieval import four_layers, pairing_table
 from embsql.result_table import ResultTable
-from embsql.vocabulary import Never, refuse
 
 __all__ = ["dose", "margins", "pairing", "retrieval_layers", "retrieval_summary"]
 
@@ -70,7 +69,7 @@ def _per_model(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: 
 
 def margins(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs | object, *,
             qrels: Qrels | object | None = None, relevance_threshold: int = 1, scope: str = "corpus",
-            model: str | None = None, **removed: Never) -> ResultTable:
+            model: str | None = None) -> ResultTable:
     """Per query: the distances to the correct document and to the best distractor, the margin, and the rank.
 
     For a query q with correct document d+ and distractors D- (every other document of the corpus,
@@ -122,9 +121,6 @@ def margins(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Doc
     InputError
         A bad scope, qrels with scope 'group', a model column named like an output column
         (column.collision), a model in one table only (model.missing).
-    ArgumentError
-        A keyword margins does not take; an old one names its new form (argument.renamed:
-        ``doc_vector=`` is now ``Docs(source, vector=...)``).
 
     Examples
     --------
@@ -137,8 +133,6 @@ def margins(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Doc
     >>> embsql.margins(con, embsql.Queries(q, qid="qid"), d).columns[:3]
     ('qid', 'd_pos2', 'd_neg2')
     """
-    refuse_moved(margins, removed, QUERY_DOC_FIELDS)
-    refuse(margins, removed)
     check_scope(scope)
     check_model(model, MARGIN_COLUMNS[1:], "margins")
     rows = []
@@ -150,7 +144,7 @@ def margins(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Doc
 
 def retrieval_summary(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs | object, *,
                       qrels: Qrels | object | None = None, relevance_threshold: int = 1, scope: str = "corpus",
-                      model: str | None = None, **removed: Never) -> ResultTable:
+                      model: str | None = None) -> ResultTable:
     """Per model: top-1, recall@1/5/10, MRR and the distribution of m, with cluster-jackknife SEs.
 
     The figures are means over the queries of the per-query margins (:func:`margins`); their SEs
@@ -186,7 +180,7 @@ def retrieval_summary(con: duckdb.DuckDBPyConnection, queries: Queries | object,
 
     Raises
     ------
-    ColumnNotFoundError, BadLabelError, BadVectorError, DesignError, InputError, ArgumentError
+    ColumnNotFoundError, BadLabelError, BadVectorError, DesignError, InputError
         As :func:`margins`; the group column is read too (a NULL group is label.null).
 
     Examples
@@ -201,8 +195,6 @@ def retrieval_summary(con: duckdb.DuckDBPyConnection, queries: Queries | object,
     >>> row["encoder"], row["queries"], row["groups"], row["top1"]
     ('e5', 4, 2, 0.75)
     """
-    refuse_moved(retrieval_summary, removed, QUERY_DOC_FIELDS)
-    refuse(retrieval_summary, removed)
     check_scope(scope)
     check_model(model, SUMMARY_COLUMNS[1:], "retrieval_summary")
     rows = []
@@ -214,7 +206,7 @@ def retrieval_summary(con: duckdb.DuckDBPyConnection, queries: Queries | object,
 
 
 def pairing(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs | object, *,
-            scope: str = "corpus", model: str | None = None, **removed: Never) -> ResultTable:
+            scope: str = "corpus", model: str | None = None) -> ResultTable:
     """Per model: the same paraphrase groups on both sides of retrieval, input beside output.
 
     R² of the query embeddings over the paraphrase groups beside R² of the per-query top-1 outcome
@@ -244,7 +236,7 @@ def pairing(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Doc
 
     Raises
     ------
-    ColumnNotFoundError, BadLabelError, BadVectorError, DesignError, InputError, ArgumentError
+    ColumnNotFoundError, BadLabelError, BadVectorError, DesignError, InputError
         As :func:`retrieval_summary`; a DesignError also where the groups leave R² undefined (one
         group, or one query per group).
 
@@ -258,8 +250,6 @@ def pairing(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Doc
     >>> [(r["measure"], round(r["output"], 4)) for r in embsql.pairing(con, q, d).to_dicts()]
     [('R2', 0.3333), ('ICC(1)', 0.0)]
     """
-    refuse_moved(pairing, removed, QUERY_DOC_FIELDS)
-    refuse(pairing, removed)
     check_scope(scope)
     check_model(model, PAIRING_COLUMNS[1:], "pairing")
     per_model = _per_model(con, queries, docs, None, model=model, scope=scope, query_group=True)
@@ -268,8 +258,7 @@ def pairing(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Doc
 
 
 def dose(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs | object | None = None, *,
-         model: str | None = None, permutations: int = 999, seed: int = 42, alpha: float = 0.05,
-         **removed: Never) -> ResultTable:
+         model: str | None = None, permutations: int = 999, seed: int = 42, alpha: float = 0.05) -> ResultTable:
     """Paraphrase strength as a dose: W~_q per strength, its trend, and a permutation trend test.
 
     For each strength l, W~_q(l) is the mean over paraphrase groups of the size-corrected spread
@@ -312,8 +301,8 @@ def dose(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs |
         like an output column (column.collision).
     DesignError
         Fewer than two strengths with a W~_q.
-    ColumnNotFoundError, BadLabelError, BadVectorError, ArgumentError
-        As :func:`margins` (``level=`` is now ``Queries(source, strength=...)``).
+    ColumnNotFoundError, BadLabelError, BadVectorError
+        As :func:`margins`.
 
     Examples
     --------
@@ -325,8 +314,6 @@ def dose(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs |
     >>> table.columns[:4], table.column("strength"), table.column("groups")
     (('strength', 'queries', 'groups', 'w_tilde_q'), [0, 1], [4, 4])
     """
-    refuse_moved(dose, removed, QUERY_DOC_FIELDS)
-    refuse(dose, removed)
     check_model(model, DOSE_COLUMNS[1:], "dose")
     spec = as_table(queries, Queries, "queries")
     if spec.strength is None:
@@ -343,7 +330,7 @@ def dose(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs |
 
 def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs | object, *,
                      scope: str = "corpus", model: str | None = None, permutations: int = 999, seed: int = 42,
-                     alpha: float = 0.05, **removed: Never) -> ReportResult:
+                     alpha: float = 0.05) -> ReportResult:
     """The four-layer retrieval report: query stability, document structure, alignment and rank,
     with the input/output pairing and, given a strength column, the dose.
 
@@ -384,7 +371,7 @@ def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: Queries | object, 
 
     Raises
     ------
-    ColumnNotFoundError, BadLabelError, BadVectorError, InputError, ArgumentError
+    ColumnNotFoundError, BadLabelError, BadVectorError, InputError
         As :func:`retrieval_summary`.
 
     Examples
@@ -398,8 +385,6 @@ def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: Queries | object, 
     >>> [s.name for s in embsql.retrieval_layers(con, q, d).sections]
     ['query_stability', 'document_structure', 'alignment', 'rank', 'pairing']
     """
-    refuse_moved(retrieval_layers, removed, QUERY_DOC_FIELDS)
-    refuse(retrieval_layers, removed)
     check_scope(scope)
     check_model(model, (), "retrieval_layers")
     with ExitStack() as stack:

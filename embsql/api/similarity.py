@@ -12,13 +12,12 @@ from embsql.errors import fail
 from embsql.io.similarity_pairs import Judgements, Scored, comparison_rows, evaluation_rows, read_models
 from embsql.io.sources import TableLike
 from embsql.result_table import ResultTable
-from embsql.vocabulary import Never, refuse
 
 
 def similarity_eval(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings: TableLike, *,
                     model: str | None = "model", a: str = "item_a", b: str = "item_b", score: str = "score",
                     item: str = "item", vector: str = "vector", per_pair: bool = False, missing: str = "error",
-                    level: float = 0.95, **removed: Never) -> ResultTable:
+                    level: float = 0.95) -> ResultTable:
     """How well each model's cosine agrees with gold similarity judgements (STS evaluation).
 
     For every pair of items (a, b) with a gold score, the cosine of the two items' vectors; per model,
@@ -78,9 +77,8 @@ def similarity_eval(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings
         ``argument.missing``, ``argument.level``, ``column.collision``.
     DesignError
         ``pair.too_few`` (fewer than 3 pairs), ``pair.constant`` (a constant score or cosine).
-    ColumnNotFoundError, ColumnTypeError, BadLabelError, BadVectorError, ArgumentError
-        A missing or mistyped column, a NULL item or an item twice in a model, a bad vector, a
-        keyword similarity_eval does not take.
+    ColumnNotFoundError, ColumnTypeError, BadLabelError, BadVectorError
+        A missing or mistyped column, a NULL item or an item twice in a model, a bad vector.
 
     Examples
     --------
@@ -94,7 +92,6 @@ def similarity_eval(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings
     >>> round(row.spearman, 4), round(row.pearson, 4), row.pairs, row.items, row.calibrated
     (0.9559, 0.9458, 28, 8, False)
     """
-    refuse(similarity_eval, removed)
     check_level(level)
     output = (a, b, score, "cosine") if per_pair else EVAL_COLUMNS
     column, judgements, scored = read_models(con, pairs, embeddings, model=model, a=a, b=b, score=score, item=item,
@@ -117,8 +114,7 @@ def _per_pair(column: str | None, judgements: Judgements, scored: dict[object, S
 
 def compare_similarity(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings: TableLike, *,
                        model: str = "model", a: str = "item_a", b: str = "item_b", score: str = "score",
-                       item: str = "item", vector: str = "vector", missing: str = "error", level: float = 0.95,
-                       **removed: Never) -> ResultTable:
+                       item: str = "item", vector: str = "vector", missing: str = "error", level: float = 0.95) -> ResultTable:
     """Every pair of models on the same gold judgements: the difference of their Spearman (and of
     their Pearson) correlations, its interval and a paired p-value that accounts for recurring items.
 
@@ -165,7 +161,7 @@ def compare_similarity(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddi
 
     Raises
     ------
-    InputError, DesignError, ColumnNotFoundError, ColumnTypeError, BadLabelError, BadVectorError, ArgumentError
+    InputError, DesignError, ColumnNotFoundError, ColumnTypeError, BadLabelError, BadVectorError
         As for :func:`similarity_eval`; ``model.too_few`` for fewer than two models.
 
     Examples
@@ -181,7 +177,6 @@ def compare_similarity(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddi
     >>> [(r["correlation"], r["model_a"], r["model_b"], r["difference"] > 0) for r in result]
     [('spearman', 'exact', 'noisy', True), ('pearson', 'exact', 'noisy', True)]
     """
-    refuse(compare_similarity, removed)
     check_level(level)
     if not isinstance(model, str) or not model:
         fail("model.too_few", column=repr(model), models=1, needs="compare_similarity")

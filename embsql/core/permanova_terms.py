@@ -68,7 +68,7 @@ from embsql.errors import DesignError, DistanceTableError, InputError, fail
 
 GramType = type[np.float64] | type[np.float32]   # the precision a packed Gram matrix is kept in
 
-BY_TERMS = ("sequential", "margin")
+SUMS = ("sequential", "margin")
 # what a permutation permutes: the reduced model's residuals (Freedman-Lane; an interaction's within the
 # levels of its first factor, see permute_within), the rows (adonis2), or every term's residuals freely
 PERMUTE = ("residuals", "rows", "residuals_free")
@@ -178,14 +178,14 @@ def permute_within(term: Term, variables: dict[str, Variable]) -> tuple[str, np.
     return None
 
 
-def plan(terms: list[Term], variables: dict[str, Variable], by_terms: str, min_levels: int = 2) -> Plan:
-    if by_terms not in BY_TERMS:
-        raise InputError(f"by_terms must be 'sequential' or 'margin', not {by_terms!r}", kind="argument.by_terms")
+def plan(terms: list[Term], variables: dict[str, Variable], sums: str, min_levels: int = 2) -> Plan:
+    if sums not in SUMS:
+        raise InputError(f"sums must be 'sequential' or 'margin', not {sums!r}", kind="argument.sums")
     check_levels(terms, variables)
     n = next(iter(variables.values())).rows
     factor = _factor(terms, variables, min_levels)
     chains, models = [], []
-    if by_terms == "sequential":
+    if sums == "sequential":
         at = len(terms) if factor is None else terms.index(factor)
         if at > 0:                                     # models before the factor enters: no absorption
             chain, cuts = _chain(None, terms[:at], variables)

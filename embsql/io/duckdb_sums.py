@@ -34,7 +34,7 @@ class StreamedSums:
 
 
 def streamed_sums(con: duckdb.DuckDBPyConnection, source: str, relation: exp.Expression, group: str, vector: str,
-                  by: str | None = None, where: str | None = None,
+                  model: str | None = None, where: str | None = None,
                   skip: table_stream.Skipped | None = None) -> StreamedSums:
     """The group sums of ``relation`` (``source``, a name on ``con``, filtered by ``where``).
 
@@ -44,7 +44,7 @@ def streamed_sums(con: duckdb.DuckDBPyConnection, source: str, relation: exp.Exp
     resolved = resolve(con, source)
     shown = resolved.name if where is None else f"{resolved.name} where {where}"
     rows = dataclasses.replace(resolved, name=shown, table=relation)
-    parts = table_stream.group_sums(con, rows, group, vector, by=by, skip=skip)
+    parts = table_stream.group_sums(con, rows, group, vector, model=model, skip=skip)
     dims = Dimensions({value: sums.sums.shape[1] for value, sums in parts})
     nbytes = sum(sums.counts.nbytes + sums.sums.nbytes + sums.within_ss().nbytes for _, sums in parts)
-    return StreamedSums(parts, dims, table_stream.rows_query(rows, group, vector, by), nbytes)
+    return StreamedSums(parts, dims, table_stream.rows_query(rows, group, vector, model), nbytes)

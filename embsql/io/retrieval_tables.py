@@ -9,15 +9,13 @@ checked when a spec is made; that the columns exist is checked when a face reads
 table and the column.
 
 The model column is not a field: it is the face's ``model=``, one column name for both tables, and the
-output keeps that name, as ``GROUP BY`` would (:func:`model_table`).  The faces' old column keywords
-(``qid=``, ``level=``, ``doc_vector=`` ...) are refused with the spec field that replaced them
-(:func:`refuse_moved`).
+output keeps that name, as ``GROUP BY`` would (:func:`model_table`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple, TypeVar
@@ -25,11 +23,11 @@ from typing import Any, ClassVar, NamedTuple, TypeVar
 import duckdb
 import pyarrow as pa
 
-from embsql.errors import InputError, fail
+from embsql.errors import InputError
 from embsql.io.columns import check_reserved
 from embsql.io.sources import describe, local_source
 from embsql.result_table import ResultTable
-from embsql.vocabulary import REMOVED, check_model_name
+from embsql.vocabulary import check_model_name
 
 T = TypeVar("T", bound="Table")
 
@@ -261,30 +259,6 @@ def model_table(title: str, model: str | None, columns: tuple[str, ...],
     if model is None:
         return ResultTable(title, columns, tuple(tuple(row[c] for c in columns) for row in rows))
     return ResultTable(title, (model, *columns), tuple((row["model"], *(row[c] for c in columns)) for row in rows))
-
-
-# The faces that read queries and documents took one keyword per column; each is a spec field now.
-QUERY_DOC_FIELDS: dict[str, str] = {
-    "qid": "Queries(source, qid=...)",
-    "group": "Queries(source, group=...)",
-    "level": "Queries(source, strength=...)",
-    "strength": "Queries(source, strength=...)",
-    "positive": "Queries(source, positive=...)",
-    "vector": "Queries(source, vector=...) and Docs(source, vector=...)",
-    "doc_id": "Docs(source, doc_id=...)",
-    "doc_group": "Docs(source, group=...)",
-    "doc_vector": "Docs(source, vector=...)",
-}
-
-
-def refuse_moved(function: Callable[..., object], removed: Mapping[str, object], moved: Mapping[str, str]) -> None:
-    """Refuse a keyword that is now a spec field (``moved``: old keyword -> its new form), its *_col
-    spelling too (``level_col=`` is also ``Queries(source, strength=...)``); embsql.vocabulary.refuse,
-    called next, refuses every other keyword the face does not take."""
-    for name in removed:
-        new = moved.get(name, moved.get(REMOVED.get(name, ""), ""))
-        if new:
-            fail("argument.renamed", old=f"{name}=", new=new, where=f"embsql.{function.__name__}()")
 
 
 # The report's retrieval settings (Report(retrieval={...}), a TOML file's [report.retrieval]): one key per

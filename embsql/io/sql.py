@@ -1,7 +1,7 @@
 """Running embsql's SQL on DuckDB from Python: an ``embsql: [kind]`` error raised by a macro or UDF
 comes back as the catalogue's exception for that kind (embsql.errors), and a call that DuckDB's
-binder refuses because it names an argument the function does not take (an old spelling such as
-``group_col :=``, or a misspelling) comes back as an ArgumentError that names the right one."""
+binder refuses because it names an argument the function does not take comes back as
+``embsql: [argument.unknown]``, an ArgumentError listing the arguments the function takes."""
 
 from __future__ import annotations
 
@@ -11,13 +11,12 @@ import duckdb
 import pyarrow as pa
 
 from embsql.errors import EmbsqlError, error, from_sql, sql_message
-from embsql.sql_reference import REFUSED, spelled, split_arguments
-from embsql.vocabulary import MOVED_SQL, REMOVED
+from embsql.sql_reference import spelled, split_arguments
 
 # DuckDB 2.0's binder, for a macro call whose arguments match no signature:
 #   Binder Error: Macro emb_anova() does not support the supplied arguments. ...
 #   Candidate macros:
-#   \temb_anova(source, group, vector, model := NULL, by := NULL)
+#   \temb_anova(source, group, vector, model := NULL)
 _REFUSED_CALL = re.compile(r"Macro (\w+)\(\) does not support the supplied arguments")
 _LITERAL = re.compile(r"'(?:[^']|'')*'")
 _NAMED = re.compile(r'^\s*("?)(\w+)\1\s*:=')
@@ -29,9 +28,8 @@ def run_sql(con: duckdb.DuckDBPyConnection, query: str) -> pa.Table:
     An ``embsql: [kind] ...`` error becomes the kind's class (DesignError for ``design.one_group``,
     ...), raised as a subclass of that class and of SqlInputError, so both ``except DesignError``
     and ``except SqlInputError`` catch it; its message is the SQL message's first line.  A call of
-    an embsql function with an argument it does not take raises ``argument.renamed`` (for an old
-    spelling: ``group_col := is now "group" :=``), ``argument.moved`` (an argument another function
-    takes now: ``statistic :=`` of emb_permanova) or ``argument.unknown`` (ArgumentError).
+    an embsql function with a named argument it does not take raises ``argument.unknown``
+    (ArgumentError), listing the arguments the function takes.
 
     Parameters
     ----------
@@ -51,7 +49,7 @@ def run_sql(con: duckdb.DuckDBPyConnection, query: str) -> pa.Table:
         An ``embsql: [kind]`` error of a SQL function, as a subclass of the kind's class too
         (``except DesignError`` catches ``design.one_group``).
     ArgumentError
-        ``argument.renamed``, ``argument.moved`` or ``argument.unknown``: an argument the function does not take.
+        ``argument.unknown``: a named argument the function does not take.
 
     Examples
     --------
@@ -62,10 +60,10 @@ def run_sql(con: duckdb.DuckDBPyConnection, query: str) -> pa.Table:
     >>> embsql.run_sql(con, "SELECT round(r2, 4) AS r2 FROM emb_anova('ex', 'g', 'v')").to_pylist()
     [{'r2': 0.8182}]
     >>> try:
-    ...     embsql.run_sql(con, "SELECT * FROM emb_anova('ex', 'g', 'v', by := 'm')")
+    ...     embsql.run_sql(con, "SELECT * FROM emb_anova('ex', 'g', 'v', models := 'm')")
     ... except embsql.ArgumentError as error:
     ...     print(error)
-    embsql: [argument.renamed] by := is now model := (in emb_anova)
+    embsql: [argument.unknown] emb_anova has no argument models :=; it takes: source, "group", vector, model
     """
     try:
         return con.sql(query).to_arrow_table()
@@ -93,15 +91,8 @@ def argument_error(query: str, message: str) -> EmbsqlError | None:
         return None
     takes = [part.partition(":=")[0].strip() for part in split_arguments(candidate.group(1))]
     for name in named_arguments(query, function):
-        if name in takes:
-            continue
-        if (function.lower(), name) in MOVED_SQL:
-            return error("argument.moved", where=function, old=f"{name} :=", instead=MOVED_SQL[function.lower(), name])
-        new = REMOVED.get(name)
-        if new in takes:
-            return error("argument.renamed", old=f"{name} :=", new=f"{spelled(new)} :=", where=function)
-        return error("argument.unknown", name=f"{name} :=", where=function,
-                     takes=", ".join(spelled(t) for t in takes if t not in REFUSED))
+        if name not in takes:
+            return error("argument.unknown", name=f"{name} :=", where=function, takes=", ".join(spelled(t) for t in takes))
     return None
 
 

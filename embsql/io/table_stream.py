@@ -1,6 +1,6 @@
 """Stage 1: reduce an embedding table to sufficient statistics in one streaming pass.
 
-Per (by value, group): the count n_g of vectors, s_g, the sum of their unit vectors, and the
+Per (model value, group): the count n_g of vectors, s_g, the sum of their unit vectors, and the
 sum of squares of those unit vectors about their group mean (accumulated stably).
 DuckDB streams the three columns as Arrow record batches; numpy checks, normalises and sums
 each batch, so memory stays O(batch * d + G * d) and nothing is n x n.  (In SQL the same sums
@@ -134,19 +134,19 @@ def _column(name: str) -> exp.Column:
     return exp.column(name, quoted=True)
 
 
-def _query(source: Source, group: str, vector: str, by: str | None, key: str | None, extra: str | None,
+def _query(source: Source, group: str, vector: str, model: str | None, item: str | None, extra: str | None,
            extra_role: str = "strata", group_role: str = "group") -> exp.Select:
-    for name, role in ((group, group_role), (by, "model"), (key, "item"), (extra, extra_role)):
+    for name, role in ((group, group_role), (model, "model"), (item, "item"), (extra, extra_role)):
         if name is not None:
             source.require(name, role)
     source.vector_dimension(vector)
-    if by is not None and by == group:
-        raise InputError(f"model column {by!r} is also the {group_role} column; pass the column that names each row's model")
+    if model is not None and model == group:
+        raise InputError(f"model column {model!r} is also the {group_role} column; pass the column that names each row's model")
     return exp.select(
-        exp.alias_(_column(by) if by else exp.null(), B),
+        exp.alias_(_column(model) if model else exp.null(), B),
         exp.alias_(_column(group), G),
         exp.alias_(_column(vector), V),
-        exp.alias_(_column(key) if key else exp.null(), KEY),
+        exp.alias_(_column(item) if item else exp.null(), KEY),
         exp.alias_(_column(extra) if extra else exp.null(), EXTRA),
     ).from_(source.table.copy())
 
@@ -154,10 +154,10 @@ def _query(source: Source, group: str, vector: str, by: str | None, key: str | N
 Part = tuple[object, list, np.ndarray, np.ndarray, pa.Array, "RowNamer"]
 
 
-def _stream(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str, by: str | None = None,
-            key: str | None = None, extra: str | None = None, unit: bool = True, extra_role: str = "strata",
+def _stream(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str, model: str | None = None,
+            item: str | None = None, extra: str | None = None, unit: bool = True, extra_role: str = "strata",
             group_role: str = "group", skip: Skipped | None = None) -> Iterator[Part]:
-    """Yield (by value, labels, label codes, vectors, extra values, row namer) per part of each Arrow batch.
+    """Yield (model value, labels, label codes, vectors, extra values, row namer) per part of each Arrow batch.
 
     Vectors are checked and scaled to unit length, or with ``unit=False`` checked for NULLs and
     lengths only and returned as they are (the caller scales them and checks their norms).
@@ -167,30 +167,30 @@ def _stream(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: 
     (and counted there) before anything else is checked."""
     dims: dict[object, int] = {}
     first_row = kept = 0
-    query = _query(source, group, vector, by, key, extra, extra_role, group_role)
+    query = _query(source, group, vector, model, item, extra, extra_role, group_role)
     for batch in con.sql(query.sql("duckdb")).to_arrow_reader(BATCH_ROWS):
         read = batch.num_rows
-        if by is not None:
-            _check_models(batch.column(B), by, RowNamer(batch, np.arange(batch.num_rows), first_row, group_role,
-                                                        model=True))
+        if model is not None:
+            _check_models(batch.column(B), model, RowNamer(batch, np.arange(batch.num_rows), first_row, group_role,
+                                                           model=True))
         positions = None
         if skip is not None:
-            batch, positions = skip.drop(batch, V, B if by is not None else None)
+            batch, positions = skip.drop(batch, V, B if model is not None else None)
             kept += batch.num_rows
             if batch.num_rows == 0:
                 first_row += read
                 continue
-        by_values = batch.column(B)
-        values = [None] if by is None else pc.unique(by_values).to_pylist()
-        # a batch of one by value (a table stored model by model) is used as it is: no filtered copy
+        model_values = batch.column(B)
+        values = [None] if model is None else pc.unique(model_values).to_pylist()
+        # a batch of one model value (a table stored model by model) is used as it is: no filtered copy
         parts = [(values[0], None)] if len(values) == 1 else [
-            (value, pc.equal(by_values, pa.scalar(value, by_values.type))) for value in values]
+            (value, pc.equal(model_values, pa.scalar(value, model_values.type))) for value in values]
         for value, mask in parts:
             rows = np.arange(batch.num_rows) if mask is None else np.flatnonzero(mask.to_numpy(zero_copy_only=False))
             # a run of rows (a batch where one model's rows end and the next's begin) is a zero-copy slice
             part = (batch if mask is None else batch.slice(int(rows[0]), len(rows))
                     if len(rows) and rows[-1] - rows[0] + 1 == len(rows) else batch.filter(mask))
-            where = RowNamer(batch, rows, first_row, group_role, model=by is not None, positions=positions)
+            where = RowNamer(batch, rows, first_row, group_role, model=model is not None, positions=positions)
             vectors = (unit_vectors if unit else raw_vectors)(part.column(V), where, vector, dims.get(value))
             dims.setdefault(value, vectors.shape[1])
             names, codes = _coded_labels(part.column(G), group, group_role, where)
@@ -228,30 +228,30 @@ def _coded_labels(column: pa.Array, group: str, role: str, where: RowNamer) -> t
     return [clean_label(name, group, role=role) for name in names], codes
 
 
-def rows_query(source: Source, group: str, vector: str, by: str | None = None) -> str:
+def rows_query(source: Source, group: str, vector: str, model: str | None = None) -> str:
     """The DuckDB SQL that group_sums streams (the report records it as the SQL that ran)."""
-    return _query(source, group, vector, by, None, None).sql("duckdb")
+    return _query(source, group, vector, model, None, None).sql("duckdb")
 
 
 def group_sums(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str,
-               by: str | None = None, key: str | None = None,
+               model: str | None = None, item: str | None = None,
                skip: Skipped | None = None) -> list[tuple[object, GroupSums]]:
-    """Stage 1 on DuckDB: [(by value, GroupSums)] in by order; raise naming the first bad row (or,
+    """Stage 1 on DuckDB: [(model value, GroupSums)] in model order; raise naming the first bad row (or,
     with ``skip``, leave out the rows with an unusable vector and count them there)."""
     accumulators: dict[object, Accumulator] = {}
-    for value, names, codes, raw, _, where in _stream(con, source, group, vector, by, key, unit=False, skip=skip):
+    for value, names, codes, raw, _, where in _stream(con, source, group, vector, model, item, unit=False, skip=skip):
         accumulator = accumulators.setdefault(value, Accumulator(dim=raw.shape[1]))
         accumulator.add(accumulator.codes(names)[codes], raw, where, vector)
     return [(value, accumulators[value].result()) for value in sorted(accumulators, key=sort_key)]
 
 
 def unit_rows(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str,
-              by: str | None = None, key: str | None = None, extra: str | None = None,
+              model: str | None = None, item: str | None = None, extra: str | None = None,
               extra_role: str = "strata", group_role: str = "group",
               skip: Skipped | None = None) -> list[tuple[object, UnitRows]]:
-    """Every checked unit vector with its label (and extra column), per by value: O(n d) memory.
+    """Every checked unit vector with its label (and extra column), per model value: O(n d) memory.
 
-    The rows are kept as read (views of the Arrow batches) until the scan ends; then each by
+    The rows are kept as read (views of the Arrow batches) until the scan ends; then each model
     value's float64 array is allocated once and every part is scaled into its place, in scan
     order (so a bad vector is still named by its first row): one copy of the vectors, not three.
     With ``skip``, rows with an unusable vector are left out and counted there."""
@@ -259,7 +259,7 @@ def unit_rows(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector
     dims: dict[object, int] = {}
     rows_of: dict[object, int] = {}
     read: list[tuple[object, int, np.ndarray, RowNamer]] = []
-    for value, names, codes, raw, extra_values, where in _stream(con, source, group, vector, by, key, extra,
+    for value, names, codes, raw, extra_values, where in _stream(con, source, group, vector, model, item, extra,
                                                                  unit=False, extra_role=extra_role,
                                                                  group_role=group_role, skip=skip):
         labels = np.empty(len(names), dtype=object)

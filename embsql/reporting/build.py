@@ -48,7 +48,6 @@ from embsql.errors import (
     EmbsqlError,
     EngineError,
     InputError,
-    fail,
 )
 from embsql.io import duckdb_sums, portable_sums
 from embsql.io.registration import connect
@@ -61,7 +60,6 @@ from embsql.reporting.labels import CLASSIFICATION_SETTINGS, SIMILARITY_SETTINGS
 from embsql.reporting.report_result import ReportResult, Section
 from embsql.reporting.sections import REGISTRY, Run, retrieval_layers, whose
 from embsql.result_table import ResultTable, model_label
-from embsql.vocabulary import REMOVED, Never, refuse
 
 Fetch = Callable[[str], pa.Table]   # runs one SQL statement on the engine, returns its rows as Arrow
 
@@ -73,7 +71,6 @@ SUMMARY_COLUMNS = ("model", "n", "groups", "r2", "r2_se", "r2_adj", "r2_correcte
                    "calibrated", "f", "p_value", "v", "w_bar", "dispersion_p")
 # the [report.retrieval] settings: the retrieval layers' column names and options, and the qrels' relevance column
 RETRIEVAL_SETTINGS = REPORT_OPTIONS
-RETRIEVAL_RENAMED = {"level": "strength"}   # the paraphrase-strength column was "level" there (level is the confidence level)
 
 
 ROWS_VIEW = "__emb_report_rows"   # the filtered rows (where=), as a temporary view for the sections that read rows
@@ -158,7 +155,7 @@ class Report:
             raise InputError(f"report: retrieval must be a table of settings ({', '.join(RETRIEVAL_SETTINGS)}), "
                              f"not a {type(self.retrieval).__name__}")
         for key in self.retrieval:
-            _check_setting(key, RETRIEVAL_SETTINGS, "the report's retrieval settings", RETRIEVAL_RENAMED)
+            _check_setting(key, RETRIEVAL_SETTINGS, "the report's retrieval settings")
         object.__setattr__(self, "retrieval", dict(self.retrieval))
         for name, allowed in (("similarity", SIMILARITY_SETTINGS), ("classification", CLASSIFICATION_SETTINGS)):
             value = getattr(self, name)
@@ -175,7 +172,7 @@ class Report:
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> Report:
         """A report from a dict (the [report] table of a TOML file); a key that is not a setting is
-        an error, and an old spelling (``by``) names the new one (``model``)."""
+        an error naming the settings."""
         return cls._from_table(values, "the report's settings")
 
     @classmethod
@@ -536,7 +533,7 @@ def retrieval_report(con: duckdb.DuckDBPyConnection, *, queries: Any, docs: Any,
         raise InputError(f"report: {error}") from None
     settings = dict(retrieval or {})
     for key in settings:
-        _check_setting(key, RETRIEVAL_SETTINGS, "the report's retrieval settings", RETRIEVAL_RENAMED)
+        _check_setting(key, RETRIEVAL_SETTINGS, "the report's retrieval settings")
     tables = report_tables(queries, docs, qrels, settings)
     sections: list[Section] = []
     notes: list[str] = []
@@ -571,13 +568,10 @@ def retrieval_report(con: duckdb.DuckDBPyConnection, *, queries: Any, docs: Any,
 SETTINGS = tuple(f.name for f in dataclasses.fields(Report) if f.name != "_")
 
 
-def _check_setting(key: str, allowed: tuple[str, ...], origin: str, renamed: Mapping[str, str] | None = None) -> None:
-    """Refuse a setting that is not one: an old spelling names the new one (embsql.vocabulary.REMOVED)."""
+def _check_setting(key: str, allowed: tuple[str, ...], origin: str) -> None:
+    """Refuse a setting that is not one, naming the settings there are."""
     if key in allowed:
         return
-    new = (renamed or {}).get(key) or REMOVED.get(key)
-    if new in allowed:
-        fail("argument.renamed", old=key, new=new, where=origin)
     raise InputError(f"report: unknown setting {key!r} in {origin}; the settings are: {', '.join(allowed)}")
 
 
@@ -618,7 +612,7 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
            level: float = 0.95, queries: Any = None, docs: Any = None, retrieval: dict[str, Any] | None = None, qrels: Any = None,
            title: str | None = None, table: str | None = None, where: str | None = None, item: str | None = None,
            pairs: Any = None, similarity: dict[str, Any] | None = None, label: str | None = None,
-           classification: dict[str, Any] | None = None, bad_rows: str = "error", **removed: Never) -> Report:
+           classification: dict[str, Any] | None = None, bad_rows: str = "error") -> Report:
     """Describe a report on ``source``; nothing runs until ``.sql()`` or ``.run()``.
 
     Parameters
@@ -698,8 +692,6 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
 
     Raises
     ------
-    ArgumentError
-        For a keyword it does not take (``by=`` is now ``model=``).
     InputError
         For a bad setting (an unknown section, a negative seed, a bad ``where`` ...).
 
@@ -711,7 +703,6 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
     >>> r.chosen_sections
     ('decomposition', 'groups', 'jackknife', 'bootstrap', 'compare')
     """
-    refuse(report, removed)
     return Report(source, vector=vector, group=group, model=model, sections=tuple(sections), permutations=permutations,
                   seed=seed, stop_after=stop_after, replicates=replicates, level=level, queries=queries, docs=docs,
                   retrieval=dict(retrieval or {}), qrels=qrels, title=title, table=table, where=where, item=item,

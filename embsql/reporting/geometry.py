@@ -71,7 +71,7 @@ def models_section(con: duckdb.DuckDBPyConnection | None, source: str, *, item: 
     assert item is not None and con is not None   # else why_not is set
     resolved = resolve(con, source)
     resolved.require(item, "item")
-    parts = unit_rows(con, resolved, item, vector, by=model, extra=group, extra_role="group", group_role="item",
+    parts = unit_rows(con, resolved, item, vector, model=model, extra=group, extra_role="group", group_role="item",
                       skip=Skipped.asked(bad_rows))
     if len(parts) < 2:
         if asked:

@@ -105,7 +105,7 @@ class Run:
             report = self.report
             source = resolve(self.con, report.rows_source(self.con))
             self._rows = [(value, ordered(part, report.group))
-                          for value, part in unit_rows(self.con, source, report.group, report.vector, by=report.model,
+                          for value, part in unit_rows(self.con, source, report.group, report.vector, model=report.model,
                                                        skip=Skipped.asked(report.bad_rows))]
         return self._rows
 

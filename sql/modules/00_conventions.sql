@@ -24,16 +24,14 @@
 
 
 -- ---------------------------------------------------------------------------
--- The model argument, checked before anything is read.  by := (its old name) is refused, and so is
--- a model column whose name is one of the function's output columns (the output keeps the model
--- column's name; outputs is the function's emb__outputs_<function>(), generated from its reference
--- block by sql/build.py).  A public macro hands its source table through this: query_table() needs
+-- The model argument, checked before anything is read: a model column whose name is one of the
+-- function's output columns is refused (the output keeps the model column's name; outputs is the
+-- function's emb__outputs_<function>(), generated from its reference block by sql/build.py).  A public macro hands its source table through this: query_table() needs
 -- its argument when the query is bound, so the refusal is raised then, before any row is read
 -- (a check in a filter or a join could come after another error from the data).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, "by", outputs) AS
+CREATE OR REPLACE TEMP MACRO emb__checked_source(source, function, model, outputs) AS
     CASE
-        WHEN "by" IS NOT NULL THEN emb__fail_argument_renamed('by :=', 'model :=', function)
         WHEN list_contains(outputs, lower(model))     -- (the column quoted as SQL names it, for the message's SELECT ... AS)
             THEN emb__fail_column_collision('"' || replace(model, '"', '""') || '"', function)
         -- the prefix of the macros' own columns, which carry the model column beside them (see above)
@@ -66,17 +64,17 @@ CREATE OR REPLACE TEMP MACRO emb__checked_names(source, function, columns) AS
 -- optional, emb_knn_classify and the similarity functions, would pool the models): it is refused,
 -- naming the column the table has.  A filter's value (true), for a WHERE.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__model_case(tbl, model_col) AS (
+CREATE OR REPLACE TEMP MACRO emb__model_case(source, model) AS (
     SELECT CASE
-        WHEN model_col IS NOT NULL AND __emb_exact = 1 AND __emb_any > 1
-            THEN emb__fail_column_missing('model', format('''{}''', model_col), format('''{}''', tbl),
+        WHEN model IS NOT NULL AND __emb_exact = 1 AND __emb_any > 1
+            THEN emb__fail_column_missing('model', format('''{}''', model), format('''{}''', source),
                      format('; its column ''{}'' differs only in case (column names match exactly, case included)',
                             __emb_names[1]))
         ELSE true
     END
     -- (the columns' names, from one row or none: a table, a view or a file; the __emb_null stand-in
     -- makes each COLUMNS match one column at least)
-    FROM (SELECT len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))) AS __emb_exact,
-                 len(list_value(*COLUMNS(lambda c: lower(c) = lower(model_col) OR c = '__emb_null'))) AS __emb_any,
-                 [alias(COLUMNS(lambda c: lower(c) = lower(model_col) OR c = '__emb_null'))] AS __emb_names
-          FROM (SELECT 1 AS __emb_one) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true));
+    FROM (SELECT len(list_value(*COLUMNS(lambda c: c IN (model, '__emb_null')))) AS __emb_exact,
+                 len(list_value(*COLUMNS(lambda c: lower(c) = lower(model) OR c = '__emb_null'))) AS __emb_any,
+                 [alias(COLUMNS(lambda c: lower(c) = lower(model) OR c = '__emb_null'))] AS __emb_names
+          FROM (SELECT 1 AS __emb_one) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1) ON true));

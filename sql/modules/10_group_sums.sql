@@ -21,7 +21,7 @@ CREATE OR REPLACE TEMP MACRO emb__precision_error(what, model, ss, n, undefined)
     sqrt(greatest(ss, 0.0) / n), sqrt(emb__resolution2()),
     undefined || CASE WHEN undefined LIKE '% and %' THEN ' are' ELSE ' is' END);
 
-CREATE OR REPLACE TEMP MACRO emb__no_rows_error(tbl) AS emb__fail_source_empty(format('''{}''', tbl));
+CREATE OR REPLACE TEMP MACRO emb__no_rows_error(source) AS emb__fail_source_empty(format('''{}''', source));
 
 -- A label as DOUBLE when it is a number (for the NaN and -0.0 rule below), else NULL.  Typed
 -- overloads resolve by the argument's type at bind time, so any label type binds.
@@ -78,9 +78,9 @@ CREATE OR REPLACE TEMP MACRO emb__norm_scale(v, norm2) AS
          THEN list_max(list_transform(v::DOUBLE[], lambda x: abs(x))) END;
 
 -- The error for n unusable vectors in a group of a model (word: emb__unusable's, of the first one).
-CREATE OR REPLACE TEMP MACRO emb__bad_vector_error(word, vector_col, n, group_label, model) AS error(format(
+CREATE OR REPLACE TEMP MACRO emb__bad_vector_error(word, vector, n, group_label, model) AS error(format(
     'embsql: [{}] vector column "{}" has {} unusable vector(s) in group ''{}''{} ({}; vectors must be non-NULL, finite and of non-zero length)',
-    emb__vector_kind(word), vector_col, n, group_label, emb__of_model(model), word));
+    emb__vector_kind(word), vector, n, group_label, emb__of_model(model), word));
 
 -- NULL for a usable vector, else the word for what is wrong with it.
 CREATE OR REPLACE TEMP MACRO emb__unusable(v, norm2, scale) AS
@@ -121,7 +121,7 @@ CREATE OR REPLACE TEMP MACRO emb__skip_rows(bad_rows) AS
 -- With skip (bad_rows := 'skip'), the rows with an unusable vector are left out here, the one
 -- place every consumer reads rows from (emb__skipped counts them).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__rows(tbl, group_col, vector_col, by_col, extra_col, skip := false) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__rows(source, "group", vector, model, extra_col, skip := false) AS TABLE
 -- (nested SELECTs, so that each of the norm steps is computed once per row, not once per use)
 SELECT *, CASE WHEN __emb_bad IS NULL THEN emb__inverse_norm(__emb_v, __emb_nrm2, __emb_scale) END AS __emb_inv
 FROM (
@@ -137,56 +137,56 @@ SELECT
     * EXCLUDE (__emb_g0, __emb_gcols, __emb_vcols, __emb_xcols, __emb_bycols, __emb_vtype),
     CASE
         WHEN __emb_gcols = 1
-            THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, tbl))
+            THEN error(format('embsql: [column.missing] group column "{}" not found in {}', "group", source))
         WHEN __emb_vcols = 1
-            THEN error(format('embsql: [column.missing] vector column "{}" not found in {}', vector_col, tbl))
+            THEN error(format('embsql: [column.missing] vector column "{}" not found in {}', vector, source))
         WHEN NOT emb__is_vector_type(__emb_vtype) THEN error(format(
             'embsql: [column.type] vector column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d]){}',
-            vector_col, tbl, __emb_vtype, emb__text_vector_hint(vector_col, __emb_vtype)))
+            vector, source, __emb_vtype, emb__text_vector_hint(vector, __emb_vtype)))
         WHEN extra_col IS NOT NULL AND __emb_xcols = 1
-            THEN error(format('embsql: [column.missing] column "{}" not found in {}', extra_col, tbl))
-        WHEN by_col IS NOT NULL AND __emb_bycols = 1 AND NOT emb__model_case(tbl, by_col) THEN NULL  -- (another case)
-        WHEN by_col IS NOT NULL AND __emb_bycols = 1
-            THEN error(format('embsql: [column.missing] model column "{}" not found in {}', by_col, tbl))
+            THEN error(format('embsql: [column.missing] column "{}" not found in {}', extra_col, source))
+        WHEN model IS NOT NULL AND __emb_bycols = 1 AND NOT emb__model_case(source, model) THEN NULL  -- (another case)
+        WHEN model IS NOT NULL AND __emb_bycols = 1
+            THEN error(format('embsql: [column.missing] model column "{}" not found in {}', model, source))
         -- a NULL or NaN model value: refused like a group label (never a row for a NULL model)
-        WHEN by_col IS NOT NULL AND (__emb_b IS NULL OR (typeof(__emb_b) IN ('FLOAT', 'DOUBLE')
+        WHEN model IS NOT NULL AND (__emb_b IS NULL OR (typeof(__emb_b) IN ('FLOAT', 'DOUBLE')
                                                          AND isnan(emb__label_double(__emb_b))))
-            THEN emb__fail_label_null('model', format('"{}"', by_col), CASE WHEN __emb_b IS NULL THEN 'NULL' ELSE 'NaN' END,
+            THEN emb__fail_label_null('model', format('"{}"', model), CASE WHEN __emb_b IS NULL THEN 'NULL' ELSE 'NaN' END,
                                       format(' in a row of group ''{}''', __emb_g0))
-        ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
+        ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), "group", 'group')
     END AS __emb_g,
     emb__norm2(__emb_v) AS __emb_nrm2
 FROM (
     SELECT
-        COLUMNS(lambda c: c IN (by_col, '__emb_all')),
-        coalesce(*COLUMNS(lambda c: c IN (by_col, '__emb_null'))) AS __emb_b,
-        coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
-        (SELECT len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_gcols,
+        COLUMNS(lambda c: c IN (model, '__emb_all')),
+        coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null'))) AS __emb_b,
+        coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null'))) AS __emb_g0,
+        (SELECT len(list_value(*COLUMNS(lambda c: c IN ("group", '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1)) AS __emb_gcols,
         -- the vector column as DOUBLE[] through the typed emb__vector (any type binds, a fixed-size
         -- array becomes a list, which the stock CLI's CASE needs).  The first of the column and the
         -- NULL stand-in is taken from a row(), not by coalesce, which would copy every list again.
-        emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector_col, '__emb_null'))), 1)) AS __emb_v,
+        emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector, '__emb_null'))), 1)) AS __emb_v,
         -- the vector column's type, read from a one-row probe that exists even for an empty table
-        (SELECT typeof(coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_null'))))
-         FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true) AS __emb_vtype,
+        (SELECT typeof(coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_null'))))
+         FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1) ON true) AS __emb_vtype,
         -- an optional extra column (e.g. permutation strata), NULL when not asked for
         coalesce(*COLUMNS(lambda c: c IN (extra_col, '__emb_null'))) AS __emb_x,
-        (SELECT len(list_value(*COLUMNS(lambda c: c IN (extra_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_xcols,
-        (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_vcols,
-        (SELECT len(list_value(*COLUMNS(lambda c: c IN (by_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) AS __emb_bycols
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
+        (SELECT len(list_value(*COLUMNS(lambda c: c IN (extra_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1)) AS __emb_xcols,
+        (SELECT len(list_value(*COLUMNS(lambda c: c IN (vector, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1)) AS __emb_vcols,
+        (SELECT len(list_value(*COLUMNS(lambda c: c IN (model, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1)) AS __emb_bycols
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(source))
 )))))
 WHERE NOT skip OR __emb_bad IS NULL;
 
 -- The rows bad_rows := 'skip' leaves out, per by value (__emb_sb) and reason: a NULL vector or
 -- element, a zero-length vector, a NaN or infinite coordinate (the words of emb__unusable).
 -- A second pass over the rows, read only when skip is true.
-CREATE OR REPLACE TEMP MACRO emb__skipped(tbl, group_col, vector_col, by_col, skip) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__skipped(source, "group", vector, model, skip) AS TABLE
 SELECT __emb_b AS __emb_sb,
        count(*) FILTER (__emb_bad IN ('NULL', 'NULL-element')) AS skipped_null,
        count(*) FILTER (__emb_bad = 'zero-length') AS skipped_zero,
        count(*) FILTER (__emb_bad IN ('NaN', 'infinite')) AS skipped_nonfinite
-FROM emb__rows(tbl, group_col, vector_col, by_col, NULL)
+FROM emb__rows(source, "group", vector, model, NULL)
 WHERE skip
 GROUP BY __emb_b;
 
@@ -209,10 +209,10 @@ GROUP BY __emb_b;
 -- t = sum_i (z_i - mu).  Both terms are then of the size of the spread, not of n_g.  Only the rows
 -- of such groups are read a third time; when there are none (the usual case) that join is empty.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__group_blocks(tbl, group_col, vector_col, by_col, with_mean, skip := false) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__group_blocks(source, "group", vector, model, with_mean, skip := false) AS TABLE
 WITH rows AS NOT MATERIALIZED (
     SELECT *, len(__emb_v) AS __emb_d
-    FROM emb__rows(tbl, group_col, vector_col, by_col, NULL, skip := skip)
+    FROM emb__rows(source, "group", vector, model, NULL, skip := skip)
 ),
 -- Per group, from one row per item: counts, defects and lengths (and the length range of
 -- the by value, taken here over G rows rather than over the G * d rows of the sums).
@@ -222,7 +222,7 @@ counts AS (
         max(__emb_dmax) OVER (PARTITION BY __emb_b) AS __emb_dmax_all
     FROM (
         SELECT
-            COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g,
+            COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, __emb_g,
             count(*) FILTER (__emb_bad IS NULL) AS __emb_n,
             count(*) FILTER (__emb_bad IS NOT NULL) AS __emb_nbad,
             min(__emb_bad) AS __emb_bad,
@@ -261,14 +261,14 @@ blocks AS (
 -- the checks, on the G rows of counts joined with the G * d / 8 block rows (a group with no usable
 -- vector joins no block and keeps one row with a NULL block)
 checked AS MATERIALIZED (
-    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, c.__emb_dmax, s.__emb_j, s.__emb_sj
+    SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, c.__emb_dmax, s.__emb_j, s.__emb_sj
     FROM counts c
     LEFT JOIN blocks s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g = s.__emb_g
     WHERE CASE
-        WHEN c.__emb_nbad > 0 THEN emb__bad_vector_error(c.__emb_bad, vector_col, c.__emb_nbad, c.__emb_g, c.__emb_b)
+        WHEN c.__emb_nbad > 0 THEN emb__bad_vector_error(c.__emb_bad, vector, c.__emb_nbad, c.__emb_g, c.__emb_b)
         WHEN c.__emb_dmin_all <> c.__emb_dmax_all THEN error(format(
             'embsql: [vector.length] vector column "{}" mixes vectors of length {} and {} (group ''{}'' has length {})',
-            vector_col, c.__emb_dmin_all, c.__emb_dmax_all, c.__emb_g, c.__emb_dmin))
+            vector, c.__emb_dmin_all, c.__emb_dmax_all, c.__emb_g, c.__emb_dmin))
         ELSE true
     END
 ),
@@ -287,7 +287,7 @@ naive AS (
 -- of their rows minus that mean
 tight_sums AS (
     SELECT * FROM (
-        SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, c.__emb_dmax,
+        SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, c.__emb_dmax,
                c.__emb_j + generate_subscripts(c.__emb_sj, 1) AS __emb_k, unnest(c.__emb_sj) AS __emb_s
         FROM checked c SEMI JOIN naive w
             ON w.__emb_tight AND c.__emb_b IS NOT DISTINCT FROM w.__emb_b AND c.__emb_g = w.__emb_g)
@@ -335,11 +335,11 @@ overall AS (
 ),
 -- the usual groups' blocks as they are, and the tight ones' corrected (s_g = n_g mu + t) and blocked again
 blocked AS (
-    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, w.__emb_ssw, c.__emb_j, c.__emb_sj
+    SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, w.__emb_ssw, c.__emb_j, c.__emb_sj
     FROM checked c JOIN naive w ON c.__emb_b IS NOT DISTINCT FROM w.__emb_b AND c.__emb_g = w.__emb_g
     WHERE NOT w.__emb_tight
     UNION ALL BY NAME
-    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g, __emb_n, __emb_ssw, __emb_j,
+    SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, __emb_g, __emb_n, __emb_ssw, __emb_j,
            list(__emb_s ORDER BY __emb_k) AS __emb_sj
     FROM (
         SELECT u.* EXCLUDE (__emb_s, __emb_dmax), (u.__emb_k - 1) // 8 * 8 AS __emb_j,
@@ -353,31 +353,31 @@ SELECT b.*, m.__emb_muj
 FROM blocked b LEFT JOIN overall m ON b.__emb_b IS NOT DISTINCT FROM m.__emb_b AND b.__emb_j = m.__emb_j;
 
 -- The same in long form: one row per (by, group, coordinate k), with n_g, s_gk and n_g W_g.
-CREATE OR REPLACE TEMP MACRO emb__group_sums(tbl, group_col, vector_col, by_col, skip := false) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__group_sums(source, "group", vector, model, skip := false) AS TABLE
 SELECT * FROM (
     SELECT * EXCLUDE (__emb_j, __emb_sj, __emb_muj),
            __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s
-    FROM emb__group_blocks(tbl, group_col, vector_col, by_col, false, skip := skip)
+    FROM emb__group_blocks(source, "group", vector, model, false, skip := skip)
 )
 WHERE __emb_s IS NOT NULL;  -- the slots of the last block past d
 
 -- ---------------------------------------------------------------------------
 -- Per-group figures from the sufficient statistics: W_g = n_g W_g / n_g, W~_g = n_g / (n_g - 1) W_g.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__groups(tbl, group_col, vector_col, by_col, skip := false) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__groups(source, "group", vector, model, skip := false) AS TABLE
 WITH per_group AS (
     SELECT
-        COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
+        COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
         __emb_g AS "group",
         __emb_n AS n_g,
         __emb_ssw / __emb_n AS w,
         CASE WHEN __emb_n > 1 THEN __emb_ssw / (__emb_n - 1.0) END AS w_tilde,
         -- false where the spread is above 0 but below float64 resolution (sqrt(eps)): W_g is rounding noise
         __emb_ssw = 0 OR __emb_ssw >= __emb_n * emb__resolution2() AS resolved
-    FROM emb__group_blocks(tbl, group_col, vector_col, by_col, false, skip := skip)
+    FROM emb__group_blocks(source, "group", vector, model, false, skip := skip)
     WHERE __emb_j = 0  -- n_g and n_g W_g are on each of a group's rows
 )
 -- one row with NULLs when per_group is empty (read once, so nothing is computed twice)
 SELECT p.*
 FROM (SELECT 1) LEFT JOIN per_group p ON true
-WHERE CASE WHEN p.n_g IS NULL THEN emb__no_rows_error(tbl) ELSE true END;
+WHERE CASE WHEN p.n_g IS NULL THEN emb__no_rows_error(source) ELSE true END;

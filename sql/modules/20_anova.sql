@@ -7,21 +7,21 @@
 -- Every check is a filter on the result (never pruned, whatever columns a query reads), and an
 -- empty source is an error unless empty_ok (emb_icc hands in a source that is empty on purpose).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__decomposition(tbl, group_col, vector_col, by_col, empty_ok, skip := false) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__decomposition(source, "group", vector, model, empty_ok, skip := false) AS TABLE
 -- one pass over the blocks, unnested on the fly (nothing of size G * d is held)
 WITH per_k AS (
     SELECT * FROM (
-        SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_n, __emb_ssw,
+        SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, __emb_n, __emb_ssw,
                __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s,
                unnest(__emb_muj) AS __emb_mu
-        FROM emb__group_blocks(tbl, group_col, vector_col, by_col, true, skip := skip))
+        FROM emb__group_blocks(source, "group", vector, model, true, skip := skip))
     WHERE __emb_s IS NOT NULL
 ),
 stats AS (
     -- n_g and n_g W_g are on each of a group's rows, so they are taken from its row k = 1; a plain
     -- sum for SS_B, whose terms are non-negative (no cancellation); ||mu||^2 = sum_k mu_k^2, where
     -- each mu_k is on the row of every group
-    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
+    SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
         sum(__emb_n) FILTER (__emb_k = 1)::BIGINT AS __emb_n,
         count(*) FILTER (__emb_k = 1) AS __emb_groups,
         fsum(__emb_ssw) FILTER (__emb_k = 1) AS __emb_ss_w,
@@ -48,11 +48,11 @@ SELECT
 -- one row with NULLs when there are no stats (read once, so nothing is computed twice)
 FROM (SELECT 1) LEFT JOIN with_total s ON true
 WHERE CASE
-    WHEN s.__emb_n IS NULL AND NOT empty_ok THEN emb__no_rows_error(tbl)
+    WHEN s.__emb_n IS NULL AND NOT empty_ok THEN emb__no_rows_error(source)
     WHEN s.__emb_n IS NULL THEN false
-    WHEN s.__emb_groups < 2 THEN emb__fail_design_one_group(format('group column "{}"', group_col),
+    WHEN s.__emb_groups < 2 THEN emb__fail_design_one_group(format('group column "{}"', "group"),
         CASE WHEN s.__emb_b IS NULL THEN '' ELSE format(' for by value {}', s.__emb_b) END, 'the decomposition')
-    WHEN s.__emb_n = s.__emb_groups THEN emb__fail_design_no_residual_df(format(' in "{}"', group_col), 'row',
+    WHEN s.__emb_n = s.__emb_groups THEN emb__fail_design_no_residual_df(format(' in "{}"', "group"), 'row',
         s.__emb_n, CASE WHEN s.__emb_b IS NULL THEN '' ELSE format(', by value {}', s.__emb_b) END, 'SS_W and F')
 
     WHEN NOT (s.__emb_ss_t >= s.__emb_n * emb__resolution2()) THEN
@@ -63,8 +63,8 @@ WHERE CASE
 END
 ORDER BY s.__emb_b;
 
-CREATE OR REPLACE TEMP MACRO emb__anova(tbl, group_col, vector_col, by_col, skip := false) AS TABLE
-    FROM emb__decomposition(tbl, group_col, vector_col, by_col, false, skip := skip);
+CREATE OR REPLACE TEMP MACRO emb__anova(source, "group", vector, model, skip := false) AS TABLE
+    FROM emb__decomposition(source, "group", vector, model, false, skip := skip);
 
 -- @function emb_anova(source, "group", vector, model := NULL, bad_rows := 'error')
 -- The sum-of-squares decomposition of the unit vectors z_i by group.  One row, or one row per
@@ -102,11 +102,11 @@ CREATE OR REPLACE TEMP MACRO emb__anova(tbl, group_col, vector_col, by_col, skip
 -- -- model  n  groups  ss_t   ss_w   ss_b   r2      r2_null  f    v      mean_resultant_length  w_bar
 -- -- m1     4  2       2.2    0.4    1.8    0.8182  0.3333   9.0  0.55   0.6708                 0.1
 -- -- m2     4  2       1.1    0.2    0.9    0.8182  0.3333   9.0  0.275  0.8515                 0.05
-CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL, "by" := NULL, bad_rows := 'error') AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL, bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
                          AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__anova(
-         emb__checked_names(emb__checked_source(source, 'emb_anova', model, "by", emb__outputs_emb_anova()), 'emb_anova', [['group', "group"], ['vector', vector]]),
+         emb__checked_names(emb__checked_source(source, 'emb_anova', model, emb__outputs_emb_anova()), 'emb_anova', [['group', "group"], ['vector', vector]]),
          "group", vector, model, skip := emb__skip_rows(bad_rows)) a
 LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows)) s
     ON a.__emb_b IS NOT DISTINCT FROM s.__emb_sb
@@ -136,11 +136,11 @@ ORDER BY a.__emb_b;
 -- SELECT * FROM emb_groups('ex', 'topic', 'embedding', model := 'model');
 -- -- model  group  n_g  w    w_tilde  resolved
 -- -- m1     A      2    0.1  0.2      true
-CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL, "by" := NULL, bad_rows := 'error') AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL, bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
                          AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__groups(
-         emb__checked_names(emb__checked_source(source, 'emb_groups', model, "by", emb__outputs_emb_groups()), 'emb_groups', [['group', "group"], ['vector', vector]]),
+         emb__checked_names(emb__checked_source(source, 'emb_groups', model, emb__outputs_emb_groups()), 'emb_groups', [['group', "group"], ['vector', vector]]),
          "group", vector, model, skip := emb__skip_rows(bad_rows)) g
 LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows)) s
     ON g.__emb_b IS NOT DISTINCT FROM s.__emb_sb

@@ -5,29 +5,29 @@
 -- Sums of squared distances have no cancellation, so they need no second pass; every check is a
 -- filter (never pruned, whatever columns a query reads).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__anova_dist(dist_tbl, labels_tbl, group_col, i_col, j_col, d_col, id_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__anova_dist(distances, labels_tbl, "group", i_col, j_col, distance, item) AS TABLE
 WITH labels AS MATERIALIZED (
     SELECT
         CASE
-            WHEN idcols = 1 THEN error(format('embsql: [column.missing] id column "{}" not found in {}', id_col, labels_tbl))
-            WHEN gcols = 1 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, labels_tbl))
+            WHEN idcols = 1 THEN error(format('embsql: [column.missing] id column "{}" not found in {}', item, labels_tbl))
+            WHEN gcols = 1 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', "group", labels_tbl))
             ELSE id0
         END AS id,
         g
     FROM (
         SELECT
-            coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null'))) AS id0,
-            (SELECT len(list_value(*COLUMNS(lambda c: c IN (id_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl) LIMIT 1)) AS idcols,
-            coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS g,
-            (SELECT len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl) LIMIT 1)) AS gcols
+            coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null'))) AS id0,
+            (SELECT len(list_value(*COLUMNS(lambda c: c IN (item, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl) LIMIT 1)) AS idcols,
+            coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null'))) AS g,
+            (SELECT len(list_value(*COLUMNS(lambda c: c IN ("group", '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl) LIMIT 1)) AS gcols
         FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl))
     )
 ),
 labels_ruled AS (
     -- the label rule of emb__rows: NULL and NaN labels refused, -0.0 is 0.0
     SELECT id, CASE
-        WHEN id IS NULL THEN error(format('embsql: [label.null] id column "{}" in {} has a NULL id', id_col, labels_tbl))
-        ELSE emb__label(g, emb__label_double(g), group_col, 'group', place := format(' for id {}', id)) END AS g
+        WHEN id IS NULL THEN error(format('embsql: [label.null] id column "{}" in {} has a NULL id', item, labels_tbl))
+        ELSE emb__label(g, emb__label_double(g), "group", 'group', place := format(' for id {}', id)) END AS g
     FROM labels
 ),
 labels_checked AS MATERIALIZED (
@@ -40,31 +40,31 @@ labels_checked AS MATERIALIZED (
 raw AS (
     SELECT
         CASE
-            WHEN icols = 1 THEN error(format('embsql: [column.missing] column "{}" not found in {}', i_col, dist_tbl))
-            WHEN jcols = 1 THEN error(format('embsql: [column.missing] column "{}" not found in {}', j_col, dist_tbl))
-            WHEN dcols = 1 THEN error(format('embsql: [column.missing] column "{}" not found in {}', d_col, dist_tbl))
+            WHEN icols = 1 THEN error(format('embsql: [column.missing] column "{}" not found in {}', i_col, distances))
+            WHEN jcols = 1 THEN error(format('embsql: [column.missing] column "{}" not found in {}', j_col, distances))
+            WHEN dcols = 1 THEN error(format('embsql: [column.missing] column "{}" not found in {}', distance, distances))
             ELSE i0
         END AS i,
         j, d
     FROM (
         SELECT
             coalesce(*COLUMNS(lambda c: c IN (i_col, '__emb_null'))) AS i0,
-            (SELECT len(list_value(*COLUMNS(lambda c: c IN (i_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(dist_tbl) LIMIT 1)) AS icols,
+            (SELECT len(list_value(*COLUMNS(lambda c: c IN (i_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(distances) LIMIT 1)) AS icols,
             coalesce(*COLUMNS(lambda c: c IN (j_col, '__emb_null'))) AS j,
-            (SELECT len(list_value(*COLUMNS(lambda c: c IN (j_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(dist_tbl) LIMIT 1)) AS jcols,
-            coalesce(*COLUMNS(lambda c: c IN (d_col, '__emb_null')))::DOUBLE AS d,
-            (SELECT len(list_value(*COLUMNS(lambda c: c IN (d_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(dist_tbl) LIMIT 1)) AS dcols
-        FROM (SELECT *, NULL AS __emb_null FROM query_table(dist_tbl))
+            (SELECT len(list_value(*COLUMNS(lambda c: c IN (j_col, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(distances) LIMIT 1)) AS jcols,
+            coalesce(*COLUMNS(lambda c: c IN (distance, '__emb_null')))::DOUBLE AS d,
+            (SELECT len(list_value(*COLUMNS(lambda c: c IN (distance, '__emb_null')))) FROM (SELECT *, NULL AS __emb_null FROM query_table(distances) LIMIT 1)) AS dcols
+        FROM (SELECT *, NULL AS __emb_null FROM query_table(distances))
     )
 ),
 raw_checked AS (
     SELECT least(i, j) AS a, greatest(i, j) AS b, d
     FROM raw
     WHERE CASE
-        WHEN i IS NULL OR j IS NULL THEN error(format('embsql: [distance.null_id] distance table {} has a NULL id in "{}" or "{}"', dist_tbl, i_col, j_col))
-        WHEN d IS NULL OR isnan(d) THEN error(format('embsql: [distance.invalid] distance for pair ({}, {}) in column "{}" is NULL or NaN', i, j, d_col))
-        WHEN isinf(d) THEN error(format('embsql: [distance.invalid] distance for pair ({}, {}) in column "{}" is infinite', i, j, d_col))
-        WHEN d < 0 THEN error(format('embsql: [distance.invalid] distance for pair ({}, {}) in column "{}" is negative ({})', i, j, d_col, d))
+        WHEN i IS NULL OR j IS NULL THEN error(format('embsql: [distance.null_id] distance table {} has a NULL id in "{}" or "{}"', distances, i_col, j_col))
+        WHEN d IS NULL OR isnan(d) THEN error(format('embsql: [distance.invalid] distance for pair ({}, {}) in column "{}" is NULL or NaN', i, j, distance))
+        WHEN isinf(d) THEN error(format('embsql: [distance.invalid] distance for pair ({}, {}) in column "{}" is infinite', i, j, distance))
+        WHEN d < 0 THEN error(format('embsql: [distance.invalid] distance for pair ({}, {}) in column "{}" is negative ({})', i, j, distance, d))
         ELSE true END
 ),
 pairs AS (
@@ -85,8 +85,8 @@ joined AS (
             'embsql: [distance.self] distance of id {} to itself is {}, not 0', p.a, p.d_max))
         WHEN p.d <> p.d_max THEN error(format(
             'embsql: [distance.asymmetric] pair ({}, {}) is given in both orders with different distances ({} and {})', p.a, p.b, p.d, p.d_max))
-        WHEN la.id IS NULL THEN error(format('embsql: [distance.unlabelled] id {} in distance table {} has no label in {}', p.a, dist_tbl, labels_tbl))
-        WHEN lb.id IS NULL THEN error(format('embsql: [distance.unlabelled] id {} in distance table {} has no label in {}', p.b, dist_tbl, labels_tbl))
+        WHEN la.id IS NULL THEN error(format('embsql: [distance.unlabelled] id {} in distance table {} has no label in {}', p.a, distances, labels_tbl))
+        WHEN lb.id IS NULL THEN error(format('embsql: [distance.unlabelled] id {} in distance table {} has no label in {}', p.b, distances, labels_tbl))
         ELSE true END
 ),
 sums AS (
@@ -114,12 +114,12 @@ WHERE CASE
         WHEN n = 0 THEN emb__no_rows_error(labels_tbl)
         WHEN n_pairs <> n * (n - 1) / 2 THEN error(format(
             'embsql: [distance.incomplete] distance table {} has {} distinct pairs, but {} labelled ids need {}: missing pair(s), e.g. {}',
-            dist_tbl, n_pairs, n, n * (n - 1) // 2,
+            distances, n_pairs, n, n * (n - 1) // 2,
             (SELECT min((l1.id, l2.id))
              FROM labels_checked l1 JOIN labels_checked l2 ON l1.id < l2.id
              ANTI JOIN pairs p ON p.a = l1.id AND p.b = l2.id)))
-        WHEN groups < 2 THEN emb__fail_design_one_group(format('group column "{}"', group_col), '', 'the decomposition')
-        WHEN n = groups THEN emb__fail_design_no_residual_df(format(' in "{}"', group_col), 'id', n, '', 'SS_W and F')
+        WHEN groups < 2 THEN emb__fail_design_one_group(format('group column "{}"', "group"), '', 'the decomposition')
+        WHEN n = groups THEN emb__fail_design_no_residual_df(format(' in "{}"', "group"), 'id', n, '', 'SS_W and F')
         WHEN ss_t <= 0 THEN emb__fail_design_zero_distances('R2 and F are')
 
         ELSE true

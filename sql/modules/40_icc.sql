@@ -29,37 +29,37 @@ CREATE OR REPLACE TEMP MACRO emb__icc_kind(type_name) AS
         WHEN emb__is_vector_type(type_name) THEN 'trace'
     END;
 
-CREATE OR REPLACE TEMP MACRO emb__icc(tbl, group_col, value_col, by_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__icc(source, "group", value, model) AS TABLE
 WITH __emb_icc_meta AS (
     -- column counts (1 = missing, see 00_conventions) and the value column's type
     SELECT
-        len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) AS __emb_gcols,
-        len(list_value(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_vcols,
-        len(list_value(*COLUMNS(lambda c: c IN (by_col, '__emb_null')))) AS __emb_bycols,
-        typeof(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_type,
-        emb__icc_kind(typeof(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null'))))) AS __emb_kind
-    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true
+        len(list_value(*COLUMNS(lambda c: c IN ("group", '__emb_null')))) AS __emb_gcols,
+        len(list_value(*COLUMNS(lambda c: c IN (value, '__emb_null')))) AS __emb_vcols,
+        len(list_value(*COLUMNS(lambda c: c IN (model, '__emb_null')))) AS __emb_bycols,
+        typeof(coalesce(*COLUMNS(lambda c: c IN (value, '__emb_null')))) AS __emb_type,
+        emb__icc_kind(typeof(coalesce(*COLUMNS(lambda c: c IN (value, '__emb_null'))))) AS __emb_kind
+    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1) ON true
 ),
 __emb_icc_rows AS (
     -- the label rule of emb__rows (NULL and NaN refused, -0.0 is 0.0), once the column exists
     SELECT * EXCLUDE (__emb_g0),
         CASE WHEN (SELECT __emb_gcols FROM __emb_icc_meta) = 1
-                 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, tbl))
-             WHEN by_col IS NOT NULL AND (SELECT __emb_bycols FROM __emb_icc_meta) = 1
-                 THEN error(format('embsql: [column.missing] model column "{}" not found in {}', by_col, tbl))
-             WHEN by_col IS NOT NULL AND (__emb_b IS NULL OR (typeof(__emb_b) IN ('FLOAT', 'DOUBLE')
+                 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', "group", source))
+             WHEN model IS NOT NULL AND (SELECT __emb_bycols FROM __emb_icc_meta) = 1
+                 THEN error(format('embsql: [column.missing] model column "{}" not found in {}', model, source))
+             WHEN model IS NOT NULL AND (__emb_b IS NULL OR (typeof(__emb_b) IN ('FLOAT', 'DOUBLE')
                                                               AND isnan(emb__label_double(__emb_b))))
-                 THEN emb__fail_label_null('model', format('"{}"', by_col), CASE WHEN __emb_b IS NULL THEN 'NULL' ELSE 'NaN' END,
+                 THEN emb__fail_label_null('model', format('"{}"', model), CASE WHEN __emb_b IS NULL THEN 'NULL' ELSE 'NaN' END,
                                            format(' in a row of group ''{}''', __emb_g0))
-             ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, 'group')
+             ELSE emb__label(__emb_g0, emb__label_double(__emb_g0), "group", 'group')
         END AS __emb_g
     FROM (
         SELECT
-            COLUMNS(lambda c: c IN (by_col, '__emb_all')),
-            coalesce(*COLUMNS(lambda c: c IN (by_col, '__emb_null'))) AS __emb_b,
-            coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
-            emb__icc_num(coalesce(*COLUMNS(lambda c: c IN (value_col, '__emb_null')))) AS __emb_x
-        FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
+            COLUMNS(lambda c: c IN (model, '__emb_all')),
+            coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null'))) AS __emb_b,
+            coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null'))) AS __emb_g0,
+            emb__icc_num(coalesce(*COLUMNS(lambda c: c IN (value, '__emb_null')))) AS __emb_x
+        FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(source))
     )
 ),
 __emb_icc_centred AS (
@@ -78,7 +78,7 @@ __emb_icc_dev AS (
 ),
 __emb_icc_per_group AS (
     SELECT
-        COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g,
+        COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, __emb_g,
         count(*) AS __emb_rows,
         count(*) FILTER (__emb_x IS NULL) AS __emb_nnull,  -- all rows for a vector column (unused),
         count(*) FILTER (isnan(__emb_x)) AS __emb_nnan,
@@ -96,23 +96,23 @@ __emb_icc_checked_groups AS (
     SELECT * EXCLUDE (__emb_rows), __emb_rows AS __emb_n_g
     FROM __emb_icc_per_group, __emb_icc_meta m
     WHERE CASE
-            WHEN m.__emb_gcols = 1 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, tbl))
-            WHEN m.__emb_vcols = 1 THEN error(format('embsql: [column.missing] value column "{}" not found in {}', value_col, tbl))
+            WHEN m.__emb_gcols = 1 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', "group", source))
+            WHEN m.__emb_vcols = 1 THEN error(format('embsql: [column.missing] value column "{}" not found in {}', value, source))
             WHEN m.__emb_kind IS NULL THEN error(format(
                 'embsql: [column.type] value column "{}" has type {}: ICC needs a numeric or BOOLEAN column, or a numeric vector column (FLOAT[], DOUBLE[], FLOAT[d])',
-                value_col, m.__emb_type))
+                value, m.__emb_type))
             WHEN m.__emb_kind = 'scalar' AND __emb_nnull > 0 THEN error(format(
-                'embsql: [value.null] value column "{}" has {} NULL value(s) in group ''{}''', value_col, __emb_nnull, __emb_g))
+                'embsql: [value.null] value column "{}" has {} NULL value(s) in group ''{}''', value, __emb_nnull, __emb_g))
             WHEN m.__emb_kind = 'scalar' AND __emb_nnan > 0 THEN error(format(
-                'embsql: [value.nonfinite] value column "{}" has {} NaN value(s) in group ''{}''', value_col, __emb_nnan, __emb_g))
+                'embsql: [value.nonfinite] value column "{}" has {} NaN value(s) in group ''{}''', value, __emb_nnan, __emb_g))
             WHEN m.__emb_kind = 'scalar' AND __emb_ninf > 0 THEN error(format(
-                'embsql: [value.nonfinite] value column "{}" has {} infinite value(s) in group ''{}''', value_col, __emb_ninf, __emb_g))
+                'embsql: [value.nonfinite] value column "{}" has {} infinite value(s) in group ''{}''', value, __emb_ninf, __emb_g))
             ELSE true
         END
 ),
 __emb_icc_design AS (
     SELECT
-        COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
+        COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
         any_value(__emb_kind) AS __emb_kind,
         sum(__emb_n_g)::BIGINT AS __emb_n0,
         count(*) AS __emb_groups,
@@ -131,9 +131,9 @@ __emb_icc_checked AS (
     SELECT * EXCLUDE (__emb_n0), __emb_n0 AS __emb_n
     FROM __emb_icc_design
     WHERE CASE
-            WHEN __emb_groups < 2 THEN emb__fail_design_one_group(format('group column "{}"', group_col),
+            WHEN __emb_groups < 2 THEN emb__fail_design_one_group(format('group column "{}"', "group"),
                 CASE WHEN __emb_b IS NULL THEN '' ELSE format(' for by value {}', __emb_b) END, 'ICC')
-            WHEN __emb_n0 = __emb_groups THEN emb__fail_design_no_residual_df(format(' in "{}"', group_col), 'row',
+            WHEN __emb_n0 = __emb_groups THEN emb__fail_design_no_residual_df(format(' in "{}"', "group"), 'row',
                 __emb_n0, CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END, 'MS_W and ICC')
             ELSE true
         END
@@ -144,18 +144,18 @@ __emb_icc_vsrc AS NOT MATERIALIZED (
     -- column travels as __emb_icc_model, so that emb__decomposition's outputs (n, ss_w ...) can
     -- never meet a model column of the same name.
     SELECT
-        COLUMNS(lambda c: c NOT IN (value_col, '__emb_icc_pad', '__emb_icc_pad2', '__emb_icc_model')
-                          AND (by_col IS NULL OR c <> by_col)),
-        emb__vector(COLUMNS(lambda c: c IN (value_col, '__emb_icc_pad'))),
-        coalesce(*COLUMNS(lambda c: c IN (by_col, '__emb_icc_pad2'))) AS __emb_icc_model
-    FROM (SELECT *, NULL::DOUBLE[] AS __emb_icc_pad, NULL AS __emb_icc_pad2 FROM query_table(tbl))
+        COLUMNS(lambda c: c NOT IN (value, '__emb_icc_pad', '__emb_icc_pad2', '__emb_icc_model')
+                          AND (model IS NULL OR c <> model)),
+        emb__vector(COLUMNS(lambda c: c IN (value, '__emb_icc_pad'))),
+        coalesce(*COLUMNS(lambda c: c IN (model, '__emb_icc_pad2'))) AS __emb_icc_model
+    FROM (SELECT *, NULL::DOUBLE[] AS __emb_icc_pad, NULL AS __emb_icc_pad2 FROM query_table(source))
     WHERE (SELECT bool_and(__emb_n > 0 AND __emb_kind = 'trace') FROM __emb_icc_checked)
 ),
 __emb_icc_trace AS (
     SELECT
         __emb_b, n AS __emb_tn, groups AS __emb_tgroups, ss_b AS __emb_tss_b, ss_w AS __emb_tss_w
-    FROM emb__decomposition('__emb_icc_vsrc', group_col, value_col,
-                            CASE WHEN by_col IS NULL THEN NULL ELSE '__emb_icc_model' END, true)
+    FROM emb__decomposition('__emb_icc_vsrc', "group", value,
+                            CASE WHEN model IS NULL THEN NULL ELSE '__emb_icc_model' END, true)
 ),
 __emb_icc_stats AS (
     SELECT
@@ -174,7 +174,7 @@ __emb_icc_mean_squares AS (
     FROM __emb_icc_stats
 )
 SELECT
-    COLUMNS(lambda c: c IN (by_col, '__emb_all')),
+    COLUMNS(lambda c: c IN (model, '__emb_all')),
     (__emb_ms_b - __emb_ms_w) / (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w) AS icc,
     __emb_nn0 AS n0,
     __emb_ms_b AS ms_b,
@@ -186,10 +186,10 @@ SELECT
 -- one row with NULLs when there are no rows (read once, so nothing is computed twice)
 FROM (SELECT 1) LEFT JOIN __emb_icc_mean_squares ON true
 WHERE CASE
-    WHEN __emb_n IS NULL THEN emb__no_rows_error(tbl)
+    WHEN __emb_n IS NULL THEN emb__no_rows_error(source)
     WHEN (__emb_kind = 'scalar' AND __emb_all_equal)
       OR NOT (__emb_ms_b + (__emb_nn0 - 1.0) * __emb_ms_w > 0) THEN emb__fail_design_equal_values(
-        __emb_n, format('"{}"', value_col), CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END)
+        __emb_n, format('"{}"', value), CASE WHEN __emb_b IS NULL THEN '' ELSE format(', by value {}', __emb_b) END)
 
     ELSE true
 END
@@ -242,8 +242,8 @@ ORDER BY __emb_b;
 -- -- model  icc  n0   ms_b  ms_w  f    groups  n  kind
 -- -- m1     0.8  2.0  1.8   0.2   9.0  2       4  trace
 -- -- m2     0.8  2.0  0.9   0.1   9.0  2       4  trace
-CREATE OR REPLACE TEMP MACRO emb_icc(source, "group", value, model := NULL, "by" := NULL) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_icc(source, "group", value, model := NULL) AS TABLE
 SELECT r.* EXCLUDE (__emb_all)
 FROM emb__icc(
-         emb__checked_names(emb__checked_source(source, 'emb_icc', model, "by", emb__outputs_emb_icc()), 'emb_icc', [['group', "group"], ['value', value]]),
+         emb__checked_names(emb__checked_source(source, 'emb_icc', model, emb__outputs_emb_icc()), 'emb_icc', [['group', "group"], ['value', value]]),
          "group", value, model) r;

@@ -19,40 +19,40 @@
 -- (as text), the vector, __emb_gcols (1 when the group column is missing), __emb_row (the row
 -- number once the columns and labels are checked) and __emb_z (the unit vector once checked).
 -- Roles name the columns in messages (qid, group, positive, vector; doc_id, doc_group,
--- doc_vector).  A NULL level_col or positive_col means the caller does not use that column;
+-- doc_vector).  A NULL level_col or positive means the caller does not use that column;
 -- need_group says whether the group column must exist and be non-NULL.
-CREATE OR REPLACE TEMP MACRO emb__retrieval_rows(tbl, what, id_col, id_role, group_col, group_role, need_group,
-                                            level_col, positive_col, vector_col, vector_role, model_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__retrieval_rows(source, what, item, id_role, "group", group_role, need_group,
+                                            level_col, positive, vector, vector_role, model) AS TABLE
 WITH meta AS (
     SELECT
-        len(list_value(*COLUMNS(lambda c: c IN (id_col, '__emb_null')))) AS __emb_icols,
-        len(list_value(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))) AS __emb_gcols,
+        len(list_value(*COLUMNS(lambda c: c IN (item, '__emb_null')))) AS __emb_icols,
+        len(list_value(*COLUMNS(lambda c: c IN ("group", '__emb_null')))) AS __emb_gcols,
         len(list_value(*COLUMNS(lambda c: c IN (level_col, '__emb_null')))) AS __emb_lcols,
-        len(list_value(*COLUMNS(lambda c: c IN (positive_col, '__emb_null')))) AS __emb_pcols,
-        len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) AS __emb_vcols,
-        len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))) AS __emb_mcols,
-        typeof(coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) AS __emb_vtype
-    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1) ON true
+        len(list_value(*COLUMNS(lambda c: c IN (positive, '__emb_null')))) AS __emb_pcols,
+        len(list_value(*COLUMNS(lambda c: c IN (vector, '__emb_null')))) AS __emb_vcols,
+        len(list_value(*COLUMNS(lambda c: c IN (model, '__emb_null')))) AS __emb_mcols,
+        typeof(coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_null')))) AS __emb_vtype
+    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1) ON true
 ),
 raw AS (
     SELECT
-        COLUMNS(lambda c: c IN (model_col, '__emb_all')),
-        coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null'))) AS __emb_b,
-        coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null'))) AS __emb_q,
-        coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null')))::VARCHAR AS __emb_k,
-        coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS __emb_g0,
+        COLUMNS(lambda c: c IN (model, '__emb_all')),
+        coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null'))) AS __emb_b,
+        coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null'))) AS __emb_q,
+        coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null')))::VARCHAR AS __emb_k,
+        coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null'))) AS __emb_g0,
         coalesce(*COLUMNS(lambda c: c IN (level_col, '__emb_null'))) AS __emb_l,
-        coalesce(*COLUMNS(lambda c: c IN (positive_col, '__emb_null')))::VARCHAR AS __emb_p,
+        coalesce(*COLUMNS(lambda c: c IN (positive, '__emb_null')))::VARCHAR AS __emb_p,
         -- the vector column as DOUBLE[] (see emb__rows)
-        emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector_col, '__emb_null'))), 1)) AS __emb_v,
+        emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector, '__emb_null'))), 1)) AS __emb_v,
         row_number() OVER () AS __emb_row      -- counted from 1, as the Python readers name rows
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(source))
 ),
 classified AS (
     SELECT * EXCLUDE (__emb_g0),
         -- the label rule of emb__rows (NaN refused, -0.0 is 0.0); a NULL label is checked below
         CASE WHEN __emb_g0 IS NOT NULL
-             THEN emb__label(__emb_g0, emb__label_double(__emb_g0), group_col, group_role) END AS __emb_g,
+             THEN emb__label(__emb_g0, emb__label_double(__emb_g0), "group", group_role) END AS __emb_g,
         emb__norm2(__emb_v) AS __emb_nrm2,
         count(*) OVER (PARTITION BY __emb_b, __emb_k) AS __emb_dup
     FROM raw
@@ -79,64 +79,64 @@ SELECT c.* EXCLUDE (__emb_nrm2, __emb_dup, __emb_scale, __emb_bad, __emb_inv), m
 FROM normed c, meta m
 -- every check is a filter, so it holds whatever columns a query reads
 WHERE CASE
-    WHEN m.__emb_icols = 1 THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', id_role, id_col, tbl))
-    WHEN positive_col IS NOT NULL AND m.__emb_pcols = 1
-        THEN error(format('embsql: [column.missing] positive column "{}" not found in {}', positive_col, tbl))
-    WHEN m.__emb_vcols = 1 THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', vector_role, vector_col, tbl))
+    WHEN m.__emb_icols = 1 THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', id_role, item, source))
+    WHEN positive IS NOT NULL AND m.__emb_pcols = 1
+        THEN error(format('embsql: [column.missing] positive column "{}" not found in {}', positive, source))
+    WHEN m.__emb_vcols = 1 THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', vector_role, vector, source))
     WHEN NOT emb__is_vector_type(m.__emb_vtype) THEN error(format(
         'embsql: [column.type] {} column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d]){}',
-        vector_role, vector_col, tbl, m.__emb_vtype, emb__text_vector_hint(vector_col, m.__emb_vtype)))
+        vector_role, vector, source, m.__emb_vtype, emb__text_vector_hint(vector, m.__emb_vtype)))
     WHEN need_group AND m.__emb_gcols = 1
-        THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', group_role, group_col, tbl))
+        THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', group_role, "group", source))
     WHEN level_col IS NOT NULL AND m.__emb_lcols = 1
-        THEN error(format('embsql: [column.missing] strength column "{}" not found in {}', level_col, tbl))
-    WHEN model_col IS NOT NULL AND m.__emb_mcols = 1
-        THEN error(format('embsql: [column.missing] model column "{}" not found in {}', model_col, tbl))
-    WHEN model_col IS NOT NULL AND __emb_b IS NULL
-        THEN error(format('embsql: [label.null] {} {}: model column "{}" is NULL at row {}', what, tbl, model_col, __emb_row))
+        THEN error(format('embsql: [column.missing] strength column "{}" not found in {}', level_col, source))
+    WHEN model IS NOT NULL AND m.__emb_mcols = 1
+        THEN error(format('embsql: [column.missing] model column "{}" not found in {}', model, source))
+    WHEN model IS NOT NULL AND __emb_b IS NULL
+        THEN error(format('embsql: [label.null] {} {}: model column "{}" is NULL at row {}', what, source, model, __emb_row))
     WHEN __emb_q IS NULL
-        THEN error(format('embsql: [label.null] {} {}: {} column "{}" is NULL at row {}', what, tbl, id_role, id_col, __emb_row))
-    WHEN positive_col IS NOT NULL AND __emb_p IS NULL
+        THEN error(format('embsql: [label.null] {} {}: {} column "{}" is NULL at row {}', what, source, id_role, item, __emb_row))
+    WHEN positive IS NOT NULL AND __emb_p IS NULL
         THEN error(format('embsql: [label.null] {} {}: positive column "{}" is NULL at row {} ({} ''{}'')',
-                          what, tbl, positive_col, __emb_row, id_role, __emb_q))
+                          what, source, positive, __emb_row, id_role, __emb_q))
     WHEN need_group AND __emb_g IS NULL
         THEN error(format('embsql: [label.null] {} {}: {} column "{}" is NULL at row {} ({} ''{}'')',
-                          what, tbl, group_role, group_col, __emb_row, id_role, __emb_q))
+                          what, source, group_role, "group", __emb_row, id_role, __emb_q))
     WHEN level_col IS NOT NULL AND __emb_l IS NULL
         THEN error(format('embsql: [label.null] {} {}: strength column "{}" is NULL at row {} ({} ''{}'')',
-                          what, tbl, level_col, __emb_row, id_role, __emb_q))
+                          what, source, level_col, __emb_row, id_role, __emb_q))
     WHEN __emb_dup > 1
         THEN error(format('embsql: [label.duplicate] {} {}: {} column "{}" has ''{}'' more than once; each {} must identify one row',
-                          what, tbl, id_role, id_col, __emb_q, id_role))
+                          what, source, id_role, item, __emb_q, id_role))
     WHEN __emb_bad IS NOT NULL
         THEN error(format('embsql: [{}] {} {}: {} column "{}" has a {} vector at row {} ({} ''{}''); vectors must be non-NULL, finite and of non-zero length',
-                          emb__vector_kind(__emb_bad), what, tbl, vector_role, vector_col, __emb_bad, __emb_row, id_role, __emb_q))
+                          emb__vector_kind(__emb_bad), what, source, vector_role, vector, __emb_bad, __emb_row, id_role, __emb_q))
     ELSE true
 END;
 
-CREATE OR REPLACE TEMP MACRO emb__margin_queries(queries, qid_col, group_col, positive_col, vector_col, model_col) AS TABLE
-FROM emb__retrieval_rows(queries, 'queries', qid_col, 'qid', group_col, 'group', false, NULL, positive_col,
-                         vector_col, 'vector', model_col);
+CREATE OR REPLACE TEMP MACRO emb__margin_queries(queries, qid_col, "group", positive, vector, model) AS TABLE
+FROM emb__retrieval_rows(queries, 'queries', qid_col, 'qid', "group", 'group', false, NULL, positive,
+                         vector, 'vector', model);
 
-CREATE OR REPLACE TEMP MACRO emb__margin_docs(docs, doc_id_col, doc_group_col, doc_vector_col, model_col, need_group) AS TABLE
-FROM emb__retrieval_rows(docs, 'docs', doc_id_col, 'doc_id', doc_group_col, 'doc_group', need_group, NULL, NULL,
-                         doc_vector_col, 'doc_vector', model_col);
+CREATE OR REPLACE TEMP MACRO emb__margin_docs(docs, doc_id, doc_group, doc_vector, model, need_group) AS TABLE
+FROM emb__retrieval_rows(docs, 'docs', doc_id, 'doc_id', doc_group, 'doc_group', need_group, NULL, NULL,
+                         doc_vector, 'doc_vector', model);
 
 -- Per query (plus the model column, __emb_b, __emb_g = paraphrase group, __emb_gcols): the margins.
-CREATE OR REPLACE TEMP MACRO emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col,
-                                     doc_id_col, doc_group_col, doc_vector_col, model_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__margins(queries, docs, scope, qid_col, "group", positive, vector,
+                                     doc_id, doc_group, doc_vector, model) AS TABLE
 WITH q AS MATERIALIZED (
-    FROM emb__margin_queries(queries, qid_col, group_col, positive_col, vector_col, model_col)
+    FROM emb__margin_queries(queries, qid_col, "group", positive, vector, model)
 ),
 d AS MATERIALIZED (
-    FROM emb__margin_docs(docs, doc_id_col, doc_group_col, doc_vector_col, model_col, scope = 'group')
+    FROM emb__margin_docs(docs, doc_id, doc_group, doc_vector, model, scope = 'group')
 ),
 checked_docs AS (
     -- every document is checked, also those no query compares with; lengths agree within a model,
     -- and every model of the documents has queries
     SELECT count(CASE
                WHEN __emb_row IS NULL OR len(__emb_z) <> dim_min OR len(__emb_z) <> dim_max THEN error(format(
-                   'embsql: [vector.length] docs {}: doc_vector column "{}" mixes vectors of length {} and {}{}', docs, doc_vector_col,
+                   'embsql: [vector.length] docs {}: doc_vector column "{}" mixes vectors of length {} and {}{}', docs, doc_vector,
                    dim_min, dim_max, CASE WHEN __emb_b IS NULL THEN '' ELSE format(' (model {})', __emb_b) END))
                WHEN __emb_b NOT IN (SELECT __emb_b FROM q) THEN error(format(
                    'embsql: [model.missing] model {} is in docs {} but not in queries {}', __emb_b, docs, queries))
@@ -161,7 +161,7 @@ positives AS (
                 CASE WHEN q.__emb_b IS NULL THEN '' ELSE format(' (model {})', q.__emb_b) END, q.__emb_p, docs))
             WHEN len(q.__emb_z) <> len(p.__emb_z) THEN error(format(
                 'embsql: [vector.dimension] query vectors ("{}") have dimension {} but document vectors ("{}") have dimension {}{}; queries and documents must be embedded by the same model',
-                vector_col, len(q.__emb_z), doc_vector_col, len(p.__emb_z),
+                vector, len(q.__emb_z), doc_vector, len(p.__emb_z),
                 CASE WHEN q.__emb_b IS NULL THEN '' ELSE format(' (model {})', q.__emb_b) END))
             ELSE true
         END
@@ -190,7 +190,7 @@ joined AS (
         ELSE true END
 )
 SELECT
-    COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b, __emb_g, __emb_gcols, __emb_row,
+    COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, __emb_g, __emb_gcols, __emb_row,
     __emb_q AS qid,
     __emb_dpos2 AS d_pos2,
     __emb_dneg2 AS d_neg2,
@@ -250,24 +250,24 @@ CREATE OR REPLACE TEMP MACRO emb_margins(queries, docs, scope := 'corpus', qid :
                                          doc_vector := 'vector', model := NULL) AS TABLE
 SELECT m.* EXCLUDE (__emb_all, __emb_b, __emb_g, __emb_gcols, __emb_row)
 FROM emb__margins(
-         emb__checked_source(queries, 'emb_margins', model, NULL, emb__outputs_emb_margins()),
+         emb__checked_source(queries, 'emb_margins', model, emb__outputs_emb_margins()),
          docs, scope, qid, NULL, positive, vector, doc_id, doc_group, doc_vector, model) m
 ORDER BY m.__emb_b, m.qid;
 
 -- Per model: top-1, recall@k, MRR, mean and quantiles of m, and cluster-jackknife SEs over the
 -- paraphrase groups: theta_(-g) = (sum - sum_g)/(n - n_g), SE = sqrt((G-1)/G sum_g (theta_(-g) - mean)^2)
 -- = sqrt((G - 1) var_pop(theta_(-g))).
-CREATE OR REPLACE TEMP MACRO emb__retrieval_summary(queries, docs, scope, qid_col, group_col, positive_col, vector_col,
-                                                doc_id_col, doc_group_col, doc_vector_col, model_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__retrieval_summary(queries, docs, scope, qid_col, "group", positive, vector,
+                                                doc_id, doc_group, doc_vector, model) AS TABLE
 WITH r AS (
     -- the first column (the model column under its own name, or __emb_all) renamed by position, so
     -- that a model column named like a margin column (rank, m, qid ...) cannot stand for it
     SELECT *
-    FROM emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col, doc_id_col, doc_group_col,
-                      doc_vector_col, model_col) AS __emb_margin_rows(__emb_model)
+    FROM emb__margins(queries, docs, scope, qid_col, "group", positive, vector, doc_id, doc_group,
+                      doc_vector, model) AS __emb_margin_rows(__emb_model)
     -- a filter, so the check holds whatever columns a query reads
-    WHERE CASE WHEN __emb_gcols = 1 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', group_col, queries))
-               WHEN __emb_g IS NULL THEN error(format('embsql: [label.null] queries {}: group column "{}" is NULL (qid {})', queries, group_col, qid))
+    WHERE CASE WHEN __emb_gcols = 1 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', "group", queries))
+               WHEN __emb_g IS NULL THEN error(format('embsql: [label.null] queries {}: group column "{}" is NULL (qid {})', queries, "group", qid))
                ELSE true END
 ),
 per_group AS (
@@ -310,9 +310,9 @@ SELECT unnest(k.__emb_key),
     mq[1] AS m_p05, mq[2] AS m_p25, mq[3] AS m_median, mq[4] AS m_p75, mq[5] AS m_p95, main.ties, scope AS scope
 FROM main JOIN se ON main.__emb_b IS NOT DISTINCT FROM se.__emb_b
 LEFT JOIN (SELECT DISTINCT s AS __emb_key
-           FROM (SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all'))
+           FROM (SELECT COLUMNS(lambda c: c IN (model, '__emb_all'))
                  FROM (SELECT *, 1 AS __emb_all FROM query_table(queries))) s) k
-    ON CASE WHEN model_col IS NULL THEN NULL ELSE struct_extract_at(k.__emb_key, 1) END IS NOT DISTINCT FROM main.__emb_b
+    ON CASE WHEN model IS NULL THEN NULL ELSE struct_extract_at(k.__emb_key, 1) END IS NOT DISTINCT FROM main.__emb_b
 ORDER BY main.__emb_b);
 
 -- @function emb_retrieval_summary(queries, docs, scope := 'corpus', qid := 'qid', "group" := 'group', positive := 'positive', vector := 'vector', doc_id := 'doc_id', doc_group := 'group', doc_vector := 'vector', model := NULL)
@@ -369,5 +369,5 @@ CREATE OR REPLACE TEMP MACRO emb_retrieval_summary(queries, docs, scope := 'corp
                                                    model := NULL) AS TABLE
 SELECT r.*
 FROM emb__retrieval_summary(
-         emb__checked_source(queries, 'emb_retrieval_summary', model, NULL, emb__outputs_emb_retrieval_summary()),
+         emb__checked_source(queries, 'emb_retrieval_summary', model, emb__outputs_emb_retrieval_summary()),
          docs, scope, qid, "group", positive, vector, doc_id, doc_group, doc_vector, model) r;

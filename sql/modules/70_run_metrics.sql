@@ -24,34 +24,34 @@ CREATE OR REPLACE TEMP MACRO emb__trec_score(s) AS
          ELSE s::FLOAT END;
 
 -- One row per (model, qid, metric) with the internal columns (__emb_b model value, __emb_o
--- metric order, __emb_none: the query has no relevant document); model_col is NULL or the model column.
+-- metric order, __emb_none: the query has no relevant document); model is NULL or the model column.
 -- Whether the qrels table has each named column (1 = missing: only the NULL placeholder matched);
 -- the plain-SQL run metrics and emb_retrieval_eval check their qrels with it.
-CREATE OR REPLACE TEMP MACRO emb__qrels_columns(qrels, qid_col, doc_id_col, relevance_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__qrels_columns(qrels, qid_col, doc_id, relevance) AS TABLE
 SELECT
     len(list_value(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))) AS __emb_qcols,
-    len(list_value(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))) AS __emb_dcols,
-    len(list_value(*COLUMNS(lambda c: c IN (relevance_col, '__emb_null')))) AS __emb_rcols
+    len(list_value(*COLUMNS(lambda c: c IN (doc_id, '__emb_null')))) AS __emb_dcols,
+    len(list_value(*COLUMNS(lambda c: c IN (relevance, '__emb_null')))) AS __emb_rcols
 FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(qrels) LIMIT 1) ON true;
 
-CREATE OR REPLACE TEMP MACRO emb__run_metric_rows(run, qrels, k, model_col, qid_col, doc_id_col, score_col,
-                                             relevance_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__run_metric_rows(run, qrels, k, model, qid_col, doc_id, score,
+                                             relevance) AS TABLE
 WITH rmeta AS (
     SELECT
         len(list_value(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))) AS __emb_qcols,
-        len(list_value(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))) AS __emb_dcols,
-        len(list_value(*COLUMNS(lambda c: c IN (score_col, '__emb_null')))) AS __emb_scols,
-        len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))) AS __emb_bcols
+        len(list_value(*COLUMNS(lambda c: c IN (doc_id, '__emb_null')))) AS __emb_dcols,
+        len(list_value(*COLUMNS(lambda c: c IN (score, '__emb_null')))) AS __emb_scols,
+        len(list_value(*COLUMNS(lambda c: c IN (model, '__emb_null')))) AS __emb_bcols
     FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(run) LIMIT 1) ON true
 ),
-jmeta AS (SELECT * FROM emb__qrels_columns(qrels, qid_col, doc_id_col, relevance_col)),
+jmeta AS (SELECT * FROM emb__qrels_columns(qrels, qid_col, doc_id, relevance)),
 r0 AS (
     SELECT
-        COLUMNS(lambda c: c IN (model_col, '__emb_all')),
-        coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null'))) AS __emb_b,
+        COLUMNS(lambda c: c IN (model, '__emb_all')),
+        coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null'))) AS __emb_b,
         coalesce(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))::VARCHAR AS __emb_q,
-        coalesce(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))::VARCHAR AS __emb_d,
-        coalesce(*COLUMNS(lambda c: c IN (score_col, '__emb_null')))::DOUBLE AS __emb_s,
+        coalesce(*COLUMNS(lambda c: c IN (doc_id, '__emb_null')))::VARCHAR AS __emb_d,
+        coalesce(*COLUMNS(lambda c: c IN (score, '__emb_null')))::DOUBLE AS __emb_s,
         row_number() OVER () AS __emb_row      -- counted from 1, as the Python readers name rows
     FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(run))
 ),
@@ -63,12 +63,12 @@ r AS (
     WHERE CASE
         WHEN k IS NULL OR k < 1 OR k <> floor(k) THEN error(format('embsql: [argument.k] k must be a whole number of 1 or more, not {}', k))
         WHEN m.__emb_qcols = 1 THEN error(format('embsql: [column.missing] qid column "{}" not found in run {}', qid_col, run))
-        WHEN m.__emb_dcols = 1 THEN error(format('embsql: [column.missing] doc_id column "{}" not found in run {}', doc_id_col, run))
-        WHEN m.__emb_scols = 1 THEN error(format('embsql: [column.missing] score column "{}" not found in run {}', score_col, run))
-        WHEN model_col IS NOT NULL AND m.__emb_bcols = 1
-            THEN error(format('embsql: [column.missing] model column "{}" not found in run {}', model_col, run))
-        WHEN model_col IS NOT NULL AND __emb_b IS NULL
-            THEN error(format('embsql: [label.null] run {}: model column "{}" is NULL at row {}', run, model_col, __emb_row))
+        WHEN m.__emb_dcols = 1 THEN error(format('embsql: [column.missing] doc_id column "{}" not found in run {}', doc_id, run))
+        WHEN m.__emb_scols = 1 THEN error(format('embsql: [column.missing] score column "{}" not found in run {}', score, run))
+        WHEN model IS NOT NULL AND m.__emb_bcols = 1
+            THEN error(format('embsql: [column.missing] model column "{}" not found in run {}', model, run))
+        WHEN model IS NOT NULL AND __emb_b IS NULL
+            THEN error(format('embsql: [label.null] run {}: model column "{}" is NULL at row {}', run, model, __emb_row))
         WHEN __emb_q IS NULL OR __emb_d IS NULL OR __emb_s IS NULL
             THEN error(format('embsql: [label.null] run {}: NULL qid, doc_id or score at row {}', run, __emb_row))
         WHEN isnan(__emb_s) OR isinf(__emb_s)
@@ -79,9 +79,9 @@ r AS (
 j AS (
     SELECT
         coalesce(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))::VARCHAR AS __emb_q,
-        coalesce(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))::VARCHAR AS __emb_d,
-        coalesce(*COLUMNS(lambda c: c IN (relevance_col, '__emb_null'))) AS __emb_r0,
-        try_cast(coalesce(*COLUMNS(lambda c: c IN (relevance_col, '__emb_null'))) AS DOUBLE) AS __emb_r,
+        coalesce(*COLUMNS(lambda c: c IN (doc_id, '__emb_null')))::VARCHAR AS __emb_d,
+        coalesce(*COLUMNS(lambda c: c IN (relevance, '__emb_null'))) AS __emb_r0,
+        try_cast(coalesce(*COLUMNS(lambda c: c IN (relevance, '__emb_null'))) AS DOUBLE) AS __emb_r,
         row_number() OVER () AS __emb_row      -- counted from 1, as the Python readers name rows
     FROM (SELECT *, NULL AS __emb_null FROM query_table(qrels))
 ),
@@ -91,8 +91,8 @@ judged AS (
     FROM j, jmeta m
     WHERE CASE
         WHEN m.__emb_qcols = 1 THEN error(format('embsql: [column.missing] qid column "{}" not found in qrels {}', qid_col, qrels))
-        WHEN m.__emb_dcols = 1 THEN error(format('embsql: [column.missing] doc_id column "{}" not found in qrels {}', doc_id_col, qrels))
-        WHEN m.__emb_rcols = 1 THEN error(format('embsql: [column.missing] relevance column "{}" not found in qrels {}', relevance_col, qrels))
+        WHEN m.__emb_dcols = 1 THEN error(format('embsql: [column.missing] doc_id column "{}" not found in qrels {}', doc_id, qrels))
+        WHEN m.__emb_rcols = 1 THEN error(format('embsql: [column.missing] relevance column "{}" not found in qrels {}', relevance, qrels))
         WHEN j.__emb_q IS NULL OR j.__emb_d IS NULL OR j.__emb_r0 IS NULL
             THEN error(format('embsql: [label.null] qrels {}: NULL qid, doc_id or relevance at row {}', qrels, j.__emb_row))
         WHEN j.__emb_r IS NULL OR j.__emb_r < 0 OR j.__emb_r <> floor(j.__emb_r) OR isinf(j.__emb_r) THEN error(format(
@@ -126,7 +126,7 @@ scored AS (
     FROM top
 ),
 per_query AS (
-    SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), s.__emb_b, s.__emb_q AS qid,
+    SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), s.__emb_b, s.__emb_q AS qid,
         CASE WHEN any_value(p.__emb_idcg) > 0 THEN sum(__emb_g / log2(__emb_pos + 1)) / any_value(p.__emb_idcg)
              ELSE 0.0 END AS __emb_m_ndcg,
         CASE WHEN any_value(p.__emb_nrel) > 0
@@ -150,11 +150,11 @@ FROM per_query;
 
 -- One row per (model, metric): the mean over the queries evaluated, their number, and how many
 -- of them have no relevant document.
-CREATE OR REPLACE TEMP MACRO emb__run_metrics(run, qrels, k, model_col, qid_col, doc_id_col, score_col, relevance_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__run_metrics(run, qrels, k, model, qid_col, doc_id, score, relevance) AS TABLE
 SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_o')) FROM (
-    SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b, __emb_o, metric, avg(value) AS value,
+    SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, __emb_o, metric, avg(value) AS value,
         count(*) AS queries, count(*) FILTER (WHERE __emb_none) AS without_relevant
-    FROM emb__run_metric_rows(run, qrels, k, model_col, qid_col, doc_id_col, score_col, relevance_col)
+    FROM emb__run_metric_rows(run, qrels, k, model, qid_col, doc_id, score, relevance)
     GROUP BY ALL
 )
 ORDER BY __emb_b, __emb_o;
@@ -193,10 +193,10 @@ ORDER BY __emb_b, __emb_o;
 -- SELECT metric, round(value, 4) AS value, queries FROM emb_run_metrics('run', 'qrels', k := 2);
 -- -- ndcg@2 0.5553, map@2 0.375, recall@2 0.75, precision@2 0.5, mrr@2 0.5, hit_rate@2 1.0 (2 queries)
 CREATE OR REPLACE TEMP MACRO emb_run_metrics(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id',
-                                             score := 'score', relevance := 'relevance', "by" := NULL) AS TABLE
+                                             score := 'score', relevance := 'relevance') AS TABLE
 SELECT r.* EXCLUDE (__emb_b)
 FROM emb__run_metrics(
-         emb__checked_source(run, 'emb_run_metrics', model, "by", emb__outputs_emb_run_metrics()),
+         emb__checked_source(run, 'emb_run_metrics', model, emb__outputs_emb_run_metrics()),
          qrels, k, model, qid, doc_id, score, relevance) r;
 
 -- @function emb_run_metrics_per_query(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id', score := 'score', relevance := 'relevance')
@@ -220,9 +220,9 @@ FROM emb__run_metrics(
 -- -- q1 0.5, q2 0.5 (in q2 the unjudged c ranks first, the relevant a second)
 CREATE OR REPLACE TEMP MACRO emb_run_metrics_per_query(run, qrels, k := 10, model := NULL, qid := 'qid',
                                                        doc_id := 'doc_id', score := 'score',
-                                                       relevance := 'relevance', "by" := NULL) AS TABLE
+                                                       relevance := 'relevance') AS TABLE
 SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_none, __emb_o)
 FROM emb__run_metric_rows(
-         emb__checked_source(run, 'emb_run_metrics_per_query', model, "by", emb__outputs_emb_run_metrics_per_query()),
+         emb__checked_source(run, 'emb_run_metrics_per_query', model, emb__outputs_emb_run_metrics_per_query()),
          qrels, k, model, qid, doc_id, score, relevance) r
 ORDER BY r.__emb_b, r.__emb_o, r.qid;

@@ -12,34 +12,34 @@
 -- The judged pairs with their cosine per model, every row checked: a NULL or non-finite score, a
 -- pair of one item, an item without a vector in a model (unless skipped), a NULL or zero vector,
 -- an item twice in one model.  __emb_known is false for the pairs missing := 'skip' leaves out.
-CREATE OR REPLACE TEMP MACRO emb__similarity_rows(pairs_tbl, emb_tbl, model_col, a_col, b_col, score_col, item_col,
-                                                  vector_col, missing) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__similarity_rows(pairs, embeddings, model, a, b, score, item,
+                                                  vector, missing) AS TABLE
 WITH pmeta AS (
-    SELECT len(list_value(*COLUMNS(lambda c: c IN (a_col, '__emb_null')))) AS __emb_acols,
-           len(list_value(*COLUMNS(lambda c: c IN (b_col, '__emb_null')))) AS __emb_bcols,
-           len(list_value(*COLUMNS(lambda c: c IN (score_col, '__emb_null')))) AS __emb_scols
-    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(pairs_tbl) LIMIT 1) ON true
+    SELECT len(list_value(*COLUMNS(lambda c: c IN (a, '__emb_null')))) AS __emb_acols,
+           len(list_value(*COLUMNS(lambda c: c IN (b, '__emb_null')))) AS __emb_bcols,
+           len(list_value(*COLUMNS(lambda c: c IN (score, '__emb_null')))) AS __emb_scols
+    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(pairs) LIMIT 1) ON true
 ),
 emeta AS (
-    SELECT len(list_value(*COLUMNS(lambda c: c IN (item_col, '__emb_null')))) AS __emb_icols,
-           len(list_value(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))) AS __emb_vcols,
-           len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))) AS __emb_mcols
-    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(emb_tbl) LIMIT 1) ON true
+    SELECT len(list_value(*COLUMNS(lambda c: c IN (item, '__emb_null')))) AS __emb_icols,
+           len(list_value(*COLUMNS(lambda c: c IN (vector, '__emb_null')))) AS __emb_vcols,
+           len(list_value(*COLUMNS(lambda c: c IN (model, '__emb_null')))) AS __emb_mcols
+    FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(embeddings) LIMIT 1) ON true
 ),
 p AS (
     SELECT row_number() OVER () AS __emb_row,      -- counted from 1, as the Python readers name rows
-           coalesce(*COLUMNS(lambda c: c IN (a_col, '__emb_null')))::VARCHAR AS __emb_pa,
-           coalesce(*COLUMNS(lambda c: c IN (b_col, '__emb_null')))::VARCHAR AS __emb_pb,
-           TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (score_col, '__emb_null'))) AS DOUBLE) AS __emb_s
-    FROM (SELECT *, NULL AS __emb_null FROM query_table(pairs_tbl))
+           coalesce(*COLUMNS(lambda c: c IN (a, '__emb_null')))::VARCHAR AS __emb_pa,
+           coalesce(*COLUMNS(lambda c: c IN (b, '__emb_null')))::VARCHAR AS __emb_pb,
+           TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (score, '__emb_null'))) AS DOUBLE) AS __emb_s
+    FROM (SELECT *, NULL AS __emb_null FROM query_table(pairs))
 ),
 e AS (
     SELECT -- '' without a model column (a NULL key would match nothing in the joins below)
-           coalesce(coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))::VARCHAR, '') AS __emb_m,
-           coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))::VARCHAR AS __emb_m0,
-           coalesce(*COLUMNS(lambda c: c IN (item_col, '__emb_null')))::VARCHAR AS __emb_i,
-           TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv'))) AS DOUBLE[]) AS __emb_v
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(emb_tbl))
+           coalesce(coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR, '') AS __emb_m,
+           coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_m0,
+           coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null')))::VARCHAR AS __emb_i,
+           TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_nullv'))) AS DOUBLE[]) AS __emb_v
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(embeddings))
 ),
 twice AS (SELECT any_value(__emb_i) AS __emb_i, any_value(__emb_m) AS __emb_m
           FROM (SELECT __emb_m, __emb_i FROM e GROUP BY ALL HAVING count(*) > 1)),
@@ -58,39 +58,39 @@ SELECT * EXCLUDE (__emb_va, __emb_vb, __emb_no_a),
        CASE WHEN __emb_known THEN list_cosine_similarity(__emb_va, __emb_vb) END AS __emb_c
 FROM j, pmeta, emeta
 WHERE CASE
-    WHEN __emb_acols = 1 THEN emb__fail_column_missing('a', format('''{}''', a_col), format('''{}''', pairs_tbl), '')
-    WHEN __emb_bcols = 1 THEN emb__fail_column_missing('b', format('''{}''', b_col), format('''{}''', pairs_tbl), '')
-    WHEN __emb_scols = 1 THEN emb__fail_column_missing('score', format('''{}''', score_col), format('''{}''', pairs_tbl), '')
-    WHEN __emb_icols = 1 THEN emb__fail_column_missing('item', format('''{}''', item_col), format('''{}''', emb_tbl), '')
-    WHEN __emb_vcols = 1 THEN emb__fail_column_missing('vector', format('''{}''', vector_col), format('''{}''', emb_tbl), '')
-    WHEN __emb_mcols = 1 AND NOT emb__model_case(emb_tbl, model_col) THEN false   -- (another case: refused)
-    WHEN model_col IS NOT NULL AND model_col <> 'model' AND __emb_mcols = 1
-        THEN emb__fail_column_missing('model', format('''{}''', model_col), format('''{}''', emb_tbl), '')
+    WHEN __emb_acols = 1 THEN emb__fail_column_missing('a', format('''{}''', a), format('''{}''', pairs), '')
+    WHEN __emb_bcols = 1 THEN emb__fail_column_missing('b', format('''{}''', b), format('''{}''', pairs), '')
+    WHEN __emb_scols = 1 THEN emb__fail_column_missing('score', format('''{}''', score), format('''{}''', pairs), '')
+    WHEN __emb_icols = 1 THEN emb__fail_column_missing('item', format('''{}''', item), format('''{}''', embeddings), '')
+    WHEN __emb_vcols = 1 THEN emb__fail_column_missing('vector', format('''{}''', vector), format('''{}''', embeddings), '')
+    WHEN __emb_mcols = 1 AND NOT emb__model_case(embeddings, model) THEN false   -- (another case: refused)
+    WHEN model IS NOT NULL AND model <> 'model' AND __emb_mcols = 1
+        THEN emb__fail_column_missing('model', format('''{}''', model), format('''{}''', embeddings), '')
     WHEN missing IS NULL OR missing NOT IN ('error', 'skip')
         THEN emb__fail_argument_missing('missing', '''error'' or ''skip''', format('''{}''', missing))
     WHEN __emb_mcols = 2 AND (SELECT __emb_k FROM null_models) > 0
-        THEN emb__fail_label_null('model', format('''{}''', model_col), 'NULL', format(' in embeddings ''{}''', emb_tbl))
+        THEN emb__fail_label_null('model', format('''{}''', model), 'NULL', format(' in embeddings ''{}''', embeddings))
     WHEN (SELECT __emb_i FROM twice) IS NOT NULL
-        THEN emb__fail_label_duplicate(format('''{}''', (SELECT __emb_i FROM twice)), format('''{}''', emb_tbl))
+        THEN emb__fail_label_duplicate(format('''{}''', (SELECT __emb_i FROM twice)), format('''{}''', embeddings))
     WHEN __emb_pa IS NULL OR __emb_pb IS NULL
-        THEN emb__fail_label_null('item', format('''{}''', CASE WHEN __emb_pa IS NULL THEN a_col ELSE b_col END), 'NULL',
-                                  format(' at row {} of pairs ''{}''', __emb_row, pairs_tbl))
+        THEN emb__fail_label_null('item', format('''{}''', CASE WHEN __emb_pa IS NULL THEN a ELSE b END), 'NULL',
+                                  format(' at row {} of pairs ''{}''', __emb_row, pairs))
     WHEN __emb_s IS NULL
-        THEN emb__fail_value_null('score', format('''{}''', score_col), 1, format(' (first at row {} of pairs ''{}'')', __emb_row, pairs_tbl))
+        THEN emb__fail_value_null('score', format('''{}''', score), 1, format(' (first at row {} of pairs ''{}'')', __emb_row, pairs))
     WHEN NOT isfinite(__emb_s)
-        THEN emb__fail_value_nonfinite('score', format('''{}''', score_col), 1, CASE WHEN isnan(__emb_s) THEN 'NaN' ELSE 'infinite' END,
-                                       format(' (first at row {} of pairs ''{}'')', __emb_row, pairs_tbl))
+        THEN emb__fail_value_nonfinite('score', format('''{}''', score), 1, CASE WHEN isnan(__emb_s) THEN 'NaN' ELSE 'infinite' END,
+                                       format(' (first at row {} of pairs ''{}'')', __emb_row, pairs))
     WHEN __emb_pa = __emb_pb
-        THEN emb__fail_pair_same_item(__emb_row, format('''{}''', pairs_tbl), format('''{}''', __emb_pa),
-                                      format('''{}''', a_col), format('''{}''', b_col))
+        THEN emb__fail_pair_same_item(__emb_row, format('''{}''', pairs), format('''{}''', __emb_pa),
+                                      format('''{}''', a), format('''{}''', b))
     WHEN NOT __emb_known AND missing = 'error'
         THEN emb__fail_pair_no_vector(format('''{}''', CASE WHEN __emb_no_a THEN __emb_pa ELSE __emb_pb END),
-                                      format('''{}''', CASE WHEN __emb_no_a THEN a_col ELSE b_col END), __emb_row,
-                                      format('''{}''', pairs_tbl), format('''{}''', __emb_m), format('''{}''', emb_tbl))
+                                      format('''{}''', CASE WHEN __emb_no_a THEN a ELSE b END), __emb_row,
+                                      format('''{}''', pairs), format('''{}''', __emb_m), format('''{}''', embeddings))
     WHEN __emb_known AND (__emb_va IS NULL OR __emb_vb IS NULL)
-        THEN emb__fail_vector_null(format('''{}''', vector_col), 'NULL', format('a pair at row {} of pairs ''{}''', __emb_row, pairs_tbl))
+        THEN emb__fail_vector_null(format('''{}''', vector), 'NULL', format('a pair at row {} of pairs ''{}''', __emb_row, pairs))
     WHEN __emb_known AND len(__emb_va) <> len(__emb_vb)
-        THEN emb__fail_vector_length(format('''{}''', vector_col), len(__emb_vb),
+        THEN emb__fail_vector_length(format('''{}''', vector), len(__emb_vb),
                                      format('item ''{}''{}', __emb_pb, CASE WHEN __emb_m = '' THEN '' ELSE format(' of model ''{}''', __emb_m) END),
                                      len(__emb_va))
     ELSE true
@@ -105,10 +105,10 @@ CREATE OR REPLACE TEMP MACRO emb__t_quantile(p, df) AS (
 
 -- Per model: the correlation of x (cosine, or its rank) and y (score, or its rank), with its
 -- influence-based interval.  rank = true ranks both (average ranks; cosines on the 2^-40 tie grid).
-CREATE OR REPLACE TEMP MACRO emb__similarity_correlation(pairs_tbl, emb_tbl, model_col, a_col, b_col, score_col, item_col,
-                                                         vector_col, missing, level, rank) AS TABLE
-WITH r AS (SELECT * FROM emb__similarity_rows(pairs_tbl, emb_tbl, model_col, a_col, b_col, score_col, item_col,
-                                              vector_col, missing)),
+CREATE OR REPLACE TEMP MACRO emb__similarity_correlation(pairs, embeddings, model, a, b, score, item,
+                                                         vector, missing, level, rank) AS TABLE
+WITH r AS (SELECT * FROM emb__similarity_rows(pairs, embeddings, model, a, b, score, item,
+                                              vector, missing)),
 skipped AS (SELECT __emb_m, count(*) FILTER (NOT __emb_known) AS skipped FROM r GROUP BY __emb_m),
 k AS (
     SELECT * EXCLUDE (__emb_c, __emb_s),
@@ -173,9 +173,9 @@ SELECT models.* EXCLUDE (__emb_m), v.__emb_m, v.r AS __emb_estimate,
             ELSE tanh(atanh(v.r) + emb__t_quantile((1 + level) / 2, v.df) * v.se / (1 - v.r * v.r)) END AS ci_high,
        v.se, v.pairs AS __emb_pairs, v.items, v.skipped, level::DOUBLE AS __emb_level,
        v.pairs >= 200 AND v.df >= 20 AS calibrated
-FROM v JOIN (SELECT DISTINCT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_m
-             FROM (SELECT *, 1 AS __emb_all, coalesce(coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))::VARCHAR, '') AS __emb_m
-                   FROM (SELECT *, NULL AS __emb_null FROM query_table(emb_tbl)))) models
+FROM v JOIN (SELECT DISTINCT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_m
+             FROM (SELECT *, 1 AS __emb_all, coalesce(coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR, '') AS __emb_m
+                   FROM (SELECT *, NULL AS __emb_null FROM query_table(embeddings)))) models
      ON models.__emb_m IS NOT DISTINCT FROM v.__emb_m
 ORDER BY v.__emb_m;
 
@@ -223,7 +223,7 @@ SELECT COLUMNS(lambda c: c NOT IN ('__emb_m', '__emb_estimate', 'ci_low', 'ci_hi
                                    '__emb_level', 'calibrated')),
        __emb_estimate AS pearson, ci_low, ci_high, se, __emb_pairs AS pairs, items, skipped, __emb_level AS level, calibrated
 FROM emb__similarity_correlation(
-    pairs, emb__checked_source(embeddings, 'emb_similarity_pearson', model, NULL, emb__outputs_emb_similarity_pearson()),
+    pairs, emb__checked_source(embeddings, 'emb_similarity_pearson', model, emb__outputs_emb_similarity_pearson()),
     model, a, b, score, item, vector, missing, level, false));
 
 -- @function emb_similarity_spearman(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95)
@@ -269,5 +269,5 @@ SELECT COLUMNS(lambda c: c NOT IN ('__emb_m', '__emb_estimate', 'ci_low', 'ci_hi
                                    '__emb_level', 'calibrated')),
        __emb_estimate AS spearman, ci_low, ci_high, se, __emb_pairs AS pairs, items, skipped, __emb_level AS level, calibrated
 FROM emb__similarity_correlation(
-    pairs, emb__checked_source(embeddings, 'emb_similarity_spearman', model, NULL, emb__outputs_emb_similarity_spearman()),
+    pairs, emb__checked_source(embeddings, 'emb_similarity_spearman', model, emb__outputs_emb_similarity_spearman()),
     model, a, b, score, item, vector, missing, level, true));

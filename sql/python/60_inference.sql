@@ -37,10 +37,10 @@ CREATE OR REPLACE TEMP MACRO emb__null_method_argument(value) AS
 -- in its words: the vectors' on the per-by aggregate, before the UDF (which never sees an unusable
 -- vector or mixed lengths); the design's on the UDF's result (the UDF skips the test of a design the
 -- decomposition refuses).  Each check is a filter, so it holds whatever columns a query reads.
-CREATE OR REPLACE TEMP MACRO emb__permanova_checked(tbl, group_col, vector_col, by_col, permutations, seed,
-                                               strata_col, statistic, null_method, skip := false) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__permanova_checked(source, "group", vector, model, permutations, seed,
+                                               strata, statistic, null_method, skip := false) AS TABLE
 WITH items AS (
-    SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
+    SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
         list(__emb_g::VARCHAR) AS __emb_gs, list(__emb_v::DOUBLE[]) AS __emb_vs, list(__emb_x::VARCHAR) AS __emb_xs,
         any_value(typeof(__emb_g)) AS __emb_gtype,
         -- the unusable vectors: the first group that has any (by label), its count and its word
@@ -49,26 +49,26 @@ WITH items AS (
         -- the lengths: their range, and the first group (by label) with its shortest length
         min(len(__emb_v)) AS __emb_dmin_all, max(len(__emb_v)) AS __emb_dmax_all,
         min({g: __emb_g, d: len(__emb_v)}) FILTER (__emb_v IS NOT NULL) AS __emb_dmin
-    FROM emb__rows(tbl, group_col, vector_col, by_col, strata_col, skip := skip)
+    FROM emb__rows(source, "group", vector, model, strata, skip := skip)
     GROUP BY ALL
 ),
 checked AS (
     SELECT * FROM items
     WHERE CASE
-        WHEN __emb_bad IS NOT NULL THEN emb__bad_vector_error(__emb_bad.bad, vector_col, __emb_nbad[__emb_bad.g],
+        WHEN __emb_bad IS NOT NULL THEN emb__bad_vector_error(__emb_bad.bad, vector, __emb_nbad[__emb_bad.g],
                                                               __emb_bad.g, __emb_b)
         WHEN __emb_dmin_all <> __emb_dmax_all THEN error(format(
             'embsql: [vector.length] vector column "{}" mixes vectors of length {} and {} (group ''{}'' has length {})',
-            vector_col, __emb_dmin_all, __emb_dmax_all, __emb_dmin.g, __emb_dmin.d))
+            vector, __emb_dmin_all, __emb_dmax_all, __emb_dmin.g, __emb_dmin.d))
         ELSE true
     END
 ),
 test AS (
     SELECT * EXCLUDE (__emb_gs, __emb_vs, __emb_xs, __emb_gtype, __emb_bad, __emb_nbad, __emb_dmin_all,
                       __emb_dmax_all, __emb_dmin),
-        emb__permanova_test(__emb_gs, __emb_vs, __emb_xs, vector_col, emb__whole_argument(permutations, 'permutations'),
-                            emb__whole_argument(seed, 'seed'), strata_col IS NOT NULL,
-                            emb__text_argument(statistic, 'statistic'), group_col, __emb_gtype,
+        emb__permanova_test(__emb_gs, __emb_vs, __emb_xs, vector, emb__whole_argument(permutations, 'permutations'),
+                            emb__whole_argument(seed, 'seed'), strata IS NOT NULL,
+                            emb__text_argument(statistic, 'statistic'), "group", __emb_gtype,
                             emb__null_method_argument(null_method)) AS __emb_r
     FROM checked
 ),
@@ -78,10 +78,10 @@ SELECT s.*
 -- one row with NULLs when there are no items (an empty source is an error, as in emb_anova)
 FROM (SELECT 1) LEFT JOIN with_total s ON true
 WHERE CASE
-    WHEN s.__emb_t IS NULL THEN emb__no_rows_error(tbl)
-    WHEN s.__emb_t.groups < 2 THEN emb__fail_design_one_group(format('group column "{}"', group_col),
+    WHEN s.__emb_t IS NULL THEN emb__no_rows_error(source)
+    WHEN s.__emb_t.groups < 2 THEN emb__fail_design_one_group(format('group column "{}"', "group"),
         CASE WHEN s.__emb_b IS NULL THEN '' ELSE format(' for by value {}', s.__emb_b) END, 'the decomposition')
-    WHEN s.__emb_t.n = s.__emb_t.groups THEN emb__fail_design_no_residual_df(format(' in "{}"', group_col), 'row',
+    WHEN s.__emb_t.n = s.__emb_t.groups THEN emb__fail_design_no_residual_df(format(' in "{}"', "group"), 'row',
         s.__emb_t.n, CASE WHEN s.__emb_b IS NULL THEN '' ELSE format(', by value {}', s.__emb_b) END, 'SS_W and F')
     WHEN NOT (s.__emb_ss_t >= s.__emb_t.n * emb__resolution2()) THEN
         emb__precision_error('the vectors', s.__emb_b, s.__emb_ss_t, s.__emb_t.n, 'R² and F')
@@ -96,7 +96,7 @@ ORDER BY s.__emb_b;
 -- (emb__checked_source), keeps its place.  emb_permanova_welch reads emb__permanova_checked itself,
 -- so that a model column named like one of these columns (ss_t, f ...), which it does not return,
 -- cannot clash.
-CREATE OR REPLACE TEMP MACRO emb__permanova(tbl, group_col, vector_col, by_col, permutations, seed, strata_col,
+CREATE OR REPLACE TEMP MACRO emb__permanova(source, "group", vector, model, permutations, seed, strata,
                                        statistic, null_method, skip := false) AS TABLE
 SELECT
     s.* EXCLUDE (__emb_t, __emb_ss_t),
@@ -112,7 +112,7 @@ SELECT
     s.__emb_t.mean_resultant_length AS mean_resultant_length,
     s.__emb_t.ss_w / s.__emb_t.n AS w_bar,
     s.__emb_t.p_value AS p_value, s.__emb_t.permutations AS permutations
-FROM emb__permanova_checked(tbl, group_col, vector_col, by_col, permutations, seed, strata_col, statistic, null_method,
+FROM emb__permanova_checked(source, "group", vector, model, permutations, seed, strata, statistic, null_method,
                             skip := skip) s
 ORDER BY s.__emb_b;
 
@@ -167,11 +167,11 @@ ORDER BY s.__emb_b;
 -- SELECT model, r2, f, p_value, permutations
 -- FROM emb_permanova('ex', 'topic', 'embedding', permutations := 199, model := 'model');
 CREATE OR REPLACE TEMP MACRO emb_permanova(source, "group", vector, permutations := 999, seed := 42, strata := NULL,
-                                           model := NULL, "by" := NULL, bad_rows := 'error') AS TABLE
+                                           model := NULL, bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
                          AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__permanova(
-         emb__checked_names(emb__checked_source(source, 'emb_permanova', model, "by", emb__outputs_emb_permanova()), 'emb_permanova', [['group', "group"], ['vector', vector], ['strata', strata]]),
+         emb__checked_names(emb__checked_source(source, 'emb_permanova', model, emb__outputs_emb_permanova()), 'emb_permanova', [['group', "group"], ['vector', vector], ['strata', strata]]),
          "group", vector, model, permutations, seed, strata, 'pseudo-f', 'auto', skip := emb__skip_rows(bad_rows)) p
 LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows)) s
     ON p.__emb_b IS NOT DISTINCT FROM s.__emb_sb
@@ -236,28 +236,28 @@ SELECT w.* EXCLUDE (__emb_b, __emb_all, __emb_t, __emb_ss_t),
        w.__emb_t.groups_left_out AS groups_left_out, w.__emb_t.items_left_out AS items_left_out,
        w.__emb_t.note AS note
 FROM emb__permanova_checked(
-         emb__checked_names(emb__checked_source(source, 'emb_permanova_welch', model, NULL, emb__outputs_emb_permanova_welch()), 'emb_permanova_welch', [['group', "group"], ['vector', vector], ['strata', strata]]),
+         emb__checked_names(emb__checked_source(source, 'emb_permanova_welch', model, emb__outputs_emb_permanova_welch()), 'emb_permanova_welch', [['group', "group"], ['vector', vector], ['strata', strata]]),
          "group", vector, model, permutations, seed, strata, 'welch', null_method) w
 ORDER BY w.__emb_b;
 
 -- The pairs (a, b, d) of a distance table, columns named by the caller (the distance routes of
 -- emb_permanova_dist and emb_permanova_terms_dist read them the same way).
-CREATE OR REPLACE TEMP MACRO emb__distance_pairs(dist_tbl, i_col, j_col, d_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__distance_pairs(distances, i_col, j_col, distance) AS TABLE
 SELECT coalesce(*COLUMNS(lambda c: c IN (i_col, '__emb_null')))::VARCHAR AS a,
        coalesce(*COLUMNS(lambda c: c IN (j_col, '__emb_null')))::VARCHAR AS b,
-       coalesce(*COLUMNS(lambda c: c IN (d_col, '__emb_null')))::DOUBLE AS d
-FROM (SELECT *, NULL AS __emb_null FROM query_table(dist_tbl));
+       coalesce(*COLUMNS(lambda c: c IN (distance, '__emb_null')))::DOUBLE AS d
+FROM (SELECT *, NULL AS __emb_null FROM query_table(distances));
 
-CREATE OR REPLACE TEMP MACRO emb__permanova_dist(dist_tbl, labels_tbl, group_col, i_col, j_col, d_col, id_col,
+CREATE OR REPLACE TEMP MACRO emb__permanova_dist(distances, labels_tbl, "group", i_col, j_col, distance, item,
                                             permutations, seed, strata, statistic, null_method) AS TABLE
 WITH labels AS (
-    SELECT coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null')))::VARCHAR AS id,
-           coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))::VARCHAR AS g,
-           coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null'))) AS g0,
+    SELECT coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null')))::VARCHAR AS id,
+           coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null')))::VARCHAR AS g,
+           coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null'))) AS g0,
            coalesce(*COLUMNS(lambda c: c IN (strata, '__emb_null')))::VARCHAR AS s
     FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl))
 ),
-pairs AS (SELECT * FROM emb__distance_pairs(dist_tbl, i_col, j_col, d_col)),
+pairs AS (SELECT * FROM emb__distance_pairs(distances, i_col, j_col, distance)),
 test AS (
     SELECT CASE WHEN strata IS NOT NULL AND (SELECT len(list_value(*COLUMNS(lambda c: c IN (strata, '__emb_null'))))
                                           FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl) LIMIT 1)) = 1
@@ -268,14 +268,14 @@ test AS (
         (SELECT list(d) FROM pairs WHERE a <> b),
         list(id), list(g), list(s), emb__whole_argument(permutations, 'permutations'),
         emb__whole_argument(seed, 'seed'), strata IS NOT NULL, emb__text_argument(statistic, 'statistic'),
-        group_col, any_value(typeof(g0)), emb__null_method_argument(null_method)) AS r
+        "group", any_value(typeof(g0)), emb__null_method_argument(null_method)) AS r
     FROM labels
 ),
 tested AS (SELECT __emb_missing, r.value AS t FROM test WHERE emb__udf_ok(r))
 SELECT a.*, test.t.p_value AS p_value, coalesce(test.__emb_missing, test.t.permutations) AS permutations,
        test.t.statistic_name AS statistic, test.t.w_d AS w_d, test.t.null_method AS null_method,
        test.t.groups_left_out AS groups_left_out, test.t.items_left_out AS items_left_out, test.t.note AS note
-FROM emb__anova_dist(dist_tbl, labels_tbl, group_col, i_col, j_col, d_col, id_col) a, tested test;
+FROM emb__anova_dist(distances, labels_tbl, "group", i_col, j_col, distance, item) a, tested test;
 
 -- @function emb_permanova_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd', item := 'id', permutations := 999, seed := 42, strata := NULL)
 -- The permutation test of `emb_permanova` on the distance route: the columns of `emb_anova_dist`,
@@ -347,19 +347,19 @@ FROM emb__permanova_dist(emb__checked_names(distances, 'emb_permanova_welch_dist
     emb__checked_names(labels, 'emb_permanova_welch_dist', [['group', "group"], ['item', item], ['strata', strata]]), "group", i, j, distance, item, permutations, seed, strata, 'welch',
                          null_method) t;
 
-CREATE OR REPLACE TEMP MACRO emb__dispersion(tbl, group_col, vector_col, by_col, permutations, seed, skip := false) AS TABLE
-SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
-       emb__dispersion_test(list(__emb_g::VARCHAR), list(__emb_v::DOUBLE[]), vector_col,
+CREATE OR REPLACE TEMP MACRO emb__dispersion(source, "group", vector, model, permutations, seed, skip := false) AS TABLE
+SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
+       emb__dispersion_test(list(__emb_g::VARCHAR), list(__emb_v::DOUBLE[]), vector,
                             emb__whole_argument(permutations, 'permutations'), emb__whole_argument(seed, 'seed'),
-                            group_col, any_value(typeof(__emb_g))) AS __emb_r
-FROM emb__rows(tbl, group_col, vector_col, by_col, NULL, skip := skip)
+                            "group", any_value(typeof(__emb_g))) AS __emb_r
+FROM emb__rows(source, "group", vector, model, NULL, skip := skip)
 GROUP BY ALL;
 
 -- the per-model test, the UDF's result checked (in a filter) and its value as __emb_t
-CREATE OR REPLACE TEMP MACRO emb__dispersion_checked(tbl, group_col, vector_col, by_col, permutations, seed,
+CREATE OR REPLACE TEMP MACRO emb__dispersion_checked(source, "group", vector, model, permutations, seed,
                                                     skip := false) AS TABLE
 SELECT * EXCLUDE (__emb_r), __emb_r.value AS __emb_t
-FROM emb__dispersion(tbl, group_col, vector_col, by_col, permutations, seed, skip := skip)
+FROM emb__dispersion(source, "group", vector, model, permutations, seed, skip := skip)
 WHERE emb__udf_ok(__emb_r)
 ORDER BY __emb_b;
 
@@ -409,8 +409,7 @@ ORDER BY __emb_b;
 -- Arguments, labels, identical vectors and interrupts as for `emb_permanova`.
 -- @example
 -- SELECT * FROM emb_dispersion('many', 'topic', 'embedding', model := 'model', permutations := 199);
-CREATE OR REPLACE TEMP MACRO emb_dispersion(source, "group", vector, model := NULL, permutations := 999, seed := 42,
-                                            "by" := NULL, bad_rows := 'error') AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_dispersion(source, "group", vector, model := NULL, permutations := 999, seed := 42, bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
                          AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM (SELECT d.* EXCLUDE (__emb_all, __emb_t),
@@ -418,7 +417,7 @@ FROM (SELECT d.* EXCLUDE (__emb_all, __emb_t),
              d.__emb_t.permutations AS permutations, d.__emb_t.groups_left_out AS groups_left_out,
              d.__emb_t.items_left_out AS items_left_out, d.__emb_t.note AS note
       FROM emb__dispersion_checked(
-               emb__checked_names(emb__checked_source(source, 'emb_dispersion', model, "by", emb__outputs_emb_dispersion()), 'emb_dispersion', [['group', "group"], ['vector', vector]]),
+               emb__checked_names(emb__checked_source(source, 'emb_dispersion', model, emb__outputs_emb_dispersion()), 'emb_dispersion', [['group', "group"], ['vector', vector]]),
                "group", vector, model, permutations, seed, skip := emb__skip_rows(bad_rows)) d) d
 LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows)) s
     ON d.__emb_b IS NOT DISTINCT FROM s.__emb_sb
@@ -442,10 +441,10 @@ ORDER BY d.__emb_b;
 -- @example
 -- SELECT * FROM emb_dispersion_groups('many', 'topic', 'embedding', model := 'model', permutations := 99);
 CREATE OR REPLACE TEMP MACRO emb_dispersion_groups(source, "group", vector, model := NULL, permutations := 999,
-                                                   seed := 42, "by" := NULL) AS TABLE
+                                                   seed := 42) AS TABLE
 SELECT d.* EXCLUDE (__emb_all, __emb_b, __emb_t), unnest(d.__emb_t.labels) AS "group",
        unnest(d.__emb_t.sizes) AS n_g, unnest(d.__emb_t.mean_distance) AS mean_distance,
        unnest(d.__emb_t.in_test) AS in_test
 FROM emb__dispersion_checked(
-         emb__checked_names(emb__checked_source(source, 'emb_dispersion_groups', model, "by", emb__outputs_emb_dispersion_groups()), 'emb_dispersion_groups', [['group', "group"], ['vector', vector]]),
+         emb__checked_names(emb__checked_source(source, 'emb_dispersion_groups', model, emb__outputs_emb_dispersion_groups()), 'emb_dispersion_groups', [['group', "group"], ['vector', vector]]),
          "group", vector, model, permutations, seed) d;

@@ -7,7 +7,7 @@ CREATE OR REPLACE TEMP MACRO emb__term_columns(terms) AS
     list_distinct(flatten(list_transform(terms, lambda t: list_transform(string_split_regex(t, '[:*]'),
                                                                           lambda c: trim(c)))));
 
--- sums := : 'sequential' or 'margin' (the SQL name of the Python kernel's by_terms); NULL would skip the UDF
+-- sums := : 'sequential' or 'margin' (as the Python face and kernel name it); NULL would skip the UDF
 CREATE OR REPLACE TEMP MACRO emb__sums_argument(value) AS
     CASE WHEN typeof(value) = 'VARCHAR' AND value::VARCHAR IN ('sequential', 'margin') THEN value::VARCHAR
          ELSE error(format('embsql: [argument.sums] sums must be ''sequential'' or ''margin'', not {}',
@@ -26,23 +26,23 @@ CREATE OR REPLACE TEMP MACRO emb__permute_argument(value) AS
     END;
 
 -- One row per tested term, then Residual and Total, per value of the model column (which keeps its name).
-CREATE OR REPLACE TEMP MACRO emb__permanova_terms(tbl, terms, vector_col, sums, permute, permutations, seed, strata,
-                                                  model_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__permanova_terms(source, terms, vector, sums, permute, permutations, seed, strata,
+                                                  model) AS TABLE
 WITH items AS (
-    SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')),
-           coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null'))) AS __emb_b,
+    SELECT COLUMNS(lambda c: c IN (model, '__emb_all')),
+           coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null'))) AS __emb_b,
            to_json(struct_pack(*COLUMNS(lambda c: list_contains(emb__term_columns(terms), c) OR c = '__emb_null')))::VARCHAR AS __emb_j,
-           coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_null')))::DOUBLE[] AS __emb_v,
+           coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_null')))::DOUBLE[] AS __emb_v,
            coalesce(*COLUMNS(lambda c: c IN (strata, '__emb_null')))::VARCHAR AS __emb_x,
            row_number() OVER () - 1 AS __emb_row
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(tbl))
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(source))
 ),
 test AS (
-    SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b,
-           emb__permanova_terms_test(list(__emb_j), list(__emb_v), list(__emb_x), terms::VARCHAR[], vector_col,
+    SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
+           emb__permanova_terms_test(list(__emb_j), list(__emb_v), list(__emb_x), terms::VARCHAR[], vector,
                                      emb__sums_argument(sums), emb__permute_argument(permute),
                                      emb__whole_argument(permutations, 'permutations'),
-                                     emb__whole_argument(seed, 'seed'), strata IS NOT NULL, tbl) AS __emb_r,
+                                     emb__whole_argument(seed, 'seed'), strata IS NOT NULL, source) AS __emb_r,
            min(__emb_row) AS __emb_first
     FROM items
     GROUP BY ALL
@@ -51,15 +51,15 @@ test AS (
 tested AS (
     SELECT * EXCLUDE (__emb_r, __emb_first), __emb_r.value AS __emb_rows FROM test
     WHERE CASE
-        WHEN model_col IS NOT NULL AND NOT emb__model_case(tbl, model_col) THEN false    -- (another case: refused)
-        WHEN model_col IS NOT NULL
-             AND (SELECT len(list_value(*COLUMNS(lambda c: c IN (model_col, '__emb_null'))))
-                  FROM (SELECT *, NULL AS __emb_null FROM query_table(tbl) LIMIT 1)) = 1
-            THEN emb__fail_column_missing('model', format('"{}"', model_col), tbl, '')
-        WHEN model_col IS NOT NULL AND (__emb_b IS NULL OR (typeof(__emb_b) IN ('FLOAT', 'DOUBLE')
+        WHEN model IS NOT NULL AND NOT emb__model_case(source, model) THEN false    -- (another case: refused)
+        WHEN model IS NOT NULL
+             AND (SELECT len(list_value(*COLUMNS(lambda c: c IN (model, '__emb_null'))))
+                  FROM (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1)) = 1
+            THEN emb__fail_column_missing('model', format('"{}"', model), source, '')
+        WHEN model IS NOT NULL AND (__emb_b IS NULL OR (typeof(__emb_b) IN ('FLOAT', 'DOUBLE')
                                                             AND isnan(emb__label_double(__emb_b))))
-            THEN emb__fail_label_null('model', format('"{}"', model_col), CASE WHEN __emb_b IS NULL THEN 'NULL' ELSE 'NaN' END,
-                                      format(' at row {} of {}', __emb_first, tbl))
+            THEN emb__fail_label_null('model', format('"{}"', model), CASE WHEN __emb_b IS NULL THEN 'NULL' ELSE 'NaN' END,
+                                      format(' at row {} of {}', __emb_first, source))
         ELSE emb__udf_ok(__emb_r)
     END
 )
@@ -132,18 +132,18 @@ CREATE OR REPLACE TEMP MACRO emb_permanova_terms(source, terms, vector, sums := 
                                                  model := NULL) AS TABLE
 SELECT t.* EXCLUDE (__emb_b)
 FROM emb__permanova_terms(
-         emb__checked_source(source, 'emb_permanova_terms', model, NULL, emb__outputs_emb_permanova_terms()),
+         emb__checked_source(source, 'emb_permanova_terms', model, emb__outputs_emb_permanova_terms()),
          terms, vector, sums, permute, permutations, seed, strata, model) t;
 
-CREATE OR REPLACE TEMP MACRO emb__permanova_terms_dist(dist_tbl, labels_tbl, terms, i_col, j_col, d_col, id_col, sums,
+CREATE OR REPLACE TEMP MACRO emb__permanova_terms_dist(distances, labels_tbl, terms, i_col, j_col, distance, item, sums,
                                                        permute, permutations, seed, strata) AS TABLE
 WITH labels AS (
-    SELECT coalesce(*COLUMNS(lambda c: c IN (id_col, '__emb_null')))::VARCHAR AS id,
+    SELECT coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null')))::VARCHAR AS id,
            to_json(struct_pack(*COLUMNS(lambda c: list_contains(emb__term_columns(terms), c) OR c = '__emb_null')))::VARCHAR AS j,
            coalesce(*COLUMNS(lambda c: c IN (strata, '__emb_null')))::VARCHAR AS s
     FROM (SELECT *, NULL AS __emb_null FROM query_table(labels_tbl))
 ),
-pairs AS (SELECT * FROM emb__distance_pairs(dist_tbl, i_col, j_col, d_col)),
+pairs AS (SELECT * FROM emb__distance_pairs(distances, i_col, j_col, distance)),
 test AS (
     SELECT emb__permanova_terms_dist_test(
                (SELECT list(a) FROM pairs WHERE a <> b), (SELECT list(b) FROM pairs WHERE a <> b),

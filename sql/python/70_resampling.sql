@@ -2,10 +2,10 @@
 -- embsql.register(con) after the UDFs in udfs/resampling.py.  The jackknife and bootstrap take
 -- per-group sufficient statistics (n_g and the vector sum s_g), never the items.
 
-CREATE OR REPLACE TEMP MACRO emb__group_vectors(tbl, group_col, vector_col, by_col, skip := false) AS TABLE
-SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b, __emb_g,
+CREATE OR REPLACE TEMP MACRO emb__group_vectors(source, "group", vector, model, skip := false) AS TABLE
+SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, __emb_g,
        max(__emb_n) AS __emb_n, max(__emb_ssw) AS __emb_ssw, list(__emb_s ORDER BY __emb_k) AS __emb_s
-FROM emb__group_sums(tbl, group_col, vector_col, by_col, skip := skip)
+FROM emb__group_sums(source, "group", vector, model, skip := skip)
 GROUP BY ALL;
 
 -- level := for emb_bootstrap: a number (its range, 0 < level < 1, is checked by the UDF under the one
@@ -20,9 +20,9 @@ CREATE OR REPLACE TEMP MACRO emb__level_argument(value) AS
                                          ELSE value::VARCHAR END, 'NULL')))
     END;
 
-CREATE OR REPLACE TEMP MACRO emb__resampled(tbl, group_col, vector_col, by_col, stat, replicates, seed, level, kind,
+CREATE OR REPLACE TEMP MACRO emb__resampled(source, "group", vector, model, stat, replicates, seed, level, kind,
                                            skip := false) AS TABLE
-SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
+SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
        CASE kind
            WHEN 'jackknife' THEN emb__jackknife(list(__emb_g::VARCHAR), list(__emb_n), list(__emb_ssw), list(__emb_s),
                                                 stat)
@@ -30,14 +30,14 @@ SELECT COLUMNS(lambda c: c IN (by_col, '__emb_all')), __emb_b,
                                emb__whole_argument(replicates, 'replicates'), emb__whole_argument(seed, 'seed'),
                                emb__level_argument(level))
        END AS __emb_result
-FROM emb__group_vectors(tbl, group_col, vector_col, by_col, skip := skip)
+FROM emb__group_vectors(source, "group", vector, model, skip := skip)
 GROUP BY ALL;
 
 -- the UDF's result checked (in a filter), its value as __emb_r
-CREATE OR REPLACE TEMP MACRO emb__resampled_checked(tbl, group_col, vector_col, by_col, stat, replicates, seed, level,
+CREATE OR REPLACE TEMP MACRO emb__resampled_checked(source, "group", vector, model, stat, replicates, seed, level,
                                                    kind, skip := false) AS TABLE
 SELECT * EXCLUDE (__emb_result), __emb_result.value AS __emb_r
-FROM emb__resampled(tbl, group_col, vector_col, by_col, stat, replicates, seed, level, kind, skip := skip)
+FROM emb__resampled(source, "group", vector, model, stat, replicates, seed, level, kind, skip := skip)
 WHERE emb__udf_ok(__emb_result)
 ORDER BY __emb_b;
 
@@ -70,14 +70,13 @@ ORDER BY __emb_b;
 -- the same 144 items.
 -- @example
 -- SELECT * FROM emb_jackknife('many', 'topic', 'embedding', statistic := 'f', model := 'model');
-CREATE OR REPLACE TEMP MACRO emb_jackknife(source, "group", vector, model := NULL, statistic := 'r2',
-                                           "by" := NULL, bad_rows := 'error') AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_jackknife(source, "group", vector, model := NULL, statistic := 'r2', bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
                          AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM (SELECT r.* EXCLUDE (__emb_all, __emb_r), statistic AS statistic, r.__emb_r.estimate AS estimate,
              r.__emb_r.se AS se, r.__emb_r.groups AS groups, r.__emb_r.sizes AS sizes
       FROM emb__resampled_checked(
-               emb__checked_names(emb__checked_source(source, 'emb_jackknife', model, "by", emb__outputs_emb_jackknife()), 'emb_jackknife', [['group', "group"], ['vector', vector]]),
+               emb__checked_names(emb__checked_source(source, 'emb_jackknife', model, emb__outputs_emb_jackknife()), 'emb_jackknife', [['group', "group"], ['vector', vector]]),
                "group", vector, model, statistic, 0, 0, 0.0, 'jackknife', skip := emb__skip_rows(bad_rows)) r) r
 LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows)) s
     ON r.__emb_b IS NOT DISTINCT FROM s.__emb_sb
@@ -143,7 +142,7 @@ ORDER BY r.__emb_b;
 -- @example
 -- SELECT * FROM emb_bootstrap('many', 'topic', 'embedding', replicates := 999, seed := 7, model := 'model');
 CREATE OR REPLACE TEMP MACRO emb_bootstrap(source, "group", vector, model := NULL, statistic := 'r2',
-                                           replicates := 2000, seed := 42, level := 0.95, "by" := NULL,
+                                           replicates := 2000, seed := 42, level := 0.95,
                                            bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
                          AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
@@ -152,7 +151,7 @@ FROM (SELECT r.* EXCLUDE (__emb_all, __emb_r), statistic AS statistic, r.__emb_r
              replicates AS replicates, r.__emb_r.groups AS groups, r.__emb_r.estimate_bc AS estimate_bc,
              r.__emb_r.dropped AS dropped, r.__emb_r.calibrated AS calibrated, r.__emb_r.sizes AS sizes
       FROM emb__resampled_checked(
-               emb__checked_names(emb__checked_source(source, 'emb_bootstrap', model, "by", emb__outputs_emb_bootstrap()), 'emb_bootstrap', [['group', "group"], ['vector', vector]]),
+               emb__checked_names(emb__checked_source(source, 'emb_bootstrap', model, emb__outputs_emb_bootstrap()), 'emb_bootstrap', [['group', "group"], ['vector', vector]]),
                "group", vector, model, statistic, replicates, seed, level, 'bootstrap',
                skip := emb__skip_rows(bad_rows)) r) r
 LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows)) s
@@ -212,5 +211,5 @@ CREATE OR REPLACE TEMP MACRO emb_compare(source, "group", vector, model, item, s
 SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__compare(list(__emb_b::VARCHAR), list(__emb_x::VARCHAR), list(__emb_g::VARCHAR),
                           list(__emb_v::DOUBLE[]), vector, statistic, replicates, seed, level, common) AS __emb_r
-      FROM emb__rows(emb__checked_names(emb__checked_source(source, 'emb_compare', model, NULL, []::VARCHAR[]), 'emb_compare', [['group', "group"], ['vector', vector], ['item', item]]), "group", vector, model, item))
+      FROM emb__rows(emb__checked_names(emb__checked_source(source, 'emb_compare', model, []::VARCHAR[]), 'emb_compare', [['group', "group"], ['vector', vector], ['item', item]]), "group", vector, model, item))
 WHERE emb__udf_ok(__emb_r);

@@ -44,7 +44,7 @@ CREATE OR REPLACE TEMP MACRO emb_rank_models(source, "group", vector, model, sta
                                              replicates := 2000, seed := 42) AS TABLE
 WITH per_group AS (
     SELECT * FROM emb__group_vectors(
-        emb__checked_source(source, 'emb_rank_models', model, NULL, emb__outputs_emb_rank_models()),
+        emb__checked_source(source, 'emb_rank_models', model, emb__outputs_emb_rank_models()),
         "group", vector, model)
 ),
 ranked AS (

@@ -4,53 +4,53 @@
 -- emb_retrieval_summary keep their signatures and columns and give the same numbers.  Columns and
 -- labels are checked by the same SQL as the plain version; vectors are checked in the UDF.
 
-CREATE OR REPLACE TEMP MACRO emb__margins(queries, docs, scope, qid_col, group_col, positive_col, vector_col,
-                                     doc_id_col, doc_group_col, doc_vector_col, model_col) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__margins(queries, docs, scope, qid_col, "group", positive, vector,
+                                     doc_id, doc_group, doc_vector, model) AS TABLE
 WITH q AS (
-    SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b, any_value(__emb_gcols) AS __emb_gcols,
+    SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, any_value(__emb_gcols) AS __emb_gcols,
         list(__emb_row ORDER BY __emb_row) AS __emb_rows, list(__emb_q ORDER BY __emb_row) AS __emb_qs,
         list(__emb_g ORDER BY __emb_row) AS __emb_gs, list(__emb_p ORDER BY __emb_row) AS __emb_ps,
         list(__emb_v ORDER BY __emb_row) AS __emb_vs
-    FROM emb__margin_queries(queries, qid_col, group_col, positive_col, vector_col, model_col)
+    FROM emb__margin_queries(queries, qid_col, "group", positive, vector, model)
     GROUP BY ALL
 ),
 d AS (
     SELECT __emb_b, list(__emb_k ORDER BY __emb_row) AS __emb_ks, list(__emb_g::VARCHAR ORDER BY __emb_row) AS __emb_gs,
         list(__emb_v ORDER BY __emb_row) AS __emb_vs
-    FROM emb__margin_docs(docs, doc_id_col, doc_group_col, doc_vector_col, model_col, scope = 'group')
+    FROM emb__margin_docs(docs, doc_id, doc_group, doc_vector, model, scope = 'group')
     GROUP BY __emb_b
 ),
 r AS (
     SELECT q.* EXCLUDE (__emb_ps, __emb_vs),
-        CASE WHEN q.__emb_b IS NULL AND d.__emb_b IS NOT NULL AND model_col IS NOT NULL THEN error(format(
+        CASE WHEN q.__emb_b IS NULL AND d.__emb_b IS NOT NULL AND model IS NOT NULL THEN error(format(
                  'embsql: [model.missing] model {} is in docs {} but not in queries {}', d.__emb_b, docs, queries))
              ELSE emb__margin_kernel(q.__emb_qs::VARCHAR[], q.__emb_ps, q.__emb_vs, d.__emb_ks, d.__emb_gs, d.__emb_vs,
-                                     scope, [queries, docs, vector_col, doc_vector_col], q.__emb_b::VARCHAR)
+                                     scope, [queries, docs, vector, doc_vector], q.__emb_b::VARCHAR)
         END AS __emb_result
     FROM q FULL JOIN d ON q.__emb_b IS NOT DISTINCT FROM d.__emb_b
 ),
 checked AS (SELECT * EXCLUDE (__emb_result), __emb_result.value AS __emb_r FROM r WHERE emb__udf_ok(__emb_result))
-SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b, unnest(__emb_gs) AS __emb_g, __emb_gcols,
+SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, unnest(__emb_gs) AS __emb_g, __emb_gcols,
        unnest(__emb_rows) AS __emb_row, unnest(__emb_qs) AS qid, unnest(__emb_r, recursive := true)
 FROM checked;
 
 -- Dose: W~_q per paraphrase level, jackknife SEs, monotonicity and the within-group
 -- permutation trend test (udfs/retrieval.py, embsql.core.dose).  Groups and strength levels reach the
 -- UDF as dense ranks, so levels keep the order SQL gives their values (numbers as numbers).
-CREATE OR REPLACE TEMP MACRO emb__retrieval_dose(queries, level_col, qid_col, group_col, vector_col, model_col,
+CREATE OR REPLACE TEMP MACRO emb__retrieval_dose(queries, level_col, qid_col, "group", vector, model,
                                                 permutations, seed, alpha) AS TABLE
 WITH checked AS (
     SELECT *,
         dense_rank() OVER (PARTITION BY __emb_b ORDER BY __emb_g) - 1 AS __emb_gr,
         dense_rank() OVER (PARTITION BY __emb_b ORDER BY __emb_l) - 1 AS __emb_lr
-    FROM emb__retrieval_rows(queries, 'queries', qid_col, 'qid', group_col, 'group', true, level_col, NULL,
-                             vector_col, 'vector', model_col)
+    FROM emb__retrieval_rows(queries, 'queries', qid_col, 'qid', "group", 'group', true, level_col, NULL,
+                             vector, 'vector', model)
 ),
 per_model AS (
-    SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b,
+    SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
         list(DISTINCT __emb_l ORDER BY __emb_l) AS __emb_levels,
         emb__dose_kernel(list(__emb_gr ORDER BY __emb_row), list(__emb_lr ORDER BY __emb_row),
-                         list(__emb_q::VARCHAR ORDER BY __emb_row), list(__emb_v ORDER BY __emb_row), vector_col,
+                         list(__emb_q::VARCHAR ORDER BY __emb_row), list(__emb_v ORDER BY __emb_row), vector,
                          emb__whole_argument(permutations, 'permutations'), emb__whole_argument(seed, 'seed'),
                          alpha) AS __emb_result
     FROM checked GROUP BY ALL
@@ -107,5 +107,5 @@ CREATE OR REPLACE TEMP MACRO emb_retrieval_dose(queries, strength := 'level', qi
                                                 alpha := 0.05) AS TABLE
 SELECT r.* EXCLUDE (__emb_b)
 FROM emb__retrieval_dose(
-         emb__checked_source(queries, 'emb_retrieval_dose', model, NULL, emb__outputs_emb_retrieval_dose()),
+         emb__checked_source(queries, 'emb_retrieval_dose', model, emb__outputs_emb_retrieval_dose()),
          strength, qid, "group", vector, model, permutations, seed, alpha) r;

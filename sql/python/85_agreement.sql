@@ -3,22 +3,22 @@
 -- the UDF as lists (one model may have another dimension than the next), with the table's column
 -- names and types, so the UDF can name a missing or mistyped column as the Python API does.
 
-CREATE OR REPLACE TEMP MACRO emb__model_items(tbl, item_col, model_col, vector_col) AS TABLE
-SELECT tbl AS __emb_tbl,
-       (SELECT list(column_name) FROM (DESCRIBE SELECT * FROM query_table(tbl))) AS __emb_names,
-       (SELECT list(column_type) FROM (DESCRIBE SELECT * FROM query_table(tbl))) AS __emb_types,
-       item_col AS __emb_item_col, model_col AS __emb_model_col, vector_col AS __emb_vector_col,
+CREATE OR REPLACE TEMP MACRO emb__model_items(source, item, model, vector) AS TABLE
+SELECT source AS __emb_tbl,
+       (SELECT list(column_name) FROM (DESCRIBE SELECT * FROM query_table(source))) AS __emb_names,
+       (SELECT list(column_type) FROM (DESCRIBE SELECT * FROM query_table(source))) AS __emb_types,
+       item AS __emb_item_col, model AS __emb_model_col, vector AS __emb_vector_col,
        coalesce(list(__emb_b), []) AS __emb_b, coalesce(list(__emb_x), []) AS __emb_x,
        coalesce(list(__emb_v), []) AS __emb_v
 FROM (
     -- a missing column gives NULLs here (the __emb_null* stand-ins) and an error in the UDF;
     -- TRY_CAST lets a mistyped vector column reach the UDF too, which names its type
-    SELECT coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))::VARCHAR AS __emb_b,
-           coalesce(*COLUMNS(lambda c: c IN (item_col, '__emb_null')))::VARCHAR AS __emb_x,
-           coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv'))) AS __emb_v
-    FROM (SELECT TRY_CAST(COLUMNS(lambda c: c IN (vector_col, '__emb_nullv')) AS DOUBLE[]),
-                 COLUMNS(lambda c: c IN (model_col, item_col, '__emb_null'))
-          FROM (SELECT *, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(tbl)))
+    SELECT coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_b,
+           coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null')))::VARCHAR AS __emb_x,
+           coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_nullv'))) AS __emb_v
+    FROM (SELECT TRY_CAST(COLUMNS(lambda c: c IN (vector, '__emb_nullv')) AS DOUBLE[]),
+                 COLUMNS(lambda c: c IN (model, item, '__emb_null'))
+          FROM (SELECT *, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(source)))
 );
 
 -- @function emb_knn_agreement(source, item, model, vector, k := 10, common := false)
@@ -69,7 +69,7 @@ CREATE OR REPLACE TEMP MACRO emb_knn_agreement(source, item, model, vector, k :=
 SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__knn_agreement(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
                                 __emb_vector_col, __emb_b, __emb_x, __emb_v, k, common) AS __emb_r
-      FROM emb__model_items(emb__checked_names(emb__checked_source(source, 'emb_knn_agreement', model, NULL, []::VARCHAR[]), 'emb_knn_agreement', [['item', item], ['vector', vector]]), item, model, vector))
+      FROM emb__model_items(emb__checked_names(emb__checked_source(source, 'emb_knn_agreement', model, []::VARCHAR[]), 'emb_knn_agreement', [['item', item], ['vector', vector]]), item, model, vector))
 WHERE emb__udf_ok(__emb_r);
 
 -- @function emb_knn_agreement_items(source, item, model, vector, k := 10, common := false)
@@ -94,7 +94,7 @@ CREATE OR REPLACE TEMP MACRO emb_knn_agreement_items(source, item, model, vector
 SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__knn_agreement_items(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
                                       __emb_vector_col, __emb_b, __emb_x, __emb_v, k, common) AS __emb_r
-      FROM emb__model_items(emb__checked_names(emb__checked_source(source, 'emb_knn_agreement_items', model, NULL, []::VARCHAR[]), 'emb_knn_agreement_items', [['item', item], ['vector', vector]]), item, model, vector))
+      FROM emb__model_items(emb__checked_names(emb__checked_source(source, 'emb_knn_agreement_items', model, []::VARCHAR[]), 'emb_knn_agreement_items', [['item', item], ['vector', vector]]), item, model, vector))
 WHERE emb__udf_ok(__emb_r);
 
 -- @function emb_mantel(source, item, model, vector, permutations := 999, seed := 42, common := false)
@@ -136,5 +136,5 @@ SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__mantel(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col, __emb_vector_col,
                          __emb_b, __emb_x, __emb_v, emb__whole_argument(permutations, 'permutations'),
                          emb__whole_argument(seed, 'seed'), common) AS __emb_r
-      FROM emb__model_items(emb__checked_names(emb__checked_source(source, 'emb_mantel', model, NULL, []::VARCHAR[]), 'emb_mantel', [['item', item], ['vector', vector]]), item, model, vector))
+      FROM emb__model_items(emb__checked_names(emb__checked_source(source, 'emb_mantel', model, []::VARCHAR[]), 'emb_mantel', [['item', item], ['vector', vector]]), item, model, vector))
 WHERE emb__udf_ok(__emb_r);

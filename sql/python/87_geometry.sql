@@ -3,24 +3,24 @@
 -- macros, the whole table goes to the UDF as lists, with the table's column names and types, so
 -- the UDF can name a missing or mistyped column as the Python API does.
 
-CREATE OR REPLACE TEMP MACRO emb__model_item_groups(tbl, item_col, model_col, vector_col, group_col) AS TABLE
-SELECT tbl AS __emb_tbl,
-       (SELECT list(column_name) FROM (DESCRIBE SELECT * FROM query_table(tbl))) AS __emb_names,
-       (SELECT list(column_type) FROM (DESCRIBE SELECT * FROM query_table(tbl))) AS __emb_types,
-       item_col AS __emb_item_col, model_col AS __emb_model_col, vector_col AS __emb_vector_col,
-       group_col::VARCHAR AS __emb_group_col,
+CREATE OR REPLACE TEMP MACRO emb__model_item_groups(source, item, model, vector, "group") AS TABLE
+SELECT source AS __emb_tbl,
+       (SELECT list(column_name) FROM (DESCRIBE SELECT * FROM query_table(source))) AS __emb_names,
+       (SELECT list(column_type) FROM (DESCRIBE SELECT * FROM query_table(source))) AS __emb_types,
+       item AS __emb_item_col, model AS __emb_model_col, vector AS __emb_vector_col,
+       "group"::VARCHAR AS __emb_group_col,
        coalesce(list(__emb_b), []) AS __emb_b, coalesce(list(__emb_x), []) AS __emb_x,
        coalesce(list(__emb_g), []) AS __emb_g, coalesce(list(__emb_v), []) AS __emb_v
 FROM (
     -- a missing column gives NULLs here (the __emb_null* stand-ins) and an error in the UDF
-    SELECT coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))::VARCHAR AS __emb_b,
-           coalesce(*COLUMNS(lambda c: c IN (item_col, '__emb_null')))::VARCHAR AS __emb_x,
-           coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_nullg')))::VARCHAR AS __emb_g,
-           coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv'))) AS __emb_v
-    FROM (SELECT TRY_CAST(COLUMNS(lambda c: c IN (vector_col, '__emb_nullv')) AS DOUBLE[]),
-                 COLUMNS(lambda c: c IN (model_col, item_col, group_col, '__emb_null', '__emb_nullg'))
+    SELECT coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_b,
+           coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null')))::VARCHAR AS __emb_x,
+           coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_nullg')))::VARCHAR AS __emb_g,
+           coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_nullv'))) AS __emb_v
+    FROM (SELECT TRY_CAST(COLUMNS(lambda c: c IN (vector, '__emb_nullv')) AS DOUBLE[]),
+                 COLUMNS(lambda c: c IN (model, item, "group", '__emb_null', '__emb_nullg'))
           FROM (SELECT *, NULL AS __emb_null, NULL AS __emb_nullg, NULL::DOUBLE[] AS __emb_nullv
-                FROM query_table(tbl)))
+                FROM query_table(source)))
 );
 
 -- @function emb_cka(source, item, model, vector, "group" := NULL, debiased := false, permutations := 999, seed := 42, common := false)
@@ -85,7 +85,7 @@ FROM (SELECT emb__cka(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb
                       __emb_group_col, __emb_b, __emb_x, __emb_g, __emb_v, debiased,
                       emb__whole_argument(permutations, 'permutations'), emb__whole_argument(seed, 'seed'),
                       common) AS __emb_r
-      FROM emb__model_item_groups(emb__checked_names(emb__checked_source(source, 'emb_cka', model, NULL, []::VARCHAR[]), 'emb_cka', [['item', item], ['vector', vector], ['group', "group"]]), item, model, vector,
+      FROM emb__model_item_groups(emb__checked_names(emb__checked_source(source, 'emb_cka', model, []::VARCHAR[]), 'emb_cka', [['item', item], ['vector', vector], ['group', "group"]]), item, model, vector,
                                         "group"))
 WHERE emb__udf_ok(__emb_r);
 
@@ -127,7 +127,7 @@ FROM (SELECT emb__procrustes(__emb_tbl, __emb_names, __emb_types, __emb_item_col
                              __emb_vector_col, __emb_group_col, __emb_b, __emb_x, __emb_g, __emb_v,
                              emb__whole_argument(permutations, 'permutations'), emb__whole_argument(seed, 'seed'),
                              common) AS __emb_r
-      FROM emb__model_item_groups(emb__checked_names(emb__checked_source(source, 'emb_procrustes', model, NULL, []::VARCHAR[]), 'emb_procrustes', [['item', item], ['vector', vector], ['group', "group"]]), item, model, vector,
+      FROM emb__model_item_groups(emb__checked_names(emb__checked_source(source, 'emb_procrustes', model, []::VARCHAR[]), 'emb_procrustes', [['item', item], ['vector', vector], ['group', "group"]]), item, model, vector,
                                         "group"))
 WHERE emb__udf_ok(__emb_r);
 
@@ -171,6 +171,6 @@ SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__compare_cka(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
                               __emb_vector_col, __emb_group_col, __emb_b, __emb_x, __emb_g, __emb_v,
                               reference::VARCHAR, debiased, common) AS __emb_r
-      FROM emb__model_item_groups(emb__checked_names(emb__checked_source(source, 'emb_compare_cka', model, NULL, []::VARCHAR[]), 'emb_compare_cka', [['item', item], ['vector', vector], ['group', "group"]]), item, model, vector,
+      FROM emb__model_item_groups(emb__checked_names(emb__checked_source(source, 'emb_compare_cka', model, []::VARCHAR[]), 'emb_compare_cka', [['item', item], ['vector', vector], ['group', "group"]]), item, model, vector,
                                         "group"))
 WHERE emb__udf_ok(__emb_r);

@@ -6,22 +6,22 @@
 -- travel as text with their dense rank in SQL's order of the label column, so that numbers keep
 -- their number order in the vote's tie rule.
 
-CREATE OR REPLACE TEMP MACRO emb__classified(tbl, classifier, label_col, vector_col, model_col, k, split_col, item_col,
-                                             group_col, level, per_item) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__classified(source, classifier, label, vector, model, k, split, item,
+                                             "group", level, per_item) AS TABLE
 WITH rows AS (
-    SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')),
-           coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))::VARCHAR AS __emb_b,
-           coalesce(*COLUMNS(lambda c: c IN (label_col, '__emb_null'))) AS __emb_l,
-           coalesce(*COLUMNS(lambda c: c IN (item_col, '__emb_null')))::VARCHAR AS __emb_i,
-           coalesce(*COLUMNS(lambda c: c IN (split_col, '__emb_null')))::VARCHAR AS __emb_s,
-           coalesce(*COLUMNS(lambda c: c IN (group_col, '__emb_null')))::VARCHAR AS __emb_g,
-           TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (vector_col, '__emb_nullv'))) AS DOUBLE[]) AS __emb_v,
+    SELECT COLUMNS(lambda c: c IN (model, '__emb_all')),
+           coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_b,
+           coalesce(*COLUMNS(lambda c: c IN (label, '__emb_null'))) AS __emb_l,
+           coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null')))::VARCHAR AS __emb_i,
+           coalesce(*COLUMNS(lambda c: c IN (split, '__emb_null')))::VARCHAR AS __emb_s,
+           coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null')))::VARCHAR AS __emb_g,
+           TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_nullv'))) AS DOUBLE[]) AS __emb_v,
            row_number() OVER () - 1 AS __emb_row
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(tbl))
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(source))
 ),
 ranked AS (SELECT *, dense_rank() OVER (PARTITION BY __emb_b ORDER BY __emb_l) AS __emb_rank FROM rows),
 per_model AS (
-    SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b,
+    SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
            list(__emb_row ORDER BY __emb_row) AS __emb_rows, list(__emb_rank ORDER BY __emb_row) AS __emb_ranks, list(__emb_l::VARCHAR ORDER BY __emb_row) AS __emb_ls,
            list(__emb_i ORDER BY __emb_row) AS __emb_is, list(__emb_s ORDER BY __emb_row) AS __emb_ss,
            list(__emb_g ORDER BY __emb_row) AS __emb_gs, list(__emb_v ORDER BY __emb_row) AS __emb_vs
@@ -29,12 +29,12 @@ per_model AS (
 ),
 -- (a model column of another case than the table's is refused, not read as no model column)
 described AS (SELECT list(column_name) AS __emb_names, list(column_type) AS __emb_types
-              FROM (DESCRIBE SELECT * FROM query_table(tbl)) HAVING emb__model_case(tbl, model_col)),
+              FROM (DESCRIBE SELECT * FROM query_table(source)) HAVING emb__model_case(source, model)),
 classified AS (
     SELECT p.* EXCLUDE (__emb_rows, __emb_ranks, __emb_ls, __emb_is, __emb_ss, __emb_gs, __emb_vs),
-        emb__classify(tbl, d.__emb_names, d.__emb_types,
-                      [label_col, vector_col, CASE WHEN list_contains(d.__emb_names, model_col) THEN model_col END,
-                       split_col, item_col, group_col],
+        emb__classify(source, d.__emb_names, d.__emb_types,
+                      [label, vector, CASE WHEN list_contains(d.__emb_names, model) THEN model END,
+                       split, item, "group"],
                       classifier, k, level, p.__emb_b, p.__emb_rows, p.__emb_ranks, p.__emb_ls, p.__emb_is, p.__emb_ss, p.__emb_gs,
                       p.__emb_vs, per_item) AS __emb_result
     FROM per_model p, described d
@@ -87,7 +87,7 @@ SELECT * EXCLUDE (__emb_result), __emb_result.value AS __emb_r FROM classified W
 CREATE OR REPLACE TEMP MACRO emb_knn_classify(source, label := 'label', vector := 'vector', model := 'model', k := 10,
                                               split := NULL, item := NULL, "group" := NULL, level := 0.95) AS TABLE
 SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_r), unnest(r.__emb_r.summary)
-FROM emb__classified(emb__checked_names(emb__checked_source(source, 'emb_knn_classify', model, NULL, emb__outputs_emb_knn_classify()), 'emb_knn_classify', [['label', label], ['vector', vector], ['split', split], ['item', item], ['group', "group"]]),
+FROM emb__classified(emb__checked_names(emb__checked_source(source, 'emb_knn_classify', model, emb__outputs_emb_knn_classify()), 'emb_knn_classify', [['label', label], ['vector', vector], ['split', split], ['item', item], ['group', "group"]]),
                      'knn', label, vector, model, emb__whole_argument(k, 'k'), split, item, "group", level, false) r
 ORDER BY r.__emb_b;
 
@@ -122,8 +122,7 @@ ORDER BY r.__emb_b;
 CREATE OR REPLACE TEMP MACRO emb_knn_classify_items(source, label := 'label', vector := 'vector', model := 'model',
                                                     k := 10, split := NULL, item := NULL, "group" := NULL) AS TABLE
 SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_r), unnest(r.__emb_r.items, recursive := true)
-FROM emb__classified(emb__checked_names(emb__checked_source(source, 'emb_knn_classify_items', model, NULL,
-                                         emb__outputs_emb_knn_classify_items()), 'emb_knn_classify_items', [['label', label], ['vector', vector], ['split', split], ['item', item], ['group', "group"]]),
+FROM emb__classified(emb__checked_names(emb__checked_source(source, 'emb_knn_classify_items', model, emb__outputs_emb_knn_classify_items()), 'emb_knn_classify_items', [['label', label], ['vector', vector], ['split', split], ['item', item], ['group', "group"]]),
                      'knn', label, vector, model, emb__whole_argument(k, 'k'), split, item, "group", 0.95, true) r
 ORDER BY r.__emb_b;
 
@@ -167,7 +166,6 @@ ORDER BY r.__emb_b;
 CREATE OR REPLACE TEMP MACRO emb_centroid_classify(source, label := 'label', vector := 'vector', model := 'model',
                                                    split := NULL, item := NULL, "group" := NULL, level := 0.95) AS TABLE
 SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_r), unnest(r.__emb_r.summary)
-FROM emb__classified(emb__checked_names(emb__checked_source(source, 'emb_centroid_classify', model, NULL,
-                                         emb__outputs_emb_centroid_classify()), 'emb_centroid_classify', [['label', label], ['vector', vector], ['split', split], ['item', item], ['group', "group"]]),
+FROM emb__classified(emb__checked_names(emb__checked_source(source, 'emb_centroid_classify', model, emb__outputs_emb_centroid_classify()), 'emb_centroid_classify', [['label', label], ['vector', vector], ['split', split], ['item', item], ['group', "group"]]),
                      'centroid', label, vector, model, NULL, split, item, "group", level, false) r
 ORDER BY r.__emb_b;

@@ -4,57 +4,57 @@
 -- column names and types, so that the UDF can name a missing or mistyped column as the Python API
 -- does; the model column keeps its name and type in the output (joined back by its text).
 
-CREATE OR REPLACE TEMP MACRO emb__similarity_inputs(pairs_tbl, emb_tbl, model_col, a_col, b_col, score_col,
-                                                    item_col, vector_col) AS TABLE
-SELECT pairs_tbl AS __emb_ptbl,
-       (SELECT list(column_name) FROM (DESCRIBE SELECT * FROM query_table(pairs_tbl))) AS __emb_pnames,
-       (SELECT list(column_type) FROM (DESCRIBE SELECT * FROM query_table(pairs_tbl))) AS __emb_ptypes,
-       a_col AS __emb_a_col, b_col AS __emb_b_col, score_col AS __emb_s_col, p.*, e.*
+CREATE OR REPLACE TEMP MACRO emb__similarity_inputs(pairs, embeddings, model, a, b, score,
+                                                    item, vector) AS TABLE
+SELECT pairs AS __emb_ptbl,
+       (SELECT list(column_name) FROM (DESCRIBE SELECT * FROM query_table(pairs))) AS __emb_pnames,
+       (SELECT list(column_type) FROM (DESCRIBE SELECT * FROM query_table(pairs))) AS __emb_ptypes,
+       a AS __emb_a_col, b AS __emb_b_col, score AS __emb_s_col, p.*, e.*
 -- (the embeddings first: a model column the call refuses (emb__checked_source) is refused before the
 -- pairs table binds)
-FROM emb__model_items(emb_tbl, item_col, model_col, vector_col) e,
+FROM emb__model_items(embeddings, item, model, vector) e,
 (
     SELECT coalesce(list(__emb_pa), []) AS __emb_pa, coalesce(list(__emb_pb), []) AS __emb_pb,
            coalesce(list(__emb_ps), []) AS __emb_ps
-    FROM (SELECT coalesce(*COLUMNS(lambda c: c IN (a_col, '__emb_null')))::VARCHAR AS __emb_pa,
-                 coalesce(*COLUMNS(lambda c: c IN (b_col, '__emb_null')))::VARCHAR AS __emb_pb,
-                 TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (score_col, '__emb_null'))) AS DOUBLE) AS __emb_ps
-          FROM (SELECT *, NULL AS __emb_null FROM query_table(pairs_tbl)))
+    FROM (SELECT coalesce(*COLUMNS(lambda c: c IN (a, '__emb_null')))::VARCHAR AS __emb_pa,
+                 coalesce(*COLUMNS(lambda c: c IN (b, '__emb_null')))::VARCHAR AS __emb_pb,
+                 TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (score, '__emb_null'))) AS DOUBLE) AS __emb_ps
+          FROM (SELECT *, NULL AS __emb_null FROM query_table(pairs)))
 ) p
 -- (a model column of another case is refused, not read as no model column: the UDF's default model;
 -- a NULL or NaN model value is refused as the Python face refuses it, naming its row)
-WHERE emb__model_case(emb_tbl, model_col)
+WHERE emb__model_case(embeddings, model)
   AND CASE
-      WHEN NOT list_contains(e.__emb_names, model_col) THEN true
+      WHEN NOT list_contains(e.__emb_names, model) THEN true
       WHEN list_count(e.__emb_b) < len(e.__emb_b)
-          THEN emb__fail_label_null('model', format('''{}''', model_col), 'NULL',
-                                    format(' at row {} of embeddings ''{}''', list_position(e.__emb_b, NULL) - 1, emb_tbl))
-      WHEN e.__emb_types[list_position(e.__emb_names, model_col)] IN ('FLOAT', 'DOUBLE') AND list_contains(e.__emb_b, 'nan')
-          THEN emb__fail_label_null('model', format('''{}''', model_col), 'NaN',
-                                    format(' at row {} of embeddings ''{}''', list_position(e.__emb_b, 'nan') - 1, emb_tbl))
+          THEN emb__fail_label_null('model', format('''{}''', model), 'NULL',
+                                    format(' at row {} of embeddings ''{}''', list_position(e.__emb_b, NULL) - 1, embeddings))
+      WHEN e.__emb_types[list_position(e.__emb_names, model)] IN ('FLOAT', 'DOUBLE') AND list_contains(e.__emb_b, 'nan')
+          THEN emb__fail_label_null('model', format('''{}''', model), 'NaN',
+                                    format(' at row {} of embeddings ''{}''', list_position(e.__emb_b, 'nan') - 1, embeddings))
       ELSE true
   END;
 
 -- The model values of the embeddings, under the model column's own name, with their text (the key
 -- the UDF's rows carry); without a model column, one row of the constant __emb_all.
-CREATE OR REPLACE TEMP MACRO emb__similarity_models(emb_tbl, model_col) AS TABLE
-SELECT DISTINCT COLUMNS(lambda c: c IN (model_col, '__emb_all')),
-       coalesce(*COLUMNS(lambda c: c IN (model_col, '__emb_null')))::VARCHAR AS __emb_m
-FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(emb_tbl));
+CREATE OR REPLACE TEMP MACRO emb__similarity_models(embeddings, model) AS TABLE
+SELECT DISTINCT COLUMNS(lambda c: c IN (model, '__emb_all')),
+       coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_m
+FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(embeddings));
 
-CREATE OR REPLACE TEMP MACRO emb__similarity_eval(pairs_tbl, emb_tbl, model_col, a_col, b_col, score_col, item_col,
-                                                  vector_col, missing, level) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__similarity_eval(pairs, embeddings, model, a, b, score, item,
+                                                  vector, missing, level) AS TABLE
 WITH r AS (
     SELECT unnest(__emb_r.value, recursive := true), unnest(range(len(__emb_r.value))) AS __emb_o
     FROM (SELECT emb__similarity_eval(__emb_ptbl, __emb_pnames, __emb_ptypes, __emb_a_col, __emb_b_col, __emb_s_col,
                                       __emb_pa, __emb_pb, __emb_ps, __emb_tbl, __emb_names, __emb_types,
                                       __emb_item_col, __emb_model_col, __emb_vector_col, __emb_b, __emb_x, __emb_v,
                                       missing, level) AS __emb_r
-          FROM emb__similarity_inputs(pairs_tbl, emb_tbl, model_col, a_col, b_col, score_col, item_col, vector_col))
+          FROM emb__similarity_inputs(pairs, embeddings, model, a, b, score, item, vector))
     WHERE emb__udf_ok(__emb_r)
 )
 SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_m', '__emb_o'))
-FROM emb__similarity_models(emb_tbl, model_col) m
+FROM emb__similarity_models(embeddings, model) m
 JOIN r ON m.__emb_m IS NOT DISTINCT FROM r.__emb_m
 ORDER BY r.__emb_o;
 
@@ -104,7 +104,7 @@ CREATE OR REPLACE TEMP MACRO emb_similarity_eval(pairs, embeddings, model := 'mo
                                                  score := 'score', item := 'item', vector := 'vector',
                                                  missing := 'error', level := 0.95) AS TABLE
 SELECT * FROM emb__similarity_eval(
-    pairs, emb__checked_source(embeddings, 'emb_similarity_eval', model, NULL, emb__outputs_emb_similarity_eval()),
+    pairs, emb__checked_source(embeddings, 'emb_similarity_eval', model, emb__outputs_emb_similarity_eval()),
     model, a, b, score, item, vector, missing, level);
 
 -- @function emb_compare_similarity(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95)
@@ -151,6 +151,6 @@ FROM (SELECT emb__compare_similarity(__emb_ptbl, __emb_pnames, __emb_ptypes, __e
                                      __emb_pa, __emb_pb, __emb_ps, __emb_tbl, __emb_names, __emb_types,
                                      __emb_item_col, __emb_model_col, __emb_vector_col, __emb_b, __emb_x, __emb_v,
                                      missing, level) AS __emb_r
-      FROM emb__similarity_inputs(pairs, emb__checked_source(embeddings, 'emb_compare_similarity', model, NULL, []::VARCHAR[]),
+      FROM emb__similarity_inputs(pairs, emb__checked_source(embeddings, 'emb_compare_similarity', model, []::VARCHAR[]),
                                   model, a, b, score, item, vector))
 WHERE emb__udf_ok(__emb_r);

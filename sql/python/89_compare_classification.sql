@@ -68,6 +68,6 @@ FROM (SELECT emb__compare_classification(
                  TRY_CAST(coalesce(*COLUMNS(lambda c: c IN ('correct', '__emb_null'))) AS BOOLEAN) AS __emb_c,
                  coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null')))::VARCHAR AS __emb_g
           FROM (SELECT *, NULL AS __emb_null
-                FROM query_table(emb__checked_source(predictions, 'emb_compare_classification', model, NULL, []::VARCHAR[])))
+                FROM query_table(emb__checked_source(predictions, 'emb_compare_classification', model, []::VARCHAR[])))
       )) r
 WHERE emb__udf_ok(r.__emb_r);

@@ -4,48 +4,48 @@
 -- with trec_eval's definitions (embsql.core.ranking).  Columns and labels are checked by the
 -- same SQL as the retrieval macros (emb__retrieval_rows); vectors, relevance and ids in the UDF.
 
-CREATE OR REPLACE TEMP MACRO emb__retrieval_eval(queries, docs, qrels, k, metrics, model_col, qid_col, doc_id_col,
-                                                vector_col, doc_vector_col, relevance_col, unknown) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__retrieval_eval(queries, docs, qrels, k, metrics, model, qid_col, doc_id,
+                                                vector, doc_vector, relevance, unknown) AS TABLE
 WITH q AS (
-    SELECT COLUMNS(lambda c: c IN (model_col, '__emb_all')), __emb_b,
+    SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
         list(__emb_k ORDER BY __emb_row) AS __emb_ids, list(__emb_v ORDER BY __emb_row) AS __emb_vs
     FROM emb__retrieval_rows(queries, 'queries', qid_col, 'qid', NULL, 'group', false, NULL, NULL,
-                             vector_col, 'vector', model_col)
+                             vector, 'vector', model)
     GROUP BY ALL
 ),
 d AS (
     SELECT __emb_b, list(__emb_k ORDER BY __emb_row) AS __emb_ids, list(__emb_v ORDER BY __emb_row) AS __emb_vs
-    FROM emb__retrieval_rows(docs, 'docs', doc_id_col, 'doc_id', NULL, 'doc_group', false, NULL, NULL,
-                             doc_vector_col, 'doc_vector', model_col)
+    FROM emb__retrieval_rows(docs, 'docs', doc_id, 'doc_id', NULL, 'doc_group', false, NULL, NULL,
+                             doc_vector, 'doc_vector', model)
     GROUP BY __emb_b
 ),
-jmeta AS (SELECT * FROM emb__qrels_columns(qrels, qid_col, doc_id_col, relevance_col)),
+jmeta AS (SELECT * FROM emb__qrels_columns(qrels, qid_col, doc_id, relevance)),
 j AS (
     SELECT
         list(coalesce(*COLUMNS(lambda c: c IN (qid_col, '__emb_null')))::VARCHAR) AS __emb_jq,
-        list(coalesce(*COLUMNS(lambda c: c IN (doc_id_col, '__emb_null')))::VARCHAR) AS __emb_jd,
-        list(coalesce(*COLUMNS(lambda c: c IN (relevance_col, '__emb_null')))::VARCHAR) AS __emb_jr
+        list(coalesce(*COLUMNS(lambda c: c IN (doc_id, '__emb_null')))::VARCHAR) AS __emb_jd,
+        list(coalesce(*COLUMNS(lambda c: c IN (relevance, '__emb_null')))::VARCHAR) AS __emb_jr
     FROM (SELECT *, NULL AS __emb_null FROM query_table(qrels))
 ),
 checked_j AS (
     SELECT j.* FROM j, jmeta
     WHERE CASE
         WHEN __emb_qcols = 1 THEN error(format('embsql: [column.missing] qid column "{}" not found in qrels {}', qid_col, qrels))
-        WHEN __emb_dcols = 1 THEN error(format('embsql: [column.missing] doc_id column "{}" not found in qrels {}', doc_id_col, qrels))
-        WHEN __emb_rcols = 1 THEN error(format('embsql: [column.missing] relevance column "{}" not found in qrels {}', relevance_col, qrels))
+        WHEN __emb_dcols = 1 THEN error(format('embsql: [column.missing] doc_id column "{}" not found in qrels {}', doc_id, qrels))
+        WHEN __emb_rcols = 1 THEN error(format('embsql: [column.missing] relevance column "{}" not found in qrels {}', relevance, qrels))
         WHEN __emb_jq IS NULL THEN emb__no_rows_error(qrels)
         ELSE true
     END
 ),
 r AS (
     SELECT q.* EXCLUDE (__emb_ids, __emb_vs),
-        CASE WHEN q.__emb_b IS NULL AND d.__emb_b IS NOT NULL AND model_col IS NOT NULL THEN error(format(
+        CASE WHEN q.__emb_b IS NULL AND d.__emb_b IS NOT NULL AND model IS NOT NULL THEN error(format(
                  'embsql: [model.missing] model {} is in docs {} but not in queries {}', d.__emb_b, docs, queries))
              ELSE emb__retrieval_eval_kernel(q.__emb_ids, q.__emb_vs, d.__emb_ids, d.__emb_vs, j.__emb_jq, j.__emb_jd,
                       j.__emb_jr, k,
                       coalesce(metrics, ['ndcg@' || k, 'map@' || k, 'recall@' || k, 'precision@' || k, 'mrr@' || k,
                                          'hit_rate@' || k]),
-                      [queries, docs, qrels, vector_col, doc_vector_col, relevance_col], unknown, q.__emb_b::VARCHAR)
+                      [queries, docs, qrels, vector, doc_vector, relevance], unknown, q.__emb_b::VARCHAR)
         END AS __emb_result
     FROM q FULL JOIN d ON q.__emb_b IS NOT DISTINCT FROM d.__emb_b, checked_j j
 ),
@@ -89,9 +89,8 @@ ORDER BY __emb_b, __emb_u;
 -- -- ndcg@2 0.9299, recall@1 0.75
 CREATE OR REPLACE TEMP MACRO emb_retrieval_eval(queries, docs, qrels, k := 10, metrics := NULL, model := NULL,
                                                 qid := 'qid', doc_id := 'doc_id', vector := 'vector',
-                                                doc_vector := 'vector', relevance := 'relevance', unknown := 'error',
-                                                "by" := NULL) AS TABLE
+                                                doc_vector := 'vector', relevance := 'relevance', unknown := 'error') AS TABLE
 SELECT r.* EXCLUDE (__emb_b)
 FROM emb__retrieval_eval(
-         emb__checked_source(queries, 'emb_retrieval_eval', model, "by", emb__outputs_emb_retrieval_eval()),
+         emb__checked_source(queries, 'emb_retrieval_eval', model, emb__outputs_emb_retrieval_eval()),
          docs, qrels, k, metrics, model, qid, doc_id, vector, doc_vector, relevance, unknown) r;

@@ -53,7 +53,7 @@
 -- -- bge  e5  0.0979  0.0752  0.1206  9.999000099990002e-05  30  true
 CREATE OR REPLACE TEMP MACRO emb_compare_retrieval(evaluation, metric := 'ndcg@10', model := 'model', "group" := NULL,
                                                    qid := 'qid', permutations := 10000, seed := 42, level := 0.95,
-                                                   p_adjust := 'holm', "by" := NULL) AS TABLE
+                                                   p_adjust := 'holm') AS TABLE
 SELECT unnest(r.__emb_r.value, recursive := true)
 FROM (SELECT emb__compare_retrieval(
                  evaluation,
@@ -73,6 +73,6 @@ FROM (SELECT emb__compare_retrieval(
                  TRY_CAST(coalesce(*COLUMNS(lambda c: c IN ('value', '__emb_null'))) AS DOUBLE) AS __emb_v,
                  coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null')))::VARCHAR AS __emb_g
           FROM (SELECT *, NULL AS __emb_null
-                FROM query_table(emb__checked_source(evaluation, 'emb_compare_retrieval', model, "by", []::VARCHAR[])))
+                FROM query_table(emb__checked_source(evaluation, 'emb_compare_retrieval', model, []::VARCHAR[])))
       )) r
 WHERE emb__udf_ok(r.__emb_r);
