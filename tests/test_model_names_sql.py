@@ -127,7 +127,7 @@ def test_covers_every_function_with_a_model_column():
         "emb_bootstrap", "emb_compare", "emb_retrieval_dose", "emb_knn_agreement", "emb_knn_agreement_items",
         "emb_mantel", "emb_cka", "emb_procrustes", "emb_compare_cka", "emb_knn_classify", "emb_knn_classify_items",
         "emb_centroid_classify", "emb_similarity_eval", "emb_compare_similarity", "emb_retrieval_eval",
-        "emb_compare_retrieval", "emb_compare_classification"}
+        "emb_compare_retrieval", "emb_compare_classification", "emb_rank_models"}
 
 
 @pytest.mark.parametrize("name", NAMES)
