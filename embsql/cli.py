@@ -300,7 +300,7 @@ def _report_arguments(parser: argparse.ArgumentParser, *, running: bool) -> None
         parser.add_argument("--seed", type=int, help="random seed (default 42)")
         parser.add_argument("--stop-after", type=int, metavar="H",
                             help="stop each permutation test once H permuted statistics reach the observed one "
-                                 "(sequential p-values; default: run them all)")
+                                 "(sequential p-values; default 10; 0 runs them all)")
         parser.add_argument("--replicates", type=int, help="bootstrap replicates (default 2000)")
         parser.add_argument("--pairs", metavar="FILE",
                             help="gold similarity judgements (item_a, item_b, score; other names in the config "

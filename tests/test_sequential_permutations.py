@@ -137,5 +137,23 @@ def test_the_report_and_the_cli_pass_stop_after_to_both_tests(tmp_path):
     used = section["columns"].index("permutations")
     assert min(row[used] for row in section["rows"]) < 499
     bad = subprocess.run([sys.executable, "-m", "embsql", "report", str(path), "--vector", "v", "--group", "g",
-                          "--permutations", "99", "--stop-after", "0"], capture_output=True, text=True)
+                          "--permutations", "99", "--stop-after", "-1"], capture_output=True, text=True)
     assert bad.returncode == 2 and "stop_after" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_the_report_stops_at_10_by_default_and_0_runs_every_permutation():
+    import embsql
+
+    con = embsql.connect()
+    example_table(con)
+    default = embsql.report("t", vector="v", group="g", model="model", sections=("permanova", "dispersion"),
+                            permutations=499).run(con, progress=False)
+    every = embsql.report("t", vector="v", group="g", model="model", sections=("permanova", "dispersion"),
+                          permutations=499, stop_after=0).run(con, progress=False)
+    assert default.meta["stop_after"] == 10
+    for name in ("permanova", "dispersion"):
+        assert set(every[name].column("permutations")) == {499}
+        used = dict(zip(default[name].column("model"), default[name].column("permutations")))
+        assert used["a"] < 499
+    # a p-value under 10 / B is the full test's: model b's PERMANOVA
+    assert default["permanova"].column("p_value")[1] == every["permanova"].column("p_value")[1] < 10 / 499

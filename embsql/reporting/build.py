@@ -34,7 +34,15 @@ from sqlglot import ErrorLevel, exp
 from sqlglot.errors import SqlglotError
 
 from embsql.core import decomposition, resampling
-from embsql.core.arguments import check_level, check_permutations, check_replicates, check_seed, check_stop_after
+from embsql.core.arguments import (
+    MAX_PERMUTATIONS,
+    REPORT_STOP_AFTER,
+    check_level,
+    check_permutations,
+    check_replicates,
+    check_seed,
+    check_stop_after,
+)
 from embsql.core.model_comparison import canonical
 from embsql.core.sums import GroupSums
 from embsql.engines import spark
@@ -106,7 +114,7 @@ class Report:
     sections: Sequence[str] = ()
     permutations: int = 999
     seed: int = 42
-    stop_after: int | None = None   # Besag and Clifford's sequential stop for the permutation tests
+    stop_after: int | None = REPORT_STOP_AFTER   # Besag and Clifford's sequential stop (None or 0: all permutations)
     replicates: int = 2000
     level: float = 0.95
     queries: Any = None            # the retrieval tables, as the source: names, files or in-memory tables
@@ -139,7 +147,7 @@ class Report:
         try:   # the rules every face shares (embsql.core.arguments); 0 permutations skips the tests
             check_permutations(self.permutations, allow_zero=True)
             check_seed(self.seed)
-            check_stop_after(self.stop_after, max(1, self.permutations))
+            check_stop_after(self.stop_after, MAX_PERMUTATIONS, allow_zero=True)
             check_replicates(self.replicates)
             check_level(self.level)
             Skipped.asked(self.bad_rows)
@@ -608,7 +616,7 @@ def _versions() -> dict[str, str]:
 
 
 def report(source: Any, *, vector: str, group: str, model: str | None = None, sections: Sequence[str] = (),
-           permutations: int = 999, seed: int = 42, stop_after: int | None = None, replicates: int = 2000,
+           permutations: int = 999, seed: int = 42, stop_after: int | None = REPORT_STOP_AFTER, replicates: int = 2000,
            level: float = 0.95, queries: Any = None, docs: Any = None, retrieval: dict[str, Any] | None = None, qrels: Any = None,
            title: str | None = None, table: str | None = None, where: str | None = None, item: str | None = None,
            pairs: Any = None, similarity: dict[str, Any] | None = None, label: str | None = None,
@@ -635,10 +643,13 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
         The permutation tests' permutations (0 skips them).
     seed : int, default 42
         The random seed (0 or more).
-    stop_after : int, optional
+    stop_after : int, default 10
         Stop each permutation test once this many permuted statistics reach the observed one
         (Besag and Clifford's sequential rule; see :func:`embsql.permanova`): a large p-value then
-        costs about stop_after / p permutations instead of all of them.
+        costs about stop_after / p permutations instead of all of them, and a p-value under
+        stop_after / permutations is the full test's.  At 5% the sequential tests rejected 3.7-6.0%
+        of null data sets where the full ones rejected 3.2-5.8% (bench/sequential_level.txt).
+        None or 0 runs every permutation.
     replicates : int
         Bootstrap replicates.
     level : float

@@ -22,6 +22,7 @@ import duckdb
 import numpy as np
 
 from embsql.core import decomposition, resampling
+from embsql.core.arguments import sequential_stop
 from embsql.core.model_comparison import BOOTSTRAP_COLUMNS, COMPARE_COLUMNS, bootstrap_row, compare_row, same_groups_problem
 from embsql.core.model_ranking import RANK_COLUMNS, structure_rows
 from embsql.core.row_tests import Ordered, dispersion_rows, ordered, permanova_row
@@ -232,7 +233,8 @@ def _permanova(entry: Entry, run: Run) -> list[Section]:
     for value, model_rows in run.rows():
         with progress_bar(permutations_label(value), report.permutations, run.progress) as tick:
             row = {"model": value, **permanova_row(model_rows, value, permutations=report.permutations,
-                                                   seed=report.seed, progress=tick, stop_after=report.stop_after)}
+                                                   seed=report.seed, progress=tick,
+                                                   stop_after=sequential_stop(report.stop_after, report.permutations))}
         run.summary[value]["p_value"] = row["p_value"]
         rows.append(row)
     return [entry.section(("model", "f", "r2", "p_value", "permutations"), rows)]
@@ -244,7 +246,7 @@ def _dispersion(entry: Entry, run: Run) -> list[Section]:
     for value, model_rows in run.rows():
         with progress_bar(DISPERSION_LABEL, report.permutations, run.progress) as tick:
             test, _ = dispersion_rows(model_rows, permutations=report.permutations, seed=report.seed, progress=tick,
-                                      stop_after=report.stop_after)
+                                      stop_after=sequential_stop(report.stop_after, report.permutations))
         run.summary[value]["dispersion_p"] = test["p_value"]
         rows.append({"model": value, **test})
     return [entry.section(("model", "groups", "f", "p_value", "permutations", "groups_left_out", "items_left_out",
