@@ -163,8 +163,8 @@ CREATE OR REPLACE TEMP MACRO emb__outputs_emb_power_groups() AS ['groups_exact',
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_power_rho() AS ['rho', 'groups', 'alpha', 'power']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_margins() AS ['qid', 'd_pos2', 'd_neg2', 'margin', 'm', 'top1', 'rank', 'ties']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_summary() AS ['queries', 'groups', 'top1', 'top1_se', 'recall_at_1', 'recall_at_5', 'recall_at_5_se', 'recall_at_10', 'recall_at_10_se', 'mrr', 'mrr_se', 'm_mean', 'm_mean_se', 'm_p05', 'm_p25', 'm_median', 'm_p75', 'm_p95', 'ties', 'scope']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_run_metrics() AS ['metric', 'value', 'queries', 'without_relevant']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_run_metrics_per_query() AS ['qid', 'metric', 'value']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_evaluate() AS ['metric', 'value', 'queries', 'without_relevant']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_evaluate_per_query() AS ['qid', 'metric', 'value']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_similarity_pearson() AS ['pearson', 'ci_low', 'ci_high', 'se', 'pairs', 'items', 'skipped', 'level', 'calibrated']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_similarity_spearman() AS ['spearman', 'ci_low', 'ci_high', 'se', 'pairs', 'items', 'skipped', 'level', 'calibrated']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'v', 'mean_resultant_length', 'w_bar', 'p_value', 'permutations', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
@@ -183,14 +183,14 @@ CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_dose() AS ['strength', '
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_agreement() AS ['model_a', 'model_b', 'k', 'overlap', 'se', 'chance', 'items']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_agreement_items() AS ['model_a', 'model_b', 'item', 'overlap']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_mantel() AS ['model_a', 'model_b', 'r', 'p_value', 'permutations', 'items']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_cka() AS ['model_a', 'model_b', 'cka', 'se', 'ci_low', 'ci_high', 'calibrated', 'p_value', 'permutations', 'items', 'groups', 'debiased', 'level', 'note']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_procrustes() AS ['model_a', 'model_b', 'r', 'm12_squared', 'se', 'ci_low', 'ci_high', 'calibrated', 'p_value', 'permutations', 'items', 'groups', 'level']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_cka() AS ['model_a', 'model_b', 'cka', 'se', 'ci_low', 'ci_high', 'calibrated', 'p_value', 'permutations', 'items', 'groups', 'debiased', 'invariance', 'note']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_procrustes() AS ['model_a', 'model_b', 'r', 'm12_squared', 'se', 'ci_low', 'ci_high', 'calibrated', 'p_value', 'permutations', 'items', 'groups', 'invariance']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_cka() AS ['model_a', 'model_b', 'reference', 'cka_a', 'cka_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'calibrated', 'items', 'groups', 'debiased']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_classify() AS ['accuracy', 'ci_low', 'ci_high', 'macro_f1', 'macro_f1_ci_low', 'macro_f1_ci_high', 'items', 'classes', 'groups', 'k', 'classifier', 'split', 'level', 'calibrated']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_classify_items() AS ['item', 'label', 'predicted', 'correct', 'group']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_centroid_classify() AS ['accuracy', 'ci_low', 'ci_high', 'macro_f1', 'macro_f1_ci_low', 'macro_f1_ci_high', 'items', 'classes', 'groups', 'k', 'classifier', 'split', 'level', 'calibrated']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_similarity_eval() AS ['spearman', 'ci_low', 'ci_high', 'se', 'pearson', 'pearson_ci_low', 'pearson_ci_high', 'pearson_se', 'pairs', 'items', 'skipped', 'level', 'calibrated']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_similarity() AS ['model_a', 'model_b', 'correlation', 'estimate_a', 'estimate_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'p_holm', 'pairs', 'items', 'level', 'calibrated']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_similarity() AS ['model_a', 'model_b', 'correlation', 'estimate_a', 'estimate_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'p_adjusted', 'pairs', 'items', 'level', 'calibrated']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_classification() AS ['model_a', 'model_b', 'accuracy_a', 'accuracy_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'p_exact', 'p_adjusted', 'p_adjust', 'items', 'groups', 'a_only', 'b_only', 'permutations', 'method', 'level', 'calibrated']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_eval() AS ['metric', 'value', 'queries', 'without_relevant', 'missing', 'unjudged']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_retrieval() AS ['model_a', 'model_b', 'metric', 'mean_a', 'mean_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'p_adjusted', 'p_adjust', 'queries', 'groups', 'permutations', 'method', 'level', 'calibrated']::VARCHAR[];
@@ -1895,7 +1895,7 @@ FROM per_query;
 
 -- One row per (model, metric): the mean over the queries evaluated, their number, and how many
 -- of them have no relevant document.
-CREATE OR REPLACE TEMP MACRO emb__run_metrics(run, qrels, k, model, qid_col, doc_id, score, relevance) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__evaluate(run, qrels, k, model, qid_col, doc_id, score, relevance) AS TABLE
 SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_o')) FROM (
     SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, __emb_o, metric, avg(value) AS value,
         count(*) AS queries, count(*) FILTER (WHERE __emb_none) AS without_relevant
@@ -1904,7 +1904,7 @@ SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_o')) FROM (
 )
 ORDER BY __emb_b, __emb_o;
 
--- @function emb_run_metrics(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id', score := 'score', relevance := 'relevance')
+-- @function emb_evaluate(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id', score := 'score', relevance := 'relevance')
 -- Rank metrics of a run (any retrieval system's output: `qid, doc_id, score`, optionally a model
 -- column) against relevance judgements (`qid, doc_id, relevance`), in plain SQL for the stock
 -- DuckDB CLI.  One row per model (the model column first, under its own name) and metric, the
@@ -1935,17 +1935,17 @@ ORDER BY __emb_b, __emb_o;
 -- as `embsql.evaluate` and pytrec_eval (tested to 1e-12).  In the example's q2, a and c tie at
 -- 0.7 and c (later in text order) ranks first, as in trec_eval.
 -- @example
--- SELECT metric, round(value, 4) AS value, queries FROM emb_run_metrics('run', 'qrels', k := 2);
+-- SELECT metric, round(value, 4) AS value, queries FROM emb_evaluate('run', 'qrels', k := 2);
 -- -- ndcg@2 0.5553, map@2 0.375, recall@2 0.75, precision@2 0.5, mrr@2 0.5, hit_rate@2 1.0 (2 queries)
-CREATE OR REPLACE TEMP MACRO emb_run_metrics(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id',
+CREATE OR REPLACE TEMP MACRO emb_evaluate(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id',
                                              score := 'score', relevance := 'relevance') AS TABLE
 SELECT r.* EXCLUDE (__emb_b)
-FROM emb__run_metrics(
-         emb__checked_source(run, 'emb_run_metrics', model, emb__outputs_emb_run_metrics()),
+FROM emb__evaluate(
+         emb__checked_source(run, 'emb_evaluate', model, emb__outputs_emb_evaluate()),
          qrels, k, model, qid, doc_id, score, relevance) r;
 
--- @function emb_run_metrics_per_query(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id', score := 'score', relevance := 'relevance')
--- The per-query values behind `emb_run_metrics`: one row per model (the model column first, under
+-- @function emb_evaluate_per_query(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id', score := 'score', relevance := 'relevance')
+-- The per-query values behind `emb_evaluate`: one row per model (the model column first, under
 -- its own name), metric and query, ordered by model, metric and qid.  Same definitions, skips and
 -- errors.  Use it for a paired comparison of two runs query by query.
 -- @param run the run: one row per (qid, doc_id) ranked, with a score (and a model column)
@@ -1961,14 +1961,14 @@ FROM emb__run_metrics(
 -- @column metric the metric and its cutoff, e.g. `mrr@5`
 -- @column value the query's value of the metric
 -- @example
--- SELECT qid, value FROM emb_run_metrics_per_query('run', 'qrels', k := 5) WHERE metric = 'mrr@5';
+-- SELECT qid, value FROM emb_evaluate_per_query('run', 'qrels', k := 5) WHERE metric = 'mrr@5';
 -- -- q1 0.5, q2 0.5 (in q2 the unjudged c ranks first, the relevant a second)
-CREATE OR REPLACE TEMP MACRO emb_run_metrics_per_query(run, qrels, k := 10, model := NULL, qid := 'qid',
+CREATE OR REPLACE TEMP MACRO emb_evaluate_per_query(run, qrels, k := 10, model := NULL, qid := 'qid',
                                                        doc_id := 'doc_id', score := 'score',
                                                        relevance := 'relevance') AS TABLE
 SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_none, __emb_o)
 FROM emb__run_metric_rows(
-         emb__checked_source(run, 'emb_run_metrics_per_query', model, emb__outputs_emb_run_metrics_per_query()),
+         emb__checked_source(run, 'emb_evaluate_per_query', model, emb__outputs_emb_evaluate_per_query()),
          qrels, k, model, qid, doc_id, score, relevance) r
 ORDER BY r.__emb_b, r.__emb_o, r.qid;
 

@@ -113,7 +113,7 @@ def test_scores_closer_than_float32_tie_as_in_trec_eval(con):
                                      per_query=True))
     con.register("near_run", run_table(run))
     con.register("near_qrels", qrels_table(qrels))
-    sql = {(q, m): v for q, m, v in con.sql("SELECT qid, metric, value FROM emb_run_metrics_per_query("
+    sql = {(q, m): v for q, m, v in con.sql("SELECT qid, metric, value FROM emb_evaluate_per_query("
                                             "'near_run', 'near_qrels', k := 3)").fetchall()}
     for qid, values in expected.items():
         for metric, key in (("ndcg@1", "ndcg_cut_1"), ("ndcg@3", "ndcg_cut_3"), ("mrr@3", "recip_rank")):

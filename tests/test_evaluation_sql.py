@@ -92,8 +92,8 @@ def test_plain_sql_run_metrics_in_the_stock_cli_equal_pytrec_eval(tmp_path):
     script = (f".read {sql_entry_file()}\n.mode json\n"
               f"CREATE TABLE run AS FROM read_csv('{run}', types={{'qid': 'VARCHAR', 'doc_id': 'VARCHAR'}});\n"
               f"CREATE TABLE qrels AS FROM read_csv('{qrels}', types={{'qid': 'VARCHAR', 'doc_id': 'VARCHAR'}});\n")
-    script += "".join(f"FROM emb_run_metrics_per_query('run', 'qrels', k := {k});\n" for k in CUTS)
-    script += "FROM emb_run_metrics('run', 'qrels', k := 10);\n"
+    script += "".join(f"FROM emb_evaluate_per_query('run', 'qrels', k := {k});\n" for k in CUTS)
+    script += "FROM emb_evaluate('run', 'qrels', k := 10);\n"
     result = run_cli(script)
     assert result.returncode == 0, result.stderr
     rows, at, decoder = [], 0, json.JSONDecoder()
@@ -120,10 +120,10 @@ def test_plain_sql_run_metrics_refuse_bad_input_in_the_cli():
               "CREATE TABLE run AS SELECT * FROM (VALUES ('q1', 'a', 0.5), ('q1', 'b', 0.2)) t(qid, doc_id, score);\n"
               "CREATE TABLE qrels AS SELECT * FROM (VALUES ('q1', 'a', 1.5)) t(qid, doc_id, relevance);\n"
               "CREATE TABLE dup AS SELECT * FROM (VALUES ('q1', 'a', 1), ('q1', 'a', 2)) t(qid, doc_id, relevance);\n"
-              "FROM emb_run_metrics('run', 'qrels');\n"
-              "FROM emb_run_metrics('run', 'dup');\n"
+              "FROM emb_evaluate('run', 'qrels');\n"
+              "FROM emb_evaluate('run', 'dup');\n"
               "CREATE TABLE good AS SELECT * FROM (VALUES ('q1', 'a', 1)) t(qid, doc_id, relevance);\n"
-              "FROM emb_run_metrics('run', 'good', k := 0);\n")
+              "FROM emb_evaluate('run', 'good', k := 0);\n")
     result = run_cli(script)
     errors = [line for line in result.stderr.splitlines() if "embsql:" in line]
     assert len(errors) == 3, result.stderr

@@ -178,7 +178,7 @@ def test_procrustes_matches_vegan_protest(case):
     p = expected["p"]
     tolerance = 4 * np.sqrt(p * (1 - p) * (1 / permutations + 1 / expected["permutations"]))
     assert abs(ours["p_value"] - p) <= tolerance
-    assert ours["level"] == "similarity"
+    assert ours["invariance"] == "similarity"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -368,7 +368,7 @@ def test_the_report_compares_models_when_it_knows_the_items(con):
     con.register("t", table)
     result = embsql.report("t", vector="v", group="g", model="model", item="item", permutations=49).run(con)
     rows = result["models"].to_dicts()
-    assert {(r["measure"], r["level"]) for r in rows} == {
+    assert {(r["measure"], r["invariance"]) for r in rows} == {
         ("linear CKA", "similarity"), ("Procrustes r", "similarity"),
         ("k-NN overlap (k = 10)", "monotone"), ("Mantel r (Spearman)", "monotone")}
     first = {r["measure"]: r for r in rows if (r["model_a"], r["model_b"]) == ("m1", "m2")}

@@ -129,7 +129,7 @@ def test_the_verdict_in_the_three_cases(difference, p, expected):
     """A better, B better, no difference: a winner only when the adjusted p is at most 0.05."""
     high, low = 0.58 + abs(difference), 0.58
     row = {**ROW, "model_a": "a", "model_b": "b", "estimate_a": high if difference > 0 else low,
-           "estimate_b": low if difference > 0 else high, "difference": difference, "p_value": p / 2, "p_holm": p,
+           "estimate_b": low if difference > 0 else high, "difference": difference, "p_value": p / 2, "p_adjusted": p,
            "ci_low": difference - 0.07, "ci_high": difference + 0.07}
     sentence = similarity_sentence([row], [])
     assert sentence.startswith(expected), sentence

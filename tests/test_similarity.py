@@ -308,12 +308,12 @@ def test_compare_similarity_differences_and_holm(con):
         ea, eb = (ref(cos[r[k]], score).statistic for k in ("model_a", "model_b"))
         assert r["difference"] == pytest.approx(ea - eb, abs=1e-12)
         assert r["ci_low"] < r["difference"] < r["ci_high"]
-        assert 0 < r["p_value"] <= r["p_holm"] <= 1
+        assert 0 < r["p_value"] <= r["p_adjusted"] <= 1
     for name in ("spearman", "pearson"):
         p = np.array([r["p_value"] for r in result if r["correlation"] == name])
         order = np.argsort(p)
         holm = np.minimum(1, np.maximum.accumulate(p[order] * np.array([3, 2, 1])))
-        assert sorted(r["p_holm"] for r in result if r["correlation"] == name) == pytest.approx(sorted(holm))
+        assert sorted(r["p_adjusted"] for r in result if r["correlation"] == name) == pytest.approx(sorted(holm))
 
 
 def test_compare_needs_two_models_and_same_model_is_no_difference(con):

@@ -198,7 +198,7 @@ def test_the_index_lists_every_function_and_says_which_need_python():
     cli, python = index.split("**Only from Python")
     for function in FUNCTIONS:
         assert f"[`{function.name}`]" in (python if function.needs_python else cli), function.name
-    for name in ("emb_run_metrics", "emb_run_metrics_per_query", "emb_retrieval_eval"):
+    for name in ("emb_evaluate", "emb_evaluate_per_query", "emb_retrieval_eval"):
         assert f"[`{name}`]" in index
     words = {11: "Eleven", 13: "Thirteen", 19: "nineteen", 20: "twenty", 21: "twenty-one", 22: "twenty-two", 23: "twenty-three",
              24: "twenty-four", 25: "twenty-five", 26: "twenty-six", 27: "twenty-seven", 28: "twenty-eight"}

@@ -102,8 +102,8 @@ def renamed(con):
     "emb_margins('queries2', 'docs2', model := 'encoder')",
     "emb_retrieval_summary('queries2', 'docs2', model := 'encoder')",
     "emb_retrieval_dose('para2', model := 'encoder', permutations := 9)",
-    "emb_run_metrics('run2', 'qrels', model := 'encoder')",
-    "emb_run_metrics_per_query('run2', 'qrels', model := 'encoder')",
+    "emb_evaluate('run2', 'qrels', model := 'encoder')",
+    "emb_evaluate_per_query('run2', 'qrels', model := 'encoder')",
     "emb_retrieval_eval('eval_queries2', 'eval_docs2', 'eval_qrels', model := 'encoder')",
 ])
 def test_the_model_column_keeps_its_own_name(renamed, call):

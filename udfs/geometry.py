@@ -20,10 +20,10 @@ from embsql.io.udf_errors import result_type, sql_errors
 
 CKA = ("STRUCT(model_a VARCHAR, model_b VARCHAR, cka DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, "
        "calibrated BOOLEAN, p_value DOUBLE, permutations BIGINT, items BIGINT, groups BIGINT, debiased BOOLEAN, "
-       "level VARCHAR, note VARCHAR)[]")
+       "invariance VARCHAR, note VARCHAR)[]")
 PROCRUSTES = ("STRUCT(model_a VARCHAR, model_b VARCHAR, r DOUBLE, m12_squared DOUBLE, se DOUBLE, ci_low DOUBLE, "
               "ci_high DOUBLE, calibrated BOOLEAN, p_value DOUBLE, permutations BIGINT, items BIGINT, groups BIGINT, "
-              "level VARCHAR)[]")
+              "invariance VARCHAR)[]")
 COMPARE_CKA = ("STRUCT(model_a VARCHAR, model_b VARCHAR, reference VARCHAR, cka_a DOUBLE, cka_b DOUBLE, "
                "difference DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, calibrated BOOLEAN, "
                "items BIGINT, groups BIGINT, debiased BOOLEAN)[]")

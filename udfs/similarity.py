@@ -26,7 +26,7 @@ EVAL = ("STRUCT(__emb_m VARCHAR, spearman DOUBLE, ci_low DOUBLE, ci_high DOUBLE,
         "pearson_ci_low DOUBLE, pearson_ci_high DOUBLE, pearson_se DOUBLE, pairs BIGINT, items BIGINT, "
         "skipped BIGINT, level DOUBLE, calibrated BOOLEAN)[]")
 COMPARE = ("STRUCT(model_a VARCHAR, model_b VARCHAR, correlation VARCHAR, estimate_a DOUBLE, estimate_b DOUBLE, "
-           "difference DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, p_holm DOUBLE, "
+           "difference DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, p_adjusted DOUBLE, "
            "pairs BIGINT, items BIGINT, level DOUBLE, calibrated BOOLEAN)[]")
 # pairs: table, column names, types, a, b, score columns, a, b, score values; embeddings: table, names,
 # types, item, model, vector columns, models, items, vectors; missing; level

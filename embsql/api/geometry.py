@@ -90,7 +90,7 @@ def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: 
         of 18 designs),
         ``p_value`` (one-sided, upper tail, (b + 1) / (B + 1); None with permutations=0),
         ``permutations``, ``items``, ``groups`` (of ``group``, else None), ``debiased`` and
-        ``level`` (``'similarity'``, its level of the invariance hierarchy).
+        ``invariance`` (``'similarity'``, its level of the invariance hierarchy).
 
     Raises
     ------
@@ -122,7 +122,7 @@ def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: 
     ...                 "[cos(i), sin(i), w * cos(3 * i)] AS embedding FROM range(12) t(i), "
     ...                 "(VALUES ('small', 0.0), ('large', 0.3)) m(m, w)")
     >>> result = embsql.cka(con, "ex", item="item_id", model="model", vector="embedding", permutations=0)
-    >>> result.model_a, result.model_b, round(result.cka, 4), result.level
+    >>> result.model_a, result.model_b, round(result.cka, 4), result.invariance
     ('large', 'small', 0.9978, 'similarity')
     >>> result.ci_low <= result.ci_high <= 1, result.calibrated     # 12 items: not calibrated
     (True, False)
@@ -181,7 +181,7 @@ def procrustes(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, 
         jackknife SE of r), ``ci_low`` and ``ci_high`` (the bias-corrected jackknife t interval on
         the atanh scale, 95%), ``calibrated`` (always False: see Notes), ``p_value`` (counting
         r_perm ≥ r - √ε, as protest does; None with permutations=0), ``permutations``, ``items``,
-        ``groups`` (of ``group``, else None) and ``level`` (``'similarity'``).
+        ``groups`` (of ``group``, else None) and ``invariance`` (``'similarity'``).
 
     Raises
     ------

@@ -155,7 +155,7 @@ def compare_similarity(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddi
     ResultTable
         One row per pair of models (in model order) and correlation: ``model_a``, ``model_b``,
         ``correlation`` ("spearman", "pearson"), ``estimate_a``, ``estimate_b``, ``difference``
-        (a - b), ``se``, ``ci_low``, ``ci_high``, ``p_value``, ``p_holm`` (Holm-adjusted across the
+        (a - b), ``se``, ``ci_low``, ``ci_high``, ``p_value``, ``p_adjusted`` (Holm-adjusted across the
         pairs of models, per correlation), ``pairs``, ``items``, ``level``, ``calibrated`` (at least
         200 pairs and 20 degrees of freedom: where the test's simulated level held).
 

@@ -48,7 +48,7 @@ from embsql.errors import BadLabelError, DesignError, InputError, error, fail
 
 Progress = Callable[[int, int], None]   # progress(done, total) as permutations run
 
-LEVEL = "similarity"
+INVARIANCE = "similarity"
 # The range of each estimate.  Biased: a ratio of Frobenius norms, in [0, 1].  Debiased: Song's
 # unbiased HSIC is the inner product of the U-centred Gram matrices (Szekely & Rizzo 2014, the
 # bias-corrected distance correlation's Hilbert space), so the ratio is a cosine, in [-1, 1].  It is
@@ -57,9 +57,9 @@ LEVEL = "similarity"
 RANGE = {False: (0.0, 1.0), True: (-1.0, 1.0)}
 LEVEL_MEANING = "invariant to rotation, uniform scale and embedding into more dimensions"
 CKA_COLUMNS = ("model_a", "model_b", "cka", "se", "ci_low", "ci_high", "calibrated", "p_value", "permutations",
-               "items", "groups", "debiased", "level", "note")
+               "items", "groups", "debiased", "invariance", "note")
 PROCRUSTES_COLUMNS = ("model_a", "model_b", "r", "m12_squared", "se", "ci_low", "ci_high", "calibrated", "p_value",
-                      "permutations", "items", "groups", "level")
+                      "permutations", "items", "groups", "invariance")
 COMPARE_CKA_COLUMNS = ("model_a", "model_b", "reference", "cka_a", "cka_b", "difference", "se", "ci_low", "ci_high",
                        "p_value", "calibrated", "items", "groups", "debiased")
 INTERVAL_LEVEL = 0.95
@@ -471,7 +471,7 @@ def cka_pair(x: np.ndarray, y: np.ndarray, *, groups: Sequence[object] | None = 
     if values is None:   # the debiased CKA is undefined here (pair.note): NULL, not an error
         return {"cka": None, "se": None, "ci_low": None, "ci_high": None, "calibrated": False, "p_value": None,
                 "permutations": permutations, "items": n, "groups": None if groups is None else count,
-                "debiased": True, "level": LEVEL, "note": pair.note}
+                "debiased": True, "invariance": INVARIANCE, "note": pair.note}
     estimate, replicates = float(values[0]), values[1:]
     se = jackknife_se(replicates) if np.all(np.isfinite(replicates)) else None
     ci_low, ci_high, calibrated = cka_interval(pair.debiased)
@@ -495,7 +495,7 @@ def cka_pair(x: np.ndarray, y: np.ndarray, *, groups: Sequence[object] | None = 
     centre = float(pair.debiased[0]) if ci_low is not None and pair.debiased is not None else None
     return {"cka": estimate, "se": se, "ci_low": ci_low, "ci_high": ci_high, "calibrated": calibrated,
             "p_value": p_value, "permutations": permutations, "items": n,
-            "groups": None if groups is None else count, "debiased": bool(debiased), "level": LEVEL,
+            "groups": None if groups is None else count, "debiased": bool(debiased), "invariance": INVARIANCE,
             "note": None if pair.note is None else f"{pair.note}, so no interval", "centre": centre}
 
 
@@ -577,7 +577,7 @@ def procrustes_pair(x: np.ndarray, y: np.ndarray, *, groups: Sequence[object] | 
         p_value = permutation_result(r, permuted, "items").p_value
     return {"r": r, "m12_squared": max(1.0 - r * r, 0.0), "se": se, "ci_low": ci_low, "ci_high": ci_high,
             "calibrated": False, "p_value": p_value, "permutations": permutations, "items": n,
-            "groups": None if groups is None else count, "level": LEVEL}
+            "groups": None if groups is None else count, "invariance": INVARIANCE}
 
 
 def _check_items(n: int, debiased: bool) -> None:

@@ -49,7 +49,7 @@ CALIBRATED_DF = 20
 EVAL_COLUMNS = ("spearman", "ci_low", "ci_high", "se", "pearson", "pearson_ci_low", "pearson_ci_high",
                 "pearson_se", "pairs", "items", "skipped", "level", "calibrated")
 COMPARE_COLUMNS = ("model_a", "model_b", "correlation", "estimate_a", "estimate_b", "difference", "se",
-                   "ci_low", "ci_high", "p_value", "p_holm", "pairs", "items", "level", "calibrated")
+                   "ci_low", "ci_high", "p_value", "p_adjusted", "pairs", "items", "level", "calibrated")
 
 
 def pair_cosines(vectors: np.ndarray, inv_norms: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -169,5 +169,5 @@ def comparison_rows(judgements: Judgements, scored: dict[object, Scored], level:
                                "calibrated": calibrated(coded)})
     for family in rows.values():
         for row, p in zip(family, adjust([r["p_value"] for r in family], "holm")):
-            row["p_holm"] = p
+            row["p_adjusted"] = p
     return [r for pair in zip(*rows.values()) for r in pair]

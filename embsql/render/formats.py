@@ -247,7 +247,7 @@ CAUTION_DOCS = {
     "dispersion": "how-sure.md#tests", "models": "designs.md#agreement-between-models",
 }
 KEY_COLUMNS = ("model", "model_a", "model_b", "statistic", "measure", "metric", "group", "quantile", "classifier",
-               "correlation", "layer", "level_value")
+               "correlation")
 
 
 def caution_headline(caution: str) -> str:

@@ -25,7 +25,7 @@ def models_plot(result: Document) -> Plot | None:
     if not rows:
         return None
     measures = list(dict.fromkeys(r["measure"] for r in rows))
-    levels = {r["measure"]: r["level"] for r in rows}
+    levels = {r["measure"]: r["invariance"] for r in rows}
     models = list(dict.fromkeys([r["model_a"] for r in rows] + [r["model_b"] for r in rows]))
     names = [model_label(m) for m in models]
     index = {m: i for i, m in enumerate(models)}

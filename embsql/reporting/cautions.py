@@ -176,7 +176,7 @@ SIMILARITY = (
 SIMILARITY_COMPARE = (
     "Every pair of models on the same pairs: difference = estimate_a - estimate_b, per correlation. se from the two "
     "correlations' influence values subtracted pair by pair and clustered by item; ci_low/ci_high = difference ± "
-    "t·se; p_value two-sided (H0: equal correlations); p_holm: Holm across the pairs of models, per correlation. A "
+    "t·se; p_value two-sided (H0: equal correlations); p_adjusted: Holm across the pairs of models, per correlation. A "
     "pair-level test (pairs taken as independent) rejected a true H0 several times too often in simulation.")
 SIMILARITY_PAIRS = (
     "The cosine of each pair beside its gold score ({shown}), for the scatter; every figure of the similarity "

@@ -28,16 +28,16 @@ from embsql.result_table import ResultTable
 NAME = "models"
 TITLE = "Models compared on the same items"
 # corrected: the debiased CKA, the point the CKA interval is built around (value is the biased CKA)
-COLUMNS = ("model_a", "model_b", "measure", "level", "value", "se", "corrected", "ci_low", "ci_high", "calibrated",
+COLUMNS = ("model_a", "model_b", "measure", "invariance", "value", "se", "corrected", "ci_low", "ci_high", "calibrated",
            "p_value", "items")
 KNN_K = 10
-MEASURES = (   # (measure, level, what the level ignores)
+MEASURES = (   # (measure, invariance level, what that level ignores)
     ("linear CKA", "similarity", LEVEL_MEANING),
     ("Procrustes r", "similarity", LEVEL_MEANING),
     (f"k-NN overlap (k = {KNN_K})", "monotone", "also any order-keeping change of the similarities"),
     ("Mantel r (Spearman)", "monotone", "also any order-keeping change of the similarities"),
 )
-CAUTION = ("Each row compares two models on the items both embedded. level says which transformations of a "
+CAUTION = ("Each row compares two models on the items both embedded. invariance says which transformations of a "
            "model's unit vectors the measure ignores: similarity (CKA, Procrustes r) = rotation, uniform scale and "
            "embedding into more dimensions; monotone (k-NN overlap, Mantel r) = those and also any order-keeping "
            "change of the similarities. Linear CKA is the biased estimate, in [0, 1] (0 for no shared structure is "
@@ -102,10 +102,10 @@ def models_section(con: duckdb.DuckDBPyConnection | None, source: str, *, item: 
                  (procrustes[pair]["r"], None, procrustes[pair]["p_value"], None),
                  (knn[pair]["overlap"], knn[pair]["se"], None, None),
                  (mantel[pair]["r"], None, mantel[pair]["p_value"], None) if pair in mantel else None)
-        for (measure, level, _), values in zip(MEASURES, found):
+        for (measure, invariance, _), values in zip(MEASURES, found):
             if values is not None:
                 centre, low, high, calibrated = values[3] or (None, None, None, None)
-                rows.append({"model_a": a, "model_b": b, "measure": measure, "level": level, "value": values[0],
+                rows.append({"model_a": a, "model_b": b, "measure": measure, "invariance": invariance, "value": values[0],
                              "se": values[1], "corrected": centre, "ci_low": low, "ci_high": high,
                              "calibrated": calibrated,
                              "p_value": values[2], "items": items})

@@ -386,7 +386,7 @@ def similarity_sentence(compare: list[Row], evaluation: list[Row]) -> str:
     how sure: the similarity_compare rows, or with one model its similarity row."""
     rows = [r for r in compare if r.get("correlation") == "spearman" and _finite(r.get("difference"))]
     if rows:
-        return _paired(rows, first="estimate_a", second="estimate_b", p_key="p_holm", adjusted=", Holm-adjusted",
+        return _paired(rows, first="estimate_a", second="estimate_b", p_key="p_adjusted", adjusted=", Holm-adjusted",
                        better="agrees with the human similarity judgements more than",
                        apart="are not told apart on agreement with the human similarity judgements",
                        figure="Spearman", units=lambda r: f"{r['pairs']} pairs of {r['items']} items, clustered by item",

@@ -47,7 +47,7 @@ FROM (
 -- @column items items compared (with `common := true`, those every model has)
 -- @column groups groups of `"group"` (NULL without it)
 -- @column debiased as asked
--- @column level `similarity`: CKA is exactly unchanged by a rotation, a uniform scale or an embedding into more dimensions of either model
+-- @column invariance `similarity`: CKA is exactly unchanged by a rotation, a uniform scale or an embedding into more dimensions of either model
 -- @column note NULL, or why the debiased CKA is undefined (`design.debiased_hsic`): the unbiased HSIC of a model with itself can be 0 or negative on few items even when the model has spread; `cka` is then NULL with `debiased := true`, and the biased CKA keeps its value but has no interval
 -- @notes
 -- - **Routes.** Per model, from the centred cross products X̃ᵀX̃, ỸᵀỸ, X̃ᵀỸ (one pass over the rows
@@ -111,7 +111,7 @@ WHERE emb__udf_ok(__emb_r);
 -- @column permutations B
 -- @column items items compared
 -- @column groups groups of `"group"` (NULL without it)
--- @column level `similarity`
+-- @column invariance `similarity`
 -- @notes
 -- Both models' unit vectors are centred and scaled to unit total sum of squares (the one with fewer
 -- dimensions padded with zeros).  Matches `vegan::protest` (tests/reference/vegan/procrustes/).

@@ -131,7 +131,7 @@ SELECT * FROM emb__similarity_eval(
 -- @column ci_low the lower end of its interval
 -- @column ci_high the upper end
 -- @column p_value two-sided, H0: equal population correlations
--- @column p_holm Holm-adjusted across the pairs of models, per correlation
+-- @column p_adjusted Holm-adjusted across the pairs of models, per correlation
 -- @column pairs the pairs both models scored
 -- @column items the distinct items in them
 -- @column level the confidence level

@@ -57,7 +57,7 @@ ORDER BY __emb_b, __emb_u;
 -- @function emb_retrieval_eval(queries, docs, qrels, k := 10, metrics := NULL, model := NULL, qid := 'qid', doc_id := 'doc_id', vector := 'vector', doc_vector := 'vector', relevance := 'relevance', unknown := 'error')
 -- Retrieval evaluation from embeddings: per model, every query is ranked against every document of
 -- that model by exact cosine similarity, to the depth k (or the largest cutoff in `metrics`, if
--- larger), and the run is scored against the qrels with the definitions of `emb_run_metrics`.  One
+-- larger), and the run is scored against the qrels with the definitions of `emb_evaluate`.  One
 -- row per model (first, under its own name) and metric, in the order asked.
 -- @param queries the queries table: one row per query (and model), with its id and vector
 -- @param docs the documents table: one row per document (and model), with its id and vector

@@ -9,7 +9,7 @@
 -- Is model A better than model B on these queries, and how sure?  One row per pair of models (in
 -- model order): the difference of their mean metric, a cluster-robust t interval and a paired
 -- sign-flip randomization test over paraphrase groups.
--- @param evaluation a per-query evaluation table with columns `model` (named by `model`), `qid` (named by `qid`), `metric` and `value` (a number), as `embsql.evaluate(..., per_query=True)` or `emb_run_metrics_per_query` returns
+-- @param evaluation a per-query evaluation table with columns `model` (named by `model`), `qid` (named by `qid`), `metric` and `value` (a number), as `embsql.evaluate(..., per_query=True)` or `emb_evaluate_per_query` returns
 -- @param metric the metric compared: only the rows whose `metric` is this are used
 -- @param model the evaluation's model column: the models compared
 -- @param "group" a column giving each query its paraphrase group (one group per qid; GROUP is a keyword: written `"group" := 'topic'`); NULL: every query is its own group

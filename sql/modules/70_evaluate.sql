@@ -150,7 +150,7 @@ FROM per_query;
 
 -- One row per (model, metric): the mean over the queries evaluated, their number, and how many
 -- of them have no relevant document.
-CREATE OR REPLACE TEMP MACRO emb__run_metrics(run, qrels, k, model, qid_col, doc_id, score, relevance) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__evaluate(run, qrels, k, model, qid_col, doc_id, score, relevance) AS TABLE
 SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_o')) FROM (
     SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, __emb_o, metric, avg(value) AS value,
         count(*) AS queries, count(*) FILTER (WHERE __emb_none) AS without_relevant
@@ -159,7 +159,7 @@ SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_o')) FROM (
 )
 ORDER BY __emb_b, __emb_o;
 
--- @function emb_run_metrics(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id', score := 'score', relevance := 'relevance')
+-- @function emb_evaluate(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id', score := 'score', relevance := 'relevance')
 -- Rank metrics of a run (any retrieval system's output: `qid, doc_id, score`, optionally a model
 -- column) against relevance judgements (`qid, doc_id, relevance`), in plain SQL for the stock
 -- DuckDB CLI.  One row per model (the model column first, under its own name) and metric, the
@@ -190,17 +190,17 @@ ORDER BY __emb_b, __emb_o;
 -- as `embsql.evaluate` and pytrec_eval (tested to 1e-12).  In the example's q2, a and c tie at
 -- 0.7 and c (later in text order) ranks first, as in trec_eval.
 -- @example
--- SELECT metric, round(value, 4) AS value, queries FROM emb_run_metrics('run', 'qrels', k := 2);
+-- SELECT metric, round(value, 4) AS value, queries FROM emb_evaluate('run', 'qrels', k := 2);
 -- -- ndcg@2 0.5553, map@2 0.375, recall@2 0.75, precision@2 0.5, mrr@2 0.5, hit_rate@2 1.0 (2 queries)
-CREATE OR REPLACE TEMP MACRO emb_run_metrics(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id',
+CREATE OR REPLACE TEMP MACRO emb_evaluate(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id',
                                              score := 'score', relevance := 'relevance') AS TABLE
 SELECT r.* EXCLUDE (__emb_b)
-FROM emb__run_metrics(
-         emb__checked_source(run, 'emb_run_metrics', model, emb__outputs_emb_run_metrics()),
+FROM emb__evaluate(
+         emb__checked_source(run, 'emb_evaluate', model, emb__outputs_emb_evaluate()),
          qrels, k, model, qid, doc_id, score, relevance) r;
 
--- @function emb_run_metrics_per_query(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id', score := 'score', relevance := 'relevance')
--- The per-query values behind `emb_run_metrics`: one row per model (the model column first, under
+-- @function emb_evaluate_per_query(run, qrels, k := 10, model := NULL, qid := 'qid', doc_id := 'doc_id', score := 'score', relevance := 'relevance')
+-- The per-query values behind `emb_evaluate`: one row per model (the model column first, under
 -- its own name), metric and query, ordered by model, metric and qid.  Same definitions, skips and
 -- errors.  Use it for a paired comparison of two runs query by query.
 -- @param run the run: one row per (qid, doc_id) ranked, with a score (and a model column)
@@ -216,13 +216,13 @@ FROM emb__run_metrics(
 -- @column metric the metric and its cutoff, e.g. `mrr@5`
 -- @column value the query's value of the metric
 -- @example
--- SELECT qid, value FROM emb_run_metrics_per_query('run', 'qrels', k := 5) WHERE metric = 'mrr@5';
+-- SELECT qid, value FROM emb_evaluate_per_query('run', 'qrels', k := 5) WHERE metric = 'mrr@5';
 -- -- q1 0.5, q2 0.5 (in q2 the unjudged c ranks first, the relevant a second)
-CREATE OR REPLACE TEMP MACRO emb_run_metrics_per_query(run, qrels, k := 10, model := NULL, qid := 'qid',
+CREATE OR REPLACE TEMP MACRO emb_evaluate_per_query(run, qrels, k := 10, model := NULL, qid := 'qid',
                                                        doc_id := 'doc_id', score := 'score',
                                                        relevance := 'relevance') AS TABLE
 SELECT r.* EXCLUDE (__emb_all, __emb_b, __emb_none, __emb_o)
 FROM emb__run_metric_rows(
-         emb__checked_source(run, 'emb_run_metrics_per_query', model, emb__outputs_emb_run_metrics_per_query()),
+         emb__checked_source(run, 'emb_evaluate_per_query', model, emb__outputs_emb_evaluate_per_query()),
          qrels, k, model, qid, doc_id, score, relevance) r
 ORDER BY r.__emb_b, r.__emb_o, r.qid;
