@@ -207,11 +207,11 @@ def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, 
     1/2): the exact test's p less P(X = min).  The exact test's p, ``p_exact``, is made conservative by
     the discreteness (a level of 2.2 to 4.2% at 5% from 10 expected discordant items on, where the
     mid-p's is 4.1 to 4.9%, by enumeration; with fewer, both are below 3%:
-    bench/classification_validity_mcnemar.txt).
+    validation/classification_validity_mcnemar.txt).
     With ``group`` (clusters of items that are not independent,
     e.g. paraphrases of one source): a sign-flip randomization test that swaps the two models'
     answers for whole clusters (exact when 2^G <= permutations) and the cluster-robust t interval
-    with G - 1 degrees of freedom; McNemar on clustered items rejects too often (bench/README.md).
+    with G - 1 degrees of freedom; McNemar on clustered items rejects too often (validation/README.md).
 
     Parameters
     ----------

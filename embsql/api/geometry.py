@@ -112,7 +112,7 @@ def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: 
     60,000-item sample's) was 92.5-99.0% (400 samples each, MC SE about 1.1%) at 30-40 groups or 40
     items, for d = 16 against 384 and 384 against 768 and CKA from 0.12 to 0.86 (92.5-96.0% with
     groups; 98.8-99.0%, conservative, with independent items at a low CKA), where the naive interval
-    covered 0-35% whenever the dimension was large next to the items (bench/cka_interval_centre.py).
+    covered 0-35% whenever the dimension was large next to the items (validation/cka_interval_centre.py).
 
     Examples
     --------
@@ -195,7 +195,7 @@ def procrustes(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, 
     r is biased upward when the dimensions are large next to the number of items (the nuclear norm
     of a noisy cross product), by much more than the jackknife removes: the interval covered the
     population r in 10% of samples (population 0.30, mean r 0.42, 40 groups of 5, d = 16 against
-    384; bench/cka_validity.py). So it is never ``calibrated``; for an interval that holds use
+    384; validation/cka_validity.py). So it is never ``calibrated``; for an interval that holds use
     :func:`embsql.cka`, whose interval is calibrated.
 
     Examples
@@ -276,7 +276,7 @@ def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference:
     Both CKAs are biased upward, each by its own amount, so the difference of the biased CKAs is
     biased too. The interval is built from the debiased CKAs: the paired jackknife's bias-corrected
     difference ± t(G - 1) · SE, and p from the same t statistic. In simulation (d = 384 models
-    against a d = 768 reference, 400 samples each, bench/cka_validity.py) it rejected a true "no
+    against a d = 768 reference, 400 samples each, validation/cka_validity.py) it rejected a true "no
     difference" at 4.2% (30 groups of 1-15 items), 2.8% (40 groups of 5) and 0.8% (40 independent
     items: conservative there) at nominal 5%, and covered the population difference at 97-98%.
 

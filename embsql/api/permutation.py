@@ -262,7 +262,7 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
     one did. At 5% it rejected 2.5–6.0% of null data sets on the 16 designs measured (400 data sets
     each: groups of 2 to 200 items, d = 16 to 768, uniform, clumped and anisotropic, equal and differing
     locations, the example's vectors with shuffled labels); the five lowest cells (2.5–3.0%) gave
-    4.1–6.0% on a second draw of 800 to 1,200 data sets each (bench/README.md, dispersion_validity.py).
+    4.1–6.0% on a second draw of 800 to 1,200 data sets each (validation/README.md, dispersion_validity.py).
     The earlier scheme (residual vectors permuted, as vegan's ``permutest`` permutes distances'
     residuals) rejected 0.0–18.8% on the same designs, and vegan's ``permutest`` 0–52% (50 data sets
     each).  F is therefore not betadisper's ANOVA F; ``mean_distance`` is betadisper's ``group.distances``.

@@ -25,7 +25,7 @@ Why not chi-square, or permuting what betadisper permutes?  Each is wrong on uni
   * permuting the distances' residuals (vegan's permutest) ignores that distances to an estimated
     centroid are correlated within a group, and permuting residual *vectors* (embsql before) builds
     permuted groups whose items are no longer unit vectors: 0.3% with 60 small groups at d = 384,
-    9.6% on the example's vectors with shuffled labels (bench/dispersion_validity.py has the table).
+    9.6% on the example's vectors with shuffled labels (validation/dispersion_validity.py has the table).
 So the reference is a permutation of vectors that keeps |z| = 1: each item is reflected (a Householder
 reflection, an orthogonal map) so that its group's estimated location points along one common axis
 (aligned_vectors); that removes the groups' differences in location and keeps each item's position about
@@ -66,7 +66,7 @@ from embsql.core.precision import check_unit_spread
 from embsql.errors import InputError
 
 MIN_GROUP = 4          # groups smaller than this are left out of the test (a and b need 4 items)
-# what the level was measured on (bench/README.md, dispersion_validity.py): quoted by permanova's warning
+# what the level was measured on (validation/README.md, dispersion_validity.py): quoted by permanova's warning
 # and the report's caution
 LEVEL_MEASURED = ("at 5% it rejected 2.5-6.0% of null data sets on 16 designs (groups of 2 to 200 items, "
                   "d = 16 to 768, uniform, clumped and anisotropic, equal and differing locations; 400 data sets "
@@ -227,7 +227,7 @@ def aligned_vectors(unit: np.ndarray, codes: np.ndarray, share: float | None = N
     line up that lean, a common location the data do not have.  The shrinkage matters where locations are
     equal: the others' centroid of a small group is then mostly noise, and aligning by it mixes a group's
     composition into its location (1.0-1.2% rejection at 5% on three such designs without it, 3.0-4.5%
-    with it; bench/README.md).  At share 0 every reflection is the identity and the test is a plain
+    with it; validation/README.md).  At share 0 every reflection is the identity and the test is a plain
     label permutation, exact when the items are exchangeable."""
     if share is None:
         share = location_share(unit, codes)
@@ -282,7 +282,7 @@ class _GramSums:
 
 
 # Relative costs on this machine, in units of one multiply-add of a batched block product
-# (tests/test_dispersion_methods.py pins the choice; bench/README.md, "dispersion test", has the figures):
+# (tests/test_dispersion_methods.py pins the choice; validation/README.md, "dispersion test", has the figures):
 # a random read of the float64 Gram matrix, and a multiply-add of the product building it.
 DISPERSION_READ = 10.0
 DISPERSION_MAC = 0.25

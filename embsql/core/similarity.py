@@ -25,7 +25,7 @@ correlation is t(items - 1) on Fisher's z = atanh(r), mapped back (so it stays i
 difference of two models' correlations on the same pairs uses psi_A - psi_B and stays on the raw
 scale.  The variance used is never below the pair-level one: a negative within-item covariance (rare,
 and then mostly noise) does not narrow the interval.  Its calibration, against the pair-level method,
-is measured in bench/similarity_validity.py (bench/README.md).
+is measured in validation/similarity_validity.py (validation/README.md).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from embsql.errors import fail
 
 MIN_PAIRS = 3
 COSINE_BLOCK = 512           # pairs per gather: two 512 x d blocks stay in cache (0.8 MB at d = 384, float32)
-# In the simulations of bench/similarity_validity.py the interval covered within 95 +- 2.5% and the
+# In the simulations of validation/similarity_validity.py the interval covered within 95 +- 2.5% and the
 # paired test held its level within [3, 7]% wherever the t quantile had 20 or more degrees of freedom
 # (effective_items - 1) on 200 or more pairs; at 10 (200 pairs with hubs of about 20) coverage was 93-94%.
 CALIBRATED_PAIRS = 200

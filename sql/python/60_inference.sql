@@ -214,7 +214,7 @@ ORDER BY p.__emb_b;
 -- `p_value` NULL).  A group's residuals span at most n_g − 1 directions, so with small groups the
 -- bootstrap turns conservative (exchangeable null data, 5 groups of 5: 1%, of 3: none), and permuting
 -- labels instead is not valid when shapes differ (a rank-2 group of 5 against 40: 21% at 5%).  Measured
--- at 5% on null data (`bench/validity_tests.py`; bench/README.md has the table): a rank-2 group of 6
+-- at 5% on null data (`validation/validity_tests.py`; validation/README.md has the table): a rank-2 group of 6
 -- against 40, equal centres and spread, pseudo-F 15.9%, W*_d with permuted labels 17.3%, with the
 -- wild bootstrap 4.5%; 6 items of sd 2 against 40 of sd 1 (Euclidean), pseudo-F 61%, W*_d 5.4%.
 -- Every group needs 2 items.
@@ -400,7 +400,7 @@ ORDER BY __emb_b;
 -- 2.5–6.0% of null data sets on 16 designs (400 data sets each: groups of 2 to 200 items, d = 16 to
 -- 768, uniform, clumped and anisotropic, equal and differing locations, the example's vectors with
 -- shuffled topic labels). The five lowest cells (2.5–3.0%) gave 4.1–6.0% on a second draw of 800 to
--- 1,200 data sets each (`bench/README.md`, `dispersion_validity.py`).  The scheme it replaces
+-- 1,200 data sets each (`validation/README.md`, `dispersion_validity.py`).  The scheme it replaces
 -- (betadisper's distances, their ANOVA F, the residual vectors permuted) rejected 0.0–18.8% on the same designs, and vegan's `permutest` (its
 -- distances' residuals permuted) 0–52% (50 data sets each).  F is therefore not betadisper's ANOVA F;
 -- `emb_dispersion_groups`' mean_distance is betadisper's `group.distances`.  Groups with fewer than

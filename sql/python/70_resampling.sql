@@ -115,7 +115,7 @@ ORDER BY r.__emb_b;
 -- The interval is estimate_bc ± t_{G−1} × jackknife SE, built on the logit scale for `r2`, `w_bar`
 -- and `v` and on the log scale for `f` (then mapped back, so it stays inside the statistic's range),
 -- on the statistic itself for `icc` and `r2_adj`.  It was chosen by simulation
--- (bench/validity_intervals.py, table in bench/validity_intervals.txt): against its value with many
+-- (validation/validity_intervals.py, table in validation/validity_intervals.txt): against its value with many
 -- groups R² is biased by about −R²(1−R²)/G, and a resample that repeats groups shifts the draws by
 -- about as much again, so the bootstrap percentile interval misses on one side (R² with equal
 -- groups and equal noise: 0.1% coverage at 10 groups, 6% at 30, 51% at 100).  The bootstrap-t and
@@ -134,7 +134,7 @@ ORDER BY r.__emb_b;
 -- small group, and that movement is not sampling variation: the plain jackknife overstated the SE
 -- up to 7 times there (coverage 99–100%).  Such designs get the stratified jackknife instead:
 -- deviations from the mean of the groups of the same size, with Welch–Satterthwaite degrees of
--- freedom (coverage 93.5–98% at 30 groups, bench/README.md).  The column `sizes` says which was
+-- freedom (coverage 93.5–98% at 30 groups, validation/README.md).  The column `sizes` says which was
 -- used.  The Python faces take `sizes='auto'` (default), `'fixed'` or `'random'`; `'auto'` takes
 -- the sizes as fixed when every distinct size occurs equally often and at least 5 times (equal
 -- groups need no strata: both give the same interval), and as random otherwise.  The difference of
@@ -197,7 +197,7 @@ ORDER BY r.__emb_b;
 -- The interval is the studentized (bootstrap-t) cluster bootstrap: in each resample the difference
 -- d* and its own jackknife SE* over the drawn groups give t* = (d* − d)/SE*; the interval is
 -- d − q_{1−α/2}(t*)·se to d − q_{α/2}(t*)·se.  From 30 groups on it covered 92.5–97% in every
--- design of bench/validity_intervals.txt; at 10 groups 85–97.5% (a difference of F with equal
+-- design of validation/validity_intervals.txt; at 10 groups 85–97.5% (a difference of F with equal
 -- groups was the worst), hence `calibrated` = false there.  The jackknife t interval of a
 -- difference undercovered a difference of F with unequal group sizes and noise (90% at 30 groups,
 -- 80% at 10), and the percentile interval did too (89.5%, 75%).  With a quarter of one model's

@@ -40,7 +40,7 @@
 -- @column calibrated true from 30 items (or clusters) on
 -- @notes
 -- McNemar on items that are not independent (paraphrases of one source) rejects a true H0 too
--- often; give `group` for them (bench/README.md).  Every model must answer the same items, once
+-- often; give `group` for them (validation/README.md).  Every model must answer the same items, once
 -- each.  Errors: a missing column, an item one model lacks, an item twice for a model, a NULL
 -- `correct`, an item in two clusters, a NULL model, item or group, fewer than two models.  From
 -- Python: `embsql.compare_classification`, where the predictions may also be a DataFrame, an Arrow
