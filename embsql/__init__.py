@@ -10,6 +10,7 @@
 
 from importlib.metadata import version
 
+from embsql import calibration as _calibration
 from embsql.api.agreement import knn_agreement, mantel
 from embsql.api.classification import centroid_classify, compare_classification, knn_classify
 from embsql.api.compare_retrieval import compare_retrieval
@@ -63,3 +64,6 @@ __all__ = [
     "similarity_eval", "compare_similarity",
     "rank_models",
 ]
+
+# the measured figures the docstrings quote ({{figure KEY}}) are filled in from validation/calibration.json
+_calibration.render_docstrings({name: globals()[name] for name in __all__})

@@ -86,8 +86,8 @@ def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: 
         [-1, 1]), ``se`` (the jackknife SE of ``cka``), ``ci_low`` and ``ci_high`` (the 95% interval
         for the population CKA, in [0, 1]; see Notes; None with fewer than 3 groups or, for the
         debiased form's jackknife, too few items), ``calibrated`` (True from 30 groups, or 30 items
-        without ``group``: where simulation measured its coverage at 91-99.5%, within 95 ± 2.5% in 13
-        of 18 designs),
+        without ``group``: where simulation measured its coverage at {{figure cka.coverage range}}, within 95 ± 2.5% in
+        {{figure cka.coverage within}} of {{figure cka.coverage count}} designs),
         ``p_value`` (one-sided, upper tail, (b + 1) / (B + 1); None with permutations=0),
         ``permutations``, ``items``, ``groups`` (of ``group``, else None), ``debiased`` and
         ``level`` (``'similarity'``, its level of the invariance hierarchy).

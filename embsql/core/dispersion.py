@@ -66,12 +66,6 @@ from embsql.core.precision import check_unit_spread
 from embsql.errors import InputError
 
 MIN_GROUP = 4          # groups smaller than this are left out of the test (a and b need 4 items)
-# what the level was measured on (validation/README.md, dispersion_validity.py): quoted by permanova's warning
-# and the report's caution
-LEVEL_MEASURED = ("at 5% it rejected 2.5-6.0% of null data sets on 16 designs (groups of 2 to 200 items, "
-                  "d = 16 to 768, uniform, clumped and anisotropic, equal and differing locations; 400 data sets "
-                  "each); the five lowest cells (2.5-3.0%) gave 4.1-6.0% on a second draw of 800 to 1,200 data "
-                  "sets each")
 POLL_EVERY = 16        # permutations between calls of ``progress`` (it may stop the run), and per batch
 DISPERSION_METHODS = ("gram", "coordinates")
 GATHER_BYTES = 1 << 27      # gram route: at most this many bytes of gathered blocks per batch of permutations

@@ -64,7 +64,7 @@ COMPARE_CKA_COLUMNS = ("model_a", "model_b", "reference", "cka_a", "cka_b", "dif
                        "p_value", "calibrated", "items", "groups", "debiased")
 INTERVAL_LEVEL = 0.95
 CALIBRATED_UNITS = 30    # groups (or items, without groups) from which the CKA interval's coverage was
-                         # measured at 91-99.5%, 95 +- 2.5% in 13 of 18 designs (validation/cka_validity.py)
+                         # measured (validation/calibration.json, cka.coverage)
 PROCRUSTES_BLOCKS = 200  # at most this many jackknife units for Procrustes without groups (one SVD each)
 BLOCK_ROWS = 8192        # rows per block product: bounds memory (a large float64 product has crashed OpenBLAS here)
 MIN_ITEMS = 3

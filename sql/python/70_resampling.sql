@@ -9,7 +9,7 @@ FROM emb__group_sums(source, "group", vector, model, skip := skip)
 GROUP BY ALL;
 
 -- level := for emb_bootstrap: a number (its range, 0 < level < 1, is checked by the UDF under the one
--- rule of embsql/arguments.py); NULL or text is an embsql: error naming the argument.
+-- rule of embsql/core/arguments.py); NULL or text is an embsql: error naming the argument.
 CREATE OR REPLACE TEMP MACRO emb__level_argument(value) AS
     CASE WHEN value IS NOT NULL AND (typeof(value) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'FLOAT',
                                                       'DOUBLE', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT')
@@ -120,8 +120,9 @@ ORDER BY r.__emb_b;
 -- about as much again, so the bootstrap percentile interval misses on one side (R² with equal
 -- groups and equal noise: 0.1% coverage at 10 groups, 6% at 30, 51% at 100).  The bootstrap-t and
 -- basic bootstrap intervals failed for F too (40–65% with equal groups, in screening runs).  The
--- jackknife t interval covered 92.7–96.5% at 30 groups (1000 data sets per design) and 93–97% at
--- 100, in balanced and unbalanced designs with equal or unequal noise, and 90–97% at 10 groups;
+-- jackknife t interval covered {{figure intervals.model.G30 range}} at 30 groups (1000 data sets per design) and
+-- {{figure intervals.model.G100 range}} at 100, in balanced and unbalanced designs with equal or unequal noise, and
+-- {{figure intervals.model.G10 range}} at 10 groups;
 -- `calibrated` is false below 30 groups all the same, as for `emb_compare`.  Up to 10% of
 -- replicates may be dropped; beyond that the call fails and says how many were undefined.  The
 -- same seed gives the same draws on any machine: groups are put in the order of their labels as

@@ -22,7 +22,7 @@
 -- @column rank_high the highest
 -- @column top whether the model is in the confidence set for the best (rank_low = 1)
 -- @column level the level asked for
--- @column calibrated true for `r2` from 30 groups on, where validation/rank_sets.py measured the family-wise coverage (92.5–100%, validation/rank_sets.json); false otherwise
+-- @column calibrated true for `r2` from 30 groups on, where validation/rank_sets.py measured the family-wise coverage ({{figure rank_sets.coverage range}}, validation/calibration.json); false otherwise
 -- @notes
 -- All K true ranks lie in their sets [rank_low, rank_high] together with probability `level`;
 -- the set of a model tied with others in truth holds every rank of the tie (no pair is ordered

@@ -41,7 +41,7 @@ FROM (
 -- @column se cluster-jackknife SE over the groups of `"group"`, else the delete-one-item jackknife
 -- @column ci_low the 95% interval for the population CKA (in [0, 1]), built from the debiased CKA's jackknife for both forms: the debiased CKA ± t(G − 1)·SE on the atanh scale (NULL with fewer than 3 groups)
 -- @column ci_high its upper end
--- @column calibrated true from 30 groups (or 30 items without `"group"`), where simulation measured its coverage at 91-99.5% (within 95 ± 2.5% in 13 of 18 designs)
+-- @column calibrated true from 30 groups (or 30 items without `"group"`), where simulation measured its coverage at {{figure cka.coverage range}} (within 95 ± 2.5% in {{figure cka.coverage within}} of {{figure cka.coverage count}} designs)
 -- @column p_value permutation p: the items of `model_b` are shuffled against those of `model_a` (the same seeded shuffles for every pair); one-sided, upper tail, p = (b + 1)/(B + 1); NULL with `permutations := 0`
 -- @column permutations B
 -- @column items items compared (with `common := true`, those every model has)

@@ -27,7 +27,7 @@
 -- @column ci_low difference − z × se (Agresti and Min), or − t(G − 1) × se with `group`
 -- @column ci_high its upper end
 -- @column p_value the mid-p McNemar test (the exact two-sided binomial test of a_only among a_only + b_only, 2 P(X < min) + P(X = min)); with `group`, a two-sided sign-flip test that swaps the two models' answers for whole clusters
--- @column p_exact the exact McNemar test (conservative: 2.1-4.1% at 5% from 10 expected discordant items on, where the mid-p held 3.9-5.1%); NULL with `group`
+-- @column p_exact the exact McNemar test (conservative: {{figure classification.mcnemar_level_exact range}} at 5% from 10 expected discordant items on, where the mid-p held {{figure classification.mcnemar_level range}}); NULL with `group`
 -- @column p_adjusted the p-value adjusted across the pairs
 -- @column p_adjust the adjustment used
 -- @column items the items compared
