@@ -10,7 +10,6 @@
 
 from importlib.metadata import version
 
-from embsql import calibration as _calibration
 from embsql.api.agreement import knn_agreement, mantel
 from embsql.api.classification import centroid_classify, compare_classification, knn_classify
 from embsql.api.compare_retrieval import compare_retrieval
@@ -24,6 +23,7 @@ from embsql.api.permutation import DispersionResult, dispersion, permanova, perm
 from embsql.api.resampling import bootstrap, compare, jackknife
 from embsql.api.retrieval import dose, margins, pairing, retrieval_layers, retrieval_summary
 from embsql.api.similarity import compare_similarity, similarity_eval
+from embsql.calibration import render_docstrings as _render_docstrings
 from embsql.errors import (
                      ArgumentError,
                      BadLabelError,
@@ -66,4 +66,4 @@ __all__ = [
 ]
 
 # the measured figures the docstrings quote ({{figure KEY}}) are filled in from validation/calibration.json
-_calibration.render_docstrings({name: globals()[name] for name in __all__})
+_render_docstrings({name: globals()[name] for name in __all__})

@@ -173,7 +173,8 @@ def test_the_docs_hook_renders_the_guides():
     rendered = hooks.on_page_markdown(page, None, None, None)
     assert "{{figure" not in rendered and calibration.field("rank_sets.coverage", "range") in rendered
     html = "<p>it covered {{figure cka.coverage range}} at 95%</p>"
-    assert hooks.on_page_content(html, None, None, None) == f"<p>it covered {calibration.field('cka.coverage', 'range')} at 95%</p>"
+    expected = f"<p>it covered {calibration.field('cka.coverage', 'range')} at 95%</p>"
+    assert hooks.on_page_content(html, None, None, None) == expected
 
 
 def test_installed_wheel_carries_the_figures():

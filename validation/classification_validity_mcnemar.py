@@ -1,7 +1,8 @@
 """McNemar's test in compare_classification: the mid-p test (p_value) beside the exact test (p_exact),
 level and power at 5%, by simulation through embsql.core.classification.paired_rows.
 
-    nice -n 10 python validation/classification_validity_mcnemar.py [--runs 10000] > validation/classification_validity_mcnemar.txt
+    nice -n 10 python validation/classification_validity_mcnemar.py [--runs 10000] \
+        > validation/classification_validity_mcnemar.txt
 
 Design A (the discordant items directly): n independent items, each discordant with probability
 pi (the discordance rate), and then only model a right with probability 1/2 under H0, 3/4 under H1

@@ -1,7 +1,8 @@
 """Level and power of the multi-term PERMANOVA's permutation schemes: a term after a strong factor.
 
     OPENBLAS_NUM_THREADS=1 nice -n 10 python validation/terms_validity.py --workers 2 > validation/terms_validity.txt
-    OPENBLAS_NUM_THREADS=1 nice -n 10 python validation/terms_validity.py --extra --workers 2 > validation/terms_validity_extra.txt
+    OPENBLAS_NUM_THREADS=1 nice -n 10 python validation/terms_validity.py --extra --workers 2 \
+        > validation/terms_validity_extra.txt
 
 The defaults (400 data sets per cell at d = 16, 200 at d = 384: about 300 s of CPU for the 58 cells) finish
 in under 15 minutes of wall time on 2 shared cores; the stored validation/terms_validity.txt is the same run with

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import duckdb
 
+from embsql.calibration import sentence
 from embsql.core.arguments import check_permutations, check_seed, check_stop_after
 from embsql.core.decomposition import ANOVA_COLUMNS
-from embsql.calibration import sentence
 from embsql.core.dispersion import Dispersion
 from embsql.core.row_tests import DISPERSION_COLUMNS, DISPERSION_GROUP_COLUMNS, dispersion_rows, ordered, permanova_row, spread
 from embsql.io.sources import TableLike, opened

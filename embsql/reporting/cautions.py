@@ -87,7 +87,8 @@ COMPARE = ("Paired comparison across models, paired by group label: the same gro
            "the same with different items as with the same ones). The report sees only group sums, so it cannot "
            "check the items: same_items is false when a group's size differs and blank otherwise. ci_low/ci_high "
            "are a studentized bootstrap interval (each resample's difference divided by its own jackknife SE), "
-           "which covered " + field("intervals.difference.from30", "range") + " from 30 groups on; calibrated is false below 30 groups; dropped counts "
+           "which covered " + field("intervals.difference.from30", "range")
+           + " from 30 groups on; calibrated is false below 30 groups; dropped counts "
            "resamples in which the difference was undefined.")
 
 
@@ -157,7 +158,8 @@ COMPARE_RETRIEVAL = (
     "(paraphrases of one question share their difference, so swapping single queries would reject too often: "
     "9–27% instead of 5% in simulation); p_adjusted corrects for every pair compared (Holm by default). The "
     "interval is difference ± t(G−1) × a cluster-robust SE over the groups; it covered "
-    + field("retrieval.coverage", "range") + " from 30 groups on in simulation, and calibrated is false below 30 groups. Without paraphrase groups every query "
+    + field("retrieval.coverage", "range") +
+    " from 30 groups on in simulation, and calibrated is false below 30 groups. Without paraphrase groups every query "
     "counts as independent. A significant difference says which model is ahead on these queries' population, "
     "not that the gap matters: read the difference and its interval for that.")
 # the demo's three experiments (embsql.demo.EXPERIMENTS)
