@@ -78,28 +78,44 @@ def _pm(text: str) -> tuple[float, float]:
 
 def dispersion() -> dict[str, Any]:
     lines = (HERE / "dispersion_validity.txt").read_text(encoding="utf-8").splitlines()
-    first = [cell(r[0], *_pm(r[2]), 400) for r in _table_rows(lines, "Level (groups equal in spread)")]
+    table = _table_rows(lines, "Level (groups equal in spread)")
+    first = [cell(r[0], *_pm(r[2]), 400) for r in table]
     second = []
     for r in _table_rows(lines, "Second draw of the five lowest cells"):
         second.append(cell(r[0], *_pm(r[2]), 800 if "topic" in r[0] else 1200))
     common = dict(script="validation/dispersion_validity.py", output="validation/dispersion_validity.txt",
-                  date="2026-12-02", nominal=5.0)
+                  date="2026-12-02", nominal=5.0,
+                  command="nice -n 10 python validation/dispersion_validity.py --runs 400 --vegan-runs 50")
     return {
         "dispersion.level": figure(
             measured="rejection rate at 5% of the dispersion test (permanova's dispersion check) on null data sets",
             design="groups equal in spread: groups of 2 to 200 items, d = 16 to 768, uniform, clumped and "
                    "anisotropic vectors, equal and differing locations; B = 19 permutations",
-            cells=first, command="nice -n 10 python validation/dispersion_validity.py --runs 400 --vegan-runs 50",
+            cells=first,
             text="at 5% it rejected {range} of null data sets on {count} designs (groups of 2 to 200 items, "
                  "d = 16 to 768, uniform, clumped and anisotropic, equal and differing locations; {replicates} "
                  "data sets each); the lowest cells gave {{figure dispersion.level_second_draw range}} on a second "
                  "draw of {{figure dispersion.level_second_draw replicates}} data sets each", **common),
+        "dispersion.level_chi2": figure(
+            measured="rejection rate at 5% of the same statistic against chi-square(G - 1)/(G - 1) (not used)",
+            design="the designs of dispersion.level", cells=[cell(r[0], *_pm(r[3]), 400) for r in table],
+            text="against chi-square the same F rejected {range}", **common),
+        "dispersion.level_old": figure(
+            measured="rejection rate at 5% of the scheme it replaced (betadisper's distances, their ANOVA F, the "
+                     "residual vectors permuted)", design="the designs of dispersion.level",
+            cells=[cell(r[0], *_pm(r[5]), 400) for r in table],
+            text="the scheme it replaced rejected {range}", **common),
+        "dispersion.level_vegan": figure(
+            measured="rejection rate at 5% of vegan's permutest(betadisper(dist(X), group, bias.adjust = TRUE))",
+            design="the designs of dispersion.level, the first 50 data sets of each",
+            cells=[cell(r[0], *_pm(r[6]), 50) for r in table],
+            text="vegan's permutest rejected {range} ({replicates} data sets each)", **common),
         "dispersion.level_second_draw": figure(
             measured="rejection rate at 5% of the dispersion test, a second draw of the lowest cells",
             design="the five lowest cells of dispersion.level, another seed",
-            cells=second, command="nice -n 10 python validation/dispersion_validity.py --tables level --only NAME "
-                                  "--runs 1200 --schemes new --seed 99",
-            text="at 5% it rejected {range} of null data sets in a second draw of the lowest cells", **common),
+            cells=second, text="at 5% it rejected {range} of null data sets in a second draw of the lowest cells",
+            **{**common, "command": "nice -n 10 python validation/dispersion_validity.py --tables level --only NAME "
+                                    "--runs 1200 --schemes new --seed 99"}),
     }
 
 

@@ -263,8 +263,9 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
     one did. In simulation {{figure dispersion.level}} (validation/calibration.json, measured by
     validation/dispersion_validity.py).
     The earlier scheme (residual vectors permuted, as vegan's ``permutest`` permutes distances'
-    residuals) rejected 0.0–18.8% on the same designs, and vegan's ``permutest`` 0–52% (50 data sets
-    each).  F is therefore not betadisper's ANOVA F; ``mean_distance`` is betadisper's ``group.distances``.
+    residuals) rejected {{figure dispersion.level_old range}} on the same designs, and vegan's ``permutest``
+    {{figure dispersion.level_vegan range}} ({{figure dispersion.level_vegan replicates}} data sets each).
+    F is therefore not betadisper's ANOVA F; ``mean_distance`` is betadisper's ``group.distances``.
 
     Groups of fewer than 4 items are left out of the test (a and b need 4 items) and counted; with
     fewer than two groups left, ``f`` and ``p_value`` are None and ``note`` says why.

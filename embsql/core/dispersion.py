@@ -21,11 +21,13 @@ W_bar the 1/V_g-weighted mean (about 1 under the null).
 
 Why not chi-square, or permuting what betadisper permutes?  Each is wrong on unit vectors:
   * the chi-square reference holds for uniform vectors but not for clumped ones: small groups drawn
-    from clusters give W~_g with heavy tails (15% rejection at 5%, 60 groups of 3-8 from the example);
+    from clusters give W~_g with heavy tails (too many rejections on clumped small groups);
   * permuting the distances' residuals (vegan's permutest) ignores that distances to an estimated
     centroid are correlated within a group, and permuting residual *vectors* (embsql before) builds
-    permuted groups whose items are no longer unit vectors: 0.3% with 60 small groups at d = 384,
-    9.6% on the example's vectors with shuffled labels (validation/dispersion_validity.py has the table).
+    permuted groups whose items are no longer unit vectors: far too few rejections with many small
+    groups, too many on the example's vectors with shuffled labels.
+The measured levels of each are in validation/calibration.json (dispersion.level, dispersion.level_chi2,
+dispersion.level_old, dispersion.level_vegan), from validation/dispersion_validity.py.
 So the reference is a permutation of vectors that keeps |z| = 1: each item is reflected (a Householder
 reflection, an orthogonal map) so that its group's estimated location points along one common axis
 (aligned_vectors); that removes the groups' differences in location and keeps each item's position about
@@ -220,8 +222,8 @@ def aligned_vectors(unit: np.ndarray, codes: np.ndarray, share: float | None = N
     matters: a group's own centroid leans towards its items by 1/n_g, and reflecting every item by it would
     line up that lean, a common location the data do not have.  The shrinkage matters where locations are
     equal: the others' centroid of a small group is then mostly noise, and aligning by it mixes a group's
-    composition into its location (1.0-1.2% rejection at 5% on three such designs without it, 3.0-4.5%
-    with it; validation/README.md).  At share 0 every reflection is the identity and the test is a plain
+    composition into its location (too few rejections at 5% on three such designs without it;
+    validation/README.md has the figures).  At share 0 every reflection is the identity and the test is a plain
     label permutation, exact when the items are exchangeable."""
     if share is None:
         share = location_share(unit, codes)

@@ -144,7 +144,7 @@ def weighted_totals(sums: GroupSums, weights: np.ndarray) -> Totals:
 MIN_GROUPS = 3           # the jackknife (and so every interval here) leaves one group out and needs 2 left
 SIZES = ("auto", "fixed", "random")
 MIN_STRATUM_GROUPS = 5   # fixed sizes: the stratified jackknife needs this many groups of each size
-CALIBRATED_GROUPS = 30   # coverage measured at 92.5-97% from here on; at G = 10 it was 85-97.5%
+CALIBRATED_GROUPS = 30   # coverage measured from here on (validation/calibration.json: intervals.difference.from30)
 CALIBRATED_STATS = ("r2", "f", "w_bar")  # the figures whose coverage validation/validity_intervals.py measured
 MAX_DROPPED_SHARE = 0.1  # beyond this the kept resamples are a selected subset, not the bootstrap
 # cka, procrustes: embsql.core.geometry (the debiased CKA's replicates, in [-1, 1]; the population

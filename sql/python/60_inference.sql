@@ -398,8 +398,8 @@ ORDER BY __emb_b;
 -- centroids differ no more than equal locations make them: the items are then permuted as they are).
 -- Each permuted grouping then re-estimates W̃_g, a and b as the observed one did. In simulation
 -- {{figure dispersion.level}} (`validation/calibration.json`, `validation/dispersion_validity.py`).  The scheme it replaces
--- (betadisper's distances, their ANOVA F, the residual vectors permuted) rejected 0.0–18.8% on the same designs, and vegan's `permutest` (its
--- distances' residuals permuted) 0–52% (50 data sets each).  F is therefore not betadisper's ANOVA F;
+-- (betadisper's distances, their ANOVA F, the residual vectors permuted) rejected {{figure dispersion.level_old range}} on the same designs, and vegan's `permutest` (its
+-- distances' residuals permuted) {{figure dispersion.level_vegan range}} ({{figure dispersion.level_vegan replicates}} data sets each).  F is therefore not betadisper's ANOVA F;
 -- `emb_dispersion_groups`' mean_distance is betadisper's `group.distances`.  Groups with fewer than
 -- 4 items are left out of the test (a and b need 4 items).  With fewer than two groups of 4 or more
 -- items the test does not run: `f`, `p_value` and `permutations` are NULL and `note` says so.

@@ -197,8 +197,8 @@ ORDER BY r.__emb_b;
 --
 -- The interval is the studentized (bootstrap-t) cluster bootstrap: in each resample the difference
 -- d* and its own jackknife SE* over the drawn groups give t* = (d* − d)/SE*; the interval is
--- d − q_{1−α/2}(t*)·se to d − q_{α/2}(t*)·se.  From 30 groups on it covered 92.5–97% in every
--- design of validation/validity_intervals.txt; at 10 groups 85–97.5% (a difference of F with equal
+-- d − q_{1−α/2}(t*)·se to d − q_{α/2}(t*)·se.  From 30 groups on it covered {{figure intervals.difference.from30 range}} in every
+-- design of validation/validity_intervals.txt; at 10 groups {{figure intervals.difference.G10 range}} (a difference of F with equal
 -- groups was the worst), hence `calibrated` = false there.  The jackknife t interval of a
 -- difference undercovered a difference of F with unequal group sizes and noise (90% at 30 groups,
 -- 80% at 10), and the percentile interval did too (89.5%, 75%).  With a quarter of one model's
