@@ -270,20 +270,27 @@ def similarity() -> dict[str, Any]:
     lines = (HERE / "similarity_validity.txt").read_text(encoding="utf-8").splitlines()
     runs = int(re.search(r"(\d+) runs per row", lines[0]).group(1))
     df = {}
-    cover, level = [], []
+    cover, level, cover10, pair_cover, pair_level = [], [], [], [], []
     for line in lines:
         head = re.match(r"# (\w+), (\d+) pairs: .* effective df (\d+)", line)
         if head:
             df[(head.group(1), head.group(2))] = int(head.group(3))
             continue
         parts = [p.strip() for p in line.split("|")]
-        if len(parts) != 9 or parts[2] != "item" or (parts[0], parts[1]) not in df or df[parts[0], parts[1]] < 20:
+        if len(parts) != 9 or (parts[0], parts[1]) not in df:
             continue
-        name = f"{parts[0]}, {parts[1]} pairs (df {df[parts[0], parts[1]]})"
-        for label, text in zip(("rho_S", "rho_P", "difference of rho_S", "difference of rho_P"), parts[3:7]):
-            cover.append(cell(f"{name}: {label}", *_pm(text), runs))
-        for label, text in zip(("rho_S", "rho_P"), parts[7:9]):
-            level.append(cell(f"{name}: {label}", *_pm(text), runs))
+        name = f"{parts[0]}, {parts[1]} pairs (df {df[parts[0], parts[1]]}), {parts[2]}"
+        covers = [cell(f"{name}: {label}", *_pm(text), runs)
+                  for label, text in zip(("rho_S", "rho_P", "difference of rho_S", "difference of rho_P"), parts[3:7])]
+        levels = [cell(f"{name}: {label}", *_pm(text), runs) for label, text in zip(("rho_S", "rho_P"), parts[7:9])]
+        if parts[2] == "item" and df[parts[0], parts[1]] >= 20:
+            cover += covers
+            level += levels
+        elif parts[2] == "item" and parts[0] == "recurring":
+            cover10 += covers
+        elif parts[2] == "pair" and parts[0] == "recurring":
+            pair_cover += covers
+            pair_level += levels
     common = dict(script="validation/similarity_validity.py", output="validation/similarity_validity.txt",
                   date="2026-12-02", command="nice -n 10 python validation/similarity_validity.py --runs 1000",
                   design="pairs over recurring (hub) and leaf items and independent pairs, 200 to 2000 pairs, "
@@ -294,6 +301,18 @@ def similarity() -> dict[str, Any]:
                                       text="the item-clustered intervals covered {range}", **common),
         "similarity.level": figure(measured="rejection rate at 5% of the paired test of two models under H0",
                                    nominal=5.0, cells=level, text="the paired test rejected {range} at 5%", **common),
+        "similarity.coverage_df10": figure(
+            measured="coverage of the item-clustered 95% intervals with 10 effective degrees of freedom (calibrated "
+                     "is false)", nominal=95.0, cells=cover10, text="with 10 degrees of freedom they covered {range}",
+            **{**common, "design": "recurring items, 200 pairs (hubs of about 20), 10 effective degrees of freedom"}),
+        "similarity.coverage_pairs": figure(
+            measured="coverage of the same intervals with pairs treated as independent (not used)", nominal=95.0,
+            cells=pair_cover, text="treating pairs as independent covered {range}",
+            **{**common, "design": "recurring items (half of the pairs on hubs), 200 to 2000 pairs"}),
+        "similarity.level_pairs": figure(
+            measured="rejection rate at 5% of the paired test with pairs treated as independent (not used)",
+            nominal=5.0, cells=pair_level, text="treating pairs as independent rejected {range} at 5%",
+            **{**common, "design": "recurring items (half of the pairs on hubs), 200 to 2000 pairs"}),
     }
 
 

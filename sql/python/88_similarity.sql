@@ -93,7 +93,7 @@ ORDER BY r.__emb_o;
 -- the pairs of each item (the dyadic-robust variance, scaled as a delete-one-item jackknife), and the
 -- interval is t on Fisher's z.  In simulations where items recur (half of them in one pair, some in
 -- 20 or more) it covered {{figure similarity.coverage range}} at 95% wherever the t quantile had 20 or more degrees of freedom
--- (93–94% at 10); treating pairs as independent covered 70–75% (validation/README.md).  Refused with an `embsql:` error: a NULL or non-finite score, a pair of
+-- ({{figure similarity.coverage_df10 range}} at 10); treating pairs as independent covered {{figure similarity.coverage_pairs range}} (validation/README.md).  Refused with an `embsql:` error: a NULL or non-finite score, a pair of
 -- one item with itself, a pair whose item has no vector in a model (unless `missing := 'skip'`),
 -- fewer than 3 pairs, a constant score or cosine.  A pair given twice counts twice.
 -- @example
@@ -139,7 +139,7 @@ SELECT * FROM emb__similarity_eval(
 -- @notes
 -- The same numbers as `embsql.compare_similarity`.  The difference's influence values are the two
 -- models' subtracted pair by pair, clustered by item; the test held its level ({{figure similarity.level range}} at 5% wherever df ≥ 20) in the
--- simulations of validation/README.md, where treating pairs as independent rejected 25–33% of the time.
+-- simulations of validation/README.md, where treating pairs as independent rejected {{figure similarity.level_pairs range}} of the time.
 -- @example
 -- SELECT correlation, model_a, model_b, difference > 0 AS a_better FROM emb_compare_similarity('judged_pairs', 'word_vectors');
 -- -- spearman good noisy true, pearson good noisy true
