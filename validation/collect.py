@@ -251,6 +251,7 @@ def retrieval() -> dict[str, Any]:
              for r in _table_rows(lines, "Table 1.") if int(r[1]) >= 30]
     cover = [cell(f"{r[0]}, G = {r[1]}", *_pm(r[2]), runs)
              for r in _table_rows(lines, "Table 2.") if int(r[1]) >= 30]
+    queries = [cell(f"{r[0]}, G = {r[1]}", *_pm(r[4]), runs) for r in _table_rows(lines, "Table 1.")]
     common = dict(script="validation/retrieval_validity.py", output="validation/retrieval_validity.txt",
                   date="2026-12-01", command="python validation/retrieval_validity.py",
                   design="queries in paraphrase groups of 1 + Poisson(3), graded, binary and mixed metrics, "
@@ -259,6 +260,11 @@ def retrieval() -> dict[str, Any]:
         "retrieval.level": figure(measured="rejection rate at 5% of compare_retrieval's group sign-flip test under H0",
                                   nominal=5.0, cells=level, text="under H0 the test rejected {range} at 5% from "
                                                                  "30 groups on", **common),
+        "retrieval.level_queries": figure(
+            measured="rejection rate at 5% under H0 of a sign-flip test that swaps single queries (not used)",
+            nominal=5.0, cells=queries, text="swapping single queries rejected {range} at 5%",
+            **{**common, "design": "queries in paraphrase groups of 1 + Poisson(3), graded, binary and mixed "
+                                   "metrics, 10 to 100 groups"}),
         "retrieval.coverage": figure(measured="coverage of compare_retrieval's cluster t interval", nominal=95.0,
                                      cells=cover, text="the interval covered {range} from 30 groups on", **common),
     }
@@ -351,7 +357,40 @@ def cka() -> dict[str, Any]:
         if m:
             cells.append(cell(f"d {m.group(1)}, {m.group(2)}, {m.group(3)} units, CKA {m.group(4)}",
                               float(m.group(5)), float(m.group(6)), runs))
-    return {"cka.coverage": figure(
+    centre_text = (HERE / "cka_interval_centre.txt").read_text(encoding="utf-8")
+    centre, centre_groups = [], []
+    for line in centre_text.splitlines():
+        m = re.match(r"\s*(\d+/\d+)\s+(.+?)\s+(\d+)\s+(\d\.\d+)\s+" + PM + r"\s+" + PM, line)
+        if m:
+            c = cell(f"d {m.group(1)}, {m.group(2)}, {m.group(3)} units, CKA {m.group(4)}", float(m.group(7)),
+                     float(m.group(8)), 400)
+            centre.append(c)
+            if "groups" in m.group(2):
+                centre_groups.append(c)
+    paired = []
+    for line in text.split("## Paired comparison")[1].split("##")[0].splitlines():
+        m = re.match(r"\s*H0, (.+?)\s+(\d+)\s+0\.0000\s+" + PM, line)
+        if m:
+            paired.append(cell(f"H0, {m.group(1)}, {m.group(2)} units", float(m.group(3)), float(m.group(4)), runs))
+    centre_common = dict(
+        nominal=95.0, script="validation/cka_interval_centre.py", output="validation/cka_interval_centre.txt",
+        date="2026-12-02", command="OPENBLAS_NUM_THREADS=1 nice -n 10 python validation/cka_interval_centre.py 16 400 "
+                                   "(and 384 400)",
+        design="the designs of cka.coverage: d = 16 against 384 and 384 against 768, 30 or 40 units, CKA 0.12 to "
+               "0.86; 400 samples each")
+    return {"cka.centre": figure(
+        measured="coverage of the population CKA by the interval centred on the debiased CKA without a second bias "
+                 "correction (embsql's)", cells=centre, text="the interval covered {range}", **centre_common),
+        "cka.centre_groups": figure(
+        measured="the same, in the grouped designs", cells=centre_groups, text="with groups it covered {range}",
+        **centre_common),
+        "cka.compare_level": figure(
+        measured="rejection rate at 5% of compare_cka's paired test of no difference under H0",
+        design="two d = 384 models against a d = 768 reference; 30 groups of 1-15 items, 40 groups of 5, 40 items",
+        nominal=5.0, cells=paired, script="validation/cka_validity.py", output="validation/cka_validity.txt",
+        date="2026-12-02", command="OPENBLAS_NUM_THREADS=1 nice -n 10 python validation/cka_validity.py --reps 400",
+        text="it rejected a true no difference at {range} at nominal 5%"),
+        "cka.coverage": figure(
         measured="coverage of emb_cka's 95% interval of the population linear CKA",
         design="d = 16 against 384 and 384 against 768, 30 or 40 units (items or groups), CKA 0.12 to 0.86",
         nominal=95.0, cells=cells, script="validation/cka_validity.py", output="validation/cka_validity.txt",

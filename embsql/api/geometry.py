@@ -109,9 +109,10 @@ def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: 
     groups, else the items): the debiased CKA ± t(G - 1) · SE on Fisher's z
     scale (atanh), mapped back, as :func:`embsql.jackknife` builds R²'s but without its bias
     correction (the debiased CKA is already unbiased). Its coverage of the population CKA (a
-    60,000-item sample's) was 92.5-99.0% (400 samples each, MC SE about 1.1%) at 30-40 groups or 40
-    items, for d = 16 against 384 and 384 against 768 and CKA from 0.12 to 0.86 (92.5-96.0% with
-    groups; 98.8-99.0%, conservative, with independent items at a low CKA), where the naive interval
+    60,000-item sample's) was {{figure cka.centre range}} (400 samples each, MC SE about 1.1%) at 30-40 groups
+    or 40 items, for d = 16 against 384 and 384 against 768 and CKA from 0.12 to 0.86
+    ({{figure cka.centre_groups range}} with groups; higher, conservative, with independent items at a low
+    CKA), where the naive interval
     covered 0-35% whenever the dimension was large next to the items (validation/cka_interval_centre.py).
 
     Examples
@@ -277,8 +278,8 @@ def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference:
     biased too. The interval is built from the debiased CKAs: the paired jackknife's bias-corrected
     difference ± t(G - 1) · SE, and p from the same t statistic. In simulation (d = 384 models
     against a d = 768 reference, 400 samples each, validation/cka_validity.py) it rejected a true "no
-    difference" at 4.2% (30 groups of 1-15 items), 2.8% (40 groups of 5) and 0.8% (40 independent
-    items: conservative there) at nominal 5%, and covered the population difference at 97-98%.
+    difference" at {{figure cka.compare_level range}} at nominal 5% (30 groups of 1-15 items, 40 groups of 5,
+    and 40 independent items, where it was conservative), and covered the population difference at 97-98%.
 
     Examples
     --------

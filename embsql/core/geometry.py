@@ -440,7 +440,7 @@ def cka_interval(debiased: np.ndarray | None, level: float = INTERVAL_LEVEL) -> 
     the debiased CKA +- t_{G-1} jackknife SE on Fisher's z scale (atanh), mapped back into [0, 1], as
     resampling.jackknife_t_interval builds R²'s but without its bias correction: the debiased CKA is
     already unbiased to a few thousandths, and correcting it again moved the centre by a quarter SD and
-    cost coverage (90.5-93.8% in the grouped designs, 92.5-96.0% without; validation/cka_interval_centre.py).
+    cost coverage in the grouped designs (the "corrected" column of validation/cka_interval_centre.txt).
     Built on the debiased CKA for the biased
     one too: the biased CKA's upward bias grows with dimension over items (0.73 for a population
     0.14 at 200 items of d = 384 against 768), far beyond what a jackknife removes, so its own

@@ -156,7 +156,8 @@ COMPARE_RETRIEVAL = (
     "Paired comparison of retrieval models on the same queries: difference = mean_a − mean_b of the per-query "
     "metric. The p-value is a randomization test that swaps the two models' scores for whole paraphrase groups "
     "(paraphrases of one question share their difference, so swapping single queries would reject too often: "
-    "9–27% instead of 5% in simulation); p_adjusted corrects for every pair compared (Holm by default). The "
+    + field("retrieval.level_queries", "range")
+    + " instead of 5% in simulation); p_adjusted corrects for every pair compared (Holm by default). The "
     "interval is difference ± t(G−1) × a cluster-robust SE over the groups; it covered "
     + field("retrieval.coverage", "range") +
     " from 30 groups on in simulation, and calibrated is false below 30 groups. Without paraphrase groups every query "

@@ -67,9 +67,9 @@ FROM (
 -- - **Interval.** The biased CKA is biased upward by far more than its SE when the dimensions are
 --   large next to the number of items (0.73 for a population CKA of 0.14 with 200 items of d = 384
 --   against 768), so `cka ± 1.96·se` can cover the population value in 0% of samples.  `ci_low`,
---   `ci_high` come from the debiased CKA, which is unbiased: coverage 92.5-99.0% at 30-40 groups or
---   40 items, d = 16/384 and 384/768, CKA 0.12-0.86 (validation/cka_interval_centre.py; 92.5-96.0% with
---   groups, 98.8-99.0% with independent items at a low CKA).
+--   `ci_high` come from the debiased CKA, which is unbiased: coverage {{figure cka.centre range}} at 30-40 groups or
+--   40 items, d = 16/384 and 384/768, CKA 0.12-0.86 (validation/cka_interval_centre.py; {{figure cka.centre_groups range}} with
+--   groups, higher with independent items at a low CKA).
 --
 -- What it says: how far two models' geometries agree up to rotation and scale, on these items.
 -- What it cannot say: which model is better; agreement of local neighbourhoods (that is
@@ -159,7 +159,7 @@ WHERE emb__udf_ok(__emb_r);
 -- @notes
 -- Both CKAs are biased upward, each by its own amount, so the interval and the test use the debiased
 -- CKAs.  In simulation (two d = 384 models against a d = 768 reference, validation/cka_validity.py) it
--- rejected a true "no difference" at 0.8-4.2% at nominal 5% (conservative with independent items).
+-- rejected a true "no difference" at {{figure cka.compare_level range}} at nominal 5% (conservative with independent items).
 -- An unknown reference is `model.reference`.  From Python: `embsql.compare_cka`.
 -- @example
 -- SELECT model_a, model_b, reference, round(difference, 4) AS difference, calibrated

@@ -39,7 +39,7 @@
 -- @notes
 -- In simulation (validation/README.md) the interval covered {{figure retrieval.coverage range}} from 30 groups on, as well as or
 -- better than the percentile and studentized cluster bootstraps.  Under H0 the test rejected
--- {{figure retrieval.level range}} at 5% from 30 groups on, where swapping single queries rejected up to 27%.  The same
+-- {{figure retrieval.level range}} at 5% from 30 groups on, where swapping single queries rejected up to {{figure retrieval.level_queries high}}.  The same
 -- seed gives the same p whatever the row order.  Every model must score the same queries, once
 -- each.  Errors: a missing column, no rows for `metric` (the message lists the metrics there are),
 -- a model without a query another model has, a query twice for one model, a query in two groups, a
