@@ -322,6 +322,81 @@ def similarity() -> dict[str, Any]:
     }
 
 
+# ---------------------------------------------------------------- PERMANOVA terms after a strong factor
+
+def _terms_cells(path: Path) -> list[tuple[str, str, float, float, int]]:
+    """(cell heading, test line, rate, MC SE, data sets) of a terms_validity*.txt output."""
+    out, head, runs = [], "", 0
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith(" ") and re.search(r"R=\d+", line):
+            head = re.sub(r"\s+\[.*", "", line).strip()
+            runs = int(re.search(r"R=(\d+)", line).group(1))
+            continue
+        m = re.match(r"\s+(.+?):\s+" + PM + "%", line)
+        if m and head:
+            out.append((re.sub(r"\s+", " ", head), m.group(1), float(m.group(2)), float(m.group(3)), runs))
+    return out
+
+
+def terms() -> dict[str, Any]:
+    main = _terms_cells(HERE / "terms_validity.txt")
+    extra = _terms_cells(HERE / "terms_validity_extra.txt")
+    interaction = _terms_cells(HERE / "terms_validity_interaction.txt")
+    spreads = "spreads 0.2/1/3"
+
+    def pick(rows, test, where=lambda head: True):
+        return [cell(head, value, se, runs) for head, line, value, se, runs in rows if line == test and where(head)]
+
+    common = dict(nominal=5.0, date="2026-12-02", script="validation/terms_validity.py",
+                  output="validation/terms_validity.txt",
+                  command="OPENBLAS_NUM_THREADS=1 nice -n 10 python validation/terms_validity.py --workers 2")
+    inter = dict(common, script="validation/terms_validity_interaction.py",
+                 output="validation/terms_validity_interaction.txt",
+                 command="OPENBLAS_NUM_THREADS=1 nice -n 10 python validation/terms_validity_interaction.py",
+                 design="a 3 x b 2, unequal cells, n = 120, b null; R² of a 0.2 to 0.8, isotropic and anisotropic "
+                        "noise, several draws of a's centres, d = 16 and 384")
+    strong = lambda noise: lambda head: "R2(a)=0.54" in head and noise in head and "power" not in head \
+        and head.startswith(("unbalanced", "balanced"))
+    return {
+        "terms.interaction_within": figure(
+            measured="rejection rate at 5% of a:b with its residuals permuted within a's levels (the default)",
+            cells=pick(interaction, "seq a:b residuals"), text="within a's levels {range} in {count} designs",
+            **inter),
+        "terms.interaction_free": figure(
+            measured="rejection rate at 5% of a:b with its residuals permuted freely (permute='residuals_free')",
+            cells=pick(interaction, "seq a:b residuals_free", lambda head: spreads not in head),
+            text="permuting the residuals freely rejected up to {high}", **inter),
+        "terms.interaction_free_spreads": figure(
+            measured="the same, where a's levels differ much in spread (0.2/1/3) and size (24/36/60)",
+            cells=pick(interaction, "seq a:b residuals_free", lambda head: spreads in head),
+            text="permuting the residuals freely rejected {high} where a's levels differ much in spread and size",
+            **inter),
+        "terms.interaction_within_spreads": figure(
+            measured="the default (within a's levels) where a's levels differ much in spread and size",
+            cells=pick(interaction, "seq a:b residuals", lambda head: spreads in head),
+            text="within a's levels {high} there", **inter),
+        "terms.rows_strong_isotropic": figure(
+            measured="rejection rate at 5% of b after a with rows permuted (adonis2's scheme, permute='rows')",
+            design="a + b, R² of a 0.54, isotropic noise, d = 16 and 384, several draws of a's centres",
+            cells=pick(main, "seq b rows", strong("isotr")),
+            text="rows rejected {range} after a factor with R² 0.54 and isotropic noise", **common),
+        "terms.rows_strong_anisotropic": figure(
+            measured="the same with anisotropic noise",
+            design="a + b, R² of a 0.54, anisotropic noise, d = 16 and 384",
+            cells=pick(main, "seq b rows", strong("aniso")),
+            text="rows rejected {range} after a factor with R² 0.54 and anisotropic noise", **common),
+        "terms.strata_sets": figure(
+            measured="rejection rate at 5% of a term after many small paraphrase-like sets, residuals permuted "
+                     "within the sets (strata = the sets column)",
+            design="sets of 4 and of 2-6 items, R² of the sets 0.54, d = 16 (anisotropic) and 384 (isotropic)",
+            cells=pick(extra, "seq lang residuals | strata g"), text="strata set to the sets column held the level "
+                                                                      "({range})",
+            **dict(common, output="validation/terms_validity_extra.txt",
+                   command="OPENBLAS_NUM_THREADS=1 nice -n 10 python validation/terms_validity.py --extra --only "
+                           "'within sets' --reps 200 --reps-384 200")),
+    }
+
+
 # ---------------------------------------------------------------- McNemar's mid-p test
 
 def mcnemar() -> dict[str, Any]:
@@ -334,6 +409,13 @@ def mcnemar() -> dict[str, Any]:
             name = f"n = {m.group(1)}, discordance {m.group(2)} ({m.group(3)} expected)"
             mid.append(cell(name, float(m.group(4)), float(m.group(5)), runs))
             exact.append(cell(name, float(m.group(6)), float(m.group(7)), runs))
+    accuracy = []
+    text = (HERE / "classification_validity.txt").read_text(encoding="utf-8")
+    accuracy_runs = int(re.search(r"(\d+) runs per cell", text).group(1))
+    for line in text.split("## 2.")[1].split("## 3.")[0].splitlines():
+        m = re.match(r"(independent, n = \d+|\d+ clusters of \d+)\s+(.+?)\s+" + PM, line)
+        if m and (m.group(1).startswith("independent") or "embsql" in m.group(2)):
+            accuracy.append(cell(f"{m.group(1)}: {m.group(2)}", float(m.group(3)), float(m.group(4)), accuracy_runs))
     common = dict(design="n = 50 to 400 independent items, 10 or more expected discordant items", nominal=5.0,
                   decimals=2, script="validation/classification_validity_mcnemar.py",
                   output="validation/classification_validity_mcnemar.txt", date="2026-12-02",
@@ -341,6 +423,13 @@ def mcnemar() -> dict[str, Any]:
     return {"classification.mcnemar_level": figure(
         measured="rejection rate at 5% of compare_classification's mid-p McNemar test (p_value)", cells=mid,
         text="from 10 expected discordant items on, the mid-p test rejected {range} at 5%", **common),
+        "classification.accuracy_coverage": figure(
+        measured="coverage of the expected accuracy by the accuracy interval (Wilson's, on the effective sample size "
+                 "with clusters)", cells=accuracy, text="the accuracy interval covered {range} in simulation",
+        **{**common, "nominal": 95.0, "decimals": 1, "script": "validation/classification_validity.py",
+           "output": "validation/classification_validity.txt",
+           "command": "nice -n 10 python validation/classification_validity.py --runs 2000 --knn-runs 200",
+           "design": "30 to 500 independent items, 30 to 120 clusters of 8"}),
         "classification.mcnemar_level_exact": figure(
         measured="rejection rate at 5% of the exact McNemar test (p_exact)", cells=exact,
         text="from 10 expected discordant items on, the exact test rejected {range} at 5%", **common)}
@@ -400,7 +489,7 @@ def cka() -> dict[str, Any]:
 
 def collect() -> dict[str, Any]:
     figures: dict[str, Any] = {}
-    for part in (dispersion, sequential, intervals, rank_sets, retrieval, similarity, mcnemar, cka):
+    for part in (dispersion, sequential, intervals, rank_sets, retrieval, similarity, mcnemar, cka, terms):
         figures.update(part())
     return {"about": "The measured figures embsql quotes, one entry per key; rates in percent, mc_se the largest "
                      "Monte Carlo standard error of the cells. GENERATED by validation/collect.py from the stored "
