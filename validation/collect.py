@@ -357,7 +357,22 @@ def terms() -> dict[str, Any]:
                         "noise, several draws of a's centres, d = 16 and 384")
     strong = lambda noise: lambda head: "R2(a)=0.54" in head and noise in head and "power" not in head \
         and head.startswith(("unbalanced", "balanced"))
+    freedman_lane = [cell(head, value, se, runs) for head, line, value, se, runs in main
+                     if line.endswith("residuals") and "power" not in head]
+    paraphrase_384 = [c for c in freedman_lane if c["design"].startswith("sets of") and "d=384" in c["design"]]
     return {
+        "terms.freedman_lane": figure(
+            measured="rejection rate at 5% of a term after others with the reduced model's residuals permuted "
+                     "(Freedman-Lane, the default), on null designs",
+            design="n = 120; R² of the first factor 0 to 0.8, isotropic and anisotropic noise, balanced and "
+                   "unbalanced crossed designs, blocks, three terms, interactions, d = 16 and 384; not the "
+                   "paraphrase-like sets at d = 384 (terms.freedman_lane_sets_384)",
+            cells=[c for c in freedman_lane if c not in paraphrase_384],
+            text="Freedman-Lane rejected {range} in {count} null designs", **common),
+        "terms.freedman_lane_sets_384": figure(
+            measured="the same after about 30 paraphrase-like sets (of 4, of 2-6 items) at d = 384",
+            design="g + lang, R² of the sets 0.54, d = 384", cells=paraphrase_384,
+            text="after about 30 paraphrase-like sets at d = 384 it was conservative, {range}", **common),
         "terms.interaction_within": figure(
             measured="rejection rate at 5% of a:b with its residuals permuted within a's levels (the default)",
             cells=pick(interaction, "seq a:b residuals"), text="within a's levels {range} in {count} designs",

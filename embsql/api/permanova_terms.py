@@ -105,8 +105,8 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
     before it, or with ``sums='margin'`` all the others); by default its p-value permutes the reduced
     model's residuals (Freedman-Lane), which keeps the level of a term after a strong factor, where
     adonis2's free permutation of rows almost never rejects (validation/README.md, terms_validity.py:
-    at 5%, Freedman-Lane rejected 3.2-7.0% in 50 of 52 null designs of n = 120, and was
-    conservative, 0.5-0.8%, after about 30 paraphrase-like sets at d = 384;
+    at 5%, {{figure terms.freedman_lane}} of n = 120, and
+    {{figure terms.freedman_lane_sets_384}};
     {{figure terms.rows_strong_isotropic}}).  An interaction's residuals are permuted within the levels
     of its first factor (``a`` of ``a:b``): on unit vectors a strong factor's levels differ in spread,
     and free Freedman-Lane then rejected up to {{figure terms.interaction_free high}} of true nulls at 5% for

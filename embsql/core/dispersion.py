@@ -35,7 +35,7 @@ its group's centre.  The location is the centroid of the other items of the grou
 mean by the share of SS_B the locations explain (location_share, an empirical-Bayes factor): near 1 when the
 groups sit apart, 0 when SS_B is what equal locations give, where the reflections are the identity and the
 permutation is of the items themselves (exact for exchangeable items; aligning by noisy centroids there made
-the test conservative, 1.0-1.2% at 5%, on three designs).  The labels of the aligned vectors are then permuted, and each
+the test conservative on three designs; validation/README.md).  The labels of the aligned vectors are then permuted, and each
 permuted grouping re-estimates W~_g, a and b exactly as the observed one does (a studentised statistic:
 the permutation supplies the tails, the re-estimated a and b the scale).
 

@@ -99,10 +99,10 @@ ORDER BY __emb_b, __emb_k;
 -- `a:b`.  Each term is tested against its reduced model R (the terms before it; for `'margin'`,
 -- all the others).  `permute := 'residuals'` (Freedman and Lane 1983; the default of Anderson's
 -- PERMANOVA): the residuals of R are permuted (freely, or within levels of `strata`) and added
--- back to R's fit, which keeps the level of a term after a strong factor: at 5%, 3.2-7.0% in 50
--- of 52 null designs of n = 120 (R² of the first factor 0 to 0.8, isotropic and anisotropic noise,
+-- back to R's fit, which keeps the level of a term after a strong factor: at 5%, {{figure terms.freedman_lane range}} in
+-- {{figure terms.freedman_lane count}} null designs of n = 120 (R² of the first factor 0 to 0.8, isotropic and anisotropic noise,
 -- balanced and unbalanced crossed designs, strata, interactions, d = 16 and 384), conservative
--- (0.5-0.8%) after about 30 paraphrase-like sets at d = 384 (validation/README.md, terms_validity).
+-- ({{figure terms.freedman_lane_sets_384 range}}) after about 30 paraphrase-like sets at d = 384 (validation/README.md, terms_validity).
 -- An interaction's residuals are permuted within the levels of its first factor (`a` of `a:b`): on
 -- unit vectors a strong factor's levels differ in spread, and free permutation of the residuals
 -- rejected up to {{figure terms.interaction_free high}} of true nulls at 5% for a:b after R² 0.54-0.8 of a ({{figure terms.interaction_free_spreads high}} with levels of
