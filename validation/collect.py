@@ -199,6 +199,16 @@ def intervals() -> dict[str, Any]:
         measured="coverage of the studentized bootstrap 95% interval of a paired difference from 30 groups on",
         design=design, cells=cells(30, True) + cells(100, True),
         text="the interval of a paired difference covered {range} from 30 groups on", **common)
+    fixed = [cell(f"{design}, G = {g}: {key}", value, ses[key], runs)
+             for design, g, runs, values, ses in _interval_blocks(HERE / "validity_intervals_fixed.txt")
+             for key, value in values.items() if g == 30 and not key.startswith("pct ") and not key.endswith("A−B")]
+    out["intervals.fixed_sizes.G30"] = figure(
+        measured="coverage of one model's 95% interval by the stratified jackknife (group sizes fixed by the design: "
+                 "deviations from the mean of the groups of the same size, Welch-Satterthwaite df) at 30 groups",
+        design="every sample has the same group sizes; homogeneous and heterogeneous noise; 999 resamples",
+        cells=fixed, text="the stratified jackknife covered {range} at 30 groups",
+        **{**common, "output": "validation/validity_intervals_fixed.txt",
+           "command": "python validation/validity_intervals.py --datasets 400 --groups 10,30,100 --designs 6,7"})
     out["intervals.percentile.G30"] = figure(
         measured="coverage of the plain percentile bootstrap interval of one model's figures at 30 groups (not used)",
         design=design, cells=cells(30, False, percentile=True),

@@ -135,7 +135,7 @@ ORDER BY r.__emb_b;
 -- small group, and that movement is not sampling variation: the plain jackknife overstated the SE
 -- up to 7 times there (coverage 99–100%).  Such designs get the stratified jackknife instead:
 -- deviations from the mean of the groups of the same size, with Welch–Satterthwaite degrees of
--- freedom (coverage 93.5–98% at 30 groups, validation/README.md).  The column `sizes` says which was
+-- freedom (coverage {{figure intervals.fixed_sizes.G30 range}} at 30 groups, validation/README.md).  The column `sizes` says which was
 -- used.  The Python faces take `sizes='auto'` (default), `'fixed'` or `'random'`; `'auto'` takes
 -- the sizes as fixed when every distinct size occurs equally often and at least 5 times (equal
 -- groups need no strata: both give the same interval), and as random otherwise.  The difference of
