@@ -163,7 +163,7 @@ def _report(con):
         print(f"embsql.report differs from the guessed interface: {error}", file=sys.stderr)
         return None
     result = report.run(con)
-    # every table of the result: a summary and sections (embsql/report_result.py), or one table
+    # every table of the result: a summary and sections (embsql/reporting/report_result.py), or one table
     tables = [getattr(result, "summary", None)] + [getattr(s, "table", None) for s in getattr(result, "sections", ())]
     tables = [t for t in tables if hasattr(t, "to_dicts")] or ([result] if hasattr(result, "to_dicts") else [])
     return [row for t in tables for row in t.to_dicts()] or [{}]

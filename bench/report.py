@@ -27,7 +27,7 @@ plain duckdb connection, with peak memory under 4 GB.
    (c') split the same steps one by one (column check, stage 1: the rows streamed through the
               accumulator, stage 2), then stage 2 once per section;
    (b) cli    with --cli: `embsql report FILE ... --format json --out /dev/null --no-progress`
-              (needs embsql/render.py); without --cli or without render: `embsql sql FILE ...`
+              (needs embsql/render/); without --cli or without render: `embsql sql FILE ...`
               (command-line start, probe and SQL writing only), and the script says so.
 3. A summary: best times, the ratio report / emb_anova (target <= 2), report / embsql.anova,
    after / before with --baseline, the peak RSS of each (target < 4 GB), and R2 of the report
@@ -248,7 +248,7 @@ def main(argv=None) -> int:
     p.add_argument("--data", type=Path, help="the Parquet file (default /work/tmp/bench_report_<n>_<d>_<groups>_<seed>"
                                              ".parquet); generated if missing, else reused")
     p.add_argument("--cli", action="store_true", help="also run (b) `embsql report` on the command line "
-                                                      "(needs embsql/render.py; else `embsql sql` is timed)")
+                                                      "(needs embsql/render/; else `embsql sql` is timed)")
     p.add_argument("--no-split", action="store_true", help="skip (c'), the step-by-step profile")
     p.add_argument("--baseline", type=Path, help="another checkout: its report.run is timed in the same rounds (c0)")
     p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)

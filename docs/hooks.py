@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import embsql
-from embsql import sql_reference, vocabulary
+from embsql import calibration, sql_reference, vocabulary
 from embsql.cli import build_parser
 from embsql.errors import CATALOGUE, EmbsqlError
 
@@ -301,8 +301,15 @@ def sphinx_roles_to_links(html: str) -> str:
     return _ROLE.sub(_role_to_link, html)
 
 
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    """A guide quotes a measured figure by its key, ``{{figure KEY}}`` (embsql.calibration): filled in here."""
+    return calibration.render(markdown)
+
+
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
-    return sphinx_roles_to_links(html)
+    """Sphinx roles become links; the figures a docstring quotes (read by mkdocstrings from the source, so
+    still as ``{{figure KEY}}``) are filled in."""
+    return calibration.render(sphinx_roles_to_links(html))
 
 
 # ---------------------------------------------------------------- the notebook page

@@ -23,6 +23,7 @@ from embsql.api.permutation import DispersionResult, dispersion, permanova, perm
 from embsql.api.resampling import bootstrap, compare, jackknife
 from embsql.api.retrieval import dose, margins, pairing, retrieval_layers, retrieval_summary
 from embsql.api.similarity import compare_similarity, similarity_eval
+from embsql.calibration import render_docstrings as _render_docstrings
 from embsql.errors import (
                      ArgumentError,
                      BadLabelError,
@@ -63,3 +64,6 @@ __all__ = [
     "similarity_eval", "compare_similarity",
     "rank_models",
 ]
+
+# the measured figures the docstrings quote ({{figure KEY}}) are filled in from validation/calibration.json
+_render_docstrings({name: globals()[name] for name in __all__})

@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from embsql.calibration import render as render_figures
 from embsql.io.resources import resource_dir
 
 MODEL_COLUMN = "<model>"                # an output column named after the model argument
@@ -136,7 +137,7 @@ def _blocks(path: Path, needs_python: bool) -> list[Function]:
             end += 1
         where = f"{path.name}:{start + 1}"
         defined = _CREATE.match(lines[end]) if end < len(lines) else None
-        function = _parse([_text(x) for x in lines[start:end]], where, path, start + 1, needs_python)
+        function = _parse([render_figures(_text(x)) for x in lines[start:end]], where, path, start + 1, needs_python)
         if defined is None or defined.group(1) != function.name:
             raise ValueError(f"{where}: the block of {function.name} must end just above its CREATE MACRO")
         out.append(function)

@@ -1,5 +1,5 @@
 """The intervals cover at their nominal rate: small seeded simulations (the full table with
-Monte Carlo errors is bench/validity_intervals.py, whose simulation model these tests reuse).
+Monte Carlo errors is validation/validity_intervals.py, whose simulation model these tests reuse).
 
 Each test runs the real functions (embsql.core.resampling.bootstrap / paired) on simulated data sets
 and counts how often the 95% interval holds the value at G -> infinity.  The bounds come from the
@@ -19,7 +19,7 @@ from scipy import stats as scipy_stats
 from embsql.core import resampling
 from embsql.core.student_t import LARGE_DF, t_cdf, t_quantile
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "validation"))
 import validity_intervals as sim  # noqa: E402
 
 pytestmark = pytest.mark.slow   # coverage simulations
@@ -104,7 +104,7 @@ def test_t_quantile_bad_arguments():
 
 
 def test_calibrated_only_where_coverage_was_simulated():
-    """The flag vouches for r2, f and w_bar from 30 groups on (bench/validity_intervals.py measured
+    """The flag vouches for r2, f and w_bar from 30 groups on (validation/validity_intervals.py measured
     those); v, icc and r2_adj were never simulated, so their intervals are not called calibrated."""
     from embsql.core import resampling
 

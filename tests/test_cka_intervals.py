@@ -5,7 +5,7 @@ References are independent of the kernels: Song et al.'s (2012) unbiased HSIC on
 matrices (tests/test_geometry.py's references), every jackknife replicate by recomputing it on the
 data with the group deleted, scipy's t quantile, and numpy's SVD for the Procrustes r.  Inference
 is checked by small seeded simulations, with bounds the naive ``cka ± 1.96 se`` fails; the full
-tables are in bench/cka_validity.py (bench/README.md).
+tables are in validation/cka_validity.py (validation/README.md).
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def test_python_and_sql_give_the_same_interval(con):
 
 
 # ----------------------------------------------------------------------------------------------
-# coverage: seeded small simulations (bench/cka_validity.py has the full table)
+# coverage: seeded small simulations (validation/cka_validity.py has the full table)
 
 def _population(draw) -> float:
     x, y, _ = draw(20_000, 1)

@@ -4,7 +4,7 @@ References: a hand-worked three-group case (every sign vector by hand, the inter
 quantile), statsmodels' cluster-robust OLS and scipy's paired t test for the interval, exact
 enumeration of sign vectors against the seeded random ones, statsmodels' multipletests for
 Holm/BH/Bonferroni, and small seeded simulations whose bounds come from the
-Monte Carlo SE (the full tables are bench/retrieval_validity.py, in bench/README.md).
+Monte Carlo SE (the full tables are validation/retrieval_validity.py, in validation/README.md).
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def test_three_models_holm_across_pairs():
         assert 0 < r["p_value"] <= 1 and r["p_value"] <= r["p_adjusted"] <= 1
 
 
-# ---- validity by simulation (small; bench/retrieval_validity.py has the full tables) --------
+# ---- validity by simulation (small; validation/retrieval_validity.py has the full tables) --------
 
 
 def clustered(rng, groups, delta=0.0, tau=0.8):
@@ -182,7 +182,7 @@ def test_interval_covers_at_30_groups_and_the_query_interval_does_not():
 def test_the_randomization_kernel_beats_a_dense_sign_matrix():
     """Best of 3, warm, at 1,000 sign vectors over 10,000 queries: faster than a dense +/-1 sign matrix
     timed beside it (a ratio, so a loaded machine slows both).  The absolute figure, 10,000 x 10,000
-    in 0.35 s (under 2 s), is bench/retrieval_validity.py's (bench/README.md)."""
+    in 0.35 s (under 2 s), is validation/retrieval_validity.py's (validation/README.md)."""
     import time
 
     rng = np.random.default_rng(0)

@@ -5,7 +5,7 @@ Null data: iid unit vectors (no group structure), and groups at different locati
 spread, in groups of 2, 3, 5, 10 and 20 items (the groups of 2 and 3 are left out of the test);
 60 groups of 3-8 uniform on the 384-dimensional sphere; 60 groups of 3-8 drawn from the example's
 mini-384 vectors.  Each check counts data sets with p <= 0.05: under the null that count is
-Binomial(R, p) with p near 0.05 (bench/dispersion_validity.py has the full table); each bound lies
+Binomial(R, p) with p near 0.05 (validation/dispersion_validity.py has the full table); each bound lies
 far enough from 5% that a correct test fails it with probability < 1e-2 (the seeds are fixed, so a
 run either passes or fails every time), and the scheme it replaced, at the rate it was measured on
 that design, passes it with about none.
@@ -151,7 +151,7 @@ def test_level_on_clumped_vectors_where_the_chi_square_reference_fails():
     here; the permutation of aligned vectors must reject 2-9% (6 to 27 of 300; Binomial(300, 0.05) lies there
     with probability 0.99); it rejects 13.  Aligning by the unshrunk centroids of the other items (the scheme
     before the locations were shrunk) rejected 1.0 +- 0.5% of 400 such data sets in the bench, and 8 of these
-    300: this draw does not separate the two, the bench does (bench/dispersion_validity.txt)."""
+    300: this draw does not separate the two, the bench does (validation/dispersion_validity.txt)."""
     table = duckdb.sql(f"SELECT embedding FROM '{EXAMPLE}' WHERE model = 'mini-384' ORDER BY item").fetchnumpy()
     vectors = unit(np.vstack(table["embedding"]).astype(np.float64))
     rng = np.random.default_rng(24)

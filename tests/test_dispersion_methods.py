@@ -7,7 +7,7 @@
   every sample of n draws from a small discrete distribution on the sphere;
 * the aligned vectors keep |z| = 1 and put each item's leave-one-out group centroid on one axis;
 * the Gram route and the coordinates route give the permuted F of the formula, and the cost rule's choice
-  is pinned to the cases measured (bench/README.md).
+  is pinned to the cases measured (validation/README.md).
 """
 
 from __future__ import annotations
@@ -271,7 +271,7 @@ def labels_of(n: int, size: int) -> np.ndarray:
     return np.repeat(np.arange(n // size), size)
 
 
-# (n, group size, permutations, route).  Measured (bench/dispersion_validity.py --cost, CPU ms per permutation at
+# (n, group size, permutations, route).  Measured (validation/dispersion_validity.py --cost, CPU ms per permutation at
 # d = 384, under load): n = 5,000 groups of 4: gram 0.6, coordinates 5.7; 2,000 groups of 50: gram 1.7,
 # coordinates 365; 4,000 groups of 200: gram 53, coordinates 308; 4,000 groups of 1,000: gram 277, coordinates
 # 138.  The other rows follow from the rule (the Gram budget past n = 23,000; 9 permutations do not pay

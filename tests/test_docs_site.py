@@ -334,6 +334,18 @@ def test_the_bench_readme_links_every_lab_note_and_every_link_resolves():
         assert "[bench/README.md](../README.md)" in note.read_text(encoding="utf-8"), note.name
 
 
+def test_the_validation_readme_links_resolve():
+    """validation/README.md (the coverage and level simulations) links its notes and its sections."""
+    readme = ROOT / "validation" / "README.md"
+    slugs = {_github_slug(h) for h in re.findall(r"^#+ (.+)$", readme.read_text(encoding="utf-8"), re.M)}
+    links = _links(readme)
+    assert len(links) >= 8
+    for target, anchor in links:
+        assert (readme.parent / target).exists(), target
+        if not target and anchor:
+            assert anchor in slugs, f"#{anchor}"
+
+
 def test_every_command_of_the_performance_page_has_its_section_in_the_bench_readme():
     """The performance guide's ratios are the bench README's tables: each command it gives is a
     script that exists, run in a section of bench/README.md that holds the figure it quotes."""

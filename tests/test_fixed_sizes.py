@@ -3,7 +3,7 @@
 When every sample has the same group sizes (so many groups of 2, of 5, of 20), a group's
 leave-one-out replicate moves with its size, and that movement is not sampling variation: the plain
 jackknife overstated the SE (coverage 99-100% for a nominal 95%).  Deviations from the mean of the
-groups of the same size measure only what varies.  The full table is bench/validity_intervals.py
+groups of the same size measure only what varies.  The full table is validation/validity_intervals.py
 (``--sizes fixed``); here a small seeded version, whose bounds come from the Monte Carlo SE.
 """
 
@@ -18,7 +18,7 @@ from embsql.core import resampling
 from embsql.core.sums import GroupSums
 from embsql.errors import InputError
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "validation"))
 import validity_intervals as sim  # noqa: E402
 
 

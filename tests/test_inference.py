@@ -361,7 +361,7 @@ def test_dispersion_p_agrees_with_permutest(con, name):
     adjusted distances with the variance of unit vectors and permutes aligned vectors (embsql.core.dispersion
     says why), so the two p's estimate different probabilities.  On unit_unbalanced (a clear spread
     difference) both are small and agree within this check's resolution; what pins embsql's p-value is
-    its level on simulated data (tests/test_dispersion_level.py, bench/dispersion_validity.py).
+    its level on simulated data (tests/test_dispersion_level.py, validation/dispersion_validity.py).
     """
     vegan_table(con, name)
     reference = ADJUSTED[f"betadisper_adjusted_{name}"]

@@ -1,4 +1,4 @@
-"""The invariance claims of embsql.cautions (and the READMEs), held on the vector route users call.
+"""The invariance claims of embsql.reporting.cautions (and the READMEs), held on the vector route users call.
 
 Every input vector is normalised first, so a change of the RAW vectors leaves a figure exactly
 unchanged only when, after normalisation, it is a similarity of the unit vectors:

@@ -573,7 +573,7 @@ def test_permute_is_checked():
     assert info.value.kind == "argument.permute"
 
 
-# ---- the level after a strong factor: a seeded simulation (bench/terms_validity.py has the full tables)
+# ---- the level after a strong factor: a seeded simulation (validation/terms_validity.py has the full tables)
 
 LEVEL_SETS, LEVEL_PERMUTATIONS = 300, 99
 
@@ -599,7 +599,7 @@ def test_a_term_after_a_strong_factor_keeps_its_level_only_by_freedman_lane():
     Bounds: for a test at exactly 5%, the count of p <= 0.05 among 300 is Binomial(300, 0.05), mean 15,
     SD 3.8; [6, 27] (2% to 9%) holds it with probability 0.996 (scipy.stats.binom), so Freedman-Lane
     fails by chance rarely, and a scheme whose level is below 2% or above 9% fails almost surely.  Free row
-    permutation rejected 0.0% of 1000 such data sets in bench/terms_validity.py (its null is too
+    permutation rejected 0.0% of 1000 such data sets in validation/terms_validity.py (its null is too
     wide): it must stay under the lower bound here, which a 5% test does with probability 0.002."""
     rng = np.random.default_rng(23)
     n, d = 120, 16

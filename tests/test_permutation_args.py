@@ -1,10 +1,10 @@
 """Bad arguments, labels and interrupts for every permutation test, in Python and in SQL.
 
-Arguments follow embsql/arguments.py (check_permutations, check_seed): the same refusal, naming the
+Arguments follow embsql/core/arguments.py (check_permutations, check_seed): the same refusal, naming the
 argument and the value, from embsql.permanova / dispersion / mantel / dose and from emb_permanova,
 emb_permanova_dist, emb_dispersion(_groups), emb_mantel and emb_retrieval_dose -- never a binder
 error naming an internal function, a NULL p-value, or numpy's error.  Labels follow
-embsql/labels.py.  embsql.interrupt(con), and Ctrl-C on a connection opened with interrupt=True,
+embsql/core/labels.py.  embsql.interrupt(con), and Ctrl-C on a connection opened with interrupt=True,
 stop a running permutation UDF within a second; without interrupt=True embsql changes nothing
 process-wide (no patched DuckDB method, no replaced SIGINT handler).
 """
@@ -116,7 +116,7 @@ def test_statistic_is_checked(con):
 
 
 # ----------------------------------------------------------------------------------------------
-# labels: NaN refused naming the column, 0.0 and -0.0 one group (embsql/labels.py), as emb_anova
+# labels: NaN refused naming the column, 0.0 and -0.0 one group (embsql/core/labels.py), as emb_anova
 
 @pytest.fixture()
 def float_labels():

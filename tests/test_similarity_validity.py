@@ -1,5 +1,5 @@
-"""Seeded small versions of bench/similarity_validity.py (whose simulation model these tests reuse;
-its full tables, with Monte Carlo errors, are in bench/README.md): the item-clustered interval of
+"""Seeded small versions of validation/similarity_validity.py (whose simulation model these tests reuse;
+its full tables, with Monte Carlo errors, are in validation/README.md): the item-clustered interval of
 similarity_eval covers at its nominal rate and compare_similarity's paired test holds its level when
 items recur across pairs, where the pair-level method (pairs as if independent) fails both by far.
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "validation"))
 from similarity_validity import DESIGNS, design, run  # noqa: E402
 
 RUNS = 600

@@ -126,7 +126,7 @@ def test_welch_by_and_strata(con):
 @pytest.mark.slow
 def test_welch_holds_its_level_where_pseudo_f_does_not():
     """Equal centres, unequal spreads, unbalanced: 6 items with sd 2 against 40 with sd 1 (d = 8,
-    Euclidean distances).  200 data sets x 199 resamples: in 1000 data sets (bench/validity_tests.py)
+    Euclidean distances).  200 data sets x 199 resamples: in 1000 data sets (validation/validity_tests.py)
     pseudo-F rejected 61.4%, W*_d (wild bootstrap, the default here) 5.4%.  Bounds: the W*_d count is Binomial(200, p) with p near
     0.05 (SE 1.5%); [1%, 10%] is more than 3 SE either side; pseudo-F above 35% is 15 SE below its rate."""
     rng = np.random.default_rng(3)
@@ -149,7 +149,7 @@ def test_welch_needs_two_items_per_group(con):
 
 
 def anisotropic(rng, n_small=6, n_large=40, rank=2, dim=16, radius=0.5):
-    """As bench/validity_tests.py: every item m + r u, u a unit vector orthogonal to m; the small
+    """As validation/validity_tests.py: every item m + r u, u a unit vector orthogonal to m; the small
     group's u in a rank-2 subspace, the large group's in all dim - 1 directions.  Equal centres and
     equal spread (every norm sqrt(1 + r^2)); only the shape differs."""
     def directions(n, k):
@@ -165,7 +165,7 @@ def anisotropic(rng, n_small=6, n_large=40, rank=2, dim=16, radius=0.5):
 @pytest.mark.slow
 def test_wild_bootstrap_holds_the_level_where_label_permutation_does_not():
     """6 items in a rank-2 subspace against 40 isotropic ones, equal centres and spread: 200 data sets
-    x 199 resamples.  In 1000 data sets (bench/validity_tests.py, Table 2) the wild bootstrap rejected
+    x 199 resamples.  In 1000 data sets (validation/validity_tests.py, Table 2) the wild bootstrap rejected
     4.5% (SE 0.7), label permutation of the same W*_d 17.3% (SE 1.2).  Here the counts are
     Binomial(200, p): the bootstrap's bound 10% is 3.7 SE (at p = 0.05, SE 1.5%) above 5%; the
     permutation's bound 12% is 4.5 SE above 5%, so it fails only if permutation were near its level."""

@@ -2,7 +2,7 @@
 
 DuckDB hands each call one Arrow chunk; every row of it is one by value, whose items arrive as
 lists (labels, vectors, strata).  The numerics are embsql's own (embsql.core.permutation,
-embsql.dispersion), the same code embsql.permanova runs from Python.
+embsql.core.dispersion), the same code embsql.permanova runs from Python.
 """
 
 from __future__ import annotations

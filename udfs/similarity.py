@@ -2,7 +2,7 @@
 
 Each call gets the pairs table (a, b as text, score as DOUBLE) and the embeddings (model, item as
 text, vector as DOUBLE[]) as lists, with both tables' column names and types, so that a missing or
-mistyped column gets the Python API's message.  The checks and numerics are embsql.api.similarity's
+mistyped column gets the Python API's message.  The checks and numerics are embsql.io.similarity_pairs'
 (judgements, score_model, evaluation_rows, comparison_rows) and embsql.core.similarity's.
 """
 

@@ -96,7 +96,7 @@ def knn_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, label: st
         items or clusters, t(U - 1)); ``items`` (classified: all, or the test items);
         ``classes``; ``groups`` (clusters, NULL without ``group``); ``k``; ``classifier``
         ("knn"); ``split`` ("leave-one-out" or "train-test"); ``level``; ``calibrated`` (30 or
-        more items or clusters, from where the accuracy interval covered 94-96% in simulation;
+        more items or clusters, from where {{figure classification.accuracy_coverage}};
         the macro-F1 interval covered 91.8% at 50 items and 94.4% at 200).  The intervals treat
         the predictions as given.  With ``per_item=True``: ``<model>``, ``item`` (with ``item``),
         ``label``, ``predicted``, ``correct`` and ``group`` (with ``group``), in row order.
@@ -205,13 +205,13 @@ def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, 
     after adding 1/2 to each cell of the 2 x 2 table).  ``p_value`` is the mid-p McNemar test,
     2 P(X < min) + P(X = min) (Fagerland, Lydersen and Laake 2013), X ~ Binomial(a_only + b_only,
     1/2): the exact test's p less P(X = min).  The exact test's p, ``p_exact``, is made conservative by
-    the discreteness (a level of 2.2 to 4.2% at 5% from 10 expected discordant items on, where the
-    mid-p's is 4.1 to 4.9%, by enumeration; with fewer, both are below 3%:
-    bench/classification_validity_mcnemar.txt).
+    the discreteness (in simulation, from 10 expected discordant items on, the exact test rejected
+    {{figure classification.mcnemar_level_exact range}} at 5% and the mid-p {{figure classification.mcnemar_level range}};
+    with fewer, both are below 3%: validation/classification_validity_mcnemar.txt).
     With ``group`` (clusters of items that are not independent,
     e.g. paraphrases of one source): a sign-flip randomization test that swaps the two models'
     answers for whole clusters (exact when 2^G <= permutations) and the cluster-robust t interval
-    with G - 1 degrees of freedom; McNemar on clustered items rejects too often (bench/README.md).
+    with G - 1 degrees of freedom; McNemar on clustered items rejects too often (validation/README.md).
 
     Parameters
     ----------

@@ -121,8 +121,9 @@ def compare_retrieval(con: duckdb.DuckDBPyConnection, evaluation: object, *, que
         quantile of the largest studentized difference |t*| over all pairs in joint cluster
         bootstrap resamples (the same resamples of clusters for every model; a single-step
         max-|t|).  The table gains a column ``interval`` = ``'simultaneous'``; the p-values are
-        unchanged (adjusted by ``p_adjust``).  All the intervals held together in 93.5-98.0% of
-        simulated data sets at 95% (3 to 10 models, 30 or 100 clusters; bench/rank_sets.py).
+        unchanged (adjusted by ``p_adjust``).  All the intervals held together in
+        {{figure rank_sets.simultaneous_ndcg range}} of simulated data sets at 95% (3 to 10 models, 30 or 100
+        clusters; validation/rank_sets.py).
 
     Returns
     -------

@@ -86,8 +86,8 @@ def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: 
         [-1, 1]), ``se`` (the jackknife SE of ``cka``), ``ci_low`` and ``ci_high`` (the 95% interval
         for the population CKA, in [0, 1]; see Notes; None with fewer than 3 groups or, for the
         debiased form's jackknife, too few items), ``calibrated`` (True from 30 groups, or 30 items
-        without ``group``: where simulation measured its coverage at 91-99.5%, within 95 ± 2.5% in 13
-        of 18 designs),
+        without ``group``: where simulation measured its coverage at {{figure cka.coverage range}}, within 95 ± 2.5% in
+        {{figure cka.coverage within}} of {{figure cka.coverage count}} designs),
         ``p_value`` (one-sided, upper tail, (b + 1) / (B + 1); None with permutations=0),
         ``permutations``, ``items``, ``groups`` (of ``group``, else None), ``debiased`` and
         ``invariance`` (``'similarity'``, its level of the invariance hierarchy).
@@ -109,10 +109,11 @@ def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: 
     groups, else the items): the debiased CKA ± t(G - 1) · SE on Fisher's z
     scale (atanh), mapped back, as :func:`embsql.jackknife` builds R²'s but without its bias
     correction (the debiased CKA is already unbiased). Its coverage of the population CKA (a
-    60,000-item sample's) was 92.5-99.0% (400 samples each, MC SE about 1.1%) at 30-40 groups or 40
-    items, for d = 16 against 384 and 384 against 768 and CKA from 0.12 to 0.86 (92.5-96.0% with
-    groups; 98.8-99.0%, conservative, with independent items at a low CKA), where the naive interval
-    covered 0-35% whenever the dimension was large next to the items (bench/cka_interval_centre.py).
+    60,000-item sample's) was {{figure cka.centre range}} (400 samples each, MC SE about 1.1%) at 30-40 groups
+    or 40 items, for d = 16 against 384 and 384 against 768 and CKA from 0.12 to 0.86
+    ({{figure cka.centre_groups range}} with groups; higher, conservative, with independent items at a low
+    CKA), where the naive interval
+    covered 0-35% whenever the dimension was large next to the items (validation/cka_interval_centre.py).
 
     Examples
     --------
@@ -195,7 +196,7 @@ def procrustes(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, 
     r is biased upward when the dimensions are large next to the number of items (the nuclear norm
     of a noisy cross product), by much more than the jackknife removes: the interval covered the
     population r in 10% of samples (population 0.30, mean r 0.42, 40 groups of 5, d = 16 against
-    384; bench/cka_validity.py). So it is never ``calibrated``; for an interval that holds use
+    384; validation/cka_validity.py). So it is never ``calibrated``; for an interval that holds use
     :func:`embsql.cka`, whose interval is calibrated.
 
     Examples
@@ -276,9 +277,9 @@ def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference:
     Both CKAs are biased upward, each by its own amount, so the difference of the biased CKAs is
     biased too. The interval is built from the debiased CKAs: the paired jackknife's bias-corrected
     difference ± t(G - 1) · SE, and p from the same t statistic. In simulation (d = 384 models
-    against a d = 768 reference, 400 samples each, bench/cka_validity.py) it rejected a true "no
-    difference" at 4.2% (30 groups of 1-15 items), 2.8% (40 groups of 5) and 0.8% (40 independent
-    items: conservative there) at nominal 5%, and covered the population difference at 97-98%.
+    against a d = 768 reference, 400 samples each, validation/cka_validity.py) it rejected a true "no
+    difference" at {{figure cka.compare_level range}} at nominal 5% (30 groups of 1-15 items, 40 groups of 5,
+    and 40 independent items, where it was conservative), and covered the population difference at 97-98%.
 
     Examples
     --------

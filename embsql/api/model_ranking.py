@@ -85,8 +85,8 @@ def rank_models(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str
         with its cluster-robust t interval), ``rank`` (by the estimate, 1 = largest; ties share the
         smaller rank), ``rank_low``, ``rank_high``, ``top``, ``level`` and ``calibrated`` (true
         for R² from 30 groups on and for retrieval metrics from 30 query clusters on, where
-        bench/rank_sets.py measured the family-wise coverage, 92.5-100% at 95% with K = 3, 5 and
-        10 models, bench/notes/rank_sets.json; false otherwise).  For retrieval the
+        validation/rank_sets.py measured the family-wise coverage, {{figure rank_sets.coverage range}} at 95%
+        with K = 3, 5 and 10 models; false otherwise).  For retrieval the
         resampling is the cluster bootstrap of the queries' paraphrase groups, the same resamples
         for every model, each difference studentized by its own cluster-robust (CR1) SE.
 

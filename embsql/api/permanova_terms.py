@@ -104,17 +104,18 @@ def permanova_terms(con: duckdb.DuckDBPyConnection, source: TableLike, *, terms:
     adonis2 on vegan's dune data to 1e-9.  Each term is tested against its reduced model (the terms
     before it, or with ``sums='margin'`` all the others); by default its p-value permutes the reduced
     model's residuals (Freedman-Lane), which keeps the level of a term after a strong factor, where
-    adonis2's free permutation of rows almost never rejects (bench/README.md, terms_validity.py:
-    at 5%, Freedman-Lane rejected 3.2-7.0% in 50 of 52 null designs of n = 120, and was
-    conservative, 0.5-0.8%, after about 30 paraphrase-like sets at d = 384; rows rejected 0.0-0.4% after a
-    factor with R² 0.54 and isotropic noise).  An interaction's residuals are permuted within the levels
+    adonis2's free permutation of rows almost never rejects (validation/README.md, terms_validity.py:
+    at 5%, {{figure terms.freedman_lane}} of n = 120, and
+    {{figure terms.freedman_lane_sets_384}};
+    {{figure terms.rows_strong_isotropic}}).  An interaction's residuals are permuted within the levels
     of its first factor (``a`` of ``a:b``): on unit vectors a strong factor's levels differ in spread,
-    and free Freedman-Lane then rejected up to 10.5% of true nulls at 5% for a:b (12.6% in an earlier
-    run) after R² 0.54-0.8 of a, and 45.5% where a's levels differ much in spread and size; within a's
-    levels 2.5-7.2% in 28 designs and 5.2% there (bench/terms_validity_interaction.txt).
+    and free Freedman-Lane then rejected up to {{figure terms.interaction_free high}} of true nulls at 5% for
+    a:b after R² 0.54-0.8 of a, and {{figure terms.interaction_free_spreads high}} where a's levels differ much
+    in spread and size; {{figure terms.interaction_within}} and {{figure terms.interaction_within_spreads high}}
+    there (validation/terms_validity_interaction.txt).
     ``permute='residuals_free'`` permutes freely for every term.
     After many small sets (paraphrases) at high dimension both schemes are conservative; ``strata``
-    set to the sets column held the level (4.5-6.0%).
+    set to the sets column held the level ({{figure terms.strata_sets range}}).
     ``permute='rows'`` gives adonis2's p-values.
 
     Parameters

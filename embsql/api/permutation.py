@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import duckdb
 
+from embsql.calibration import sentence
 from embsql.core.arguments import check_permutations, check_seed, check_stop_after
 from embsql.core.decomposition import ANOVA_COLUMNS
-from embsql.core.dispersion import LEVEL_MEASURED, Dispersion
+from embsql.core.dispersion import Dispersion
 from embsql.core.row_tests import DISPERSION_COLUMNS, DISPERSION_GROUP_COLUMNS, dispersion_rows, ordered, permanova_row, spread
 from embsql.io.sources import TableLike, opened
 from embsql.io.table_stream import Skipped, unit_rows
@@ -127,7 +128,7 @@ def _warn_on_spread(result: Dispersion, where: str) -> None:
     if p_value is not None and p_value <= DISPERSION_ALPHA:
         warnings.warn(   # stacklevel 3: the line that called permanova
             f"the dispersion test is significant (p = {p_value:.3g}{where}): groups differ in spread, "
-            f"so a large pseudo-F may reflect spread rather than location (the dispersion test: {LEVEL_MEASURED})",
+            f"so a large pseudo-F may reflect spread rather than location (the dispersion test: {sentence('dispersion.level')})",
             stacklevel=3)
 
 
@@ -259,13 +260,12 @@ def dispersion(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str,
     group, shrunk towards the grand mean by the share of the between-group sum of squares that differing
     locations explain (0 when the centroids differ no more than equal locations make them: the items are
     then permuted as they are). Every permuted grouping then re-estimates W̃_g, a and b as the observed
-    one did. At 5% it rejected 2.5–6.0% of null data sets on the 16 designs measured (400 data sets
-    each: groups of 2 to 200 items, d = 16 to 768, uniform, clumped and anisotropic, equal and differing
-    locations, the example's vectors with shuffled labels); the five lowest cells (2.5–3.0%) gave
-    4.1–6.0% on a second draw of 800 to 1,200 data sets each (bench/README.md, dispersion_validity.py).
+    one did. In simulation {{figure dispersion.level}} (validation/calibration.json, measured by
+    validation/dispersion_validity.py).
     The earlier scheme (residual vectors permuted, as vegan's ``permutest`` permutes distances'
-    residuals) rejected 0.0–18.8% on the same designs, and vegan's ``permutest`` 0–52% (50 data sets
-    each).  F is therefore not betadisper's ANOVA F; ``mean_distance`` is betadisper's ``group.distances``.
+    residuals) rejected {{figure dispersion.level_old range}} on the same designs, and vegan's ``permutest``
+    {{figure dispersion.level_vegan range}} ({{figure dispersion.level_vegan replicates}} data sets each).
+    F is therefore not betadisper's ANOVA F; ``mean_distance`` is betadisper's ``group.distances``.
 
     Groups of fewer than 4 items are left out of the test (a and b need 4 items) and counted; with
     fewer than two groups left, ``f`` and ``p_value`` are None and ``note`` says why.

@@ -98,7 +98,7 @@ def bootstrap(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     calibrated confidence interval of a statistic, per model.
 
     The interval is built around the bias-corrected estimate and calibrated on the jackknife's
-    scale (bench/validity_intervals.py measures its coverage); ``calibrated`` says whether the
+    scale (validation/validity_intervals.py measures its coverage); ``calibrated`` says whether the
     statistic and the number of groups are among those whose coverage was measured.
 
     Parameters
@@ -212,8 +212,8 @@ def compare(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, ve
         resampling of :func:`embsql.rank_models`; se is then the jackknife SE of that joint
         resampling).  The table gains a column ``interval`` = ``'simultaneous'``.  Use it when
         you read three or more models' pairs together.  All the intervals held together in
-        92.5-97.5% of simulated data sets at 95% (3 to 10 models, 30 or 100 groups;
-        bench/rank_sets.py); ``calibrated`` is then true only for R² from 30 groups on.
+        {{figure rank_sets.simultaneous_r2 range}} of simulated data sets at 95% (3 to 10 models, 30 or 100
+        groups; validation/rank_sets.py); ``calibrated`` is then true only for R² from 30 groups on.
     bad_rows : {"error", "skip"}
         What a NULL, zero or non-finite (NaN or infinite) vector does: ``"error"`` (the default)
         refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out

@@ -123,7 +123,7 @@ def compare_similarity(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddi
     from the two correlations' influence values subtracted pair by pair and clustered by item (the
     dyadic-robust variance of embsql.core.similarity); the interval is difference -/+ t se and the
     p-value two-sided t (H0: equal population correlations).  A pair-level method (pairs as if
-    independent) rejected a true H0 five times too often in the simulations of bench/README.md.
+    independent) rejected a true H0 five times too often in the simulations of validation/README.md.
 
     Parameters
     ----------

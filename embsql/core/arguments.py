@@ -36,7 +36,7 @@ def check_replicates(value: object) -> int:
 
 
 # The report stops each permutation test at the 10th permuted statistic that reaches the observed one:
-# the level is that of the full test (bench/sequential_level.txt) and a large p-value costs about 10/p
+# the level is that of the full test (validation/sequential_level.txt) and a large p-value costs about 10/p
 # permutations instead of all of them; a p-value under 10/B comes out exactly as with all B.
 REPORT_STOP_AFTER = 10
 

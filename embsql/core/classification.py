@@ -32,15 +32,15 @@ figures' sampling error over items, as for any test-set score):
             Graubard's recipe; it covered better than the CR1 t interval itself at 30 clusters);
   macro F1  delete-one jackknife (items, or clusters) standard error, figure -/+ t(U - 1) se.
 Both are clipped to [0, 1].  ``calibrated`` is true from CALIBRATED_FROM units (items or
-clusters) on, where bench/classification_validity.py measured coverage within 95 +- 2.5%.
+clusters) on, where validation/classification_validity.py measured coverage within 95 +- 2.5%.
 
 Paired comparison of accuracy (the same items, two models): d_i = correct_a(i) - correct_b(i).
   items     McNemar: under H0 the b = #(a right, b wrong) of the m discordant items is
             Binomial(m, 1/2); the p-value is the mid-p, 2 P(X < min(b, c)) + P(X = min(b, c)) (1
             when b = c), beside the exact p = min(1, 2 P(X <= min(b, c))), which the discreteness
-            makes conservative (at 5%, from 10 expected discordant items on, the exact test's
-            level is 2.2-4.2% and the mid-p's 4.1-4.9%, by enumeration and by simulation within its
-            error: bench/classification_validity_mcnemar.txt;
+            makes conservative (at 5% the exact test's level is below the mid-p's, which is close to
+            5% from 10 expected discordant items on: validation/calibration.json,
+            classification.mcnemar_level and classification.mcnemar_level_exact;
             Fagerland, Lydersen and Laake 2013 recommend the mid-p); both in (0, 1], a tail below
             2.2e-308 given as that; the interval of the
             difference is Agresti and Min's (2005): a Wald interval after adding 1/2 to each of the

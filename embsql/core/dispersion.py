@@ -21,11 +21,13 @@ W_bar the 1/V_g-weighted mean (about 1 under the null).
 
 Why not chi-square, or permuting what betadisper permutes?  Each is wrong on unit vectors:
   * the chi-square reference holds for uniform vectors but not for clumped ones: small groups drawn
-    from clusters give W~_g with heavy tails (15% rejection at 5%, 60 groups of 3-8 from the example);
+    from clusters give W~_g with heavy tails (too many rejections on clumped small groups);
   * permuting the distances' residuals (vegan's permutest) ignores that distances to an estimated
     centroid are correlated within a group, and permuting residual *vectors* (embsql before) builds
-    permuted groups whose items are no longer unit vectors: 0.3% with 60 small groups at d = 384,
-    9.6% on the example's vectors with shuffled labels (bench/dispersion_validity.py has the table).
+    permuted groups whose items are no longer unit vectors: far too few rejections with many small
+    groups, too many on the example's vectors with shuffled labels.
+The measured levels of each are in validation/calibration.json (dispersion.level, dispersion.level_chi2,
+dispersion.level_old, dispersion.level_vegan), from validation/dispersion_validity.py.
 So the reference is a permutation of vectors that keeps |z| = 1: each item is reflected (a Householder
 reflection, an orthogonal map) so that its group's estimated location points along one common axis
 (aligned_vectors); that removes the groups' differences in location and keeps each item's position about
@@ -33,7 +35,7 @@ its group's centre.  The location is the centroid of the other items of the grou
 mean by the share of SS_B the locations explain (location_share, an empirical-Bayes factor): near 1 when the
 groups sit apart, 0 when SS_B is what equal locations give, where the reflections are the identity and the
 permutation is of the items themselves (exact for exchangeable items; aligning by noisy centroids there made
-the test conservative, 1.0-1.2% at 5%, on three designs).  The labels of the aligned vectors are then permuted, and each
+the test conservative on three designs; validation/README.md).  The labels of the aligned vectors are then permuted, and each
 permuted grouping re-estimates W~_g, a and b exactly as the observed one does (a studentised statistic:
 the permutation supplies the tails, the re-estimated a and b the scale).
 
@@ -66,12 +68,6 @@ from embsql.core.precision import check_unit_spread
 from embsql.errors import InputError
 
 MIN_GROUP = 4          # groups smaller than this are left out of the test (a and b need 4 items)
-# what the level was measured on (bench/README.md, dispersion_validity.py): quoted by permanova's warning
-# and the report's caution
-LEVEL_MEASURED = ("at 5% it rejected 2.5-6.0% of null data sets on 16 designs (groups of 2 to 200 items, "
-                  "d = 16 to 768, uniform, clumped and anisotropic, equal and differing locations; 400 data sets "
-                  "each); the five lowest cells (2.5-3.0%) gave 4.1-6.0% on a second draw of 800 to 1,200 data "
-                  "sets each")
 POLL_EVERY = 16        # permutations between calls of ``progress`` (it may stop the run), and per batch
 DISPERSION_METHODS = ("gram", "coordinates")
 GATHER_BYTES = 1 << 27      # gram route: at most this many bytes of gathered blocks per batch of permutations
@@ -226,8 +222,8 @@ def aligned_vectors(unit: np.ndarray, codes: np.ndarray, share: float | None = N
     matters: a group's own centroid leans towards its items by 1/n_g, and reflecting every item by it would
     line up that lean, a common location the data do not have.  The shrinkage matters where locations are
     equal: the others' centroid of a small group is then mostly noise, and aligning by it mixes a group's
-    composition into its location (1.0-1.2% rejection at 5% on three such designs without it, 3.0-4.5%
-    with it; bench/README.md).  At share 0 every reflection is the identity and the test is a plain
+    composition into its location (too few rejections at 5% on three such designs without it;
+    validation/README.md has the figures).  At share 0 every reflection is the identity and the test is a plain
     label permutation, exact when the items are exchangeable."""
     if share is None:
         share = location_share(unit, codes)
@@ -282,7 +278,7 @@ class _GramSums:
 
 
 # Relative costs on this machine, in units of one multiply-add of a batched block product
-# (tests/test_dispersion_methods.py pins the choice; bench/README.md, "dispersion test", has the figures):
+# (tests/test_dispersion_methods.py pins the choice; validation/README.md, "dispersion test", has the figures):
 # a random read of the float64 Gram matrix, and a multiply-add of the product building it.
 DISPERSION_READ = 10.0
 DISPERSION_MAC = 0.25

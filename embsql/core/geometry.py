@@ -64,7 +64,7 @@ COMPARE_CKA_COLUMNS = ("model_a", "model_b", "reference", "cka_a", "cka_b", "dif
                        "p_value", "calibrated", "items", "groups", "debiased")
 INTERVAL_LEVEL = 0.95
 CALIBRATED_UNITS = 30    # groups (or items, without groups) from which the CKA interval's coverage was
-                         # measured at 91-99.5%, 95 +- 2.5% in 13 of 18 designs (bench/cka_validity.py)
+                         # measured (validation/calibration.json, cka.coverage)
 PROCRUSTES_BLOCKS = 200  # at most this many jackknife units for Procrustes without groups (one SVD each)
 BLOCK_ROWS = 8192        # rows per block product: bounds memory (a large float64 product has crashed OpenBLAS here)
 MIN_ITEMS = 3
@@ -440,11 +440,11 @@ def cka_interval(debiased: np.ndarray | None, level: float = INTERVAL_LEVEL) -> 
     the debiased CKA +- t_{G-1} jackknife SE on Fisher's z scale (atanh), mapped back into [0, 1], as
     resampling.jackknife_t_interval builds R²'s but without its bias correction: the debiased CKA is
     already unbiased to a few thousandths, and correcting it again moved the centre by a quarter SD and
-    cost coverage (90.5-93.8% in the grouped designs, 92.5-96.0% without; bench/cka_interval_centre.py).
+    cost coverage in the grouped designs (the "corrected" column of validation/cka_interval_centre.txt).
     Built on the debiased CKA for the biased
     one too: the biased CKA's upward bias grows with dimension over items (0.73 for a population
     0.14 at 200 items of d = 384 against 768), far beyond what a jackknife removes, so its own
-    replicates covered 0-75% in two such designs (a prototype of bench/cka_validity.py), the debiased
+    replicates covered 0-75% in two such designs (a prototype of validation/cka_validity.py), the debiased
     CKA's 93-99% in all of that bench's.  None where a replicate is undefined."""
     if debiased is None or len(debiased) - 1 < MIN_GROUPS or not np.all(np.isfinite(debiased)):
         return None, None, False
@@ -542,7 +542,7 @@ def procrustes_pair(x: np.ndarray, y: np.ndarray, *, groups: Sequence[object] | 
     permutation p-value (items of y permuted; counted when r_perm >= r - sqrt(eps), as protest does);
     the jackknife SE over ``groups`` (else items, jackknife_units) and the bias-corrected jackknife t
     interval on the atanh scale, never calibrated: r's upward bias in high dimension is far larger
-    than what the jackknife removes, and it covered 0-54% in simulation (bench/cka_validity.py).
+    than what the jackknife removes, and it covered 0-54% in simulation (validation/cka_validity.py).
     ``jackknife=False``: no SE and interval (None), for the report, which shows only CKA's."""
     check_permutations(permutations, allow_zero=True)
     check_seed(seed)

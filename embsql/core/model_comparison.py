@@ -134,7 +134,7 @@ def compare_rows(models: dict, stat: str, *, replicates: int, seed: int, level: 
         _, fam, _ = structure_family([per_model[m] for m in names], stat, replicates=replicates, seed=seed,
                                      sizes=sizes)
         low, high = simultaneous_intervals(fam, level)
-        # calibrated where bench/rank_sets.py measured the simultaneous coverage
+        # calibrated where validation/rank_sets.py measured the simultaneous coverage
         measured = stat in RANK_CALIBRATED_STATS and len(per_model[names[0]].counts) >= RANK_CALIBRATED_GROUPS
         for p, row in enumerate(rows):
             row.update(se=float(fam.se[p]), ci_low=float(low[p]), ci_high=float(high[p]), interval="simultaneous",

@@ -51,7 +51,7 @@ from embsql.errors import InputError, fail
 RANK_COLUMNS = ("statistic", "estimate", "ci_low", "ci_high", "rank", "rank_low", "rank_high", "top", "level",
                 "calibrated")
 INTERVALS = ("marginal", "simultaneous")
-RANK_CALIBRATED_STATS = ("r2",)   # with retrieval metrics: measured by bench/rank_sets.py (bench/README.md)
+RANK_CALIBRATED_STATS = ("r2",)   # with retrieval metrics: measured by validation/rank_sets.py (validation/README.md)
 RANK_CALIBRATED_GROUPS = 30
 
 

@@ -164,11 +164,11 @@ def permute_within(term: Term, variables: dict[str, Variable]) -> tuple[str, np.
 
     Why: on the sphere a strong factor gives its levels unequal spreads (1 - |m_a|^2 differs between
     a's centres), and with unequal cells the interaction's contrasts weigh a's levels unequally, so
-    residuals permuted across a's levels make the null too narrow: free Freedman-Lane rejected up to
-    10.5-12.6% at 5% for a:b after R^2(a) = 0.54-0.8 on some draws of a's centres (45.5% with levels of
-    very unequal spread and size), within a's levels 2.5-7.2% in 28 designs and 5.2% there
-    (bench/terms_validity_interaction.txt).  Within a's levels the exchangeability that the null needs
-    holds whatever a's spreads; a:b is still tested, since b's levels vary within a's."""
+    residuals permuted across a's levels make the null too narrow: free Freedman-Lane rejected too often
+    at 5% for a:b after a strong a on some draws of a's centres, and far too often with levels of very
+    unequal spread and size; within a's levels it held the level (validation/terms_validity_interaction.txt;
+    validation/calibration.json: terms.interaction_free and terms.interaction_within).  Within a's levels
+    the exchangeability that the null needs holds whatever a's spreads; a:b is still tested, since b's levels vary within a's."""
     if term.degree < 2:
         return None
     for name in term.columns:

@@ -488,7 +488,7 @@ def default_null(statistic: str, d: Design) -> str:
     shape from that group's residuals, which span at most n_g - 1 directions: with small groups the
     bootstrap statistic has too few dimensions, a heavy tail, and the test turns conservative
     (exchangeable data, 5 groups of 5: 1%, of 3: 0%).  Smaller groups are therefore left out of the
-    default test, and counted (bench/validity_tests.py, Table 2).
+    default test, and counted (validation/validity_tests.py, Table 2).
     """
     return "wild bootstrap" if statistic == "welch" else "permutation"
 

@@ -130,7 +130,7 @@ def weighted_totals(sums: GroupSums, weights: np.ndarray) -> Totals:
 
 
 # ----------------------------------------------------------------------------------------------
-# Intervals.  Chosen by simulation (bench/validity_intervals.py): against the value at G -> infinity
+# Intervals.  Chosen by simulation (validation/validity_intervals.py): against the value at G -> infinity
 # the percentile interval of a cluster bootstrap misses on one side, because R² and F are biased by
 # O(1/G) and a resample that repeats groups shifts its draws by about as much again.  What covers:
 #   one model    the jackknife bias-corrected estimate +- t_{G-1} * jackknife SE, on a scale where
@@ -139,13 +139,13 @@ def weighted_totals(sums: GroupSums, weights: np.ndarray) -> Totals:
 #                SE*_b the jackknife SE inside resample b, the interval d - q* SE_jackknife.
 # Bootstrap intervals of one model undercovered badly (F: 40-65% with equal groups), and the
 # jackknife t interval of a difference of F undercovered with unequal groups (90% at G = 30, 80% at
-# G = 10); bench/validity_intervals.txt has the table.
+# G = 10); validation/validity_intervals.txt has the table.
 
 MIN_GROUPS = 3           # the jackknife (and so every interval here) leaves one group out and needs 2 left
 SIZES = ("auto", "fixed", "random")
 MIN_STRATUM_GROUPS = 5   # fixed sizes: the stratified jackknife needs this many groups of each size
-CALIBRATED_GROUPS = 30   # coverage measured at 92.5-97% from here on; at G = 10 it was 85-97.5%
-CALIBRATED_STATS = ("r2", "f", "w_bar")  # the figures whose coverage bench/validity_intervals.py measured
+CALIBRATED_GROUPS = 30   # coverage measured from here on (validation/calibration.json: intervals.difference.from30)
+CALIBRATED_STATS = ("r2", "f", "w_bar")  # the figures whose coverage validation/validity_intervals.py measured
 MAX_DROPPED_SHARE = 0.1  # beyond this the kept resamples are a selected subset, not the bootstrap
 # cka, procrustes: embsql.core.geometry (the debiased CKA's replicates, in [-1, 1]; the population
 # figure, in [0, 1])
@@ -241,7 +241,7 @@ def size_strata(sums: GroupSums | np.ndarray, sizes: str = "auto") -> np.ndarray
     every figure.  When sizes are drawn with the groups, that movement is sampling variation and
     the plain jackknife is right.  When every sample has the same sizes (a design: so many groups
     of 2, of 5, of 20), it is not, and the plain jackknife overstated the SE 1.3-7 times (coverage
-    99-100% for a nominal 95%, bench/validity_intervals.py); deviations from the mean of groups of
+    99-100% for a nominal 95%, validation/validity_intervals.py); deviations from the mean of groups of
     the same size measure only what varies.  "auto" takes the sizes as fixed when every distinct
     size occurs equally often (equal groups, or a pattern repeated, as designs are written).  Equal
     groups need no strata; a stratum with fewer than MIN_STRATUM_GROUPS groups gives too noisy a
@@ -360,7 +360,7 @@ def bootstrap(sums: GroupSums, stat: str, *, replicates: int = 2000, seed: int =
 
 def percentile_interval(estimate: float, draws: np.ndarray, level: float) -> Interval:
     """The estimate, the bootstrap SE and the percentile interval at ``level`` (not calibrated: it
-    misses on one side for R² and F; kept for comparison, e.g. in bench/validity_intervals.py)."""
+    misses on one side for R² and F; kept for comparison, e.g. in validation/validity_intervals.py)."""
     low, high = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2])
     return Interval(float(estimate), float(np.std(draws, ddof=1)), float(low), float(high))
 
@@ -448,7 +448,7 @@ def paired(a: GroupSums, b: GroupSums, stat: str, *, replicates: int = 2000, see
     g, se = len(jack), jackknife_se(jack, strata)
     centre = g * estimate - (g - 1) * float(jack.mean())
     # the difference of F with sizes fixed by the design covered 91.6% (+-0.7%) in simulation, short of
-    # the 92.5% that calibrated promises (bench/validity_intervals.txt)
+    # the 92.5% that calibrated promises (validation/validity_intervals.txt)
     measured = calibrated(stat, g) and not (stat == "f" and strata is not None)
     if se == 0:  # the models agree on every group (e.g. a model against itself): nothing to resample
         return estimate_a, estimate_b, Interval(estimate, 0.0, estimate, estimate, centre, 0, measured,

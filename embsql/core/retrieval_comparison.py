@@ -14,13 +14,13 @@ unchanged: T* = sum_g s_g S_g with s_g = +/-1, two-sided, p = (b + 1)/(B + 1) wi
 vectors with |T*| >= |T|.  When 2^G <= B every sign vector is enumerated instead and
 p = (sign vectors with |T*| >= |T|)/2^G, exact.  Swapping single queries when the queries are
 clustered makes the null distribution too narrow (paraphrases of one question share their
-difference), so that test rejects too often: bench/retrieval_validity.py measures both.
+difference), so that test rejects too often: validation/retrieval_validity.py measures both.
 
 Speed: the signs come as random bytes, one byte per 8 clusters; T* is a sum over bytes of a
 looked-up partial sum (a 256-entry table per byte), so B permutations over G clusters cost
 B * G / 8 additions: 10,000 x 10,000 in about 0.3 s, 6x faster than a dense sign matrix.
 
-The interval is the t interval above: in bench/retrieval_validity.py it covered 95% within
+The interval is the t interval above: in validation/retrieval_validity.py it covered 95% within
 2.5 points from G = 30 on (beside the percentile and studentized cluster bootstraps, which it
 matched or beat); below 30 clusters ``calibrated`` is false.
 """
@@ -91,7 +91,7 @@ def t_interval(sums: np.ndarray, sizes: np.ndarray,
 
 def bootstrap_intervals(sums: np.ndarray, sizes: np.ndarray, level: float, replicates: int, seed: int) -> dict:
     """Percentile and studentized cluster-bootstrap intervals of D (clusters resampled with
-    replacement).  Not the default: kept for bench/retrieval_validity.py, which compares them."""
+    replacement).  Not the default: kept for validation/retrieval_validity.py, which compares them."""
     groups = len(sums)
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, groups, size=(replicates, groups))

@@ -25,7 +25,7 @@ correlation is t(items - 1) on Fisher's z = atanh(r), mapped back (so it stays i
 difference of two models' correlations on the same pairs uses psi_A - psi_B and stays on the raw
 scale.  The variance used is never below the pair-level one: a negative within-item covariance (rare,
 and then mostly noise) does not narrow the interval.  Its calibration, against the pair-level method,
-is measured in bench/similarity_validity.py (bench/README.md).
+is measured in validation/similarity_validity.py (validation/README.md).
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ from embsql.errors import fail
 
 MIN_PAIRS = 3
 COSINE_BLOCK = 512           # pairs per gather: two 512 x d blocks stay in cache (0.8 MB at d = 384, float32)
-# In the simulations of bench/similarity_validity.py the interval covered within 95 +- 2.5% and the
-# paired test held its level within [3, 7]% wherever the t quantile had 20 or more degrees of freedom
-# (effective_items - 1) on 200 or more pairs; at 10 (200 pairs with hubs of about 20) coverage was 93-94%.
+# The simulations of validation/similarity_validity.py measured the interval's coverage and the paired
+# test's level wherever the t quantile had 20 or more degrees of freedom (effective_items - 1) on 200 or
+# more pairs (validation/calibration.json, similarity.coverage and similarity.level); not at 10.
 CALIBRATED_PAIRS = 200
 CALIBRATED_DF = 20
 EVAL_COLUMNS = ("spearman", "ci_low", "ci_high", "se", "pearson", "pearson_ci_low", "pearson_ci_high",

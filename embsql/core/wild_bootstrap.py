@@ -13,7 +13,7 @@ with each group's shape kept.  W*_d is recomputed (studentized again) on each x*
 Mammen or Gaussian weights: with v_i^2 = 1 a bootstrap group's SS*_g = sum ||e_i||^2 - n_g ||xbar*_g||^2
 is tied to its mean as SS_g = n_g (1 - ||xbar_g||^2) is on the unit sphere (and symmetric data
 stay symmetric); Mammen weights rejected 9.5% with a rank-2 group of 6 against 40, signs 6.5%
-(bench/validity_tests.py).  The price: groups of 2 or 3 make it conservative (a group of 2 has
+(validation/validity_tests.py).  The price: groups of 2 or 3 make it conservative (a group of 2 has
 zero spread in half the samples, an infinite W*_d).
 
 Only inner products of residuals are needed, so the same code serves coordinates (vectors) and a

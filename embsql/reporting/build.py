@@ -647,8 +647,8 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
         Stop each permutation test once this many permuted statistics reach the observed one
         (Besag and Clifford's sequential rule; see :func:`embsql.permanova`): a large p-value then
         costs about stop_after / p permutations instead of all of them, and a p-value under
-        stop_after / permutations is the full test's.  At 5% the sequential tests rejected 3.7-6.0%
-        of null data sets where the full ones rejected 3.2-5.8% (bench/sequential_level.txt).
+        stop_after / permutations is the full test's.  In simulation {{figure sequential.level}}
+        (validation/calibration.json).
         None or 0 runs every permutation.
     replicates : int
         Bootstrap replicates.

@@ -8,7 +8,7 @@ so a change of the raw vectors leaves a figure exactly unchanged only when, afte
 it is a similarity of the unit vectors (y = aQx + b with Q orthogonal).
 """
 
-from embsql.core.dispersion import LEVEL_MEASURED
+from embsql.calibration import field, sentence
 
 INVARIANCE = ("Each figure is labelled with the transformations of the unit vectors it ignores: isometry "
               "(rotation, reflection, embedding into more dimensions) for V, W̄ and W̃_g; similarity (an isometry "
@@ -25,14 +25,17 @@ INTERVALS = ("ci_low/ci_high are calibrated 95% (level) intervals for the value 
              "jackknife SE, both computed on the logit scale for R² and W̄ and the log scale for F "
              "(corrected = h⁻¹(G·h(θ) − (G−1)·mean h(θ₋g)), h = logit or log) and mapped back, so they stay inside "
              "the figure's range. They are not centred on the sample figure (estimate, r2), which is biased by about "
-             "−R²(1−R²)/G. In simulation they covered 92.7–96.5% at 30 groups and 93–97% at 100; calibrated is false below 30 "
-             "groups, where the coverage of a paired difference fell to 85–90% in some designs. dropped counts bootstrap "
+             "−R²(1−R²)/G. In simulation they covered " + field("intervals.model.G30", "range") + " at 30 groups and "
+             + field("intervals.model.G100", "range") + " at 100; calibrated is false below 30 groups, where the "
+             "coverage of a paired difference fell to " + field("intervals.difference.G10", "low") + " in some designs. "
+             "dropped counts bootstrap "
              "resamples in which "
              "the figure was undefined (e.g. F when only groups of one were drawn); they are left out.")
 
 FEW_GROUPS = ("fewer than 30 groups, so the interval is not calibrated (at 10 groups its coverage was measured "
-              "at 90–97% for one model and 85–97.5% for a paired difference, depending on the design); read it as "
-              "rough")
+              "at " + field("intervals.model.G10", "range") + " for one model and "
+              + field("intervals.difference.G10", "range") + " for a paired difference, depending on the design); "
+              "read it as rough")
 
 SUMMARY = ("One row per model. R² and F are comparable across models (similarity level: exactly unchanged by "
            "rotation, uniform scaling of the raw vectors, extra dimensions or the exact lift; only approximately "
@@ -73,7 +76,7 @@ DISPERSION = ("Dispersion test: do the groups differ in spread about their centr
               "centroid's noise). The p-value permutes the labels of the vectors after reflecting each item so "
               "that its group's location (the centroid without it, shrunk towards the grand mean) lies on one "
               "common axis, which keeps every vector of unit "
-              "length; " + LEVEL_MEASURED + ". Groups with fewer than 4 items are left out and counted "
+              "length; " + sentence("dispersion.level") + ". Groups with fewer than 4 items are left out and counted "
               "(groups_left_out, items_left_out). When it is significant, a large pseudo-F may reflect "
               "differences in spread rather than in location.")
 
@@ -84,7 +87,8 @@ COMPARE = ("Paired comparison across models, paired by group label: the same gro
            "the same with different items as with the same ones). The report sees only group sums, so it cannot "
            "check the items: same_items is false when a group's size differs and blank otherwise. ci_low/ci_high "
            "are a studentized bootstrap interval (each resample's difference divided by its own jackknife SE), "
-           "which covered 92.5–97% from 30 groups on; calibrated is false below 30 groups; dropped counts "
+           "which covered " + field("intervals.difference.from30", "range")
+           + " from 30 groups on; calibrated is false below 30 groups; dropped counts "
            "resamples in which the difference was undefined.")
 
 
@@ -152,9 +156,11 @@ COMPARE_RETRIEVAL = (
     "Paired comparison of retrieval models on the same queries: difference = mean_a − mean_b of the per-query "
     "metric. The p-value is a randomization test that swaps the two models' scores for whole paraphrase groups "
     "(paraphrases of one question share their difference, so swapping single queries would reject too often: "
-    "9–27% instead of 5% in simulation); p_adjusted corrects for every pair compared (Holm by default). The "
-    "interval is difference ± t(G−1) × a cluster-robust SE over the groups; it covered 94.3–95.5% from 30 "
-    "groups on in simulation, and calibrated is false below 30 groups. Without paraphrase groups every query "
+    + field("retrieval.level_queries", "range")
+    + " instead of 5% in simulation); p_adjusted corrects for every pair compared (Holm by default). The "
+    "interval is difference ± t(G−1) × a cluster-robust SE over the groups; it covered "
+    + field("retrieval.coverage", "range") +
+    " from 30 groups on in simulation, and calibrated is false below 30 groups. Without paraphrase groups every query "
     "counts as independent. A significant difference says which model is ahead on these queries' population, "
     "not that the gap matters: read the difference and its interval for that.")
 # the demo's three experiments (embsql.demo.EXPERIMENTS)

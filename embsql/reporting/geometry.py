@@ -16,6 +16,7 @@ from itertools import combinations
 
 import duckdb
 
+from embsql.calibration import field
 from embsql.core.agreement import MANTEL_MAX_ITEMS, knn_rows, mantel_rows
 from embsql.core.geometry import LEVEL_MEANING, cka_rows, procrustes_rows
 from embsql.core.labels import text_key
@@ -47,7 +48,7 @@ CAUTION = ("Each row compares two models on the items both embedded. invariance 
            "order neighbours alike but space them differently. CKA's se is the cluster jackknife over the "
            "report's groups; its ci_low-ci_high is a 95% interval for the population CKA, built around the debiased "
            "CKA (corrected) because the biased one is biased upward by far more than its se when the dimension is large next to "
-           "the items (calibrated: from 30 groups, where simulation measured 91-99.5% coverage); "
+           "the items (calibrated: from 30 groups, where simulation measured " + field("cka.coverage", "range") + " coverage); "
            "p_value permutes the items of the second model (with many items it is tiny even for weak agreement: "
            "read the value, not p). k-NN overlap is chance at k/(n−1); none of these says which model is better.")
 

@@ -4,7 +4,7 @@
 
 -- The smallest root-mean-square spread of unit vectors that float64 resolves: sqrt(eps), squared.
 -- Normalising a vector rounds each coordinate to about eps, so a sum of squares SS over n unit
--- vectors with SS / n below eps is rounding noise (the same threshold as embsql/precision.py).
+-- vectors with SS / n below eps is rounding noise (the same threshold as embsql/core/precision.py).
 CREATE OR REPLACE TEMP MACRO emb__resolution2() AS pow(sqrt(2.220446049250313e-16), 2);
 
 -- The refusal when SS_T (what = 'the vectors', undefined 'R² and F') or SS_W (what = 'the vectors
@@ -27,7 +27,7 @@ CREATE OR REPLACE TEMP MACRO emb__no_rows_error(source) AS emb__fail_source_empt
 -- overloads resolve by the argument's type at bind time, so any label type binds.
 CREATE OR REPLACE TEMP MACRO emb__label_double(x DOUBLE) AS x, (x) AS NULL::DOUBLE;
 
--- The one rule for group labels (as embsql/labels.py): a NULL or NaN label is an error naming the
+-- The one rule for group labels (as embsql/core/labels.py): a NULL or NaN label is an error naming the
 -- column, and -0.0 is 0.0 (the literal '0' takes the label's own type).  x_double is
 -- emb__label_double(x), computed by the caller (a scalar macro cannot call a typed one in the CLI),
 -- place is '' or says where the label is (' for id 7').

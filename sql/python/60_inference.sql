@@ -4,7 +4,7 @@
 -- seed gives the same p-value whatever order the rows arrive in.
 
 -- A permutation count or seed as BIGINT for a UDF: any integer type passes (its range is checked by
--- the UDF, under the one rule of embsql/arguments.py); NULL or another type (99.5, 'abc', true) is an
+-- the UDF, under the one rule of embsql/core/arguments.py); NULL or another type (99.5, 'abc', true) is an
 -- embsql: error naming the argument, never a binder error naming an internal function.
 CREATE OR REPLACE TEMP MACRO emb__whole_argument(value, name) AS
     CASE WHEN value IS NOT NULL
@@ -214,7 +214,7 @@ ORDER BY p.__emb_b;
 -- `p_value` NULL).  A group's residuals span at most n_g − 1 directions, so with small groups the
 -- bootstrap turns conservative (exchangeable null data, 5 groups of 5: 1%, of 3: none), and permuting
 -- labels instead is not valid when shapes differ (a rank-2 group of 5 against 40: 21% at 5%).  Measured
--- at 5% on null data (`bench/validity_tests.py`; bench/README.md has the table): a rank-2 group of 6
+-- at 5% on null data (`validation/validity_tests.py`; validation/README.md has the table): a rank-2 group of 6
 -- against 40, equal centres and spread, pseudo-F 15.9%, W*_d with permuted labels 17.3%, with the
 -- wild bootstrap 4.5%; 6 items of sd 2 against 40 of sd 1 (Euclidean), pseudo-F 61%, W*_d 5.4%.
 -- Every group needs 2 items.
@@ -396,13 +396,10 @@ ORDER BY __emb_b;
 -- locations; the location is the centroid of the other items of its group, shrunk towards the grand
 -- mean by the share of the between-group sum of squares that differing locations explain (0 when the
 -- centroids differ no more than equal locations make them: the items are then permuted as they are).
--- Each permuted grouping then re-estimates W̃_g, a and b as the observed one did. At 5% it rejected
--- 2.5–6.0% of null data sets on 16 designs (400 data sets each: groups of 2 to 200 items, d = 16 to
--- 768, uniform, clumped and anisotropic, equal and differing locations, the example's vectors with
--- shuffled topic labels). The five lowest cells (2.5–3.0%) gave 4.1–6.0% on a second draw of 800 to
--- 1,200 data sets each (`bench/README.md`, `dispersion_validity.py`).  The scheme it replaces
--- (betadisper's distances, their ANOVA F, the residual vectors permuted) rejected 0.0–18.8% on the same designs, and vegan's `permutest` (its
--- distances' residuals permuted) 0–52% (50 data sets each).  F is therefore not betadisper's ANOVA F;
+-- Each permuted grouping then re-estimates W̃_g, a and b as the observed one did. In simulation
+-- {{figure dispersion.level}} (`validation/calibration.json`, `validation/dispersion_validity.py`).  The scheme it replaces
+-- (betadisper's distances, their ANOVA F, the residual vectors permuted) rejected {{figure dispersion.level_old range}} on the same designs, and vegan's `permutest` (its
+-- distances' residuals permuted) {{figure dispersion.level_vegan range}} ({{figure dispersion.level_vegan replicates}} data sets each).  F is therefore not betadisper's ANOVA F;
 -- `emb_dispersion_groups`' mean_distance is betadisper's `group.distances`.  Groups with fewer than
 -- 4 items are left out of the test (a and b need 4 items).  With fewer than two groups of 4 or more
 -- items the test does not run: `f`, `p_value` and `permutations` are NULL and `note` says so.

@@ -99,19 +99,19 @@ ORDER BY __emb_b, __emb_k;
 -- `a:b`.  Each term is tested against its reduced model R (the terms before it; for `'margin'`,
 -- all the others).  `permute := 'residuals'` (Freedman and Lane 1983; the default of Anderson's
 -- PERMANOVA): the residuals of R are permuted (freely, or within levels of `strata`) and added
--- back to R's fit, which keeps the level of a term after a strong factor: at 5%, 3.2-7.0% in 50
--- of 52 null designs of n = 120 (R² of the first factor 0 to 0.8, isotropic and anisotropic noise,
+-- back to R's fit, which keeps the level of a term after a strong factor: at 5%, {{figure terms.freedman_lane range}} in
+-- {{figure terms.freedman_lane count}} null designs of n = 120 (R² of the first factor 0 to 0.8, isotropic and anisotropic noise,
 -- balanced and unbalanced crossed designs, strata, interactions, d = 16 and 384), conservative
--- (0.5-0.8%) after about 30 paraphrase-like sets at d = 384 (bench/README.md, terms_validity).
+-- ({{figure terms.freedman_lane_sets_384 range}}) after about 30 paraphrase-like sets at d = 384 (validation/README.md, terms_validity).
 -- An interaction's residuals are permuted within the levels of its first factor (`a` of `a:b`): on
 -- unit vectors a strong factor's levels differ in spread, and free permutation of the residuals
--- rejected up to 10.5-12.6% of true nulls at 5% for a:b after R² 0.54-0.8 of a (45.5% with levels of
--- very unequal spread and size), within a's levels 2.5-7.2% in 28 designs and 5.2% there
--- (bench/terms_validity_interaction.txt); `permute := 'residuals_free'` permutes freely.  After many small sets (paraphrases) at d = 384 both schemes are
--- conservative; `strata :=` the sets column held the level (5.5-6.0%).
+-- rejected up to {{figure terms.interaction_free high}} of true nulls at 5% for a:b after R² 0.54-0.8 of a ({{figure terms.interaction_free_spreads high}} with levels of
+-- very unequal spread and size), {{figure terms.interaction_within}} and {{figure terms.interaction_within_spreads high}} there
+-- (validation/terms_validity_interaction.txt); `permute := 'residuals_free'` permutes freely.  After many small sets (paraphrases) at d = 384 both schemes are
+-- conservative; `strata :=` the sets column held the level ({{figure terms.strata_sets range}}).
 -- `permute := 'rows'` is adonis2's: the rows are permuted and every model refitted; the marginal
 -- statistic of a term is F* = ((SS*_full − SS*_without term)/df)/(SS*_res/df_res).  After a factor
--- with R² 0.54 it rejected 0.0-0.4% of true nulls at 5% with isotropic noise (0.2-3.2% with
+-- with R² 0.54 it rejected {{figure terms.rows_strong_isotropic range}} of true nulls at 5% with isotropic noise ({{figure terms.rows_strong_anisotropic range}} with
 -- anisotropic noise), and it has less power.  The first term of
 -- a sequential test, and a one-term call, have the intercept as R, so both give the same p there.
 -- SS, R² and F equal `adonis2`'s to 1e-9, and with `permute := 'rows'` the p-values too within

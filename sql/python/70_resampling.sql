@@ -9,7 +9,7 @@ FROM emb__group_sums(source, "group", vector, model, skip := skip)
 GROUP BY ALL;
 
 -- level := for emb_bootstrap: a number (its range, 0 < level < 1, is checked by the UDF under the one
--- rule of embsql/arguments.py); NULL or text is an embsql: error naming the argument.
+-- rule of embsql/core/arguments.py); NULL or text is an embsql: error naming the argument.
 CREATE OR REPLACE TEMP MACRO emb__level_argument(value) AS
     CASE WHEN value IS NOT NULL AND (typeof(value) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'FLOAT',
                                                       'DOUBLE', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT')
@@ -115,13 +115,14 @@ ORDER BY r.__emb_b;
 -- The interval is estimate_bc ± t_{G−1} × jackknife SE, built on the logit scale for `r2`, `w_bar`
 -- and `v` and on the log scale for `f` (then mapped back, so it stays inside the statistic's range),
 -- on the statistic itself for `icc` and `r2_adj`.  It was chosen by simulation
--- (bench/validity_intervals.py, table in bench/validity_intervals.txt): against its value with many
+-- (validation/validity_intervals.py, table in validation/validity_intervals.txt): against its value with many
 -- groups R² is biased by about −R²(1−R²)/G, and a resample that repeats groups shifts the draws by
 -- about as much again, so the bootstrap percentile interval misses on one side (R² with equal
 -- groups and equal noise: 0.1% coverage at 10 groups, 6% at 30, 51% at 100).  The bootstrap-t and
 -- basic bootstrap intervals failed for F too (40–65% with equal groups, in screening runs).  The
--- jackknife t interval covered 92.7–96.5% at 30 groups (1000 data sets per design) and 93–97% at
--- 100, in balanced and unbalanced designs with equal or unequal noise, and 90–97% at 10 groups;
+-- jackknife t interval covered {{figure intervals.model.G30 range}} at 30 groups (1000 data sets per design) and
+-- {{figure intervals.model.G100 range}} at 100, in balanced and unbalanced designs with equal or unequal noise, and
+-- {{figure intervals.model.G10 range}} at 10 groups;
 -- `calibrated` is false below 30 groups all the same, as for `emb_compare`.  Up to 10% of
 -- replicates may be dropped; beyond that the call fails and says how many were undefined.  The
 -- same seed gives the same draws on any machine: groups are put in the order of their labels as
@@ -134,7 +135,7 @@ ORDER BY r.__emb_b;
 -- small group, and that movement is not sampling variation: the plain jackknife overstated the SE
 -- up to 7 times there (coverage 99–100%).  Such designs get the stratified jackknife instead:
 -- deviations from the mean of the groups of the same size, with Welch–Satterthwaite degrees of
--- freedom (coverage 93.5–98% at 30 groups, bench/README.md).  The column `sizes` says which was
+-- freedom (coverage {{figure intervals.fixed_sizes.G30 range}} at 30 groups, validation/README.md).  The column `sizes` says which was
 -- used.  The Python faces take `sizes='auto'` (default), `'fixed'` or `'random'`; `'auto'` takes
 -- the sizes as fixed when every distinct size occurs equally often and at least 5 times (equal
 -- groups need no strata: both give the same interval), and as random otherwise.  The difference of
@@ -196,8 +197,8 @@ ORDER BY r.__emb_b;
 --
 -- The interval is the studentized (bootstrap-t) cluster bootstrap: in each resample the difference
 -- d* and its own jackknife SE* over the drawn groups give t* = (d* − d)/SE*; the interval is
--- d − q_{1−α/2}(t*)·se to d − q_{α/2}(t*)·se.  From 30 groups on it covered 92.5–97% in every
--- design of bench/validity_intervals.txt; at 10 groups 85–97.5% (a difference of F with equal
+-- d − q_{1−α/2}(t*)·se to d − q_{α/2}(t*)·se.  From 30 groups on it covered {{figure intervals.difference.from30 range}} in every
+-- design of validation/validity_intervals.txt; at 10 groups {{figure intervals.difference.G10 range}} (a difference of F with equal
 -- groups was the worst), hence `calibrated` = false there.  The jackknife t interval of a
 -- difference undercovered a difference of F with unequal group sizes and noise (90% at 30 groups,
 -- 80% at 10), and the percentile interval did too (89.5%, 75%).  With a quarter of one model's

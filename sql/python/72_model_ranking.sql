@@ -22,7 +22,7 @@
 -- @column rank_high the highest
 -- @column top whether the model is in the confidence set for the best (rank_low = 1)
 -- @column level the level asked for
--- @column calibrated true for `r2` from 30 groups on, where bench/rank_sets.py measured the family-wise coverage (92.5–100%, bench/notes/rank_sets.json); false otherwise
+-- @column calibrated true for `r2` from 30 groups on, where validation/rank_sets.py measured the family-wise coverage ({{figure rank_sets.coverage range}}, validation/calibration.json); false otherwise
 -- @notes
 -- All K true ranks lie in their sets [rank_low, rank_high] together with probability `level`;
 -- the set of a model tied with others in truth holds every rank of the tie (no pair is ordered
@@ -33,7 +33,7 @@
 -- does for a pair: the same resamples of groups for all K models, each difference studentized by
 -- its own jackknife SE in the resample; c is the `level` quantile of the largest studentized
 -- difference over the pairs not yet shown ordered.  Pairing the models on the same groups keeps
--- their shared variation out of the differences: in simulation (bench/rank_sets.py) the paired
+-- their shared variation out of the differences: in simulation (validation/rank_sets.py) the paired
 -- sets resolved 74.8% of truly ordered pairs where the same method fed with independent resamples
 -- of each model resolved 43.3% (3 models, 30 groups, gaps of about three SEs).  The Python face is
 -- `embsql.rank_models`; it

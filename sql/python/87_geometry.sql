@@ -41,7 +41,7 @@ FROM (
 -- @column se cluster-jackknife SE over the groups of `"group"`, else the delete-one-item jackknife
 -- @column ci_low the 95% interval for the population CKA (in [0, 1]), built from the debiased CKA's jackknife for both forms: the debiased CKA ± t(G − 1)·SE on the atanh scale (NULL with fewer than 3 groups)
 -- @column ci_high its upper end
--- @column calibrated true from 30 groups (or 30 items without `"group"`), where simulation measured its coverage at 91-99.5% (within 95 ± 2.5% in 13 of 18 designs)
+-- @column calibrated true from 30 groups (or 30 items without `"group"`), where simulation measured its coverage at {{figure cka.coverage range}} (within 95 ± 2.5% in {{figure cka.coverage within}} of {{figure cka.coverage count}} designs)
 -- @column p_value permutation p: the items of `model_b` are shuffled against those of `model_a` (the same seeded shuffles for every pair); one-sided, upper tail, p = (b + 1)/(B + 1); NULL with `permutations := 0`
 -- @column permutations B
 -- @column items items compared (with `common := true`, those every model has)
@@ -67,9 +67,9 @@ FROM (
 -- - **Interval.** The biased CKA is biased upward by far more than its SE when the dimensions are
 --   large next to the number of items (0.73 for a population CKA of 0.14 with 200 items of d = 384
 --   against 768), so `cka ± 1.96·se` can cover the population value in 0% of samples.  `ci_low`,
---   `ci_high` come from the debiased CKA, which is unbiased: coverage 92.5-99.0% at 30-40 groups or
---   40 items, d = 16/384 and 384/768, CKA 0.12-0.86 (bench/cka_interval_centre.py; 92.5-96.0% with
---   groups, 98.8-99.0% with independent items at a low CKA).
+--   `ci_high` come from the debiased CKA, which is unbiased: coverage {{figure cka.centre range}} at 30-40 groups or
+--   40 items, d = 16/384 and 384/768, CKA 0.12-0.86 (validation/cka_interval_centre.py; {{figure cka.centre_groups range}} with
+--   groups, higher with independent items at a low CKA).
 --
 -- What it says: how far two models' geometries agree up to rotation and scale, on these items.
 -- What it cannot say: which model is better; agreement of local neighbourhoods (that is
@@ -106,7 +106,7 @@ WHERE emb__udf_ok(__emb_r);
 -- @column se the jackknife SE of r (over the groups of `"group"`, else the items)
 -- @column ci_low the bias-corrected jackknife t interval on the atanh scale, 95% (not calibrated: see the notes)
 -- @column ci_high its upper end
--- @column calibrated always false: r's upward bias in high dimension is larger than the jackknife removes (it covered 10% in one design of bench/cka_validity.py); for a calibrated interval use `emb_cka`
+-- @column calibrated always false: r's upward bias in high dimension is larger than the jackknife removes (it covered 10% in one design of validation/cka_validity.py); for a calibrated interval use `emb_cka`
 -- @column p_value permutation p: the items of `model_b` permuted, counting permutations whose r reaches r − √(machine epsilon), as `protest` does: (b + 1)/(B + 1)
 -- @column permutations B
 -- @column items items compared
@@ -158,8 +158,8 @@ WHERE emb__udf_ok(__emb_r);
 -- @column debiased as asked
 -- @notes
 -- Both CKAs are biased upward, each by its own amount, so the interval and the test use the debiased
--- CKAs.  In simulation (two d = 384 models against a d = 768 reference, bench/cka_validity.py) it
--- rejected a true "no difference" at 0.8-4.2% at nominal 5% (conservative with independent items).
+-- CKAs.  In simulation (two d = 384 models against a d = 768 reference, validation/cka_validity.py) it
+-- rejected a true "no difference" at {{figure cka.compare_level range}} at nominal 5% (conservative with independent items).
 -- An unknown reference is `model.reference`.  From Python: `embsql.compare_cka`.
 -- @example
 -- SELECT model_a, model_b, reference, round(difference, 4) AS difference, calibrated

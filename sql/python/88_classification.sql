@@ -68,7 +68,7 @@ SELECT * EXCLUDE (__emb_result), __emb_result.value AS __emb_r FROM classified W
 -- @column classifier `knn` or `centroid`
 -- @column split `leave-one-out` or `train-test`
 -- @column level as asked
--- @column calibrated true from 30 items (or clusters) on, where the accuracy interval covered 94–96% in simulation (the macro-F1 interval covered 91.8% at 50 items, 94.4% at 200)
+-- @column calibrated true from 30 items (or clusters) on, where {{figure classification.accuracy_coverage}} (the macro-F1 interval covered 91.8% at 50 items, 94.4% at 200)
 -- @notes
 -- **Ties.** Cosines are compared on a grid of 2⁻⁴⁰; among equal cosines the item first in the item
 -- order (the items' text order with `item`, else the rows' order) is nearer.  A tied vote goes to

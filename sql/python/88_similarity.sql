@@ -92,8 +92,8 @@ ORDER BY r.__emb_o;
 -- independent: the standard errors come from each pair's influence on the correlation, summed over
 -- the pairs of each item (the dyadic-robust variance, scaled as a delete-one-item jackknife), and the
 -- interval is t on Fisher's z.  In simulations where items recur (half of them in one pair, some in
--- 20 or more) it covered 93.4–96.5% at 95% wherever the t quantile had 20 or more degrees of freedom
--- (93–94% at 10); treating pairs as independent covered 70–75% (bench/README.md).  Refused with an `embsql:` error: a NULL or non-finite score, a pair of
+-- 20 or more) it covered {{figure similarity.coverage range}} at 95% wherever the t quantile had 20 or more degrees of freedom
+-- ({{figure similarity.coverage_df10 range}} at 10); treating pairs as independent covered {{figure similarity.coverage_pairs range}} (validation/README.md).  Refused with an `embsql:` error: a NULL or non-finite score, a pair of
 -- one item with itself, a pair whose item has no vector in a model (unless `missing := 'skip'`),
 -- fewer than 3 pairs, a constant score or cosine.  A pair given twice counts twice.
 -- @example
@@ -138,8 +138,8 @@ SELECT * FROM emb__similarity_eval(
 -- @column calibrated true from 200 pairs with 20 or more degrees of freedom (effective items − 1), where the simulated level held
 -- @notes
 -- The same numbers as `embsql.compare_similarity`.  The difference's influence values are the two
--- models' subtracted pair by pair, clustered by item; the test held its level (3.5–6.7% at 5% wherever df ≥ 20) in the
--- simulations of bench/README.md, where treating pairs as independent rejected 25–33% of the time.
+-- models' subtracted pair by pair, clustered by item; the test held its level ({{figure similarity.level range}} at 5% wherever df ≥ 20) in the
+-- simulations of validation/README.md, where treating pairs as independent rejected {{figure similarity.level_pairs range}} of the time.
 -- @example
 -- SELECT correlation, model_a, model_b, difference > 0 AS a_better FROM emb_compare_similarity('judged_pairs', 'word_vectors');
 -- -- spearman good noisy true, pearson good noisy true

@@ -27,7 +27,7 @@
 -- @column ci_low difference − z × se (Agresti and Min), or − t(G − 1) × se with `group`
 -- @column ci_high its upper end
 -- @column p_value the mid-p McNemar test (the exact two-sided binomial test of a_only among a_only + b_only, 2 P(X < min) + P(X = min)); with `group`, a two-sided sign-flip test that swaps the two models' answers for whole clusters
--- @column p_exact the exact McNemar test (conservative: 2.1-4.1% at 5% from 10 expected discordant items on, where the mid-p held 3.9-5.1%); NULL with `group`
+-- @column p_exact the exact McNemar test (conservative: {{figure classification.mcnemar_level_exact range}} at 5% from 10 expected discordant items on, where the mid-p held {{figure classification.mcnemar_level range}}); NULL with `group`
 -- @column p_adjusted the p-value adjusted across the pairs
 -- @column p_adjust the adjustment used
 -- @column items the items compared
@@ -40,7 +40,7 @@
 -- @column calibrated true from 30 items (or clusters) on
 -- @notes
 -- McNemar on items that are not independent (paraphrases of one source) rejects a true H0 too
--- often; give `group` for them (bench/README.md).  Every model must answer the same items, once
+-- often; give `group` for them (validation/README.md).  Every model must answer the same items, once
 -- each.  Errors: a missing column, an item one model lacks, an item twice for a model, a NULL
 -- `correct`, an item in two clusters, a NULL model, item or group, fewer than two models.  From
 -- Python: `embsql.compare_classification`, where the predictions may also be a DataFrame, an Arrow

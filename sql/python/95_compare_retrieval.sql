@@ -37,9 +37,9 @@
 -- @column level as asked
 -- @column calibrated false below 30 groups
 -- @notes
--- In simulation (bench/README.md) the interval covered 94.3–95.5% from 30 groups on, as well as or
+-- In simulation (validation/README.md) the interval covered {{figure retrieval.coverage range}} from 30 groups on, as well as or
 -- better than the percentile and studentized cluster bootstraps.  Under H0 the test rejected
--- 4.1–5.8% at 5% from 30 groups on, where swapping single queries rejected up to 27%.  The same
+-- {{figure retrieval.level range}} at 5% from 30 groups on, where swapping single queries rejected up to {{figure retrieval.level_queries high}}.  The same
 -- seed gives the same p whatever the row order.  Every model must score the same queries, once
 -- each.  Errors: a missing column, no rows for `metric` (the message lists the metrics there are),
 -- a model without a query another model has, a query twice for one model, a query in two groups, a

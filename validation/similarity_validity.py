@@ -1,6 +1,6 @@
 """Validity of similarity_eval's intervals and compare_similarity's paired test, by simulation.
 
-    nice -n 10 python bench/similarity_validity.py [--runs R] [--short] > bench/similarity_validity.txt
+    nice -n 10 python validation/similarity_validity.py [--runs R] [--short] > validation/similarity_validity.txt
 
 Design (items recur across pairs as in word-similarity sets): n pairs drawn over "hub" items and
 "leaf" items.  Each end of a pair is a hub with probability `hub_share`; there are 2 n hub_share / 20

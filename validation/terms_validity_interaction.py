@@ -1,13 +1,13 @@
 """Level of the a:b interaction test by permute='residuals' (Freedman-Lane, an interaction's residuals
 permuted within the levels of its first factor), beside 'residuals_free' (free Freedman-Lane) and 'rows'
-(adonis2), on bench/terms_validity.py's interaction design (a 3 x b 2, unequal cells, n = 120, b null:
+(adonis2), on validation/terms_validity.py's interaction design (a 3 x b 2, unequal cells, n = 120, b null:
 y depends on a only) across the strength of a, isotropic and anisotropic noise, four draws of a's
 centres, 'b main' (a and b effects on orthogonal axes) and d = 384; and on a design whose levels of a
 differ much in spread and size (tests/test_permanova_terms.py's: centres of norm 0.2, 1, 3 before
 normalising, 24/36/60 items, b's split 20/50/80% by level of a).
 
-    OPENBLAS_NUM_THREADS=1 nice -n 10 python bench/terms_validity_interaction.py [--reps R] \
-        > bench/terms_validity_interaction.txt
+    OPENBLAS_NUM_THREADS=1 nice -n 10 python validation/terms_validity_interaction.py [--reps R] \
+        > validation/terms_validity_interaction.txt
 
 Each cell: the share of R data sets with p <= 0.05 (B = 199 permutations) and its Monte Carlo SE.
 """

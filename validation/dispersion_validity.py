@@ -1,9 +1,9 @@
 """The dispersion test's level and power on unit vectors: the rejection rate at nominal 5%, per design.
 
-    nice -n 10 python bench/dispersion_validity.py [--runs R] [--power-runs P] [--vegan-runs V] [--only NAME]
+    nice -n 10 python validation/dispersion_validity.py [--runs R] [--power-runs P] [--vegan-runs V] [--only NAME]
         [--schemes new,chi2,...] [--seed S]       (another --seed draws other data sets: a second look)
-    nice -n 10 python bench/dispersion_validity.py --cost     (the test's time beside PERMANOVA's, both routes)
-    nice -n 10 python bench/dispersion_validity.py --tables power --power-runs 100 --vegan-runs 50   (power only)
+    nice -n 10 python validation/dispersion_validity.py --cost     (the test's time beside PERMANOVA's, both routes)
+    nice -n 10 python validation/dispersion_validity.py --tables power --power-runs 100 --vegan-runs 50   (power only)
 
 Schemes, all on the groups of 4 or more items (smaller ones are left out, as embsql does):
   new       embsql.dispersion now: the groups' spreads W~_g (mean squared bias-adjusted distance to the
@@ -22,7 +22,7 @@ Schemes, all on the groups of 4 or more items (smaller ones are left out, as emb
   old       embsql before: betadisper's adjusted distances, their ANOVA F, and the residual vectors
             z_i - mu_g scaled by sqrt(n_g / (n_g - 1)) permuted (a numpy re-implementation that gives the
             old dispersion_test's p-values with the same permutations)
-  vegan     R's vegan: permutest(betadisper(dist(X), group, bias.adjust = TRUE)) (bench/dispersion_vegan.R)
+  vegan     R's vegan: permutest(betadisper(dist(X), group, bias.adjust = TRUE)) (validation/dispersion_vegan.R)
 
 Each cell: the share of R seeded data sets with p <= 0.05 and its Monte Carlo standard error
 sqrt(r (1 - r) / R); B = 19 permutations per data set for the level (p <= 0.05 is then b = 0: an exact

@@ -1,15 +1,15 @@
 """Is the inference true?  The full Monte Carlo tables, with their Monte Carlo errors.
 
-    python bench/validity.py            # every table (tens of minutes on 2 cores)
-    python bench/validity.py --quick    # fewer data sets per cell: a smoke run of a few minutes
+    python validation/validity.py            # every table (tens of minutes on 2 cores)
+    python validation/validity.py --quick    # fewer data sets per cell: a smoke run of a few minutes
 
 Two parts, each a script of its own that can run alone:
-  bench/validity_intervals.py   coverage of the 95% intervals (R², F, W̄ per model and the paired
+  validation/validity_intervals.py   coverage of the 95% intervals (R², F, W̄ per model and the paired
                                 difference between models) at G = 10 / 30 / 100, balanced and
                                 unbalanced, homogeneous and heterogeneous noise
-  bench/validity_tests.py       type I error of the dispersion test and of PERMANOVA (pseudo-F and
+  validation/validity_tests.py       type I error of the dispersion test and of PERMANOVA (pseudo-F and
                                 Welch) under H0, in the unbalanced and unequal-shape scenarios
-The figures of the last full run are in bench/README.md ("validity").
+The figures of the last full run are in validation/README.md ("validity").
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Coverage of the intervals of embsql.bootstrap and embsql.compare, by simulation.
 
-    python bench/validity_intervals.py            # the full table: 2000 data sets per cell (about an hour)
-    python bench/validity_intervals.py --short    # 200 data sets per cell, G = 10 and 30 (a few minutes)
+    python validation/validity_intervals.py            # the full table: 2000 data sets per cell (about an hour)
+    python validation/validity_intervals.py --short    # 200 data sets per cell, G = 10 and 30 (a few minutes)
 
 Superpopulation: G group centres uniform on the sphere in 64 dimensions; an item of group g is
 centre + sigma_g * N(0, I/64).  Model A embeds it as itself (d = 64), model B as a fixed random

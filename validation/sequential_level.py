@@ -1,6 +1,6 @@
 """Simulation: the level of sequential Monte Carlo p-values (Besag and Clifford 1991) beside the full test.
 
-    nice python bench/sequential_level.py [--runs 2000] [--stop-after 10] [--out bench/sequential_level.json]
+    nice python validation/sequential_level.py [--runs 2000] [--stop-after 10] [--out validation/sequential_level.json]
 
 For each design, --runs null data sets (unit vectors, labels independent of the vectors); on each, the
 same seeded permutation stream gives the full test's p (B = 999) and the sequential one's (stop once h
@@ -83,7 +83,7 @@ def main() -> None:
                                                           record["decisions_differ_05"])]
             print(f"| {name} | {test} | " + " | ".join(cells) +
                   f" | {record['permutations_mean']:.0f}, {record['permutations_median']:.0f} |", flush=True)
-    args.out.write_text(json.dumps({"generated_by": "bench/sequential_level.py", "records": records}, indent=1) + "\n")
+    args.out.write_text(json.dumps({"generated_by": "validation/sequential_level.py", "records": records}, indent=1) + "\n")
     print(f"\n{time.time() - start:.0f} s; written to {args.out}")
 
 

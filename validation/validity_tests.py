@@ -1,6 +1,6 @@
 """Type-I error of the permutation tests in unbalanced designs: rejection rates at nominal 5%.
 
-    python bench/validity_tests.py [--short] [--runs R] [--only dispersion|permanova]
+    python validation/validity_tests.py [--short] [--runs R] [--only dispersion|permanova]
 
 Table 1, the dispersion test on null data (groups equal in spread), three schemes:
   old      unadjusted distances to the fitted centroids, permuted among groups (embsql before; as

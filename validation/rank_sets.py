@@ -1,6 +1,6 @@
 """Family-wise coverage and power of embsql's rank confidence sets and simultaneous pairwise intervals.
 
-    nice -n 10 python bench/rank_sets.py [--runs R] [--replicates B] [--out bench/notes/rank_sets.json]
+    nice -n 10 python validation/rank_sets.py [--runs R] [--replicates B] [--out validation/rank_sets.json]
 
 What is measured (embsql.core.model_ranking; level 0.95).  Per simulated data set, K models on the
 same G groups, the joint studentised paired cluster bootstrap (B resamples, the same resamples of
@@ -218,7 +218,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200, help="data sets per cell")
     parser.add_argument("--replicates", type=int, default=400, help="joint bootstrap resamples per data set")
     parser.add_argument("--families", default="r2,ndcg")
-    parser.add_argument("--out", default="bench/notes/rank_sets.json")
+    parser.add_argument("--out", default="validation/rank_sets.json")
     args = parser.parse_args()
     cells = []
     started = time.perf_counter()
@@ -259,7 +259,7 @@ def write(out: str, args: argparse.Namespace, cells: list, started: float) -> No
     """The JSON so far (written after every cell, so a stopped run keeps its finished cells)."""
     meta = {"level": LEVEL, "runs": args.runs, "replicates": args.replicates, "families": args.families,
             "seconds": round(time.perf_counter() - started, 1), "python": platform.python_version(),
-            "machine": platform.machine(), "command": f"nice -n 10 python bench/rank_sets.py --runs {args.runs} "
+            "machine": platform.machine(), "command": f"nice -n 10 python validation/rank_sets.py --runs {args.runs} "
                                                       f"--replicates {args.replicates} --families {args.families}",
             "note": "shares are [value, Monte Carlo SE]; the printed 'Holm no-FWE' column is holm_cover, the share "
                     "of data sets where Holm ordered no pair falsely"}

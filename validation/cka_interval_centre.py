@@ -1,9 +1,9 @@
 """Where to centre CKA's interval: coverage of the population CKA with and without the jackknife bias correction.
 
-    OPENBLAS_NUM_THREADS=1 nice -n 10 python bench/cka_interval_centre.py 16 400 > part16.txt
-    OPENBLAS_NUM_THREADS=1 nice -n 10 python bench/cka_interval_centre.py 384 400 > part384.txt
+    OPENBLAS_NUM_THREADS=1 nice -n 10 python validation/cka_interval_centre.py 16 400 > part16.txt
+    OPENBLAS_NUM_THREADS=1 nice -n 10 python validation/cka_interval_centre.py 384 400 > part384.txt
 
-The designs, maps and population values of bench/cka_validity.py (its functions), the samples drawn from
+The designs, maps and population values of validation/cka_validity.py (its functions), the samples drawn from
 another random stream.  Per sample, two 95% intervals from the debiased CKA's jackknife replicates, both
 t_{G-1} on Fisher's z scale:
   corrected  centred on the bias-corrected jackknife estimate (embsql's interval before 2026-12-02)
@@ -32,7 +32,7 @@ def main() -> None:
     noises = {16: (0.4, 1.6, 3.5), 384: (0.8, 1.6, 2.6)}
     structures = (("items", 40), ("equal groups of 5", 40), ("groups of 1-15", 30))
     k = cv.LATENT[p]
-    print(f"# bench/cka_interval_centre.py {p} {reps} (numpy {np.__version__})")
+    print(f"# validation/cka_interval_centre.py {p} {reps} (numpy {np.__version__})")
     print(f"{'dims':>8} {'structure':>17} {'units':>5} {'pop':>6}  {'corrected':>12}  {'embsql':>12}")
     for noise in noises[p]:
         rng = np.random.default_rng(p * 1000 + int(noise * 100))      # as cka_validity.py: the same population

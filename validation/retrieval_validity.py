@@ -1,6 +1,6 @@
 """Validity of embsql.compare_retrieval: rejection rates under H0 and interval coverage, by simulation.
 
-    python bench/retrieval_validity.py [--runs R] [--short]
+    python validation/retrieval_validity.py [--runs R] [--short]
 
 Data: G paraphrase groups (questions) with 1 + Poisson(3) queries each (unequal sizes).  Per group a
 difficulty u_g ~ N(0, 1) shared by both models and a model-by-question effect v_g ~ N(0, tau^2)

@@ -1,10 +1,11 @@
 """Level and power of the multi-term PERMANOVA's permutation schemes: a term after a strong factor.
 
-    OPENBLAS_NUM_THREADS=1 nice -n 10 python bench/terms_validity.py --workers 2 > bench/terms_validity.txt
-    OPENBLAS_NUM_THREADS=1 nice -n 10 python bench/terms_validity.py --extra --workers 2 > bench/terms_validity_extra.txt
+    OPENBLAS_NUM_THREADS=1 nice -n 10 python validation/terms_validity.py --workers 2 > validation/terms_validity.txt
+    OPENBLAS_NUM_THREADS=1 nice -n 10 python validation/terms_validity.py --extra --workers 2 \
+        > validation/terms_validity_extra.txt
 
 The defaults (400 data sets per cell at d = 16, 200 at d = 384: about 300 s of CPU for the 58 cells) finish
-in under 15 minutes of wall time on 2 shared cores; the stored bench/terms_validity.txt is the same run with
+in under 15 minutes of wall time on 2 shared cores; the stored validation/terms_validity.txt is the same run with
 --reps 1000 --reps-384 400 (749 s of CPU), for Monte Carlo errors of 0.7% at 5%.
 
 Each cell draws R data sets of n = 120 unit vectors (every vector normalised, as embsql does) from one

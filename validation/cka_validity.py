@@ -1,6 +1,6 @@
 """Is the CKA interval true?  Coverage of the population CKA, and the paired comparison's level.
 
-    OPENBLAS_NUM_THREADS=1 nice -n 10 python bench/cka_validity.py [--reps 400] [--quick] > bench/cka_validity.txt
+    OPENBLAS_NUM_THREADS=1 nice -n 10 python validation/cka_validity.py [--reps 400] [--quick] > validation/cka_validity.txt
 
 Items are z_i = c_g + w_i in a k-dimensional latent space with a decaying spectrum (c_g the group's
 centre, w_i its own part; no w for independent items), and the two models embed them as
@@ -180,7 +180,7 @@ def main() -> None:
     parser.add_argument("--part", choices=("all", "cka", "compare", "procrustes"), default="all")
     parser.add_argument("--only", default="", help="run only the comparison designs whose label contains this")
     args = parser.parse_args()
-    print(f"# bench/cka_validity.py --reps {args.reps}{' --quick' if args.quick else ''} (numpy {np.__version__})\n")
+    print(f"# validation/cka_validity.py --reps {args.reps}{' --quick' if args.quick else ''} (numpy {np.__version__})\n")
     start = time.perf_counter()
     if args.part in ("all", "cka"):
         cka_designs(args.reps, args.quick)

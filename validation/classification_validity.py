@@ -1,6 +1,6 @@
 """Validity of the classification intervals and of the paired comparison of accuracy, by simulation.
 
-    nice -n 10 python bench/classification_validity.py [--runs 2000] > bench/classification_validity.txt
+    nice -n 10 python validation/classification_validity.py [--runs 2000] > validation/classification_validity.txt
 
 Every cell is a share over ``runs`` seeded replications with its Monte Carlo error
 sqrt(p (1 - p) / runs).  Nominal: 5% rejection under H0 (alpha 0.05), 95% coverage.
@@ -72,7 +72,7 @@ def paired_table(runs: int) -> None:
                     row = core.paired_rows([core.Paired("a", a), core.Paired("b", b)],
                                            clusters if clustered else None, permutations=999, seed=r)[0]
                     if counter == "level":       # the exact McNemar p (p_value is the mid-p since issue 24:
-                        # bench/classification_validity_mcnemar.py has both); the cluster test's p_value
+                        # validation/classification_validity_mcnemar.py has both); the cluster test's p_value
                         reject += row["p_value" if clustered else "p_exact"] <= 0.05
                     else:
                         cover += row["ci_low"] <= truth <= row["ci_high"]

@@ -1,12 +1,13 @@
 """McNemar's test in compare_classification: the mid-p test (p_value) beside the exact test (p_exact),
 level and power at 5%, by simulation through embsql.core.classification.paired_rows.
 
-    nice -n 10 python bench/classification_validity_mcnemar.py [--runs 10000] > bench/classification_validity_mcnemar.txt
+    nice -n 10 python validation/classification_validity_mcnemar.py [--runs 10000] \
+        > validation/classification_validity_mcnemar.txt
 
 Design A (the discordant items directly): n independent items, each discordant with probability
 pi (the discordance rate), and then only model a right with probability 1/2 under H0, 3/4 under H1
 (accuracy_a - accuracy_b = pi / 2); a concordant item is right for both with probability 0.8.
-Design B (section 1 of bench/classification_validity.py, where the exact test held 2.7% at n = 50):
+Design B (section 1 of validation/classification_validity.py, where the exact test held 2.7% at n = 50):
 each item's chance of being right is shared by the two models, logit ~ N(1, 1), and each model
 answers it independently (discordance about 0.3).
 
@@ -92,7 +93,7 @@ def main() -> None:
                   f"{mc(level_exact, runs):>13} {100 * enumerated_level(n, pi, False):6.2f} | "
                   f"{mc(power_mid, runs):>13} {mc(power_exact, runs):>13}")
     print()
-    print("## B. the design of bench/classification_validity.py section 1 (shared logit ~ N(1, 1); H0 only)")
+    print("## B. the design of validation/classification_validity.py section 1 (shared logit ~ N(1, 1); H0 only)")
     print(f"{'n':>5} | {'mid-p level':>13} {'exact level':>13}")
     for i, n in enumerate((50, 200, 1000)):
         level_mid, level_exact = rejections(lambda rng, n=n: design_b(rng, n), runs, [3, i])

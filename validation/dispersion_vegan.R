@@ -1,4 +1,4 @@
-## vegan's dispersion test on the data sets bench/dispersion_validity.py writes: for each,
+## vegan's dispersion test on the data sets validation/dispersion_validity.py writes: for each,
 ## betadisper(dist(X), group, type = "centroid", bias.adjust = TRUE) and permutest(..., permutations = B).
 ## Usage: Rscript dispersion_vegan.R FILE B SEED   (prints one p-value per data set)
 ## FILE: little-endian records, each: n, d (int32), n group codes (int32), n * d coordinates (float64, row-major).
