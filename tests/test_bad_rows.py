@@ -287,3 +287,119 @@ def test_an_invalid_bad_rows_is_refused_in_sql_with_its_kind(con, function):
         embsql.run_sql(con, f"SELECT * FROM {function}('t', 'g', 'v', bad_rows := 'drop')")
     assert raised.value.kind == "argument.bad_rows"
     assert str(raised.value) == "embsql: [argument.bad_rows] bad_rows must be 'error' or 'skip', not 'drop'"
+
+
+# ---------------------------------------------------------------------------------------------- retrieval faces
+# Two models (a: 3-d, b: 4-d).  Documents d00..d11 in topics t0..t2 (i mod 3); queries q00..q23 in
+# paraphrase groups p0..p5 (i mod 6), strength i // 6 mod 2, positive d(2 (i mod 6)): only even
+# documents are positives, and only odd documents are bad, so the cleaned tables keep every positive.
+#   model a: q03 NULL, q08 NaN, d01 +inf                  -> 1 NULL, 0 zero, 2 non-finite
+#   model b: q05 zero, q10 NULL element, d03 NULL, d05 zero -> 2 NULL, 2 zero, 0 non-finite
+R_MODELS = {"a": 3, "b": 4}
+R_BAD = {("a", "q03"): "null", ("a", "q08"): "nan", ("a", "d01"): "inf",
+         ("b", "q05"): "zero", ("b", "q10"): "null_element", ("b", "d03"): "null", ("b", "d05"): "zero"}
+R_COUNTS = {"a": {"skipped_null": 1, "skipped_zero": 0, "skipped_nonfinite": 2},
+            "b": {"skipped_null": 2, "skipped_zero": 2, "skipped_nonfinite": 0}}
+
+
+def retrieval_tables() -> tuple[pa.Table, pa.Table]:
+    rng = np.random.default_rng(7)
+    queries, docs = [], []
+    for model, d in R_MODELS.items():
+        topics = rng.standard_normal((3, d))
+        doc_vectors = [topics[i % 3] + 0.5 * rng.standard_normal(d) for i in range(12)]
+        for i, v in enumerate(doc_vectors):
+            docs.append({"enc": model, "doc_id": f"d{i:02d}", "topic": f"t{i % 3}",
+                         "v": _vector(R_BAD.get((model, f"d{i:02d}")), v.tolist())})
+        for i in range(24):
+            positive = 2 * (i % 6)
+            v = doc_vectors[positive] + 0.7 * rng.standard_normal(d)
+            queries.append({"enc": model, "qid": f"q{i:02d}", "para": f"p{i % 6}", "level": i // 6 % 2,
+                            "pos": f"d{positive:02d}", "v": _vector(R_BAD.get((model, f"q{i:02d}")), v.tolist())})
+    vector = ("v", pa.list_(pa.float64()))
+    return (pa.Table.from_pylist(queries, schema=pa.schema([("enc", pa.string()), ("qid", pa.string()),
+                                                            ("para", pa.string()), ("level", pa.int64()),
+                                                            ("pos", pa.string()), vector])),
+            pa.Table.from_pylist(docs, schema=pa.schema([("enc", pa.string()), ("doc_id", pa.string()),
+                                                         ("topic", pa.string()), vector])))
+
+
+@pytest.fixture(scope="module")
+def rcon():
+    con = embsql.connect()
+    queries, docs = retrieval_tables()
+    con.register("q_arrow", queries)
+    con.register("d_arrow", docs)
+    for name in ("q", "d"):
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_arrow")
+        con.execute(f"CREATE TABLE {name}_clean AS {CLEAN.format(source=name)}")
+    removed = sum(con.execute(f"SELECT (SELECT count(*) FROM {n}) - (SELECT count(*) FROM {n}_clean)").fetchall()[0][0]
+                  for n in ("q", "d"))
+    assert removed == len(R_BAD)
+    yield con
+    con.close()
+
+
+def _queries(name: str) -> embsql.Queries:
+    return embsql.Queries(name, qid="qid", group="para", positive="pos", vector="v", strength="level")
+
+
+def _docs(name: str) -> embsql.Docs:
+    return embsql.Docs(name, doc_id="doc_id", group="topic", vector="v")
+
+
+RETRIEVAL_FACES = {
+    "margins": lambda con, q, d, **kw: embsql.margins(con, _queries(q), _docs(d), model="enc", **kw),
+    "margins_group_scope": lambda con, q, d, **kw: embsql.margins(con, _queries(q), _docs(d), model="enc",
+                                                                  scope="group", **kw),
+    "retrieval_summary": lambda con, q, d, **kw: embsql.retrieval_summary(con, _queries(q), _docs(d), model="enc", **kw),
+    "pairing": lambda con, q, d, **kw: embsql.pairing(con, _queries(q), _docs(d), model="enc", **kw),
+    "dose": lambda con, q, d, **kw: embsql.dose(con, _queries(q), _docs(d), model="enc", permutations=19, **kw),
+    "retrieve": lambda con, q, d, **kw: embsql.retrieve(con, _queries(q), _docs(d), model="enc", k=5, **kw),
+}
+
+
+@pytest.mark.parametrize("face", RETRIEVAL_FACES)
+def test_retrieval_skipping_gives_the_cleaned_tables_figures_and_the_counts(rcon, face):
+    got = RETRIEVAL_FACES[face](rcon, "q", "d", bad_rows="skip")
+    expected = RETRIEVAL_FACES[face](rcon, "q_clean", "d_clean")
+    assert got.columns == expected.columns
+    _same(got.to_dicts(), expected.to_dicts())
+    assert len(got.to_dicts()) > 0
+    assert _counts(got.skipped, "enc") == R_COUNTS
+    assert expected.skipped is None
+
+
+def test_retrieval_layers_skipping_gives_the_cleaned_tables_figures_the_counts_and_a_note(rcon):
+    got = embsql.retrieval_layers(rcon, _queries("q"), _docs("d"), model="enc", permutations=19, bad_rows="skip")
+    expected = embsql.retrieval_layers(rcon, _queries("q_clean"), _docs("d_clean"), model="enc", permutations=19)
+    _same(got.summary.to_dicts(), expected.summary.to_dicts())
+    assert [s.name for s in got.sections] == [s.name for s in expected.sections]
+    for mine, theirs in zip(got.sections, expected.sections):
+        _same(mine.table.to_dicts(), theirs.table.to_dicts())
+    assert _counts(got.skipped, "enc") == R_COUNTS
+    assert ("skipped 7 row(s) with an unusable vector (model a: 1 NULL, 2 NaN/inf; model b: 2 NULL, 2 zero)"
+            in got.meta["notes"])
+
+
+@pytest.mark.parametrize("face", ["margins", "retrieve"])
+def test_a_bad_retrieval_vector_is_an_error_naming_its_row_without_skipping(rcon, face):
+    """q03 of model a is row 4 of the queries (rows counted from 1)."""
+    with pytest.raises(embsql.BadVectorError, match=r"NULL vector at row 4 \(qid 'q03'"):
+        RETRIEVAL_FACES[face](rcon, "q", "d")
+
+
+def test_a_row_named_after_skipping_retrieval_rows_is_its_row_in_the_table(rcon):
+    """With model a's bad rows (rows 4 and 9) skipped, a vector of another length is still named by
+    its row in the queries table as given."""
+    rcon.execute("CREATE OR REPLACE TABLE q_short AS SELECT * REPLACE (CASE WHEN qid = 'q09' THEN [1.0, 2.0] "
+                 "ELSE v END AS v) FROM q WHERE enc = 'a' ORDER BY qid")       # row 10: another length
+    with pytest.raises(embsql.BadVectorError, match=r"a vector of length 2 at row 10 \(qid 'q09'"):
+        embsql.margins(rcon, _queries("q_short"), _docs("d"), model="enc", bad_rows="skip")
+
+
+@pytest.mark.parametrize("face", ["margins", "retrieve"])
+def test_an_invalid_bad_rows_is_refused_on_the_retrieval_faces(rcon, face):
+    with pytest.raises(InputError) as raised:
+        RETRIEVAL_FACES[face](rcon, "q", "d", bad_rows="drop")
+    assert raised.value.kind == "argument.bad_rows"
