@@ -403,3 +403,91 @@ def test_an_invalid_bad_rows_is_refused_on_the_retrieval_faces(rcon, face):
     with pytest.raises(InputError) as raised:
         RETRIEVAL_FACES[face](rcon, "q", "d", bad_rows="drop")
     assert raised.value.kind == "argument.bad_rows"
+
+
+# ---------------------------------------------------------------------------------------------- SQL, the others
+# Each call on the table with bad rows and bad_rows := 'skip' against the same call on the table
+# cleaned in SQL (CLEAN); {t} is the table.  Counted: per-model tables carry the skipped_ columns
+# (on each of a model's rows); the tables of pairs of models have no place for them.
+SQL_COUNTED = {
+    "emb_permanova_welch": "emb_permanova_welch('{t}', 'g', 'v', permutations := 19, model := 'm'{skip})",
+    "emb_dispersion_groups": "emb_dispersion_groups('{t}', 'g', 'v', model := 'm', permutations := 19{skip})",
+    "emb_permanova_terms": "emb_permanova_terms('{t}', ['g'], 'v', permutations := 19, model := 'm'{skip})",
+    "emb_rank_models": "emb_rank_models('{t}', 'g', 'v', 'm', replicates := 50{skip})",
+    "emb_knn_classify": "emb_knn_classify('{t}', label := 'g', vector := 'v', model := 'm', item := 'item', k := 3{skip})",
+    "emb_knn_classify_items": "emb_knn_classify_items('{t}', label := 'g', vector := 'v', model := 'm', item := 'item', "
+                              "k := 3{skip})",
+    "emb_centroid_classify": "emb_centroid_classify('{t}', label := 'g', vector := 'v', model := 'm'{skip})",
+}
+SQL_PAIRS = {
+    "emb_knn_agreement": "emb_knn_agreement('{t}', 'item', 'm', 'v', k := 3, common := true{skip})",
+    "emb_knn_agreement_items": "emb_knn_agreement_items('{t}', 'item', 'm', 'v', k := 3, common := true{skip})",
+    "emb_mantel": "emb_mantel('{t}', 'item', 'm', 'v', permutations := 19, common := true{skip})",
+    "emb_cka": "emb_cka('{t}', 'item', 'm', 'v', permutations := 19, common := true{skip})",
+    "emb_procrustes": "emb_procrustes('{t}', 'item', 'm', 'v', permutations := 19, common := true{skip})",
+    "emb_compare_cka": "emb_compare_cka('{t}', 'item', 'm', 'v', 'c', common := true{skip})",
+}
+SKIP = ", bad_rows := 'skip'"
+
+
+def _sql_rows(con, call: str) -> list[dict]:
+    result = con.sql(f"SELECT * FROM {call}")
+    return [dict(zip(result.columns, row)) for row in result.fetchall()]
+
+
+@pytest.mark.parametrize("function", SQL_COUNTED)
+def test_sql_skipping_gives_the_cleaned_tables_figures_and_the_counts_per_model(con, function):
+    got = _sql_rows(con, SQL_COUNTED[function].format(t="t", skip=SKIP))
+    expected = _sql_rows(con, SQL_COUNTED[function].format(t="clean", skip=""))
+    assert got and not any(c.startswith("skipped_") for c in expected[0])
+    _same([{k: row[k] for k in expected[0]} for row in got], expected)
+    assert list(got[0])[-3:] == list(COUNTS["a"])             # the counts come last
+    for row in got:
+        assert {k: row[k] for k in COUNTS["a"]} == COUNTS[row["m"]]
+    assert {row["m"] for row in got} == set(MODELS)
+
+
+@pytest.mark.parametrize("function", SQL_PAIRS)
+def test_sql_skipping_on_the_pair_tables_gives_the_cleaned_tables_figures(con, function):
+    got = _sql_rows(con, SQL_PAIRS[function].format(t="t", skip=SKIP))
+    expected = _sql_rows(con, SQL_PAIRS[function].format(t="clean", skip=""))
+    assert got
+    _same(got, expected)
+
+
+@pytest.mark.parametrize("function", [*SQL_COUNTED, *SQL_PAIRS])
+def test_sql_without_skipping_a_bad_vector_is_an_error(con, function):
+    call = {**SQL_COUNTED, **SQL_PAIRS}[function].format(t="t", skip="")
+    with pytest.raises(embsql.BadVectorError, match=r"^embsql: \[vector\.\w+\]"):
+        embsql.run_sql(con, f"SELECT * FROM {call}")
+    with pytest.raises(InputError) as raised:
+        embsql.run_sql(con, f"SELECT * FROM {call[:-1]}, bad_rows := 'drop')")
+    assert raised.value.kind == "argument.bad_rows"
+
+
+def test_emb_retrieval_dose_skipping_gives_the_cleaned_tables_figures_and_the_counts(rcon):
+    call = ("emb_retrieval_dose('{t}', strength := 'level', \"group\" := 'para', vector := 'v', model := 'enc', "
+            "permutations := 19{skip})")
+    got = _sql_rows(rcon, call.format(t="q", skip=SKIP))
+    expected = _sql_rows(rcon, call.format(t="q_clean", skip=""))
+    _same([{k: row[k] for k in expected[0]} for row in got], expected)
+    # the queries' own bad rows: a: q03 NULL, q08 NaN; b: q05 zero, q10 NULL element
+    queries_only = {"a": {"skipped_null": 1, "skipped_zero": 0, "skipped_nonfinite": 1},
+                    "b": {"skipped_null": 1, "skipped_zero": 1, "skipped_nonfinite": 0}}
+    for row in got:
+        assert {k: row[k] for k in COUNTS["a"]} == queries_only[row["enc"]]
+    with pytest.raises(embsql.BadVectorError, match=r"at row \d+ \(qid 'q\d\d'\)"):
+        embsql.run_sql(rcon, f"SELECT * FROM {call.format(t='q', skip='')}")
+
+
+def test_emb_permanova_terms_names_a_bad_vector_by_its_row_in_the_table_from_1(con):
+    """Model b's NULL vector (item i14) comes after model a's 57 rows and b's 11 rows i00..i13 but
+    i10..i12: row 57 + 11 + 1 = 69 of the table; the kernel used to count it within its model from 0
+    (row 11)."""
+    con.execute("CREATE OR REPLACE TABLE only_null_b AS SELECT * FROM t WHERE NOT (m = 'a' AND item IN ('i03', 'i07', "
+                "'i20')) AND NOT (m = 'b' AND item IN ('i10', 'i11', 'i12', 'i15')) ORDER BY m, item")
+    with pytest.raises(embsql.BadVectorError) as raised:
+        embsql.run_sql(con, "SELECT * FROM emb_permanova_terms('only_null_b', ['g'], 'v', permutations := 9, "
+                            "model := 'm')")
+    assert str(raised.value) == ("embsql: [vector.null] vector column 'v' has a NULL vector at row 69 (model 'b'); "
+                                 "vectors must be non-NULL, finite and of non-zero length")
