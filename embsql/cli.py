@@ -402,6 +402,13 @@ def _interrupted(error: BaseException) -> bool:
             or getattr(error, "kind", None) == "query.interrupted")
 
 
+def _message(error: BaseException) -> str:
+    """The error's text after the CLI's own ``embsql: error:``: an error that comes from SQL already
+    starts with ``embsql: `` (``embsql: [kind] ...``), which is not said twice."""
+    text = str(error)
+    return text[len("embsql: "):] if text.startswith("embsql: ") else text
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -426,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
         if _interrupted(error):   # one line, and the shell's status for SIGINT (128 + 2)
             print("embsql: interrupted", file=sys.stderr)
             return EXIT_INTERRUPTED
-        print(f"embsql: error: {error}", file=sys.stderr)
+        print(f"embsql: error: {_message(error)}", file=sys.stderr)
         return EXIT_INPUT
 
 

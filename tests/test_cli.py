@@ -543,3 +543,21 @@ def test_retrieval_only_report_with_positives_runs_the_layers(tmp_path):
         assert got["top1"] == pytest.approx(expected["top1"], abs=1e-12)
         assert got["mrr"] == pytest.approx(expected["mrr"], abs=1e-12)
     assert not any("positive" in note for note in document.get("notes", []))
+
+
+def test_an_error_from_sql_has_one_embsql_prefix(monkeypatch, capsys):
+    """An error raised in SQL reads ``embsql: [kind] ...``; on the command line it follows the one
+    ``embsql: error:``, not ``embsql: error: embsql: [kind] ...``."""
+    from embsql import cli
+
+    def from_sql(args):
+        con = embsql.connect()
+        con.execute("CREATE TABLE t AS SELECT 'a' AS g, [1.0, 0.0] AS v")
+        embsql.run_sql(con, "SELECT * FROM emb_anova('t', 'g', 'v', bad_rows := 'drop')")
+
+    parser = cli.build_parser()
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    parser._subparsers._group_actions[0].choices["sql-path"].set_defaults(run=from_sql)
+    assert cli.main(["sql-path"]) == 2
+    assert capsys.readouterr().err == ("embsql: error: [argument.bad_rows] bad_rows must be 'error' or 'skip', "
+                                       "not 'drop'\n")
