@@ -183,7 +183,7 @@ CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_dose() AS ['strength', '
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_agreement() AS ['model_a', 'model_b', 'k', 'overlap', 'se', 'chance', 'items']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_agreement_items() AS ['model_a', 'model_b', 'item', 'overlap']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_mantel() AS ['model_a', 'model_b', 'r', 'p_value', 'permutations', 'items']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_cka() AS ['model_a', 'model_b', 'cka', 'se', 'ci_low', 'ci_high', 'calibrated', 'p_value', 'permutations', 'items', 'groups', 'debiased', 'level', 'note']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_cka() AS ['model_a', 'model_b', 'cka', 'se', 'corrected', 'ci_low', 'ci_high', 'calibrated', 'p_value', 'permutations', 'items', 'groups', 'debiased', 'level', 'note']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_procrustes() AS ['model_a', 'model_b', 'r', 'm12_squared', 'se', 'ci_low', 'ci_high', 'calibrated', 'p_value', 'permutations', 'items', 'groups', 'level']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_cka() AS ['model_a', 'model_b', 'reference', 'cka_a', 'cka_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'calibrated', 'items', 'groups', 'debiased']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_classify() AS ['accuracy', 'ci_low', 'ci_high', 'macro_f1', 'macro_f1_ci_low', 'macro_f1_ci_high', 'items', 'classes', 'groups', 'k', 'classifier', 'split', 'level', 'calibrated', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];

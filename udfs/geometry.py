@@ -18,7 +18,8 @@ from embsql.io.sources import Source
 from embsql.io.table_stream import unit_vectors
 from embsql.io.udf_errors import result_type, sql_errors
 
-CKA = ("STRUCT(model_a VARCHAR, model_b VARCHAR, cka DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, "
+CKA = ("STRUCT(model_a VARCHAR, model_b VARCHAR, cka DOUBLE, se DOUBLE, corrected DOUBLE, ci_low DOUBLE, "
+       "ci_high DOUBLE, "
        "calibrated BOOLEAN, p_value DOUBLE, permutations BIGINT, items BIGINT, groups BIGINT, debiased BOOLEAN, "
        "level VARCHAR, note VARCHAR)[]")
 PROCRUSTES = ("STRUCT(model_a VARCHAR, model_b VARCHAR, r DOUBLE, m12_squared DOUBLE, se DOUBLE, ci_low DOUBLE, "

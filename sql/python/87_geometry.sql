@@ -45,6 +45,7 @@ FROM (
 -- @column model_b the second
 -- @column cka ‖X̃ᵀỸ‖²_F / (‖X̃ᵀX̃‖_F ‖ỸᵀỸ‖_F) on the unit vectors of each model centred at their mean (the RV coefficient), in [0, 1]; with `debiased := true` the same ratio of the unbiased HSIC estimates of Song et al. (2012), in [−1, 1], about 0 for unrelated models at any n (a negative value is returned as it is: read it as no detectable similarity)
 -- @column se cluster-jackknife SE over the groups of `"group"`, else the delete-one-item jackknife
+-- @column corrected the debiased CKA, the point the interval is built around (for both forms: it equals `cka` with `debiased := true`); NULL without an interval
 -- @column ci_low the 95% interval for the population CKA (in [0, 1]), built from the debiased CKA's jackknife for both forms: the debiased CKA ± t(G − 1)·SE on the atanh scale (NULL with fewer than 3 groups)
 -- @column ci_high its upper end
 -- @column calibrated true from 30 groups (or 30 items without `"group"`), where simulation measured its coverage at 91-99.5% (within 95 ± 2.5% in 13 of 18 designs)
