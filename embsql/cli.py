@@ -125,7 +125,7 @@ def _report(args: argparse.Namespace) -> int:
     renderers = {"table": lambda r: render.to_text(r, full=args.full, explain=args.explain),
                  "text": lambda r: render.to_text(r, full=args.full, explain=args.explain),
                  "json": render.to_json,
-                 "markdown": lambda r: render.to_markdown(r, full=args.full), "html": render.to_html}
+                 "markdown": lambda r: render.to_markdown(r, full=args.full, explain=args.explain), "html": render.to_html}
     text = renderers[args.format](result)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
