@@ -419,8 +419,12 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:     # (before the package has loaded: embsql.startup)
+        print("embsql: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if args.command is None:   # a bare `embsql`: what it can do, on stdout, and exit 0
         parser.print_help()
         return EXIT_OK

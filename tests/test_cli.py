@@ -411,6 +411,65 @@ def test_ctrl_c_during_a_permutation_test_is_one_line_and_exit_130(files):
     assert text.count("embsql: interrupted") == 1 and stdout == b""
 
 
+@pytest.mark.slow
+def test_ctrl_c_while_the_package_imports_is_one_line_and_exit_130(files):
+    """SIGINT while ``python -m embsql`` is still importing the package (the first second, before
+    main runs): the one line ``embsql: interrupted``, no traceback, and 130.  -X importtime says
+    when the import has begun: it prints a line as each module finishes (or fails), so the first
+    embsql.* line comes while the package imports; embsql.cli, which main lives in, must never come."""
+    import pty
+    import select
+    import signal
+    import time
+
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-X", "importtime", "-m", "embsql", "report", str(files / "emb.parquet"), "--vector",
+             "emb", "--group", "topic", "--permutations", "0", "--format", "json"],
+            stdout=subprocess.PIPE, stderr=follower, env={**os.environ, "NO_COLOR": "1"})
+        os.close(follower)
+        drawn, sent, deadline = b"", False, time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if not sent and re.search(rb"\|\s+embsql\.\w", drawn):   # a module of the package has loaded
+                process.send_signal(signal.SIGINT)
+                sent = True
+            if not select.select([leader], [], [], 0.005)[0]:
+                if process.poll() is not None:
+                    break
+                continue
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            drawn += chunk
+        stdout, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(leader)
+    text = drawn.decode(errors="replace")
+    assert sent, text[-2000:]
+    # main's module, imported once the package is, never came: the interrupt cut the package's import
+    assert not re.search(r"\|\s+embsql\.(cli|__main__)\s*$", text, re.MULTILINE), "main was running already"
+    assert process.returncode == 130, text[-3000:]
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text
+    assert text.count("embsql: interrupted") == 1 and stdout == b""
+
+
+def test_an_interrupt_is_left_alone_outside_the_command_line():
+    """Importing the package in another program changes nothing: an interrupt while it imports is
+    that program's KeyboardInterrupt, with its traceback."""
+    from embsql import startup
+
+    out = subprocess.run([sys.executable, "-c", "import sys, embsql; print(sys.excepthook is sys.__excepthook__, "
+                          "embsql.startup.from_the_command_line())"], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["True", "False"], out.stderr
+    assert startup.from_the_command_line() is False                 # (pytest's own process)
+
+
 def test_an_interrupted_query_is_one_line_and_exit_130(monkeypatch, capsys):
     """The other ways an interrupt arrives: embsql's kernels end a query with query.interrupted."""
     from embsql import cli
