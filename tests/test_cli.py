@@ -620,3 +620,45 @@ def test_an_error_from_sql_has_one_embsql_prefix(monkeypatch, capsys):
     assert cli.main(["sql-path"]) == 2
     assert capsys.readouterr().err == ("embsql: error: [argument.bad_rows] bad_rows must be 'error' or 'skip', "
                                        "not 'drop'\n")
+
+
+@pytest.mark.parametrize("spelling", ["json", "numpy", "spaces"])
+def test_parse_vectors_reads_the_text_vectors_of_queries_and_docs(tmp_path, spelling):
+    """--parse-vectors parses --queries and --docs as it parses DATA: the retrieval-only report on
+    CSV files with text vectors has a brute-force ranking's top-1 and MRR (tests/retrieval_data.py)."""
+    import retrieval_data as rd
+    from test_retrieval_report import reference_summary
+
+    queries, docs = rd.make(11, models=("a", "b"), dims=[10, 14], topics=5, docs_per_topic=4, questions=9)
+    for table, name in ((queries, "q"), (docs, "d")):
+        text = [TEXT_SPELLINGS[spelling](v) for v in table.column("vector").to_pylist()]
+        pacsv.write_csv(table.drop_columns(["vector"]).append_column("vector", pa.array(text)), tmp_path / f"{name}.csv")
+    refused = embsql_cli("report", "--queries", tmp_path / "q.csv", "--docs", tmp_path / "d.csv", "--model", "model",
+                         "--permutations", "0")
+    assert refused.returncode == 2 and "--parse-vectors" in refused.stderr, refused.stderr
+    done = embsql_cli("report", "--queries", tmp_path / "q.csv", "--docs", tmp_path / "d.csv", "--model", "model",
+                      "--permutations", "0", "--format", "json", "--parse-vectors")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    rank = next(s for s in document["sections"] if s["name"] == "rank")
+    assert len(rank["rows"]) == 2
+    for row in rank["rows"]:
+        got = dict(zip(rank["columns"], row))
+        expected = reference_summary(queries, docs, got["model"], "corpus")
+        assert got["top1"] == pytest.approx(expected["top1"], abs=1e-6 if spelling == "numpy" else 1e-12)
+        assert got["mrr"] == pytest.approx(expected["mrr"], abs=1e-6 if spelling == "numpy" else 1e-12)
+
+
+def test_parse_vectors_names_the_docs_row_it_cannot_read(tmp_path):
+    import retrieval_data as rd
+
+    queries, docs = rd.make(3, models=("a",), dims=[4], topics=2, docs_per_topic=2, questions=3)
+    for table, name in ((queries, "q"), (docs, "d")):
+        text = [json.dumps(v) for v in table.column("vector").to_pylist()]
+        if name == "d":
+            text[2] = "[0.1, oops]"
+        pacsv.write_csv(table.drop_columns(["vector"]).append_column("vector", pa.array(text)), tmp_path / f"{name}.csv")
+    done = embsql_cli("report", "--queries", tmp_path / "q.csv", "--docs", tmp_path / "d.csv", "--model", "model",
+                      "--permutations", "0", "--parse-vectors")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert 'vector column "vector"' in done.stderr and "row 3 reads [0.1, oops]" in done.stderr, done.stderr
