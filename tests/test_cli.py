@@ -366,10 +366,9 @@ def test_a_bad_item_column_is_one_line_and_exit_2(two_models):
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr and "'nope'" in out.stderr
 
 
-@pytest.mark.slow
-def test_ctrl_c_during_a_permutation_test_is_one_line_and_exit_130(files):
-    """SIGINT (what Ctrl-C sends) once the permutation test's bar is on the terminal: the one line
-    ``embsql: interrupted``, no traceback, and the shell's status for SIGINT, 130."""
+def _interrupted_on_a_terminal(command: list[str], ready, poll: float) -> tuple[bool, str, int, bytes]:
+    """Run ``command`` with stderr on a terminal (a pty) and send it SIGINT (what Ctrl-C sends) once
+    ``ready(what it has drawn)``; (sent, what it drew, its exit status, its stdout)."""
     import pty
     import select
     import signal
@@ -377,22 +376,20 @@ def test_ctrl_c_during_a_permutation_test_is_one_line_and_exit_130(files):
 
     leader, follower = pty.openpty()
     try:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "embsql", "report", str(files / "emb.parquet"), "--vector", "emb", "--group",
-             "topic", "--model", "model", "--permutations", "999999", "--format", "json"],
-            stdout=subprocess.PIPE, stderr=follower, env={**os.environ, "NO_COLOR": "1", "COLUMNS": "100"})
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=follower,
+                                   env={**os.environ, "NO_COLOR": "1", "COLUMNS": "100"})
         os.close(follower)
-        drawn, sent, deadline = b"", None, time.monotonic() + 240
+        drawn, sent, deadline = b"", False, time.monotonic() + 240
         while time.monotonic() < deadline:
-            if sent is None and b"permutations" in drawn:       # the test is running: interrupt it
+            if not sent and ready(drawn):
                 process.send_signal(signal.SIGINT)
-                sent = time.monotonic()
-            if not select.select([leader], [], [], 0.2)[0]:
+                sent = True
+            if not select.select([leader], [], [], poll)[0]:
                 if process.poll() is not None:
                     break
                 continue
             try:
-                chunk = os.read(leader, 4096)
+                chunk = os.read(leader, 65536)
             except OSError:            # the child closed the terminal
                 break
             if not chunk:
@@ -403,9 +400,19 @@ def test_ctrl_c_during_a_permutation_test_is_one_line_and_exit_130(files):
         if process.poll() is None:
             process.kill()
         os.close(leader)
-    assert sent is not None, drawn[-2000:]
-    text = drawn.decode(errors="replace")
-    assert process.returncode == 130, text[-2000:]
+    return sent, drawn.decode(errors="replace"), process.returncode, stdout
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_permutation_test_is_one_line_and_exit_130(files):
+    """SIGINT (what Ctrl-C sends) once the permutation test's bar is on the terminal: the one line
+    ``embsql: interrupted``, no traceback, and the shell's status for SIGINT, 130."""
+    sent, text, status, stdout = _interrupted_on_a_terminal(
+        [sys.executable, "-m", "embsql", "report", str(files / "emb.parquet"), "--vector", "emb", "--group",
+         "topic", "--model", "model", "--permutations", "999999", "--format", "json"],
+        lambda drawn: b"permutations" in drawn, 0.2)                 # the test is running: interrupt it
+    assert sent, text[-2000:]
+    assert status == 130, text[-2000:]
     assert "Traceback" not in text and "KeyboardInterrupt" not in text
     assert text.rstrip().splitlines()[-1].split("\r")[-1].strip().endswith("embsql: interrupted")
     assert text.count("embsql: interrupted") == 1 and stdout == b""
@@ -417,44 +424,14 @@ def test_ctrl_c_while_the_package_imports_is_one_line_and_exit_130(files):
     main runs): the one line ``embsql: interrupted``, no traceback, and 130.  -X importtime says
     when the import has begun: it prints a line as each module finishes (or fails), so the first
     embsql.* line comes while the package imports; embsql.cli, which main lives in, must never come."""
-    import pty
-    import select
-    import signal
-    import time
-
-    leader, follower = pty.openpty()
-    try:
-        process = subprocess.Popen(
-            [sys.executable, "-X", "importtime", "-m", "embsql", "report", str(files / "emb.parquet"), "--vector",
-             "emb", "--group", "topic", "--permutations", "0", "--format", "json"],
-            stdout=subprocess.PIPE, stderr=follower, env={**os.environ, "NO_COLOR": "1"})
-        os.close(follower)
-        drawn, sent, deadline = b"", False, time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if not sent and re.search(rb"\|\s+embsql\.\w", drawn):   # a module of the package has loaded
-                process.send_signal(signal.SIGINT)
-                sent = True
-            if not select.select([leader], [], [], 0.005)[0]:
-                if process.poll() is not None:
-                    break
-                continue
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            drawn += chunk
-        stdout, _ = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-        os.close(leader)
-    text = drawn.decode(errors="replace")
+    sent, text, status, stdout = _interrupted_on_a_terminal(
+        [sys.executable, "-X", "importtime", "-m", "embsql", "report", str(files / "emb.parquet"), "--vector", "emb",
+         "--group", "topic", "--permutations", "0", "--format", "json"],
+        lambda drawn: re.search(rb"\|\s+embsql\.\w", drawn) is not None, 0.005)   # a module of it has loaded
     assert sent, text[-2000:]
     # main's module, imported once the package is, never came: the interrupt cut the package's import
     assert not re.search(r"\|\s+embsql\.(cli|__main__)\s*$", text, re.MULTILINE), "main was running already"
-    assert process.returncode == 130, text[-3000:]
+    assert status == 130, text[-3000:]
     assert "Traceback" not in text and "KeyboardInterrupt" not in text
     assert text.count("embsql: interrupted") == 1 and stdout == b""
 

@@ -11,16 +11,18 @@ SELECT source AS __emb_tbl,
        (SELECT list(column_type) FROM (DESCRIBE SELECT * FROM query_table(source))) AS __emb_types,
        item AS __emb_item_col, model AS __emb_model_col, vector AS __emb_vector_col,
        coalesce(list(__emb_b), []) AS __emb_b, coalesce(list(__emb_x), []) AS __emb_x,
-       coalesce(list(__emb_v), []) AS __emb_v
+       coalesce(list(__emb_v), []) AS __emb_v, coalesce(list(__emb_row), []) AS __emb_rows
 FROM (
     -- a missing column gives NULLs here (the __emb_null* stand-ins) and an error in the UDF;
     -- TRY_CAST lets a mistyped vector column reach the UDF too, which names its type
     SELECT coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_b,
            coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null')))::VARCHAR AS __emb_x,
-           coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_nullv'))) AS __emb_v
+           coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_nullv'))) AS __emb_v, __emb_row
     FROM (SELECT TRY_CAST(COLUMNS(lambda c: c IN (vector, '__emb_nullv')) AS DOUBLE[]),
-                 COLUMNS(lambda c: c IN (model, item, '__emb_null'))
-          FROM (SELECT *, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(source)))
+                 COLUMNS(lambda c: c IN (model, item, '__emb_null', '__emb_row'))
+          -- (__emb_row: the row in the table, from 1, by which the kernel names a bad vector)
+          FROM (SELECT *, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv, row_number() OVER () AS __emb_row
+                FROM query_table(source)))
     WHERE NOT skip OR NOT emb__is_vector_type((SELECT typeof(coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_null'))))
         FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1) ON true))
         OR emb__unusable(__emb_v, emb__norm2(__emb_v), emb__norm_scale(__emb_v, emb__norm2(__emb_v))) IS NULL
@@ -36,7 +38,7 @@ FROM (
 -- @param vector the vector column (models may differ in dimension)
 -- @param k how many neighbours, between 1 and n − 2
 -- @param common use only the items every model has (instead of refusing items one model lacks)
--- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its item and model; `'skip'`: those rows are left out, which leaves their items missing in their models (with `common := true`, used by no model). The table has one row per pair of models, so it does not count them
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its row (from 1), model and item; `'skip'`: those rows are left out, which leaves their items missing in their models (with `common := true`, used by no model). The table has one row per pair of models, so it does not count them
 -- @column model_a the first model of the pair
 -- @column model_b the second
 -- @column k as asked
@@ -59,8 +61,9 @@ FROM (
 --   0.67–0.89 ×, too small; `python bench/knn_agreement.py --calibration`).
 -- - **Items** must match across models: an item a model lacks, an item twice in one model, or a
 --   NULL item or model is an error naming the item and model; `common := true` uses only the
---   items every model has.  A NULL, zero-length or non-finite vector is an error naming the item
---   and model.
+--   items every model has.  A NULL, zero-length or non-finite vector is an error naming its row
+--   in the table (from 1), its model and its item, as the Python faces do (`bad_rows := 'skip'`
+--   leaves it out).
 -- - **Cost.** O(n² d) time per model (float32 Gram products in blocks of 512 rows; the final choice
 --   among candidates is made in float64, and rows where float32 rounding could matter are redone in
 --   float64), O(n d) memory.  20,000 items run in under a minute; see bench/README.md.
@@ -74,7 +77,7 @@ FROM (
 CREATE OR REPLACE TEMP MACRO emb_knn_agreement(source, item, model, vector, k := 10, common := false, bad_rows := 'error') AS TABLE
 SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__knn_agreement(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
-                                __emb_vector_col, __emb_b, __emb_x, __emb_v, k, common) AS __emb_r
+                                __emb_vector_col, __emb_b, __emb_x, __emb_v, __emb_rows, k, common) AS __emb_r
       FROM emb__model_items(emb__checked_names(emb__checked_source(source, 'emb_knn_agreement', model, []::VARCHAR[]), 'emb_knn_agreement', [['item', item], ['vector', vector]]), item, model, vector, skip := emb__skip_rows(bad_rows)))
 WHERE emb__udf_ok(__emb_r);
 
@@ -87,7 +90,7 @@ WHERE emb__udf_ok(__emb_r);
 -- @param vector the vector column (models may differ in dimension)
 -- @param k how many neighbours, between 1 and n − 2
 -- @param common use only the items every model has
--- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its item and model; `'skip'`: those rows are left out, which leaves their items missing in their models (with `common := true`, used by no model). The table has one row per pair of models, so it does not count them
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its row (from 1), model and item; `'skip'`: those rows are left out, which leaves their items missing in their models (with `common := true`, used by no model). The table has one row per pair of models, so it does not count them
 -- @column model_a the first model of the pair
 -- @column model_b the second
 -- @column item the item (as text)
@@ -100,7 +103,7 @@ WHERE emb__udf_ok(__emb_r);
 CREATE OR REPLACE TEMP MACRO emb_knn_agreement_items(source, item, model, vector, k := 10, common := false, bad_rows := 'error') AS TABLE
 SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__knn_agreement_items(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
-                                      __emb_vector_col, __emb_b, __emb_x, __emb_v, k, common) AS __emb_r
+                                      __emb_vector_col, __emb_b, __emb_x, __emb_v, __emb_rows, k, common) AS __emb_r
       FROM emb__model_items(emb__checked_names(emb__checked_source(source, 'emb_knn_agreement_items', model, []::VARCHAR[]), 'emb_knn_agreement_items', [['item', item], ['vector', vector]]), item, model, vector, skip := emb__skip_rows(bad_rows)))
 WHERE emb__udf_ok(__emb_r);
 
@@ -114,7 +117,7 @@ WHERE emb__udf_ok(__emb_r);
 -- @param permutations the number of permutations, a whole number from 1 to 1,000,000
 -- @param seed the random seed, a whole number (0 or more)
 -- @param common use only the items every model has
--- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its item and model; `'skip'`: those rows are left out, which leaves their items missing in their models (with `common := true`, used by no model). The table has one row per pair of models, so it does not count them
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its row (from 1), model and item; `'skip'`: those rows are left out, which leaves their items missing in their models (with `common := true`, used by no model). The table has one row per pair of models, so it does not count them
 -- @column model_a the first model of the pair
 -- @column model_b the second
 -- @column r the Spearman correlation of the two models' cosine distances over all item pairs i < j; 1 for a similarity transform
@@ -142,7 +145,7 @@ CREATE OR REPLACE TEMP MACRO emb_mantel(source, item, model, vector, permutation
                                         common := false, bad_rows := 'error') AS TABLE
 SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__mantel(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col, __emb_vector_col,
-                         __emb_b, __emb_x, __emb_v, emb__whole_argument(permutations, 'permutations'),
+                         __emb_b, __emb_x, __emb_v, __emb_rows, emb__whole_argument(permutations, 'permutations'),
                          emb__whole_argument(seed, 'seed'), common) AS __emb_r
       FROM emb__model_items(emb__checked_names(emb__checked_source(source, 'emb_mantel', model, []::VARCHAR[]), 'emb_mantel', [['item', item], ['vector', vector]]), item, model, vector, skip := emb__skip_rows(bad_rows)))
 WHERE emb__udf_ok(__emb_r);
