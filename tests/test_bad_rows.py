@@ -491,3 +491,11 @@ def test_emb_permanova_terms_names_a_bad_vector_by_its_row_in_the_table_from_1(c
                             "model := 'm')")
     assert str(raised.value) == ("embsql: [vector.null] vector column 'v' has a NULL vector at row 69 (model 'b'); "
                                  "vectors must be non-NULL, finite and of non-zero length")
+
+
+def test_emb_compare_names_the_model_of_a_bad_vector(con):
+    """(emb_compare named only the item; the item is in every model.)"""
+    with pytest.raises(embsql.BadVectorError) as raised:
+        embsql.run_sql(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'm', 'item', replicates := 50)")
+    assert re.match(r"embsql: \[vector\.\w+\] vector column 'v' has a \w+ vector at item 'i\d\d' of model '[ab]'; ",
+                    str(raised.value)), str(raised.value)
