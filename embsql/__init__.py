@@ -10,6 +10,7 @@
 
 from importlib.metadata import version
 
+from embsql import startup as _startup  # noqa: F401  (first: Ctrl-C while the rest loads, see there)
 from embsql.api.agreement import knn_agreement, mantel
 from embsql.api.classification import centroid_classify, compare_classification, knn_classify
 from embsql.api.compare_retrieval import compare_retrieval

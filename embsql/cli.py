@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -125,7 +126,7 @@ def _report(args: argparse.Namespace) -> int:
     renderers = {"table": lambda r: render.to_text(r, full=args.full, explain=args.explain),
                  "text": lambda r: render.to_text(r, full=args.full, explain=args.explain),
                  "json": render.to_json,
-                 "markdown": lambda r: render.to_markdown(r, full=args.full), "html": render.to_html}
+                 "markdown": lambda r: render.to_markdown(r, full=args.full, explain=args.explain), "html": render.to_html}
     text = renderers[args.format](result)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
@@ -152,7 +153,12 @@ def _run_retrieval_only(args: argparse.Namespace) -> ReportResult:
     con, _ = _open(None)
     settings = {k: v for k, v in (("permutations", args.permutations), ("seed", args.seed),
                                   ("replicates", args.replicates)) if v is not None}
-    return retrieval_report(con, queries=args.queries, docs=args.docs, qrels=args.qrels, model=args.model, **settings)
+    if not args.parse_vectors:
+        return retrieval_report(con, queries=args.queries, docs=args.docs, qrels=args.qrels, model=args.model,
+                                **settings)
+    queries, docs = _parsed_retrieval(con, args.queries, args.docs, {})
+    return _parsing(lambda: retrieval_report(con, queries=queries, docs=docs, qrels=args.qrels, model=args.model,
+                                             title=f"embsql retrieval report: {args.queries}", **settings))
 
 
 def _run_report(args: argparse.Namespace) -> ReportResult:
@@ -169,7 +175,8 @@ def _run_report(args: argparse.Namespace) -> ReportResult:
 
 
 def _run_parsed(args: argparse.Namespace, con: duckdb.DuckDBPyConnection, report: Report) -> ReportResult:
-    """--parse-vectors: the report on a view of DATA whose text vector column is parsed into DOUBLE[]."""
+    """--parse-vectors: the report on a view of DATA whose text vector column is parsed into DOUBLE[]
+    (and on such views of the retrieval tables, when given)."""
     import dataclasses
 
     from embsql.io.text_vectors import parsed_view
@@ -178,18 +185,45 @@ def _run_parsed(args: argparse.Namespace, con: duckdb.DuckDBPyConnection, report
         raise InputError("--parse-vectors parses a local file; with --engine the table is read there")
     if not isinstance(report.source, str):
         raise InputError("--parse-vectors parses DATA, a CSV, JSON or Parquet file")
+    view = parsed_view(con, report.source, report.vector)
+    queries, docs = _parsed_retrieval(con, report.queries, report.docs, report.retrieval)
+    parsed = report.replace(source=view, title=report.title or f"embsql report: {report.source}",
+                            **({"queries": queries, "docs": docs} if queries is not None else {}))
+    result = _parsing(lambda: _run_on_engine(args, con, parsed))
+    return dataclasses.replace(result, meta={**result.meta, "source": f"{report.source} (vectors parsed from text)"})
+
+
+def _parsed_retrieval(con: duckdb.DuckDBPyConnection, queries: object, docs: object,
+                      settings: dict) -> tuple[str | None, str | None]:
+    """--parse-vectors on the retrieval tables: views of the --queries and --docs files with their
+    text vector columns (the settings' vector and doc_vector, else "vector") parsed into DOUBLE[];
+    (None, None) without them."""
+    from embsql.io.text_vectors import parsed_view
+
+    if queries is None or docs is None:
+        return None, None
+    vector = settings.get("vector") or "vector"
+    columns = {"queries": vector, "docs": settings.get("doc_vector") or vector}
+    views = []
+    for role, path in (("queries", queries), ("docs", docs)):
+        if not isinstance(path, str):
+            raise InputError(f"--parse-vectors parses --{role}, a CSV, JSON or Parquet file")
+        views.append(parsed_view(con, path, columns[role], view=f"embsql_parsed_{role}"))
+    return views[0], views[1]
+
+
+def _parsing(run: Callable[[], ReportResult]) -> ReportResult:
+    """``run()``, a value a parsed view cannot read (raised while its rows stream) being embsql's error."""
     import duckdb
 
     from embsql.errors import from_sql
 
-    view = parsed_view(con, report.source, report.vector)
     try:
-        result = _run_on_engine(args, con, report.replace(source=view, title=report.title or f"embsql report: {report.source}"))
-    except duckdb.Error as raised:   # a value the view cannot parse, raised while the rows stream
+        return run()
+    except duckdb.Error as raised:
         if "embsql: [" not in str(raised):
             raise
         raise from_sql(str(raised)) from None
-    return dataclasses.replace(result, meta={**result.meta, "source": f"{report.source} (vectors parsed from text)"})
 
 
 # -- --engine: stage 1 on PostgreSQL or Spark, stage 2 here ------------------------------------
@@ -311,9 +345,9 @@ def _report_arguments(parser: argparse.ArgumentParser, *, running: bool) -> None
                                  "nearest-centroid accuracy per model, the paired comparison; k in the config "
                                  "file's [report.classification])")
         parser.add_argument("--parse-vectors", action="store_true",
-                            help="the vector column of DATA (a CSV or JSON file) is text: parse it, as a JSON or "
-                                 "Python list ([0.1, 0.2]), a NumPy print ([0.1 0.2]) or numbers separated by "
-                                 "spaces or commas (0.1 0.2)")
+                            help="the vector columns of DATA, --queries and --docs (CSV or JSON files) are text: "
+                                 "parse them, as a JSON or Python list ([0.1, 0.2]), a NumPy print ([0.1 0.2]) or "
+                                 "numbers separated by spaces or commas (0.1 0.2)")
         parser.add_argument("--item", metavar="COLUMN",
                             help="the item column (which rows of different models embed the same item): with "
                                  "--model, adds the models compared section (linear CKA, Procrustes r, k-NN "
@@ -402,6 +436,13 @@ def _interrupted(error: BaseException) -> bool:
             or getattr(error, "kind", None) == "query.interrupted")
 
 
+def _message(error: BaseException) -> str:
+    """The error's text after the CLI's own ``embsql: error:``: an error that comes from SQL already
+    starts with ``embsql: `` (``embsql: [kind] ...``), which is not said twice."""
+    text = str(error)
+    return text[len("embsql: "):] if text.startswith("embsql: ") else text
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -412,8 +453,12 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:     # (before the package has loaded: embsql.startup)
+        print("embsql: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if args.command is None:   # a bare `embsql`: what it can do, on stdout, and exit 0
         parser.print_help()
         return EXIT_OK
@@ -426,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
         if _interrupted(error):   # one line, and the shell's status for SIGINT (128 + 2)
             print("embsql: interrupted", file=sys.stderr)
             return EXIT_INTERRUPTED
-        print(f"embsql: error: {error}", file=sys.stderr)
+        print(f"embsql: error: {_message(error)}", file=sys.stderr)
         return EXIT_INPUT
 
 

@@ -168,27 +168,27 @@ CREATE OR REPLACE TEMP MACRO emb__outputs_emb_evaluate_per_query() AS ['qid', 'm
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_similarity_pearson() AS ['pearson', 'ci_low', 'ci_high', 'se', 'pairs', 'items', 'skipped', 'level', 'calibrated']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_similarity_spearman() AS ['spearman', 'ci_low', 'ci_high', 'se', 'pairs', 'items', 'skipped', 'level', 'calibrated']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'v', 'mean_resultant_length', 'w_bar', 'p_value', 'permutations', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_welch() AS ['n', 'groups', 'w_d', 'p_value', 'permutations', 'null_method', 'groups_left_out', 'items_left_out', 'note']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_welch() AS ['n', 'groups', 'w_d', 'p_value', 'permutations', 'null_method', 'groups_left_out', 'items_left_out', 'note', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_dist() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'p_value', 'permutations']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_welch_dist() AS ['n', 'groups', 'w_d', 'p_value', 'permutations', 'null_method', 'groups_left_out', 'items_left_out', 'note']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_dispersion() AS ['groups', 'f', 'p_value', 'permutations', 'groups_left_out', 'items_left_out', 'note', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_dispersion_groups() AS ['group', 'n_g', 'mean_distance', 'in_test']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_terms() AS ['term', 'df', 'ss', 'r2', 'f', 'p_value', 'permutations', 'permute']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_dispersion_groups() AS ['group', 'n_g', 'mean_distance', 'in_test', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_terms() AS ['term', 'df', 'ss', 'r2', 'f', 'p_value', 'permutations', 'permute', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_terms_dist() AS ['term', 'df', 'ss', 'r2', 'f', 'p_value', 'permutations', 'permute']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_jackknife() AS ['statistic', 'estimate', 'se', 'groups', 'sizes', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_bootstrap() AS ['statistic', 'estimate', 'se', 'ci_low', 'ci_high', 'level', 'replicates', 'groups', 'estimate_bc', 'dropped', 'calibrated', 'sizes', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare() AS ['model_a', 'model_b', 'estimate_a', 'estimate_b', 'difference', 'se', 'ci_low', 'ci_high', 'items', 'same_items', 'shared_items', 'dropped', 'calibrated', 'sizes']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_rank_models() AS ['statistic', 'estimate', 'ci_low', 'ci_high', 'rank', 'rank_low', 'rank_high', 'top', 'level', 'calibrated']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_dose() AS ['strength', 'queries', 'groups', 'w_tilde_q', 'se', 'step', 'step_se', 'monotone', 'p_value', 'permutations', 'dose_works']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_rank_models() AS ['statistic', 'estimate', 'ci_low', 'ci_high', 'rank', 'rank_low', 'rank_high', 'top', 'level', 'calibrated', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_dose() AS ['strength', 'queries', 'groups', 'w_tilde_q', 'se', 'step', 'step_se', 'monotone', 'p_value', 'permutations', 'dose_works', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_agreement() AS ['model_a', 'model_b', 'k', 'overlap', 'se', 'chance', 'items']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_agreement_items() AS ['model_a', 'model_b', 'item', 'overlap']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_mantel() AS ['model_a', 'model_b', 'r', 'p_value', 'permutations', 'items']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_cka() AS ['model_a', 'model_b', 'cka', 'se', 'ci_low', 'ci_high', 'calibrated', 'p_value', 'permutations', 'items', 'groups', 'debiased', 'invariance', 'note']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_cka() AS ['model_a', 'model_b', 'cka', 'se', 'corrected', 'ci_low', 'ci_high', 'calibrated', 'p_value', 'permutations', 'items', 'groups', 'debiased', 'invariance', 'note']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_procrustes() AS ['model_a', 'model_b', 'r', 'm12_squared', 'se', 'ci_low', 'ci_high', 'calibrated', 'p_value', 'permutations', 'items', 'groups', 'invariance']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_cka() AS ['model_a', 'model_b', 'reference', 'cka_a', 'cka_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'calibrated', 'items', 'groups', 'debiased']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_classify() AS ['accuracy', 'ci_low', 'ci_high', 'macro_f1', 'macro_f1_ci_low', 'macro_f1_ci_high', 'items', 'classes', 'groups', 'k', 'classifier', 'split', 'level', 'calibrated']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_classify_items() AS ['item', 'label', 'predicted', 'correct', 'group']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_centroid_classify() AS ['accuracy', 'ci_low', 'ci_high', 'macro_f1', 'macro_f1_ci_low', 'macro_f1_ci_high', 'items', 'classes', 'groups', 'k', 'classifier', 'split', 'level', 'calibrated']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_classify() AS ['accuracy', 'ci_low', 'ci_high', 'macro_f1', 'macro_f1_ci_low', 'macro_f1_ci_high', 'items', 'classes', 'groups', 'k', 'classifier', 'split', 'level', 'calibrated', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_classify_items() AS ['item', 'label', 'predicted', 'correct', 'group', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_centroid_classify() AS ['accuracy', 'ci_low', 'ci_high', 'macro_f1', 'macro_f1_ci_low', 'macro_f1_ci_high', 'items', 'classes', 'groups', 'k', 'classifier', 'split', 'level', 'calibrated', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_similarity_eval() AS ['spearman', 'ci_low', 'ci_high', 'se', 'pearson', 'pearson_ci_low', 'pearson_ci_high', 'pearson_se', 'pairs', 'items', 'skipped', 'level', 'calibrated']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_similarity() AS ['model_a', 'model_b', 'correlation', 'estimate_a', 'estimate_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'p_adjusted', 'pairs', 'items', 'level', 'calibrated']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_classification() AS ['model_a', 'model_b', 'accuracy_a', 'accuracy_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'p_exact', 'p_adjusted', 'p_adjust', 'items', 'groups', 'a_only', 'b_only', 'permutations', 'method', 'level', 'calibrated']::VARCHAR[];
@@ -1391,9 +1391,11 @@ WHERE rho IS NOT NULL;
 -- number once the columns and labels are checked) and __emb_z (the unit vector once checked).
 -- Roles name the columns in messages (qid, group, positive, vector; doc_id, doc_group,
 -- doc_vector).  A NULL level_col or positive means the caller does not use that column;
--- need_group says whether the group column must exist and be non-NULL.
+-- need_group says whether the group column must exist and be non-NULL.  With skip (bad_rows :=
+-- 'skip'), a row with an unusable vector is kept, not refused (its __emb_z NULL): the caller leaves it out and counts it.
 CREATE OR REPLACE TEMP MACRO emb__retrieval_rows(source, what, item, id_role, "group", group_role, need_group,
-                                            level_col, positive, vector, vector_role, model) AS TABLE
+                                            level_col, positive, vector, vector_role, model,
+                                            skip := false) AS TABLE
 WITH meta AS (
     SELECT
         len(list_value(*COLUMNS(lambda c: c IN (item, '__emb_null')))) AS __emb_icols,
@@ -1479,7 +1481,7 @@ WHERE CASE
     WHEN __emb_dup > 1
         THEN error(format('embsql: [label.duplicate] {} {}: {} column "{}" has ''{}'' more than once; each {} must identify one row',
                           what, source, id_role, item, __emb_q, id_role))
-    WHEN __emb_bad IS NOT NULL
+    WHEN __emb_bad IS NOT NULL AND NOT skip
         THEN error(format('embsql: [{}] {} {}: {} column "{}" has a {} vector at row {} ({} ''{}''); vectors must be non-NULL, finite and of non-zero length',
                           emb__vector_kind(__emb_bad), what, source, vector_role, vector, __emb_bad, __emb_row, id_role, __emb_q))
     ELSE true
@@ -2250,27 +2252,27 @@ FROM emb__similarity_correlation(
 -- embsql: [query.needs_python]; embsql.register(con) replaces them with the real ones.
 CREATE TEMP MACRO IF NOT EXISTS emb_unit(vector) AS emb__fail_query_needs_python('emb_unit');
 CREATE TEMP MACRO IF NOT EXISTS emb_permanova(source, "group", vector, permutations := 999, seed := 42, strata := NULL, model := NULL, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_permanova') AS error;
-CREATE TEMP MACRO IF NOT EXISTS emb_permanova_welch(source, "group", vector, permutations := 999, seed := 42, strata := NULL, model := NULL, null_method := 'auto') AS TABLE SELECT emb__fail_query_needs_python('emb_permanova_welch') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_permanova_welch(source, "group", vector, permutations := 999, seed := 42, strata := NULL, model := NULL, null_method := 'auto', bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_permanova_welch') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_permanova_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd', item := 'id', permutations := 999, seed := 42, strata := NULL) AS TABLE SELECT emb__fail_query_needs_python('emb_permanova_dist') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_permanova_welch_dist(distances, labels, "group", i := 'i', j := 'j', distance := 'd', item := 'id', permutations := 999, seed := 42, strata := NULL, null_method := 'auto') AS TABLE SELECT emb__fail_query_needs_python('emb_permanova_welch_dist') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_dispersion(source, "group", vector, model := NULL, permutations := 999, seed := 42, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_dispersion') AS error;
-CREATE TEMP MACRO IF NOT EXISTS emb_dispersion_groups(source, "group", vector, model := NULL, permutations := 999, seed := 42) AS TABLE SELECT emb__fail_query_needs_python('emb_dispersion_groups') AS error;
-CREATE TEMP MACRO IF NOT EXISTS emb_permanova_terms(source, terms, vector, sums := 'sequential', permute := 'residuals', permutations := 999, seed := 42, strata := NULL, model := NULL) AS TABLE SELECT emb__fail_query_needs_python('emb_permanova_terms') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_dispersion_groups(source, "group", vector, model := NULL, permutations := 999, seed := 42, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_dispersion_groups') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_permanova_terms(source, terms, vector, sums := 'sequential', permute := 'residuals', permutations := 999, seed := 42, strata := NULL, model := NULL, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_permanova_terms') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_permanova_terms_dist(distances, labels, terms, i := 'i', j := 'j', distance := 'd', item := 'id', sums := 'sequential', permute := 'residuals', permutations := 999, seed := 42, strata := NULL) AS TABLE SELECT emb__fail_query_needs_python('emb_permanova_terms_dist') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_jackknife(source, "group", vector, model := NULL, statistic := 'r2', bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_jackknife') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_bootstrap(source, "group", vector, model := NULL, statistic := 'r2', replicates := 2000, seed := 42, level := 0.95, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_bootstrap') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_compare(source, "group", vector, model, item, statistic := 'r2', replicates := 2000, seed := 42, level := 0.95, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_compare') AS error;
-CREATE TEMP MACRO IF NOT EXISTS emb_rank_models(source, "group", vector, model, statistic := 'r2', level := 0.95, replicates := 2000, seed := 42) AS TABLE SELECT emb__fail_query_needs_python('emb_rank_models') AS error;
-CREATE TEMP MACRO IF NOT EXISTS emb_retrieval_dose(queries, strength := 'level', qid := 'qid', "group" := 'group', vector := 'vector', model := NULL, permutations := 999, seed := 42, alpha := 0.05) AS TABLE SELECT emb__fail_query_needs_python('emb_retrieval_dose') AS error;
-CREATE TEMP MACRO IF NOT EXISTS emb_knn_agreement(source, item, model, vector, k := 10, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_knn_agreement') AS error;
-CREATE TEMP MACRO IF NOT EXISTS emb_knn_agreement_items(source, item, model, vector, k := 10, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_knn_agreement_items') AS error;
-CREATE TEMP MACRO IF NOT EXISTS emb_mantel(source, item, model, vector, permutations := 999, seed := 42, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_mantel') AS error;
-CREATE TEMP MACRO IF NOT EXISTS emb_cka(source, item, model, vector, "group" := NULL, debiased := false, permutations := 999, seed := 42, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_cka') AS error;
-CREATE TEMP MACRO IF NOT EXISTS emb_procrustes(source, item, model, vector, "group" := NULL, permutations := 999, seed := 42, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_procrustes') AS error;
-CREATE TEMP MACRO IF NOT EXISTS emb_compare_cka(source, item, model, vector, reference, "group" := NULL, debiased := false, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_compare_cka') AS error;
-CREATE TEMP MACRO IF NOT EXISTS emb_knn_classify(source, label := 'label', vector := 'vector', model := 'model', k := 10, split := NULL, item := NULL, "group" := NULL, level := 0.95) AS TABLE SELECT emb__fail_query_needs_python('emb_knn_classify') AS error;
-CREATE TEMP MACRO IF NOT EXISTS emb_knn_classify_items(source, label := 'label', vector := 'vector', model := 'model', k := 10, split := NULL, item := NULL, "group" := NULL) AS TABLE SELECT emb__fail_query_needs_python('emb_knn_classify_items') AS error;
-CREATE TEMP MACRO IF NOT EXISTS emb_centroid_classify(source, label := 'label', vector := 'vector', model := 'model', split := NULL, item := NULL, "group" := NULL, level := 0.95) AS TABLE SELECT emb__fail_query_needs_python('emb_centroid_classify') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_rank_models(source, "group", vector, model, statistic := 'r2', level := 0.95, replicates := 2000, seed := 42, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_rank_models') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_retrieval_dose(queries, strength := 'level', qid := 'qid', "group" := 'group', vector := 'vector', model := NULL, permutations := 999, seed := 42, alpha := 0.05, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_retrieval_dose') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_knn_agreement(source, item, model, vector, k := 10, common := false, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_knn_agreement') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_knn_agreement_items(source, item, model, vector, k := 10, common := false, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_knn_agreement_items') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_mantel(source, item, model, vector, permutations := 999, seed := 42, common := false, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_mantel') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_cka(source, item, model, vector, "group" := NULL, debiased := false, permutations := 999, seed := 42, common := false, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_cka') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_procrustes(source, item, model, vector, "group" := NULL, permutations := 999, seed := 42, common := false, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_procrustes') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_compare_cka(source, item, model, vector, reference, "group" := NULL, debiased := false, common := false, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_compare_cka') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_knn_classify(source, label := 'label', vector := 'vector', model := 'model', k := 10, split := NULL, item := NULL, "group" := NULL, level := 0.95, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_knn_classify') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_knn_classify_items(source, label := 'label', vector := 'vector', model := 'model', k := 10, split := NULL, item := NULL, "group" := NULL, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_knn_classify_items') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_centroid_classify(source, label := 'label', vector := 'vector', model := 'model', split := NULL, item := NULL, "group" := NULL, level := 0.95, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_centroid_classify') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_similarity_eval(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95) AS TABLE SELECT emb__fail_query_needs_python('emb_similarity_eval') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_compare_similarity(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95) AS TABLE SELECT emb__fail_query_needs_python('emb_compare_similarity') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_compare_classification(predictions, model := 'model', item := 'item', "group" := NULL, level := 0.95, p_adjust := 'holm', permutations := 10000, seed := 42) AS TABLE SELECT emb__fail_query_needs_python('emb_compare_classification') AS error;

@@ -377,8 +377,9 @@ def test_bad_vectors_name_the_row(con, bad, word):
     with pytest.raises(BadVectorError) as info:
         embsql.knn_agreement(con, "t", item="item", model="model", vector="v", k=3)
     assert str(info.value).startswith(f"vector column 'v' has a {word} vector at row 14 (model 'b', item 'i003')")
+    # SQL names the row as Python does (row 14 of the table, from 1)
     assert sql_error(con, "SELECT * FROM emb_mantel('t', 'item', 'model', 'v')").startswith(
-        f"embsql: [{info.value.kind}] vector column 'v' has a {word} vector at item 'i003' of model 'b'")
+        f"embsql: [{info.value.kind}] vector column 'v' has a {word} vector at row 14 (model 'b', item 'i003')")
     assert info.value.kind == VECTOR_KINDS[word]
 
 

@@ -287,3 +287,215 @@ def test_an_invalid_bad_rows_is_refused_in_sql_with_its_kind(con, function):
         embsql.run_sql(con, f"SELECT * FROM {function}('t', 'g', 'v', bad_rows := 'drop')")
     assert raised.value.kind == "argument.bad_rows"
     assert str(raised.value) == "embsql: [argument.bad_rows] bad_rows must be 'error' or 'skip', not 'drop'"
+
+
+# ---------------------------------------------------------------------------------------------- retrieval faces
+# Two models (a: 3-d, b: 4-d).  Documents d00..d11 in topics t0..t2 (i mod 3); queries q00..q23 in
+# paraphrase groups p0..p5 (i mod 6), strength i // 6 mod 2, positive d(2 (i mod 6)): only even
+# documents are positives, and only odd documents are bad, so the cleaned tables keep every positive.
+#   model a: q03 NULL, q08 NaN, d01 +inf                  -> 1 NULL, 0 zero, 2 non-finite
+#   model b: q05 zero, q10 NULL element, d03 NULL, d05 zero -> 2 NULL, 2 zero, 0 non-finite
+R_MODELS = {"a": 3, "b": 4}
+R_BAD = {("a", "q03"): "null", ("a", "q08"): "nan", ("a", "d01"): "inf",
+         ("b", "q05"): "zero", ("b", "q10"): "null_element", ("b", "d03"): "null", ("b", "d05"): "zero"}
+R_COUNTS = {"a": {"skipped_null": 1, "skipped_zero": 0, "skipped_nonfinite": 2},
+            "b": {"skipped_null": 2, "skipped_zero": 2, "skipped_nonfinite": 0}}
+
+
+def retrieval_tables() -> tuple[pa.Table, pa.Table]:
+    rng = np.random.default_rng(7)
+    queries, docs = [], []
+    for model, d in R_MODELS.items():
+        topics = rng.standard_normal((3, d))
+        doc_vectors = [topics[i % 3] + 0.5 * rng.standard_normal(d) for i in range(12)]
+        for i, v in enumerate(doc_vectors):
+            docs.append({"enc": model, "doc_id": f"d{i:02d}", "topic": f"t{i % 3}",
+                         "v": _vector(R_BAD.get((model, f"d{i:02d}")), v.tolist())})
+        for i in range(24):
+            positive = 2 * (i % 6)
+            v = doc_vectors[positive] + 0.7 * rng.standard_normal(d)
+            queries.append({"enc": model, "qid": f"q{i:02d}", "para": f"p{i % 6}", "level": i // 6 % 2,
+                            "pos": f"d{positive:02d}", "v": _vector(R_BAD.get((model, f"q{i:02d}")), v.tolist())})
+    vector = ("v", pa.list_(pa.float64()))
+    return (pa.Table.from_pylist(queries, schema=pa.schema([("enc", pa.string()), ("qid", pa.string()),
+                                                            ("para", pa.string()), ("level", pa.int64()),
+                                                            ("pos", pa.string()), vector])),
+            pa.Table.from_pylist(docs, schema=pa.schema([("enc", pa.string()), ("doc_id", pa.string()),
+                                                         ("topic", pa.string()), vector])))
+
+
+@pytest.fixture(scope="module")
+def rcon():
+    con = embsql.connect()
+    queries, docs = retrieval_tables()
+    con.register("q_arrow", queries)
+    con.register("d_arrow", docs)
+    for name in ("q", "d"):
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_arrow")
+        con.execute(f"CREATE TABLE {name}_clean AS {CLEAN.format(source=name)}")
+    removed = sum(con.execute(f"SELECT (SELECT count(*) FROM {n}) - (SELECT count(*) FROM {n}_clean)").fetchall()[0][0]
+                  for n in ("q", "d"))
+    assert removed == len(R_BAD)
+    yield con
+    con.close()
+
+
+def _queries(name: str) -> embsql.Queries:
+    return embsql.Queries(name, qid="qid", group="para", positive="pos", vector="v", strength="level")
+
+
+def _docs(name: str) -> embsql.Docs:
+    return embsql.Docs(name, doc_id="doc_id", group="topic", vector="v")
+
+
+RETRIEVAL_FACES = {
+    "margins": lambda con, q, d, **kw: embsql.margins(con, _queries(q), _docs(d), model="enc", **kw),
+    "margins_group_scope": lambda con, q, d, **kw: embsql.margins(con, _queries(q), _docs(d), model="enc",
+                                                                  scope="group", **kw),
+    "retrieval_summary": lambda con, q, d, **kw: embsql.retrieval_summary(con, _queries(q), _docs(d), model="enc", **kw),
+    "pairing": lambda con, q, d, **kw: embsql.pairing(con, _queries(q), _docs(d), model="enc", **kw),
+    "dose": lambda con, q, d, **kw: embsql.dose(con, _queries(q), _docs(d), model="enc", permutations=19, **kw),
+    "retrieve": lambda con, q, d, **kw: embsql.retrieve(con, _queries(q), _docs(d), model="enc", k=5, **kw),
+}
+
+
+@pytest.mark.parametrize("face", RETRIEVAL_FACES)
+def test_retrieval_skipping_gives_the_cleaned_tables_figures_and_the_counts(rcon, face):
+    got = RETRIEVAL_FACES[face](rcon, "q", "d", bad_rows="skip")
+    expected = RETRIEVAL_FACES[face](rcon, "q_clean", "d_clean")
+    assert got.columns == expected.columns
+    _same(got.to_dicts(), expected.to_dicts())
+    assert len(got.to_dicts()) > 0
+    assert _counts(got.skipped, "enc") == R_COUNTS
+    assert expected.skipped is None
+
+
+def test_retrieval_layers_skipping_gives_the_cleaned_tables_figures_the_counts_and_a_note(rcon):
+    got = embsql.retrieval_layers(rcon, _queries("q"), _docs("d"), model="enc", permutations=19, bad_rows="skip")
+    expected = embsql.retrieval_layers(rcon, _queries("q_clean"), _docs("d_clean"), model="enc", permutations=19)
+    _same(got.summary.to_dicts(), expected.summary.to_dicts())
+    assert [s.name for s in got.sections] == [s.name for s in expected.sections]
+    for mine, theirs in zip(got.sections, expected.sections):
+        _same(mine.table.to_dicts(), theirs.table.to_dicts())
+    assert _counts(got.skipped, "enc") == R_COUNTS
+    assert ("skipped 7 row(s) with an unusable vector (model a: 1 NULL, 2 NaN/inf; model b: 2 NULL, 2 zero)"
+            in got.meta["notes"])
+
+
+@pytest.mark.parametrize("face", ["margins", "retrieve"])
+def test_a_bad_retrieval_vector_is_an_error_naming_its_row_without_skipping(rcon, face):
+    """q03 of model a is row 4 of the queries (rows counted from 1)."""
+    with pytest.raises(embsql.BadVectorError, match=r"NULL vector at row 4 \(qid 'q03'"):
+        RETRIEVAL_FACES[face](rcon, "q", "d")
+
+
+def test_a_row_named_after_skipping_retrieval_rows_is_its_row_in_the_table(rcon):
+    """With model a's bad rows (rows 4 and 9) skipped, a vector of another length is still named by
+    its row in the queries table as given."""
+    rcon.execute("CREATE OR REPLACE TABLE q_short AS SELECT * REPLACE (CASE WHEN qid = 'q09' THEN [1.0, 2.0] "
+                 "ELSE v END AS v) FROM q WHERE enc = 'a' ORDER BY qid")       # row 10: another length
+    with pytest.raises(embsql.BadVectorError, match=r"a vector of length 2 at row 10 \(qid 'q09'"):
+        embsql.margins(rcon, _queries("q_short"), _docs("d"), model="enc", bad_rows="skip")
+
+
+@pytest.mark.parametrize("face", ["margins", "retrieve"])
+def test_an_invalid_bad_rows_is_refused_on_the_retrieval_faces(rcon, face):
+    with pytest.raises(InputError) as raised:
+        RETRIEVAL_FACES[face](rcon, "q", "d", bad_rows="drop")
+    assert raised.value.kind == "argument.bad_rows"
+
+
+# ---------------------------------------------------------------------------------------------- SQL, the others
+# Each call on the table with bad rows and bad_rows := 'skip' against the same call on the table
+# cleaned in SQL (CLEAN); {t} is the table.  Counted: per-model tables carry the skipped_ columns
+# (on each of a model's rows); the tables of pairs of models have no place for them.
+SQL_COUNTED = {
+    "emb_permanova_welch": "emb_permanova_welch('{t}', 'g', 'v', permutations := 19, model := 'm'{skip})",
+    "emb_dispersion_groups": "emb_dispersion_groups('{t}', 'g', 'v', model := 'm', permutations := 19{skip})",
+    "emb_permanova_terms": "emb_permanova_terms('{t}', ['g'], 'v', permutations := 19, model := 'm'{skip})",
+    "emb_rank_models": "emb_rank_models('{t}', 'g', 'v', 'm', replicates := 50{skip})",
+    "emb_knn_classify": "emb_knn_classify('{t}', label := 'g', vector := 'v', model := 'm', item := 'item', k := 3{skip})",
+    "emb_knn_classify_items": "emb_knn_classify_items('{t}', label := 'g', vector := 'v', model := 'm', item := 'item', "
+                              "k := 3{skip})",
+    "emb_centroid_classify": "emb_centroid_classify('{t}', label := 'g', vector := 'v', model := 'm'{skip})",
+}
+SQL_PAIRS = {
+    "emb_knn_agreement": "emb_knn_agreement('{t}', 'item', 'm', 'v', k := 3, common := true{skip})",
+    "emb_knn_agreement_items": "emb_knn_agreement_items('{t}', 'item', 'm', 'v', k := 3, common := true{skip})",
+    "emb_mantel": "emb_mantel('{t}', 'item', 'm', 'v', permutations := 19, common := true{skip})",
+    "emb_cka": "emb_cka('{t}', 'item', 'm', 'v', permutations := 19, common := true{skip})",
+    "emb_procrustes": "emb_procrustes('{t}', 'item', 'm', 'v', permutations := 19, common := true{skip})",
+    "emb_compare_cka": "emb_compare_cka('{t}', 'item', 'm', 'v', 'c', common := true{skip})",
+}
+SKIP = ", bad_rows := 'skip'"
+
+
+def _sql_rows(con, call: str) -> list[dict]:
+    result = con.sql(f"SELECT * FROM {call}")
+    return [dict(zip(result.columns, row)) for row in result.fetchall()]
+
+
+@pytest.mark.parametrize("function", SQL_COUNTED)
+def test_sql_skipping_gives_the_cleaned_tables_figures_and_the_counts_per_model(con, function):
+    got = _sql_rows(con, SQL_COUNTED[function].format(t="t", skip=SKIP))
+    expected = _sql_rows(con, SQL_COUNTED[function].format(t="clean", skip=""))
+    assert got and not any(c.startswith("skipped_") for c in expected[0])
+    _same([{k: row[k] for k in expected[0]} for row in got], expected)
+    assert list(got[0])[-3:] == list(COUNTS["a"])             # the counts come last
+    for row in got:
+        assert {k: row[k] for k in COUNTS["a"]} == COUNTS[row["m"]]
+    assert {row["m"] for row in got} == set(MODELS)
+
+
+@pytest.mark.parametrize("function", SQL_PAIRS)
+def test_sql_skipping_on_the_pair_tables_gives_the_cleaned_tables_figures(con, function):
+    got = _sql_rows(con, SQL_PAIRS[function].format(t="t", skip=SKIP))
+    expected = _sql_rows(con, SQL_PAIRS[function].format(t="clean", skip=""))
+    assert got
+    _same(got, expected)
+
+
+@pytest.mark.parametrize("function", [*SQL_COUNTED, *SQL_PAIRS])
+def test_sql_without_skipping_a_bad_vector_is_an_error(con, function):
+    call = {**SQL_COUNTED, **SQL_PAIRS}[function].format(t="t", skip="")
+    with pytest.raises(embsql.BadVectorError, match=r"^embsql: \[vector\.\w+\]"):
+        embsql.run_sql(con, f"SELECT * FROM {call}")
+    with pytest.raises(InputError) as raised:
+        embsql.run_sql(con, f"SELECT * FROM {call[:-1]}, bad_rows := 'drop')")
+    assert raised.value.kind == "argument.bad_rows"
+
+
+def test_emb_retrieval_dose_skipping_gives_the_cleaned_tables_figures_and_the_counts(rcon):
+    call = ("emb_retrieval_dose('{t}', strength := 'level', \"group\" := 'para', vector := 'v', model := 'enc', "
+            "permutations := 19{skip})")
+    got = _sql_rows(rcon, call.format(t="q", skip=SKIP))
+    expected = _sql_rows(rcon, call.format(t="q_clean", skip=""))
+    _same([{k: row[k] for k in expected[0]} for row in got], expected)
+    # the queries' own bad rows: a: q03 NULL, q08 NaN; b: q05 zero, q10 NULL element
+    queries_only = {"a": {"skipped_null": 1, "skipped_zero": 0, "skipped_nonfinite": 1},
+                    "b": {"skipped_null": 1, "skipped_zero": 1, "skipped_nonfinite": 0}}
+    for row in got:
+        assert {k: row[k] for k in COUNTS["a"]} == queries_only[row["enc"]]
+    with pytest.raises(embsql.BadVectorError, match=r"at row \d+ \(qid 'q\d\d'\)"):
+        embsql.run_sql(rcon, f"SELECT * FROM {call.format(t='q', skip='')}")
+
+
+def test_emb_permanova_terms_names_a_bad_vector_by_its_row_in_the_table_from_1(con):
+    """Model b's NULL vector (item i14) comes after model a's 57 rows and b's 11 rows i00..i13 but
+    i10..i12: row 57 + 11 + 1 = 69 of the table; the kernel used to count it within its model from 0
+    (row 11)."""
+    con.execute("CREATE OR REPLACE TABLE only_null_b AS SELECT * FROM t WHERE NOT (m = 'a' AND item IN ('i03', 'i07', "
+                "'i20')) AND NOT (m = 'b' AND item IN ('i10', 'i11', 'i12', 'i15')) ORDER BY m, item")
+    with pytest.raises(embsql.BadVectorError) as raised:
+        embsql.run_sql(con, "SELECT * FROM emb_permanova_terms('only_null_b', ['g'], 'v', permutations := 9, "
+                            "model := 'm')")
+    assert str(raised.value) == ("embsql: [vector.null] vector column 'v' has a NULL vector at row 69 (model 'b'); "
+                                 "vectors must be non-NULL, finite and of non-zero length")
+
+
+def test_emb_compare_names_the_model_of_a_bad_vector(con):
+    """(emb_compare named only the item; the item is in every model.)"""
+    with pytest.raises(embsql.BadVectorError) as raised:
+        embsql.run_sql(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'm', 'item', replicates := 50)")
+    assert re.match(r"embsql: \[vector\.\w+\] vector column 'v' has a \w+ vector at item 'i\d\d' of model '[ab]'; ",
+                    str(raised.value)), str(raised.value)

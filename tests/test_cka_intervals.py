@@ -306,3 +306,21 @@ def test_the_report_shows_the_cka_interval(con):
     assert rows["linear CKA"]["corrected"] == pytest.approx(debiased, abs=1e-12)
     assert rows["linear CKA"]["value"] == pytest.approx(cka["cka"], abs=1e-12)
     assert rows["Procrustes r"]["corrected"] is None
+
+
+def test_the_public_cka_shows_the_debiased_point_its_interval_is_built_around(con):
+    """embsql.cka and emb_cka show ``corrected``, the debiased CKA (Song et al.'s unbiased HSIC, by
+    the reference formula), beside the interval built around it; ``cka`` stays the biased CKA, which
+    at d = 40 on 24 items lies far above its interval."""
+    x, y = related(11, 24, 40, 40)
+    con.register("wide", long_table({"a": x, "b": y}, groups=[f"t{j % 12}" for j in range(24)]))
+    row = embsql.cka(con, "wide", item="item", model="model", vector="v", group="g", permutations=0).to_dicts()[0]
+    assert row["cka"] == pytest.approx(cka_reference(x, y), rel=1e-10)
+    assert row["corrected"] == pytest.approx(cka_reference(x, y, debiased=True), rel=1e-10)
+    assert row["ci_low"] <= row["corrected"] <= row["ci_high"] < row["cka"]
+    debiased = embsql.cka(con, "wide", item="item", model="model", vector="v", group="g", permutations=0,
+                          debiased=True).to_dicts()[0]
+    assert debiased["corrected"] == pytest.approx(debiased["cka"], rel=1e-12)
+    sql = con.sql("SELECT corrected FROM emb_cka('wide', 'item', 'model', 'v', \"group\" := 'g', "
+                  "permutations := 0)").fetchall()
+    assert sql[0][0] == pytest.approx(row["corrected"], rel=1e-12)

@@ -366,10 +366,9 @@ def test_a_bad_item_column_is_one_line_and_exit_2(two_models):
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr and "'nope'" in out.stderr
 
 
-@pytest.mark.slow
-def test_ctrl_c_during_a_permutation_test_is_one_line_and_exit_130(files):
-    """SIGINT (what Ctrl-C sends) once the permutation test's bar is on the terminal: the one line
-    ``embsql: interrupted``, no traceback, and the shell's status for SIGINT, 130."""
+def _interrupted_on_a_terminal(command: list[str], ready, poll: float) -> tuple[bool, str, int, bytes]:
+    """Run ``command`` with stderr on a terminal (a pty) and send it SIGINT (what Ctrl-C sends) once
+    ``ready(what it has drawn)``; (sent, what it drew, its exit status, its stdout)."""
     import pty
     import select
     import signal
@@ -377,22 +376,20 @@ def test_ctrl_c_during_a_permutation_test_is_one_line_and_exit_130(files):
 
     leader, follower = pty.openpty()
     try:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "embsql", "report", str(files / "emb.parquet"), "--vector", "emb", "--group",
-             "topic", "--model", "model", "--permutations", "999999", "--format", "json"],
-            stdout=subprocess.PIPE, stderr=follower, env={**os.environ, "NO_COLOR": "1", "COLUMNS": "100"})
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=follower,
+                                   env={**os.environ, "NO_COLOR": "1", "COLUMNS": "100"})
         os.close(follower)
-        drawn, sent, deadline = b"", None, time.monotonic() + 240
+        drawn, sent, deadline = b"", False, time.monotonic() + 240
         while time.monotonic() < deadline:
-            if sent is None and b"permutations" in drawn:       # the test is running: interrupt it
+            if not sent and ready(drawn):
                 process.send_signal(signal.SIGINT)
-                sent = time.monotonic()
-            if not select.select([leader], [], [], 0.2)[0]:
+                sent = True
+            if not select.select([leader], [], [], poll)[0]:
                 if process.poll() is not None:
                     break
                 continue
             try:
-                chunk = os.read(leader, 4096)
+                chunk = os.read(leader, 65536)
             except OSError:            # the child closed the terminal
                 break
             if not chunk:
@@ -403,12 +400,51 @@ def test_ctrl_c_during_a_permutation_test_is_one_line_and_exit_130(files):
         if process.poll() is None:
             process.kill()
         os.close(leader)
-    assert sent is not None, drawn[-2000:]
-    text = drawn.decode(errors="replace")
-    assert process.returncode == 130, text[-2000:]
+    return sent, drawn.decode(errors="replace"), process.returncode, stdout
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_permutation_test_is_one_line_and_exit_130(files):
+    """SIGINT (what Ctrl-C sends) once the permutation test's bar is on the terminal: the one line
+    ``embsql: interrupted``, no traceback, and the shell's status for SIGINT, 130."""
+    sent, text, status, stdout = _interrupted_on_a_terminal(
+        [sys.executable, "-m", "embsql", "report", str(files / "emb.parquet"), "--vector", "emb", "--group",
+         "topic", "--model", "model", "--permutations", "999999", "--format", "json"],
+        lambda drawn: b"permutations" in drawn, 0.2)                 # the test is running: interrupt it
+    assert sent, text[-2000:]
+    assert status == 130, text[-2000:]
     assert "Traceback" not in text and "KeyboardInterrupt" not in text
     assert text.rstrip().splitlines()[-1].split("\r")[-1].strip().endswith("embsql: interrupted")
     assert text.count("embsql: interrupted") == 1 and stdout == b""
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_the_package_imports_is_one_line_and_exit_130(files):
+    """SIGINT while ``python -m embsql`` is still importing the package (the first second, before
+    main runs): the one line ``embsql: interrupted``, no traceback, and 130.  -X importtime says
+    when the import has begun: it prints a line as each module finishes (or fails), so the first
+    embsql.* line comes while the package imports; embsql.cli, which main lives in, must never come."""
+    sent, text, status, stdout = _interrupted_on_a_terminal(
+        [sys.executable, "-X", "importtime", "-m", "embsql", "report", str(files / "emb.parquet"), "--vector", "emb",
+         "--group", "topic", "--permutations", "0", "--format", "json"],
+        lambda drawn: re.search(rb"\|\s+embsql\.\w", drawn) is not None, 0.005)   # a module of it has loaded
+    assert sent, text[-2000:]
+    # main's module, imported once the package is, never came: the interrupt cut the package's import
+    assert not re.search(r"\|\s+embsql\.(cli|__main__)\s*$", text, re.MULTILINE), "main was running already"
+    assert status == 130, text[-3000:]
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text
+    assert text.count("embsql: interrupted") == 1 and stdout == b""
+
+
+def test_an_interrupt_is_left_alone_outside_the_command_line():
+    """Importing the package in another program changes nothing: an interrupt while it imports is
+    that program's KeyboardInterrupt, with its traceback."""
+    from embsql import startup
+
+    out = subprocess.run([sys.executable, "-c", "import sys, embsql; print(sys.excepthook is sys.__excepthook__, "
+                          "embsql.startup.from_the_command_line())"], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["True", "False"], out.stderr
+    assert startup.from_the_command_line() is False                 # (pytest's own process)
 
 
 def test_an_interrupted_query_is_one_line_and_exit_130(monkeypatch, capsys):
@@ -543,3 +579,63 @@ def test_retrieval_only_report_with_positives_runs_the_layers(tmp_path):
         assert got["top1"] == pytest.approx(expected["top1"], abs=1e-12)
         assert got["mrr"] == pytest.approx(expected["mrr"], abs=1e-12)
     assert not any("positive" in note for note in document.get("notes", []))
+
+
+def test_an_error_from_sql_has_one_embsql_prefix(monkeypatch, capsys):
+    """An error raised in SQL reads ``embsql: [kind] ...``; on the command line it follows the one
+    ``embsql: error:``, not ``embsql: error: embsql: [kind] ...``."""
+    from embsql import cli
+
+    def from_sql(args):
+        con = embsql.connect()
+        con.execute("CREATE TABLE t AS SELECT 'a' AS g, [1.0, 0.0] AS v")
+        embsql.run_sql(con, "SELECT * FROM emb_anova('t', 'g', 'v', bad_rows := 'drop')")
+
+    parser = cli.build_parser()
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    parser._subparsers._group_actions[0].choices["sql-path"].set_defaults(run=from_sql)
+    assert cli.main(["sql-path"]) == 2
+    assert capsys.readouterr().err == ("embsql: error: [argument.bad_rows] bad_rows must be 'error' or 'skip', "
+                                       "not 'drop'\n")
+
+
+@pytest.mark.parametrize("spelling", ["json", "numpy", "spaces"])
+def test_parse_vectors_reads_the_text_vectors_of_queries_and_docs(tmp_path, spelling):
+    """--parse-vectors parses --queries and --docs as it parses DATA: the retrieval-only report on
+    CSV files with text vectors has a brute-force ranking's top-1 and MRR (tests/retrieval_data.py)."""
+    import retrieval_data as rd
+    from test_retrieval_report import reference_summary
+
+    queries, docs = rd.make(11, models=("a", "b"), dims=[10, 14], topics=5, docs_per_topic=4, questions=9)
+    for table, name in ((queries, "q"), (docs, "d")):
+        text = [TEXT_SPELLINGS[spelling](v) for v in table.column("vector").to_pylist()]
+        pacsv.write_csv(table.drop_columns(["vector"]).append_column("vector", pa.array(text)), tmp_path / f"{name}.csv")
+    refused = embsql_cli("report", "--queries", tmp_path / "q.csv", "--docs", tmp_path / "d.csv", "--model", "model",
+                         "--permutations", "0")
+    assert refused.returncode == 2 and "--parse-vectors" in refused.stderr, refused.stderr
+    done = embsql_cli("report", "--queries", tmp_path / "q.csv", "--docs", tmp_path / "d.csv", "--model", "model",
+                      "--permutations", "0", "--format", "json", "--parse-vectors")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    rank = next(s for s in document["sections"] if s["name"] == "rank")
+    assert len(rank["rows"]) == 2
+    for row in rank["rows"]:
+        got = dict(zip(rank["columns"], row))
+        expected = reference_summary(queries, docs, got["model"], "corpus")
+        assert got["top1"] == pytest.approx(expected["top1"], abs=1e-6 if spelling == "numpy" else 1e-12)
+        assert got["mrr"] == pytest.approx(expected["mrr"], abs=1e-6 if spelling == "numpy" else 1e-12)
+
+
+def test_parse_vectors_names_the_docs_row_it_cannot_read(tmp_path):
+    import retrieval_data as rd
+
+    queries, docs = rd.make(3, models=("a",), dims=[4], topics=2, docs_per_topic=2, questions=3)
+    for table, name in ((queries, "q"), (docs, "d")):
+        text = [json.dumps(v) for v in table.column("vector").to_pylist()]
+        if name == "d":
+            text[2] = "[0.1, oops]"
+        pacsv.write_csv(table.drop_columns(["vector"]).append_column("vector", pa.array(text)), tmp_path / f"{name}.csv")
+    done = embsql_cli("report", "--queries", tmp_path / "q.csv", "--docs", tmp_path / "d.csv", "--model", "model",
+                      "--permutations", "0", "--parse-vectors")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert 'vector column "vector"' in done.stderr and "row 3 reads [0.1, oops]" in done.stderr, done.stderr

@@ -155,6 +155,26 @@ def test_markdown_cautions_are_blockquotes_and_sql_is_fenced():
     assert "```sql\nSELECT \"model\", \"topic\"" in markdown
 
 
+def test_markdown_cautions_are_one_line_each_as_in_the_terminal_and_in_full_with_explain():
+    """Each caution's blockquote is its first sentence and the docs section that explains it (the
+    terminal's line); explain=True gives the whole text instead, as --explain does on the CLI."""
+    report = fake_report()
+    quotes = [line for line in render.to_markdown(report).splitlines() if line.startswith("> ")]
+    cautions = [section for section in report.sections if section.caution]
+    assert len(quotes) == len(cautions) > 0
+    terminal = " ".join(render.to_text(report, width=10_000).split())
+    for line, section in zip(quotes, cautions):
+        one = f"{render.headline(section)} → {render.caution_docs(section.name)}"
+        assert line == f"> **Caution:** {render._md(one)}"
+        assert f"Caution: {' '.join(one.split())}" in terminal                  # the terminal's own line
+    # (what the blockquotes no longer hold: at least one caution is longer than its line)
+    assert any(len(render.headline(section)) < len(" ".join(section.caution.split())) for section in cautions)
+    explained = [line for line in render.to_markdown(report, explain=True).splitlines() if line.startswith("> ")]
+    assert [line.removeprefix("> **Caution:** ") for line in explained] == \
+        [render._md(section.caution) for section in cautions]
+    assert "--explain" in render.to_markdown(report) and "--explain" not in render.to_markdown(report, explain=True)
+
+
 # ---------------------------------------------------------------- JSON
 
 def _strict_loads(text):

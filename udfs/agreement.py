@@ -22,12 +22,13 @@ KNN = "STRUCT(model_a VARCHAR, model_b VARCHAR, k BIGINT, overlap DOUBLE, se DOU
 KNN_ITEMS = "STRUCT(model_a VARCHAR, model_b VARCHAR, item VARCHAR, overlap DOUBLE)[]"
 MANTEL = ("STRUCT(model_a VARCHAR, model_b VARCHAR, r DOUBLE, p_value DOUBLE, permutations BIGINT, "
           "items BIGINT)[]")
-# the table (name, column names and types), the three columns named in the call, their values
+# the table (name, column names and types), the three columns named in the call, their values, and
+# each value's row in the table (from 1), by which a bad vector is named
 INPUTS = ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR[]", "VARCHAR[]",
-          "DOUBLE[][]"]
+          "DOUBLE[][]", "BIGINT[]"]
 
 
-def _models(row, tbl, names, types, item_col, model_col, vector_col, models, items, vectors) -> dict:
+def _models(row, tbl, names, types, item_col, model_col, vector_col, models, items, vectors, rows) -> dict:
     """model -> (item ids, unit vectors) for one call row, after checking the columns exist."""
     scalar = lambda array: array[row].as_py()
     source = Source(scalar(tbl), None, dict(zip(scalar(names), scalar(types))))
@@ -36,6 +37,7 @@ def _models(row, tbl, names, types, item_col, model_col, vector_col, models, ite
     source.vector_dimension(scalar(vector_col))
     model_of = np.asarray(scalar(models), dtype=object)
     item_of = np.asarray(scalar(items), dtype=object)
+    row_of = np.asarray(scalar(rows), dtype=np.int64)
     if len(model_of) == 0:
         fail("source.empty", source=repr(scalar(tbl)))
     # a NULL or NaN model is refused naming the column and an item, as the Python faces refuse it
@@ -44,7 +46,8 @@ def _models(row, tbl, names, types, item_col, model_col, vector_col, models, ite
     out = {}
     for m in sorted(set(model_of.tolist()), key=str):      # models may differ in dimension
         mask = np.fromiter((x == m for x in model_of.tolist()), bool, len(model_of))
-        where = lambda i, ids=item_of[mask], m=m: f"item {ids[i]!r} of model {m!r}"
+        where = (lambda i, ids=item_of[mask], at=row_of[mask], m=m:     # as the Python faces name a row
+                 f"row {at[i]} (model {m!r}, item {ids[i]!r})")
         out[m] = (item_of[mask], unit_vectors(column.filter(pa.array(mask)), where, scalar(vector_col), None))
     return out
 
@@ -62,21 +65,22 @@ def _each(inputs: tuple, compute) -> pa.Array:
 
 
 @sql_errors(stopped="the permutation test")
-def emb__knn_agreement(tbl, names, types, item_col, model_col, vector_col, models, items, vectors, k, common):
-    inputs = (tbl, names, types, item_col, model_col, vector_col, models, items, vectors)
+def emb__knn_agreement(tbl, names, types, item_col, model_col, vector_col, models, items, vectors, rows, k, common):
+    inputs = (tbl, names, types, item_col, model_col, vector_col, models, items, vectors, rows)
     return _each(inputs, lambda data, row: knn_rows(data, k[row].as_py(), common=common[row].as_py())[0])
 
 
 @sql_errors(stopped="the permutation test")
-def emb__knn_agreement_items(tbl, names, types, item_col, model_col, vector_col, models, items, vectors, k, common):
-    inputs = (tbl, names, types, item_col, model_col, vector_col, models, items, vectors)
+def emb__knn_agreement_items(tbl, names, types, item_col, model_col, vector_col, models, items, vectors, rows, k,
+                             common):
+    inputs = (tbl, names, types, item_col, model_col, vector_col, models, items, vectors, rows)
     return _each(inputs, lambda data, row: knn_rows(data, k[row].as_py(), common=common[row].as_py())[1])
 
 
 @sql_errors(stopped="the permutation test")
-def emb__mantel(tbl, names, types, item_col, model_col, vector_col, models, items, vectors, permutations, seed,
-                common):
-    inputs = (tbl, names, types, item_col, model_col, vector_col, models, items, vectors)
+def emb__mantel(tbl, names, types, item_col, model_col, vector_col, models, items, vectors, rows, permutations,
+                seed, common):
+    inputs = (tbl, names, types, item_col, model_col, vector_col, models, items, vectors, rows)
     return _each(inputs, lambda data, row: mantel_rows(data, permutations=permutations[row].as_py(),
                                                        seed=seed[row].as_py(), common=common[row].as_py(),
                                                        progress=Watch()))

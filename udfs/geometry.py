@@ -18,7 +18,8 @@ from embsql.io.sources import Source
 from embsql.io.table_stream import unit_vectors
 from embsql.io.udf_errors import result_type, sql_errors
 
-CKA = ("STRUCT(model_a VARCHAR, model_b VARCHAR, cka DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, "
+CKA = ("STRUCT(model_a VARCHAR, model_b VARCHAR, cka DOUBLE, se DOUBLE, corrected DOUBLE, ci_low DOUBLE, "
+       "ci_high DOUBLE, "
        "calibrated BOOLEAN, p_value DOUBLE, permutations BIGINT, items BIGINT, groups BIGINT, debiased BOOLEAN, "
        "invariance VARCHAR, note VARCHAR)[]")
 PROCRUSTES = ("STRUCT(model_a VARCHAR, model_b VARCHAR, r DOUBLE, m12_squared DOUBLE, se DOUBLE, ci_low DOUBLE, "
@@ -27,12 +28,13 @@ PROCRUSTES = ("STRUCT(model_a VARCHAR, model_b VARCHAR, r DOUBLE, m12_squared DO
 COMPARE_CKA = ("STRUCT(model_a VARCHAR, model_b VARCHAR, reference VARCHAR, cka_a DOUBLE, cka_b DOUBLE, "
                "difference DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, calibrated BOOLEAN, "
                "items BIGINT, groups BIGINT, debiased BOOLEAN)[]")
-# the table (name, column names and types), the four columns named in the call, their values
+# the table (name, column names and types), the four columns named in the call, their values, and
+# each value's row in the table (from 1), by which a bad vector is named
 INPUTS = ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR",
-          "VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "DOUBLE[][]"]
+          "VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "DOUBLE[][]", "BIGINT[]"]
 
 
-def _read(row, tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors):
+def _read(row, tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors, rows):
     """(model -> (item ids, unit vectors), model -> group labels or None, group column) for one call row."""
     scalar = lambda array: array[row].as_py()
     source = Source(scalar(tbl), None, dict(zip(scalar(names), scalar(types))))
@@ -44,6 +46,7 @@ def _read(row, tbl, names, types, item_col, model_col, vector_col, group_col, mo
     source.vector_dimension(scalar(vector_col))
     model_of = np.asarray(scalar(models), dtype=object)
     item_of, group_of = np.asarray(scalar(items), dtype=object), np.asarray(scalar(groups), dtype=object)
+    row_of = np.asarray(scalar(rows), dtype=np.int64)
     if len(model_of) == 0:
         fail("source.empty", source=repr(scalar(tbl)))
     # a NULL or NaN model is refused naming the column and an item, as the Python faces refuse it
@@ -52,7 +55,8 @@ def _read(row, tbl, names, types, item_col, model_col, vector_col, group_col, mo
     out, labels = {}, {}
     for m in sorted(set(model_of.tolist()), key=str):      # models may differ in dimension
         mask = np.fromiter((x == m for x in model_of.tolist()), bool, len(model_of))
-        where = lambda i, ids=item_of[mask], m=m: f"item {ids[i]!r} of model {m!r}"
+        where = (lambda i, ids=item_of[mask], at=row_of[mask], m=m:     # as the Python faces name a row
+                 f"row {at[i]} (model {m!r}, item {ids[i]!r})")
         out[m] = (item_of[mask], unit_vectors(column.filter(pa.array(mask)), where, scalar(vector_col), None))
         labels[m] = group_of[mask]
     return out, (labels if group is not None else None), group
@@ -68,9 +72,9 @@ def _each(inputs: tuple, compute) -> pa.Array:
 
 
 @sql_errors(stopped="the permutation test")
-def emb__cka(tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors,
+def emb__cka(tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors, rows,
              debiased, permutations, seed, common):
-    inputs = (tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors)
+    inputs = (tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors, rows)
     return _each(inputs, lambda row, data, labels, group: cka_rows(
         data, groups=labels, group=group or "group", debiased=bool(debiased[row].as_py()),
         permutations=permutations[row].as_py(), seed=seed[row].as_py(), common=bool(common[row].as_py()),
@@ -79,8 +83,8 @@ def emb__cka(tbl, names, types, item_col, model_col, vector_col, group_col, mode
 
 @sql_errors(stopped="the permutation test")
 def emb__procrustes(tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors,
-                    permutations, seed, common):
-    inputs = (tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors)
+                    rows, permutations, seed, common):
+    inputs = (tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors, rows)
     return _each(inputs, lambda row, data, labels, group: procrustes_rows(
         data, groups=labels, group=group or "group", permutations=permutations[row].as_py(), seed=seed[row].as_py(),
         common=bool(common[row].as_py()), progress=Watch()))
@@ -88,8 +92,8 @@ def emb__procrustes(tbl, names, types, item_col, model_col, vector_col, group_co
 
 @sql_errors(stopped="the paired CKA comparison")
 def emb__compare_cka(tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors,
-                     reference, debiased, common):
-    inputs = (tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors)
+                     rows, reference, debiased, common):
+    inputs = (tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors, rows)
     return _each(inputs, lambda row, data, labels, group: compare_cka_rows(
         data, reference[row].as_py(), groups=labels, group=group or "group", debiased=bool(debiased[row].as_py()),
         common=bool(common[row].as_py()), model=model_col[row].as_py()))

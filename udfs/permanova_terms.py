@@ -23,13 +23,17 @@ ROW = "STRUCT(term VARCHAR, df BIGINT, ss DOUBLE, r2 DOUBLE, f DOUBLE, p_value D
 
 @sql_errors(stopped="the permutation test")
 def emb__permanova_terms_test(records, vectors, strata, terms, vector_col, sums, permute, permutations, seed,
-                              use_strata, table):
+                              use_strata, table, rows, model):
     out = []
     for row in range(len(records)):
         specs = terms[row].as_py()
         names = columns_of(parse_terms(specs))
         columns = record_columns(records[row].as_py(), names, table[row].as_py())
-        unit = unit_vectors(vectors[row].values, lambda i: f"row {i}", vector_col[row].as_py(), None)
+        # a bad vector is named by its row in the table, counted from 1 (rows: the 0-based row numbers),
+        # then its model (of_model: ' (model ...)', or '' without a model column)
+        numbers, of_model = rows[row].values.to_numpy(zero_copy_only=False), model[row].as_py()
+        unit = unit_vectors(vectors[row].values, lambda i: f"row {int(numbers[i]) + 1}{of_model}",
+                            vector_col[row].as_py(), None)
         plan_, ordered_unit, ordered_strata = ordered_design(
             specs, columns, unit, strata[row].as_py() if use_strata[row].as_py() else None, sums[row].as_py())
         result = permanova_terms(plan_, ordered_strata, unit=ordered_unit, permutations=permutations[row].as_py(),
@@ -62,7 +66,7 @@ def emb__permanova_terms_dist_test(first, second, distance, ids, records, strata
 SPECS = [
     {"name": "emb__permanova_terms_test", "function": emb__permanova_terms_test,
      "parameters": ["VARCHAR[]", "DOUBLE[][]", "VARCHAR[]", "VARCHAR[]", "VARCHAR", "VARCHAR", "VARCHAR", "BIGINT",
-                    "BIGINT", "BOOLEAN", "VARCHAR"],
+                    "BIGINT", "BOOLEAN", "VARCHAR", "BIGINT[]", "VARCHAR"],
      "return_type": result_type(ROW)},
     {"name": "emb__permanova_terms_dist_test", "function": emb__permanova_terms_dist_test,
      "parameters": ["VARCHAR[]", "VARCHAR[]", "DOUBLE[]", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "VARCHAR[]", "VARCHAR",

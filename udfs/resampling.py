@@ -76,8 +76,9 @@ def emb__compare(models, items, labels, vectors, vector_col, stat, replicates, s
         data = {}
         for m in sorted(set(model_of.tolist()), key=str):   # models may differ in dimension
             mask = model_of == m
-            unit = unit_vectors(column.filter(pa.array(mask)), lambda i, items=item_of[mask]: f"item {items[i]!r}",
-                                 vector_col[row].as_py(), None)
+            unit = unit_vectors(column.filter(pa.array(mask)),
+                                lambda i, items=item_of[mask], m=m: f"item {items[i]!r} of model {m!r}",
+                                vector_col[row].as_py(), None)
             data[m] = (item_of[mask], label_of[mask], unit)
         if len(data) < 2:
             fail("model.too_few", column="the model column", models=len(data), needs="a comparison")

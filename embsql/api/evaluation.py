@@ -38,11 +38,12 @@ from embsql.io.retrieval_tables import (
 from embsql.io.runs import RUN_COLUMNS, arrow_run, read_run, retrieve_run, trec_rows
 from embsql.io.runs import write_trec_run as write_lines
 from embsql.io.scoring import PER_QUERY_COLUMNS, SUMMARY_COLUMNS, score_runs
+from embsql.io.table_stream import Skipped
 from embsql.result_table import ResultTable
 
 
 def retrieve(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs | object, *, k: int = 100,
-             model: str | None = None) -> ResultTable:
+             model: str | None = None, bad_rows: str = "error") -> ResultTable:
     """The exact cosine top-k run: each query's ``k`` nearest documents by cosine similarity.
 
     Each model's queries are ranked against that model's documents.  Scores are cosines rounded
@@ -63,6 +64,12 @@ def retrieve(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Do
         How many documents per query (all of them when there are fewer).
     model : str, optional
         The model column of both tables: one run per model.
+    bad_rows : {"error", "skip"}, default "error"
+        A query or document whose vector is NULL (or has a NULL element), zero or non-finite: an
+        error naming its row, id and model ("error"), or left out ("skip": a skipped query has no
+        rows in the run, a skipped document is never ranked) and counted per model and reason, the
+        two tables together, in the result's ``skipped`` table (``skipped_null``, ``skipped_zero``,
+        ``skipped_nonfinite``).
 
     Returns
     -------
@@ -91,13 +98,15 @@ def retrieve(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Do
     (('qid', 'doc_id', 'rank', 'score'), [('c', 1), ('a', 2)])
     """
     check_model(model, RUN_COLUMNS, "retrieve")
+    skipped = Skipped.asked(bad_rows)
     with ExitStack() as stack:
         q = stack.enter_context(as_table(queries, Queries, "queries").on(con))
         d = stack.enter_context(as_table(docs, Docs, "docs").on(con))
-        table = retrieve_run(con, q, d, k=k, model=model)
+        table = retrieve_run(con, q, d, k=k, model=model, skip=skipped)
     read = RUN_COLUMNS if model is None else ("model", *RUN_COLUMNS)      # the run's model column is "model"
     columns = [table.column(c).to_pylist() for c in read]
-    return ResultTable("retrieve", RUN_COLUMNS if model is None else (model, *RUN_COLUMNS), tuple(zip(*columns)))
+    return Skipped.attached(skipped, ResultTable("retrieve", RUN_COLUMNS if model is None else (model, *RUN_COLUMNS),
+                                                 tuple(zip(*columns))), model)
 
 
 def _run_arrow(con: duckdb.DuckDBPyConnection, run: Run | object, model: str | None) -> pa.Table:

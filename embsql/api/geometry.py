@@ -83,8 +83,10 @@ def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: 
     -------
     ResultTable
         One row per pair of models: ``model_a``, ``model_b``, ``cka`` (in [0, 1]; debiased in
-        [-1, 1]), ``se`` (the jackknife SE of ``cka``), ``ci_low`` and ``ci_high`` (the 95% interval
-        for the population CKA, in [0, 1]; see Notes; None with fewer than 3 groups or, for the
+        [-1, 1]), ``se`` (the jackknife SE of ``cka``), ``corrected`` (the debiased CKA, the point
+        the interval is built around whichever form ``cka`` is: the biased ``cka`` is biased upward
+        and may lie outside the interval; None without an interval), ``ci_low`` and ``ci_high``
+        (the 95% interval for the population CKA, in [0, 1]; see Notes; None with fewer than 3 groups or, for the
         debiased form's jackknife, too few items), ``calibrated`` (True from 30 groups, or 30 items
         without ``group``: where simulation measured its coverage at {{figure cka.coverage range}}, within 95 ± 2.5% in
         {{figure cka.coverage within}} of {{figure cka.coverage count}} designs),

@@ -28,6 +28,7 @@ from embsql.errors import InputError
 from embsql.io.qrels import read_qrels
 from embsql.io.retrieval_rows import Rows, load_models
 from embsql.io.retrieval_tables import Docs, Qrels, Queries, as_table, check_model, model_table
+from embsql.io.table_stream import Skipped
 from embsql.reporting.report_result import ReportResult
 from embsql.reporting.retrieval import four_layers, pairing_table
 from embsql.result_table import ResultTable
@@ -37,14 +38,15 @@ __all__ = ["dose", "margins", "pairing", "retrieval_layers", "retrieval_summary"
 
 def _margins_per_model(con: duckdb.DuckDBPyConnection, queries: Queries, docs: Docs, *, model: str | None,
                        scope: str, query_group: bool, qrels: Qrels | None = None,
-                       relevance_threshold: int = 1) -> Iterator[tuple[object, Rows, Margins]]:
+                       relevance_threshold: int = 1,
+                       skip: Skipped | None = None) -> Iterator[tuple[object, Rows, Margins]]:
     """(model, query rows, margins) per model, the tables already on ``con`` (Queries.on)."""
     if qrels is not None and scope != "corpus":
         raise InputError("qrels work with scope 'corpus' (d- is the nearest non-relevant document of the corpus); "
                          "scope 'group' needs one positive per query")
     judged = None if qrels is None else read_qrels(con, qrels)
     for m, q, d in load_models(con, queries, docs, model=model, query_group=query_group, query_strength=False,
-                               doc_group=scope == "group", positive=qrels is None):
+                               doc_group=scope == "group", positive=qrels is None, skip=skip):
         assert d is not None                          # docs are given
         if judged is None:
             assert q.positive is not None             # read when there are no qrels
@@ -57,19 +59,19 @@ def _margins_per_model(con: duckdb.DuckDBPyConnection, queries: Queries, docs: D
 
 def _per_model(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs | object,
                qrels: Qrels | object | None, *, model: str | None, scope: str, query_group: bool,
-               relevance_threshold: int = 1) -> list[tuple[object, Rows, Margins]]:
+               relevance_threshold: int = 1, skip: Skipped | None = None) -> list[tuple[object, Rows, Margins]]:
     """_margins_per_model with the tables opened on ``con`` for the length of the read."""
     with ExitStack() as stack:
         q = stack.enter_context(as_table(queries, Queries, "queries").on(con))
         d = stack.enter_context(as_table(docs, Docs, "docs").on(con))
         j = None if qrels is None else stack.enter_context(as_table(qrels, Qrels, "qrels").on(con))
         return list(_margins_per_model(con, q, d, model=model, scope=scope, query_group=query_group, qrels=j,
-                                       relevance_threshold=relevance_threshold))
+                                       relevance_threshold=relevance_threshold, skip=skip))
 
 
 def margins(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs | object, *,
             qrels: Qrels | object | None = None, relevance_threshold: int = 1, scope: str = "corpus",
-            model: str | None = None) -> ResultTable:
+            model: str | None = None, bad_rows: str = "error") -> ResultTable:
     """Per query: the distances to the correct document and to the best distractor, the margin, and the rank.
 
     For a query q with correct document d+ and distractors D- (every other document of the corpus,
@@ -98,6 +100,11 @@ def margins(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Doc
         Which documents are distractors: all others, or the others of the positive's group.
     model : str, optional
         The model column of both tables: one set of rows per model.
+    bad_rows : {"error", "skip"}, default "error"
+        A row of the queries or the documents whose vector is NULL (or has a NULL element), zero or
+        non-finite: an error naming its row, id and model ("error"), or left out ("skip") and counted
+        per model and reason, the two tables together, in the result's ``skipped`` table
+        (``skipped_null``, ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -135,16 +142,17 @@ def margins(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Doc
     """
     check_scope(scope)
     check_model(model, MARGIN_COLUMNS[1:], "margins")
+    skipped = Skipped.asked(bad_rows)
     rows = []
     for m, q, result in _per_model(con, queries, docs, qrels, model=model, scope=scope, query_group=False,
-                                   relevance_threshold=relevance_threshold):
+                                   relevance_threshold=relevance_threshold, skip=skipped):
         rows += sorted(margin_dicts(m, q.ids, result), key=lambda r: sort_key(r["qid"]))
-    return model_table("margins", model, MARGIN_COLUMNS[1:], rows)
+    return Skipped.attached(skipped, model_table("margins", model, MARGIN_COLUMNS[1:], rows), model)
 
 
 def retrieval_summary(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs | object, *,
                       qrels: Qrels | object | None = None, relevance_threshold: int = 1, scope: str = "corpus",
-                      model: str | None = None) -> ResultTable:
+                      model: str | None = None, bad_rows: str = "error") -> ResultTable:
     """Per model: top-1, recall@1/5/10, MRR and the distribution of m, with cluster-jackknife SEs.
 
     The figures are means over the queries of the per-query margins (:func:`margins`); their SEs
@@ -168,6 +176,11 @@ def retrieval_summary(con: duckdb.DuckDBPyConnection, queries: Queries | object,
         Which documents are distractors (as in :func:`margins`).
     model : str, optional
         The model column of both tables: one row per model.
+    bad_rows : {"error", "skip"}, default "error"
+        A row of the queries or the documents whose vector is NULL (or has a NULL element), zero or
+        non-finite: an error naming its row, id and model ("error"), or left out ("skip") and counted
+        per model and reason, the two tables together, in the result's ``skipped`` table
+        (``skipped_null``, ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -197,16 +210,17 @@ def retrieval_summary(con: duckdb.DuckDBPyConnection, queries: Queries | object,
     """
     check_scope(scope)
     check_model(model, SUMMARY_COLUMNS[1:], "retrieval_summary")
+    skipped = Skipped.asked(bad_rows)
     rows = []
     for m, q, result in _per_model(con, queries, docs, qrels, model=model, scope=scope, query_group=True,
-                                   relevance_threshold=relevance_threshold):
+                                   relevance_threshold=relevance_threshold, skip=skipped):
         assert q.group is not None
         rows.append({"model": m, **summary_row(q.group.tolist(), result, scope)})
-    return model_table("retrieval summary", model, SUMMARY_COLUMNS[1:], rows)
+    return Skipped.attached(skipped, model_table("retrieval summary", model, SUMMARY_COLUMNS[1:], rows), model)
 
 
 def pairing(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs | object, *,
-            scope: str = "corpus", model: str | None = None) -> ResultTable:
+            scope: str = "corpus", model: str | None = None, bad_rows: str = "error") -> ResultTable:
     """Per model: the same paraphrase groups on both sides of retrieval, input beside output.
 
     R² of the query embeddings over the paraphrase groups beside R² of the per-query top-1 outcome
@@ -225,6 +239,11 @@ def pairing(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Doc
         Which documents are distractors for the top-1 outcome (as in :func:`margins`).
     model : str, optional
         The model column of both tables.
+    bad_rows : {"error", "skip"}, default "error"
+        A row of the queries or the documents whose vector is NULL (or has a NULL element), zero or
+        non-finite: an error naming its row, id and model ("error"), or left out ("skip") and counted
+        per model and reason, the two tables together, in the result's ``skipped`` table
+        (``skipped_null``, ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -252,13 +271,16 @@ def pairing(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Doc
     """
     check_scope(scope)
     check_model(model, PAIRING_COLUMNS[1:], "pairing")
-    per_model = _per_model(con, queries, docs, None, model=model, scope=scope, query_group=True)
-    return model_table("pairing (same-side figures; a difference is a clue, not an effect size)", model,
-                       PAIRING_COLUMNS[1:], pairing_table(con, per_model))
+    skipped = Skipped.asked(bad_rows)
+    per_model = _per_model(con, queries, docs, None, model=model, scope=scope, query_group=True, skip=skipped)
+    return Skipped.attached(skipped, model_table("pairing (same-side figures; a difference is a clue, not an effect "
+                                                 "size)", model, PAIRING_COLUMNS[1:], pairing_table(con, per_model)),
+                            model)
 
 
 def dose(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs | object | None = None, *,
-         model: str | None = None, permutations: int = 999, seed: int = 42, alpha: float = 0.05) -> ResultTable:
+         model: str | None = None, permutations: int = 999, seed: int = 42, alpha: float = 0.05,
+         bad_rows: str = "error") -> ResultTable:
     """Paraphrase strength as a dose: W~_q per strength, its trend, and a permutation trend test.
 
     For each strength l, W~_q(l) is the mean over paraphrase groups of the size-corrected spread
@@ -284,6 +306,11 @@ def dose(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs |
         The random seed of the permutations (a seed gives the same p whatever the row order).
     alpha : float, default 0.05
         The level of ``dose_works``.
+    bad_rows : {"error", "skip"}, default "error"
+        A row of the queries or the documents whose vector is NULL (or has a NULL element), zero or
+        non-finite: an error naming its row, id and model ("error"), or left out ("skip") and counted
+        per model and reason, the two tables together, in the result's ``skipped`` table
+        (``skipped_null``, ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -315,6 +342,7 @@ def dose(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs |
     (('strength', 'queries', 'groups', 'w_tilde_q'), [0, 1], [4, 4])
     """
     check_model(model, DOSE_COLUMNS[1:], "dose")
+    skipped = Skipped.asked(bad_rows)
     spec = as_table(queries, Queries, "queries")
     if spec.strength is None:
         raise InputError("dose needs the queries' paraphrase-strength column: pass Queries(source, strength='column')")
@@ -323,14 +351,14 @@ def dose(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs |
         q_spec = stack.enter_context(spec.on(con))
         d_spec = None if docs is None else stack.enter_context(as_table(docs, Docs, "docs").on(con))
         for m, q, d in load_models(con, q_spec, d_spec, model=model, query_group=True, query_strength=True,
-                                   doc_group=True, positive=False):
+                                   doc_group=True, positive=False, skip=skipped):
             rows += dose_rows(m, q, d, permutations, seed, alpha)
-    return model_table("dose", model, DOSE_COLUMNS[1:], rows)
+    return Skipped.attached(skipped, model_table("dose", model, DOSE_COLUMNS[1:], rows), model)
 
 
 def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs | object, *,
                      scope: str = "corpus", model: str | None = None, permutations: int = 999, seed: int = 42,
-                     alpha: float = 0.05) -> ReportResult:
+                     alpha: float = 0.05, bad_rows: str = "error") -> ReportResult:
     """The four-layer retrieval report: query stability, document structure, alignment and rank,
     with the input/output pairing and, given a strength column, the dose.
 
@@ -359,6 +387,11 @@ def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: Queries | object, 
         Its random seed.
     alpha : float, default 0.05
         The level of the dose's ``dose_works``.
+    bad_rows : {"error", "skip"}, default "error"
+        A row of the queries or the documents whose vector is NULL (or has a NULL element), zero or
+        non-finite: an error naming its row, id and model ("error"), or left out ("skip") and counted
+        per model and reason, the two tables together, in the result's ``skipped`` table (and a note)
+        (``skipped_null``, ``skipped_zero``, ``skipped_nonfinite``).
 
     Returns
     -------
@@ -387,7 +420,10 @@ def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: Queries | object, 
     """
     check_scope(scope)
     check_model(model, (), "retrieval_layers")
+    skipped = Skipped.asked(bad_rows)
     with ExitStack() as stack:
         q = stack.enter_context(as_table(queries, Queries, "queries").on(con))
         d = stack.enter_context(as_table(docs, Docs, "docs").on(con))
-        return four_layers(con, q, d, scope=scope, model=model, permutations=permutations, seed=seed, alpha=alpha)
+        result = four_layers(con, q, d, scope=scope, model=model, permutations=permutations, seed=seed, alpha=alpha,
+                             skip=skipped)
+    return Skipped.attached(skipped, result, model)

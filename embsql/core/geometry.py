@@ -56,8 +56,9 @@ INVARIANCE = "similarity"
 # time): it is reported as it is, because cutting it at 0 would bias it upward again.
 RANGE = {False: (0.0, 1.0), True: (-1.0, 1.0)}
 LEVEL_MEANING = "invariant to rotation, uniform scale and embedding into more dimensions"
-CKA_COLUMNS = ("model_a", "model_b", "cka", "se", "ci_low", "ci_high", "calibrated", "p_value", "permutations",
-               "items", "groups", "debiased", "invariance", "note")
+# corrected: the debiased CKA, the point the interval (ci_low, ci_high) is built around, for both forms
+CKA_COLUMNS = ("model_a", "model_b", "cka", "se", "corrected", "ci_low", "ci_high", "calibrated", "p_value",
+               "permutations", "items", "groups", "debiased", "invariance", "note")
 PROCRUSTES_COLUMNS = ("model_a", "model_b", "r", "m12_squared", "se", "ci_low", "ci_high", "calibrated", "p_value",
                       "permutations", "items", "groups", "invariance")
 COMPARE_CKA_COLUMNS = ("model_a", "model_b", "reference", "cka_a", "cka_b", "difference", "se", "ci_low", "ci_high",
@@ -469,7 +470,8 @@ def cka_pair(x: np.ndarray, y: np.ndarray, *, groups: Sequence[object] | None = 
     pair = pair_values(x, y, codes, count, route, permutations, names)
     values = pair.debiased if debiased else pair.biased
     if values is None:   # the debiased CKA is undefined here (pair.note): NULL, not an error
-        return {"cka": None, "se": None, "ci_low": None, "ci_high": None, "calibrated": False, "p_value": None,
+        return {"cka": None, "se": None, "corrected": None, "ci_low": None, "ci_high": None, "calibrated": False,
+                "p_value": None,
                 "permutations": permutations, "items": n, "groups": None if groups is None else count,
                 "debiased": True, "invariance": INVARIANCE, "note": pair.note}
     estimate, replicates = float(values[0]), values[1:]
@@ -491,12 +493,12 @@ def cka_pair(x: np.ndarray, y: np.ndarray, *, groups: Sequence[object] | None = 
             if progress is not None and t % 20 == 0:
                 progress(t, permutations)
         p_value = permutation_result(estimate, permuted, "items").p_value
-    # centre: the debiased CKA the interval is built around (not one of CKA_COLUMNS; the report shows it)
-    centre = float(pair.debiased[0]) if ci_low is not None and pair.debiased is not None else None
-    return {"cka": estimate, "se": se, "ci_low": ci_low, "ci_high": ci_high, "calibrated": calibrated,
-            "p_value": p_value, "permutations": permutations, "items": n,
+    # corrected: the debiased CKA the interval is built around (None without an interval)
+    corrected = float(pair.debiased[0]) if ci_low is not None and pair.debiased is not None else None
+    return {"cka": estimate, "se": se, "corrected": corrected, "ci_low": ci_low, "ci_high": ci_high,
+            "calibrated": calibrated, "p_value": p_value, "permutations": permutations, "items": n,
             "groups": None if groups is None else count, "debiased": bool(debiased), "invariance": INVARIANCE,
-            "note": None if pair.note is None else f"{pair.note}, so no interval", "centre": centre}
+            "note": None if pair.note is None else f"{pair.note}, so no interval"}
 
 
 def jackknife_units(n: int, codes: np.ndarray | None, count: int, seed: int) -> tuple[np.ndarray, int]:

@@ -27,7 +27,7 @@ from embsql.io.columns import first_bad_label
 from embsql.io.registration import register
 from embsql.io.retrieval_tables import Docs, Queries
 from embsql.io.sources import Source, resolve
-from embsql.io.table_stream import BATCH_ROWS, KEY, G, RowNamer, unit_vectors
+from embsql.io.table_stream import BATCH_ROWS, KEY, G, RowNamer, Skipped, unit_vectors
 
 
 @dataclass(frozen=True)
@@ -47,9 +47,11 @@ _ALIASES = {"model": "__emb_b", "id": KEY, "key": "__emb_kstr", "group": G, "str
 Parts = dict[str, tuple[str | None, str]]     # part (id, group, ...) -> (column name or None, role for messages)
 
 
-def read_rows(con: duckdb.DuckDBPyConnection, source: Source, columns: Parts, what: str) -> dict[object, Rows]:
+def read_rows(con: duckdb.DuckDBPyConnection, source: Source, columns: Parts, what: str,
+              skip: Skipped | None = None) -> dict[object, Rows]:
     """Read one table: ``columns`` maps a part (id, group, strength, positive, vector, model) to
-    (column name or None, role name for messages).  Returns {model value: Rows}."""
+    (column name or None, role name for messages).  Returns {model value: Rows}.  With ``skip``
+    (bad_rows="skip"), the rows with an unusable vector are left out and counted there."""
     select = []
     for part, alias in _ALIASES.items():
         if part == "key":
@@ -75,17 +77,21 @@ def read_rows(con: duckdb.DuckDBPyConnection, source: Source, columns: Parts, wh
     first_row = 0
     for batch in con.sql(query).to_arrow_reader(BATCH_ROWS):
         models = batch.column("__emb_b")
-        everything = RowNamer(batch, np.arange(batch.num_rows), first_row, "group")
+        everything = RowNamer(batch, np.arange(batch.num_rows), first_row, "group", id_role=columns["id"][1])
         bad = first_bad_label(models) if model is not None else None
         if bad is not None:
             fail("label.null", role="model", column=repr(model), word=bad[1],
                  where=f" at {everything(bad[0])} of {what} {source.name!r}")
+        read, positions = batch.num_rows, None    # with skip: the kept rows' positions in the batch as read
+        if skip is not None:
+            batch, positions = skip.drop(batch, "__emb_v", "__emb_b" if model is not None else None)
+            models = batch.column("__emb_b")
         values = [None] if model is None else pc.unique(models).to_pylist()
         for value in values:
             mask = None if value is None else pc.equal(models, pa.scalar(value, models.type))
             rows = np.arange(batch.num_rows) if mask is None else np.flatnonzero(mask.to_numpy(zero_copy_only=False))
             part = batch if mask is None else batch.filter(mask)
-            where = RowNamer(batch, rows, first_row, "group")
+            where = RowNamer(batch, rows, first_row, "group", id_role=columns["id"][1], positions=positions)
             for name in ("id", "group", "strength", "positive"):
                 column_name, role = columns.get(name, (None, name))
                 if column_name is not None and part.column(_ALIASES[name]).null_count:
@@ -101,9 +107,11 @@ def read_rows(con: duckdb.DuckDBPyConnection, source: Source, columns: Parts, wh
             labels = [name for name in part.schema.names if name != "__emb_v"]
             parts.setdefault(value, []).append((pa.RecordBatch.from_arrays([part.column(x) for x in labels], labels),
                                                 unit))
-        first_row += batch.num_rows
+        first_row += read
     if first_row == 0:
         raise InputError(f"{what} {source.name!r} has no rows")
+    if skip is not None and not parts:
+        skip.nothing_left(f"{what} {source.name!r}")
     out = {}
     for value in list(parts):
         chunks = parts.pop(value)
@@ -136,21 +144,23 @@ def check_unique(keys: np.ndarray, column: tuple[str | None, str], what: str, na
 
 def load_models(con: duckdb.DuckDBPyConnection, queries: Queries, docs: Docs | None, *, model: str | None,
                 query_group: bool, query_strength: bool, doc_group: bool,
-                positive: bool = True) -> list[tuple[object, Rows, Rows | None]]:
+                positive: bool = True, skip: Skipped | None = None) -> list[tuple[object, Rows, Rows | None]]:
     """[(model, query rows, doc rows)] in model order, each model's tables checked against each other.
-    ``queries`` and ``docs`` name tables on ``con`` (Queries.on); the flags say which columns to read."""
+    ``queries`` and ``docs`` name tables on ``con`` (Queries.on); the flags say which columns to read.
+    With ``skip`` (bad_rows="skip"), the rows of either table with an unusable vector are left out
+    and counted there, the two tables' counts added per model."""
     q_source = resolve(con, str(queries.source))
     q = read_rows(con, q_source, {
         "id": (queries.qid, "qid"), "group": (queries.group if query_group else None, "group"),
         "strength": (queries.strength if query_strength else None, "strength"),
         "positive": (queries.positive if positive else None, "positive"), "vector": (queries.vector, "vector"),
-        "model": (model, "model")}, "queries")
+        "model": (model, "model")}, "queries", skip)
     if docs is None:
         return [(m, q[m], None) for m in sorted(q, key=sort_key)]
     d_source = resolve(con, str(docs.source))
     d = read_rows(con, d_source, {
         "id": (docs.doc_id, "doc_id"), "group": (docs.group if doc_group else None, "document group"),
-        "vector": (docs.vector, "document vector"), "model": (model, "model")}, "docs")
+        "vector": (docs.vector, "document vector"), "model": (model, "model")}, "docs", skip)
     for m in set(q) ^ set(d):
         side, other = ("queries", "docs") if m in q else ("docs", "queries")
         fail("model.missing", model=repr(m), side=side, source=repr(q_source.name if m in q else d_source.name),

@@ -30,6 +30,7 @@ from embsql.io.columns import first_bad_label
 from embsql.io.qrels import is_number, is_trec_text, read_trec_columns
 from embsql.io.retrieval_tables import Docs, Queries, Run
 from embsql.io.sources import resolve
+from embsql.io.table_stream import Skipped
 from embsql.io.vectors import read_ids, read_vectors, stream_vectors
 
 RUN_COLUMNS = ("qid", "doc_id", "rank", "score")     # retrieve's run, after its model column (if any)
@@ -186,15 +187,18 @@ STREAM_ROWS = 16_384    # documents per streamed block (25 MB of float32 at d = 
 
 
 def retrieve_run(con: duckdb.DuckDBPyConnection, queries: Queries, docs: Docs, *, k: int, model: str | None,
-                 stream_rows: int = STREAM_ROWS) -> pa.Table:
+                 stream_rows: int = STREAM_ROWS, skip: Skipped | None = None) -> pa.Table:
     """The exact top-k run of every model (``queries`` and ``docs`` name tables on ``con``: Queries.on).
     The queries are read whole (they are few); the documents stream through in blocks of
     ``stream_rows`` (embsql.core.ranking.StreamedTopK), so memory holds the queries, one block and the
-    running top-k, never all documents."""
+    running top-k, never all documents.  With ``skip`` (bad_rows="skip"), the queries and documents
+    with an unusable vector are left out and counted there."""
     k = ranking.check_k(k)
     q_source, d_source = resolve(con, str(queries.source)), resolve(con, str(docs.source))
-    q = read_vectors(con, q_source, "queries", id_col=queries.qid, id_role="qid", vector=queries.vector, model=model)
-    ids = read_ids(con, d_source, "docs", id_col=docs.doc_id, id_role="doc_id", vector=docs.vector, model=model)
+    q = read_vectors(con, q_source, "queries", id_col=queries.qid, id_role="qid", vector=queries.vector, model=model,
+                     skip=skip)
+    ids = read_ids(con, d_source, "docs", id_col=docs.doc_id, id_role="doc_id", vector=docs.vector, model=model,
+                   skip=skip is not None)
     for value in sorted(set(q) ^ set(ids), key=sort_key):
         side, other = ("queries", "docs") if value in q else ("docs", "queries")
         fail("model.missing", model=repr(value), side=side, other_side=other,
@@ -202,7 +206,7 @@ def retrieve_run(con: duckdb.DuckDBPyConnection, queries: Queries, docs: Docs, *
              other=repr(d_source.name if value in q else q_source.name))
     running = {value: ranking.StreamedTopK(q[value].unit(), tie_keys(ids[value]), k) for value in q}
     for block in stream_vectors(con, d_source, "docs", ids, id_col=docs.doc_id, id_role="doc_id", vector=docs.vector,
-                                model=model, batch_rows=stream_rows):
+                                model=model, batch_rows=stream_rows, skip=skip):
         width = q[block.model].vectors.shape[1]
         if block.vectors.shape[1] != width:
             fail("vector.dimension", column=repr(queries.vector), dimension=width, doc_column=repr(docs.vector),

@@ -24,7 +24,7 @@ from embsql.core.sums import bad_vector
 from embsql.errors import BadLabelError, BadVectorError, InputError, fail
 from embsql.io.columns import first_bad_label
 from embsql.io.sources import Source
-from embsql.io.table_stream import BATCH_ROWS, raw_vectors
+from embsql.io.table_stream import BATCH_ROWS, Skipped, raw_vectors, unusable
 
 Namer = Callable[[int], str]      # names row i of a batch part in a message
 
@@ -86,12 +86,16 @@ def _refuse_bad_model(con: duckdb.DuckDBPyConnection, source: Source, what: str,
 
 def _parts(con: duckdb.DuckDBPyConnection, source: Source, what: str, query: str, *, id_col: str, id_role: str,
            vector: str, model: str | None, group: str | None,
-           batch_rows: int) -> Iterator[tuple[object, pa.Array, list | None, np.ndarray, Namer]]:
+           batch_rows: int, skip: Skipped | None = None) -> Iterator[tuple[object, pa.Array, list | None, np.ndarray, Namer]]:
     """Yield (model value, ids, group labels or None, raw vectors, row namer) per model per Arrow
-    batch, the ids and vectors checked (NULL ids and groups, NULL vectors and lengths)."""
+    batch, the ids and vectors checked (NULL ids and groups, NULL vectors and lengths).  With
+    ``skip`` (bad_rows="skip"), the rows with an unusable vector are left out and counted there."""
     dim = source.vector_dimension(vector)
     first_row = 0
     for batch in con.sql(query).to_arrow_reader(batch_rows):
+        read, kept = batch.num_rows, None        # kept: with skip, the kept rows' positions in the batch as read
+        if skip is not None:
+            batch, kept = skip.drop(batch, "v", "m" if model else None)
         models = batch.column("m")
         values = [None] if not model else pc.unique(models).to_pylist()
         for value in values:
@@ -101,6 +105,8 @@ def _parts(con: duckdb.DuckDBPyConnection, source: Source, what: str, query: str
                 mask = pc.equal(models, pa.scalar(value, models.type))
                 part, rows = batch.filter(mask), np.flatnonzero(mask.to_numpy(zero_copy_only=False))
             ids = part.column("i")
+            if kept is not None:
+                rows = kept[rows]
             where = (lambda i, ids=ids, rows=rows, first=first_row:     # counted from 1
                      f"row {first + int(rows[i]) + 1} ({id_role} {ids[i].as_py()!r})")
             if ids.null_count:
@@ -114,7 +120,7 @@ def _parts(con: duckdb.DuckDBPyConnection, source: Source, what: str, query: str
             except BadVectorError as error:
                 raise BadVectorError(f"{what} {source.name!r}: {error}") from None
             yield value, ids, part.column("g").to_pylist() if group else None, raw, where
-        first_row += batch.num_rows
+        first_row += read
 
 
 def _check_width(raw: np.ndarray, width: int, what: str, name: str, vector: str, where: Namer) -> None:
@@ -124,14 +130,18 @@ def _check_width(raw: np.ndarray, width: int, what: str, name: str, vector: str,
 
 
 def read_vectors(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, id_col: str, id_role: str,
-                 vector: str, model: str | None, group: str | None = None) -> dict[object, Vectors]:
+                 vector: str, model: str | None, group: str | None = None,
+                 skip: Skipped | None = None) -> dict[object, Vectors]:
     """{model value (None without a model column): Vectors}, checking NULL ids and vectors, lengths,
-    zero or non-finite vectors and repeated ids (each named by row)."""
+    zero or non-finite vectors and repeated ids (each named by row).  With ``skip``
+    (bad_rows="skip"), the rows with an unusable vector are left out and counted there; a model
+    none of whose rows is left is left out."""
     query, counts, dtype = _select(con, source, what, id_col=id_col, id_role=id_role, vector=vector, model=model,
                                    group=group)
     parts: dict[object, dict] = {m: {"ids": [], "group": [], "vectors": None, "filled": 0} for m in counts}
     for value, ids, labels, raw, where in _parts(con, source, what, query, id_col=id_col, id_role=id_role,
-                                                 vector=vector, model=model, group=group, batch_rows=BATCH_ROWS):
+                                                 vector=vector, model=model, group=group, batch_rows=BATCH_ROWS,
+                                                 skip=skip):
         state = parts[value]
         if state["vectors"] is None:
             state["vectors"] = np.empty((counts[value], raw.shape[1]), dtype=dtype)
@@ -143,11 +153,15 @@ def read_vectors(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, i
             state["group"].extend(labels)
     out = {}
     for value, state in parts.items():
-        vectors = state["vectors"]
+        if state["vectors"] is None:            # every row of this model was skipped
+            continue
+        vectors = state["vectors"][:state["filled"]]
         ids = pa.concat_arrays(state["ids"]) if len(state["ids"]) > 1 else state["ids"][0]
         out[value] = Vectors(ids, state["group"] if group else None, vectors,
                              _inverse_norms(vectors, ids, what, source.name, vector, id_role))
         _check_unique(ids, what, source.name, id_col, id_role, value)
+    if not out and skip is not None:
+        skip.nothing_left(f"{what} {source.name!r}")
     return out
 
 
@@ -163,12 +177,28 @@ class Block:
 
 
 def read_ids(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, id_col: str, id_role: str,
-             vector: str, model: str | None) -> dict[object, pa.Array]:
+             vector: str, model: str | None, skip: bool = False) -> dict[object, pa.Array]:
     """{model value: ids as text}, in table order, without the vectors (NULL and repeated ids are
-    refused here, before any vector is read)."""
+    refused here, before any vector is read).  With ``skip`` (bad_rows="skip"), the ids of the rows
+    whose vector is usable: the vectors are streamed once to see which (stream_vectors counts them)."""
     query, counts, _ = _select(con, source, what, id_col=id_col, id_role=id_role, vector=vector, model=model,
-                               group=None, vectors=False)
-    table = con.sql(query).to_arrow_table()
+                               group=None, vectors=skip)
+    if skip:
+        kept, first_row = [], 0
+        for batch in con.sql(query).to_arrow_reader(BATCH_ROWS):
+            if batch.column("i").null_count:     # named by its row as read, before any is left out
+                raise BadLabelError(f"{what} {source.name!r}: {id_role} column {id_col!r} is NULL at row "
+                                    f"{first_row + _first_null(batch.column('i')) + 1}")
+            kept.append(batch.filter(pa.array(unusable(batch.column("v")) == 0)).select(["m", "i"]))
+            first_row += batch.num_rows
+        table = pa.Table.from_batches(kept)
+        counts = {value: None for value in pc.unique(table.column("m")).to_pylist()} if model else \
+            ({None: None} if table.num_rows else {})
+        if not counts:
+            raise InputError(f"every row of {what} {source.name!r} has an unusable vector; nothing is left to "
+                             "compute on", kind="source.empty")
+    else:
+        table = con.sql(query).to_arrow_table()
     models, ids = table.column("m").combine_chunks(), table.column("i").combine_chunks()
     if ids.null_count:
         raise BadLabelError(f"{what} {source.name!r}: {id_role} column {id_col!r} is NULL at row {_first_null(ids) + 1}")
@@ -182,16 +212,19 @@ def read_ids(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, id_co
 
 def stream_vectors(con: duckdb.DuckDBPyConnection, source: Source, what: str, ids: dict[object, pa.Array], *,
                    id_col: str, id_role: str, vector: str, model: str | None,
-                   batch_rows: int = BATCH_ROWS) -> Iterator[Block]:
+                   batch_rows: int = BATCH_ROWS, skip: Skipped | None = None) -> Iterator[Block]:
     """Yield a Block per model per Arrow batch, checked like read_vectors, so that the vectors are
     never held whole: the peak is one batch.  ``ids`` is read_ids's answer for the same source;
-    rows are matched to it by position (the order DuckDB streams in), or by value if that differs."""
+    rows are matched to it by position (the order DuckDB streams in), or by value if that differs.
+    With ``skip`` (bad_rows="skip"; ``ids`` read with skip=True), the rows with an unusable vector
+    are left out and counted there."""
     query, _, dtype = _select(con, source, what, id_col=id_col, id_role=id_role, vector=vector, model=model,
                               group=None)
     filled = dict.fromkeys(ids, 0)
     width: dict[object, int] = {}
     for value, part_ids, _, raw, where in _parts(con, source, what, query, id_col=id_col, id_role=id_role,
-                                                 vector=vector, model=model, group=None, batch_rows=batch_rows):
+                                                 vector=vector, model=model, group=None, batch_rows=batch_rows,
+                                                 skip=skip):
         _check_width(raw, width.setdefault(value, raw.shape[1]), what, source.name, vector, where)
         start = filled[value]
         known = ids[value]

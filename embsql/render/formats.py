@@ -538,9 +538,10 @@ def _md(text: str) -> str:
     return str(text).translate(_MD_SPECIAL)
 
 
-def to_markdown(result: Document, *, full: bool = False) -> str:
+def to_markdown(result: Document, *, full: bool = False, explain: bool = False) -> str:
     """GitHub-flavoured Markdown: tables, cautions as blockquotes, the SQL in a code block.
-    ``full=True`` keeps every row of long sections."""
+    ``full=True`` keeps every row of long sections.  Each caution is one line naming the docs
+    section that explains it, as in the terminal (``explain=True``: in full)."""
     lines = [f"# {_md(result.title)}", ""]
     lines += [f"- **{_md(k)}**: {_md(v)}" for k, v in _meta_items(result.meta, header=True)]
     for sentence in result.verdict:
@@ -558,7 +559,10 @@ def to_markdown(result: Document, *, full: bool = False) -> str:
         if note:
             lines += ["", f"*{_md(note)}*"]
         if section.caution:
-            lines += ["", f"> **Caution:** {_md(section.caution)}"]
+            caution = section.caution if explain else f"{headline(section)} → {caution_docs(section.name)}"
+            lines += ["", f"> **Caution:** {_md(caution)}"]
+    if not explain and any(section.caution for section in result.sections):
+        lines += ["", "*Each caution in full: --explain, the HTML report, or the docs' guides (docs/guides/).*"]
     details = _meta_items(result.meta, header=False)
     if details:
         lines += ["", "## Run details", ""] + [f"- **{_md(k)}**: {_md(v)}" for k, v in details]

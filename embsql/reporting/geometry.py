@@ -99,7 +99,7 @@ def models_section(con: duckdb.DuckDBPyConnection | None, source: str, *, item: 
     for a, b in combinations(sorted(models, key=text_key), 2):
         pair = (a, b)
         c = cka[pair]
-        found = ((c["cka"], c["se"], c["p_value"], (c["centre"], c["ci_low"], c["ci_high"], c["calibrated"])),
+        found = ((c["cka"], c["se"], c["p_value"], (c["corrected"], c["ci_low"], c["ci_high"], c["calibrated"])),
                  (procrustes[pair]["r"], None, procrustes[pair]["p_value"], None),
                  (knn[pair]["overlap"], knn[pair]["se"], None, None),
                  (mantel[pair]["r"], None, mantel[pair]["p_value"], None) if pair in mantel else None)

@@ -130,9 +130,10 @@ class ReportResult:
         """The report as JSON of schema ``embsql.report/1`` (embsql.render.formats)."""
         return formats.to_json(self)
 
-    def to_markdown(self, full: bool = False) -> str:
-        """GitHub-flavoured Markdown; ``full=True`` keeps every row of long sections."""
-        return formats.to_markdown(self, full=full)
+    def to_markdown(self, full: bool = False, explain: bool = False) -> str:
+        """GitHub-flavoured Markdown; ``full=True`` keeps every row of long sections; each caution is
+        one line naming the docs section that explains it (``explain=True``: in full)."""
+        return formats.to_markdown(self, full=full, explain=explain)
 
     def to_html(self, plots: bool = True) -> str:
         """One self-contained HTML file (inline CSS and figures; ``plots=False`` leaves the figures out)."""

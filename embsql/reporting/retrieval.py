@@ -21,6 +21,7 @@ from embsql.errors import DesignError
 from embsql.io.retrieval_rows import Rows, load_models, scalar_icc
 from embsql.io.retrieval_tables import Docs, Queries
 from embsql.io.sources import shown_name
+from embsql.io.table_stream import Skipped, skip_note
 from embsql.reporting import cautions
 from embsql.reporting.report_result import ReportResult, Section
 from embsql.result_table import ResultTable
@@ -43,14 +44,16 @@ TITLES = {"query_stability": "1. Query stability (paraphrase groups)",
 
 
 def four_layers(con: duckdb.DuckDBPyConnection, queries: Queries, docs: Docs, *, scope: str, model: str | None,
-                permutations: int, seed: int, alpha: float) -> ReportResult:
+                permutations: int, seed: int, alpha: float, skip: Skipped | None = None) -> ReportResult:
     """The four layers per model in one report, with the input/output pairing and, given the queries'
     strength column, the dose (``queries`` and ``docs`` name tables on ``con``: Queries.on).  Every
     section table starts with the column ``model``, as every report's tables do.
 
     A layer whose data do not support it (documents without topic groups, paraphrase groups of
     one query, one query per group and strength) is left out with a note in ``meta["notes"]`` that
-    names the table and column and says what would make it work; the other layers still run."""
+    names the table and column and says what would make it work; the other layers still run.
+    With ``skip`` (bad_rows="skip"), the rows with an unusable vector are left out, counted there and
+    said in a note."""
     check_scope(scope)
     group, strength, doc_group = queries.group, queries.strength, docs.group
     tables: dict[str, list[dict[str, Any]]] = {name: [] for name in TITLES}
@@ -83,7 +86,7 @@ def four_layers(con: duckdb.DuckDBPyConnection, queries: Queries, docs: Docs, *,
     summary: list[dict[str, Any]] = []
     per_model: list[tuple[object, Rows, Margins]] = []
     for m, q, d in load_models(con, queries, docs, model=model, query_group=True, query_strength=strength is not None,
-                               doc_group=True):
+                               doc_group=True, skip=skip):
         assert d is not None and q.positive is not None and q.group is not None   # docs, positives, groups read
         result = model_margins(q.ids, q.positive, q.unit, d.keys, d.group, d.unit, scope, m)
         per_model.append((m, q, result))
@@ -109,6 +112,8 @@ def four_layers(con: duckdb.DuckDBPyConnection, queries: Queries, docs: Docs, *,
     summary_table = ResultTable.from_dicts("retrieval", ("model", "queries", "docs", "r2_queries", "w_tilde_q",
                                                          "r2_docs", "w_tilde_g", "m_median", "top1", "mrr"), summary)
     notes = [f"{TITLES[name].split('. ')[-1]} left out: {text}" for name, text in left_out.items()]
+    said = "" if skip is None else skip_note(skip.table(model), model)
+    notes += [said] if said else []
     meta = {"queries": shown["queries"], "docs": shown["docs"], "scope": scope, "model": model,
             "columns": {"queries": queries.columns(), "docs": docs.columns()},
             "permutations": permutations, "seed": seed, "alpha": alpha, **({"notes": notes} if notes else {})}

@@ -20,9 +20,11 @@
 -- number once the columns and labels are checked) and __emb_z (the unit vector once checked).
 -- Roles name the columns in messages (qid, group, positive, vector; doc_id, doc_group,
 -- doc_vector).  A NULL level_col or positive means the caller does not use that column;
--- need_group says whether the group column must exist and be non-NULL.
+-- need_group says whether the group column must exist and be non-NULL.  With skip (bad_rows :=
+-- 'skip'), a row with an unusable vector is kept, not refused (its __emb_z NULL): the caller leaves it out and counts it.
 CREATE OR REPLACE TEMP MACRO emb__retrieval_rows(source, what, item, id_role, "group", group_role, need_group,
-                                            level_col, positive, vector, vector_role, model) AS TABLE
+                                            level_col, positive, vector, vector_role, model,
+                                            skip := false) AS TABLE
 WITH meta AS (
     SELECT
         len(list_value(*COLUMNS(lambda c: c IN (item, '__emb_null')))) AS __emb_icols,
@@ -108,7 +110,7 @@ WHERE CASE
     WHEN __emb_dup > 1
         THEN error(format('embsql: [label.duplicate] {} {}: {} column "{}" has ''{}'' more than once; each {} must identify one row',
                           what, source, id_role, item, __emb_q, id_role))
-    WHEN __emb_bad IS NOT NULL
+    WHEN __emb_bad IS NOT NULL AND NOT skip
         THEN error(format('embsql: [{}] {} {}: {} column "{}" has a {} vector at row {} ({} ''{}''); vectors must be non-NULL, finite and of non-zero length',
                           emb__vector_kind(__emb_bad), what, source, vector_role, vector, __emb_bad, __emb_row, id_role, __emb_q))
     ELSE true

@@ -177,7 +177,7 @@ LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows))
     ON p.__emb_b IS NOT DISTINCT FROM s.__emb_sb
 ORDER BY p.__emb_b;
 
--- @function emb_permanova_welch(source, "group", vector, permutations := 999, seed := 42, strata := NULL, model := NULL, null_method := 'auto')
+-- @function emb_permanova_welch(source, "group", vector, permutations := 999, seed := 42, strata := NULL, model := NULL, null_method := 'auto', bad_rows := 'error')
 -- The Welch-type PERMANOVA test of W*_d, for groups that may differ in spread: the tested
 -- statistic `w_d` beside its p-value.  One row, or one row per value of the model column (first,
 -- under its own name).  Pseudo-F and the decomposition are `emb_permanova`'s and `emb_anova`'s.
@@ -189,6 +189,7 @@ ORDER BY p.__emb_b;
 -- @param strata a column whose levels the labels are permuted within
 -- @param model the model column: one row per value of it
 -- @param null_method where the p-value's null distribution comes from: `'auto'`, `'permutation'` or `'wild bootstrap'`
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its group and model; `'skip'`: those rows are left out and counted in the `skipped_` columns
 -- @column <model> the model, under the model column's own name (only with `model`)
 -- @column n number of vectors
 -- @column groups number of groups G
@@ -199,6 +200,9 @@ ORDER BY p.__emb_b;
 -- @column groups_left_out groups the default test left out (cells under 6 items)
 -- @column items_left_out their items
 -- @column note NULL, or which groups were left out and why
+-- @column skipped_null rows left out for a NULL vector (or a NULL element), per model (only with `bad_rows := 'skip'`)
+-- @column skipped_zero rows left out for a zero vector (only with `bad_rows := 'skip'`)
+-- @column skipped_nonfinite rows left out for a NaN or infinite coordinate (only with `bad_rows := 'skip'`)
 -- @notes
 -- The test is of the Welch-type W*_d (Hamidi, Wallace, Vinzant and Alekseyenko
 -- 2019; for two groups Alekseyenko's 2016 Tw²) instead of pseudo-F: each group is weighted by
@@ -226,18 +230,24 @@ ORDER BY p.__emb_b;
 -- SELECT model, w_d, p_value, null_method
 -- FROM emb_permanova_welch('ex', 'topic', 'embedding', permutations := 199, model := 'model', null_method := 'permutation');
 CREATE OR REPLACE TEMP MACRO emb_permanova_welch(source, "group", vector, permutations := 999, seed := 42,
-                                                 strata := NULL, model := NULL, null_method := 'auto') AS TABLE
+                                                 strata := NULL, model := NULL, null_method := 'auto',
+                                                 bad_rows := 'error') AS TABLE
 -- (the output columns qualified: a macro parameter's name, unqualified, would stand for its value)
 -- (from the checked rows: the model column and its own output columns only, so that a model column
 -- named like an emb_anova column, ss_t or f, stands for the model)
-SELECT w.* EXCLUDE (__emb_b, __emb_all, __emb_t, __emb_ss_t),
-       w.__emb_t.n AS n, w.__emb_t.groups AS groups, w.__emb_t.w_d AS w_d, w.__emb_t.p_value AS p_value,
-       w.__emb_t.permutations AS permutations, w.__emb_t.null_method AS null_method,
-       w.__emb_t.groups_left_out AS groups_left_out, w.__emb_t.items_left_out AS items_left_out,
-       w.__emb_t.note AS note
-FROM emb__permanova_checked(
-         emb__checked_names(emb__checked_source(source, 'emb_permanova_welch', model, emb__outputs_emb_permanova_welch()), 'emb_permanova_welch', [['group', "group"], ['vector', vector], ['strata', strata]]),
-         "group", vector, model, permutations, seed, strata, 'welch', null_method) w
+SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
+                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+FROM (SELECT w.* EXCLUDE (__emb_all, __emb_t, __emb_ss_t),
+             w.__emb_t.n AS n, w.__emb_t.groups AS groups, w.__emb_t.w_d AS w_d, w.__emb_t.p_value AS p_value,
+             w.__emb_t.permutations AS permutations, w.__emb_t.null_method AS null_method,
+             w.__emb_t.groups_left_out AS groups_left_out, w.__emb_t.items_left_out AS items_left_out,
+             w.__emb_t.note AS note
+      FROM emb__permanova_checked(
+               emb__checked_names(emb__checked_source(source, 'emb_permanova_welch', model, emb__outputs_emb_permanova_welch()), 'emb_permanova_welch', [['group', "group"], ['vector', vector], ['strata', strata]]),
+               "group", vector, model, permutations, seed, strata, 'welch', null_method,
+               skip := emb__skip_rows(bad_rows)) w) w
+LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows)) s
+    ON w.__emb_b IS NOT DISTINCT FROM s.__emb_sb
 ORDER BY w.__emb_b;
 
 -- The pairs (a, b, d) of a distance table, columns named by the caller (the distance routes of
@@ -420,7 +430,7 @@ LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows))
     ON d.__emb_b IS NOT DISTINCT FROM s.__emb_sb
 ORDER BY d.__emb_b;
 
--- @function emb_dispersion_groups(source, "group", vector, model := NULL, permutations := 999, seed := 42)
+-- @function emb_dispersion_groups(source, "group", vector, model := NULL, permutations := 999, seed := 42, bad_rows := 'error')
 -- Per group, the spreads behind `emb_dispersion`: one row per group (and model, first under its
 -- own name).  The test compares the groups' W̃_g (`emb_groups`), by the studentised F and aligned
 -- permutation that `emb_dispersion` describes; `in_test` says which groups it used.
@@ -430,18 +440,27 @@ ORDER BY d.__emb_b;
 -- @param model the model column: the groups of each model
 -- @param permutations the number of permutations of the test (as `emb_dispersion`)
 -- @param seed the random seed, a whole number (0 or more)
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its group and model; `'skip'`: those rows are left out and counted in the `skipped_` columns
 -- @column <model> the model, under the model column's own name (only with `model`)
 -- @column group the group label (as text)
 -- @column n_g number of vectors in the group
 -- @column mean_distance mean distance to the group centroid, unadjusted (betadisper's `group.distances` without `bias.adjust`)
 -- @column in_test false for the groups left out of the dispersion test
+-- @column skipped_null rows left out for a NULL vector (or a NULL element), per model, on each of its groups' rows (only with `bad_rows := 'skip'`)
+-- @column skipped_zero rows left out for a zero vector (only with `bad_rows := 'skip'`)
+-- @column skipped_nonfinite rows left out for a NaN or infinite coordinate (only with `bad_rows := 'skip'`)
 -- @example
 -- SELECT * FROM emb_dispersion_groups('many', 'topic', 'embedding', model := 'model', permutations := 99);
 CREATE OR REPLACE TEMP MACRO emb_dispersion_groups(source, "group", vector, model := NULL, permutations := 999,
-                                                   seed := 42) AS TABLE
-SELECT d.* EXCLUDE (__emb_all, __emb_b, __emb_t), unnest(d.__emb_t.labels) AS "group",
-       unnest(d.__emb_t.sizes) AS n_g, unnest(d.__emb_t.mean_distance) AS mean_distance,
-       unnest(d.__emb_t.in_test) AS in_test
-FROM emb__dispersion_checked(
-         emb__checked_names(emb__checked_source(source, 'emb_dispersion_groups', model, emb__outputs_emb_dispersion_groups()), 'emb_dispersion_groups', [['group', "group"], ['vector', vector]]),
-         "group", vector, model, permutations, seed) d;
+                                                   seed := 42, bad_rows := 'error') AS TABLE
+SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
+                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+FROM (SELECT d.* EXCLUDE (__emb_all, __emb_t), unnest(d.__emb_t.labels) AS "group",
+             unnest(d.__emb_t.sizes) AS n_g, unnest(d.__emb_t.mean_distance) AS mean_distance,
+             unnest(d.__emb_t.in_test) AS in_test, unnest(range(len(d.__emb_t.labels))) AS __emb_i
+      FROM emb__dispersion_checked(
+               emb__checked_names(emb__checked_source(source, 'emb_dispersion_groups', model, emb__outputs_emb_dispersion_groups()), 'emb_dispersion_groups', [['group', "group"], ['vector', vector]]),
+               "group", vector, model, permutations, seed, skip := emb__skip_rows(bad_rows)) d) d
+LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows)) s
+    ON d.__emb_b IS NOT DISTINCT FROM s.__emb_sb
+ORDER BY d.__emb_b, d.__emb_i;

@@ -26,25 +26,48 @@ CREATE OR REPLACE TEMP MACRO emb__permute_argument(value) AS
     END;
 
 -- One row per tested term, then Residual and Total, per value of the model column (which keeps its name).
+-- With skip (bad_rows := 'skip'), the rows whose vector emb__unusable refuses are left out of the
+-- test and counted per model (skipped); the kernel names a bad vector by its row in the table, from 1.
 CREATE OR REPLACE TEMP MACRO emb__permanova_terms(source, terms, vector, sums, permute, permutations, seed, strata,
-                                                  model) AS TABLE
+                                                  model, skip := false) AS TABLE
 WITH items AS (
+    SELECT *, CASE WHEN skip THEN emb__unusable(__emb_v, __emb_n2, emb__norm_scale(__emb_v, __emb_n2)) END AS __emb_bad
+    FROM (SELECT *, CASE WHEN skip THEN emb__norm2(__emb_v) END AS __emb_n2
+    FROM (
     SELECT COLUMNS(lambda c: c IN (model, '__emb_all')),
            coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null'))) AS __emb_b,
            to_json(struct_pack(*COLUMNS(lambda c: list_contains(emb__term_columns(terms), c) OR c = '__emb_null')))::VARCHAR AS __emb_j,
            coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_null')))::DOUBLE[] AS __emb_v,
            coalesce(*COLUMNS(lambda c: c IN (strata, '__emb_null')))::VARCHAR AS __emb_x,
            row_number() OVER () - 1 AS __emb_row
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(source))
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(source))))
+),
+skipped AS (
+    SELECT __emb_b AS __emb_sb,
+           count(*) FILTER (__emb_bad IN ('NULL', 'NULL-element')) AS skipped_null,
+           count(*) FILTER (__emb_bad = 'zero-length') AS skipped_zero,
+           count(*) FILTER (__emb_bad IN ('NaN', 'infinite')) AS skipped_nonfinite
+    FROM items
+    WHERE skip
+    GROUP BY __emb_b
 ),
 test AS (
     SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
-           emb__permanova_terms_test(list(__emb_j), list(__emb_v), list(__emb_x), terms::VARCHAR[], vector,
+           emb__permanova_terms_test(list(__emb_j ORDER BY __emb_row), list(__emb_v ORDER BY __emb_row),
+                                     list(__emb_x ORDER BY __emb_row), terms::VARCHAR[], vector,
                                      emb__sums_argument(sums), emb__permute_argument(permute),
                                      emb__whole_argument(permutations, 'permutations'),
-                                     emb__whole_argument(seed, 'seed'), strata IS NOT NULL, source) AS __emb_r,
+                                     emb__whole_argument(seed, 'seed'), strata IS NOT NULL, source,
+                                     list(__emb_row ORDER BY __emb_row),
+                                     -- (what the kernel adds to a row it names: the model; never NULL, which
+                                     -- would make the kernel's result NULL)
+                                     CASE WHEN model IS NULL THEN ''
+                                          WHEN typeof(any_value(__emb_b)) = 'VARCHAR'
+                                              THEN format(' (model ''{}'')', any_value(__emb_b))
+                                          ELSE format(' (model {})', any_value(__emb_b)) END) AS __emb_r,
            min(__emb_row) AS __emb_first
     FROM items
+    WHERE __emb_bad IS NULL
     GROUP BY ALL
 ),
 -- a NULL or NaN model value is refused as in emb_anova (never a row for a NULL model), naming a row
@@ -63,12 +86,14 @@ tested AS (
         ELSE emb__udf_ok(__emb_r)
     END
 )
-SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_k', '__emb_rows')),
-       emb__whole_argument(permutations, 'permutations') AS permutations, emb__permute_argument(permute) AS permute
-FROM (SELECT *, unnest(__emb_rows, recursive := true), unnest(range(len(__emb_rows))) AS __emb_k FROM tested)
-ORDER BY __emb_b, __emb_k;
+SELECT t.* EXCLUDE (__emb_all, __emb_k, __emb_rows),
+       emb__whole_argument(permutations, 'permutations') AS permutations, emb__permute_argument(permute) AS permute,
+       s.skipped_null, s.skipped_zero, s.skipped_nonfinite
+FROM (SELECT *, unnest(__emb_rows, recursive := true), unnest(range(len(__emb_rows))) AS __emb_k FROM tested) t
+LEFT JOIN skipped s ON t.__emb_b IS NOT DISTINCT FROM s.__emb_sb
+ORDER BY t.__emb_b, t.__emb_k;
 
--- @function emb_permanova_terms(source, terms, vector, sums := 'sequential', permute := 'residuals', permutations := 999, seed := 42, strata := NULL, model := NULL)
+-- @function emb_permanova_terms(source, terms, vector, sums := 'sequential', permute := 'residuals', permutations := 999, seed := 42, strata := NULL, model := NULL, bad_rows := 'error')
 -- Multi-term PERMANOVA with the semantics of vegan's `adonis2(d ~ a + b, by = ...)`, on unit
 -- vectors (Euclidean distances between them).  One row per tested term, then the `Residual` and
 -- `Total` rows (per value of the model column, which comes first under its own name).
@@ -81,6 +106,7 @@ ORDER BY __emb_b, __emb_k;
 -- @param seed the random seed, a whole number (0 or more)
 -- @param strata a column whose levels the rows (or residuals) are permuted within
 -- @param model the model column: the table per value of it
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its row (from 1) and model; `'skip'`: those rows are left out and counted in the `skipped_` columns
 -- @column <model> the model, under the model column's own name (only with `model`)
 -- @column term the term label (`'a:b'` for an interaction), `'Residual'` or `'Total'`
 -- @column df degrees of freedom the term adds (residual: n − 1 − model df; total: n − 1)
@@ -90,6 +116,9 @@ ORDER BY __emb_b, __emb_k;
 -- @column p_value permutation p, (b + 1)/(B + 1); NULL on the last two rows
 -- @column permutations B
 -- @column permute what was permuted: `'residuals'`, `'residuals_free'` or `'rows'`
+-- @column skipped_null rows left out for a NULL vector (or a NULL element), per model, on each of its rows (only with `bad_rows := 'skip'`)
+-- @column skipped_zero rows left out for a zero vector (only with `bad_rows := 'skip'`)
+-- @column skipped_nonfinite rows left out for a NaN or infinite coordinate (only with `bad_rows := 'skip'`)
 -- @notes
 -- As in R, terms are ordered by degree (main effects, then two-way interactions, ...).  A text or
 -- boolean column is a factor (levels − 1 df); a numeric column a continuous covariate (1 df).
@@ -129,11 +158,12 @@ ORDER BY __emb_b, __emb_k;
 -- FROM emb_permanova_terms('many', ['topic', 'model'], 'embedding', permute := 'rows', permutations := 99);
 CREATE OR REPLACE TEMP MACRO emb_permanova_terms(source, terms, vector, sums := 'sequential', permute := 'residuals',
                                                  permutations := 999, seed := 42, strata := NULL,
-                                                 model := NULL) AS TABLE
-SELECT t.* EXCLUDE (__emb_b)
+                                                 model := NULL, bad_rows := 'error') AS TABLE
+SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
+                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__permanova_terms(
          emb__checked_source(source, 'emb_permanova_terms', model, emb__outputs_emb_permanova_terms()),
-         terms, vector, sums, permute, permutations, seed, strata, model) t;
+         terms, vector, sums, permute, permutations, seed, strata, model, skip := emb__skip_rows(bad_rows)) t;
 
 CREATE OR REPLACE TEMP MACRO emb__permanova_terms_dist(distances, labels_tbl, terms, i_col, j_col, distance, item, sums,
                                                        permute, permutations, seed, strata) AS TABLE

@@ -1,7 +1,7 @@
 -- Simultaneous rank confidence sets of K models.  Loaded by embsql.register(con) after the UDF in
 -- udfs/model_ranking.py, which gets every model's per-group sums in one call.
 
--- @function emb_rank_models(source, "group", vector, model, statistic := 'r2', level := 0.95, replicates := 2000, seed := 42)
+-- @function emb_rank_models(source, "group", vector, model, statistic := 'r2', level := 0.95, replicates := 2000, seed := 42, bad_rows := 'error')
 -- Rank K models by a statistic with simultaneous confidence sets for their ranks: one row per
 -- model (first, under the model column's own name).
 -- @param source the table to read: a table or view name, or a file DuckDB reads
@@ -12,6 +12,7 @@
 -- @param level the simultaneous confidence level, between 0 and 1
 -- @param replicates the number of joint bootstrap replicates, a whole number from 2 to 1,000,000
 -- @param seed the random seed, a whole number (0 or more)
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its group and model; `'skip'`: those rows are left out and counted in the `skipped_` columns
 -- @column <model> the model, under the model column's own name
 -- @column statistic the statistic asked for
 -- @column estimate its value on all groups
@@ -23,6 +24,9 @@
 -- @column top whether the model is in the confidence set for the best (rank_low = 1)
 -- @column level the level asked for
 -- @column calibrated true for `r2` from 30 groups on, where validation/rank_sets.py measured the family-wise coverage ({{figure rank_sets.coverage range}}, validation/calibration.json); false otherwise
+-- @column skipped_null rows left out for a NULL vector (or a NULL element), per model (only with `bad_rows := 'skip'`)
+-- @column skipped_zero rows left out for a zero vector (only with `bad_rows := 'skip'`)
+-- @column skipped_nonfinite rows left out for a NaN or infinite coordinate (only with `bad_rows := 'skip'`)
 -- @notes
 -- All K true ranks lie in their sets [rank_low, rank_high] together with probability `level`;
 -- the set of a model tied with others in truth holds every rank of the tie (no pair is ordered
@@ -41,11 +45,11 @@
 -- @example
 -- SELECT * FROM emb_rank_models('many', 'topic', 'embedding', model := 'model', replicates := 999);
 CREATE OR REPLACE TEMP MACRO emb_rank_models(source, "group", vector, model, statistic := 'r2', level := 0.95,
-                                             replicates := 2000, seed := 42) AS TABLE
+                                             replicates := 2000, seed := 42, bad_rows := 'error') AS TABLE
 WITH per_group AS (
     SELECT * FROM emb__group_vectors(
         emb__checked_source(source, 'emb_rank_models', model, emb__outputs_emb_rank_models()),
-        "group", vector, model)
+        "group", vector, model, skip := emb__skip_rows(bad_rows))
 ),
 ranked AS (
     SELECT unnest(__emb_r.value) AS __emb_x
@@ -56,9 +60,13 @@ ranked AS (
     WHERE emb__udf_ok(__emb_r)
 ),
 models AS (SELECT DISTINCT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b FROM per_group)
-SELECT m.* EXCLUDE (__emb_all, __emb_b), r.__emb_x.statistic AS statistic, r.__emb_x.estimate AS estimate,
-       r.__emb_x.ci_low AS ci_low, r.__emb_x.ci_high AS ci_high, r.__emb_x.rank AS rank,
-       r.__emb_x.rank_low AS rank_low, r.__emb_x.rank_high AS rank_high, r.__emb_x.top AS top,
-       r.__emb_x.level AS level, r.__emb_x.calibrated AS calibrated
-FROM ranked r JOIN models m ON m.__emb_b = r.__emb_x.model
+SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
+                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+FROM (SELECT m.* EXCLUDE (__emb_all), r.__emb_x.statistic AS statistic, r.__emb_x.estimate AS estimate,
+             r.__emb_x.ci_low AS ci_low, r.__emb_x.ci_high AS ci_high, r.__emb_x.rank AS rank,
+             r.__emb_x.rank_low AS rank_low, r.__emb_x.rank_high AS rank_high, r.__emb_x.top AS top,
+             r.__emb_x.level AS level, r.__emb_x.calibrated AS calibrated
+      FROM ranked r JOIN models m ON m.__emb_b = r.__emb_x.model) m
+LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows)) s
+    ON m.__emb_b IS NOT DISTINCT FROM s.__emb_sb
 ORDER BY m.__emb_b;

@@ -37,14 +37,28 @@ FROM checked;
 -- Dose: W~_q per paraphrase level, jackknife SEs, monotonicity and the within-group
 -- permutation trend test (udfs/retrieval.py, embsql.core.dose).  Groups and strength levels reach the
 -- UDF as dense ranks, so levels keep the order SQL gives their values (numbers as numbers).
+-- With skip (bad_rows := 'skip'), the queries whose vector emb__unusable refuses are left out before
+-- the ranks are taken, and counted per model (skipped_*).
 CREATE OR REPLACE TEMP MACRO emb__retrieval_dose(queries, level_col, qid_col, "group", vector, model,
-                                                permutations, seed, alpha) AS TABLE
-WITH checked AS (
-    SELECT *,
+                                                permutations, seed, alpha, skip := false) AS TABLE
+WITH judged AS (
+    SELECT *, CASE WHEN skip THEN emb__unusable(__emb_v, emb__norm2(__emb_v),
+                                                emb__norm_scale(__emb_v, emb__norm2(__emb_v))) END AS __emb_bad
+    FROM emb__retrieval_rows(queries, 'queries', qid_col, 'qid', "group", 'group', true, level_col, NULL,
+                             vector, 'vector', model, skip := skip)
+),
+skipped AS (
+    SELECT __emb_b AS __emb_sb,
+           count(*) FILTER (__emb_bad IN ('NULL', 'NULL-element')) AS skipped_null,
+           count(*) FILTER (__emb_bad = 'zero-length') AS skipped_zero,
+           count(*) FILTER (__emb_bad IN ('NaN', 'infinite')) AS skipped_nonfinite
+    FROM judged WHERE skip GROUP BY __emb_b
+),
+checked AS (
+    SELECT * EXCLUDE (__emb_bad),
         dense_rank() OVER (PARTITION BY __emb_b ORDER BY __emb_g) - 1 AS __emb_gr,
         dense_rank() OVER (PARTITION BY __emb_b ORDER BY __emb_l) - 1 AS __emb_lr
-    FROM emb__retrieval_rows(queries, 'queries', qid_col, 'qid', "group", 'group', true, level_col, NULL,
-                             vector, 'vector', model)
+    FROM judged WHERE __emb_bad IS NULL
 ),
 per_model AS (
     SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
@@ -58,14 +72,14 @@ per_model AS (
 per_model_checked AS (
     SELECT * EXCLUDE (__emb_result), __emb_result.value AS __emb_r FROM per_model WHERE emb__udf_ok(__emb_result)
 )
-SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_levels', '__emb_r', '__emb_u', 'level_code'))
+SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_levels', '__emb_r', '__emb_u', 'level_code', '__emb_sb'))
 FROM (
     SELECT *, unnest(__emb_levels) AS strength, unnest(__emb_r, recursive := true)
     FROM per_model_checked
-)
-ORDER BY __emb_b, strength;
+) x LEFT JOIN skipped s ON x.__emb_b IS NOT DISTINCT FROM s.__emb_sb
+ORDER BY x.__emb_b, x.strength;
 
--- @function emb_retrieval_dose(queries, strength := 'level', qid := 'qid', "group" := 'group', vector := 'vector', model := NULL, permutations := 999, seed := 42, alpha := 0.05)
+-- @function emb_retrieval_dose(queries, strength := 'level', qid := 'qid', "group" := 'group', vector := 'vector', model := NULL, permutations := 999, seed := 42, alpha := 0.05, bad_rows := 'error')
 -- Paraphrase strength as a dose: is the spread of a question's paraphrases larger at a higher
 -- paraphrase strength?  One row per model (first, under its own name) and strength level, in level
 -- order (as SQL orders the strength values).
@@ -78,6 +92,7 @@ ORDER BY __emb_b, strength;
 -- @param permutations the number of permutations of the trend test, a whole number from 1 to 1,000,000
 -- @param seed the random seed, a whole number (0 or more)
 -- @param alpha the significance level `dose_works` uses
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its row (from 1) and qid; `'skip'`: those queries are left out and counted in the `skipped_` columns
 -- @column <model> the model, under the model column's own name (only with `model`)
 -- @column strength the strength level (a value of the strength column)
 -- @column queries queries at that level
@@ -90,6 +105,9 @@ ORDER BY __emb_b, strength;
 -- @column p_value one-sided permutation p of the trend, (b + 1)/(B + 1)
 -- @column permutations B
 -- @column dose_works `monotone` and p ≤ `alpha`
+-- @column skipped_null rows left out for a NULL vector (or a NULL element), per model, on each of its rows (only with `bad_rows := 'skip'`)
+-- @column skipped_zero rows left out for a zero vector (only with `bad_rows := 'skip'`)
+-- @column skipped_nonfinite rows left out for a NaN or infinite coordinate (only with `bad_rows := 'skip'`)
 -- @notes
 -- The trend test: T = Σ_l (r_l − mean r) W̃_q(l), levels permuted within each paraphrase group (the
 -- numbers of queries per group and level stay fixed); the same seed gives the same p whatever the
@@ -104,8 +122,9 @@ ORDER BY __emb_b, strength;
 -- -- (1, 0.0132, 0.0033, true, 0.02), (2, 0.417, 0.0003, true, 0.02)
 CREATE OR REPLACE TEMP MACRO emb_retrieval_dose(queries, strength := 'level', qid := 'qid', "group" := 'group',
                                                 vector := 'vector', model := NULL, permutations := 999, seed := 42,
-                                                alpha := 0.05) AS TABLE
-SELECT r.* EXCLUDE (__emb_b)
+                                                alpha := 0.05, bad_rows := 'error') AS TABLE
+SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
+                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__retrieval_dose(
          emb__checked_source(queries, 'emb_retrieval_dose', model, emb__outputs_emb_retrieval_dose()),
-         strength, qid, "group", vector, model, permutations, seed, alpha) r;
+         strength, qid, "group", vector, model, permutations, seed, alpha, skip := emb__skip_rows(bad_rows)) r;

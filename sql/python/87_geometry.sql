@@ -3,27 +3,35 @@
 -- macros, the whole table goes to the UDF as lists, with the table's column names and types, so
 -- the UDF can name a missing or mistyped column as the Python API does.
 
-CREATE OR REPLACE TEMP MACRO emb__model_item_groups(source, item, model, vector, "group") AS TABLE
+-- With skip (bad_rows := 'skip'), the rows whose vector emb__unusable refuses are left out (a column
+-- that is no vector column skips nothing: the kernel refuses its type).
+CREATE OR REPLACE TEMP MACRO emb__model_item_groups(source, item, model, vector, "group", skip := false) AS TABLE
 SELECT source AS __emb_tbl,
        (SELECT list(column_name) FROM (DESCRIBE SELECT * FROM query_table(source))) AS __emb_names,
        (SELECT list(column_type) FROM (DESCRIBE SELECT * FROM query_table(source))) AS __emb_types,
        item AS __emb_item_col, model AS __emb_model_col, vector AS __emb_vector_col,
        "group"::VARCHAR AS __emb_group_col,
        coalesce(list(__emb_b), []) AS __emb_b, coalesce(list(__emb_x), []) AS __emb_x,
-       coalesce(list(__emb_g), []) AS __emb_g, coalesce(list(__emb_v), []) AS __emb_v
+       coalesce(list(__emb_g), []) AS __emb_g, coalesce(list(__emb_v), []) AS __emb_v,
+       coalesce(list(__emb_row), []) AS __emb_rows
 FROM (
     -- a missing column gives NULLs here (the __emb_null* stand-ins) and an error in the UDF
     SELECT coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_b,
            coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null')))::VARCHAR AS __emb_x,
            coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_nullg')))::VARCHAR AS __emb_g,
-           coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_nullv'))) AS __emb_v
+           coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_nullv'))) AS __emb_v, __emb_row
     FROM (SELECT TRY_CAST(COLUMNS(lambda c: c IN (vector, '__emb_nullv')) AS DOUBLE[]),
-                 COLUMNS(lambda c: c IN (model, item, "group", '__emb_null', '__emb_nullg'))
-          FROM (SELECT *, NULL AS __emb_null, NULL AS __emb_nullg, NULL::DOUBLE[] AS __emb_nullv
+                 COLUMNS(lambda c: c IN (model, item, "group", '__emb_null', '__emb_nullg', '__emb_row'))
+          -- (__emb_row: the row in the table, from 1, by which the kernel names a bad vector)
+          FROM (SELECT *, NULL AS __emb_null, NULL AS __emb_nullg, NULL::DOUBLE[] AS __emb_nullv,
+                       row_number() OVER () AS __emb_row
                 FROM query_table(source)))
+    WHERE NOT skip OR NOT emb__is_vector_type((SELECT typeof(coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_null'))))
+        FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1) ON true))
+        OR emb__unusable(__emb_v, emb__norm2(__emb_v), emb__norm_scale(__emb_v, emb__norm2(__emb_v))) IS NULL
 );
 
--- @function emb_cka(source, item, model, vector, "group" := NULL, debiased := false, permutations := 999, seed := 42, common := false)
+-- @function emb_cka(source, item, model, vector, "group" := NULL, debiased := false, permutations := 999, seed := 42, common := false, bad_rows := 'error')
 -- Linear CKA (Kornblith et al. 2019) of models that embedded the same items: one row per pair of
 -- models, with a jackknife SE, a 95% interval for the population CKA and a permutation p-value.
 -- @param source the table to read: a table or view name, or a file DuckDB reads
@@ -35,10 +43,12 @@ FROM (
 -- @param permutations the number of permutations, a whole number (0: no p-value)
 -- @param seed the random seed, a whole number (0 or more)
 -- @param common use only the items every model has
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its row (from 1), model and item; `'skip'`: those rows are left out, which leaves their items missing in their models (with `common := true`, used by no model). The table has one row per pair of models, so it does not count them
 -- @column model_a the first model of the pair
 -- @column model_b the second
 -- @column cka ‖X̃ᵀỸ‖²_F / (‖X̃ᵀX̃‖_F ‖ỸᵀỸ‖_F) on the unit vectors of each model centred at their mean (the RV coefficient), in [0, 1]; with `debiased := true` the same ratio of the unbiased HSIC estimates of Song et al. (2012), in [−1, 1], about 0 for unrelated models at any n (a negative value is returned as it is: read it as no detectable similarity)
 -- @column se cluster-jackknife SE over the groups of `"group"`, else the delete-one-item jackknife
+-- @column corrected the debiased CKA, the point the interval is built around (for both forms: it equals `cka` with `debiased := true`); NULL without an interval
 -- @column ci_low the 95% interval for the population CKA (in [0, 1]), built from the debiased CKA's jackknife for both forms: the debiased CKA ± t(G − 1)·SE on the atanh scale (NULL with fewer than 3 groups)
 -- @column ci_high its upper end
 -- @column calibrated true from 30 groups (or 30 items without `"group"`), where simulation measured its coverage at {{figure cka.coverage range}} (within 95 ± 2.5% in {{figure cka.coverage within}} of {{figure cka.coverage count}} designs)
@@ -79,17 +89,17 @@ FROM (
 -- SELECT * FROM emb_cka('geometry', 'item_id', 'model', 'embedding', permutations := 199);
 -- -- large  small  0.8873  0.0518  0.5183  0.9447  false  0.005  199  12  NULL  false  similarity  NULL
 CREATE OR REPLACE TEMP MACRO emb_cka(source, item, model, vector, "group" := NULL, debiased := false,
-                                     permutations := 999, seed := 42, common := false) AS TABLE
+                                     permutations := 999, seed := 42, common := false, bad_rows := 'error') AS TABLE
 SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__cka(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col, __emb_vector_col,
-                      __emb_group_col, __emb_b, __emb_x, __emb_g, __emb_v, debiased,
+                      __emb_group_col, __emb_b, __emb_x, __emb_g, __emb_v, __emb_rows, debiased,
                       emb__whole_argument(permutations, 'permutations'), emb__whole_argument(seed, 'seed'),
                       common) AS __emb_r
       FROM emb__model_item_groups(emb__checked_names(emb__checked_source(source, 'emb_cka', model, []::VARCHAR[]), 'emb_cka', [['item', item], ['vector', vector], ['group', "group"]]), item, model, vector,
-                                        "group"))
+                                        "group", skip := emb__skip_rows(bad_rows)))
 WHERE emb__udf_ok(__emb_r);
 
--- @function emb_procrustes(source, item, model, vector, "group" := NULL, permutations := 999, seed := 42, common := false)
+-- @function emb_procrustes(source, item, model, vector, "group" := NULL, permutations := 999, seed := 42, common := false, bad_rows := 'error')
 -- The symmetric Procrustes correlation of vegan's `protest`: one row per pair of models.
 -- @param source the table to read: a table or view name, or a file DuckDB reads
 -- @param item the item column: which rows of different models embed the same item
@@ -99,6 +109,7 @@ WHERE emb__udf_ok(__emb_r);
 -- @param permutations the number of permutations, a whole number (0: no p-value)
 -- @param seed the random seed, a whole number (0 or more)
 -- @param common use only the items every model has
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its row (from 1), model and item; `'skip'`: those rows are left out, which leaves their items missing in their models (with `common := true`, used by no model). The table has one row per pair of models, so it does not count them
 -- @column model_a the first model of the pair
 -- @column model_b the second
 -- @column r √(1 − m12²) ∈ [0, 1]
@@ -121,17 +132,17 @@ WHERE emb__udf_ok(__emb_r);
 -- SELECT * FROM emb_procrustes('geometry', 'item_id', 'model', 'embedding', permutations := 199);
 -- -- large  small  0.8790  0.2273  0.0371  0.6324  0.9047  false  0.005  199  12  NULL  similarity
 CREATE OR REPLACE TEMP MACRO emb_procrustes(source, item, model, vector, "group" := NULL, permutations := 999,
-                                            seed := 42, common := false) AS TABLE
+                                            seed := 42, common := false, bad_rows := 'error') AS TABLE
 SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__procrustes(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
-                             __emb_vector_col, __emb_group_col, __emb_b, __emb_x, __emb_g, __emb_v,
+                             __emb_vector_col, __emb_group_col, __emb_b, __emb_x, __emb_g, __emb_v, __emb_rows,
                              emb__whole_argument(permutations, 'permutations'), emb__whole_argument(seed, 'seed'),
                              common) AS __emb_r
       FROM emb__model_item_groups(emb__checked_names(emb__checked_source(source, 'emb_procrustes', model, []::VARCHAR[]), 'emb_procrustes', [['item', item], ['vector', vector], ['group', "group"]]), item, model, vector,
-                                        "group"))
+                                        "group", skip := emb__skip_rows(bad_rows)))
 WHERE emb__udf_ok(__emb_r);
 
--- @function emb_compare_cka(source, item, model, vector, reference, "group" := NULL, debiased := false, common := false)
+-- @function emb_compare_cka(source, item, model, vector, reference, "group" := NULL, debiased := false, common := false, bad_rows := 'error')
 -- Is model A closer to the reference model than model B is?  CKA(A, R) − CKA(B, R) on the same
 -- items, for every pair of models other than the reference, with a 95% interval and a p-value.
 -- @param source the table to read: a table or view name, or a file DuckDB reads
@@ -142,6 +153,7 @@ WHERE emb__udf_ok(__emb_r);
 -- @param "group" a group column for the paired jackknife (an item's group must be the same in every model); NULL: items, taken as independent
 -- @param debiased report the debiased CKAs (the interval and p-value are the same either way)
 -- @param common use only the items every model has
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its row (from 1), model and item; `'skip'`: those rows are left out, which leaves their items missing in their models (with `common := true`, used by no model). The table has one row per pair of models, so it does not count them
 -- @column model_a the first model of the pair
 -- @column model_b the second
 -- @column reference the reference model
@@ -166,11 +178,11 @@ WHERE emb__udf_ok(__emb_r);
 -- FROM emb_compare_cka('geometry3', 'item_id', 'model', 'embedding', 'ref');
 -- -- far  near  ref  -0.3465  true
 CREATE OR REPLACE TEMP MACRO emb_compare_cka(source, item, model, vector, reference, "group" := NULL,
-                                             debiased := false, common := false) AS TABLE
+                                             debiased := false, common := false, bad_rows := 'error') AS TABLE
 SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__compare_cka(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
-                              __emb_vector_col, __emb_group_col, __emb_b, __emb_x, __emb_g, __emb_v,
+                              __emb_vector_col, __emb_group_col, __emb_b, __emb_x, __emb_g, __emb_v, __emb_rows,
                               reference::VARCHAR, debiased, common) AS __emb_r
       FROM emb__model_item_groups(emb__checked_names(emb__checked_source(source, 'emb_compare_cka', model, []::VARCHAR[]), 'emb_compare_cka', [['item', item], ['vector', vector], ['group', "group"]]), item, model, vector,
-                                        "group"))
+                                        "group", skip := emb__skip_rows(bad_rows)))
 WHERE emb__udf_ok(__emb_r);
