@@ -214,29 +214,38 @@ def group_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimen
         return [exp.Mul(this=exp.Paren(this=exp.Div(this=x, expression=peak)), expression=_col("inv"))
                 for x in xs()]
 
-    # each figure of STAGE1 from its per-row value, aggregated as the declaration says
     per_row = {"nulls": _col("is_null"), "len_min": _col("len"), "len_max": _col("len"),
                "bad": exp.Case(ifs=[exp.If(this=exp.Is(this=_col("inv"), expression=exp.null()),
                                            true=exp.Literal.number(1))], default=exp.Literal.number(0))}
-
-    def figure(combine: str, name: str) -> list[exp.Expression]:
-        if combine == "count":
-            return [exp.Count(this=exp.Star())]
-        if combine == "spread":    # n_g * sum_k VAR_POP(u_k)
-            return [exp.Mul(this=exp.Count(this=exp.Star()), expression=exp.Paren(this=_plus(
-                [exp.VariancePop(this=u) for u in units()])))]
-        if combine == "vectors":
-            return [exp.Sum(this=u) for u in units()]
-        return [AGGREGATES[combine](this=per_row[name])]
-
-    figures = [exp.alias_(value, _sum_name(k) if q.combine == "vectors" else FIGURES[q.name], quoted=True, copy=False)
-               for q in STAGE1 for k, value in enumerate(figure(q.combine, q.name), start=1)]
+    spread = exp.Mul(this=exp.Count(this=exp.Star()),          # n_g * sum_k VAR_POP(u_k)
+                     expression=exp.Paren(this=_plus([exp.VariancePop(this=u) for u in units()])))
+    figures = stage1_figures(per_row, {"spread": [spread], "vectors": [exp.Sum(this=u) for u in units()]})
     return (exp.select(_col(B), _col(G), *figures, copy=False)
             .from_(normed.subquery("__emb_unit_rows", copy=False), copy=False)
             .group_by(_col(B), _col(G), copy=False))
 
 
 AGGREGATES: dict[str, type[exp.AggFunc]] = {"sum": exp.Sum, "min": exp.Min, "max": exp.Max}
+
+
+def stage1_figures(per_row: dict[str, exp.Expression], computed: dict[str, list[exp.Expression]]) -> list[exp.Expression]:
+    """The select list of core.sums.STAGE1's figures, in its order and columns: COUNT(*) for the
+    count, the declared aggregate (SUM, MIN, MAX) of ``per_row[name]`` for the checks, and
+    ``computed[combine]`` as given for the spread and the coordinate sums (empty where an engine
+    returns something else in their place: pgvector's mean)."""
+    figures: list[exp.Expression] = []
+    for q in STAGE1:
+        if q.combine == "count":
+            figures.append(exp.alias_(exp.Count(this=exp.Star()), FIGURES[q.name], quoted=True, copy=False))
+        elif q.combine in AGGREGATES:
+            figures.append(exp.alias_(AGGREGATES[q.combine](this=per_row[q.name]), FIGURES[q.name], quoted=True,
+                                      copy=False))
+        elif q.combine == "vectors":
+            figures += [exp.alias_(value, _sum_name(k), quoted=True, copy=False)
+                        for k, value in enumerate(computed[q.combine], start=1)]
+        else:
+            figures += [exp.alias_(value, FIGURES[q.name], quoted=True, copy=False) for value in computed[q.combine]]
+    return figures
 
 
 def _plus(terms: list[exp.Expression]) -> exp.Expression:
@@ -324,34 +333,64 @@ def pgvector_sums_query(table: exp.Expression, group: str, vector: str, dims: Di
     A vector of another length than its model's d stays out of the mean and is counted by the
     length check (pgvector's avg would otherwise stop at the first such row with its own error);
     a zero vector is counted as bad.  halfvec (pgvector 0.7) is read as vector."""
-    v = _col("__emb_v").sql("postgres")
-    length, norm = '"__emb_len"', '"__emb_norm"'
-    source = _col(vector).sql("postgres") + ("::vector" if halfvec else "")
-    if version_tuple(version) >= (0, 7):
-        unit = f"l2_normalize({v})"
-    else:
-        def scaled(vector_sql: str, factor: str) -> str:
-            return f"{vector_sql} * array_fill(({factor})::real, ARRAY[{length}])::vector"
+    def v() -> exp.Column:
+        return _col("__emb_v")
 
-        first = f"CASE WHEN {norm} < 1 THEN 1e30 ELSE 1e-30 END"
-        second = f"CASE WHEN {norm} < 1 THEN 1e-30 ELSE 1e30 END / {norm}"
-        unit = (f"CASE WHEN {norm} BETWEEN 1e-30 AND 1e30 THEN {scaled(v, f'1 / {norm}')} "
-                f"ELSE {scaled(scaled(v, first), second)} END")
-    if dims.low == dims.high:
-        d = str(dims.high)
+    def length() -> exp.Column:
+        return _col("__emb_len")
+
+    def norm() -> exp.Column:
+        return _col("__emb_norm")
+
+    def number(x: object) -> exp.Literal:
+        return exp.Literal.number(str(x))
+
+    def as_vector(x: exp.Expression) -> exp.Cast:
+        return exp.Cast(this=x, to=exp.DataType.build("vector", dialect="postgres"))
+
+    def source() -> exp.Expression:
+        return as_vector(_col(vector)) if halfvec else _col(vector)
+
+    def call(name: str, *args: exp.Expression) -> exp.Anonymous:      # pgvector's own functions
+        return exp.Anonymous(this=name, expressions=list(args))
+
+    unit: exp.Expression
+    if version_tuple(version) >= (0, 7):
+        unit = call("l2_normalize", v())
     else:
-        d = "CASE \"__emb_b\" " + " ".join(f"WHEN {exp.convert(value).sql('postgres')} THEN {n}"
-                                           for value, n in dims.by_value.items()) + " END"
-    model_sql = _col(model).sql("postgres") if model else "NULL"
-    return (f"SELECT \"{B}\", \"{G}\", COUNT(*) AS \"{N}\",\n"
-            f"  SUM(CASE WHEN {v} IS NULL THEN 1 ELSE 0 END) AS \"{NULLS}\",\n"
-            f"  MIN({length}) AS \"{LEN_MIN}\", MAX({length}) AS \"{LEN_MAX}\",\n"
-            f"  SUM(CASE WHEN {v} IS NOT NULL AND NOT {norm} > 0 THEN 1 ELSE 0 END) AS \"{BAD}\",\n"
-            f"  AVG(CASE WHEN {length} = {d} AND {norm} > 0 THEN {unit} END)::real[] AS \"{MEAN}\"\n"
-            f"FROM (SELECT {model_sql} AS \"{B}\", {_col(group).sql('postgres')} AS \"{G}\", {source} AS {v},\n"
-            f"        vector_dims({source}) AS {length}, vector_norm({source}) AS {norm}\n"
-            f"      FROM {table.sql('postgres')}) AS \"__emb_rows\"\n"
-            f"GROUP BY \"{B}\", \"{G}\"")
+        def scaled(x: exp.Expression, factor: exp.Expression) -> exp.Expression:
+            fill = call("array_fill", exp.Cast(this=exp.Paren(this=factor), to=exp.DataType.build("REAL")),
+                        exp.Array(expressions=[length()]))
+            return exp.Mul(this=x, expression=as_vector(fill))
+
+        def below_one(then: str, otherwise: str) -> exp.Case:
+            return exp.Case(ifs=[exp.If(this=exp.LT(this=norm(), expression=number(1)), true=number(then))],
+                            default=number(otherwise))
+
+        unit = exp.Case(ifs=[exp.If(this=exp.Between(this=norm(), low=number("1e-30"), high=number("1e30")),
+                                    true=scaled(v(), exp.Div(this=number(1), expression=norm())))],
+                        default=scaled(scaled(v(), below_one("1e30", "1e-30")),
+                                       exp.Div(this=below_one("1e-30", "1e30"), expression=norm())))
+    d: exp.Expression = number(dims.high) if dims.low == dims.high else exp.Case(
+        this=_col(B), ifs=[exp.If(this=exp.convert(value), true=number(n)) for value, n in dims.by_value.items()])
+
+    def flag(condition: exp.Expression) -> exp.Case:
+        return exp.Case(ifs=[exp.If(this=condition, true=number(1))], default=number(0))
+
+    per_row = {"nulls": flag(exp.Is(this=v(), expression=exp.null())), "len_min": length(), "len_max": length(),
+               "bad": flag(exp.and_(exp.Not(this=exp.Is(this=v(), expression=exp.null())),
+                                    exp.Not(this=exp.GT(this=norm(), expression=number(0)))))}
+    usable = exp.and_(exp.EQ(this=length(), expression=d), exp.GT(this=norm(), expression=number(0)))
+    mean = exp.Cast(this=exp.Avg(this=exp.Case(ifs=[exp.If(this=usable, true=unit)])),
+                    to=exp.DataType.build("REAL[]", dialect="postgres"))
+    rows = exp.select(exp.alias_(_model_or_null(model), B, quoted=True), exp.alias_(_col(group), G, quoted=True),
+                      exp.alias_(source(), "__emb_v", quoted=True),
+                      exp.alias_(call("vector_dims", source()), "__emb_len", quoted=True),
+                      exp.alias_(call("vector_norm", source()), "__emb_norm", quoted=True)).from_(table.copy())
+    # the mean stands for the spread and the coordinate sums, which sums_from_means derives from it
+    figures = stage1_figures(per_row, {"spread": [], "vectors": []})
+    return (exp.select(_col(B), _col(G), *figures, exp.alias_(mean, MEAN, quoted=True))
+            .from_(rows.subquery("__emb_rows")).group_by(_col(B), _col(G)).sql("postgres", normalize_functions=False))
 
 
 def sums_from_means(result: pa.Table, dims: Dimensions) -> pa.Table:
