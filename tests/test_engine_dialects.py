@@ -127,6 +127,23 @@ def parts_figures(parts) -> dict:
             for model, sums in parts for i, label in enumerate(sums.labels)}
 
 
+DIMS = portable_sums.Dimensions({"small": 5, "large": 9})
+DECLARED = [portable_sums.column_name(q.name) for q in STAGE1 if q.combine != "vectors"]   # one column each
+
+
+def registered(table: pa.Table):
+    con = embsql.connect()
+    con.register("rows", table)
+    return con
+
+
+def sql_parts(con) -> tuple[pa.Table, list]:
+    """The sqlglot aggregate run on DuckDB over "rows": its result and stage 2's input from it."""
+    query = portable_sums.group_sums_query(exp.to_table("rows"), "topic", "vec", DIMS, "model")
+    result = con.sql(query.sql("duckdb")).to_arrow_table()
+    return result, portable_sums.group_sums_from_result(result, "topic", "vec", DIMS, "model")
+
+
 def test_stage1_declares_the_group_sums_fields():
     fields = {f.name for f in dataclasses.fields(GroupSums)} - {"labels"}
     assert {q.field for q in STAGE1 if q.field} == fields
@@ -135,21 +152,14 @@ def test_stage1_declares_the_group_sums_fields():
 
 def test_the_sqlglot_aggregate_returns_the_declared_columns_and_numpys_sums():
     table, expected = random_rows()
-    con = embsql.connect()
-    con.register("rows", table)
-    dims = portable_sums.Dimensions({"small": 5, "large": 9})
-    query = portable_sums.group_sums_query(exp.to_table("rows"), "topic", "vec", dims, "model")
-    result = con.sql(query.sql("duckdb")).to_arrow_table()
-    declared = [portable_sums.column_name(q.name) for q in STAGE1 if q.combine != "vectors"]
-    assert result.column_names == [B, G, *declared, *(f"{portable_sums.SUM_PREFIX}{k}" for k in range(1, 10))]
-    parts = portable_sums.group_sums_from_result(result, "topic", "vec", dims, "model")
+    result, parts = sql_parts(registered(table))
+    assert result.column_names == [B, G, *DECLARED, *(f"{portable_sums.SUM_PREFIX}{k}" for k in range(1, 10))]
     assert_figures(parts_figures(parts), expected)
 
 
 def test_the_streamed_accumulator_sums_what_the_sql_sums():
     table, expected = random_rows()
-    con = embsql.connect()
-    con.register("rows", table)
+    con = registered(table)
     streamed = duckdb_sums.streamed_sums(con, "rows", exp.to_table("rows"), "topic", "vec", "model")
     assert_figures(parts_figures(streamed.parts), expected)
 
@@ -158,8 +168,7 @@ def test_the_cli_macro_sums_what_the_sqlglot_expression_sums():
     # sql/modules/10_group_sums.sql (the stock CLI's stage 1, blocked and with its own stable
     # second pass) is still written by hand: held here to the sqlglot aggregate and to numpy
     table, expected = random_rows(seed=11)
-    con = embsql.connect()
-    con.register("rows", table)
+    con = registered(table)
     long = con.sql("SELECT __emb_b, __emb_g, __emb_n, __emb_ssw, __emb_k, __emb_s "
                    "FROM emb__group_sums('rows', 'topic', 'vec', 'model') ORDER BY ALL").fetchall()
     got: dict = {}
@@ -168,11 +177,7 @@ def test_the_cli_macro_sums_what_the_sqlglot_expression_sums():
         entry[1][k] = s
     macro = {key: (n, np.array([sums[k] for k in sorted(sums)]), ssw) for key, (n, sums, ssw) in got.items()}
     assert_figures(macro, expected)
-    dims = portable_sums.Dimensions({"small": 5, "large": 9})
-    query = portable_sums.group_sums_query(exp.to_table("rows"), "topic", "vec", dims, "model")
-    sql = portable_sums.group_sums_from_result(con.sql(query.sql("duckdb")).to_arrow_table(), "topic", "vec",
-                                               dims, "model")
-    for key, (n, s, within) in parts_figures(sql).items():
+    for key, (n, s, within) in parts_figures(sql_parts(con)[1]).items():
         assert macro[key][0] == n
         np.testing.assert_allclose(macro[key][1], s, rtol=1e-12, atol=1e-12)
         assert macro[key][2] == pytest.approx(within, rel=1e-6, abs=1e-20)
@@ -181,24 +186,21 @@ def test_the_cli_macro_sums_what_the_sqlglot_expression_sums():
 def test_sparks_merge_returns_the_declared_columns():
     # the workers' partial sums (no Spark needed: the same function mapInArrow runs), merged
     table, expected = random_rows()
-    dims = portable_sums.Dimensions({"small": 5, "large": 9})
     rows = pa.table({B: table.column("model"), G: table.column("topic"), "v": table.column("vec")})
     schema = spark.partial_schema(pa.schema([pa.field(B, pa.string()), pa.field(G, pa.string())]))
     halves = [rows.slice(0, 150), rows.slice(150)]    # two partitions
     partials = pa.Table.from_batches([batch for half in halves
-                                      for batch in spark.partial_sums(dims.by_value, schema)(half.to_batches())],
+                                      for batch in spark.partial_sums(DIMS.by_value, schema)(half.to_batches())],
                                      schema=schema)
-    merged = spark.merge(partials, dims)
-    declared = [portable_sums.column_name(q.name) for q in STAGE1 if q.combine != "vectors"]
-    assert merged.column_names[:2 + len(declared)] == [B, G, *declared]
-    parts = portable_sums.group_sums_from_result(merged, "topic", "vec", dims, "model")
+    merged = spark.merge(partials, DIMS)
+    assert merged.column_names[:2 + len(DECLARED)] == [B, G, *DECLARED]
+    parts = portable_sums.group_sums_from_result(merged, "topic", "vec", DIMS, "model")
     assert_figures(parts_figures(parts), expected)
 
 
 def test_report_sql_and_run_agree_with_numpy_through_the_engine_classes():
     table, expected = random_rows()
-    con = embsql.connect()
-    con.register("rows", table)
+    con = registered(table)
     report = embsql.report("rows", vector="vec", group="topic", model="model", permutations=0,
                            sections=["decomposition"])
     for name in dialects.WRITABLE:

@@ -87,7 +87,7 @@ class Engine:
         """Comment lines before the printed SQL where run_on computes stage 1 another way."""
         return ""
 
-    def summarizer(self, connection: object, group: str, vector: str, model: str | None) -> Summarizer | None:
+    def summarizer(self, connection: Any, group: str, vector: str, model: str | None) -> Summarizer | None:
         """run_on's own way to the stage-1 sums on ``connection``, or None: it runs stage1_sql."""
         return None
 
@@ -155,7 +155,7 @@ class Spark(Engine):
     def note(self, relation: exp.Expression, group: str, vector: str, model: str | None) -> str:
         return spark.note(relation, group, vector, model) + "\n"
 
-    def summarizer(self, connection: object, group: str, vector: str, model: str | None) -> Summarizer | None:
+    def summarizer(self, connection: Any, group: str, vector: str, model: str | None) -> Summarizer | None:
         def summarize(relation: exp.Expression, dims: Dimensions) -> pa.Table:
             try:
                 return spark.group_sums(connection, relation, group, vector, dims, model)

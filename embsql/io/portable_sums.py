@@ -228,12 +228,12 @@ def group_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimen
 AGGREGATES: dict[str, type[exp.AggFunc]] = {"sum": exp.Sum, "min": exp.Min, "max": exp.Max}
 
 
-def stage1_figures(per_row: dict[str, exp.Expression], computed: dict[str, list[exp.Expression]]) -> list[exp.Expression]:
+def stage1_figures(per_row: dict[str, exp.Expression], computed: dict[str, list[exp.Expression]]) -> list[exp.Expr]:
     """The select list of core.sums.STAGE1's figures, in its order and columns: COUNT(*) for the
     count, the declared aggregate (SUM, MIN, MAX) of ``per_row[name]`` for the checks, and
     ``computed[combine]`` as given for the spread and the coordinate sums (empty where an engine
     returns something else in their place: pgvector's mean)."""
-    figures: list[exp.Expression] = []
+    figures: list[exp.Expr] = []
     for q in STAGE1:
         if q.combine == "count":
             figures.append(exp.alias_(exp.Count(this=exp.Star()), FIGURES[q.name], quoted=True, copy=False))
@@ -342,7 +342,7 @@ def pgvector_sums_query(table: exp.Expression, group: str, vector: str, dims: Di
     def norm() -> exp.Column:
         return _col("__emb_norm")
 
-    def number(x: object) -> exp.Literal:
+    def number(x: object) -> exp.Expression:
         return exp.Literal.number(str(x))
 
     def as_vector(x: exp.Expression) -> exp.Cast:
@@ -374,7 +374,7 @@ def pgvector_sums_query(table: exp.Expression, group: str, vector: str, dims: Di
     d: exp.Expression = number(dims.high) if dims.low == dims.high else exp.Case(
         this=_col(B), ifs=[exp.If(this=exp.convert(value), true=number(n)) for value, n in dims.by_value.items()])
 
-    def flag(condition: exp.Expression) -> exp.Case:
+    def flag(condition: exp.Expr) -> exp.Case:
         return exp.Case(ifs=[exp.If(this=condition, true=number(1))], default=number(0))
 
     per_row = {"nulls": flag(exp.Is(this=v(), expression=exp.null())), "len_min": length(), "len_max": length(),
