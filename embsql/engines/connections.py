@@ -6,7 +6,7 @@ depend on pyspark or psycopg: a connection is recognised by its type, looking on
 are already imported (whoever made the connection imported them).
 
 What differs between the engines is declared by their classes (embsql.engines.dialects); each
-engine's own code is in embsql.engines.duckdb, .postgres and .spark.  ``load_table`` is for tests
+engine's own code is there (DuckDB) or in embsql.engines.postgres and .spark.  ``load_table`` is for tests
 and benchmarks: it puts an Arrow table with a vector column on an engine quickly (Parquet for
 Spark, COPY for PostgreSQL).
 """

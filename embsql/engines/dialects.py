@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
@@ -34,7 +35,6 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
-from embsql.engines import duckdb as duckdb_engine
 from embsql.engines import postgres, spark
 from embsql.errors import EngineError, InputError
 from embsql.io import portable_sums
@@ -125,13 +125,22 @@ class DuckDB(Engine):
         return isinstance(connection, duckdb.DuckDBPyConnection)
 
     def errors(self) -> tuple[type[BaseException], ...]:
-        return duckdb_engine.ERRORS
+        return (duckdb.Error,)
 
     def fetch(self, connection: Any, sql: str) -> pa.Table:
-        return duckdb_engine.fetch(connection, sql)
+        relation = connection.sql(sql)
+        if relation is None:
+            raise InputError("fetch_arrow needs a query that returns rows (a SELECT)")
+        return relation.to_arrow_table()
 
     def load(self, connection: Any, name: str, table: pa.Table, vector_type: str | None) -> None:
-        duckdb_engine.load(connection, name, table)
+        view = f"embsql_load_{uuid.uuid4().hex}"      # the Arrow table's types as they are
+        connection.register(view, table)
+        try:
+            target, rows = (exp.to_identifier(n, quoted=True).sql(self.name) for n in (name, view))
+            connection.execute(f"CREATE OR REPLACE TABLE {target} AS SELECT * FROM {rows}")
+        finally:
+            connection.unregister(view)
 
 
 class Spark(Engine):
