@@ -233,7 +233,9 @@ ENGINE_EXAMPLE = """
 
 
 def _engine_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--engine", choices=("postgres", "spark"),
+    from embsql.engines.dialects import CONNECTABLE
+
+    parser.add_argument("--engine", choices=CONNECTABLE,
                         help="run stage 1 (the group sums) on this engine, on --table; stage 2 runs here")
     parser.add_argument("--dsn", help="PostgreSQL connection string for --engine postgres (libpq: \"host=... dbname=...\")")
     parser.add_argument("--spark-master", metavar="URL", help="Spark master for --engine spark (default local[*])")

@@ -166,7 +166,7 @@ def test_halfvec_needs_pgvector_07(pgvector):
     table = exp.to_table("emb")
     dims = portable_sums.Dimensions({None: 3})
     newer = portable_sums.pgvector_sums_query(table, "g", "v", dims, version="0.7.4", halfvec=True)
-    assert 'l2_normalize("__emb_v")' in newer and '"v"::vector' in newer and "array_fill" not in newer
+    assert 'l2_normalize("__emb_v")' in newer and 'CAST("v" AS VECTOR)' in newer and "array_fill" not in newer
     older = portable_sums.pgvector_sums_query(table, "g", "v", dims, version="0.6.2")
     assert "l2_normalize" not in older and "array_fill" in older
 

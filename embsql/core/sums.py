@@ -60,6 +60,36 @@ class GroupSums:
 
 
 @dataclass(frozen=True)
+class Summed:
+    """One figure stage 1 returns per (model, group), whichever engine sums it.
+
+    ``combine`` says how it is aggregated over a group's rows, and how two parts' figures of one
+    group merge: "count" (rows; parts add), "sum", "min", "max", "spread" (the within-group sum of
+    squares: parts merge by Chan et al.'s update) or "vectors" (one sum per coordinate).  ``field``
+    is the GroupSums field it fills; None for a check that stage 2 reads and refuses on."""
+
+    name: str
+    combine: str
+    field: str | None
+    meaning: str
+
+
+# What stage 1 sums: the portable SQL aggregate (embsql.io.portable_sums), pgvector's mean, Spark's
+# workers (embsql.engines.spark) and the streamed Accumulator below (its counts, sums and within)
+# all return these, in this order, each as the column "__emb_" + name (the coordinate sums as
+# "__emb_s1" ... "__emb_sd").
+STAGE1 = (
+    Summed("n", "count", "counts", "n_g: the group's rows"),
+    Summed("nulls", "sum", None, "its NULL vectors"),
+    Summed("len_min", "min", None, "the length of its shortest vector"),
+    Summed("len_max", "max", None, "the length of its longest vector"),
+    Summed("bad", "sum", None, "its vectors with a NULL element or of zero length"),
+    Summed("within", "spread", "within", "sum_i ||u_i - s_g / n_g||^2, about the group mean"),
+    Summed("s", "vectors", "sums", "s_g: the sum of its unit vectors, coordinate by coordinate"),
+)
+
+
+@dataclass(frozen=True)
 class UnitRows:
     """The rows of one by value: group labels, unit vectors and an optional extra column."""
 

@@ -28,8 +28,6 @@ if TYPE_CHECKING:   # optional dependencies: only for the annotations
     # the connections fetch takes (load needs psycopg 3's COPY)
     Connection: TypeAlias = "psycopg.Connection[Any] | psycopg2.extensions.connection"
 
-CONNECTIONS = (("psycopg", "Connection"), ("psycopg2.extensions", "connection"))
-ERRORS = (("psycopg", "Error"), ("psycopg2", "Error"))
 # per query, inside its transaction block (SET LOCAL ends with it)
 SETTINGS = ("SET LOCAL jit = off", "SET LOCAL work_mem = '256MB'")
 VECTOR_TYPES = ("double precision[]", "vector", "halfvec")

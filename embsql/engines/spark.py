@@ -33,11 +33,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from sqlglot import exp
 
-from embsql.core.sums import HUGE_SQUARED, TINY_SQUARED, Accumulator
+from embsql.core.sums import HUGE_SQUARED, STAGE1, TINY_SQUARED, Accumulator
 from embsql.engines.tables import is_listlike, loadable
 from embsql.errors import EngineError
 from embsql.io.columns import B, G, V
-from embsql.io.portable_sums import BAD, LEN_MAX, LEN_MIN, NULLS, SUM_PREFIX, WITHIN, Dimensions, N
+from embsql.io.portable_sums import BAD, FIGURES, LEN_MAX, LEN_MIN, NULLS, SUM_PREFIX, WITHIN, Dimensions, N
 
 if TYPE_CHECKING:   # optional dependency: only for the annotations
     from pyspark.sql import SparkSession
@@ -45,10 +45,6 @@ if TYPE_CHECKING:   # optional dependency: only for the annotations
     from pyspark.sql.types import DataType
 
     Session: TypeAlias = "SparkSession | ConnectSession"   # a classic session or a Spark Connect one
-
-# (module, class) of the connections and of the errors, looked up only once they are imported
-CONNECTIONS = (("pyspark.sql.session", "SparkSession"), ("pyspark.sql.connect.session", "SparkSession"))
-ERRORS = (("pyspark.errors", "PySparkException"), ("py4j.protocol", "Py4JError"))
 
 
 def fetch(session: Session, sql: str) -> pa.Table:
@@ -94,23 +90,23 @@ NAN = "__emb_nan"          # rows with a NaN or infinite coordinate (their group
 SUMS = "__emb_sums"        # the d coordinate sums as one array
 
 
-def rows_query(table: exp.Expression, group: str, vector: str, by: str | None = None) -> str:
+def rows_query(table: exp.Expression, group: str, vector: str, model: str | None = None) -> str:
     """What the workers read: the model value, the group label and the vector of every row."""
-    model: exp.Expression = exp.column(by, quoted=True) if by else exp.cast(exp.null(), "STRING")
-    return exp.select(exp.alias_(model, B, quoted=True), exp.alias_(exp.column(group, quoted=True), G, quoted=True),
+    value: exp.Expression = exp.column(model, quoted=True) if model else exp.cast(exp.null(), "STRING")
+    return exp.select(exp.alias_(value, B, quoted=True), exp.alias_(exp.column(group, quoted=True), G, quoted=True),
                       exp.alias_(exp.column(vector, quoted=True), V, quoted=True)).from_(table.copy()).sql("spark")
 
 
-def note(table: exp.Expression, group: str, vector: str, by: str | None = None) -> str:
+def note(table: exp.Expression, group: str, vector: str, model: str | None = None) -> str:
     """For Report.sql(dialect="spark"): comment lines saying what embsql.run_on runs on Spark instead
     of the printed aggregate (the same result columns, from the rows query it shows)."""
     lines = ["On Spark, embsql.run_on does not run the stage-1 aggregate printed below (it runs there and",
              "gives the same columns, but its ~4 d aggregate buffers are over Spark's whole-stage codegen",
              "limit: about 25x slower).  After the probes it reads the rows with this query, and a Python",
              "worker per partition (DataFrame.mapInArrow; numpy, embsql.core.sums) sums the unit vectors",
-             f"per ({'model, ' if by else ''}group); the driver merges the partitions' sums",
+             f"per ({'model, ' if model else ''}group); the driver merges the partitions' sums",
              "(embsql.engines.spark.group_sums).  The workers need numpy, pyarrow and embsql.",
-             *rows_query(table, group, vector, by).splitlines()]
+             *rows_query(table, group, vector, model).splitlines()]
     return "".join(f"-- {line}\n" for line in lines)
 
 
@@ -277,21 +273,28 @@ def merge(partials: pa.Table, dims: Dimensions) -> pa.Table:
 
     big = np.iinfo(np.int64).max
     columns = {B: pa.array([key[0] for key in keys], partials.schema.field(B).type),
-               G: pa.array([key[1] for key in keys], partials.schema.field(G).type),
-               N: summed(N), NULLS: summed(NULLS), LEN_MIN: extreme(LEN_MIN, np.minimum, big),
-               LEN_MAX: extreme(LEN_MAX, np.maximum, -1), BAD: summed(BAD), WITHIN: pa.array(within)}
-    columns.update({f"{SUM_PREFIX}{k}": pa.array(total[:, k - 1]) for k in range(1, high + 1)})
+               G: pa.array([key[1] for key in keys], partials.schema.field(G).type)}
+    for q in STAGE1:        # each figure merged as core.sums declares it combines
+        if q.combine == "vectors":
+            columns.update({f"{SUM_PREFIX}{k}": pa.array(total[:, k - 1]) for k in range(1, high + 1)})
+        elif q.combine == "spread":
+            columns[FIGURES[q.name]] = pa.array(within)
+        elif q.combine in ("min", "max"):
+            columns[FIGURES[q.name]] = extreme(FIGURES[q.name], *((np.minimum, big) if q.combine == "min"
+                                                                   else (np.maximum, -1)))
+        else:
+            columns[FIGURES[q.name]] = summed(FIGURES[q.name])
     return pa.table(columns)
 
 
 def group_sums(session: Session, table: exp.Expression, group: str, vector: str, dims: Dimensions,
-               by: str | None = None) -> pa.Table:
+               model: str | None = None) -> pa.Table:
     """Stage 1 on Spark: per (model, group) the counts, the checks, the within-group sum of squares
     and the d coordinate sums, in group_sums_query's columns (see the module's docstring).
 
     The rows are coalesced to one partition per core (spark.default.parallelism; no shuffle), so
     each worker sends back at most one partial row per (model, group) it saw."""
-    rows = session.sql(rows_query(table, group, vector, by))
+    rows = session.sql(rows_query(table, group, vector, model))
     classic = type(session).__module__ == "pyspark.sql.session"     # Spark Connect has no SparkContext
     parallelism = session.sparkContext.defaultParallelism if classic else None
     if parallelism and rows.rdd.getNumPartitions() > parallelism:

@@ -1,7 +1,7 @@
 """Stage 1 as portable SQL: reduce an embedding table to per-group sufficient statistics.
 
 One aggregate query, built as a sqlglot AST and written in any dialect sqlglot knows, returns per
-(by value, group) the count n_g, the d per-coordinate sums of the unit vectors (the "wide" form:
+(model value, group) the count n_g, the d per-coordinate sums of the unit vectors (the "wide" form:
 one SUM per coordinate, so the output is O(G * d) whatever n is) and the within-group sum of
 squares, n_g * sum_k VAR_POP(u_k).  VAR_POP is computed stably by every engine here (Welford-type
 updates: DuckDB, Spark, Trino; Youngs-Cramer: PostgreSQL), where n_g - ||s_g||^2 / n_g would lose
@@ -20,7 +20,7 @@ The query is three nested SELECTs so each coordinate is read once:
 A NaN or infinite coordinate makes inv, and so the sums, NaN, which stage 2 reports instead of a
 silent wrong sum; a finite vector of any magnitude (1e-310 or 1e300) gets its unit vector.
 
-d comes first from cheap probes (the distinct by values, then one vector of each: no pass over
+d comes first from cheap probes (the distinct model values, then one vector of each: no pass over
 the vectors), so a model of d = 384 and one of d = 768 can share a table and one pass; the
 aggregate then counts NULL vectors and the shortest and longest vector per group, and stage 2
 checks them against d.
@@ -34,19 +34,29 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
 from embsql.core.labels import bad_label, sort_key
-from embsql.core.sums import HUGE_SQUARED, TINY_SQUARED, GroupSums
+from embsql.core.sums import HUGE_SQUARED, STAGE1, TINY_SQUARED, GroupSums
 from embsql.errors import BadLabelError, BadVectorError, ColumnTypeError, InputError
 from embsql.io.columns import B, G
 
-N, BAD, WITHIN = "__emb_n", "__emb_bad", "__emb_within"
-LEN_MIN, LEN_MAX, NULLS = "__emb_len_min", "__emb_len_max", "__emb_nulls"
-SUM_PREFIX = "__emb_s"
+if TYPE_CHECKING:
+    from embsql.engines.dialects import Engine
+
+
+def column_name(name: str) -> str:
+    """A stage-1 figure's column (core.sums.STAGE1 names the figures)."""
+    return f"__emb_{name}"
+
+
+FIGURES = {q.name: column_name(q.name) for q in STAGE1 if q.combine != "vectors"}   # one column each
+N, NULLS, LEN_MIN, LEN_MAX, BAD, WITHIN = FIGURES.values()
+SUM_PREFIX = column_name(next(q.name for q in STAGE1 if q.combine == "vectors"))
 
 
 def _col(name: str, table: str | None = None) -> exp.Column:
@@ -61,25 +71,25 @@ def _length(vector: exp.Expression) -> exp.Expression:
     return exp.ArraySize(this=vector)
 
 
-def _by_or_null(by: str | None) -> exp.Expression:
-    return _col(by) if by else exp.null()
+def _model_or_null(model: str | None) -> exp.Expression:
+    return _col(model) if model else exp.null()
 
 
-def models_query(table: exp.Expression, by: str) -> exp.Select:
-    """The distinct by values: reads only the by column."""
-    return exp.select(exp.alias_(_col(by), B, quoted=True)).distinct().from_(table.copy())
+def models_query(table: exp.Expression, model: str) -> exp.Select:
+    """The distinct model values: reads only the model column."""
+    return exp.select(exp.alias_(_col(model), B, quoted=True)).distinct().from_(table.copy())
 
 
-def length_query(table: exp.Expression, vector: str, by: str | None = None, value: object = None,
+def length_query(table: exp.Expression, vector: str, model: str | None = None, value: object = None,
                  pgvector: bool = False) -> exp.Select:
-    """The length of one non-NULL vector (of one by value): stops at the first such row.
+    """The length of one non-NULL vector (of one model value): stops at the first such row.
 
     One vector per model sets d; the aggregate then checks every vector's length against it, so
     this probe never reads the whole vector column.  A pgvector column is read as real[] (its cast)."""
     condition: exp.Condition = exp.Not(this=exp.Is(this=_col(vector), expression=exp.null()))
-    if by is not None:
-        match = exp.Is(this=_col(by), expression=exp.null()) if value is None else exp.EQ(
-            this=_col(by), expression=exp.convert(value))
+    if model is not None:
+        match = exp.Is(this=_col(model), expression=exp.null()) if value is None else exp.EQ(
+            this=_col(model), expression=exp.convert(value))
         condition = exp.and_(match, condition)
     read = exp.Cast(this=_col(vector), to=exp.DataType.build("REAL[]", dialect="postgres")) if pgvector else _col(vector)
     return exp.select(exp.alias_(_length(read), LEN_MIN, quoted=True)).from_(table.copy()).where(
@@ -88,7 +98,7 @@ def length_query(table: exp.Expression, vector: str, by: str | None = None, valu
 
 @dataclass(frozen=True)
 class Dimensions:
-    """The vector length of each by value (one entry, key None, without a by column)."""
+    """The vector length of each model value (one entry, key None, without a model column)."""
 
     by_value: dict
 
@@ -101,16 +111,16 @@ class Dimensions:
         return max(self.by_value.values())
 
 
-def dimensions_from_lengths(lengths: dict, vector: str, by: str | None) -> Dimensions:
-    """{by value: the length_query result (an Arrow table of at most one row)} -> Dimensions."""
+def dimensions_from_lengths(lengths: dict, vector: str, model: str | None) -> Dimensions:
+    """{model value: the length_query result (an Arrow table of at most one row)} -> Dimensions."""
     if not lengths:
         raise InputError("the source has no rows")
     dims = {}
     for value, result in lengths.items():
-        where = "" if by is None else f" for {by} = {value!r}"
+        where = "" if model is None else f" for {model} = {value!r}"
         found = result.column(LEN_MIN).to_pylist() if result.num_rows else []
         if not found:
-            raise (BadVectorError(f"vector column {vector!r} has only NULL vectors{where}") if by else
+            raise (BadVectorError(f"vector column {vector!r} has only NULL vectors{where}") if model else
                    InputError("the source has no rows with a vector"))
         if not found[0]:
             raise BadVectorError(f"vector column {vector!r} has an empty vector{where}")
@@ -119,9 +129,9 @@ def dimensions_from_lengths(lengths: dict, vector: str, by: str | None) -> Dimen
 
 
 def group_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimensions,
-                     by: str | None = None, fence: bool = False) -> exp.Select:
-    """The stage-1 aggregate: one row per (by, group) with n_g, checks, the within-group sum of
-    squares and the d coordinate sums.
+                     model: str | None = None, fence: bool = False) -> exp.Select:
+    """The stage-1 aggregate: one row per (model, group) with the figures of core.sums.STAGE1: n_g,
+    the checks, the within-group sum of squares and the d coordinate sums.
 
     ``fence`` (PostgreSQL) guards against two O(d^2)-per-row costs there.  PostgreSQL pulls plain
     subqueries up into their parent and has no common-subexpression elimination, so the subqueries
@@ -153,7 +163,7 @@ def group_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimen
             element = exp.Case(ifs=[exp.If(this=exp.GTE(this=_length(vec()), expression=exp.Literal.number(k)),
                                            true=element)], default=exp.Literal.number(0))
         coordinates.append(exp.alias_(element, f"x{k}", quoted=True, copy=False))
-    keys = [exp.alias_(_by_or_null(by), B, quoted=True, copy=False), exp.alias_(_col(group), G, quoted=True, copy=False)]
+    keys = [exp.alias_(_model_or_null(model), B, quoted=True, copy=False), exp.alias_(_col(group), G, quoted=True, copy=False)]
     # NULL vectors and each vector's length travel up to the aggregate, which checks them per group
     checks = [exp.alias_(exp.Case(ifs=[exp.If(this=exp.Is(this=vec(), expression=exp.null()),
                                               true=exp.Literal.number(1))], default=exp.Literal.number(0)),
@@ -204,19 +214,38 @@ def group_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimen
         return [exp.Mul(this=exp.Paren(this=exp.Div(this=x, expression=peak)), expression=_col("inv"))
                 for x in xs()]
 
-    bad = exp.Sum(this=exp.Case(ifs=[exp.If(this=exp.Is(this=_col("inv"), expression=exp.null()),
-                                            true=exp.Literal.number(1))], default=exp.Literal.number(0)))
-    within = exp.Mul(this=exp.Count(this=exp.Star()), expression=exp.Paren(this=_plus(
-        [exp.VariancePop(this=u) for u in units()])))
-    sums = [exp.alias_(exp.Sum(this=u), _sum_name(k), quoted=True, copy=False) for k, u in enumerate(units(), start=1)]
-    return (exp.select(_col(B), _col(G), exp.alias_(exp.Count(this=exp.Star()), N, quoted=True, copy=False),
-                       exp.alias_(exp.Sum(this=_col("is_null")), NULLS, quoted=True, copy=False),
-                       exp.alias_(exp.Min(this=_col("len")), LEN_MIN, quoted=True, copy=False),
-                       exp.alias_(exp.Max(this=_col("len")), LEN_MAX, quoted=True, copy=False),
-                       exp.alias_(bad, BAD, quoted=True, copy=False), exp.alias_(within, WITHIN, quoted=True, copy=False),
-                       *sums, copy=False)
+    per_row = {"nulls": _col("is_null"), "len_min": _col("len"), "len_max": _col("len"),
+               "bad": exp.Case(ifs=[exp.If(this=exp.Is(this=_col("inv"), expression=exp.null()),
+                                           true=exp.Literal.number(1))], default=exp.Literal.number(0))}
+    spread = exp.Mul(this=exp.Count(this=exp.Star()),          # n_g * sum_k VAR_POP(u_k)
+                     expression=exp.Paren(this=_plus([exp.VariancePop(this=u) for u in units()])))
+    figures = stage1_figures(per_row, {"spread": [spread], "vectors": [exp.Sum(this=u) for u in units()]})
+    return (exp.select(_col(B), _col(G), *figures, copy=False)
             .from_(normed.subquery("__emb_unit_rows", copy=False), copy=False)
             .group_by(_col(B), _col(G), copy=False))
+
+
+AGGREGATES: dict[str, type[exp.AggFunc]] = {"sum": exp.Sum, "min": exp.Min, "max": exp.Max}
+
+
+def stage1_figures(per_row: dict[str, exp.Expression], computed: dict[str, list[exp.Expression]]) -> list[exp.Expr]:
+    """The select list of core.sums.STAGE1's figures, in its order and columns: COUNT(*) for the
+    count, the declared aggregate (SUM, MIN, MAX) of ``per_row[name]`` for the checks, and
+    ``computed[combine]`` as given for the spread and the coordinate sums (empty where an engine
+    returns something else in their place: pgvector's mean)."""
+    figures: list[exp.Expr] = []
+    for q in STAGE1:
+        if q.combine == "count":
+            figures.append(exp.alias_(exp.Count(this=exp.Star()), FIGURES[q.name], quoted=True, copy=False))
+        elif q.combine in AGGREGATES:
+            figures.append(exp.alias_(AGGREGATES[q.combine](this=per_row[q.name]), FIGURES[q.name], quoted=True,
+                                      copy=False))
+        elif q.combine == "vectors":
+            figures += [exp.alias_(value, _sum_name(k), quoted=True, copy=False)
+                        for k, value in enumerate(computed[q.combine], start=1)]
+        else:
+            figures += [exp.alias_(value, FIGURES[q.name], quoted=True, copy=False) for value in computed[q.combine]]
+    return figures
 
 
 def _plus(terms: list[exp.Expression]) -> exp.Expression:
@@ -238,8 +267,8 @@ def _sum_of_squares(terms: Callable[[], Sequence[exp.Expression]]) -> exp.Expres
 
 
 def group_sums_from_result(result: pa.Table, group: str, vector: str, dims: Dimensions,
-                           by: str | None = None) -> list[tuple[object, GroupSums]]:
-    """Stage 2's input: [(by value, GroupSums)] in by order, after checking what stage 1 counted."""
+                           model: str | None = None) -> list[tuple[object, GroupSums]]:
+    """Stage 2's input: [(model value, GroupSums)] in model order, after checking what stage 1 counted."""
     by_values = result.column(B).to_pylist()
     labels = result.column(G).to_pylist()
     counts = np.asarray(result.column(N).to_pylist(), dtype=np.int64)
@@ -252,8 +281,8 @@ def group_sums_from_result(result: pa.Table, group: str, vector: str, dims: Dime
     out = []
     for value in sorted(set(by_values), key=sort_key):
         rows = [i for i, b in enumerate(by_values) if b == value or (b is None and value is None)]
-        where = "" if by is None else f" for {by} = {value!r}"
-        d = dims.by_value[value if by else None]
+        where = "" if model is None else f" for {model} = {value!r}"
+        d = dims.by_value[value if model else None]
         for i in rows:
             if bad_label(labels[i]):       # the label rule: NULL and NaN labels are errors
                 raise BadLabelError(f"group column {group!r} has {counts[i]} {bad_label(labels[i])} label(s){where}")
@@ -265,7 +294,7 @@ def group_sums_from_result(result: pa.Table, group: str, vector: str, dims: Dime
                 raise BadVectorError(
                     f"vector column {vector!r} has a vector of length {odd} in group {labels[i]!r}{where}; other "
                     f"vectors have length {d}, and every vector of a model must have the same length"
-                    + ("" if by else " (if the table holds several models, name the model column as by)"))
+                    + ("" if model else " (if the table holds several models, name their column: model=...)"))
             if bad[i]:
                 raise BadVectorError(f"vector column {vector!r} has {bad[i]} vector(s) with a NULL element or of zero "
                                      f"length in group {labels[i]!r}{where}; vectors must be non-NULL, finite and of "
@@ -276,7 +305,7 @@ def group_sums_from_result(result: pa.Table, group: str, vector: str, dims: Dime
         order = sorted(rows, key=lambda i: sort_key(labels[i]))
         group_labels = np.empty(len(order), dtype=object)
         group_labels[:] = [labels[i] for i in order]
-        out.append((value if by else None, GroupSums(group_labels, counts[order], sums[order, :d],
+        out.append((value if model else None, GroupSums(group_labels, counts[order], sums[order, :d],
                                                      np.maximum(within[order], 0.0))))
     return out
 
@@ -285,29 +314,6 @@ def group_sums_from_result(result: pa.Table, group: str, vector: str, dims: Dime
 
 TYPE, VERSION, MEAN = "__emb_type", "__emb_version", "__emb_mean"
 PGVECTOR_TYPES = ("vector", "halfvec")
-# an array of numbers, as Spark's typeof() and PostgreSQL's pg_typeof() name it
-_SPARK_NUMBERS = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal")
-_POSTGRES_NUMBERS = ("smallint", "integer", "bigint", "real", "double precision", "numeric")
-
-
-def vector_type_query(table: exp.Expression, vector: str, dialect: str) -> str | None:
-    """Spark and PostgreSQL: the vector column's type name (and, on PostgreSQL, the pgvector
-    version, NULL without the extension) from one row; None for the other dialects."""
-    column = _col(vector).sql(dialect)
-    if dialect == "postgres":
-        return (f"SELECT pg_typeof({column})::text AS \"{TYPE}\", (SELECT extversion FROM pg_extension "
-                f"WHERE extname = 'vector') AS \"{VERSION}\" FROM {table.sql('postgres')} LIMIT 1")
-    if dialect == "spark":
-        return f"SELECT typeof({column}) AS `{TYPE}`, NULL AS `{VERSION}` FROM {table.sql('spark')} LIMIT 1"
-    return None
-
-
-def is_number_array(type_name: str, dialect: str) -> bool:
-    """Is ``type_name`` (from vector_type_query) an array of numbers, or a pgvector type?"""
-    name = type_name.strip().lower()
-    if dialect == "spark":
-        return name.startswith("array<") and name[6:-1].split("(")[0] in _SPARK_NUMBERS
-    return name in PGVECTOR_TYPES or (name.endswith("[]") and name[:-2].split("(")[0] in _POSTGRES_NUMBERS)
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
@@ -315,8 +321,8 @@ def version_tuple(version: str) -> tuple[int, ...]:
 
 
 def pgvector_sums_query(table: exp.Expression, group: str, vector: str, dims: Dimensions, *,
-                        by: str | None = None, version: str = "0.6.2", halfvec: bool = False) -> str:
-    """Stage 1 on a pgvector column: per (by, group) the counts, the checks and the mean unit vector.
+                        model: str | None = None, version: str = "0.6.2", halfvec: bool = False) -> str:
+    """Stage 1 on a pgvector column: per (model, group) the counts, the checks and the mean unit vector.
 
     pgvector's ``avg(vector)`` adds in double precision and rounds the mean to float32 once;
     its ``sum(vector)`` adds in float32 (a rounding per row: at n_g = 1000 the sums would carry
@@ -327,34 +333,64 @@ def pgvector_sums_query(table: exp.Expression, group: str, vector: str, dims: Di
     A vector of another length than its model's d stays out of the mean and is counted by the
     length check (pgvector's avg would otherwise stop at the first such row with its own error);
     a zero vector is counted as bad.  halfvec (pgvector 0.7) is read as vector."""
-    v = _col("__emb_v").sql("postgres")
-    length, norm = '"__emb_len"', '"__emb_norm"'
-    source = _col(vector).sql("postgres") + ("::vector" if halfvec else "")
-    if version_tuple(version) >= (0, 7):
-        unit = f"l2_normalize({v})"
-    else:
-        def scaled(vector_sql: str, factor: str) -> str:
-            return f"{vector_sql} * array_fill(({factor})::real, ARRAY[{length}])::vector"
+    def v() -> exp.Column:
+        return _col("__emb_v")
 
-        first = f"CASE WHEN {norm} < 1 THEN 1e30 ELSE 1e-30 END"
-        second = f"CASE WHEN {norm} < 1 THEN 1e-30 ELSE 1e30 END / {norm}"
-        unit = (f"CASE WHEN {norm} BETWEEN 1e-30 AND 1e30 THEN {scaled(v, f'1 / {norm}')} "
-                f"ELSE {scaled(scaled(v, first), second)} END")
-    if dims.low == dims.high:
-        d = str(dims.high)
+    def length() -> exp.Column:
+        return _col("__emb_len")
+
+    def norm() -> exp.Column:
+        return _col("__emb_norm")
+
+    def number(x: object) -> exp.Expression:
+        return exp.Literal.number(str(x))
+
+    def as_vector(x: exp.Expression) -> exp.Cast:
+        return exp.Cast(this=x, to=exp.DataType.build("vector", dialect="postgres"))
+
+    def source() -> exp.Expression:
+        return as_vector(_col(vector)) if halfvec else _col(vector)
+
+    def call(name: str, *args: exp.Expression) -> exp.Anonymous:      # pgvector's own functions
+        return exp.Anonymous(this=name, expressions=list(args))
+
+    unit: exp.Expression
+    if version_tuple(version) >= (0, 7):
+        unit = call("l2_normalize", v())
     else:
-        d = "CASE \"__emb_b\" " + " ".join(f"WHEN {exp.convert(value).sql('postgres')} THEN {n}"
-                                           for value, n in dims.by_value.items()) + " END"
-    by_sql = _col(by).sql("postgres") if by else "NULL"
-    return (f"SELECT \"{B}\", \"{G}\", COUNT(*) AS \"{N}\",\n"
-            f"  SUM(CASE WHEN {v} IS NULL THEN 1 ELSE 0 END) AS \"{NULLS}\",\n"
-            f"  MIN({length}) AS \"{LEN_MIN}\", MAX({length}) AS \"{LEN_MAX}\",\n"
-            f"  SUM(CASE WHEN {v} IS NOT NULL AND NOT {norm} > 0 THEN 1 ELSE 0 END) AS \"{BAD}\",\n"
-            f"  AVG(CASE WHEN {length} = {d} AND {norm} > 0 THEN {unit} END)::real[] AS \"{MEAN}\"\n"
-            f"FROM (SELECT {by_sql} AS \"{B}\", {_col(group).sql('postgres')} AS \"{G}\", {source} AS {v},\n"
-            f"        vector_dims({source}) AS {length}, vector_norm({source}) AS {norm}\n"
-            f"      FROM {table.sql('postgres')}) AS \"__emb_rows\"\n"
-            f"GROUP BY \"{B}\", \"{G}\"")
+        def scaled(x: exp.Expression, factor: exp.Expression) -> exp.Expression:
+            fill = call("array_fill", exp.Cast(this=exp.Paren(this=factor), to=exp.DataType.build("REAL")),
+                        exp.Array(expressions=[length()]))
+            return exp.Mul(this=x, expression=as_vector(fill))
+
+        def below_one(then: str, otherwise: str) -> exp.Case:
+            return exp.Case(ifs=[exp.If(this=exp.LT(this=norm(), expression=number(1)), true=number(then))],
+                            default=number(otherwise))
+
+        unit = exp.Case(ifs=[exp.If(this=exp.Between(this=norm(), low=number("1e-30"), high=number("1e30")),
+                                    true=scaled(v(), exp.Div(this=number(1), expression=norm())))],
+                        default=scaled(scaled(v(), below_one("1e30", "1e-30")),
+                                       exp.Div(this=below_one("1e-30", "1e30"), expression=norm())))
+    d: exp.Expression = number(dims.high) if dims.low == dims.high else exp.Case(
+        this=_col(B), ifs=[exp.If(this=exp.convert(value), true=number(n)) for value, n in dims.by_value.items()])
+
+    def flag(condition: exp.Expr) -> exp.Case:
+        return exp.Case(ifs=[exp.If(this=condition, true=number(1))], default=number(0))
+
+    per_row = {"nulls": flag(exp.Is(this=v(), expression=exp.null())), "len_min": length(), "len_max": length(),
+               "bad": flag(exp.and_(exp.Not(this=exp.Is(this=v(), expression=exp.null())),
+                                    exp.Not(this=exp.GT(this=norm(), expression=number(0)))))}
+    usable = exp.and_(exp.EQ(this=length(), expression=d), exp.GT(this=norm(), expression=number(0)))
+    mean = exp.Cast(this=exp.Avg(this=exp.Case(ifs=[exp.If(this=usable, true=unit)])),
+                    to=exp.DataType.build("REAL[]", dialect="postgres"))
+    rows = exp.select(exp.alias_(_model_or_null(model), B, quoted=True), exp.alias_(_col(group), G, quoted=True),
+                      exp.alias_(source(), "__emb_v", quoted=True),
+                      exp.alias_(call("vector_dims", source()), "__emb_len", quoted=True),
+                      exp.alias_(call("vector_norm", source()), "__emb_norm", quoted=True)).from_(table.copy())
+    # the mean stands for the spread and the coordinate sums, which sums_from_means derives from it
+    figures = stage1_figures(per_row, {"spread": [], "vectors": []})
+    return (exp.select(_col(B), _col(G), *figures, exp.alias_(mean, MEAN, quoted=True))
+            .from_(rows.subquery("__emb_rows")).group_by(_col(B), _col(G)).sql("postgres", normalize_functions=False))
 
 
 def sums_from_means(result: pa.Table, dims: Dimensions) -> pa.Table:
@@ -368,9 +404,14 @@ def sums_from_means(result: pa.Table, dims: Dimensions) -> pa.Table:
             means[i, len(mean):] = 0.0            # a shorter model's coordinates past its d
     sums = means * counts[:, None]
     within = counts * (1.0 - np.einsum("ij,ij->i", means, means))
-    columns = {name: result.column(name) for name in (B, G, N, NULLS, LEN_MIN, LEN_MAX, BAD)}
-    columns[WITHIN] = pa.array(within)
-    columns.update({_sum_name(k): pa.array(sums[:, k - 1]) for k in range(1, dims.high + 1)})
+    columns = {B: result.column(B), G: result.column(G)}
+    for q in STAGE1:     # the counts and checks as pgvector's query returned them
+        if q.combine == "spread":
+            columns[WITHIN] = pa.array(within)
+        elif q.combine == "vectors":
+            columns.update({_sum_name(k): pa.array(sums[:, k - 1]) for k in range(1, dims.high + 1)})
+        else:
+            columns[FIGURES[q.name]] = result.column(FIGURES[q.name])
     return pa.table(columns)
 
 
@@ -387,15 +428,16 @@ class VectorForm:
         return self.type_name in PGVECTOR_TYPES
 
 
-def vector_form(fetch: Callable[[str], pa.Table], table: exp.Expression, vector: str, dialect: str, name: str) -> VectorForm:
-    """The vector column's form on ``dialect`` (one row read through ``fetch``); a column that is
+def vector_form(fetch: Callable[[str], pa.Table], table: exp.Expression, vector: str, engine: Engine,
+                name: str) -> VectorForm:
+    """The vector column's form on ``engine`` (one row read through ``fetch``); a column that is
     not an array of numbers (or a pgvector vector) is refused naming the engine and the column."""
-    sql = vector_type_query(table, vector, dialect)
+    sql = engine.vector_type_query(table, vector)
     rows = fetch(sql).to_pylist() if sql else []
     if not rows:               # DuckDB, or no rows (the probes say so)
         return VectorForm()
     type_name = rows[0][TYPE]
-    if not is_number_array(type_name, dialect):
-        wanted = "an array of numbers" + (" or pgvector's vector" if dialect == "postgres" else "")
-        raise ColumnTypeError(f"{dialect}: vector column {vector!r} of {name!r} is {type_name}; it must be {wanted}")
+    if not engine.is_number_array(type_name):
+        raise ColumnTypeError(f"{engine.name}: vector column {vector!r} of {name!r} is {type_name}; "
+                              f"it must be {engine.wanted}")
     return VectorForm(type_name.strip().lower(), rows[0][VERSION])

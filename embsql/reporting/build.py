@@ -45,9 +45,8 @@ from embsql.core.arguments import (
 )
 from embsql.core.model_comparison import canonical
 from embsql.core.sums import GroupSums
-from embsql.engines import spark
-from embsql.engines.connections import dialect_of, engine_error, errors_of, fetch_arrow
-from embsql.engines.dialects import WRITABLE
+from embsql.engines import dialects, spark
+from embsql.engines.connections import fetch_arrow
 from embsql.errors import (
     BadLabelError,
     BadVectorError,
@@ -235,7 +234,7 @@ class Report:
 
     # -- SQL ----------------------------------------------------------------------------------
     def _table(self, dialect: str) -> exp.Expression:
-        if dialect == "duckdb":  # table names the source on the other engines only
+        if dialects.engine(dialect).reads_local:  # table names the source on the other engines only
             return source_expression(self.source)
         if self.table:
             return source_expression(self.table)
@@ -323,7 +322,7 @@ class Report:
     def aggregate_query(self, dialect: str, dims: portable_sums.Dimensions) -> exp.Select:
         """Stage 1: n_g, checks and the coordinate sums of the unit vectors per (model, group)."""
         return portable_sums.group_sums_query(self._relation(dialect), self.group, self.vector, dims, self.model,
-                                       fence=dialect == "postgres")
+                                       fence=dialects.engine(dialect).fence)
 
     def sql(self, dialect: str = "duckdb", con: duckdb.DuckDBPyConnection | None = None,
             dims: dict[Any, int] | int | None = None) -> str:
@@ -335,8 +334,7 @@ class Report:
         table (``table=``), never a local file, so the output runs on that engine as it is.  On
         Spark, run_on sums the rows in Python workers instead of running the printed aggregate:
         the output starts with comment lines saying so, with the rows query it runs there."""
-        if dialect not in WRITABLE:
-            raise InputError(f"dialect must be one of {', '.join(WRITABLE)}, not {dialect!r}")
+        dialects.engine(dialect)      # a dialect embsql writes, or an InputError listing them
         if dims is not None:
             found = portable_sums.Dimensions(dims if isinstance(dims, dict) else {None: int(dims)})
             return self._on_engine(dialect) + _script([(AGGREGATE, self.aggregate_query(dialect, found))], dialect)
@@ -345,15 +343,14 @@ class Report:
             local._check_columns(con)
             found, _ = local.probes(lambda sql: run_sql(con, sql), "duckdb")
             self._table(dialect)      # another engine needs the name of its table before anything is printed
-            shown = local if dialect == "duckdb" else self     # DuckDB reads the attached file; others their table
+            shown = local if dialects.engine(dialect).reads_local else self   # DuckDB reads the attached file; others their table
             printed = shown.probe_queries(dialect, list(found.by_value)) + \
                 [(AGGREGATE, shown.aggregate_query(dialect, found))]
             return self._on_engine(dialect) + _script(printed, dialect)
 
     def _on_engine(self, dialect: str) -> str:
         """Comment lines before the printed SQL where run_on runs stage 1 another way (Spark)."""
-        return spark.note(self._relation(dialect), self.group, self.vector, self.model) + "\n" \
-            if dialect == "spark" else ""
+        return dialects.engine(dialect).note(self._relation(dialect), self.group, self.vector, self.model)
 
     # -- running ------------------------------------------------------------------------------
     def run(self, con: duckdb.DuckDBPyConnection | None = None, *, progress: bool | None = None) -> ReportResult:
@@ -389,7 +386,7 @@ class Report:
                 if column is not None and column not in columns:
                     raise ColumnNotFoundError(f"{role} column {column!r} not found in {name!r} "
                                               f"on {dialect}; its columns are: {', '.join(columns)}")
-            form = portable_sums.vector_form(fetch, self._relation(dialect), self.vector, dialect, name)
+            form = portable_sums.vector_form(fetch, self._relation(dialect), self.vector, dialects.engine(dialect), name)
         if con is not None:   # DuckDB: the rows streamed through embsql.anova's one-pass accumulator
             skipped = Skipped.asked(self.bad_rows)
             streamed = duckdb_sums.streamed_sums(con, self.source, self._relation(dialect), self.group, self.vector,
@@ -403,17 +400,14 @@ class Report:
                 return self.finish(streamed.parts, con=con, progress=progress, meta=meta, notes=[note] if note else [])
             return self.finish(streamed.parts, con=con, progress=progress, meta=meta)
         dims, _ = self.probes(fetch, dialect, form.pgvector)
-        if form.pgvector:   # pgvector's own aggregate: the mean unit vector per group, n_g times
-            sql = portable_sums.pgvector_sums_query(self._relation(dialect), self.group, self.vector, dims, by=self.model,
-                                             version=form.pgvector_version or "0.6.2", halfvec=form.type_name == "halfvec")
-            returned = fetch(sql)
-            result = portable_sums.sums_from_means(returned, dims)
-        elif summarize is not None:
+        if summarize is not None:
             sql = spark.rows_query(self._relation(dialect), self.group, self.vector, self.model)
             returned = result = summarize(self._relation(dialect), dims)
-        else:
-            sql = write(self.aggregate_query(dialect, dims), dialect)
-            returned = result = fetch(sql)
+        else:       # the engine's aggregate (pgvector: its own mean unit vector per group), read back its way
+            query = dialects.engine(dialect).stage1_sql(self._relation(dialect), self.group, self.vector, dims, self.model, form)
+            sql = query if isinstance(query, str) else write(query, dialect)
+            returned = fetch(sql)
+            result = dialects.engine(dialect).stage1_result(returned, dims, form)
         try:
             parts = portable_sums.group_sums_from_result(result, self.group, self.vector, dims, self.model)
         except (BadLabelError, BadVectorError) as error:
@@ -593,7 +587,7 @@ def _script(queries: list[tuple[str, exp.Expression]], dialect: str) -> str:
 def write(tree: exp.Expression, dialect: str) -> str:
     """``tree`` as ``dialect`` SQL; anything the dialect cannot express is an error, not silent SQL."""
     functions = {node.name for node in tree.find_all(exp.Anonymous)}
-    if functions and dialect != "duckdb":
+    if functions and not dialects.engine(dialect).duckdb_functions:
         raise InputError(f"function {sorted(functions)[0]}() has no equivalent in {dialect}; "
                          "this query can only run on DuckDB")
     try:
@@ -757,13 +751,6 @@ def run_on(connection: Any, report: Report, *, progress: bool | None = None) -> 
     """
     if isinstance(connection, duckdb.DuckDBPyConnection):
         return report.run(connection, progress=progress)
-    dialect = dialect_of(connection)
-
-    def spark_sums(relation: exp.Expression, dims: portable_sums.Dimensions) -> pa.Table:
-        try:
-            return spark.group_sums(connection, relation, report.group, report.vector, dims, report.model)
-        except errors_of(dialect) as error:
-            raise engine_error(dialect, error) from error
-
-    return report.run_stage1(lambda sql: fetch_arrow(connection, sql), dialect, progress=progress,
-                             summarize=spark_sums if dialect == "spark" else None)
+    on = dialects.engine_of(connection)
+    return report.run_stage1(lambda sql: fetch_arrow(connection, sql), on.name, progress=progress,
+                             summarize=on.summarizer(connection, report.group, report.vector, report.model))
