@@ -20,7 +20,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -230,6 +232,21 @@ def over_threads(function: Callable[[NDArray[np.int64]], NDArray[np.float64]], s
         return [function(stacked)]
     with ThreadPoolExecutor(threads) as pool:
         return list(pool.map(function, np.array_split(stacked, threads)))
+
+
+@cache
+def _blas_controller() -> object:
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def one_blas_thread() -> AbstractContextManager[object]:
+    """BLAS on one thread within the block (``with one_blas_thread(): ...``), for kernels that make many
+    small matrix products and share them between threads of their own.  OpenBLAS otherwise splits each
+    small product over its own threads, which wait for work by spinning: on 2 cores under a load of 7 a
+    50 x 384 x 50 product took 16x longer than on one thread (0.28 s against 0.017 s per 100 of them)."""
+    return _blas_controller().limit(limits=1, user_api="blas")  # type: ignore[attr-defined,no-any-return]
 
 
 class _PairSums:
