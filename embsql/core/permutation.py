@@ -318,8 +318,9 @@ class _CoordinateSums:
         # np.add.reduceat, whose cost is per segment
         self.size = int(sizes[0]) if np.all(sizes == sizes[0]) else None
         self.codes, self.inverse_sizes = d.codes, 1.0 / sizes
-        if len(sizes) > FEW_GROUPS:
-            self.batch = None  # type: ignore[method-assign,assignment]  # many groups: the runner goes one by one
+        if len(sizes) > FEW_GROUPS:   # many groups: one permutation at a time, a batch's shared between threads
+            self.batch = self._each  # type: ignore[method-assign]
+            self.batch_size = POLL_BLOCK
 
     def batch(self, perms: Sequence[NDArray[np.int64]]) -> NDArray[np.float64]:
         """Few groups: the group sums of many permutations as one matrix product (BLAS), with a
@@ -330,6 +331,15 @@ class _CoordinateSums:
             indicator[b * groups + self.codes, perm] = 1.0   # item perm[i] takes the label of row i
         sums = (indicator @ self.unit).reshape(len(perms), groups, -1)
         return self.n - np.einsum("bgk,bgk->bg", sums, sums) @ self.inverse_sizes
+
+    def _each(self, perms: Sequence[NDArray[np.int64]]) -> NDArray[np.float64]:
+        """SS_W of each permutation alone (__call__), the permutations shared between threads: the gathers and
+        sums release the GIL, and each permutation's figure is computed as it is on one thread."""
+        threads = min(gather_threads(), len(perms))
+        if threads <= 1:
+            return np.array([self(perm) for perm in perms])
+        with ThreadPoolExecutor(threads) as pool:
+            return np.array(list(pool.map(self, perms)))
 
     def __call__(self, perm: NDArray[np.int64]) -> float:
         rows = perm[self.order]
@@ -360,7 +370,7 @@ def _run(statistic_of: Callable[[NDArray[np.int64]], float],
     """
     f_observed = float(finish(np.asarray(statistic_of(np.arange(d.n)), dtype=np.float64)))
     batch = getattr(statistic_of, "batch", None)
-    step = BATCH_PERMUTATIONS if batch is not None else POLL_BLOCK
+    step = getattr(statistic_of, "batch_size", BATCH_PERMUTATIONS) if batch is not None else POLL_BLOCK
 
     def values(perms: list[NDArray[np.int64]]) -> NDArray[np.float64]:
         raw = batch(perms) if batch is not None else np.array([statistic_of(p) for p in perms])
