@@ -329,13 +329,20 @@ def choose_dispersion_method(n: int, dim: int, codes: np.ndarray, permutations: 
     """gram when the float64 Gram matrix of the aligned vectors fits where PERMANOVA's pairs matrix does, a batch's
     gathered blocks fit GATHER_BYTES, and building it (n^2 d / 2 multiply-adds) plus sum_g n_g^2 random reads per
     permutation cost less than the block products, sum_g min(n_g^2 d, n_g d^2) per permutation; else coordinates."""
+    costs = dispersion_costs(n, dim, codes, permutations)
+    return "gram" if "gram" in costs and costs["gram"] < costs["coordinates"] else "coordinates"
+
+
+def dispersion_costs(n: int, dim: int, codes: np.ndarray, permutations: int) -> dict[str, float]:
+    """What choose_dispersion_method weighs, in multiply-adds of a block product: each route's cost ("gram" only
+    where it fits).  The cheaper one is the test's cost (a report's progress bar estimates with it)."""
     sizes = np.bincount(codes).astype(float)
     squares = float(np.sum(sizes ** 2))
-    gram = DISPERSION_MAC * n * n * dim / 2 + permutations * DISPERSION_READ * squares
-    coordinates = permutations * float(np.sum(np.minimum(sizes * sizes * dim, sizes * dim * dim)))
+    costs = {"coordinates": permutations * float(np.sum(np.minimum(sizes * sizes * dim, sizes * dim * dim)))}
     # R's packed float64 triangle takes n^2 * 4 bytes, what PERMANOVA's budget counts for its float32 matrix
-    fits = gram_dtype(n) is not None and POLL_EVERY * squares * 8 <= GATHER_BYTES
-    return "gram" if fits and gram < coordinates else "coordinates"
+    if gram_dtype(n) is not None and POLL_EVERY * squares * 8 <= GATHER_BYTES:
+        costs["gram"] = DISPERSION_MAC * n * n * dim / 2 + permutations * DISPERSION_READ * squares
+    return costs
 
 
 class AlignedPermutations:

@@ -573,9 +573,18 @@ def choose_method(n: int, dim: int, codes: np.ndarray, permutations: int = 999) 
     pairs: n^2 d / 2 multiply-adds to build Z Z^T, then sum_g n_g (n_g - 1) / 2 random reads per
     permutation; coordinates: n d streamed reads per permutation.
     """
+    costs = method_costs(n, dim, codes, permutations)
+    return "pairs" if "pairs" in costs and costs["pairs"] < costs["coordinates"] else "coordinates"
+
+
+def method_costs(n: int, dim: int, codes: np.ndarray, permutations: int = 999) -> dict[str, float]:
+    """What choose_method weighs, in streamed float reads: each route's cost ("pairs" only where its Gram
+    matrix fits).  The cheaper one is the test's cost (a report's progress bar estimates with it)."""
     within = float(np.sum(np.bincount(codes).astype(float) * (np.bincount(codes) - 1))) / 2
-    pairs = GRAM_MAC * n * n * dim / 2 + permutations * PAIR_READ * within
-    return "pairs" if gram_dtype(n) is not None and pairs < permutations * n * dim else "coordinates"
+    costs = {"coordinates": float(permutations) * n * dim}
+    if gram_dtype(n) is not None:
+        costs["pairs"] = GRAM_MAC * n * n * dim / 2 + permutations * PAIR_READ * within
+    return costs
 
 
 def within_sums(unit: NDArray[np.float64], d: Design, method: str = "auto",
