@@ -23,9 +23,9 @@ import numpy as np
 
 from embsql.core import decomposition, resampling
 from embsql.core.arguments import sequential_stop
+from embsql.core.dispersion import MIN_GROUP, dispersion_costs
 from embsql.core.model_comparison import BOOTSTRAP_COLUMNS, COMPARE_COLUMNS, bootstrap_row, compare_row, same_groups_problem
 from embsql.core.model_ranking import RANK_COLUMNS, structure_rows
-from embsql.core.dispersion import MIN_GROUP, dispersion_costs
 from embsql.core.permutation import method_costs
 from embsql.core.row_tests import Ordered, dispersion_rows, ordered, permanova_row
 from embsql.core.sums import GroupSums
