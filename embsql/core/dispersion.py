@@ -399,8 +399,9 @@ def dispersion_test(unit: np.ndarray, d: Design, *, permutations: int = 999, see
     codes = (np.cumsum(tested) - 1)[d.codes[keep]]
     groups = int(tested.sum())
     kept = Design(codes, np.zeros(len(codes), dtype=np.int64), groups)
-    f_observed = float(spread_f(pair_sums(unit[keep], codes, groups)))
-    permuted_f = AlignedPermutations(unit[keep], codes, groups, method, permutations)
+    tested_unit = unit if keep.all() else unit[keep]      # one copy at most (n x d float64: 3 GB at 10^6 rows)
+    f_observed = float(spread_f(pair_sums(tested_unit, codes, groups)))
+    permuted_f = AlignedPermutations(tested_unit, codes, groups, method, permutations)
     test = sequential(f_observed, permuted_f.batch, kept, permutations, seed, POLL_EVERY, progress, "aligned vectors",
                       stop_after)
     return Dispersion(test, groups, mean_distance, sizes, tested, items_left_out, _note(sizes, tested))

@@ -108,9 +108,12 @@ class Run:
             assert self.con is not None, "only the DuckDB path reads rows (Report._check_engine_sections)"
             report = self.report
             source = resolve(self.con, report.rows_source(self.con))
-            self._rows = [(value, ordered(part, report.group))
-                          for value, part in unit_rows(self.con, source, report.group, report.vector, model=report.model,
-                                                       skip=Skipped.asked(report.bad_rows))]
+            parts = unit_rows(self.con, source, report.group, report.vector, model=report.model,
+                              skip=Skipped.asked(report.bad_rows))
+            self._rows = []
+            while parts:   # each model's rows as read are let go once they are in canonical order (one copy)
+                value, part = parts.pop(0)
+                self._rows.append((value, ordered(part, report.group)))
         return self._rows
 
 
