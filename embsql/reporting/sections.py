@@ -313,13 +313,15 @@ REGISTRY: dict[str, Entry] = {entry.name: entry for entry in (
 
 
 # The report's progress bar (progress_plan): each part's share is an estimate of its time, in milliseconds, from
-# the cost models the kernels choose their routes by, at the rates measured by bench/report_scale.py (2 models of
-# 100,000 rows, d = 384, groups of 50, 2 cores under a load of about 8; bench/README.md).  Rough, and made
-# before anything runs: what matters is that the parts' shares are in proportion, so that the bar's rate and
-# remaining time are the run's.
+# the cost models the kernels choose their routes by, at rates set so that the shares match those measured by
+# bench/report_scale.py --whole (2 models, d = 384, groups of 50, 999 permutations; bench/README.md): at 10^5
+# rows PERMANOVA 353 s and the dispersion test 412 s (coordinates route), bootstrap 4.2 s, compare 5.9 s; at
+# 10^4 PERMANOVA 6.5 s and the dispersion test 33 s (Gram route).  Rough, and made before anything runs: what
+# matters is that the parts' shares are in proportion, so that the bar's rate and remaining time are the run's.
 READ_NS = 3.0                   # PERMANOVA: one streamed float read (core.permutation.method_costs' unit)
-BLOCK_MAC_NS = 0.5              # dispersion: one multiply-add of a block product (core.dispersion.dispersion_costs')
-RESAMPLE_NS = {"bootstrap": 1.0, "compare": 3.5, "ranking": 2.8}   # per replicate x group x dimension and model
+# the dispersion test, per unit of core.dispersion.dispersion_costs (a multiply-add of a block product), by route
+DISPERSION_NS = {"coordinates": 0.07, "gram": 6.0}
+RESAMPLE_NS = {"bootstrap": 1.0, "compare": 2.0, "ranking": 2.8}   # per replicate x group x dimension and model
 ROW_NS = 1.0                    # a section that reads rows, without a cost model: about one pass over them
 
 
@@ -347,8 +349,9 @@ def progress_plan(report: Settings, parts: list[tuple[object, GroupSums]],
                     else:
                         tested = codes[np.repeat(counts >= MIN_GROUP, counts)]
                         tested = np.unique(tested, return_inverse=True)[1]
-                        cost = BLOCK_MAC_NS * min(dispersion_costs(len(tested), dim, tested,
-                                                                   report.permutations).values())
+                        costs = dispersion_costs(len(tested), dim, tested, report.permutations)
+                        route = min(costs, key=costs.__getitem__)     # the route choose_dispersion_method takes
+                        cost = DISPERSION_NS[route] * costs[route]
                         add((name, value), DISPERSION_LABEL if value is None else f"{DISPERSION_LABEL} ({value})", cost)
                 continue
             if name in RESAMPLE_NS:   # replicates x groups x d per model (compare: per pair of models)
