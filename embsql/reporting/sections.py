@@ -312,16 +312,16 @@ REGISTRY: dict[str, Entry] = {entry.name: entry for entry in (
 )}
 
 
-# The report's progress bar (progress_plan): each part's share is an estimate of its time, in milliseconds, from
-# the cost models the kernels choose their routes by, at rates set so that the shares match those measured by
-# bench/report_scale.py --whole (2 models, d = 384, groups of 50, 999 permutations; bench/README.md): at 10^5
-# rows PERMANOVA 353 s and the dispersion test 412 s (coordinates route), bootstrap 4.2 s, compare 5.9 s; at
-# 10^4 PERMANOVA 6.5 s and the dispersion test 33 s (Gram route).  Rough, and made before anything runs: what
-# matters is that the parts' shares are in proportion, so that the bar's rate and remaining time are the run's.
-READ_NS = 3.0                   # PERMANOVA: one streamed float read (core.permutation.method_costs' unit)
+# The report's progress bar (progress_plan): each part's share is an estimate of its time, in milliseconds on
+# 2 cores under light load, from the cost models the kernels choose their routes by, at the rates measured by
+# bench/report_scale.py --whole (2 models, d = 384, groups of 50, 999 permutations, load 2.5-3.5; bench/README.md):
+# at 10^5 rows PERMANOVA 55.6 s, the dispersion test 186 s (coordinates route), bootstrap 0.5 s, compare 1.2 s;
+# at 10^4 PERMANOVA 6.5 s and the dispersion test 33 s (Gram route).  Rough, and made before anything runs:
+# what matters is that the parts' shares are in proportion, so that the bar's rate and remaining time are the run's.
+READ_NS = 0.8                   # PERMANOVA: one streamed float read (core.permutation.method_costs' unit)
 # the dispersion test, per unit of core.dispersion.dispersion_costs (a multiply-add of a block product), by route
-DISPERSION_NS = {"coordinates": 0.07, "gram": 6.0}
-RESAMPLE_NS = {"bootstrap": 1.0, "compare": 2.0, "ranking": 2.8}   # per replicate x group x dimension and model
+DISPERSION_NS = {"coordinates": 0.05, "gram": 1.7}
+RESAMPLE_NS = {"bootstrap": 0.16, "compare": 0.4, "ranking": 0.6}   # per replicate x group x dimension and model
 ROW_NS = 1.0                    # a section that reads rows, without a cost model: about one pass over them
 
 
