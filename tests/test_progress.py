@@ -123,7 +123,7 @@ def test_the_bar_s_shares_follow_the_kernels_cost_models():
     small, large = plan(100_000, 50), plan(200_000, 50)
     assert large[("permanova", None)] == pytest.approx(2 * small[("permanova", None)], rel=1e-3)
     assert large[("dispersion", None)] == pytest.approx(2 * small[("dispersion", None)], rel=1e-3)
-    assert large["bootstrap"] == pytest.approx(2 * small["bootstrap"], rel=1e-3)
+    assert large["bootstrap"] == pytest.approx(2 * small["bootstrap"], rel=1e-2)      # whole milliseconds
     wider = plan(100_000, 100)
     assert wider[("dispersion", None)] == pytest.approx(2 * small[("dispersion", None)], rel=1e-3)
     assert wider[("permanova", None)] == small[("permanova", None)]
