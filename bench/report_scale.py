@@ -7,6 +7,8 @@ direction plus noise), written once per size to a Parquet file under --dir.  For
 - each section of the default report alone (`embsql.report(file, ..., sections=(s,)).run()`) and
   then the whole default report, every one in a fresh child process, timed in full with its peak
   memory (the child's maximum resident set); a run past --timeout is stopped and printed as such;
+- with --whole, instead: the default report once, in a fresh child process, each section's time
+  within it (the first test section also reads the rows) and the permutations each test ran;
 - the limit: the adds a permutation test cannot avoid on the coordinates route, B permutations of
   the per-group vector sums of every model (B.n.d adds), run in full as a plain numpy scatter-add
   (a sparse indicator product per block of rows), so the growth of each section is read against it.
@@ -38,6 +40,52 @@ kwargs = dict(sections=sections) if sections else {{}}
 embsql.report({path!r}, vector="v", group="g", model="model", permutations={permutations}, **kwargs).run(progress=False)
 print(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 """
+
+
+# --whole: the default report once, each section timed inside it (the rows are read by the first test section)
+WHOLE = """
+import dataclasses, json, resource, sys, time
+sys.path.insert(0, {root!r})
+import embsql
+from embsql.reporting import sections as registry
+times = {{}}
+for name, entry in list(registry.REGISTRY.items()):
+    def timed(e, run, _build=entry.build, _name=name):
+        start = time.perf_counter()
+        try:
+            return _build(e, run)
+        finally:
+            times[_name] = time.perf_counter() - start
+    registry.REGISTRY[name] = dataclasses.replace(entry, build=timed)
+start = time.perf_counter()
+result = embsql.report({path!r}, vector="v", group="g", model="model", permutations={permutations}).run(progress=False)
+total = time.perf_counter() - start
+ran = {{s.name: [row.get("permutations") for row in s.table.to_dicts()] for s in result.sections
+       if s.name in ("permanova", "dispersion")}}
+print(json.dumps({{"total": total, "sections": times, "permutations": ran,
+                  "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}}))
+"""
+
+
+def run_whole(path: Path, permutations: int, timeout: float) -> list[str]:
+    """The default report in one child process, each section's time within it, and stage 1 (the rest)."""
+    import json
+
+    code = WHOLE.format(root=str(ROOT), path=str(path), permutations=permutations)
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return [f"  {'the default report, all sections':34s} stopped after {timeout:.0f} s"]
+    if out.returncode != 0:
+        return ["  failed: " + (out.stderr.strip().splitlines() or ["?"])[-1][:120]]
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    lines = [f"  {'stage 1 and the rest':34s} {found['total'] - sum(found['sections'].values()):9.1f} s"]
+    for name, seconds in found["sections"].items():
+        ran = found["permutations"].get(name)
+        lines.append(f"  {name:34s} {seconds:9.1f} s" + (f"  (permutations run per model: {ran})" if ran else ""))
+    lines.append(f"  {'the default report, all sections':34s} {found['total']:9.1f} s, "
+                 f"peak {found['peak'] / 2**30:5.2f} GiB")
+    return lines
 
 
 def write_table(path: Path, n: int, seed: int = 0) -> None:
@@ -108,6 +156,8 @@ def main() -> None:
     parser.add_argument("--permutations", type=int, default=999)
     parser.add_argument("--dir", type=Path, default=Path("/tmp"), help="where the Parquet files are written")
     parser.add_argument("--no-limit", action="store_true", help="skip the numpy limit (minutes at 10^6 rows)")
+    parser.add_argument("--whole", action="store_true",
+                        help="run the default report once per size, each section timed inside it (not alone)")
     args = parser.parse_args()
 
     sys.path.insert(0, str(ROOT))
@@ -124,6 +174,9 @@ def main() -> None:
         print(f"\nn = {n:,} per model (load {os.getloadavg()[0]:.1f})", flush=True)
         if not args.no_limit:
             print(f"  {'limit: B.n.d adds in numpy':34s} {limit_seconds(n, args.permutations):9.1f} s", flush=True)
+        if args.whole:
+            print("\n".join(run_whole(path, args.permutations, args.timeout)), flush=True)
+            continue
         for section in sections:
             print(f"  {section:34s} {run_child(path, (section,), args.permutations, args.timeout)}", flush=True)
         print(f"  {'the default report, all sections':34s} {run_child(path, (), args.permutations, args.timeout)}",

@@ -60,7 +60,7 @@ def release(text: str) -> tuple[int, ...]:
 
 
 def test_every_runtime_dependency_has_a_lower_bound():
-    assert {"duckdb", "pyarrow", "numpy", "sqlglot", "rich", "matplotlib"} <= set(lower_bounds())
+    assert {"duckdb", "pyarrow", "numpy", "sqlglot", "rich", "matplotlib", "threadpoolctl"} <= set(lower_bounds())
 
 
 @pytest.mark.skipif(not os.environ.get("EMBSQL_LOWEST_BOUNDS"), reason="only in .ci/run's lowest-bounds venv")

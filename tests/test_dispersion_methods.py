@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import embsql.core.dispersion as dispersion
 import embsql.core.permutation as permutation
 from embsql.core.dispersion import (
     AlignedPermutations,
@@ -294,3 +295,33 @@ def test_threaded_gathers_give_the_one_thread_f(monkeypatch):
     monkeypatch.setattr(permutation, "MIN_THREADED_READS", 0)        # the threads are permutation.over_threads
     monkeypatch.setattr(permutation, "gather_threads", lambda: 3)     # whatever the machine's cores
     np.testing.assert_allclose(kernel_f(z, codes, perms, "gram"), reference_f(z, codes, perms), rtol=1e-9, atol=0)
+
+
+def loop_pair_sums(z: np.ndarray, codes: np.ndarray, groups: int) -> np.ndarray:
+    """s1, r2 and f2 of every group, one group's Gram matrix at a time, by their definitions."""
+    out = np.zeros((3, groups))
+    for g in range(groups):
+        c = z[codes == g] @ z[codes == g].T
+        np.fill_diagonal(c, 0.0)
+        out[:, g] = c.sum(), np.sum(c.sum(axis=1) ** 2), np.sum(c * c)
+    return out
+
+
+def test_the_coordinates_route_in_threads_and_chunks_gives_each_permutation_s_pair_sums(monkeypatch):
+    """The threads share a batch's permutations and each permuted group's block is gathered a few groups at a
+    time: the sums are those of the regrouped rows, computed group by group, and the same bits whatever the
+    threads and chunks (groups of 4 to 9 items and one of 15, more than d = 10: the d x d route)."""
+    rng = np.random.default_rng(11)
+    codes = rng.permutation(np.r_[np.repeat(np.arange(12), rng.integers(4, 10, 12)), np.full(15, 12)])
+    z = unit(rng.standard_normal((len(codes), 10)) + rng.standard_normal((13, 10))[codes])
+    perms = np.stack(list(shuffles(Design(codes, np.zeros(len(codes), dtype=np.int64), 13), 7, 3)))
+    plain = dispersion._CoordinateSums(z, codes, 13).batch(perms)
+    monkeypatch.setattr(dispersion, "CHUNK_BYTES", 1)                 # one group per block product
+    monkeypatch.setattr(dispersion, "gather_threads", lambda: 3)      # whatever the machine's cores
+    threaded = dispersion._CoordinateSums(z, codes, 13).batch(perms)
+    for k, perm in enumerate(perms):
+        expected = loop_pair_sums(z[perm], codes, 13)
+        for row, name in enumerate(("s1", "r2", "f2")):
+            np.testing.assert_allclose(getattr(threaded, name)[k], expected[row], rtol=1e-12, atol=1e-12)
+            assert np.array_equal(getattr(threaded, name)[k], getattr(plain, name)[k])
+    assert np.array_equal(threaded.sizes, np.bincount(codes))

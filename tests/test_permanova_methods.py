@@ -69,3 +69,24 @@ def test_threaded_gathers_give_the_one_thread_p(monkeypatch):
     coordinates = permanova_vectors(unit, d, permutations=199, seed=5, method="coordinates")
     assert threaded.exceedances == single.exceedances == coordinates.exceedances
     assert threaded.statistic == pytest.approx(coordinates.statistic, rel=1e-12)
+
+
+def test_the_coordinates_route_shares_permutations_between_threads_with_each_one_s_ss_w(monkeypatch):
+    """Many groups (past F64_GRAM_MAX_N items: float32 sums): a batch of permutations is shared between threads,
+    each permutation's SS_W computed alone, equal to the grouped sums of plain numpy and the same bits as one thread."""
+    rng = np.random.default_rng(4)
+    labels = np.sort(rng.integers(0, 60, 2_400))
+    x = rng.standard_normal((60, 12))[labels] * 0.3 + rng.standard_normal((2_400, 12))
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    d = design(labels)
+    perms = [rng.permutation(len(labels)) for _ in range(9)]
+    monkeypatch.setattr(permutation, "gather_threads", lambda: 3)     # whatever the machine's cores
+    kernel, method = permutation.within_sums(unit, d, "coordinates")
+    threaded = kernel.batch(perms)
+    monkeypatch.setattr(permutation, "gather_threads", lambda: 1)
+    assert np.array_equal(threaded, kernel.batch(perms))
+    for perm, ss_w in zip(perms, threaded):
+        regrouped = unit[perm]        # row i's label goes to item perm[i]
+        sums = np.array([regrouped[labels == g].sum(axis=0) for g in range(60)])
+        expected = len(labels) - np.sum(sums * sums, axis=1) @ (1.0 / np.bincount(labels))
+        assert ss_w == pytest.approx(expected, rel=1e-6)

@@ -50,6 +50,7 @@ their float64 Gram matrix, sum_g n_g^2 random reads per permutation.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,7 +60,9 @@ from embsql.core.permutation import (
     Design,
     PackedGram,
     PermutationTest,
+    gather_threads,
     gram_dtype,
+    one_blas_thread,
     over_threads,
     sequential,
     size_classes,
@@ -71,6 +74,7 @@ MIN_GROUP = 4          # groups smaller than this are left out of the test (a an
 POLL_EVERY = 16        # permutations between calls of ``progress`` (it may stop the run), and per batch
 DISPERSION_METHODS = ("gram", "coordinates")
 GATHER_BYTES = 1 << 27      # gram route: at most this many bytes of gathered blocks per batch of permutations
+CHUNK_BYTES = 1 << 21      # coordinates route: gathered rows per block product (stays in cache)
 PRODUCT_ROWS = 4096         # rows per block of a large group's d x d product (one large product has crashed OpenBLAS)
 
 
@@ -155,17 +159,39 @@ def _large_group_sums(z: np.ndarray) -> tuple[float, float, float]:
     return float(rows.sum()), float(rows @ rows), float(np.sum(cross * cross) - squares @ squares)
 
 
+class GroupBlocks:
+    """The groups of ``codes`` (0..groups-1, each of 2 or more items) by size class, taken once, so that
+    the PairSums of many regroupings of n x d vectors cost only their block products.
+
+    ``sums(vectors, perm)``: s1, r2 and f2 (3 x groups) of the groups of ``vectors[perm]`` (row i of the
+    regrouped vectors is ``vectors[perm[i]]``), each group's block gathered straight from ``vectors``
+    (one copy, not two) a few groups at a time (CHUNK_BYTES, so the block stays in cache while it is
+    multiplied).  Each group's numbers are computed by the same operations whatever the chunk."""
+
+    def __init__(self, codes: np.ndarray, groups: int, dim: int):
+        self.groups, self.dim = groups, dim
+        self.sizes = np.bincount(codes, minlength=groups)
+        self.classes = size_classes(codes)
+
+    def sums(self, vectors: np.ndarray, perm: np.ndarray | None = None) -> np.ndarray:
+        out = np.zeros((3, self.groups))
+        for size, chosen, members in self.classes:
+            rows = members if perm is None else perm[members]
+            if size > self.dim:
+                out[:, chosen] = np.array([_large_group_sums(vectors[group]) for group in rows]).T
+                continue
+            step = max(1, CHUNK_BYTES // (size * self.dim * vectors.itemsize))
+            for low in range(0, len(chosen), step):
+                block = vectors[rows[low:low + step]]
+                out[:, chosen[low:low + step]] = block_sums(np.matmul(block, block.transpose(0, 2, 1)))
+        return out
+
+
 def pair_sums(unit: np.ndarray, codes: np.ndarray, groups: int) -> PairSums:
     """PairSums of the groups of ``unit`` by ``codes`` (0..groups-1, each of 2 or more items)."""
-    sizes = np.bincount(codes, minlength=groups)
-    sums = np.zeros((3, groups))
-    for size, chosen, members in size_classes(codes):
-        if size > unit.shape[1]:
-            sums[:, chosen] = np.array([_large_group_sums(unit[rows]) for rows in members]).T
-        else:
-            block = unit[members]
-            sums[:, chosen] = block_sums(block @ block.transpose(0, 2, 1))
-    return PairSums(sizes, *sums)
+    blocks = GroupBlocks(codes, groups, unit.shape[1])
+    with one_blas_thread():
+        return PairSums(blocks.sizes, *blocks.sums(unit))
 
 
 def spread_components(p: PairSums) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -242,14 +268,25 @@ def aligned_vectors(unit: np.ndarray, codes: np.ndarray, share: float | None = N
 
 
 class _CoordinateSums:
-    """PairSums of permuted groups by regrouping the aligned vectors (the codes' sort order taken once)."""
+    """PairSums of permuted groups by regrouping the aligned vectors (GroupBlocks: the size classes taken
+    once), the permutations of a batch shared between threads (numpy's gathers and block products
+    release the GIL); each permutation's sums are computed alone, so the threads do not change them."""
 
     def __init__(self, vectors: np.ndarray, codes: np.ndarray, groups: int):
-        self.vectors, self.codes, self.groups = vectors, codes, groups
+        self.vectors, self.blocks = vectors, GroupBlocks(codes, groups, vectors.shape[1])
+
+    def _sums(self, stacked: np.ndarray) -> np.ndarray:
+        return np.stack([self.blocks.sums(self.vectors, perm) for perm in stacked], axis=1)
 
     def batch(self, perms: np.ndarray) -> PairSums:
-        done = [pair_sums(self.vectors[perm], self.codes, self.groups) for perm in perms]
-        return PairSums(done[0].sizes, *(np.stack([getattr(p, k) for p in done]) for k in ("s1", "r2", "f2")))
+        threads = min(gather_threads(), len(perms))
+        with one_blas_thread():
+            if threads <= 1:
+                done = self._sums(perms)
+            else:
+                with ThreadPoolExecutor(threads) as pool:
+                    done = np.concatenate(list(pool.map(self._sums, np.array_split(perms, threads))), axis=1)
+        return PairSums(self.blocks.sizes, *done)
 
 
 class _GramSums:
@@ -288,13 +325,20 @@ def choose_dispersion_method(n: int, dim: int, codes: np.ndarray, permutations: 
     """gram when the float64 Gram matrix of the aligned vectors fits where PERMANOVA's pairs matrix does, a batch's
     gathered blocks fit GATHER_BYTES, and building it (n^2 d / 2 multiply-adds) plus sum_g n_g^2 random reads per
     permutation cost less than the block products, sum_g min(n_g^2 d, n_g d^2) per permutation; else coordinates."""
+    costs = dispersion_costs(n, dim, codes, permutations)
+    return "gram" if "gram" in costs and costs["gram"] < costs["coordinates"] else "coordinates"
+
+
+def dispersion_costs(n: int, dim: int, codes: np.ndarray, permutations: int) -> dict[str, float]:
+    """What choose_dispersion_method weighs, in multiply-adds of a block product: each route's cost ("gram" only
+    where it fits).  The cheaper one is the test's cost (a report's progress bar estimates with it)."""
     sizes = np.bincount(codes).astype(float)
     squares = float(np.sum(sizes ** 2))
-    gram = DISPERSION_MAC * n * n * dim / 2 + permutations * DISPERSION_READ * squares
-    coordinates = permutations * float(np.sum(np.minimum(sizes * sizes * dim, sizes * dim * dim)))
+    costs = {"coordinates": permutations * float(np.sum(np.minimum(sizes * sizes * dim, sizes * dim * dim)))}
     # R's packed float64 triangle takes n^2 * 4 bytes, what PERMANOVA's budget counts for its float32 matrix
-    fits = gram_dtype(n) is not None and POLL_EVERY * squares * 8 <= GATHER_BYTES
-    return "gram" if fits and gram < coordinates else "coordinates"
+    if gram_dtype(n) is not None and POLL_EVERY * squares * 8 <= GATHER_BYTES:
+        costs["gram"] = DISPERSION_MAC * n * n * dim / 2 + permutations * DISPERSION_READ * squares
+    return costs
 
 
 class AlignedPermutations:
@@ -351,8 +395,9 @@ def dispersion_test(unit: np.ndarray, d: Design, *, permutations: int = 999, see
     codes = (np.cumsum(tested) - 1)[d.codes[keep]]
     groups = int(tested.sum())
     kept = Design(codes, np.zeros(len(codes), dtype=np.int64), groups)
-    f_observed = float(spread_f(pair_sums(unit[keep], codes, groups)))
-    permuted_f = AlignedPermutations(unit[keep], codes, groups, method, permutations)
+    tested_unit = unit if keep.all() else unit[keep]      # one copy at most (n x d float64: 3 GB at 10^6 rows)
+    f_observed = float(spread_f(pair_sums(tested_unit, codes, groups)))
+    permuted_f = AlignedPermutations(tested_unit, codes, groups, method, permutations)
     test = sequential(f_observed, permuted_f.batch, kept, permutations, seed, POLL_EVERY, progress, "aligned vectors",
                       stop_after)
     return Dispersion(test, groups, mean_distance, sizes, tested, items_left_out, _note(sizes, tested))

@@ -62,10 +62,11 @@ from embsql.io.retrieval_tables import REPORT_OPTIONS, report_tables
 from embsql.io.sources import describe, is_file, is_frame, local_source, resolve, shown_name, source_expression
 from embsql.io.sql import run_sql
 from embsql.io.table_stream import Skipped, skip_note
+from embsql.progress import run_progress
 from embsql.reporting.evaluation import evaluation_sections
 from embsql.reporting.labels import CLASSIFICATION_SETTINGS, SIMILARITY_SETTINGS, classification_sections, similarity_sections
 from embsql.reporting.report_result import ReportResult, Section
-from embsql.reporting.sections import REGISTRY, Run, retrieval_layers, whose
+from embsql.reporting.sections import REGISTRY, Run, progress_plan, retrieval_layers, whose
 from embsql.result_table import ResultTable, model_label
 
 Fetch = Callable[[str], pa.Table]   # runs one SQL statement on the engine, returns its rows as Arrow
@@ -461,12 +462,15 @@ class Report:
         run = Run(self, parts, [(value, sums) for value, sums in ordered if len(sums.counts) >= resampling.MIN_GROUPS],
                   summary, con=con, progress=progress, notes=notes)
         sections: list[Section] = []
-        for on_sums in (True, False):   # the sections on the group sums, then those that read rows
-            sections += [section for name, entry in REGISTRY.items()
-                         if name in wanted and (entry.off_duckdb == "run") == on_sums
-                         for section in entry.build(entry, run)]
-            if on_sums:
-                notes.extend(run.interval_notes)
+        # one progress bar for every section, each with its share of the estimated work (progress_plan)
+        with run_progress("report", progress_plan(self, parts, wanted), progress) as run.bar:
+            for on_sums in (True, False):   # the sections on the group sums, then those that read rows
+                for name, entry in REGISTRY.items():
+                    if name in wanted and (entry.off_duckdb == "run") == on_sums:
+                        with run.bar.part(name):   # the tests' parts are per model, inside their builders
+                            sections += entry.build(entry, run)
+                if on_sums:
+                    notes.extend(run.interval_notes)
         if self.qrels is not None and con is not None:   # retrieval evaluation (embsql.reporting.evaluation)
             if self.queries is None or self.docs is None:
                 raise InputError("report: the evaluation with qrels needs the queries and docs tables")

@@ -23,15 +23,17 @@ import numpy as np
 
 from embsql.core import decomposition, resampling
 from embsql.core.arguments import sequential_stop
+from embsql.core.dispersion import MIN_GROUP, dispersion_costs
 from embsql.core.model_comparison import BOOTSTRAP_COLUMNS, COMPARE_COLUMNS, bootstrap_row, compare_row, same_groups_problem
 from embsql.core.model_ranking import RANK_COLUMNS, structure_rows
+from embsql.core.permutation import method_costs
 from embsql.core.row_tests import Ordered, dispersion_rows, ordered, permanova_row
 from embsql.core.sums import GroupSums
 from embsql.errors import DesignError, InputError
 from embsql.io.retrieval_tables import report_tables
 from embsql.io.sources import resolve
 from embsql.io.table_stream import Skipped, unit_rows
-from embsql.progress import DISPERSION_LABEL, permutations_label, progress_bar
+from embsql.progress import DISPERSION_LABEL, RunProgress, permutations_label
 from embsql.reporting import cautions
 from embsql.reporting.geometry import models_section
 from embsql.reporting.report_result import Section
@@ -97,6 +99,7 @@ class Run:
     progress: bool | None = None
     notes: list[str] = field(default_factory=list)     # the report's notes, in the order they are said
     interval_notes: list[str] = field(default_factory=list)   # said after those of the group-sums sections
+    bar: RunProgress = field(default_factory=lambda: RunProgress([]))   # the report's one bar (progress_plan)
     _rows: list[tuple[object, Ordered]] | None = None
 
     def rows(self) -> list[tuple[object, Ordered]]:
@@ -105,9 +108,12 @@ class Run:
             assert self.con is not None, "only the DuckDB path reads rows (Report._check_engine_sections)"
             report = self.report
             source = resolve(self.con, report.rows_source(self.con))
-            self._rows = [(value, ordered(part, report.group))
-                          for value, part in unit_rows(self.con, source, report.group, report.vector, model=report.model,
-                                                       skip=Skipped.asked(report.bad_rows))]
+            parts = unit_rows(self.con, source, report.group, report.vector, model=report.model,
+                              skip=Skipped.asked(report.bad_rows))
+            self._rows = []
+            while parts:   # each model's rows as read are let go once they are in canonical order (one copy)
+                value, part = parts.pop(0)
+                self._rows.append((value, ordered(part, report.group)))
         return self._rows
 
 
@@ -231,7 +237,7 @@ def _permanova(entry: Entry, run: Run) -> list[Section]:
     _needs_permutations(entry, run)
     report, rows = run.report, []
     for value, model_rows in run.rows():
-        with progress_bar(permutations_label(value), report.permutations, run.progress) as tick:
+        with run.bar.part(("permanova", value)) as tick:
             row = {"model": value, **permanova_row(model_rows, value, permutations=report.permutations,
                                                    seed=report.seed, progress=tick,
                                                    stop_after=sequential_stop(report.stop_after, report.permutations))}
@@ -244,7 +250,7 @@ def _dispersion(entry: Entry, run: Run) -> list[Section]:
     _needs_permutations(entry, run)
     report, rows = run.report, []
     for value, model_rows in run.rows():
-        with progress_bar(DISPERSION_LABEL, report.permutations, run.progress) as tick:
+        with run.bar.part(("dispersion", value)) as tick:
             test, _ = dispersion_rows(model_rows, permutations=report.permutations, seed=report.seed, progress=tick,
                                       stop_after=sequential_stop(report.stop_after, report.permutations))
         run.summary[value]["dispersion_p"] = test["p_value"]
@@ -304,3 +310,55 @@ REGISTRY: dict[str, Entry] = {entry.name: entry for entry in (
     Entry("retrieval", "", "", _retrieval, default=lambda report: report.queries is not None, off_duckdb="refuse"),
     Entry("ranking", "Rank confidence sets of R²", cautions.RANKING, _ranking, default=lambda report: False),
 )}
+
+
+# The report's progress bar (progress_plan): each part's share is an estimate of its time, in milliseconds on
+# 2 cores under light load, from the cost models the kernels choose their routes by, at the rates measured by
+# bench/report_scale.py --whole (2 models, d = 384, groups of 50, 999 permutations, load 2.5-3.5; bench/README.md):
+# at 10^5 rows PERMANOVA 55.6 s, the dispersion test 186 s (coordinates route), bootstrap 0.5 s, compare 1.2 s;
+# at 10^4 PERMANOVA 6.5 s and the dispersion test 33 s (Gram route).  Rough, and made before anything runs:
+# what matters is that the parts' shares are in proportion, so that the bar's rate and remaining time are the run's.
+READ_NS = 0.8                   # PERMANOVA: one streamed float read (core.permutation.method_costs' unit)
+# the dispersion test, per unit of core.dispersion.dispersion_costs (a multiply-add of a block product), by route
+DISPERSION_NS = {"coordinates": 0.05, "gram": 1.7}
+RESAMPLE_NS = {"bootstrap": 0.16, "compare": 0.4, "ranking": 0.6}   # per replicate x group x dimension and model
+ROW_NS = 1.0                    # a section that reads rows, without a cost model: about one pass over them
+
+
+def progress_plan(report: Settings, parts: list[tuple[object, GroupSums]],
+                  wanted: Sequence[str]) -> list[tuple[Any, str, int]]:
+    """The parts of a report's run for its one bar (embsql.progress.RunProgress), in the order they run: the
+    sections on the group sums, then each model's PERMANOVA and dispersion test, then the other sections
+    that read rows; (key, label, estimated milliseconds, at least 1)."""
+    plan: list[tuple[Any, str, int]] = []
+
+    def add(key: Any, label: str, nanoseconds: float) -> None:
+        plan.append((key, label, max(1, int(nanoseconds / 1e6))))
+
+    shapes = [(value, sums.counts.astype(np.int64), sums.sums.shape[1]) for value, sums in parts]
+    for on_sums in (True, False):
+        for name, entry in REGISTRY.items():
+            if name not in wanted or (entry.off_duckdb == "run") != on_sums:
+                continue
+            if name in ("permanova", "dispersion"):
+                for value, counts, dim in shapes:
+                    codes = np.repeat(np.arange(len(counts)), counts)
+                    if name == "permanova":
+                        cost = READ_NS * min(method_costs(len(codes), dim, codes, report.permutations).values())
+                        add((name, value), permutations_label(value), cost)
+                    else:
+                        tested = codes[np.repeat(counts >= MIN_GROUP, counts)]
+                        tested = np.unique(tested, return_inverse=True)[1]
+                        costs = dispersion_costs(len(tested), dim, tested, report.permutations)
+                        route = min(costs, key=costs.__getitem__)     # the route choose_dispersion_method takes
+                        cost = DISPERSION_NS[route] * costs[route]
+                        add((name, value), DISPERSION_LABEL if value is None else f"{DISPERSION_LABEL} ({value})", cost)
+                continue
+            if name in RESAMPLE_NS:   # replicates x groups x d per model (compare: per pair of models)
+                size = sum(report.replicates * len(counts) * dim for _, counts, dim in shapes)
+                add(name, name, RESAMPLE_NS[name] * size * (max(1, len(shapes) - 1) if name == "compare" else 1))
+            elif on_sums:             # one pass over the group sums
+                add(name, name, sum(len(counts) * dim for _, counts, dim in shapes))
+            else:
+                add(name, name, ROW_NS * sum(int(counts.sum()) * dim for _, counts, dim in shapes))
+    return plan

@@ -1,0 +1,58 @@
+"""Benchmark: the dispersion test's coordinates kernel of another checkout against this one, side by side.
+
+    git show 9c5e66f:embsql/core/dispersion.py > /tmp/old_dispersion.py
+    PYTHONPATH=. python bench/dispersion_kernel_side.py 100000 8 --old /tmp/old_dispersion.py
+
+One model of n rows (d = 384, groups of 50, bench/report_scale.py's kind of data, float64 unit vectors);
+both kernels' AlignedPermutations(..., "coordinates").batch on the same permutations, alternating, two
+rounds: the wall time per permutation, and whether the permuted F are the same bits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from embsql.core import dispersion as new  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("n", type=int)
+    parser.add_argument("permutations", type=int)
+    parser.add_argument("--old", type=Path, required=True, help="another checkout's embsql/core/dispersion.py")
+    args = parser.parse_args()
+    spec = importlib.util.spec_from_file_location("old_dispersion", args.old)
+    assert spec is not None and spec.loader is not None
+    old = importlib.util.module_from_spec(spec)
+    sys.modules["old_dispersion"] = old
+    spec.loader.exec_module(old)
+    rng = np.random.default_rng(0)
+    groups = args.n // 50
+    codes = np.sort(np.arange(args.n) % groups)
+    x = 2 * rng.standard_normal(384) + 0.6 * rng.standard_normal((groups, 384))[codes] + rng.standard_normal((args.n, 384))
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    kernels = {m.__name__: m.AlignedPermutations(unit, codes, groups, "coordinates", 999) for m in (old, new)}
+    perms = [rng.permutation(args.n) for _ in range(args.permutations)]
+    found = {}
+    for round_ in range(2):
+        for name, kernel in kernels.items():
+            start = time.perf_counter()
+            found[name] = kernel.batch(perms)
+            seconds = time.perf_counter() - start
+            print(f"round {round_} {name}: {1000 * seconds / len(perms):.0f} ms per permutation "
+                  f"(load {os.getloadavg()[0]:.1f})", flush=True)
+    a, b = found.values()
+    print("largest relative difference of the permuted F:", float(np.max(np.abs(a - b) / np.abs(a))),
+          "identical:", bool(np.array_equal(a, b)))
+
+
+if __name__ == "__main__":
+    main()
