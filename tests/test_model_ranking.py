@@ -432,3 +432,13 @@ def test_verdict_names_a_tie_at_the_top():
     result = SimpleNamespace(sections=[SimpleNamespace(name="ranking", table=table)])
     assert ranking_sentence(result) == ("Ranked by R² with 90% simultaneous rank sets: these 2 models are tied for the top "
                                 "(a and b); a and b cannot be ordered (ranks 1–2); c is third (rank 3–3).")
+
+
+def test_structure_family_refuses_models_whose_groups_differ_with_a_catalogue_kind():
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(12, 3))
+    a = canonical(GroupSums.from_rows(np.repeat(["g1", "g2", "g3"], 4), v))
+    b = canonical(GroupSums.from_rows(np.repeat(["g1", "g2", "g4"], 4), v))
+    with pytest.raises(embsql.InputError, match="group 'g3' is in one and not the other") as raised:
+        mr.structure_family([a, b], "r2", replicates=10, seed=1)
+    assert raised.value.kind == "model.unpaired_groups"

@@ -154,9 +154,11 @@ def structure_family(models: list[GroupSums], stat: str, *, replicates: int, see
     in the same (canonical) order: jackknife SEs of the differences, and studentised differences
     from the same resamples of groups for all K models (the paired bootstrap of compare, jointly)."""
     labels = list(models[0].labels)
-    for s in models[1:]:
+    for m, s in enumerate(models[1:], start=1):
         if list(s.labels) != labels:
-            raise InputError("the models do not have the same groups")
+            differ = sorted(set(map(str, labels)) ^ set(map(str, s.labels)))
+            example = f"group {differ[0]!r} is in one and not the other" if differ else "the groups are in another order"
+            fail("model.unpaired_groups", models=f"0 and {m} (in the order given)", example=example)
     strata = joint_strata(models, sizes)
     jack = [resampling.jackknife_replicates(s, stat, "paired jackknife") for s in models]
     estimates = np.array([e for e, _ in jack])
