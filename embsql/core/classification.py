@@ -194,7 +194,7 @@ def macro_f1(truth: np.ndarray, predicted: np.ndarray, classes: int) -> float:
     return float(np.mean(2 * tp[present] / both[present]))
 
 
-def _jackknife_macro_f1(truth: np.ndarray, predicted: np.ndarray, classes: int,
+def jackknife_macro_f1(truth: np.ndarray, predicted: np.ndarray, classes: int,
                         units: np.ndarray, count: int) -> np.ndarray:
     """Macro F1 with each unit (item or cluster code 0..count-1) deleted in turn: only the classes
     a unit touches change, so this is O(n), never units x classes."""
@@ -244,7 +244,7 @@ def scores(truth: np.ndarray, predicted: np.ndarray, classes: int, clusters: np.
     f1_low: float | None = None
     f1_high: float | None = None
     if count >= 2:
-        deleted = _jackknife_macro_f1(truth, predicted, classes, units, count)
+        deleted = jackknife_macro_f1(truth, predicted, classes, units, count)
         deleted = deleted[np.isfinite(deleted)]
         if len(deleted) >= 2:
             se = math.sqrt((count - 1) / count * float(np.sum((deleted - deleted.mean()) ** 2)))
