@@ -442,8 +442,14 @@ def test_verdict_names_a_tie_at_the_top():
     from embsql.reporting.verdict import ranking_sentence
     rows = [{"model": m, "estimate": e, "rank_low": lo, "rank_high": hi, "top": lo == 1, "level": 0.9}
             for m, e, lo, hi in (("a", 0.5, 1, 2), ("b", 0.49, 1, 2), ("c", 0.1, 3, 3))]
-    assert ranking_sentence(rows) == ("Ranked by R² with 90% simultaneous rank sets: these 2 models are tied for the top "
-                                      "(a and b); a and b cannot be ordered (ranks 1–2); c is third (rank 3–3).")
+    assert ranking_sentence(rows) == ("Ranked by R² with 90% simultaneous rank sets: these 2 models are tied for the top: "
+                                      "a and b (ranks 1–2); c is third (rank 3–3). These sets are rough: their "
+                                      "coverage was not shown for this design.")
+    for row in rows:
+        row["calibrated"] = True
+    rows[1]["rank_high"] = 3                                         # two sets at the top: the tie named first
+    assert ranking_sentence(rows) == ("Ranked by R² with 90% simultaneous rank sets: these 2 models are tied for the "
+                                      "top (a and b); a ranks 1–2; b ranks 1–3; c is third (rank 3–3).")
     assert ranking_sentence(rows, "nDCG@10").startswith("Ranked by nDCG@10 with 90% simultaneous rank sets: ")
     assert ranking_sentence(rows[:1]) == ""
 

@@ -173,3 +173,59 @@ def test_cka_sets_from_the_paired_jackknife_of_compare_cka():
     assert [r["estimate"] for r in ranked] == pytest.approx([cka[m] for m in ("far", "mid", "near")], abs=1e-12)
     assert [(r["rank_low"], r["rank_high"]) for r in ranked] == [(3, 3), (2, 2), (1, 1)]
     assert ranked[2]["top"] and not ranked[0]["top"] and all(r["statistic"] == "cka" for r in ranked)
+
+
+def test_the_report_ranks_every_family_it_ran_as_rank_models_does(tmp_path):
+    """A report with pairs= and label= of three models: the ranking section has one block per family
+    (R², Spearman, k-NN accuracy), first, each equal to rank_models on the same data; the verdict
+    speaks from each block."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import embsql
+    rng = np.random.default_rng(7)
+    items, dim = 90, 8
+    label = np.repeat(np.arange(6), items // 6)
+    latent = rng.normal(size=(items, dim)) + 1.5 * np.eye(dim)[label]
+    rows = []
+    for model, noise in (("sharp", 0.2), ("mid", 1.0), ("blur", 2.5)):
+        vectors = latent + noise * rng.normal(size=latent.shape)
+        rows += [(model, f"i{i:02d}", f"t{label[i]}", f"c{label[i] % 3}", vectors[i].tolist()) for i in range(items)]
+    emb = tmp_path / "emb.parquet"
+    pq.write_table(pa.table({"model": [r[0] for r in rows], "item": [r[1] for r in rows], "topic": [r[2] for r in rows],
+                             "kind": [r[3] for r in rows], "vector": [r[4] for r in rows]}), emb)
+    a, b = rng.integers(0, items, 300), rng.integers(0, items, 300)
+    keep = a != b
+    unit = latent / np.linalg.norm(latent, axis=1, keepdims=True)
+    gold = np.einsum("ij,ij->i", unit[a[keep]], unit[b[keep]]) + 0.1 * rng.normal(size=int(keep.sum()))
+    pairs = tmp_path / "pairs.parquet"
+    pq.write_table(pa.table({"item_a": [f"i{i:02d}" for i in a[keep]], "item_b": [f"i{j:02d}" for j in b[keep]],
+                             "score": gold}), pairs)
+    result = embsql.report(str(emb), vector="vector", group="topic", model="model", item="item", permutations=0,
+                           replicates=300, pairs=str(pairs), label="kind").run()
+    assert [s["name"] for s in json.loads(result.to_json())["sections"]][0] == "ranking"
+    blocks = {}
+    for row in result["ranking"].to_dicts():
+        blocks.setdefault(row["metric"], []).append(row)
+    assert list(blocks) == ["R²", "Spearman", "accuracy"]
+    con = embsql.connect()
+    per_item = embsql.knn_classify(con, str(emb), label="kind", item="item", group="topic", per_item=True)
+    direct = {
+        "R²": embsql.rank_models(con, str(emb), group="topic", vector="vector", model="model", replicates=300),
+        "Spearman": embsql.rank_models(con, str(emb), vector="vector", model="model", pairs=str(pairs),
+                                       replicates=300),
+        "accuracy": embsql.rank_models(con, per_item, statistic="accuracy", group="group", replicates=300)}
+    for metric, table in direct.items():
+        theirs = table.to_dicts()
+        assert [r["model"] for r in blocks[metric]] == [r["model"] for r in theirs]
+        assert [r["estimate"] for r in blocks[metric]] == pytest.approx([r["estimate"] for r in theirs], abs=1e-12)
+        assert [(r["rank_low"], r["rank_high"], r["top"]) for r in blocks[metric]] == \
+            [(r["rank_low"], r["rank_high"], r["top"]) for r in theirs]
+    assert [(r["model"], r["rank_low"]) for r in blocks["Spearman"] if r["top"]] == [("sharp", 1)]
+    said = " ".join(result.verdict)
+    assert "Ranked by Spearman with 95% simultaneous rank sets: sharp is first (rank 1–1)" in said
+    assert "Ranked by accuracy with 95% simultaneous rank sets:" in said
+    macro = embsql.rank_models(con, per_item, statistic="macro_f1", group="group", replicates=300).to_dicts()
+    assert [r["statistic"] for r in macro] == ["macro_f1"] * 3 and macro[2]["model"] == "sharp" and macro[2]["top"]

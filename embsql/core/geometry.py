@@ -40,6 +40,7 @@ import numpy as np
 from embsql.core.arguments import check_permutations, check_seed
 from embsql.core.labels import text_key
 from embsql.core.model_comparison import shared_items
+from embsql.core.model_ranking import jackknife_rows
 from embsql.core.permutation import permutation_result
 from embsql.core.precision import check_total_spread
 from embsql.core.resampling import MIN_GROUPS, jackknife_se, jackknife_t_interval
@@ -669,6 +670,43 @@ def paired_difference(a: np.ndarray, b: np.ndarray, level: float = INTERVAL_LEVE
 def compare_cka_rows(models: dict, reference: object, *, groups: dict | None = None, group: str = "group",
                      debiased: bool = False, common: bool = False, model: str = "model") -> list[dict]:
     """One row per pair of models other than ``reference`` (COMPARE_CKA_COLUMNS); see embsql.compare_cka."""
+    values, ref, codes, count, n = reference_values(models, reference, groups=groups, group=group, common=common,
+                                                    model=model)
+    rows = []
+    for a, b in combinations(sorted(values, key=text_key), 2):
+        pa, pb = values[a], values[b]
+        assert pa.debiased is not None and pb.debiased is not None
+        se, low, high, p_value = paired_difference(pa.debiased, pb.debiased)
+        cka_a, cka_b = (float(pa.debiased[0]), float(pb.debiased[0])) if debiased else (float(pa.biased[0]),
+                                                                                         float(pb.biased[0]))
+        rows.append({"model_a": a, "model_b": b, "reference": ref, "cka_a": cka_a, "cka_b": cka_b,
+                     "difference": cka_a - cka_b, "se": se, "ci_low": low, "ci_high": high, "p_value": p_value,
+                     "calibrated": (count if codes is not None else n) >= CALIBRATED_UNITS, "items": n,
+                     "groups": None if codes is None else count, "debiased": bool(debiased)})
+    return rows
+
+
+def rank_cka_rows(models: dict, reference: object, *, groups: dict | None = None, group: str = "group",
+                  common: bool = False, model: str = "model", level: float = 0.95, replicates: int = 2000,
+                  seed: int = 42) -> list[dict]:
+    """The rank confidence sets of the models other than ``reference`` by their debiased CKA with it
+    (embsql.core.model_ranking.jackknife_rows on the paired jackknife's replicates, the units those
+    of compare_cka): one row of RANK_COLUMNS per model, in model order."""
+    values, _, _, _, _ = reference_values(models, reference, groups=groups, group=group, common=common, model=model)
+    names = sorted(values, key=text_key)
+    found = []
+    for m in names:
+        debiased = values[m].debiased
+        assert debiased is not None
+        found.append(debiased)
+    return jackknife_rows(names, found, "cka", level=level, replicates=replicates, seed=seed)
+
+
+def reference_values(models: dict, reference: object, *, groups: dict | None, group: str, common: bool,
+                     model: str) -> tuple[dict, object, np.ndarray | None, int, int]:
+    """(model -> its PairValues against the reference, with its debiased jackknife replicates; the
+    reference's name; the units' codes and count; the items) for every model other than the
+    reference, after the design checks of the paired CKA jackknife."""
     if not any(text_key(m) == text_key(reference) for m in models):
         fail("model.reference", reference=repr(reference), column=repr(model),
              models=", ".join(map(repr, sorted(models, key=text_key))))
@@ -686,18 +724,8 @@ def compare_cka_rows(models: dict, reference: object, *, groups: dict | None = N
         check_model_spread(x, m)
     values = {m: pair_values(unit[m], unit[ref], codes, count, names=(m, ref))
               for m in unit if m is not ref}
-    rows = []
-    for a, b in combinations(sorted(values, key=text_key), 2):
-        pa, pb = values[a], values[b]
-        for m, pair in ((a, pa), (b, pb)):
-            if pair.undefined is not None:   # the paired jackknife compares debiased CKAs
-                fail("design.debiased_hsic", whose=f" of model {m!r} against reference {ref!r}", **pair.undefined)
-        assert pa.debiased is not None and pb.debiased is not None
-        se, low, high, p_value = paired_difference(pa.debiased, pb.debiased)
-        cka_a, cka_b = (float(pa.debiased[0]), float(pb.debiased[0])) if debiased else (float(pa.biased[0]),
-                                                                                         float(pb.biased[0]))
-        rows.append({"model_a": a, "model_b": b, "reference": ref, "cka_a": cka_a, "cka_b": cka_b,
-                     "difference": cka_a - cka_b, "se": se, "ci_low": low, "ci_high": high, "p_value": p_value,
-                     "calibrated": (count if codes is not None else n) >= CALIBRATED_UNITS, "items": n,
-                     "groups": None if codes is None else count, "debiased": bool(debiased)})
-    return rows
+    for m in sorted(values, key=text_key):
+        undefined = values[m].undefined
+        if undefined is not None:   # the paired jackknife compares debiased CKAs
+            fail("design.debiased_hsic", whose=f" of model {m!r} against reference {ref!r}", **undefined)
+    return values, ref, codes, count, n

@@ -63,11 +63,11 @@ from embsql.io.retrieval_tables import REPORT_OPTIONS, report_tables
 from embsql.io.sources import describe, is_file, is_frame, local_source, resolve, shown_name, source_expression
 from embsql.io.sql import run_sql
 from embsql.io.table_stream import Skipped, skip_note
+from embsql.reporting import rank_sets
 from embsql.reporting.evaluation import evaluation_sections
 from embsql.reporting.labels import CLASSIFICATION_SETTINGS, SIMILARITY_SETTINGS, classification_sections, similarity_sections
-from embsql.reporting.report_result import ReportResult, Section
-from embsql.reporting import rank_sets
 from embsql.reporting.rank_sets import Blocks
+from embsql.reporting.report_result import ReportResult, Section
 from embsql.reporting.sections import REGISTRY, Run, retrieval_layers, whose
 from embsql.result_table import ResultTable, model_label
 
@@ -504,14 +504,15 @@ class Report:
         if self.pairs is not None:
             meta["pairs"] = shown_name(self.pairs)
             sections += similarity_sections(con, self.pairs, self.rows_source(con), model=self.model, item=self.item,
-                                            vector=self.vector, settings=self.similarity, level=self.level)
+                                            vector=self.vector, settings=self.similarity, level=self.level,
+                                            ranks=ranks, replicates=self.replicates, seed=self.seed)
         if self.label is not None:
             meta["label"] = self.label
             found, said = classification_sections(con, self.rows_source(con), label=self.label, model=self.model,
                                                   item=self.item, group=self.group, vector=self.vector,
                                                   settings=self.classification, level=self.level,
                                                   permutations=self.permutations, seed=self.seed,
-                                                  bad_rows=self.bad_rows)
+                                                  bad_rows=self.bad_rows, ranks=ranks, replicates=self.replicates)
             sections += found
             notes += said
         return sections

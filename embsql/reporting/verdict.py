@@ -103,21 +103,26 @@ def ranking_sentence(rows: list[Row], metric: str = "R²") -> str:
     together: dict[tuple[int, int], list[Row]] = {}
     for row in sorted(rows, key=lambda r: (r["rank_low"], r["rank_high"], -r["estimate"])):
         together.setdefault((row["rank_low"], row["rank_high"]), []).append(row)
+    top = [r for r in rows if r.get("top")]
+    tied = len(top) >= 2 and len([key for key in together if key[0] == 1]) == 1   # the top is one set
     parts = []
     for (low, high), members in together.items():
         names = _and([_name(r["model"]) for r in members])
         if low == high and len(members) == 1:
             place = ORDINALS[low - 1] if low <= len(ORDINALS) else f"number {low}"
             parts.append(f"{names} is {place} (rank {low}–{high})")
+        elif low == 1 and tied:
+            parts.append(f"these {len(members)} models are tied for the top: {names} (ranks {low}–{high})")
         elif len(members) == 1:
             parts.append(f"{names} ranks {low}–{high}")
         else:
             parts.append(f"{names} cannot be ordered (ranks {low}–{high})")
-    top = [r for r in rows if r.get("top")]
-    head = (f"these {len(top)} models are tied for the top ({_and([_name(r['model']) for r in top])}); "
-            if len(top) >= 2 else "")
+    head = "" if tied or len(top) < 2 else \
+        f"these {len(top)} models are tied for the top ({_and([_name(r['model']) for r in top])}); "
     level_word = f"{level:.0%}" if _finite(level) else "95%"
-    return f"Ranked by {metric} with {level_word} simultaneous rank sets: {head}" + "; ".join(parts) + "."
+    rough = "" if all(r.get("calibrated") for r in rows) else \
+        " These sets are rough: their coverage was not shown for this design."
+    return f"Ranked by {metric} with {level_word} simultaneous rank sets: {head}" + "; ".join(parts) + "." + rough
 
 
 def _and(names: list[str]) -> str:
