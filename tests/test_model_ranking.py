@@ -430,6 +430,8 @@ def test_report_ranking_section_and_verdict(tmp_path):
     assert html.index('id="verdict"') < html.index('id="section-ranking"') < html.index('id="summary"')
     section = html[html.index('id="section-ranking"'):html.index('id="summary"')]
     assert section.count("<img") == 1 and "simultaneous rank set" in section
+    headings = [line for line in default.to_markdown().splitlines() if line.startswith("## ")]
+    assert headings[:3] == ["## Rank confidence sets of the models", "## Summary", "## Sum-of-squares decomposition"]
     assert not any(s.startswith("Ranked by R²: ") for s in default.verdict)   # the point-estimate order is gone
     con.execute(f"CREATE VIEW three AS SELECT * FROM '{path}'")
     for statistic, calibrated in (("r2", True), ("f", False)):      # simultaneous coverage measured for R² only

@@ -267,6 +267,17 @@ def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, 
     """
     level = check_level(level)
     columns = {"model": model, "item": item, "correct": "correct", **({"group": group} if group else {})}
+    values, name = prediction_columns(con, predictions, columns)
+    models, clusters = align(values["model"], values["item"], values["correct"], values.get("group"),
+                             f"predictions {name!r}")
+    rows = paired_rows(models, clusters, level=level, p_adjust=p_adjust, permutations=permutations, seed=seed)
+    return ResultTable.from_dicts("compare_classification", COMPARE_COLUMNS, rows)
+
+
+def prediction_columns(con: duckdb.DuckDBPyConnection, predictions: object,
+                       columns: dict[str, str]) -> tuple[dict[str, list], str]:
+    """({role: the values of its column}, the table's name) of a per-item predictions table, each
+    column of ``columns`` (role -> column name) required."""
     with ExitStack() as stack:
         name = stack.enter_context(local_source(con, arrow_of(predictions)))
         table = resolve(con, name)
@@ -275,8 +286,4 @@ def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, 
         query = exp.select(*(exp.column(c, quoted=True).as_(f"__emb_{r}") for r, c in columns.items())
                            ).from_(table.table.copy())
         data = con.sql(query.sql("duckdb")).to_arrow_table()
-    values = {role: data.column(f"__emb_{role}").to_pylist() for role in columns}
-    models, clusters = align(values["model"], values["item"], values["correct"], values.get("group"),
-                             f"predictions {table.name!r}")
-    rows = paired_rows(models, clusters, level=level, p_adjust=p_adjust, permutations=permutations, seed=seed)
-    return ResultTable.from_dicts("compare_classification", COMPARE_COLUMNS, rows)
+    return {role: data.column(f"__emb_{role}").to_pylist() for role in columns}, table.name

@@ -9,8 +9,8 @@ from contextlib import ExitStack
 
 import duckdb
 import numpy as np
-from sqlglot import exp
 
+from embsql.api.classification import prediction_columns
 from embsql.api.compare_retrieval import evaluation_columns
 from embsql.api.geometry import model_rows
 from embsql.core.classification import align, jackknife_macro_f1, macro_f1
@@ -21,9 +21,9 @@ from embsql.core.model_ranking import RANK_COLUMNS, jackknife_rows, retrieval_ro
 from embsql.core.resampling import STATISTICS
 from embsql.core.retrieval_comparison import rank_metric
 from embsql.errors import InputError, fail
-from embsql.io.retrieval_tables import Queries, arrow_of, check_model
+from embsql.io.retrieval_tables import Queries, check_model
 from embsql.io.similarity_pairs import ranking_rows, read_models
-from embsql.io.sources import TableLike, local_source, opened, resolve
+from embsql.io.sources import TableLike, opened
 from embsql.io.table_stream import group_sums
 from embsql.result_table import ResultTable
 from embsql.vocabulary import check_model_name
@@ -235,20 +235,12 @@ def _rank_predictions(con: duckdb.DuckDBPyConnection, source: object, *, model: 
     check_model(model, RANK_COLUMNS, "rank_models")
     wanted = ("correct",) if statistic == "accuracy" else ("label", "predicted")
     columns = {"model": model, "item": "item", **{c: c for c in wanted}, **({"group": group} if group else {})}
-    with ExitStack() as stack:
-        name = stack.enter_context(local_source(con, arrow_of(source)))
-        table = resolve(con, name)
-        for role, column in columns.items():
-            table.require(column, role)
-        query = exp.select(*(exp.column(c, quoted=True).as_(f"__emb_{r}") for r, c in columns.items())
-                           ).from_(table.table.copy())
-        data = con.sql(query.sql("duckdb")).to_arrow_table()
-    values = {role: data.column(f"__emb_{role}").to_pylist() for role in columns}
+    values, name = prediction_columns(con, source, columns)
     correct = values["correct"] if statistic == "accuracy" else \
         [None if t is None or p is None else text_key(t) == text_key(p) for t, p in zip(values["label"],
                                                                                        values["predicted"])]
     paired, clusters = align(values["model"], values["item"], correct, values.get("group"),
-                             f"predictions {table.name!r}")
+                             f"predictions {name!r}")
     if len(paired) < 2:
         fail("model.too_few", column=f"model column {model!r}", models=len(paired), needs="a ranking")
     names = [p.model for p in paired]

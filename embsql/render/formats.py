@@ -587,9 +587,11 @@ def to_markdown(result: Document, *, full: bool = False) -> str:
         lines += ["", f"**{_md(sentence)}**"]
     if _notes(result):
         lines += [""] + [f"- Note: {_md(note)}" for note in _notes(result)]
-    if result.summary.rows:
-        lines += ["", "## Summary", ""] + _md_table(*_summary_grid(result.summary, result.meta.get("level"), DIGITS))
-    for section in result.sections:
+    leading = [s for s in result.sections if s.name == LEADING]     # the ranking first, as in the other formats
+    for k, section in enumerate(leading + [s for s in result.sections if s.name != LEADING]):
+        if k == len(leading) and result.summary.rows:
+            lines += ["", "## Summary", ""] + _md_table(*_summary_grid(result.summary, result.meta.get("level"),
+                                                                       DIGITS))
         lines += ["", f"## {_md(section.title)}", ""]
         rows, quantiles, note = _shortened(section, full)
         lines += _md_table(*_with_interval_notes(list(section.table.columns), rows))
@@ -599,6 +601,8 @@ def to_markdown(result: Document, *, full: bool = False) -> str:
             lines += ["", f"*{_md(note)}*"]
         if section.caution:
             lines += ["", f"> **Caution:** {_md(section.caution)}"]
+    if result.summary.rows and all(s.name == LEADING for s in result.sections):
+        lines += ["", "## Summary", ""] + _md_table(*_summary_grid(result.summary, result.meta.get("level"), DIGITS))
     details = _meta_items(result.meta, header=False)
     if details:
         lines += ["", "## Run details", ""] + [f"- **{_md(k)}**: {_md(v)}" for k, v in details]
