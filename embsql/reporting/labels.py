@@ -36,7 +36,7 @@ from embsql.core.model_ranking import retrieval_rows
 from embsql.core.ranking import check_k
 from embsql.core.similarity import COMPARE_COLUMNS as CORRELATION_COLUMNS
 from embsql.core.similarity import EVAL_COLUMNS
-from embsql.errors import InputError
+from embsql.errors import EmbsqlError, InputError
 from embsql.io.labelled_rows import classify_models, read_labelled
 from embsql.io.similarity_pairs import comparison_rows, evaluation_rows, ranking_rows, read_models
 from embsql.io.sources import resolve, shown_name
@@ -149,14 +149,17 @@ def classification_sections(con: duckdb.DuckDBPyConnection, source: str, *, labe
         return sections, notes
     if ranks is not None:
         per_item = results["knn"][1]
-        paired, clusters = align([value for value, _ in per_item], [r["item"] for _, r in per_item],
-                                 [r["correct"] for _, r in per_item],
-                                 [r["group"] for _, r in per_item] if cluster else None,
-                                 f"the classification of {shown_name(source)!r}")
-        correct = np.stack([p.correct.astype(np.float64) for p in paired], axis=1)
-        ranks.add(retrieval_rows([p.model for p in paired], correct,
-                                 np.arange(len(correct)) if clusters is None else clusters, "accuracy",
-                                 replicates=replicates, seed=seed, level=level, measured=False))
+        try:
+            paired, clusters = align([value for value, _ in per_item], [r["item"] for _, r in per_item],
+                                     [r["correct"] for _, r in per_item],
+                                     [r["group"] for _, r in per_item] if cluster else None,
+                                     f"the classification of {shown_name(source)!r}")
+            correct = np.stack([p.correct.astype(np.float64) for p in paired], axis=1)
+            ranks.add(retrieval_rows([p.model for p in paired], correct,
+                                     np.arange(len(correct)) if clusters is None else clusters, "accuracy",
+                                     replicates=replicates, seed=seed, level=level, measured=False))
+        except EmbsqlError as error:     # e.g. an item one model lacks: the other blocks stand
+            notes.append(f"no ranking by accuracy: {error}")
     if cluster and not permutations:
         notes.append("no paired comparison of accuracy: the cluster sign-flip test needs permutations > 0 "
                      "(0 were asked for)")
