@@ -229,3 +229,71 @@ def test_the_report_ranks_every_family_it_ran_as_rank_models_does(tmp_path):
     assert "Ranked by accuracy with 95% simultaneous rank sets:" in said
     macro = embsql.rank_models(con, per_item, statistic="macro_f1", group="group", replicates=300).to_dicts()
     assert [r["statistic"] for r in macro] == ["macro_f1"] * 3 and macro[2]["model"] == "sharp" and macro[2]["top"]
+
+
+def test_compare_classification_simultaneous_intervals_equal_the_max_t_by_loops():
+    """intervals='simultaneous': difference -/+ c se, se the CR1 SE of the per-item difference and c
+    the max-|t| quantile of the joint cluster bootstrap, t* recomputed by loops over the drawn clusters."""
+    import pyarrow as pa
+    from test_model_ranking import _max_abs_quantile
+
+    import embsql
+    rng = np.random.default_rng(5)
+    clusters = np.repeat(np.arange(15), 4)
+    correct = np.stack([rng.uniform(size=len(clusters)) < p for p in (0.85, 0.6, 0.55)], axis=1)
+    names = ["a", "b", "c"]
+    predictions = pa.table({"model": [m for m in names for _ in clusters], "item": [f"i{i:02d}" for i in
+                                                                                 range(len(clusters))] * 3,
+                            "correct": correct.T.ravel().tolist(), "group": [f"g{c:02d}" for c in clusters] * 3})
+    con = embsql.connect()
+    rows = embsql.compare_classification(con, predictions, group="group", permutations=300, seed=8,
+                                         intervals="simultaneous").to_dicts()
+    marginal = embsql.compare_classification(con, predictions, group="group", permutations=300, seed=8).to_dicts()
+    t_star = _loop_t_star(correct.astype(float), clusters, bootstrap_weights(15, 300, 8), mr.pairs_of(3))
+    c = _max_abs_quantile(t_star, 0.95)
+    for row, other, (x, y) in zip(rows, marginal, mr.pairs_of(3)):
+        se = _cr1(correct[:, x].astype(float) - correct[:, y], clusters)[1]
+        assert row["interval"] == "simultaneous" and row["se"] == pytest.approx(se, rel=1e-12)
+        assert row["ci_low"] == pytest.approx(max(-1.0, row["difference"] - c * se), rel=1e-9)
+        assert row["ci_high"] == pytest.approx(min(1.0, row["difference"] + c * se), rel=1e-9)
+        assert row["p_value"] == other["p_value"] and row["difference"] == other["difference"]
+    assert "interval" not in marginal[0]
+    with pytest.raises(embsql.InputError, match="intervals must be 'marginal' or 'simultaneous'"):
+        embsql.compare_classification(con, predictions, intervals="joint")
+
+
+def test_compare_cka_simultaneous_intervals_from_the_given_draws_by_loops():
+    """intervals='simultaneous': the marginal centre -/+ c se, c the 95% max-|t| over the pairs in
+    normal draws with the jackknife covariance of the debiased CKAs (recomputed by loops)."""
+    import pyarrow as pa
+    from test_model_ranking import _max_abs_quantile
+
+    import embsql
+    from embsql.core.geometry import reference_values
+    rng = np.random.default_rng(3)
+    items, d = 40, 5
+    base = rng.normal(size=(items, d))
+    models = {"ref": base, "a": base + rng.normal(size=(items, d)) * 0.5, "b": base + rng.normal(size=(items, d)),
+              "c": base + rng.normal(size=(items, d)) * 1.1}
+    table = pa.table({"model": [m for m in models for _ in range(items)], "item": list(range(items)) * 4,
+                      "v": [list(map(float, row)) for m in models for row in models[m]]})
+    con = embsql.connect()
+    marginal = embsql.compare_cka(con, table, reference="ref", model="model", item="item", vector="v").to_dicts()
+    rows = embsql.compare_cka(con, table, reference="ref", model="model", item="item", vector="v",
+                              intervals="simultaneous", seed=7).to_dicts()
+    from embsql.api.geometry import model_rows
+    values = reference_values(model_rows(con, table, "item", "model", "v")[0], "ref", groups=None, group="group",
+                              common=False, model="model")[0]
+    names = sorted(values)
+    replicates = [values[m].debiased for m in names]
+    g = items
+    means = [sum(r[1:]) / g for r in replicates]
+    covariance = np.array([[(g - 1) / g * sum((replicates[j][1 + u] - means[j]) * (replicates[k][1 + u] - means[k])
+                                              for u in range(g)) for k in range(3)] for j in range(3)])
+    c = _max_abs_quantile(_draws_t_star(covariance, 7, 2000, mr.pairs_of(3)), 0.95)
+    for row, other in zip(rows, marginal):
+        assert row["interval"] == "simultaneous" and row["p_value"] == other["p_value"]
+        centre = (other["ci_low"] + other["ci_high"]) / 2
+        assert row["ci_low"] == pytest.approx(centre - c * row["se"], abs=1e-9)
+        assert row["ci_high"] == pytest.approx(centre + c * row["se"], abs=1e-9)
+        assert row["ci_high"] - row["ci_low"] > other["ci_high"] - other["ci_low"]

@@ -196,7 +196,8 @@ def centroid_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, labe
 
 def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, *, model: str = "model",
                            item: str = "item", group: str | None = None, level: float = 0.95,
-                           p_adjust: str | None = "holm", permutations: int = 10_000, seed: int = 42) -> ResultTable:
+                           p_adjust: str | None = "holm", permutations: int = 10_000, seed: int = 42,
+                           intervals: str = "marginal") -> ResultTable:
     """Every pair of models' accuracy on the same items: the difference, its interval and a paired test.
 
     Per item d = correct_a - correct_b.  Without ``group``: McNemar's test on the discordant items
@@ -235,6 +236,14 @@ def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, 
         Random sign vectors of the cluster test.
     seed : int, default 42
         The random seed of the cluster test (0 or more).
+    intervals : {"marginal", "simultaneous"}, default "marginal"
+        ``'marginal'``: each pair's interval holds ``level`` on its own.  ``'simultaneous'``: the
+        K(K-1)/2 intervals hold ``level`` together: difference -/+ c se, se the cluster-robust
+        (CR1) SE of the mean per-item difference (each item its own cluster without ``group``),
+        c the ``level`` quantile of the largest studentized difference over the pairs in a joint
+        cluster bootstrap (the same resamples of clusters for every model; ``permutations`` of
+        them), as :func:`embsql.compare_retrieval` builds them.  ``se`` is then that CR1 SE and the
+        table gains a column ``interval`` = ``'simultaneous'``; the p-values are unchanged.
 
     Returns
     -------
@@ -270,8 +279,10 @@ def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, 
     values, name = prediction_columns(con, predictions, columns)
     models, clusters = align(values["model"], values["item"], values["correct"], values.get("group"),
                              f"predictions {name!r}")
-    rows = paired_rows(models, clusters, level=level, p_adjust=p_adjust, permutations=permutations, seed=seed)
-    return ResultTable.from_dicts("compare_classification", COMPARE_COLUMNS, rows)
+    rows = paired_rows(models, clusters, level=level, p_adjust=p_adjust, permutations=permutations, seed=seed,
+                       intervals=intervals)
+    shown = COMPARE_COLUMNS + (("interval",) if intervals == "simultaneous" else ())
+    return ResultTable.from_dicts("compare_classification", shown, rows)
 
 
 def prediction_columns(con: duckdb.DuckDBPyConnection, predictions: object,

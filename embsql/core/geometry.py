@@ -40,7 +40,13 @@ import numpy as np
 from embsql.core.arguments import check_permutations, check_seed
 from embsql.core.labels import text_key
 from embsql.core.model_comparison import shared_items
-from embsql.core.model_ranking import jackknife_rows
+from embsql.core.model_ranking import (
+    check_intervals,
+    jackknife_covariance,
+    jackknife_rows,
+    normal_family,
+    simultaneous_critical,
+)
 from embsql.core.permutation import permutation_result
 from embsql.core.precision import check_total_spread
 from embsql.core.resampling import MIN_GROUPS, jackknife_se, jackknife_t_interval
@@ -651,6 +657,12 @@ def procrustes_rows(models: dict, *, groups: dict | None = None, group: str = "g
 # ----------------------------------------------------------------------------------------------
 # is model a closer to the reference than model b is?
 
+def corrected_centre(d: np.ndarray) -> float:
+    """The jackknife bias-corrected difference G d - (G - 1) mean(d_-g) (index 0: the full sample)."""
+    g = len(d) - 1
+    return g * float(d[0]) - (g - 1) * float(d[1:].mean())
+
+
 def paired_difference(a: np.ndarray, b: np.ndarray, level: float = INTERVAL_LEVEL) -> tuple[float, float, float, float]:
     """(se, ci_low, ci_high, p_value) of the population CKA(a, R) - CKA(b, R) from the two pairs'
     debiased CKAs with the same units deleted (index 0: the full sample): the paired jackknife,
@@ -659,7 +671,7 @@ def paired_difference(a: np.ndarray, b: np.ndarray, level: float = INTERVAL_LEVE
     d = a - b
     g = len(d) - 1
     se = jackknife_se(d[1:])
-    centre = g * float(d[0]) - (g - 1) * float(d[1:].mean())
+    centre = corrected_centre(d)
     if se == 0:     # the two models agree on every replicate (e.g. the same model twice)
         return 0.0, centre, centre, 1.0
     half = t_quantile((1 + level) / 2, g - 1) * se
@@ -668,8 +680,11 @@ def paired_difference(a: np.ndarray, b: np.ndarray, level: float = INTERVAL_LEVE
 
 
 def compare_cka_rows(models: dict, reference: object, *, groups: dict | None = None, group: str = "group",
-                     debiased: bool = False, common: bool = False, model: str = "model") -> list[dict]:
-    """One row per pair of models other than ``reference`` (COMPARE_CKA_COLUMNS); see embsql.compare_cka."""
+                     debiased: bool = False, common: bool = False, model: str = "model", intervals: str = "marginal",
+                     seed: int = 42) -> list[dict]:
+    """One row per pair of models other than ``reference`` (COMPARE_CKA_COLUMNS, and ``interval``
+    with ``intervals='simultaneous'``); see embsql.compare_cka."""
+    intervals, seed = check_intervals(intervals), check_seed(seed)
     values, ref, codes, count, n = reference_values(models, reference, groups=groups, group=group, common=common,
                                                     model=model)
     rows = []
@@ -683,7 +698,22 @@ def compare_cka_rows(models: dict, reference: object, *, groups: dict | None = N
                      "difference": cka_a - cka_b, "se": se, "ci_low": low, "ci_high": high, "p_value": p_value,
                      "calibrated": (count if codes is not None else n) >= CALIBRATED_UNITS, "items": n,
                      "groups": None if codes is None else count, "debiased": bool(debiased)})
+    if intervals == "simultaneous":
+        # the same centres -/+ c se, c from the joint normal draws of the jackknife covariance
+        names = sorted(values, key=text_key)
+        table = np.stack([np.asarray(values[m].debiased, dtype=float) for m in names], axis=1)
+        fam = normal_family(table[0], jackknife_covariance(table[1:]), replicates=SIMULTANEOUS_DRAWS, seed=seed)
+        c = simultaneous_critical(fam, INTERVAL_LEVEL)
+        for row in rows:
+            a, b = values[row["model_a"]].debiased, values[row["model_b"]].debiased
+            assert a is not None and b is not None
+            centre = corrected_centre(a - b)
+            row.update(ci_low=max(centre - c * row["se"], -1.0), ci_high=min(centre + c * row["se"], 1.0),
+                       interval="simultaneous")
     return rows
+
+
+SIMULTANEOUS_DRAWS = 2000   # joint normal draws behind compare_cka's simultaneous intervals
 
 
 def rank_cka_rows(models: dict, reference: object, *, groups: dict | None = None, group: str = "group",
