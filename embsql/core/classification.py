@@ -437,9 +437,9 @@ def paired_rows(models: list[Paired], clusters: np.ndarray | None, *, level: flo
         matrix = np.stack([m.correct.astype(np.float64) for m in models], axis=1)
         codes = np.arange(len(matrix)) if clusters is None else clusters
         _, fam = retrieval_family(matrix, codes, replicates=permutations, seed=seed)
-        low, high = simultaneous_intervals(fam, level)
+        lows, highs = simultaneous_intervals(fam, level)
         for p, row in enumerate(rows):
-            row.update(se=float(fam.se[p]), ci_low=max(-1.0, float(low[p])), ci_high=min(1.0, float(high[p])),
+            row.update(se=float(fam.se[p]), ci_low=max(-1.0, float(lows[p])), ci_high=min(1.0, float(highs[p])),
                        interval="simultaneous")
         return [{column: row[column] for column in COMPARE_COLUMNS + ("interval",)} for row in rows]
     return [{column: row[column] for column in COMPARE_COLUMNS} for row in rows]
