@@ -78,15 +78,6 @@ def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: 
         and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
         ``skipped_zero``, ``skipped_nonfinite``). A skipped row leaves its item missing in
         that model, so ``common=True`` compares the others on the items every model kept.
-    intervals : {"marginal", "simultaneous"}, default "marginal"
-        ``'marginal'``: each pair's interval holds 95% on its own.  ``'simultaneous'``: with three
-        or more models besides the reference, the intervals hold 95% together: the same centre
-        -/+ c se, c the 95% point of the largest |t| over the pairs in 2000 joint normal draws with
-        the models' jackknife covariance (embsql.core.model_ranking.normal_family; ``seed`` draws
-        them).  The table then gains a column ``interval`` = ``'simultaneous'``; the p-values are
-        unchanged.
-    seed : int, default 42
-        The random seed of the simultaneous intervals' draws (0 or more).
 
     Returns
     -------
@@ -182,15 +173,6 @@ def procrustes(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, 
         and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
         ``skipped_zero``, ``skipped_nonfinite``). A skipped row leaves its item missing in
         that model, so ``common=True`` compares the others on the items every model kept.
-    intervals : {"marginal", "simultaneous"}, default "marginal"
-        ``'marginal'``: each pair's interval holds 95% on its own.  ``'simultaneous'``: with three
-        or more models besides the reference, the intervals hold 95% together: the same centre
-        -/+ c se, c the 95% point of the largest |t| over the pairs in 2000 joint normal draws with
-        the models' jackknife covariance (embsql.core.model_ranking.normal_family; ``seed`` draws
-        them).  The table then gains a column ``interval`` = ``'simultaneous'``; the p-values are
-        unchanged.
-    seed : int, default 42
-        The random seed of the simultaneous intervals' draws (0 or more).
 
     Returns
     -------
