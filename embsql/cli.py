@@ -328,8 +328,8 @@ def _report_arguments(parser: argparse.ArgumentParser, *, running: bool) -> None
     parser.add_argument("--sections", help="comma-separated: decomposition,groups,jackknife,bootstrap,compare,"
                                            "permanova,dispersion,models,ranking (default: the first seven, of "
                                            "which permanova and dispersion are the permutation tests; models when "
-                                           "--item and --model are given; ranking, the rank confidence sets of "
-                                           "R² of two or more models, when named)")
+                                           "--item and --model are given; and ranking, the models' rank confidence "
+                                           "sets, shown right after the verdict when there are two or more)")
     if running:
         parser.add_argument("--permutations", type=int, help="permutations for PERMANOVA and the dispersion test "
                                                              "(default 999; 0 skips both tests)")

@@ -191,6 +191,8 @@ CATALOGUE: dict[str, Check] = {
         DesignError, "{what}: {name} is the same on every pair ({value}), so no correlation is defined"),
     "model.missing": Check(InputError, "model {model} is in {side} {source} but not in {other_side} {other}"),
     "model.too_few": Check(InputError, "{column} has {models} model(s); {needs} needs at least two"),
+    "model.unpaired_groups": Check(
+        InputError, "models {models} do not have the same groups ({example}), so a ranking cannot pair them by group"),
     "model.reference": Check(InputError, "reference {reference} is not a model of model column {column}; its models "
                                          "are {models}"),
     # ---- columns and sources

@@ -68,6 +68,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_model_missing("model", "side", "source", 
     error(format('embsql: [model.missing] model {} is in {} {} but not in {} {}', "model", "side", "source", "other_side", "other"));
 CREATE OR REPLACE TEMP MACRO emb__fail_model_too_few("column", "models", "needs") AS
     error(format('embsql: [model.too_few] {} has {} model(s); {} needs at least two', "column", "models", "needs"));
+CREATE OR REPLACE TEMP MACRO emb__fail_model_unpaired_groups("models", "example") AS
+    error(format('embsql: [model.unpaired_groups] models {} do not have the same groups ({}), so a ranking cannot pair them by group', "models", "example"));
 CREATE OR REPLACE TEMP MACRO emb__fail_model_reference("reference", "column", "models") AS
     error(format('embsql: [model.reference] reference {} is not a model of model column {}; its models are {}', "reference", "column", "models"));
 CREATE OR REPLACE TEMP MACRO emb__fail_column_missing("role", "column", "source", "hint") AS

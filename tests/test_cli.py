@@ -56,7 +56,8 @@ def test_report_json_is_stable_and_matches_the_api(files):
     columns = document["summary"]["columns"]
     got = {row[columns.index("model")]: row[columns.index("r2")] for row in document["summary"]["rows"]}
     assert got == pytest.approx(expected_r2(files), rel=1e-9)
-    assert [s["name"] for s in document["sections"]][:2] == ["decomposition", "groups"]
+    # two models: their ranking first, right after the verdict
+    assert [s["name"] for s in document["sections"]][:3] == ["ranking", "decomposition", "groups"]
     assert all(s["caution"] for s in document["sections"])
 
 

@@ -116,10 +116,23 @@ def test_cli_retrieval_only_report_from_the_three_files(files):
                            "--format", "json"], capture_output=True, text=True, env=environment, timeout=300)
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
-    assert [s["name"] for s in document["sections"]] == ["evaluation", "evaluation_queries", "evaluation_compare"]
+    # the ranking of the two models by nDCG@10 first (right after the verdict)
+    assert [s["name"] for s in document["sections"]] == ["ranking", "evaluation", "evaluation_queries",
+                                                         "evaluation_compare"]
     con = embsql.connect()
     run = embsql.retrieve(con, queries, docs, k=100, model="model")
-    per_query = embsql.evaluate(con, run, qrels, model="model", metrics=["ndcg@10"], per_query=True).to_dicts()
+    evaluation = embsql.evaluate(con, run, qrels, model="model", metrics=["ndcg@10"], per_query=True)
+    per_query = evaluation.to_dicts()
+    ranking = [dict(zip(document["sections"][0]["columns"], r)) for r in document["sections"][0]["rows"]]
+    direct = embsql.rank_models(con, evaluation, statistic="ndcg@10", queries=embsql.Queries(queries),
+                                replicates=200, seed=42).to_dicts()
+    assert [(r["metric"], r["model"]) for r in ranking] == [("nDCG@10", "far"), ("nDCG@10", "near")]
+    for mine, theirs in zip(ranking, direct):
+        assert mine["estimate"] == pytest.approx(theirs["estimate"], abs=1e-12)
+        assert [mine[k] for k in ("rank", "rank_low", "rank_high", "top")] == \
+            [theirs[k] for k in ("rank", "rank_low", "rank_high", "top")]
+    assert document["verdict"][0].startswith("near retrieves better than far") and \
+        "Ranked by nDCG@10 with 95% simultaneous rank sets: near is first (rank 1–1)" in document["verdict"][0]
     means = {m: np.mean([r["value"] for r in per_query if r["model"] == m]) for m in ("near", "far")}
     section = next(s for s in document["sections"] if s["name"] == "evaluation_compare")
     row = dict(zip(section["columns"], section["rows"][0]))

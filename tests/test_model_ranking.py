@@ -411,10 +411,28 @@ def test_report_ranking_section_and_verdict(tmp_path):
         [(r["model"], r["rank_low"], r["rank_high"], r["top"]) for r in direct]
     assert [(r["model"], r["rank_low"], r["rank_high"]) for r in rows] == \
         [("base-768", 1, 1), ("mini-384", 2, 3), ("mini-64", 2, 3)]
-    assert ("Ranked by R² with 95% simultaneous rank sets: base-768 is first (rank 1–1); mini-64 and mini-384 "
-            "cannot be ordered (ranks 2–3).") in result.verdict
+    assert result.verdict[0].endswith("Ranked by R² with 95% simultaneous rank sets: base-768 is first (rank 1–1); "
+                                      "mini-64 and mini-384 cannot be ordered (ranks 2–3).")
     assert [s["name"] for s in json.loads(result.to_json())["sections"]] == ["ranking"]
-    assert "Rank confidence sets of R²" in result.to_html() and "rank_high" in result.to_text()
+    assert result["ranking"].columns == ("metric", "model") + mr.RANK_COLUMNS
+    assert {r["metric"] for r in rows} == {"R²"}
+    assert "Rank confidence sets of the models" in result.to_html() and "rank_high" in result.to_text(full=True)
+    # by default (no sections named) the ranking runs, first: right after the verdict in JSON, text and HTML
+    default = embsql.report(str(path), vector="embedding", group="topic", model="model", permutations=0,
+                            replicates=300, seed=4).run()
+    assert [s["name"] for s in json.loads(default.to_json())["sections"]][:2] == ["ranking", "decomposition"]
+    assert default["ranking"].to_dicts() == result["ranking"].to_dicts()
+    from embsql.render.formats import to_text
+    text = to_text(default, color=False, width=100)
+    assert text.index("cannot be ordered") < text.index("Rank confidence sets") < text.index("Summary")
+    assert "base-768 1 [1–1]*  mini-64 2 [2–3]  mini-384 3 [2–3]" in text
+    html = default.to_html()
+    assert html.index('id="verdict"') < html.index('id="section-ranking"') < html.index('id="summary"')
+    section = html[html.index('id="section-ranking"'):html.index('id="summary"')]
+    assert section.count("<img") == 1 and "simultaneous rank set" in section
+    headings = [line for line in default.to_markdown().splitlines() if line.startswith("## ")]
+    assert headings[:3] == ["## Rank confidence sets of the models", "## Summary", "## Sum-of-squares decomposition"]
+    assert not any(s.startswith("Ranked by R²: ") for s in default.verdict)   # the point-estimate order is gone
     con.execute(f"CREATE VIEW three AS SELECT * FROM '{path}'")
     for statistic, calibrated in (("r2", True), ("f", False)):      # simultaneous coverage measured for R² only
         pairs = embsql.compare(con, "three", group="topic", vector="embedding", model="model", item="item",
@@ -423,12 +441,26 @@ def test_report_ranking_section_and_verdict(tmp_path):
 
 
 def test_verdict_names_a_tie_at_the_top():
-    from types import SimpleNamespace
-
     from embsql.reporting.verdict import ranking_sentence
     rows = [{"model": m, "estimate": e, "rank_low": lo, "rank_high": hi, "top": lo == 1, "level": 0.9}
             for m, e, lo, hi in (("a", 0.5, 1, 2), ("b", 0.49, 1, 2), ("c", 0.1, 3, 3))]
-    table = SimpleNamespace(to_dicts=lambda: rows)
-    result = SimpleNamespace(sections=[SimpleNamespace(name="ranking", table=table)])
-    assert ranking_sentence(result) == ("Ranked by R² with 90% simultaneous rank sets: these 2 models are tied for the top "
-                                "(a and b); a and b cannot be ordered (ranks 1–2); c is third (rank 3–3).")
+    assert ranking_sentence(rows) == ("Ranked by R² with 90% simultaneous rank sets: these 2 models are tied for the top: "
+                                      "a and b (ranks 1–2); c is third (rank 3–3). These sets are rough: their "
+                                      "coverage was not shown for this design.")
+    for row in rows:
+        row["calibrated"] = True
+    rows[1]["rank_high"] = 3                                         # two sets at the top: the tie named first
+    assert ranking_sentence(rows) == ("Ranked by R² with 90% simultaneous rank sets: these 2 models are tied for the "
+                                      "top (a and b); a ranks 1–2; b ranks 1–3; c is third (rank 3–3).")
+    assert ranking_sentence(rows, "nDCG@10").startswith("Ranked by nDCG@10 with 90% simultaneous rank sets: ")
+    assert ranking_sentence(rows[:1]) == ""
+
+
+def test_structure_family_refuses_models_whose_groups_differ_with_a_catalogue_kind():
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(12, 3))
+    a = canonical(GroupSums.from_rows(np.repeat(["g1", "g2", "g3"], 4), v))
+    b = canonical(GroupSums.from_rows(np.repeat(["g1", "g2", "g4"], 4), v))
+    with pytest.raises(embsql.InputError, match="group 'g3' is in one and not the other") as raised:
+        mr.structure_family([a, b], "r2", replicates=10, seed=1)
+    assert raised.value.kind == "model.unpaired_groups"

@@ -98,7 +98,9 @@ def test_example_1_through_the_report(con):
 
 def test_every_section_carries_its_caution_and_converts(emb_con):
     result = embsql.report("emb", vector="emb", group="topic", model="model", permutations=0).run(emb_con)
-    assert [s.name for s in result.sections] == ["decomposition", "groups", "jackknife", "bootstrap", "compare"]
+    # the ranking (two models) comes first: it is shown right after the verdict
+    assert [s.name for s in result.sections] == ["ranking", "decomposition", "groups", "jackknife", "bootstrap",
+                                                 "compare"]
     for section in result.sections:
         assert len(section.caution) > 40
         assert section.table.to_arrow().num_rows == len(section.table)
@@ -435,8 +437,8 @@ def test_the_sections_are_one_registry_with_their_cautions():
     for name, entry in REGISTRY.items():
         if name not in ("retrieval", "models"):      # these carry their own titles and cautions
             assert entry.caution == getattr(cautions, name.upper()) and entry.title
-    default = Report("t", vector="v", group="g")
-    assert default.chosen_sections == SECTIONS[:7]
-    assert default.replace(permutations=0).chosen_sections == SECTIONS[:5]
-    assert default.replace(queries="q", docs="d").chosen_sections == SECTIONS[:7] + ("retrieval",)
-    assert default.replace(item="i", model="m").chosen_sections == SECTIONS[:8]
+    default = Report("t", vector="v", group="g")     # ranking by default: it ranks when there are two models
+    assert default.chosen_sections == SECTIONS[:7] + ("ranking",)
+    assert default.replace(permutations=0).chosen_sections == SECTIONS[:5] + ("ranking",)
+    assert default.replace(queries="q", docs="d").chosen_sections == SECTIONS[:7] + ("retrieval", "ranking")
+    assert default.replace(item="i", model="m").chosen_sections == SECTIONS[:8] + ("ranking",)

@@ -55,8 +55,13 @@ def test_the_readme_command_piped_fits_100_columns_and_60_lines(piped):
         assert len(digits) <= 3 or len(whole) >= 3, number
     # each caution in one line naming its docs page; one caution per section
     caution_lines = [line for line in lines if line.startswith("Caution: ")]
-    assert len(caution_lines) == 7 and all("→ " in line and ".md#" in line for line in caution_lines)
+    assert len(caution_lines) == 8 and all("→ " in line and ".md#" in line for line in caution_lines)
     assert cautions.BOOTSTRAP not in " ".join(piped.split())
+    # the ranking of the two models right after the verdict (before the summary), one row per metric
+    ranking = next(k for k, line in enumerate(lines) if line.startswith("Rank confidence sets"))
+    assert lines[ranking + 1].split() == ["R²", "base-768", "1", "[1–1]*", "mini-384", "2", "[2–2]"]
+    assert lines[ranking + 2].startswith("Caution: ") and lines[ranking + 3] == "Summary"
+    assert all(not line.startswith(("Sum-of-squares", "Paired")) for line in lines[:ranking])
 
 
 def test_the_readme_command_fits_80_columns_when_asked():

@@ -288,3 +288,24 @@ def test_the_retrieval_report_opens_with_its_top1_rates(data):
     best, other = sorted(rank, key=lambda m: -rank[m])
     assert sentence == (f"The correct document ranks first for {rank[best]:.0%} with {best}, "
                         f"{rank[other]:.0%} with {other} of the {result['rank'].to_dicts()[0]['queries']} queries.")
+
+
+def test_a_retrieval_report_opens_with_retrieval_and_the_tables_alone_get_a_verdict(data):
+    """Issue 32 item 4: a report given query and document tables answers retrieval first (the top-1
+    rates, from the brute-force ranking here), and a report of the retrieval tables alone, without
+    qrels, says the same sentence."""
+    from embsql.reporting.build import retrieval_report
+
+    queries, docs = data
+    top1 = {m: reference_summary(queries, docs, m, "corpus")["top1"] for m in ("a", "b")}
+    best, other = sorted(top1, key=lambda m: -top1[m])
+    expected = (f"The correct document ranks first for {top1[best]:.0%} with {best}, {top1[other]:.0%} with "
+                f"{other} of the {len(queries) // 2} queries.")
+    full = _retrieval_report_only(queries, docs)
+    assert full.verdict[0] == expected and "R²" in full.verdict[1]
+    con = embsql.connect()
+    con.register("q", queries)
+    con.register("d", docs)
+    alone = retrieval_report(con, queries="q", docs="d", model="model", permutations=0)
+    assert alone.verdict == [expected]
+    assert render_text(alone).splitlines()[2] == expected[:len(render_text(alone).splitlines()[2])]

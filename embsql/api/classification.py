@@ -196,7 +196,8 @@ def centroid_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, labe
 
 def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, *, model: str = "model",
                            item: str = "item", group: str | None = None, level: float = 0.95,
-                           p_adjust: str | None = "holm", permutations: int = 10_000, seed: int = 42) -> ResultTable:
+                           p_adjust: str | None = "holm", permutations: int = 10_000, seed: int = 42,
+                           intervals: str = "marginal") -> ResultTable:
     """Every pair of models' accuracy on the same items: the difference, its interval and a paired test.
 
     Per item d = correct_a - correct_b.  Without ``group``: McNemar's test on the discordant items
@@ -235,6 +236,14 @@ def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, 
         Random sign vectors of the cluster test.
     seed : int, default 42
         The random seed of the cluster test (0 or more).
+    intervals : {"marginal", "simultaneous"}, default "marginal"
+        ``'marginal'``: each pair's interval holds ``level`` on its own.  ``'simultaneous'``: the
+        K(K-1)/2 intervals hold ``level`` together: difference -/+ c se, se the cluster-robust
+        (CR1) SE of the mean per-item difference (each item its own cluster without ``group``),
+        c the ``level`` quantile of the largest studentized difference over the pairs in a joint
+        cluster bootstrap (the same resamples of clusters for every model; ``permutations`` of
+        them), as :func:`embsql.compare_retrieval` builds them.  ``se`` is then that CR1 SE and the
+        table gains a column ``interval`` = ``'simultaneous'``; the p-values are unchanged.
 
     Returns
     -------
@@ -267,6 +276,19 @@ def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, 
     """
     level = check_level(level)
     columns = {"model": model, "item": item, "correct": "correct", **({"group": group} if group else {})}
+    values, name = prediction_columns(con, predictions, columns)
+    models, clusters = align(values["model"], values["item"], values["correct"], values.get("group"),
+                             f"predictions {name!r}")
+    rows = paired_rows(models, clusters, level=level, p_adjust=p_adjust, permutations=permutations, seed=seed,
+                       intervals=intervals)
+    shown = COMPARE_COLUMNS + (("interval",) if intervals == "simultaneous" else ())
+    return ResultTable.from_dicts("compare_classification", shown, rows)
+
+
+def prediction_columns(con: duckdb.DuckDBPyConnection, predictions: object,
+                       columns: dict[str, str]) -> tuple[dict[str, list], str]:
+    """({role: the values of its column}, the table's name) of a per-item predictions table, each
+    column of ``columns`` (role -> column name) required."""
     with ExitStack() as stack:
         name = stack.enter_context(local_source(con, arrow_of(predictions)))
         table = resolve(con, name)
@@ -275,8 +297,4 @@ def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, 
         query = exp.select(*(exp.column(c, quoted=True).as_(f"__emb_{r}") for r, c in columns.items())
                            ).from_(table.table.copy())
         data = con.sql(query.sql("duckdb")).to_arrow_table()
-    values = {role: data.column(f"__emb_{role}").to_pylist() for role in columns}
-    models, clusters = align(values["model"], values["item"], values["correct"], values.get("group"),
-                             f"predictions {table.name!r}")
-    rows = paired_rows(models, clusters, level=level, p_adjust=p_adjust, permutations=permutations, seed=seed)
-    return ResultTable.from_dicts("compare_classification", COMPARE_COLUMNS, rows)
+    return {role: data.column(f"__emb_{role}").to_pylist() for role in columns}, table.name

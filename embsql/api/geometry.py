@@ -221,7 +221,7 @@ def procrustes(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, 
 
 def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference: object, model: str, item: str,
                 vector: str, group: str | None = None, debiased: bool = False, common: bool = False,
-                bad_rows: str = "error") -> ResultTable:
+                bad_rows: str = "error", intervals: str = "marginal", seed: int = 42) -> ResultTable:
     """Is model A closer to the reference model than model B is?  CKA(A, R) - CKA(B, R) on the same items.
 
     For every pair of models other than ``reference``: the difference of their CKA with the
@@ -256,6 +256,15 @@ def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference:
         and counts it in the result's ``skipped`` table (per model: ``skipped_null``,
         ``skipped_zero``, ``skipped_nonfinite``). A skipped row leaves its item missing in
         that model, so ``common=True`` compares the others on the items every model kept.
+    intervals : {"marginal", "simultaneous"}, default "marginal"
+        ``'marginal'``: each pair's interval holds 95% on its own.  ``'simultaneous'``: with three
+        or more models besides the reference, the intervals hold 95% together: the same centre
+        -/+ c se, c the 95% point of the largest |t| over the pairs in 2000 joint normal draws with
+        the models' jackknife covariance (embsql.core.model_ranking.normal_family; ``seed`` draws
+        them).  The table then gains a column ``interval`` = ``'simultaneous'``; the p-values are
+        unchanged.
+    seed : int, default 42
+        The random seed of the simultaneous intervals' draws (0 or more).
 
     Returns
     -------
@@ -296,5 +305,6 @@ def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference:
     """
     models, groups = model_rows(con, source, item, model, vector, group, skipped := Skipped.asked(bad_rows))
     rows = compare_cka_rows(models, reference, groups=groups, group=group or "group", debiased=debiased,
-                            common=common, model=model)
-    return Skipped.attached(skipped, ResultTable.from_dicts("compare_cka", COMPARE_CKA_COLUMNS, rows), model)
+                            common=common, model=model, intervals=intervals, seed=seed)
+    shown = COMPARE_CKA_COLUMNS + (("interval",) if intervals == "simultaneous" else ())
+    return Skipped.attached(skipped, ResultTable.from_dicts("compare_cka", shown, rows), model)

@@ -8,14 +8,21 @@ from __future__ import annotations
 from contextlib import ExitStack
 
 import duckdb
+import numpy as np
 
+from embsql.api.classification import prediction_columns
 from embsql.api.compare_retrieval import evaluation_columns
+from embsql.api.geometry import model_rows
+from embsql.core.classification import align, jackknife_macro_f1, macro_f1
+from embsql.core.geometry import rank_cka_rows
+from embsql.core.labels import text_key
 from embsql.core.model_comparison import canonical, check_same_groups
-from embsql.core.model_ranking import RANK_COLUMNS, structure_rows
+from embsql.core.model_ranking import RANK_COLUMNS, jackknife_rows, retrieval_rows, structure_rows
 from embsql.core.resampling import STATISTICS
 from embsql.core.retrieval_comparison import rank_metric
 from embsql.errors import InputError, fail
 from embsql.io.retrieval_tables import Queries, check_model
+from embsql.io.similarity_pairs import ranking_rows, read_models
 from embsql.io.sources import TableLike, opened
 from embsql.io.table_stream import group_sums
 from embsql.result_table import ResultTable
@@ -25,7 +32,7 @@ from embsql.vocabulary import check_model_name
 def rank_models(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str | None = None,
                 vector: str | None = None, model: str | None = None, statistic: str | None = None,
                 queries: Queries | object | None = None, level: float = 0.95, replicates: int = 2000, seed: int = 42,
-                sizes: str = "auto") -> ResultTable:
+                sizes: str = "auto", pairs: TableLike | None = None, reference: object = None) -> ResultTable:
     """Rank K models by a statistic, with simultaneous confidence sets for their ranks.
 
     Two kinds of source.  **Structure** (with ``vector=``): one row per model and item, ranked by
@@ -34,6 +41,18 @@ def rank_models(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str
     metrics (``statistic='ndcg@10'`` by default; any metric of the evaluation), the queries
     clustered by paraphrase group (``queries=`` or ``group=``, as for
     :func:`embsql.compare_retrieval`).  A ranking is per statistic: nothing averages metrics.
+
+    Three more families, each with the same output.  **Similarity** (``pairs=``, or
+    ``statistic='spearman'`` or ``'pearson'``): the source holds the embeddings (one row per model
+    and item, items in column ``item``), ``pairs`` the gold judgements (``item_a``, ``item_b``,
+    ``score``), and the models rank by the correlation of their cosines with the score on the pairs
+    every model scores.  **Classification** (``statistic='accuracy'`` or ``'macro_f1'``, no
+    ``vector=``): the source holds per-item predictions as ``knn_classify(..., per_item=True)``
+    gives them (``model``, ``item``, ``correct``; ``label`` and ``predicted`` for macro-F1), the
+    items clustered by ``group=`` when given.  **Agreement with a reference model**
+    (``statistic='cka'``, ``reference=``, with ``vector=``): the debiased CKA of each other model
+    with the reference on the items (column ``item``), clustered by ``group=`` when given, as
+    :func:`embsql.compare_cka` computes it.
 
     Each model gets a set of ranks ``[rank_low, rank_high]``; all K true ranks lie in their sets
     together with probability ``level`` (rank 1 is the largest statistic; the set of a model tied
@@ -75,6 +94,10 @@ def rank_models(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str
         The random seed (0 or more).
     sizes : str
         Structure: ``'fixed'``, ``'random'`` or ``'auto'``, as for :func:`embsql.jackknife`.
+    pairs : str or table object, optional
+        Similarity: the gold pairs (columns ``item_a``, ``item_b``, ``score``).
+    reference : object, optional
+        CKA: the reference model (a value of the model column), which is not ranked.
 
     Returns
     -------
@@ -86,9 +109,16 @@ def rank_models(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str
         smaller rank), ``rank_low``, ``rank_high``, ``top``, ``level`` and ``calibrated`` (true
         for R² from 30 groups on and for retrieval metrics from 30 query clusters on, where
         validation/rank_sets.py measured the family-wise coverage, {{figure rank_sets.coverage range}} at 95%
-        with K = 3, 5 and 10 models; false otherwise).  For retrieval the
+        with K = 3, 5 and 10 models; false otherwise, and always false for similarity, classification and
+        CKA, whose sets' coverage was not simulated).  For retrieval the
         resampling is the cluster bootstrap of the queries' paraphrase groups, the same resamples
-        for every model, each difference studentized by its own cluster-robust (CR1) SE.
+        for every model, each difference studentized by its own cluster-robust (CR1) SE; so for
+        accuracy (each item's 0 or 1), where ci_low/ci_high are the mean's CR1 t interval.  For
+        similarity the joint draws are normal, with the correlations' item-clustered covariance
+        (each pair studentized by :func:`embsql.compare_similarity`'s SE; ci_low/ci_high the
+        Fisher interval of :func:`embsql.similarity_eval`); for macro-F1 and CKA they are normal
+        with the delete-one jackknife's covariance over the items or groups (ci_low/ci_high: the
+        figure -/+ t times its jackknife SE).
 
     Raises
     ------
@@ -121,6 +151,24 @@ def rank_models(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str
     >>> [(r["model"], r["rank_low"], r["rank_high"], r["top"]) for r in ranked.to_dicts()]
     [('a', 1, 1, True), ('b', 2, 3, False), ('c', 2, 3, False)]
     """
+    if statistic in SIMILARITY_STATISTICS or pairs is not None:
+        return _rank_similarity(con, source, pairs, vector=vector, model=model, statistic=statistic or "spearman",
+                                level=level, replicates=replicates, seed=seed)
+    if statistic == "cka" or reference is not None:
+        if vector is None or model is None or reference is None or statistic not in (None, "cka"):
+            raise InputError("rank_models by CKA with a reference model takes statistic='cka', vector=, model= and "
+                             "reference= (the source has one row per model and item, items in column 'item')")
+        models, groups = model_rows(con, source, "item", model, vector, group)
+        rows = rank_cka_rows(models, reference, groups=groups, group=group or "group", model=model, level=level,
+                             replicates=replicates, seed=seed)
+        return ResultTable.of_models("rank_models", model, RANK_COLUMNS, [(row["model"], row) for row in rows])
+    if statistic in CLASSIFICATION_STATISTICS:
+        if vector is not None:
+            raise InputError(f"rank_models by {statistic} reads per-item predictions (columns model, item, correct; "
+                             "label and predicted for macro_f1, as knn_classify(..., per_item=True) gives them), "
+                             "not vectors: leave out vector=")
+        return _rank_predictions(con, source, model="model" if model is None else model, group=group,
+                                 statistic=statistic, level=level, replicates=replicates, seed=seed)
     if vector is None:
         return _rank_evaluation(con, source, group=group, model="model" if model is None else model,
                                 metric="ndcg@10" if statistic is None else statistic, queries=queries, level=level,
@@ -158,3 +206,63 @@ def _rank_evaluation(con: duckdb.DuckDBPyConnection, source: object, *, group: s
     ranked = rank_metric(rows["model"], rows["qid"], rows["metric"], rows["value"], groups, metric=metric,
                          replicates=replicates, seed=seed, level=level, what="evaluation")
     return ResultTable.of_models("rank_models", model, RANK_COLUMNS, [(row["model"], row) for row in ranked])
+
+
+SIMILARITY_STATISTICS = ("spearman", "pearson")
+CLASSIFICATION_STATISTICS = ("accuracy", "macro_f1")
+
+
+def _rank_similarity(con: duckdb.DuckDBPyConnection, source: object, pairs: object, *, vector: str | None,
+                     model: str | None, statistic: str, level: float, replicates: int, seed: int) -> ResultTable:
+    """rank_models by agreement with human similarity judgements: ``source`` the embeddings (one row
+    per model and item, items in column 'item'), ``pairs`` the gold pairs (item_a, item_b, score)."""
+    if pairs is None or vector is None or statistic not in SIMILARITY_STATISTICS:
+        raise InputError("rank_models by agreement with human similarity judgements takes pairs= (columns item_a, "
+                         "item_b, score), vector= and statistic='spearman' or 'pearson'")
+    column, judgements, scored = read_models(con, pairs, source, model=model, a="item_a", b="item_b", score="score",
+                                             item="item", vector=vector, missing="error", output=RANK_COLUMNS,
+                                             function="rank_models")
+    if len(scored) < 2:
+        fail("model.too_few", column=f"model column {column!r}", models=len(scored), needs="a ranking")
+    rows = ranking_rows(judgements, scored, statistic, level=level, replicates=replicates, seed=seed)
+    return ResultTable.of_models("rank_models", column or "model", RANK_COLUMNS, [(row["model"], row) for row in rows])
+
+
+def _rank_predictions(con: duckdb.DuckDBPyConnection, source: object, *, model: str, group: str | None,
+                      statistic: str, level: float, replicates: int, seed: int) -> ResultTable:
+    """rank_models by classification accuracy or macro-F1 on per-item predictions, the models paired
+    on their items and the items clustered by ``group`` (each its own cluster without)."""
+    check_model(model, RANK_COLUMNS, "rank_models")
+    wanted = ("correct",) if statistic == "accuracy" else ("label", "predicted")
+    columns = {"model": model, "item": "item", **{c: c for c in wanted}, **({"group": group} if group else {})}
+    values, name = prediction_columns(con, source, columns)
+    correct = values["correct"] if statistic == "accuracy" else \
+        [None if t is None or p is None else text_key(t) == text_key(p) for t, p in zip(values["label"],
+                                                                                       values["predicted"])]
+    paired, clusters = align(values["model"], values["item"], correct, values.get("group"),
+                             f"predictions {name!r}")
+    if len(paired) < 2:
+        fail("model.too_few", column=f"model column {model!r}", models=len(paired), needs="a ranking")
+    names = [p.model for p in paired]
+    units = np.arange(len(paired[0].correct)) if clusters is None else clusters
+    if statistic == "accuracy":
+        matrix = np.stack([p.correct.astype(np.float64) for p in paired], axis=1)
+        rows = retrieval_rows(names, matrix, units, "accuracy", replicates=replicates, seed=seed, level=level,
+                              measured=False)
+    else:
+        answers: dict[str, dict[str, tuple[str, str]]] = {}
+        for m, item, t, p in zip(values["model"], values["item"], values["label"], values["predicted"]):
+            answers.setdefault(text_key(m), {})[text_key(item)] = (text_key(t), text_key(p))
+        classes = sorted({c for given in answers.values() for pair in given.values() for c in pair})
+        code = {c: k for k, c in enumerate(classes)}
+        found = []
+        for m in names:
+            given = answers[text_key(m)]
+            order = sorted(given)
+            truth = np.array([code[given[q][0]] for q in order])
+            guess = np.array([code[given[q][1]] for q in order])
+            count = int(units.max()) + 1
+            found.append(np.concatenate([[macro_f1(truth, guess, len(classes))],
+                                         jackknife_macro_f1(truth, guess, len(classes), units, count)]))
+        rows = jackknife_rows(names, found, "macro_f1", level=level, replicates=replicates, seed=seed)
+    return ResultTable.of_models("rank_models", model, RANK_COLUMNS, [(row["model"], row) for row in rows])

@@ -64,6 +64,7 @@ import numpy as np
 
 from embsql.core.arguments import check_level, check_permutations, check_seed
 from embsql.core.labels import bad_label, clean_label, sort_key, text_key
+from embsql.core.model_ranking import check_intervals, retrieval_family, simultaneous_intervals
 from embsql.core.ranking import top_k, unit_float32
 from embsql.core.retrieval_comparison import adjust, cluster_sums, sign_flip_p, t_interval
 from embsql.core.student_t import t_quantile
@@ -194,7 +195,7 @@ def macro_f1(truth: np.ndarray, predicted: np.ndarray, classes: int) -> float:
     return float(np.mean(2 * tp[present] / both[present]))
 
 
-def _jackknife_macro_f1(truth: np.ndarray, predicted: np.ndarray, classes: int,
+def jackknife_macro_f1(truth: np.ndarray, predicted: np.ndarray, classes: int,
                         units: np.ndarray, count: int) -> np.ndarray:
     """Macro F1 with each unit (item or cluster code 0..count-1) deleted in turn: only the classes
     a unit touches change, so this is O(n), never units x classes."""
@@ -244,7 +245,7 @@ def scores(truth: np.ndarray, predicted: np.ndarray, classes: int, clusters: np.
     f1_low: float | None = None
     f1_high: float | None = None
     if count >= 2:
-        deleted = _jackknife_macro_f1(truth, predicted, classes, units, count)
+        deleted = jackknife_macro_f1(truth, predicted, classes, units, count)
         deleted = deleted[np.isfinite(deleted)]
         if len(deleted) >= 2:
             se = math.sqrt((count - 1) / count * float(np.sum((deleted - deleted.mean()) ** 2)))
@@ -395,9 +396,13 @@ class Paired:
 
 
 def paired_rows(models: list[Paired], clusters: np.ndarray | None, *, level: float = 0.95,
-                p_adjust: str | None = "holm", permutations: int = 10_000, seed: int = 42) -> list[dict]:
-    """COMPARE_COLUMNS for every pair of models (in the given order) answering the same items."""
+                p_adjust: str | None = "holm", permutations: int = 10_000, seed: int = 42,
+                intervals: str = "marginal") -> list[dict]:
+    """COMPARE_COLUMNS for every pair of models (in the given order) answering the same items; with
+    ``intervals='simultaneous'`` the intervals of embsql.core.model_ranking.simultaneous_intervals
+    over the joint cluster bootstrap of each item's 0/1 answer (and a column ``interval``)."""
     level = check_level(level)
+    intervals = check_intervals(intervals)
     check_permutations(permutations)
     check_seed(seed)
     adjust([], p_adjust)
@@ -428,6 +433,15 @@ def paired_rows(models: list[Paired], clusters: np.ndarray | None, *, level: flo
         rows.append(row)
     for row, adjusted in zip(rows, adjust([float(r["p_value"]) for r in rows], p_adjust)):  # type: ignore[arg-type]
         row["p_adjusted"] = adjusted
+    if intervals == "simultaneous":
+        matrix = np.stack([m.correct.astype(np.float64) for m in models], axis=1)
+        codes = np.arange(len(matrix)) if clusters is None else clusters
+        _, fam = retrieval_family(matrix, codes, replicates=permutations, seed=seed)
+        lows, highs = simultaneous_intervals(fam, level)
+        for p, row in enumerate(rows):
+            row.update(se=float(fam.se[p]), ci_low=max(-1.0, float(lows[p])), ci_high=min(1.0, float(highs[p])),
+                       interval="simultaneous")
+        return [{column: row[column] for column in COMPARE_COLUMNS + ("interval",)} for row in rows]
     return [{column: row[column] for column in COMPARE_COLUMNS} for row in rows]
 
 

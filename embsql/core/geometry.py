@@ -40,6 +40,13 @@ import numpy as np
 from embsql.core.arguments import check_permutations, check_seed
 from embsql.core.labels import text_key
 from embsql.core.model_comparison import shared_items
+from embsql.core.model_ranking import (
+    check_intervals,
+    jackknife_covariance,
+    jackknife_rows,
+    normal_family,
+    simultaneous_critical,
+)
 from embsql.core.permutation import permutation_result
 from embsql.core.precision import check_total_spread
 from embsql.core.resampling import MIN_GROUPS, jackknife_se, jackknife_t_interval
@@ -652,6 +659,12 @@ def procrustes_rows(models: dict, *, groups: dict | None = None, group: str = "g
 # ----------------------------------------------------------------------------------------------
 # is model a closer to the reference than model b is?
 
+def corrected_centre(d: np.ndarray) -> float:
+    """The jackknife bias-corrected difference G d - (G - 1) mean(d_-g) (index 0: the full sample)."""
+    g = len(d) - 1
+    return g * float(d[0]) - (g - 1) * float(d[1:].mean())
+
+
 def paired_difference(a: np.ndarray, b: np.ndarray, level: float = INTERVAL_LEVEL) -> tuple[float, float, float, float]:
     """(se, ci_low, ci_high, p_value) of the population CKA(a, R) - CKA(b, R) from the two pairs'
     debiased CKAs with the same units deleted (index 0: the full sample): the paired jackknife,
@@ -660,7 +673,7 @@ def paired_difference(a: np.ndarray, b: np.ndarray, level: float = INTERVAL_LEVE
     d = a - b
     g = len(d) - 1
     se = jackknife_se(d[1:])
-    centre = g * float(d[0]) - (g - 1) * float(d[1:].mean())
+    centre = corrected_centre(d)
     if se == 0:     # the two models agree on every replicate (e.g. the same model twice)
         return 0.0, centre, centre, 1.0
     half = t_quantile((1 + level) / 2, g - 1) * se
@@ -669,8 +682,63 @@ def paired_difference(a: np.ndarray, b: np.ndarray, level: float = INTERVAL_LEVE
 
 
 def compare_cka_rows(models: dict, reference: object, *, groups: dict | None = None, group: str = "group",
-                     debiased: bool = False, common: bool = False, model: str = "model") -> list[dict]:
-    """One row per pair of models other than ``reference`` (COMPARE_CKA_COLUMNS); see embsql.compare_cka."""
+                     debiased: bool = False, common: bool = False, model: str = "model", intervals: str = "marginal",
+                     seed: int = 42) -> list[dict]:
+    """One row per pair of models other than ``reference`` (COMPARE_CKA_COLUMNS, and ``interval``
+    with ``intervals='simultaneous'``); see embsql.compare_cka."""
+    intervals, seed = check_intervals(intervals), check_seed(seed)
+    values, ref, codes, count, n = reference_values(models, reference, groups=groups, group=group, common=common,
+                                                    model=model)
+    rows = []
+    for a, b in combinations(sorted(values, key=text_key), 2):
+        pa, pb = values[a], values[b]
+        assert pa.debiased is not None and pb.debiased is not None
+        se, low, high, p_value = paired_difference(pa.debiased, pb.debiased)
+        cka_a, cka_b = (float(pa.debiased[0]), float(pb.debiased[0])) if debiased else (float(pa.biased[0]),
+                                                                                         float(pb.biased[0]))
+        rows.append({"model_a": a, "model_b": b, "reference": ref, "cka_a": cka_a, "cka_b": cka_b,
+                     "difference": cka_a - cka_b, "se": se, "ci_low": low, "ci_high": high, "p_value": p_value,
+                     "calibrated": (count if codes is not None else n) >= CALIBRATED_UNITS, "items": n,
+                     "groups": None if codes is None else count, "debiased": bool(debiased)})
+    if intervals == "simultaneous":
+        # the same centres -/+ c se, c from the joint normal draws of the jackknife covariance
+        names = sorted(values, key=text_key)
+        table = np.stack([np.asarray(values[m].debiased, dtype=float) for m in names], axis=1)
+        fam = normal_family(table[0], jackknife_covariance(table[1:]), replicates=SIMULTANEOUS_DRAWS, seed=seed)
+        c = simultaneous_critical(fam, INTERVAL_LEVEL)
+        for row in rows:
+            a, b = values[row["model_a"]].debiased, values[row["model_b"]].debiased
+            assert a is not None and b is not None
+            centre = corrected_centre(a - b)
+            row.update(ci_low=max(centre - c * row["se"], -1.0), ci_high=min(centre + c * row["se"], 1.0),
+                       interval="simultaneous")
+    return rows
+
+
+SIMULTANEOUS_DRAWS = 2000   # joint normal draws behind compare_cka's simultaneous intervals
+
+
+def rank_cka_rows(models: dict, reference: object, *, groups: dict | None = None, group: str = "group",
+                  common: bool = False, model: str = "model", level: float = 0.95, replicates: int = 2000,
+                  seed: int = 42) -> list[dict]:
+    """The rank confidence sets of the models other than ``reference`` by their debiased CKA with it
+    (embsql.core.model_ranking.jackknife_rows on the paired jackknife's replicates, the units those
+    of compare_cka): one row of RANK_COLUMNS per model, in model order."""
+    values, _, _, _, _ = reference_values(models, reference, groups=groups, group=group, common=common, model=model)
+    names = sorted(values, key=text_key)
+    found = []
+    for m in names:
+        debiased = values[m].debiased
+        assert debiased is not None
+        found.append(debiased)
+    return jackknife_rows(names, found, "cka", level=level, replicates=replicates, seed=seed)
+
+
+def reference_values(models: dict, reference: object, *, groups: dict | None, group: str, common: bool,
+                     model: str) -> tuple[dict, object, np.ndarray | None, int, int]:
+    """(model -> its PairValues against the reference, with its debiased jackknife replicates; the
+    reference's name; the units' codes and count; the items) for every model other than the
+    reference, after the design checks of the paired CKA jackknife."""
     if not any(text_key(m) == text_key(reference) for m in models):
         fail("model.reference", reference=repr(reference), column=repr(model),
              models=", ".join(map(repr, sorted(models, key=text_key))))
@@ -688,18 +756,8 @@ def compare_cka_rows(models: dict, reference: object, *, groups: dict | None = N
         check_model_spread(x, m)
     values = {m: pair_values(unit[m], unit[ref], codes, count, names=(m, ref))
               for m in unit if m is not ref}
-    rows = []
-    for a, b in combinations(sorted(values, key=text_key), 2):
-        pa, pb = values[a], values[b]
-        for m, pair in ((a, pa), (b, pb)):
-            if pair.undefined is not None:   # the paired jackknife compares debiased CKAs
-                fail("design.debiased_hsic", whose=f" of model {m!r} against reference {ref!r}", **pair.undefined)
-        assert pa.debiased is not None and pb.debiased is not None
-        se, low, high, p_value = paired_difference(pa.debiased, pb.debiased)
-        cka_a, cka_b = (float(pa.debiased[0]), float(pb.debiased[0])) if debiased else (float(pa.biased[0]),
-                                                                                         float(pb.biased[0]))
-        rows.append({"model_a": a, "model_b": b, "reference": ref, "cka_a": cka_a, "cka_b": cka_b,
-                     "difference": cka_a - cka_b, "se": se, "ci_low": low, "ci_high": high, "p_value": p_value,
-                     "calibrated": (count if codes is not None else n) >= CALIBRATED_UNITS, "items": n,
-                     "groups": None if codes is None else count, "debiased": bool(debiased)})
-    return rows
+    for m in sorted(values, key=text_key):
+        undefined = values[m].undefined
+        if undefined is not None:   # the paired jackknife compares debiased CKAs
+            fail("design.debiased_hsic", whose=f" of model {m!r} against reference {ref!r}", **undefined)
+    return values, ref, codes, count, n

@@ -154,9 +154,11 @@ def structure_family(models: list[GroupSums], stat: str, *, replicates: int, see
     in the same (canonical) order: jackknife SEs of the differences, and studentised differences
     from the same resamples of groups for all K models (the paired bootstrap of compare, jointly)."""
     labels = list(models[0].labels)
-    for s in models[1:]:
+    for m, s in enumerate(models[1:], start=1):
         if list(s.labels) != labels:
-            raise InputError("the models do not have the same groups")
+            differ = sorted(set(map(str, labels)) ^ set(map(str, s.labels)))
+            example = f"group {differ[0]!r} is in one and not the other" if differ else "the groups are in another order"
+            fail("model.unpaired_groups", models=f"0 and {m} (in the order given)", example=example)
     strata = joint_strata(models, sizes)
     jack = [resampling.jackknife_replicates(s, stat, "paired jackknife") for s in models]
     estimates = np.array([e for e, _ in jack])
@@ -179,9 +181,11 @@ def structure_family(models: list[GroupSums], stat: str, *, replicates: int, see
 
 
 def structure_rows(names: list, models: list[GroupSums], stat: str, *, replicates: int = 2000, seed: int = 42,
-                   level: float = 0.95, sizes: str = "auto") -> list[dict]:
+                   level: float = 0.95, sizes: str = "auto",
+                   own: list[tuple[float | None, float | None]] | None = None) -> list[dict]:
     """One row of RANK_COLUMNS per model (in the order given); ci_low/ci_high are each model's own
-    calibrated bootstrap interval (resampling.bootstrap)."""
+    calibrated bootstrap interval (resampling.bootstrap), or ``own`` where the caller already has
+    them from the same replicates, seed, level and sizes (the report's bootstrap section)."""
     replicates, seed, level = check_replicates(replicates), check_seed(seed), check_level(level)
     if len(models) < 2:
         raise InputError("a ranking needs two or more models")
@@ -191,8 +195,12 @@ def structure_rows(names: list, models: list[GroupSums], stat: str, *, replicate
     calibrated = stat in RANK_CALIBRATED_STATS and groups >= RANK_CALIBRATED_GROUPS
     rows = []
     for j, (name, s) in enumerate(zip(names, models)):
-        own = resampling.bootstrap(s, stat, replicates=replicates, seed=seed, level=level, sizes=sizes)
-        rows.append(rank_row(name, stat, float(estimates[j]), own.ci_low, own.ci_high, sets, j, level, calibrated))
+        if own is None:
+            interval = resampling.bootstrap(s, stat, replicates=replicates, seed=seed, level=level, sizes=sizes)
+            low, high = interval.ci_low, interval.ci_high
+        else:
+            low, high = own[j]
+        rows.append(rank_row(name, stat, float(estimates[j]), low, high, sets, j, level, calibrated))
     return rows
 
 
@@ -246,8 +254,11 @@ def retrieval_family(scores: np.ndarray, clusters: np.ndarray, *, replicates: in
 
 
 def retrieval_rows(names: list, scores: np.ndarray, clusters: np.ndarray, metric: str, *, replicates: int = 2000,
-                   seed: int = 42, level: float = 0.95) -> list[dict]:
-    """One row of RANK_COLUMNS per model; ci_low/ci_high: each model's mean with its CR1 t interval."""
+                   seed: int = 42, level: float = 0.95, measured: bool = True) -> list[dict]:
+    """One row of RANK_COLUMNS per model; ci_low/ci_high: each model's mean with its CR1 t interval.
+    Any per-unit score averaged over clustered units ranks this way (k-NN accuracy: each item's 0 or
+    1); ``measured`` false marks a figure whose rank sets' coverage was not simulated (calibrated
+    false whatever the clusters)."""
     replicates, seed, level = check_replicates(replicates), check_seed(seed), check_level(level)
     if scores.shape[1] < 2:
         raise InputError(f"a ranking needs two or more models; {metric} has {scores.shape[1]}")
@@ -260,8 +271,73 @@ def retrieval_rows(names: list, scores: np.ndarray, clusters: np.ndarray, metric
     for j, name in enumerate(names):
         mean, se = cluster_robust(np.bincount(clusters, weights=scores[:, j], minlength=groups), sizes)
         rows.append(rank_row(name, metric, mean, mean - half_q * se, mean + half_q * se, sets, j, level,
-                             groups >= RANK_CALIBRATED_GROUPS))
+                             measured and groups >= RANK_CALIBRATED_GROUPS))
     return rows
+
+
+# ----------------------------------------------------------------------------------------------
+# the joint normal approximation: similarity (embsql.core.similarity.similarity_rows), CKA and
+# macro-F1 (delete-one jackknife replicates on the same units for every model)
+
+def normal_family(estimates: np.ndarray, covariance: np.ndarray, *, replicates: int, seed: int,
+                  se: np.ndarray | None = None) -> PairFamily:
+    """The pair family of K estimates from their joint normal approximation, as csranks draws it:
+    x* ~ N(0, covariance) (negative eigenvalues of the estimated covariance set to 0), the same
+    draw for every pair, and t*_jk = (x*_j - x*_k) / sd_jk with sd_jk^2 = V_jj + V_kk - 2 V_jk.
+    The pairs' SEs are ``se`` where the caller has its own (the compare face's), else sd_jk."""
+    covariance = np.asarray(covariance, dtype=float)
+    values, vectors = np.linalg.eigh((covariance + covariance.T) / 2)
+    draws = np.random.default_rng(seed).standard_normal((replicates, len(covariance))) @ \
+        (vectors * np.sqrt(np.clip(values, 0.0, None))).T
+    pairs = pairs_of(len(covariance))
+    sd = np.sqrt(np.clip([covariance[a, a] + covariance[b, b] - 2 * covariance[a, b] for a, b in pairs], 0.0, None))
+    se = sd if se is None else np.asarray(se, dtype=float)
+    difference = np.array([estimates[a] - estimates[b] for a, b in pairs])
+    t_star = np.zeros((replicates, len(pairs)))
+    for p, (a, b) in enumerate(pairs):
+        if sd[p] > 0 and se[p] > 0:
+            t_star[:, p] = (draws[:, a] - draws[:, b]) / sd[p]
+    return PairFamily(pairs, difference, se, t_star)
+
+
+def jackknife_covariance(replicates: np.ndarray) -> np.ndarray:
+    """(G - 1)/G sum_g (theta_-g - mean)(theta_-g - mean)^T of delete-one replicates (units x K):
+    its quadratic form in (e_j - e_k) is the paired jackknife variance of theta_j - theta_k."""
+    replicates = np.asarray(replicates, dtype=float)
+    g = len(replicates)
+    centred = replicates - replicates.mean(axis=0)
+    return (g - 1) / g * centred.T @ centred
+
+
+def normal_rows(names: list, estimates: np.ndarray, fam: PairFamily, statistic: str,
+                intervals: list[tuple[float | None, float | None]], *, level: float) -> list[dict]:
+    """One row of RANK_COLUMNS per model from a normal family; ``intervals``: each model's own
+    interval.  calibrated is false: the coverage of these sets was not simulated (bench/rank_sets.py
+    measured R² and per-query retrieval scores)."""
+    sets = rank_sets(estimates, fam, level)
+    return [rank_row(name, statistic, float(estimates[j]), low, high, sets, j, level, False)
+            for j, (name, (low, high)) in enumerate(zip(names, intervals))]
+
+
+def jackknife_rows(names: list, values: list[np.ndarray], statistic: str, *, level: float = 0.95,
+                   replicates: int = 2000, seed: int = 42) -> list[dict]:
+    """Rank K models by a figure given with its delete-one jackknife replicates on the same units
+    for every model (values[j]: index 0 the full sample, then the replicates; CKA with a reference
+    model, macro-F1): the normal family of the jackknife covariance (the pairs' SEs are the paired
+    jackknife's); ci_low/ci_high: the figure -/+ t_{G-1} its own jackknife SE."""
+    replicates, seed, level = check_replicates(replicates), check_seed(seed), check_level(level)
+    if len(values) < 2:
+        raise InputError(f"a ranking needs two or more models; there are {len(values)}")
+    table = np.stack([np.asarray(v, dtype=float) for v in values], axis=1)
+    estimates, deleted = table[0], table[1:]
+    if not np.all(np.isfinite(deleted)):
+        bad = int((~np.all(np.isfinite(deleted), axis=1)).sum())
+        fail("design.undefined_replicates", bad=bad, total=len(deleted), what=f"{statistic} jackknife")
+    covariance = jackknife_covariance(deleted)
+    fam = normal_family(estimates, covariance, replicates=replicates, seed=seed)
+    half = t_quantile((1 + level) / 2, len(deleted) - 1) * np.sqrt(np.clip(np.diag(covariance), 0.0, None))
+    return normal_rows(names, estimates, fam, statistic, list(zip((estimates - half).tolist(),
+                                                                  (estimates + half).tolist())), level=level)
 
 
 def check_intervals(value: object) -> str:

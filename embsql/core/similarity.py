@@ -36,8 +36,10 @@ from functools import cached_property
 import numpy as np
 
 from embsql.core.agreement import RESOLUTION
+from embsql.core.arguments import check_level, check_replicates, check_seed
+from embsql.core.model_ranking import normal_family, normal_rows, pairs_of
 from embsql.core.student_t import t_cdf, t_quantile
-from embsql.errors import fail
+from embsql.errors import InputError, fail
 
 MIN_PAIRS = 3
 COSINE_BLOCK = 512           # pairs per gather: two 512 x d blocks stay in cache (0.8 MB at d = 384, float32)
@@ -299,3 +301,40 @@ def difference(pairs: Pairs, cosine_a: np.ndarray, cosine_b: np.ndarray, level: 
             p = 1.0
         out[name] = Difference(ra, rb, d, se, d - half, d + half, float(min(1.0, max(p, 1e-300))))
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# ranking K models on the same pairs (embsql.core.model_ranking's normal family)
+
+def dyadic_covariance(psi: np.ndarray, a: np.ndarray, b: np.ndarray, items: int, dyads: np.ndarray) -> np.ndarray:
+    """The K x K covariance of correlations whose influence values over the same pairs are the
+    columns of ``psi`` (pairs x K), items recurring across pairs: the bilinear form of
+    embsql.core.similarity.dyadic_variance, sum_i S_i S_i^T / (n - m_i)^2 - sum_d D_d D_d^T / (n - m_d)^2."""
+    n = len(psi)
+    degree = np.bincount(a, minlength=items) + np.bincount(b, minlength=items)
+    dyad_size = np.bincount(dyads)
+    per_item = np.stack([np.bincount(a, psi[:, j], minlength=items) + np.bincount(b, psi[:, j], minlength=items)
+                         for j in range(psi.shape[1])], axis=1) / np.maximum(n - degree, 1)[:, None]
+    per_dyad = np.stack([np.bincount(dyads, psi[:, j], minlength=len(dyad_size)) for j in range(psi.shape[1])],
+                        axis=1) / np.maximum(n - dyad_size, 1)[:, None]
+    return per_item.T @ per_item - per_dyad.T @ per_dyad
+
+
+def similarity_rows(names: list, pairs: Pairs, cosines: list[np.ndarray], statistic: str, *, level: float = 0.95,
+                    replicates: int = 2000, seed: int = 42) -> list[dict]:
+    """Rank K models by their Spearman or Pearson correlation with the gold scores of the same
+    ``pairs`` (cosines: each model's, pair by pair): the normal family of the correlations with their
+    item-clustered covariance (dyadic_covariance of the influence values), each pair of models
+    studentised by embsql.compare_similarity's SE; ci_low/ci_high: each model's Fisher interval
+    (embsql.similarity_eval's)."""
+    replicates, seed, level = check_replicates(replicates), check_seed(seed), check_level(level)
+    if len(cosines) < 2:
+        raise InputError(f"a ranking needs two or more models; there are {len(cosines)}")
+    found = [influences(pairs, cosine)[statistic] for cosine in cosines]
+    estimates = np.array([estimate for estimate, _ in found])
+    psi = np.stack([influence for _, influence in found], axis=1)
+    covariance = dyadic_covariance(psi, pairs.a, pairs.b, pairs.items, pairs.dyads)
+    se = np.array([np.sqrt(pairs.variance(psi[:, a] - psi[:, b])) for a, b in pairs_of(len(cosines))])
+    fam = normal_family(estimates, covariance, replicates=replicates, seed=seed, se=se)
+    own = [evaluate(pairs, cosine, level)[statistic] for cosine in cosines]
+    return normal_rows(names, estimates, fam, statistic, [(c.ci_low, c.ci_high) for c in own], level=level)

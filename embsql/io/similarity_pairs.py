@@ -17,7 +17,15 @@ from sqlglot import exp
 
 from embsql.core.labels import sort_key
 from embsql.core.retrieval_comparison import adjust
-from embsql.core.similarity import Pairs, calibrated, check_pairs, difference, eval_row, pair_cosines
+from embsql.core.similarity import (
+    Pairs,
+    calibrated,
+    check_pairs,
+    difference,
+    eval_row,
+    pair_cosines,
+    similarity_rows,
+)
 from embsql.errors import fail
 from embsql.io.columns import first_bad_label, require_number
 from embsql.io.sources import Source, TableLike, opened
@@ -171,3 +179,22 @@ def comparison_rows(judgements: Judgements, scored: dict[object, Scored], level:
         for row, p in zip(family, adjust([r["p_value"] for r in family], "holm")):
             row["p_adjusted"] = p
     return [r for pair in zip(*rows.values()) for r in pair]
+
+
+def ranking_rows(judgements: Judgements, scored: dict[object, Scored], statistic: str, *, level: float,
+                 replicates: int, seed: int) -> list[dict]:
+    """The models' rank confidence sets by ``statistic`` (spearman or pearson) on the pairs every
+    model scores (embsql.core.similarity.similarity_rows), one row per model in model order."""
+    names = list(scored)
+    shared = scored[names[0]].rows
+    for value in names[1:]:
+        shared = np.intersect1d(shared, scored[value].rows)
+    coded = coded_pairs(judgements, shared)
+    cosines = []
+    for value in names:
+        cosine = scored[value].cosine[np.searchsorted(scored[value].rows, shared)]
+        check_pairs(coded.score, cosine, f"model {value!r} on the pairs every model scores")
+        cosines.append(cosine)
+    return [{**row, "model": value} for value, row in
+            zip(names, similarity_rows(names, coded, cosines, statistic, level=level, replicates=replicates,
+                                       seed=seed))]

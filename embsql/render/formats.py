@@ -245,6 +245,7 @@ CAUTION_DOCS = {
     "jackknife": "how-sure.md#intervals-for-one-model", "bootstrap": "how-sure.md#intervals-for-one-model",
     "compare": "how-sure.md#model-against-model-paired", "permanova": "how-sure.md#tests",
     "dispersion": "how-sure.md#tests", "models": "designs.md#agreement-between-models",
+    "ranking": "compare.md#which-model-is-best-and-how-sure",
 }
 KEY_COLUMNS = ("model", "model_a", "model_b", "statistic", "measure", "metric", "group", "quantile", "classifier",
                "correlation")
@@ -353,9 +354,12 @@ def _fit(header: list[str], rows: list[list[Any]], width: int, full: bool
 
 def _compact_rows(section: DocumentSection) -> tuple[list[str], list[list[Any]], str] | None:
     """A long section in a few rows, for the default text: min, median and max of each numeric column
-    per model.  None when the section is short (or has no numeric columns)."""
+    per model.  None when the section is short (or has no numeric columns).  The ranking: one row
+    per metric (_rank_rows)."""
     table = section.table
     rows = [list(r) for r in table.rows]
+    if section.name == LEADING:
+        return _rank_rows(table)
     pivot = _pivot_statistics(table)
     if pivot is not None:
         return pivot
@@ -380,6 +384,36 @@ def _compact_rows(section: DocumentSection) -> tuple[list[str], list[list[Any]],
             body.append(([model] if by_model else []) + [label] + cells)
     note = f"{len(rows)} rows as quantiles (--full: every row)"
     return header, body, note
+
+
+LEADING = "ranking"     # the section shown right after the verdict, before the summary
+RANK_ROWS_WIDTH = 90    # the ranking's one-row-per-metric form when it is at most this wide (else one row per model)
+
+
+def _rank_rows(table: ResultTable) -> tuple[list[str], list[list[Any]], str] | None:
+    """The ranking with one row per metric, its models in the order of their rank, a cell reading
+    "base-768 1 [1–2]" (the rank by the estimate, then the set rank_low–rank_high; "*" marks the
+    models that could be first), and no header, when it fits in RANK_ROWS_WIDTH; else None (one row
+    per model and metric)."""
+    found = [dict(zip(table.columns, row)) for row in table.rows]
+    if not found or not {"metric", "model", "rank", "rank_low", "rank_high", "top"} <= set(table.columns):
+        return None
+    metrics = list(dict.fromkeys(row["metric"] for row in found))
+    cells = {(row["metric"], row["model"]): f"{row['rank']} [{row['rank_low']}–{row['rank_high']}]"
+             + ("*" if row["top"] else "") for row in found}
+    rows = []
+    for metric in metrics:
+        placed = sorted((row for row in found if row["metric"] == metric),
+                        key=lambda r: (r["rank"], r["rank_low"], r["rank_high"]))
+        rows.append([metric] + [f"{model_label(r['model'])} {cells[(metric, r['model'])]}" for r in placed])
+    width = max(len(row) for row in rows)
+    rows = [row + [""] * (width - len(row)) for row in rows]
+    widths = [max(len(str(c)) for c in column) for column in zip(*rows)]
+    if sum(widths) + len(widths) - 1 > RANK_ROWS_WIDTH:
+        return None
+    level = found[0].get("level")
+    said = f"{level:.0%} simultaneous" if isinstance(level, float) else "simultaneous"
+    return [""] * width, rows, f"{said}; model rank [set], * could be first"    # no header
 
 
 def _pivot_statistics(table: ResultTable) -> tuple[list[str], list[list[Any]], str] | None:
@@ -435,7 +469,8 @@ def to_text(result: Document, *, color: bool | None = None, width: int | None = 
             console.print(Text(line, style="bold"))
         for shown_header, shown_rows in blocks:
             # Text objects throughout, so that a label such as "[bold]" is printed, not read as markup
-            shown = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False, header_style="bold")
+            shown = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False, header_style="bold",
+                          show_header=any(header))
             for k, name in enumerate(shown_header):
                 numeric = any(is_number(cell) for cell in _raw_column(rows, header, name)) and \
                     not (first_is_label and k == 0)
@@ -454,13 +489,18 @@ def to_text(result: Document, *, color: bool | None = None, width: int | None = 
         console.print()
     for note in notes:
         paragraph(f"Note: {note.rstrip('.')}.", indent="      ")
-    if result.summary.rows:   # a retrieval-only report has no embedding table to summarize
-        console.print()
-        tables(Text("Summary"), *_summary_grid(_summary_for_text(result, full or explain), result.meta.get("level"),
-                                                DIGITS), first_is_label=True)
-    for section in result.sections:
-        if explain or full:
+    # the ranking right after the verdict, then the summary (a retrieval-only report has none), then the
+    # sections; a blank line before the first of them (before each with --explain or --full)
+    blocks: list[DocumentSection | None] = [s for s in result.sections if s.name == LEADING]
+    blocks += [None] if result.summary.rows else []
+    blocks += [s for s in result.sections if s.name != LEADING]
+    for k, section in enumerate(blocks):
+        if k == 0 or explain or full:
             console.print()
+        if section is None:
+            tables(Text("Summary"), *_summary_grid(_summary_for_text(result, full or explain),
+                                                    result.meta.get("level"), DIGITS), first_is_label=True)
+            continue
         title = Text(section.title) + Text(f" ({section.name})", style="dim")
         compact = None if full else _compact_rows(section)
         if compact is not None:
@@ -548,9 +588,11 @@ def to_markdown(result: Document, *, full: bool = False, explain: bool = False) 
         lines += ["", f"**{_md(sentence)}**"]
     if _notes(result):
         lines += [""] + [f"- Note: {_md(note)}" for note in _notes(result)]
-    if result.summary.rows:
-        lines += ["", "## Summary", ""] + _md_table(*_summary_grid(result.summary, result.meta.get("level"), DIGITS))
-    for section in result.sections:
+    leading = [s for s in result.sections if s.name == LEADING]     # the ranking first, as in the other formats
+    for k, section in enumerate(leading + [s for s in result.sections if s.name != LEADING]):
+        if k == len(leading) and result.summary.rows:
+            lines += ["", "## Summary", ""] + _md_table(*_summary_grid(result.summary, result.meta.get("level"),
+                                                                       DIGITS))
         lines += ["", f"## {_md(section.title)}", ""]
         rows, quantiles, note = _shortened(section, full)
         lines += _md_table(*_with_interval_notes(list(section.table.columns), rows))
@@ -561,6 +603,8 @@ def to_markdown(result: Document, *, full: bool = False, explain: bool = False) 
         if section.caution:
             caution = section.caution if explain else f"{headline(section)} → {caution_docs(section.name)}"
             lines += ["", f"> **Caution:** {_md(caution)}"]
+    if result.summary.rows and all(s.name == LEADING for s in result.sections):
+        lines += ["", "## Summary", ""] + _md_table(*_summary_grid(result.summary, result.meta.get("level"), DIGITS))
     if not explain and any(section.caution for section in result.sections):
         lines += ["", "*Each caution in full: --explain, the HTML report, or the docs' guides (docs/guides/).*"]
     details = _meta_items(result.meta, header=False)
@@ -670,13 +714,10 @@ def to_html(result: Document, plots: bool = True, standalone: bool = True) -> st
         parts += [_html_figure(plot, result, with_caution=False) for plot in figures.get("verdict", [])]
         parts.append("</section>")
 
-    if result.summary.rows:
-        parts.append('<section id="summary"><h2>Summary</h2><div class="row">')
-        parts.append(_html_table(*_summary_grid(result.summary, result.meta.get("level"), DIGITS), row_headers=True))
-        parts += [_html_figure(plot, result) for plot in figures.get("summary", [])]
-        parts.append("</div></section>")
-
-    for section in result.sections:
+    ordered = [s for s in result.sections if s.name == LEADING] + [s for s in result.sections if s.name != LEADING]
+    for k, section in enumerate(ordered):
+        if section.name != LEADING and (k == 0 or ordered[k - 1].name == LEADING):
+            parts += _html_summary(result, figures)    # after the ranking, before the other sections
         parts.append(f'<section id="section-{esc(section.name)}">'
                      f'<h2>{esc(section.title)} <span class="key">{esc(section.name)}</span></h2>')
         parts.append('<div class="row">')
@@ -689,6 +730,8 @@ def to_html(result: Document, plots: bool = True, standalone: bool = True) -> st
                          f'<p>{esc(section.caution)}</p></details>')
         parts.append("</section>")
 
+    if all(s.name == LEADING for s in result.sections):
+        parts += _html_summary(result, figures)
     details = _meta_items(result.meta, header=False)
     if details:
         parts.append('<details class="run"><summary>Run details</summary><p class="meta">' + " · ".join(
@@ -703,6 +746,15 @@ def to_html(result: Document, plots: bool = True, standalone: bool = True) -> st
     return ('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f"<title>{esc(result.title)}</title>\n<style>{_PAGE_CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n")
+
+
+def _html_summary(result: Document, figures: dict[str, list[Plot]]) -> list[str]:
+    """The summary grid with its figures (none for a retrieval-only report)."""
+    if not result.summary.rows:
+        return []
+    return (['<section id="summary"><h2>Summary</h2><div class="row">',
+             _html_table(*_summary_grid(result.summary, result.meta.get("level"), DIGITS), row_headers=True)]
+            + [_html_figure(plot, result) for plot in figures.get("summary", [])] + ["</div></section>"])
 
 
 def _html_figures(result: Document) -> tuple[dict[str, list[Plot]], str]:

@@ -22,6 +22,7 @@ from embsql.render.evaluation_plots import evaluation_compare_plot, ndcg_distrib
 from embsql.render.figures import Figures, Plot, finite, new_figure, require_matplotlib
 from embsql.render.geometry_plots import models_plot
 from embsql.render.label_plots import classification_plot, similarity_scatter_plot
+from embsql.render.rank_plots import rank_plot
 from embsql.result_table import model_label
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def report_plots(result: Document) -> list[Plot]:
     require_matplotlib()   # no matplotlib: say so before anything is drawn
     makers: tuple[Callable[[Document], Plot | list[Plot] | None], ...] = (
         _compare_plot, _r2_plot, _w_tilde_plot, _margin_plot, _dose_plot, _experiment_plots, models_plot,
-        ndcg_distribution_plot, evaluation_compare_plot, similarity_scatter_plot, classification_plot)
+        ndcg_distribution_plot, evaluation_compare_plot, similarity_scatter_plot, classification_plot, rank_plot)
     plots: list[Plot] = []
     for make in makers:
         made = make(result)

@@ -63,8 +63,10 @@ from embsql.io.sources import describe, is_file, is_frame, local_source, resolve
 from embsql.io.sql import run_sql
 from embsql.io.table_stream import Skipped, skip_note
 from embsql.progress import run_progress
+from embsql.reporting import rank_sets
 from embsql.reporting.evaluation import evaluation_sections
 from embsql.reporting.labels import CLASSIFICATION_SETTINGS, SIMILARITY_SETTINGS, classification_sections, similarity_sections
+from embsql.reporting.rank_sets import Blocks
 from embsql.reporting.report_result import ReportResult, Section
 from embsql.reporting.sections import REGISTRY, Run, progress_plan, retrieval_layers, whose
 from embsql.result_table import ResultTable, model_label
@@ -461,6 +463,7 @@ class Report:
                              f"{len(sums.counts)} groups, and they need at least {resampling.MIN_GROUPS}")
         run = Run(self, parts, [(value, sums) for value, sums in ordered if len(sums.counts) >= resampling.MIN_GROUPS],
                   summary, con=con, progress=progress, notes=notes)
+        ranks = run.ranks if "ranking" in wanted else None
         sections: list[Section] = []
         # one progress bar for every section, each with its share of the estimated work (progress_plan)
         with run_progress("report", progress_plan(self, parts, wanted), progress) as run.bar:
@@ -478,9 +481,12 @@ class Report:
             assert tables.qrels is not None
             sections.extend(evaluation_sections(con, queries=tables.queries, docs=tables.docs, qrels=tables.qrels,
                                                 model=self.model, replicates=self.replicates, seed=self.seed,
-                                                level=self.level, permutations=self.permutations, notes=notes))
+                                                level=self.level, permutations=self.permutations, notes=notes,
+                                                ranks=ranks))
         if con is not None:   # human judgements and labels (embsql.reporting.labels)
-            sections += self._label_sections(con, notes, meta)
+            sections += self._label_sections(con, notes, meta, ranks)
+        if ranks is not None:   # every family's block, right after the verdict (embsql.reporting.rank_sets)
+            sections = rank_sets.first(sections, ranks)
         if notes:
             meta["notes"] = notes
         title = self.title or f"embsql report: {self.source}"
@@ -488,20 +494,23 @@ class Report:
             "summary", SUMMARY_COLUMNS, [{c: row.get(c) for c in SUMMARY_COLUMNS} for row in summary.values()])
         return ReportResult(title, summary_table, tuple(sections), meta)
 
-    def _label_sections(self, con: duckdb.DuckDBPyConnection, notes: list[str], meta: dict[str, Any]) -> list[Section]:
-        """The similarity sections (with ``pairs``) and the classification sections (with ``label``)."""
+    def _label_sections(self, con: duckdb.DuckDBPyConnection, notes: list[str], meta: dict[str, Any],
+                        ranks: Blocks | None = None) -> list[Section]:
+        """The similarity sections (with ``pairs``) and the classification sections (with ``label``);
+        their ranking blocks go to ``ranks``."""
         sections: list[Section] = []
         if self.pairs is not None:
             meta["pairs"] = shown_name(self.pairs)
             sections += similarity_sections(con, self.pairs, self.rows_source(con), model=self.model, item=self.item,
-                                            vector=self.vector, settings=self.similarity, level=self.level)
+                                            vector=self.vector, settings=self.similarity, level=self.level,
+                                            ranks=ranks, replicates=self.replicates, seed=self.seed)
         if self.label is not None:
             meta["label"] = self.label
             found, said = classification_sections(con, self.rows_source(con), label=self.label, model=self.model,
                                                   item=self.item, group=self.group, vector=self.vector,
                                                   settings=self.classification, level=self.level,
                                                   permutations=self.permutations, seed=self.seed,
-                                                  bad_rows=self.bad_rows)
+                                                  bad_rows=self.bad_rows, ranks=ranks, replicates=self.replicates)
             sections += found
             notes += said
         return sections
@@ -552,11 +561,12 @@ def retrieval_report(con: duckdb.DuckDBPyConnection, *, queries: Any, docs: Any,
         notes.append(f"no retrieval layers (alignment, rank, pairing): queries {shown_name(queries)!r} has no column "
                      f"{positive!r}, the relevant document of each query"
                      + ("; the evaluation below reads the qrels instead" if qrels is not None else ""))
+    ranks = Blocks()
     if qrels is not None:
         assert tables.qrels is not None
         sections += evaluation_sections(con, queries=tables.queries, docs=tables.docs, qrels=tables.qrels, model=model,
                                         replicates=replicates, seed=seed, level=level, permutations=permutations,
-                                        notes=notes)
+                                        notes=notes, ranks=ranks)
     elif not sections:
         raise InputError(f"report: nothing to report on the retrieval tables alone: queries {shown_name(queries)!r} "
                          f"has no column {positive!r} and no qrels were given (--qrels)")
@@ -567,7 +577,8 @@ def retrieval_report(con: duckdb.DuckDBPyConnection, *, queries: Any, docs: Any,
     if notes:
         meta["notes"] = notes
     summary = ResultTable.from_dicts("summary", SUMMARY_COLUMNS, [])
-    return ReportResult(title or f"embsql retrieval report: {shown_name(queries)}", summary, tuple(sections), meta)
+    return ReportResult(title or f"embsql retrieval report: {shown_name(queries)}", summary,
+                        tuple(rank_sets.first(sections, ranks)), meta)
 
 
 # the names of a report's settings, in order: the fields of Report, the keys of a [report] table
@@ -635,8 +646,12 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
         whatever the input calls it (see embsql.ReportResult); ``meta["model"]`` keeps its name.
     sections : tuple of str
         Which sections to run: decomposition, groups, jackknife, bootstrap, compare, permanova,
-        dispersion, models, retrieval.  Default: the first five, the two tests when
-        ``permutations > 0``, models with ``item`` and ``model``, retrieval with ``queries``.
+        dispersion, models, retrieval, ranking.  Default: the first five, the two tests when
+        ``permutations > 0``, models with ``item`` and ``model``, retrieval with ``queries``, and
+        ranking: the models' simultaneous rank confidence sets (embsql.rank_models), one block per
+        evaluation family the report ran (R²; nDCG@10 with ``qrels``; Spearman with ``pairs``;
+        k-NN accuracy with ``label``), in a section of columns metric, model and those of
+        rank_models, which comes first (right after the verdict) when there are two or more models.
     permutations : int, default 999
         The permutation tests' permutations (0 skips them).
     seed : int, default 42
@@ -710,7 +725,7 @@ def report(source: Any, *, vector: str, group: str, model: str | None = None, se
     >>> r = embsql.report("examples/embeddings.parquet", vector="embedding", group="topic", model="model",
     ...                   permutations=0)
     >>> r.chosen_sections
-    ('decomposition', 'groups', 'jackknife', 'bootstrap', 'compare')
+    ('decomposition', 'groups', 'jackknife', 'bootstrap', 'compare', 'ranking')
     """
     return Report(source, vector=vector, group=group, model=model, sections=tuple(sections), permutations=permutations,
                   seed=seed, stop_after=stop_after, replicates=replicates, level=level, queries=queries, docs=docs,

@@ -102,6 +102,7 @@ HEADLINES = {
     "permanova": "p says whether the groups could be chance, not how strong they are.",
     "dispersion": "when significant, part of F may be unequal spread, not centres.",
     "models": "none of these measures says which model is better.",
+    "ranking": "the sets hold for all models at once.",
 }
 
 
@@ -208,9 +209,10 @@ CLUSTER_TEST = ("p_value: a sign-flip randomization test that swaps the two mode
                 "the {group!r} column (exact when there are few); ci_low/ci_high: a cluster-robust t interval over "
                 "those groups. McNemar on clustered items rejects too often.")
 
-RANKING = ("Simultaneous rank confidence sets of R² (embsql.rank_models): every model's true rank lies in "
+RANKING = ("Simultaneous rank confidence sets, one block per metric (embsql.rank_models): every model's true rank lies in "
            "[rank_low, rank_high] for all the models together with probability level; a model tied with others "
            "in truth may take any rank of its tie. A model is ranked above another only when simultaneous intervals "
            "for every pairwise difference (Mogstad, Romano, Shaikh and Wilhelm's step-down over the paired cluster "
-           "bootstrap, the same resamples of groups for every model) show it better; rank orders by the estimate "
-           "alone. top marks the models that could be first. ci_low/ci_high are each model's own interval.")
+           "bootstrap, the same resamples of groups, or of query clusters, for every model) show it better; rank "
+           "orders by the estimate alone. top marks the models that could be first. ci_low/ci_high are each model's "
+           "own interval.")

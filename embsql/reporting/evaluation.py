@@ -16,12 +16,13 @@ from sqlglot import exp
 
 from embsql.core import ranking
 from embsql.core.query_means import cluster_codes, mean_interval
-from embsql.core.retrieval_comparison import PAIR_COLUMNS, compare_metric
+from embsql.core.retrieval_comparison import PAIR_COLUMNS, compare_metric, rank_metric
 from embsql.io.qrels import check_known, read_qrels
 from embsql.io.retrieval_tables import Docs, Qrels, Queries
 from embsql.io.runs import retrieve_run, run_ids
 from embsql.io.scoring import score_runs
 from embsql.io.sources import resolve, shown_name
+from embsql.reporting.rank_sets import Blocks
 from embsql.reporting.report_result import Section
 from embsql.result_table import ResultTable
 
@@ -70,10 +71,12 @@ COMPARE_CAUTION = (
 
 def evaluation_sections(con: duckdb.DuckDBPyConnection, *, queries: Queries, docs: Docs, qrels: Qrels,
                         model: str | None, replicates: int, seed: int, level: float,
-                        permutations: int = 999, notes: list[str] | None = None) -> list[Section]:
+                        permutations: int = 999, notes: list[str] | None = None,
+                        ranks: Blocks | None = None) -> list[Section]:
     """The evaluation sections of a report (the three tables as names on ``con``).  The paired
     comparison of the models runs whatever ``permutations`` is (its sign-flip test is cheap: at least
-    COMPARE_PERMUTATIONS flips); where it cannot run (one model), ``notes`` is told why."""
+    COMPARE_PERMUTATIONS flips); where it cannot run (one model), ``notes`` is told why.  With two or
+    more models, ``ranks`` gets their rank confidence sets by nDCG@10 (the queries clustered as above)."""
     run = retrieve_run(con, queries, docs, k=DEPTH, model=model)
     judgements = read_qrels(con, qrels)
     # the run holds every qid and doc_id of the two tables (run_ids): no second read of them
@@ -117,6 +120,10 @@ def evaluation_sections(con: duckdb.DuckDBPyConnection, *, queries: Queries, doc
                                None if groups is None else [groups[q] for q in qids], metric=DISTRIBUTION_METRIC,
                                permutations=max(permutations, COMPARE_PERMUTATIONS), seed=seed, level=level,
                                what="the report's evaluation")
+        if ranks is not None:
+            ranks.add(rank_metric(models, qids, [DISTRIBUTION_METRIC] * len(qids), scores,
+                                  None if groups is None else [groups[q] for q in qids], metric=DISTRIBUTION_METRIC,
+                                  replicates=replicates, seed=seed, level=level, what="the report's evaluation"))
         sections.append(Section("evaluation_compare", "Paired comparison of models on nDCG@10",
                                 ResultTable.from_dicts("evaluation_compare", PAIR_COLUMNS, pairs),
                                 COMPARE_CAUTION.format(unit=unit, one="group" if groups is not None else "query",

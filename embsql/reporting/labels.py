@@ -32,15 +32,17 @@ import numpy as np
 
 from embsql.core.classification import CLASSIFY_COLUMNS, align, paired_rows
 from embsql.core.classification import COMPARE_COLUMNS as ACCURACY_COLUMNS
+from embsql.core.model_ranking import retrieval_rows
 from embsql.core.ranking import check_k
 from embsql.core.similarity import COMPARE_COLUMNS as CORRELATION_COLUMNS
 from embsql.core.similarity import EVAL_COLUMNS
-from embsql.errors import InputError
+from embsql.errors import EmbsqlError, InputError
 from embsql.io.labelled_rows import classify_models, read_labelled
-from embsql.io.similarity_pairs import comparison_rows, evaluation_rows, read_models
+from embsql.io.similarity_pairs import comparison_rows, evaluation_rows, ranking_rows, read_models
 from embsql.io.sources import resolve, shown_name
 from embsql.io.table_stream import Skipped
 from embsql.reporting import cautions
+from embsql.reporting.rank_sets import Blocks
 from embsql.reporting.report_result import Section
 from embsql.result_table import ResultTable
 
@@ -68,9 +70,10 @@ def item_column(con: duckdb.DuckDBPyConnection, source: str, item: str | None, n
 
 
 def similarity_sections(con: duckdb.DuckDBPyConnection, pairs: str, embeddings: str, *, model: str | None,
-                        item: str | None, vector: str, settings: dict[str, Any], level: float
-                        ) -> list[Section]:
-    """The similarity, similarity_compare (two or more models) and similarity_pairs sections."""
+                        item: str | None, vector: str, settings: dict[str, Any], level: float,
+                        ranks: Blocks | None = None, replicates: int = 2000, seed: int = 42) -> list[Section]:
+    """The similarity, similarity_compare (two or more models) and similarity_pairs sections; with
+    two or more models, ``ranks`` gets their rank confidence sets by Spearman."""
     options = {**SIMILARITY_DEFAULTS, **settings}
     used_item = item_column(con, embeddings, item, "the similarity section (pairs=...)")
     assert used_item is not None
@@ -88,6 +91,8 @@ def similarity_sections(con: duckdb.DuckDBPyConnection, pairs: str, embeddings: 
                                 ResultTable.from_dicts("similarity_compare", CORRELATION_COLUMNS,
                                                        comparison_rows(judgements, scored, level)),
                                 cautions.SIMILARITY_COMPARE))
+        if ranks is not None:
+            ranks.add(ranking_rows(judgements, scored, "spearman", level=level, replicates=replicates, seed=seed))
     total = len(judgements.score)
     kept = np.unique(np.round(np.linspace(0, total - 1, SCATTER_PAIRS)).astype(np.int64)) \
         if total > SCATTER_PAIRS else np.arange(total)
@@ -112,8 +117,11 @@ def clusters_of(label: str, group: str) -> str | None:
 
 def classification_sections(con: duckdb.DuckDBPyConnection, source: str, *, label: str, model: str | None,
                             item: str | None, group: str, vector: str, settings: dict[str, Any], level: float,
-                            permutations: int, seed: int, bad_rows: str = "error") -> tuple[list[Section], list[str]]:
-    """The classification section and, for two or more models, classification_compare; and notes."""
+                            permutations: int, seed: int, bad_rows: str = "error", ranks: Blocks | None = None,
+                            replicates: int = 2000) -> tuple[list[Section], list[str]]:
+    """The classification section and, for two or more models, classification_compare; and notes.
+    With two or more models paired on their items, ``ranks`` gets their rank confidence sets by
+    k-NN accuracy (each item's 0/1 answer, the items clustered as in the comparison)."""
     k = check_k(settings.get("k", KNN_K))
     table = resolve(con, source)
     cluster = clusters_of(label, group)
@@ -139,6 +147,19 @@ def classification_sections(con: duckdb.DuckDBPyConnection, source: str, *, labe
         notes.append("no paired comparison of accuracy: the models are paired on their items, and the source has "
                      "no item column (give item=..., --item COLUMN)")
         return sections, notes
+    if ranks is not None:
+        per_item = results["knn"][1]
+        try:
+            paired, clusters = align([value for value, _ in per_item], [r["item"] for _, r in per_item],
+                                     [r["correct"] for _, r in per_item],
+                                     [r["group"] for _, r in per_item] if cluster else None,
+                                     f"the classification of {shown_name(source)!r}")
+            correct = np.stack([p.correct.astype(np.float64) for p in paired], axis=1)
+            ranks.add(retrieval_rows([p.model for p in paired], correct,
+                                     np.arange(len(correct)) if clusters is None else clusters, "accuracy",
+                                     replicates=replicates, seed=seed, level=level, measured=False))
+        except EmbsqlError as error:     # e.g. an item one model lacks: the other blocks stand
+            notes.append(f"no ranking by accuracy: {error}")
     if cluster and not permutations:
         notes.append("no paired comparison of accuracy: the cluster sign-flip test needs permutations > 0 "
                      "(0 were asked for)")

@@ -25,7 +25,7 @@ from embsql.core import decomposition, resampling
 from embsql.core.arguments import sequential_stop
 from embsql.core.dispersion import MIN_GROUP, dispersion_costs
 from embsql.core.model_comparison import BOOTSTRAP_COLUMNS, COMPARE_COLUMNS, bootstrap_row, compare_row, same_groups_problem
-from embsql.core.model_ranking import RANK_COLUMNS, structure_rows
+from embsql.core.model_ranking import structure_rows
 from embsql.core.permutation import method_costs
 from embsql.core.row_tests import Ordered, dispersion_rows, ordered, permanova_row
 from embsql.core.sums import GroupSums
@@ -34,8 +34,9 @@ from embsql.io.retrieval_tables import report_tables
 from embsql.io.sources import resolve
 from embsql.io.table_stream import Skipped, unit_rows
 from embsql.progress import DISPERSION_LABEL, RunProgress, permutations_label
-from embsql.reporting import cautions
+from embsql.reporting import cautions, rank_sets
 from embsql.reporting.geometry import models_section
+from embsql.reporting.rank_sets import Blocks
 from embsql.reporting.report_result import Section
 from embsql.reporting.retrieval import four_layers
 from embsql.result_table import ResultTable
@@ -100,6 +101,7 @@ class Run:
     notes: list[str] = field(default_factory=list)     # the report's notes, in the order they are said
     interval_notes: list[str] = field(default_factory=list)   # said after those of the group-sums sections
     bar: RunProgress = field(default_factory=lambda: RunProgress([]))   # the report's one bar (progress_plan)
+    ranks: Blocks = field(default_factory=Blocks)      # the ranking section's blocks (reporting.rank_sets)
     _rows: list[tuple[object, Ordered]] | None = None
 
     def rows(self) -> list[tuple[object, Ordered]]:
@@ -214,18 +216,26 @@ def _compare(entry: Entry, run: Run) -> list[Section]:
 
 def _ranking(entry: Entry, run: Run) -> list[Section]:
     """Rank confidence sets of R² for every model (embsql.core.model_ranking, the kernel of
-    embsql.rank_models), from the group sums the report already has."""
+    embsql.rank_models), from the group sums the report already has: the structure block of the
+    ranking section, which the report assembles once every family has run (reporting.rank_sets).
+    Each model's own interval is the bootstrap section's when that ran (the same resamples)."""
     report = run.report
     if len(run.resampled) < 2:
         return []
     first, first_sums = run.resampled[0]
     for other, sums in run.resampled[1:]:
         problem = same_groups_problem(first, first_sums, other, sums)
-        if problem:
+        if problem and "ranking" in report.sections:
             raise DesignError(f"no ranking: {problem}")
+        if problem:
+            run.notes.append(f"no ranking of R²: {problem}")
+            return []
+    own = [(run.summary[value].get("r2_ci_low"), run.summary[value].get("r2_ci_high")) for value, _ in run.resampled]
     rows = structure_rows([value for value, _ in run.resampled], [sums for _, sums in run.resampled], "r2",
-                          replicates=report.replicates, seed=report.seed, level=report.level)
-    return [entry.section(("model",) + RANK_COLUMNS, rows)]
+                          replicates=report.replicates, seed=report.seed, level=report.level,
+                          own=own if all(low is not None for low, _ in own) else None)
+    run.ranks.add(rows)
+    return []
 
 
 def _needs_permutations(entry: Entry, run: Run) -> None:
@@ -308,7 +318,8 @@ REGISTRY: dict[str, Entry] = {entry.name: entry for entry in (
     Entry("models", "", "", _models, default=lambda report: report.item is not None and report.model is not None,
           off_duckdb="drop"),
     Entry("retrieval", "", "", _retrieval, default=lambda report: report.queries is not None, off_duckdb="refuse"),
-    Entry("ranking", "Rank confidence sets of R²", cautions.RANKING, _ranking, default=lambda report: False),
+    # runs by default: a report of one model has nothing to rank (the builder adds no block)
+    Entry("ranking", rank_sets.TITLE, cautions.RANKING, _ranking),
 )}
 
 

@@ -34,42 +34,95 @@ Row = dict[str, Any]
 
 
 def verdict(result: Document) -> list[str]:
-    """The report's opening sentences (an empty list when its tables hold nothing to judge)."""
+    """The report's opening sentences (an empty list when its tables hold nothing to judge).  Each
+    family's ranking (the ranking section's block) ends that family's paragraph; a retrieval report
+    (one with the evaluation and no embedding summary) opens with retrieval."""
     own = result.meta.get("verdict")
     if own:
         return [own] if isinstance(own, str) else list(own)
+    ranked = ranking_sentences(result)
     summary = _summary(result)
-    return [s for s in summary[:1] + [ranking_sentence(result)] + summary[1:]
-            + [_evaluation(result), _similarity(result), _classification(result)] if s]
+    if summary and any(_finite(row.get("r2")) for row in result.summary.to_dicts()):
+        summary[0] = _join(summary[0], "" if _pair_says_it(result) else ranked.get("R²", ""))
+        ranked.pop("R²", None)
+    retrieval = [_join(_evaluation(result), ranked.pop("nDCG@10", "")), _layers(result)]
+    labels = [_join(_similarity(result), ranked.pop("Spearman", "")),
+              _join(_classification(result), ranked.pop("accuracy", ""))]
+    if any(s.name in ("rank", "evaluation") for s in result.sections) or not result.summary.rows:
+        # a report whose question is retrieval (it ran the retrieval layers or the evaluation): its answer first
+        return [s for s in retrieval + summary + labels + list(ranked.values()) if s]
+    return [s for s in summary + retrieval + labels + list(ranked.values()) if s]
+
+
+def _layers(result: Document) -> str:
+    """The retrieval layers' answer (top-1 per model, the rank section) where the summary does not
+    already give it (a report with an embedding table, or the retrieval tables alone)."""
+    if any(_finite(row.get("top1")) for row in result.summary.to_dicts()):
+        return ""
+    rows = [row for row in _rows_of(result, "rank") if _finite(row.get("top1"))]
+    return _retrieval(rows) if rows else ""
+
+
+def _pair_says_it(result: Document) -> bool:
+    """With two models the rank sets of R² restate the paired comparison the first sentence gives:
+    the lead first and the other second when its interval excludes 0, both 1–2 when it holds 0.
+    True when they do (the sentence would repeat it), False when they differ or there is no pair."""
+    rows = [r for r in _rows_of(result, "ranking") if r.get("statistic") == "r2"]
+    if len(rows) != 2:
+        return False
+    lead, second = sorted(rows, key=lambda r: -r["estimate"])
+    pair = _pair(result, lead["model"], second["model"])
+    if pair is None:
+        return False
+    sets = ((lead["rank_low"], lead["rank_high"]), (second["rank_low"], second["rank_high"]))
+    if pair[1] > 0:
+        return sets == ((1, 1), (2, 2))
+    return pair[2] >= 0 and sets == ((1, 2), (1, 2))
+
+
+def _join(*sentences: str) -> str:
+    return " ".join(s for s in sentences if s)
 
 
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
 
 
-def ranking_sentence(result: Document) -> str:
-    """What the ranking section (rank confidence sets) says: who is placed, and who cannot be ordered."""
-    rows = _rows_of(result, "ranking")
+def ranking_sentences(result: Document) -> dict[str, str]:
+    """What the ranking section (rank confidence sets) says, one sentence per block (by its metric)."""
+    blocks: dict[str, list[Row]] = {}
+    for row in _rows_of(result, "ranking"):
+        blocks.setdefault(str(row.get("metric") or "R²"), []).append(row)
+    return {metric: ranking_sentence(rows, metric) for metric, rows in blocks.items() if len(rows) >= 2}
+
+
+def ranking_sentence(rows: list[Row], metric: str = "R²") -> str:
+    """One block's sets in words: who is placed, and who cannot be ordered; a tie at the top is named."""
     if len(rows) < 2:
         return ""
     level = rows[0].get("level")
     together: dict[tuple[int, int], list[Row]] = {}
     for row in sorted(rows, key=lambda r: (r["rank_low"], r["rank_high"], -r["estimate"])):
         together.setdefault((row["rank_low"], row["rank_high"]), []).append(row)
+    top = [r for r in rows if r.get("top")]
+    tied = len(top) >= 2 and len([key for key in together if key[0] == 1]) == 1   # the top is one set
     parts = []
     for (low, high), members in together.items():
         names = _and([_name(r["model"]) for r in members])
         if low == high and len(members) == 1:
             place = ORDINALS[low - 1] if low <= len(ORDINALS) else f"number {low}"
             parts.append(f"{names} is {place} (rank {low}–{high})")
+        elif low == 1 and tied:
+            parts.append(f"these {len(members)} models are tied for the top: {names} (ranks {low}–{high})")
         elif len(members) == 1:
             parts.append(f"{names} ranks {low}–{high}")
         else:
             parts.append(f"{names} cannot be ordered (ranks {low}–{high})")
-    top = [r for r in rows if r.get("top")]
-    head = (f"these {len(top)} models are tied for the top ({_and([_name(r['model']) for r in top])}); "
-            if len(top) >= 2 else "")
+    head = "" if tied or len(top) < 2 else \
+        f"these {len(top)} models are tied for the top ({_and([_name(r['model']) for r in top])}); "
     level_word = f"{level:.0%}" if _finite(level) else "95%"
-    return f"Ranked by R² with {level_word} simultaneous rank sets: {head}" + "; ".join(parts) + "."
+    rough = "" if all(r.get("calibrated") for r in rows) else \
+        " These sets are rough: their coverage was not shown for this design."
+    return f"Ranked by {metric} with {level_word} simultaneous rank sets: {head}" + "; ".join(parts) + "." + rough
 
 
 def _and(names: list[str]) -> str:
@@ -101,7 +154,7 @@ def _models(result: Document, rows: list[Row], group: str) -> str:
     lead, second = ranked[0], ranked[1]
     pair = _pair(result, lead["model"], second["model"])
     ranking = ""
-    if len(ranked) > 2:
+    if len(ranked) > 2 and not any(s.name == "ranking" for s in result.sections):   # else the rank sets say it
         ranking = "Ranked by R²: " + ", ".join(f"{_name(r['model'])} {_num(r['r2'])}" for r in ranked) + ". "
     if pair is None:
         why = next((n for n in result.meta.get("notes", []) if "paired comparison" in n),

@@ -1,0 +1,299 @@
+"""Rank confidence sets of the other evaluation families (issue 33, item 3): similarity (Spearman and
+Pearson against human scores), classification (accuracy and macro-F1) and CKA with a reference model.
+
+References: the sets recomputed from the definition (Mogstad, Romano, Shaikh and Wilhelm's step-down,
+test_model_ranking._reference_sets) by explicit loops on the given replicates: the joint normal
+draws x* = V diag(sqrt(lambda)) z of the covariance (z the given standard normal draws, the
+covariance recomputed by loops over items and dyads, or over the jackknife's deleted units), the
+delete-one macro-F1 by loops with sklearn's f1_score, the correlations by scipy, the cluster
+bootstrap of accuracy by loops over the drawn clusters.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+from test_model_ranking import _cr1, _loop_t_star, _reference_sets
+
+from embsql.core import model_ranking as mr
+from embsql.core import similarity as sim
+from embsql.core.classification import jackknife_macro_f1
+from embsql.core.resampling import bootstrap_weights
+
+
+def _draws_t_star(covariance, seed, replicates, pairs):
+    """t*_jk of the joint normal draws, by loops: x* = V sqrt(max(lambda, 0)) z per draw, z given
+    (numpy's standard normals of ``seed``), t*_jk = (x*_j - x*_k) / sqrt(V_jj + V_kk - 2 V_jk)."""
+    k = len(covariance)
+    z = np.random.default_rng(seed).standard_normal((replicates, k))
+    values, vectors = np.linalg.eigh(covariance)
+    out = []
+    for r in range(replicates):
+        x = [sum(vectors[j][m] * math.sqrt(max(values[m], 0.0)) * z[r][m] for m in range(k)) for j in range(k)]
+        row = []
+        for a, b in pairs:
+            sd = math.sqrt(max(covariance[a][a] + covariance[b][b] - 2 * covariance[a][b], 0.0))
+            row.append((x[a] - x[b]) / sd if sd > 0 else 0.0)
+        out.append(row)
+    return out
+
+
+def _pairs_design(rng, items=40, n=160):
+    a = rng.integers(0, items, size=n)
+    b = (a + rng.integers(1, items, size=n)) % items          # never the item itself; items recur
+    return a, b
+
+
+@pytest.mark.parametrize("statistic", ["spearman", "pearson"])
+def test_similarity_sets_equal_the_definition_by_loops(statistic):
+    rng = np.random.default_rng(17)
+    a, b = _pairs_design(rng)
+    score = rng.normal(size=len(a))
+    item_effect = rng.normal(size=40)
+    cosines = [score * w + (item_effect[a] + item_effect[b]) * 0.3 + rng.normal(size=len(a)) * s
+               for w, s in ((1.0, 0.5), (0.8, 0.9), (0.8, 0.95), (0.2, 1.0))]
+    pairs = sim.Pairs(score, a, b, 40)
+    rows = sim.similarity_rows(["w", "x", "y", "z"], pairs, cosines, statistic, replicates=300, seed=6, level=0.9)
+    reference = stats.spearmanr if statistic == "spearman" else stats.pearsonr
+    estimates = [reference(c, score)[0] for c in cosines]
+    assert [r["estimate"] for r in rows] == pytest.approx(estimates, abs=1e-12)
+    # the covariance by loops over the items and the dyads (unordered pairs of items)
+    psi = [sim.influences(pairs, c)[statistic][1] for c in cosines]
+    n, k = len(a), len(cosines)
+    covariance = [[0.0] * k for _ in range(k)]
+    for j in range(k):
+        for m in range(k):
+            total = 0.0
+            for i in range(40):
+                touching = [p for p in range(n) if a[p] == i or b[p] == i]
+                s_j = sum(psi[j][p] for p in range(n) if a[p] == i) + sum(psi[j][p] for p in range(n) if b[p] == i)
+                s_m = sum(psi[m][p] for p in range(n) if a[p] == i) + sum(psi[m][p] for p in range(n) if b[p] == i)
+                total += s_j * s_m / max(n - len(touching), 1) ** 2
+            for dyad in {(min(x, y), max(x, y)) for x, y in zip(a, b)}:
+                members = [p for p in range(n) if (min(a[p], b[p]), max(a[p], b[p])) == dyad]
+                total -= sum(psi[j][p] for p in members) * sum(psi[m][p] for p in members) / \
+                    max(n - len(members), 1) ** 2
+            covariance[j][m] = total
+    pair_list = mr.pairs_of(k)
+    t_star = _draws_t_star(np.array(covariance), 6, 300, pair_list)
+    difference = [estimates[x] - estimates[y] for x, y in pair_list]
+    se = [sim.difference(pairs, cosines[x], cosines[y], 0.9)[statistic].se for x, y in pair_list]   # the compare SE
+    low, high = _reference_sets(estimates, difference, se, t_star, 0.9)
+    assert [(r["rank_low"], r["rank_high"]) for r in rows] == list(zip(low, high))
+    assert [r["top"] for r in rows] == [x == 1 for x in low]
+    assert any(x < y for x, y in zip(low, high)) and low[0] == high[0] == 1   # a tie left open, the best placed
+    own = [sim.evaluate(pairs, c, 0.9)[statistic] for c in cosines]
+    assert [(r["ci_low"], r["ci_high"]) for r in rows] == [(c.ci_low, c.ci_high) for c in own]
+    assert all(r["calibrated"] is False and r["statistic"] == statistic for r in rows)
+
+
+def _macro_f1_loops(truth, predicted):
+    from sklearn.metrics import f1_score
+
+    labels = sorted(set(truth.tolist()) | set(predicted.tolist()))
+    return f1_score(truth, predicted, labels=labels, average="macro", zero_division=0)
+
+
+def test_macro_f1_sets_equal_the_definition_by_loops():
+    """macro-F1 of three classifiers on the same items, clustered: the delete-one-cluster replicates
+    by loops with sklearn, the jackknife covariance by loops, then the sets from the given draws."""
+    rng = np.random.default_rng(4)
+    clusters = np.repeat(np.arange(24), 5)
+    truth = rng.integers(0, 4, size=len(clusters))
+    predicted = [np.where(rng.uniform(size=len(truth)) < p, truth, rng.integers(0, 4, size=len(truth)))
+                 for p in (0.9, 0.6, 0.58)]
+    values = []
+    for guess in predicted:
+        full = _macro_f1_loops(truth, guess)
+        deleted = jackknife_macro_f1(truth, guess, 4, clusters, 24)
+        loops = [_macro_f1_loops(truth[clusters != g], guess[clusters != g]) for g in range(24)]
+        assert deleted == pytest.approx(loops, abs=1e-12)
+        values.append(np.concatenate([[full], loops]))
+    rows = mr.jackknife_rows(["p", "q", "r"], values, "macro_f1", replicates=400, seed=2)
+    estimates = [v[0] for v in values]
+    g = 24
+    means = [sum(v[1:]) / g for v in values]
+    covariance = [[(g - 1) / g * sum((values[j][1 + u] - means[j]) * (values[m][1 + u] - means[m]) for u in range(g))
+                   for m in range(3)] for j in range(3)]
+    pair_list = mr.pairs_of(3)
+    t_star = _draws_t_star(np.array(covariance), 2, 400, pair_list)
+    se = [math.sqrt(covariance[x][x] + covariance[y][y] - 2 * covariance[x][y]) for x, y in pair_list]
+    low, high = _reference_sets(estimates, [estimates[x] - estimates[y] for x, y in pair_list], se, t_star, 0.95)
+    assert [(r["rank_low"], r["rank_high"]) for r in rows] == list(zip(low, high)) == [(1, 1), (2, 3), (2, 3)]
+    half = stats.t.ppf(0.975, g - 1)
+    for j, row in enumerate(rows):
+        assert row["estimate"] == pytest.approx(estimates[j], abs=1e-12)
+        assert row["ci_low"] == pytest.approx(estimates[j] - half * math.sqrt(covariance[j][j]), abs=1e-12)
+
+
+def test_accuracy_sets_equal_the_definition_by_loops():
+    """Accuracy as the mean of each item's 0/1 correctness, the items clustered: the cluster
+    bootstrap's t* by loops over the drawn clusters; calibrated is false (coverage not simulated)."""
+    rng = np.random.default_rng(12)
+    clusters = np.repeat(np.arange(16), 4)
+    correct = np.stack([rng.uniform(size=len(clusters)) < p for p in (0.9, 0.62, 0.6, 0.3)], axis=1).astype(float)
+    rows = mr.retrieval_rows(["a", "b", "c", "d"], correct, clusters, "accuracy", replicates=200, seed=3,
+                             measured=False)
+    pair_list = mr.pairs_of(4)
+    t_star = _loop_t_star(correct, clusters, bootstrap_weights(16, 200, 3), pair_list)
+    means = correct.mean(axis=0)
+    se = [_cr1(correct[:, x] - correct[:, y], clusters)[1] for x, y in pair_list]
+    low, high = _reference_sets(means, [means[x] - means[y] for x, y in pair_list], se, t_star, 0.95)
+    assert [(r["rank_low"], r["rank_high"]) for r in rows] == list(zip(low, high))
+    assert [r["estimate"] for r in rows] == pytest.approx(means.tolist(), abs=1e-12)
+    assert all(r["calibrated"] is False for r in rows)
+
+
+def test_cka_sets_from_the_paired_jackknife_of_compare_cka():
+    """CKA with a reference model: the estimates and each pair's SE are compare_cka's (debiased CKA,
+    paired jackknife over the groups); the sets follow the definition on the given draws."""
+    import pyarrow as pa
+
+    import embsql
+    rng = np.random.default_rng(9)
+    items, d = 60, 6
+    base = rng.normal(size=(items, d))
+    models = {"ref": base, "near": base + rng.normal(size=(items, d)) * 0.3,
+              "mid": base + rng.normal(size=(items, d)) * 1.2, "far": rng.normal(size=(items, d))}
+    table = pa.table({"model": [m for m in models for _ in range(items)], "item": list(range(items)) * len(models),
+                      "topic": [i // 4 for i in range(items)] * len(models),
+                      "v": [list(map(float, row)) for m in models for row in models[m]]})
+    con = embsql.connect()
+    ranked = embsql.rank_models(con, table, vector="v", model="model", group="topic", statistic="cka",
+                                reference="ref", replicates=300, seed=5).to_dicts()
+    compared = embsql.compare_cka(con, table, reference="ref", model="model", item="item", vector="v",
+                                  group="topic", debiased=True).to_dicts()
+    cka = {}
+    for row in compared:
+        cka[row["model_a"]], cka[row["model_b"]] = row["cka_a"], row["cka_b"]
+    assert [r["model"] for r in ranked] == ["far", "mid", "near"]
+    assert [r["estimate"] for r in ranked] == pytest.approx([cka[m] for m in ("far", "mid", "near")], abs=1e-12)
+    assert [(r["rank_low"], r["rank_high"]) for r in ranked] == [(3, 3), (2, 2), (1, 1)]
+    assert ranked[2]["top"] and not ranked[0]["top"] and all(r["statistic"] == "cka" for r in ranked)
+
+
+def test_the_report_ranks_every_family_it_ran_as_rank_models_does(tmp_path):
+    """A report with pairs= and label= of three models: the ranking section has one block per family
+    (R², Spearman, k-NN accuracy), first, each equal to rank_models on the same data; the verdict
+    speaks from each block."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import embsql
+    rng = np.random.default_rng(7)
+    items, dim = 90, 8
+    label = np.repeat(np.arange(6), items // 6)
+    latent = rng.normal(size=(items, dim)) + 1.5 * np.eye(dim)[label]
+    rows = []
+    for model, noise in (("sharp", 0.2), ("mid", 1.0), ("blur", 2.5)):
+        vectors = latent + noise * rng.normal(size=latent.shape)
+        rows += [(model, f"i{i:02d}", f"t{label[i]}", f"c{label[i] % 3}", vectors[i].tolist()) for i in range(items)]
+    emb = tmp_path / "emb.parquet"
+    pq.write_table(pa.table({"model": [r[0] for r in rows], "item": [r[1] for r in rows], "topic": [r[2] for r in rows],
+                             "kind": [r[3] for r in rows], "vector": [r[4] for r in rows]}), emb)
+    a, b = rng.integers(0, items, 300), rng.integers(0, items, 300)
+    keep = a != b
+    unit = latent / np.linalg.norm(latent, axis=1, keepdims=True)
+    gold = np.einsum("ij,ij->i", unit[a[keep]], unit[b[keep]]) + 0.1 * rng.normal(size=int(keep.sum()))
+    pairs = tmp_path / "pairs.parquet"
+    pq.write_table(pa.table({"item_a": [f"i{i:02d}" for i in a[keep]], "item_b": [f"i{j:02d}" for j in b[keep]],
+                             "score": gold}), pairs)
+    result = embsql.report(str(emb), vector="vector", group="topic", model="model", item="item", permutations=0,
+                           replicates=300, pairs=str(pairs), label="kind").run()
+    assert [s["name"] for s in json.loads(result.to_json())["sections"]][0] == "ranking"
+    blocks = {}
+    for row in result["ranking"].to_dicts():
+        blocks.setdefault(row["metric"], []).append(row)
+    assert list(blocks) == ["R²", "Spearman", "accuracy"]
+    con = embsql.connect()
+    per_item = embsql.knn_classify(con, str(emb), label="kind", item="item", group="topic", per_item=True)
+    direct = {
+        "R²": embsql.rank_models(con, str(emb), group="topic", vector="vector", model="model", replicates=300),
+        "Spearman": embsql.rank_models(con, str(emb), vector="vector", model="model", pairs=str(pairs),
+                                       replicates=300),
+        "accuracy": embsql.rank_models(con, per_item, statistic="accuracy", group="group", replicates=300)}
+    for metric, table in direct.items():
+        theirs = table.to_dicts()
+        assert [r["model"] for r in blocks[metric]] == [r["model"] for r in theirs]
+        assert [r["estimate"] for r in blocks[metric]] == pytest.approx([r["estimate"] for r in theirs], abs=1e-12)
+        assert [(r["rank_low"], r["rank_high"], r["top"]) for r in blocks[metric]] == \
+            [(r["rank_low"], r["rank_high"], r["top"]) for r in theirs]
+    assert [(r["model"], r["rank_low"]) for r in blocks["Spearman"] if r["top"]] == [("sharp", 1)]
+    said = " ".join(result.verdict)
+    assert "Ranked by Spearman with 95% simultaneous rank sets: sharp is first (rank 1–1)" in said
+    assert "Ranked by accuracy with 95% simultaneous rank sets:" in said
+    macro = embsql.rank_models(con, per_item, statistic="macro_f1", group="group", replicates=300).to_dicts()
+    assert [r["statistic"] for r in macro] == ["macro_f1"] * 3 and macro[2]["model"] == "sharp" and macro[2]["top"]
+
+
+def test_compare_classification_simultaneous_intervals_equal_the_max_t_by_loops():
+    """intervals='simultaneous': difference -/+ c se, se the CR1 SE of the per-item difference and c
+    the max-|t| quantile of the joint cluster bootstrap, t* recomputed by loops over the drawn clusters."""
+    import pyarrow as pa
+    from test_model_ranking import _max_abs_quantile
+
+    import embsql
+    rng = np.random.default_rng(5)
+    clusters = np.repeat(np.arange(15), 4)
+    correct = np.stack([rng.uniform(size=len(clusters)) < p for p in (0.85, 0.6, 0.55)], axis=1)
+    names = ["a", "b", "c"]
+    predictions = pa.table({"model": [m for m in names for _ in clusters], "item": [f"i{i:02d}" for i in
+                                                                                 range(len(clusters))] * 3,
+                            "correct": correct.T.ravel().tolist(), "group": [f"g{c:02d}" for c in clusters] * 3})
+    con = embsql.connect()
+    rows = embsql.compare_classification(con, predictions, group="group", permutations=300, seed=8,
+                                         intervals="simultaneous").to_dicts()
+    marginal = embsql.compare_classification(con, predictions, group="group", permutations=300, seed=8).to_dicts()
+    t_star = _loop_t_star(correct.astype(float), clusters, bootstrap_weights(15, 300, 8), mr.pairs_of(3))
+    c = _max_abs_quantile(t_star, 0.95)
+    for row, other, (x, y) in zip(rows, marginal, mr.pairs_of(3)):
+        se = _cr1(correct[:, x].astype(float) - correct[:, y], clusters)[1]
+        assert row["interval"] == "simultaneous" and row["se"] == pytest.approx(se, rel=1e-12)
+        assert row["ci_low"] == pytest.approx(max(-1.0, row["difference"] - c * se), rel=1e-9)
+        assert row["ci_high"] == pytest.approx(min(1.0, row["difference"] + c * se), rel=1e-9)
+        assert row["p_value"] == other["p_value"] and row["difference"] == other["difference"]
+    assert "interval" not in marginal[0]
+    with pytest.raises(embsql.InputError, match="intervals must be 'marginal' or 'simultaneous'"):
+        embsql.compare_classification(con, predictions, intervals="joint")
+
+
+def test_compare_cka_simultaneous_intervals_from_the_given_draws_by_loops():
+    """intervals='simultaneous': the marginal centre -/+ c se, c the 95% max-|t| over the pairs in
+    normal draws with the jackknife covariance of the debiased CKAs (recomputed by loops)."""
+    import pyarrow as pa
+    from test_model_ranking import _max_abs_quantile
+
+    import embsql
+    from embsql.core.geometry import reference_values
+    rng = np.random.default_rng(3)
+    items, d = 40, 5
+    base = rng.normal(size=(items, d))
+    models = {"ref": base, "a": base + rng.normal(size=(items, d)) * 0.5, "b": base + rng.normal(size=(items, d)),
+              "c": base + rng.normal(size=(items, d)) * 1.1}
+    table = pa.table({"model": [m for m in models for _ in range(items)], "item": list(range(items)) * 4,
+                      "v": [list(map(float, row)) for m in models for row in models[m]]})
+    con = embsql.connect()
+    marginal = embsql.compare_cka(con, table, reference="ref", model="model", item="item", vector="v").to_dicts()
+    rows = embsql.compare_cka(con, table, reference="ref", model="model", item="item", vector="v",
+                              intervals="simultaneous", seed=7).to_dicts()
+    from embsql.api.geometry import model_rows
+    values = reference_values(model_rows(con, table, "item", "model", "v")[0], "ref", groups=None, group="group",
+                              common=False, model="model")[0]
+    names = sorted(values)
+    replicates = [values[m].debiased for m in names]
+    g = items
+    means = [sum(r[1:]) / g for r in replicates]
+    covariance = np.array([[(g - 1) / g * sum((replicates[j][1 + u] - means[j]) * (replicates[k][1 + u] - means[k])
+                                              for u in range(g)) for k in range(3)] for j in range(3)])
+    c = _max_abs_quantile(_draws_t_star(covariance, 7, 2000, mr.pairs_of(3)), 0.95)
+    for row, other in zip(rows, marginal):
+        assert row["interval"] == "simultaneous" and row["p_value"] == other["p_value"]
+        centre = (other["ci_low"] + other["ci_high"]) / 2
+        assert row["ci_low"] == pytest.approx(centre - c * row["se"], abs=1e-9)
+        assert row["ci_high"] == pytest.approx(centre + c * row["se"], abs=1e-9)
+        assert row["ci_high"] - row["ci_low"] > other["ci_high"] - other["ci_low"]
