@@ -312,7 +312,7 @@ def jackknife_covariance(replicates: np.ndarray) -> np.ndarray:
 def normal_rows(names: list, estimates: np.ndarray, fam: PairFamily, statistic: str,
                 intervals: list[tuple[float | None, float | None]], *, level: float) -> list[dict]:
     """One row of RANK_COLUMNS per model from a normal family; ``intervals``: each model's own
-    interval.  calibrated is false: the coverage of these sets was not simulated (bench/rank_sets.py
+    interval.  calibrated is false: the coverage of these sets was not simulated (validation/rank_sets.py
     measured R² and per-query retrieval scores)."""
     sets = rank_sets(estimates, fam, level)
     return [rank_row(name, statistic, float(estimates[j]), low, high, sets, j, level, False)
