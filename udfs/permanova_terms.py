@@ -32,8 +32,9 @@ def emb__permanova_terms_test(records, vectors, strata, terms, vector_col, sums,
         # a bad vector is named by its row in the table, counted from 1 (rows: the 0-based row numbers),
         # then its model (of_model: ' (model ...)', or '' without a model column)
         numbers, of_model = rows[row].values.to_numpy(zero_copy_only=False), model[row].as_py()
-        unit = unit_vectors(vectors[row].values, lambda i: f"row {int(numbers[i]) + 1}{of_model}",
-                            vector_col[row].as_py(), None)
+        def name(i, numbers=numbers, of_model=of_model):
+            return f"row {int(numbers[i]) + 1}{of_model}"
+        unit = unit_vectors(vectors[row].values, name, vector_col[row].as_py(), None)
         plan_, ordered_unit, ordered_strata = ordered_design(
             specs, columns, unit, strata[row].as_py() if use_strata[row].as_py() else None, sums[row].as_py())
         result = permanova_terms(plan_, ordered_strata, unit=ordered_unit, permutations=permutations[row].as_py(),

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -45,8 +45,20 @@ from embsql.core.sums import HUGE_SQUARED, STAGE1, TINY_SQUARED, GroupSums
 from embsql.errors import BadLabelError, BadVectorError, ColumnTypeError, InputError
 from embsql.io.columns import B, G
 
-if TYPE_CHECKING:
-    from embsql.engines.dialects import Engine
+
+class VectorTypes(Protocol):
+    """What vector_form needs of an engine (embsql.engines.dialects.Engine has it; the engines import
+    this module, so it names the methods rather than the class)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def wanted(self) -> str: ...
+
+    def vector_type_query(self, table: exp.Expression, vector: str) -> str | None: ...
+
+    def is_number_array(self, type_name: str) -> bool: ...
 
 
 def column_name(name: str) -> str:
@@ -428,7 +440,7 @@ class VectorForm:
         return self.type_name in PGVECTOR_TYPES
 
 
-def vector_form(fetch: Callable[[str], pa.Table], table: exp.Expression, vector: str, engine: Engine,
+def vector_form(fetch: Callable[[str], pa.Table], table: exp.Expression, vector: str, engine: VectorTypes,
                 name: str) -> VectorForm:
     """The vector column's form on ``engine`` (one row read through ``fetch``); a column that is
     not an array of numbers (or a pgvector vector) is refused naming the engine and the column."""
