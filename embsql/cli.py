@@ -153,6 +153,7 @@ def _run_retrieval_only(args: argparse.Namespace) -> ReportResult:
     con, _ = _open(None)
     settings = {k: v for k, v in (("permutations", args.permutations), ("seed", args.seed),
                                   ("replicates", args.replicates)) if v is not None}
+    settings["bad_rows"] = "skip" if args.skip_bad_rows else "error"
     if not args.parse_vectors:
         return retrieval_report(con, queries=args.queries, docs=args.docs, qrels=args.qrels, model=args.model,
                                 **settings)

@@ -29,6 +29,7 @@ from test_icc import duckdb_cli
 import embsql
 from embsql import InputError
 from embsql.io.resources import sql_entry_file
+from embsql.reporting.build import retrieval_report
 
 MODELS = {"a": 4, "b": 3, "c": 5}
 ITEMS = 60
@@ -499,3 +500,29 @@ def test_emb_compare_names_the_model_of_a_bad_vector(con):
         embsql.run_sql(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'm', 'item', replicates := 50)")
     assert re.match(r"embsql: \[vector\.\w+\] vector column 'v' has a \w+ vector at item 'i\d\d' of model '[ab]'; ",
                     str(raised.value)), str(raised.value)
+
+
+REPORT_RETRIEVAL = {"qid": "qid", "group": "para", "positive": "pos", "vector": "v", "strength": "level",
+                    "doc_id": "doc_id", "doc_group": "topic", "doc_vector": "v"}
+
+
+@pytest.mark.parametrize("route", ["report", "retrieval_report"])
+def test_the_reports_retrieval_layers_skip_bad_rows_when_asked(rcon, route):
+    """--skip-bad-rows reaches the report's retrieval layers (the report's section and the retrieval-only
+    report of `embsql report --queries --docs`): the cleaned tables' figures and the note counting the rows;
+    without it a bad vector is refused."""
+    def run(q, d, **kw):
+        if route == "report":
+            return embsql.report("q_clean", vector="v", group="para", model="enc", queries=q, docs=d, permutations=19,
+                                 sections=("retrieval",), retrieval=REPORT_RETRIEVAL, **kw).run(rcon)
+        return retrieval_report(rcon, queries=q, docs=d, model="enc", permutations=19, retrieval=REPORT_RETRIEVAL, **kw)
+
+    got, expected = run("q", "d", bad_rows="skip"), run("q_clean", "d_clean")
+    layers = [s.name for s in expected.sections if s.name != "ranking"]
+    assert {"alignment", "rank"} <= set(layers)
+    for name in layers:
+        _same(got[name].to_dicts(), expected[name].to_dicts())
+    assert any("skipped 7 row(s) with an unusable vector (model a: 1 NULL, 2 NaN/inf; model b: 2 NULL, 2 zero)"
+               in note for note in got.meta["notes"])
+    with pytest.raises(embsql.BadVectorError, match=r"NULL vector at row 4 \(qid 'q03'"):
+        run("q", "d")

@@ -534,7 +534,7 @@ class Report:
 def retrieval_report(con: duckdb.DuckDBPyConnection, *, queries: Any, docs: Any, qrels: Any = None,
                      model: str | None = None, retrieval: Mapping[str, Any] | None = None, permutations: int = 999,
                      seed: int = 42, replicates: int = 2000, level: float = 0.95,
-                     title: str | None = None) -> ReportResult:
+                     title: str | None = None, bad_rows: str = "error") -> ReportResult:
     """A report on the retrieval tables alone (``embsql report --queries Q --docs D [--qrels R]``, no
     embedding table, vector or group column): the retrieval layers when the queries carry their
     relevant document (the ``positive`` column), the evaluation sections with ``qrels``.  A part that
@@ -554,7 +554,8 @@ def retrieval_report(con: duckdb.DuckDBPyConnection, *, queries: Any, docs: Any,
     notes: list[str] = []
     positive = tables.queries.positive
     if positive in resolve(con, str(tables.queries.source)).columns:
-        found, said = retrieval_layers(con, queries, docs, settings, model=model, permutations=permutations, seed=seed)
+        found, said = retrieval_layers(con, queries, docs, settings, model=model, permutations=permutations, seed=seed,
+                                       bad_rows=bad_rows)
         sections += found
         notes += said
     else:

@@ -275,18 +275,20 @@ def _retrieval(entry: Entry, run: Run) -> list[Section]:
     if report.queries is None or report.docs is None or run.con is None:
         raise InputError("the retrieval section needs query and document tables (queries=..., docs=...)")
     sections, notes = retrieval_layers(run.con, report.queries, report.docs, report.retrieval, model=report.model,
-                                       permutations=report.permutations, seed=report.seed)
+                                       permutations=report.permutations, seed=report.seed, bad_rows=report.bad_rows)
     run.notes += notes
     return sections
 
 
 def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: Any, docs: Any, settings: Mapping[str, Any], *,
-                     model: str | None, permutations: int, seed: int) -> tuple[list[Section], list[str]]:
+                     model: str | None, permutations: int, seed: int,
+                     bad_rows: str = "error") -> tuple[list[Section], list[str]]:
     """The retrieval layers' sections and notes (embsql.reporting.retrieval.four_layers) from the
-    report's retrieval tables and its [report.retrieval] settings."""
+    report's retrieval tables and its [report.retrieval] settings; ``bad_rows="skip"`` leaves out the
+    queries and documents with an unusable vector, and a note counts them."""
     tables = report_tables(queries, docs, None, settings)   # relevance is the qrels' alone
     layers = four_layers(con, tables.queries, tables.docs, scope=tables.scope, model=model,
-                         permutations=permutations, seed=seed, alpha=tables.alpha)
+                         permutations=permutations, seed=seed, alpha=tables.alpha, skip=Skipped.asked(bad_rows))
     return list(layers.sections), list(layers.meta.get("notes", []))
 
 
