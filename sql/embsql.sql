@@ -341,6 +341,13 @@ CREATE OR REPLACE TEMP MACRO emb__text_vector_hint(column_name, type_name) AS
         '; text like ''[0.1, 0.2]'' becomes a vector with SELECT * REPLACE ({}::DOUBLE[] AS {}) FROM ...',
         emb__sql_name(column_name), emb__sql_name(column_name)) ELSE '' END;
 
+-- The refusal of a vector column of type type_name that holds no vectors (for text, with the cast
+-- that reads it): every face that checks a vector column's type in SQL raises this one.
+CREATE OR REPLACE TEMP MACRO emb__fail_vector_type(role, column_name, source, type_name) AS
+    emb__fail_column_type(role, format('"{}"', column_name), source, type_name,
+        'a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d])'
+        || emb__text_vector_hint(column_name, type_name));
+
 -- Squared norm in double precision.  list_dot_product raises on a NULL element, and TRY() then
 -- gives NULL for the whole chunk, so only those rows take the slow exact way.
 CREATE OR REPLACE TEMP MACRO emb__norm2(v) AS
@@ -421,9 +428,7 @@ SELECT
             THEN error(format('embsql: [column.missing] group column "{}" not found in {}', "group", source))
         WHEN __emb_vcols = 1
             THEN error(format('embsql: [column.missing] vector column "{}" not found in {}', vector, source))
-        WHEN NOT emb__is_vector_type(__emb_vtype) THEN error(format(
-            'embsql: [column.type] vector column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d]){}',
-            vector, source, __emb_vtype, emb__text_vector_hint(vector, __emb_vtype)))
+        WHEN NOT emb__is_vector_type(__emb_vtype) THEN emb__fail_vector_type('vector', vector, source, __emb_vtype)
         WHEN extra_col IS NOT NULL AND __emb_xcols = 1
             THEN error(format('embsql: [column.missing] column "{}" not found in {}', extra_col, source))
         WHEN model IS NOT NULL AND __emb_bycols = 1 AND NOT emb__model_case(source, model) THEN NULL  -- (another case)
@@ -459,14 +464,20 @@ FROM (
 )))))
 WHERE NOT skip OR __emb_bad IS NULL;
 
+-- The counts of bad_rows := 'skip' from the list of what emb__unusable said of the rows it left
+-- out: skipped_null (a NULL vector or element), skipped_zero (zero-length), skipped_nonfinite (a NaN
+-- or infinite coordinate).  Every face counts its skipped rows per model with this one, as
+--   SELECT __emb_b AS __emb_sb, unnest(emb__skip_counts(list(__emb_bad) FILTER (__emb_bad IS NOT NULL)))
+CREATE OR REPLACE TEMP MACRO emb__skip_counts(reasons) AS struct_pack(
+    skipped_null := len(list_filter(coalesce(reasons, []), lambda r: r IN ('NULL', 'NULL-element'))),
+    skipped_zero := len(list_filter(coalesce(reasons, []), lambda r: r = 'zero-length')),
+    skipped_nonfinite := len(list_filter(coalesce(reasons, []), lambda r: r IN ('NaN', 'infinite'))));
+
 -- The rows bad_rows := 'skip' leaves out, per by value (__emb_sb) and reason: a NULL vector or
 -- element, a zero-length vector, a NaN or infinite coordinate (the words of emb__unusable).
 -- A second pass over the rows, read only when skip is true.
 CREATE OR REPLACE TEMP MACRO emb__skipped(source, "group", vector, model, skip) AS TABLE
-SELECT __emb_b AS __emb_sb,
-       count(*) FILTER (__emb_bad IN ('NULL', 'NULL-element')) AS skipped_null,
-       count(*) FILTER (__emb_bad = 'zero-length') AS skipped_zero,
-       count(*) FILTER (__emb_bad IN ('NaN', 'infinite')) AS skipped_nonfinite
+SELECT __emb_b AS __emb_sb, unnest(emb__skip_counts(list(__emb_bad) FILTER (__emb_bad IS NOT NULL)))
 FROM emb__rows(source, "group", vector, model, NULL)
 WHERE skip
 GROUP BY __emb_b;
@@ -1458,9 +1469,7 @@ WHERE CASE
     WHEN positive IS NOT NULL AND m.__emb_pcols = 1
         THEN error(format('embsql: [column.missing] positive column "{}" not found in {}', positive, source))
     WHEN m.__emb_vcols = 1 THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', vector_role, vector, source))
-    WHEN NOT emb__is_vector_type(m.__emb_vtype) THEN error(format(
-        'embsql: [column.type] {} column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d]){}',
-        vector_role, vector, source, m.__emb_vtype, emb__text_vector_hint(vector, m.__emb_vtype)))
+    WHEN NOT emb__is_vector_type(m.__emb_vtype) THEN emb__fail_vector_type(vector_role, vector, source, m.__emb_vtype)
     WHEN need_group AND m.__emb_gcols = 1
         THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', group_role, "group", source))
     WHEN level_col IS NOT NULL AND m.__emb_lcols = 1
@@ -2001,7 +2010,8 @@ WITH pmeta AS (
 emeta AS (
     SELECT len(list_value(*COLUMNS(lambda c: c IN (item, '__emb_null')))) AS __emb_icols,
            len(list_value(*COLUMNS(lambda c: c IN (vector, '__emb_null')))) AS __emb_vcols,
-           len(list_value(*COLUMNS(lambda c: c IN (model, '__emb_null')))) AS __emb_mcols
+           len(list_value(*COLUMNS(lambda c: c IN (model, '__emb_null')))) AS __emb_mcols,
+           typeof(coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_null')))) AS __emb_vtype
     FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(embeddings) LIMIT 1) ON true
 ),
 p AS (
@@ -2016,8 +2026,9 @@ e AS (
            coalesce(coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR, '') AS __emb_m,
            coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_m0,
            coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null')))::VARCHAR AS __emb_i,
-           TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_nullv'))) AS DOUBLE[]) AS __emb_v
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(embeddings))
+           -- (through the typed emb__vector: a text column binds, and is refused by its type below)
+           emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector, '__emb_null'))), 1)) AS __emb_v
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(embeddings))
 ),
 twice AS (SELECT any_value(__emb_i) AS __emb_i, any_value(__emb_m) AS __emb_m
           FROM (SELECT __emb_m, __emb_i FROM e GROUP BY ALL HAVING count(*) > 1)),
@@ -2041,6 +2052,8 @@ WHERE CASE
     WHEN __emb_scols = 1 THEN emb__fail_column_missing('score', format('''{}''', score), format('''{}''', pairs), '')
     WHEN __emb_icols = 1 THEN emb__fail_column_missing('item', format('''{}''', item), format('''{}''', embeddings), '')
     WHEN __emb_vcols = 1 THEN emb__fail_column_missing('vector', format('''{}''', vector), format('''{}''', embeddings), '')
+    WHEN NOT emb__is_vector_type(__emb_vtype)
+        THEN emb__fail_vector_type('vector', vector, format('''{}''', embeddings), __emb_vtype)
     WHEN __emb_mcols = 1 AND NOT emb__model_case(embeddings, model) THEN false   -- (another case: refused)
     WHEN model IS NOT NULL AND model <> 'model' AND __emb_mcols = 1
         THEN emb__fail_column_missing('model', format('''{}''', model), format('''{}''', embeddings), '')

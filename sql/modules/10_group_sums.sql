@@ -60,6 +60,13 @@ CREATE OR REPLACE TEMP MACRO emb__text_vector_hint(column_name, type_name) AS
         '; text like ''[0.1, 0.2]'' becomes a vector with SELECT * REPLACE ({}::DOUBLE[] AS {}) FROM ...',
         emb__sql_name(column_name), emb__sql_name(column_name)) ELSE '' END;
 
+-- The refusal of a vector column of type type_name that holds no vectors (for text, with the cast
+-- that reads it): every face that checks a vector column's type in SQL raises this one.
+CREATE OR REPLACE TEMP MACRO emb__fail_vector_type(role, column_name, source, type_name) AS
+    emb__fail_column_type(role, format('"{}"', column_name), source, type_name,
+        'a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d])'
+        || emb__text_vector_hint(column_name, type_name));
+
 -- Squared norm in double precision.  list_dot_product raises on a NULL element, and TRY() then
 -- gives NULL for the whole chunk, so only those rows take the slow exact way.
 CREATE OR REPLACE TEMP MACRO emb__norm2(v) AS
@@ -140,9 +147,7 @@ SELECT
             THEN error(format('embsql: [column.missing] group column "{}" not found in {}', "group", source))
         WHEN __emb_vcols = 1
             THEN error(format('embsql: [column.missing] vector column "{}" not found in {}', vector, source))
-        WHEN NOT emb__is_vector_type(__emb_vtype) THEN error(format(
-            'embsql: [column.type] vector column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d]){}',
-            vector, source, __emb_vtype, emb__text_vector_hint(vector, __emb_vtype)))
+        WHEN NOT emb__is_vector_type(__emb_vtype) THEN emb__fail_vector_type('vector', vector, source, __emb_vtype)
         WHEN extra_col IS NOT NULL AND __emb_xcols = 1
             THEN error(format('embsql: [column.missing] column "{}" not found in {}', extra_col, source))
         WHEN model IS NOT NULL AND __emb_bycols = 1 AND NOT emb__model_case(source, model) THEN NULL  -- (another case)
@@ -178,14 +183,20 @@ FROM (
 )))))
 WHERE NOT skip OR __emb_bad IS NULL;
 
+-- The counts of bad_rows := 'skip' from the list of what emb__unusable said of the rows it left
+-- out: skipped_null (a NULL vector or element), skipped_zero (zero-length), skipped_nonfinite (a NaN
+-- or infinite coordinate).  Every face counts its skipped rows per model with this one, as
+--   SELECT __emb_b AS __emb_sb, unnest(emb__skip_counts(list(__emb_bad) FILTER (__emb_bad IS NOT NULL)))
+CREATE OR REPLACE TEMP MACRO emb__skip_counts(reasons) AS struct_pack(
+    skipped_null := len(list_filter(coalesce(reasons, []), lambda r: r IN ('NULL', 'NULL-element'))),
+    skipped_zero := len(list_filter(coalesce(reasons, []), lambda r: r = 'zero-length')),
+    skipped_nonfinite := len(list_filter(coalesce(reasons, []), lambda r: r IN ('NaN', 'infinite'))));
+
 -- The rows bad_rows := 'skip' leaves out, per by value (__emb_sb) and reason: a NULL vector or
 -- element, a zero-length vector, a NaN or infinite coordinate (the words of emb__unusable).
 -- A second pass over the rows, read only when skip is true.
 CREATE OR REPLACE TEMP MACRO emb__skipped(source, "group", vector, model, skip) AS TABLE
-SELECT __emb_b AS __emb_sb,
-       count(*) FILTER (__emb_bad IN ('NULL', 'NULL-element')) AS skipped_null,
-       count(*) FILTER (__emb_bad = 'zero-length') AS skipped_zero,
-       count(*) FILTER (__emb_bad IN ('NaN', 'infinite')) AS skipped_nonfinite
+SELECT __emb_b AS __emb_sb, unnest(emb__skip_counts(list(__emb_bad) FILTER (__emb_bad IS NOT NULL)))
 FROM emb__rows(source, "group", vector, model, NULL)
 WHERE skip
 GROUP BY __emb_b;

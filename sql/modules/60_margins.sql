@@ -85,9 +85,7 @@ WHERE CASE
     WHEN positive IS NOT NULL AND m.__emb_pcols = 1
         THEN error(format('embsql: [column.missing] positive column "{}" not found in {}', positive, source))
     WHEN m.__emb_vcols = 1 THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', vector_role, vector, source))
-    WHEN NOT emb__is_vector_type(m.__emb_vtype) THEN error(format(
-        'embsql: [column.type] {} column "{}" in {} has type {}: a vector column holds lists or arrays of numbers (FLOAT[], DOUBLE[], FLOAT[d], DOUBLE[d]){}',
-        vector_role, vector, source, m.__emb_vtype, emb__text_vector_hint(vector, m.__emb_vtype)))
+    WHEN NOT emb__is_vector_type(m.__emb_vtype) THEN emb__fail_vector_type(vector_role, vector, source, m.__emb_vtype)
     WHEN need_group AND m.__emb_gcols = 1
         THEN error(format('embsql: [column.missing] {} column "{}" not found in {}', group_role, "group", source))
     WHEN level_col IS NOT NULL AND m.__emb_lcols = 1

@@ -23,7 +23,8 @@ WITH pmeta AS (
 emeta AS (
     SELECT len(list_value(*COLUMNS(lambda c: c IN (item, '__emb_null')))) AS __emb_icols,
            len(list_value(*COLUMNS(lambda c: c IN (vector, '__emb_null')))) AS __emb_vcols,
-           len(list_value(*COLUMNS(lambda c: c IN (model, '__emb_null')))) AS __emb_mcols
+           len(list_value(*COLUMNS(lambda c: c IN (model, '__emb_null')))) AS __emb_mcols,
+           typeof(coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_null')))) AS __emb_vtype
     FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(embeddings) LIMIT 1) ON true
 ),
 p AS (
@@ -38,8 +39,9 @@ e AS (
            coalesce(coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR, '') AS __emb_m,
            coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_m0,
            coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null')))::VARCHAR AS __emb_i,
-           TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_nullv'))) AS DOUBLE[]) AS __emb_v
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(embeddings))
+           -- (through the typed emb__vector: a text column binds, and is refused by its type below)
+           emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector, '__emb_null'))), 1)) AS __emb_v
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(embeddings))
 ),
 twice AS (SELECT any_value(__emb_i) AS __emb_i, any_value(__emb_m) AS __emb_m
           FROM (SELECT __emb_m, __emb_i FROM e GROUP BY ALL HAVING count(*) > 1)),
@@ -63,6 +65,8 @@ WHERE CASE
     WHEN __emb_scols = 1 THEN emb__fail_column_missing('score', format('''{}''', score), format('''{}''', pairs), '')
     WHEN __emb_icols = 1 THEN emb__fail_column_missing('item', format('''{}''', item), format('''{}''', embeddings), '')
     WHEN __emb_vcols = 1 THEN emb__fail_column_missing('vector', format('''{}''', vector), format('''{}''', embeddings), '')
+    WHEN NOT emb__is_vector_type(__emb_vtype)
+        THEN emb__fail_vector_type('vector', vector, format('''{}''', embeddings), __emb_vtype)
     WHEN __emb_mcols = 1 AND NOT emb__model_case(embeddings, model) THEN false   -- (another case: refused)
     WHEN model IS NOT NULL AND model <> 'model' AND __emb_mcols = 1
         THEN emb__fail_column_missing('model', format('''{}''', model), format('''{}''', embeddings), '')

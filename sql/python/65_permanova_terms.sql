@@ -31,22 +31,23 @@ CREATE OR REPLACE TEMP MACRO emb__permute_argument(value) AS
 CREATE OR REPLACE TEMP MACRO emb__permanova_terms(source, terms, vector, sums, permute, permutations, seed, strata,
                                                   model, skip := false) AS TABLE
 WITH items AS (
-    SELECT *, CASE WHEN skip THEN emb__unusable(__emb_v, __emb_n2, emb__norm_scale(__emb_v, __emb_n2)) END AS __emb_bad
+    SELECT *, CASE WHEN skip AND emb__is_vector_type(__emb_vtype)
+                   THEN emb__unusable(__emb_v, __emb_n2, emb__norm_scale(__emb_v, __emb_n2)) END AS __emb_bad
     FROM (SELECT *, CASE WHEN skip THEN emb__norm2(__emb_v) END AS __emb_n2
     FROM (
     SELECT COLUMNS(lambda c: c IN (model, '__emb_all')),
            coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null'))) AS __emb_b,
            to_json(struct_pack(*COLUMNS(lambda c: list_contains(emb__term_columns(terms), c) OR c = '__emb_null')))::VARCHAR AS __emb_j,
-           coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_null')))::DOUBLE[] AS __emb_v,
+           -- (through the typed emb__vector: a text column binds, and is refused by its type in tested)
+           emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector, '__emb_null'))), 1)) AS __emb_v,
+           (SELECT typeof(coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_null'))))
+            FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1) ON true) AS __emb_vtype,
            coalesce(*COLUMNS(lambda c: c IN (strata, '__emb_null')))::VARCHAR AS __emb_x,
            row_number() OVER () - 1 AS __emb_row
     FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(source))))
 ),
 skipped AS (
-    SELECT __emb_b AS __emb_sb,
-           count(*) FILTER (__emb_bad IN ('NULL', 'NULL-element')) AS skipped_null,
-           count(*) FILTER (__emb_bad = 'zero-length') AS skipped_zero,
-           count(*) FILTER (__emb_bad IN ('NaN', 'infinite')) AS skipped_nonfinite
+    SELECT __emb_b AS __emb_sb, unnest(emb__skip_counts(list(__emb_bad) FILTER (__emb_bad IS NOT NULL)))
     FROM items
     WHERE skip
     GROUP BY __emb_b
@@ -65,16 +66,17 @@ test AS (
                                           WHEN typeof(any_value(__emb_b)) = 'VARCHAR'
                                               THEN format(' (model ''{}'')', any_value(__emb_b))
                                           ELSE format(' (model {})', any_value(__emb_b)) END) AS __emb_r,
-           min(__emb_row) AS __emb_first
+           min(__emb_row) AS __emb_first, any_value(__emb_vtype) AS __emb_vtype
     FROM items
     WHERE __emb_bad IS NULL
     GROUP BY ALL
 ),
 -- a NULL or NaN model value is refused as in emb_anova (never a row for a NULL model), naming a row
 tested AS (
-    SELECT * EXCLUDE (__emb_r, __emb_first), __emb_r.value AS __emb_rows FROM test
+    SELECT * EXCLUDE (__emb_r, __emb_first, __emb_vtype), __emb_r.value AS __emb_rows FROM test
     WHERE CASE
         WHEN model IS NOT NULL AND NOT emb__model_case(source, model) THEN false    -- (another case: refused)
+        WHEN NOT emb__is_vector_type(__emb_vtype) THEN emb__fail_vector_type('vector', vector, source, __emb_vtype)
         WHEN model IS NOT NULL
              AND (SELECT len(list_value(*COLUMNS(lambda c: c IN (model, '__emb_null'))))
                   FROM (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1)) = 1

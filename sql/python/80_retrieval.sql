@@ -48,10 +48,7 @@ WITH judged AS (
                              vector, 'vector', model, skip := skip)
 ),
 skipped AS (
-    SELECT __emb_b AS __emb_sb,
-           count(*) FILTER (__emb_bad IN ('NULL', 'NULL-element')) AS skipped_null,
-           count(*) FILTER (__emb_bad = 'zero-length') AS skipped_zero,
-           count(*) FILTER (__emb_bad IN ('NaN', 'infinite')) AS skipped_nonfinite
+    SELECT __emb_b AS __emb_sb, unnest(emb__skip_counts(list(__emb_bad) FILTER (__emb_bad IS NOT NULL)))
     FROM judged WHERE skip GROUP BY __emb_b
 ),
 checked AS (

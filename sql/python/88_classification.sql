@@ -18,11 +18,13 @@ WITH read AS (
            coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null')))::VARCHAR AS __emb_i,
            coalesce(*COLUMNS(lambda c: c IN (split, '__emb_null')))::VARCHAR AS __emb_s,
            coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null')))::VARCHAR AS __emb_g,
-           TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_nullv'))) AS DOUBLE[]) AS __emb_v,
+           -- (through the typed emb__vector, as emb__rows reads it: a text column binds, reads NULL,
+           -- and the kernel refuses its type with the cast that works)
+           emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector, '__emb_null'))), 1)) AS __emb_v,
            row_number() OVER () - 1 AS __emb_row,
            (SELECT typeof(coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_null'))))
             FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1) ON true) AS __emb_vtype
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null, NULL::DOUBLE[] AS __emb_nullv FROM query_table(source))
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(source))
 ),
 checked AS (
     SELECT *, CASE WHEN skip AND emb__is_vector_type(__emb_vtype)
@@ -31,10 +33,7 @@ checked AS (
 ),
 rows AS (SELECT * EXCLUDE (__emb_bad, __emb_vtype) FROM checked WHERE __emb_bad IS NULL),
 skipped AS (
-    SELECT __emb_b AS __emb_sb,
-           count(*) FILTER (__emb_bad IN ('NULL', 'NULL-element')) AS skipped_null,
-           count(*) FILTER (__emb_bad = 'zero-length') AS skipped_zero,
-           count(*) FILTER (__emb_bad IN ('NaN', 'infinite')) AS skipped_nonfinite
+    SELECT __emb_b AS __emb_sb, unnest(emb__skip_counts(list(__emb_bad) FILTER (__emb_bad IS NOT NULL)))
     FROM checked WHERE skip GROUP BY __emb_b
 ),
 ranked AS (SELECT *, dense_rank() OVER (PARTITION BY __emb_b ORDER BY __emb_l) AS __emb_rank FROM rows),
