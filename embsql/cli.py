@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from embsql.errors import EmbsqlError, InputError
+from embsql.errors import EmbsqlError, InputError, spoken_in
 
 if TYPE_CHECKING:
     import duckdb
@@ -466,7 +466,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_OK
     try:
-        code: int = args.run(args)
+        with spoken_in("cli"):     # (a message suggests a flag, or a setting of the --config file)
+            code: int = args.run(args)
         return code
     except (KeyboardInterrupt, Exception) as error:
         if args.debug or not (_interrupted(error) or isinstance(error, EmbsqlError)):

@@ -17,6 +17,9 @@ Every message names the column and, where there is one, the row, group or value 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -185,7 +188,7 @@ CATALOGUE: dict[str, Check] = {
                     "different items"),
     "pair.no_vector": Check(
         InputError, "item {item} ({column} at row {row} of pairs {source}) has no vector in model {model} of "
-                    "{embeddings}; pass missing='skip' to leave out the pairs whose items lack a vector"),
+                    "{embeddings}; pass {option} to leave out the pairs whose items lack a vector"),
     "pair.too_few": Check(DesignError, "{what} has {pairs} pair(s); a correlation needs at least {minimum}"),
     "pair.constant": Check(
         DesignError, "{what}: {name} is the same on every pair ({value}), so no correlation is defined"),
@@ -258,6 +261,53 @@ CATALOGUE: dict[str, Check] = {
 # What a NULL, zero or non-finite vector is called in messages (both routes) -> its kind
 VECTOR_KINDS = {"NULL": "vector.null", "NULL-element": "vector.null_element", "zero-length": "vector.zero",
                 "NaN": "vector.nonfinite", "infinite": "vector.nonfinite"}
+
+
+# ---- how a message suggests an argument, spelled for the surface the call came through
+SURFACES = ("python", "sql", "cli")
+_SURFACE: ContextVar[str] = ContextVar("embsql_surface", default="python")
+# the command line's flags for an argument and value (other arguments are settings of the --config file)
+CLI_FLAGS = {("bad_rows", "skip"): "--skip-bad-rows", ("parse_vectors", True): "--parse-vectors"}
+
+
+@contextmanager
+def spoken_in(surface: str) -> Iterator[None]:
+    """Within the block, :func:`option` spells arguments for ``surface`` (the UDFs: "sql"; the command
+    line: "cli"; by default "python")."""
+    if surface not in SURFACES:
+        raise ValueError(f"surface must be one of {SURFACES}, not {surface!r}")
+    token = _SURFACE.set(surface)
+    try:
+        yield
+    finally:
+        _SURFACE.reset(token)
+
+
+def option(name: str, value: object) -> str:
+    """How a message tells the user to pass argument ``name`` with ``value``, on the current surface.
+
+    >>> option("common", True), option("missing", "skip")
+    ('common=True', "missing='skip'")
+    >>> with spoken_in("sql"):
+    ...     option("common", True), option("missing", "skip")
+    ('common := true', "missing := 'skip'")
+    >>> with spoken_in("cli"):
+    ...     option("bad_rows", "skip"), option("missing", "skip")
+    ('--skip-bad-rows', 'missing = "skip" in the --config file')
+    """
+    surface = _SURFACE.get()
+    if surface == "python":
+        return f"{name}={value!r}"
+    if isinstance(value, bool):
+        literal = str(value).lower()
+    elif isinstance(value, str):
+        literal = "'" + value.replace("'", "''") + "'" if surface == "sql" else '"' + value.replace('"', '\\"') + '"'
+    else:
+        literal = str(value)
+    if surface == "sql":
+        return f"{name} := {literal}"
+    flag = CLI_FLAGS.get((name, value))
+    return flag if flag is not None else f"{name} = {literal} in the --config file"
 
 
 def error(kind: str, **fields: object) -> EmbsqlError:

@@ -58,8 +58,8 @@ CREATE OR REPLACE TEMP MACRO emb__fail_item_missing("item", "has", "lacks", "sou
     error(format('embsql: [item.missing] item {} has a prediction from model {} but not from model {} in {} ({} such items); models are compared on the same items', "item", "has", "lacks", "source", "count"));
 CREATE OR REPLACE TEMP MACRO emb__fail_pair_same_item("row", "source", "item", "a", "b") AS
     error(format('embsql: [pair.same_item] pair at row {} of {} has item {} as both {} and {}; a pair must compare two different items', "row", "source", "item", "a", "b"));
-CREATE OR REPLACE TEMP MACRO emb__fail_pair_no_vector("item", "column", "row", "source", "model", "embeddings") AS
-    error(format('embsql: [pair.no_vector] item {} ({} at row {} of pairs {}) has no vector in model {} of {}; pass missing=''skip'' to leave out the pairs whose items lack a vector', "item", "column", "row", "source", "model", "embeddings"));
+CREATE OR REPLACE TEMP MACRO emb__fail_pair_no_vector("item", "column", "row", "source", "model", "embeddings", "option") AS
+    error(format('embsql: [pair.no_vector] item {} ({} at row {} of pairs {}) has no vector in model {} of {}; pass {} to leave out the pairs whose items lack a vector', "item", "column", "row", "source", "model", "embeddings", "option"));
 CREATE OR REPLACE TEMP MACRO emb__fail_pair_too_few("what", "pairs", "minimum") AS
     error(format('embsql: [pair.too_few] {} has {} pair(s); a correlation needs at least {}', "what", "pairs", "minimum"));
 CREATE OR REPLACE TEMP MACRO emb__fail_pair_constant("what", "name", "value") AS
@@ -394,11 +394,17 @@ CREATE OR REPLACE TEMP MACRO emb__inverse_norm(v, norm2, scale) AS
 
 -- bad_rows := for the functions that read vectors: 'error' (the default: an unusable vector is an
 -- error) or 'skip' (its row is left out, and counted by emb__skipped); true for 'skip'.
+-- (compared as text, so that a number or a boolean is refused by emb__skip_rows, not by a failed
+-- cast of 'skip'; emb__skip_asked is the test without the refusal, for a COLUMNS lambda)
+CREATE OR REPLACE TEMP MACRO emb__skip_asked(bad_rows) AS
+    coalesce(typeof(bad_rows) = 'VARCHAR' AND bad_rows::VARCHAR = 'skip', false);
 CREATE OR REPLACE TEMP MACRO emb__skip_rows(bad_rows) AS
-    CASE WHEN bad_rows = 'skip' THEN true
-         WHEN bad_rows = 'error' THEN false
+    CASE WHEN emb__skip_asked(bad_rows) THEN true
+         WHEN typeof(bad_rows) = 'VARCHAR' AND bad_rows::VARCHAR = 'error' THEN false
          ELSE emb__fail_argument_bad_rows('bad_rows', '''error'' or ''skip''',
-                                          coalesce('''' || bad_rows::VARCHAR || '''', 'NULL'))
+                                          CASE WHEN bad_rows IS NULL THEN 'NULL'
+                                               WHEN typeof(bad_rows) = 'VARCHAR' THEN '''' || bad_rows::VARCHAR || ''''
+                                               ELSE bad_rows::VARCHAR END)
     END;
 
 -- ---------------------------------------------------------------------------
@@ -780,7 +786,7 @@ CREATE OR REPLACE TEMP MACRO emb__anova(source, "group", vector, model, skip := 
 -- -- m2     4  2       1.1    0.2    0.9    0.8182  0.3333   9.0  0.275  0.8515                 0.05
 CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL, bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
-                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+                         AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__anova(
          emb__checked_names(emb__checked_source(source, 'emb_anova', model, emb__outputs_emb_anova()), 'emb_anova', [['group', "group"], ['vector', vector]]),
          "group", vector, model, skip := emb__skip_rows(bad_rows)) a
@@ -814,7 +820,7 @@ ORDER BY a.__emb_b;
 -- -- m1     A      2    0.1  0.2      true
 CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL, bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
-                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+                         AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__groups(
          emb__checked_names(emb__checked_source(source, 'emb_groups', model, emb__outputs_emb_groups()), 'emb_groups', [['group', "group"], ['vector', vector]]),
          "group", vector, model, skip := emb__skip_rows(bad_rows)) g
@@ -2077,7 +2083,8 @@ WHERE CASE
     WHEN NOT __emb_known AND missing = 'error'
         THEN emb__fail_pair_no_vector(format('''{}''', CASE WHEN __emb_no_a THEN __emb_pa ELSE __emb_pb END),
                                       format('''{}''', CASE WHEN __emb_no_a THEN a ELSE b END), __emb_row,
-                                      format('''{}''', pairs), format('''{}''', __emb_m), format('''{}''', embeddings))
+                                      format('''{}''', pairs), format('''{}''', __emb_m), format('''{}''', embeddings),
+                                      'missing := ''skip''')
     WHEN __emb_known AND (__emb_va IS NULL OR __emb_vb IS NULL)
         THEN emb__fail_vector_null(format('''{}''', vector), 'NULL', format('a pair at row {} of pairs ''{}''', __emb_row, pairs))
     WHEN __emb_known AND len(__emb_va) <> len(__emb_vb)
@@ -2276,7 +2283,7 @@ CREATE TEMP MACRO IF NOT EXISTS emb_permanova_terms(source, terms, vector, sums 
 CREATE TEMP MACRO IF NOT EXISTS emb_permanova_terms_dist(distances, labels, terms, i := 'i', j := 'j', distance := 'd', item := 'id', sums := 'sequential', permute := 'residuals', permutations := 999, seed := 42, strata := NULL) AS TABLE SELECT emb__fail_query_needs_python('emb_permanova_terms_dist') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_jackknife(source, "group", vector, model := NULL, statistic := 'r2', bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_jackknife') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_bootstrap(source, "group", vector, model := NULL, statistic := 'r2', replicates := 2000, seed := 42, level := 0.95, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_bootstrap') AS error;
-CREATE TEMP MACRO IF NOT EXISTS emb_compare(source, "group", vector, model, item, statistic := 'r2', replicates := 2000, seed := 42, level := 0.95, common := false) AS TABLE SELECT emb__fail_query_needs_python('emb_compare') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_compare(source, "group", vector, model, item, statistic := 'r2', replicates := 2000, seed := 42, level := 0.95, common := false, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_compare') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_rank_models(source, "group", vector, model, statistic := 'r2', level := 0.95, replicates := 2000, seed := 42, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_rank_models') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_retrieval_dose(queries, strength := 'level', qid := 'qid', "group" := 'group', vector := 'vector', model := NULL, permutations := 999, seed := 42, alpha := 0.05, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_retrieval_dose') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_knn_agreement(source, item, model, vector, k := 10, common := false, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_knn_agreement') AS error;

@@ -300,7 +300,7 @@ def test_items_must_match_unless_common(con):
         with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
             run()
     assert sql_error(con, "SELECT * FROM emb_knn_agreement('t', 'item', 'model', 'v', k := 3)") == \
-        f"embsql: [input] {message}"
+        f"embsql: [input] {message.replace('common=True', 'common := true')}"
     keep = [j for j in range(12) if j not in (3, 7)]
     con.register("shared", long_table({"a": x[keep], "b": y[keep]}, items=[f"i{j:03d}" for j in keep]))
     for run in (lambda source, **kw: embsql.knn_agreement(con, source, item="item", model="model", vector="v", k=3, **kw),

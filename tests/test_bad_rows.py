@@ -427,6 +427,7 @@ SQL_PAIRS = {
     "emb_cka": "emb_cka('{t}', 'item', 'm', 'v', permutations := 19, common := true{skip})",
     "emb_procrustes": "emb_procrustes('{t}', 'item', 'm', 'v', permutations := 19, common := true{skip})",
     "emb_compare_cka": "emb_compare_cka('{t}', 'item', 'm', 'v', 'c', common := true{skip})",
+    "emb_compare": "emb_compare('{t}', 'g', 'v', 'm', 'item', replicates := 50, common := true{skip})",
 }
 SKIP = ", bad_rows := 'skip'"
 
@@ -464,6 +465,18 @@ def test_sql_without_skipping_a_bad_vector_is_an_error(con, function):
     with pytest.raises(InputError) as raised:
         embsql.run_sql(con, f"SELECT * FROM {call[:-1]}, bad_rows := 'drop')")
     assert raised.value.kind == "argument.bad_rows"
+
+
+@pytest.mark.parametrize("value", ["0", "true", "1.5"])
+@pytest.mark.parametrize("function", ["emb_anova", "emb_jackknife", "emb_permanova_terms", "emb_knn_classify",
+                                      "emb_compare"])
+def test_a_bad_rows_of_another_type_is_refused_as_an_argument_not_a_failed_cast(con, function, value):
+    """(bad_rows := 0 was DuckDB's `Could not convert string 'skip' to INT32`.)"""
+    call = {"emb_anova": "emb_anova('t', 'g', 'v'{skip})", "emb_jackknife": "emb_jackknife('t', 'g', 'v'{skip})",
+            **SQL_COUNTED, **SQL_PAIRS}[function].format(t="t", skip=f", bad_rows := {value}")
+    with pytest.raises(InputError) as raised:
+        embsql.run_sql(con, f"SELECT * FROM {call}")
+    assert str(raised.value) == f"embsql: [argument.bad_rows] bad_rows must be 'error' or 'skip', not {value}"
 
 
 def test_emb_retrieval_dose_skipping_gives_the_cleaned_tables_figures_and_the_counts(rcon):

@@ -196,3 +196,46 @@ def test_distance_null_label_and_duplicate_id(con):
                                                   'label (filter those rows out, or give them one)')
     duplicate = pa.table({"id": [1, 2, 3, 4, 4], "g": ["A", "A", "B", "B", "B"]})
     assert dist_error(con, PAIRS, duplicate) == "embsql: [label.duplicate] id 4 appears more than once in lab"
+
+
+# ---- a message that suggests an argument spells it as the surface the call came through does:
+# Python name=value, SQL name := value, the command line its flag (issue 32)
+SPELLING_TABLES = [
+    "CREATE TABLE e AS SELECT m AS model, 'i' || i AS item, [1.0 + i, (i * 7 % 5)::DOUBLE] AS vector "
+    "FROM range(6) r(i), (VALUES ('x'), ('y')) s(m)",
+    "CREATE TABLE p AS SELECT 'i' || i AS item_a, 'i' || (i + 1) AS item_b, i * 1.0 AS score FROM range(6) r(i)",
+    "CREATE TABLE q AS SELECT 'q' || i AS qid, [1.0 + i, 1.0] AS vector FROM range(4) r(i)",
+    "CREATE TABLE d AS SELECT 'd' || i AS doc_id, [1.0, 1.0 + i] AS vector FROM range(4) r(i)",
+    "CREATE TABLE qr AS SELECT * FROM (VALUES ('q0', 'd0', 1), ('q9', 'd1', 1), ('q1', 'd1', 1)) t(qid, doc_id, relevance)",
+]
+
+
+def test_a_suggested_argument_is_spelled_as_each_surface_spells_it(con):
+    for statement in SPELLING_TABLES:
+        con.execute(statement)
+    # item i6 (of the last pair) has no vector
+    with pytest.raises(embsql.errors.InputError, match=r"; pass missing='skip' to leave out"):
+        embsql.similarity_eval(con, "p", "e")
+    for query in ("SELECT * FROM emb_similarity_eval('p', 'e')", "SELECT * FROM emb_similarity_pearson('p', 'e')"):
+        message = sql_error(con, query)
+        assert "; pass missing := 'skip' to leave out" in message and "missing='skip'" not in message, message
+    # a qrels row whose qid is not a query: its row counted from 1 (q9 is the second row)
+    message = sql_error(con, "SELECT * FROM emb_retrieval_eval('q', 'd', 'qr', k := 2)")
+    assert "qrels 'qr' row 2: qid 'q9' is not in" in message, message
+    assert "pass unknown := 'skip' to leave them out" in message, message
+
+
+def test_the_one_spelling_of_an_argument_per_surface():
+    from embsql.errors import option, spoken_in
+
+    assert [option("common", True), option("missing", "skip"), option("k", 3)] == \
+        ["common=True", "missing='skip'", "k=3"]
+    with spoken_in("sql"):
+        assert [option("common", True), option("missing", "it's")] == ["common := true", "missing := 'it''s'"]
+    with spoken_in("cli"):
+        assert option("bad_rows", "skip") == "--skip-bad-rows"
+        assert option("missing", "skip") == 'missing = "skip" in the --config file'
+    assert option("common", True) == "common=True"     # (the surface is restored after the block)
+    with pytest.raises(ValueError):
+        with spoken_in("R"):
+            pass

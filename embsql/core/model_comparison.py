@@ -20,7 +20,7 @@ from embsql.core.model_ranking import (
     structure_family,
 )
 from embsql.core.sums import GroupSums
-from embsql.errors import BadLabelError, InputError
+from embsql.errors import BadLabelError, InputError, option
 
 JACKKNIFE_COLUMNS = ("statistic", "estimate", "se", "groups", "sizes")
 BOOTSTRAP_COLUMNS = ("statistic", "estimate", "se", "ci_low", "ci_high", "level", "replicates", "groups", "estimate_bc",
@@ -85,7 +85,7 @@ def shared_items(items_by_model: dict, common: bool) -> tuple[list, dict]:
             extra = set(position) - shared
             if extra:
                 raise InputError(f"model {m!r} has item {min(extra, key=str)!r} that another model lacks "
-                                 f"({len(extra)} such items); pass common=True to compare on the "
+                                 f"({len(extra)} such items); pass {option('common', True)} to compare on the "
                                  f"{len(shared)} items every model has")
     order = sorted(shared, key=text_key)
     return order, {m: np.fromiter(map(position.__getitem__, order), np.int64, len(order))

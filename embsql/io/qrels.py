@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from embsql.errors import BadLabelError, ColumnTypeError, InputError, fail
+from embsql.errors import BadLabelError, ColumnTypeError, InputError, fail, option
 from embsql.io.retrieval_tables import Qrels
 from embsql.io.sources import resolve
 
@@ -174,6 +174,7 @@ def check_known(qrels: Judgements, ids: pa.Array, role: str, column: pa.Array, u
         return qrels, 0
     bad = int(np.flatnonzero(~known)[0])
     if unknown == "error":
-        raise InputError(f"qrels {qrels.source!r} row {bad}: {role} {column[bad].as_py()!r} is not in {where} "
-                         f"({int((~known).sum())} qrels rows are not); pass unknown='skip' to leave them out (counted)")
+        raise InputError(f"qrels {qrels.source!r} row {bad + 1}: {role} {column[bad].as_py()!r} is not in {where} "
+                         f"({int((~known).sum())} qrels rows are not); pass {option('unknown', 'skip')} to leave them "
+                         "out (counted)")
     return qrels.filter(known), int((~known).sum())

@@ -25,7 +25,7 @@ from sqlglot import exp
 
 from embsql.core import ranking
 from embsql.core.labels import sort_key
-from embsql.errors import ColumnTypeError, InputError, fail
+from embsql.errors import ColumnTypeError, InputError, fail, option
 from embsql.io.columns import first_bad_label
 from embsql.io.qrels import is_number, is_trec_text, read_trec_columns
 from embsql.io.retrieval_tables import Docs, Queries, Run
@@ -78,7 +78,7 @@ def read_run(con: duckdb.DuckDBPyConnection, run: Run, model: str | None) -> pa.
         tags = sorted(set(tag))
         if model is None and len(tags) > 1:
             raise InputError(f"TREC run file {source!r} holds {len(tags)} runs (tags {', '.join(map(repr, tags[:3]))}"
-                             f"{', ...' if len(tags) > 3 else ''}); pass model='tag' to evaluate each as a model")
+                             f"{', ...' if len(tags) > 3 else ''}); pass {option('model', 'tag')} to evaluate each as a model")
         try:
             scores = np.asarray(s, dtype=np.float64)
         except ValueError:

@@ -26,7 +26,7 @@ from embsql.core.similarity import (
     pair_cosines,
     similarity_rows,
 )
-from embsql.errors import fail
+from embsql.errors import fail, option
 from embsql.io.columns import first_bad_label, require_number
 from embsql.io.sources import Source, TableLike, opened
 from embsql.io.vectors import Vectors, read_vectors
@@ -109,7 +109,8 @@ def score_model(pairs: Judgements, vectors: Vectors, value: object, missing: str
         row = int(np.flatnonzero(~known)[0])
         code, column = (pairs.a[row], columns[0]) if ia[row] < 0 else (pairs.b[row], columns[1])
         fail("pair.no_vector", item=repr(pairs.items[int(code)].as_py()), column=repr(column), row=row + 1,
-             source=repr(pairs.source), model=repr(value), embeddings=repr(embeddings))
+             source=repr(pairs.source), model=repr(value), embeddings=repr(embeddings),
+             option=option("missing", "skip"))
     rows = np.flatnonzero(known)
     if len(rows) < len(known):
         ia, ib = ia[rows], ib[rows]

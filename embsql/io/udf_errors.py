@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from embsql.errors import EmbsqlError, error, sql_message
+from embsql.errors import EmbsqlError, error, spoken_in, sql_message
 from embsql.io.interrupts import kernel_running
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -68,7 +68,7 @@ def sql_errors(function: F | None = None, *, stopped: str = "the computation") -
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             rows = len(args[0])
             try:
-                with kernel_running():
+                with kernel_running(), spoken_in("sql"):   # (a message suggests `name := value`)
                     value = kernel(*args, **kwargs)
             except (EmbsqlError, KeyboardInterrupt) as exception:
                 return _result(sql_error(exception, stopped=stopped), None, rows)

@@ -113,11 +113,17 @@ CREATE OR REPLACE TEMP MACRO emb__inverse_norm(v, norm2, scale) AS
 
 -- bad_rows := for the functions that read vectors: 'error' (the default: an unusable vector is an
 -- error) or 'skip' (its row is left out, and counted by emb__skipped); true for 'skip'.
+-- (compared as text, so that a number or a boolean is refused by emb__skip_rows, not by a failed
+-- cast of 'skip'; emb__skip_asked is the test without the refusal, for a COLUMNS lambda)
+CREATE OR REPLACE TEMP MACRO emb__skip_asked(bad_rows) AS
+    coalesce(typeof(bad_rows) = 'VARCHAR' AND bad_rows::VARCHAR = 'skip', false);
 CREATE OR REPLACE TEMP MACRO emb__skip_rows(bad_rows) AS
-    CASE WHEN bad_rows = 'skip' THEN true
-         WHEN bad_rows = 'error' THEN false
+    CASE WHEN emb__skip_asked(bad_rows) THEN true
+         WHEN typeof(bad_rows) = 'VARCHAR' AND bad_rows::VARCHAR = 'error' THEN false
          ELSE emb__fail_argument_bad_rows('bad_rows', '''error'' or ''skip''',
-                                          coalesce('''' || bad_rows::VARCHAR || '''', 'NULL'))
+                                          CASE WHEN bad_rows IS NULL THEN 'NULL'
+                                               WHEN typeof(bad_rows) = 'VARCHAR' THEN '''' || bad_rows::VARCHAR || ''''
+                                               ELSE bad_rows::VARCHAR END)
     END;
 
 -- ---------------------------------------------------------------------------

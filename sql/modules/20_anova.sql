@@ -104,7 +104,7 @@ CREATE OR REPLACE TEMP MACRO emb__anova(source, "group", vector, model, skip := 
 -- -- m2     4  2       1.1    0.2    0.9    0.8182  0.3333   9.0  0.275  0.8515                 0.05
 CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL, bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
-                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+                         AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__anova(
          emb__checked_names(emb__checked_source(source, 'emb_anova', model, emb__outputs_emb_anova()), 'emb_anova', [['group', "group"], ['vector', vector]]),
          "group", vector, model, skip := emb__skip_rows(bad_rows)) a
@@ -138,7 +138,7 @@ ORDER BY a.__emb_b;
 -- -- m1     A      2    0.1  0.2      true
 CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL, bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
-                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+                         AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__groups(
          emb__checked_names(emb__checked_source(source, 'emb_groups', model, emb__outputs_emb_groups()), 'emb_groups', [['group', "group"], ['vector', vector]]),
          "group", vector, model, skip := emb__skip_rows(bad_rows)) g

@@ -90,7 +90,8 @@ WHERE CASE
     WHEN NOT __emb_known AND missing = 'error'
         THEN emb__fail_pair_no_vector(format('''{}''', CASE WHEN __emb_no_a THEN __emb_pa ELSE __emb_pb END),
                                       format('''{}''', CASE WHEN __emb_no_a THEN a ELSE b END), __emb_row,
-                                      format('''{}''', pairs), format('''{}''', __emb_m), format('''{}''', embeddings))
+                                      format('''{}''', pairs), format('''{}''', __emb_m), format('''{}''', embeddings),
+                                      'missing := ''skip''')
     WHEN __emb_known AND (__emb_va IS NULL OR __emb_vb IS NULL)
         THEN emb__fail_vector_null(format('''{}''', vector), 'NULL', format('a pair at row {} of pairs ''{}''', __emb_row, pairs))
     WHEN __emb_known AND len(__emb_va) <> len(__emb_vb)

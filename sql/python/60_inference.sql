@@ -169,7 +169,7 @@ ORDER BY s.__emb_b;
 CREATE OR REPLACE TEMP MACRO emb_permanova(source, "group", vector, permutations := 999, seed := 42, strata := NULL,
                                            model := NULL, bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
-                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+                         AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__permanova(
          emb__checked_names(emb__checked_source(source, 'emb_permanova', model, emb__outputs_emb_permanova()), 'emb_permanova', [['group', "group"], ['vector', vector], ['strata', strata]]),
          "group", vector, model, permutations, seed, strata, 'pseudo-f', 'auto', skip := emb__skip_rows(bad_rows)) p
@@ -236,7 +236,7 @@ CREATE OR REPLACE TEMP MACRO emb_permanova_welch(source, "group", vector, permut
 -- (from the checked rows: the model column and its own output columns only, so that a model column
 -- named like an emb_anova column, ss_t or f, stands for the model)
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
-                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+                         AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM (SELECT w.* EXCLUDE (__emb_all, __emb_t, __emb_ss_t),
              w.__emb_t.n AS n, w.__emb_t.groups AS groups, w.__emb_t.w_d AS w_d, w.__emb_t.p_value AS p_value,
              w.__emb_t.permutations AS permutations, w.__emb_t.null_method AS null_method,
@@ -418,7 +418,7 @@ ORDER BY __emb_b;
 -- SELECT * FROM emb_dispersion('many', 'topic', 'embedding', model := 'model', permutations := 199);
 CREATE OR REPLACE TEMP MACRO emb_dispersion(source, "group", vector, model := NULL, permutations := 999, seed := 42, bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
-                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+                         AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM (SELECT d.* EXCLUDE (__emb_all, __emb_t),
              d.__emb_t.groups AS groups, d.__emb_t.f AS f, d.__emb_t.p_value AS p_value,
              d.__emb_t.permutations AS permutations, d.__emb_t.groups_left_out AS groups_left_out,
@@ -454,7 +454,7 @@ ORDER BY d.__emb_b;
 CREATE OR REPLACE TEMP MACRO emb_dispersion_groups(source, "group", vector, model := NULL, permutations := 999,
                                                    seed := 42, bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
-                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+                         AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM (SELECT d.* EXCLUDE (__emb_all, __emb_t), unnest(d.__emb_t.labels) AS "group",
              unnest(d.__emb_t.sizes) AS n_g, unnest(d.__emb_t.mean_distance) AS mean_distance,
              unnest(d.__emb_t.in_test) AS in_test, unnest(range(len(d.__emb_t.labels))) AS __emb_i

@@ -162,7 +162,7 @@ CREATE OR REPLACE TEMP MACRO emb_permanova_terms(source, terms, vector, sums := 
                                                  permutations := 999, seed := 42, strata := NULL,
                                                  model := NULL, bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
-                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+                         AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__permanova_terms(
          emb__checked_source(source, 'emb_permanova_terms', model, emb__outputs_emb_permanova_terms()),
          terms, vector, sums, permute, permutations, seed, strata, model, skip := emb__skip_rows(bad_rows)) t;

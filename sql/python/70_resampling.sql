@@ -72,7 +72,7 @@ ORDER BY __emb_b;
 -- SELECT * FROM emb_jackknife('many', 'topic', 'embedding', statistic := 'f', model := 'model');
 CREATE OR REPLACE TEMP MACRO emb_jackknife(source, "group", vector, model := NULL, statistic := 'r2', bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
-                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+                         AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM (SELECT r.* EXCLUDE (__emb_all, __emb_r), statistic AS statistic, r.__emb_r.estimate AS estimate,
              r.__emb_r.se AS se, r.__emb_r.groups AS groups, r.__emb_r.sizes AS sizes
       FROM emb__resampled_checked(
@@ -146,7 +146,7 @@ CREATE OR REPLACE TEMP MACRO emb_bootstrap(source, "group", vector, model := NUL
                                            replicates := 2000, seed := 42, level := 0.95,
                                            bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
-                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+                         AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM (SELECT r.* EXCLUDE (__emb_all, __emb_r), statistic AS statistic, r.__emb_r.estimate AS estimate,
              r.__emb_r.se AS se, r.__emb_r.ci_low AS ci_low, r.__emb_r.ci_high AS ci_high, level::DOUBLE AS level,
              replicates AS replicates, r.__emb_r.groups AS groups, r.__emb_r.estimate_bc AS estimate_bc,
@@ -159,7 +159,7 @@ LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows))
     ON r.__emb_b IS NOT DISTINCT FROM s.__emb_sb
 ORDER BY r.__emb_b;
 
--- @function emb_compare(source, "group", vector, model, item, statistic := 'r2', replicates := 2000, seed := 42, level := 0.95, common := false)
+-- @function emb_compare(source, "group", vector, model, item, statistic := 'r2', replicates := 2000, seed := 42, level := 0.95, common := false, bad_rows := 'error')
 -- Paired comparison of models that embedded the same items: one row per pair of models, with the
 -- difference of the statistic, its paired jackknife SE and a studentized paired bootstrap interval.
 -- @param source the table to read: a table or view name, or a file DuckDB reads
@@ -172,6 +172,7 @@ ORDER BY r.__emb_b;
 -- @param seed the random seed, a whole number (0 or more)
 -- @param level the confidence level of the interval, between 0 and 1
 -- @param common use only the items every model has (instead of refusing items one model lacks)
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its model and item; `'skip'`: those rows are left out, which leaves their items missing in that model (so `common := true` compares the others on the items every model kept)
 -- @column model_a the first model of the pair (in the order of the model names as text)
 -- @column model_b the second
 -- @column estimate_a the statistic of model_a
@@ -208,9 +209,10 @@ ORDER BY r.__emb_b;
 -- SELECT model_a, model_b, difference, se, ci_low, ci_high, same_items, shared_items, calibrated
 -- FROM emb_compare('many', 'topic', 'embedding', 'model', 'item', replicates := 999);
 CREATE OR REPLACE TEMP MACRO emb_compare(source, "group", vector, model, item, statistic := 'r2', replicates := 2000,
-                                         seed := 42, level := 0.95, common := false) AS TABLE
+                                         seed := 42, level := 0.95, common := false, bad_rows := 'error') AS TABLE
 SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__compare(list(__emb_b::VARCHAR), list(__emb_x::VARCHAR), list(__emb_g::VARCHAR),
                           list(__emb_v::DOUBLE[]), vector, statistic, replicates, seed, level, common) AS __emb_r
-      FROM emb__rows(emb__checked_names(emb__checked_source(source, 'emb_compare', model, []::VARCHAR[]), 'emb_compare', [['group', "group"], ['vector', vector], ['item', item]]), "group", vector, model, item))
+      FROM emb__rows(emb__checked_names(emb__checked_source(source, 'emb_compare', model, []::VARCHAR[]), 'emb_compare', [['group', "group"], ['vector', vector], ['item', item]]), "group", vector, model, item,
+                    skip := emb__skip_rows(bad_rows)))
 WHERE emb__udf_ok(__emb_r);

@@ -121,7 +121,7 @@ CREATE OR REPLACE TEMP MACRO emb_retrieval_dose(queries, strength := 'level', qi
                                                 vector := 'vector', model := NULL, permutations := 999, seed := 42,
                                                 alpha := 0.05, bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
-                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+                         AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__retrieval_dose(
          emb__checked_source(queries, 'emb_retrieval_dose', model, emb__outputs_emb_retrieval_dose()),
          strength, qid, "group", vector, model, permutations, seed, alpha, skip := emb__skip_rows(bad_rows)) r;

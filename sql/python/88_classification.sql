@@ -111,7 +111,7 @@ CREATE OR REPLACE TEMP MACRO emb_knn_classify(source, label := 'label', vector :
                                               split := NULL, item := NULL, "group" := NULL, level := 0.95,
                                               bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
-                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+                         AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM (SELECT r.* EXCLUDE (__emb_all, __emb_r, skipped_null, skipped_zero, skipped_nonfinite), unnest(r.__emb_r.summary),
              r.skipped_null, r.skipped_zero, r.skipped_nonfinite
       FROM emb__classified(emb__checked_names(emb__checked_source(source, 'emb_knn_classify', model, emb__outputs_emb_knn_classify()), 'emb_knn_classify', [['label', label], ['vector', vector], ['split', split], ['item', item], ['group', "group"]]),
@@ -155,7 +155,7 @@ CREATE OR REPLACE TEMP MACRO emb_knn_classify_items(source, label := 'label', ve
                                                     k := 10, split := NULL, item := NULL, "group" := NULL,
                                                     bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
-                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+                         AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM (SELECT r.* EXCLUDE (__emb_all, __emb_r, skipped_null, skipped_zero, skipped_nonfinite), unnest(r.__emb_r.items, recursive := true),
              r.skipped_null, r.skipped_zero, r.skipped_nonfinite
       FROM emb__classified(emb__checked_names(emb__checked_source(source, 'emb_knn_classify_items', model, emb__outputs_emb_knn_classify_items()), 'emb_knn_classify_items', [['label', label], ['vector', vector], ['split', split], ['item', item], ['group', "group"]]),
@@ -208,7 +208,7 @@ CREATE OR REPLACE TEMP MACRO emb_centroid_classify(source, label := 'label', vec
                                                    split := NULL, item := NULL, "group" := NULL, level := 0.95,
                                                    bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
-                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+                         AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM (SELECT r.* EXCLUDE (__emb_all, __emb_r, skipped_null, skipped_zero, skipped_nonfinite), unnest(r.__emb_r.summary),
              r.skipped_null, r.skipped_zero, r.skipped_nonfinite
       FROM emb__classified(emb__checked_names(emb__checked_source(source, 'emb_centroid_classify', model, emb__outputs_emb_centroid_classify()), 'emb_centroid_classify', [['label', label], ['vector', vector], ['split', split], ['item', item], ['group', "group"]]),
