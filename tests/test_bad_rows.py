@@ -19,6 +19,7 @@ import math
 import re
 import subprocess
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -325,15 +326,20 @@ def retrieval_tables() -> tuple[pa.Table, pa.Table]:
                                                          ("topic", pa.string()), vector])))
 
 
-@pytest.fixture(scope="module")
-def rcon():
-    con = embsql.connect()
+def _with_retrieval_tables(con):
+    """``con`` with the tables q and d, and q_clean and d_clean (CLEAN's rows of each)."""
     queries, docs = retrieval_tables()
     con.register("q_arrow", queries)
     con.register("d_arrow", docs)
     for name in ("q", "d"):
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_arrow")
         con.execute(f"CREATE TABLE {name}_clean AS {CLEAN.format(source=name)}")
+    return con
+
+
+@pytest.fixture(scope="module")
+def rcon():
+    con = _with_retrieval_tables(embsql.connect())
     removed = sum(con.execute(f"SELECT (SELECT count(*) FROM {n}) - (SELECT count(*) FROM {n}_clean)").fetchall()[0][0]
                   for n in ("q", "d"))
     assert removed == len(R_BAD)
@@ -539,3 +545,46 @@ def test_the_reports_retrieval_layers_skip_bad_rows_when_asked(rcon, route):
                in note for note in got.meta["notes"])
     with pytest.raises(embsql.BadVectorError, match=r"NULL vector at row 4 \(qid 'q03'"):
         run("q", "d")
+
+
+# ---------------------------------------------------------------------------------------------- SQL retrieval faces
+# emb_margins and emb_retrieval_summary with bad_rows := 'skip', on the registered connection (the
+# blocked UDF) and on the stock SQL file (the plain join): the cleaned tables' figures, and the
+# counts of both tables together per model (on each row).
+SQL_RETRIEVAL = {
+    "emb_margins": "emb_margins('{q}', '{d}', qid := 'qid', positive := 'pos', vector := 'v', doc_id := 'doc_id', "
+                   "doc_group := 'topic', doc_vector := 'v', model := 'enc'{skip})",
+    "emb_margins group scope": "emb_margins('{q}', '{d}', scope := 'group', qid := 'qid', positive := 'pos', "
+                               "vector := 'v', doc_id := 'doc_id', doc_group := 'topic', doc_vector := 'v', "
+                               "model := 'enc'{skip})",
+    "emb_retrieval_summary": "emb_retrieval_summary('{q}', '{d}', qid := 'qid', \"group\" := 'para', positive := 'pos', "
+                             "vector := 'v', doc_id := 'doc_id', doc_group := 'topic', doc_vector := 'v', "
+                             "model := 'enc'{skip})",
+}
+
+
+@pytest.fixture(scope="module")
+def stock_rcon():
+    stock = duckdb.connect()
+    stock.execute(sql_entry_file().read_text())
+    yield _with_retrieval_tables(stock)
+    stock.close()
+
+
+@pytest.mark.parametrize("route", ["registered", "stock"])
+@pytest.mark.parametrize("function", SQL_RETRIEVAL)
+def test_sql_retrieval_skipping_gives_the_cleaned_tables_figures_and_the_counts(rcon, stock_rcon, function, route):
+    con = rcon if route == "registered" else stock_rcon
+    call = SQL_RETRIEVAL[function]
+    got = _sql_rows(con, call.format(q="q", d="d", skip=SKIP))
+    expected = _sql_rows(con, call.format(q="q_clean", d="d_clean", skip=""))
+    assert got and not any(c.startswith("skipped_") for c in expected[0])
+    _same([{k: row[k] for k in expected[0]} for row in got], expected)
+    assert list(got[0])[-3:] == list(R_COUNTS["a"])
+    for row in got:
+        assert {k: row[k] for k in R_COUNTS["a"]} == R_COUNTS[row["enc"]]
+    # without skipping, the first bad row is an error naming its row from 1 and its id
+    with pytest.raises(duckdb.Error, match=r"embsql: \[vector\.\w+\] .* at row \d+ \((qid|doc_id) '[qd]\d\d'\)"):
+        con.sql(f"SELECT * FROM {call.format(q='q', d='d', skip='')}").fetchall()
+    with pytest.raises(duckdb.Error, match=r"embsql: \[argument\.bad_rows\] bad_rows must be 'error' or 'skip', not 0"):
+        con.sql(f"SELECT * FROM {call.format(q='q', d='d', skip=', bad_rows := 0')}").fetchall()

@@ -21,7 +21,8 @@
 -- Roles name the columns in messages (qid, group, positive, vector; doc_id, doc_group,
 -- doc_vector).  A NULL level_col or positive means the caller does not use that column;
 -- need_group says whether the group column must exist and be non-NULL.  With skip (bad_rows :=
--- 'skip'), a row with an unusable vector is kept, not refused (its __emb_z NULL): the caller leaves it out and counts it.
+-- 'skip'), a row with an unusable vector is kept, not refused (its __emb_z NULL, __emb_bad what emb__unusable
+-- said of it; NULL on every usable row): the caller leaves it out and counts it.
 CREATE OR REPLACE TEMP MACRO emb__retrieval_rows(source, what, item, id_role, "group", group_role, need_group,
                                             level_col, positive, vector, vector_role, model,
                                             skip := false) AS TABLE
@@ -72,7 +73,7 @@ normed AS (
               END AS __emb_inv
     FROM judged
 )
-SELECT c.* EXCLUDE (__emb_nrm2, __emb_dup, __emb_scale, __emb_bad, __emb_inv), m.__emb_gcols,
+SELECT c.* EXCLUDE (__emb_nrm2, __emb_dup, __emb_scale, __emb_inv), m.__emb_gcols,
     -- the unit vector (only the plain-SQL margins read it; the UDFs check vectors in Python)
     CASE WHEN __emb_bad IS NOT NULL THEN NULL
          WHEN __emb_scale IS NULL THEN list_transform(__emb_v, lambda x: x / sqrt(__emb_nrm2))
@@ -114,22 +115,35 @@ WHERE CASE
     ELSE true
 END;
 
-CREATE OR REPLACE TEMP MACRO emb__margin_queries(queries, qid_col, "group", positive, vector, model) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__margin_queries(queries, qid_col, "group", positive, vector, model,
+                                                skip := false) AS TABLE
 FROM emb__retrieval_rows(queries, 'queries', qid_col, 'qid', "group", 'group', false, NULL, positive,
-                         vector, 'vector', model);
+                         vector, 'vector', model, skip := skip);
 
-CREATE OR REPLACE TEMP MACRO emb__margin_docs(docs, doc_id, doc_group, doc_vector, model, need_group) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__margin_docs(docs, doc_id, doc_group, doc_vector, model, need_group,
+                                             skip := false) AS TABLE
 FROM emb__retrieval_rows(docs, 'docs', doc_id, 'doc_id', doc_group, 'doc_group', need_group, NULL, NULL,
-                         doc_vector, 'doc_vector', model);
+                         doc_vector, 'doc_vector', model, skip := skip);
 
--- Per query (plus the model column, __emb_b, __emb_g = paraphrase group, __emb_gcols): the margins.
+-- Per query (plus the model column, __emb_b, __emb_g = paraphrase group, __emb_gcols): the margins,
+-- and skipped_null, skipped_zero, skipped_nonfinite: with skip, the rows of the queries and the
+-- documents left out for an unusable vector, the two tables together, per model (on each row).
 CREATE OR REPLACE TEMP MACRO emb__margins(queries, docs, scope, qid_col, "group", positive, vector,
-                                     doc_id, doc_group, doc_vector, model) AS TABLE
-WITH q AS MATERIALIZED (
-    FROM emb__margin_queries(queries, qid_col, "group", positive, vector, model)
+                                     doc_id, doc_group, doc_vector, model, skip := false) AS TABLE
+WITH q_read AS MATERIALIZED (
+    FROM emb__margin_queries(queries, qid_col, "group", positive, vector, model, skip := skip)
 ),
-d AS MATERIALIZED (
-    FROM emb__margin_docs(docs, doc_id, doc_group, doc_vector, model, scope = 'group')
+d_read AS MATERIALIZED (
+    FROM emb__margin_docs(docs, doc_id, doc_group, doc_vector, model, scope = 'group', skip := skip)
+),
+-- (NOT skip first: without it, a filter on __emb_bad alone could be pushed below the check that
+-- refuses a bad row, and hide it)
+q AS (FROM q_read WHERE NOT skip OR __emb_bad IS NULL),
+d AS (FROM d_read WHERE NOT skip OR __emb_bad IS NULL),
+skipped AS (
+    SELECT __emb_b AS __emb_sb, unnest(emb__skip_counts(list(__emb_bad) FILTER (__emb_bad IS NOT NULL)))
+    FROM (SELECT __emb_b, __emb_bad FROM q_read UNION ALL SELECT __emb_b, __emb_bad FROM d_read)
+    WHERE skip GROUP BY __emb_b
 ),
 checked_docs AS (
     -- every document is checked, also those no query compares with; lengths agree within a model,
@@ -199,10 +213,11 @@ SELECT
          ELSE (__emb_dneg2 - __emb_dpos2) / (__emb_dneg2 + __emb_dpos2) END AS m,
     higher + ties = 0 AS top1,
     1 + higher + ties AS rank,
-    ties
-FROM joined;
+    ties,
+    s.skipped_null, s.skipped_zero, s.skipped_nonfinite
+FROM joined LEFT JOIN skipped s ON joined.__emb_b IS NOT DISTINCT FROM s.__emb_sb;
 
--- @function emb_margins(queries, docs, scope := 'corpus', qid := 'qid', positive := 'positive', vector := 'vector', doc_id := 'doc_id', doc_group := 'group', doc_vector := 'vector', model := NULL)
+-- @function emb_margins(queries, docs, scope := 'corpus', qid := 'qid', positive := 'positive', vector := 'vector', doc_id := 'doc_id', doc_group := 'group', doc_vector := 'vector', model := NULL, bad_rows := 'error')
 -- Retrieval margins, one row per query: how far each query's correct document beats its best
 -- distractor.  Rows are ordered by model, then qid.
 -- @param queries the queries table: one row per query (and model), with its id, the doc_id of its one correct document and its vector
@@ -215,6 +230,7 @@ FROM joined;
 -- @param doc_group the documents' group column (documents of one topic are near-miss distractors; used by `scope := 'group'`)
 -- @param doc_vector the documents' vector column
 -- @param model the model column of both tables: each model's queries are compared with that model's documents only
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its table, row (from 1) and id; `'skip'`: those rows of either table are left out and counted in the `skipped_` columns
 -- @column <model> the model, under the model column's own name (only with `model`)
 -- @column qid the query
 -- @column d_pos2 ‖q − d+‖² (summed from coordinate differences, exact near 0)
@@ -224,6 +240,9 @@ FROM joined;
 -- @column top1 d+ ranks first, = (`m` > 0) = (`rank` = 1)
 -- @column rank 1 + number of distractors more similar than d+ + `ties`
 -- @column ties distractors whose similarity equals d+'s within tol = 2 (d + 4) · 2⁻⁵²
+-- @column skipped_null rows of the queries and documents left out for a NULL vector (or a NULL element), per model, on each of its rows (only with `bad_rows := 'skip'`)
+-- @column skipped_zero rows left out for a zero vector (only with `bad_rows := 'skip'`)
+-- @column skipped_nonfinite rows left out for a NaN or infinite coordinate (only with `bad_rows := 'skip'`)
 -- @notes
 -- With s the cosine similarity of the unit vectors, d+ the correct document and D− the
 -- distractors.  A tie counts against d+ (pessimistic rank); when the best distractor ties with d+,
@@ -247,24 +266,26 @@ FROM joined;
 -- -- q4  -0.6689  false  2
 CREATE OR REPLACE TEMP MACRO emb_margins(queries, docs, scope := 'corpus', qid := 'qid', positive := 'positive',
                                          vector := 'vector', doc_id := 'doc_id', doc_group := 'group',
-                                         doc_vector := 'vector', model := NULL) AS TABLE
-SELECT m.* EXCLUDE (__emb_all, __emb_b, __emb_g, __emb_gcols, __emb_row)
+                                         doc_vector := 'vector', model := NULL, bad_rows := 'error') AS TABLE
+SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_b', '__emb_g', '__emb_gcols', '__emb_row', '__emb_bad')
+                         AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__margins(
          emb__checked_source(queries, 'emb_margins', model, emb__outputs_emb_margins()),
-         docs, scope, qid, NULL, positive, vector, doc_id, doc_group, doc_vector, model) m
+         docs, scope, qid, NULL, positive, vector, doc_id, doc_group, doc_vector, model,
+         skip := emb__skip_rows(bad_rows)) m
 ORDER BY m.__emb_b, m.qid;
 
 -- Per model: top-1, recall@k, MRR, mean and quantiles of m, and cluster-jackknife SEs over the
 -- paraphrase groups: theta_(-g) = (sum - sum_g)/(n - n_g), SE = sqrt((G-1)/G sum_g (theta_(-g) - mean)^2)
 -- = sqrt((G - 1) var_pop(theta_(-g))).
 CREATE OR REPLACE TEMP MACRO emb__retrieval_summary(queries, docs, scope, qid_col, "group", positive, vector,
-                                                doc_id, doc_group, doc_vector, model) AS TABLE
+                                                doc_id, doc_group, doc_vector, model, skip := false) AS TABLE
 WITH r AS (
     -- the first column (the model column under its own name, or __emb_all) renamed by position, so
     -- that a model column named like a margin column (rank, m, qid ...) cannot stand for it
     SELECT *
     FROM emb__margins(queries, docs, scope, qid_col, "group", positive, vector, doc_id, doc_group,
-                      doc_vector, model) AS __emb_margin_rows(__emb_model)
+                      doc_vector, model, skip := skip) AS __emb_margin_rows(__emb_model)
     -- a filter, so the check holds whatever columns a query reads
     WHERE CASE WHEN __emb_gcols = 1 THEN error(format('embsql: [column.missing] group column "{}" not found in {}', "group", queries))
                WHEN __emb_g IS NULL THEN error(format('embsql: [label.null] queries {}: group column "{}" is NULL (qid {})', queries, "group", qid))
@@ -298,7 +319,9 @@ main AS (
     SELECT __emb_b,
         count(*) AS queries, avg(top1::INTEGER) AS top1, avg((rank <= 5)::INTEGER) AS recall_at_5,
         avg((rank <= 10)::INTEGER) AS recall_at_10, avg(1.0 / rank) AS mrr, avg(m) AS m_mean,
-        quantile_cont(m, [0.05, 0.25, 0.5, 0.75, 0.95]) AS mq, count(*) FILTER (ties > 0) AS ties
+        quantile_cont(m, [0.05, 0.25, 0.5, 0.75, 0.95]) AS mq, count(*) FILTER (ties > 0) AS ties,
+        any_value(skipped_null) AS skipped_null, any_value(skipped_zero) AS skipped_zero,
+        any_value(skipped_nonfinite) AS skipped_nonfinite
     FROM r GROUP BY ALL
 )
 SELECT COLUMNS(lambda c: c <> '__emb_all') FROM (
@@ -307,7 +330,8 @@ SELECT COLUMNS(lambda c: c <> '__emb_all') FROM (
 SELECT unnest(k.__emb_key),
     main.queries, se.g AS groups, main.top1, se.top1_se, main.top1 AS recall_at_1, main.recall_at_5, se.recall_at_5_se,
     main.recall_at_10, se.recall_at_10_se, main.mrr, se.mrr_se, main.m_mean, se.m_mean_se,
-    mq[1] AS m_p05, mq[2] AS m_p25, mq[3] AS m_median, mq[4] AS m_p75, mq[5] AS m_p95, main.ties, scope AS scope
+    mq[1] AS m_p05, mq[2] AS m_p25, mq[3] AS m_median, mq[4] AS m_p75, mq[5] AS m_p95, main.ties, scope AS scope,
+    main.skipped_null, main.skipped_zero, main.skipped_nonfinite
 FROM main JOIN se ON main.__emb_b IS NOT DISTINCT FROM se.__emb_b
 LEFT JOIN (SELECT DISTINCT s AS __emb_key
            FROM (SELECT COLUMNS(lambda c: c IN (model, '__emb_all'))
@@ -315,7 +339,7 @@ LEFT JOIN (SELECT DISTINCT s AS __emb_key
     ON CASE WHEN model IS NULL THEN NULL ELSE struct_extract_at(k.__emb_key, 1) END IS NOT DISTINCT FROM main.__emb_b
 ORDER BY main.__emb_b);
 
--- @function emb_retrieval_summary(queries, docs, scope := 'corpus', qid := 'qid', "group" := 'group', positive := 'positive', vector := 'vector', doc_id := 'doc_id', doc_group := 'group', doc_vector := 'vector', model := NULL)
+-- @function emb_retrieval_summary(queries, docs, scope := 'corpus', qid := 'qid', "group" := 'group', positive := 'positive', vector := 'vector', doc_id := 'doc_id', doc_group := 'group', doc_vector := 'vector', model := NULL, bad_rows := 'error')
 -- The retrieval summary per model, from the margins of `emb_margins`: top-1, recall@k, MRR and the
 -- distribution of m, with cluster-jackknife SEs over the queries' paraphrase groups.  One row, or
 -- one row per model (first, under its own name).
@@ -330,6 +354,7 @@ ORDER BY main.__emb_b);
 -- @param doc_group the documents' group column (used by `scope := 'group'`)
 -- @param doc_vector the documents' vector column
 -- @param model the model column of both tables
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its table, row (from 1) and id; `'skip'`: those rows of either table are left out and counted in the `skipped_` columns
 -- @column <model> the model, under the model column's own name (only with `model`)
 -- @column queries number of queries
 -- @column groups number of paraphrase groups
@@ -351,6 +376,9 @@ ORDER BY main.__emb_b);
 -- @column m_p95 95% quantile of `m`
 -- @column ties queries whose d+ ties with a distractor
 -- @column scope the scope asked for
+-- @column skipped_null rows of the queries and documents left out for a NULL vector (or a NULL element), per model, on each of its rows (only with `bad_rows := 'skip'`)
+-- @column skipped_zero rows left out for a zero vector (only with `bad_rows := 'skip'`)
+-- @column skipped_nonfinite rows left out for a NaN or infinite coordinate (only with `bad_rows := 'skip'`)
 -- @notes
 -- The SEs are cluster jackknives over the paraphrase groups: paraphrases of one question are not
 -- independent, so each replicate leaves out a whole group, θ₍₋g₎ = (Σ − Σ_g)/(n − n_g) and
@@ -366,8 +394,9 @@ ORDER BY main.__emb_b);
 CREATE OR REPLACE TEMP MACRO emb_retrieval_summary(queries, docs, scope := 'corpus', qid := 'qid', "group" := 'group',
                                                    positive := 'positive', vector := 'vector', doc_id := 'doc_id',
                                                    doc_group := 'group', doc_vector := 'vector',
-                                                   model := NULL) AS TABLE
-SELECT r.*
+                                                   model := NULL, bad_rows := 'error') AS TABLE
+SELECT COLUMNS(lambda c: emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite'))
 FROM emb__retrieval_summary(
          emb__checked_source(queries, 'emb_retrieval_summary', model, emb__outputs_emb_retrieval_summary()),
-         docs, scope, qid, "group", positive, vector, doc_id, doc_group, doc_vector, model) r;
+         docs, scope, qid, "group", positive, vector, doc_id, doc_group, doc_vector, model,
+         skip := emb__skip_rows(bad_rows)) r;

@@ -4,24 +4,32 @@
 -- emb_retrieval_summary keep their signatures and columns and give the same numbers.  Columns and
 -- labels are checked by the same SQL as the plain version; vectors are checked in the UDF.
 
+-- With skip, the rows of either table with an unusable vector are left out of the lists (each
+-- aggregate's FILTER) and their reasons listed (__emb_bads), for the counts of the plain version.
 CREATE OR REPLACE TEMP MACRO emb__margins(queries, docs, scope, qid_col, "group", positive, vector,
-                                     doc_id, doc_group, doc_vector, model) AS TABLE
+                                     doc_id, doc_group, doc_vector, model, skip := false) AS TABLE
 WITH q AS (
     SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, any_value(__emb_gcols) AS __emb_gcols,
-        list(__emb_row ORDER BY __emb_row) AS __emb_rows, list(__emb_q ORDER BY __emb_row) AS __emb_qs,
-        list(__emb_g ORDER BY __emb_row) AS __emb_gs, list(__emb_p ORDER BY __emb_row) AS __emb_ps,
-        list(__emb_v ORDER BY __emb_row) AS __emb_vs
-    FROM emb__margin_queries(queries, qid_col, "group", positive, vector, model)
+        list(__emb_row ORDER BY __emb_row) FILTER (__emb_bad IS NULL) AS __emb_rows,
+        list(__emb_q ORDER BY __emb_row) FILTER (__emb_bad IS NULL) AS __emb_qs,
+        list(__emb_g ORDER BY __emb_row) FILTER (__emb_bad IS NULL) AS __emb_gs,
+        list(__emb_p ORDER BY __emb_row) FILTER (__emb_bad IS NULL) AS __emb_ps,
+        list(__emb_v ORDER BY __emb_row) FILTER (__emb_bad IS NULL) AS __emb_vs,
+        list(__emb_bad) FILTER (__emb_bad IS NOT NULL) AS __emb_bads
+    FROM emb__margin_queries(queries, qid_col, "group", positive, vector, model, skip := skip)
     GROUP BY ALL
 ),
 d AS (
-    SELECT __emb_b, list(__emb_k ORDER BY __emb_row) AS __emb_ks, list(__emb_g::VARCHAR ORDER BY __emb_row) AS __emb_gs,
-        list(__emb_v ORDER BY __emb_row) AS __emb_vs
-    FROM emb__margin_docs(docs, doc_id, doc_group, doc_vector, model, scope = 'group')
+    SELECT __emb_b, list(__emb_k ORDER BY __emb_row) FILTER (__emb_bad IS NULL) AS __emb_ks,
+        list(__emb_g::VARCHAR ORDER BY __emb_row) FILTER (__emb_bad IS NULL) AS __emb_gs,
+        list(__emb_v ORDER BY __emb_row) FILTER (__emb_bad IS NULL) AS __emb_vs,
+        list(__emb_bad) FILTER (__emb_bad IS NOT NULL) AS __emb_bads
+    FROM emb__margin_docs(docs, doc_id, doc_group, doc_vector, model, scope = 'group', skip := skip)
     GROUP BY __emb_b
 ),
 r AS (
-    SELECT q.* EXCLUDE (__emb_ps, __emb_vs),
+    SELECT q.* EXCLUDE (__emb_ps, __emb_vs, __emb_bads),
+        emb__skip_counts(list_concat(q.__emb_bads, d.__emb_bads)) AS __emb_skipped,
         CASE WHEN q.__emb_b IS NULL AND d.__emb_b IS NOT NULL AND model IS NOT NULL THEN error(format(
                  'embsql: [model.missing] model {} is in docs {} but not in queries {}', d.__emb_b, docs, queries))
              ELSE emb__margin_kernel(q.__emb_qs::VARCHAR[], q.__emb_ps, q.__emb_vs, d.__emb_ks, d.__emb_gs, d.__emb_vs,
@@ -31,7 +39,8 @@ r AS (
 ),
 checked AS (SELECT * EXCLUDE (__emb_result), __emb_result.value AS __emb_r FROM r WHERE emb__udf_ok(__emb_result))
 SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, unnest(__emb_gs) AS __emb_g, __emb_gcols,
-       unnest(__emb_rows) AS __emb_row, unnest(__emb_qs) AS qid, unnest(__emb_r, recursive := true)
+       unnest(__emb_rows) AS __emb_row, unnest(__emb_qs) AS qid, unnest(__emb_r, recursive := true),
+       unnest(__emb_skipped)
 FROM checked;
 
 -- Dose: W~_q per paraphrase level, jackknife SEs, monotonicity and the within-group
@@ -42,8 +51,8 @@ FROM checked;
 CREATE OR REPLACE TEMP MACRO emb__retrieval_dose(queries, level_col, qid_col, "group", vector, model,
                                                 permutations, seed, alpha, skip := false) AS TABLE
 WITH judged AS (
-    SELECT *, CASE WHEN skip THEN emb__unusable(__emb_v, emb__norm2(__emb_v),
-                                                emb__norm_scale(__emb_v, emb__norm2(__emb_v))) END AS __emb_bad
+    -- (__emb_bad: what emb__unusable said of the row's vector; without skip such a row is refused there)
+    SELECT *
     FROM emb__retrieval_rows(queries, 'queries', qid_col, 'qid', "group", 'group', true, level_col, NULL,
                              vector, 'vector', model, skip := skip)
 ),
@@ -55,7 +64,7 @@ checked AS (
     SELECT * EXCLUDE (__emb_bad),
         dense_rank() OVER (PARTITION BY __emb_b ORDER BY __emb_g) - 1 AS __emb_gr,
         dense_rank() OVER (PARTITION BY __emb_b ORDER BY __emb_l) - 1 AS __emb_lr
-    FROM judged WHERE __emb_bad IS NULL
+    FROM judged WHERE NOT skip OR __emb_bad IS NULL     -- (see emb__margins: the check stays above this filter)
 ),
 per_model AS (
     SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
