@@ -443,16 +443,22 @@ def _sql_rows(con, call: str) -> list[dict]:
     return [dict(zip(result.columns, row)) for row in result.fetchall()]
 
 
-@pytest.mark.parametrize("function", SQL_COUNTED)
-def test_sql_skipping_gives_the_cleaned_tables_figures_and_the_counts_per_model(con, function):
-    got = _sql_rows(con, SQL_COUNTED[function].format(t="t", skip=SKIP))
-    expected = _sql_rows(con, SQL_COUNTED[function].format(t="clean", skip=""))
+def _same_with_counts(got: list[dict], expected: list[dict], counts: dict, model: str) -> None:
+    """got (with bad_rows := 'skip') has expected's rows (the cleaned table's, without skipped_ columns),
+    and, last, the counts per model and reason on each row."""
     assert got and not any(c.startswith("skipped_") for c in expected[0])
     _same([{k: row[k] for k in expected[0]} for row in got], expected)
     assert list(got[0])[-3:] == list(COUNTS["a"])             # the counts come last
     for row in got:
-        assert {k: row[k] for k in COUNTS["a"]} == COUNTS[row["m"]]
-    assert {row["m"] for row in got} == set(MODELS)
+        assert {k: row[k] for k in COUNTS["a"]} == counts[row[model]]
+    assert {row[model] for row in got} == set(counts)
+
+
+@pytest.mark.parametrize("function", SQL_COUNTED)
+def test_sql_skipping_gives_the_cleaned_tables_figures_and_the_counts_per_model(con, function):
+    got = _sql_rows(con, SQL_COUNTED[function].format(t="t", skip=SKIP))
+    expected = _sql_rows(con, SQL_COUNTED[function].format(t="clean", skip=""))
+    _same_with_counts(got, expected, COUNTS, "m")
 
 
 @pytest.mark.parametrize("function", SQL_PAIRS)
@@ -578,13 +584,20 @@ def test_sql_retrieval_skipping_gives_the_cleaned_tables_figures_and_the_counts(
     call = SQL_RETRIEVAL[function]
     got = _sql_rows(con, call.format(q="q", d="d", skip=SKIP))
     expected = _sql_rows(con, call.format(q="q_clean", d="d_clean", skip=""))
-    assert got and not any(c.startswith("skipped_") for c in expected[0])
-    _same([{k: row[k] for k in expected[0]} for row in got], expected)
-    assert list(got[0])[-3:] == list(R_COUNTS["a"])
-    for row in got:
-        assert {k: row[k] for k in R_COUNTS["a"]} == R_COUNTS[row["enc"]]
+    _same_with_counts(got, expected, R_COUNTS, "enc")
     # without skipping, the first bad row is an error naming its row from 1 and its id
     with pytest.raises(duckdb.Error, match=r"embsql: \[vector\.\w+\] .* at row \d+ \((qid|doc_id) '[qd]\d\d'\)"):
         con.sql(f"SELECT * FROM {call.format(q='q', d='d', skip='')}").fetchall()
     with pytest.raises(duckdb.Error, match=r"embsql: \[argument\.bad_rows\] bad_rows must be 'error' or 'skip', not 0"):
         con.sql(f"SELECT * FROM {call.format(q='q', d='d', skip=', bad_rows := 0')}").fetchall()
+
+
+def test_emb_retrieval_eval_skipping_gives_the_cleaned_tables_figures_and_the_counts(rcon):
+    rcon.execute("CREATE OR REPLACE TABLE qr AS SELECT DISTINCT qid, pos AS doc_id, 1 AS relevance FROM q")
+    call = ("emb_retrieval_eval('{q}', '{d}', 'qr', k := 5, model := 'enc', vector := 'v', doc_vector := 'v', "
+            "unknown := 'skip'{skip})")
+    got = _sql_rows(rcon, call.format(q="q", d="d", skip=SKIP))
+    expected = _sql_rows(rcon, call.format(q="q_clean", d="d_clean", skip=""))
+    _same_with_counts(got, expected, R_COUNTS, "enc")
+    with pytest.raises(embsql.BadVectorError, match=r"at row \d+ \((qid|doc_id) '[qd]\d\d'\)"):
+        embsql.run_sql(rcon, f"SELECT * FROM {call.format(q='q', d='d', skip='')}")

@@ -4,19 +4,25 @@
 -- with trec_eval's definitions (embsql.core.ranking).  Columns and labels are checked by the
 -- same SQL as the retrieval macros (emb__retrieval_rows); vectors, relevance and ids in the UDF.
 
+-- With skip, the rows of either table with an unusable vector are left out of the lists (each
+-- aggregate's FILTER) and counted per model and reason, the two tables together (skipped_*).
 CREATE OR REPLACE TEMP MACRO emb__retrieval_eval(queries, docs, qrels, k, metrics, model, qid_col, doc_id,
-                                                vector, doc_vector, relevance, unknown) AS TABLE
+                                                vector, doc_vector, relevance, unknown, skip := false) AS TABLE
 WITH q AS (
     SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
-        list(__emb_k ORDER BY __emb_row) AS __emb_ids, list(__emb_v ORDER BY __emb_row) AS __emb_vs
+        list(__emb_k ORDER BY __emb_row) FILTER (__emb_bad IS NULL) AS __emb_ids,
+        list(__emb_v ORDER BY __emb_row) FILTER (__emb_bad IS NULL) AS __emb_vs,
+        list(__emb_bad) FILTER (__emb_bad IS NOT NULL) AS __emb_bads
     FROM emb__retrieval_rows(queries, 'queries', qid_col, 'qid', NULL, 'group', false, NULL, NULL,
-                             vector, 'vector', model)
+                             vector, 'vector', model, skip := skip)
     GROUP BY ALL
 ),
 d AS (
-    SELECT __emb_b, list(__emb_k ORDER BY __emb_row) AS __emb_ids, list(__emb_v ORDER BY __emb_row) AS __emb_vs
+    SELECT __emb_b, list(__emb_k ORDER BY __emb_row) FILTER (__emb_bad IS NULL) AS __emb_ids,
+        list(__emb_v ORDER BY __emb_row) FILTER (__emb_bad IS NULL) AS __emb_vs,
+        list(__emb_bad) FILTER (__emb_bad IS NOT NULL) AS __emb_bads
     FROM emb__retrieval_rows(docs, 'docs', doc_id, 'doc_id', NULL, 'doc_group', false, NULL, NULL,
-                             doc_vector, 'doc_vector', model)
+                             doc_vector, 'doc_vector', model, skip := skip)
     GROUP BY __emb_b
 ),
 jmeta AS (SELECT * FROM emb__qrels_columns(qrels, qid_col, doc_id, relevance)),
@@ -38,7 +44,8 @@ checked_j AS (
     END
 ),
 r AS (
-    SELECT q.* EXCLUDE (__emb_ids, __emb_vs),
+    SELECT q.* EXCLUDE (__emb_ids, __emb_vs, __emb_bads),
+        emb__skip_counts(list_concat(q.__emb_bads, d.__emb_bads)) AS __emb_skipped,
         CASE WHEN q.__emb_b IS NULL AND d.__emb_b IS NOT NULL AND model IS NOT NULL THEN error(format(
                  'embsql: [model.missing] model {} is in docs {} but not in queries {}', d.__emb_b, docs, queries))
              ELSE emb__retrieval_eval_kernel(q.__emb_ids, q.__emb_vs, d.__emb_ids, d.__emb_vs, j.__emb_jq, j.__emb_jd,
@@ -50,11 +57,12 @@ r AS (
     FROM q FULL JOIN d ON q.__emb_b IS NOT DISTINCT FROM d.__emb_b, checked_j j
 ),
 checked AS (SELECT * EXCLUDE (__emb_result), __emb_result.value AS __emb_r FROM r WHERE emb__udf_ok(__emb_result))
-SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_r', '__emb_u'))
-FROM (SELECT *, unnest(__emb_r, recursive := true), unnest(range(len(__emb_r))) AS __emb_u FROM checked)
+SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_r', '__emb_u', '__emb_skipped'))
+FROM (SELECT *, unnest(__emb_r, recursive := true), unnest(range(len(__emb_r))) AS __emb_u, unnest(__emb_skipped)
+      FROM checked)
 ORDER BY __emb_b, __emb_u;
 
--- @function emb_retrieval_eval(queries, docs, qrels, k := 10, metrics := NULL, model := NULL, qid := 'qid', doc_id := 'doc_id', vector := 'vector', doc_vector := 'vector', relevance := 'relevance', unknown := 'error')
+-- @function emb_retrieval_eval(queries, docs, qrels, k := 10, metrics := NULL, model := NULL, qid := 'qid', doc_id := 'doc_id', vector := 'vector', doc_vector := 'vector', relevance := 'relevance', unknown := 'error', bad_rows := 'error')
 -- Retrieval evaluation from embeddings: per model, every query is ranked against every document of
 -- that model by exact cosine similarity, to the depth k (or the largest cutoff in `metrics`, if
 -- larger), and the run is scored against the qrels with the definitions of `emb_evaluate`.  One
@@ -71,6 +79,7 @@ ORDER BY __emb_b, __emb_u;
 -- @param doc_vector the documents' vector column
 -- @param relevance the qrels' relevance column
 -- @param unknown what to do with a qrels row whose qid or doc_id is not among the queries or documents: `'error'` or `'skip'`
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its table, row (from 1) and id; `'skip'`: those rows of either table are left out and counted in the `skipped_` columns (a query left out is then not among the queries: its qrels rows need `unknown := 'skip'`)
 -- @column <model> the model, under the model column's own name (only with `model`)
 -- @column metric the metric and its cutoff
 -- @column value the mean over the queries evaluated
@@ -78,6 +87,9 @@ ORDER BY __emb_b, __emb_u;
 -- @column without_relevant judged queries without a relevant document
 -- @column missing judged queries the model does not rank
 -- @column unjudged the mean share of each query's top cutoff that has no judgement, a warning sign for incomplete qrels
+-- @column skipped_null rows of the queries and documents left out for a NULL vector (or a NULL element), per model, on each of its rows (only with `bad_rows := 'skip'`)
+-- @column skipped_zero rows left out for a zero vector (only with `bad_rows := 'skip'`)
+-- @column skipped_nonfinite rows left out for a NaN or infinite coordinate (only with `bad_rows := 'skip'`)
 -- @notes
 -- Ranking is in blocks: float32 products pick candidates, float64 decides; scores are cosines
 -- rounded to 2^-40, ties ordered by doc_id descending as text, which is trec_eval's order.
@@ -89,8 +101,11 @@ ORDER BY __emb_b, __emb_u;
 -- -- ndcg@2 0.9299, recall@1 0.75
 CREATE OR REPLACE TEMP MACRO emb_retrieval_eval(queries, docs, qrels, k := 10, metrics := NULL, model := NULL,
                                                 qid := 'qid', doc_id := 'doc_id', vector := 'vector',
-                                                doc_vector := 'vector', relevance := 'relevance', unknown := 'error') AS TABLE
-SELECT r.* EXCLUDE (__emb_b)
+                                                doc_vector := 'vector', relevance := 'relevance', unknown := 'error',
+                                                bad_rows := 'error') AS TABLE
+SELECT COLUMNS(lambda c: c <> '__emb_b'
+                         AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__retrieval_eval(
          emb__checked_source(queries, 'emb_retrieval_eval', model, emb__outputs_emb_retrieval_eval()),
-         docs, qrels, k, metrics, model, qid, doc_id, vector, doc_vector, relevance, unknown) r;
+         docs, qrels, k, metrics, model, qid, doc_id, vector, doc_vector, relevance, unknown,
+         skip := emb__skip_rows(bad_rows)) r;
