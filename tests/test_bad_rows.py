@@ -601,3 +601,35 @@ def test_emb_retrieval_eval_skipping_gives_the_cleaned_tables_figures_and_the_co
     _same_with_counts(got, expected, R_COUNTS, "enc")
     with pytest.raises(embsql.BadVectorError, match=r"at row \d+ \((qid|doc_id) '[qd]\d\d'\)"):
         embsql.run_sql(rcon, f"SELECT * FROM {call.format(q='q', d='d', skip='')}")
+
+
+# ---------------------------------------------------------------------------------------------- similarity faces
+# Gold pairs (i, i + 1) and (i, i + 7) of the table's items, scores from a fixed formula; a skipped
+# row leaves its item without a vector in that model, so its pairs go with missing='skip'.
+SIMILARITY_PAIRS = ("CREATE OR REPLACE TABLE sim_pairs AS SELECT 'i' || lpad(i::VARCHAR, 2, '0') AS item_a, "
+                    "'i' || lpad(((i + s) % 60)::VARCHAR, 2, '0') AS item_b, ((i * 13 + s * 7) % 11)::DOUBLE AS score "
+                    "FROM range(60) r(i), (VALUES (1), (7)) t(s)")
+SIMILARITY_FACES = {
+    "similarity_eval": lambda con, t, **kw: embsql.similarity_eval(con, "sim_pairs", t, model="m", vector="v",
+                                                                   missing="skip", **kw),
+    "similarity_eval per pair": lambda con, t, **kw: embsql.similarity_eval(con, "sim_pairs", t, model="m", vector="v",
+                                                                            missing="skip", per_pair=True, **kw),
+    "compare_similarity": lambda con, t, **kw: embsql.compare_similarity(con, "sim_pairs", t, model="m", vector="v",
+                                                                         missing="skip", **kw),
+}
+
+
+@pytest.mark.parametrize("face", SIMILARITY_FACES)
+def test_similarity_skipping_gives_the_cleaned_tables_figures_and_the_counts(con, face):
+    con.execute(SIMILARITY_PAIRS)
+    got = SIMILARITY_FACES[face](con, "t", bad_rows="skip")
+    expected = SIMILARITY_FACES[face](con, "clean")
+    assert got.columns == expected.columns and len(got.to_dicts()) > 0
+    _same(got.to_dicts(), expected.to_dicts())
+    assert _counts(got.skipped) == COUNTS
+    assert expected.skipped is None
+    with pytest.raises(embsql.BadVectorError):
+        SIMILARITY_FACES[face](con, "t")
+    with pytest.raises(InputError) as raised:
+        SIMILARITY_FACES[face](con, "t", bad_rows=0)
+    assert raised.value.kind == "argument.bad_rows"

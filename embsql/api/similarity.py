@@ -11,13 +11,14 @@ from embsql.core.similarity import COMPARE_COLUMNS, EVAL_COLUMNS
 from embsql.errors import fail
 from embsql.io.similarity_pairs import Judgements, Scored, comparison_rows, evaluation_rows, read_models
 from embsql.io.sources import TableLike
+from embsql.io.table_stream import Skipped
 from embsql.result_table import ResultTable
 
 
 def similarity_eval(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings: TableLike, *,
                     model: str | None = "model", a: str = "item_a", b: str = "item_b", score: str = "score",
                     item: str = "item", vector: str = "vector", per_pair: bool = False, missing: str = "error",
-                    level: float = 0.95) -> ResultTable:
+                    level: float = 0.95, bad_rows: str = "error") -> ResultTable:
     """How well each model's cosine agrees with gold similarity judgements (STS evaluation).
 
     For every pair of items (a, b) with a gold score, the cosine of the two items' vectors; per model,
@@ -55,6 +56,12 @@ def similarity_eval(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings
         out of that model's figures and counted in ``skipped``.
     level : float, default 0.95
         The confidence level of the intervals.
+    bad_rows : {"error", "skip"}, default "error"
+        What a NULL, zero or non-finite (NaN or infinite) vector of the embeddings does: ``"error"``
+        refuses it, naming its model, item and row (counted from 1); ``"skip"`` leaves its row out and
+        counts it in the result's ``skipped`` table (per model: ``skipped_null``, ``skipped_zero``,
+        ``skipped_nonfinite``). A skipped row leaves its item without a vector in that model, so its
+        pairs need ``missing="skip"``.
 
     Returns
     -------
@@ -95,11 +102,13 @@ def similarity_eval(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings
     check_level(level)
     output = (a, b, score, "cosine") if per_pair else EVAL_COLUMNS
     column, judgements, scored = read_models(con, pairs, embeddings, model=model, a=a, b=b, score=score, item=item,
-                                       vector=vector, missing=missing, output=output, function="similarity_eval")
+                                       vector=vector, missing=missing, output=output, function="similarity_eval",
+                                       skip=(skipped := Skipped.asked(bad_rows)))
     if per_pair:
-        return _per_pair(column, judgements, scored, (a, b, score))
-    return ResultTable.of_models("similarity evaluation", column, EVAL_COLUMNS,
-                                 evaluation_rows(judgements, scored, level, one_model=column is None))
+        return Skipped.attached(skipped, _per_pair(column, judgements, scored, (a, b, score)), column)
+    return Skipped.attached(skipped, ResultTable.of_models("similarity evaluation", column, EVAL_COLUMNS,
+                                                           evaluation_rows(judgements, scored, level,
+                                                                           one_model=column is None)), column)
 
 
 def _per_pair(column: str | None, judgements: Judgements, scored: dict[object, Scored],
@@ -114,7 +123,8 @@ def _per_pair(column: str | None, judgements: Judgements, scored: dict[object, S
 
 def compare_similarity(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings: TableLike, *,
                        model: str = "model", a: str = "item_a", b: str = "item_b", score: str = "score",
-                       item: str = "item", vector: str = "vector", missing: str = "error", level: float = 0.95) -> ResultTable:
+                       item: str = "item", vector: str = "vector", missing: str = "error", level: float = 0.95,
+                       bad_rows: str = "error") -> ResultTable:
     """Every pair of models on the same gold judgements: the difference of their Spearman (and of
     their Pearson) correlations, its interval and a paired p-value that accounts for recurring items.
 
@@ -146,6 +156,8 @@ def compare_similarity(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddi
     missing : {"error", "skip"}, default "error"
         As for :func:`similarity_eval`.
     level : float, default 0.95
+        As for :func:`similarity_eval`.
+    bad_rows : {"error", "skip"}, default "error"
         As for :func:`similarity_eval`.
     model : str, default "model"
         The embeddings' model column: at least two models.
@@ -181,8 +193,9 @@ def compare_similarity(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddi
     if not isinstance(model, str) or not model:
         fail("model.too_few", column=repr(model), models=1, needs="compare_similarity")
     column, judgements, scored = read_models(con, pairs, embeddings, model=model, a=a, b=b, score=score, item=item,
-                                       vector=vector, missing=missing, output=(), function="compare_similarity")
+                                       vector=vector, missing=missing, output=(), function="compare_similarity",
+                                       skip=(skipped := Skipped.asked(bad_rows)))
     if column is None or len(scored) < 2:
         fail("model.too_few", column=repr(model), models=len(scored), needs="compare_similarity")
-    return ResultTable.from_dicts("paired comparison of similarity", COMPARE_COLUMNS,
-                                  comparison_rows(judgements, scored, level))
+    return Skipped.attached(skipped, ResultTable.from_dicts("paired comparison of similarity", COMPARE_COLUMNS,
+                                                            comparison_rows(judgements, scored, level)), column)

@@ -29,6 +29,7 @@ from embsql.core.similarity import (
 from embsql.errors import fail, option
 from embsql.io.columns import first_bad_label, require_number
 from embsql.io.sources import Source, TableLike, opened
+from embsql.io.table_stream import Skipped
 from embsql.io.vectors import Vectors, read_vectors
 from embsql.vocabulary import check_model_name
 
@@ -129,8 +130,11 @@ def coded_pairs(pairs: Judgements, rows: np.ndarray) -> Pairs:
 
 def read_models(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings: TableLike, *, model: str | None, a: str,
           b: str, score: str, item: str, vector: str, missing: str,
-          output: tuple[str, ...], function: str) -> tuple[str | None, Judgements, dict[object, Scored]]:
-    """(the model column or None, the pairs, {model value: Scored} in model order)."""
+          output: tuple[str, ...], function: str,
+          skip: Skipped | None = None) -> tuple[str | None, Judgements, dict[object, Scored]]:
+    """(the model column or None, the pairs, {model value: Scored} in model order).  With ``skip``
+    (bad_rows="skip"), the embeddings' rows with an unusable vector are left out and counted there:
+    their items then have no vector in that model (``missing`` says what becomes of their pairs)."""
     if missing not in ("error", "skip"):
         fail("argument.missing", name="missing", rule="'error' or 'skip'", value=repr(missing))
     with opened(con, pairs) as pair_source:
@@ -138,7 +142,8 @@ def read_models(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings: Ta
     with opened(con, embeddings) as emb_source:
         column = emb_source.model_column(model, DEFAULT_MODEL)
         check_model_name(column, output, function)
-        models = read_vectors(con, emb_source, "embeddings", id_col=item, id_role="item", vector=vector, model=column)
+        models = read_vectors(con, emb_source, "embeddings", id_col=item, id_role="item", vector=vector, model=column,
+                              skip=skip)
         name = emb_source.name
     scored = {value: score_model(judgements, models[value], value, missing, (a, b), name)
               for value in sorted(models, key=sort_key)}
