@@ -191,7 +191,7 @@ CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_cka() AS ['model_a', 'mode
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_classify() AS ['accuracy', 'ci_low', 'ci_high', 'macro_f1', 'macro_f1_ci_low', 'macro_f1_ci_high', 'items', 'classes', 'groups', 'k', 'classifier', 'split', 'level', 'calibrated', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_knn_classify_items() AS ['item', 'label', 'predicted', 'correct', 'group', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_centroid_classify() AS ['accuracy', 'ci_low', 'ci_high', 'macro_f1', 'macro_f1_ci_low', 'macro_f1_ci_high', 'items', 'classes', 'groups', 'k', 'classifier', 'split', 'level', 'calibrated', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_similarity_eval() AS ['spearman', 'ci_low', 'ci_high', 'se', 'pearson', 'pearson_ci_low', 'pearson_ci_high', 'pearson_se', 'pairs', 'items', 'skipped', 'level', 'calibrated']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_similarity_eval() AS ['spearman', 'ci_low', 'ci_high', 'se', 'pearson', 'pearson_ci_low', 'pearson_ci_high', 'pearson_se', 'pairs', 'items', 'skipped', 'level', 'calibrated', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_similarity() AS ['model_a', 'model_b', 'correlation', 'estimate_a', 'estimate_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'p_adjusted', 'pairs', 'items', 'level', 'calibrated']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_classification() AS ['model_a', 'model_b', 'accuracy_a', 'accuracy_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'p_exact', 'p_adjusted', 'p_adjust', 'items', 'groups', 'a_only', 'b_only', 'permutations', 'method', 'level', 'calibrated']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_eval() AS ['metric', 'value', 'queries', 'without_relevant', 'missing', 'unjudged', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
@@ -478,6 +478,22 @@ CREATE OR REPLACE TEMP MACRO emb__skip_counts(reasons) AS struct_pack(
     skipped_null := len(list_filter(coalesce(reasons, []), lambda r: r IN ('NULL', 'NULL-element'))),
     skipped_zero := len(list_filter(coalesce(reasons, []), lambda r: r = 'zero-length')),
     skipped_nonfinite := len(list_filter(coalesce(reasons, []), lambda r: r IN ('NaN', 'infinite'))));
+
+-- The rows of a table of items and vectors (source) that bad_rows := 'skip' leaves out, per model
+-- value as text (__emb_sb; NULL without a model column) and reason; none when skip is false or the
+-- vector column holds no vectors (its face refuses its type).  For the faces that read such a table
+-- whole (the similarity functions), beside their own reading of it.
+CREATE OR REPLACE TEMP MACRO emb__skipped_items(source, model, vector, skip) AS TABLE
+SELECT __emb_sb, unnest(emb__skip_counts(list(__emb_bad) FILTER (__emb_bad IS NOT NULL)))
+FROM (
+    SELECT coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_sb,
+           emb__unusable(__emb_v, emb__norm2(__emb_v), emb__norm_scale(__emb_v, emb__norm2(__emb_v))) AS __emb_bad
+    FROM (SELECT *, emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector, '__emb_null'))), 1)) AS __emb_v
+          FROM (SELECT *, NULL AS __emb_null FROM query_table(source)))
+    WHERE skip AND emb__is_vector_type((SELECT typeof(coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_null'))))
+                                        FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1) ON true))
+)
+GROUP BY __emb_sb;
 
 -- The rows bad_rows := 'skip' leaves out, per by value (__emb_sb) and reason: a NULL vector or
 -- element, a zero-length vector, a NaN or infinite coordinate (the words of emb__unusable).
@@ -2324,8 +2340,8 @@ CREATE TEMP MACRO IF NOT EXISTS emb_compare_cka(source, item, model, vector, ref
 CREATE TEMP MACRO IF NOT EXISTS emb_knn_classify(source, label := 'label', vector := 'vector', model := 'model', k := 10, split := NULL, item := NULL, "group" := NULL, level := 0.95, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_knn_classify') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_knn_classify_items(source, label := 'label', vector := 'vector', model := 'model', k := 10, split := NULL, item := NULL, "group" := NULL, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_knn_classify_items') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_centroid_classify(source, label := 'label', vector := 'vector', model := 'model', split := NULL, item := NULL, "group" := NULL, level := 0.95, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_centroid_classify') AS error;
-CREATE TEMP MACRO IF NOT EXISTS emb_similarity_eval(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95) AS TABLE SELECT emb__fail_query_needs_python('emb_similarity_eval') AS error;
-CREATE TEMP MACRO IF NOT EXISTS emb_compare_similarity(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95) AS TABLE SELECT emb__fail_query_needs_python('emb_compare_similarity') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_similarity_eval(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_similarity_eval') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_compare_similarity(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_compare_similarity') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_compare_classification(predictions, model := 'model', item := 'item', "group" := NULL, level := 0.95, p_adjust := 'holm', permutations := 10000, seed := 42) AS TABLE SELECT emb__fail_query_needs_python('emb_compare_classification') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_retrieval_eval(queries, docs, qrels, k := 10, metrics := NULL, model := NULL, qid := 'qid', doc_id := 'doc_id', vector := 'vector', doc_vector := 'vector', relevance := 'relevance', unknown := 'error', bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_retrieval_eval') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_compare_retrieval(evaluation, metric := 'ndcg@10', model := 'model', "group" := NULL, qid := 'qid', permutations := 10000, seed := 42, level := 0.95, p_adjust := 'holm') AS TABLE SELECT emb__fail_query_needs_python('emb_compare_retrieval') AS error;

@@ -633,3 +633,16 @@ def test_similarity_skipping_gives_the_cleaned_tables_figures_and_the_counts(con
     with pytest.raises(InputError) as raised:
         SIMILARITY_FACES[face](con, "t", bad_rows=0)
     assert raised.value.kind == "argument.bad_rows"
+
+
+def test_emb_similarity_eval_skipping_gives_the_cleaned_tables_figures_and_the_counts(con):
+    con.execute(SIMILARITY_PAIRS)
+    call = "emb_similarity_eval('sim_pairs', '{t}', model := 'm', vector := 'v', missing := 'skip'{skip})"
+    got = _sql_rows(con, call.format(t="t", skip=SKIP))
+    expected = _sql_rows(con, call.format(t="clean", skip=""))
+    _same_with_counts(got, expected, COUNTS, "m")
+    compare = "emb_compare_similarity('sim_pairs', '{t}', model := 'm', vector := 'v', missing := 'skip'{skip})"
+    _same(_sql_rows(con, compare.format(t="t", skip=SKIP)), _sql_rows(con, compare.format(t="clean", skip="")))
+    for query in (call, compare):
+        with pytest.raises(embsql.BadVectorError):
+            embsql.run_sql(con, f"SELECT * FROM {query.format(t='t', skip='')}")

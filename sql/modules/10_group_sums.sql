@@ -198,6 +198,22 @@ CREATE OR REPLACE TEMP MACRO emb__skip_counts(reasons) AS struct_pack(
     skipped_zero := len(list_filter(coalesce(reasons, []), lambda r: r = 'zero-length')),
     skipped_nonfinite := len(list_filter(coalesce(reasons, []), lambda r: r IN ('NaN', 'infinite'))));
 
+-- The rows of a table of items and vectors (source) that bad_rows := 'skip' leaves out, per model
+-- value as text (__emb_sb; NULL without a model column) and reason; none when skip is false or the
+-- vector column holds no vectors (its face refuses its type).  For the faces that read such a table
+-- whole (the similarity functions), beside their own reading of it.
+CREATE OR REPLACE TEMP MACRO emb__skipped_items(source, model, vector, skip) AS TABLE
+SELECT __emb_sb, unnest(emb__skip_counts(list(__emb_bad) FILTER (__emb_bad IS NOT NULL)))
+FROM (
+    SELECT coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_sb,
+           emb__unusable(__emb_v, emb__norm2(__emb_v), emb__norm_scale(__emb_v, emb__norm2(__emb_v))) AS __emb_bad
+    FROM (SELECT *, emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector, '__emb_null'))), 1)) AS __emb_v
+          FROM (SELECT *, NULL AS __emb_null FROM query_table(source)))
+    WHERE skip AND emb__is_vector_type((SELECT typeof(coalesce(*COLUMNS(lambda c: c IN (vector, '__emb_null'))))
+                                        FROM (SELECT 1) LEFT JOIN (SELECT *, NULL AS __emb_null FROM query_table(source) LIMIT 1) ON true))
+)
+GROUP BY __emb_sb;
+
 -- The rows bad_rows := 'skip' leaves out, per by value (__emb_sb) and reason: a NULL vector or
 -- element, a zero-length vector, a NaN or infinite coordinate (the words of emb__unusable).
 -- A second pass over the rows, read only when skip is true.

@@ -5,14 +5,14 @@
 -- does; the model column keeps its name and type in the output (joined back by its text).
 
 CREATE OR REPLACE TEMP MACRO emb__similarity_inputs(pairs, embeddings, model, a, b, score,
-                                                    item, vector) AS TABLE
+                                                    item, vector, skip := false) AS TABLE
 SELECT pairs AS __emb_ptbl,
        (SELECT list(column_name) FROM (DESCRIBE SELECT * FROM query_table(pairs))) AS __emb_pnames,
        (SELECT list(column_type) FROM (DESCRIBE SELECT * FROM query_table(pairs))) AS __emb_ptypes,
        a AS __emb_a_col, b AS __emb_b_col, score AS __emb_s_col, p.*, e.*
 -- (the embeddings first: a model column the call refuses (emb__checked_source) is refused before the
 -- pairs table binds)
-FROM emb__model_items(embeddings, item, model, vector) e,
+FROM emb__model_items(embeddings, item, model, vector, skip := skip) e,
 (
     SELECT coalesce(list(__emb_pa), []) AS __emb_pa, coalesce(list(__emb_pb), []) AS __emb_pb,
            coalesce(list(__emb_ps), []) AS __emb_ps
@@ -43,22 +43,25 @@ SELECT DISTINCT COLUMNS(lambda c: c IN (model, '__emb_all')),
 FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(embeddings));
 
 CREATE OR REPLACE TEMP MACRO emb__similarity_eval(pairs, embeddings, model, a, b, score, item,
-                                                  vector, missing, level) AS TABLE
+                                                  vector, missing, level, skip := false) AS TABLE
 WITH r AS (
     SELECT unnest(__emb_r.value, recursive := true), unnest(range(len(__emb_r.value))) AS __emb_o
     FROM (SELECT emb__similarity_eval(__emb_ptbl, __emb_pnames, __emb_ptypes, __emb_a_col, __emb_b_col, __emb_s_col,
                                       __emb_pa, __emb_pb, __emb_ps, __emb_tbl, __emb_names, __emb_types,
                                       __emb_item_col, __emb_model_col, __emb_vector_col, __emb_b, __emb_x, __emb_v,
                                       missing, level) AS __emb_r
-          FROM emb__similarity_inputs(pairs, embeddings, model, a, b, score, item, vector))
+          FROM emb__similarity_inputs(pairs, embeddings, model, a, b, score, item, vector, skip := skip))
     WHERE emb__udf_ok(__emb_r)
 )
-SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_m', '__emb_o'))
+SELECT COLUMNS(lambda c: c NOT IN ('__emb_all', '__emb_m', '__emb_o', '__emb_sb'))
 FROM emb__similarity_models(embeddings, model) m
 JOIN r ON m.__emb_m IS NOT DISTINCT FROM r.__emb_m
+-- (a model column that is not there, as the default 'model' may be, reads NULL there, as here)
+LEFT JOIN emb__skipped_items(embeddings, model, vector, skip) s
+    ON m.__emb_m IS NOT DISTINCT FROM s.__emb_sb
 ORDER BY r.__emb_o;
 
--- @function emb_similarity_eval(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95)
+-- @function emb_similarity_eval(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95, bad_rows := 'error')
 -- Similarity (STS) evaluation: per model, how well the cosine of two items' vectors agrees with
 -- gold similarity judgements of the pair (Spearman's rho, MTEB's STS main score, and Pearson's r),
 -- each with an interval that accounts for items recurring across pairs.  One row per model.
@@ -72,6 +75,7 @@ ORDER BY r.__emb_o;
 -- @param vector the embeddings' vector column
 -- @param missing a pair whose item has no vector in a model: `'error'` (naming the item and the model) or `'skip'` (left out, counted in `skipped`)
 -- @param level the confidence level of the intervals
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its model and item; `'skip'`: those rows of the embeddings are left out and counted in the `skipped_` columns, which leaves their items without a vector in that model (their pairs then need `missing := 'skip'`)
 -- @column <model> the model, under the model column's own name (only with a model column)
 -- @column spearman Spearman's rho of cosine and score (average ranks for ties)
 -- @column ci_low the lower end of its interval
@@ -86,6 +90,9 @@ ORDER BY r.__emb_o;
 -- @column skipped pairs left out by `missing := 'skip'`
 -- @column level the confidence level
 -- @column calibrated true from 200 pairs with 20 or more degrees of freedom (effective items − 1), where the simulated coverage held
+-- @column skipped_null rows of the embeddings left out for a NULL vector (or a NULL element), per model (only with `bad_rows := 'skip'`)
+-- @column skipped_zero rows left out for a zero vector (only with `bad_rows := 'skip'`)
+-- @column skipped_nonfinite rows left out for a NaN or infinite coordinate (only with `bad_rows := 'skip'`)
 -- @notes
 -- The same numbers as `embsql.similarity_eval` (and scipy's `spearmanr` / `pearsonr` on the cosines,
 -- to 1e-12).  Pairs share items (a word is in many pairs of a word-similarity set), so they are not
@@ -102,12 +109,13 @@ ORDER BY r.__emb_o;
 -- -- good 0.9826 0.9927 28 8, noisy 0.9666 0.976 28 8
 CREATE OR REPLACE TEMP MACRO emb_similarity_eval(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b',
                                                  score := 'score', item := 'item', vector := 'vector',
-                                                 missing := 'error', level := 0.95) AS TABLE
-SELECT * FROM emb__similarity_eval(
+                                                 missing := 'error', level := 0.95, bad_rows := 'error') AS TABLE
+SELECT COLUMNS(lambda c: emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite'))
+FROM emb__similarity_eval(
     pairs, emb__checked_source(embeddings, 'emb_similarity_eval', model, emb__outputs_emb_similarity_eval()),
-    model, a, b, score, item, vector, missing, level);
+    model, a, b, score, item, vector, missing, level, skip := emb__skip_rows(bad_rows));
 
--- @function emb_compare_similarity(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95)
+-- @function emb_compare_similarity(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95, bad_rows := 'error')
 -- Every pair of models on the same gold judgements: the difference of their Spearman and of their
 -- Pearson correlations, with a standard error and interval that account for recurring items, a
 -- paired p-value and Holm's adjustment across the pairs of models.
@@ -121,6 +129,7 @@ SELECT * FROM emb__similarity_eval(
 -- @param vector the embeddings' vector column
 -- @param missing `'error'` or `'skip'` (the two models are compared on the pairs both can score)
 -- @param level the confidence level of the intervals
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its model and item; `'skip'`: those rows of the embeddings are left out, which leaves their items without a vector in that model (their pairs then need `missing := 'skip'`)
 -- @column model_a the first model (as text)
 -- @column model_b the second
 -- @column correlation `spearman` or `pearson`
@@ -145,12 +154,12 @@ SELECT * FROM emb__similarity_eval(
 -- -- spearman good noisy true, pearson good noisy true
 CREATE OR REPLACE TEMP MACRO emb_compare_similarity(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b',
                                                     score := 'score', item := 'item', vector := 'vector',
-                                                    missing := 'error', level := 0.95) AS TABLE
+                                                    missing := 'error', level := 0.95, bad_rows := 'error') AS TABLE
 SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__compare_similarity(__emb_ptbl, __emb_pnames, __emb_ptypes, __emb_a_col, __emb_b_col, __emb_s_col,
                                      __emb_pa, __emb_pb, __emb_ps, __emb_tbl, __emb_names, __emb_types,
                                      __emb_item_col, __emb_model_col, __emb_vector_col, __emb_b, __emb_x, __emb_v,
                                      missing, level) AS __emb_r
       FROM emb__similarity_inputs(pairs, emb__checked_source(embeddings, 'emb_compare_similarity', model, []::VARCHAR[]),
-                                  model, a, b, score, item, vector))
+                                  model, a, b, score, item, vector, skip := emb__skip_rows(bad_rows)))
 WHERE emb__udf_ok(__emb_r);
