@@ -167,8 +167,8 @@ CREATE OR REPLACE TEMP MACRO emb__outputs_emb_margins() AS ['qid', 'd_pos2', 'd_
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_summary() AS ['queries', 'groups', 'top1', 'top1_se', 'recall_at_1', 'recall_at_5', 'recall_at_5_se', 'recall_at_10', 'recall_at_10_se', 'mrr', 'mrr_se', 'm_mean', 'm_mean_se', 'm_p05', 'm_p25', 'm_median', 'm_p75', 'm_p95', 'ties', 'scope', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_evaluate() AS ['metric', 'value', 'queries', 'without_relevant']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_evaluate_per_query() AS ['qid', 'metric', 'value']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_similarity_pearson() AS ['pearson', 'ci_low', 'ci_high', 'se', 'pairs', 'items', 'skipped', 'level', 'calibrated']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_similarity_spearman() AS ['spearman', 'ci_low', 'ci_high', 'se', 'pairs', 'items', 'skipped', 'level', 'calibrated']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_similarity_pearson() AS ['pearson', 'ci_low', 'ci_high', 'se', 'pairs', 'items', 'skipped', 'level', 'calibrated', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_similarity_spearman() AS ['spearman', 'ci_low', 'ci_high', 'se', 'pairs', 'items', 'skipped', 'level', 'calibrated', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'v', 'mean_resultant_length', 'w_bar', 'p_value', 'permutations', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_welch() AS ['n', 'groups', 'w_d', 'p_value', 'permutations', 'null_method', 'groups_left_out', 'items_left_out', 'note', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_permanova_dist() AS ['n', 'groups', 'ss_t', 'ss_w', 'ss_b', 'r2', 'r2_null', 'f', 'p_value', 'permutations']::VARCHAR[];
@@ -469,6 +469,13 @@ FROM (
     FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(source))
 )))))
 WHERE NOT skip OR __emb_bad IS NULL;
+
+-- The refusal of an unusable vector, by what emb__unusable said of it (word), with its kind.
+CREATE OR REPLACE TEMP MACRO emb__fail_vector(word, column_name, "where") AS
+    CASE word WHEN 'NULL' THEN emb__fail_vector_null(column_name, word, "where")
+              WHEN 'NULL-element' THEN emb__fail_vector_null_element(column_name, word, "where")
+              WHEN 'zero-length' THEN emb__fail_vector_zero(column_name, word, "where")
+              ELSE emb__fail_vector_nonfinite(column_name, word, "where") END;
 
 -- The counts of bad_rows := 'skip' from the list of what emb__unusable said of the rows it left
 -- out: skipped_null (a NULL vector or element), skipped_zero (zero-length), skipped_nonfinite (a NaN
@@ -2049,9 +2056,11 @@ ORDER BY r.__emb_b, r.__emb_o, r.qid;
 
 -- The judged pairs with their cosine per model, every row checked: a NULL or non-finite score, a
 -- pair of one item, an item without a vector in a model (unless skipped), a NULL or zero vector,
--- an item twice in one model.  __emb_known is false for the pairs missing := 'skip' leaves out.
+-- an item twice in one model, a NULL, zero or non-finite vector (named by item, model and row;
+-- with skip, its row is left out, which leaves its item without a vector in that model).
+-- __emb_known is false for the pairs missing := 'skip' leaves out.
 CREATE OR REPLACE TEMP MACRO emb__similarity_rows(pairs, embeddings, model, a, b, score, item,
-                                                  vector, missing) AS TABLE
+                                                  vector, missing, skip := false) AS TABLE
 WITH pmeta AS (
     SELECT len(list_value(*COLUMNS(lambda c: c IN (a, '__emb_null')))) AS __emb_acols,
            len(list_value(*COLUMNS(lambda c: c IN (b, '__emb_null')))) AS __emb_bcols,
@@ -2072,15 +2081,26 @@ p AS (
            TRY_CAST(coalesce(*COLUMNS(lambda c: c IN (score, '__emb_null'))) AS DOUBLE) AS __emb_s
     FROM (SELECT *, NULL AS __emb_null FROM query_table(pairs))
 ),
-e AS (
-    SELECT -- '' without a model column (a NULL key would match nothing in the joins below)
+e_read AS (
+    -- (a column that holds no vectors skips nothing: its type is refused below)
+    SELECT *, CASE WHEN emb__is_vector_type((SELECT __emb_vtype FROM emeta))
+                   THEN emb__unusable(__emb_v, emb__norm2(__emb_v), emb__norm_scale(__emb_v, emb__norm2(__emb_v))) END
+              AS __emb_bad
+    FROM (
+    SELECT row_number() OVER () AS __emb_erow,     -- counted from 1
+           -- '' without a model column (a NULL key would match nothing in the joins below)
            coalesce(coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR, '') AS __emb_m,
            coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_m0,
            coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null')))::VARCHAR AS __emb_i,
            -- (through the typed emb__vector: a text column binds, and is refused by its type below)
            emb__vector(struct_extract_at(row(*COLUMNS(lambda c: c IN (vector, '__emb_null'))), 1)) AS __emb_v
-    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(embeddings))
+    FROM (SELECT *, 1 AS __emb_all, NULL AS __emb_null FROM query_table(embeddings)))
 ),
+-- (NOT skip first, as in emb__margins: the refusal below stays above this filter)
+e AS (FROM e_read WHERE NOT skip OR __emb_bad IS NULL),
+-- the first unusable vector, refused without skip
+bad AS (SELECT __emb_bad, __emb_i, __emb_m, __emb_erow FROM e_read
+        WHERE NOT skip AND __emb_bad IS NOT NULL ORDER BY __emb_erow LIMIT 1),
 twice AS (SELECT any_value(__emb_i) AS __emb_i, any_value(__emb_m) AS __emb_m
           FROM (SELECT __emb_m, __emb_i FROM e GROUP BY ALL HAVING count(*) > 1)),
 null_models AS (SELECT count(*) FILTER (__emb_m0 IS NULL) AS __emb_k FROM e),
@@ -2112,6 +2132,11 @@ WHERE CASE
         THEN emb__fail_argument_missing('missing', '''error'' or ''skip''', format('''{}''', missing))
     WHEN __emb_mcols = 2 AND (SELECT __emb_k FROM null_models) > 0
         THEN emb__fail_label_null('model', format('''{}''', model), 'NULL', format(' in embeddings ''{}''', embeddings))
+    WHEN (SELECT count(*) FROM bad) > 0
+        THEN (SELECT emb__fail_vector(__emb_bad, format('''{}''', vector),
+                                      format('item ''{}''{} (row {} of embeddings ''{}'')', __emb_i,
+                                             CASE WHEN __emb_m = '' THEN '' ELSE format(' of model ''{}''', __emb_m) END,
+                                             __emb_erow, embeddings)) FROM bad)
     WHEN (SELECT __emb_i FROM twice) IS NOT NULL
         THEN emb__fail_label_duplicate(format('''{}''', (SELECT __emb_i FROM twice)), format('''{}''', embeddings))
     WHEN __emb_pa IS NULL OR __emb_pb IS NULL
@@ -2149,9 +2174,9 @@ CREATE OR REPLACE TEMP MACRO emb__t_quantile(p, df) AS (
 -- Per model: the correlation of x (cosine, or its rank) and y (score, or its rank), with its
 -- influence-based interval.  rank = true ranks both (average ranks; cosines on the 2^-40 tie grid).
 CREATE OR REPLACE TEMP MACRO emb__similarity_correlation(pairs, embeddings, model, a, b, score, item,
-                                                         vector, missing, level, rank) AS TABLE
+                                                         vector, missing, level, rank, skip := false) AS TABLE
 WITH r AS (SELECT * FROM emb__similarity_rows(pairs, embeddings, model, a, b, score, item,
-                                              vector, missing)),
+                                              vector, missing, skip := skip)),
 skipped AS (SELECT __emb_m, count(*) FILTER (NOT __emb_known) AS skipped FROM r GROUP BY __emb_m),
 k AS (
     SELECT * EXCLUDE (__emb_c, __emb_s),
@@ -2215,14 +2240,15 @@ SELECT models.* EXCLUDE (__emb_m), v.__emb_m, v.r AS __emb_estimate,
        CASE WHEN abs(v.r) >= 1 THEN v.r
             ELSE tanh(atanh(v.r) + emb__t_quantile((1 + level) / 2, v.df) * v.se / (1 - v.r * v.r)) END AS ci_high,
        v.se, v.pairs AS __emb_pairs, v.items, v.skipped, level::DOUBLE AS __emb_level,
-       v.pairs >= 200 AND v.df >= 20 AS calibrated
-FROM v JOIN (SELECT DISTINCT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_m
+       v.pairs >= 200 AND v.df >= 20 AS calibrated, s.skipped_null, s.skipped_zero, s.skipped_nonfinite
+FROM v LEFT JOIN emb__skipped_items(embeddings, model, vector, skip) s ON coalesce(s.__emb_sb, '') = v.__emb_m
+JOIN (SELECT DISTINCT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_m
              FROM (SELECT *, 1 AS __emb_all, coalesce(coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR, '') AS __emb_m
                    FROM (SELECT *, NULL AS __emb_null FROM query_table(embeddings)))) models
      ON models.__emb_m IS NOT DISTINCT FROM v.__emb_m
 ORDER BY v.__emb_m;
 
--- @function emb_similarity_pearson(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95)
+-- @function emb_similarity_pearson(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95, bad_rows := 'error')
 -- Pearson's r between the cosine of each judged pair's two vectors and its gold score, per model,
 -- with an interval that accounts for items recurring across pairs, in plain SQL for the stock
 -- DuckDB CLI.  One row per model.
@@ -2236,6 +2262,7 @@ ORDER BY v.__emb_m;
 -- @param vector the embeddings' vector column
 -- @param missing a pair whose item has no vector in a model: `'error'` (naming the item and the model) or `'skip'` (left out, counted in `skipped`)
 -- @param level the confidence level of the interval
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its item, model and row (from 1); `'skip'`: those rows of the embeddings are left out and counted in the `skipped_` columns, which leaves their items without a vector in that model (their pairs then need `missing := 'skip'`)
 -- @column <model> the model, under the model column's own name (only with a model column)
 -- @column pearson Pearson's r of cosine and score
 -- @column ci_low the lower end of its interval
@@ -2246,6 +2273,9 @@ ORDER BY v.__emb_m;
 -- @column skipped pairs left out by `missing := 'skip'`
 -- @column level the confidence level
 -- @column calibrated true from 200 pairs with 20 or more degrees of freedom (effective items − 1), where the simulated coverage held
+-- @column skipped_null rows of the embeddings left out for a NULL vector (or a NULL element), per model (only with `bad_rows := 'skip'`)
+-- @column skipped_zero rows left out for a zero vector (only with `bad_rows := 'skip'`)
+-- @column skipped_nonfinite rows left out for a NaN or infinite coordinate (only with `bad_rows := 'skip'`)
 -- @notes
 -- The same figures as `pearson`, `pearson_ci_low`, `pearson_ci_high` and `pearson_se` of
 -- `emb_similarity_eval` and `embsql.similarity_eval` (r and se to 1e-12; the interval's t quantile
@@ -2260,16 +2290,18 @@ ORDER BY v.__emb_m;
 -- -- good 0.9927 28, noisy 0.976 28
 CREATE OR REPLACE TEMP MACRO emb_similarity_pearson(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b',
                                                     score := 'score', item := 'item', vector := 'vector',
-                                                    missing := 'error', level := 0.95) AS TABLE
-SELECT COLUMNS(lambda c: c <> '__emb_all') FROM (       -- (__emb_all stands in for a missing model column)
+                                                    missing := 'error', level := 0.95, bad_rows := 'error') AS TABLE
+SELECT COLUMNS(lambda c: c <> '__emb_all'       -- (__emb_all stands in for a missing model column)
+                         AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite'))) FROM (
 SELECT COLUMNS(lambda c: c NOT IN ('__emb_m', '__emb_estimate', 'ci_low', 'ci_high', 'se', '__emb_pairs', 'items', 'skipped',
-                                   '__emb_level', 'calibrated')),
-       __emb_estimate AS pearson, ci_low, ci_high, se, __emb_pairs AS pairs, items, skipped, __emb_level AS level, calibrated
+                                   '__emb_level', 'calibrated', 'skipped_null', 'skipped_zero', 'skipped_nonfinite')),
+       __emb_estimate AS pearson, ci_low, ci_high, se, __emb_pairs AS pairs, items, skipped, __emb_level AS level, calibrated,
+       skipped_null, skipped_zero, skipped_nonfinite
 FROM emb__similarity_correlation(
     pairs, emb__checked_source(embeddings, 'emb_similarity_pearson', model, emb__outputs_emb_similarity_pearson()),
-    model, a, b, score, item, vector, missing, level, false));
+    model, a, b, score, item, vector, missing, level, false, skip := emb__skip_rows(bad_rows)));
 
--- @function emb_similarity_spearman(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95)
+-- @function emb_similarity_spearman(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95, bad_rows := 'error')
 -- Spearman's rho between the cosine of each judged pair's two vectors and its gold score (MTEB's STS
 -- main score), per model, with an interval that accounts for items recurring across pairs, in
 -- plain SQL for the stock DuckDB CLI.  One row per model.
@@ -2283,6 +2315,7 @@ FROM emb__similarity_correlation(
 -- @param vector the embeddings' vector column
 -- @param missing a pair whose item has no vector in a model: `'error'` (naming the item and the model) or `'skip'` (left out, counted in `skipped`)
 -- @param level the confidence level of the interval
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its item, model and row (from 1); `'skip'`: those rows of the embeddings are left out and counted in the `skipped_` columns, which leaves their items without a vector in that model (their pairs then need `missing := 'skip'`)
 -- @column <model> the model, under the model column's own name (only with a model column)
 -- @column spearman Spearman's rho of cosine and score (average ranks for ties)
 -- @column ci_low the lower end of its interval
@@ -2293,6 +2326,9 @@ FROM emb__similarity_correlation(
 -- @column skipped pairs left out by `missing := 'skip'`
 -- @column level the confidence level
 -- @column calibrated true from 200 pairs with 20 or more degrees of freedom (effective items − 1), where the simulated coverage held
+-- @column skipped_null rows of the embeddings left out for a NULL vector (or a NULL element), per model (only with `bad_rows := 'skip'`)
+-- @column skipped_zero rows left out for a zero vector (only with `bad_rows := 'skip'`)
+-- @column skipped_nonfinite rows left out for a NaN or infinite coordinate (only with `bad_rows := 'skip'`)
 -- @notes
 -- The same figures as `spearman`, `ci_low`, `ci_high` and `se` of `emb_similarity_eval` and
 -- `embsql.similarity_eval` (rho and se to 1e-12; the t quantile is a series, within 1e-5 from 10
@@ -2306,14 +2342,16 @@ FROM emb__similarity_correlation(
 -- -- good 0.9826 28, noisy 0.9666 28
 CREATE OR REPLACE TEMP MACRO emb_similarity_spearman(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b',
                                                      score := 'score', item := 'item', vector := 'vector',
-                                                     missing := 'error', level := 0.95) AS TABLE
-SELECT COLUMNS(lambda c: c <> '__emb_all') FROM (       -- (__emb_all stands in for a missing model column)
+                                                     missing := 'error', level := 0.95, bad_rows := 'error') AS TABLE
+SELECT COLUMNS(lambda c: c <> '__emb_all'       -- (__emb_all stands in for a missing model column)
+                         AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite'))) FROM (
 SELECT COLUMNS(lambda c: c NOT IN ('__emb_m', '__emb_estimate', 'ci_low', 'ci_high', 'se', '__emb_pairs', 'items', 'skipped',
-                                   '__emb_level', 'calibrated')),
-       __emb_estimate AS spearman, ci_low, ci_high, se, __emb_pairs AS pairs, items, skipped, __emb_level AS level, calibrated
+                                   '__emb_level', 'calibrated', 'skipped_null', 'skipped_zero', 'skipped_nonfinite')),
+       __emb_estimate AS spearman, ci_low, ci_high, se, __emb_pairs AS pairs, items, skipped, __emb_level AS level, calibrated,
+       skipped_null, skipped_zero, skipped_nonfinite
 FROM emb__similarity_correlation(
     pairs, emb__checked_source(embeddings, 'emb_similarity_spearman', model, emb__outputs_emb_similarity_spearman()),
-    model, a, b, score, item, vector, missing, level, true));
+    model, a, b, score, item, vector, missing, level, true, skip := emb__skip_rows(bad_rows)));
 
 -- The functions that need Python (GENERATED from the doc blocks of sql/python/): stubs that raise
 -- embsql: [query.needs_python]; embsql.register(con) replaces them with the real ones.

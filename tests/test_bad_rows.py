@@ -646,3 +646,31 @@ def test_emb_similarity_eval_skipping_gives_the_cleaned_tables_figures_and_the_c
     for query in (call, compare):
         with pytest.raises(embsql.BadVectorError):
             embsql.run_sql(con, f"SELECT * FROM {query.format(t='t', skip='')}")
+
+
+@pytest.mark.parametrize("route", ["registered", "stock"])
+@pytest.mark.parametrize("function", ["emb_similarity_pearson", "emb_similarity_spearman"])
+def test_the_plain_sql_similarity_skips_or_refuses_a_bad_vector(con, function, route):
+    """(A zero or NaN vector gave r = 1 with a NaN se, a NULL element DuckDB's own error.)"""
+    if route == "stock":
+        con = duckdb.connect()
+        con.execute(sql_entry_file().read_text())
+        con.register("bad_arrow", bad_table())
+        con.execute("CREATE TABLE t AS SELECT * FROM bad_arrow")
+        con.execute(f"CREATE TABLE clean AS {CLEAN.format(source='t')}")
+    con.execute(SIMILARITY_PAIRS)
+    call = f"{function}('sim_pairs', '{{t}}', model := 'm', vector := 'v', missing := 'skip'{{skip}})"
+    got = _sql_rows(con, call.format(t="t", skip=SKIP))
+    expected = _sql_rows(con, call.format(t="clean", skip=""))
+    _same_with_counts(got, expected, COUNTS, "m")
+    # without skipping: the first bad row (model a, item i03, row 4) by its kind, item, model and row
+    with pytest.raises(duckdb.Error, match=r"embsql: \[vector\.null\] vector column 'v' has a NULL vector at item "
+                                           r"'i03' of model 'a' \(row 4 of embeddings 't'\)"):
+        con.sql(f"SELECT * FROM {call.format(t='t', skip='')}").fetchall()
+    for word, kind, vector in [("zero-length", "zero", "[0.0, 0.0, 0.0, 0.0, 0.0]"),
+                               ("NaN", "nonfinite", "['nan'::DOUBLE, 1, 1, 1, 1]"),
+                               ("NULL-element", "null_element", "[NULL, 1.0, 1, 1, 1]")]:
+        con.execute(f"CREATE OR REPLACE TABLE z AS SELECT * REPLACE (CASE WHEN item = 'i07' THEN {vector} ELSE v END AS v) "
+                    "FROM clean WHERE m = 'c'")
+        with pytest.raises(duckdb.Error, match=rf"embsql: \[vector\.{kind}\] .* has a {word} vector at item 'i07'"):
+            con.sql(f"SELECT * FROM {call.format(t='z', skip='')}").fetchall()

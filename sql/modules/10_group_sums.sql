@@ -189,6 +189,13 @@ FROM (
 )))))
 WHERE NOT skip OR __emb_bad IS NULL;
 
+-- The refusal of an unusable vector, by what emb__unusable said of it (word), with its kind.
+CREATE OR REPLACE TEMP MACRO emb__fail_vector(word, column_name, "where") AS
+    CASE word WHEN 'NULL' THEN emb__fail_vector_null(column_name, word, "where")
+              WHEN 'NULL-element' THEN emb__fail_vector_null_element(column_name, word, "where")
+              WHEN 'zero-length' THEN emb__fail_vector_zero(column_name, word, "where")
+              ELSE emb__fail_vector_nonfinite(column_name, word, "where") END;
+
 -- The counts of bad_rows := 'skip' from the list of what emb__unusable said of the rows it left
 -- out: skipped_null (a NULL vector or element), skipped_zero (zero-length), skipped_nonfinite (a NaN
 -- or infinite coordinate).  Every face counts its skipped rows per model with this one, as
