@@ -392,7 +392,7 @@ def test_retrieval_layers_skipping_gives_the_cleaned_tables_figures_the_counts_a
 @pytest.mark.parametrize("face", ["margins", "retrieve"])
 def test_a_bad_retrieval_vector_is_an_error_naming_its_row_without_skipping(rcon, face):
     """q03 of model a is row 4 of the queries (rows counted from 1)."""
-    with pytest.raises(embsql.BadVectorError, match=r"NULL vector at row 4 \(qid 'q03'"):
+    with pytest.raises(embsql.BadVectorError, match=r"NULL vector at row 4 \((model 'a', )?qid 'q03'"):
         RETRIEVAL_FACES[face](rcon, "q", "d")
 
 
@@ -674,3 +674,13 @@ def test_the_plain_sql_similarity_skips_or_refuses_a_bad_vector(con, function, r
                     "FROM clean WHERE m = 'c'")
         with pytest.raises(duckdb.Error, match=rf"embsql: \[vector\.{kind}\] .* has a {word} vector at item 'i07'"):
             con.sql(f"SELECT * FROM {call.format(t='z', skip='')}").fetchall()
+
+
+def test_a_bad_vector_is_named_by_model_item_and_row_on_compare_and_similarity(con):
+    """(compare named no item, similarity_eval no model.)  Model a's item i03 is row 4 of the table."""
+    con.execute(SIMILARITY_PAIRS)
+    calls = [lambda: embsql.compare(con, "t", group="g", vector="v", model="m", item="item"),
+             lambda: embsql.similarity_eval(con, "sim_pairs", "t", model="m", vector="v")]
+    for call in calls:
+        with pytest.raises(embsql.BadVectorError, match=r"NULL vector at row 4 \(model 'a', item 'i03'"):
+            call()

@@ -249,7 +249,7 @@ def compare(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, ve
     ('loose', 'tight', True, 36)
     """
     with opened(con, source) as table:
-        parts = unit_rows(con, table, group, vector, model=model, extra=item, extra_role="item",
+        parts = unit_rows(con, table, group, vector, model=model, item=item, extra=item, extra_role="item",
                           skip=(skipped := Skipped.asked(bad_rows)))
     if len(parts) < 2:
         fail("model.too_few", column=f"model column {model!r}", models=len(parts), needs="a comparison")

@@ -107,8 +107,9 @@ def _parts(con: duckdb.DuckDBPyConnection, source: Source, what: str, query: str
             ids = part.column("i")
             if kept is not None:
                 rows = kept[rows]
-            where = (lambda i, ids=ids, rows=rows, first=first_row:     # counted from 1
-                     f"row {first + int(rows[i]) + 1} ({id_role} {ids[i].as_py()!r})")
+            whose = f"model {value!r}, " if model else ""      # (the model, when there is a model column)
+            where = (lambda i, ids=ids, rows=rows, first=first_row, whose=whose:     # counted from 1
+                     f"row {first + int(rows[i]) + 1} ({whose}{id_role} {ids[i].as_py()!r})")
             if ids.null_count:
                 raise BadLabelError(f"{what} {source.name!r}: {id_role} column {id_col!r} is NULL at "
                                     f"row {first_row + int(rows[_first_null(ids)]) + 1}")
