@@ -677,10 +677,14 @@ def test_the_plain_sql_similarity_skips_or_refuses_a_bad_vector(con, function, r
 
 
 def test_a_bad_vector_is_named_by_model_item_and_row_on_compare_and_similarity(con):
-    """(compare named no item, similarity_eval no model.)  Model a's item i03 is row 4 of the table."""
+    """(compare named no item, similarity_eval no model, the SQL similarity functions no row.)  Model a's
+    item i03 is row 4 of the table."""
     con.execute(SIMILARITY_PAIRS)
     calls = [lambda: embsql.compare(con, "t", group="g", vector="v", model="m", item="item"),
-             lambda: embsql.similarity_eval(con, "sim_pairs", "t", model="m", vector="v")]
+             lambda: embsql.similarity_eval(con, "sim_pairs", "t", model="m", vector="v"),
+             lambda: embsql.run_sql(con, "SELECT * FROM emb_similarity_eval('sim_pairs', 't', model := 'm', vector := 'v')"),
+             lambda: embsql.run_sql(con, "SELECT * FROM emb_compare_similarity('sim_pairs', 't', model := 'm', "
+                                         "vector := 'v')")]
     for call in calls:
         with pytest.raises(embsql.BadVectorError, match=r"NULL vector at row 4 \(model 'a', item 'i03'"):
             call()

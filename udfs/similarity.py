@@ -29,10 +29,10 @@ COMPARE = ("STRUCT(model_a VARCHAR, model_b VARCHAR, correlation VARCHAR, estima
            "difference DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, p_adjusted DOUBLE, "
            "pairs BIGINT, items BIGINT, level DOUBLE, calibrated BOOLEAN)[]")
 # pairs: table, column names, types, a, b, score columns, a, b, score values; embeddings: table, names,
-# types, item, model, vector columns, models, items, vectors; missing; level
+# types, item, model, vector columns, models, items, vectors, rows (in the table, from 1); missing; level
 INPUTS = ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR[]", "VARCHAR[]", "DOUBLE[]",
           "VARCHAR", "VARCHAR[]", "VARCHAR[]", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR[]", "VARCHAR[]",
-          "DOUBLE[][]", "VARCHAR", "DOUBLE"]
+          "DOUBLE[][]", "BIGINT[]", "VARCHAR", "DOUBLE"]
 
 
 def _pairs(row: int, tbl, names, types, a_col, b_col, score_col, a, b, score):
@@ -46,8 +46,9 @@ def _pairs(row: int, tbl, names, types, a_col, b_col, score_col, a, b, score):
     return judgements(table, source.name, columns), columns
 
 
-def _models(row: int, tbl, names, types, item_col, model_col, vector_col, models, items, vectors) -> tuple:
-    """(the model column or None, {model value: Vectors of unit vectors}) of one call row."""
+def _models(row: int, tbl, names, types, item_col, model_col, vector_col, models, items, vectors, rows) -> tuple:
+    """(the model column or None, {model value: Vectors of unit vectors}) of one call row; a bad vector
+    is named by its row in the table (``rows``, from 1; bad_rows := 'skip' leaves gaps), model and item."""
     scalar = lambda array: array[row].as_py()
     source = Source(scalar(tbl), None, dict(zip(scalar(names), scalar(types))))
     source.require(scalar(item_col), "item")
@@ -63,13 +64,15 @@ def _models(row: int, tbl, names, types, item_col, model_col, vector_col, models
         fail("source.empty", source=repr(source.name))
     if item_of.null_count:
         first = int(np.flatnonzero(item_of.is_null().to_numpy(zero_copy_only=False))[0])
-        raise BadLabelError(f"embeddings {source.name!r}: item column {scalar(item_col)!r} is NULL at row {first + 1}")
+        raise BadLabelError(f"embeddings {source.name!r}: item column {scalar(item_col)!r} is NULL at row "
+                            f"{rows[row].values[first].as_py()}")
     out = {}
     for value in sorted(set(model_of.to_pylist()), key=lambda m: (m is not None, str(m))):
         mask = pc.is_null(model_of) if value is None else pc.equal(model_of, value)
-        ids = item_of.filter(mask)
+        ids, at = item_of.filter(mask), rows[row].values.filter(mask)
         whose = "" if value is None else f" of model {value!r}"
-        where = lambda i, ids=ids, whose=whose: f"item {ids[i].as_py()!r}{whose}"
+        named = "" if value is None else f"model {value!r}, "
+        where = lambda i, ids=ids, at=at, named=named: f"row {at[i].as_py()} ({named}item {ids[i].as_py()!r})"
         unit = unit_vectors(vectors[row].values.filter(mask), where, scalar(vector_col), None)
         if len(pc.unique(ids)) != len(ids):
             repeated = next(x for x, n in zip(*np.unique(ids.to_numpy(zero_copy_only=False), return_counts=True)) if n > 1)
@@ -81,8 +84,8 @@ def _models(row: int, tbl, names, types, item_col, model_col, vector_col, models
 
 def _scored(row: int, inputs: tuple):
     pairs, columns = _pairs(row, *inputs[:9])
-    column, name, models = _models(row, *inputs[9:18])
-    missing, level = inputs[18][row].as_py(), check_level(inputs[19][row].as_py())
+    column, name, models = _models(row, *inputs[9:19])
+    missing, level = inputs[19][row].as_py(), check_level(inputs[20][row].as_py())
     if missing not in ("error", "skip"):
         fail("argument.missing", name="missing", rule="'error' or 'skip'", value=repr(missing))
     scored = {value: score_model(pairs, vectors, value, missing, columns[:2], name) for value, vectors in models.items()}
@@ -111,16 +114,16 @@ def _comparison(model_col):
 
 @sql_errors
 def emb__similarity_eval(ptbl, pnames, ptypes, a_col, b_col, score_col, a, b, score, etbl, enames, etypes, item_col,
-                         model_col, vector_col, models, items, vectors, missing, level):
+                         model_col, vector_col, models, items, vectors, rows, missing, level):
     return _each((ptbl, pnames, ptypes, a_col, b_col, score_col, a, b, score, etbl, enames, etypes, item_col,
-                  model_col, vector_col, models, items, vectors, missing, level), _evaluation)
+                  model_col, vector_col, models, items, vectors, rows, missing, level), _evaluation)
 
 
 @sql_errors
 def emb__compare_similarity(ptbl, pnames, ptypes, a_col, b_col, score_col, a, b, score, etbl, enames, etypes, item_col,
-                            model_col, vector_col, models, items, vectors, missing, level):
+                            model_col, vector_col, models, items, vectors, rows, missing, level):
     return _each((ptbl, pnames, ptypes, a_col, b_col, score_col, a, b, score, etbl, enames, etypes, item_col,
-                  model_col, vector_col, models, items, vectors, missing, level), _comparison(model_col))
+                  model_col, vector_col, models, items, vectors, rows, missing, level), _comparison(model_col))
 
 
 SPECS = [

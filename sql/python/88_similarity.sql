@@ -48,7 +48,7 @@ WITH r AS (
     SELECT unnest(__emb_r.value, recursive := true), unnest(range(len(__emb_r.value))) AS __emb_o
     FROM (SELECT emb__similarity_eval(__emb_ptbl, __emb_pnames, __emb_ptypes, __emb_a_col, __emb_b_col, __emb_s_col,
                                       __emb_pa, __emb_pb, __emb_ps, __emb_tbl, __emb_names, __emb_types,
-                                      __emb_item_col, __emb_model_col, __emb_vector_col, __emb_b, __emb_x, __emb_v,
+                                      __emb_item_col, __emb_model_col, __emb_vector_col, __emb_b, __emb_x, __emb_v, __emb_rows,
                                       missing, level) AS __emb_r
           FROM emb__similarity_inputs(pairs, embeddings, model, a, b, score, item, vector, skip := skip))
     WHERE emb__udf_ok(__emb_r)
@@ -158,7 +158,7 @@ CREATE OR REPLACE TEMP MACRO emb_compare_similarity(pairs, embeddings, model := 
 SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__compare_similarity(__emb_ptbl, __emb_pnames, __emb_ptypes, __emb_a_col, __emb_b_col, __emb_s_col,
                                      __emb_pa, __emb_pb, __emb_ps, __emb_tbl, __emb_names, __emb_types,
-                                     __emb_item_col, __emb_model_col, __emb_vector_col, __emb_b, __emb_x, __emb_v,
+                                     __emb_item_col, __emb_model_col, __emb_vector_col, __emb_b, __emb_x, __emb_v, __emb_rows,
                                      missing, level) AS __emb_r
       FROM emb__similarity_inputs(pairs, emb__checked_source(embeddings, 'emb_compare_similarity', model, []::VARCHAR[]),
                                   model, a, b, score, item, vector, skip := emb__skip_rows(bad_rows)))
