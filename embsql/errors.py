@@ -268,6 +268,8 @@ SURFACES = ("python", "sql", "cli")
 _SURFACE: ContextVar[str] = ContextVar("embsql_surface", default="python")
 # the command line's flags for an argument and value (other arguments are settings of the --config file)
 CLI_FLAGS = {("bad_rows", "skip"): "--skip-bad-rows", ("parse_vectors", True): "--parse-vectors"}
+# the table of the --config file an argument without a flag is set in (the report's settings)
+CLI_TABLES = {"missing": "report.similarity"}
 
 
 @contextmanager
@@ -292,8 +294,8 @@ def option(name: str, value: object) -> str:
     ...     option("common", True), option("missing", "skip")
     ('common := true', "missing := 'skip'")
     >>> with spoken_in("cli"):
-    ...     option("bad_rows", "skip"), option("missing", "skip")
-    ('--skip-bad-rows', 'missing = "skip" in the --config file')
+    ...     print(option("bad_rows", "skip"), option("missing", "skip"), sep="; ")
+    --skip-bad-rows; missing = "skip" in the --config file's [report.similarity]
     """
     surface = _SURFACE.get()
     if surface == "python":
@@ -307,7 +309,10 @@ def option(name: str, value: object) -> str:
     if surface == "sql":
         return f"{name} := {literal}"
     flag = CLI_FLAGS.get((name, value))
-    return flag if flag is not None else f"{name} = {literal} in the --config file"
+    if flag is not None:
+        return flag
+    table = CLI_TABLES.get(name)
+    return f"{name} = {literal} in the --config file" + (f"'s [{table}]" if table else "")
 
 
 def error(kind: str, **fields: object) -> EmbsqlError:

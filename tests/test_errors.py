@@ -234,7 +234,8 @@ def test_the_one_spelling_of_an_argument_per_surface():
         assert [option("common", True), option("missing", "it's")] == ["common := true", "missing := 'it''s'"]
     with spoken_in("cli"):
         assert option("bad_rows", "skip") == "--skip-bad-rows"
-        assert option("missing", "skip") == 'missing = "skip" in the --config file'
+        assert option("missing", "skip") == 'missing = "skip" in the --config file\'s [report.similarity]'
+        assert option("unknown", "skip") == 'unknown = "skip" in the --config file'
     assert option("common", True) == "common=True"     # (the surface is restored after the block)
     with pytest.raises(ValueError):
         with spoken_in("R"):
