@@ -18,6 +18,7 @@ from test_geometry import cka_reference, long_table, related, unit
 import embsql
 from embsql.core import geometry
 from embsql.errors import DesignError, InputError
+from embsql.statistics.geometry import CKA, COMPARE_CKA
 
 
 @pytest.fixture
@@ -105,7 +106,7 @@ def test_python_and_sql_give_the_same_interval(con):
     con.register("t", long_table({"a": x, "b": y}, groups=[f"t{j % 8}" for j in range(40)]))
     py = embsql.cka(con, "t", item="item", model="model", vector="v", group="g", permutations=0).to_dicts()[0]
     sql = con.sql("SELECT * FROM emb_cka('t', 'item', 'model', 'v', \"group\" := 'g', permutations := 0)").fetchdf()
-    assert list(sql.columns) == list(geometry.CKA_COLUMNS)
+    assert list(sql.columns) == list(CKA.column_names())
     assert sql.loc[0, "ci_low"] == pytest.approx(py["ci_low"], abs=1e-12)
     assert sql.loc[0, "ci_high"] == pytest.approx(py["ci_high"], abs=1e-12)
     assert not sql.loc[0, "calibrated"] and not py["calibrated"]      # 8 groups
@@ -208,7 +209,7 @@ def test_compare_cka_matches_a_recomputed_paired_jackknife(con):
     assert row["p_value"] == pytest.approx(2 * stats.t.sf(abs(centre) / se, g - 1), rel=1e-9)
     assert row["groups"] == 12 and row["items"] == 36 and row["calibrated"] is False
     sql = con.sql("SELECT * FROM emb_compare_cka('three', 'item', 'model', 'v', 'R', \"group\" := 'g')").fetchdf()
-    assert list(sql.columns) == list(geometry.COMPARE_CKA_COLUMNS)
+    assert list(sql.columns) == list(COMPARE_CKA.column_names())
     assert sql.loc[0, "ci_low"] == pytest.approx(row["ci_low"], abs=1e-12)
     assert sql.loc[0, "p_value"] == pytest.approx(row["p_value"], rel=1e-12)
 

@@ -281,7 +281,7 @@ def test_compare_cka_simultaneous_intervals_from_the_given_draws_by_loops():
     marginal = embsql.compare_cka(con, table, reference="ref", model="model", item="item", vector="v").to_dicts()
     rows = embsql.compare_cka(con, table, reference="ref", model="model", item="item", vector="v",
                               intervals="simultaneous", seed=7).to_dicts()
-    from embsql.api.geometry import model_rows
+    from embsql.api.driver import model_rows
     values = reference_values(model_rows(con, table, "item", "model", "v")[0], "ref", groups=None, group="group",
                               common=False, model="model")[0]
     names = sorted(values)

@@ -4,23 +4,11 @@
 from __future__ import annotations
 
 import duckdb
-import numpy as np
 
-from embsql.core.agreement import KNN_COLUMNS, KNN_ITEM_COLUMNS, MANTEL_COLUMNS, knn_rows, mantel_rows
-from embsql.io.sources import TableLike, opened
-from embsql.io.table_stream import Skipped, unit_rows
-from embsql.progress import progress_bar
+from embsql.api.driver import drive
+from embsql.io.sources import TableLike
 from embsql.result_table import ResultTable
-
-
-def _models(con: duckdb.DuckDBPyConnection, source: TableLike, item: str, model: str,
-            vector: str, skip: Skipped | None = None) -> dict[object, tuple[np.ndarray, np.ndarray]]:
-    """model value -> (item ids, unit vectors), read in one pass (``skip``: bad_rows="skip")."""
-    with opened(con, source) as table:
-        table.require(item, "item")
-        table.require(model, "model")
-        parts = unit_rows(con, table, item, vector, model=model, group_role="item", skip=skip)
-    return {value: (part.labels, part.unit) for value, part in parts}
+from embsql.statistics.agreement import KNN_AGREEMENT, KNN_AGREEMENT_ITEMS, MANTEL
 
 
 def knn_agreement(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: str, vector: str,
@@ -82,10 +70,7 @@ def knn_agreement(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: st
     >>> result.model_a, result.model_b, result.items, round(result.chance, 4)
     ('large', 'small', 12, 0.2727)
     """
-    rows, item_rows = knn_rows(_models(con, source, item, model, vector, skipped := Skipped.asked(bad_rows)), k, common=common)
-    result = (ResultTable.from_dicts("knn_agreement_items", KNN_ITEM_COLUMNS, item_rows) if per_item
-              else ResultTable.from_dicts("knn_agreement", KNN_COLUMNS, rows))
-    return Skipped.attached(skipped, result, model)
+    return drive(KNN_AGREEMENT_ITEMS if per_item else KNN_AGREEMENT, locals())
 
 
 def mantel(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: str, vector: str,
@@ -148,7 +133,4 @@ def mantel(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, mode
     >>> round(result.r, 4), result.p_value
     (0.9925, 0.005)
     """
-    models = _models(con, source, item, model, vector, skipped := Skipped.asked(bad_rows))
-    with progress_bar("Mantel permutations", permutations, progress) as tick:
-        rows = mantel_rows(models, permutations=permutations, seed=seed, common=common, progress=tick)
-    return Skipped.attached(skipped, ResultTable.from_dicts("mantel", MANTEL_COLUMNS, rows), model)
+    return drive(MANTEL, locals())

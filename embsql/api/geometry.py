@@ -4,36 +4,11 @@ correlation (kernels, routes and standard errors in embsql.core.geometry)."""
 from __future__ import annotations
 
 import duckdb
-import numpy as np
 
-from embsql.core.geometry import (
-    CKA_COLUMNS,
-    COMPARE_CKA_COLUMNS,
-    PROCRUSTES_COLUMNS,
-    cka_rows,
-    compare_cka_rows,
-    procrustes_rows,
-)
-from embsql.io.sources import TableLike, opened
-from embsql.io.table_stream import Skipped, unit_rows
-from embsql.progress import progress_bar
+from embsql.api.driver import drive
+from embsql.io.sources import TableLike
 from embsql.result_table import ResultTable
-
-Models = dict[object, tuple[np.ndarray, np.ndarray]]     # model value -> (item ids, unit vectors)
-
-
-def model_rows(con: duckdb.DuckDBPyConnection, source: TableLike, item: str, model: str, vector: str,
-               group: str | None = None,
-               skip: Skipped | None = None) -> tuple[Models, dict[object, np.ndarray | None] | None]:
-    """(model -> (item ids, unit vectors), model -> group labels or None), read in one pass
-    (``skip``: bad_rows="skip")."""
-    with opened(con, source) as table:
-        table.require(item, "item")
-        table.require(model, "model")
-        parts = unit_rows(con, table, item, vector, model=model, extra=group, extra_role="group", group_role="item",
-                          skip=skip)
-    models = {value: (part.labels, part.unit) for value, part in parts}
-    return models, (None if group is None else {value: part.extra for value, part in parts})
+from embsql.statistics.geometry import CKA, COMPARE_CKA, PROCRUSTES
 
 
 def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: str, vector: str,
@@ -130,11 +105,7 @@ def cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: 
     >>> result.ci_low <= result.ci_high <= 1, result.calibrated     # 12 items: not calibrated
     (True, False)
     """
-    models, groups = model_rows(con, source, item, model, vector, group, skipped := Skipped.asked(bad_rows))
-    with progress_bar("CKA permutations", permutations, progress if permutations else False) as tick:
-        rows = cka_rows(models, groups=groups, group=group or "group", debiased=debiased,
-                        permutations=permutations, seed=seed, common=common, progress=tick)
-    return Skipped.attached(skipped, ResultTable.from_dicts("cka", CKA_COLUMNS, rows), model)
+    return drive(CKA, locals())
 
 
 def procrustes(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, model: str, vector: str,
@@ -212,11 +183,7 @@ def procrustes(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, 
     >>> round(result.r, 4), result.p_value
     (0.9787, 0.01)
     """
-    models, groups = model_rows(con, source, item, model, vector, group, skipped := Skipped.asked(bad_rows))
-    with progress_bar("Procrustes permutations", permutations, progress if permutations else False) as tick:
-        rows = procrustes_rows(models, groups=groups, group=group or "group", permutations=permutations, seed=seed,
-                               common=common, progress=tick)
-    return Skipped.attached(skipped, ResultTable.from_dicts("procrustes", PROCRUSTES_COLUMNS, rows), model)
+    return drive(PROCRUSTES, locals())
 
 
 def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference: object, model: str, item: str,
@@ -303,8 +270,4 @@ def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference:
     >>> result.model_a, result.model_b, result.difference < 0, result.ci_high < 0, result.calibrated
     ('far', 'near', True, True, True)
     """
-    models, groups = model_rows(con, source, item, model, vector, group, skipped := Skipped.asked(bad_rows))
-    rows = compare_cka_rows(models, reference, groups=groups, group=group or "group", debiased=debiased,
-                            common=common, model=model, intervals=intervals, seed=seed)
-    shown = COMPARE_CKA_COLUMNS + (("interval",) if intervals == "simultaneous" else ())
-    return Skipped.attached(skipped, ResultTable.from_dicts("compare_cka", shown, rows), model)
+    return drive(COMPARE_CKA, locals())

@@ -12,7 +12,7 @@ import numpy as np
 
 from embsql.api.classification import prediction_columns
 from embsql.api.compare_retrieval import evaluation_columns
-from embsql.api.geometry import model_rows
+from embsql.api.driver import model_rows
 from embsql.core.classification import align, jackknife_macro_f1, macro_f1
 from embsql.core.geometry import rank_cka_rows
 from embsql.core.labels import text_key

@@ -40,10 +40,6 @@ from embsql.core.resampling import jackknife_se
 from embsql.errors import BadLabelError, DesignError, InputError, fail
 
 RESOLUTION = 2.0 ** -40
-KNN_COLUMNS = ("model_a", "model_b", "k", "overlap", "se", "chance", "items")
-KNN_ITEM_COLUMNS = ("model_a", "model_b", "item", "overlap")
-MANTEL_COLUMNS = ("model_a", "model_b", "r", "p_value", "permutations", "items")
-
 # k-NN search: float32 Gram products in row blocks pick candidates; float64 decides among them.
 # 512 rows x 20,000 items is 41 MB of similarities and 82 MB of argpartition indices.
 KNN_BLOCK_ROWS = 512
@@ -285,6 +281,16 @@ def knn_rows(models: dict, k: int, *, common: bool = False) -> tuple[list[dict],
         item_rows += [{"model_a": a, "model_b": b, "item": item, "overlap": float(value)}
                       for item, value in zip(items, per_item)]
     return rows, item_rows
+
+
+def knn_agreement_rows(models: dict, *, k: int = 10, common: bool = False) -> list[dict]:
+    """One row per pair of models; see knn_agreement."""
+    return knn_rows(models, k, common=common)[0]
+
+
+def knn_item_rows(models: dict, *, k: int = 10, common: bool = False) -> list[dict]:
+    """One row per pair of models and item; see knn_agreement(per_item=True)."""
+    return knn_rows(models, k, common=common)[1]
 
 
 def mantel_rows(models: dict, *, permutations: int = 999, seed: int = 42, common: bool = False,

@@ -63,13 +63,6 @@ INVARIANCE = "similarity"
 # time): it is reported as it is, because cutting it at 0 would bias it upward again.
 RANGE = {False: (0.0, 1.0), True: (-1.0, 1.0)}
 LEVEL_MEANING = "invariant to rotation, uniform scale and embedding into more dimensions"
-# corrected: the debiased CKA, the point the interval (ci_low, ci_high) is built around, for both forms
-CKA_COLUMNS = ("model_a", "model_b", "cka", "se", "corrected", "ci_low", "ci_high", "calibrated", "p_value",
-               "permutations", "items", "groups", "debiased", "invariance", "note")
-PROCRUSTES_COLUMNS = ("model_a", "model_b", "r", "m12_squared", "se", "ci_low", "ci_high", "calibrated", "p_value",
-                      "permutations", "items", "groups", "invariance")
-COMPARE_CKA_COLUMNS = ("model_a", "model_b", "reference", "cka_a", "cka_b", "difference", "se", "ci_low", "ci_high",
-                       "p_value", "calibrated", "items", "groups", "debiased")
 INTERVAL_LEVEL = 0.95
 CALIBRATED_UNITS = 30    # groups (or items, without groups) from which the CKA interval's coverage was
                          # measured (validation/calibration.json, cka.coverage)
@@ -633,7 +626,7 @@ def in_order(rows: np.ndarray, order: np.ndarray) -> np.ndarray:
 def cka_rows(models: dict, *, groups: dict | None = None, group: str = "group", debiased: bool = False,
              permutations: int = 999, seed: int = 42, common: bool = False, progress: Progress | None = None
              ) -> list[dict]:
-    """One row per pair of models (CKA_COLUMNS); see embsql.cka."""
+    """One row per pair of models (embsql.statistics.geometry.CKA's columns); see embsql.cka."""
     check_permutations(permutations, allow_zero=True)
     check_seed(seed)
     items, unit, item_groups = aligned(models, common, groups, group)
@@ -646,7 +639,7 @@ def cka_rows(models: dict, *, groups: dict | None = None, group: str = "group", 
 def procrustes_rows(models: dict, *, groups: dict | None = None, group: str = "group", permutations: int = 999,
                     seed: int = 42, common: bool = False, progress: Progress | None = None,
                     jackknife: bool = True) -> list[dict]:
-    """One row per pair of models (PROCRUSTES_COLUMNS); see embsql.procrustes."""
+    """One row per pair of models (embsql.statistics.geometry.PROCRUSTES's columns); see embsql.procrustes."""
     check_permutations(permutations, allow_zero=True)
     check_seed(seed)
     _, unit, item_groups = aligned(models, common, groups, group)
@@ -684,7 +677,7 @@ def paired_difference(a: np.ndarray, b: np.ndarray, level: float = INTERVAL_LEVE
 def compare_cka_rows(models: dict, reference: object, *, groups: dict | None = None, group: str = "group",
                      debiased: bool = False, common: bool = False, model: str = "model", intervals: str = "marginal",
                      seed: int = 42) -> list[dict]:
-    """One row per pair of models other than ``reference`` (COMPARE_CKA_COLUMNS, and ``interval``
+    """One row per pair of models other than ``reference`` (COMPARE_CKA's columns, and ``interval``
     with ``intervals='simultaneous'``); see embsql.compare_cka."""
     intervals, seed = check_intervals(intervals), check_seed(seed)
     values, ref, codes, count, n = reference_values(models, reference, groups=groups, group=group, common=common,
