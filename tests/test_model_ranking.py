@@ -279,7 +279,7 @@ def test_compare_retrieval_simultaneous_intervals_equal_the_max_t_by_loops():
                            "qid": [f"q{i:03d}" for i in range(n)] * 4, "metric": ["ndcg@10"] * (4 * n),
                            "value": scores.T.ravel().tolist(), "group": [f"g{c:02d}" for c in clusters] * 4})
     rows = embsql.compare_retrieval(embsql.connect(), evaluation, group="group", intervals="simultaneous",
-                                    permutations=200, seed=4).to_dicts()
+                                    permutations=50, replicates=200, seed=4).to_dicts()
     t_star = _loop_t_star(scores, clusters, bootstrap_weights(12, 200, 4), mr.pairs_of(4))
     c = _max_abs_quantile(t_star, 0.95)
     for row, (a, b) in zip(rows, mr.pairs_of(4)):

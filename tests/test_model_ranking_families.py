@@ -247,9 +247,9 @@ def test_compare_classification_simultaneous_intervals_equal_the_max_t_by_loops(
                             "correct": correct.T.ravel().tolist(), "group": [f"g{c:02d}" for c in clusters] * 3})
     con = embsql.connect()
     rows = embsql.compare_classification(con, predictions, group="group", permutations=300, seed=8,
-                                         intervals="simultaneous").to_dicts()
+                                         intervals="simultaneous", replicates=250).to_dicts()
     marginal = embsql.compare_classification(con, predictions, group="group", permutations=300, seed=8).to_dicts()
-    t_star = _loop_t_star(correct.astype(float), clusters, bootstrap_weights(15, 300, 8), mr.pairs_of(3))
+    t_star = _loop_t_star(correct.astype(float), clusters, bootstrap_weights(15, 250, 8), mr.pairs_of(3))
     c = _max_abs_quantile(t_star, 0.95)
     for row, other, (x, y) in zip(rows, marginal, mr.pairs_of(3)):
         se = _cr1(correct[:, x].astype(float) - correct[:, y], clusters)[1]
@@ -297,3 +297,114 @@ def test_compare_cka_simultaneous_intervals_from_the_given_draws_by_loops():
         assert row["ci_low"] == pytest.approx(centre - c * row["se"], abs=1e-9)
         assert row["ci_high"] == pytest.approx(centre + c * row["se"], abs=1e-9)
         assert row["ci_high"] - row["ci_low"] > other["ci_high"] - other["ci_low"]
+
+
+def _family_tables(rng):
+    """(retrieval evaluation, predictions, embeddings, gold pairs, CKA embeddings) of three or four
+    models, with clusters, as Arrow tables."""
+    import pyarrow as pa
+    g = 36
+    evaluation = pa.table({"system": [m for m in ("a", "b", "c") for _ in range(2 * g)],
+                           "qid": [f"q{i}" for i in range(2 * g)] * 3, "metric": ["ndcg@10"] * 6 * g,
+                           "value": np.concatenate([rng.random(2 * g) + s for s in (0.3, 0.0, 0.05)]),
+                           "topic": [f"t{i // 2}" for i in range(2 * g)] * 3})
+    items = 90
+    label = rng.integers(0, 3, items)
+    predictions = {"model": [], "item": [], "correct": [], "label": [], "predicted": [], "src": []}
+    for model, p in (("x", 0.9), ("y", 0.7), ("z", 0.68)):
+        guess = np.where(rng.random(items) < p, label, (label + 1) % 3)
+        predictions["model"] += [model] * items
+        predictions["item"] += [f"i{i}" for i in range(items)]
+        predictions["correct"] += (guess == label).tolist()
+        predictions["label"] += [f"c{v}" for v in label]
+        predictions["predicted"] += [f"c{v}" for v in guess]
+        predictions["src"] += [f"s{i // 3}" for i in range(items)]
+    latent = rng.normal(size=(40, 5))
+    vectors = {m: latent + s * rng.normal(size=latent.shape) for m, s in (("sharp", 0.2), ("mid", 0.8), ("blur", 0.9))}
+    embeddings = pa.table({"model": [m for m in vectors for _ in range(40)], "item": [f"w{i}" for i in range(40)] * 3,
+                           "vector": [list(map(float, r)) for m in vectors for r in vectors[m]]})
+    a, b = _pairs_design(rng)
+    unit = latent / np.linalg.norm(latent, axis=1, keepdims=True)
+    pairs = pa.table({"item_a": [f"w{i}" for i in a], "item_b": [f"w{j}" for j in b],
+                      "score": np.einsum("ij,ij->i", unit[a], unit[b]) + 0.1 * rng.normal(size=len(a))})
+    base = rng.normal(size=(60, 6))
+    cka = {"ref": base, "near": base + rng.normal(size=(60, 6)) * 0.3, "mid": base + rng.normal(size=(60, 6)),
+           "far": rng.normal(size=(60, 6))}
+    geometry = pa.table({"m": [m for m in cka for _ in range(60)], "item": list(range(60)) * 4,
+                         "topic": [i // 4 for i in range(60)] * 4,
+                         "v": [list(map(float, row)) for m in cka for row in cka[m]]})
+    return evaluation, pa.table(predictions), embeddings, pairs, geometry
+
+
+def test_the_sql_rank_faces_of_every_family_equal_rank_models():
+    """emb_rank_retrieval, emb_rank_classification (accuracy and macro-F1), emb_rank_similarity and
+    emb_rank_cka give rank_models' rows (every column, the model under its own name) on the same
+    data and seed."""
+    import embsql
+    con = embsql.connect()
+    evaluation, predictions, embeddings, pairs, geometry = _family_tables(np.random.default_rng(23))
+    for name, table in (("ev", evaluation), ("preds", predictions), ("emb", embeddings), ("gold", pairs),
+                        ("geo", geometry)):
+        con.register(name, table)
+    cases = [
+        ("SELECT * FROM emb_rank_retrieval('ev', model := 'system', \"group\" := 'topic', replicates := 300, "
+         "seed := 4, level := 0.9)",
+         embsql.rank_models(con, evaluation, model="system", group="topic", replicates=300, seed=4, level=0.9)),
+        ("SELECT * FROM emb_rank_classification('preds', \"group\" := 'src', replicates := 300, seed := 4)",
+         embsql.rank_models(con, predictions, statistic="accuracy", group="src", replicates=300, seed=4)),
+        ("SELECT * FROM emb_rank_classification('preds', statistic := 'macro_f1', replicates := 300, seed := 4)",
+         embsql.rank_models(con, predictions, statistic="macro_f1", replicates=300, seed=4)),
+        ("SELECT * FROM emb_rank_similarity('gold', 'emb', statistic := 'pearson', replicates := 300, seed := 4)",
+         embsql.rank_models(con, embeddings, vector="vector", model="model", pairs=pairs, statistic="pearson",
+                            replicates=300, seed=4)),
+        ("SELECT * FROM emb_rank_cka('geo', 'item', 'v', 'ref', model := 'm', \"group\" := 'topic', replicates := 300, "
+         "seed := 4)",
+         embsql.rank_models(con, geometry, vector="v", model="m", group="topic", statistic="cka", reference="ref",
+                            replicates=300, seed=4)),
+    ]
+    for sql, python in cases:
+        got = con.sql(sql)
+        want = python.to_dicts()
+        assert got.columns == list(want[0]), sql
+        rows = [dict(zip(got.columns, r)) for r in got.fetchall()]
+        assert len(rows) == len(want) >= 3, sql
+        for mine, theirs in zip(rows, want):
+            for column, value in theirs.items():
+                if isinstance(value, float):
+                    assert mine[column] == pytest.approx(value, abs=1e-12), (sql, column)
+                else:
+                    assert mine[column] == value, (sql, column)
+        # the sets are not all trivial: some model is ordered against another
+        assert any(r["rank_high"] - r["rank_low"] < 2 for r in rows), sql
+
+
+def test_the_sql_compare_faces_give_the_simultaneous_intervals_of_python():
+    """emb_compare_retrieval and emb_compare_classification with intervals := 'simultaneous' and
+    replicates := give compare_retrieval's and compare_classification's intervals, say
+    'simultaneous' in the interval column, and are wider than the marginal ones (K = 3)."""
+    import embsql
+    con = embsql.connect()
+    evaluation, predictions, *_ = _family_tables(np.random.default_rng(29))
+    con.register("ev", evaluation)
+    con.register("preds", predictions)
+    for sql, python in (
+            ("SELECT * FROM emb_compare_retrieval('ev', model := 'system', \"group\" := 'topic', "
+             "intervals := '{}', replicates := 400, seed := 8, permutations := 99)",
+             lambda kind: embsql.compare_retrieval(con, evaluation, model="system", group="topic", intervals=kind,
+                                                   replicates=400, seed=8, permutations=99)),
+            ("SELECT * FROM emb_compare_classification('preds', \"group\" := 'src', intervals := '{}', "
+             "replicates := 400, seed := 8, permutations := 99)",
+             lambda kind: embsql.compare_classification(con, predictions, group="src", intervals=kind,
+                                                        replicates=400, seed=8, permutations=99))):
+        rows = {}
+        for kind in ("marginal", "simultaneous"):
+            got = con.sql(sql.format(kind))
+            rows[kind] = [dict(zip(got.columns, r)) for r in got.fetchall()]
+            assert {r["interval"] for r in rows[kind]} == {kind}
+        theirs = python("simultaneous").to_dicts()
+        assert [r[e] for r in rows["simultaneous"] for e in ("ci_low", "ci_high")] == \
+            pytest.approx([r[e] for r in theirs for e in ("ci_low", "ci_high")], abs=1e-12)
+        assert [r["interval"] for r in theirs] == ["simultaneous"] * 3
+        for m, s in zip(rows["marginal"], rows["simultaneous"]):
+            assert s["ci_high"] - s["ci_low"] > m["ci_high"] - m["ci_low"]
+            assert s["p_value"] == m["p_value"]

@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from embsql.core.geometry import cka_rows, compare_cka_rows, procrustes_rows
+from embsql.core.geometry import cka_rows, compare_cka_rows, procrustes_rows, rank_cka_rows
 from embsql.core.labels import clean_labels
+from embsql.core.model_ranking import RANK_SQL_TYPE
 from embsql.errors import fail
 from embsql.io.interrupts import Watch
 from embsql.io.sources import Source
@@ -99,6 +100,16 @@ def emb__compare_cka(tbl, names, types, item_col, model_col, vector_col, group_c
         common=bool(common[row].as_py()), model=model_col[row].as_py()))
 
 
+@sql_errors
+def emb__rank_cka(tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors, rows,
+                  reference, level, replicates, seed):
+    """emb_rank_cka (sql/python/97_model_ranking_families.sql): embsql.rank_models' CKA family."""
+    inputs = (tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups, vectors, rows)
+    return _each(inputs, lambda row, data, labels, group: [{**r, "model": str(r["model"])} for r in rank_cka_rows(
+        data, reference[row].as_py(), groups=labels, group=group or "group", model=model_col[row].as_py(),
+        level=level[row].as_py(), replicates=replicates[row].as_py(), seed=seed[row].as_py())])
+
+
 SPECS = [
     {"name": "emb__cka", "function": emb__cka, "parameters": INPUTS + ["BOOLEAN", "BIGINT", "BIGINT", "BOOLEAN"],
      "return_type": result_type(CKA), "null_handling": "special"},
@@ -106,4 +117,6 @@ SPECS = [
      "return_type": result_type(PROCRUSTES), "null_handling": "special"},
     {"name": "emb__compare_cka", "function": emb__compare_cka, "parameters": INPUTS + ["VARCHAR", "BOOLEAN", "BOOLEAN"],
      "return_type": result_type(COMPARE_CKA), "null_handling": "special"},
+    {"name": "emb__rank_cka", "function": emb__rank_cka, "parameters": INPUTS + ["VARCHAR", "DOUBLE", "BIGINT", "BIGINT"],
+     "return_type": result_type(RANK_SQL_TYPE), "null_handling": "special"},
 ]

@@ -7,13 +7,10 @@ import numpy as np
 import pyarrow as pa
 
 from embsql.core.model_comparison import canonical, check_same_groups
-from embsql.core.model_ranking import structure_rows
+from embsql.core.model_ranking import RANK_SQL_TYPE, structure_rows
 from embsql.core.sums import GroupSums
 from embsql.errors import fail
 from embsql.io.udf_errors import result_type, sql_errors
-
-RANKED = ("STRUCT(model VARCHAR, statistic VARCHAR, estimate DOUBLE, ci_low DOUBLE, ci_high DOUBLE, rank BIGINT, "
-          "rank_low BIGINT, rank_high BIGINT, top BOOLEAN, level DOUBLE, calibrated BOOLEAN)[]")
 
 
 @sql_errors
@@ -44,5 +41,5 @@ SPECS = [
     {"name": "emb__rank_models", "function": emb__rank_models,
      "parameters": ["VARCHAR[]", "VARCHAR[]", "BIGINT[]", "DOUBLE[]", "DOUBLE[][]", "VARCHAR", "BIGINT", "BIGINT",
                     "DOUBLE"],
-     "return_type": result_type(RANKED)},
+     "return_type": result_type(RANK_SQL_TYPE)},
 ]

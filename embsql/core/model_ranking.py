@@ -50,6 +50,9 @@ from embsql.errors import InputError, fail
 
 RANK_COLUMNS = ("statistic", "estimate", "ci_low", "ci_high", "rank", "rank_low", "rank_high", "top", "level",
                 "calibrated")
+# the rows of RANK_COLUMNS as the SQL kernels (udfs/) return them, the model as text first
+RANK_SQL_TYPE = ("STRUCT(model VARCHAR, statistic VARCHAR, estimate DOUBLE, ci_low DOUBLE, ci_high DOUBLE, "
+                 "rank BIGINT, rank_low BIGINT, rank_high BIGINT, top BOOLEAN, level DOUBLE, calibrated BOOLEAN)[]")
 INTERVALS = ("marginal", "simultaneous")
 RANK_CALIBRATED_STATS = ("r2",)   # with retrieval metrics: measured by validation/rank_sets.py (validation/README.md)
 RANK_CALIBRATED_GROUPS = 30
