@@ -6,6 +6,17 @@
 -- text (correct as a boolean) with the table's column names and types, so the UDF names a missing
 -- column as the Python API does; a missing column reaches it as NULLs (the __emb_null stand-in).
 
+-- The rows of a per-item predictions table as text (model, item, label, predicted, group) and
+-- BOOLEAN (correct); a missing column gives NULLs here (the __emb_null stand-in) and an error in the kernel.
+CREATE OR REPLACE TEMP MACRO emb__prediction_rows(predictions, model, item, "group") AS TABLE
+SELECT coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_b,
+       coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null')))::VARCHAR AS __emb_i,
+       TRY_CAST(coalesce(*COLUMNS(lambda c: c IN ('correct', '__emb_null'))) AS BOOLEAN) AS __emb_c,
+       coalesce(*COLUMNS(lambda c: c IN ('label', '__emb_null')))::VARCHAR AS __emb_l,
+       coalesce(*COLUMNS(lambda c: c IN ('predicted', '__emb_null')))::VARCHAR AS __emb_p,
+       coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null')))::VARCHAR AS __emb_g
+FROM (SELECT *, NULL AS __emb_null FROM query_table(predictions));
+
 -- @function emb_compare_classification(predictions, model := 'model', item := 'item', "group" := NULL, level := 0.95, p_adjust := 'holm', permutations := 10000, seed := 42, intervals := 'marginal', replicates := 2000)
 -- Does model A classify these items better than model B, and how sure?  One row per pair of models
 -- (in model order): the difference of their accuracy, its interval and a paired test on the items
@@ -67,12 +78,6 @@ FROM (SELECT emb__compare_classification(
                  level, coalesce(p_adjust, 'none'), emb__whole_argument(permutations, 'permutations'),
                  emb__whole_argument(seed, 'seed'), intervals,
                  emb__whole_argument(replicates, 'replicates')) AS __emb_r
-      FROM (
-          SELECT coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_b,
-                 coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null')))::VARCHAR AS __emb_i,
-                 TRY_CAST(coalesce(*COLUMNS(lambda c: c IN ('correct', '__emb_null'))) AS BOOLEAN) AS __emb_c,
-                 coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null')))::VARCHAR AS __emb_g
-          FROM (SELECT *, NULL AS __emb_null
-                FROM query_table(emb__checked_source(predictions, 'emb_compare_classification', model, []::VARCHAR[])))
-      )) r
+      FROM emb__prediction_rows(emb__checked_source(predictions, 'emb_compare_classification', model,
+                                                     []::VARCHAR[]), model, item, "group")) r
 WHERE emb__udf_ok(r.__emb_r);

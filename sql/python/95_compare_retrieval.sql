@@ -5,6 +5,16 @@
 -- Columns are passed as text with the table's column names and types, so the UDF names a missing
 -- column as the Python API does; a missing column reaches it as NULLs (the __emb_null stand-in).
 
+-- The rows of a per-query evaluation as text (model, qid, metric, group) and DOUBLE (value); a
+-- missing column gives NULLs here (the __emb_null stand-in) and an error in the kernel.
+CREATE OR REPLACE TEMP MACRO emb__evaluation_rows(evaluation, model, qid, "group") AS TABLE
+SELECT coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_b,
+       coalesce(*COLUMNS(lambda c: c IN (qid, '__emb_null')))::VARCHAR AS __emb_q,
+       coalesce(*COLUMNS(lambda c: c IN ('metric', '__emb_null')))::VARCHAR AS __emb_m,
+       TRY_CAST(coalesce(*COLUMNS(lambda c: c IN ('value', '__emb_null'))) AS DOUBLE) AS __emb_v,
+       coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null')))::VARCHAR AS __emb_g
+FROM (SELECT *, NULL AS __emb_null FROM query_table(evaluation));
+
 -- @function emb_compare_retrieval(evaluation, metric := 'ndcg@10', model := 'model', "group" := NULL, qid := 'qid', permutations := 10000, seed := 42, level := 0.95, p_adjust := 'holm', intervals := 'marginal', replicates := 2000)
 -- Is model A better than model B on these queries, and how sure?  One row per pair of models (in
 -- model order): the difference of their mean metric, a cluster-robust t interval and a paired
@@ -71,13 +81,6 @@ FROM (SELECT emb__compare_retrieval(
                  coalesce(list(__emb_v), []), coalesce(list(__emb_g), []),
                  metric, emb__whole_argument(permutations, 'permutations'), emb__whole_argument(seed, 'seed'), level,
                  coalesce(p_adjust, 'none'), intervals, emb__whole_argument(replicates, 'replicates')) AS __emb_r
-      FROM (
-          SELECT coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_b,
-                 coalesce(*COLUMNS(lambda c: c IN (qid, '__emb_null')))::VARCHAR AS __emb_q,
-                 coalesce(*COLUMNS(lambda c: c IN ('metric', '__emb_null')))::VARCHAR AS __emb_m,
-                 TRY_CAST(coalesce(*COLUMNS(lambda c: c IN ('value', '__emb_null'))) AS DOUBLE) AS __emb_v,
-                 coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null')))::VARCHAR AS __emb_g
-          FROM (SELECT *, NULL AS __emb_null
-                FROM query_table(emb__checked_source(evaluation, 'emb_compare_retrieval', model, []::VARCHAR[])))
-      )) r
+      FROM emb__evaluation_rows(emb__checked_source(evaluation, 'emb_compare_retrieval', model, []::VARCHAR[]),
+                                model, qid, "group")) r
 WHERE emb__udf_ok(r.__emb_r);

@@ -67,16 +67,8 @@ SELECT * FROM emb__ranked_rows(evaluation, model, (
                      coalesce(list(__emb_v), []), coalesce(list(__emb_g), []),
                      metric, emb__whole_argument(replicates, 'replicates'), emb__whole_argument(seed, 'seed'),
                      emb__level_argument(level)) AS __emb_r
-          FROM (
-              SELECT coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_b,
-                     coalesce(*COLUMNS(lambda c: c IN (qid, '__emb_null')))::VARCHAR AS __emb_q,
-                     coalesce(*COLUMNS(lambda c: c IN ('metric', '__emb_null')))::VARCHAR AS __emb_m,
-                     TRY_CAST(coalesce(*COLUMNS(lambda c: c IN ('value', '__emb_null'))) AS DOUBLE) AS __emb_v,
-                     coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null')))::VARCHAR AS __emb_g
-              FROM (SELECT *, NULL AS __emb_null
-                    FROM query_table(emb__checked_source(evaluation, 'emb_rank_retrieval', model,
-                                                         emb__outputs_emb_rank_retrieval())))
-          )) r
+          FROM emb__evaluation_rows(emb__checked_source(evaluation, 'emb_rank_retrieval', model,
+                                                        emb__outputs_emb_rank_retrieval()), model, qid, "group")) r
     WHERE emb__udf_ok(r.__emb_r)));
 
 -- @function emb_rank_similarity(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', statistic := 'spearman', level := 0.95, replicates := 2000, seed := 42)
@@ -175,17 +167,9 @@ SELECT * FROM emb__ranked_rows(predictions, model, (
                      coalesce(list(__emb_l), []), coalesce(list(__emb_p), []), coalesce(list(__emb_g), []),
                      statistic, emb__whole_argument(replicates, 'replicates'), emb__whole_argument(seed, 'seed'),
                      emb__level_argument(level)) AS __emb_r
-          FROM (
-              SELECT coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_b,
-                     coalesce(*COLUMNS(lambda c: c IN (item, '__emb_null')))::VARCHAR AS __emb_i,
-                     TRY_CAST(coalesce(*COLUMNS(lambda c: c IN ('correct', '__emb_null'))) AS BOOLEAN) AS __emb_c,
-                     coalesce(*COLUMNS(lambda c: c IN ('label', '__emb_null')))::VARCHAR AS __emb_l,
-                     coalesce(*COLUMNS(lambda c: c IN ('predicted', '__emb_null')))::VARCHAR AS __emb_p,
-                     coalesce(*COLUMNS(lambda c: c IN ("group", '__emb_null')))::VARCHAR AS __emb_g
-              FROM (SELECT *, NULL AS __emb_null
-                    FROM query_table(emb__checked_source(predictions, 'emb_rank_classification', model,
-                                                         emb__outputs_emb_rank_classification())))
-          )) r
+          FROM emb__prediction_rows(emb__checked_source(predictions, 'emb_rank_classification', model,
+                                                        emb__outputs_emb_rank_classification()), model, item,
+                                    "group")) r
     WHERE emb__udf_ok(r.__emb_r)));
 
 -- @function emb_rank_cka(source, item, vector, reference, model := 'model', "group" := NULL, level := 0.95, replicates := 2000, seed := 42, bad_rows := 'error')
