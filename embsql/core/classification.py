@@ -65,6 +65,7 @@ import numpy as np
 from embsql.core.arguments import check_level, check_permutations, check_replicates, check_seed
 from embsql.core.labels import bad_label, clean_label, sort_key, text_key
 from embsql.core.model_ranking import (
+    RANK_CALIBRATED_FROM,
     check_intervals,
     jackknife_rows,
     retrieval_family,
@@ -519,7 +520,7 @@ def rank_predictions(models: Sequence[object], items: Sequence[object], groups: 
     if statistic == "accuracy":
         matrix = np.stack([p.correct.astype(np.float64) for p in paired], axis=1)
         return retrieval_rows(names, matrix, units, "accuracy", replicates=replicates, seed=seed, level=level,
-                              measured=False)
+                              calibrated_from=RANK_CALIBRATED_FROM["accuracy"])
     assert labels is not None and predicted is not None
     answers: dict[str, dict[str, tuple[str, str]]] = {}
     for m, item, t, p in zip(models, items, labels, predicted):
