@@ -53,6 +53,8 @@ FROM (SELECT *, NULL AS __emb_null FROM query_table(predictions));
 -- @column calibrated true from 30 items (or clusters) on
 -- @column interval which kind the interval is: `marginal` or `simultaneous` (the p-values stay per pair, adjusted by `p_adjust`)
 -- @notes
+-- The simultaneous intervals held together in {{figure rank_sets_families.accuracy_simultaneous range}} of simulated
+-- data sets at 95% (3 to 10 models, 30 or 100 clusters; validation/rank_sets_families.py).
 -- McNemar on items that are not independent (paraphrases of one source) rejects a true H0 too
 -- often; give `group` for them (validation/README.md).  Every model must answer the same items, once
 -- each.  Errors: a missing column, an item one model lacks, an item twice for a model, a NULL

@@ -143,7 +143,7 @@ SELECT * FROM emb__ranked_rows(embeddings, model, (
 -- @column rank_high the highest
 -- @column top whether the model is in the confidence set for the best (rank_low = 1)
 -- @column level the level asked for
--- @column calibrated false: the coverage of these sets has not been shown by simulation
+-- @column calibrated accuracy: true from 30 clusters (or items) on, where validation/rank_sets_families.py measured the family-wise coverage ({{figure rank_sets_families.accuracy_sets range}} at 95%); macro-F1: from 100 on ({{figure rank_sets_families.macro_f1_sets_G100 range}}; {{figure rank_sets_families.macro_f1_sets low}} at 30 with 10 tied models)
 -- @notes
 -- The sets are Mogstad, Romano, Shaikh and Wilhelm's (as `emb_rank_models`): for accuracy from the
 -- joint cluster bootstrap of each item's 0/1 answer (the same resamples of clusters for every
