@@ -453,3 +453,38 @@ def test_classification_rank_sets_and_simultaneous_intervals_hold_together_seede
         sets_f1 += not mr.rank_sets(values[0], normal, 0.95).better.any()
     assert sets_acc / runs >= 0.88 and sets_f1 / runs >= 0.88 and simultaneous / runs >= 0.88
     assert marginal / runs <= 0.85
+
+
+def test_compare_similarity_simultaneous_intervals_from_the_given_draws_by_loops():
+    """compare_similarity(intervals='simultaneous'): per correlation, difference -/+ c se with se
+    the marginal row's (the paired dyadic SE) and c the 95% quantile of max |t*| over the three
+    pairs, t* recomputed by loops from the given standard normal draws of the correlations'
+    covariance; the p-values stay the marginal rows'."""
+    import embsql
+    evaluation, predictions, embeddings, pairs, _ = _family_tables(np.random.default_rng(31))
+    con = embsql.connect()
+    marginal = embsql.compare_similarity(con, pairs, embeddings).to_dicts()
+    joint = embsql.compare_similarity(con, pairs, embeddings, intervals="simultaneous", replicates=300,
+                                      seed=12).to_dicts()
+    names = sorted({r["model_a"] for r in marginal} | {r["model_b"] for r in marginal})
+    items = sorted({i for column in ("item_a", "item_b") for i in pairs.column(column).to_pylist()})
+    code = {i: n for n, i in enumerate(items)}
+    a = np.array([code[i] for i in pairs.column("item_a").to_pylist()])
+    b = np.array([code[i] for i in pairs.column("item_b").to_pylist()])
+    coded = sim.Pairs(np.asarray(pairs.column("score").to_pylist()), a, b, len(items))
+    vectors = {m: {} for m in names}
+    for m, item, v in zip(*(embeddings.column(c).to_pylist() for c in ("model", "item", "vector"))):
+        vectors[m][item] = np.asarray(v) / np.linalg.norm(v)
+    cosines = [np.array([vectors[m][items[x]] @ vectors[m][items[y]] for x, y in zip(a, b)]) for m in names]
+    for statistic in ("spearman", "pearson"):
+        psi = np.stack([sim.influences(coded, c)[statistic][1] for c in cosines], axis=1)
+        covariance = sim.dyadic_covariance(psi, a, b, len(items), coded.dyads)
+        t_star = _draws_t_star(covariance.tolist(), 12, 300, mr.pairs_of(3))
+        c = float(np.quantile([max(abs(t) for t in row) for row in t_star], 0.95))
+        rows = [(m, j) for m, j in zip(marginal, joint) if m["correlation"] == statistic]
+        assert len(rows) == 3
+        for m, j in rows:
+            assert j["interval"] == "simultaneous" and j["p_value"] == m["p_value"]
+            assert j["ci_low"] == pytest.approx(m["difference"] - c * m["se"], rel=1e-9, abs=1e-12)
+            assert j["ci_high"] == pytest.approx(m["difference"] + c * m["se"], rel=1e-9, abs=1e-12)
+            assert j["ci_high"] - j["ci_low"] > m["ci_high"] - m["ci_low"]
