@@ -236,7 +236,7 @@ def test_sql_equals_python_and_groups_may_come_from_a_queries_table():
     python = embsql.compare_retrieval(con, "ev", group="group", permutations=2000, seed=9).to_dicts()
     sql = con.sql("SELECT * FROM emb_compare_retrieval('ev', metric := 'ndcg@10', model := 'model', "
                   "\"group\" := 'group', permutations := 2000, seed := 9)").to_arrow_table().to_pylist()
-    assert list(sql[0]) == list(qp.PAIR_COLUMNS)
+    assert list(sql[0]) == list(qp.PAIR_COLUMNS) + ["interval"] and sql[0]["interval"] == "marginal"
     for key in qp.PAIR_COLUMNS:
         assert sql[0][key] == (python[0][key] if not isinstance(python[0][key], float)
                                else pytest.approx(python[0][key], abs=1e-15)), key

@@ -201,7 +201,8 @@ def test_the_index_lists_every_function_and_says_which_need_python():
     for name in ("emb_evaluate", "emb_evaluate_per_query", "emb_retrieval_eval"):
         assert f"[`{name}`]" in index
     words = {11: "Eleven", 13: "Thirteen", 19: "nineteen", 20: "twenty", 21: "twenty-one", 22: "twenty-two", 23: "twenty-three",
-             24: "twenty-four", 25: "twenty-five", 26: "twenty-six", 27: "twenty-seven", 28: "twenty-eight"}
+             24: "twenty-four", 25: "twenty-five", 26: "twenty-six", 27: "twenty-seven", 28: "twenty-eight",
+             29: "twenty-nine", 30: "thirty", 31: "thirty-one", 32: "thirty-two"}
     cli, python = sum(not f.needs_python for f in FUNCTIONS), sum(f.needs_python for f in FUNCTIONS)
     assert re.search(rf"{words[cli]} functions run in the stock CLI; the other {words[python]} call Python", readme)
     assert cli == 13 and python >= 26

@@ -95,6 +95,14 @@ CASES = {
                                    "column.missing", "item column 'nope' not found in 'predictions'"),
     "emb_rank_models": ("SELECT * FROM emb_rank_models('one', 'item', 'v', 'model')", "model.too_few",
                         "the model column has 1 model(s); a ranking needs at least two"),
+    "emb_rank_retrieval": ("SELECT * FROM emb_rank_retrieval('evaluation', metric := 'mrr@10')", "metric.absent",
+                           "has no rows for metric 'mrr@10'"),
+    "emb_rank_classification": ("SELECT * FROM emb_rank_classification('predictions', item := 'nope')",
+                                "column.missing", "item column 'nope' not found in 'predictions'"),
+    "emb_rank_similarity": ("SELECT * FROM emb_rank_similarity('judged_pairs', 'word_vectors', score := 'gold')",
+                            "column.missing", "score column 'gold' not found"),
+    "emb_rank_cka": ("SELECT * FROM emb_rank_cka('geometry3', 'item_id', 'embedding', 'nope')", "model.reference",
+                     "'nope'"),
 }
 
 # Errors the UDFs find in embsql/core (not in the SQL face), each once raised with a bare family

@@ -13,10 +13,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from embsql.core.arguments import check_level
+from embsql.core.model_ranking import RANK_SQL_TYPE
 from embsql.core.similarity import COMPARE_COLUMNS
 from embsql.errors import BadLabelError, fail
 from embsql.io.columns import require_number
-from embsql.io.similarity_pairs import DEFAULT_MODEL, comparison_rows, evaluation_rows, judgements, score_model
+from embsql.io.similarity_pairs import (
+    DEFAULT_MODEL,
+    comparison_rows,
+    evaluation_rows,
+    judgements,
+    ranking_rows,
+    score_model,
+)
 from embsql.io.sources import Source
 from embsql.io.table_stream import unit_vectors
 from embsql.io.udf_errors import result_type, sql_errors
@@ -126,9 +134,31 @@ def emb__compare_similarity(ptbl, pnames, ptypes, a_col, b_col, score_col, a, b,
                   model_col, vector_col, models, items, vectors, rows, missing, level), _comparison(model_col))
 
 
+def _ranking(model_col, statistic, replicates, seed):
+    def rows_of(row, column, pairs, scored, level) -> list[dict]:
+        if column is None or len(scored) < 2:
+            fail("model.too_few", column=repr(model_col[row].as_py()), models=len(scored), needs="emb_rank_similarity")
+        return [{**r, "model": str(r["model"])}
+                for r in ranking_rows(pairs, scored, statistic[row].as_py(), level=level,
+                                      replicates=replicates[row].as_py(), seed=seed[row].as_py())]
+    return rows_of
+
+
+@sql_errors
+def emb__rank_similarity(ptbl, pnames, ptypes, a_col, b_col, score_col, a, b, score, etbl, enames, etypes, item_col,
+                         model_col, vector_col, models, items, vectors, missing, level, statistic, replicates, seed):
+    """emb_rank_similarity (sql/python/97_model_ranking_families.sql): embsql.rank_models' similarity family."""
+    return _each((ptbl, pnames, ptypes, a_col, b_col, score_col, a, b, score, etbl, enames, etypes, item_col,
+                  model_col, vector_col, models, items, vectors, missing, level),
+                 _ranking(model_col, statistic, replicates, seed))
+
+
 SPECS = [
     {"name": "emb__similarity_eval", "function": emb__similarity_eval, "parameters": INPUTS,
      "return_type": result_type(EVAL), "null_handling": "special"},
     {"name": "emb__compare_similarity", "function": emb__compare_similarity, "parameters": INPUTS,
      "return_type": result_type(COMPARE), "null_handling": "special"},
+    {"name": "emb__rank_similarity", "function": emb__rank_similarity,
+     "parameters": INPUTS + ["VARCHAR", "BIGINT", "BIGINT"], "return_type": result_type(RANK_SQL_TYPE),
+     "null_handling": "special"},
 ]

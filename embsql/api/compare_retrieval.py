@@ -79,7 +79,7 @@ def evaluation_columns(con: duckdb.DuckDBPyConnection, stack: ExitStack, evaluat
 def compare_retrieval(con: duckdb.DuckDBPyConnection, evaluation: object, *, queries: Queries | object | None = None,
                       group: str | None = None, metric: str = "ndcg@10", model: str = "model",
                       permutations: int = 10_000, seed: int = 42, level: float = 0.95, p_adjust: str | None = "holm",
-                      intervals: str = "marginal") -> ResultTable:
+                      intervals: str = "marginal", replicates: int = 2000) -> ResultTable:
     """Every pair of models on one metric, on the same queries: the difference, its interval and a
     paired randomization p-value that respects paraphrase groups.
 
@@ -107,8 +107,7 @@ def compare_retrieval(con: duckdb.DuckDBPyConnection, evaluation: object, *, que
     model : str, default "model"
         The evaluation's model column (evaluate names it after the run's model column).
     permutations : int, default 10000
-        Random sign vectors of the test (every sign vector when 2^G is fewer); with
-        ``intervals='simultaneous'`` also the number of joint bootstrap resamples.
+        Random sign vectors of the test (every sign vector when 2^G is fewer).
     seed : int, default 42
         The random seed (a seed gives the same p whatever the row order, and from SQL).
     level : float, default 0.95
@@ -124,6 +123,8 @@ def compare_retrieval(con: duckdb.DuckDBPyConnection, evaluation: object, *, que
         unchanged (adjusted by ``p_adjust``).  All the intervals held together in
         {{figure rank_sets.simultaneous_ndcg range}} of simulated data sets at 95% (3 to 10 models, 30 or 100
         clusters; validation/rank_sets.py).
+    replicates : int, default 2000
+        The joint cluster bootstrap resamples of ``intervals='simultaneous'``.
 
     Returns
     -------
@@ -161,6 +162,7 @@ def compare_retrieval(con: duckdb.DuckDBPyConnection, evaluation: object, *, que
         rows, groups = evaluation_columns(con, stack, evaluation, queries=queries, group=group, model=model,
                                           function="compare_retrieval")
     result = compare_metric(rows["model"], rows["qid"], rows["metric"], rows["value"], groups, metric=metric,
-                            permutations=permutations, seed=seed, level=level, p_adjust=p_adjust, intervals=intervals)
+                            permutations=permutations, seed=seed, level=level, p_adjust=p_adjust, intervals=intervals,
+                            replicates=replicates)
     shown = PAIR_COLUMNS + (("interval",) if intervals == "simultaneous" else ())
     return ResultTable.from_dicts(f"paired comparison of {metric}", shown, result)

@@ -8,16 +8,15 @@ from __future__ import annotations
 from contextlib import ExitStack
 
 import duckdb
-import numpy as np
 
 from embsql.api.classification import prediction_columns
 from embsql.api.compare_retrieval import evaluation_columns
 from embsql.api.driver import model_rows
-from embsql.core.classification import align, jackknife_macro_f1, macro_f1
+from embsql.core.classification import RANK_STATISTICS as CLASSIFICATION_STATISTICS
+from embsql.core.classification import rank_predictions
 from embsql.core.geometry import rank_cka_rows
-from embsql.core.labels import text_key
 from embsql.core.model_comparison import canonical, check_same_groups
-from embsql.core.model_ranking import RANK_COLUMNS, jackknife_rows, retrieval_rows, structure_rows
+from embsql.core.model_ranking import RANK_COLUMNS, structure_rows
 from embsql.core.resampling import STATISTICS
 from embsql.core.retrieval_comparison import rank_metric
 from embsql.errors import InputError, fail
@@ -109,8 +108,11 @@ def rank_models(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str
         smaller rank), ``rank_low``, ``rank_high``, ``top``, ``level`` and ``calibrated`` (true
         for R² from 30 groups on and for retrieval metrics from 30 query clusters on, where
         validation/rank_sets.py measured the family-wise coverage, {{figure rank_sets.coverage range}} at 95%
-        with K = 3, 5 and 10 models; false otherwise, and always false for similarity, classification and
-        CKA, whose sets' coverage was not simulated).  For retrieval the
+        with K = 3, 5 and 10 models; for accuracy from 30 item clusters on, where
+        validation/rank_sets_families.py measured {{figure rank_sets_families.accuracy_sets range}}; for
+        macro-F1 from 100 on ({{figure rank_sets_families.macro_f1_sets_G100 range}}; at 30 it fell to
+        {{figure rank_sets_families.macro_f1_sets low}}); false otherwise, and always false for similarity
+        and CKA, whose sets' coverage was not simulated).  For retrieval the
         resampling is the cluster bootstrap of the queries' paraphrase groups, the same resamples
         for every model, each difference studentized by its own cluster-robust (CR1) SE; so for
         accuracy (each item's 0 or 1), where ci_low/ci_high are the mean's CR1 t interval.  For
@@ -209,7 +211,6 @@ def _rank_evaluation(con: duckdb.DuckDBPyConnection, source: object, *, group: s
 
 
 SIMILARITY_STATISTICS = ("spearman", "pearson")
-CLASSIFICATION_STATISTICS = ("accuracy", "macro_f1")
 
 
 def _rank_similarity(con: duckdb.DuckDBPyConnection, source: object, pairs: object, *, vector: str | None,
@@ -236,33 +237,8 @@ def _rank_predictions(con: duckdb.DuckDBPyConnection, source: object, *, model: 
     wanted = ("correct",) if statistic == "accuracy" else ("label", "predicted")
     columns = {"model": model, "item": "item", **{c: c for c in wanted}, **({"group": group} if group else {})}
     values, name = prediction_columns(con, source, columns)
-    correct = values["correct"] if statistic == "accuracy" else \
-        [None if t is None or p is None else text_key(t) == text_key(p) for t, p in zip(values["label"],
-                                                                                       values["predicted"])]
-    paired, clusters = align(values["model"], values["item"], correct, values.get("group"),
-                             f"predictions {name!r}")
-    if len(paired) < 2:
-        fail("model.too_few", column=f"model column {model!r}", models=len(paired), needs="a ranking")
-    names = [p.model for p in paired]
-    units = np.arange(len(paired[0].correct)) if clusters is None else clusters
-    if statistic == "accuracy":
-        matrix = np.stack([p.correct.astype(np.float64) for p in paired], axis=1)
-        rows = retrieval_rows(names, matrix, units, "accuracy", replicates=replicates, seed=seed, level=level,
-                              measured=False)
-    else:
-        answers: dict[str, dict[str, tuple[str, str]]] = {}
-        for m, item, t, p in zip(values["model"], values["item"], values["label"], values["predicted"]):
-            answers.setdefault(text_key(m), {})[text_key(item)] = (text_key(t), text_key(p))
-        classes = sorted({c for given in answers.values() for pair in given.values() for c in pair})
-        code = {c: k for k, c in enumerate(classes)}
-        found = []
-        for m in names:
-            given = answers[text_key(m)]
-            order = sorted(given)
-            truth = np.array([code[given[q][0]] for q in order])
-            guess = np.array([code[given[q][1]] for q in order])
-            count = int(units.max()) + 1
-            found.append(np.concatenate([[macro_f1(truth, guess, len(classes))],
-                                         jackknife_macro_f1(truth, guess, len(classes), units, count)]))
-        rows = jackknife_rows(names, found, "macro_f1", level=level, replicates=replicates, seed=seed)
+    rows = rank_predictions(values["model"], values["item"], values.get("group"), statistic=statistic,
+                            correct=values.get("correct"), labels=values.get("label"), predicted=values.get("predicted"),
+                            what=f"predictions {name!r}", column=f"model column {model!r}", level=level,
+                            replicates=replicates, seed=seed)
     return ResultTable.of_models("rank_models", model, RANK_COLUMNS, [(row["model"], row) for row in rows])

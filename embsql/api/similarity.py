@@ -124,7 +124,8 @@ def _per_pair(column: str | None, judgements: Judgements, scored: dict[object, S
 def compare_similarity(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings: TableLike, *,
                        model: str = "model", a: str = "item_a", b: str = "item_b", score: str = "score",
                        item: str = "item", vector: str = "vector", missing: str = "error", level: float = 0.95,
-                       bad_rows: str = "error") -> ResultTable:
+                       bad_rows: str = "error", intervals: str = "marginal", replicates: int = 2000,
+                       seed: int = 42) -> ResultTable:
     """Every pair of models on the same gold judgements: the difference of their Spearman (and of
     their Pearson) correlations, its interval and a paired p-value that accounts for recurring items.
 
@@ -161,6 +162,18 @@ def compare_similarity(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddi
         As for :func:`similarity_eval`.
     model : str, default "model"
         The embeddings' model column: at least two models.
+    intervals : {"marginal", "simultaneous"}, default "marginal"
+        ``'marginal'``: each pair's interval holds ``level`` on its own.  ``'simultaneous'``: per
+        correlation, the K(K-1)/2 intervals hold ``level`` together (difference -/+ c se, c the
+        ``level`` quantile of the largest studentized difference over the pairs in joint normal
+        draws with the correlations' item-clustered covariance, as :func:`embsql.rank_models`
+        draws them; a single-step max-|t|); every model must then score the same pairs.  The table
+        gains a column ``interval`` = ``'simultaneous'``; the p-values are unchanged (Holm).
+        Their coverage was not simulated.
+    replicates : int, default 2000
+        The joint normal draws of ``intervals='simultaneous'``.
+    seed : int, default 42
+        Their random seed.
 
     Returns
     -------
@@ -197,5 +210,7 @@ def compare_similarity(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddi
                                        skip=(skipped := Skipped.asked(bad_rows)))
     if column is None or len(scored) < 2:
         fail("model.too_few", column=repr(model), models=len(scored), needs="compare_similarity")
-    return Skipped.attached(skipped, ResultTable.from_dicts("paired comparison of similarity", COMPARE_COLUMNS,
-                                                            comparison_rows(judgements, scored, level)), column)
+    shown = COMPARE_COLUMNS + (("interval",) if intervals == "simultaneous" else ())
+    return Skipped.attached(skipped, ResultTable.from_dicts("paired comparison of similarity", shown,
+                                                            comparison_rows(judgements, scored, level, intervals=intervals,
+                                                                            replicates=replicates, seed=seed)), column)

@@ -62,9 +62,16 @@ from statistics import NormalDist
 
 import numpy as np
 
-from embsql.core.arguments import check_level, check_permutations, check_seed
+from embsql.core.arguments import check_level, check_permutations, check_replicates, check_seed
 from embsql.core.labels import bad_label, clean_label, sort_key, text_key
-from embsql.core.model_ranking import check_intervals, retrieval_family, simultaneous_intervals
+from embsql.core.model_ranking import (
+    RANK_CALIBRATED_FROM,
+    check_intervals,
+    jackknife_rows,
+    retrieval_family,
+    retrieval_rows,
+    simultaneous_intervals,
+)
 from embsql.core.ranking import top_k, unit_float32
 from embsql.core.retrieval_comparison import adjust, cluster_sums, sign_flip_p, t_interval
 from embsql.core.student_t import t_quantile
@@ -397,13 +404,15 @@ class Paired:
 
 def paired_rows(models: list[Paired], clusters: np.ndarray | None, *, level: float = 0.95,
                 p_adjust: str | None = "holm", permutations: int = 10_000, seed: int = 42,
-                intervals: str = "marginal") -> list[dict]:
-    """COMPARE_COLUMNS for every pair of models (in the given order) answering the same items; with
-    ``intervals='simultaneous'`` the intervals of embsql.core.model_ranking.simultaneous_intervals
-    over the joint cluster bootstrap of each item's 0/1 answer (and a column ``interval``)."""
+                intervals: str = "marginal", replicates: int = 2000) -> list[dict]:
+    """COMPARE_COLUMNS and ``interval`` (which kind the interval is) for every pair of models (in
+    the given order) answering the same items; with ``intervals='simultaneous'`` the intervals of
+    embsql.core.model_ranking.simultaneous_intervals over ``replicates`` resamples of the joint
+    cluster bootstrap of each item's 0/1 answer (``permutations``: the sign-flip test's)."""
     level = check_level(level)
     intervals = check_intervals(intervals)
     check_permutations(permutations)
+    replicates = check_replicates(replicates)
     check_seed(seed)
     adjust([], p_adjust)
     if len(models) < 2:
@@ -416,7 +425,7 @@ def paired_rows(models: list[Paired], clusters: np.ndarray | None, *, level: flo
         n = len(a)
         row = {"model_a": left.model, "model_b": right.model, "accuracy_a": float(a.mean()),
                "accuracy_b": float(b.mean()), "difference": (a_only - b_only) / n, "items": n, "groups": groups or None,
-               "a_only": a_only, "b_only": b_only, "level": level, "p_adjust": p_adjust}
+               "a_only": a_only, "b_only": b_only, "level": level, "p_adjust": p_adjust, "interval": intervals}
         if clusters is None:
             se, low, high = agresti_min(int(np.sum(a & b)), a_only, b_only, int(np.sum(~a & ~b)), level)
             row.update(se=se, ci_low=low, ci_high=high, p_value=mcnemar_mid_p(a_only, b_only),
@@ -436,13 +445,11 @@ def paired_rows(models: list[Paired], clusters: np.ndarray | None, *, level: flo
     if intervals == "simultaneous":
         matrix = np.stack([m.correct.astype(np.float64) for m in models], axis=1)
         codes = np.arange(len(matrix)) if clusters is None else clusters
-        _, fam = retrieval_family(matrix, codes, replicates=permutations, seed=seed)
+        _, fam = retrieval_family(matrix, codes, replicates=replicates, seed=seed)
         lows, highs = simultaneous_intervals(fam, level)
         for p, row in enumerate(rows):
-            row.update(se=float(fam.se[p]), ci_low=max(-1.0, float(lows[p])), ci_high=min(1.0, float(highs[p])),
-                       interval="simultaneous")
-        return [{column: row[column] for column in COMPARE_COLUMNS + ("interval",)} for row in rows]
-    return [{column: row[column] for column in COMPARE_COLUMNS} for row in rows]
+            row.update(se=float(fam.se[p]), ci_low=max(-1.0, float(lows[p])), ci_high=min(1.0, float(highs[p])))
+    return [{column: row[column] for column in COMPARE_COLUMNS + ("interval",)} for row in rows]
 
 
 def align(models: Sequence[object], items: Sequence[object], correct: Sequence[object],
@@ -482,3 +489,51 @@ def align(models: Sequence[object], items: Sequence[object], correct: Sequence[o
     cluster_names = sorted({text_key(group_of[q]) for q in order})
     lookup = {g: code for code, g in enumerate(cluster_names)}
     return paired, np.array([lookup[text_key(group_of[q])] for q in order], dtype=np.int64)
+
+
+RANK_STATISTICS = ("accuracy", "macro_f1")
+
+
+def rank_predictions(models: Sequence[object], items: Sequence[object], groups: Sequence[object] | None, *,
+                     statistic: str, correct: Sequence[object] | None = None, labels: Sequence[object] | None = None,
+                     predicted: Sequence[object] | None = None, what: str,
+                     column: str = "the model column", level: float = 0.95,
+                     replicates: int = 2000, seed: int = 42) -> list[dict]:
+    """The rank confidence sets of K classifiers by ``statistic`` on per-item predictions (one row
+    of embsql.core.model_ranking.RANK_COLUMNS per model, in model order), the models paired on their
+    items and the items clustered by ``groups`` (each its own cluster without): accuracy by the
+    cluster bootstrap of each item's 0/1 answer (model_ranking.retrieval_rows), macro-F1 by the
+    joint normal draws of the delete-one jackknife's covariance (model_ranking.jackknife_rows).
+    ``correct`` for accuracy; ``labels`` and ``predicted`` for macro-F1; ``column`` names the model
+    column in the message for fewer than two models."""
+    if statistic not in RANK_STATISTICS:
+        fail("argument.statistic", name="statistic", rule="'accuracy' or 'macro_f1'", value=repr(statistic))
+    if statistic == "macro_f1":
+        assert labels is not None and predicted is not None
+        correct = [None if t is None or p is None else text_key(t) == text_key(p) for t, p in zip(labels, predicted)]
+    assert correct is not None
+    paired, clusters = align(models, items, correct, groups, what)
+    if len(paired) < 2:
+        fail("model.too_few", column=column, models=len(paired), needs="a ranking")
+    names = [p.model for p in paired]
+    units = np.arange(len(paired[0].correct)) if clusters is None else clusters
+    if statistic == "accuracy":
+        matrix = np.stack([p.correct.astype(np.float64) for p in paired], axis=1)
+        return retrieval_rows(names, matrix, units, "accuracy", replicates=replicates, seed=seed, level=level,
+                              calibrated_from=RANK_CALIBRATED_FROM["accuracy"])
+    assert labels is not None and predicted is not None
+    answers: dict[str, dict[str, tuple[str, str]]] = {}
+    for m, item, t, p in zip(models, items, labels, predicted):
+        answers.setdefault(text_key(m), {})[text_key(item)] = (text_key(t), text_key(p))
+    classes = sorted({c for given in answers.values() for pair in given.values() for c in pair})
+    code = {c: k for k, c in enumerate(classes)}
+    count = int(units.max()) + 1
+    found = []
+    for m in names:
+        given = answers[text_key(m)]
+        order = sorted(given)
+        truth = np.array([code[given[q][0]] for q in order])
+        guess = np.array([code[given[q][1]] for q in order])
+        found.append(np.concatenate([[macro_f1(truth, guess, len(classes))],
+                                     jackknife_macro_f1(truth, guess, len(classes), units, count)]))
+    return jackknife_rows(names, found, "macro_f1", level=level, replicates=replicates, seed=seed)

@@ -50,9 +50,18 @@ from embsql.errors import InputError, fail
 
 RANK_COLUMNS = ("statistic", "estimate", "ci_low", "ci_high", "rank", "rank_low", "rank_high", "top", "level",
                 "calibrated")
+# the rows of RANK_COLUMNS as the SQL kernels (udfs/) return them, the model as text first
+RANK_SQL_TYPE = ("STRUCT(model VARCHAR, statistic VARCHAR, estimate DOUBLE, ci_low DOUBLE, ci_high DOUBLE, "
+                 "rank BIGINT, rank_low BIGINT, rank_high BIGINT, top BOOLEAN, level DOUBLE, calibrated BOOLEAN)[]")
 INTERVALS = ("marginal", "simultaneous")
 RANK_CALIBRATED_STATS = ("r2",)   # with retrieval metrics: measured by validation/rank_sets.py (validation/README.md)
 RANK_CALIBRATED_GROUPS = 30
+# From how many groups (clusters, or units) on a family's rank sets are calibrated: the smallest
+# simulated G (30 or 100) from which the family-wise coverage held 95 +- 2.5% (or above) in every
+# cell of validation/rank_sets.py (R², retrieval) or validation/rank_sets_families.py
+# (classification); a statistic absent here was not simulated and is never calibrated.
+RANK_CALIBRATED_FROM = {"r2": RANK_CALIBRATED_GROUPS, "retrieval": RANK_CALIBRATED_GROUPS,
+                        "accuracy": 30, "macro_f1": 100}
 
 
 @dataclass(frozen=True)
@@ -254,11 +263,12 @@ def retrieval_family(scores: np.ndarray, clusters: np.ndarray, *, replicates: in
 
 
 def retrieval_rows(names: list, scores: np.ndarray, clusters: np.ndarray, metric: str, *, replicates: int = 2000,
-                   seed: int = 42, level: float = 0.95, measured: bool = True) -> list[dict]:
+                   seed: int = 42, level: float = 0.95,
+                   calibrated_from: int | None = RANK_CALIBRATED_FROM["retrieval"]) -> list[dict]:
     """One row of RANK_COLUMNS per model; ci_low/ci_high: each model's mean with its CR1 t interval.
     Any per-unit score averaged over clustered units ranks this way (k-NN accuracy: each item's 0 or
-    1); ``measured`` false marks a figure whose rank sets' coverage was not simulated (calibrated
-    false whatever the clusters)."""
+    1); calibrated is true from ``calibrated_from`` clusters on (RANK_CALIBRATED_FROM of the
+    figure; None: its rank sets' coverage was not simulated, calibrated false whatever the clusters)."""
     replicates, seed, level = check_replicates(replicates), check_seed(seed), check_level(level)
     if scores.shape[1] < 2:
         raise InputError(f"a ranking needs two or more models; {metric} has {scores.shape[1]}")
@@ -271,7 +281,7 @@ def retrieval_rows(names: list, scores: np.ndarray, clusters: np.ndarray, metric
     for j, name in enumerate(names):
         mean, se = cluster_robust(np.bincount(clusters, weights=scores[:, j], minlength=groups), sizes)
         rows.append(rank_row(name, metric, mean, mean - half_q * se, mean + half_q * se, sets, j, level,
-                             measured and groups >= RANK_CALIBRATED_GROUPS))
+                             calibrated_from is not None and groups >= calibrated_from))
     return rows
 
 
@@ -310,12 +320,12 @@ def jackknife_covariance(replicates: np.ndarray) -> np.ndarray:
 
 
 def normal_rows(names: list, estimates: np.ndarray, fam: PairFamily, statistic: str,
-                intervals: list[tuple[float | None, float | None]], *, level: float) -> list[dict]:
+                intervals: list[tuple[float | None, float | None]], *, level: float,
+                calibrated: bool = False) -> list[dict]:
     """One row of RANK_COLUMNS per model from a normal family; ``intervals``: each model's own
-    interval.  calibrated is false: the coverage of these sets was not simulated (validation/rank_sets.py
-    measured R² and per-query retrieval scores)."""
+    interval; ``calibrated`` where the coverage of these sets was simulated (RANK_CALIBRATED_FROM)."""
     sets = rank_sets(estimates, fam, level)
-    return [rank_row(name, statistic, float(estimates[j]), low, high, sets, j, level, False)
+    return [rank_row(name, statistic, float(estimates[j]), low, high, sets, j, level, calibrated)
             for j, (name, (low, high)) in enumerate(zip(names, intervals))]
 
 
@@ -324,7 +334,8 @@ def jackknife_rows(names: list, values: list[np.ndarray], statistic: str, *, lev
     """Rank K models by a figure given with its delete-one jackknife replicates on the same units
     for every model (values[j]: index 0 the full sample, then the replicates; CKA with a reference
     model, macro-F1): the normal family of the jackknife covariance (the pairs' SEs are the paired
-    jackknife's); ci_low/ci_high: the figure -/+ t_{G-1} its own jackknife SE."""
+    jackknife's); ci_low/ci_high: the figure -/+ t_{G-1} its own jackknife SE; calibrated from
+    RANK_CALIBRATED_FROM[statistic] units on."""
     replicates, seed, level = check_replicates(replicates), check_seed(seed), check_level(level)
     if len(values) < 2:
         raise InputError(f"a ranking needs two or more models; there are {len(values)}")
@@ -337,7 +348,9 @@ def jackknife_rows(names: list, values: list[np.ndarray], statistic: str, *, lev
     fam = normal_family(estimates, covariance, replicates=replicates, seed=seed)
     half = t_quantile((1 + level) / 2, len(deleted) - 1) * np.sqrt(np.clip(np.diag(covariance), 0.0, None))
     return normal_rows(names, estimates, fam, statistic, list(zip((estimates - half).tolist(),
-                                                                  (estimates + half).tolist())), level=level)
+                                                                  (estimates + half).tolist())), level=level,
+                       calibrated=RANK_CALIBRATED_FROM.get(statistic) is not None and
+                       len(deleted) >= RANK_CALIBRATED_FROM[statistic])
 
 
 def check_intervals(value: object) -> str:

@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from embsql.core.arguments import check_level, check_permutations, check_seed
+from embsql.core.arguments import check_level, check_permutations, check_replicates, check_seed
 from embsql.core.labels import clean_labels, sort_key, text_key
 from embsql.core.model_ranking import check_intervals, retrieval_family, retrieval_rows, simultaneous_intervals
 from embsql.core.ranking import METRICS
@@ -238,15 +238,17 @@ def score_matrix(models: Iterable[object], qids: Iterable[object], values: Itera
 def compare_rows(models: Iterable[object], qids: Iterable[object], values: Iterable[float],
                  groups: Iterable[object] | None = None, *, metric: str = "ndcg@10", permutations: int = 10_000,
                  seed: int = 42, level: float = 0.95, p_adjust: str | None = "holm",
-                 what: str = "evaluation", intervals: str = "marginal") -> list[dict]:
+                 what: str = "evaluation", intervals: str = "marginal", replicates: int = 2000) -> list[dict]:
     """Every pair of models from long rows (model, qid, value[, group]) of one metric: PAIR_COLUMNS.
 
     Models are paired in display order (sort_key); the clusters are coded in text order, so a seed
     gives the same p-value from SQL and Python (score_matrix).  With ``intervals='simultaneous'``
     every interval is D -/+ c se, c the single-step max-|t| critical value over all pairs from
-    ``permutations`` joint cluster bootstrap resamples (embsql.core.model_ranking.retrieval_family),
-    and the rows gain ``interval``; the p-values stay the sign-flip tests, adjusted by p_adjust."""
+    ``replicates`` joint cluster bootstrap resamples (embsql.core.model_ranking.retrieval_family);
+    every row's ``interval`` says which kind it is; the p-values stay the sign-flip tests (of
+    ``permutations`` sign vectors), adjusted by p_adjust."""
     check_permutations(permutations)
+    replicates = check_replicates(replicates)
     check_seed(seed)
     level = check_level(level)
     intervals = check_intervals(intervals)
@@ -262,15 +264,15 @@ def compare_rows(models: Iterable[object], qids: Iterable[object], values: Itera
                      "ci_low": result.ci_low, "ci_high": result.ci_high, "p_value": result.p_value,
                      "p_adjust": p_adjust, "queries": result.queries, "groups": group_count,
                      "permutations": result.permutations, "method": method, "level": level,
-                     "calibrated": result.calibrated})
+                     "calibrated": result.calibrated, "interval": intervals})
     for row, adjusted in zip(rows, adjust([r["p_value"] for r in rows], p_adjust)):
         row["p_adjusted"] = adjusted
     if intervals == "simultaneous":
         codes = np.arange(len(matrix)) if clusters is None else clusters
-        _, fam = retrieval_family(matrix, codes, replicates=permutations, seed=seed)
+        _, fam = retrieval_family(matrix, codes, replicates=replicates, seed=seed)
         low, high = simultaneous_intervals(fam, level)
         for p, row in enumerate(rows):
-            row.update(ci_low=float(low[p]), ci_high=float(high[p]), interval="simultaneous")
+            row.update(ci_low=float(low[p]), ci_high=float(high[p]))
     return rows
 
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from embsql.core.agreement import RESOLUTION
 from embsql.core.arguments import check_level, check_replicates, check_seed
-from embsql.core.model_ranking import normal_family, normal_rows, pairs_of
+from embsql.core.model_ranking import PairFamily, normal_family, normal_rows, pairs_of
 from embsql.core.student_t import t_cdf, t_quantile
 from embsql.errors import InputError, fail
 
@@ -320,6 +320,18 @@ def dyadic_covariance(psi: np.ndarray, a: np.ndarray, b: np.ndarray, items: int,
     return per_item.T @ per_item - per_dyad.T @ per_dyad
 
 
+def similarity_family(pairs: Pairs, cosines: list[np.ndarray], statistic: str, *, replicates: int,
+                      seed: int) -> tuple[np.ndarray, PairFamily]:
+    """(the K correlations, their pair family): the normal family of the correlations with their
+    item-clustered covariance, each pair of models studentised by embsql.compare_similarity's SE."""
+    found = [influences(pairs, cosine)[statistic] for cosine in cosines]
+    estimates = np.array([estimate for estimate, _ in found])
+    psi = np.stack([influence for _, influence in found], axis=1)
+    covariance = dyadic_covariance(psi, pairs.a, pairs.b, pairs.items, pairs.dyads)
+    se = np.array([np.sqrt(pairs.variance(psi[:, a] - psi[:, b])) for a, b in pairs_of(len(cosines))])
+    return estimates, normal_family(estimates, covariance, replicates=replicates, seed=seed, se=se)
+
+
 def similarity_rows(names: list, pairs: Pairs, cosines: list[np.ndarray], statistic: str, *, level: float = 0.95,
                     replicates: int = 2000, seed: int = 42) -> list[dict]:
     """Rank K models by their Spearman or Pearson correlation with the gold scores of the same
@@ -330,11 +342,6 @@ def similarity_rows(names: list, pairs: Pairs, cosines: list[np.ndarray], statis
     replicates, seed, level = check_replicates(replicates), check_seed(seed), check_level(level)
     if len(cosines) < 2:
         raise InputError(f"a ranking needs two or more models; there are {len(cosines)}")
-    found = [influences(pairs, cosine)[statistic] for cosine in cosines]
-    estimates = np.array([estimate for estimate, _ in found])
-    psi = np.stack([influence for _, influence in found], axis=1)
-    covariance = dyadic_covariance(psi, pairs.a, pairs.b, pairs.items, pairs.dyads)
-    se = np.array([np.sqrt(pairs.variance(psi[:, a] - psi[:, b])) for a, b in pairs_of(len(cosines))])
-    fam = normal_family(estimates, covariance, replicates=replicates, seed=seed, se=se)
+    estimates, fam = similarity_family(pairs, cosines, statistic, replicates=replicates, seed=seed)
     own = [evaluate(pairs, cosine, level)[statistic] for cosine in cosines]
     return normal_rows(names, estimates, fam, statistic, [(c.ci_low, c.ci_high) for c in own], level=level)

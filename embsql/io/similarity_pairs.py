@@ -15,7 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from embsql.core.arguments import check_replicates, check_seed
 from embsql.core.labels import sort_key
+from embsql.core.model_ranking import check_intervals, simultaneous_intervals
 from embsql.core.retrieval_comparison import adjust
 from embsql.core.similarity import (
     Pairs,
@@ -24,9 +26,10 @@ from embsql.core.similarity import (
     difference,
     eval_row,
     pair_cosines,
+    similarity_family,
     similarity_rows,
 )
-from embsql.errors import fail, option
+from embsql.errors import InputError, fail, option
 from embsql.io.columns import first_bad_label, require_number
 from embsql.io.sources import Source, TableLike, opened
 from embsql.io.table_stream import Skipped
@@ -165,8 +168,13 @@ def evaluation_rows(judgements: Judgements, scored: dict[object, Scored], level:
     return rows
 
 
-def comparison_rows(judgements: Judgements, scored: dict[object, Scored], level: float) -> list[dict]:
-    """COMPARE_COLUMNS rows: per pair of models (in model order), Spearman's then Pearson's."""
+def comparison_rows(judgements: Judgements, scored: dict[object, Scored], level: float, *,
+                    intervals: str = "marginal", replicates: int = 2000, seed: int = 42) -> list[dict]:
+    """COMPARE_COLUMNS rows: per pair of models (in model order), Spearman's then Pearson's; with
+    ``intervals='simultaneous'`` each correlation's K(K-1)/2 intervals hold together: difference
+    -/+ c se, c the single-step max-|t| of the models' joint normal draws (similarity_family, on
+    the pairs every model scores: every model must score the same pairs) and a column ``interval``."""
+    intervals = check_intervals(intervals)
     rows: dict[str, list[dict]] = {"spearman": [], "pearson": []}
     for first, second in combinations(scored, 2):
         shared, at_a, at_b = np.intersect1d(scored[first].rows, scored[second].rows, return_indices=True)
@@ -184,6 +192,22 @@ def comparison_rows(judgements: Judgements, scored: dict[object, Scored], level:
     for family in rows.values():
         for row, p in zip(family, adjust([r["p_value"] for r in family], "holm")):
             row["p_adjusted"] = p
+    if intervals == "simultaneous":
+        replicates, seed = check_replicates(replicates), check_seed(seed)
+        names = list(scored)
+        shared = scored[names[0]].rows
+        for value in names[1:]:
+            shared = np.intersect1d(shared, scored[value].rows)
+        if any(row["pairs"] != len(shared) for family in rows.values() for row in family):
+            raise InputError("compare_similarity(intervals='simultaneous') needs every model to score the same "
+                             "pairs; with missing='skip' some pairs were scored by some models only")
+        coded = coded_pairs(judgements, shared)
+        cosines = [scored[value].cosine[np.searchsorted(scored[value].rows, shared)] for value in names]
+        for name, family in rows.items():
+            _, fam = similarity_family(coded, cosines, name, replicates=replicates, seed=seed)
+            low, high = simultaneous_intervals(fam, level)
+            for p, row in enumerate(family):
+                row.update(ci_low=float(low[p]), ci_high=float(high[p]), interval="simultaneous")
     return [r for pair in zip(*rows.values()) for r in pair]
 
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from embsql.core.classification import CLASSIFY_COLUMNS, align, paired_rows
 from embsql.core.classification import COMPARE_COLUMNS as ACCURACY_COLUMNS
-from embsql.core.model_ranking import retrieval_rows
+from embsql.core.model_ranking import RANK_CALIBRATED_FROM, retrieval_rows
 from embsql.core.ranking import check_k
 from embsql.core.similarity import COMPARE_COLUMNS as CORRELATION_COLUMNS
 from embsql.core.similarity import EVAL_COLUMNS
@@ -157,7 +157,8 @@ def classification_sections(con: duckdb.DuckDBPyConnection, source: str, *, labe
             correct = np.stack([p.correct.astype(np.float64) for p in paired], axis=1)
             ranks.add(retrieval_rows([p.model for p in paired], correct,
                                      np.arange(len(correct)) if clusters is None else clusters, "accuracy",
-                                     replicates=replicates, seed=seed, level=level, measured=False))
+                                     replicates=replicates, seed=seed, level=level,
+                                     calibrated_from=RANK_CALIBRATED_FROM["accuracy"]))
         except EmbsqlError as error:     # e.g. an item one model lacks: the other blocks stand
             notes.append(f"no ranking by accuracy: {error}")
     if cluster and not permutations:

@@ -36,9 +36,12 @@ class Blocks:
     rows: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, ranked: list[dict[str, Any]]) -> None:
-        """One family's rows (RANK_COLUMNS with ``model``); a block of fewer than two models is no ranking."""
+        """One family's rows (RANK_COLUMNS with ``model``), ordered by rank (then by rank set and
+        model), so the table and the chart read from the first; a block of fewer than two models is
+        no ranking."""
         if len(ranked) >= 2:
-            self.rows += [{"metric": metric_name(str(row["statistic"])), **row} for row in ranked]
+            ordered = sorted(ranked, key=lambda r: (r["rank"], r["rank_low"], r["rank_high"], str(r["model"])))
+            self.rows += [{"metric": metric_name(str(row["statistic"])), **row} for row in ordered]
 
     def section(self) -> Section | None:
         if not self.rows:

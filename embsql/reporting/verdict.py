@@ -118,7 +118,7 @@ def ranking_sentence(rows: list[Row], metric: str = "R²") -> str:
         else:
             parts.append(f"{names} cannot be ordered (ranks {low}–{high})")
     head = "" if tied or len(top) < 2 else \
-        f"these {len(top)} models are tied for the top ({_and([_name(r['model']) for r in top])}); "
+        f"{_and([_name(r['model']) for r in sorted(top, key=lambda r: -r['estimate'])])} could each be first; "
     level_word = f"{level:.0%}" if _finite(level) else "95%"
     rough = "" if all(r.get("calibrated") for r in rows) else \
         " These sets are rough: their coverage was not shown for this design."
