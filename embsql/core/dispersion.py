@@ -99,7 +99,15 @@ def group_means(unit: np.ndarray, codes: np.ndarray) -> np.ndarray:
     by code, as in canonical order, are summed where they are: no copy of the rows)."""
     if np.all(codes[1:] >= codes[:-1]):
         starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
-        sums = np.add.reduceat(unit, starts, axis=0, dtype=np.float64)
+        if unit.dtype == np.float64:
+            sums = np.add.reduceat(unit, starts, axis=0)
+        else:      # float32 rows: summed in float64 ROW_CHUNK rows at a time (reduceat would widen them all)
+            sums = np.zeros((len(starts), unit.shape[1]))
+            for low in range(0, len(unit), ROW_CHUNK):
+                chunk = codes[low:low + ROW_CHUNK]
+                local = np.flatnonzero(np.r_[True, chunk[1:] != chunk[:-1]])
+                sums[np.searchsorted(starts, low + local, side="right") - 1] += np.add.reduceat(
+                    np.asarray(unit[low:low + ROW_CHUNK], dtype=np.float64), local, axis=0)
     else:
         order = np.argsort(codes, kind="stable")
         starts = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0])
