@@ -339,11 +339,15 @@ class _GramSums:
         return PairSums(self.sizes, *done)
 
 
-# Relative costs on this machine, in units of one multiply-add of a batched block product
-# (tests/test_dispersion_methods.py pins the choice; validation/README.md, "dispersion test", has the figures):
-# a random read of the float64 Gram matrix, and a multiply-add of the product building it.
-DISPERSION_READ = 10.0
-DISPERSION_MAC = 0.25
+# Relative costs on this machine, in units of one multiply-add of a batched block product of groups of
+# BLOCK_UNIT_SIZE (bench/dispersion_routes.py, BLAS on one thread as the kernels hold it; tests/test_dispersion_methods.py
+# pins the choice): a random read of the float64 Gram matrix, and a multiply-add of the product building it.
+# Smaller blocks cost more per multiply-add (numpy's stacked products of tiny matrices): (BLOCK_UNIT_SIZE / n_g)^0.8
+# fits 9.5, 1.1 and 0.5 ns per multiply-add measured at groups of 4, 50 and 200.
+DISPERSION_READ = 450.0
+DISPERSION_MAC = 0.6
+BLOCK_UNIT_SIZE = 50
+SMALL_BLOCK_POWER = 0.8
 
 
 def choose_dispersion_method(n: int, dim: int, codes: np.ndarray, permutations: int) -> str:
@@ -359,7 +363,8 @@ def dispersion_costs(n: int, dim: int, codes: np.ndarray, permutations: int) -> 
     where it fits).  The cheaper one is the test's cost (a report's progress bar estimates with it)."""
     sizes = np.bincount(codes).astype(float)
     squares = float(np.sum(sizes ** 2))
-    costs = {"coordinates": permutations * float(np.sum(np.minimum(sizes * sizes * dim, sizes * dim * dim)))}
+    small = np.maximum(1.0, BLOCK_UNIT_SIZE / sizes) ** SMALL_BLOCK_POWER
+    costs = {"coordinates": permutations * float(np.sum(small * np.minimum(sizes * sizes * dim, sizes * dim * dim)))}
     # R's packed float64 triangle takes n^2 * 4 bytes, what PERMANOVA's budget counts for its float32 matrix
     if gram_dtype(n) is not None and POLL_EVERY * squares * 8 <= GATHER_BYTES:
         costs["gram"] = DISPERSION_MAC * n * n * dim / 2 + permutations * DISPERSION_READ * squares

@@ -92,7 +92,11 @@ def _parts(sums: GroupSums) -> Parts:
     for array in parts:
         array.flags.writeable = False
     key = id(sums)
-    _PARTS[key] = (weakref.ref(sums, lambda _, key=key: _PARTS.pop(key, None)), parts)
+
+    def forget(_: weakref.ref[GroupSums]) -> None:
+        _PARTS.pop(key, None)
+
+    _PARTS[key] = (weakref.ref(sums, forget), parts)
     return parts
 
 
