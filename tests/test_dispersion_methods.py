@@ -272,14 +272,14 @@ def labels_of(n: int, size: int) -> np.ndarray:
     return np.repeat(np.arange(n // size), size)
 
 
-# (n, group size, permutations, route).  Measured (validation/dispersion_validity.py --cost, CPU ms per permutation at
-# d = 384, under load): n = 5,000 groups of 4: gram 0.6, coordinates 5.7; 2,000 groups of 50: gram 1.7,
-# coordinates 365; 4,000 groups of 200: gram 53, coordinates 308; 4,000 groups of 1,000: gram 277, coordinates
-# 138.  The other rows follow from the rule (the Gram budget past n = 23,000; 9 permutations do not pay
-# for building the matrix).
-MEASURED = [(5_000, 4, 999, "gram"), (2_000, 4, 999, "gram"), (2_000, 20, 999, "gram"),
-            (2_000, 50, 999, "gram"), (4_000, 200, 999, "gram"), (4_000, 1_000, 999, "coordinates"),
-            (20_000, 4, 999, "gram"), (30_000, 4, 999, "coordinates"), (5_000, 4, 9, "coordinates")]
+# (n, group size, permutations, route).  Measured with bench/dispersion_routes.py (BLAS on one thread, d = 384,
+# load 4-8; ms per permutation, and the Gram matrix's build): n = 5,000 groups of 4: coordinates 72.7, gram 5.5 + 3.4 s;
+# 10,000 groups of 50: coordinates 210, gram 249 + 12.7 s; 4,000 groups of 200: coordinates 158, gram 306 + 3.4 s.
+# (2,000 groups of 50: coordinates 43.7, gram 38.9 + 0.6 s, within the noise: either route.)  The other rows
+# follow from the rule (the Gram budget past n = 23,000; 9 permutations do not pay for building the matrix).
+MEASURED = [(5_000, 4, 999, "gram"), (10_000, 50, 999, "coordinates"), (4_000, 200, 999, "coordinates"),
+            (4_000, 1_000, 999, "coordinates"), (20_000, 4, 999, "gram"), (30_000, 4, 999, "coordinates"),
+            (5_000, 4, 9, "coordinates")]
 
 
 @pytest.mark.parametrize(("n", "size", "permutations", "method"), MEASURED)

@@ -104,7 +104,7 @@ def test_the_report_shows_one_bar_whose_total_is_the_sum_of_every_section_and_mo
     plan = progress_plan(report, [(m, GroupSums.from_rows(*rows)) for m, rows in model_rows().items()], parts)
     keys = [key for key, _, _ in plan]
     assert keys == [name for name in parts if name not in ("permanova", "dispersion")] + [
-        ("permanova", "a"), ("permanova", "b"), ("dispersion", "a"), ("dispersion", "b")]
+        ("permanova", "a"), ("dispersion", "a"), ("permanova", "b"), ("dispersion", "b")]   # model by model
     assert bar["total"] == sum(units for _, _, units in plan) > 0
     assert bar["ticks"] == sorted(set(bar["ticks"])) and bar["ticks"][-1] == bar["total"]
     assert bar["ticks"].count(bar["total"]) == 1

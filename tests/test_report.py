@@ -401,16 +401,18 @@ def test_verdict_of_a_real_report(emb_con):
 
 
 def test_the_tests_read_the_rows_once_and_match_the_faces(emb_con, monkeypatch):
-    """PERMANOVA and the dispersion test share one read of the rows (not one per section, and not
-    through the public faces), and give the numbers embsql.permanova and embsql.dispersion give."""
+    """PERMANOVA and the dispersion test share one read of each model's rows (one model at a time, not one
+    read per section, and not through the public faces), and give the numbers embsql.permanova and
+    embsql.dispersion give."""
     from embsql.reporting import sections as sections_module
 
     reads = []
-    real = sections_module.unit_rows
-    monkeypatch.setattr(sections_module, "unit_rows", lambda *a, **k: reads.append(a[2:]) or real(*a, **k))
+    real = sections_module.model_unit_rows
+    monkeypatch.setattr(sections_module, "model_unit_rows", lambda *a, **k: reads.append(a[2:6]) or real(*a, **k))
     result = embsql.report("emb", vector="emb", group="topic", model="model", permutations=49,
                            sections=("permanova", "dispersion")).run(emb_con, progress=False)
-    assert reads == [("topic", "emb")]
+    models = sorted(r[0] for r in emb_con.sql("select distinct model from emb").fetchall())
+    assert reads == [("topic", "emb", "model", value) for value in models]
     permanova = embsql.permanova(emb_con, "emb", group="topic", vector="emb", model="model", permutations=49,
                                  check_dispersion=False, progress=False)
     tests = embsql.dispersion(emb_con, "emb", group="topic", vector="emb", model="model", permutations=49,

@@ -75,6 +75,7 @@ POLL_EVERY = 16        # permutations between calls of ``progress`` (it may stop
 DISPERSION_METHODS = ("gram", "coordinates")
 GATHER_BYTES = 1 << 27      # gram route: at most this many bytes of gathered blocks per batch of permutations
 CHUNK_BYTES = 1 << 21      # coordinates route: gathered rows per block product (stays in cache)
+ROW_CHUNK = 8192            # rows per float64 temporary of the row-wise steps (no n x d temporary)
 PRODUCT_ROWS = 4096         # rows per block of a large group's d x d product (one large product has crashed OpenBLAS)
 
 
@@ -94,16 +95,34 @@ class Dispersion:
 
 
 def group_means(unit: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """mu_g for codes 0..G-1 (every code present), by sorted segment sums."""
-    order = np.argsort(codes, kind="stable")
-    starts = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0])
-    return np.add.reduceat(unit[order], starts, axis=0) / np.diff(np.r_[starts, len(codes)])[:, None]
+    """mu_g for codes 0..G-1 (every code present), by sorted segment sums in float64 (rows already sorted
+    by code, as in canonical order, are summed where they are: no copy of the rows)."""
+    if np.all(codes[1:] >= codes[:-1]):
+        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+        if unit.dtype == np.float64:
+            sums = np.add.reduceat(unit, starts, axis=0)
+        else:      # float32 rows: summed in float64 ROW_CHUNK rows at a time (reduceat would widen them all)
+            sums = np.zeros((len(starts), unit.shape[1]))
+            for low in range(0, len(unit), ROW_CHUNK):
+                chunk = codes[low:low + ROW_CHUNK]
+                local = np.flatnonzero(np.r_[True, chunk[1:] != chunk[:-1]])
+                sums[np.searchsorted(starts, low + local, side="right") - 1] += np.add.reduceat(
+                    np.asarray(unit[low:low + ROW_CHUNK], dtype=np.float64), local, axis=0)
+    else:
+        order = np.argsort(codes, kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0])
+        sums = np.add.reduceat(unit[order], starts, axis=0, dtype=np.float64)
+    return sums / np.diff(np.r_[starts, len(codes)])[:, None]
 
 
 def centroid_distances(unit: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """||z_i - mu_g(i)|| for every row (codes 0..G-1, every code present)."""
-    residual = unit - group_means(unit, codes)[codes]
-    return np.sqrt(np.einsum("ij,ij->i", residual, residual))
+    """||z_i - mu_g(i)|| for every row (codes 0..G-1, every code present), ROW_CHUNK rows at a time."""
+    means = group_means(unit, codes)
+    out = np.empty(len(unit))
+    for low in range(0, len(unit), ROW_CHUNK):
+        residual = unit[low:low + ROW_CHUNK] - means[codes[low:low + ROW_CHUNK]]
+        out[low:low + ROW_CHUNK] = np.sqrt(np.einsum("ij,ij->i", residual, residual))
+    return out
 
 
 def bias_factors(sizes: np.ndarray) -> np.ndarray:
@@ -150,6 +169,7 @@ def block_sums(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _large_group_sums(z: np.ndarray) -> tuple[float, float, float]:
     """s1, r2, f2 of one group with more items than dimensions: sum_{i,j} c_ij^2 = ||Z'Z||_F^2 (d x d)."""
+    z = np.asarray(z, dtype=np.float64)
     total = z.sum(axis=0)
     squares = np.einsum("ij,ij->i", z, z)
     rows = z @ total - squares
@@ -182,7 +202,7 @@ class GroupBlocks:
                 continue
             step = max(1, CHUNK_BYTES // (size * self.dim * vectors.itemsize))
             for low in range(0, len(chosen), step):
-                block = vectors[rows[low:low + step]]
+                block = vectors[rows[low:low + step]].astype(np.float64, copy=False)   # float32 rows: float64 sums
                 out[:, chosen[low:low + step]] = block_sums(np.matmul(block, block.transpose(0, 2, 1)))
         return out
 
@@ -232,7 +252,7 @@ def location_share(unit: np.ndarray, codes: np.ndarray) -> float:
     by which a group's centroid deviation is shrunk towards the grand mean (codes 0..G-1, each of 2 or more)."""
     sizes = np.bincount(codes)
     means = group_means(unit, codes)
-    between = float(sizes @ np.sum((means - unit.mean(axis=0)) ** 2, axis=1))
+    between = float(sizes @ np.sum((means - unit.mean(axis=0, dtype=np.float64)) ** 2, axis=1))
     spread, _, _ = spread_components(pair_sums(unit, codes, len(sizes)))
     expected = float(np.sum((1.0 - sizes / len(codes)) * spread))
     return max(0.0, 1.0 - expected / between) if between > 0 else 0.0
@@ -254,17 +274,22 @@ def aligned_vectors(unit: np.ndarray, codes: np.ndarray, share: float | None = N
     if share is None:
         share = location_share(unit, codes)
     sizes = np.bincount(codes)
-    grand = unit.mean(axis=0)
+    grand = unit.mean(axis=0, dtype=np.float64)
     length = float(np.linalg.norm(grand))
     target = grand / length if length > 0 else np.eye(unit.shape[1])[0]
-    others = (group_means(unit, codes) * sizes[:, None])[codes] - unit
-    location = grand + share * (others / (sizes[codes] - 1.0)[:, None] - grand)
-    lengths = np.linalg.norm(location, axis=1, keepdims=True)
-    v = np.divide(location, lengths, out=np.zeros_like(location), where=lengths > 0) - target
-    norms = np.linalg.norm(v, axis=1, keepdims=True)
-    # a location without a direction (sum 0), or already on the axis: the item is left as it is
-    v = np.divide(v, norms, out=np.zeros_like(v), where=(norms > 1e-12) & (lengths > 0))
-    return unit - 2.0 * np.einsum("ij,ij->i", unit, v)[:, None] * v
+    totals = group_means(unit, codes) * sizes[:, None]
+    out = np.empty_like(unit)      # in unit's dtype, computed in float64 ROW_CHUNK rows at a time
+    for low in range(0, len(unit), ROW_CHUNK):
+        rows, chunk = np.asarray(unit[low:low + ROW_CHUNK], dtype=np.float64), codes[low:low + ROW_CHUNK]
+        others = totals[chunk] - rows
+        location = grand + share * (others / (sizes[chunk] - 1.0)[:, None] - grand)
+        lengths = np.linalg.norm(location, axis=1, keepdims=True)
+        v = np.divide(location, lengths, out=np.zeros_like(location), where=lengths > 0) - target
+        norms = np.linalg.norm(v, axis=1, keepdims=True)
+        # a location without a direction (sum 0), or already on the axis: the item is left as it is
+        v = np.divide(v, norms, out=np.zeros_like(v), where=(norms > 1e-12) & (lengths > 0))
+        out[low:low + ROW_CHUNK] = rows - 2.0 * np.einsum("ij,ij->i", rows, v)[:, None] * v
+    return out
 
 
 class _CoordinateSums:
@@ -314,11 +339,15 @@ class _GramSums:
         return PairSums(self.sizes, *done)
 
 
-# Relative costs on this machine, in units of one multiply-add of a batched block product
-# (tests/test_dispersion_methods.py pins the choice; validation/README.md, "dispersion test", has the figures):
-# a random read of the float64 Gram matrix, and a multiply-add of the product building it.
-DISPERSION_READ = 10.0
-DISPERSION_MAC = 0.25
+# Relative costs on this machine, in units of one multiply-add of a batched block product of groups of
+# BLOCK_UNIT_SIZE (bench/dispersion_routes.py, BLAS on one thread as the kernels hold it; tests/test_dispersion_methods.py
+# pins the choice): a random read of the float64 Gram matrix, and a multiply-add of the product building it.
+# Smaller blocks cost more per multiply-add (numpy's stacked products of tiny matrices): (BLOCK_UNIT_SIZE / n_g)^0.8
+# fits 9.5, 1.1 and 0.5 ns per multiply-add measured at groups of 4, 50 and 200.
+DISPERSION_READ = 450.0
+DISPERSION_MAC = 0.6
+BLOCK_UNIT_SIZE = 50
+SMALL_BLOCK_POWER = 0.8
 
 
 def choose_dispersion_method(n: int, dim: int, codes: np.ndarray, permutations: int) -> str:
@@ -334,7 +363,8 @@ def dispersion_costs(n: int, dim: int, codes: np.ndarray, permutations: int) -> 
     where it fits).  The cheaper one is the test's cost (a report's progress bar estimates with it)."""
     sizes = np.bincount(codes).astype(float)
     squares = float(np.sum(sizes ** 2))
-    costs = {"coordinates": permutations * float(np.sum(np.minimum(sizes * sizes * dim, sizes * dim * dim)))}
+    small = np.maximum(1.0, BLOCK_UNIT_SIZE / sizes) ** SMALL_BLOCK_POWER
+    costs = {"coordinates": permutations * float(np.sum(small * np.minimum(sizes * sizes * dim, sizes * dim * dim)))}
     # R's packed float64 triangle takes n^2 * 4 bytes, what PERMANOVA's budget counts for its float32 matrix
     if gram_dtype(n) is not None and POLL_EVERY * squares * 8 <= GATHER_BYTES:
         costs["gram"] = DISPERSION_MAC * n * n * dim / 2 + permutations * DISPERSION_READ * squares
@@ -395,7 +425,7 @@ def dispersion_test(unit: np.ndarray, d: Design, *, permutations: int = 999, see
     codes = (np.cumsum(tested) - 1)[d.codes[keep]]
     groups = int(tested.sum())
     kept = Design(codes, np.zeros(len(codes), dtype=np.int64), groups)
-    tested_unit = unit if keep.all() else unit[keep]      # one copy at most (n x d float64: 3 GB at 10^6 rows)
+    tested_unit = unit if keep.all() else unit[keep]      # one copy at most (n x d: 1.5 GB at 10^6 rows in float32)
     f_observed = float(spread_f(pair_sums(tested_unit, codes, groups)))
     permuted_f = AlignedPermutations(tested_unit, codes, groups, method, permutations)
     test = sequential(f_observed, permuted_f.batch, kept, permutations, seed, POLL_EVERY, progress, "aligned vectors",

@@ -305,7 +305,7 @@ class _CoordinateSums:
         # a tie with the observed grouping has a negligible chance (as for the float32 Gram matrix), and the
         # gathers, which are the cost, read half the bytes: 2.6x faster at n = 10,000 (bench/permanova.py)
         many = d.n > F64_GRAM_MAX_N and sizes.max() <= F32_SUM_MAX_GROUP and len(sizes) > FEW_GROUPS
-        self.unit, self.n = (unit.astype(np.float32) if many else unit), d.n
+        self.unit, self.n = (unit.astype(np.float32, copy=False) if many else unit), d.n
         self.order = np.argsort(d.codes, kind="stable")
         starts = np.r_[0, np.cumsum(sizes)[:-1]]
         # cut between groups, at the first group start past each multiple of BLOCK_ROWS
@@ -621,7 +621,7 @@ def permanova_vectors(unit: NDArray[np.float64], d: Design, *, permutations: int
     null = default_null(statistic, d) if default else null
     _check_null(null, statistic)
     n = d.n
-    total = unit.sum(axis=0)
+    total = unit.sum(axis=0, dtype=np.float64)
     ss_t = n - float(total @ total) / n
     check_unit_spread(unit, d.codes)
     if statistic == "welch" and default:

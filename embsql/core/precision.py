@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike
 from embsql.errors import fail
 
 RESOLUTION = math.sqrt(float(np.finfo(np.float64).eps))
+SPREAD_ROWS = 8_192      # unit_spread: rows per float64 temporary
 
 
 def _whose(model: object) -> str:
@@ -67,23 +68,47 @@ def resolved_groups(within: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 def unit_spread(unit: np.ndarray, codes: np.ndarray) -> tuple[float, float]:
-    """SS_T and SS_W of unit vectors (rows of ``unit``; ``codes`` 0..G-1 their groups), each summed
-    from centred rows (two-pass): the squared deviations are non-negative, so identical vectors give
-    a spread of rounding size (about eps), where n - ||sum u||^2 / n cancels to noise that can pass
-    the resolution floor."""
-    unit = np.asarray(unit, dtype=np.float64)
+    """SS_T and SS_W of unit vectors (rows of ``unit``, float64 or float32; ``codes`` 0..G-1 their groups),
+    each summed in float64 from centred rows (two-pass): the squared deviations are non-negative, so
+    identical vectors give a spread of rounding size (about eps), where n - ||sum u||^2 / n cancels to
+    noise that can pass the resolution floor.  Taken SPREAD_ROWS rows at a time: no n x d temporary."""
     codes = np.asarray(codes)
-    deviation = unit - unit.mean(axis=0)
-    ss_t = float(np.einsum("ij,ij->", deviation, deviation))
     counts = np.bincount(codes).astype(np.float64)
+    mean = unit.sum(axis=0, dtype=np.float64) / max(len(unit), 1)
     means = np.zeros((len(counts), unit.shape[1]))
-    np.add.at(means, codes, unit)
+    for low in range(0, len(unit), SPREAD_ROWS):
+        np.add.at(means, codes[low:low + SPREAD_ROWS], np.asarray(unit[low:low + SPREAD_ROWS], dtype=np.float64))
     means /= np.maximum(counts, 1.0)[:, None]
-    deviation = unit - means[codes]
-    return ss_t, float(np.einsum("ij,ij->", deviation, deviation))
+    ss_t = ss_w = 0.0
+    for low in range(0, len(unit), SPREAD_ROWS):
+        rows = np.asarray(unit[low:low + SPREAD_ROWS], dtype=np.float64)
+        deviation = rows - mean
+        ss_t += float(np.einsum("ij,ij->", deviation, deviation))
+        deviation = rows - means[codes[low:low + SPREAD_ROWS]]
+        ss_w += float(np.einsum("ij,ij->", deviation, deviation))
+    return ss_t, ss_w
 
 
 def check_unit_spread(unit: np.ndarray, codes: np.ndarray, *, model: object = None) -> None:
     """check_spread on the stable SS_T and SS_W of unit vectors in groups (unit_spread)."""
     ss_t, ss_w = unit_spread(unit, codes)
     check_spread(ss_t, ss_w, len(unit), model=model)
+
+
+# The report holds one model's rows at a time (embsql.reporting.sections.Run).  Up to ROWS_F64_BYTES
+# of float64 they are kept in float64; past that, in float32 (half the memory: 1.5 GB at 10^6 x 384),
+# when the model's spread is far above float32's rounding.  Storing a unit vector in float32 moves it by
+# about F32_EPS; the sums the tests take of the rows are summed in float64, so SS_W moves by about
+# F32_EPS / r relative (r = sqrt(SS_W / n)), below F32_SS_ERROR from r = F32_SPREAD on.
+ROWS_F64_BYTES = 1 << 30
+F32_EPS = float(np.finfo(np.float32).eps)
+F32_SS_ERROR = 1e-5
+F32_SPREAD = F32_EPS / F32_SS_ERROR
+
+
+def row_dtype(n: int, dim: int, ss_w: float) -> type[np.float64] | type[np.float32]:
+    """The dtype one model's n x dim unit vectors are held in: float64 up to ROWS_F64_BYTES, and
+    past that float32 when their within-group spread sqrt(ss_w / n) is at least F32_SPREAD."""
+    if n * dim * 8 <= ROWS_F64_BYTES or not n or not math.sqrt(max(ss_w, 0.0) / n) >= F32_SPREAD:
+        return np.float64
+    return np.float32

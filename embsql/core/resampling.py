@@ -13,6 +13,7 @@ equal numbers (as n - ||s||^2 / n would be), whatever the spread.  A replicate c
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -72,12 +73,31 @@ def _figure(name: str, n: Any, g: Any, ss_t: Any, ss_w: Any, ss_b: Any, sum_n2: 
     return (ms_b - ms_w) / (ms_b + (n0 - 1) * ms_w)
 
 
-def _parts(sums: GroupSums) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per group: n_g, within_g, a_g = n_g (m_g - c) and n_g ||m_g - c||^2, c the full-sample mean."""
+Parts = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+# _parts of each GroupSums still alive (by id, with a weak reference that says it is the same object): a
+# report asks for them some 40 times per model, and at 10^5 rows they cost about 40 ms each
+_PARTS: dict[int, tuple[weakref.ref[GroupSums], Parts]] = {}
+
+
+def _parts(sums: GroupSums) -> Parts:
+    """Per group: n_g, within_g, a_g = n_g (m_g - c) and n_g ||m_g - c||^2, c the full-sample mean
+    (read-only arrays, computed once per GroupSums: GroupSums is frozen)."""
+    found = _PARTS.get(id(sums))
+    if found is not None and found[0]() is sums:
+        return found[1]
     counts = sums.counts.astype(float)
     centre = sums.sums.sum(axis=0) / counts.sum()
     offsets = (sums.sums / counts[:, None] - centre) * counts[:, None]
-    return counts, sums.within_ss(), offsets, between_ss(sums, centre)
+    parts = (counts, np.array(sums.within_ss(), dtype=float), offsets, between_ss(sums, centre))
+    for array in parts:
+        array.flags.writeable = False
+    key = id(sums)
+
+    def forget(_: weakref.ref[GroupSums]) -> None:
+        _PARTS.pop(key, None)
+
+    _PARTS[key] = (weakref.ref(sums, forget), parts)
+    return parts
 
 
 def _between(between: np.ndarray, offset: np.ndarray, n: np.ndarray) -> np.ndarray:

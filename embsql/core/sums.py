@@ -42,8 +42,7 @@ class GroupSums:
         names = sorted(set(labels), key=sort_key)
         accumulator = Accumulator(dim=unit.shape[1])
         lookup = dict(zip(names, accumulator.codes(names)))
-        accumulator.add_unit(np.fromiter((lookup[x] for x in labels), np.int64, len(labels)),
-                             np.asarray(unit, dtype=np.float64))
+        accumulator.add_unit(np.fromiter((lookup[x] for x in labels), np.int64, len(labels)), unit)
         return accumulator.result()
 
     def within_ss(self) -> np.ndarray:
@@ -132,7 +131,8 @@ class Accumulator:
         self._add(codes, raw, lambda x, rows: normalise(x, where, vector, rows), scaled=True)
 
     def add_unit(self, codes: np.ndarray, unit: np.ndarray) -> None:
-        """Add rows that are unit vectors already (float64; their norms are not assumed to be 1)."""
+        """Add rows that are unit vectors already (float64 or float32, summed in float64 a few rows at a time;
+        their norms are not assumed to be 1)."""
         self._add(codes, unit, lambda x, rows: None, scaled=False)
 
     def _add(self, codes: np.ndarray, raw: np.ndarray, normalise: Callable[[np.ndarray, np.ndarray], None],

@@ -28,6 +28,7 @@ from embsql.io.sources import Source
 from embsql.result_table import ResultTable
 
 BATCH_ROWS = 65_536
+UNIT_CHUNK = 8_192      # model_unit_rows: rows scaled per float64 temporary (25 MB at d = 384)
 R = TypeVar("R")
 
 # ---- Bad rows.  A NULL, zero or non-finite vector is an error naming its row (bad_rows="error", the
@@ -135,20 +136,22 @@ def _column(name: str) -> exp.Column:
 
 
 def _query(source: Source, group: str, vector: str, model: str | None, item: str | None, extra: str | None,
-           extra_role: str = "strata", group_role: str = "group") -> exp.Select:
+           extra_role: str = "strata", group_role: str = "group", one_model: bool = False) -> exp.Select:
+    """The rows' query; with ``one_model``, only the rows whose model is the query's one parameter (?)."""
     for name, role in ((group, group_role), (model, "model"), (item, "item"), (extra, extra_role)):
         if name is not None:
             source.require(name, role)
     source.vector_dimension(vector)
     if model is not None and model == group:
         raise InputError(f"model column {model!r} is also the {group_role} column; pass the column that names each row's model")
-    return exp.select(
+    select = exp.select(
         exp.alias_(_column(model) if model else exp.null(), B),
         exp.alias_(_column(group), G),
         exp.alias_(_column(vector), V),
         exp.alias_(_column(item) if item else exp.null(), KEY),
         exp.alias_(_column(extra) if extra else exp.null(), EXTRA),
     ).from_(source.table.copy())
+    return select.where(exp.EQ(this=_column(model), expression=exp.Placeholder())) if one_model and model else select
 
 
 Part = tuple[object, list, np.ndarray, np.ndarray, pa.Array, "RowNamer"]
@@ -156,9 +159,11 @@ Part = tuple[object, list, np.ndarray, np.ndarray, pa.Array, "RowNamer"]
 
 def _stream(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str, model: str | None = None,
             item: str | None = None, extra: str | None = None, unit: bool = True, extra_role: str = "strata",
-            group_role: str = "group", skip: Skipped | None = None) -> Iterator[Part]:
+            group_role: str = "group", skip: Skipped | None = None, only: tuple[object] | None = None) -> Iterator[Part]:
     """Yield (model value, labels, label codes, vectors, extra values, row namer) per part of each Arrow batch.
 
+    ``only``: (a model value,) to read that model's rows alone (DuckDB filters them; rows are then
+    numbered within them).
     Vectors are checked and scaled to unit length, or with ``unit=False`` checked for NULLs and
     lengths only and returned as they are (the caller scales them and checks their norms).
     ``group_role`` names the label column in messages (e.g. "item" when items are the labels).
@@ -167,8 +172,9 @@ def _stream(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: 
     (and counted there) before anything else is checked."""
     dims: dict[object, int] = {}
     first_row = kept = 0
-    query = _query(source, group, vector, model, item, extra, extra_role, group_role)
-    for batch in con.sql(query.sql("duckdb")).to_arrow_reader(BATCH_ROWS):
+    query = _query(source, group, vector, model, item, extra, extra_role, group_role, one_model=only is not None)
+    params = list(only) if only is not None and model is not None else None
+    for batch in con.sql(query.sql("duckdb"), params=params).to_arrow_reader(BATCH_ROWS):
         read = batch.num_rows
         if model is not None:
             _check_models(batch.column(B), model, RowNamer(batch, np.arange(batch.num_rows), first_row, group_role,
@@ -282,6 +288,38 @@ def unit_rows(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector
         extra_values = np.asarray([x for chunk in parts[value] for x in chunk[1]], dtype=object) if extra else None
         out.append((value, UnitRows(labels, unit[value], extra_values)))
     return out
+
+
+def model_unit_rows(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: str, model: str | None,
+                    value: object, rows: int, dtype: type[np.float64] | type[np.float32] = np.float64,
+                    skip: Skipped | None = None) -> UnitRows:
+    """The checked unit vectors of one model (``value`` of the ``model`` column; every row when ``model`` is
+    None) and their labels: ``rows`` rows (stage 1 counted them), each batch scaled straight into one n x d
+    array of ``dtype`` as it is read (norms in float64), so the peak is that array and one batch.
+
+    The report reads its models one at a time with it (embsql.reporting.sections.Run), so that only
+    one model's rows are held at once."""
+    unit = np.empty((rows, 0 if rows == 0 else 1), dtype=dtype)
+    labels: list[np.ndarray] = []
+    low = 0
+    for _, names, codes, raw, _, where in _stream(con, source, group, vector, model, unit=False, skip=skip,
+                                                  only=(value,)):
+        if unit.shape[1] != raw.shape[1]:
+            unit = np.empty((rows, raw.shape[1]), dtype=dtype)
+        if low + len(raw) > rows:
+            raise InputError(f"the rows of {source.name!r} changed while the report read them "
+                             f"(more than the {rows} counted)")
+        for start in range(0, len(raw), UNIT_CHUNK):   # float64 norms, a few rows at a time
+            chunk = np.array(raw[start:start + UNIT_CHUNK], dtype=np.float64)
+            normalise(chunk, where, vector, rows=np.arange(start, start + len(chunk)))
+            unit[low + start:low + start + len(chunk)] = chunk
+        named = np.empty(len(names), dtype=object)
+        named[:] = names
+        labels.append(named[codes])
+        low += len(raw)
+    if low != rows:
+        raise InputError(f"the rows of {source.name!r} changed while the report read them ({low} read, {rows} counted)")
+    return UnitRows(np.concatenate(labels) if labels else np.empty(0, dtype=object), unit, None)
 
 
 class RowNamer:

@@ -462,7 +462,7 @@ class Report:
                 notes.append(f"no jackknife, interval or comparison for {whose(value, verb=False)}: it has "
                              f"{len(sums.counts)} groups, and they need at least {resampling.MIN_GROUPS}")
         run = Run(self, parts, [(value, sums) for value, sums in ordered if len(sums.counts) >= resampling.MIN_GROUPS],
-                  summary, con=con, progress=progress, notes=notes)
+                  summary, con=con, progress=progress, notes=notes, wanted=tuple(wanted))
         ranks = run.ranks if "ranking" in wanted else None
         sections: list[Section] = []
         # one progress bar for every section, each with its share of the estimated work (progress_plan)

@@ -5,7 +5,8 @@ its notes) and returns the sections it adds (none when it has nothing to show). 
 them in report order; adding a section is adding one Entry.  Sections whose ``off_duckdb`` is not
 "run" read the rows themselves, which only the DuckDB path does: "drop" leaves them out of a
 default report on another engine, "refuse" makes them an error there.  The two permutation tests
-share one read of the rows (Run.rows).
+run together, model by model, as each model's rows are read (Run.test_rows): one model's rows are
+held at a time.
 
 The builders read the report's settings through :class:`Settings` (which embsql.reporting.build's
 Report has), so this module does not import the builder that imports it.
@@ -27,12 +28,13 @@ from embsql.core.dispersion import MIN_GROUP, dispersion_costs
 from embsql.core.model_comparison import BOOTSTRAP_COLUMNS, COMPARE_COLUMNS, bootstrap_row, compare_row, same_groups_problem
 from embsql.core.model_ranking import structure_rows
 from embsql.core.permutation import method_costs
+from embsql.core.precision import row_dtype
 from embsql.core.row_tests import Ordered, dispersion_rows, ordered, permanova_row
 from embsql.core.sums import GroupSums
 from embsql.errors import DesignError, InputError
 from embsql.io.retrieval_tables import report_tables
 from embsql.io.sources import resolve
-from embsql.io.table_stream import Skipped, unit_rows
+from embsql.io.table_stream import Skipped, model_unit_rows
 from embsql.progress import DISPERSION_LABEL, RunProgress, permutations_label
 from embsql.reporting import cautions, rank_sets
 from embsql.reporting.geometry import models_section
@@ -102,21 +104,32 @@ class Run:
     interval_notes: list[str] = field(default_factory=list)   # said after those of the group-sums sections
     bar: RunProgress = field(default_factory=lambda: RunProgress([]))   # the report's one bar (progress_plan)
     ranks: Blocks = field(default_factory=Blocks)      # the ranking section's blocks (reporting.rank_sets)
-    _rows: list[tuple[object, Ordered]] | None = None
+    wanted: Sequence[str] = ()                         # the sections this run builds
+    _tests: dict[str, list[dict[str, Any]]] | None = None
 
-    def rows(self) -> list[tuple[object, Ordered]]:
-        """Every model's unit vectors in canonical order: read from DuckDB once, for both tests."""
-        if self._rows is None:
-            assert self.con is not None, "only the DuckDB path reads rows (Report._check_engine_sections)"
-            report = self.report
-            source = resolve(self.con, report.rows_source(self.con))
-            parts = unit_rows(self.con, source, report.group, report.vector, model=report.model,
-                              skip=Skipped.asked(report.bad_rows))
-            self._rows = []
-            while parts:   # each model's rows as read are let go once they are in canonical order (one copy)
-                value, part = parts.pop(0)
-                self._rows.append((value, ordered(part, report.group)))
-        return self._rows
+    def model_rows(self, value: object, sums: GroupSums) -> Ordered:
+        """One model's unit vectors in canonical order, read from DuckDB (stage 1's ``sums`` count them), in
+        the dtype core.precision.row_dtype gives (float32 past 1 GiB of float64) and reordered in place."""
+        assert self.con is not None, "only the DuckDB path reads rows (Report._check_engine_sections)"
+        report = self.report
+        n, dim = int(sums.counts.sum()), sums.sums.shape[1]
+        part = model_unit_rows(self.con, resolve(self.con, report.rows_source(self.con)), report.group,
+                               report.vector, report.model, value, n, row_dtype(n, dim, float(sums.within_ss().sum())),
+                               skip=Skipped.asked(report.bad_rows))
+        return ordered(part, report.group, in_place=True)
+
+    def test_rows(self, name: str) -> list[dict[str, Any]]:
+        """The rows of one of ROW_TESTS, a row per model.  The first call runs every wanted one, model by
+        model: each model's rows are read, tested and let go before the next model's are read."""
+        if self._tests is None:
+            self._tests = {test: [] for test in ROW_TESTS}
+            tests = [test for test in ROW_TESTS if test in self.wanted]
+            for value, sums in self.parts:
+                rows = self.model_rows(value, sums)
+                for test in tests:
+                    self._tests[test].append(ROW_TESTS[test](self, value, rows))
+                del rows
+        return self._tests[name]
 
 
 @dataclass(frozen=True)
@@ -245,28 +258,39 @@ def _needs_permutations(entry: Entry, run: Run) -> None:
 
 def _permanova(entry: Entry, run: Run) -> list[Section]:
     _needs_permutations(entry, run)
-    report, rows = run.report, []
-    for value, model_rows in run.rows():
-        with run.bar.part(("permanova", value)) as tick:
-            row = {"model": value, **permanova_row(model_rows, value, permutations=report.permutations,
-                                                   seed=report.seed, progress=tick,
-                                                   stop_after=sequential_stop(report.stop_after, report.permutations))}
-        run.summary[value]["p_value"] = row["p_value"]
-        rows.append(row)
-    return [entry.section(("model", "f", "r2", "p_value", "permutations"), rows)]
+    return [entry.section(("model", "f", "r2", "p_value", "permutations"), run.test_rows("permanova"))]
+
+
+def _permanova_of(run: Run, value: object, rows: Ordered) -> dict[str, Any]:
+    """One model's PERMANOVA row (and its summary's p_value)."""
+    report = run.report
+    with run.bar.part(("permanova", value)) as tick:
+        row = {"model": value, **permanova_row(rows, value, permutations=report.permutations, seed=report.seed,
+                                               progress=tick,
+                                               stop_after=sequential_stop(report.stop_after, report.permutations))}
+    run.summary[value]["p_value"] = row["p_value"]
+    return row
 
 
 def _dispersion(entry: Entry, run: Run) -> list[Section]:
     _needs_permutations(entry, run)
-    report, rows = run.report, []
-    for value, model_rows in run.rows():
-        with run.bar.part(("dispersion", value)) as tick:
-            test, _ = dispersion_rows(model_rows, permutations=report.permutations, seed=report.seed, progress=tick,
-                                      stop_after=sequential_stop(report.stop_after, report.permutations))
-        run.summary[value]["dispersion_p"] = test["p_value"]
-        rows.append({"model": value, **test})
     return [entry.section(("model", "groups", "f", "p_value", "permutations", "groups_left_out", "items_left_out",
-                           "note"), rows)]
+                           "note"), run.test_rows("dispersion"))]
+
+
+def _dispersion_of(run: Run, value: object, rows: Ordered) -> dict[str, Any]:
+    """One model's dispersion test row (and its summary's dispersion_p)."""
+    report = run.report
+    with run.bar.part(("dispersion", value)) as tick:
+        test, _ = dispersion_rows(rows, permutations=report.permutations, seed=report.seed, progress=tick,
+                                  stop_after=sequential_stop(report.stop_after, report.permutations))
+    run.summary[value]["dispersion_p"] = test["p_value"]
+    return {"model": value, **test}
+
+
+# the tests on one model's rows, in the order they run on each model as it is read (Run.test_rows)
+ROW_TESTS: dict[str, Callable[[Run, object, Ordered], dict[str, Any]]] = {
+    "permanova": _permanova_of, "dispersion": _dispersion_of}
 
 
 def _retrieval(entry: Entry, run: Run) -> list[Section]:
@@ -341,8 +365,9 @@ ROW_NS = 1.0                    # a section that reads rows, without a cost mode
 def progress_plan(report: Settings, parts: list[tuple[object, GroupSums]],
                   wanted: Sequence[str]) -> list[tuple[Any, str, int]]:
     """The parts of a report's run for its one bar (embsql.progress.RunProgress), in the order they run: the
-    sections on the group sums, then each model's PERMANOVA and dispersion test, then the other sections
-    that read rows; (key, label, estimated milliseconds, at least 1)."""
+    sections on the group sums, then each model's PERMANOVA and dispersion test (model by model, as
+    Run.test_rows runs them), then the other sections that read rows; (key, label, estimated milliseconds,
+    at least 1)."""
     plan: list[tuple[Any, str, int]] = []
 
     def add(key: Any, label: str, nanoseconds: float) -> None:
@@ -353,19 +378,22 @@ def progress_plan(report: Settings, parts: list[tuple[object, GroupSums]],
         for name, entry in REGISTRY.items():
             if name not in wanted or (entry.off_duckdb == "run") != on_sums:
                 continue
-            if name in ("permanova", "dispersion"):
-                for value, counts, dim in shapes:
+            if name in ROW_TESTS:
+                if name != next(test for test in ROW_TESTS if test in wanted):
+                    continue        # every row test was planned with the first, model by model
+                for (value, counts, dim), test in ((shape, test) for shape in shapes for test in ROW_TESTS
+                                                    if test in wanted):
                     codes = np.repeat(np.arange(len(counts)), counts)
-                    if name == "permanova":
+                    if test == "permanova":
                         cost = READ_NS * min(method_costs(len(codes), dim, codes, report.permutations).values())
-                        add((name, value), permutations_label(value), cost)
+                        add((test, value), permutations_label(value), cost)
                     else:
                         tested = codes[np.repeat(counts >= MIN_GROUP, counts)]
                         tested = np.unique(tested, return_inverse=True)[1]
                         costs = dispersion_costs(len(tested), dim, tested, report.permutations)
                         route = min(costs, key=costs.__getitem__)     # the route choose_dispersion_method takes
                         cost = DISPERSION_NS[route] * costs[route]
-                        add((name, value), DISPERSION_LABEL if value is None else f"{DISPERSION_LABEL} ({value})", cost)
+                        add((test, value), DISPERSION_LABEL if value is None else f"{DISPERSION_LABEL} ({value})", cost)
                 continue
             if name in RESAMPLE_NS:   # replicates x groups x d per model (compare: per pair of models)
                 size = sum(report.replicates * len(counts) * dim for _, counts, dim in shapes)
