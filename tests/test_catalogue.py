@@ -195,7 +195,11 @@ def test_udfs_raise_no_embsql_message_of_their_own():
         assert "embsql:" not in text.replace('"embsql: [', ""), path.name
         assert "except " not in text or path.name == "retrieval.py", path.name   # retrieval adds the table name
         for name in re.findall(r'"function": (\w+)', text):
-            assert re.search(rf"@sql_errors(\([^)]*\))?\ndef {name}\(", text), f"{path.name}: {name} is not decorated"
+            # a kernel, or an adapter that returns its decorated inner kernel (udfs/declared.py)
+            decorated = (re.search(rf"@sql_errors(\([^)]*\))?\ndef {name}\(", text)
+                         or re.search(rf"\ndef {name}\(.*?\n    @sql_errors(\([^)]*\))?\n    def kernel\("
+                                      r".*?\n    return kernel\n", text, re.S))
+            assert decorated, f"{path.name}: {name} is not decorated"
 
 
 def build_module():

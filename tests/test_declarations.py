@@ -53,7 +53,8 @@ SQL_NOT_DECLARED = {
     "emb_dispersion", "emb_dispersion_groups", "emb_permanova_terms", "emb_permanova_terms_dist", "emb_jackknife",
     "emb_bootstrap", "emb_compare", "emb_rank_models", "emb_retrieval_dose", "emb_knn_classify",
     "emb_knn_classify_items", "emb_centroid_classify", "emb_similarity_eval", "emb_compare_similarity",
-    "emb_compare_classification", "emb_retrieval_eval", "emb_compare_retrieval",
+    "emb_compare_classification", "emb_retrieval_eval", "emb_compare_retrieval", "emb_rank_retrieval",
+    "emb_rank_similarity", "emb_rank_classification", "emb_rank_cka",
 }
 # the pure-SQL tier the stock CLI runs without Python (sql/modules/)
 PURE_SQL = {

@@ -146,10 +146,11 @@ def _ranking(model_col, statistic, replicates, seed):
 
 @sql_errors
 def emb__rank_similarity(ptbl, pnames, ptypes, a_col, b_col, score_col, a, b, score, etbl, enames, etypes, item_col,
-                         model_col, vector_col, models, items, vectors, missing, level, statistic, replicates, seed):
+                         model_col, vector_col, models, items, vectors, rows, missing, level, statistic, replicates,
+                         seed):
     """emb_rank_similarity (sql/python/97_model_ranking_families.sql): embsql.rank_models' similarity family."""
     return _each((ptbl, pnames, ptypes, a_col, b_col, score_col, a, b, score, etbl, enames, etypes, item_col,
-                  model_col, vector_col, models, items, vectors, missing, level),
+                  model_col, vector_col, models, items, vectors, rows, missing, level),
                  _ranking(model_col, statistic, replicates, seed))
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+from sqlglot import exp
 
 from embsql.core.labels import clean_labels
 from embsql.errors import fail
@@ -22,11 +23,13 @@ INPUTS = ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "VARCHAR", "VARCHAR", "VARCHAR", 
 LABELS = ("model_a", "model_b", "item", "reference")      # output columns SQL holds as text
 
 
-def read_models(row: int, tbl, names, types, item_col, model_col, vector_col, group_col, models, items, groups,
-                vectors, rows) -> tuple[dict, dict | None, str | None]:
+def read_models(row: int, tbl: pa.Array, names: pa.Array, types: pa.Array, item_col: pa.Array, model_col: pa.Array,
+                vector_col: pa.Array, group_col: pa.Array, models: pa.Array, items: pa.Array, groups: pa.Array,
+                vectors: pa.Array, rows: pa.Array) -> tuple[dict, dict | None, str | None]:
     """(model -> (item ids, unit vectors), model -> group labels or None, group column) for one call row."""
     scalar = lambda array: array[row].as_py()
-    source = Source(scalar(tbl), None, dict(zip(scalar(names), scalar(types))))
+    # no expression to select from: the UDF has the rows already, and only checks the columns
+    source = Source(scalar(tbl), exp.Table(), dict(zip(scalar(names), scalar(types))))
     source.require(scalar(item_col), "item")
     source.require(scalar(model_col), "model")
     group = scalar(group_col)

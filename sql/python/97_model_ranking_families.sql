@@ -114,7 +114,7 @@ SELECT * FROM emb__ranked_rows(embeddings, model, (
     FROM (SELECT emb__rank_similarity(__emb_ptbl, __emb_pnames, __emb_ptypes, __emb_a_col, __emb_b_col, __emb_s_col,
                                       __emb_pa, __emb_pb, __emb_ps, __emb_tbl, __emb_names, __emb_types,
                                       __emb_item_col, __emb_model_col, __emb_vector_col, __emb_b, __emb_x, __emb_v,
-                                      'error', emb__level_argument(level), statistic,
+                                      __emb_rows, 'error', emb__level_argument(level), statistic,
                                       emb__whole_argument(replicates, 'replicates'),
                                       emb__whole_argument(seed, 'seed')) AS __emb_r
           FROM emb__similarity_inputs(pairs, emb__checked_source(embeddings, 'emb_rank_similarity', model,
