@@ -272,7 +272,7 @@ def test_faces_are_plain_small_and_documented(face):
     parameters = inspect.signature(function).parameters
     assert not hasattr(function, "__wrapped__")                            # no decorator
     # compare_retrieval takes one more: intervals= (marginal or simultaneous), as compare does
-    assert len(parameters) <= (11 if face == "compare_retrieval" else 10)
+    assert len(parameters) <= (12 if face == "compare_retrieval" else 10)
     assert all(p.kind is not inspect.Parameter.VAR_KEYWORD for p in parameters.values())
     columns = {"qid", "group", "level", "positive", "vector", "doc_id", "doc_group", "doc_vector", "relevance"}
     # compare_retrieval's group is the evaluation's group column, its level the confidence level

@@ -10,10 +10,12 @@
 -- name and type, in the kernel's order (model order).
 CREATE OR REPLACE TEMP MACRO emb__ranked_rows(source, model, ranked) AS TABLE
 WITH r AS (SELECT unnest(ranked) AS __emb_x, unnest(range(len(ranked))) AS __emb_o),
-m AS (SELECT DISTINCT COLUMNS(lambda c: c = model),
+-- (the model column with __emb_null beside it: a missing model column then binds, and the kernel
+-- refuses it naming the column, as every other function does)
+m AS (SELECT DISTINCT COLUMNS(lambda c: c IN (model, '__emb_null')),
              coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_k
       FROM (SELECT *, NULL AS __emb_null FROM query_table(source)))
-SELECT m.* EXCLUDE (__emb_k), r.__emb_x.statistic AS statistic, r.__emb_x.estimate AS estimate,
+SELECT m.* EXCLUDE (__emb_k, __emb_null), r.__emb_x.statistic AS statistic, r.__emb_x.estimate AS estimate,
        r.__emb_x.ci_low AS ci_low, r.__emb_x.ci_high AS ci_high, r.__emb_x.rank AS rank,
        r.__emb_x.rank_low AS rank_low, r.__emb_x.rank_high AS rank_high, r.__emb_x.top AS top,
        r.__emb_x.level AS level, r.__emb_x.calibrated AS calibrated
