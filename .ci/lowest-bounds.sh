@@ -3,8 +3,8 @@
 # venv of its own (.venv-lowest): uv (from PyPI) installs embsql with its direct dependencies
 # resolved to their lowest allowed versions (--resolution lowest-direct), then the test tools on
 # top, held to those versions by a constraints file.  EMBSQL_LOWEST_BOUNDS=1 makes
-# tests/test_dependency_bounds.py check that the venv holds exactly the bounds.  Ruff and mypy
-# (tests/test_tooling.py) check the code, not the versions: they run in the main suite only.
+# tests/project/test_dependency_bounds.py check that the venv holds exactly the bounds.  Ruff and mypy
+# (tests/project/test_tooling.py) check the code, not the versions: they run in the main suite only.
 # test_hand_worked_three_groups takes its reference from scipy's t.ppf to 1e-12; the newest scipy
 # beside numpy 1.24 (1.15) gives t.ppf(0.975, 2) 1.2e-11 off the exact value that embsql (and
 # scipy 1.17) compute, so it runs in the main suite only.
@@ -30,5 +30,5 @@ PY
 uv pip install -q --python .venv-lowest/bin/python -c .venv-lowest/bounds.txt $tools
 echo "lowest allowed runtime dependencies: $(grep -iE '^(duckdb|pyarrow|numpy|sqlglot|rich|matplotlib)==' .venv-lowest/bounds.txt | tr '\n' ' ')"
 EMBSQL_LOWEST_BOUNDS=1 .venv-lowest/bin/pytest -q -n auto --dist loadscope -m "not engines and not browser and not slow" \
-    --deselect tests/test_tooling.py --deselect tests/test_compare_retrieval.py::test_hand_worked_three_groups tests
+    --deselect tests/project/test_tooling.py --deselect tests/api/test_compare_retrieval.py::test_hand_worked_three_groups tests
 echo "lowest-bounds step: $((SECONDS - start)) s"

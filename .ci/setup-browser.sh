@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Headless Chromium for tests/test_html_browser.py (Debian's package; the test drives it with
+# Headless Chromium for tests/report/test_html_browser.py (Debian's package; the test drives it with
 # playwright's bundled driver, so no browser build is downloaded).  Idempotent: installs only
 # when /usr/bin/chromium is missing.  DejaVu fonts so that text renders on a bare machine.
 set -euo pipefail

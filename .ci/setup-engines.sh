@@ -4,10 +4,10 @@
 # Debian/Ubuntu, as root (or with sudo).
 #
 # Which PostgreSQL runs what:
-# - Debian's postgresql package (installed here; 15 on bookworm) runs tests/test_engines_live.py,
-#   tests/test_engines_report.py and the double precision[] line of bench/engines.py.  It has no
-#   pgvector, which is what tests/test_pgvector.py::test_a_server_without_the_extension_is_named needs.
-# - pgvector's tests (tests/test_pgvector.py) and the pgvector line of bench/engines.py run on
+# - Debian's postgresql package (installed here; 15 on bookworm) runs tests/engines/test_engines_live.py,
+#   tests/engines/test_engines_report.py and the double precision[] line of bench/engines.py.  It has no
+#   pgvector, which is what tests/engines/test_pgvector.py::test_a_server_without_the_extension_is_named needs.
+# - pgvector's tests (tests/engines/test_pgvector.py) and the pgvector line of bench/engines.py run on
 #   PostgreSQL 16.2 with pgvector 0.6.2 from the PyPI wheel `pgserver` (the `test` extra; nothing to
 #   install here: Debian's package list has no pgvector, and building it from source would add a
 #   compiler and the server headers to CI's time).  pgserver starts it in about a second; as root it

@@ -15,7 +15,7 @@ first takes longer than --slow seconds), its ratio to DuckDB, the bytes stage 1 
 themselves), the RSS of this process, and the largest relative difference of every figure from
 DuckDB's (it must be <= 1e-9: the engines only add in another order; for pgvector, which stores and
 multiplies in float32, the decomposition within its derived float32 bound, 6 * 2^-23 / min(R² V, W̄),
-see tests/test_pgvector.py).  The peak RSS of the engine's own processes (the PostgreSQL server
+see tests/engines/test_pgvector.py).  The peak RSS of the engine's own processes (the PostgreSQL server
 and its backends, Spark's JVM) is sampled while the report runs.  Stage 2 alone is timed once
 on DuckDB's sums, so each engine's stage-1 share is its time minus that.
 

@@ -6,11 +6,11 @@ Nothing here is written by hand, so the reference cannot drift from what it desc
   ``embsql.__all__``, placed by the module that defines it (a name from a module not listed in
   AREAS gets a page of its own module, so a new public function appears without editing this file);
 - the SQL reference: the doc blocks above the macros (embsql.sql_reference, the source sql/README.md
-  and tests/test_sql_reference.py read too);
+  and tests/sql/test_sql_reference.py read too);
 - the command line: embsql.cli's argparse parser;
 - the error catalogue: embsql.errors.CATALOGUE.
 
-``pages()`` returns every generated page as {path under docs/: Markdown}; tests/test_docs_site.py
+``pages()`` returns every generated page as {path under docs/: Markdown}; tests/docs/test_docs_site.py
 reads it too.
 """
 
@@ -368,7 +368,7 @@ NOTEBOOK_TOOLS = ("nbclient", "nbconvert", "nbformat", "ipykernel")
 def notebook_files() -> dict[str, str]:
     """notebook.html and notebook.ipynb: the notebook guide run on a kernel.  Without the notebook tools
     (the test extra has them; the docs extra alone does not) the build still passes, with a page that
-    shows the cells unexecuted and says what to install; tests/test_docs_site.py holds CI's page executed."""
+    shows the cells unexecuted and says what to install; tests/docs/test_docs_site.py holds CI's page executed."""
     import html
     import importlib.util
     import json

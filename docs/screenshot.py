@@ -4,7 +4,7 @@
     python docs/screenshot.py        # from the checkout's root; needs playwright and /usr/bin/chromium
 
 The command it ran is written into the PNG (a tEXt chunk, key ``embsql-command``), so that
-tests/test_readme_python.py can check that the picture is the README command's report.
+tests/docs/test_readme_python.py can check that the picture is the README command's report.
 """
 
 from __future__ import annotations

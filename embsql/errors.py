@@ -125,7 +125,7 @@ _VECTOR = "vector column {column} has a {word} vector at {where}; vectors must b
 _ARGUMENT = "{name} must be {rule}, not {value}"
 
 # kind -> Check.  The design kinds are also SQL macros (sql/build.py); the other SQL messages carry
-# their kind and say the same thing in place (tests/test_catalogue.py holds both to this table).
+# their kind and say the same thing in place (tests/api/test_catalogue.py holds both to this table).
 CATALOGUE: dict[str, Check] = {
     # ---- the design: the grouping leaves the statistic undefined
     "design.one_group": Check(DesignError, "{subject} has only one group{where}: {needs} needs at least two"),

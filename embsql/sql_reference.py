@@ -20,7 +20,7 @@ with no tag continues the one before it.  Whether a function runs in the stock D
 is loaded after the Python UDFs.  The examples read the tables of sql/examples.sql.
 
 sql/build.py renders sql/README.md from these blocks (and generates the list of output columns
-that a model column must not be named like); tests/test_sql_reference.py holds every block to
+that a model column must not be named like); tests/sql/test_sql_reference.py holds every block to
 what DuckDB registers.
 """
 

@@ -3,7 +3,7 @@
 A concept has one name on every surface: the SQL functions' named arguments (``model := 'm'``),
 the Python faces' keywords (``model='m'``), the command line's flags (``--model m``) and the
 report file's keys (``model = "m"``).  A flag is the name with ``-`` for ``_`` (``--doc-id``).
-The reference's vocabulary page is generated from :data:`NAMES`, and tests/test_vocabulary.py
+The reference's vocabulary page is generated from :data:`NAMES`, and tests/api/test_vocabulary.py
 reads every SQL macro's, Python face's and CLI flag's parameters and fails on a name that is not
 here.  A name a function does not take is an error: Python's own TypeError for a face, ``embsql:
 [argument.unknown]`` listing what the function takes for a SQL function (embsql.run_sql), exit 2 and
@@ -156,7 +156,7 @@ RESULTS: dict[str, str] = {
 # column holds.  A column that echoes an argument (level, alpha, k, statistic, method, ...) is that
 # argument's name and means what OPTIONS says.  One name, one meaning: `level` is only a confidence level,
 # `p_adjusted` the only adjusted p-value, `invariance` the level of the invariance hierarchy.
-# tests/test_vocabulary.py holds every SQL function's documented columns and every *_COLUMNS tuple to this.
+# tests/api/test_vocabulary.py holds every SQL function's documented columns and every *_COLUMNS tuple to this.
 OUTPUTS: dict[str, str] = {
     # counts and design
     "n": "the number of vectors (or rows, or labelled items) the figure is computed on",

@@ -19,7 +19,7 @@ It also writes sql/python/86_statistics.sql: the macro and reference block of ev
 statistic (embsql.statistics; their UDF is udfs/declared.py), so that those are written once, in
 the declaration.
 Run after editing a module, a doc block or the catalogue:  python sql/build.py
-(tests/test_surfaces.py and tests/test_sql_reference.py check both files are current)
+(tests/api/test_surfaces.py and tests/sql/test_sql_reference.py check both files are current)
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """Builders of small Arrow tables for the tests, and helpers to read SQL results and errors."""
 
+from pathlib import Path
+
 import duckdb
 import numpy as np
 import pyarrow as pa
@@ -7,6 +9,10 @@ import pytest
 
 import embsql
 from embsql import sql_reference
+
+TESTS = Path(__file__).resolve().parent      # the tests folder: reference/ and golden/ are here
+ROOT = TESTS.parent                            # the checkout
+
 
 
 def example_connection():

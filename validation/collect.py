@@ -13,7 +13,7 @@ cautions and the documentation, which name the key as ``{{figure KEY}}`` (the se
 ``{{figure KEY range}}`` (``low–high%``).  So a figure is written once, here, from the data.
 
 After a rerun that changes a stored output: run this script and commit both files
-(tests/test_figures.py checks that calibration.json is what this script makes of the outputs).
+(tests/project/test_figures.py checks that calibration.json is what this script makes of the outputs).
 Rates are in percent.
 """
 

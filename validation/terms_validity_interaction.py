@@ -3,7 +3,7 @@ permuted within the levels of its first factor), beside 'residuals_free' (free F
 (adonis2), on validation/terms_validity.py's interaction design (a 3 x b 2, unequal cells, n = 120, b null:
 y depends on a only) across the strength of a, isotropic and anisotropic noise, four draws of a's
 centres, 'b main' (a and b effects on orthogonal axes) and d = 384; and on a design whose levels of a
-differ much in spread and size (tests/test_permanova_terms.py's: centres of norm 0.2, 1, 3 before
+differ much in spread and size (tests/core/test_permanova_terms.py's: centres of norm 0.2, 1, 3 before
 normalising, 24/36/60 items, b's split 20/50/80% by level of a).
 
     OPENBLAS_NUM_THREADS=1 nice -n 10 python validation/terms_validity_interaction.py [--reps R] \
@@ -28,7 +28,7 @@ SCHEMES = (("residuals", None), ("residuals_free", None), ("rows", None))
 
 
 def spread_design(reps: int, seed: int = 31) -> str:
-    """The design of unequal spreads and sizes (as tests/test_permanova_terms.py), ``reps`` data sets."""
+    """The design of unequal spreads and sizes (as tests/core/test_permanova_terms.py), ``reps`` data sets."""
     rng = np.random.default_rng(seed)
     n, d = 120, 16
     a = np.repeat([0, 1, 2], [24, 36, 60])

@@ -340,7 +340,7 @@ class _GramSums:
 
 
 # Relative costs on this machine, in units of one multiply-add of a batched block product of groups of
-# BLOCK_UNIT_SIZE (bench/dispersion_routes.py, BLAS on one thread as the kernels hold it; tests/test_dispersion_methods.py
+# BLOCK_UNIT_SIZE (bench/dispersion_routes.py, BLAS on one thread as the kernels hold it; tests/core/test_dispersion_methods.py
 # pins the choice): a random read of the float64 Gram matrix, and a multiply-add of the product building it.
 # Smaller blocks cost more per multiply-add (numpy's stacked products of tiny matrices): (BLOCK_UNIT_SIZE / n_g)^0.8
 # fits 9.5, 1.1 and 0.5 ns per multiply-add measured at groups of 4, 50 and 200.

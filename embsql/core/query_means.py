@@ -7,7 +7,7 @@ embsql.core.resampling.bootstrap_weights (the same draws for every figure of a r
 replicate's mean is sum_g w_g S_g / sum_g w_g n_g, with S_g the sum and n_g the number of
 queries of cluster g.  The interval is the percentile interval of the replicates.  Clusters are
 numbered in the resampling order (their labels as text), so the draws do not depend on row order.
-In simulation (tests/test_evaluation_report.py) it covers at its level with 40 clusters, where
+In simulation (tests/report/test_evaluation_report.py) it covers at its level with 40 clusters, where
 resampling the queries of clustered data one by one does not.
 """
 

@@ -2,7 +2,7 @@
 
 The CDF comes from the regularised incomplete beta function (continued fraction, modified Lentz),
 and the quantile from bisection on it (about 100 halvings; cached), good to about 1e-10 (checked
-against scipy.stats.t.ppf in tests/test_calibration.py).  Above LARGE_DF degrees of freedom the
+against scipy.stats.t.ppf in tests/core/test_calibration.py).  Above LARGE_DF degrees of freedom the
 continued fraction loses digits and the Cornish-Fisher series about the normal quantile is used.
 """
 

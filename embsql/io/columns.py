@@ -74,5 +74,5 @@ def cast_hint(column: str, type_: str) -> str:
     return f"; {CAST_HINT.format(name=name)} (the command line: embsql report --parse-vectors)"
 
 
-# the SQL macro emb__text_vector_hint says the same (tests/test_cli.py holds them equal)
+# the SQL macro emb__text_vector_hint says the same (tests/cli/test_cli.py holds them equal)
 CAST_HINT = "text like '[0.1, 0.2]' becomes a vector with SELECT * REPLACE ({name}::DOUBLE[] AS {name}) FROM ..."

@@ -3,7 +3,7 @@
 One home for them: the report's sections (embsql.reporting.sections) and the demo's experiments
 (embsql.demo) read their cautions from here.
 
-The invariance sentences are held by tests/test_invariance.py: every vector is normalised first,
+The invariance sentences are held by tests/core/test_invariance.py: every vector is normalised first,
 so a change of the raw vectors leaves a figure exactly unchanged only when, after normalisation,
 it is a similarity of the unit vectors (y = aQx + b with Q orthogonal).
 """

@@ -146,7 +146,7 @@ ORDER BY t.__emb_b, t.__emb_k;
 -- anisotropic noise), and it has less power.  The first term of
 -- a sequential test, and a one-term call, have the intercept as R, so both give the same p there.
 -- SS, R² and F equal `adonis2`'s to 1e-9, and with `permute := 'rows'` the p-values too within
--- Monte Carlo error (tests/test_permanova_terms.py, dune and the bundled example).  Sums of squares are
+-- Monte Carlo error (tests/core/test_permanova_terms.py, dune and the bundled example).  Sums of squares are
 -- projections: the main-effect factor with most levels by group sums, the other terms by an
 -- orthonormal basis of their columns (no n × n matrix unless the one-factor method choice makes a
 -- Gram matrix for the permutations).  A one-term call gives `emb_permanova`'s ss, F and p.  Errors

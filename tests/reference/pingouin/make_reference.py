@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference ICC(1) numbers from pingouin.intraclass_corr for tests/test_icc.py.
+"""Reference ICC(1) numbers from pingouin.intraclass_corr for tests/core/test_icc.py.
 
 Run from this directory:  python make_reference.py > make_reference.out 2>&1
 Writes data/*.csv (the inputs) and reference.json (the numbers).  Deterministic.

@@ -1,4 +1,4 @@
-"""Reference values for tests/test_evaluation.py: pytrec_eval (trec_eval's code) and ranx on one
+"""Reference values for tests/api/test_evaluation.py: pytrec_eval (trec_eval's code) and ranx on one
 seeded run.  Run from the checkout: python tests/reference/retrieval/make_reference.py
 It writes reference.json beside itself: the qrels, the run, and the per-query values.
 

@@ -1,4 +1,4 @@
-## Reference numbers for embsql's multi-term PERMANOVA (tests/test_permanova_terms.py).
+## Reference numbers for embsql's multi-term PERMANOVA (tests/core/test_permanova_terms.py).
 ## Run from this directory:
 ##   python terms_data.py /tmp/terms_example.csv && Rscript adonis2_terms.R /tmp/terms_example.csv > adonis2_terms.Rout 2>&1
 ## Writes adonis2_terms.json and data/dune_env.csv, data/dune_bray.csv (the inputs of the dune cases).

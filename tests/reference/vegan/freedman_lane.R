@@ -2,7 +2,7 @@
 ## with the permutations fixed: every permuted F can be compared, not only the p-value.
 ## Run from this directory (after python freedman_lane_data.py):
 ##   Rscript freedman_lane.R > freedman_lane.Rout 2>&1
-## Writes freedman_lane.json (read by tests/test_permanova_terms.py).
+## Writes freedman_lane.json (read by tests/core/test_permanova_terms.py).
 ##
 ## rows: adonis2(d ~ terms, by = "terms" / "margin", permutations = P): F and F.perm per term.
 ## residuals: vegan's Freedman-Lane is the permutation test of a partial db-RDA under the reduced

@@ -9,7 +9,7 @@
                            *_free: numpy.random.default_rng(SEED).permutation(n) PERMUTATIONS times;
                            *_strata: the same generator, each stratum's block of rows permuted in turn
                            (strata in row order), which is how embsql.core.permutation.shuffles draws
-                           them: tests/test_permanova_terms.py checks that shuffles gives these matrices.
+                           them: tests/core/test_permanova_terms.py checks that shuffles gives these matrices.
 
     python freedman_lane_data.py && Rscript freedman_lane.R > freedman_lane.Rout 2>&1
 """

@@ -1,7 +1,7 @@
 """Write the inputs of adonis2_terms.R: dune (from vegan) needs nothing; the bundled example
 (examples/embeddings.parquet, model mini-384) goes to a CSV the R script reads, with two derived
 columns: parity (item number mod 2, a factor 'even'/'odd') and position (item number / 600, a
-covariate).  The test derives the same columns (tests/test_permanova_terms.py: example_table).
+covariate).  The test derives the same columns (tests/core/test_permanova_terms.py: example_table).
 
     python terms_data.py /tmp/terms_example.csv && Rscript adonis2_terms.R /tmp/terms_example.csv > adonis2_terms.Rout
 """
