@@ -8,7 +8,7 @@
 The data: n items in 20 classes (class centre + noise), FLOAT[d] vectors in a DuckDB file.
 Each peer runs in a child process of its own, which reports its time and its peak resident
 memory (ru_maxrss), so neither inherits the other's memory:
-  embsql  embsql.knn_classify(con, table, k=k, model=None) from the DuckDB table: reading and
+  embsql  embsql.knn_classify(con, table, k=k, model=None, vector="vector") from the DuckDB table: reading and
           checking the vectors, the exact blocked top-k (embsql.core.ranking.top_k), the vote
           and the figures with their intervals;
   faiss   the vectors already in memory as a float32 numpy array (read before the clock starts),
@@ -70,9 +70,9 @@ def run_embsql(path: str, k: int, out: mp.Queue) -> None:
     import embsql
     con = embsql.register(duckdb.connect(path, read_only=True))
     con.execute("CREATE TEMP TABLE warm AS SELECT * FROM emb LIMIT 2000")
-    embsql.knn_classify(con, "warm", k=k, model=None)                     # warm-up
+    embsql.knn_classify(con, "warm", k=k, model=None, vector="vector")                     # warm-up
     start, cpu = time.perf_counter(), time.process_time()
-    row = embsql.knn_classify(con, "emb", k=k, model=None).to_dicts()[0]
+    row = embsql.knn_classify(con, "emb", k=k, model=None, vector="vector").to_dicts()[0]
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     out.put({"peer": "embsql", "seconds": seconds, "cpu": cpu, "accuracy": row["accuracy"], "peak_mb": _peak_mb()})
 

@@ -251,11 +251,11 @@ def child_evaluate(scale, run_path):
                       "value": pa.array(np.clip(ndcg.column("value").to_numpy() + rng.normal(0, 0.1, ndcg.num_rows), 0, 1))})
     two = pa.concat_tables([ndcg.add_column(0, "model", pa.array(["a"] * ndcg.num_rows)), other])
     embsql.compare_retrieval(con, pa.concat_tables([two.slice(0, 50), two.slice(ndcg.num_rows, 50)]),
-                             metric="ndcg@10", permutations=100)                                # warm
+                             metric="ndcg@10", permutations=100, model="model")                                # warm
     t_compare = float("inf")
     for _ in range(ROUNDS):
         start = time.perf_counter()
-        embsql.compare_retrieval(con, two, metric="ndcg@10", permutations=10_000)
+        embsql.compare_retrieval(con, two, metric="ndcg@10", permutations=10_000, model="model")
         t_compare = min(t_compare, time.perf_counter() - start)
     return {**best, "ranx_from_dataframes": t_ranx_df, "compare": t_compare, "compare_queries": ndcg.num_rows,
             "max_diff_pytrec_eval": diff_trec, "max_diff_ranx": diff_ranx, "near_ties": len(near),

@@ -8,7 +8,7 @@ before the timing), in full, interleaved, and the median of the repeats is repor
 time and of the CPU time of all the process's threads (DuckDB's and numpy's; on a machine shared
 with other work the CPU time is the steadier figure):
 
-  embsql   embsql.similarity_eval(con, "pairs", "emb"): reads both tables from DuckDB, matches the
+  embsql   embsql.similarity_eval(con, "pairs", "emb", ...): reads both tables from DuckDB, matches the
            pairs' items to the vectors, computes the cosines in float64 and, per model, Spearman and
            Pearson with their item-clustered intervals (the whole job);
   peer     what a user writes with the vectors and the pair indices already in memory as numpy
@@ -81,7 +81,8 @@ def peer(vectors: dict[str, np.ndarray], a: np.ndarray, b: np.ndarray, score: np
 
 
 def ours(con: duckdb.DuckDBPyConnection) -> dict[str, float]:
-    return {r["model"]: r["spearman"] for r in embsql.similarity_eval(con, "pairs", "emb").to_dicts()}
+    return {r["model"]: r["spearman"] for r in embsql.similarity_eval(con, "pairs", "emb", vector="vector", model="model",
+                                                                      item="item").to_dicts()}
 
 
 def main() -> None:

@@ -21,8 +21,8 @@ from embsql.api.model_ranking import rank_models
 from embsql.api.pairwise_permanova import pairwise_permanova
 from embsql.api.permanova_terms import permanova_terms
 from embsql.api.permutation import DispersionResult, dispersion, permanova, permanova_welch
-from embsql.api.resampling import bootstrap, compare, jackknife
-from embsql.api.retrieval import dose, margins, pairing, retrieval_layers, retrieval_summary
+from embsql.api.resampling import bootstrap, compare_structure, jackknife
+from embsql.api.retrieval import margins, pairing, retrieval_dose, retrieval_layers, retrieval_summary
 from embsql.api.similarity import compare_similarity, similarity_eval
 from embsql.calibration import render_docstrings as _render_docstrings
 from embsql.errors import (
@@ -51,12 +51,12 @@ __version__ = version("embsql")   # the one version source is pyproject.toml
 
 __all__ = [
     "permanova_terms", "permanova_welch", "DispersionResult",
-    "anova", "anova_dist", "groups", "run_sql", "permanova", "dispersion", "jackknife", "bootstrap", "compare",
+    "anova", "anova_dist", "groups", "run_sql", "permanova", "dispersion", "jackknife", "bootstrap", "compare_structure",
     "connect", "register", "interrupt", "ResultTable",
     "report", "Report", "run_on", "ReportResult", "Section", "knn_agreement", "mantel", "EngineError",
     "EmbsqlError", "InputError", "SourceNotFoundError", "ColumnNotFoundError", "ColumnTypeError",
     "BadVectorError", "BadLabelError", "DesignError", "DistanceTableError", "SqlInputError",
-    "margins", "retrieval_summary", "retrieval_layers", "dose", "pairing", "ArgumentError",
+    "margins", "retrieval_summary", "retrieval_layers", "retrieval_dose", "pairing", "ArgumentError",
     "compare_retrieval",
     "knn_classify", "centroid_classify", "compare_classification",
     "retrieve", "evaluate", "write_trec_run",

@@ -12,6 +12,12 @@ one line for a flag.
 Where a function returns one row per model, the model column keeps the input column's name, as
 ``GROUP BY`` would; a model column whose name is also one of the function's output columns is an
 error naming both (:func:`check_model_name`), never a silently overwritten column.
+
+The vector, model and item columns follow one convention in Python (:data:`ROLE_DEFAULTS`): each
+is required where the face always needs it (``vector`` wherever vectors are read; ``model`` where
+models are compared; ``item`` where rows are paired by item), and defaults to None where the face
+can do without it (one model; no item; for rank_models, an evaluation instead of vectors).  No
+face's keyword defaults to a conventional column name.
 """
 
 from __future__ import annotations
@@ -20,7 +26,10 @@ from collections.abc import Iterable
 
 from embsql.errors import fail
 
-__all__ = ["NAMES", "OUTPUTS", "check_model_name"]
+__all__ = ["NAMES", "OUTPUTS", "ROLE_DEFAULTS", "check_model_name"]
+
+# the defaults a Python face may give the vector, model and item columns: required, or None where optional
+ROLE_DEFAULTS: dict[str, tuple[str, ...]] = {role: ("required", "None") for role in ("vector", "model", "item")}
 
 # name -> what it means.  Grouped by what the name stands for; the order is the reference page's.
 TABLES: dict[str, str] = {

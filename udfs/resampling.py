@@ -1,7 +1,7 @@
 """UDF kernels for the jackknife, the bootstrap and the paired comparison (sql/python/70_resampling.sql).
 
 emb__jackknife and emb__bootstrap get one row per by value with that value's per-group counts and
-sums (lists); emb__compare gets the items of every model, as emb.compare does from Python.  The
+sums (lists); emb__compare gets the items of every model, as embsql.compare_structure does from Python.  The
 numerics are embsql.core.resampling and embsql.api.resampling, shared with the Python functions.
 """
 

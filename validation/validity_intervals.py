@@ -1,4 +1,4 @@
-"""Coverage of the intervals of embsql.bootstrap and embsql.compare, by simulation.
+"""Coverage of the intervals of embsql.bootstrap and embsql.compare_structure, by simulation.
 
     python validation/validity_intervals.py            # the full table: 2000 data sets per cell (about an hour)
     python validation/validity_intervals.py --short    # 200 data sets per cell, G = 10 and 30 (a few minutes)

@@ -37,8 +37,8 @@ def _run(con: duckdb.DuckDBPyConnection, source: TableLike, *, classifier: str, 
     return Skipped.attached(skipped, ResultTable.of_models(function, used, CLASSIFY_COLUMNS, summary), used)
 
 
-def knn_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, label: str = "label", vector: str = "vector",
-                 model: str | None = "model", k: int = 10, split: str | None = None, item: str | None = None,
+def knn_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, vector: str, label: str = "label",
+                 model: str | None = None, k: int = 10, split: str | None = None, item: str | None = None,
                  group: str | None = None, per_item: bool = False, level: float = 0.95,
                  bad_rows: str = "error") -> ResultTable:
     """Classify each item by the labels of its k nearest neighbours by cosine, one row per model.
@@ -58,14 +58,13 @@ def knn_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, label: st
         The connection the source is read on.
     source : str or table object
         A table, view, file or DataFrame with one row per item (and model).
+    vector : str
+        The vector column; vectors are scaled to unit length.
     label : str, default "label"
         The class-label column (a NULL or NaN label is an error naming its row).
-    vector : str, default "vector"
-        The vector column; vectors are scaled to unit length.
-    model : str or None, default "model"
-        The model column: one row per value, under its own name.  The default is used when the
-        source has it (a column that differs from it only in case is refused); another name must
-        exist.  None: the whole source is one model.
+    model : str, optional
+        The model column: one row per value, under its own name.  None (the default): the whole
+        source is one model.
     k : int, default 10
         Neighbours per item: fewer than the items (leave-one-out) or the training items.
     split : str, optional
@@ -120,7 +119,7 @@ def knn_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, label: st
     >>> con = embsql.connect()
     >>> _ = con.execute("CREATE TABLE emb AS SELECT 'doc' || i AS item, CASE WHEN i < 6 THEN 'cat' ELSE 'dog' END "
     ...                 "AS label, [cos(i / 4), sin(i / 4)] AS vector FROM range(12) t(i)")
-    >>> row = embsql.knn_classify(con, "emb", k=3, model=None)
+    >>> row = embsql.knn_classify(con, "emb", k=3, model=None, vector="vector")
     >>> row.accuracy, row.items, row.split
     (0.9166666666666666, 12, 'leave-one-out')
     """
@@ -128,8 +127,8 @@ def knn_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, label: st
                 item=item, group=group, per_item=per_item, level=level, bad_rows=bad_rows)
 
 
-def centroid_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, label: str = "label",
-                      vector: str = "vector", model: str | None = "model", split: str | None = None,
+def centroid_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, vector: str,
+                      label: str = "label", model: str | None = None, split: str | None = None,
                       item: str | None = None, group: str | None = None, per_item: bool = False,
                       level: float = 0.95, bad_rows: str = "error") -> ResultTable:
     """Classify each item by the nearest class mean of unit vectors, one row per model.
@@ -148,11 +147,11 @@ def centroid_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, labe
         The connection the source is read on.
     source : str or table object
         The table read on ``con`` (one row per item and model).
+    vector : str
+        As for :func:`knn_classify`.
     label : str, default "label"
         As for :func:`knn_classify`.
-    vector : str, default "vector"
-        As for :func:`knn_classify`.
-    model : str or None, default "model"
+    model : str, optional
         As for :func:`knn_classify`.
     split : str, optional
         As for :func:`knn_classify`.
@@ -186,7 +185,7 @@ def centroid_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, labe
     >>> con = embsql.connect()
     >>> _ = con.execute("CREATE TABLE emb AS SELECT CASE WHEN i < 6 THEN 'cat' ELSE 'dog' END AS label, "
     ...                 "[cos(i / 4), sin(i / 4)] AS vector FROM range(12) t(i)")
-    >>> row = embsql.centroid_classify(con, "emb")
+    >>> row = embsql.centroid_classify(con, "emb", vector="vector", model="model")
     >>> row.accuracy, row.classifier
     (1.0, 'centroid')
     """
@@ -194,8 +193,8 @@ def centroid_classify(con: duckdb.DuckDBPyConnection, source: TableLike, *, labe
                 item=item, group=group, per_item=per_item, level=level, bad_rows=bad_rows)
 
 
-def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, *, model: str = "model",
-                           item: str = "item", group: str | None = None, level: float = 0.95,
+def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, *, model: str,
+                           item: str, group: str | None = None, level: float = 0.95,
                            p_adjust: str | None = "holm", permutations: int = 10_000, seed: int = 42,
                            intervals: str = "marginal", replicates: int = 2000) -> ResultTable:
     """Every pair of models' accuracy on the same items: the difference, its interval and a paired test.
@@ -222,9 +221,9 @@ def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, 
         Per-item predictions: ``knn_classify(..., item=..., per_item=True)`` or
         ``centroid_classify``'s, or a table with the columns ``<model>``, ``<item>`` and
         ``correct`` (a boolean).
-    model : str, default "model"
+    model : str
         The model column (at least two models).
-    item : str, default "item"
+    item : str
         The item column: models are compared on the same items, each once per model.
     group : str, optional
         The cluster column (one cluster per item).
@@ -275,7 +274,7 @@ def compare_classification(con: duckdb.DuckDBPyConnection, predictions: object, 
     >>> import embsql, pyarrow as pa
     >>> predictions = pa.table({"model": ["a"] * 6 + ["b"] * 6, "item": list("uvwxyz") * 2,
     ...                         "correct": [True] * 6 + [True, False, False, False, True, True]})
-    >>> row = embsql.compare_classification(embsql.connect(), predictions)
+    >>> row = embsql.compare_classification(embsql.connect(), predictions, model="model", item="item")
     >>> row.difference, row.a_only, row.b_only, row.p_value, row.p_exact
     (0.5, 3, 0, 0.125, 0.25)
     """

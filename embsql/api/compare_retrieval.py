@@ -76,8 +76,8 @@ def evaluation_columns(con: duckdb.DuckDBPyConnection, stack: ExitStack, evaluat
     return rows, groups
 
 
-def compare_retrieval(con: duckdb.DuckDBPyConnection, evaluation: object, *, queries: Queries | object | None = None,
-                      group: str | None = None, metric: str = "ndcg@10", model: str = "model",
+def compare_retrieval(con: duckdb.DuckDBPyConnection, evaluation: object, *, model: str,
+                      queries: Queries | object | None = None, group: str | None = None, metric: str = "ndcg@10",
                       permutations: int = 10_000, seed: int = 42, level: float = 0.95, p_adjust: str | None = "holm",
                       intervals: str = "marginal", replicates: int = 2000) -> ResultTable:
     """Every pair of models on one metric, on the same queries: the difference, its interval and a
@@ -96,6 +96,8 @@ def compare_retrieval(con: duckdb.DuckDBPyConnection, evaluation: object, *, que
     evaluation : source or ResultTable
         A per-query evaluation: ``evaluate(..., per_query=True)``'s result, or a table, file or
         DataFrame with the columns ``<model>``, ``qid``, ``metric`` and ``value``.
+    model : str
+        The evaluation's model column (evaluate names it after the run's model column).
     queries : Queries or source, optional
         A queries table whose group column gives each qid's paraphrase group (``Queries.qid`` and
         ``Queries.group``; a model column there is not read).
@@ -104,8 +106,6 @@ def compare_retrieval(con: duckdb.DuckDBPyConnection, evaluation: object, *, que
         its own cluster.
     metric : str, default "ndcg@10"
         The metric compared (a value of the evaluation's metric column).
-    model : str, default "model"
-        The evaluation's model column (evaluate names it after the run's model column).
     permutations : int, default 10000
         Random sign vectors of the test (every sign vector when 2^G is fewer).
     seed : int, default 42
@@ -153,7 +153,7 @@ def compare_retrieval(con: duckdb.DuckDBPyConnection, evaluation: object, *, que
     >>> evaluation = pa.table({"model": ["a"] * 5 + ["b"] * 5, "qid": [f"q{i}" for i in range(5)] * 2,
     ...                        "metric": ["ndcg@10"] * 10, "value": [1.0, 1.0, 1.0, 1.0, 2.0] + [0.0] * 5,
     ...                        "group": ["A", "B", "B", "C", "C"] * 2})
-    >>> row = embsql.compare_retrieval(embsql.connect(), evaluation, group="group").to_dicts()[0]
+    >>> row = embsql.compare_retrieval(embsql.connect(), evaluation, group="group", model="model").to_dicts()[0]
     >>> row["difference"], row["p_value"], row["method"]
     (1.2, 0.25, 'exact group sign-flip')
     """

@@ -150,7 +150,7 @@ def groups(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vec
 
 
 def anova_dist(con: duckdb.DuckDBPyConnection, distances: TableLike, *, labels: TableLike, group: str,
-               i: str = "i", j: str = "j", distance: str = "d", item: str = "id") -> ResultTable:
+               item: str, i: str = "i", j: str = "j", distance: str = "d") -> ResultTable:
     """The decomposition from a distance table and a labels table, for any dissimilarity.
 
     SS_T = (1/n) Σ_{i<j} d_ij², SS_W = Σ_g (1/n_g) Σ_{i<j in g} d_ij² (the sums of squares of the
@@ -173,14 +173,14 @@ def anova_dist(con: duckdb.DuckDBPyConnection, distances: TableLike, *, labels: 
         The labels table: one row per item, with its id and group.
     group : str
         The labels table's group column.
+    item : str
+        The labels table's item id column.
     i : str, default "i"
         The distance table's first item column.
     j : str, default "j"
         The distance table's second item column.
-    distance : str
-        The distance table's distance column (default ``'d'``).
-    item : str
-        The labels table's item id column (default ``'id'``).
+    distance : str, default "d"
+        The distance table's distance column.
 
     Returns
     -------
@@ -201,7 +201,7 @@ def anova_dist(con: duckdb.DuckDBPyConnection, distances: TableLike, *, labels: 
     >>> _ = con.execute("CREATE TABLE lab AS SELECT * FROM (VALUES (1, 'A'), (2, 'A'), (3, 'B'), (4, 'B')) t(id, g)")
     >>> _ = con.execute("CREATE TABLE dist AS SELECT a.id AS i, b.id AS j, "
     ...                 "CASE WHEN a.g = b.g THEN 0.5 ELSE 1.5 END AS d FROM lab a JOIN lab b ON a.id < b.id")
-    >>> round(embsql.anova_dist(con, "dist", labels="lab", group="g").r2, 4)
+    >>> round(embsql.anova_dist(con, "dist", labels="lab", group="g", item="id").r2, 4)
     0.8947
     """
     if not con.sql("SELECT 1 FROM duckdb_functions() WHERE function_name = 'emb_anova_dist'").fetchall():

@@ -58,7 +58,7 @@ def rank_models(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str
     with others in truth holds every rank of the tie: no pair is ordered falsely).  ``top`` marks
     the confidence set for the best: the models that could be first.  The sets come from simultaneous intervals for every pairwise
     difference (Mogstad, Romano, Shaikh and Wilhelm, "Inference for Ranks", 2024, with their
-    step-down), and those from the paired cluster bootstrap of :func:`embsql.compare` run jointly
+    step-down), and those from the paired cluster bootstrap of :func:`embsql.compare_structure` run jointly
     for all models: the same resamples of groups for every model, each difference studentised by
     its own jackknife SE.  A model is ranked above another only when the family of comparisons
     shows it better.

@@ -1,7 +1,7 @@
 """Python face of the cluster jackknife, the cluster bootstrap and the paired model comparison.
 
 All three work on per-group sufficient statistics (embsql.io.table_stream), so they cost one pass
-over the items; the SQL functions emb_jackknife, emb_bootstrap and emb_compare call the same
+over the items; the SQL functions emb_jackknife, emb_bootstrap and emb_compare_structure call the same
 kernels (embsql.core.resampling) through the UDFs in udfs/resampling.py.
 """
 
@@ -168,7 +168,7 @@ def bootstrap(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, 
     return Skipped.attached(skipped, ResultTable.of_models("bootstrap", model, BOOTSTRAP_COLUMNS, rows), model)
 
 
-def compare(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str, model: str, item: str,
+def compare_structure(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, vector: str, model: str, item: str,
             statistic: str = "r2", replicates: int = 2000, seed: int = 42, level: float = 0.95,
             common: bool = False, sizes: str = "auto", intervals: str = "marginal",
             bad_rows: str = "error") -> ResultTable:
@@ -243,7 +243,7 @@ def compare(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, ve
     >>> _ = con.execute("CREATE TABLE ex AS SELECT m AS model, i AS item_id, 'g' || (i % 6) AS topic, "
     ...                 "[cos(i % 6 + s * sin(i)), sin(i % 6 + s * sin(i))] AS embedding "
     ...                 "FROM range(36) t(i), (VALUES ('tight', 0.1), ('loose', 0.5)) m(m, s)")
-    >>> result = embsql.compare(con, "ex", group="topic", vector="embedding", model="model", item="item_id",
+    >>> result = embsql.compare_structure(con, "ex", group="topic", vector="embedding", model="model", item="item_id",
     ...                         replicates=200)
     >>> result.model_a, result.model_b, result.difference < 0, result.shared_items
     ('loose', 'tight', True, 36)
@@ -257,4 +257,4 @@ def compare(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str, ve
     rows = compare_rows(models, statistic, replicates=replicates, seed=seed, level=level, common=common, sizes=sizes,
                         intervals=intervals)
     columns = COMPARE_COLUMNS + (("interval",) if intervals == "simultaneous" else ())
-    return Skipped.attached(skipped, ResultTable.from_dicts("compare", columns, rows), model)
+    return Skipped.attached(skipped, ResultTable.from_dicts("compare_structure", columns, rows), model)

@@ -33,7 +33,7 @@ from embsql.reporting.report_result import ReportResult
 from embsql.reporting.retrieval import four_layers, pairing_table
 from embsql.result_table import ResultTable
 
-__all__ = ["dose", "margins", "pairing", "retrieval_layers", "retrieval_summary"]
+__all__ = ["margins", "pairing", "retrieval_dose", "retrieval_layers", "retrieval_summary"]
 
 
 def _margins_per_model(con: duckdb.DuckDBPyConnection, queries: Queries, docs: Docs, *, model: str | None,
@@ -278,7 +278,7 @@ def pairing(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Doc
                             model)
 
 
-def dose(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs | object | None = None, *,
+def retrieval_dose(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs | object | None = None, *,
          model: str | None = None, permutations: int = 999, seed: int = 42, alpha: float = 0.05,
          bad_rows: str = "error") -> ResultTable:
     """Paraphrase strength as a dose: W~_q per strength, its trend, and a permutation trend test.
@@ -337,11 +337,11 @@ def dose(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs |
     >>> rng = np.random.default_rng(0)
     >>> q = pa.table({"qid": [f"q{i}" for i in range(16)], "group": [f"g{i // 4}" for i in range(16)],
     ...               "level": [i // 2 % 2 for i in range(16)], "vector": rng.normal(size=(16, 3)).tolist()})
-    >>> table = embsql.dose(embsql.connect(), embsql.Queries(q, strength="level"), permutations=99)
+    >>> table = embsql.retrieval_dose(embsql.connect(), embsql.Queries(q, strength="level"), permutations=99)
     >>> table.columns[:4], table.column("strength"), table.column("groups")
     (('strength', 'queries', 'groups', 'w_tilde_q'), [0, 1], [4, 4])
     """
-    check_model(model, DOSE_COLUMNS[1:], "dose")
+    check_model(model, DOSE_COLUMNS[1:], "retrieval_dose")
     skipped = Skipped.asked(bad_rows)
     spec = as_table(queries, Queries, "queries")
     if spec.strength is None:
@@ -353,7 +353,7 @@ def dose(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs |
         for m, q, d in load_models(con, q_spec, d_spec, model=model, query_group=True, query_strength=True,
                                    doc_group=True, positive=False, skip=skipped):
             rows += dose_rows(m, q, d, permutations, seed, alpha)
-    return Skipped.attached(skipped, model_table("dose", model, DOSE_COLUMNS[1:], rows), model)
+    return Skipped.attached(skipped, model_table("retrieval_dose", model, DOSE_COLUMNS[1:], rows), model)
 
 
 def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Docs | object, *,
@@ -365,7 +365,7 @@ def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: Queries | object, 
     This is the report's retrieval section on its own: a ReportResult (sections, notes, a verdict;
     it prints, renders as HTML/Markdown/JSON and plots like embsql.report's).  Its tables are those of
     a report, so their model column is called ``model`` whatever the input column is called (the
-    single-table faces, :func:`retrieval_summary`, :func:`pairing` and :func:`dose`, keep its name).
+    single-table faces, :func:`retrieval_summary`, :func:`pairing` and :func:`retrieval_dose`, keep its name).
     A layer the data do not support (documents without topic groups, paraphrase groups of one query,
     one query per group and strength) is left out with a note in ``meta["notes"]``; the others run.
 
@@ -400,7 +400,7 @@ def retrieval_layers(con: duckdb.DuckDBPyConnection, queries: Queries | object, 
         m_median, top1, mrr) and the sections ``query_stability`` and ``document_structure`` (model,
         items, groups, singletons, r2, r2_se, r2_null, w_tilde_mean, w_tilde_se, dim, eff_dim,
         eff_dim_bounded), ``alignment`` (the m columns of :func:`retrieval_summary`), ``rank`` (its
-        top-1, recall and MRR columns), ``pairing`` (as :func:`pairing`) and ``dose`` (as :func:`dose`).
+        top-1, recall and MRR columns), ``pairing`` (as :func:`pairing`) and ``dose`` (as :func:`retrieval_dose`).
 
     Raises
     ------

@@ -16,8 +16,8 @@ from embsql.result_table import ResultTable
 
 
 def similarity_eval(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings: TableLike, *,
-                    model: str | None = "model", a: str = "item_a", b: str = "item_b", score: str = "score",
-                    item: str = "item", vector: str = "vector", per_pair: bool = False, missing: str = "error",
+                    vector: str, item: str, model: str | None = None, a: str = "item_a", b: str = "item_b",
+                    score: str = "score", per_pair: bool = False, missing: str = "error",
                     level: float = 0.95, bad_rows: str = "error") -> ResultTable:
     """How well each model's cosine agrees with gold similarity judgements (STS evaluation).
 
@@ -35,20 +35,19 @@ def similarity_eval(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings
         (each row counts); a pair of one item with itself is refused (its cosine is 1 whatever the model).
     embeddings : source
         One row per item (and model): columns ``item``, ``vector`` and optionally ``model``.
-    model : str or None, default "model"
-        The embeddings' model column.  The default is used when the table has such a column; a table
-        without it is one model (and the result has no model column).  None: the table is one model
-        whatever its columns.  Another name must be a column.
+    vector : str
+        The embeddings' vector column (vectors are scaled to unit length).
+    item : str
+        The embeddings' item column.
+    model : str, optional
+        The embeddings' model column.  None (the default): the table is one model, and the result has
+        no model column.
     a : str, default "item_a"
         The pairs table's first item column.
     b : str, default "item_b"
         The pairs table's second item column.
     score : str, default "score"
         The pairs table's gold-score column.
-    item : str, default "item"
-        The embeddings' item column.
-    vector : str, default "vector"
-        The embeddings' vector column (vectors are scaled to unit length).
     per_pair : bool, default False
         One row per model and pair instead of one per model.
     missing : {"error", "skip"}, default "error"
@@ -95,7 +94,7 @@ def similarity_eval(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings
     ...                 "FROM range(8) t(i)")
     >>> _ = con.execute("CREATE TABLE judged AS SELECT 'w' || i AS item_a, 'w' || j AS item_b, "
     ...                 "10 - (j - i) AS score FROM range(8) s(i), range(8) t(j) WHERE i < j")
-    >>> row = embsql.similarity_eval(con, "judged", "emb")
+    >>> row = embsql.similarity_eval(con, "judged", "emb", vector="vector", model="model", item="item")
     >>> round(row.spearman, 4), round(row.pearson, 4), row.pairs, row.items, row.calibrated
     (0.9559, 0.9458, 28, 8, False)
     """
@@ -122,8 +121,8 @@ def _per_pair(column: str | None, judgements: Judgements, scored: dict[object, S
 
 
 def compare_similarity(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddings: TableLike, *,
-                       model: str = "model", a: str = "item_a", b: str = "item_b", score: str = "score",
-                       item: str = "item", vector: str = "vector", missing: str = "error", level: float = 0.95,
+                       vector: str, item: str, model: str, a: str = "item_a", b: str = "item_b",
+                       score: str = "score", missing: str = "error", level: float = 0.95,
                        bad_rows: str = "error", intervals: str = "marginal", replicates: int = 2000,
                        seed: int = 42) -> ResultTable:
     """Every pair of models on the same gold judgements: the difference of their Spearman (and of
@@ -144,15 +143,17 @@ def compare_similarity(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddi
         As for :func:`similarity_eval`.
     embeddings : source
         As for :func:`similarity_eval`.
+    vector : str
+        As for :func:`similarity_eval`.
+    item : str
+        As for :func:`similarity_eval`.
+    model : str
+        The embeddings' model column: at least two models.
     a : str, default "item_a"
         As for :func:`similarity_eval`.
     b : str, default "item_b"
         As for :func:`similarity_eval`.
     score : str, default "score"
-        As for :func:`similarity_eval`.
-    item : str, default "item"
-        As for :func:`similarity_eval`.
-    vector : str, default "vector"
         As for :func:`similarity_eval`.
     missing : {"error", "skip"}, default "error"
         As for :func:`similarity_eval`.
@@ -160,8 +161,6 @@ def compare_similarity(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddi
         As for :func:`similarity_eval`.
     bad_rows : {"error", "skip"}, default "error"
         As for :func:`similarity_eval`.
-    model : str, default "model"
-        The embeddings' model column: at least two models.
     intervals : {"marginal", "simultaneous"}, default "marginal"
         ``'marginal'``: each pair's interval holds ``level`` on its own.  ``'simultaneous'``: per
         correlation, the K(K-1)/2 intervals hold ``level`` together (difference -/+ c se, c the
@@ -198,7 +197,7 @@ def compare_similarity(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddi
     ...                 "(VALUES ('exact', 0.0), ('noisy', 0.5)) m(m, w)")
     >>> _ = con.execute("CREATE TABLE judged AS SELECT 'w' || i AS item_a, 'w' || j AS item_b, "
     ...                 "10 - (j - i) AS score FROM range(8) s(i), range(8) t(j) WHERE i < j")
-    >>> result = embsql.compare_similarity(con, "judged", "emb").to_dicts()
+    >>> result = embsql.compare_similarity(con, "judged", "emb", vector="vector", model="model", item="item").to_dicts()
     >>> [(r["correlation"], r["model_a"], r["model_b"], r["difference"] > 0) for r in result]
     [('spearman', 'exact', 'noisy', True), ('pearson', 'exact', 'noisy', True)]
     """

@@ -204,7 +204,7 @@ def _bootstrap(entry: Entry, run: Run) -> list[Section]:
 
 def _compare(entry: Entry, run: Run) -> list[Section]:
     """Paired jackknife SE and studentized bootstrap interval of R²_a − R²_b for every pair of
-    models, paired by group label (the rule embsql.compare uses).  The report sees only the group
+    models, paired by group label (the rule embsql.compare_structure uses).  The report sees only the group
     sums, so it cannot tell whether the items are the same: same_items is false when some group's
     size differs, else blank, and shared_items is blank."""
     report = run.report

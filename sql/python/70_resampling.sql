@@ -123,7 +123,7 @@ ORDER BY r.__emb_b;
 -- jackknife t interval covered {{figure intervals.model.G30 range}} at 30 groups (1000 data sets per design) and
 -- {{figure intervals.model.G100 range}} at 100, in balanced and unbalanced designs with equal or unequal noise, and
 -- {{figure intervals.model.G10 range}} at 10 groups;
--- `calibrated` is false below 30 groups all the same, as for `emb_compare`.  Up to 10% of
+-- `calibrated` is false below 30 groups all the same, as for `emb_compare_structure`.  Up to 10% of
 -- replicates may be dropped; beyond that the call fails and says how many were undefined.  The
 -- same seed gives the same draws on any machine: groups are put in the order of their labels as
 -- text before drawing.  Valid when the groups can be seen as independent draws from a larger
@@ -159,7 +159,7 @@ LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows))
     ON r.__emb_b IS NOT DISTINCT FROM s.__emb_sb
 ORDER BY r.__emb_b;
 
--- @function emb_compare(source, "group", vector, model, item, statistic := 'r2', replicates := 2000, seed := 42, level := 0.95, common := false, bad_rows := 'error')
+-- @function emb_compare_structure(source, "group", vector, model, item, statistic := 'r2', replicates := 2000, seed := 42, level := 0.95, common := false, bad_rows := 'error')
 -- Paired comparison of models that embedded the same items: one row per pair of models, with the
 -- difference of the statistic, its paired jackknife SE and a studentized paired bootstrap interval.
 -- @param source the table to read: a table or view name, or a file DuckDB reads
@@ -207,12 +207,12 @@ ORDER BY r.__emb_b;
 -- with the same items.
 -- @example
 -- SELECT model_a, model_b, difference, se, ci_low, ci_high, same_items, shared_items, calibrated
--- FROM emb_compare('many', 'topic', 'embedding', 'model', 'item', replicates := 999);
-CREATE OR REPLACE TEMP MACRO emb_compare(source, "group", vector, model, item, statistic := 'r2', replicates := 2000,
+-- FROM emb_compare_structure('many', 'topic', 'embedding', 'model', 'item', replicates := 999);
+CREATE OR REPLACE TEMP MACRO emb_compare_structure(source, "group", vector, model, item, statistic := 'r2', replicates := 2000,
                                          seed := 42, level := 0.95, common := false, bad_rows := 'error') AS TABLE
 SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__compare(list(__emb_b::VARCHAR), list(__emb_x::VARCHAR), list(__emb_g::VARCHAR),
                           list(__emb_v::DOUBLE[]), vector, statistic, replicates, seed, level, common) AS __emb_r
-      FROM emb__rows(emb__checked_names(emb__checked_source(source, 'emb_compare', model, []::VARCHAR[]), 'emb_compare', [['group', "group"], ['vector', vector], ['item', item]]), "group", vector, model, item,
+      FROM emb__rows(emb__checked_names(emb__checked_source(source, 'emb_compare_structure', model, []::VARCHAR[]), 'emb_compare_structure', [['group', "group"], ['vector', vector], ['item', item]]), "group", vector, model, item,
                     skip := emb__skip_rows(bad_rows)))
 WHERE emb__udf_ok(__emb_r);

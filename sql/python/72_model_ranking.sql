@@ -33,7 +33,7 @@
 -- falsely).  The method is that of Mogstad, Romano, Shaikh and Wilhelm ("Inference for Ranks",
 -- 2024; the R package csranks): rank_low = 1 + the models shown better, rank_high = K − the
 -- models shown worse, where "shown better" comes from simultaneous intervals for every pairwise
--- difference with their step-down.  The differences are resampled jointly, as `emb_compare`
+-- difference with their step-down.  The differences are resampled jointly, as `emb_compare_structure`
 -- does for a pair: the same resamples of groups for all K models, each difference studentized by
 -- its own jackknife SE in the resample; c is the `level` quantile of the largest studentized
 -- difference over the pairs not yet shown ordered.  Pairing the models on the same groups keeps

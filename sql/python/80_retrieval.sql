@@ -118,7 +118,7 @@ ORDER BY x.__emb_b, x.strength;
 -- The trend test: T = Σ_l (r_l − mean r) W̃_q(l), levels permuted within each paraphrase group (the
 -- numbers of queries per group and level stay fixed); the same seed gives the same p whatever the
 -- row order.  What it can say: whether the manipulation acts as a dose; not whether real inputs
--- fall in that range, and p is not an effect size.  `embsql.dose(con, queries, docs, ...)` in
+-- fall in that range, and p is not an effect size.  `embsql.retrieval_dose(con, queries, docs, ...)` in
 -- Python adds `w_tilde_g` (mean W̃ of the document topic groups) and the descriptive ratio
 -- W̃_q / W̃_g.  In the example 3 groups of 4 queries (2 per level) allow only 6³ = 216 level
 -- assignments, so p cannot be very small.

@@ -361,7 +361,8 @@ RETRIEVAL_FACES = {
                                                                   scope="group", **kw),
     "retrieval_summary": lambda con, q, d, **kw: embsql.retrieval_summary(con, _queries(q), _docs(d), model="enc", **kw),
     "pairing": lambda con, q, d, **kw: embsql.pairing(con, _queries(q), _docs(d), model="enc", **kw),
-    "dose": lambda con, q, d, **kw: embsql.dose(con, _queries(q), _docs(d), model="enc", permutations=19, **kw),
+    "retrieval_dose": lambda con, q, d, **kw: embsql.retrieval_dose(con, _queries(q), _docs(d), model="enc", permutations=19,
+                                                                    **kw),
     "retrieve": lambda con, q, d, **kw: embsql.retrieve(con, _queries(q), _docs(d), model="enc", k=5, **kw),
 }
 
@@ -433,7 +434,7 @@ SQL_PAIRS = {
     "emb_cka": "emb_cka('{t}', 'item', 'm', 'v', permutations := 19, common := true{skip})",
     "emb_procrustes": "emb_procrustes('{t}', 'item', 'm', 'v', permutations := 19, common := true{skip})",
     "emb_compare_cka": "emb_compare_cka('{t}', 'item', 'm', 'v', 'c', common := true{skip})",
-    "emb_compare": "emb_compare('{t}', 'g', 'v', 'm', 'item', replicates := 50, common := true{skip})",
+    "emb_compare_structure": "emb_compare_structure('{t}', 'g', 'v', 'm', 'item', replicates := 50, common := true{skip})",
 }
 SKIP = ", bad_rows := 'skip'"
 
@@ -481,7 +482,7 @@ def test_sql_without_skipping_a_bad_vector_is_an_error(con, function):
 
 @pytest.mark.parametrize("value", ["0", "true", "1.5"])
 @pytest.mark.parametrize("function", ["emb_anova", "emb_jackknife", "emb_permanova_terms", "emb_knn_classify",
-                                      "emb_compare"])
+                                      "emb_compare_structure"])
 def test_a_bad_rows_of_another_type_is_refused_as_an_argument_not_a_failed_cast(con, function, value):
     """(bad_rows := 0 was DuckDB's `Could not convert string 'skip' to INT32`.)"""
     call = {"emb_anova": "emb_anova('t', 'g', 'v'{skip})", "emb_jackknife": "emb_jackknife('t', 'g', 'v'{skip})",
@@ -520,9 +521,9 @@ def test_emb_permanova_terms_names_a_bad_vector_by_its_row_in_the_table_from_1(c
 
 
 def test_emb_compare_names_the_model_of_a_bad_vector(con):
-    """(emb_compare named only the item; the item is in every model.)"""
+    """(emb_compare_structure named only the item; the item is in every model.)"""
     with pytest.raises(embsql.BadVectorError) as raised:
-        embsql.run_sql(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'm', 'item', replicates := 50)")
+        embsql.run_sql(con, "SELECT * FROM emb_compare_structure('t', 'g', 'v', 'm', 'item', replicates := 50)")
     assert re.match(r"embsql: \[vector\.\w+\] vector column 'v' has a \w+ vector at item 'i\d\d' of model '[ab]'; ",
                     str(raised.value)), str(raised.value)
 
@@ -680,8 +681,8 @@ def test_a_bad_vector_is_named_by_model_item_and_row_on_compare_and_similarity(c
     """(compare named no item, similarity_eval no model, the SQL similarity functions no row.)  Model a's
     item i03 is row 4 of the table."""
     con.execute(SIMILARITY_PAIRS)
-    calls = [lambda: embsql.compare(con, "t", group="g", vector="v", model="m", item="item"),
-             lambda: embsql.similarity_eval(con, "sim_pairs", "t", model="m", vector="v"),
+    calls = [lambda: embsql.compare_structure(con, "t", group="g", vector="v", model="m", item="item"),
+             lambda: embsql.similarity_eval(con, "sim_pairs", "t", model="m", vector="v", item="item"),
              lambda: embsql.run_sql(con, "SELECT * FROM emb_similarity_eval('sim_pairs', 't', model := 'm', vector := 'v')"),
              lambda: embsql.run_sql(con, "SELECT * FROM emb_compare_similarity('sim_pairs', 't', model := 'm', "
                                          "vector := 'v')")]

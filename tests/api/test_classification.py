@@ -59,8 +59,9 @@ def con():
 def test_knn_leave_one_out_equals_sklearn(con, k):
     a, b = _data(seed=1), _data(seed=2)
     table = _table({"m1": a, "m2": b})
-    result = embsql.knn_classify(con, table, k=k, item="item", per_item=True).to_dicts()
-    summary = {r["model"]: r for r in embsql.knn_classify(con, table, k=k, item="item").to_dicts()}
+    result = embsql.knn_classify(con, table, k=k, item="item", per_item=True, vector="vector", model="model").to_dicts()
+    summary = {r["model"]: r for r in embsql.knn_classify(con, table, k=k, item="item", vector="vector",
+                                                          model="model").to_dicts()}
     for name, (x, y) in (("m1", a), ("m2", b)):
         reference = KNeighborsClassifier(n_neighbors=k, metric="cosine", algorithm="brute").fit(x, y).predict(None)
         ours = [r["predicted"] for r in result if r["model"] == name]
@@ -75,7 +76,7 @@ def test_knn_on_more_items_than_the_first_block_equals_sklearn(con):
     x, y = _data(n=3000, d=8, classes=6, seed=12, spread=0.6)
     x = x.astype(np.float32)
     table = pa.table({"label": y, "vector": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), 8)})
-    rows = embsql.knn_classify(con, table, k=7, per_item=True)
+    rows = embsql.knn_classify(con, table, k=7, per_item=True, vector="vector", model="model")
     reference = KNeighborsClassifier(n_neighbors=7, metric="cosine", algorithm="brute").fit(
         x.astype(np.float64), y).predict(None)
     assert rows.column("predicted") == reference.tolist()
@@ -85,7 +86,7 @@ def test_a_zero_vector_names_its_row(con):
     table = pa.table({"item": ["a", "b", "c"], "label": ["x", "y", "x"], "vector": [[1.0, 0.0], [0.0, 0.0], [1.0, 1.0]]})
     with pytest.raises(embsql.BadVectorError, match=r"vector column 'vector' has a zero-length vector at row 2 "
                                                     r"\(item 'b'\)"):
-        embsql.centroid_classify(con, table, item="item")
+        embsql.centroid_classify(con, table, item="item", vector="vector", model="model")
 
 
 @pytest.mark.parametrize("k", [1, 6])
@@ -93,11 +94,11 @@ def test_knn_train_test_equals_sklearn(con, k):
     x, y = _data(n=400, seed=3)
     train = np.random.default_rng(4).random(len(y)) < 0.7
     table = _table({"m": (x, y)}, split=train)
-    rows = embsql.knn_classify(con, table, k=k, split="split", per_item=True).to_dicts()
+    rows = embsql.knn_classify(con, table, k=k, split="split", per_item=True, vector="vector", model="model").to_dicts()
     reference = KNeighborsClassifier(n_neighbors=k, metric="cosine", algorithm="brute").fit(
         x[train], y[train]).predict(x[~train])
     assert [r["predicted"] for r in rows] == reference.tolist()
-    row = embsql.knn_classify(con, table, k=k, split="split").to_dicts()[0]
+    row = embsql.knn_classify(con, table, k=k, split="split", vector="vector", model="model").to_dicts()[0]
     assert row["items"] == int((~train).sum()) and row["split"] == "train-test"
     assert row["macro_f1"] == pytest.approx(f1_score(y[~train], reference, average="macro"), abs=1e-12)
 
@@ -108,11 +109,12 @@ def test_centroid_equals_sklearn_leave_one_out_and_split(con):
     unit = x / np.linalg.norm(x, axis=1, keepdims=True)
     loo = [NearestCentroid().fit(np.delete(unit, i, 0), np.delete(y, i)).predict(unit[i:i + 1])[0]
            for i in range(len(y))]
-    rows = embsql.centroid_classify(con, _table({"m": (x, y)}), per_item=True).to_dicts()
+    rows = embsql.centroid_classify(con, _table({"m": (x, y)}), per_item=True, vector="vector", model="model").to_dicts()
     assert [r["predicted"] for r in rows] == loo
     train = np.arange(len(y)) % 3 != 0
     reference = NearestCentroid().fit(unit[train], y[train]).predict(unit[~train])
-    rows = embsql.centroid_classify(con, _table({"m": (x, y)}, split=train), split="split", per_item=True)
+    rows = embsql.centroid_classify(con, _table({"m": (x, y)}, split=train), split="split", per_item=True, vector="vector",
+                                    model="model")
     assert rows.column("predicted") == reference.tolist()
 
 
@@ -120,7 +122,7 @@ def test_vote_tie_goes_to_the_smallest_label_in_number_order(con):
     # item q's two neighbours carry labels 10 and 2: a tie, won by 2 (2 < 10 as numbers, not as text)
     table = pa.table({"item": ["q", "a", "b", "far1", "far2"], "label": [2, 10, 2, 10, 10],
                       "vector": [[1.0, 0.0], [0.9, 0.1], [0.9, -0.1], [-1.0, 0.05], [-1.0, -0.05]]})
-    rows = embsql.knn_classify(con, table, k=2, item="item", per_item=True).to_dicts()
+    rows = embsql.knn_classify(con, table, k=2, item="item", per_item=True, vector="vector", model="model").to_dicts()
     assert rows[0]["predicted"] == 2
 
 
@@ -131,7 +133,8 @@ def test_distance_tie_goes_to_the_item_first_in_text_order(con):
         vectors = [[1.0, 0.0], [0.6, 0.8], [0.6, 0.8]]
         table = pa.table({"item": [items[i] for i in order], "label": [labels[i] for i in order],
                           "vector": [vectors[i] for i in order]})
-        rows = {r["item"]: r for r in embsql.knn_classify(con, table, k=1, item="item", per_item=True).to_dicts()}
+        rows = {r["item"]: r for r in embsql.knn_classify(con, table, k=1, item="item", per_item=True, vector="vector",
+                                                          model="model").to_dicts()}
         assert rows["q"]["predicted"] == "y"
         assert rows["b"]["predicted"] == "y" and rows["a"]["predicted"] == "z"   # itself excluded
 
@@ -204,8 +207,9 @@ def test_agresti_min_interval_by_its_formula():
 
 def test_compare_classification_on_knn_predictions(con):
     a, b = _data(seed=11), _data(seed=11, spread=0.4)
-    per_item = embsql.knn_classify(con, _table({"strong": a, "weak": b}), k=5, item="item", per_item=True)
-    row = embsql.compare_classification(con, per_item).to_dicts()[0]
+    per_item = embsql.knn_classify(con, _table({"strong": a, "weak": b}), k=5, item="item", per_item=True, vector="vector",
+                                   model="model")
+    row = embsql.compare_classification(con, per_item, model="model", item="item").to_dicts()[0]
     ok = {m: np.array([r["correct"] for r in per_item.to_dicts() if r["model"] == m]) for m in ("strong", "weak")}
     a_only, b_only = int(np.sum(ok["strong"] & ~ok["weak"])), int(np.sum(~ok["strong"] & ok["weak"]))
     assert (row["model_a"], row["model_b"], row["a_only"], row["b_only"]) == ("strong", "weak", a_only, b_only)
@@ -318,18 +322,18 @@ def test_cluster_interval_of_accuracy_covers_and_wilson_does_not():
 def test_null_label_names_the_row(con):
     table = pa.table({"item": ["a", "b", "c"], "label": ["x", None, "y"], "vector": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]})
     with pytest.raises(embsql.BadLabelError, match=r"label column 'label' has a NULL label at row 2 \(item 'b'\)"):
-        embsql.knn_classify(con, table, k=1, item="item")
+        embsql.knn_classify(con, table, k=1, item="item", vector="vector", model="model")
 
 
 def test_k_not_below_the_items(con):
     x, y = _data(n=12, seed=1)
     with pytest.raises(embsql.DesignError, match=r"k = 12 neighbours needs more than k items, but there are 12"):
-        embsql.knn_classify(con, _table({"m": (x, y)}), k=12)
+        embsql.knn_classify(con, _table({"m": (x, y)}), k=12, vector="vector", model="model")
     train = np.arange(12) < 5
     with pytest.raises(embsql.DesignError, match=r"more than k training items, but there are 5 \(model 'm'\)"):
-        embsql.knn_classify(con, _table({"m": (x, y)}, split=train), k=5, split="split")
+        embsql.knn_classify(con, _table({"m": (x, y)}, split=train), k=5, split="split", vector="vector", model="model")
     with pytest.raises(embsql.InputError, match="k must be a whole number of 1 or more, not 0"):
-        embsql.knn_classify(con, _table({"m": (x, y)}), k=0)
+        embsql.knn_classify(con, _table({"m": (x, y)}), k=0, vector="vector", model="model")
 
 
 def test_split_values_are_train_or_test(con):
@@ -337,48 +341,48 @@ def test_split_values_are_train_or_test(con):
                       "vector": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]})
     with pytest.raises(embsql.InputError, match=r"split column 'split' has 'Test' at row 2; its values must be "
                                                 r"'train' or 'test'") as caught:
-        embsql.knn_classify(con, table, k=1, split="split")
+        embsql.knn_classify(con, table, k=1, split="split", vector="vector", model="model")
     assert caught.value.kind == "value.split"
     only_train = table.set_column(0, "split", pa.array(["train"] * 3))
     with pytest.raises(embsql.DesignError, match="split column 'split' has no test items"):
-        embsql.centroid_classify(con, only_train, split="split")
+        embsql.centroid_classify(con, only_train, split="split", vector="vector", model="model")
 
 
 def test_one_label_is_refused(con):
     table = pa.table({"label": ["x"] * 3, "vector": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]})
     with pytest.raises(embsql.DesignError, match="only one group"):
-        embsql.knn_classify(con, table, k=1)
+        embsql.knn_classify(con, table, k=1, vector="vector", model="model")
 
 
 def test_model_column_is_optional_and_keeps_its_name(con):
     x, y = _data(n=40, seed=2)
     table = _table({"m": (x, y)})
-    with_model = embsql.knn_classify(con, table, k=3)
+    with_model = embsql.knn_classify(con, table, k=3, vector="vector", model="model")
     assert with_model.columns[0] == "model"
-    without = embsql.knn_classify(con, table.drop(["model"]), k=3)
-    explicit = embsql.knn_classify(con, table, k=3, model=None)
+    without = embsql.knn_classify(con, table.drop(["model"]), k=3, vector="vector", model="model")
+    explicit = embsql.knn_classify(con, table, k=3, model=None, vector="vector")
     assert without.columns == explicit.columns == core.CLASSIFY_COLUMNS
     assert without.accuracy == explicit.accuracy == with_model.accuracy
     renamed = table.rename_columns(["encoder", "item", "label", "vector"])
-    assert embsql.centroid_classify(con, renamed, model="encoder").columns[0] == "encoder"
+    assert embsql.centroid_classify(con, renamed, model="encoder", vector="vector").columns[0] == "encoder"
     with pytest.raises(embsql.InputError, match="column.collision|output columns"):
-        embsql.knn_classify(con, table.rename_columns(["accuracy", "item", "label", "vector"]), model="accuracy")
+        embsql.knn_classify(con, table.rename_columns(["accuracy", "item", "label", "vector"]), model="accuracy", vector="vector")
 
 
 def test_old_and_unknown_keywords_are_refused(con):
     with pytest.raises(TypeError, match="unexpected keyword argument 'label_col'"):
-        embsql.knn_classify(con, "t", label_col="x")       # type: ignore[call-arg]
+        embsql.knn_classify(con, "t", label_col="x", vector="vector", model="model")       # type: ignore[call-arg]
     with pytest.raises(TypeError, match="unexpected keyword argument 'by'"):
-        embsql.compare_classification(con, "t", by="x")      # type: ignore[call-arg]
+        embsql.compare_classification(con, "t", by="x", model="model", item="item")      # type: ignore[call-arg]
 
 
 def test_compare_refuses_missing_items_and_reads_groups(con):
     predictions = pa.table({"model": ["a", "a", "b"], "item": ["u", "v", "u"], "correct": [True, False, True]})
     with pytest.raises(embsql.InputError, match=r"item 'v' has a prediction from model 'a' but not from model 'b'"):
-        embsql.compare_classification(con, predictions)
+        embsql.compare_classification(con, predictions, model="model", item="item")
     rows = pa.table({"model": ["a"] * 4 + ["b"] * 4, "item": list("uvwx") * 2, "g": [1, 2, 1, 2] * 2,
                      "correct": [True, True, True, False, False, False, True, False]})
-    row = embsql.compare_classification(con, rows, group="g").to_dicts()[0]
+    row = embsql.compare_classification(con, rows, group="g", model="model", item="item").to_dicts()[0]
     assert row["method"] == "exact cluster sign-flip" and row["groups"] == 2 and row["permutations"] == 4
     assert row["p_value"] == 0.5 and not row["calibrated"]
 
@@ -386,8 +390,8 @@ def test_compare_refuses_missing_items_and_reads_groups(con):
 def test_grouped_knn_reports_cluster_intervals(con):
     x, y = _data(n=200, seed=4)
     groups = np.arange(200) // 4
-    result = embsql.knn_classify(con, _table({"m": (x, y)}, groups=groups), k=5, group="grp")
-    plain = embsql.knn_classify(con, _table({"m": (x, y)}), k=5)
+    result = embsql.knn_classify(con, _table({"m": (x, y)}, groups=groups), k=5, group="grp", vector="vector", model="model")
+    plain = embsql.knn_classify(con, _table({"m": (x, y)}), k=5, vector="vector", model="model")
     assert result.groups == 50 and plain.groups is None and result.accuracy == plain.accuracy
     assert result.ci_low != plain.ci_low
 
@@ -396,7 +400,7 @@ def test_duckdb_table_source(con):
     x, y = _data(n=60, seed=6)
     con.register("emb_view", _table({"m": (x, y)}, labels=["cat", "dog", "emu", "fox", "gnu"]))
     con.execute("CREATE TABLE emb AS SELECT * FROM emb_view")
-    row = embsql.knn_classify(con, "emb", k=3, item="item").to_dicts()[0]
+    row = embsql.knn_classify(con, "emb", k=3, item="item", vector="vector", model="model").to_dicts()[0]
     reference = KNeighborsClassifier(n_neighbors=3, metric="cosine", algorithm="brute").fit(x, y).predict(None)
     assert row["accuracy"] == pytest.approx(accuracy_score(y, reference), abs=1e-15)
     assert isinstance(con, duckdb.DuckDBPyConnection)
@@ -411,12 +415,12 @@ def test_sql_equals_python(con):
     train = np.arange(120) % 4 != 0
     con.register("t_view", _table({"a": (x, y), "b": (x[::-1].copy(), y)}, split=train, groups=groups))
     con.execute("CREATE TABLE t AS SELECT * FROM t_view")
-    for call, face in (("emb_knn_classify('t', k := 4, item := 'item')", lambda: embsql.knn_classify(con, "t", k=4,
-                                                                                                  item="item")),
+    for call, face in (("emb_knn_classify('t', k := 4, item := 'item')",
+                        lambda: embsql.knn_classify(con, "t", k=4, item="item", vector="vector", model="model")),
                        ("emb_knn_classify('t', k := 3, split := 'split', \"group\" := 'grp')",
-                        lambda: embsql.knn_classify(con, "t", k=3, split="split", group="grp")),
+                        lambda: embsql.knn_classify(con, "t", k=3, split="split", group="grp", vector="vector", model="model")),
                        ("emb_centroid_classify('t', model := NULL)", lambda: embsql.centroid_classify(con, "t",
-                                                                                                   model=None))):
+                                                                                                   model=None, vector="vector"))):
         sql = con.sql(f"SELECT * FROM {call}")
         python = face()
         assert sql.columns == list(python.columns)
@@ -425,7 +429,7 @@ def test_sql_equals_python(con):
                 assert a == (pytest.approx(b, rel=1e-12) if isinstance(b, float) else b)
     items = con.sql("SELECT model, item, label, predicted, correct FROM emb_knn_classify_items('t', k := 4, "
                     "item := 'item') ORDER BY model, item").fetchall()
-    python = embsql.knn_classify(con, "t", k=4, item="item", per_item=True)
+    python = embsql.knn_classify(con, "t", k=4, item="item", per_item=True, vector="vector", model="model")
     assert items == sorted((m, i, str(lab), str(p), c) for m, i, lab, p, c in python.rows)
 
 

@@ -53,7 +53,7 @@ def test_hand_worked_three_groups():
     # D = 6/5; residuals S_g - n_g D = -0.2, -0.4, 0.6; se = sqrt(3/2 * 0.56) / 5
     con = embsql.connect()
     table = long_table({"a": HAND_A, "b": HAND_B}, HAND_GROUPS)
-    row = embsql.compare_retrieval(con, table, group="group").to_dicts()[0]
+    row = embsql.compare_retrieval(con, table, group="group", model="model").to_dicts()[0]
     se = math.sqrt(1.5 * 0.56) / 5
     half = stats.t.ppf(0.975, 2) * se
     assert row["p_value"] == 0.25 and row["permutations"] == 8 and row["method"] == "exact group sign-flip"
@@ -64,7 +64,7 @@ def test_hand_worked_three_groups():
     assert (row["queries"], row["groups"], row["calibrated"]) == (5, 3, False)
     # single queries instead: 5 queries, |T| >= 6 for sign vectors whose flipped queries sum to 0 only,
     # i.e. none flipped or all flipped: 2 of 32
-    row = embsql.compare_retrieval(con, table).to_dicts()[0]
+    row = embsql.compare_retrieval(con, table, model="model").to_dicts()[0]
     assert row["p_value"] == 2 / 32 and row["permutations"] == 32 and row["groups"] == 5
 
 
@@ -122,7 +122,7 @@ def test_adjustments_equal_statsmodels(method, reference):
 def test_three_models_holm_across_pairs():
     rng = np.random.default_rng(2)
     values = {m: rng.random(40) + shift for m, shift in (("x", 0.0), ("y", 0.15), ("z", 0.02))}
-    rows = embsql.compare_retrieval(embsql.connect(), long_table(values), permutations=999).to_dicts()
+    rows = embsql.compare_retrieval(embsql.connect(), long_table(values), permutations=999, model="model").to_dicts()
     assert [(r["model_a"], r["model_b"]) for r in rows] == [("x", "y"), ("x", "z"), ("y", "z")]
     expected = statsmodels_multitest.multipletests([r["p_value"] for r in rows], method="holm")[1]
     assert [r["p_adjusted"] for r in rows] == pytest.approx(list(expected), abs=1e-15)
@@ -233,7 +233,7 @@ def test_sql_equals_python_and_groups_may_come_from_a_queries_table():
     table = long_table({"m1": rng.random(90), "m2": rng.random(90) + 0.05}, groups)
     con = embsql.connect()
     con.register("ev", table)
-    python = embsql.compare_retrieval(con, "ev", group="group", permutations=2000, seed=9).to_dicts()
+    python = embsql.compare_retrieval(con, "ev", group="group", permutations=2000, seed=9, model="model").to_dicts()
     sql = con.sql("SELECT * FROM emb_compare_retrieval('ev', metric := 'ndcg@10', model := 'model', "
                   "\"group\" := 'group', permutations := 2000, seed := 9)").to_arrow_table().to_pylist()
     assert list(sql[0]) == list(qp.PAIR_COLUMNS) + ["interval"] and sql[0]["interval"] == "marginal"
@@ -245,11 +245,13 @@ def test_sql_equals_python_and_groups_may_come_from_a_queries_table():
     plain = con.sql("SELECT p_value, p_adjusted, p_adjust FROM emb_compare_retrieval('ev', p_adjust := NULL)").fetchall()
     assert plain[0][0] == plain[0][1] and plain[0][2] is None
     queries = pa.table({"qid": [f"q{i}" for i in range(90)] * 2, "group": groups * 2, "model": ["m1"] * 90 + ["m2"] * 90})
-    other = embsql.compare_retrieval(con, table.drop(["group"]), queries=queries, permutations=2000, seed=9).to_dicts()
+    other = embsql.compare_retrieval(con, table.drop(["group"]), queries=queries, permutations=2000, seed=9,
+                                     model="model").to_dicts()
     assert other == python
     assert embsql.compare_retrieval(con, embsql.ResultTable.from_dicts("t", table.column_names, table.to_pylist()),
-                                    group="group", permutations=2000, seed=9).to_dicts() == python
-    assert embsql.compare_retrieval(con, table.to_pandas(), group="group", permutations=2000, seed=9).to_dicts() == python
+                                    group="group", permutations=2000, seed=9, model="model").to_dicts() == python
+    assert embsql.compare_retrieval(con, table.to_pandas(), group="group", permutations=2000, seed=9,
+                                    model="model").to_dicts() == python
 
 
 def test_the_seed_does_not_depend_on_row_order():
@@ -257,7 +259,8 @@ def test_the_seed_does_not_depend_on_row_order():
     table = long_table({"m1": rng.random(60), "m2": rng.random(60)}, [f"g{i % 17}" for i in range(60)])
     con = embsql.connect()
     shuffled = table.take(np.random.default_rng(1).permutation(table.num_rows))
-    a, b = (embsql.compare_retrieval(con, t, group="group", permutations=500).to_dicts()[0] for t in (table, shuffled))
+    a, b = (embsql.compare_retrieval(con, t, group="group", permutations=500, model="model").to_dicts()[0] for t in (table,
+                                                                                                                     shuffled))
     assert a["p_value"] == b["p_value"] and a["difference"] == pytest.approx(b["difference"], abs=1e-15)
 
 
@@ -282,7 +285,7 @@ def test_the_seed_does_not_depend_on_row_order():
 def test_bad_input_is_named(change, kwargs, error, words):
     table = change(long_table({"a": HAND_A, "b": HAND_B}, HAND_GROUPS))
     with pytest.raises(error) as caught:
-        embsql.compare_retrieval(embsql.connect(), table, **kwargs)
+        embsql.compare_retrieval(embsql.connect(), table, model="model", **kwargs)
     assert words in str(caught.value)
 
 

@@ -152,7 +152,7 @@ def test_anova_dist_returns_ss_b_signed_with_r2_and_f_as_defined(con):
                 "r2_null": (groups - 1) / (n - 1), "f": (ss_b / (groups - 1)) / (ss_w / (n - groups))}
     assert (ss_t, ss_w, ss_b) == pytest.approx((2.01, 4.0, -1.99))
     assert expected["f"] == pytest.approx(-0.995) and expected["r2"] == pytest.approx(-1.99 / 2.01)
-    python, = embsql.anova_dist(con, "dist", labels="lab", group="g").to_dicts()
+    python, = embsql.anova_dist(con, "dist", labels="lab", group="g", item="id").to_dicts()
     stock = duckdb.connect()
     stock.execute(sql_entry_file().read_text())
     non_euclidean(stock)
@@ -287,9 +287,9 @@ TEXT_SQL = {
     "emb_anova": "emb_anova('t', 'g', 'vec')",
 }
 TEXT_PYTHON = {
-    "knn_classify": lambda con: embsql.knn_classify(con, "t", vector="vec", k=3),
-    "centroid_classify": lambda con: embsql.centroid_classify(con, "t", vector="vec"),
-    "similarity_eval": lambda con: embsql.similarity_eval(con, "p", "t", vector="vec"),
+    "knn_classify": lambda con: embsql.knn_classify(con, "t", vector="vec", k=3, model="model"),
+    "centroid_classify": lambda con: embsql.centroid_classify(con, "t", vector="vec", model="model"),
+    "similarity_eval": lambda con: embsql.similarity_eval(con, "p", "t", vector="vec", model="model", item="item"),
     "permanova_terms": lambda con: embsql.permanova_terms(con, "t", terms=["g"], vector="vec", permutations=9),
 }
 CAST = "SELECT * REPLACE (vec::DOUBLE[] AS vec)"

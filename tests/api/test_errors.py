@@ -144,7 +144,7 @@ def dist_error(con, pairs, labels=LABELS):
                                    "d": pa.array([p[2] for p in pairs], type=pa.float64())}))
     con.register("lab", labels)
     with pytest.raises(embsql.SqlInputError) as info:
-        embsql.anova_dist(con, "dist", labels="lab", group="g")
+        embsql.anova_dist(con, "dist", labels="lab", group="g", item="id")
     return str(info.value)
 
 
@@ -157,7 +157,7 @@ def test_distance_both_orders_agree_is_fine(con):
     con.register("dist", pa.table({"i": [p[0] for p in PAIRS] + [2], "j": [p[1] for p in PAIRS] + [1],
                                    "d": [p[2] for p in PAIRS] + [0.2]}))
     con.register("lab", LABELS)
-    assert embsql.anova_dist(con, "dist", labels="lab", group="g").n == 4
+    assert embsql.anova_dist(con, "dist", labels="lab", group="g", item="id").n == 4
 
 
 def test_distance_missing_pair(con):
@@ -186,7 +186,7 @@ def test_distance_missing_column(con):
     con.register("dist", pa.table({"a": [1], "b": [2], "d": [0.1]}))
     con.register("lab", LABELS)
     with pytest.raises(embsql.SqlInputError, match=r'^embsql: \[column.missing\] column "i" not found in dist$'):
-        embsql.anova_dist(con, "dist", labels="lab", group="g")
+        embsql.anova_dist(con, "dist", labels="lab", group="g", item="id")
 
 
 def test_distance_null_label_and_duplicate_id(con):
@@ -215,7 +215,7 @@ def test_a_suggested_argument_is_spelled_as_each_surface_spells_it(con):
         con.execute(statement)
     # item i6 (of the last pair) has no vector
     with pytest.raises(embsql.errors.InputError, match=r"; pass missing='skip' to leave out"):
-        embsql.similarity_eval(con, "p", "e")
+        embsql.similarity_eval(con, "p", "e", vector="vector", model="model", item="item")
     for query in ("SELECT * FROM emb_similarity_eval('p', 'e')", "SELECT * FROM emb_similarity_pearson('p', 'e')"):
         message = sql_error(con, query)
         assert "; pass missing := 'skip' to leave out" in message and "missing='skip'" not in message, message

@@ -82,7 +82,8 @@ CALLS = {
     "bootstrap": lambda con, src, model: embsql.bootstrap(con, src, group="g", vector="v", model=model, replicates=50),
     "pairwise_permanova": lambda con, src, model: embsql.pairwise_permanova(con, src, group="g", vector="v", model=model,
                                                                             permutations=19),
-    "compare": lambda con, src, model: embsql.compare(con, src, group="g", vector="v", model=model, item="item",
+    "compare_structure": lambda con, src, model: embsql.compare_structure(con, src, group="g", vector="v", model=model,
+                                                                          item="item",
                                                       replicates=50),
     "knn_agreement": lambda con, src, model: embsql.knn_agreement(con, src, item="item", model=model, vector="v", k=3),
     "mantel": lambda con, src, model: embsql.mantel(con, src, item="item", model=model, vector="v", permutations=19),
@@ -93,7 +94,7 @@ CALLS = {
 FACES = {name: getattr(embsql, name) for name in [*CALLS, "anova_dist"]}
 PER_MODEL = ["anova", "groups", "permanova", "permanova_welch", "permanova_terms", "dispersion", "jackknife",
              "bootstrap", "pairwise_permanova"]         # one row (or set of rows) per model: the model column first
-PER_PAIR = ["compare", "knn_agreement", "mantel", "cka", "procrustes"]      # model_a, model_b
+PER_PAIR = ["compare_structure", "knn_agreement", "mantel", "cka", "procrustes"]      # model_a, model_b
 
 
 def _tables(result) -> list:
@@ -121,7 +122,7 @@ OLD = [
     ("jackknife", "stat"),
     ("bootstrap", "by"),
     ("bootstrap", "stat"),
-    ("compare", "stat"),
+    ("compare_structure", "stat"),
     ("pairwise_permanova", "pairs"),
     ("pairwise_permanova", "by"),
     ("permanova_terms", "by_terms"),
@@ -137,7 +138,8 @@ REQUIRED = {
     "anova": ("t", dict(group="g", vector="v")), "groups": ("t", dict(group="g", vector="v")),
     "anova_dist": ("dist", dict(labels="labels", group="g")), "permanova": ("t", dict(group="g", vector="v")),
     "dispersion": ("t", dict(group="g", vector="v")), "jackknife": ("t", dict(group="g", vector="v")),
-    "bootstrap": ("t", dict(group="g", vector="v")), "compare": ("t", dict(group="g", vector="v", model="m", item="item")),
+    "bootstrap": ("t", dict(group="g", vector="v")), "compare_structure": ("t", dict(group="g", vector="v", model="m",
+                                                                                     item="item")),
     "pairwise_permanova": ("t", dict(group="g", vector="v")), "permanova_terms": ("t", dict(terms=["g"], vector="v")),
     "knn_agreement": ("t", dict(item="item", model="m", vector="v")), "cka": ("t", dict(item="item", model="m", vector="v")),
 }
@@ -154,7 +156,7 @@ def test_an_unknown_keyword_is_pythons_type_error(con, face, old):
 
 @pytest.mark.parametrize("face,args", [
     ("anova", ("g", "v")), ("groups", ("g", "v")), ("permanova", ("g", "v")), ("dispersion", ("g", "v")),
-    ("jackknife", ("g", "v")), ("bootstrap", ("g", "v")), ("compare", ("g", "v", "m", "item")),
+    ("jackknife", ("g", "v")), ("bootstrap", ("g", "v")), ("compare_structure", ("g", "v", "m", "item")),
     ("knn_agreement", ("item", "m", "v")), ("mantel", ("item", "m", "v")), ("anova_dist", ("labels", "g")),
     ("cka", ("item", "m", "v")), ("pairwise_permanova", ("g", "v")), ("permanova_welch", ("g", "v")),
 ])
@@ -212,7 +214,7 @@ def test_no_public_face_takes_more_than_12_parameters(name):
     simultaneous intervals); the others take 11 or fewer.  ``bad_rows`` is not counted: every face that
     reads vectors takes it, with the same meaning, so it adds no choice to learn per face."""
     count = len([p for p in inspect.signature(FACES[name]).parameters if p != "bad_rows"])
-    assert count <= (13 if name == "compare" else 11), count
+    assert count <= (13 if name == "compare_structure" else 11), count
 
 
 @pytest.mark.parametrize("module", FACE_MODULES + ["embsql.result_table", "embsql.vocabulary"])

@@ -26,7 +26,8 @@ CALLS = {
                                                  replicates=9),
     "permanova_terms": lambda con, m: embsql.permanova_terms(con, "many", terms=["topic"], vector="embedding",
                                                              model=m, permutations=9, permute="rows"),
-    "compare": lambda con, m: embsql.compare(con, "many", group="topic", vector="embedding", model=m, item="item",
+    "compare_structure": lambda con, m: embsql.compare_structure(con, "many", group="topic", vector="embedding", model=m,
+                                                                 item="item",
                                              replicates=9),
     "knn_agreement": lambda con, m: embsql.knn_agreement(con, "neighbours", item="item_id", model=m,
                                                          vector="embedding", k=2),
@@ -36,7 +37,8 @@ CALLS = {
                                      progress=False),
     "procrustes": lambda con, m: embsql.procrustes(con, "geometry", item="item_id", model=m, vector="embedding",
                                                    permutations=9, progress=False),
-    "similarity_eval": lambda con, m: embsql.similarity_eval(con, "judged_pairs", "word_vectors", model=m),
+    "similarity_eval": lambda con, m: embsql.similarity_eval(con, "judged_pairs", "word_vectors", model=m, vector="vector",
+                                                             item="item"),
     "knn_classify": lambda con, m: embsql.knn_classify(con, "many", label="topic", vector="embedding", model=m, k=5),
     "compare_retrieval": lambda con, m: embsql.compare_retrieval(con, "evaluation", model=m, permutations=99),
     "dispersion": lambda con, m: embsql.dispersion(con, "many", group="topic", vector="embedding", model=m,
@@ -87,9 +89,9 @@ CASE_TABLE = pa.table({"Model": ["a"] * 6 + ["b"] * 6, "item": [f"i{k}" for k in
 
 
 @pytest.mark.parametrize("face", [
-    lambda con, t: embsql.knn_classify(con, t, label="label", k=2),
-    lambda con, t: embsql.centroid_classify(con, t, label="label"),
-    lambda con, t: embsql.knn_classify(con, t, label="label", k=2, model="mdl"),
+    lambda con, t: embsql.knn_classify(con, t, label="label", k=2, vector="vector", model="model"),
+    lambda con, t: embsql.centroid_classify(con, t, label="label", vector="vector", model="model"),
+    lambda con, t: embsql.knn_classify(con, t, label="label", k=2, model="mdl", vector="vector"),
 ], ids=["knn default", "centroid default", "knn another name"])
 def test_a_model_column_of_another_case_is_refused_not_pooled(face):
     """A column "Model" beside the default model="model": refused naming it, as the SQL macros do
@@ -99,5 +101,5 @@ def test_a_model_column_of_another_case_is_refused_not_pooled(face):
         face(embsql.connect(), CASE_TABLE)
     assert info.value.kind == "column.missing"
     assert "'mdl' not found" in str(info.value) or "its column 'Model' differs only in case" in str(info.value)
-    rows = embsql.knn_classify(embsql.connect(), CASE_TABLE, label="label", k=2, model="Model").to_dicts()
+    rows = embsql.knn_classify(embsql.connect(), CASE_TABLE, label="label", k=2, model="Model", vector="vector").to_dicts()
     assert [(r["Model"], r["items"]) for r in rows] == [("a", 6), ("b", 6)]

@@ -56,7 +56,7 @@ PYTHON = {
     "permanova_welch": lambda con, **kw: embsql.permanova_welch(con, "t", group="g", vector="v", **kw),
     "dispersion": lambda con, **kw: embsql.dispersion(con, "t", group="g", vector="v", **kw),
     "mantel": lambda con, **kw: embsql.mantel(con, "models", item="item", model="model", vector="v", **kw),
-    "dose": lambda con, **kw: embsql.dose(con, embsql.Queries("q", strength="level"), model="model", **kw),
+    "retrieval_dose": lambda con, **kw: embsql.retrieval_dose(con, embsql.Queries("q", strength="level"), model="model", **kw),
 }
 SQL = {
     "emb_permanova": "SELECT * FROM emb_permanova('t', 'g', 'v', {})",

@@ -54,7 +54,7 @@ def test_dose_per_level_against_numpy():
     con = embsql.connect()
     con.register("q", queries)
     con.register("d", docs)
-    table = embsql.dose(con, embsql.Queries("q", strength="level"), "d", model="model", permutations=199)
+    table = embsql.retrieval_dose(con, embsql.Queries("q", strength="level"), "d", model="model", permutations=199)
     assert table.columns[0] == "model"
     q, d = rd.arrays(queries, "a"), rd.arrays(docs, "a")
     reference = reference_levels(q["group"], q["level"], q["vector"])
@@ -106,9 +106,9 @@ def test_same_seed_same_p_whatever_the_row_order():
     queries, _ = rd.make(22, questions=6, paraphrases=3, levels=3, dose=0.2)
     con = embsql.connect()
     con.register("q", queries)
-    first = embsql.dose(con, embsql.Queries("q", strength="level"), model="model", permutations=99, seed=5).to_dicts()
+    first = embsql.retrieval_dose(con, embsql.Queries("q", strength="level"), model="model", permutations=99, seed=5).to_dicts()
     con.register("q", queries.take(np.random.default_rng(0).permutation(len(queries))))
-    shuffled = embsql.dose(con, embsql.Queries("q", strength="level"), model="model", permutations=99,
+    shuffled = embsql.retrieval_dose(con, embsql.Queries("q", strength="level"), model="model", permutations=99,
                            seed=5).to_dicts()
     for a, b in zip(first, shuffled):
         assert a["p_value"] == b["p_value"] and a["w_tilde_q"] == pytest.approx(b["w_tilde_q"], rel=1e-12)
@@ -139,18 +139,18 @@ def test_design_errors():
     con.register("q", pa.table({"qid": ["a"], "group": ["g"], "vector": [[1.0, 0.0]]}))
     with pytest.raises(InputError, match=r"dose needs the queries' paraphrase-strength column: pass Queries\(source, "
                                          r"strength='column'\)"):
-        embsql.dose(con, "q")
+        embsql.retrieval_dose(con, "q")
 
 
 def test_sql_dose_equals_python_with_numeric_labels():
-    """emb_retrieval_dose (UDF) and embsql.dose give the same figures and the same p; group labels
+    """emb_retrieval_dose (UDF) and embsql.retrieval_dose give the same figures and the same p; group labels
     are numbers, whose order as text would differ (so would the seeded permutations)."""
     queries, _ = rd.make(23, models=("a", "b"), questions=12, paraphrases=3, levels=3, dose=0.1, dim=8)
     number = {f"question{k}": k for k in range(12)}
     queries = queries.set_column(2, "group", pa.array([number[g] for g in queries.column("group").to_pylist()]))
     con = embsql.connect()
     con.register("q", queries)
-    python = embsql.dose(con, embsql.Queries("q", strength="level"), model="model", permutations=199, seed=3).to_dicts()
+    python = embsql.retrieval_dose(con, embsql.Queries("q", strength="level"), model="model", permutations=199, seed=3).to_dicts()
     sql = con.sql("SELECT * FROM emb_retrieval_dose('q', model := 'model', permutations := 199, seed := 3)"
                   ).to_arrow_table()
     assert sql.column_names == ["model", "strength", "queries", "groups", "w_tilde_q", "se", "step", "step_se",

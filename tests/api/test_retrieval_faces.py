@@ -105,8 +105,8 @@ def test_trec_files_have_fixed_fields(con, tmp_path):
     (lambda con, q, d: embsql.margins(con, q, d, doc_group="group"), "doc_group"),
     (lambda con, q, d: embsql.retrieval_summary(con, q, d, qid="qid"), "qid"),
     (lambda con, q, d: embsql.pairing(con, q, d, positive="positive"), "positive"),
-    (lambda con, q, d: embsql.dose(con, q, level="level"), "level"),
-    (lambda con, q, d: embsql.dose(con, q, scope="corpus"), "scope"),
+    (lambda con, q, d: embsql.retrieval_dose(con, q, level="level"), "level"),
+    (lambda con, q, d: embsql.retrieval_dose(con, q, scope="corpus"), "scope"),
     (lambda con, q, d: embsql.retrieval_layers(con, q, d, level_col="level"), "level_col"),
     (lambda con, q, d: embsql.retrieve(con, q, d, doc_vector="vector"), "doc_vector"),
     (lambda con, q, d: embsql.retrieve(con, q, d, vector="vector"), "vector"),
@@ -115,7 +115,7 @@ def test_trec_files_have_fixed_fields(con, tmp_path):
     (lambda con, q, d: embsql.evaluate(con, "r", "j", k=10), "k"),
     (lambda con, q, d: embsql.evaluate(con, "r", None, positive="positive"), "positive"),
     (lambda con, q, d: embsql.evaluate(con, "r", "j", unknown="skip"), "unknown"),
-    (lambda con, q, d: embsql.compare_retrieval(con, "e", qid="qid"), "qid"),
+    (lambda con, q, d: embsql.compare_retrieval(con, "e", qid="qid", model="model"), "qid"),
     (lambda con, q, d: embsql.margins(con, q, d, threshold=2), "threshold"),
 ])
 def test_an_unknown_keyword_is_pythons_type_error(con, tables, call, keyword):
@@ -156,7 +156,8 @@ def test_every_face_keeps_the_model_columns_name(con, tables, name, tmp_path):
         "margins": embsql.margins(con, queries, docs, model=name),
         "retrieval_summary": embsql.retrieval_summary(con, queries, docs, model=name),
         "pairing": embsql.pairing(con, queries, docs, model=name),
-        "dose": embsql.dose(con, embsql.Queries(queries, strength="level"), docs, model=name, permutations=19),
+        "retrieval_dose": embsql.retrieval_dose(con, embsql.Queries(queries, strength="level"), docs, model=name,
+                                                permutations=19),
         "retrieve": embsql.retrieve(con, queries, docs, k=3, model=name),
     }
     first = tables[0].filter(pc.equal(tables[0].column("model"), "m1"))      # each model has the same qids
@@ -180,7 +181,7 @@ def test_every_face_keeps_the_model_columns_name(con, tables, name, tmp_path):
     (lambda con, q, d, n: embsql.margins(con, q, d, model=n), "qid", "margins"),
     (lambda con, q, d, n: embsql.retrieval_summary(con, q, d, model=n), "top1", "retrieval_summary"),
     (lambda con, q, d, n: embsql.pairing(con, q, d, model=n), "measure", "pairing"),
-    (lambda con, q, d, n: embsql.dose(con, embsql.Queries(q, strength="level"), model=n), "strength", "dose"),
+    (lambda con, q, d, n: embsql.retrieval_dose(con, embsql.Queries(q, strength="level"), model=n), "strength", "retrieval_dose"),
     (lambda con, q, d, n: embsql.retrieve(con, q, d, model=n), "rank", "retrieve"),
     (lambda con, q, d, n: embsql.retrieve(con, q, d, model=n), "score", "retrieve"),
     (lambda con, q, d, n: embsql.evaluate(con, "r", "j", model=n), "value", "evaluate"),
@@ -215,18 +216,19 @@ def _route_calls(con, queries, docs, tmp_path):
         "margins": lambda: embsql.margins(con, queries, docs, model="model"),
         "retrieval_summary": lambda: embsql.retrieval_summary(con, queries, docs, model="model"),
         "pairing": lambda: embsql.pairing(con, queries, docs, model="model"),
-        "dose": lambda: embsql.dose(con, embsql.Queries(queries, strength="level"), model="model", permutations=9),
+        "retrieval_dose": lambda: embsql.retrieval_dose(con, embsql.Queries(queries, strength="level"), model="model",
+                                                        permutations=9),
         "retrieval_layers": lambda: embsql.retrieval_layers(con, queries, docs, model="model"),
         "retrieve": lambda: embsql.retrieve(con, queries, docs, model="model"),
         "evaluate": lambda: embsql.evaluate(con, run, qrels, model="model"),
         "evaluate (DuckDB table)": lambda: (con.register("null_run", run),
                                             embsql.evaluate(con, "null_run", qrels, model="model")),
         "write_trec_run": lambda: embsql.write_trec_run(con, run, str(tmp_path / "x.trec"), model="model"),
-        "compare_retrieval": lambda: embsql.compare_retrieval(con, evaluation),
+        "compare_retrieval": lambda: embsql.compare_retrieval(con, evaluation, model="model"),
     }
 
 
-ROUTES = ("margins", "retrieval_summary", "pairing", "dose", "retrieval_layers", "retrieve", "evaluate",
+ROUTES = ("margins", "retrieval_summary", "pairing", "retrieval_dose", "retrieval_layers", "retrieve", "evaluate",
           "evaluate (DuckDB table)", "write_trec_run", "compare_retrieval")
 
 
@@ -260,7 +262,7 @@ def test_docstring_examples_run(module):
     assert attempted >= 4 and failed == 0
 
 
-FACES = ("margins", "retrieval_summary", "pairing", "dose", "retrieval_layers", "retrieve", "evaluate",
+FACES = ("margins", "retrieval_summary", "pairing", "retrieval_dose", "retrieval_layers", "retrieve", "evaluate",
          "compare_retrieval", "write_trec_run")
 
 
@@ -289,7 +291,7 @@ SNIPPET = textwrap.dedent("""
     con = embsql.connect()
     embsql.margins(con, "q", "d", level="level")
     embsql.evaluate(con, "run", "qrels", queries="q")
-    embsql.dose(con, embsql.Queries("q", strength="level"), permutations=9)
+    embsql.retrieval_dose(con, embsql.Queries("q", strength="level"), permutations=9)
 """)
 
 

@@ -150,7 +150,7 @@ def test_dyadic_variance_counts_pairs_that_share_an_item():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_similarity_eval_equals_scipy(con, dtype):
     emb, judged, vectors, a, b, score = sts_data(dtype=dtype)
-    result = embsql.similarity_eval(con, judged, emb)
+    result = embsql.similarity_eval(con, judged, emb, vector="vector", model="model", item="item")
     assert result.columns[0] == "model"
     rows = {r["model"]: r for r in result.to_dicts()}
     assert list(rows) == ["m1", "m2"]
@@ -168,7 +168,8 @@ def test_similarity_eval_equals_scipy(con, dtype):
 def test_similarity_eval_is_mtebs_main_score(con):
     """MTEB's STSEvaluator: 1 - sklearn's paired_cosine_distances, then scipy's spearmanr(gold, cosine)."""
     emb, judged, vectors, a, b, score = sts_data(seed=3, dtype=np.float64)
-    rows = {r["model"]: r for r in embsql.similarity_eval(con, judged, emb).to_dicts()}
+    rows = {r["model"]: r for r in embsql.similarity_eval(con, judged, emb, vector="vector", model="model",
+                                                          item="item").to_dicts()}
     for m, x in vectors.items():
         cosine_scores = 1 - paired_cosine_distances(x[a], x[b])
         main_score, _ = spearmanr(score, cosine_scores)
@@ -193,21 +194,23 @@ def test_per_pair_gives_the_cosines_in_pair_order(con):
 def test_one_model_without_a_model_column(con):
     emb, judged, vectors, a, b, score = sts_data(seed=6, models=("only",))
     plain = emb.drop_columns(["model"])
-    result = embsql.similarity_eval(con, judged, plain)
+    result = embsql.similarity_eval(con, judged, plain, vector="vector", model="model", item="item")
     assert "model" not in result.columns
     assert result.spearman == pytest.approx(spearmanr(numpy_cosine(vectors["only"], a, b), score).statistic, abs=1e-12)
-    explicit = embsql.similarity_eval(con, judged, emb, model=None)        # the column is there, but not read
+    explicit = embsql.similarity_eval(con, judged, emb, model=None, vector="vector",
+                                      item="item")        # the column is there, but not read
     assert "model" not in explicit.columns and explicit.spearman == result.spearman
     with pytest.raises(ColumnNotFoundError, match="'encoder'"):
-        embsql.similarity_eval(con, judged, plain, model="encoder")
+        embsql.similarity_eval(con, judged, plain, model="encoder", vector="vector", item="item")
 
 
 def test_spearman_is_invariant_to_a_monotone_score_and_to_swapping_a_and_b(con):
     emb, judged, *_ = sts_data(seed=7, ties=False)
-    base = embsql.similarity_eval(con, judged, emb).to_dicts()
+    base = embsql.similarity_eval(con, judged, emb, vector="vector", model="model", item="item").to_dicts()
     warped = judged.set_column(2, "score", pa.array(np.exp(judged.column("score").to_numpy())))
     swapped = judged.select(["item_b", "item_a", "score"]).rename_columns(["item_a", "item_b", "score"])
-    for other in (embsql.similarity_eval(con, warped, emb).to_dicts(), embsql.similarity_eval(con, swapped, emb).to_dicts()):
+    for other in (embsql.similarity_eval(con, warped, emb, vector="vector", model="model", item="item").to_dicts(),
+                  embsql.similarity_eval(con, swapped, emb, vector="vector", model="model", item="item").to_dicts()):
         for x, y in zip(base, other):
             assert x["spearman"] == pytest.approx(y["spearman"], abs=1e-12)
             assert x["ci_low"] == pytest.approx(y["ci_low"], abs=1e-12)
@@ -220,19 +223,21 @@ def test_missing_vectors_error_or_skip(con):
     first = int(np.flatnonzero((a == 3) | (b == 3))[0])
     side = "item_a" if a[first] == 3 else "item_b"
     with pytest.raises(InputError, match=rf"item 'item3' \('{side}' at row {first + 1} of pairs .*model 'm2'") as caught:
-        embsql.similarity_eval(con, judged, lacking)
+        embsql.similarity_eval(con, judged, lacking, vector="vector", model="model", item="item")
     assert caught.value.kind == "pair.no_vector"
-    rows = {r["model"]: r for r in embsql.similarity_eval(con, judged, lacking, missing="skip").to_dicts()}
+    rows = {r["model"]: r for r in embsql.similarity_eval(con, judged, lacking, missing="skip", vector="vector", model="model",
+                                                          item="item").to_dicts()}
     left_out = int(np.sum((a == 3) | (b == 3)))
     assert rows["m1"]["skipped"] == 0 and rows["m2"]["skipped"] == left_out
     assert rows["m2"]["pairs"] == len(score) - left_out
     keep = (a != 3) & (b != 3)
     expected = spearmanr(numpy_cosine(vectors["m2"], a[keep], b[keep]), score[keep]).statistic
     assert rows["m2"]["spearman"] == pytest.approx(expected, abs=1e-12)
-    compared = embsql.compare_similarity(con, judged, lacking, missing="skip").to_dicts()
+    compared = embsql.compare_similarity(con, judged, lacking, missing="skip", vector="vector", model="model",
+                                         item="item").to_dicts()
     assert {r["pairs"] for r in compared} == {len(score) - left_out}
     with pytest.raises(InputError, match="missing must be 'error' or 'skip', not 'drop'"):
-        embsql.similarity_eval(con, judged, emb, missing="drop")
+        embsql.similarity_eval(con, judged, emb, missing="drop", vector="vector", model="model", item="item")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -253,14 +258,16 @@ def _judged(**columns):
 def test_bad_scores(con, scores, kind, text):
     emb, *_ = sts_data()
     with pytest.raises(InputError, match=text) as caught:
-        embsql.similarity_eval(con, _judged(score=pa.array(scores, pa.float64())), emb)
+        embsql.similarity_eval(con, _judged(score=pa.array(scores, pa.float64())), emb, vector="vector", model="model",
+                               item="item")
     assert caught.value.kind == kind
 
 
 def test_same_item_twice_is_refused(con):
     emb, *_ = sts_data()
     with pytest.raises(InputError, match=r"pair at row 3 of .* has item 'item2' as both 'item_a' and 'item_b'") as caught:
-        embsql.similarity_eval(con, _judged(item_b=["item1", "item2", "item2", "item4"]), emb)
+        embsql.similarity_eval(con, _judged(item_b=["item1", "item2", "item2", "item4"]), emb, vector="vector", model="model",
+                               item="item")
     assert caught.value.kind == "pair.same_item"
 
 
@@ -268,28 +275,30 @@ def test_too_few_pairs_and_constant_scores(con):
     emb, *_ = sts_data()
     two = _judged().slice(0, 2)
     with pytest.raises(DesignError, match=r"model 'm1' has 2 pair\(s\); a correlation needs at least 3") as caught:
-        embsql.similarity_eval(con, two, emb)
+        embsql.similarity_eval(con, two, emb, vector="vector", model="model", item="item")
     assert caught.value.kind == "pair.too_few"
     with pytest.raises(DesignError, match="the gold score is the same on every pair"):
-        embsql.similarity_eval(con, _judged(score=[2.0] * 4), emb)
+        embsql.similarity_eval(con, _judged(score=[2.0] * 4), emb, vector="vector", model="model", item="item")
 
 
 def test_null_item_and_wrong_columns(con):
     emb, *_ = sts_data()
     with pytest.raises(BadLabelError, match="item column 'item_b' has a NULL label at row 2 of pairs"):
-        embsql.similarity_eval(con, _judged(item_b=["item1", None, "item3", "item4"]), emb)
+        embsql.similarity_eval(con, _judged(item_b=["item1", None, "item3", "item4"]), emb, vector="vector", model="model",
+                               item="item")
     with pytest.raises(ColumnNotFoundError, match="score column 'gold' not found"):
-        embsql.similarity_eval(con, _judged(), emb, score="gold")
+        embsql.similarity_eval(con, _judged(), emb, score="gold", vector="vector", model="model", item="item")
     with pytest.raises(TypeError, match="unexpected keyword argument 'by'"):
-        embsql.similarity_eval(con, _judged(), emb, by="model")
+        embsql.similarity_eval(con, _judged(), emb, by="model", vector="vector", model="model", item="item")
     with pytest.raises(InputError, match="level must be a number between 0 and 1"):
-        embsql.similarity_eval(con, _judged(), emb, level=95)
+        embsql.similarity_eval(con, _judged(), emb, level=95, vector="vector", model="model", item="item")
 
 
 def test_model_column_named_like_an_output_column(con):
     emb, judged, *_ = sts_data()
     with pytest.raises(InputError) as caught:
-        embsql.similarity_eval(con, judged, emb.rename_columns(["pairs", "item", "vector"]), model="pairs")
+        embsql.similarity_eval(con, judged, emb.rename_columns(["pairs", "item", "vector"]), model="pairs", vector="vector",
+                               item="item")
     assert caught.value.kind == "column.collision"
 
 
@@ -298,7 +307,7 @@ def test_model_column_named_like_an_output_column(con):
 
 def test_compare_similarity_differences_and_holm(con):
     emb, judged, vectors, a, b, score = sts_data(seed=9, models=("m1", "m2", "m3"))
-    result = embsql.compare_similarity(con, judged, emb).to_dicts()
+    result = embsql.compare_similarity(con, judged, emb, vector="vector", model="model", item="item").to_dicts()
     assert [(r["model_a"], r["model_b"], r["correlation"]) for r in result] == [
         ("m1", "m2", "spearman"), ("m1", "m2", "pearson"), ("m1", "m3", "spearman"), ("m1", "m3", "pearson"),
         ("m2", "m3", "spearman"), ("m2", "m3", "pearson")]
@@ -319,10 +328,10 @@ def test_compare_similarity_differences_and_holm(con):
 def test_compare_needs_two_models_and_same_model_is_no_difference(con):
     emb, judged, *_ = sts_data(models=("only",))
     with pytest.raises(InputError) as caught:
-        embsql.compare_similarity(con, judged, emb)
+        embsql.compare_similarity(con, judged, emb, vector="vector", model="model", item="item")
     assert caught.value.kind == "model.too_few"
     twin = pa.concat_tables([emb, emb.set_column(0, "model", pa.array(["copy"] * emb.num_rows))])
-    for r in embsql.compare_similarity(con, judged, twin).to_dicts():
+    for r in embsql.compare_similarity(con, judged, twin, vector="vector", model="model", item="item").to_dicts():
         assert r["difference"] == 0 and r["se"] == 0 and r["p_value"] == 1.0
 
 
@@ -337,7 +346,7 @@ def _register(con, **tables):
 def test_sql_similarity_eval_equals_python(con):
     emb, judged, *_ = sts_data(seed=10, dtype=np.float64)
     _register(con, sim_emb=emb, sim_pairs=judged)
-    python = embsql.similarity_eval(con, judged, emb).to_dicts()
+    python = embsql.similarity_eval(con, judged, emb, vector="vector", model="model", item="item").to_dicts()
     sql = sql_rows(con, "SELECT * FROM emb_similarity_eval('sim_pairs', 'sim_emb')")
     assert [r["model"] for r in sql] == [r["model"] for r in python]
     for x, y in zip(sql, python):
@@ -345,7 +354,8 @@ def test_sql_similarity_eval_equals_python(con):
         for key, value in y.items():
             assert x[key] == (pytest.approx(value, abs=1e-12) if isinstance(value, float) else value), key
     compared = sql_rows(con, "SELECT * FROM emb_compare_similarity('sim_pairs', 'sim_emb')")
-    for x, y in zip(compared, embsql.compare_similarity(con, judged, emb).to_dicts()):
+    for x, y in zip(compared, embsql.compare_similarity(con, judged, emb, vector="vector", model="model",
+                                                        item="item").to_dicts()):
         for key, value in y.items():
             assert x[key] == (pytest.approx(value, abs=1e-12) if isinstance(value, float) else value), key
 
@@ -392,7 +402,7 @@ def test_plain_sql_correlations_equal_python_and_scipy(con, name):
     plain = _plain_connection()
     _register(plain, emb=emb, judged=judged)
     rows = sql_rows(plain, f"SELECT * FROM emb_similarity_{name}('judged', 'emb')")
-    python = embsql.similarity_eval(con, judged, emb).to_dicts()
+    python = embsql.similarity_eval(con, judged, emb, vector="vector", model="model", item="item").to_dicts()
     prefix = "" if name == "spearman" else "pearson_"
     reference = spearmanr if name == "spearman" else pearsonr
     assert [r["model"] for r in rows] == ["m1", "m2"]

@@ -13,7 +13,7 @@ import pytest
 from helpers import ROOT
 
 import embsql
-from embsql.vocabulary import NAMES, OPTIONS, OUTPUTS, RESULTS
+from embsql.vocabulary import NAMES, OPTIONS, OUTPUTS, RESULTS, ROLE_DEFAULTS
 
 PUBLIC = {name: getattr(embsql, name) for name in embsql.__all__}
 CALLABLES = {name: obj for name, obj in PUBLIC.items()
@@ -53,6 +53,26 @@ def test_an_unknown_keyword_is_pythons_type_error(name, keyword):
         CALLABLES[name](**{keyword: "x"})
     assert type(raised.value) is TypeError
     assert str(raised.value).endswith(f"got an unexpected keyword argument '{keyword}'"), str(raised.value)
+
+
+FUNCTIONS = {name: obj for name, obj in CALLABLES.items() if inspect.isfunction(obj)}
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_vector_model_and_item_are_required_or_none(name):
+    """One convention for the column roles: a face never defaults a column to a conventional name
+    ("vector", "model", "item", "id"), which would read the wrong column of a table that has one."""
+    given = {p.name: "required" if p.default is p.empty else repr(p.default)
+             for p in _parameters(FUNCTIONS[name]) if p.name in ROLE_DEFAULTS}
+    assert {role: d for role, d in given.items() if d not in ROLE_DEFAULTS[role]} == {}, f"embsql.{name}"
+
+
+def test_the_role_convention_has_both_kinds_in_use():
+    """The convention is not vacuous: faces require each role, and others leave model and item optional."""
+    kinds = {(p.name, "required" if p.default is p.empty else repr(p.default))
+             for f in FUNCTIONS.values() for p in _parameters(f) if p.name in ROLE_DEFAULTS}
+    assert {("vector", "required"), ("model", "required"), ("item", "required"),
+            ("model", "None"), ("item", "None")} <= kinds
 
 
 @pytest.mark.parametrize("name", sorted(DATACLASSES))

@@ -41,8 +41,8 @@ FACE = {"cka": "cka", "procrustes": "procrustes", "compare_cka": "compare_cka", 
 # ---- the gap, as data: what is not declared yet
 # Python faces that still have a hand-written body
 FACES_NOT_DECLARED = {
-    "anova", "anova_dist", "bootstrap", "centroid_classify", "compare", "compare_classification",
-    "compare_retrieval", "compare_similarity", "dispersion", "dose", "evaluate", "groups", "jackknife",
+    "anova", "anova_dist", "bootstrap", "centroid_classify", "compare_structure", "compare_classification",
+    "compare_retrieval", "compare_similarity", "dispersion", "retrieval_dose", "evaluate", "groups", "jackknife",
     "knn_classify", "margins", "pairing", "pairwise_permanova", "permanova", "permanova_terms", "permanova_welch",
     "rank_models", "retrieval_layers", "retrieval_summary", "retrieve", "similarity_eval", "write_trec_run",
 }
@@ -50,7 +50,7 @@ FACES_NOT_DECLARED = {
 SQL_NOT_DECLARED = {
     "emb_unit", "emb_permanova", "emb_permanova_welch", "emb_permanova_dist", "emb_permanova_welch_dist",
     "emb_dispersion", "emb_dispersion_groups", "emb_permanova_terms", "emb_permanova_terms_dist", "emb_jackknife",
-    "emb_bootstrap", "emb_compare", "emb_rank_models", "emb_retrieval_dose", "emb_knn_classify",
+    "emb_bootstrap", "emb_compare_structure", "emb_rank_models", "emb_retrieval_dose", "emb_knn_classify",
     "emb_knn_classify_items", "emb_centroid_classify", "emb_similarity_eval", "emb_compare_similarity",
     "emb_compare_classification", "emb_retrieval_eval", "emb_compare_retrieval", "emb_rank_retrieval",
     "emb_rank_similarity", "emb_rank_classification", "emb_rank_cka",

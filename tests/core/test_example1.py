@@ -49,6 +49,6 @@ def test_distance_route_matches_source(example):
     example.execute("CREATE TABLE dist(i INT, j INT, d DOUBLE)")
     example.executemany("INSERT INTO dist VALUES (?, ?, ?)", rows)
     example.execute("CREATE TABLE lab AS SELECT * FROM (VALUES (1, 'A'), (2, 'A'), (3, 'B'), (4, 'B')) t(id, g)")
-    result = embsql.anova_dist(example, "dist", labels="lab", group="g").to_dicts()[0]
+    result = embsql.anova_dist(example, "dist", labels="lab", group="g", item="id").to_dicts()[0]
     assert set(result) == {"n", "groups", "ss_t", "ss_w", "ss_b", "r2", "r2_null", "f"}
     assert result == pytest.approx({k: EXPECTED[k] for k in result}, rel=1e-12)

@@ -235,8 +235,8 @@ def test_compare_simultaneous_intervals_equal_the_max_t_by_loops():
     _table(con)
     con.execute("CREATE TABLE ex_items AS SELECT *, row_number() OVER (PARTITION BY model) AS item FROM ex")
     args = dict(group="topic", vector="embedding", model="model", item="item", replicates=300, seed=5)
-    marginal = embsql.compare(con, "ex_items", **args).to_dicts()
-    result = embsql.compare(con, "ex_items", intervals="simultaneous", **args)
+    marginal = embsql.compare_structure(con, "ex_items", **args).to_dicts()
+    result = embsql.compare_structure(con, "ex_items", intervals="simultaneous", **args)
     assert result.columns[-1] == "interval"
     rows = result.to_dicts()
     names = sorted({r["model_a"] for r in rows} | {r["model_b"] for r in rows})
@@ -279,7 +279,7 @@ def test_compare_retrieval_simultaneous_intervals_equal_the_max_t_by_loops():
                            "qid": [f"q{i:03d}" for i in range(n)] * 4, "metric": ["ndcg@10"] * (4 * n),
                            "value": scores.T.ravel().tolist(), "group": [f"g{c:02d}" for c in clusters] * 4})
     rows = embsql.compare_retrieval(embsql.connect(), evaluation, group="group", intervals="simultaneous",
-                                    permutations=50, replicates=200, seed=4).to_dicts()
+                                    permutations=50, replicates=200, seed=4, model="model").to_dicts()
     t_star = _loop_t_star(scores, clusters, bootstrap_weights(12, 200, 4), mr.pairs_of(4))
     c = _max_abs_quantile(t_star, 0.95)
     for row, (a, b) in zip(rows, mr.pairs_of(4)):
@@ -287,7 +287,7 @@ def test_compare_retrieval_simultaneous_intervals_equal_the_max_t_by_loops():
         assert row["ci_low"] == pytest.approx(row["difference"] - c * row["se"], rel=1e-9)
         assert row["ci_high"] == pytest.approx(row["difference"] + c * row["se"], rel=1e-9)
     with pytest.raises(embsql.InputError, match="intervals must be 'marginal' or 'simultaneous'"):
-        embsql.compare_retrieval(embsql.connect(), evaluation, group="group", intervals="joint")
+        embsql.compare_retrieval(embsql.connect(), evaluation, group="group", intervals="joint", model="model")
 
 
 def test_simultaneous_intervals_coverage_seeded_simulation():
@@ -438,7 +438,7 @@ def test_report_ranking_section_and_verdict(tmp_path):
     assert not any(s.startswith("Ranked by R²: ") for s in default.verdict)   # the point-estimate order is gone
     con.execute(f"CREATE VIEW three AS SELECT * FROM '{path}'")
     for statistic, calibrated in (("r2", True), ("f", False)):      # simultaneous coverage measured for R² only
-        pairs = embsql.compare(con, "three", group="topic", vector="embedding", model="model", item="item",
+        pairs = embsql.compare_structure(con, "three", group="topic", vector="embedding", model="model", item="item",
                                statistic=statistic, replicates=50, intervals="simultaneous").to_dicts()
         assert [r["calibrated"] for r in pairs] == [calibrated] * 3
 

@@ -211,7 +211,8 @@ def test_the_report_ranks_every_family_it_ran_as_rank_models_does(tmp_path):
         blocks.setdefault(row["metric"], []).append(row)
     assert list(blocks) == ["R²", "Spearman", "accuracy"]
     con = embsql.connect()
-    per_item = embsql.knn_classify(con, str(emb), label="kind", item="item", group="topic", per_item=True)
+    per_item = embsql.knn_classify(con, str(emb), label="kind", item="item", group="topic", per_item=True, vector="vector",
+                                   model="model")
     direct = {
         "R²": embsql.rank_models(con, str(emb), group="topic", vector="vector", model="model", replicates=300),
         "Spearman": embsql.rank_models(con, str(emb), vector="vector", model="model", pairs=str(pairs),
@@ -248,8 +249,9 @@ def test_compare_classification_simultaneous_intervals_equal_the_max_t_by_loops(
                             "correct": correct.T.ravel().tolist(), "group": [f"g{c:02d}" for c in clusters] * 3})
     con = embsql.connect()
     rows = embsql.compare_classification(con, predictions, group="group", permutations=300, seed=8,
-                                         intervals="simultaneous", replicates=250).to_dicts()
-    marginal = embsql.compare_classification(con, predictions, group="group", permutations=300, seed=8).to_dicts()
+                                         intervals="simultaneous", replicates=250, model="model", item="item").to_dicts()
+    marginal = embsql.compare_classification(con, predictions, group="group", permutations=300, seed=8, model="model",
+                                             item="item").to_dicts()
     t_star = _loop_t_star(correct.astype(float), clusters, bootstrap_weights(15, 250, 8), mr.pairs_of(3))
     c = _max_abs_quantile(t_star, 0.95)
     for row, other, (x, y) in zip(rows, marginal, mr.pairs_of(3)):
@@ -260,7 +262,7 @@ def test_compare_classification_simultaneous_intervals_equal_the_max_t_by_loops(
         assert row["p_value"] == other["p_value"] and row["difference"] == other["difference"]
     assert "interval" not in marginal[0]
     with pytest.raises(embsql.InputError, match="intervals must be 'marginal' or 'simultaneous'"):
-        embsql.compare_classification(con, predictions, intervals="joint")
+        embsql.compare_classification(con, predictions, intervals="joint", model="model", item="item")
 
 
 def test_compare_cka_simultaneous_intervals_from_the_given_draws_by_loops():
@@ -396,7 +398,7 @@ def test_the_sql_compare_faces_give_the_simultaneous_intervals_of_python():
             ("SELECT * FROM emb_compare_classification('preds', \"group\" := 'src', intervals := '{}', "
              "replicates := 400, seed := 8, permutations := 99)",
              lambda kind: embsql.compare_classification(con, predictions, group="src", intervals=kind,
-                                                        replicates=400, seed=8, permutations=99))):
+                                                        replicates=400, seed=8, permutations=99, model="model", item="item"))):
         rows = {}
         for kind in ("marginal", "simultaneous"):
             got = con.sql(sql.format(kind))
@@ -464,9 +466,9 @@ def test_compare_similarity_simultaneous_intervals_from_the_given_draws_by_loops
     import embsql
     evaluation, predictions, embeddings, pairs, _ = _family_tables(np.random.default_rng(31))
     con = embsql.connect()
-    marginal = embsql.compare_similarity(con, pairs, embeddings).to_dicts()
+    marginal = embsql.compare_similarity(con, pairs, embeddings, vector="vector", model="model", item="item").to_dicts()
     joint = embsql.compare_similarity(con, pairs, embeddings, intervals="simultaneous", replicates=300,
-                                      seed=12).to_dicts()
+                                      seed=12, vector="vector", model="model", item="item").to_dicts()
     names = sorted({r["model_a"] for r in marginal} | {r["model_b"] for r in marginal})
     items = sorted({i for column in ("item_a", "item_b") for i in pairs.column(column).to_pylist()})
     code = {i: n for n, i in enumerate(items)}

@@ -40,7 +40,7 @@ def sql_anova(con, table):
 def dist_anova(con, points, labels):
     con.register("dist", distance_table(points))
     con.register("lab", pa.table({"id": np.arange(len(labels)), "g": labels}))
-    return embsql.anova_dist(con, "dist", labels="lab", group="g").to_dicts()[0]
+    return embsql.anova_dist(con, "dist", labels="lab", group="g", item="id").to_dicts()[0]
 
 
 def orthonormal(rng, rows, cols):

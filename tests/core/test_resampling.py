@@ -1,5 +1,5 @@
 """Cluster jackknife, cluster bootstrap and the paired model comparison (SPEC S17, S18):
-embsql.jackknife / emb_jackknife, embsql.bootstrap / emb_bootstrap, embsql.compare / emb_compare.
+embsql.jackknife / emb_jackknife, embsql.bootstrap / emb_bootstrap, embsql.compare_structure / emb_compare_structure.
 
 The kernels work on per-group sums in closed form; every check here recomputes the replicates the
 slow way, from the items: two-pass sums of squares of the unit vectors (numpy) on the table with one
@@ -297,7 +297,8 @@ def test_compare_equals_paired_resampling_by_hand(con, stat):
     rebuilt from the items over the same drawn groups (studentized_by_hand, 1e-9)."""
     table, labels, x, y = two_models()
     con.register("t", table)
-    got = embsql.compare(con, "t", group="g", vector="v", model="model", item="item", statistic=stat, replicates=6, seed=4,
+    got = embsql.compare_structure(con, "t", group="g", vector="v", model="model", item="item", statistic=stat, replicates=6,
+                                   seed=4,
                          level=0.9).to_dicts()
     assert len(got) == 1
     got = got[0]
@@ -323,7 +324,7 @@ def test_paired_se_smaller_than_unpaired(con):
     table, *_ = two_models(seed=10, groups=20)
     con.register("t", table)
     for stat in STATS:
-        paired = embsql.compare(con, "t", group="g", vector="v", model="model", item="item", statistic=stat,
+        paired = embsql.compare_structure(con, "t", group="g", vector="v", model="model", item="item", statistic=stat,
                                 replicates=200).to_dicts()[0]["se"]
         separate = embsql.jackknife(con, "t", group="g", vector="v", statistic=stat, model="model").to_dicts()
         unpaired = float(np.hypot(separate[0]["se"], separate[1]["se"]))
@@ -333,9 +334,10 @@ def test_paired_se_smaller_than_unpaired(con):
 def test_sql_compare_equals_python_and_ignores_row_order(con):
     table, *_ = two_models(seed=12)
     con.register("t", table.take(np.random.default_rng(1).permutation(table.num_rows)))
-    got_py = embsql.compare(con, "t", group="g", vector="v", model="model", item="item", statistic="w_bar", replicates=300,
+    got_py = embsql.compare_structure(con, "t", group="g", vector="v", model="model", item="item", statistic="w_bar",
+                                      replicates=300,
                             seed=8).to_dicts()
-    got_sql = sql_rows(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item', statistic := 'w_bar', "
+    got_sql = sql_rows(con, "SELECT * FROM emb_compare_structure('t', 'g', 'v', 'model', 'item', statistic := 'w_bar', "
                             "replicates := 300, seed := 8)")
     assert list(got_sql[0]) == ["model_a", "model_b", "estimate_a", "estimate_b", "difference", "se", "ci_low",
                                 "ci_high", "items", "same_items", "shared_items", "dropped", "calibrated", "sizes"]
@@ -343,7 +345,8 @@ def test_sql_compare_equals_python_and_ignores_row_order(con):
     for key, value in got_py[0].items():
         assert got_sql[0][key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value), key
     con.register("t0", table)
-    ordered = embsql.compare(con, "t0", group="g", vector="v", model="model", item="item", statistic="w_bar", replicates=300,
+    ordered = embsql.compare_structure(con, "t0", group="g", vector="v", model="model", item="item", statistic="w_bar",
+                                       replicates=300,
                              seed=8).to_dicts()[0]
     for key, value in got_py[0].items():
         assert ordered[key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value), key
@@ -354,7 +357,7 @@ def test_compare_three_models_gives_every_pair(con):
     extra = pa.Table.from_pylist([{"model": "C", "item": i, "g": g, "v": (v + 0.1).tolist()}
                                   for i, g, v in zip(range(len(labels)), labels, x)])
     con.register("t", pa.concat_tables([extra, table]))
-    got = embsql.compare(con, "t", group="g", vector="v", model="model", item="item", replicates=50).to_dicts()
+    got = embsql.compare_structure(con, "t", group="g", vector="v", model="model", item="item", replicates=50).to_dicts()
     assert [(r["model_a"], r["model_b"]) for r in got] == [("A", "B"), ("A", "C"), ("B", "C")]
     estimates = {r["model_a"]: r["estimate_a"] for r in got} | {r["model_b"]: r["estimate_b"] for r in got}
     for r in got:
@@ -364,15 +367,15 @@ def test_compare_three_models_gives_every_pair(con):
 def test_compare_models_of_different_dimension_python(con):
     table, labels, x, y = two_models(seed=14, dim_b=11)
     con.register("t", table)
-    got = embsql.compare(con, "t", group="g", vector="v", model="model", item="item", replicates=50).to_dicts()[0]
+    got = embsql.compare_structure(con, "t", group="g", vector="v", model="model", item="item", replicates=50).to_dicts()[0]
     assert got["estimate_b"] == pytest.approx(statistics_of(con, vectors_table(y, labels))["r2"], rel=1e-10)
 
 
 def test_compare_models_of_different_dimension_sql(con):
     table, *_ = two_models(seed=14, dim_b=11)
     con.register("t", table)
-    got_py = embsql.compare(con, "t", group="g", vector="v", model="model", item="item", replicates=50).to_dicts()[0]
-    got_sql = sql_rows(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item', replicates := 50)")[0]
+    got_py = embsql.compare_structure(con, "t", group="g", vector="v", model="model", item="item", replicates=50).to_dicts()[0]
+    got_sql = sql_rows(con, "SELECT * FROM emb_compare_structure('t', 'g', 'v', 'model', 'item', replicates := 50)")[0]
     assert got_sql["difference"] == pytest.approx(got_py["difference"], rel=1e-12)
 
 
@@ -384,8 +387,8 @@ def test_compare_pairs_by_group_when_items_differ(con):
     n = len(labels)
     keep = pc.invert(pc.and_(pc.equal(table["model"], "B"), pc.is_in(table["item"], pa.array([3, n - 1]))))
     con.register("t", table.filter(keep))
-    got_py = embsql.compare(con, "t", group="g", vector="v", model="model", item="item", replicates=100).to_dicts()[0]
-    got_sql = sql_rows(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item', replicates := 100)")[0]
+    got_py = embsql.compare_structure(con, "t", group="g", vector="v", model="model", item="item", replicates=100).to_dicts()[0]
+    got_sql = sql_rows(con, "SELECT * FROM emb_compare_structure('t', 'g', 'v', 'model', 'item', replicates := 100)")[0]
     for got in (got_py, got_sql):
         assert (got["items"], got["same_items"], got["shared_items"]) == (n, False, n - 2)
         assert got["difference"] == pytest.approx(got_py["difference"], rel=1e-12)
@@ -394,15 +397,16 @@ def test_compare_pairs_by_group_when_items_differ(con):
     assert got_py["estimate_a"] == pytest.approx(statistics_of(con, vectors_table(x, labels))["r2"], rel=1e-10)
     assert got_py["estimate_b"] == pytest.approx(statistics_of(con, vectors_table(y[mask], labels[mask]))["r2"],
                                                  rel=1e-10)
-    common_py = embsql.compare(con, "t", group="g", vector="v", model="model", item="item", common=True,
+    common_py = embsql.compare_structure(con, "t", group="g", vector="v", model="model", item="item", common=True,
                                replicates=100).to_dicts()[0]
-    common_sql = sql_rows(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item', common := true, "
+    common_sql = sql_rows(con, "SELECT * FROM emb_compare_structure('t', 'g', 'v', 'model', 'item', common := true, "
                                "replicates := 100)")[0]
     assert (common_py["items"], common_py["same_items"], common_py["shared_items"]) == (n - 2, True, n - 2)
     assert common_sql["items"] == n - 2
     assert common_sql["difference"] == pytest.approx(common_py["difference"], rel=1e-12)
     con.register("shared", table.filter(pc.invert(pc.is_in(table["item"], pa.array([3, n - 1])))))
-    reference = embsql.compare(con, "shared", group="g", vector="v", model="model", item="item", replicates=100).to_dicts()[0]
+    reference = embsql.compare_structure(con, "shared", group="g", vector="v", model="model", item="item",
+                                         replicates=100).to_dicts()[0]
     for key in ("estimate_a", "estimate_b", "difference", "se", "ci_low", "ci_high"):
         assert common_py[key] == pytest.approx(reference[key], rel=1e-12), key
 
@@ -414,8 +418,8 @@ def test_compare_group_missing_from_one_model_is_an_error(con):
     message = (f"group '{missing}' has items from model 'A' but none from model 'B' (1 such groups), so the two "
                "models' groups cannot be paired")
     with pytest.raises(embsql.InputError, match="^" + message.replace("(", r"\(").replace(")", r"\)") + "$"):
-        embsql.compare(con, "t", group="g", vector="v", model="model", item="item")
-    assert sql_error(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item')") == "embsql: [input] " + message
+        embsql.compare_structure(con, "t", group="g", vector="v", model="model", item="item")
+    assert sql_error(con, "SELECT * FROM emb_compare_structure('t', 'g', 'v', 'model', 'item')") == "embsql: [input] " + message
 
 
 def test_compare_item_in_different_groups_is_an_error(con):
@@ -429,10 +433,10 @@ def test_compare_item_in_different_groups_is_an_error(con):
     message = (f"item 7 is in group '{labels[7]}' for one model and '{labels[0]}' for model 'B'; "
                "the groups must be the same for every model")
     with pytest.raises(embsql.InputError, match=f"^{message}$"):
-        embsql.compare(con, "t", group="g", vector="v", model="model", item="item")
+        embsql.compare_structure(con, "t", group="g", vector="v", model="model", item="item")
     with pytest.raises(embsql.InputError, match=f"^{message}$"):
-        embsql.compare(con, "t", group="g", vector="v", model="model", item="item", common=True)
-    assert sql_error(con, "SELECT * FROM emb_compare('t', 'g', 'v', 'model', 'item')") \
+        embsql.compare_structure(con, "t", group="g", vector="v", model="model", item="item", common=True)
+    assert sql_error(con, "SELECT * FROM emb_compare_structure('t', 'g', 'v', 'model', 'item')") \
         == "embsql: [input] " + message.replace("item 7", "item '7'")
 
 
@@ -440,13 +444,13 @@ def test_compare_duplicate_item_and_single_model(con):
     table, *_ = two_models(seed=17)
     con.register("dup", pa.concat_tables([table, table.slice(0, 1)]))
     with pytest.raises(embsql.InputError, match=r"^model 'A' has item 0 more than once$"):
-        embsql.compare(con, "dup", group="g", vector="v", model="model", item="item")
-    assert sql_error(con, "SELECT * FROM emb_compare('dup', 'g', 'v', 'model', 'item')") \
+        embsql.compare_structure(con, "dup", group="g", vector="v", model="model", item="item")
+    assert sql_error(con, "SELECT * FROM emb_compare_structure('dup', 'g', 'v', 'model', 'item')") \
         == "embsql: [input] model 'A' has item '0' more than once"
     con.register("single", table.filter(pc.equal(table["model"], "A")))
     with pytest.raises(embsql.InputError, match=r"^model column 'model' has 1 model\(s\); a comparison needs at least two$"):
-        embsql.compare(con, "single", group="g", vector="v", model="model", item="item")
-    assert sql_error(con, "SELECT * FROM emb_compare('single', 'g', 'v', 'model', 'item')") \
+        embsql.compare_structure(con, "single", group="g", vector="v", model="model", item="item")
+    assert sql_error(con, "SELECT * FROM emb_compare_structure('single', 'g', 'v', 'model', 'item')") \
         == "embsql: [model.too_few] the model column has 1 model(s); a comparison needs at least two"
 
 
@@ -466,12 +470,13 @@ def pair(con):
 def test_unknown_stat(con, groups10, pair):
     for call in (lambda: embsql.jackknife(con, "t", group="g", vector="v", statistic="mean"),
                  lambda: embsql.bootstrap(con, "t", group="g", vector="v", statistic="mean"),
-                 lambda: embsql.compare(con, "pair", group="g", vector="v", model="model", item="item", statistic="mean")):
+                 lambda: embsql.compare_structure(con, "pair", group="g", vector="v", model="model", item="item",
+                                                  statistic="mean")):
         with pytest.raises(embsql.InputError, match=f"^{STAT_MESSAGE}$"):
             call()
     for query in ("SELECT * FROM emb_jackknife('t', 'g', 'v', statistic := 'mean')",
                   "SELECT * FROM emb_bootstrap('t', 'g', 'v', statistic := 'mean')",
-                  "SELECT * FROM emb_compare('pair', 'g', 'v', 'model', 'item', statistic := 'mean')"):
+                  "SELECT * FROM emb_compare_structure('pair', 'g', 'v', 'model', 'item', statistic := 'mean')"):
         assert sql_error(con, query) == f"embsql: [argument.stat] {STAT_MESSAGE}"
 
 
@@ -481,10 +486,10 @@ def test_too_few_replicates(con, groups10, pair, replicates):
     with pytest.raises(embsql.InputError, match=f"^{message}$"):
         embsql.bootstrap(con, "t", group="g", vector="v", replicates=replicates)
     with pytest.raises(embsql.InputError, match=f"^{message}$"):
-        embsql.compare(con, "pair", group="g", vector="v", model="model", item="item", replicates=replicates)
+        embsql.compare_structure(con, "pair", group="g", vector="v", model="model", item="item", replicates=replicates)
     assert sql_error(con, f"SELECT * FROM emb_bootstrap('t', 'g', 'v', replicates := {replicates})") \
         == f"embsql: [argument.replicates] {message}"
-    assert sql_error(con, f"SELECT * FROM emb_compare('pair', 'g', 'v', 'model', 'item', replicates := {replicates})") \
+    assert sql_error(con, f"SELECT * FROM emb_compare_structure('pair', 'g', 'v', 'model', 'item', replicates := {replicates})") \
         == f"embsql: [argument.replicates] {message}"
 
 
@@ -498,7 +503,7 @@ def test_seed_none_is_refused(con, groups10, pair):
     with pytest.raises(embsql.InputError, match=message):
         embsql.bootstrap(con, "t", group="g", vector="v", seed=None)
     with pytest.raises(embsql.InputError, match=message):
-        embsql.compare(con, "pair", group="g", vector="v", model="model", item="item", seed=None)
+        embsql.compare_structure(con, "pair", group="g", vector="v", model="model", item="item", seed=None)
 
 
 @pytest.mark.parametrize("level", [0, 1, -0.1, 1.5])
@@ -506,9 +511,9 @@ def test_level_outside_unit_interval(con, groups10, pair, level):
     with pytest.raises(embsql.InputError, match=f"^level must be a number between 0 and 1, not {level}$"):
         embsql.bootstrap(con, "t", group="g", vector="v", level=level)
     with pytest.raises(embsql.InputError, match=f"^level must be a number between 0 and 1, not {level}$"):
-        embsql.compare(con, "pair", group="g", vector="v", model="model", item="item", level=level)
+        embsql.compare_structure(con, "pair", group="g", vector="v", model="model", item="item", level=level)
     for query in (f"SELECT * FROM emb_bootstrap('t', 'g', 'v', level := {level})",
-                  f"SELECT * FROM emb_compare('pair', 'g', 'v', 'model', 'item', level := {level})"):
+                  f"SELECT * FROM emb_compare_structure('pair', 'g', 'v', 'model', 'item', level := {level})"):
         assert sql_error(con, query) == f"embsql: [argument.level] level must be a number between 0 and 1, not {float(level)}"
 
 
@@ -528,8 +533,8 @@ def test_compare_needs_three_groups(con):
     con.register("few", table)
     message = "the paired jackknife needs at least 3 groups (each replicate keeps G - 1 >= 2)"
     with pytest.raises(embsql.DesignError, match="^" + message.replace("(", r"\(").replace(")", r"\)") + "$"):
-        embsql.compare(con, "few", group="g", vector="v", model="model", item="item")
-    assert sql_error(con, "SELECT * FROM emb_compare('few', 'g', 'v', 'model', 'item')") == \
+        embsql.compare_structure(con, "few", group="g", vector="v", model="model", item="item")
+    assert sql_error(con, "SELECT * FROM emb_compare_structure('few', 'g', 'v', 'model', 'item')") == \
         "embsql: [design.min_groups] " + message
 
 
@@ -587,13 +592,13 @@ def test_missing_columns(con, pair):
         embsql.bootstrap(con, "pair", group="g", vector="v", model="nope")
     assert sql_error(con, "SELECT * FROM emb_jackknife('pair', 'nope', 'v')") == \
         'embsql: [column.missing] group column "nope" not found in pair'
-    assert sql_error(con, "SELECT * FROM emb_compare('pair', 'g', 'v', 'model', 'nope')") \
+    assert sql_error(con, "SELECT * FROM emb_compare_structure('pair', 'g', 'v', 'model', 'nope')") \
         == 'embsql: [column.missing] column "nope" not found in pair'
 
 
 def test_compare_missing_item_column_is_named_as_item(con, pair):
     with pytest.raises(embsql.ColumnNotFoundError, match=r"^item column 'nope' not found in 'pair'"):
-        embsql.compare(con, "pair", group="g", vector="v", model="model", item="nope")
+        embsql.compare_structure(con, "pair", group="g", vector="v", model="model", item="nope")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -601,7 +606,7 @@ def test_compare_missing_item_column_is_named_as_item(con, pair):
 
 def test_report_bootstrap_and_compare_equal_the_functions(con):
     """The report's bootstrap rows, compare rows and summary columns (r2_ci_low/high, r2_corrected, r2_adj,
-    calibrated) are what embsql.bootstrap and embsql.compare give on the same table and seed; r2_adj
+    calibrated) are what embsql.bootstrap and embsql.compare_structure give on the same table and seed; r2_adj
     is 1 - MS_W/MS_T from emb_anova; 12 groups is below the calibrated range, and a note says so."""
     table, labels, *_ = two_models(seed=30)
     con.register("t", table)
@@ -623,7 +628,8 @@ def test_report_bootstrap_and_compare_equal_the_functions(con):
         a = anova[row["model"]]
         ms_w, ms_t = a["ss_w"] / (a["n"] - a["groups"]), a["ss_t"] / (a["n"] - 1)
         assert got["r2_adj"] == pytest.approx(1 - ms_w / ms_t, rel=1e-10)
-    compare = embsql.compare(con, "t", group="g", vector="v", model="model", item="item", replicates=300, seed=9).to_dicts()[0]
+    compare = embsql.compare_structure(con, "t", group="g", vector="v", model="model", item="item", replicates=300,
+                                       seed=9).to_dicts()[0]
     (row,) = sections["compare"]
     for key in ("difference", "se", "ci_low", "ci_high", "dropped", "calibrated"):
         assert row[key] == pytest.approx(compare[key], rel=1e-12), key
@@ -642,7 +648,7 @@ def test_report_pairs_models_whose_group_sizes_differ(con):
     con.register("t", table.filter(keep))
     result = embsql.report("t", vector="v", group="g", model="model", replicates=200, sections=["compare"]).run(con)
     (row,) = result.sections[0].table.to_dicts()
-    compare = embsql.compare(con, "t", group="g", vector="v", model="model", item="item", replicates=200).to_dicts()[0]
+    compare = embsql.compare_structure(con, "t", group="g", vector="v", model="model", item="item", replicates=200).to_dicts()[0]
     assert (row["same_items"], row["items"], row["shared_items"]) == (False, None, None)
     assert (compare["same_items"], compare["shared_items"]) == (False, len(labels) - 2)
     assert row["difference"] == pytest.approx(compare["difference"], rel=1e-12)

@@ -42,7 +42,7 @@ def test_distance_route_equals_adonis2_bray_curtis(con):
     """A non-Euclidean dissimilarity: vegdist(x, 'bray'), given as an (i, j, d) table."""
     con.execute(f"CREATE TABLE lab AS SELECT * FROM read_csv('{HERE / 'data' / 'bray.csv'}')")
     con.execute(f"CREATE TABLE dist AS SELECT * FROM read_csv('{HERE / 'data' / 'bray_dist.csv'}')")
-    got = embsql.anova_dist(con, "dist", labels="lab", group="group").to_dicts()[0]
+    got = embsql.anova_dist(con, "dist", labels="lab", group="group", item="id").to_dicts()[0]
     reference = REFERENCE["bray"]
     assert {k: got[k] for k in FIELDS} == pytest.approx({k: reference[k] for k in FIELDS}, rel=1e-9)
     assert (got["n"], got["groups"]) == (15, 3)
@@ -54,6 +54,6 @@ def test_distance_route_equals_adonis2_euclidean_unbalanced(con):
     rows, x = load("unit_unbalanced")
     con.register("dist", distance_table(x))
     con.register("lab", __import__("pyarrow").table({"id": np.arange(len(rows)), "g": [r["group"] for r in rows]}))
-    got = embsql.anova_dist(con, "dist", labels="lab", group="g").to_dicts()[0]
+    got = embsql.anova_dist(con, "dist", labels="lab", group="g", item="id").to_dicts()[0]
     reference = REFERENCE["unit_unbalanced"]
     assert {k: got[k] for k in FIELDS} == pytest.approx({k: reference[k] for k in FIELDS}, rel=1e-9)

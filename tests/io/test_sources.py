@@ -131,7 +131,8 @@ FILE_FACES = {
     "jackknife": lambda con, src: embsql.jackknife(con, src, group="topic", vector="emb", model="model"),
     "bootstrap": lambda con, src: embsql.bootstrap(con, src, group="topic", vector="emb", model="model",
                                                            replicates=20),
-    "compare": lambda con, src: embsql.compare(con, src, group="topic", vector="emb", model="model", item="item",
+    "compare_structure": lambda con, src: embsql.compare_structure(con, src, group="topic", vector="emb", model="model",
+                                                                   item="item",
                                                replicates=20),
     "pairwise_permanova": lambda con, src: embsql.pairwise_permanova(con, src, group="topic", vector="emb",
                                                                      model="model", permutations=0),
@@ -168,7 +169,7 @@ def test_anova_dist_reads_two_files_of_the_same_name_from_two_folders(tmp_path):
     con = embsql.connect()
     con.execute("ATTACH ':memory:' AS x")          # the user's own database named like both files' stem
     before = _databases(con)
-    got = embsql.anova_dist(con, f"{first}:dist", labels=f"{second}:labels", group="g")
+    got = embsql.anova_dist(con, f"{first}:dist", labels=f"{second}:labels", group="g", item="id")
     assert got.r2 == pytest.approx(1 - 0.25 / 2.375, rel=1e-12)         # SS_T = (2 x 0.25 + 4 x 2.25) / 4, SS_W = 0.25
     assert _databases(con) == before
 

@@ -441,7 +441,7 @@ def test_non_euclidean_dissimilarities_give_the_signed_decomposition():
         for c in (con, stock):
             for name, t in tables.items():
                 c.register(name, t)
-        got = {"python": embsql.anova_dist(con, "dist", labels="lab", group="g").to_dicts()[0]}
+        got = {"python": embsql.anova_dist(con, "dist", labels="lab", group="g", item="id").to_dicts()[0]}
         for route, c in (("sql", con), ("stock", stock)):
             row = c.sql("SELECT * FROM emb_anova_dist('dist', 'lab', 'g')").to_arrow_table().to_pylist()[0]
             got[route] = row

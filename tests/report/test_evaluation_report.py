@@ -72,7 +72,7 @@ def test_report_compares_the_models_as_compare_retrieval_does(files):
     run = embsql.retrieve(con, queries, docs, k=100, model="model")
     per_query = embsql.evaluate(con, run, qrels, model="model", metrics=["ndcg@10"], per_query=True)
     expected = embsql.compare_retrieval(con, per_query, queries=queries, metric="ndcg@10", permutations=10_000,
-                                        seed=42).to_dicts()
+                                        seed=42, model="model").to_dicts()
     got = result["evaluation_compare"].to_dicts()
     assert len(got) == 1 and got[0].keys() == expected[0].keys()
     for key, value in expected[0].items():

@@ -68,7 +68,9 @@ def test_report_numbers_are_the_sql_functions_numbers(emb_con):
     for row in result["bootstrap"].to_dicts():
         for column in ("se", "ci_low", "ci_high"):
             assert_close(row[column], boot[row["model"]][column])
-    compare = sql_rows(emb_con, "SELECT * FROM emb_compare('emb', 'topic', 'emb', 'model', 'item', replicates := 300, seed := 7)")
+    compare = sql_rows(emb_con,
+                       "SELECT * FROM emb_compare_structure('emb', 'topic', 'emb', 'model', 'item', "
+                       "replicates := 300, seed := 7)")
     (row,) = result["compare"].to_dicts()
     for column in ("difference", "se", "ci_low", "ci_high"):
         assert_close(row[column], compare[0][column])

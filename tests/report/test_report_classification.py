@@ -56,8 +56,9 @@ def test_the_sections_are_the_faces_figures_clustered_by_the_group(data):
     result = _report(data)
     con = embsql.connect()
     rows = result["classification"].to_dicts()
-    knn = embsql.knn_classify(con, data, label="label", item="item", group="source").to_dicts()
-    centroid = embsql.centroid_classify(con, data, label="label", item="item", group="source").to_dicts()
+    knn = embsql.knn_classify(con, data, label="label", item="item", group="source", vector="vector", model="model").to_dicts()
+    centroid = embsql.centroid_classify(con, data, label="label", item="item", group="source", vector="vector",
+                                        model="model").to_dicts()
     assert_same_rows([r for r in rows if r["classifier"] == "knn"], knn)
     assert_same_rows([r for r in rows if r["classifier"] == "centroid"], centroid)
     assert [r["model"] for r in rows] == ["blurred", "blurred", "sharp", "sharp"]
@@ -65,8 +66,9 @@ def test_the_sections_are_the_faces_figures_clustered_by_the_group(data):
     compared = result["classification_compare"].to_dicts()
     for name in ("knn", "centroid"):
         face = embsql.knn_classify if name == "knn" else embsql.centroid_classify
-        per_item = face(con, data, label="label", item="item", group="source", per_item=True)
-        expected = embsql.compare_classification(con, per_item, group="group", permutations=10_000, seed=42).to_dicts()
+        per_item = face(con, data, label="label", item="item", group="source", per_item=True, vector="vector", model="model")
+        expected = embsql.compare_classification(con, per_item, group="group", permutations=10_000, seed=42, model="model",
+                                                 item="item").to_dicts()
         assert_same_rows([r for r in compared if r["classifier"] == name], expected)
     assert {r["method"] for r in compared} == {"cluster sign-flip"}
     assert "groups of the 'source' column" in result.section("classification").caution
@@ -91,7 +93,7 @@ def test_with_the_group_as_label_items_are_the_units_and_mcnemar_is_exact(data):
     rows = result["classification"].to_dicts()
     assert all(r["groups"] is None for r in rows)
     assert_same_rows([r for r in rows if r["classifier"] == "knn"],
-          embsql.knn_classify(embsql.connect(), data, label="label", item="item").to_dicts())
+          embsql.knn_classify(embsql.connect(), data, label="label", item="item", vector="vector", model="model").to_dicts())
     row = next(r for r in result["classification_compare"].to_dicts() if r["classifier"] == "knn")
     assert row["method"] == "mid-p McNemar"
     discordant, low = row["a_only"] + row["b_only"], min(row["a_only"], row["b_only"])

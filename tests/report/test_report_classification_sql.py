@@ -29,7 +29,8 @@ def con():
 
 
 def _python(con, **options):
-    return embsql.compare_classification(con, con.sql("SELECT * FROM answers").to_arrow_table(), **options).to_dicts()
+    return embsql.compare_classification(con, con.sql("SELECT * FROM answers").to_arrow_table(),
+                                         **{"model": "model", "item": "item", **options}).to_dicts()
 
 
 def test_sql_equals_the_python_face(con):

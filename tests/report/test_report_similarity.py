@@ -66,9 +66,11 @@ def test_the_sections_are_the_faces_figures(data):
     emb, pairs = data
     result = _report(emb, pairs)
     con = embsql.connect()
-    assert_same_rows(result["similarity"].to_dicts(), embsql.similarity_eval(con, pairs, emb).to_dicts())
-    assert_same_rows(result["similarity_compare"].to_dicts(), embsql.compare_similarity(con, pairs, emb).to_dicts())
-    per_pair = embsql.similarity_eval(con, pairs, emb, per_pair=True).to_dicts()
+    assert_same_rows(result["similarity"].to_dicts(), embsql.similarity_eval(con, pairs, emb, vector="vector", model="model",
+                                                                             item="item").to_dicts())
+    assert_same_rows(result["similarity_compare"].to_dicts(), embsql.compare_similarity(con, pairs, emb, vector="vector",
+                                                                                        model="model", item="item").to_dicts())
+    per_pair = embsql.similarity_eval(con, pairs, emb, per_pair=True, vector="vector", model="model", item="item").to_dicts()
     points = result["similarity_pairs"].to_dicts()
     assert [(p["model"], p["item_a"], p["item_b"], p["score"]) for p in points] == \
         [(p["model"], p["item_a"], p["item_b"], p["score"]) for p in per_pair]
@@ -204,7 +206,8 @@ def test_cli_one_model_with_its_own_item_column(data, tmp_path):
             "--permutations", "0", "--pairs", pairs]
     done = _cli(*base, "--item", "word", "--format", "json")
     assert done.returncode == 0, done.stderr
-    expected = embsql.similarity_eval(embsql.connect(), pairs, str(renamed), item="word").to_dicts()[0]
+    expected = embsql.similarity_eval(embsql.connect(), pairs, str(renamed), item="word", vector="vector",
+                                      model="model").to_dicts()[0]
     section = next(s for s in json.loads(done.stdout)["sections"] if s["name"] == "similarity")
     got = dict(zip(section["columns"], section["rows"][0]))
     assert got["model"] is None and got["spearman"] == pytest.approx(expected["spearman"], abs=1e-12)

@@ -36,7 +36,7 @@ INTERNAL_OF = {
        for f in ("emb_similarity_pearson", "emb_similarity_spearman")},
     **{f: ["model_a", "model_b", "items", "k", "overlap", "r", "cka"]
        for f in ("emb_knn_agreement", "emb_knn_agreement_items", "emb_mantel", "emb_cka", "emb_procrustes",
-                 "emb_compare_cka", "emb_compare", "emb_compare_similarity", "emb_compare_retrieval",
+                 "emb_compare_cka", "emb_compare_structure", "emb_compare_similarity", "emb_compare_retrieval",
                  "emb_compare_classification")},
 }
 
@@ -128,7 +128,7 @@ def test_covers_every_function_with_a_model_column():
         "emb_anova", "emb_groups", "emb_icc", "emb_margins", "emb_retrieval_summary", "emb_evaluate",
         "emb_evaluate_per_query", "emb_similarity_pearson", "emb_similarity_spearman", "emb_permanova",
         "emb_permanova_welch", "emb_dispersion", "emb_dispersion_groups", "emb_permanova_terms", "emb_jackknife",
-        "emb_bootstrap", "emb_compare", "emb_retrieval_dose", "emb_knn_agreement", "emb_knn_agreement_items",
+        "emb_bootstrap", "emb_compare_structure", "emb_retrieval_dose", "emb_knn_agreement", "emb_knn_agreement_items",
         "emb_mantel", "emb_cka", "emb_procrustes", "emb_compare_cka", "emb_knn_classify", "emb_knn_classify_items",
         "emb_centroid_classify", "emb_similarity_eval", "emb_compare_similarity", "emb_retrieval_eval",
         "emb_compare_retrieval", "emb_compare_classification", "emb_rank_models", "emb_rank_retrieval",

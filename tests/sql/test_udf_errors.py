@@ -57,7 +57,7 @@ CASES = {
                       "the cluster jackknife needs at least 3 groups"),
     "emb_bootstrap": ("SELECT * FROM emb_bootstrap('many', 'topic', 'embedding', level := 2.0)", "argument.level",
                       "level must be a number between 0 and 1, not 2.0"),
-    "emb_compare": ("SELECT * FROM emb_compare('one', 'g', 'v', 'model', 'item')", "model.too_few",
+    "emb_compare_structure": ("SELECT * FROM emb_compare_structure('one', 'g', 'v', 'model', 'item')", "model.too_few",
                     "the model column has 1 model(s); a comparison needs at least two"),
     "emb_margins": ("SELECT * FROM emb_margins('zero_query', 'docs')", "vector.zero",
                     "has a zero-length vector at row 2 (qid 'q2')"),
