@@ -133,7 +133,7 @@ def mantel_section(models, permutations: int) -> None:
     t_embsql, ours = timed(lambda: embsql.mantel(con, "small", item="item", model="model", vector="v",
                                                  permutations=permutations, progress=False).to_dicts()[0])
     units = [x.astype(np.float64) / np.linalg.norm(x.astype(np.float64), axis=1, keepdims=True) for x in models]
-    t_ranks, _ = timed(lambda: [agreement._pair_ranks(u, m) for m, u in enumerate(units)])
+    t_ranks, _ = timed(lambda: [agreement.pair_ranks(u, m) for m, u in enumerate(units)])
     t_zero, _ = timed(lambda: agreement.mantel_test(*units, permutations=1))
     try:
         t_skbio, (r_skbio, p_skbio, matrices) = timed(lambda: skbio_mantel(models, permutations))

@@ -164,7 +164,7 @@ def child_split(path: str) -> dict:
     rep = _report(path)
     t_setup = time.perf_counter() - t0
     steps = {}
-    _, steps["check columns"] = timed(lambda: rep._check_columns(con))
+    _, steps["check columns"] = timed(lambda: rep.check_columns(con))
     streamed, steps["stage 1 (rows streamed)"] = timed(lambda: duckdb_sums.streamed_sums(
         con, rep.source, source_expression(rep.source), rep.group, rep.vector, rep.model))
     parts = streamed.parts

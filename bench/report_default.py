@@ -64,7 +64,7 @@ def run_split() -> dict:
     con = embsql.connect()
     rep = default_report()
     steps = {}
-    _, steps["check columns"] = timed(lambda: rep._check_columns(con))
+    _, steps["check columns"] = timed(lambda: rep.check_columns(con))
     streamed, steps["stage 1 (rows streamed)"] = timed(lambda: stream(con, rep))
     result, steps["stage 2 (all sections)"] = timed(
         lambda: rep.finish(streamed.parts, con=con, meta={}, progress=False))

@@ -61,7 +61,7 @@ def population(x: np.ndarray, y: np.ndarray) -> float:
     """The debiased CKA of a very large sample, from its cross products."""
     n = len(x)
     mx, my, xx, yy, xy = geometry.products(x, y)
-    a, b = geometry._norms(x, mx), geometry._norms(y, my)
+    a, b = geometry.centred_square_norms(x, mx), geometry.centred_square_norms(y, my)
     h = lambda m, s, t: float(np.vdot(m, m)) - s @ t + s.sum() * t.sum() / ((n - 1) * (n - 2)) - 2 * (s @ t) / (n - 2)
     return h(xy, a, b) / np.sqrt(h(xx, a, a) * h(yy, b, b))
 

@@ -163,7 +163,7 @@ def _check_k(k: object, n: int) -> None:
 # ----------------------------------------------------------------------------------------------
 # Mantel
 
-def _pair_ranks(unit: np.ndarray, model: object) -> np.ndarray:
+def pair_ranks(unit: np.ndarray, model: object) -> np.ndarray:
     """Centred average ranks of the similarities of the pairs i < j (condensed order), float64."""
     n = len(unit)
     keys = np.empty(n * (n - 1) // 2)
@@ -237,7 +237,7 @@ def mantel_test(unit_a: np.ndarray, unit_b: np.ndarray, *, permutations: int = 9
     if n > MANTEL_MAX_ITEMS:
         raise InputError(f"the Mantel test keeps n x n rank matrices; {n} items is more than "
                          f"{MANTEL_MAX_ITEMS}: run it on a random sample of items")
-    ranks_a, ranks_b = _pair_ranks(unit_a, models[0]), _pair_ranks(unit_b, models[1])
+    ranks_a, ranks_b = pair_ranks(unit_a, models[0]), pair_ranks(unit_b, models[1])
     scale = float(np.sqrt((ranks_a @ ranks_a) * (ranks_b @ ranks_b)))
     observed = float(ranks_a @ ranks_b) / scale
     cross = _PermutedCross(_square(ranks_a, n), _square(ranks_b, n))

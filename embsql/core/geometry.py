@@ -185,7 +185,7 @@ def _blocks(n: int) -> Iterator[slice]:
     return (slice(low, low + BLOCK_ROWS) for low in range(0, n, BLOCK_ROWS))
 
 
-def _norms(x: np.ndarray, mean: np.ndarray) -> np.ndarray:
+def centred_square_norms(x: np.ndarray, mean: np.ndarray) -> np.ndarray:
     """||x_i - mean||^2 per row, in blocks."""
     out = np.empty(len(x))
     for rows in _blocks(len(x)):
@@ -224,7 +224,7 @@ def pair_terms(u: np.ndarray, v: np.ndarray, mean_u: np.ndarray, mean_v: np.ndar
     all three pairs).  Extra memory O(block d + G d + d^2): the centred rows are never held whole.
     ``norms``: the rows' ||u_i - mean_u||^2 and ||v_i - mean_v||^2 if already known."""
     n = len(u)
-    a_i, b_i = norms if norms is not None else (_norms(u, mean_u), _norms(v, mean_v))
+    a_i, b_i = norms if norms is not None else (centred_square_norms(u, mean_u), centred_square_norms(v, mean_v))
     same = u is v
     w_u = u.T @ b_i - mean_u * b_i.sum()       # sum_i ||v_i||^2 (u_i - mean_u)
     w_v = v.T @ a_i - mean_v * a_i.sum()
@@ -356,7 +356,7 @@ def check_model_spread(x: np.ndarray, model: object = None, undefined: str = "CK
     """Refuse a model whose unit vectors are all the same point to within float64 resolution: its
     centred Gram matrix is rounding noise, which would give a small, meaningless CKA (and a p-value)
     instead of an error.  SS_T = sum ||x_i - mean||^2 in two passes, against n * eps (precision)."""
-    check_total_spread(float(_norms(x, x.mean(axis=0)).sum()), len(x), model=model, undefined=undefined)
+    check_total_spread(float(centred_square_norms(x, x.mean(axis=0)).sum()), len(x), model=model, undefined=undefined)
 
 
 def _check_design(n: int, codes: np.ndarray | None, count: int, debiased: bool) -> None:
@@ -406,7 +406,7 @@ def pair_values(x: np.ndarray, y: np.ndarray, codes: np.ndarray | None, count: i
     if codes is None:
         *terms, a_i, b_i = item_terms(u, v, mean_u, mean_v, uu, vv, uv, True)
     else:
-        a_i, b_i = _norms(u, mean_u), _norms(v, mean_v)
+        a_i, b_i = centred_square_norms(u, mean_u), centred_square_norms(v, mean_v)
         terms = [pair_terms(u, v, mean_u, mean_v, uv, codes, count, (a_i, b_i)),
                  pair_terms(u, u, mean_u, mean_u, uu, codes, count, (a_i, a_i)),
                  pair_terms(v, v, mean_v, mean_v, vv, codes, count, (b_i, b_i))]
@@ -521,7 +521,7 @@ def procrustes_replicates(u: np.ndarray, v: np.ndarray, mean_u: np.ndarray, mean
     n = len(u)
     order = np.argsort(codes, kind="stable")
     bounds = np.r_[0, np.cumsum(np.bincount(codes, minlength=count))]
-    a, b = float(_norms(u, mean_u).sum()), float(_norms(v, mean_v).sum())
+    a, b = float(centred_square_norms(u, mean_u).sum()), float(centred_square_norms(v, mean_v).sum())
     out = np.empty(count)
     for g in range(count):
         rows = order[bounds[g]:bounds[g + 1]]

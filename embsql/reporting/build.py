@@ -273,7 +273,7 @@ class Report:
             return table
         return exp.select("*").from_(table).where(condition.copy()).subquery("__emb_source", copy=False)
 
-    def _check_columns(self, con: duckdb.DuckDBPyConnection) -> None:
+    def check_columns(self, con: duckdb.DuckDBPyConnection) -> None:
         """Every named column must exist in the source (checked before any query runs)."""
         source = resolve(con, self.source)
         source.vector_dimension(self.vector)
@@ -343,7 +343,7 @@ class Report:
             return self._on_engine(dialect) + _script([(AGGREGATE, self.aggregate_query(dialect, found))], dialect)
         con = con or _file_connection(self.source)
         with self.on(con) as local:
-            local._check_columns(con)
+            local.check_columns(con)
             found, _ = local.probes(lambda sql: run_sql(con, sql), "duckdb")
             self._table(dialect)      # another engine needs the name of its table before anything is printed
             shown = local if dialects.engine(dialect).reads_local else self   # DuckDB reads the attached file; others their table
@@ -360,7 +360,7 @@ class Report:
         """Run on DuckDB (``con``, or an in-memory connection for a file source)."""
         con = con or connect()
         with self.on(con) as local:
-            local._check_columns(con)
+            local.check_columns(con)
             try:
                 result = local.run_stage1(lambda sql: run_sql(con, sql), "duckdb", con=con, progress=progress)
             except EmbsqlError as error:
