@@ -20,7 +20,7 @@ from contextlib import ExitStack
 import duckdb
 
 from embsql.core.dose import DOSE_COLUMNS, dose_rows
-from embsql.core.input_output import PAIRING_COLUMNS
+from embsql.core.input_output import PAIRING_COLUMNS, pairing_rows
 from embsql.core.labels import sort_key
 from embsql.core.margins import MARGIN_COLUMNS, Margins, check_scope, margin_dicts, model_margins, relevant_margins
 from embsql.core.query_summary import SUMMARY_COLUMNS, summary_row
@@ -30,7 +30,7 @@ from embsql.io.retrieval_rows import Rows, load_models
 from embsql.io.retrieval_tables import Docs, Qrels, Queries, as_table, check_model, model_table
 from embsql.io.table_stream import Skipped
 from embsql.reporting.report_result import ReportResult
-from embsql.reporting.retrieval import four_layers, pairing_table
+from embsql.reporting.retrieval import four_layers
 from embsql.result_table import ResultTable
 
 __all__ = ["margins", "pairing", "retrieval_dose", "retrieval_layers", "retrieval_summary"]
@@ -224,7 +224,7 @@ def pairing(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Doc
     """Per model: the same paraphrase groups on both sides of retrieval, input beside output.
 
     R² of the query embeddings over the paraphrase groups beside R² of the per-query top-1 outcome
-    (0/1), and the trace ICC of the embeddings beside the scalar ICC(1) of the outcome (emb_icc).
+    (0/1), and the trace ICC of the embeddings beside the scalar ICC(1) of the outcome (as SQL emb_icc computes it).
     Same-side figures only: a difference is a clue, not an effect size.
 
     Parameters
@@ -274,7 +274,7 @@ def pairing(con: duckdb.DuckDBPyConnection, queries: Queries | object, docs: Doc
     skipped = Skipped.asked(bad_rows)
     per_model = _per_model(con, queries, docs, None, model=model, scope=scope, query_group=True, skip=skipped)
     return Skipped.attached(skipped, model_table("pairing (same-side figures; a difference is a clue, not an effect "
-                                                 "size)", model, PAIRING_COLUMNS[1:], pairing_table(con, per_model)),
+                                                 "size)", model, PAIRING_COLUMNS[1:], pairing_rows(per_model)),
                             model)
 
 

@@ -53,11 +53,12 @@ def statistic(name: str, t: Totals) -> np.ndarray:
     ss_w, ss_b = t.ss_w, t.ss_b
     ss_t = ss_w + ss_b
     with np.errstate(divide="ignore", invalid="ignore"):
-        value = _figure(name, n, g, ss_t, ss_w, ss_b, t.sum_n2)
+        value = figure(name, n, g, ss_t, ss_w, ss_b, t.sum_n2)
     return np.where(precision.resolved(ss_t, ss_w, n), value, np.nan)
 
 
-def _figure(name: str, n: Any, g: Any, ss_t: Any, ss_w: Any, ss_b: Any, sum_n2: Any) -> Any:
+def figure(name: str, n: Any, g: Any, ss_t: Any, ss_w: Any, ss_b: Any, sum_n2: Any) -> Any:
+    """The one definition of each figure from the sums of squares (scalars or arrays; no checks)."""
     if name == "r2":
         return ss_b / ss_t
     if name == "v":

@@ -6,8 +6,7 @@ Both may carry a model column (the faces' ``model=``): each model's queries are 
 that model's documents.
 
 The rows stream from DuckDB as Arrow batches (as in embsql.io.table_stream); every vector is checked
-and scaled to unit length there, and a bad one is named by its row and id.  scalar_icc runs the
-SQL macro emb_icc on per-query 0/1 outcomes (the output side of the pairing).
+and scaled to unit length there, and a bad one is named by its row and id.
 """
 
 from __future__ import annotations
@@ -22,9 +21,8 @@ from sqlglot import exp
 
 from embsql.core.labels import sort_key
 from embsql.core.margins import model_text
-from embsql.errors import BadLabelError, BadVectorError, InputError, SqlInputError, fail
+from embsql.errors import BadLabelError, BadVectorError, InputError, fail
 from embsql.io.columns import first_bad_label
-from embsql.io.registration import register
 from embsql.io.retrieval_tables import Docs, Queries
 from embsql.io.sources import Source, resolve
 from embsql.io.table_stream import BATCH_ROWS, KEY, G, RowNamer, Skipped, unit_vectors
@@ -172,22 +170,3 @@ def load_models(con: duckdb.DuckDBPyConnection, queries: Queries, docs: Docs | N
                  doc_column=repr(docs.vector), doc_dimension=d[m].unit.shape[1], whose=model_text(m))
         out.append((m, q[m], d[m]))
     return out
-
-
-def scalar_icc(con: duckdb.DuckDBPyConnection, rows: list[tuple[int, int, int]]) -> dict[int, dict]:
-    """emb_icc (sql/modules/40_icc.sql) on (model code, group code, 0/1 value) rows: {model code: its row}."""
-    if not rows:
-        return {}
-    register(con)   # a millisecond on a registered connection (asking duckdb_functions() takes far longer)
-    name = f"__emb_pairing_{id(rows)}"
-    con.register(name, pa.table({"m": [r[0] for r in rows], "g": [r[1] for r in rows], "y": [r[2] for r in rows]}))
-    try:   # the model column is emb_icc's fourth argument, given by position
-        query = exp.select("*").from_(exp.func("emb_icc", *(exp.Literal.string(s) for s in (name, "g", "y", "m"))))
-        result = con.sql(query.sql("duckdb")).to_arrow_table().to_pylist()
-    except duckdb.Error as error:
-        message = str(error)
-        raise SqlInputError(message[message.index("embsql:"):].splitlines()[0] if "embsql:" in message
-                            else message) from None
-    finally:
-        con.unregister(name)
-    return {r["m"]: r for r in result}

@@ -13,12 +13,12 @@ from typing import Any, TypeVar
 import duckdb
 
 from embsql.core.dose import DOSE_COLUMNS, dose_rows
-from embsql.core.input_output import PAIRING_COLUMNS, pairing_inputs, pairing_rows
+from embsql.core.input_output import PAIRING_COLUMNS, pairing_rows
 from embsql.core.margins import Margins, check_scope, model_margins
 from embsql.core.query_summary import ALIGNMENT_COLUMNS, RANK_COLUMNS, summary_row
 from embsql.core.structure import STRUCTURE_COLUMNS, structure_row
 from embsql.errors import DesignError
-from embsql.io.retrieval_rows import Rows, load_models, scalar_icc
+from embsql.io.retrieval_rows import Rows, load_models
 from embsql.io.retrieval_tables import Docs, Queries
 from embsql.io.sources import shown_name
 from embsql.io.table_stream import Skipped, skip_note
@@ -27,12 +27,6 @@ from embsql.reporting.report_result import ReportResult, Section
 from embsql.result_table import ResultTable
 
 T = TypeVar("T")
-
-
-def pairing_table(con: duckdb.DuckDBPyConnection, per_model: list[tuple[object, Rows, Margins]]) -> list[dict]:
-    """Rows of PAIRING_COLUMNS: the input side from the core, the output ICC from emb_icc."""
-    inputs, scalar = pairing_inputs(per_model)
-    return pairing_rows(per_model, inputs, scalar_icc(con, scalar))
 
 
 TITLES = {"query_stability": "1. Query stability (paraphrase groups)",
@@ -103,7 +97,7 @@ def four_layers(con: duckdb.DuckDBPyConnection, queries: Queries, docs: Docs, *,
                         "w_tilde_q": stability.get("w_tilde_mean"), "r2_docs": structure.get("r2"),
                         "w_tilde_g": structure.get("w_tilde_mean"), "m_median": figures["m_median"],
                         "top1": figures["top1"], "mrr": figures["mrr"]})
-    tables["pairing"] = attempt("pairing", pairing_table, con, per_model) or []
+    tables["pairing"] = attempt("pairing", pairing_rows, per_model) or []
     columns = {"query_stability": STRUCTURE_COLUMNS, "document_structure": STRUCTURE_COLUMNS,
                "alignment": ALIGNMENT_COLUMNS, "rank": RANK_COLUMNS, "pairing": PAIRING_COLUMNS, "dose": DOSE_COLUMNS}
     wanted = [name for name in TITLES if (name != "dose" or strength is not None) and name not in left_out]

@@ -612,11 +612,11 @@ SIMILARITY_PAIRS = ("CREATE OR REPLACE TABLE sim_pairs AS SELECT 'i' || lpad(i::
                     "FROM range(60) r(i), (VALUES (1), (7)) t(s)")
 SIMILARITY_FACES = {
     "similarity_eval": lambda con, t, **kw: embsql.similarity_eval(con, "sim_pairs", t, model="m", vector="v",
-                                                                   missing="skip", **kw),
+                                                                   missing="skip", item="item", **kw),
     "similarity_eval per pair": lambda con, t, **kw: embsql.similarity_eval(con, "sim_pairs", t, model="m", vector="v",
-                                                                            missing="skip", per_pair=True, **kw),
+                                                                            missing="skip", per_pair=True, item="item", **kw),
     "compare_similarity": lambda con, t, **kw: embsql.compare_similarity(con, "sim_pairs", t, model="m", vector="v",
-                                                                         missing="skip", **kw),
+                                                                         missing="skip", item="item", **kw),
 }
 
 

@@ -17,9 +17,11 @@ import duckdb
 import helpers
 import numpy as np
 import pyarrow as pa
+import pyarrow.csv as pa_csv
 import pytest
 from helpers import TESTS, vectors_table
 
+from embsql.core.input_output import scalar_icc
 from embsql.errors import VECTOR_KINDS
 from embsql.io.resources import sql_entry_file
 
@@ -175,6 +177,28 @@ def test_equals_pingouin_icc1(con, name, value_type):
     assert (row["groups"] - 1, row["n"] - row["groups"]) == (reference["df1"], reference["df2"])
     assert row["n0"] == pytest.approx(reference["k"], rel=1e-15)
     assert row["kind"] == "scalar"
+
+
+@pytest.mark.parametrize("name", ["wine", "correct01"])
+def test_python_scalar_icc_equals_pingouin_icc1(name):
+    """The kernel the retrieval pairing uses (no SQL): pingouin's ICC(1,1) and mean squares."""
+    reference = REFERENCE[name]
+    csv = PINGOUIN / "data" / ("icc_wine.csv" if name == "wine" else "correct01.csv")
+    table = pa_csv.read_csv(csv).to_pydict()
+    labels, values = table[reference["groups_col"]], np.asarray(table[reference["value_col"]], dtype=float)
+    codes = np.unique(np.asarray(labels), return_inverse=True)[1]
+    out = scalar_icc(codes, values)
+    groups, n = int(codes.max()) + 1, len(values)
+    assert out["icc"] == pytest.approx(reference["icc"], rel=1e-12)
+    assert out["ss_b"] / (groups - 1) == pytest.approx(reference["ms_b"], rel=1e-12)
+    assert out["ss_w"] / (n - groups) == pytest.approx(reference["ms_w"], rel=1e-12)
+
+
+def test_python_scalar_icc_on_the_hand_worked_unbalanced_example():
+    labels = [g for g, values in HAND.items() for _ in values]
+    values = np.array([v for vs in HAND.values() for v in vs], dtype=float)
+    out = scalar_icc(np.unique(labels, return_inverse=True)[1], values)
+    assert out == pytest.approx({"icc": float(HAND_EXPECTED["icc"]), "ss_b": 332 / 9, "ss_w": 24.0}, rel=1e-13)
 
 
 def test_pingouin_reference_values_are_the_documented_ones():
