@@ -4,7 +4,7 @@
 
 What is measured (embsql.core.model_ranking; level 0.95).  Per simulated data set, K models on the
 same G groups, the joint studentised paired cluster bootstrap (B resamples, the same resamples of
-groups for every model; what rank_models and compare(..., intervals='simultaneous') run) gives
+groups for every model; what rank_models and compare_structure(..., intervals='simultaneous') run) gives
   sets      the rank confidence sets (MRSW step-down): covered when no pair is ordered falsely
             (j shown better than k while theta_j <= theta_k), i.e. every model's set holds every
             rank of its tie in truth, for all K together;
