@@ -87,7 +87,12 @@ def test_similarity_sets_equal_the_definition_by_loops(statistic):
     assert any(x < y for x, y in zip(low, high)) and low[0] == high[0] == 1   # a tie left open, the best placed
     own = [sim.evaluate(pairs, c, 0.9)[statistic] for c in cosines]
     assert [(r["ci_low"], r["ci_high"]) for r in rows] == [(c.ci_low, c.ci_high) for c in own]
-    assert all(r["calibrated"] is False and r["statistic"] == statistic for r in rows)
+    # 40 distinct items: calibrated from 30 on (validation/rank_sets_families.py); on 20 items it is not
+    assert all(r["calibrated"] is True and r["statistic"] == statistic for r in rows)
+    few = a < 20
+    small = sim.Pairs(score[few & (b < 20)], a[few & (b < 20)], b[few & (b < 20)], 20)
+    assert not any(r["calibrated"] for r in sim.similarity_rows(
+        ["w", "x", "y", "z"], small, [c[few & (b < 20)] for c in cosines], statistic, replicates=50, seed=6))
 
 
 def _macro_f1_loops(truth, predicted):
@@ -173,6 +178,11 @@ def test_cka_sets_from_the_paired_jackknife_of_compare_cka():
     assert [r["estimate"] for r in ranked] == pytest.approx([cka[m] for m in ("far", "mid", "near")], abs=1e-12)
     assert [(r["rank_low"], r["rank_high"]) for r in ranked] == [(3, 3), (2, 2), (1, 1)]
     assert ranked[2]["top"] and not ranked[0]["top"] and all(r["statistic"] == "cka" for r in ranked)
+    # calibrated from 30 units of the jackknife on: not with these 15 groups, yes with the 60 items alone
+    assert not any(r["calibrated"] for r in ranked)
+    alone = embsql.rank_models(con, table, vector="v", model="model", statistic="cka", reference="ref",
+                               replicates=50, seed=5).to_dicts()
+    assert all(r["calibrated"] for r in alone)
 
 
 def test_the_report_ranks_every_family_it_ran_as_rank_models_does(tmp_path):
