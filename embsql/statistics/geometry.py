@@ -157,8 +157,8 @@ items, for every pair of models other than the reference, with a 95% interval an
 Both CKAs are biased upward, each by its own amount, so the interval and the test use the debiased
 CKAs.  In simulation (two d = 384 models against a d = 768 reference, validation/cka_validity.py) it
 rejected a true "no difference" at {{figure cka.compare_level range}} at nominal 5% (conservative with independent items).
-With `intervals := 'simultaneous'` ({{figure rank_sets_families.cka_simultaneous}}; 3 to 10 models
-against the reference, validation/rank_sets_families.py).
+In simulation, with `intervals := 'simultaneous'`, {{figure rank_sets_families.cka_simultaneous}} (3 to 10
+models against the reference, validation/rank_sets_families.py).
 An unknown reference is `model.reference`.  From Python: `embsql.compare_cka`.""",
     caution="",
     example="""\
