@@ -35,7 +35,7 @@ EVAL = ("STRUCT(__emb_m VARCHAR, spearman DOUBLE, ci_low DOUBLE, ci_high DOUBLE,
         "skipped BIGINT, level DOUBLE, calibrated BOOLEAN)[]")
 COMPARE = ("STRUCT(model_a VARCHAR, model_b VARCHAR, correlation VARCHAR, estimate_a DOUBLE, estimate_b DOUBLE, "
            "difference DOUBLE, se DOUBLE, ci_low DOUBLE, ci_high DOUBLE, p_value DOUBLE, p_adjusted DOUBLE, "
-           "pairs BIGINT, items BIGINT, level DOUBLE, calibrated BOOLEAN)[]")
+           "pairs BIGINT, items BIGINT, level DOUBLE, calibrated BOOLEAN, interval VARCHAR)[]")
 # pairs: table, column names, types, a, b, score columns, a, b, score values; embeddings: table, names,
 # types, item, model, vector columns, models, items, vectors, rows (in the table, from 1); missing; level
 INPUTS = ["VARCHAR", "VARCHAR[]", "VARCHAR[]", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR[]", "VARCHAR[]", "DOUBLE[]",
@@ -110,13 +110,14 @@ def _evaluation(row, column, pairs, scored, level) -> list[dict]:
     return [{"__emb_m": None if value is None else str(value), **figures} for value, figures in rows]
 
 
-def _comparison(model_col):
+def _comparison(model_col, intervals, replicates, seed):
     def rows_of(row, column, pairs, scored, level) -> list[dict]:
         if column is None or len(scored) < 2:
             fail("model.too_few", column=repr(model_col[row].as_py()), models=len(scored),
                  needs="emb_compare_similarity")
-        return [{k: str(r[k]) if k in ("model_a", "model_b") else r[k] for k in COMPARE_COLUMNS}
-                for r in comparison_rows(pairs, scored, level)]
+        return [{k: str(r[k]) if k in ("model_a", "model_b") else r[k] for k in (*COMPARE_COLUMNS, "interval")}
+                for r in comparison_rows(pairs, scored, level, intervals=intervals[row].as_py(),
+                                         replicates=replicates[row].as_py(), seed=seed[row].as_py())]
     return rows_of
 
 
@@ -129,9 +130,12 @@ def emb__similarity_eval(ptbl, pnames, ptypes, a_col, b_col, score_col, a, b, sc
 
 @sql_errors
 def emb__compare_similarity(ptbl, pnames, ptypes, a_col, b_col, score_col, a, b, score, etbl, enames, etypes, item_col,
-                            model_col, vector_col, models, items, vectors, rows, missing, level):
+                            model_col, vector_col, models, items, vectors, rows, missing, level, intervals, replicates,
+                            seed):
+    """emb_compare_similarity: embsql.compare_similarity's rows, with ``interval`` always."""
     return _each((ptbl, pnames, ptypes, a_col, b_col, score_col, a, b, score, etbl, enames, etypes, item_col,
-                  model_col, vector_col, models, items, vectors, rows, missing, level), _comparison(model_col))
+                  model_col, vector_col, models, items, vectors, rows, missing, level),
+                 _comparison(model_col, intervals, replicates, seed))
 
 
 def _ranking(model_col, statistic, replicates, seed):
@@ -157,7 +161,8 @@ def emb__rank_similarity(ptbl, pnames, ptypes, a_col, b_col, score_col, a, b, sc
 SPECS = [
     {"name": "emb__similarity_eval", "function": emb__similarity_eval, "parameters": INPUTS,
      "return_type": result_type(EVAL), "null_handling": "special"},
-    {"name": "emb__compare_similarity", "function": emb__compare_similarity, "parameters": INPUTS,
+    {"name": "emb__compare_similarity", "function": emb__compare_similarity,
+     "parameters": INPUTS + ["VARCHAR", "BIGINT", "BIGINT"],
      "return_type": result_type(COMPARE), "null_handling": "special"},
     {"name": "emb__rank_similarity", "function": emb__rank_similarity,
      "parameters": INPUTS + ["VARCHAR", "BIGINT", "BIGINT"], "return_type": result_type(RANK_SQL_TYPE),

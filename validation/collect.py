@@ -253,12 +253,17 @@ def rank_sets() -> dict[str, Any]:
 
 
 def rank_sets_families() -> dict[str, Any]:
-    """The classification family's rank sets and simultaneous intervals (validation/rank_sets_families.py)."""
+    """The rank sets and simultaneous intervals of classification, similarity and CKA
+    (validation/rank_sets_families.py): one entry per family and kind, and, where a family's sets
+    are calibrated only from 100 clusters, one for G = 100 alone."""
     data = json.loads((HERE / "rank_sets_families.json").read_text(encoding="utf-8"))
-    common = dict(script="validation/rank_sets_families.py", output="validation/rank_sets_families.json",
-                  date="2026-12-05", nominal=95.0, command=data["meta"]["command"])
-    design = ("K = 3, 5 and 10 classifiers on the same {groups} clusters of 3 items; all tied, near ties, gaps; "
-              "{runs} data sets a cell, {replicates} joint resamples or normal draws")
+    designs = {"classification": "K = 3, 5 and 10 classifiers on the same {groups} clusters of 3 items",
+               "similarity": "K = 3, 5 and 10 models' cosines against the same gold scores of pairs of {groups} "
+                             "recurring items (five pairs per item), the models' estimates correlated",
+               "cka": "K = 3, 5 and 10 models against one reference model on the same {groups} groups of 4 items "
+                      "(d = 8), the models' estimates correlated"}
+    group_of = {"accuracy": "classification", "macro_f1": "classification", "spearman": "similarity",
+                "pearson": "similarity", "cka": "cka"}
 
     def cells(family: str, column: str, groups: tuple[int, ...]) -> list[dict[str, Any]]:
         return [cell(f"{c['family']}, K = {c['k']}, G = {c['groups']}, {c['design']}", round(100 * c[column][0], 1),
@@ -266,19 +271,30 @@ def rank_sets_families() -> dict[str, Any]:
                 for c in data["cells"] if c["family"] == family and c["groups"] in groups]
 
     out = {}
-    # the figures the text quotes: accuracy's sets and simultaneous intervals (calibrated from 30
-    # clusters), macro-F1's sets at 30 and 100 and from 100 on (calibrated from 100)
+    # the figures the text quotes: each family's sets and simultaneous intervals at 30 and 100
+    # clusters, and the sets from 100 on where they are calibrated only from there (macro-F1)
     for family, word, groups, suffix, column in (
             ("accuracy", "accuracy", (30, 100), "sets", "sets_cover"),
             ("accuracy", "accuracy", (30, 100), "simultaneous", "simultaneous_cover"),
             ("macro_f1", "macro-F1", (30, 100), "sets", "sets_cover"),
-            ("macro_f1", "macro-F1", (100,), "sets_G100", "sets_cover")):
+            ("macro_f1", "macro-F1", (100,), "sets_G100", "sets_cover"),
+            ("spearman", "Spearman", (30, 100), "sets", "sets_cover"),
+            ("spearman", "Spearman", (30, 100), "simultaneous", "simultaneous_cover"),
+            ("pearson", "Pearson", (30, 100), "sets", "sets_cover"),
+            ("pearson", "Pearson", (30, 100), "simultaneous", "simultaneous_cover"),
+            ("cka", "CKA", (30, 100), "sets", "sets_cover"),
+            ("cka", "CKA", (30, 100), "simultaneous", "simultaneous_cover")):
+        meta = data["meta"][group_of[family]]
         what = "rank sets" if column == "sets_cover" else "K(K-1)/2 simultaneous intervals"
         out[f"rank_sets_families.{family}_{suffix}"] = figure(
             measured=f"share of data sets where the {what} by {word} of all K models held together",
-            design=design.format(groups=" or ".join(map(str, groups)), **data["meta"]),
+            design=(designs[group_of[family]].format(groups=" or ".join(map(str, groups)))
+                    + "; all tied, near ties, gaps; {runs} data sets a cell, {replicates} joint resamples or "
+                      "normal draws".format(**meta)),
             cells=cells(family, column, groups),
-            text=f"the {what} by {word} held together in {{range}} of simulated data sets at 95%", **common)
+            text=f"the {what} by {word} held together in {{range}} of simulated data sets at 95%",
+            script="validation/rank_sets_families.py", output="validation/rank_sets_families.json",
+            date=meta.get("date", "2026-12-05"), nominal=95.0, command=meta["command"])
     return out
 
 

@@ -188,7 +188,8 @@ def procrustes(con: duckdb.DuckDBPyConnection, source: TableLike, *, item: str, 
 
 def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference: object, model: str, item: str,
                 vector: str, group: str | None = None, debiased: bool = False, common: bool = False,
-                bad_rows: str = "error", intervals: str = "marginal", seed: int = 42) -> ResultTable:
+                bad_rows: str = "error", intervals: str = "marginal", replicates: int = 2000,
+                seed: int = 42) -> ResultTable:
     """Is model A closer to the reference model than model B is?  CKA(A, R) - CKA(B, R) on the same items.
 
     For every pair of models other than ``reference``: the difference of their CKA with the
@@ -226,10 +227,14 @@ def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference:
     intervals : {"marginal", "simultaneous"}, default "marginal"
         ``'marginal'``: each pair's interval holds 95% on its own.  ``'simultaneous'``: with three
         or more models besides the reference, the intervals hold 95% together: the same centre
-        -/+ c se, c the 95% point of the largest |t| over the pairs in 2000 joint normal draws with
-        the models' jackknife covariance (embsql.core.model_ranking.normal_family; ``seed`` draws
-        them).  The table then gains a column ``interval`` = ``'simultaneous'``; the p-values are
-        unchanged.
+        -/+ c se, c the 95% point of the largest |t| over the pairs in ``replicates`` joint normal
+        draws with the models' jackknife covariance (embsql.core.model_ranking.normal_family, as
+        :func:`embsql.rank_models` draws them; a single-step max-|t|).  The table then gains a
+        column ``interval`` = ``'simultaneous'``; the p-values are unchanged.  In simulation
+        {{figure rank_sets_families.cka_simultaneous}} (3 to 10 models against the reference,
+        validation/rank_sets_families.py).
+    replicates : int, default 2000
+        The joint normal draws of ``intervals='simultaneous'`` (2 to 1,000,000).
     seed : int, default 42
         The random seed of the simultaneous intervals' draws (0 or more).
 
@@ -241,7 +246,7 @@ def compare_cka(con: duckdb.DuckDBPyConnection, source: TableLike, *, reference:
         cka_b), ``se`` (paired jackknife SE of the debiased difference), ``ci_low``, ``ci_high``
         (95%, for the population difference), ``p_value`` (two-sided, of no difference),
         ``calibrated`` (True from 30 groups, or 30 items without ``group``), ``items``, ``groups``
-        and ``debiased``.
+        and ``debiased``; with ``intervals='simultaneous'`` also ``interval``.
 
     Raises
     ------

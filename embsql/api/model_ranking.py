@@ -111,8 +111,10 @@ def rank_models(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str
         with K = 3, 5 and 10 models; for accuracy from 30 item clusters on, where
         validation/rank_sets_families.py measured {{figure rank_sets_families.accuracy_sets range}}; for
         macro-F1 from 100 on ({{figure rank_sets_families.macro_f1_sets_G100 range}}; at 30 it fell to
-        {{figure rank_sets_families.macro_f1_sets low}}); false otherwise, and always false for similarity
-        and CKA, whose sets' coverage was not simulated).  For retrieval the
+        {{figure rank_sets_families.macro_f1_sets low}}); for Spearman and Pearson from 30 distinct items
+        on ({{figure rank_sets_families.spearman_sets range}} and
+        {{figure rank_sets_families.pearson_sets range}}, five pairs per item); for CKA from 30 groups,
+        or items, on ({{figure rank_sets_families.cka_sets range}}); false otherwise).  For retrieval the
         resampling is the cluster bootstrap of the queries' paraphrase groups, the same resamples
         for every model, each difference studentized by its own cluster-robust (CR1) SE; so for
         accuracy (each item's 0 or 1), where ci_low/ci_high are the mean's CR1 t interval.  For

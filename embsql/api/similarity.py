@@ -166,9 +166,14 @@ def compare_similarity(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddi
         correlation, the K(K-1)/2 intervals hold ``level`` together (difference -/+ c se, c the
         ``level`` quantile of the largest studentized difference over the pairs in joint normal
         draws with the correlations' item-clustered covariance, as :func:`embsql.rank_models`
-        draws them; a single-step max-|t|); every model must then score the same pairs.  The table
-        gains a column ``interval`` = ``'simultaneous'``; the p-values are unchanged (Holm).
-        Their coverage was not simulated.
+        draws them; a single-step max-|t|).  One family of intervals is about one set of pairs: every
+        row is then computed on the pairs every model scores (with ``missing='skip'``, a pair one
+        model cannot score leaves every row; ``pairs`` says how many are left), as
+        :func:`embsql.rank_models` ranks the models.  The table gains a column ``interval`` =
+        ``'simultaneous'``; the p-values are the same tests (Holm), on those pairs.  In simulation
+        {{figure rank_sets_families.spearman_simultaneous}}, and those by Pearson in
+        {{figure rank_sets_families.pearson_simultaneous range}} (3 to 10 models, 30 or 100 items in five
+        times as many pairs, validation/rank_sets_families.py).
     replicates : int, default 2000
         The joint normal draws of ``intervals='simultaneous'``.
     seed : int, default 42
@@ -181,12 +186,15 @@ def compare_similarity(con: duckdb.DuckDBPyConnection, pairs: TableLike, embeddi
         ``correlation`` ("spearman", "pearson"), ``estimate_a``, ``estimate_b``, ``difference``
         (a - b), ``se``, ``ci_low``, ``ci_high``, ``p_value``, ``p_adjusted`` (Holm-adjusted across the
         pairs of models, per correlation), ``pairs``, ``items``, ``level``, ``calibrated`` (at least
-        200 pairs and 20 degrees of freedom: where the test's simulated level held).
+        200 pairs and 20 degrees of freedom: where the test's simulated level held); with
+        ``intervals='simultaneous'`` also ``interval``.
 
     Raises
     ------
     InputError, DesignError, ColumnNotFoundError, ColumnTypeError, BadLabelError, BadVectorError
-        As for :func:`similarity_eval`; ``model.too_few`` for fewer than two models.
+        As for :func:`similarity_eval`; ``model.too_few`` for fewer than two models;
+        ``argument.intervals``; ``pair.too_few`` when fewer than 3 pairs are scored by every model
+        (``intervals='simultaneous'``).
 
     Examples
     --------

@@ -37,7 +37,7 @@ from itertools import combinations
 
 import numpy as np
 
-from embsql.core.arguments import check_permutations, check_seed
+from embsql.core.arguments import check_permutations, check_replicates, check_seed
 from embsql.core.labels import text_key
 from embsql.core.model_comparison import shared_items
 from embsql.core.model_ranking import (
@@ -676,14 +676,16 @@ def paired_difference(a: np.ndarray, b: np.ndarray, level: float = INTERVAL_LEVE
 
 def compare_cka_rows(models: dict, reference: object, *, groups: dict | None = None, group: str = "group",
                      debiased: bool = False, common: bool = False, model: str = "model", intervals: str = "marginal",
-                     seed: int = 42) -> list[dict]:
-    """One row per pair of models other than ``reference`` (COMPARE_CKA's columns, and ``interval``
-    with ``intervals='simultaneous'``); see embsql.compare_cka."""
+                     replicates: int = 2000, seed: int = 42) -> list[dict]:
+    """One row per pair of models other than ``reference`` (COMPARE_CKA's columns, ``interval``
+    saying which kind the interval is); see embsql.compare_cka."""
     intervals, seed = check_intervals(intervals), check_seed(seed)
+    replicates = check_replicates(replicates)
     values, ref, codes, count, n = reference_values(models, reference, groups=groups, group=group, common=common,
                                                     model=model)
+    names = sorted(values, key=text_key)
     rows = []
-    for a, b in combinations(sorted(values, key=text_key), 2):
+    for a, b in combinations(names, 2):
         pa, pb = values[a], values[b]
         assert pa.debiased is not None and pb.debiased is not None
         se, low, high, p_value = paired_difference(pa.debiased, pb.debiased)
@@ -692,23 +694,29 @@ def compare_cka_rows(models: dict, reference: object, *, groups: dict | None = N
         rows.append({"model_a": a, "model_b": b, "reference": ref, "cka_a": cka_a, "cka_b": cka_b,
                      "difference": cka_a - cka_b, "se": se, "ci_low": low, "ci_high": high, "p_value": p_value,
                      "calibrated": (count if codes is not None else n) >= CALIBRATED_UNITS, "items": n,
-                     "groups": None if codes is None else count, "debiased": bool(debiased)})
+                     "groups": None if codes is None else count, "debiased": bool(debiased), "interval": intervals})
     if intervals == "simultaneous":
-        # the same centres -/+ c se, c from the joint normal draws of the jackknife covariance
-        names = sorted(values, key=text_key)
-        table = np.stack([np.asarray(values[m].debiased, dtype=float) for m in names], axis=1)
-        fam = normal_family(table[0], jackknife_covariance(table[1:]), replicates=SIMULTANEOUS_DRAWS, seed=seed)
-        c = simultaneous_critical(fam, INTERVAL_LEVEL)
-        for row in rows:
-            a, b = values[row["model_a"]].debiased, values[row["model_b"]].debiased
-            assert a is not None and b is not None
-            centre = corrected_centre(a - b)
-            row.update(ci_low=max(centre - c * row["se"], -1.0), ci_high=min(centre + c * row["se"], 1.0),
-                       interval="simultaneous")
+        found = [values[m].debiased for m in names]
+        lows, highs = simultaneous_cka_intervals([d for d in found if d is not None], INTERVAL_LEVEL,
+                                                 replicates=replicates, seed=seed)
+        for p, row in enumerate(rows):
+            row.update(ci_low=float(lows[p]), ci_high=float(highs[p]))
     return rows
 
 
-SIMULTANEOUS_DRAWS = 2000   # joint normal draws behind compare_cka's simultaneous intervals
+def simultaneous_cka_intervals(debiased: list[np.ndarray], level: float, *, replicates: int,
+                               seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) per pair j < k of models (pairs_of order) whose debiased CKAs with the reference
+    are given with their delete-one replicates on the same units (index 0: the full sample): the
+    marginal interval's centre (the bias-corrected difference) -/+ c se, se the paired jackknife SE
+    and c the ``level`` quantile of the largest |t| over the pairs in ``replicates`` joint normal
+    draws of the jackknife covariance (model_ranking.normal_family; a single-step max-|t|)."""
+    table = np.stack([np.asarray(d, dtype=float) for d in debiased], axis=1)
+    fam = normal_family(table[0], jackknife_covariance(table[1:]), replicates=replicates, seed=seed)
+    c = simultaneous_critical(fam, level)
+    centre = np.array([corrected_centre(table[:, a] - table[:, b]) for a, b in fam.pairs])
+    se = np.array([jackknife_se(table[1:, a] - table[1:, b]) for a, b in fam.pairs])
+    return np.maximum(centre - c * se, -1.0), np.minimum(centre + c * se, 1.0)
 
 
 def rank_cka_rows(models: dict, reference: object, *, groups: dict | None = None, group: str = "group",

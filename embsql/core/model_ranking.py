@@ -59,9 +59,10 @@ RANK_CALIBRATED_GROUPS = 30
 # From how many groups (clusters, or units) on a family's rank sets are calibrated: the smallest
 # simulated G (30 or 100) from which the family-wise coverage held 95 +- 2.5% (or above) in every
 # cell of validation/rank_sets.py (R², retrieval) or validation/rank_sets_families.py
-# (classification); a statistic absent here was not simulated and is never calibrated.
+# (classification; similarity, whose clusters are the items of the pairs; CKA, whose units are the
+# jackknife's groups or items); a statistic absent here was not simulated and is never calibrated.
 RANK_CALIBRATED_FROM = {"r2": RANK_CALIBRATED_GROUPS, "retrieval": RANK_CALIBRATED_GROUPS,
-                        "accuracy": 30, "macro_f1": 100}
+                        "accuracy": 30, "macro_f1": 100, "spearman": 30, "pearson": 30, "cka": 30}
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ import numpy as np
 
 from embsql.core.agreement import RESOLUTION
 from embsql.core.arguments import check_level, check_replicates, check_seed
-from embsql.core.model_ranking import PairFamily, normal_family, normal_rows, pairs_of
+from embsql.core.model_ranking import RANK_CALIBRATED_FROM, PairFamily, normal_family, normal_rows, pairs_of
 from embsql.core.student_t import t_cdf, t_quantile
 from embsql.errors import InputError, fail
 
@@ -338,10 +338,13 @@ def similarity_rows(names: list, pairs: Pairs, cosines: list[np.ndarray], statis
     ``pairs`` (cosines: each model's, pair by pair): the normal family of the correlations with their
     item-clustered covariance (dyadic_covariance of the influence values), each pair of models
     studentised by embsql.compare_similarity's SE; ci_low/ci_high: each model's Fisher interval
-    (embsql.similarity_eval's)."""
+    (embsql.similarity_eval's); calibrated from RANK_CALIBRATED_FROM[statistic] items on (the
+    clusters of the item-clustered covariance)."""
     replicates, seed, level = check_replicates(replicates), check_seed(seed), check_level(level)
     if len(cosines) < 2:
         raise InputError(f"a ranking needs two or more models; there are {len(cosines)}")
     estimates, fam = similarity_family(pairs, cosines, statistic, replicates=replicates, seed=seed)
     own = [evaluate(pairs, cosine, level)[statistic] for cosine in cosines]
-    return normal_rows(names, estimates, fam, statistic, [(c.ci_low, c.ci_high) for c in own], level=level)
+    calibrated = RANK_CALIBRATED_FROM.get(statistic) is not None and pairs.items >= RANK_CALIBRATED_FROM[statistic]
+    return normal_rows(names, estimates, fam, statistic, [(c.ci_low, c.ci_high) for c in own], level=level,
+                       calibrated=calibrated)

@@ -29,7 +29,7 @@ from embsql.core.similarity import (
     similarity_family,
     similarity_rows,
 )
-from embsql.errors import InputError, fail, option
+from embsql.errors import fail, option
 from embsql.io.columns import first_bad_label, require_number
 from embsql.io.sources import Source, TableLike, opened
 from embsql.io.table_stream import Skipped
@@ -170,17 +170,24 @@ def evaluation_rows(judgements: Judgements, scored: dict[object, Scored], level:
 
 def comparison_rows(judgements: Judgements, scored: dict[object, Scored], level: float, *,
                     intervals: str = "marginal", replicates: int = 2000, seed: int = 42) -> list[dict]:
-    """COMPARE_COLUMNS rows: per pair of models (in model order), Spearman's then Pearson's; with
-    ``intervals='simultaneous'`` each correlation's K(K-1)/2 intervals hold together: difference
-    -/+ c se, c the single-step max-|t| of the models' joint normal draws (similarity_family, on
-    the pairs every model scores: every model must score the same pairs) and a column ``interval``."""
+    """COMPARE_COLUMNS rows and ``interval``: per pair of models (in model order), Spearman's then
+    Pearson's.  Marginal: each pair of models on the pairs both score.  With
+    ``intervals='simultaneous'`` every row is computed on the pairs every model scores (as
+    rank_models ranks them: one family of intervals is about one set of pairs), and each
+    correlation's K(K-1)/2 intervals hold together: difference -/+ c se, c the single-step max-|t|
+    of the models' joint normal draws (similarity_family)."""
     intervals = check_intervals(intervals)
+    if intervals == "simultaneous":
+        replicates, seed = check_replicates(replicates), check_seed(seed)
+        scored = on_shared_pairs(scored)
     rows: dict[str, list[dict]] = {"spearman": [], "pearson": []}
     for first, second in combinations(scored, 2):
         shared, at_a, at_b = np.intersect1d(scored[first].rows, scored[second].rows, return_indices=True)
         coded = coded_pairs(judgements, shared)
         cos_a, cos_b = scored[first].cosine[at_a], scored[second].cosine[at_b]
         what = f"models {first!r} and {second!r}"
+        if intervals == "simultaneous":
+            what += " on the pairs every model scores"
         check_pairs(coded.score, cos_a, what)
         check_pairs(coded.score, cos_b, what)
         for name, d in difference(coded, cos_a, cos_b, level).items():
@@ -188,43 +195,43 @@ def comparison_rows(judgements: Judgements, scored: dict[object, Scored], level:
                                "estimate_b": d.estimate_b, "difference": d.difference, "se": d.se,
                                "ci_low": d.ci_low, "ci_high": d.ci_high, "p_value": d.p_value,
                                "pairs": len(shared), "items": coded.items, "level": level,
-                               "calibrated": calibrated(coded)})
+                               "calibrated": calibrated(coded), "interval": intervals})
     for family in rows.values():
         for row, p in zip(family, adjust([r["p_value"] for r in family], "holm")):
             row["p_adjusted"] = p
     if intervals == "simultaneous":
-        replicates, seed = check_replicates(replicates), check_seed(seed)
-        names = list(scored)
-        shared = scored[names[0]].rows
-        for value in names[1:]:
-            shared = np.intersect1d(shared, scored[value].rows)
-        if any(row["pairs"] != len(shared) for family in rows.values() for row in family):
-            raise InputError("compare_similarity(intervals='simultaneous') needs every model to score the same "
-                             "pairs; with missing='skip' some pairs were scored by some models only")
-        coded = coded_pairs(judgements, shared)
-        cosines = [scored[value].cosine[np.searchsorted(scored[value].rows, shared)] for value in names]
+        first_model = next(iter(scored.values()))
+        coded = coded_pairs(judgements, first_model.rows)
+        cosines = [used.cosine for used in scored.values()]
         for name, family in rows.items():
             _, fam = similarity_family(coded, cosines, name, replicates=replicates, seed=seed)
             low, high = simultaneous_intervals(fam, level)
             for p, row in enumerate(family):
-                row.update(ci_low=float(low[p]), ci_high=float(high[p]), interval="simultaneous")
+                row.update(ci_low=float(low[p]), ci_high=float(high[p]))
     return [r for pair in zip(*rows.values()) for r in pair]
+
+
+def on_shared_pairs(scored: dict[object, Scored]) -> dict[object, Scored]:
+    """Each model's Scored on the pairs every model scores (the same rows, in table order)."""
+    models = list(scored.values())
+    shared = models[0].rows
+    for used in models[1:]:
+        shared = np.intersect1d(shared, used.rows)
+    return {value: Scored(shared, used.cosine[np.searchsorted(used.rows, shared)], used.skipped + len(used.rows)
+                          - len(shared)) for value, used in scored.items()}
 
 
 def ranking_rows(judgements: Judgements, scored: dict[object, Scored], statistic: str, *, level: float,
                  replicates: int, seed: int) -> list[dict]:
     """The models' rank confidence sets by ``statistic`` (spearman or pearson) on the pairs every
     model scores (embsql.core.similarity.similarity_rows), one row per model in model order."""
-    names = list(scored)
-    shared = scored[names[0]].rows
-    for value in names[1:]:
-        shared = np.intersect1d(shared, scored[value].rows)
-    coded = coded_pairs(judgements, shared)
+    shared = on_shared_pairs(scored)
+    names = list(shared)
+    coded = coded_pairs(judgements, shared[names[0]].rows)
     cosines = []
     for value in names:
-        cosine = scored[value].cosine[np.searchsorted(scored[value].rows, shared)]
-        check_pairs(coded.score, cosine, f"model {value!r} on the pairs every model scores")
-        cosines.append(cosine)
+        check_pairs(coded.score, shared[value].cosine, f"model {value!r} on the pairs every model scores")
+        cosines.append(shared[value].cosine)
     return [{**row, "model": value} for value, row in
             zip(names, similarity_rows(names, coded, cosines, statistic, level=level, replicates=replicates,
                                        seed=seed))]

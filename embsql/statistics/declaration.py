@@ -115,7 +115,9 @@ class Statistic:
     calibration: str | None = None   # the validation/calibration.json key of its measured figure
     progress: str = ""               # the progress bar's label ("": none)
     stopped: str = "the permutation test"        # what an interrupt message says stopped
-    simultaneous: bool = False       # with intervals='simultaneous' the Python table gains `interval`
+    # the last output is `interval`: always in SQL (as emb_compare_retrieval), in the Python table only
+    # with intervals='simultaneous' (as embsql.compare_retrieval)
+    simultaneous: bool = False
 
     # ---- names
     @property
@@ -127,10 +129,10 @@ class Statistic:
         return f"emb__{self.name}"
 
     def column_names(self, options: Mapping[str, Any] | None = None) -> tuple[str, ...]:
-        """The output columns (the Python table's, given the options it ran with)."""
+        """The output columns: SQL's (``options`` None), or the Python table's given the options it ran with."""
         names = tuple(o.name for o in self.outputs)
-        if self.simultaneous and options is not None and options.get("intervals") == "simultaneous":
-            names += ("interval",)
+        if self.simultaneous and options is not None and options.get("intervals") != "simultaneous":
+            names = tuple(n for n in names if n != "interval")
         return names
 
     def roles(self) -> tuple[str, ...]:

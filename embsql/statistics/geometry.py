@@ -127,7 +127,14 @@ COMPARE_CKA = Statistic(
                                            "column)", sql_value="{name}::VARCHAR", sql_type="VARCHAR"),
              Option("debiased", False, "report the debiased CKAs (the interval and p-value are the same either way)"),
              Option("common", False),
-             Option("intervals", "marginal", in_sql=False), Option("seed", 42, in_sql=False)),
+             Option("intervals", "marginal", "`'marginal'` (each pair's interval holds 95% on its own) or "
+                    "`'simultaneous'` (all the pairs' intervals hold 95% together: the same centre ∓ c × se, c the 95% "
+                    "quantile of the largest |t| over the pairs in joint normal draws with the debiased CKAs' "
+                    "jackknife covariance, a single-step max-|t|; the p-values stay per pair)"),
+             Option("replicates", 2000, "the joint normal draws of `intervals := 'simultaneous'`, a whole number from "
+                                        "2 to 1,000,000", sql_value="emb__whole_argument({name}, 'replicates')"),
+             Option("seed", 42, "the random seed of those draws, a whole number (0 or more)",
+                    sql_value="emb__whole_argument({name}, 'seed')")),
     outputs=(*PAIR, Output("reference", "VARCHAR"),
              Output("cka_a", "DOUBLE", "CKA(model_a, reference) (biased, or debiased with `debiased := true`)"),
              Output("cka_b", "DOUBLE", "CKA(model_b, reference)"),
@@ -140,7 +147,9 @@ COMPARE_CKA = Statistic(
              Output("p_value", "DOUBLE", "two-sided p of no difference, from the same t statistic"),
              Output("calibrated", "BOOLEAN", 'true from 30 groups (or 30 items without `"group"`), where simulation '
                                              "measured level and coverage"),
-             Output("items", "BIGINT", "items compared"), GROUPS, Output("debiased", "BOOLEAN", "as asked")),
+             Output("items", "BIGINT", "items compared"), GROUPS, Output("debiased", "BOOLEAN", "as asked"),
+             Output("interval", "VARCHAR", "which kind the interval is: `marginal` or `simultaneous` (from Python, "
+                                           "the column is there with `intervals='simultaneous'` only)")),
     summary="""\
 Is model A closer to the reference model than model B is?  CKA(A, R) − CKA(B, R) on the same
 items, for every pair of models other than the reference, with a 95% interval and a p-value.""",
@@ -148,6 +157,8 @@ items, for every pair of models other than the reference, with a 95% interval an
 Both CKAs are biased upward, each by its own amount, so the interval and the test use the debiased
 CKAs.  In simulation (two d = 384 models against a d = 768 reference, validation/cka_validity.py) it
 rejected a true "no difference" at {{figure cka.compare_level range}} at nominal 5% (conservative with independent items).
+In simulation, with `intervals := 'simultaneous'`, {{figure rank_sets_families.cka_simultaneous}} (3 to 10
+models against the reference, validation/rank_sets_families.py).
 An unknown reference is `model.reference`.  From Python: `embsql.compare_cka`.""",
     caution="",
     example="""\

@@ -108,7 +108,7 @@ FROM (SELECT emb__procrustes(__emb_tbl, __emb_names, __emb_types, __emb_item_col
            "group", skip := emb__skip_rows(bad_rows)))
 WHERE emb__udf_ok(__emb_r);
 
--- @function emb_compare_cka(source, item, model, vector, reference, "group" := NULL, debiased := false, common := false, bad_rows := 'error')
+-- @function emb_compare_cka(source, item, model, vector, reference, "group" := NULL, debiased := false, common := false, intervals := 'marginal', replicates := 2000, seed := 42, bad_rows := 'error')
 -- Is model A closer to the reference model than model B is?  CKA(A, R) − CKA(B, R) on the same
 -- items, for every pair of models other than the reference, with a 95% interval and a p-value.
 -- @param source the table to read: a table or view name, or a file DuckDB reads
@@ -119,6 +119,9 @@ WHERE emb__udf_ok(__emb_r);
 -- @param "group" a group column for the paired jackknife (an item's group must be the same in every model); NULL: items, taken as independent
 -- @param debiased report the debiased CKAs (the interval and p-value are the same either way)
 -- @param common use only the items every model has (instead of refusing items one model lacks)
+-- @param intervals `'marginal'` (each pair's interval holds 95% on its own) or `'simultaneous'` (all the pairs' intervals hold 95% together: the same centre ∓ c × se, c the 95% quantile of the largest |t| over the pairs in joint normal draws with the debiased CKAs' jackknife covariance, a single-step max-|t|; the p-values stay per pair)
+-- @param replicates the joint normal draws of `intervals := 'simultaneous'`, a whole number from 2 to 1,000,000
+-- @param seed the random seed of those draws, a whole number (0 or more)
 -- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its row (from 1), model and item; `'skip'`: those rows are left out, which leaves their items missing in their models (with `common := true`, used by no model). The table has one row per pair of models, so it does not count them
 -- @column model_a the first model of the pair
 -- @column model_b the second model of the pair
@@ -134,19 +137,22 @@ WHERE emb__udf_ok(__emb_r);
 -- @column items items compared
 -- @column groups groups of `"group"` (NULL without it)
 -- @column debiased as asked
+-- @column interval which kind the interval is: `marginal` or `simultaneous` (from Python, the column is there with `intervals='simultaneous'` only)
 -- @notes
 -- Both CKAs are biased upward, each by its own amount, so the interval and the test use the debiased
 -- CKAs.  In simulation (two d = 384 models against a d = 768 reference, validation/cka_validity.py) it
 -- rejected a true "no difference" at {{figure cka.compare_level range}} at nominal 5% (conservative with independent items).
+-- In simulation, with `intervals := 'simultaneous'`, {{figure rank_sets_families.cka_simultaneous}} (3 to 10
+-- models against the reference, validation/rank_sets_families.py).
 -- An unknown reference is `model.reference`.  From Python: `embsql.compare_cka`.
 -- @example
 -- SELECT model_a, model_b, reference, round(difference, 4) AS difference, calibrated
 -- FROM emb_compare_cka('geometry3', 'item_id', 'model', 'embedding', 'ref');
 -- -- far  near  ref  -0.3465  true
-CREATE OR REPLACE TEMP MACRO emb_compare_cka(source, item, model, vector, reference, "group" := NULL, debiased := false, common := false, bad_rows := 'error') AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_compare_cka(source, item, model, vector, reference, "group" := NULL, debiased := false, common := false, intervals := 'marginal', replicates := 2000, seed := 42, bad_rows := 'error') AS TABLE
 SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__compare_cka(__emb_tbl, __emb_names, __emb_types, __emb_item_col, __emb_model_col,
-          __emb_vector_col, __emb_group_col, __emb_b, __emb_x, __emb_g, __emb_v, __emb_rows, reference::VARCHAR, debiased, common) AS __emb_r
+          __emb_vector_col, __emb_group_col, __emb_b, __emb_x, __emb_g, __emb_v, __emb_rows, reference::VARCHAR, debiased, common, intervals, emb__whole_argument(replicates, 'replicates'), emb__whole_argument(seed, 'seed')) AS __emb_r
       FROM emb__model_item_groups(emb__checked_names(emb__checked_source(source, 'emb_compare_cka', model, []::VARCHAR[]), 'emb_compare_cka', [['item', item], ['vector', vector], ['group', "group"]]), item, model, vector,
            "group", skip := emb__skip_rows(bad_rows)))
 WHERE emb__udf_ok(__emb_r);

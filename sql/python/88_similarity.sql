@@ -115,7 +115,7 @@ FROM emb__similarity_eval(
     pairs, emb__checked_source(embeddings, 'emb_similarity_eval', model, emb__outputs_emb_similarity_eval()),
     model, a, b, score, item, vector, missing, level, skip := emb__skip_rows(bad_rows));
 
--- @function emb_compare_similarity(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95, bad_rows := 'error')
+-- @function emb_compare_similarity(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', missing := 'error', level := 0.95, bad_rows := 'error', intervals := 'marginal', replicates := 2000, seed := 42)
 -- Every pair of models on the same gold judgements: the difference of their Spearman and of their
 -- Pearson correlations, with a standard error and interval that account for recurring items, a
 -- paired p-value and Holm's adjustment across the pairs of models.
@@ -127,9 +127,12 @@ FROM emb__similarity_eval(
 -- @param score the pairs' gold-score column
 -- @param item the embeddings' item column
 -- @param vector the embeddings' vector column
--- @param missing `'error'` or `'skip'` (the two models are compared on the pairs both can score)
+-- @param missing `'error'` or `'skip'` (the two models are compared on the pairs both can score; with `intervals := 'simultaneous'`, every pair of models on the pairs every model scores)
 -- @param level the confidence level of the intervals
 -- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its model and item; `'skip'`: those rows of the embeddings are left out, which leaves their items without a vector in that model (their pairs then need `missing := 'skip'`)
+-- @param intervals `'marginal'` (each pair's interval holds `level` on its own) or `'simultaneous'` (per correlation, all the K(K − 1)/2 intervals hold `level` together: difference ∓ c × se, c the `level` quantile of the largest studentized difference over the pairs in joint normal draws with the correlations' item-clustered covariance, a single-step max-|t|; every row is then computed on the pairs every model scores)
+-- @param replicates the joint normal draws of `intervals := 'simultaneous'`, a whole number from 2 to 1,000,000
+-- @param seed the random seed of those draws, a whole number (0 or more)
 -- @column model_a the first model (as text)
 -- @column model_b the second
 -- @column correlation `spearman` or `pearson`
@@ -145,8 +148,11 @@ FROM emb__similarity_eval(
 -- @column items the distinct items in them
 -- @column level the confidence level
 -- @column calibrated true from 200 pairs with 20 or more degrees of freedom (effective items − 1), where the simulated level held
+-- @column interval which kind the interval is: `marginal` or `simultaneous` (the p-values stay per pair, Holm-adjusted)
 -- @notes
--- The same numbers as `embsql.compare_similarity`.  The difference's influence values are the two
+-- The same numbers as `embsql.compare_similarity`.  The simultaneous intervals held together in
+-- {{figure rank_sets_families.spearman_simultaneous range}} (Spearman) and {{figure rank_sets_families.pearson_simultaneous range}} (Pearson) of simulated data sets at 95% (3 to
+-- 10 models, 30 or 100 items in five times as many pairs; validation/rank_sets_families.py).  The difference's influence values are the two
 -- models' subtracted pair by pair, clustered by item; the test held its level ({{figure similarity.level range}} at 5% wherever df ≥ 20) in the
 -- simulations of validation/README.md, where treating pairs as independent rejected {{figure similarity.level_pairs range}} of the time.
 -- @example
@@ -154,12 +160,14 @@ FROM emb__similarity_eval(
 -- -- spearman good noisy true, pearson good noisy true
 CREATE OR REPLACE TEMP MACRO emb_compare_similarity(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b',
                                                     score := 'score', item := 'item', vector := 'vector',
-                                                    missing := 'error', level := 0.95, bad_rows := 'error') AS TABLE
+                                                    missing := 'error', level := 0.95, bad_rows := 'error',
+                                                    intervals := 'marginal', replicates := 2000, seed := 42) AS TABLE
 SELECT unnest(__emb_r.value, recursive := true)
 FROM (SELECT emb__compare_similarity(__emb_ptbl, __emb_pnames, __emb_ptypes, __emb_a_col, __emb_b_col, __emb_s_col,
                                      __emb_pa, __emb_pb, __emb_ps, __emb_tbl, __emb_names, __emb_types,
                                      __emb_item_col, __emb_model_col, __emb_vector_col, __emb_b, __emb_x, __emb_v, __emb_rows,
-                                     missing, level) AS __emb_r
+                                     missing, level, intervals, emb__whole_argument(replicates, 'replicates'),
+                                     emb__whole_argument(seed, 'seed')) AS __emb_r
       FROM emb__similarity_inputs(pairs, emb__checked_source(embeddings, 'emb_compare_similarity', model, []::VARCHAR[]),
                                   model, a, b, score, item, vector, skip := emb__skip_rows(bad_rows)))
 WHERE emb__udf_ok(__emb_r);

@@ -202,11 +202,13 @@ def test_python_and_sql_give_the_declared_columns_and_the_same_rows(con, name):
     sql_args = ", ".join(x for x in ("'ex'", "'item'", "'model'", "'v'", positional, named) if x)
     sql = con.execute(f"SELECT * FROM {statistic.sql_name}({sql_args})")
     columns = [d[0] for d in sql.description]
-    got = [tuple(map(str, row)) for row in sql.fetchall()]
+    fetched = sql.fetchall()
     assert tuple(columns) == statistic.column_names()
     py = getattr(embsql, FACE[name])(con, "ex", item="item", model="model", vector="v", **keywords)
-    assert tuple(py.columns) == statistic.column_names()
+    assert tuple(py.columns) == statistic.column_names(keywords)
     assert py.title == name
+    # (the Python table's columns: compare_cka's marginal table has no `interval`, SQL's always has)
+    got = [tuple(str(row[columns.index(c)]) for c in py.columns) for row in fetched]
     assert got == [tuple(map(str, row)) for row in py.rows]
 
 
@@ -218,13 +220,17 @@ def test_an_option_the_kernel_refuses_reads_the_same_in_python_and_sql(con):
     assert str(sql.value).split("embsql: ")[1].startswith(f"[{python.value.kind}]")
 
 
-def test_the_simultaneous_intervals_add_their_column_in_python_only(con):
+def test_the_interval_column_is_always_in_sql_and_in_python_with_simultaneous_intervals(con):
+    """As emb_compare_retrieval and embsql.compare_retrieval: SQL's table has fixed columns."""
+    statistic = BY_NAME["compare_cka"]
     result = embsql.compare_cka(con, "ex", reference="mid", model="model", item="item", vector="v",
                                 intervals="simultaneous")
-    assert tuple(result.columns) == BY_NAME["compare_cka"].column_names({"intervals": "simultaneous"})
-    assert result.columns[-1] == "interval"
-    assert "intervals" not in {a.name for a in {f.name: f for f in sql_reference.functions()}["emb_compare_cka"]
-                               .arguments}
+    assert tuple(result.columns) == statistic.column_names({"intervals": "simultaneous"}) == statistic.column_names()
+    assert result.columns[-1] == "interval" and {r["interval"] for r in result.to_dicts()} == {"simultaneous"}
+    marginal = embsql.compare_cka(con, "ex", reference="mid", model="model", item="item", vector="v")
+    assert "interval" not in marginal.columns
+    arguments = {a.name: a.default for a in {f.name: f for f in sql_reference.functions()}["emb_compare_cka"].arguments}
+    assert (arguments["intervals"], arguments["replicates"], arguments["seed"]) == ("'marginal'", "2000", "42")
 
 
 @pytest.mark.parametrize("name", [s.name for s in STATISTICS if s.calibration])
