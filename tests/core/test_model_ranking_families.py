@@ -550,7 +550,8 @@ def test_compare_similarity_simultaneous_sql_equals_python_and_the_max_t_by_loop
         got = con.sql(f"SELECT * FROM emb_compare_similarity('gold', 'emb', intervals := '{kind}', replicates := 250, "
                       "seed := 9)")
         sql_rows = [dict(zip(got.columns, r)) for r in got.fetchall()]
-        python = embsql.compare_similarity(con, pairs, embeddings, intervals=kind, replicates=250, seed=9)
+        python = embsql.compare_similarity(con, pairs, embeddings, intervals=kind, replicates=250, seed=9, vector="vector",
+                                           model="model", item="item")
         assert got.columns == list(python.columns) + (["interval"] if kind == "marginal" else [])
         for mine, theirs in zip(sql_rows, python.to_dicts(), strict=True):
             assert mine["interval"] == kind
@@ -579,15 +580,16 @@ def test_compare_similarity_simultaneous_sql_equals_python_and_the_max_t_by_loop
                                 pc.not_equal(pairs.column("item_b"), items[0])))
     assert 0 < kept.num_rows < pairs.num_rows
     skipped = embsql.compare_similarity(con, pairs, lacking, missing="skip", intervals="simultaneous",
-                                        replicates=250, seed=9).to_dicts()
+                                        replicates=250, seed=9, vector="vector", model="model", item="item").to_dicts()
     filtered = embsql.compare_similarity(con, kept, lacking, intervals="simultaneous", replicates=250,
-                                         seed=9).to_dicts()
+                                         seed=9, vector="vector", model="model", item="item").to_dicts()
     assert {r["pairs"] for r in skipped} == {kept.num_rows}
     for mine, theirs in zip(skipped, filtered, strict=True):
         for column, value in theirs.items():
             assert mine[column] == (pytest.approx(value, abs=1e-12) if isinstance(value, float) else value), column
     # the marginal table still compares each pair of models on the pairs both score
-    marginal = embsql.compare_similarity(con, pairs, lacking, missing="skip").to_dicts()
+    marginal = embsql.compare_similarity(con, pairs, lacking, missing="skip", vector="vector", model="model",
+                                         item="item").to_dicts()
     assert {(r["model_a"], r["model_b"]): r["pairs"] for r in marginal}[("blur", "sharp")] == pairs.num_rows
 
 
