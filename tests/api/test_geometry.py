@@ -218,7 +218,7 @@ def test_cka_is_symmetric_and_invariant_to_rotating_either_model(pair):
                                     debiased=debiased)
         for other in (swapped, rotated):
             assert other["cka"] == pytest.approx(base["cka"], abs=1e-10)
-            assert other["se"] == pytest.approx(base["se"], abs=1e-9)
+            assert other["se"] == pytest.approx(base["se"], rel=1e-7, abs=1e-9)   # a jackknife of a few items loses digits
     r = geometry.procrustes_pair(x, y, permutations=0)["r"]
     assert geometry.procrustes_pair(y, x, permutations=0)["r"] == pytest.approx(r, abs=1e-10)
     assert geometry.procrustes_pair(_rotate_pad(rng, x, 0, 1.0), y, permutations=0)["r"] == pytest.approx(r, abs=1e-10)
