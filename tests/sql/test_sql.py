@@ -143,7 +143,7 @@ def test_scaled_raw_vectors_give_the_same_figures(con, factor):
 def test_infinite_coordinate_is_still_refused(con):
     con.register("t", vectors_table([[1.0, 0.0], [0.0, 1.0], [np.inf, 1.0], [1.0, 1.0]], list("AABB")))
     assert sql_error(con, "SELECT r2 FROM emb_anova('t', 'g', 'v')").startswith(
-        "embsql: [vector.nonfinite] vector column \"v\" has 1 unusable vector(s) in group 'B' (infinite;")
+        "embsql: [vector.nonfinite] vector column \"v\" has a infinite vector at row 3 (group 'B');")
 
 
 # ---- checks hold whatever a query reads ----------------------------------------------------
@@ -155,7 +155,7 @@ BAD_TABLES = {
     "n = G": (vectors_table(GOOD, list("ABCD")), "(n = G = 4)"),
     "identical": (vectors_table([[1.0, 0.0]] * 4, list("AABB")), "identical to within floating-point precision"),
     "NULL vector": (pa.table({"g": list("AABB"), "v": pa.array(GOOD[:3] + [None], pa.list_(pa.float64()))}),
-                    "unusable vector(s)"),
+                    "has a NULL vector at row 4 (group 'B')"),
     "mixed lengths": (pa.table({"g": list("AABB"), "v": pa.array(GOOD[:3] + [[1.0, 0.0, 0.0]], pa.list_(pa.float64()))}),
                       "mixes vectors of length"),
     "NULL label": (vectors_table(GOOD, ["A", None, "B", "B"]), 'group column "g" has a NULL label'),
