@@ -554,7 +554,7 @@ def test_emb_retrieval_dose_skipping_gives_the_cleaned_tables_figures_and_the_co
                     "b": {"skipped_null": 1, "skipped_zero": 1, "skipped_nonfinite": 0}}
     for row in got:
         assert {k: row[k] for k in COUNTS["a"]} == queries_only[row["enc"]]
-    with pytest.raises(embsql.BadVectorError, match=r"at row \d+ \(qid 'q\d\d'\)"):
+    with pytest.raises(embsql.BadVectorError, match=r"at row \d+ \(model '[ab]', qid 'q\d\d'\)"):
         embsql.run_sql(rcon, f"SELECT * FROM {call.format(t='q', skip='')}")
 
 
@@ -638,7 +638,7 @@ def test_sql_retrieval_skipping_gives_the_cleaned_tables_figures_and_the_counts(
     expected = _sql_rows(con, call.format(q="q_clean", d="d_clean", skip=""))
     _same_with_counts(got, expected, R_COUNTS, "enc")
     # without skipping, the first bad row is an error naming its row from 1 and its id
-    with pytest.raises(duckdb.Error, match=r"embsql: \[vector\.\w+\] .* at row \d+ \((qid|doc_id) '[qd]\d\d'\)"):
+    with pytest.raises(duckdb.Error, match=r"embsql: \[vector\.\w+\] .* at row \d+ \(model '[ab]', (qid|doc_id) '[qd]\d\d'\)"):
         con.sql(f"SELECT * FROM {call.format(q='q', d='d', skip='')}").fetchall()
     with pytest.raises(duckdb.Error, match=r"embsql: \[argument\.bad_rows\] bad_rows must be 'error' or 'skip', not 0"):
         con.sql(f"SELECT * FROM {call.format(q='q', d='d', skip=', bad_rows := 0')}").fetchall()
@@ -651,7 +651,7 @@ def test_emb_retrieval_eval_skipping_gives_the_cleaned_tables_figures_and_the_co
     got = _sql_rows(rcon, call.format(q="q", d="d", skip=SKIP))
     expected = _sql_rows(rcon, call.format(q="q_clean", d="d_clean", skip=""))
     _same_with_counts(got, expected, R_COUNTS, "enc")
-    with pytest.raises(embsql.BadVectorError, match=r"at row \d+ \((qid|doc_id) '[qd]\d\d'\)"):
+    with pytest.raises(embsql.BadVectorError, match=r"at row \d+ \(model '[ab]', (qid|doc_id) '[qd]\d\d'\)"):
         embsql.run_sql(rcon, f"SELECT * FROM {call.format(q='q', d='d', skip='')}")
 
 
