@@ -144,10 +144,13 @@ def intervals(columns: Sequence[str]) -> list[tuple[str, str, str]]:
 
 
 def outside(value: object, low: object, high: object) -> bool:
-    """Whether a finite point lies outside its finite interval."""
+    """Whether a finite point lies outside its finite interval by more than rounding (a percentile of
+    resampled means of 0.1 may be 0.09999999999999999 where the point is 0.1)."""
     if not all(is_number(v) and math.isfinite(float(v)) for v in (value, low, high)):   # type: ignore[arg-type]
         return False
-    return not float(low) <= float(value) <= float(high)   # type: ignore[arg-type]
+    point, lo, hi = float(value), float(low), float(high)   # type: ignore[arg-type]
+    slack = 1e-9 * max(abs(point), abs(lo), abs(hi), 1e-300)
+    return not lo - slack <= point <= hi + slack
 
 
 def interval_note(point: str, low: str, high: str) -> str:
@@ -365,6 +368,9 @@ def _compact_rows(section: DocumentSection) -> tuple[list[str], list[list[Any]],
         return pivot
     if len(rows) <= COMPACT_ROWS:
         return None
+    # rows of different quantities (nDCG@10 beside recall@100): a quantile across them means nothing
+    if any(len({r[k] for r in rows}) > 1 for k, c in enumerate(table.columns) if c in QUANTITY_COLUMNS):
+        return None
     numeric = [k for k, c in enumerate(table.columns)
                if c != "model" and any(is_number(r[k]) for r in rows) and all(r[k] is None or is_number(r[k]) for r in rows)]
     if not numeric:
@@ -386,6 +392,8 @@ def _compact_rows(section: DocumentSection) -> tuple[list[str], list[list[Any]],
     return header, body, note
 
 
+# the columns that say which quantity a row holds (its other columns are that quantity's figures)
+QUANTITY_COLUMNS = ("metric", "statistic", "measure", "correlation", "classifier")
 LEADING = "ranking"     # the section shown right after the verdict, before the summary
 RANK_ROWS_WIDTH = 90    # the ranking's one-row-per-metric form when it is at most this wide (else one row per model)
 
