@@ -186,9 +186,12 @@ class Report:
         return cls._from_table(values, "the report's settings")
 
     @classmethod
-    def _from_table(cls, values: Mapping[str, Any], origin: str) -> Report:
+    def _from_table(cls, values: Mapping[str, Any], origin: str, hint: str = "") -> Report:
         for key in values:
             _check_setting(key, SETTINGS, origin)
+        lacking = [name for name in ("source", "vector", "group") if name not in values]
+        if lacking:
+            raise InputError(f"{origin} lacks {', '.join(lacking)}: a report needs source, vector and group{hint}")
         return cls(**values)
 
     @classmethod
@@ -197,11 +200,8 @@ class Report:
         given) override its settings, and may give those it lacks (the command line's DATA, --vector
         and --group)."""
         values = {**report_table(path), **{k: v for k, v in changes.items() if v is not None}}
-        lacking = [name for name in ("source", "vector", "group") if name not in values]
-        if lacking:
-            raise InputError(f"report file {str(path)!r}: the report needs {', '.join(lacking)} (in its [report] "
-                             "table, or DATA, --vector and --group on the command line)")
-        return cls._from_table(values, f"the [report] table of {str(path)!r}")
+        return cls._from_table(values, f"the [report] table of {str(path)!r}",
+                               " (there, or as DATA, --vector and --group on the command line)")
 
     def replace(self, **changes: Any) -> Report:
         """This report with the given settings changed (None leaves a setting as it is)."""

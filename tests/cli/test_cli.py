@@ -154,7 +154,7 @@ def test_a_config_file_may_leave_data_vector_and_group_to_the_command_line(files
     assert json.loads(with_data.stdout)["summary"] == json.loads(from_flags.stdout)["summary"]
     without = embsql_cli("report", "--config", config)
     assert without.returncode == 2 and without.stderr.count("\n") == 1, without.stderr
-    assert "the report needs source, vector, group" in without.stderr
+    assert "lacks source, vector, group: a report needs source, vector and group (there, or as DATA" in without.stderr
 
 
 @pytest.mark.parametrize("command", ["report", "sql", "demo"])
