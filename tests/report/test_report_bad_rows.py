@@ -108,3 +108,22 @@ def test_the_cli_retrieval_only_report_skips_bad_rows_in_its_evaluation(con, tmp
     assert R_SKIP_NOTE in text, text
     refused = embsql_cli(*args)
     assert refused.returncode == 2 and "NULL vector at row 4" in refused.stderr, refused.stderr
+
+
+def test_the_cli_skip_bad_rows_gives_the_cleaned_tables_report_and_the_counts(con, tmp_path):
+    """`embsql report T --skip-bad-rows` on a file with NULL, zero and NaN vectors: the JSON report's
+    figures (summary and every section) are those of the same command on the file cleaned in SQL, and
+    its meta counts the skipped rows per model and reason."""
+    import json
+
+    con.execute(f"COPY t TO '{tmp_path / 'bad.parquet'}'")
+    con.execute(f"COPY clean TO '{tmp_path / 'clean.parquet'}'")
+    args = ["--vector", "v", "--group", "g", "--model", "m", "--permutations", "19", "--replicates", "50",
+            "--no-progress", "--format", "json"]
+    got = embsql_cli("report", tmp_path / "bad.parquet", *args, "--skip-bad-rows")
+    expected = embsql_cli("report", tmp_path / "clean.parquet", *args)
+    assert got.returncode == 0 and expected.returncode == 0, got.stderr + expected.stderr
+    got, expected = json.loads(got.stdout), json.loads(expected.stdout)
+    assert got["summary"] == expected["summary"]
+    assert got["sections"] == expected["sections"]
+    assert got["meta"]["skipped"] == bad.COUNTS and "skipped" not in expected["meta"]
