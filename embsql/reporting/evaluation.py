@@ -134,10 +134,10 @@ def evaluation_sections(con: duckdb.DuckDBPyConnection, *, queries: Queries, doc
     compared = [chunk for chunk in per_query if chunk.metric == DISTRIBUTION_METRIC]
     if skip is not None and len(compared) >= 2:   # the queries every model kept
         common = set.intersection(*(set(chunk.qids) for chunk in compared))
-        dropped = set.union(*(set(chunk.qids) for chunk in compared)) - common
-        if dropped:
+        partial = set.union(*(set(chunk.qids) for chunk in compared)) - common
+        if partial:
             notes.append(f"evaluation: the models are compared and ranked on nDCG@10 over the {len(common)} queries "
-                         f"every model kept; {len(dropped)} query(ies) whose vector some model skipped are left out "
+                         f"every model kept; {len(partial)} query(ies) whose vector some model skipped are left out "
                          "of the comparison")
             compared = [_only(chunk, common) for chunk in compared]
     if len(compared) < 2:
