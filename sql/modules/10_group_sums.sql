@@ -268,13 +268,15 @@ GROUP BY __emb_b;
 -- ---------------------------------------------------------------------------
 CREATE OR REPLACE TEMP MACRO emb__group_blocks(source, "group", vector, model, with_mean, skip := false,
                                                item := NULL) AS TABLE
-WITH rows AS NOT MATERIALIZED (
+-- (the CTEs read before the source is read again (bad) have names no table of the user's can have:
+-- query_table(source) there would read a CTE of the source's name)
+WITH __emb_rows AS NOT MATERIALIZED (
     SELECT *, len(__emb_v) AS __emb_d
     FROM emb__rows(source, "group", vector, model, item, skip := skip)
 ),
 -- Per group, from one row per item: counts, defects and lengths (and the length range of
 -- the by value, taken here over G rows rather than over the G * d rows of the sums).
-counts AS (
+__emb_counts AS (
     SELECT *,
         min(__emb_dmin) OVER (PARTITION BY __emb_b) AS __emb_dmin_all,
         max(__emb_dmax) OVER (PARTITION BY __emb_b) AS __emb_dmax_all
@@ -286,7 +288,7 @@ counts AS (
             min(__emb_bad) AS __emb_bad,
             min(__emb_d) AS __emb_dmin,
             max(__emb_d) AS __emb_dmax
-        FROM rows
+        FROM __emb_rows
         GROUP BY ALL
     )
 ),
@@ -300,7 +302,7 @@ counts AS (
 -- spilled for 1M rows under memory_limit = '1GB'); with blocks it holds G * d / 8 groups and
 -- spilled nothing (bench/out_of_core.py).  It is also faster with many groups, not slower with
 -- few (bench/README.md).  __emb_v[1:] reads the list once.
-blocks AS (
+__emb_blocks AS (
     SELECT __emb_b, __emb_g, __emb_j, list_value(
         sum(__emb_z[__emb_j + 1] * __emb_inv),
         sum(__emb_z[__emb_j + 2] * __emb_inv),
@@ -312,7 +314,7 @@ blocks AS (
         sum(__emb_z[__emb_j + 8] * __emb_inv)) AS __emb_sj
     FROM (
         SELECT __emb_b, __emb_g, __emb_inv, __emb_z, unnest(range(0, len(__emb_z), 8))::INTEGER AS __emb_j
-        FROM (SELECT __emb_b, __emb_g, __emb_inv, __emb_v[1:] AS __emb_z FROM rows WHERE __emb_bad IS NULL)
+        FROM (SELECT __emb_b, __emb_g, __emb_inv, __emb_v[1:] AS __emb_z FROM __emb_rows WHERE __emb_bad IS NULL)
     )
     GROUP BY ALL
 ),
@@ -320,14 +322,14 @@ blocks AS (
 -- that one row, so the message is the same whichever group DuckDB checks first
 bad AS (
     SELECT * FROM emb__first_bad_row(source, "group", vector, model, item,
-                                     (SELECT max(__emb_nbad) FROM counts) > 0)
+                                     (SELECT max(__emb_nbad) FROM __emb_counts) > 0)
 ),
 -- the checks, on the G rows of counts joined with the G * d / 8 block rows (a group with no usable
 -- vector joins no block and keeps one row with a NULL block)
 checked AS MATERIALIZED (
     SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, c.__emb_dmax, s.__emb_j, s.__emb_sj
-    FROM counts c
-    LEFT JOIN blocks s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g = s.__emb_g
+    FROM __emb_counts c
+    LEFT JOIN __emb_blocks s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g = s.__emb_g
     LEFT JOIN bad f ON true
     WHERE CASE
         WHEN f.__emb_row IS NOT NULL
@@ -366,7 +368,7 @@ tight_means AS MATERIALIZED (
 deviations AS (
     SELECT r.__emb_b, r.__emb_g,
            list_transform(r.__emb_v[1:], lambda x, i: x * r.__emb_inv - m.__emb_mu[i]) AS __emb_dev
-    FROM rows r JOIN tight_means m ON r.__emb_b IS NOT DISTINCT FROM m.__emb_b AND r.__emb_g = m.__emb_g
+    FROM __emb_rows r JOIN tight_means m ON r.__emb_b IS NOT DISTINCT FROM m.__emb_b AND r.__emb_g = m.__emb_g
     WHERE r.__emb_bad IS NULL
 ),
 tight_ss AS (

@@ -39,7 +39,8 @@ CREATE OR REPLACE TEMP MACRO emb__null_method_argument(value) AS
 -- decomposition refuses).  Each check is a filter, so it holds whatever columns a query reads.
 CREATE OR REPLACE TEMP MACRO emb__permanova_checked(source, "group", vector, model, permutations, seed,
                                                strata, statistic, null_method, skip := false) AS TABLE
-WITH items AS (
+-- (__emb_items: query_table(source) in bad would read a CTE of the source's name)
+WITH __emb_items AS (
     SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
         list(__emb_g::VARCHAR) AS __emb_gs, list(__emb_v::DOUBLE[]) AS __emb_vs, list(__emb_x::VARCHAR) AS __emb_xs,
         any_value(typeof(__emb_g)) AS __emb_gtype,
@@ -52,10 +53,10 @@ WITH items AS (
     GROUP BY ALL
 ),
 bad AS (
-    SELECT * FROM emb__first_bad_row(source, "group", vector, model, NULL, (SELECT max(__emb_nbad) FROM items) > 0)
+    SELECT * FROM emb__first_bad_row(source, "group", vector, model, NULL, (SELECT max(__emb_nbad) FROM __emb_items) > 0)
 ),
 checked AS (
-    SELECT items.* FROM items LEFT JOIN bad f ON true
+    SELECT i.* FROM __emb_items i LEFT JOIN bad f ON true
     WHERE CASE
         WHEN f.__emb_row IS NOT NULL
             THEN emb__fail_bad_row(vector, NULL, f.__emb_row, f.__emb_b, NULL, f.__emb_g, f.__emb_bad)
