@@ -98,7 +98,7 @@ def _build(args: argparse.Namespace, *, source_from_table: bool = False,
                 "pairs": getattr(args, "pairs", None), "label": getattr(args, "label", None),
                 "bad_rows": "skip" if getattr(args, "skip_bad_rows", False) else None}
     if args.config:
-        report = Report.from_file(args.config).replace(**settings)
+        report = Report.from_file(args.config, **settings)
     else:
         missing = [f"--{name}" for name in ("vector", "group") if getattr(args, name) is None]
         if source is None:
@@ -110,10 +110,20 @@ def _build(args: argparse.Namespace, *, source_from_table: bool = False,
     return con, report
 
 
+def _config(args: argparse.Namespace) -> dict:
+    """The --config file's [report] table ({} without --config)."""
+    from embsql.reporting.build import report_table
+
+    return report_table(args.config) if args.config else {}
+
+
 def _retrieval_only(args: argparse.Namespace) -> bool:
-    """``embsql report --queries Q --docs D [--qrels R]`` with no DATA, --vector, --group or --config."""
-    return (args.queries is not None and args.docs is not None and args.config is None and args.engine is None
-            and args.data is None and args.vector is None and args.group is None)
+    """``embsql report --queries Q --docs D [--qrels R] [--config FILE]``: the retrieval tables, and no
+    DATA, --vector or --group (neither on the command line nor in the --config file's [report])."""
+    config = _config(args)
+    given = lambda name: getattr(args, name) is not None or name in config
+    return (given("queries") and given("docs") and args.engine is None and args.data is None
+            and not any(given(name) for name in ("vector", "group")) and "source" not in config)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -146,20 +156,34 @@ def _run_retrieval_only(args: argparse.Namespace) -> ReportResult:
     if needs_data:
         raise InputError(f"{needs_data[0]} reads the embedding table: give DATA, --vector and --group too "
                          "(the retrieval tables alone take --queries, --docs, --qrels and --model)")
+    # the settings: the command line's, else the --config file's [report] table (its retrieval column names
+    # in [report.retrieval]); the settings of the embedding table have nothing to read
+    config = _config(args)
+    unused = sorted(set(config) - set(RETRIEVAL_ONLY_SETTINGS))
+    if unused:
+        raise InputError(f"report file {args.config!r}: {unused[0]} reads the embedding table; the retrieval tables "
+                         f"alone take {', '.join(RETRIEVAL_ONLY_SETTINGS)}")
+    given = {"queries": args.queries, "docs": args.docs, "qrels": args.qrels, "model": args.model,
+             "permutations": args.permutations, "seed": args.seed, "replicates": args.replicates,
+             "bad_rows": "skip" if args.skip_bad_rows else None}
+    settings = {**config, **{k: v for k, v in given.items() if v is not None}}
     for name in ("queries", "docs", "qrels"):
-        path = getattr(args, name)
-        if path is not None and not Path(path).exists():
+        path = settings.get(name)
+        if isinstance(path, str) and not Path(path).exists():
             raise InputError(f"--{name} file {path!r} does not exist")
     con, _ = _open(None)
-    settings = {k: v for k, v in (("permutations", args.permutations), ("seed", args.seed),
-                                  ("replicates", args.replicates)) if v is not None}
-    settings["bad_rows"] = "skip" if args.skip_bad_rows else "error"
     if not args.parse_vectors:
-        return retrieval_report(con, queries=args.queries, docs=args.docs, qrels=args.qrels, model=args.model,
-                                **settings)
-    queries, docs = _parsed_retrieval(con, args.queries, args.docs, {})
-    return _parsing(lambda: retrieval_report(con, queries=queries, docs=docs, qrels=args.qrels, model=args.model,
-                                             title=f"embsql retrieval report: {args.queries}", **settings))
+        return retrieval_report(con, **settings)
+    queries, docs = _parsed_retrieval(con, settings["queries"], settings["docs"], settings.get("retrieval", {}))
+    return _parsing(lambda: retrieval_report(con, **{**settings, "queries": queries, "docs": docs,
+                                                     "title": settings.get("title")
+                                                     or f"embsql retrieval report: {settings['queries']}"}))
+
+
+# what a --config file's [report] table may hold for a report on the retrieval tables alone (retrieval_report's
+# keywords)
+RETRIEVAL_ONLY_SETTINGS = ("queries", "docs", "qrels", "model", "retrieval", "permutations", "seed", "replicates",
+                           "level", "title", "bad_rows")
 
 
 def _run_report(args: argparse.Namespace) -> ReportResult:

@@ -294,11 +294,13 @@ CREATE OR REPLACE TEMP MACRO emb__resolution2() AS pow(sqrt(2.220446049250313e-1
 
 -- The refusal when SS_T (what = 'the vectors', undefined 'R² and F') or SS_W (what = 'the vectors
 -- within each group', undefined 'F') is below that resolution; model is the by value or NULL.
+-- A value as a message shows it: text quoted ('a'), anything else as it prints (3, true), NULL as NULL.
+CREATE OR REPLACE TEMP MACRO emb__shown(x) AS
+    coalesce(CASE WHEN typeof(x) = 'VARCHAR' THEN '''' || x::VARCHAR || '''' ELSE x::VARCHAR END, 'NULL');
+
 -- ' of model ''m''' (a number unquoted), or '' when model is NULL (no model column).
 CREATE OR REPLACE TEMP MACRO emb__of_model(model) AS
-    CASE WHEN model IS NULL THEN ''
-         WHEN typeof(model) = 'VARCHAR' THEN format(' of model ''{}''', model)
-         ELSE format(' of model {}', model) END;
+    CASE WHEN model IS NULL THEN '' ELSE ' of model ' || emb__shown(model) END;
 
 CREATE OR REPLACE TEMP MACRO emb__precision_error(what, model, ss, n, undefined) AS emb__fail_design_identical(
     what,
@@ -369,11 +371,6 @@ CREATE OR REPLACE TEMP MACRO emb__norm_scale(v, norm2) AS
     CASE WHEN NOT (norm2 >= 1e-270 AND norm2 <= 1e300)
          THEN list_max(list_transform(v::DOUBLE[], lambda x: abs(x))) END;
 
--- The error for n unusable vectors in a group of a model (word: emb__unusable's, of the first one).
-CREATE OR REPLACE TEMP MACRO emb__bad_vector_error(word, vector, n, group_label, model) AS error(format(
-    'embsql: [{}] vector column "{}" has {} unusable vector(s) in group ''{}''{} ({}; vectors must be non-NULL, finite and of non-zero length)',
-    emb__vector_kind(word), vector, n, group_label, emb__of_model(model), word));
-
 -- NULL for a usable vector, else the word for what is wrong with it.
 CREATE OR REPLACE TEMP MACRO emb__unusable(v, norm2, scale) AS
     CASE
@@ -405,10 +402,7 @@ CREATE OR REPLACE TEMP MACRO emb__skip_asked(bad_rows) AS
 CREATE OR REPLACE TEMP MACRO emb__skip_rows(bad_rows) AS
     CASE WHEN emb__skip_asked(bad_rows) THEN true
          WHEN typeof(bad_rows) = 'VARCHAR' AND bad_rows::VARCHAR = 'error' THEN false
-         ELSE emb__fail_argument_bad_rows('bad_rows', '''error'' or ''skip''',
-                                          CASE WHEN bad_rows IS NULL THEN 'NULL'
-                                               WHEN typeof(bad_rows) = 'VARCHAR' THEN '''' || bad_rows::VARCHAR || ''''
-                                               ELSE bad_rows::VARCHAR END)
+         ELSE emb__fail_argument_bad_rows('bad_rows', '''error'' or ''skip''', emb__shown(bad_rows))
     END;
 
 -- ---------------------------------------------------------------------------
@@ -481,6 +475,29 @@ CREATE OR REPLACE TEMP MACRO emb__fail_vector(word, column_name, "where") AS
               WHEN 'zero-length' THEN emb__fail_vector_zero(column_name, word, "where")
               ELSE emb__fail_vector_nonfinite(column_name, word, "where") END;
 
+-- The first row whose vector is unusable, in the table's order and counted from 1 as the Python
+-- faces count rows, with its model (__emb_b), group (__emb_g), item (__emb_x: the item column, when
+-- given) and what is wrong with it (__emb_bad): none when gate is false.  A second pass over the
+-- rows, which only a refusal takes: the caller's gate is true only when its own pass found a bad
+-- vector, and a false gate stops the pass before it reads a row.
+CREATE OR REPLACE TEMP MACRO emb__first_bad_row(source, "group", vector, model, item, gate) AS TABLE
+SELECT * FROM (
+    -- (the row number over the four columns only, so the window holds no vector)
+    SELECT row_number() OVER () AS __emb_row, *
+    FROM (SELECT __emb_b, __emb_g, __emb_x, __emb_bad FROM emb__rows(source, "group", vector, model, item) WHERE gate))
+WHERE __emb_bad IS NOT NULL
+ORDER BY __emb_row
+LIMIT 1;
+
+-- The refusal of the row emb__first_bad_row found, worded as the Python faces word it:
+--   vector column "v" has a NULL vector at row 4 (model 'a', item 'i03', group 'g3'); ...
+-- (the model when there is a model column, the item when the call names an item column)
+CREATE OR REPLACE TEMP MACRO emb__fail_bad_row(vector, item, bad_row, bad_model, bad_item, bad_group, word) AS
+    emb__fail_vector(word, format('"{}"', vector), format('row {} ({})', bad_row, concat_ws(', ',
+        CASE WHEN bad_model IS NOT NULL THEN 'model ' || emb__shown(bad_model) END,
+        CASE WHEN item IS NOT NULL THEN 'item ' || emb__shown(bad_item) END,
+        'group ' || emb__shown(bad_group))));
+
 -- The counts of bad_rows := 'skip' from the list of what emb__unusable said of the rows it left
 -- out: skipped_null (a NULL vector or element), skipped_zero (zero-length), skipped_nonfinite (a NaN
 -- or infinite coordinate).  Every face counts its skipped rows per model with this one, as
@@ -534,14 +551,17 @@ GROUP BY __emb_b;
 -- t = sum_i (z_i - mu).  Both terms are then of the size of the spread, not of n_g.  Only the rows
 -- of such groups are read a third time; when there are none (the usual case) that join is empty.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__group_blocks(source, "group", vector, model, with_mean, skip := false) AS TABLE
-WITH rows AS NOT MATERIALIZED (
+CREATE OR REPLACE TEMP MACRO emb__group_blocks(source, "group", vector, model, with_mean, skip := false,
+                                               item := NULL) AS TABLE
+-- (the CTEs read before the source is read again (bad) have names no table of the user's can have:
+-- query_table(source) there would read a CTE of the source's name)
+WITH __emb_rows AS NOT MATERIALIZED (
     SELECT *, len(__emb_v) AS __emb_d
-    FROM emb__rows(source, "group", vector, model, NULL, skip := skip)
+    FROM emb__rows(source, "group", vector, model, item, skip := skip)
 ),
 -- Per group, from one row per item: counts, defects and lengths (and the length range of
 -- the by value, taken here over G rows rather than over the G * d rows of the sums).
-counts AS (
+__emb_counts AS (
     SELECT *,
         min(__emb_dmin) OVER (PARTITION BY __emb_b) AS __emb_dmin_all,
         max(__emb_dmax) OVER (PARTITION BY __emb_b) AS __emb_dmax_all
@@ -553,7 +573,7 @@ counts AS (
             min(__emb_bad) AS __emb_bad,
             min(__emb_d) AS __emb_dmin,
             max(__emb_d) AS __emb_dmax
-        FROM rows
+        FROM __emb_rows
         GROUP BY ALL
     )
 ),
@@ -567,7 +587,7 @@ counts AS (
 -- spilled for 1M rows under memory_limit = '1GB'); with blocks it holds G * d / 8 groups and
 -- spilled nothing (bench/out_of_core.py).  It is also faster with many groups, not slower with
 -- few (bench/README.md).  __emb_v[1:] reads the list once.
-blocks AS (
+__emb_blocks AS (
     SELECT __emb_b, __emb_g, __emb_j, list_value(
         sum(__emb_z[__emb_j + 1] * __emb_inv),
         sum(__emb_z[__emb_j + 2] * __emb_inv),
@@ -579,18 +599,26 @@ blocks AS (
         sum(__emb_z[__emb_j + 8] * __emb_inv)) AS __emb_sj
     FROM (
         SELECT __emb_b, __emb_g, __emb_inv, __emb_z, unnest(range(0, len(__emb_z), 8))::INTEGER AS __emb_j
-        FROM (SELECT __emb_b, __emb_g, __emb_inv, __emb_v[1:] AS __emb_z FROM rows WHERE __emb_bad IS NULL)
+        FROM (SELECT __emb_b, __emb_g, __emb_inv, __emb_v[1:] AS __emb_z FROM __emb_rows WHERE __emb_bad IS NULL)
     )
     GROUP BY ALL
+),
+-- the first unusable vector, read again only when counts found one: every group's row refuses
+-- that one row, so the message is the same whichever group DuckDB checks first
+bad AS (
+    SELECT * FROM emb__first_bad_row(source, "group", vector, model, item,
+                                     (SELECT max(__emb_nbad) FROM __emb_counts) > 0)
 ),
 -- the checks, on the G rows of counts joined with the G * d / 8 block rows (a group with no usable
 -- vector joins no block and keeps one row with a NULL block)
 checked AS MATERIALIZED (
     SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), c.__emb_b, c.__emb_g, c.__emb_n, c.__emb_dmax, s.__emb_j, s.__emb_sj
-    FROM counts c
-    LEFT JOIN blocks s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g = s.__emb_g
+    FROM __emb_counts c
+    LEFT JOIN __emb_blocks s ON c.__emb_b IS NOT DISTINCT FROM s.__emb_b AND c.__emb_g = s.__emb_g
+    LEFT JOIN bad f ON true
     WHERE CASE
-        WHEN c.__emb_nbad > 0 THEN emb__bad_vector_error(c.__emb_bad, vector, c.__emb_nbad, c.__emb_g, c.__emb_b)
+        WHEN f.__emb_row IS NOT NULL
+            THEN emb__fail_bad_row(vector, item, f.__emb_row, f.__emb_b, f.__emb_x, f.__emb_g, f.__emb_bad)
         WHEN c.__emb_dmin_all <> c.__emb_dmax_all THEN error(format(
             'embsql: [vector.length] vector column "{}" mixes vectors of length {} and {} (group ''{}'' has length {})',
             vector, c.__emb_dmin_all, c.__emb_dmax_all, c.__emb_g, c.__emb_dmin))
@@ -625,7 +653,7 @@ tight_means AS MATERIALIZED (
 deviations AS (
     SELECT r.__emb_b, r.__emb_g,
            list_transform(r.__emb_v[1:], lambda x, i: x * r.__emb_inv - m.__emb_mu[i]) AS __emb_dev
-    FROM rows r JOIN tight_means m ON r.__emb_b IS NOT DISTINCT FROM m.__emb_b AND r.__emb_g = m.__emb_g
+    FROM __emb_rows r JOIN tight_means m ON r.__emb_b IS NOT DISTINCT FROM m.__emb_b AND r.__emb_g = m.__emb_g
     WHERE r.__emb_bad IS NULL
 ),
 tight_ss AS (
@@ -678,18 +706,18 @@ SELECT b.*, m.__emb_muj
 FROM blocked b LEFT JOIN overall m ON b.__emb_b IS NOT DISTINCT FROM m.__emb_b AND b.__emb_j = m.__emb_j;
 
 -- The same in long form: one row per (by, group, coordinate k), with n_g, s_gk and n_g W_g.
-CREATE OR REPLACE TEMP MACRO emb__group_sums(source, "group", vector, model, skip := false) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__group_sums(source, "group", vector, model, skip := false, item := NULL) AS TABLE
 SELECT * FROM (
     SELECT * EXCLUDE (__emb_j, __emb_sj, __emb_muj),
            __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s
-    FROM emb__group_blocks(source, "group", vector, model, false, skip := skip)
+    FROM emb__group_blocks(source, "group", vector, model, false, skip := skip, item := item)
 )
 WHERE __emb_s IS NOT NULL;  -- the slots of the last block past d
 
 -- ---------------------------------------------------------------------------
 -- Per-group figures from the sufficient statistics: W_g = n_g W_g / n_g, W~_g = n_g / (n_g - 1) W_g.
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__groups(source, "group", vector, model, skip := false) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__groups(source, "group", vector, model, skip := false, item := NULL) AS TABLE
 WITH per_group AS (
     SELECT
         COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
@@ -699,7 +727,7 @@ WITH per_group AS (
         CASE WHEN __emb_n > 1 THEN __emb_ssw / (__emb_n - 1.0) END AS w_tilde,
         -- false where the spread is above 0 but below float64 resolution (sqrt(eps)): W_g is rounding noise
         __emb_ssw = 0 OR __emb_ssw >= __emb_n * emb__resolution2() AS resolved
-    FROM emb__group_blocks(source, "group", vector, model, false, skip := skip)
+    FROM emb__group_blocks(source, "group", vector, model, false, skip := skip, item := item)
     WHERE __emb_j = 0  -- n_g and n_g W_g are on each of a group's rows
 )
 -- one row with NULLs when per_group is empty (read once, so nothing is computed twice)
@@ -716,14 +744,15 @@ WHERE CASE WHEN p.n_g IS NULL THEN emb__no_rows_error(source) ELSE true END;
 -- Every check is a filter on the result (never pruned, whatever columns a query reads), and an
 -- empty source is an error unless empty_ok (emb_icc hands in a source that is empty on purpose).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__decomposition(source, "group", vector, model, empty_ok, skip := false) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__decomposition(source, "group", vector, model, empty_ok, skip := false,
+                                                item := NULL) AS TABLE
 -- one pass over the blocks, unnested on the fly (nothing of size G * d is held)
 WITH per_k AS (
     SELECT * FROM (
         SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, __emb_n, __emb_ssw,
                __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s,
                unnest(__emb_muj) AS __emb_mu
-        FROM emb__group_blocks(source, "group", vector, model, true, skip := skip))
+        FROM emb__group_blocks(source, "group", vector, model, true, skip := skip, item := item))
     WHERE __emb_s IS NOT NULL
 ),
 stats AS (
@@ -772,17 +801,18 @@ WHERE CASE
 END
 ORDER BY s.__emb_b;
 
-CREATE OR REPLACE TEMP MACRO emb__anova(source, "group", vector, model, skip := false) AS TABLE
-    FROM emb__decomposition(source, "group", vector, model, false, skip := skip);
+CREATE OR REPLACE TEMP MACRO emb__anova(source, "group", vector, model, skip := false, item := NULL) AS TABLE
+    FROM emb__decomposition(source, "group", vector, model, false, skip := skip, item := item);
 
--- @function emb_anova(source, "group", vector, model := NULL, bad_rows := 'error')
+-- @function emb_anova(source, "group", vector, model := NULL, item := NULL, bad_rows := 'error')
 -- The sum-of-squares decomposition of the unit vectors z_i by group.  One row, or one row per
 -- value of the model column (which comes first, under its own name).
 -- @param source the table to read: a table or view name, or a file DuckDB reads (`'data.parquet'`)
 -- @param "group" the group column (GROUP is a keyword: by name it is written `"group" := 'topic'`)
 -- @param vector the vector column (`FLOAT[]`, `DOUBLE[]`, `FLOAT[d]`, `DOUBLE[d]`); vectors are scaled to unit length
 -- @param model the model column: one row per value of it (NULL: one row for the whole table)
--- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its group and model; `'skip'`: those rows are left out and counted in the `skipped_` columns
+-- @param item an item column (NULL: none): an unusable vector's error then names its item
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its row (counted from 1), model, item and group; `'skip'`: those rows are left out and counted in the `skipped_` columns
 -- @column <model> the model, under the model column's own name (only with `model`)
 -- @column n number of vectors
 -- @column groups number of groups G
@@ -811,17 +841,18 @@ CREATE OR REPLACE TEMP MACRO emb__anova(source, "group", vector, model, skip := 
 -- -- model  n  groups  ss_t   ss_w   ss_b   r2      r2_null  f    v      mean_resultant_length  w_bar
 -- -- m1     4  2       2.2    0.4    1.8    0.8182  0.3333   9.0  0.55   0.6708                 0.1
 -- -- m2     4  2       1.1    0.2    0.9    0.8182  0.3333   9.0  0.275  0.8515                 0.05
-CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL, bad_rows := 'error') AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL, item := NULL,
+                                         bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
                          AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__anova(
-         emb__checked_names(emb__checked_source(source, 'emb_anova', model, emb__outputs_emb_anova()), 'emb_anova', [['group', "group"], ['vector', vector]]),
-         "group", vector, model, skip := emb__skip_rows(bad_rows)) a
+         emb__checked_names(emb__checked_source(source, 'emb_anova', model, emb__outputs_emb_anova()), 'emb_anova', [['group', "group"], ['vector', vector], ['item', item]]),
+         "group", vector, model, skip := emb__skip_rows(bad_rows), item := item) a
 LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows)) s
     ON a.__emb_b IS NOT DISTINCT FROM s.__emb_sb
 ORDER BY a.__emb_b;
 
--- @function emb_groups(source, "group", vector, model := NULL, bad_rows := 'error')
+-- @function emb_groups(source, "group", vector, model := NULL, item := NULL, bad_rows := 'error')
 -- Per group: its size, its spread W_g about its centroid and the size-corrected W̃_g.  One row per
 -- group, ordered by group (and by model first, with `model`).  W_g keeps its digits for
 -- near-duplicate vectors (see *Precision* above): identical vectors give W_g = 0.
@@ -829,7 +860,8 @@ ORDER BY a.__emb_b;
 -- @param "group" the group column (GROUP is a keyword: by name it is written `"group" := 'topic'`)
 -- @param vector the vector column (`FLOAT[]`, `DOUBLE[]`, `FLOAT[d]`, `DOUBLE[d]`); vectors are scaled to unit length
 -- @param model the model column: the figures per value of it, which comes first under its own name (NULL: one model)
--- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its group and model; `'skip'`: those rows are left out and counted in the `skipped_` columns
+-- @param item an item column (NULL: none): an unusable vector's error then names its item
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its row (counted from 1), model, item and group; `'skip'`: those rows are left out and counted in the `skipped_` columns
 -- @column <model> the model, under the model column's own name (only with `model`)
 -- @column group the group label
 -- @column n_g number of vectors in the group
@@ -845,12 +877,13 @@ ORDER BY a.__emb_b;
 -- SELECT * FROM emb_groups('ex', 'topic', 'embedding', model := 'model');
 -- -- model  group  n_g  w    w_tilde  resolved
 -- -- m1     A      2    0.1  0.2      true
-CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL, bad_rows := 'error') AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL, item := NULL,
+                                         bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
                          AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__groups(
-         emb__checked_names(emb__checked_source(source, 'emb_groups', model, emb__outputs_emb_groups()), 'emb_groups', [['group', "group"], ['vector', vector]]),
-         "group", vector, model, skip := emb__skip_rows(bad_rows)) g
+         emb__checked_names(emb__checked_source(source, 'emb_groups', model, emb__outputs_emb_groups()), 'emb_groups', [['group', "group"], ['vector', vector], ['item', item]]),
+         "group", vector, model, skip := emb__skip_rows(bad_rows), item := item) g
 LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows)) s
     ON g.__emb_b IS NOT DISTINCT FROM s.__emb_sb
 ORDER BY g.__emb_b, g."group";
@@ -1527,8 +1560,10 @@ WHERE CASE
         THEN error(format('embsql: [label.duplicate] {} {}: {} column "{}" has ''{}'' more than once; each {} must identify one row',
                           what, source, id_role, item, __emb_q, id_role))
     WHEN __emb_bad IS NOT NULL AND NOT skip
-        THEN error(format('embsql: [{}] {} {}: {} column "{}" has a {} vector at row {} ({} ''{}''); vectors must be non-NULL, finite and of non-zero length',
-                          emb__vector_kind(__emb_bad), what, source, vector_role, vector, __emb_bad, __emb_row, id_role, __emb_q))
+        THEN error(format('embsql: [{}] {} {}: {} column "{}" has a {} vector at row {} ({}{} ''{}''); vectors must be non-NULL, finite and of non-zero length',
+                          emb__vector_kind(__emb_bad), what, source, vector_role, vector, __emb_bad, __emb_row,
+                          CASE WHEN model IS NOT NULL THEN 'model ' || emb__shown(__emb_b) || ', ' ELSE '' END,
+                          id_role, __emb_q))
     ELSE true
 END;
 
@@ -2388,6 +2423,6 @@ CREATE TEMP MACRO IF NOT EXISTS emb_compare_classification(predictions, model :=
 CREATE TEMP MACRO IF NOT EXISTS emb_retrieval_eval(queries, docs, qrels, k := 10, metrics := NULL, model := NULL, qid := 'qid', doc_id := 'doc_id', vector := 'vector', doc_vector := 'vector', relevance := 'relevance', unknown := 'error', bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_retrieval_eval') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_compare_retrieval(evaluation, metric := 'ndcg@10', model := 'model', "group" := NULL, qid := 'qid', permutations := 10000, seed := 42, level := 0.95, p_adjust := 'holm', intervals := 'marginal', replicates := 2000) AS TABLE SELECT emb__fail_query_needs_python('emb_compare_retrieval') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_rank_retrieval(evaluation, metric := 'ndcg@10', model := 'model', "group" := NULL, qid := 'qid', level := 0.95, replicates := 2000, seed := 42) AS TABLE SELECT emb__fail_query_needs_python('emb_rank_retrieval') AS error;
-CREATE TEMP MACRO IF NOT EXISTS emb_rank_similarity(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', statistic := 'spearman', level := 0.95, replicates := 2000, seed := 42) AS TABLE SELECT emb__fail_query_needs_python('emb_rank_similarity') AS error;
+CREATE TEMP MACRO IF NOT EXISTS emb_rank_similarity(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', statistic := 'spearman', level := 0.95, replicates := 2000, seed := 42, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_rank_similarity') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_rank_classification(predictions, statistic := 'accuracy', model := 'model', item := 'item', "group" := NULL, level := 0.95, replicates := 2000, seed := 42) AS TABLE SELECT emb__fail_query_needs_python('emb_rank_classification') AS error;
 CREATE TEMP MACRO IF NOT EXISTS emb_rank_cka(source, item, vector, reference, model := 'model', "group" := NULL, level := 0.95, replicates := 2000, seed := 42, bad_rows := 'error') AS TABLE SELECT emb__fail_query_needs_python('emb_rank_cka') AS error;

@@ -144,10 +144,13 @@ def intervals(columns: Sequence[str]) -> list[tuple[str, str, str]]:
 
 
 def outside(value: object, low: object, high: object) -> bool:
-    """Whether a finite point lies outside its finite interval."""
+    """Whether a finite point lies outside its finite interval by more than rounding (a percentile of
+    resampled means of 0.1 may be 0.09999999999999999 where the point is 0.1)."""
     if not all(is_number(v) and math.isfinite(float(v)) for v in (value, low, high)):   # type: ignore[arg-type]
         return False
-    return not float(low) <= float(value) <= float(high)   # type: ignore[arg-type]
+    point, lo, hi = float(value), float(low), float(high)   # type: ignore[arg-type]
+    slack = 1e-9 * max(abs(point), abs(lo), abs(hi), 1e-300)
+    return not lo - slack <= point <= hi + slack
 
 
 def interval_note(point: str, low: str, high: str) -> str:
@@ -309,6 +312,23 @@ def _protected(header: list[str]) -> set[str]:
     return keep | {INTERVAL_NOTE}
 
 
+def _said_once(header: list[str], text: list[list[str]]) -> tuple[list[int], list[str]]:
+    """(the columns a table shows, "name value" of the settings columns said once instead): a settings
+    column with one value in every row is said once, or not at all when its value is the usual one."""
+    columns = list(range(len(header)))
+    said: list[str] = []
+    if not text:
+        return columns, said
+    for k in list(columns):
+        values = {row[k] for row in text}
+        if header[k] in SETTINGS_COLUMNS and len(values) == 1 and header[k] not in _protected(header):
+            value = values.pop()
+            if value != "—" and QUIET_SETTINGS.get(header[k]) != value:
+                said.append(f"{header[k]} {value}")
+            columns.remove(k)
+    return columns, said
+
+
 def _fit(header: list[str], rows: list[list[Any]], width: int, full: bool
          ) -> tuple[list[tuple[list[str], list[list[str]]]], list[str], list[str]]:
     """The table as blocks that fit ``width`` (never a cell cut): (blocks, "name value" of the settings
@@ -316,16 +336,7 @@ def _fit(header: list[str], rows: list[list[Any]], width: int, full: bool
     is said once, and the widest other columns are left out until the rest fits; with ``full`` the
     columns that do not fit go to further blocks, each starting with the label columns."""
     text = _cells(rows)
-    columns = list(range(len(header)))
-    said: list[str] = []
-    if not full and len(rows) > 0:
-        for k in list(columns):
-            values = {row[k] for row in text}
-            if header[k] in SETTINGS_COLUMNS and len(values) == 1 and header[k] not in _protected(header):
-                value = values.pop()
-                if value != "—" and QUIET_SETTINGS.get(header[k]) != value:
-                    said.append(f"{header[k]} {value}")
-                columns.remove(k)
+    columns, said = (list(range(len(header))), []) if full else _said_once(header, text)
     widths = {k: max([len(header[k])] + [len(row[k]) for row in text]) for k in columns}
     dropped: list[str] = []
     keep = _protected(header)
@@ -365,6 +376,9 @@ def _compact_rows(section: DocumentSection) -> tuple[list[str], list[list[Any]],
         return pivot
     if len(rows) <= COMPACT_ROWS:
         return None
+    # rows of different quantities (nDCG@10 beside recall@100): a quantile across them means nothing
+    if any(len({r[k] for r in rows}) > 1 for k, c in enumerate(table.columns) if c in QUANTITY_COLUMNS):
+        return None
     numeric = [k for k, c in enumerate(table.columns)
                if c != "model" and any(is_number(r[k]) for r in rows) and all(r[k] is None or is_number(r[k]) for r in rows)]
     if not numeric:
@@ -386,6 +400,8 @@ def _compact_rows(section: DocumentSection) -> tuple[list[str], list[list[Any]],
     return header, body, note
 
 
+# the columns that say which quantity a row holds (its other columns are that quantity's figures)
+QUANTITY_COLUMNS = ("metric", "statistic", "measure", "correlation", "classifier")
 LEADING = "ranking"     # the section shown right after the verdict, before the summary
 RANK_ROWS_WIDTH = 90    # the ranking's one-row-per-metric form when it is at most this wide (else one row per model)
 
@@ -720,9 +736,17 @@ def to_html(result: Document, plots: bool = True, standalone: bool = True) -> st
             parts += _html_summary(result, figures)    # after the ranking, before the other sections
         parts.append(f'<section id="section-{esc(section.name)}">'
                      f'<h2>{esc(section.title)} <span class="key">{esc(section.name)}</span></h2>')
+        # as in the text report, a setting with one value in every row is said once above the table (the
+        # JSON keeps every column), so that the table fits the page
+        header, rows = _with_interval_notes(list(section.table.columns), [list(r) for r in section.table.rows])
+        shown, said = _said_once(header, _cells(rows))
+        if said:
+            parts.append('<p class="meta">' + " · ".join(
+                f'<span><span class="key">{esc(k)}</span> {esc(v)}</span>'
+                for k, v in (item.split(" ", 1) for item in said)) + "</p>")
         parts.append('<div class="row">')
         parts += [_html_figure(plot, result, with_caution=False) for plot in figures.get(section.name, [])]
-        parts.append(_html_table(*_with_interval_notes(list(section.table.columns), [list(r) for r in section.table.rows])))
+        parts.append(_html_table([header[k] for k in shown], [[row[k] for k in shown] for row in rows]))
         parts.append("</div>")
         if section.caution:   # one line; the full text folded beneath it
             parts.append(f'<details class="caution"><summary><strong>Caution.</strong> {esc(headline(section))} '

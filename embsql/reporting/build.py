@@ -186,24 +186,22 @@ class Report:
         return cls._from_table(values, "the report's settings")
 
     @classmethod
-    def _from_table(cls, values: Mapping[str, Any], origin: str) -> Report:
+    def _from_table(cls, values: Mapping[str, Any], origin: str, hint: str = "") -> Report:
         for key in values:
             _check_setting(key, SETTINGS, origin)
+        lacking = [name for name in ("source", "vector", "group") if name not in values]
+        if lacking:
+            raise InputError(f"{origin} lacks {', '.join(lacking)}: a report needs source, vector and group{hint}")
         return cls(**values)
 
     @classmethod
-    def from_file(cls, path: str | Path) -> Report:
-        """Read a report description from a TOML file with a [report] table."""
-        try:
-            with open(path, "rb") as f:
-                document = tomllib.load(f)
-        except FileNotFoundError:
-            raise InputError(f"report file {str(path)!r} does not exist") from None
-        except tomllib.TOMLDecodeError as error:
-            raise InputError(f"report file {str(path)!r} is not valid TOML: {error}") from None
-        if "report" not in document:
-            raise InputError(f"report file {str(path)!r} has no [report] table")
-        return cls._from_table(document["report"], f"the [report] table of {str(path)!r}")
+    def from_file(cls, path: str | Path, **changes: Any) -> Report:
+        """Read a report description from a TOML file with a [report] table; ``changes`` (None: not
+        given) override its settings, and may give those it lacks (the command line's DATA, --vector
+        and --group)."""
+        values = {**report_table(path), **{k: v for k, v in changes.items() if v is not None}}
+        return cls._from_table(values, f"the [report] table of {str(path)!r}",
+                               " (there, or as DATA, --vector and --group on the command line)")
 
     def replace(self, **changes: Any) -> Report:
         """This report with the given settings changed (None leaves a setting as it is)."""
@@ -482,7 +480,7 @@ class Report:
             sections.extend(evaluation_sections(con, queries=tables.queries, docs=tables.docs, qrels=tables.qrels,
                                                 model=self.model, replicates=self.replicates, seed=self.seed,
                                                 level=self.level, permutations=self.permutations, notes=notes,
-                                                ranks=ranks))
+                                                ranks=ranks, skip=Skipped.asked(self.bad_rows)))
         if con is not None:   # human judgements and labels (embsql.reporting.labels)
             sections += self._label_sections(con, notes, meta, ranks)
         if ranks is not None:   # every family's block, right after the verdict (embsql.reporting.rank_sets)
@@ -503,7 +501,8 @@ class Report:
             meta["pairs"] = shown_name(self.pairs)
             sections += similarity_sections(con, self.pairs, self.rows_source(con), model=self.model, item=self.item,
                                             vector=self.vector, settings=self.similarity, level=self.level,
-                                            ranks=ranks, replicates=self.replicates, seed=self.seed)
+                                            ranks=ranks, replicates=self.replicates, seed=self.seed,
+                                            bad_rows=self.bad_rows, notes=notes)
         if self.label is not None:
             meta["label"] = self.label
             found, said = classification_sections(con, self.rows_source(con), label=self.label, model=self.model,
@@ -567,7 +566,7 @@ def retrieval_report(con: duckdb.DuckDBPyConnection, *, queries: Any, docs: Any,
         assert tables.qrels is not None
         sections += evaluation_sections(con, queries=tables.queries, docs=tables.docs, qrels=tables.qrels, model=model,
                                         replicates=replicates, seed=seed, level=level, permutations=permutations,
-                                        notes=notes, ranks=ranks)
+                                        notes=notes, ranks=ranks, skip=Skipped.asked(bad_rows))
     elif not sections:
         raise InputError(f"report: nothing to report on the retrieval tables alone: queries {shown_name(queries)!r} "
                          f"has no column {positive!r} and no qrels were given (--qrels)")
@@ -580,6 +579,20 @@ def retrieval_report(con: duckdb.DuckDBPyConnection, *, queries: Any, docs: Any,
     summary = ResultTable.from_dicts("summary", SUMMARY_COLUMNS, [])
     return ReportResult(title or f"embsql retrieval report: {shown_name(queries)}", summary,
                         tuple(rank_sets.first(sections, ranks)), meta)
+
+
+def report_table(path: str | Path) -> dict[str, Any]:
+    """The [report] table of a TOML report file (its settings, unchecked)."""
+    try:
+        with open(path, "rb") as f:
+            document = tomllib.load(f)
+    except FileNotFoundError:
+        raise InputError(f"report file {str(path)!r} does not exist") from None
+    except tomllib.TOMLDecodeError as error:
+        raise InputError(f"report file {str(path)!r} is not valid TOML: {error}") from None
+    if "report" not in document:
+        raise InputError(f"report file {str(path)!r} has no [report] table")
+    return dict(document["report"])
 
 
 # the names of a report's settings, in order: the fields of Report, the keys of a [report] table

@@ -8,6 +8,7 @@ queries table has a group column, else single queries (embsql.core.query_means).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import duckdb
@@ -20,8 +21,9 @@ from embsql.core.retrieval_comparison import PAIR_COLUMNS, compare_metric, rank_
 from embsql.io.qrels import check_known, read_qrels
 from embsql.io.retrieval_tables import Docs, Qrels, Queries
 from embsql.io.runs import retrieve_run, run_ids
-from embsql.io.scoring import score_runs
+from embsql.io.scoring import QueryValues, score_runs
 from embsql.io.sources import resolve, shown_name
+from embsql.io.table_stream import Skipped, skip_note
 from embsql.reporting.rank_sets import Blocks
 from embsql.reporting.report_result import Section
 from embsql.result_table import ResultTable
@@ -69,21 +71,42 @@ COMPARE_CAUTION = (
     "{why}")
 
 
+def _only(chunk: QueryValues, qids: set) -> QueryValues:
+    """``chunk`` restricted to the queries ``qids``, in its own order."""
+    keep = np.array([q in qids for q in chunk.qids], dtype=bool)
+    return dataclasses.replace(chunk, qids=[q for q, k in zip(chunk.qids, keep) if k], values=chunk.values[keep])
+
+
 def evaluation_sections(con: duckdb.DuckDBPyConnection, *, queries: Queries, docs: Docs, qrels: Qrels,
                         model: str | None, replicates: int, seed: int, level: float,
                         permutations: int = 999, notes: list[str] | None = None,
-                        ranks: Blocks | None = None) -> list[Section]:
+                        ranks: Blocks | None = None, skip: Skipped | None = None) -> list[Section]:
     """The evaluation sections of a report (the three tables as names on ``con``).  The paired
     comparison of the models runs whatever ``permutations`` is (its sign-flip test is cheap: at least
     COMPARE_PERMUTATIONS flips); where it cannot run (one model), ``notes`` is told why.  With two or
-    more models, ``ranks`` gets their rank confidence sets by nDCG@10 (the queries clustered as above)."""
-    run = retrieve_run(con, queries, docs, k=DEPTH, model=model)
+    more models, ``ranks`` gets their rank confidence sets by nDCG@10 (the queries clustered as above).
+
+    With ``skip`` (bad_rows="skip"), the queries and documents with an unusable vector are left out
+    (a skipped query has no run in its model, a skipped document is never ranked) and counted in a
+    note; the qrels rows of ids no model kept are left out and counted; and the models are compared
+    and ranked on the queries every one of them kept (the others are counted in a note)."""
+    if notes is None:
+        notes = []
+    run = retrieve_run(con, queries, docs, k=DEPTH, model=model, skip=skip)
+    if skip is not None and (said := skip_note(skip.table(model), model)) and said not in notes:
+        notes.append(said)        # (the retrieval layers read the same tables: their note counts the same rows)
     judgements = read_qrels(con, qrels)
     # the run holds every qid and doc_id of the two tables (run_ids): no second read of them
-    judgements, _ = check_known(judgements, run_ids(run, "qid"), "qid", judgements.qid, "error",
-                                f"queries {shown_name(queries.source)!r}")
-    judgements, _ = check_known(judgements, run_ids(run, "doc_id"), "doc_id", judgements.doc_id, "error",
-                                f"docs {shown_name(docs.source)!r}")
+    unknown = "error" if skip is None else "skip"
+    left_out = 0
+    for role, source in (("qid", f"queries {shown_name(queries.source)!r}"),
+                         ("doc_id", f"docs {shown_name(docs.source)!r}")):
+        judgements, dropped = check_known(judgements, run_ids(run, role), role,
+                                          judgements.qid if role == "qid" else judgements.doc_id, unknown, source)
+        left_out += dropped
+    if left_out:
+        notes.append(f"evaluation: {left_out} qrels row(s) left out: their query or document is not in the tables "
+                     "once the rows with an unusable vector are skipped")
     parsed = ranking.parse_metrics(REPORT_METRICS)
     summary, per_query = score_runs(run, judgements, parsed, None, per_query=True)
     groups = _groups(con, queries)
@@ -109,7 +132,15 @@ def evaluation_sections(con: duckdb.DuckDBPyConnection, *, queries: Queries, doc
                         ResultTable.from_dicts("evaluation_queries", DISTRIBUTION_COLUMNS, spread),
                         DISTRIBUTION_CAUTION)]
     compared = [chunk for chunk in per_query if chunk.metric == DISTRIBUTION_METRIC]
-    if len(compared) < 2 and notes is not None:
+    if skip is not None and len(compared) >= 2:   # the queries every model kept
+        common = set.intersection(*(set(chunk.qids) for chunk in compared))
+        partial = set.union(*(set(chunk.qids) for chunk in compared)) - common
+        if partial:
+            notes.append(f"evaluation: the models are compared and ranked on nDCG@10 over the {len(common)} queries "
+                         f"every model kept; {len(partial)} query(ies) whose vector some model skipped are left out "
+                         "of the comparison")
+            compared = [_only(chunk, common) for chunk in compared]
+    if len(compared) < 2:
         notes.append("no paired comparison of models on nDCG@10: the run has one model"
                      + (" (give the model column to compare models)" if model is None else ""))
     if len(compared) >= 2:   # even with 0 permutations: the sign flips are cheap, and the comparison is the answer

@@ -40,7 +40,7 @@ from embsql.errors import EmbsqlError, InputError
 from embsql.io.labelled_rows import classify_models, read_labelled
 from embsql.io.similarity_pairs import comparison_rows, evaluation_rows, ranking_rows, read_models
 from embsql.io.sources import resolve, shown_name
-from embsql.io.table_stream import Skipped
+from embsql.io.table_stream import Skipped, skip_note
 from embsql.reporting import cautions
 from embsql.reporting.rank_sets import Blocks
 from embsql.reporting.report_result import Section
@@ -71,16 +71,24 @@ def item_column(con: duckdb.DuckDBPyConnection, source: str, item: str | None, n
 
 def similarity_sections(con: duckdb.DuckDBPyConnection, pairs: str, embeddings: str, *, model: str | None,
                         item: str | None, vector: str, settings: dict[str, Any], level: float,
-                        ranks: Blocks | None = None, replicates: int = 2000, seed: int = 42) -> list[Section]:
+                        ranks: Blocks | None = None, replicates: int = 2000, seed: int = 42,
+                        bad_rows: str = "error", notes: list[str] | None = None) -> list[Section]:
     """The similarity, similarity_compare (two or more models) and similarity_pairs sections; with
-    two or more models, ``ranks`` gets their rank confidence sets by Spearman."""
+    two or more models, ``ranks`` gets their rank confidence sets by Spearman.  With
+    ``bad_rows="skip"`` the embeddings' rows with an unusable vector are left out (their items then
+    have no vector in that model: ``missing`` says what becomes of their pairs), and ``notes`` gets
+    their count per model and reason unless it already has that note (the report's stage 1 reads
+    the same rows)."""
     options = {**SIMILARITY_DEFAULTS, **settings}
     used_item = item_column(con, embeddings, item, "the similarity section (pairs=...)")
     assert used_item is not None
+    skip = Skipped.asked(bad_rows)
     column, judgements, scored = read_models(con, pairs, embeddings, model=model, a=options["a"], b=options["b"],
                                              score=options["score"], item=used_item, vector=vector,
                                              missing=options["missing"], output=(),
-                                             function="the report's similarity section")
+                                             function="the report's similarity section", skip=skip)
+    if skip is not None and notes is not None and (said := skip_note(skip.table(model), model)) and said not in notes:
+        notes.append(said)
     rows = [{"model": value, **figures}
             for value, figures in evaluation_rows(judgements, scored, level, one_model=column is None)]
     sections = [Section("similarity", "Agreement with human similarity judgements",

@@ -7,14 +7,15 @@
 -- Every check is a filter on the result (never pruned, whatever columns a query reads), and an
 -- empty source is an error unless empty_ok (emb_icc hands in a source that is empty on purpose).
 -- ---------------------------------------------------------------------------
-CREATE OR REPLACE TEMP MACRO emb__decomposition(source, "group", vector, model, empty_ok, skip := false) AS TABLE
+CREATE OR REPLACE TEMP MACRO emb__decomposition(source, "group", vector, model, empty_ok, skip := false,
+                                                item := NULL) AS TABLE
 -- one pass over the blocks, unnested on the fly (nothing of size G * d is held)
 WITH per_k AS (
     SELECT * FROM (
         SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b, __emb_n, __emb_ssw,
                __emb_j + generate_subscripts(__emb_sj, 1) AS __emb_k, unnest(__emb_sj) AS __emb_s,
                unnest(__emb_muj) AS __emb_mu
-        FROM emb__group_blocks(source, "group", vector, model, true, skip := skip))
+        FROM emb__group_blocks(source, "group", vector, model, true, skip := skip, item := item))
     WHERE __emb_s IS NOT NULL
 ),
 stats AS (
@@ -63,17 +64,18 @@ WHERE CASE
 END
 ORDER BY s.__emb_b;
 
-CREATE OR REPLACE TEMP MACRO emb__anova(source, "group", vector, model, skip := false) AS TABLE
-    FROM emb__decomposition(source, "group", vector, model, false, skip := skip);
+CREATE OR REPLACE TEMP MACRO emb__anova(source, "group", vector, model, skip := false, item := NULL) AS TABLE
+    FROM emb__decomposition(source, "group", vector, model, false, skip := skip, item := item);
 
--- @function emb_anova(source, "group", vector, model := NULL, bad_rows := 'error')
+-- @function emb_anova(source, "group", vector, model := NULL, item := NULL, bad_rows := 'error')
 -- The sum-of-squares decomposition of the unit vectors z_i by group.  One row, or one row per
 -- value of the model column (which comes first, under its own name).
 -- @param source the table to read: a table or view name, or a file DuckDB reads (`'data.parquet'`)
 -- @param "group" the group column (GROUP is a keyword: by name it is written `"group" := 'topic'`)
 -- @param vector the vector column (`FLOAT[]`, `DOUBLE[]`, `FLOAT[d]`, `DOUBLE[d]`); vectors are scaled to unit length
 -- @param model the model column: one row per value of it (NULL: one row for the whole table)
--- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its group and model; `'skip'`: those rows are left out and counted in the `skipped_` columns
+-- @param item an item column (NULL: none): an unusable vector's error then names its item
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its row (counted from 1), model, item and group; `'skip'`: those rows are left out and counted in the `skipped_` columns
 -- @column <model> the model, under the model column's own name (only with `model`)
 -- @column n number of vectors
 -- @column groups number of groups G
@@ -102,17 +104,18 @@ CREATE OR REPLACE TEMP MACRO emb__anova(source, "group", vector, model, skip := 
 -- -- model  n  groups  ss_t   ss_w   ss_b   r2      r2_null  f    v      mean_resultant_length  w_bar
 -- -- m1     4  2       2.2    0.4    1.8    0.8182  0.3333   9.0  0.55   0.6708                 0.1
 -- -- m2     4  2       1.1    0.2    0.9    0.8182  0.3333   9.0  0.275  0.8515                 0.05
-CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL, bad_rows := 'error') AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_anova(source, "group", vector, model := NULL, item := NULL,
+                                         bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
                          AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__anova(
-         emb__checked_names(emb__checked_source(source, 'emb_anova', model, emb__outputs_emb_anova()), 'emb_anova', [['group', "group"], ['vector', vector]]),
-         "group", vector, model, skip := emb__skip_rows(bad_rows)) a
+         emb__checked_names(emb__checked_source(source, 'emb_anova', model, emb__outputs_emb_anova()), 'emb_anova', [['group', "group"], ['vector', vector], ['item', item]]),
+         "group", vector, model, skip := emb__skip_rows(bad_rows), item := item) a
 LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows)) s
     ON a.__emb_b IS NOT DISTINCT FROM s.__emb_sb
 ORDER BY a.__emb_b;
 
--- @function emb_groups(source, "group", vector, model := NULL, bad_rows := 'error')
+-- @function emb_groups(source, "group", vector, model := NULL, item := NULL, bad_rows := 'error')
 -- Per group: its size, its spread W_g about its centroid and the size-corrected W̃_g.  One row per
 -- group, ordered by group (and by model first, with `model`).  W_g keeps its digits for
 -- near-duplicate vectors (see *Precision* above): identical vectors give W_g = 0.
@@ -120,7 +123,8 @@ ORDER BY a.__emb_b;
 -- @param "group" the group column (GROUP is a keyword: by name it is written `"group" := 'topic'`)
 -- @param vector the vector column (`FLOAT[]`, `DOUBLE[]`, `FLOAT[d]`, `DOUBLE[d]`); vectors are scaled to unit length
 -- @param model the model column: the figures per value of it, which comes first under its own name (NULL: one model)
--- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its group and model; `'skip'`: those rows are left out and counted in the `skipped_` columns
+-- @param item an item column (NULL: none): an unusable vector's error then names its item
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its row (counted from 1), model, item and group; `'skip'`: those rows are left out and counted in the `skipped_` columns
 -- @column <model> the model, under the model column's own name (only with `model`)
 -- @column group the group label
 -- @column n_g number of vectors in the group
@@ -136,12 +140,13 @@ ORDER BY a.__emb_b;
 -- SELECT * FROM emb_groups('ex', 'topic', 'embedding', model := 'model');
 -- -- model  group  n_g  w    w_tilde  resolved
 -- -- m1     A      2    0.1  0.2      true
-CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL, bad_rows := 'error') AS TABLE
+CREATE OR REPLACE TEMP MACRO emb_groups(source, "group", vector, model := NULL, item := NULL,
+                                         bad_rows := 'error') AS TABLE
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
                          AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM emb__groups(
-         emb__checked_names(emb__checked_source(source, 'emb_groups', model, emb__outputs_emb_groups()), 'emb_groups', [['group', "group"], ['vector', vector]]),
-         "group", vector, model, skip := emb__skip_rows(bad_rows)) g
+         emb__checked_names(emb__checked_source(source, 'emb_groups', model, emb__outputs_emb_groups()), 'emb_groups', [['group', "group"], ['vector', vector], ['item', item]]),
+         "group", vector, model, skip := emb__skip_rows(bad_rows), item := item) g
 LEFT JOIN emb__skipped(source, "group", vector, model, emb__skip_rows(bad_rows)) s
     ON g.__emb_b IS NOT DISTINCT FROM s.__emb_sb
 ORDER BY g.__emb_b, g."group";

@@ -110,8 +110,10 @@ WHERE CASE
         THEN error(format('embsql: [label.duplicate] {} {}: {} column "{}" has ''{}'' more than once; each {} must identify one row',
                           what, source, id_role, item, __emb_q, id_role))
     WHEN __emb_bad IS NOT NULL AND NOT skip
-        THEN error(format('embsql: [{}] {} {}: {} column "{}" has a {} vector at row {} ({} ''{}''); vectors must be non-NULL, finite and of non-zero length',
-                          emb__vector_kind(__emb_bad), what, source, vector_role, vector, __emb_bad, __emb_row, id_role, __emb_q))
+        THEN error(format('embsql: [{}] {} {}: {} column "{}" has a {} vector at row {} ({}{} ''{}''); vectors must be non-NULL, finite and of non-zero length',
+                          emb__vector_kind(__emb_bad), what, source, vector_role, vector, __emb_bad, __emb_row,
+                          CASE WHEN model IS NOT NULL THEN 'model ' || emb__shown(__emb_b) || ', ' ELSE '' END,
+                          id_role, __emb_q))
     ELSE true
 END;
 

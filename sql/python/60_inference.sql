@@ -39,24 +39,27 @@ CREATE OR REPLACE TEMP MACRO emb__null_method_argument(value) AS
 -- decomposition refuses).  Each check is a filter, so it holds whatever columns a query reads.
 CREATE OR REPLACE TEMP MACRO emb__permanova_checked(source, "group", vector, model, permutations, seed,
                                                strata, statistic, null_method, skip := false) AS TABLE
-WITH items AS (
+-- (__emb_items: query_table(source) in bad would read a CTE of the source's name)
+WITH __emb_items AS (
     SELECT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b,
         list(__emb_g::VARCHAR) AS __emb_gs, list(__emb_v::DOUBLE[]) AS __emb_vs, list(__emb_x::VARCHAR) AS __emb_xs,
         any_value(typeof(__emb_g)) AS __emb_gtype,
-        -- the unusable vectors: the first group that has any (by label), its count and its word
-        min({g: __emb_g, bad: __emb_bad}) FILTER (__emb_bad IS NOT NULL) AS __emb_bad,
-        histogram(__emb_g) FILTER (__emb_bad IS NOT NULL) AS __emb_nbad,
+        -- the unusable vectors (the first of them is named from emb__first_bad_row)
+        count(__emb_bad) AS __emb_nbad,
         -- the lengths: their range, and the first group (by label) with its shortest length
         min(len(__emb_v)) AS __emb_dmin_all, max(len(__emb_v)) AS __emb_dmax_all,
         min({g: __emb_g, d: len(__emb_v)}) FILTER (__emb_v IS NOT NULL) AS __emb_dmin
     FROM emb__rows(source, "group", vector, model, strata, skip := skip)
     GROUP BY ALL
 ),
+bad AS (
+    SELECT * FROM emb__first_bad_row(source, "group", vector, model, NULL, (SELECT max(__emb_nbad) FROM __emb_items) > 0)
+),
 checked AS (
-    SELECT * FROM items
+    SELECT i.* FROM __emb_items i LEFT JOIN bad f ON true
     WHERE CASE
-        WHEN __emb_bad IS NOT NULL THEN emb__bad_vector_error(__emb_bad.bad, vector, __emb_nbad[__emb_bad.g],
-                                                              __emb_bad.g, __emb_b)
+        WHEN f.__emb_row IS NOT NULL
+            THEN emb__fail_bad_row(vector, NULL, f.__emb_row, f.__emb_b, NULL, f.__emb_g, f.__emb_bad)
         WHEN __emb_dmin_all <> __emb_dmax_all THEN error(format(
             'embsql: [vector.length] vector column "{}" mixes vectors of length {} and {} (group ''{}'' has length {})',
             vector, __emb_dmin_all, __emb_dmax_all, __emb_dmin.g, __emb_dmin.d))
@@ -64,7 +67,7 @@ checked AS (
     END
 ),
 test AS (
-    SELECT * EXCLUDE (__emb_gs, __emb_vs, __emb_xs, __emb_gtype, __emb_bad, __emb_nbad, __emb_dmin_all,
+    SELECT * EXCLUDE (__emb_gs, __emb_vs, __emb_xs, __emb_gtype, __emb_nbad, __emb_dmin_all,
                       __emb_dmax_all, __emb_dmin),
         emb__permanova_test(__emb_gs, __emb_vs, __emb_xs, vector, emb__whole_argument(permutations, 'permutations'),
                             emb__whole_argument(seed, 'seed'), strata IS NOT NULL,

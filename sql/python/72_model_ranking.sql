@@ -61,7 +61,7 @@ ranked AS (
 ),
 models AS (SELECT DISTINCT COLUMNS(lambda c: c IN (model, '__emb_all')), __emb_b FROM per_group)
 SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
-                         AND (bad_rows = 'skip' OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+                         AND (emb__skip_asked(bad_rows) OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
 FROM (SELECT m.* EXCLUDE (__emb_all), r.__emb_x.statistic AS statistic, r.__emb_x.estimate AS estimate,
              r.__emb_x.ci_low AS ci_low, r.__emb_x.ci_high AS ci_high, r.__emb_x.rank AS rank,
              r.__emb_x.rank_low AS rank_low, r.__emb_x.rank_high AS rank_high, r.__emb_x.top AS top,

@@ -73,7 +73,7 @@ SELECT * FROM emb__ranked_rows(evaluation, model, (
                                                         emb__outputs_emb_rank_retrieval()), model, qid, "group")) r
     WHERE emb__udf_ok(r.__emb_r)));
 
--- @function emb_rank_similarity(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', statistic := 'spearman', level := 0.95, replicates := 2000, seed := 42)
+-- @function emb_rank_similarity(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b', score := 'score', item := 'item', vector := 'vector', statistic := 'spearman', level := 0.95, replicates := 2000, seed := 42, bad_rows := 'error')
 -- Rank K models by the agreement of their cosines with human similarity judgements (Spearman or
 -- Pearson), with simultaneous confidence sets for their ranks: one row per model.
 -- @param pairs the gold pairs: columns `a`, `b` (the two items) and `score` (the human similarity), as for `emb_similarity_eval`
@@ -88,6 +88,7 @@ SELECT * FROM emb__ranked_rows(evaluation, model, (
 -- @param level the simultaneous confidence level, between 0 and 1
 -- @param replicates the number of joint normal draws, a whole number from 2 to 1,000,000
 -- @param seed the random seed, a whole number (0 or more)
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its model and item; `'skip'`: those rows of the embeddings are left out, which leaves their items without a vector in that model (a pair a model cannot score is an error)
 -- @column <model> the model, under the model column's own name
 -- @column statistic `spearman` or `pearson`
 -- @column estimate the correlation of the model's cosines with the score, on the pairs every model scores
@@ -110,7 +111,7 @@ SELECT * FROM emb__ranked_rows(evaluation, model, (
 CREATE OR REPLACE TEMP MACRO emb_rank_similarity(pairs, embeddings, model := 'model', a := 'item_a', b := 'item_b',
                                                  score := 'score', item := 'item', vector := 'vector',
                                                  statistic := 'spearman', level := 0.95, replicates := 2000,
-                                                 seed := 42) AS TABLE
+                                                 seed := 42, bad_rows := 'error') AS TABLE
 SELECT * FROM emb__ranked_rows(embeddings, model, (
     SELECT __emb_r.value
     FROM (SELECT emb__rank_similarity(__emb_ptbl, __emb_pnames, __emb_ptypes, __emb_a_col, __emb_b_col, __emb_s_col,
@@ -121,7 +122,7 @@ SELECT * FROM emb__ranked_rows(embeddings, model, (
                                       emb__whole_argument(seed, 'seed')) AS __emb_r
           FROM emb__similarity_inputs(pairs, emb__checked_source(embeddings, 'emb_rank_similarity', model,
                                                                  emb__outputs_emb_rank_similarity()),
-                                      model, a, b, score, item, vector))
+                                      model, a, b, score, item, vector, skip := emb__skip_rows(bad_rows)))
     WHERE emb__udf_ok(__emb_r)));
 
 -- @function emb_rank_classification(predictions, statistic := 'accuracy', model := 'model', item := 'item', "group" := NULL, level := 0.95, replicates := 2000, seed := 42)

@@ -142,6 +142,21 @@ def test_config_file_and_flags(files, tmp_path):
     assert json.loads(from_config.stdout)["summary"] == json.loads(from_flags.stdout)["summary"]
 
 
+def test_a_config_file_may_leave_data_vector_and_group_to_the_command_line(files, tmp_path):
+    """(A [report] table without source was Python's TypeError and a traceback, even with DATA given.)"""
+    config = tmp_path / "report.toml"
+    config.write_text('[report]\nmodel = "model"\npermutations = 0\n')
+    with_data = embsql_cli("report", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--config", config,
+                           "--format", "json")
+    from_flags = embsql_cli("report", files / "emb.parquet", "--vector", "emb", "--group", "topic", "--model", "model",
+                            "--permutations", "0", "--format", "json")
+    assert with_data.returncode == 0, with_data.stderr
+    assert json.loads(with_data.stdout)["summary"] == json.loads(from_flags.stdout)["summary"]
+    without = embsql_cli("report", "--config", config)
+    assert without.returncode == 2 and without.stderr.count("\n") == 1, without.stderr
+    assert "lacks source, vector, group: a report needs source, vector and group (there, or as DATA" in without.stderr
+
+
 @pytest.mark.parametrize("command", ["report", "sql", "demo"])
 def test_every_command_has_help_with_an_example(command):
     out = embsql_cli(command, "--help")

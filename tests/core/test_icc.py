@@ -414,7 +414,7 @@ def test_bad_vector(con, word, bad):
     con.register("t", pa.table({"g": list("AABB"), "v": pa.array([[1.0, 0.0], [0.8, 0.6], bad, [-0.6, 0.8]],
                                                                   type=pa.list_(pa.float64()))}))
     assert sql_error(con, "SELECT * FROM emb_icc('t', 'g', 'v')").startswith(
-        f"embsql: [{VECTOR_KINDS[word]}] vector column \"v\" has 1 unusable vector(s) in group 'B' ({word};")
+        f"embsql: [{VECTOR_KINDS[word]}] vector column \"v\" has a {word} vector at row 3 (group 'B');")
 
 
 def test_ms_w_zero_gives_icc_one_and_infinite_f(con):

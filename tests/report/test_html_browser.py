@@ -173,3 +173,29 @@ def test_no_table_is_clipped_at_1280_px(page_of):
         .filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.textContent)""")
     assert cut == []
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+
+
+def test_the_retrieval_comparison_is_not_clipped_at_1280_px_and_says_its_settings_once(page_of):
+    """The evaluation's paired comparison has 18 columns; at 1280 px its last ones (permutations,
+    level, calibrated) were cut.  Those with one value in every row are said once above the table, as
+    in the text report; the JSON keeps them."""
+    from embsql.core.retrieval_comparison import PAIR_COLUMNS
+
+    values = {"model_a": "base-768", "model_b": "mini-384", "metric": "ndcg@10", "mean_a": 0.974, "mean_b": 0.979,
+              "difference": -0.00411, "se": 0.00871, "ci_low": -0.0219, "ci_high": 0.0137, "p_value": 0.646,
+              "p_adjusted": 0.646, "p_adjust": "holm", "queries": 207, "groups": 29, "permutations": 10000,
+              "method": "exact group sign-flip", "level": 0.95, "calibrated": False}
+    assert set(values) == set(PAIR_COLUMNS)
+    report = fake_report()
+    wide = Section("evaluation_compare", "Paired comparison of models on nDCG@10",
+                   ResultTable("evaluation_compare", PAIR_COLUMNS, (tuple(values[c] for c in PAIR_COLUMNS),)), "")
+    report = ReportResult(report.title, report.summary, report.sections + (wide,), report.meta)
+    page, _, _ = page_of(report.to_html(plots=False), "retrieval-1280.html")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    clipped = page.evaluate("""() => Array.from(document.querySelectorAll('.tablewrap'))
+        .filter(w => w.scrollWidth > w.clientWidth + 1).map(w => (w.closest('section') || {}).id)""")
+    assert clipped == []
+    said = page.evaluate("document.querySelector('#section-evaluation_compare p.meta').textContent")
+    for shown in ("queries 207", "groups 29", "permutations 10000", "level 0.95", "calibrated false"):
+        assert shown in " ".join(said.split()), said
+    assert '"permutations"' in report.to_json() and '"calibrated"' in report.to_json()   # every column

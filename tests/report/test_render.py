@@ -611,3 +611,29 @@ def test_long_sections_show_head_tail_and_quantiles_in_text_and_markdown():
     assert len(render.to_text(report, full=True).splitlines()) > len(text.splitlines()) + 40
     assert len(json.loads(render.to_json(report))["sections"][[s.name for s in report.sections].index("alignment")]
                ["rows"]) == len(alignment)
+
+
+def _evaluation_report(rows: list[tuple]) -> ReportResult:
+    table = ResultTable("evaluation", ("model", "metric", "value", "ci_low", "ci_high"), tuple(rows))
+    return ReportResult("t", ResultTable("summary", ("model", "n"), (("a", 3),)),
+                        (Section("evaluation", "Evaluation", table, "caution"),))
+
+
+def test_a_long_table_of_different_metrics_is_shown_row_by_row_not_as_quantiles_across_them():
+    """(The retrieval evaluation's 7 metrics x 2 models were shown as min/median/max over the metrics.)"""
+    metrics = ["ndcg@10", "map@100", "recall@10", "recall@100", "mrr@10", "precision@10", "hit_rate@10"]
+    rows = [(model, metric, 0.5 + i / 100, 0.4, 0.7) for model in ("a", "b") for i, metric in enumerate(metrics)]
+    text = render.to_text(_evaluation_report(rows))
+    assert "as quantiles" not in text and "median" not in text
+    for model, metric, value, _, _ in rows:
+        assert re.search(rf"^{model}\s+{re.escape(metric)}\s+{value:.3g}\s", text, re.MULTILINE), (model, metric)
+
+
+def test_a_point_on_the_end_of_its_interval_by_rounding_is_not_called_outside():
+    """A percentile interval of means of 0.1 whose low end is 0.1 less one ulp holds the point 0.1; a
+    point outside by more than rounding gets its note."""
+    below = math.nextafter(0.1, 0)
+    text = render.to_text(_evaluation_report([("a", "precision@10", 0.1, below, 0.1)]))
+    assert "interval_note" not in text and "outside" not in text
+    text = render.to_text(_evaluation_report([("a", "precision@10", 0.1, 0.1001, 0.2)]))
+    assert "value outside ci_low–ci_high" in text

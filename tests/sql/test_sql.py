@@ -143,7 +143,7 @@ def test_scaled_raw_vectors_give_the_same_figures(con, factor):
 def test_infinite_coordinate_is_still_refused(con):
     con.register("t", vectors_table([[1.0, 0.0], [0.0, 1.0], [np.inf, 1.0], [1.0, 1.0]], list("AABB")))
     assert sql_error(con, "SELECT r2 FROM emb_anova('t', 'g', 'v')").startswith(
-        "embsql: [vector.nonfinite] vector column \"v\" has 1 unusable vector(s) in group 'B' (infinite;")
+        "embsql: [vector.nonfinite] vector column \"v\" has a infinite vector at row 3 (group 'B');")
 
 
 # ---- checks hold whatever a query reads ----------------------------------------------------
@@ -155,7 +155,7 @@ BAD_TABLES = {
     "n = G": (vectors_table(GOOD, list("ABCD")), "(n = G = 4)"),
     "identical": (vectors_table([[1.0, 0.0]] * 4, list("AABB")), "identical to within floating-point precision"),
     "NULL vector": (pa.table({"g": list("AABB"), "v": pa.array(GOOD[:3] + [None], pa.list_(pa.float64()))}),
-                    "unusable vector(s)"),
+                    "has a NULL vector at row 4 (group 'B')"),
     "mixed lengths": (pa.table({"g": list("AABB"), "v": pa.array(GOOD[:3] + [[1.0, 0.0, 0.0]], pa.list_(pa.float64()))}),
                       "mixes vectors of length"),
     "NULL label": (vectors_table(GOOD, ["A", None, "B", "B"]), 'group column "g" has a NULL label'),
@@ -359,3 +359,30 @@ def test_register_leaves_a_file_database_unchanged_and_works_read_only(tmp_path)
         embsql.register(read_only)
         assert one(read_only, "SELECT round(r2, 4) FROM emb_anova('t', 'g', 'v')") == (0.8182,)
         assert one(read_only, "SELECT p_value > 0 FROM emb_permanova('t', 'g', 'v', permutations := 9)") == (True,)
+
+
+@pytest.mark.parametrize("name", ["rows", "counts", "blocks", "items"])
+def test_a_source_named_like_a_macros_step_is_read_and_its_bad_vector_named(name):
+    """The refusal of a bad vector reads the source again inside the macro, after its first steps:
+    a source named like one of them (rows, counts ...) is still the user's table.  The figures are
+    numpy's sums of squares; the bad vector is row 3 (counted from 1)."""
+    import embsql
+
+    vectors = np.array([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0], [-0.6, 0.8]])
+    con = embsql.connect()
+    con.register(f"{name}_arrow", pa.table({"g": list("AABB"), "v": pa.array(vectors.tolist(), pa.list_(pa.float64()))}))
+    con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM {name}_arrow')
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    ss_w = sum(((unit[i:i + 2] - unit[i:i + 2].mean(axis=0)) ** 2).sum() for i in (0, 2))
+    for function in ("emb_anova", "emb_permanova"):
+        extra = ", permutations := 9" if function == "emb_permanova" else ""
+        got = con.sql(f"SELECT ss_w FROM {function}('{name}', 'g', 'v'{extra})").fetchall()[0][0]
+        assert got == pytest.approx(ss_w, rel=1e-12)
+    holed = vectors.tolist()
+    holed[2] = None
+    con.register(f"{name}_holed", pa.table({"g": list("AABB"), "v": pa.array(holed, pa.list_(pa.float64()))}))
+    con.execute(f'CREATE OR REPLACE TABLE "{name}" AS SELECT * FROM {name}_holed')
+    for function in ("emb_anova", "emb_groups", "emb_permanova"):
+        extra = ", permutations := 9" if function == "emb_permanova" else ""
+        with pytest.raises(duckdb.Error, match=r'vector column "v" has a NULL vector at row 3 \(group \'B\'\)'):
+            con.sql(f"SELECT * FROM {function}('{name}', 'g', 'v'{extra})").fetchall()

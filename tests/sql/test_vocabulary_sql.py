@@ -60,7 +60,7 @@ def test_a_name_a_function_never_took_lists_what_it_takes(con):
     with pytest.raises(embsql.ArgumentError) as refused:
         embsql.run_sql(con, "SELECT * FROM emb_anova('ex', 'topic', 'embedding', permutation := 9)")
     assert str(refused.value) == ('embsql: [argument.unknown] emb_anova has no argument permutation :=; it takes: '
-                                  'source, "group", vector, model, bad_rows')
+                                  'source, "group", vector, model, item, bad_rows')
     # a name inside a string is not an argument; an error that is not about the names stays DuckDB's
     with pytest.raises(Exception) as other:
         embsql.run_sql(con, "SELECT * FROM emb_anova('group_col := 1')")
@@ -76,7 +76,7 @@ def test_the_stock_cli_lists_what_a_function_takes_for_a_name_it_does_not(tmp_pa
     out = subprocess.run([str(cli), ":memory:"], input=script, capture_output=True, text=True, cwd=tmp_path, timeout=120)
     said = out.stdout + out.stderr
     assert "Macro emb_anova() does not support the supplied arguments" in said
-    assert "emb_anova(source, group, vector, model := NULL, bad_rows := 'error')" in said, said
+    assert "emb_anova(source, group, vector, model := NULL, item := NULL, bad_rows := 'error')" in said, said
 
 
 @pytest.fixture(scope="module")
