@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from embsql.core.dispersion import POLL_EVERY, _CoordinateSums, _GramSums, aligned_vectors
+from embsql.core.dispersion import POLL_EVERY, CoordinateSums, GramSums, aligned_vectors
 from embsql.core.permutation import one_blas_thread
 
 DIM = 384
@@ -40,14 +40,14 @@ def main() -> None:
         perms = np.stack([rng.permutation(len(codes)) for _ in range(args.permutations)])
         sizes = np.bincount(codes).astype(float)
         units = float(np.sum(np.minimum(sizes * sizes * DIM, sizes * DIM * DIM)))
-        coordinates = _CoordinateSums(vectors, codes, groups)
+        coordinates = CoordinateSums(vectors, codes, groups)
         start = time.perf_counter()
         for low in range(0, len(perms), POLL_EVERY):
             coordinates.batch(perms[low:low + POLL_EVERY])
         per_coordinate = (time.perf_counter() - start) / len(perms)
         with one_blas_thread():
             start = time.perf_counter()
-            gram = _GramSums(vectors, codes, groups)
+            gram = GramSums(vectors, codes, groups)
             build = time.perf_counter() - start
         start = time.perf_counter()
         for low in range(0, len(perms), POLL_EVERY):

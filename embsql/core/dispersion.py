@@ -292,7 +292,7 @@ def aligned_vectors(unit: np.ndarray, codes: np.ndarray, share: float | None = N
     return out
 
 
-class _CoordinateSums:
+class CoordinateSums:
     """PairSums of permuted groups by regrouping the aligned vectors (GroupBlocks: the size classes taken
     once), the permutations of a batch shared between threads (numpy's gathers and block products
     release the GIL); each permutation's sums are computed alone, so the threads do not change them."""
@@ -314,7 +314,7 @@ class _CoordinateSums:
         return PairSums(self.blocks.sizes, *done)
 
 
-class _GramSums:
+class GramSums:
     """The same sums from the aligned vectors' float64 Gram matrix (PackedGram): each permuted group's
     n_g x n_g block is gathered, sum_g n_g^2 random reads per permutation (threads share them, over_threads)."""
 
@@ -379,8 +379,8 @@ class AlignedPermutations:
         if method == "auto":
             method = choose_dispersion_method(len(codes), unit.shape[1], codes, permutations)
         self.method = method
-        self.kernel: _CoordinateSums | _GramSums = (
-            _GramSums(vectors, codes, groups) if method == "gram" else _CoordinateSums(vectors, codes, groups))
+        self.kernel: CoordinateSums | GramSums = (
+            GramSums(vectors, codes, groups) if method == "gram" else CoordinateSums(vectors, codes, groups))
 
     def batch(self, perms: list) -> np.ndarray:
         return spread_f(self.kernel.batch(np.stack(perms)))

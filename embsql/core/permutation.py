@@ -292,7 +292,7 @@ class _GramWithin:
         return self.constant - 2.0 * self.pairs.batch(perms).astype(np.float64)
 
 
-class _CoordinateSums:
+class CoordinateSums:
     """SS_W = n - sum_g ||s_g||^2 / n_g for permuted rows, regrouping the vectors themselves.
 
     Rows are taken in blocks of whole groups (about BLOCK_ROWS rows), so the gather, the
@@ -588,7 +588,7 @@ def method_costs(n: int, dim: int, codes: np.ndarray, permutations: int = 999) -
 
 
 def within_sums(unit: NDArray[np.float64], d: Design, method: str = "auto",
-                permutations: int = 999) -> tuple[_GramWithin | _CoordinateSums, str]:
+                permutations: int = 999) -> tuple[_GramWithin | CoordinateSums, str]:
     """SS_W of unit vectors regrouped by permutations: a callable ``f(perm)`` (some with ``f.batch(perms)``),
     by the pairs or the coordinates method (``'auto'``: choose_method)."""
     method = choose_method(d.n, unit.shape[1], d.codes, permutations) if method == "auto" else method
@@ -598,7 +598,7 @@ def within_sums(unit: NDArray[np.float64], d: Design, method: str = "auto",
             raise InputError(f"method 'pairs' needs an n x n matrix, too large for n = {d.n}; use 'coordinates'")
         return _GramWithin(PackedGram(unit, dtype), d), method
     if method == "coordinates":
-        return _CoordinateSums(unit, d), method
+        return CoordinateSums(unit, d), method
     raise InputError(f"method must be 'auto', 'pairs' or 'coordinates', not {method!r}")
 
 

@@ -315,10 +315,10 @@ def test_the_coordinates_route_in_threads_and_chunks_gives_each_permutation_s_pa
     codes = rng.permutation(np.r_[np.repeat(np.arange(12), rng.integers(4, 10, 12)), np.full(15, 12)])
     z = unit(rng.standard_normal((len(codes), 10)) + rng.standard_normal((13, 10))[codes])
     perms = np.stack(list(shuffles(Design(codes, np.zeros(len(codes), dtype=np.int64), 13), 7, 3)))
-    plain = dispersion._CoordinateSums(z, codes, 13).batch(perms)
+    plain = dispersion.CoordinateSums(z, codes, 13).batch(perms)
     monkeypatch.setattr(dispersion, "CHUNK_BYTES", 1)                 # one group per block product
     monkeypatch.setattr(dispersion, "gather_threads", lambda: 3)      # whatever the machine's cores
-    threaded = dispersion._CoordinateSums(z, codes, 13).batch(perms)
+    threaded = dispersion.CoordinateSums(z, codes, 13).batch(perms)
     for k, perm in enumerate(perms):
         expected = loop_pair_sums(z[perm], codes, 13)
         for row, name in enumerate(("s1", "r2", "f2")):

@@ -265,3 +265,18 @@ def test_the_rules_catch_what_they_are_meant_to(tmp_path):
         ["embsql.reporting.a", "embsql.render.b", "embsql.reporting.a"]
     private = [imp for imp in modules["embsql.core.bad"] if any(n.startswith("_") for n in imp.names)]
     assert [imp.line for imp in private] == [3]
+
+
+def test_bench_and_validation_use_public_names_only():
+    """bench/ times and validation/ measures what a user can call: no private module, function or method
+    (an attribute or import starting with one underscore, other than the script's own self._x)."""
+    found = []
+    for path in sorted([*(ROOT / "bench").glob("*.py"), *(ROOT / "validation").glob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") \
+                    and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                found.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("embsql"):
+                found += [f"{path.name}:{node.lineno} imports {a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    assert found == []
