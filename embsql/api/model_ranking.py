@@ -23,7 +23,7 @@ from embsql.errors import InputError, fail
 from embsql.io.retrieval_tables import Queries, check_model
 from embsql.io.similarity_pairs import ranking_rows, read_models
 from embsql.io.sources import TableLike, opened
-from embsql.io.table_stream import group_sums
+from embsql.io.table_stream import Skipped, group_sums
 from embsql.result_table import ResultTable
 from embsql.vocabulary import check_model_name
 
@@ -31,7 +31,8 @@ from embsql.vocabulary import check_model_name
 def rank_models(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str | None = None,
                 vector: str | None = None, model: str | None = None, statistic: str | None = None,
                 queries: Queries | object | None = None, level: float = 0.95, replicates: int = 2000, seed: int = 42,
-                sizes: str = "auto", pairs: TableLike | None = None, reference: object = None) -> ResultTable:
+                sizes: str = "auto", pairs: TableLike | None = None, reference: object = None,
+                bad_rows: str = "error") -> ResultTable:
     """Rank K models by a statistic, with simultaneous confidence sets for their ranks.
 
     Two kinds of source.  **Structure** (with ``vector=``): one row per model and item, ranked by
@@ -97,6 +98,11 @@ def rank_models(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str
         Similarity: the gold pairs (columns ``item_a``, ``item_b``, ``score``).
     reference : object, optional
         CKA: the reference model (a value of the model column), which is not ranked.
+    bad_rows : {"error", "skip"}, default "error"
+        A structure statistic: what a NULL, zero or non-finite vector does.  ``"error"`` refuses it,
+        naming its model, group and row (counted from 1); ``"skip"`` leaves its row out and counts it
+        in the result's ``skipped`` table (per model: ``skipped_null``, ``skipped_zero``,
+        ``skipped_nonfinite``), as :func:`embsql.jackknife` does.
 
     Returns
     -------
@@ -155,6 +161,10 @@ def rank_models(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str
     >>> [(r["model"], r["rank_low"], r["rank_high"], r["top"]) for r in ranked.to_dicts()]
     [('a', 1, 1, True), ('b', 2, 3, False), ('c', 2, 3, False)]
     """
+    if bad_rows != "error" and (vector is None or pairs is not None or reference is not None
+                                or statistic in (*SIMILARITY_STATISTICS, "cka")):
+        raise InputError("bad_rows= is for rank_models by a structure statistic (with vector=, group= and model=)",
+                         kind="argument.bad_rows")
     if statistic in SIMILARITY_STATISTICS or pairs is not None:
         return _rank_similarity(con, source, pairs, vector=vector, model=model, statistic=statistic or "spearman",
                                 level=level, replicates=replicates, seed=seed)
@@ -183,7 +193,7 @@ def rank_models(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str
     statistic = "r2" if statistic is None else statistic
     check_model_name(model, RANK_COLUMNS, "rank_models")
     with opened(con, source) as table:
-        parts = group_sums(con, table, group, vector, model=model)
+        parts = group_sums(con, table, group, vector, model=model, skip=(skipped := Skipped.asked(bad_rows)))
     if len(parts) < 2:
         fail("model.too_few", column=f"model column {model!r}", models=len(parts), needs="a ranking")
     names = [value for value, _ in parts]
@@ -191,7 +201,8 @@ def rank_models(con: duckdb.DuckDBPyConnection, source: TableLike, *, group: str
     for name, s in zip(names[1:], sums[1:]):
         check_same_groups(names[0], sums[0], name, s)
     rows = structure_rows(names, sums, statistic, replicates=replicates, seed=seed, level=level, sizes=sizes)
-    return ResultTable.of_models("rank_models", model, RANK_COLUMNS, [(row["model"], row) for row in rows])
+    return Skipped.attached(skipped, ResultTable.of_models("rank_models", model, RANK_COLUMNS,
+                                                           [(row["model"], row) for row in rows]), model)
 
 
 def _rank_evaluation(con: duckdb.DuckDBPyConnection, source: object, *, group: str | None, model: str, metric: str,

@@ -137,6 +137,19 @@ def test_jackknife_skipping_gives_the_cleaned_tables_figures_and_the_counts(con)
     assert _counts(got.skipped) == COUNTS
 
 
+def test_rank_models_skipping_gives_the_cleaned_tables_ranks_and_the_counts(con):
+    got = embsql.rank_models(con, "t", group="g", vector="v", model="m", replicates=200, bad_rows="skip")
+    expected = embsql.rank_models(con, "clean", group="g", vector="v", model="m", replicates=200)
+    _same(got.to_dicts(), expected.to_dicts())
+    assert _counts(got.skipped) == COUNTS
+
+
+def test_rank_models_takes_bad_rows_only_where_it_reads_vectors(con):
+    with pytest.raises(embsql.InputError) as raised:
+        embsql.rank_models(con, "t", statistic="ndcg@10", bad_rows="skip")
+    assert raised.value.kind == "argument.bad_rows"
+
+
 def test_the_report_skipping_gives_the_cleaned_tables_summary_and_the_counts(con):
     got = embsql.report("t", vector="v", group="g", model="m", permutations=0, replicates=50,
                         bad_rows="skip").run(con, progress=False)
