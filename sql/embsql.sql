@@ -197,9 +197,9 @@ CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_classification() AS ['mode
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_retrieval_eval() AS ['metric', 'value', 'queries', 'without_relevant', 'missing', 'unjudged', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_compare_retrieval() AS ['model_a', 'model_b', 'metric', 'mean_a', 'mean_b', 'difference', 'se', 'ci_low', 'ci_high', 'p_value', 'p_adjusted', 'p_adjust', 'queries', 'groups', 'permutations', 'method', 'level', 'calibrated', 'interval']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_rank_retrieval() AS ['statistic', 'estimate', 'ci_low', 'ci_high', 'rank', 'rank_low', 'rank_high', 'top', 'level', 'calibrated']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_rank_similarity() AS ['statistic', 'estimate', 'ci_low', 'ci_high', 'rank', 'rank_low', 'rank_high', 'top', 'level', 'calibrated']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_rank_similarity() AS ['statistic', 'estimate', 'ci_low', 'ci_high', 'rank', 'rank_low', 'rank_high', 'top', 'level', 'calibrated', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__outputs_emb_rank_classification() AS ['statistic', 'estimate', 'ci_low', 'ci_high', 'rank', 'rank_low', 'rank_high', 'top', 'level', 'calibrated']::VARCHAR[];
-CREATE OR REPLACE TEMP MACRO emb__outputs_emb_rank_cka() AS ['statistic', 'estimate', 'ci_low', 'ci_high', 'rank', 'rank_low', 'rank_high', 'top', 'level', 'calibrated']::VARCHAR[];
+CREATE OR REPLACE TEMP MACRO emb__outputs_emb_rank_cka() AS ['statistic', 'estimate', 'ci_low', 'ci_high', 'rank', 'rank_low', 'rank_high', 'top', 'level', 'calibrated', 'skipped_null', 'skipped_zero', 'skipped_nonfinite']::VARCHAR[];
 CREATE OR REPLACE TEMP MACRO emb__reserved_prefix() AS '__emb_';
 
 -- Conventions

@@ -7,20 +7,27 @@
 -- missing column gets the Python face's message.
 
 -- The rows of a rank kernel (one struct per model, the model as text) under the model column's own
--- name and type, in the kernel's order (model order).
-CREATE OR REPLACE TEMP MACRO emb__ranked_rows(source, model, ranked) AS TABLE
+-- name and type, in the kernel's order (model order).  With skip (bad_rows := 'skip' on a table of
+-- vectors: source's vector column), each model's skipped rows are counted per reason, as
+-- emb_rank_models counts them; a table without vectors passes vector := NULL.
+CREATE OR REPLACE TEMP MACRO emb__ranked_rows(source, model, ranked, vector := NULL, skip := false) AS TABLE
 WITH r AS (SELECT unnest(ranked) AS __emb_x, unnest(range(len(ranked))) AS __emb_o),
 -- (the model column with __emb_null beside it: a missing model column then binds, and the kernel
 -- refuses it naming the column, as every other function does)
 m AS (SELECT DISTINCT COLUMNS(lambda c: c IN (model, '__emb_null')),
              coalesce(*COLUMNS(lambda c: c IN (model, '__emb_null')))::VARCHAR AS __emb_k
       FROM (SELECT *, NULL AS __emb_null FROM query_table(source)))
-SELECT m.* EXCLUDE (__emb_k, __emb_null), r.__emb_x.statistic AS statistic, r.__emb_x.estimate AS estimate,
-       r.__emb_x.ci_low AS ci_low, r.__emb_x.ci_high AS ci_high, r.__emb_x.rank AS rank,
-       r.__emb_x.rank_low AS rank_low, r.__emb_x.rank_high AS rank_high, r.__emb_x.top AS top,
-       r.__emb_x.level AS level, r.__emb_x.calibrated AS calibrated
-FROM r JOIN m ON m.__emb_k = r.__emb_x.model
-ORDER BY r.__emb_o;
+SELECT COLUMNS(lambda c: NOT starts_with(c, '__emb_')
+                         AND (skip OR c NOT IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite')))
+FROM (SELECT m.* EXCLUDE (__emb_null), r.__emb_o, r.__emb_x.statistic AS statistic, r.__emb_x.estimate AS estimate,
+             r.__emb_x.ci_low AS ci_low, r.__emb_x.ci_high AS ci_high, r.__emb_x.rank AS rank,
+             r.__emb_x.rank_low AS rank_low, r.__emb_x.rank_high AS rank_high, r.__emb_x.top AS top,
+             r.__emb_x.level AS level, r.__emb_x.calibrated AS calibrated
+      FROM r JOIN m ON m.__emb_k = r.__emb_x.model) x
+LEFT JOIN (SELECT __emb_sb, COLUMNS(lambda c: c IN ('skipped_null', 'skipped_zero', 'skipped_nonfinite'))::BIGINT
+           FROM emb__skipped_items(source, model, vector, skip)) s
+    ON x.__emb_k IS NOT DISTINCT FROM s.__emb_sb
+ORDER BY x.__emb_o;
 
 -- @function emb_rank_retrieval(evaluation, metric := 'ndcg@10', model := 'model', "group" := NULL, qid := 'qid', level := 0.95, replicates := 2000, seed := 42)
 -- Rank K retrieval models by one metric of a per-query evaluation, with simultaneous confidence
@@ -88,7 +95,7 @@ SELECT * FROM emb__ranked_rows(evaluation, model, (
 -- @param level the simultaneous confidence level, between 0 and 1
 -- @param replicates the number of joint normal draws, a whole number from 2 to 1,000,000
 -- @param seed the random seed, a whole number (0 or more)
--- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its model and item; `'skip'`: those rows of the embeddings are left out, which leaves their items without a vector in that model (a pair a model cannot score is an error)
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its model and item; `'skip'`: those rows of the embeddings are left out and counted per model, which leaves their items without a vector in that model (a pair a model cannot score is an error)
 -- @column <model> the model, under the model column's own name
 -- @column statistic `spearman` or `pearson`
 -- @column estimate the correlation of the model's cosines with the score, on the pairs every model scores
@@ -100,6 +107,9 @@ SELECT * FROM emb__ranked_rows(evaluation, model, (
 -- @column top whether the model is in the confidence set for the best (rank_low = 1)
 -- @column level the level asked for
 -- @column calibrated true from 30 distinct items on (the clusters of the covariance), where validation/rank_sets_families.py measured the family-wise coverage ({{figure rank_sets_families.spearman_sets range}} by Spearman, {{figure rank_sets_families.pearson_sets range}} by Pearson, at 95%, five pairs per item)
+-- @column skipped_null rows left out for a NULL vector (or a NULL element), per model (only with `bad_rows := 'skip'`)
+-- @column skipped_zero rows left out for a zero vector (only with `bad_rows := 'skip'`)
+-- @column skipped_nonfinite rows left out for a NaN or infinite coordinate (only with `bad_rows := 'skip'`)
 -- @notes
 -- The sets are Mogstad, Romano, Shaikh and Wilhelm's (as `emb_rank_models`), from joint normal
 -- draws with the correlations' item-clustered covariance, each pair studentized by
@@ -123,7 +133,7 @@ SELECT * FROM emb__ranked_rows(embeddings, model, (
           FROM emb__similarity_inputs(pairs, emb__checked_source(embeddings, 'emb_rank_similarity', model,
                                                                  emb__outputs_emb_rank_similarity()),
                                       model, a, b, score, item, vector, skip := emb__skip_rows(bad_rows)))
-    WHERE emb__udf_ok(__emb_r)));
+    WHERE emb__udf_ok(__emb_r)), vector := vector, skip := emb__skip_asked(bad_rows));
 
 -- @function emb_rank_classification(predictions, statistic := 'accuracy', model := 'model', item := 'item', "group" := NULL, level := 0.95, replicates := 2000, seed := 42)
 -- Rank K classifiers by accuracy or macro-F1 on per-item predictions, with simultaneous confidence
@@ -187,7 +197,7 @@ SELECT * FROM emb__ranked_rows(predictions, model, (
 -- @param level the simultaneous confidence level, between 0 and 1
 -- @param replicates the number of joint normal draws, a whole number from 2 to 1,000,000
 -- @param seed the random seed, a whole number (0 or more)
--- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its row; `'skip'`: those rows are left out
+-- @param bad_rows `'error'` (the default): a NULL, zero or non-finite vector is an error naming its row; `'skip'`: those rows are left out and counted per ranked model (an item must then be left out of every model, or be missing from none: the models are compared on the same items)
 -- @column <model> the model, under the model column's own name
 -- @column statistic `cka`
 -- @column estimate the debiased CKA of the model with the reference (as `emb_compare_cka`'s `cka_a`)
@@ -199,6 +209,9 @@ SELECT * FROM emb__ranked_rows(predictions, model, (
 -- @column top whether the model is in the confidence set for the best (rank_low = 1)
 -- @column level the level asked for
 -- @column calibrated true from 30 groups (or 30 items without `"group"`) on, where validation/rank_sets_families.py measured the family-wise coverage ({{figure rank_sets_families.cka_sets range}} at 95%)
+-- @column skipped_null rows left out for a NULL vector (or a NULL element), per model (only with `bad_rows := 'skip'`)
+-- @column skipped_zero rows left out for a zero vector (only with `bad_rows := 'skip'`)
+-- @column skipped_nonfinite rows left out for a NaN or infinite coordinate (only with `bad_rows := 'skip'`)
 -- @notes
 -- The sets are Mogstad, Romano, Shaikh and Wilhelm's (as `emb_rank_models`), from joint normal draws
 -- with the covariance of the paired delete-one jackknife over the items or groups (the replicates
@@ -222,4 +235,4 @@ SELECT * FROM emb__ranked_rows(source, model, (
                                                          'emb_rank_cka',
                                                          [['item', item], ['vector', vector], ['group', "group"]]),
                                       item, model, vector, "group", skip := emb__skip_rows(bad_rows)))
-    WHERE emb__udf_ok(__emb_r)));
+    WHERE emb__udf_ok(__emb_r)), vector := vector, skip := emb__skip_asked(bad_rows));

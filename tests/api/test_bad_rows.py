@@ -356,6 +356,27 @@ def test_emb_rank_models_skipping_gives_the_cleaned_tables_ranks_and_the_counts(
     assert {row["m"]: {k: row[k] for k in COUNTS["a"]} for row in got_rows} == COUNTS
 
 
+def test_emb_rank_cka_skipping_gives_the_cleaned_tables_ranks_and_the_counts(con):
+    """Item i05 is unusable in every model (so the models stay paired once it is skipped): NULL in the
+    reference r, zero in x, NaN in y and NULL in z; the counts are the ranked models'."""
+    rng = np.random.default_rng(11)
+    base = rng.normal(size=(40, 6))
+    rows = [{"m": m, "item": f"i{i:02d}", "v": (base[i] + s * rng.normal(size=6)).tolist()}
+            for m, s in (("r", 0.1), ("x", 0.3), ("y", 0.8), ("z", 1.5)) for i in range(40)]
+    bad = {"r": None, "x": [0.0] * 6, "y": [float("nan")] * 6, "z": None}
+    con.register("cka_bad", pa.Table.from_pylist([{**r, "v": bad[r["m"]]} if r["item"] == "i05" else r for r in rows]))
+    con.register("cka_clean", pa.Table.from_pylist([r for r in rows if r["item"] != "i05"]))
+    call = "emb_rank_cka('{}', 'item', 'v', 'r', model := 'm', replicates := 200{})"
+    got = con.sql("SELECT * FROM " + call.format("cka_bad", ", bad_rows := 'skip'"))
+    expected = con.sql("SELECT * FROM " + call.format("cka_clean", ""))
+    got_rows = [dict(zip(got.columns, row)) for row in got.fetchall()]
+    expected_rows = [dict(zip(expected.columns, row)) for row in expected.fetchall()]
+    _same([{k: row[k] for k in expected.columns} for row in got_rows], expected_rows)
+    assert {row["m"]: (row["skipped_null"], row["skipped_zero"], row["skipped_nonfinite"]) for row in got_rows} == \
+        {"x": (0, 1, 0), "y": (0, 0, 1), "z": (1, 0, 0)}
+    assert "skipped_null" not in expected.columns
+
+
 # ---------------------------------------------------------------------------------------------- retrieval faces
 # Two models (a: 3-d, b: 4-d).  Documents d00..d11 in topics t0..t2 (i mod 3); queries q00..q23 in
 # paraphrase groups p0..p5 (i mod 6), strength i // 6 mod 2, positive d(2 (i mod 6)): only even
