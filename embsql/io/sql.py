@@ -63,7 +63,7 @@ def run_sql(con: duckdb.DuckDBPyConnection, query: str) -> pa.Table:
     ...     embsql.run_sql(con, "SELECT * FROM emb_anova('ex', 'g', 'v', models := 'm')")
     ... except embsql.ArgumentError as error:
     ...     print(error)
-    embsql: [argument.unknown] emb_anova has no argument models :=; it takes: source, "group", vector, model, bad_rows
+    embsql: [argument.unknown] emb_anova has no argument models :=; it takes: source, "group", vector, model, item, bad_rows
     """
     try:
         return con.sql(query).to_arrow_table()
