@@ -10,6 +10,7 @@ block, each block's vectors a view of its Arrow batch (retrieve ranks them as th
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -119,7 +120,7 @@ def _parts(con: duckdb.DuckDBPyConnection, source: Source, what: str, query: str
             try:
                 raw = raw_vectors(part.column("v"), where, vector, dim)
             except BadVectorError as error:
-                raise BadVectorError(f"{what} {source.name!r}: {error}") from None
+                raise BadVectorError(f"{what} {source.name!r}: {error}", kind=error.kind) from None
             yield value, ids, part.column("g").to_pylist() if group else None, raw, where
         first_row += read
 
@@ -139,7 +140,8 @@ def read_vectors(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, i
     none of whose rows is left is left out."""
     query, counts, dtype = _select(con, source, what, id_col=id_col, id_role=id_role, vector=vector, model=model,
                                    group=group)
-    parts: dict[object, dict] = {m: {"ids": [], "group": [], "vectors": None, "filled": 0} for m in counts}
+    parts: dict[object, dict] = {m: {"ids": [], "group": [], "vectors": None, "filled": 0, "namers": []}
+                                 for m in counts}
     for value, ids, labels, raw, where in _parts(con, source, what, query, id_col=id_col, id_role=id_role,
                                                  vector=vector, model=model, group=group, batch_rows=BATCH_ROWS,
                                                  skip=skip):
@@ -148,6 +150,7 @@ def read_vectors(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, i
             state["vectors"] = np.empty((counts[value], raw.shape[1]), dtype=dtype)
         _check_width(raw, state["vectors"].shape[1], what, source.name, vector, where)
         state["vectors"][state["filled"]:state["filled"] + len(raw)] = raw
+        state["namers"].append((state["filled"], where))    # the part's first row in vectors, and its namer
         state["filled"] += len(raw)
         state["ids"].append(ids)
         if group:
@@ -159,7 +162,8 @@ def read_vectors(con: duckdb.DuckDBPyConnection, source: Source, what: str, *, i
         vectors = state["vectors"][:state["filled"]]
         ids = pa.concat_arrays(state["ids"]) if len(state["ids"]) > 1 else state["ids"][0]
         out[value] = Vectors(ids, state["group"] if group else None, vectors,
-                             _inverse_norms(vectors, ids, what, source.name, vector, id_role))
+                             _inverse_norms(vectors, ids, what, source.name, vector, id_role,
+                                            _joined_namer(state["namers"])))
         _check_unique(ids, what, source.name, id_col, id_role, value)
     if not out and skip is not None:
         skip.nothing_left(f"{what} {source.name!r}")
@@ -243,6 +247,18 @@ def stream_vectors(con: duckdb.DuckDBPyConnection, source: Source, what: str, id
                                                              where))
 
 
+def _joined_namer(namers: list[tuple[int, Namer]]) -> Namer:
+    """Name row i of a model's vectors gathered from several parts: by the namer of its part, which
+    counts the table's rows (a row's place among one model's vectors is not its row in the table)."""
+    starts = [start for start, _ in namers]
+
+    def where(i: int) -> str:
+        k = bisect.bisect_right(starts, i) - 1
+        start, namer = namers[k]
+        return namer(i - start)
+    return where
+
+
 def _first_null(values: pa.Array) -> int:
     return int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
 
@@ -271,7 +287,8 @@ def _inverse_norms(vectors: np.ndarray, ids: pa.Array, what: str, name: str, vec
             row = block[i - a]
             word = "zero-length" if np.isfinite(scale[i - a]) else "NaN" if np.isnan(row).any() else "infinite"
             place = f"row {i + 1} ({role} {ids[i].as_py()!r})" if where is None else where(i)
-            raise bad_vector(vector, word, f"{what} {name!r} {place}")
+            error = bad_vector(vector, word, place)
+            raise BadVectorError(f"{what} {name!r}: {error}", kind=error.kind)
         block /= scale[:, None]            # no overflow or underflow in the squares
         out[a:a + len(block)] = 1.0 / (np.sqrt(np.einsum("ij,ij->i", block, block)) * scale)
     return out

@@ -89,9 +89,9 @@ WHERE CASE
         THEN emb__fail_label_null('model', format('''{}''', model), 'NULL', format(' in embeddings ''{}''', embeddings))
     WHEN (SELECT count(*) FROM bad) > 0
         THEN (SELECT emb__fail_vector(__emb_bad, format('''{}''', vector),
-                                      format('item ''{}''{} (row {} of embeddings ''{}'')', __emb_i,
-                                             CASE WHEN __emb_m = '' THEN '' ELSE format(' of model ''{}''', __emb_m) END,
-                                             __emb_erow, embeddings)) FROM bad)
+                                      format('row {} ({})', __emb_erow,
+                                             concat_ws(', ', CASE WHEN __emb_m <> '' THEN format('model ''{}''', __emb_m) END,
+                                                       format('item ''{}''', __emb_i)))) FROM bad)
     WHEN (SELECT __emb_i FROM twice) IS NOT NULL
         THEN emb__fail_label_duplicate(format('''{}''', (SELECT __emb_i FROM twice)), format('''{}''', embeddings))
     WHEN __emb_pa IS NULL OR __emb_pb IS NULL

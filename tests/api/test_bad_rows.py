@@ -751,15 +751,16 @@ def test_the_plain_sql_similarity_skips_or_refuses_a_bad_vector(con, function, r
     expected = _sql_rows(con, call.format(t="clean", skip=""))
     _same_with_counts(got, expected, COUNTS, "m")
     # without skipping: the first bad row (model a, item i03, row 4) by its kind, item, model and row
-    with pytest.raises(duckdb.Error, match=r"embsql: \[vector\.null\] vector column 'v' has a NULL vector at item "
-                                           r"'i03' of model 'a' \(row 4 of embeddings 't'\)"):
+    with pytest.raises(duckdb.Error, match=r"embsql: \[vector\.null\] vector column 'v' has a NULL vector at row 4 "
+                                           r"\(model 'a', item 'i03'\);"):
         con.sql(f"SELECT * FROM {call.format(t='t', skip='')}").fetchall()
     for word, kind, vector in [("zero-length", "zero", "[0.0, 0.0, 0.0, 0.0, 0.0]"),
                                ("NaN", "nonfinite", "['nan'::DOUBLE, 1, 1, 1, 1]"),
                                ("NULL-element", "null_element", "[NULL, 1.0, 1, 1, 1]")]:
         con.execute(f"CREATE OR REPLACE TABLE z AS SELECT * REPLACE (CASE WHEN item = 'i07' THEN {vector} ELSE v END AS v) "
                     "FROM clean WHERE m = 'c'")
-        with pytest.raises(duckdb.Error, match=rf"embsql: \[vector\.{kind}\] .* has a {word} vector at item 'i07'"):
+        with pytest.raises(duckdb.Error,
+                           match=rf"embsql: \[vector\.{kind}\] .* has a {word} vector at row \d+ \(model 'c', item 'i07'\)"):
             con.sql(f"SELECT * FROM {call.format(t='z', skip='')}").fetchall()
 
 
@@ -775,3 +776,22 @@ def test_a_bad_vector_is_named_by_model_item_and_row_on_compare_and_similarity(c
     for call in calls:
         with pytest.raises(embsql.BadVectorError, match=r"NULL vector at row 4 \(model 'a', item 'i03'"):
             call()
+
+
+@pytest.mark.parametrize("function", ["emb_similarity_eval", "emb_similarity_pearson", "emb_similarity_spearman"])
+def test_a_bad_embedding_is_named_alike_by_python_and_every_sql_similarity_function(function):
+    """One wording of the rule (the table's row from 1, model, item) from Python, the UDFs and the plain-SQL tier."""
+    con = embsql.connect()
+    # two models, their rows interleaved: the bad vector is model b's 4th row and the table's 8th
+    con.register("e", pa.table({"m": ["a", "b"] * 4, "item": ["i0", "i0", "i1", "i1", "i2", "i2", "i3", "i3"],
+                                "v": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.5, 1.0], [2.0, 1.0], [1.0, 2.0],
+                                      [1.0, 3.0], [float("nan"), 1.0]]}))
+    con.register("p", pa.table({"item_a": ["i0", "i1"], "item_b": ["i1", "i3"], "score": [1.0, 2.0]}))
+    with pytest.raises(embsql.BadVectorError) as python:
+        embsql.similarity_eval(con, "p", "e", vector="v", item="item", model="m")
+    with pytest.raises(duckdb.Error) as sql:
+        con.sql(f"SELECT * FROM {function}('p', 'e', model := 'm', vector := 'v')").fetchall()
+    said = str(python.value).split(": ", 1)[1]
+    assert said.startswith("vector column 'v' has a NaN vector at row 8 (model 'b', item 'i3')")
+    assert python.value.kind == "vector.nonfinite"
+    assert f"embsql: [vector.nonfinite] {said}" in str(sql.value)
