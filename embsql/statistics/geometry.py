@@ -65,7 +65,7 @@ models, with a jackknife SE, a 95% interval for the population CKA and a permuta
   debiased one is NULL, with a `note`, where a model's unbiased HSIC with itself is not positive.
 - **Interval.** The biased CKA is biased upward by far more than its SE when the dimensions are
   large next to the number of items (0.73 for a population CKA of 0.14 with 200 items of d = 384
-  against 768), so `cka ± 1.96·se` can cover the population value in 0% of samples.  `ci_low`,
+  against 768), so `cka ± 1.96·se` covered the population value in {{figure cka.naive_coverage range}} of samples.  `ci_low`,
   `ci_high` come from the debiased CKA, which is unbiased: coverage {{figure cka.centre range}} at 30-40 groups or
   40 items, d = 16/384 and 384/768, CKA 0.12-0.86 (validation/cka_interval_centre.py; {{figure cka.centre_groups range}} with
   groups, higher with independent items at a low CKA).""",
@@ -97,8 +97,8 @@ PROCRUSTES = Statistic(
                                         "calibrated: see the notes)"),
              Output("ci_high", "DOUBLE", "its upper end"),
              Output("calibrated", "BOOLEAN", "always false: r's upward bias in high dimension is larger than the "
-                    "jackknife removes (it covered 10% in one design of validation/cka_validity.py); for a calibrated "
-                    "interval use `emb_cka`"),
+                    "jackknife removes (it covered {{figure procrustes.coverage range}} in "
+                    "validation/cka_validity.py); for a calibrated interval use `emb_cka`"),
              Output("p_value", "DOUBLE", "permutation p: the items of `model_b` permuted, counting permutations whose "
                     "r reaches r − √(machine epsilon), as `protest` does: (b + 1)/(B + 1)"),
              Output("permutations", "BIGINT"), Output("items", "BIGINT", "items compared"), GROUPS,
