@@ -21,14 +21,14 @@ uv pip freeze --python .venv-lowest/bin/python | grep -v '^embsql' > .venv-lowes
 tools=$(.venv-lowest/bin/python - <<'PY'
 import re, tomllib
 extra = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["test"]
-wanted = {"pytest", "pytest-xdist", "hypothesis", "scipy", "mpmath", "pandas", "polars", "statsmodels", "duckdb-cli",
+wanted = {"pytest", "pytest-xdist", "hypothesis", "mpmath", "pandas", "polars", "statsmodels", "duckdb-cli",
           "scikit-learn"}
 print(" ".join(r for r in extra if re.match(r"[A-Za-z0-9_.-]+", r)[0] in wanted))
 PY
 )
 # shellcheck disable=SC2086  # one word per requirement
 uv pip install -q --python .venv-lowest/bin/python -c .venv-lowest/bounds.txt $tools
-echo "lowest allowed runtime dependencies: $(grep -iE '^(duckdb|pyarrow|numpy|sqlglot|rich|matplotlib)==' .venv-lowest/bounds.txt | tr '\n' ' ')"
+echo "lowest allowed runtime dependencies: $(grep -iE '^(duckdb|pyarrow|numpy|scipy|sqlglot|rich|matplotlib)==' .venv-lowest/bounds.txt | tr '\n' ' ')"
 EMBSQL_LOWEST_BOUNDS=1 .venv-lowest/bin/pytest -q -n auto --dist loadscope -m "not engines and not browser and not slow" \
     --deselect tests/project/test_tooling.py --deselect tests/api/test_compare_retrieval.py::test_hand_worked_three_groups tests
 echo "lowest-bounds step: $((SECONDS - start)) s"

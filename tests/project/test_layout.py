@@ -27,7 +27,8 @@ from helpers import ROOT
 PACKAGE = ROOT / "embsql"
 # threadpoolctl: the kernels that share small BLAS products between their own threads hold BLAS to one
 # thread (core.permutation.one_blas_thread); it controls the computation, it reads and writes nothing
-CORE_MAY_IMPORT = ("numpy", "threadpoolctl", "embsql.errors", "embsql.core")
+# scipy.sparse: arithmetic on arrays (core.sums.add_runs adds runs of rows as a sparse 0/1 product)
+CORE_MAY_IMPORT = ("numpy", "threadpoolctl", "scipy.sparse", "embsql.errors", "embsql.core")
 LAZY_IMPORTS_ALLOWED = ("embsql.cli",)   # the command line imports the package when a command runs
 
 
@@ -155,7 +156,8 @@ def type_checking_back_edges(modules: dict[str, list[Import]]) -> list[str]:
 
 def core_import_problems(modules: dict[str, list[Import]]) -> list[str]:
     allowed_top = set(sys.stdlib_module_names)
-    return [f"{name}:{imp.line} imports {imp.target}; core/ imports numpy, threadpoolctl, errors and the standard library only"
+    return [f"{name}:{imp.line} imports {imp.target}; core/ imports numpy, scipy.sparse, threadpoolctl, errors and"
+            " the standard library only"
             for name, found in sorted(modules.items()) if name == "embsql.core" or name.startswith("embsql.core.")
             for imp in found
             if imp.target.split(".")[0] not in allowed_top
