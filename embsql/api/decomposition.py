@@ -11,7 +11,6 @@ is held to the same rows by tests.
 from __future__ import annotations
 
 import duckdb
-import numpy as np
 
 from embsql.core.decomposition import ANOVA_COLUMNS, DISTANCE_COLUMNS, GROUP_COLUMNS, anova_row, distance_anova_row, group_rows
 from embsql.io.distance_tables import read_distance_table
@@ -214,6 +213,5 @@ def anova_dist(con: duckdb.DuckDBPyConnection, distances: TableLike, *, labels: 
     with local_sources(con, distances, labels) as (distances_name, labels_name):
         table = read_distance_table(con, resolve(con, distances_name), resolve(con, labels_name), group=group,
                                     item=item, i=i, j=j, distance=distance)
-    index: dict[object, int] = {}
-    codes = np.fromiter((index.setdefault(label, len(index)) for label in table.labels), np.int64, len(table.labels))
-    return ResultTable.from_dicts("anova_dist", DISTANCE_COLUMNS, [distance_anova_row(table.squared, codes, column=group)])
+    return ResultTable.from_dicts("anova_dist", DISTANCE_COLUMNS,
+                                  [distance_anova_row(table.squared, table.codes, column=group)])

@@ -28,10 +28,10 @@ from embsql.io.sources import Source
 
 @dataclass(frozen=True)
 class DistanceTable:
-    """The labelled items (ordered by id), their group labels and squared distances."""
+    """The labelled items (ordered by id), their groups and squared distances."""
 
     ids: list
-    labels: list
+    codes: np.ndarray        # each item's group, 0..G-1 in order of first appearance
     squared: np.ndarray      # n x n, symmetric, zero diagonal
 
 
@@ -51,8 +51,8 @@ def _columns(con: duckdb.DuckDBPyConnection, source: Source, columns: dict[str, 
     return con.sql(exp.select(*selected).from_(source.table).sql("duckdb")).to_arrow_table()
 
 
-def _labels(table: pa.Table, source: Source, group: str, item: str) -> tuple[pa.Array, list]:
-    """The labelled ids (sorted) and their group labels, under the label rule."""
+def _labels(table: pa.Table, source: Source, group: str, item: str) -> tuple[pa.Array, np.ndarray]:
+    """The labelled ids (sorted) and their groups as codes, under the label rule."""
     ids, groups = table.column(0).combine_chunks(), table.column(1).to_pylist()
     for row, value in enumerate(ids.to_pylist()):
         word = bad_label(value)
@@ -70,7 +70,9 @@ def _labels(table: pa.Table, source: Source, group: str, item: str) -> tuple[pa.
     repeated = next((value for value, after in zip(listed, listed[1:]) if value == after), None)
     if repeated is not None:
         fail("label.duplicate", id=repeated, source=source.name)
-    return ids, [clean_label(label, group) for label in groups]
+    index: dict[object, int] = {}
+    return ids, np.fromiter((index.setdefault(clean_label(label, group), len(index)) for label in groups), np.int64,
+                            len(groups))
 
 
 def _positions(column: pa.ChunkedArray, ids: pa.Array) -> np.ndarray:
@@ -99,7 +101,7 @@ def read_distance_table(con: duckdb.DuckDBPyConnection, distances: Source, label
     """The checked squared-distance matrix of the labelled items of ``labels`` from ``distances``
     (one row per pair of items, in either order, each pair once or both ways with one distance;
     zero self-distances allowed)."""
-    ids, groups = _labels(_columns(con, labels, {"id": item, "group": group}), labels, group, item)
+    ids, codes = _labels(_columns(con, labels, {"id": item, "group": group}), labels, group, item)
     pairs = _columns(con, distances, {"first item": i, "second item": j, "distance": distance},
                      double="distance")
     first, second = pairs.column(0), pairs.column(1)
@@ -141,4 +143,4 @@ def read_distance_table(con: duckdb.DuckDBPyConnection, distances: Source, label
     np.nan_to_num(upper, copy=False, nan=0.0)      # the diagonal and the lower triangle
     squared = upper * upper
     squared += squared.T
-    return DistanceTable(ids=listed, labels=groups, squared=squared)
+    return DistanceTable(ids=listed, codes=codes, squared=squared)

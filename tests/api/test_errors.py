@@ -226,6 +226,10 @@ def test_distance_null_label_and_duplicate_id(con):
     assert dist_error(con, PAIRS, null_label, error=embsql.BadLabelError) == (
         'embsql: [label.null] group column "g" has a NULL label for id 2; every row needs a '
         'label (filter those rows out, or give them one)')
+    null_id = pa.table({"id": [1, None, 3, 4], "g": ["A", "A", "B", "B"]})
+    con.register("lab", null_id)
+    with pytest.raises(embsql.BadLabelError, match=r'^id column "id" has a NULL label at row 2 of lab; every row'):
+        embsql.anova_dist(con, "dist", labels="lab", group="g", item="id")
     duplicate = pa.table({"id": [1, 2, 3, 4, 4], "g": ["A", "A", "B", "B", "B"]})
     assert dist_error(con, PAIRS, duplicate, error=embsql.BadLabelError) == \
         "embsql: [label.duplicate] id 4 appears more than once in lab"
