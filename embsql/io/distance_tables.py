@@ -87,13 +87,31 @@ def _positions(column: pa.ChunkedArray, ids: pa.Array) -> np.ndarray:
     return pc.index_in(column, value_set=ids).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def _first_missing(upper: np.ndarray) -> tuple[int, int]:
-    """The first (a, b), a < b, in row order whose entry of ``upper`` is NaN."""
-    for a in range(len(upper) - 1):
-        gaps = np.flatnonzero(np.isnan(upper[a, a + 1:]))
-        if len(gaps):
-            return a, a + 1 + int(gaps[0])
-    raise AssertionError("no pair is missing")
+def _distinct_pairs(keys: np.ndarray, d: np.ndarray, n: int, ids: list) -> np.ndarray:
+    """The distinct keys a * n + b of the pairs a < b (sorted); a pair given twice with two distances
+    is refused, naming the first such pair (by its ids)."""
+    order = np.argsort(keys, kind="stable")
+    keys, d = keys[order], d[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    low, high = np.minimum.reduceat(d, starts), np.maximum.reduceat(d, starts)
+    clash = np.flatnonzero(low != high)
+    if len(clash):
+        k = int(clash[0])
+        a, b = divmod(int(keys[starts[k]]), n)
+        fail("distance.asymmetric", i=ids[a], j=ids[b], d=float(low[k]), other=float(high[k]))
+    return keys[starts]
+
+
+def _missing_pair(distinct: np.ndarray, n: int) -> tuple[int, int]:
+    """The first pair (a, b), a < b, in row order whose key a * n + b is not among the sorted
+    ``distinct`` keys (some is missing)."""
+    rows = np.arange(n, dtype=np.int64)
+    firsts = rows * n - rows * (rows + 1) // 2          # the rank of pair (r, r + 1) in row order
+    a, b = np.divmod(distinct, n)
+    gaps = np.flatnonzero(firsts[a] + (b - a - 1) != np.arange(len(distinct)))
+    rank = int(gaps[0]) if len(gaps) else len(distinct)
+    row = int(np.searchsorted(firsts, rank, side="right")) - 1
+    return row, rank - int(firsts[row]) + row + 1
 
 
 def read_distance_table(con: duckdb.DuckDBPyConnection, distances: Source, labels: Source, *, group: str,
@@ -126,19 +144,16 @@ def read_distance_table(con: duckdb.DuckDBPyConnection, distances: Source, label
         at = a[wrong_self[0]]
         fail("distance.self", id=listed[at], distance=float(d[self_pair & (a == at)].max()))
     low, high, d = np.minimum(a, b)[~self_pair], np.maximum(a, b)[~self_pair], d[~self_pair]
-    n = len(listed)
-    upper = np.full((n, n), np.nan)
-    upper[low, high] = d
-    clash = np.flatnonzero(upper[low, high] != d)     # a pair given twice, the last distance differing
-    if len(clash):
-        k = int(clash[0])
-        given = d[(low == low[k]) & (high == high[k])]
-        fail("distance.asymmetric", i=listed[low[k]], j=listed[high[k]], d=float(given.min()), other=float(given.max()))
-    needed = n * (n - 1) // 2
-    found = int(np.count_nonzero(~np.isnan(upper)))
-    if found < needed:
-        gap = _first_missing(upper)
-        fail("distance.incomplete", source=distances.name, pairs=found, n=n, needed=needed,
+    n, needed = len(listed), len(listed) * (len(listed) - 1) // 2
+    complete = False
+    if len(d) >= needed:      # (with fewer rows some pair is missing: no n x n matrix is allocated)
+        upper = np.full((n, n), np.nan)
+        upper[low, high] = d
+        complete = bool(np.all(upper[low, high] == d)) and int(np.count_nonzero(~np.isnan(upper))) == needed
+    if not complete:          # a pair with two distances, else a missing pair: name the first
+        distinct = _distinct_pairs(low * n + high, d, n, listed)
+        gap = _missing_pair(distinct, n)
+        fail("distance.incomplete", source=distances.name, pairs=len(distinct), n=n, needed=needed,
              example=f"({listed[gap[0]]}, {listed[gap[1]]})")
     np.nan_to_num(upper, copy=False, nan=0.0)      # the diagonal and the lower triangle
     squared = upper * upper

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 import embsql
+from embsql.errors import sql_message
 from embsql.io.resources import sql_entry_file
 
 COLUMNS = ("n", "groups", "ss_t", "ss_w", "ss_b", "r2", "r2_null", "f")
@@ -122,3 +123,35 @@ def test_cosine_distances_give_anova_on_the_vectors(con):
     from_distances = embsql.anova_dist(con, "dist", labels="lab", group="g", item="id").to_dicts()[0]
     assert from_vectors["r2"] == pytest.approx(0.5, abs=0.45)      # neither 0 nor 1: a test that can fail
     assert from_distances == pytest.approx({k: from_vectors[k] for k in COLUMNS}, rel=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_missing_pair_is_named_as_the_smallest_missing_pair_of_ids(con, stock, seed):
+    """Random pairs left out of a table whose other pairs come once or both ways (so that a table
+    can have more rows than pairs and still lack one): both routes name the smallest missing pair of
+    ids, as a brute-force search finds it, and count the distinct pairs."""
+    rng = np.random.default_rng(seed)
+    ids = sorted(int(k) for k in rng.choice(100, size=7, replace=False))
+    every = [(a, b) for a in ids for b in ids if a < b]
+    missing = {every[k] for k in rng.choice(len(every), size=int(rng.integers(1, 4)), replace=False)}
+    if seed == 0:
+        missing = {every[-1]}                      # the last pair in row order
+    pairs = []
+    for a, b in every:
+        if (a, b) not in missing:
+            d = float(rng.uniform(0.1, 2.0))
+            pairs += [(a, b, d), (b, a, d)] if rng.random() < 0.6 else [(b, a, d)]
+    pairs = [pairs[k] for k in rng.permutation(len(pairs))]
+    labels = [(item, "AB"[k % 2]) for k, item in enumerate(ids)]
+    expected = (f"embsql: [distance.incomplete] distance table dist has {len(every) - len(missing)} distinct pairs, "
+                f"but 7 labelled ids need 21: missing pair(s), e.g. ({min(missing)[0]}, {min(missing)[1]})")
+    for c in (con, stock):
+        for name, table in tables(pairs, labels).items():
+            c.register(name, table)
+    with pytest.raises(embsql.DistanceTableError) as info:
+        embsql.anova_dist(con, "dist", labels="lab", group="g", item="id")
+    assert sql_message(info.value) == expected
+    for c in (con, stock):
+        with pytest.raises(duckdb.Error) as raised:
+            c.sql("SELECT * FROM emb_anova_dist('dist', 'lab', 'g')").fetchall()
+        assert expected in str(raised.value)

@@ -156,8 +156,10 @@ def dist_error(con, pairs, labels=LABELS, error=embsql.InputError):
     return message
 
 
-def test_distance_both_orders_disagree(con):
-    assert dist_error(con, PAIRS + [(2, 1, 0.25)], error=embsql.DistanceTableError) == \
+@pytest.mark.parametrize("others", [PAIRS[1:], PAIRS[1:-2]], ids=["every pair", "pairs missing too"])
+def test_distance_both_orders_disagree(con, others):
+    """Named before a missing pair, whether the table has a row for every pair or fewer rows than pairs."""
+    assert dist_error(con, [(2, 1, 0.25)] + others + [PAIRS[0]], error=embsql.DistanceTableError) == \
         "embsql: [distance.asymmetric] pair (1, 2) is given in both orders with different distances (0.2 and 0.25)"
 
 
