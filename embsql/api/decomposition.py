@@ -1,19 +1,20 @@
 """The Python face of the descriptive statistics: anova, groups and anova_dist.
 
 ``anova`` and ``groups`` run stage 1 (embsql.io.table_stream) on DuckDB and stage 2
-(embsql.core.decomposition) in numpy; ``anova_dist`` runs the emb_anova_dist macro, so the
-distance route has exactly one implementation.
+(embsql.core.decomposition) in numpy; ``anova_dist`` reads the distance and labels tables on DuckDB
+into a checked matrix of squared distances (embsql.io.distance_tables) and decomposes it in numpy
+(embsql.core.decomposition.distance_anova_row).  None of them calls an embsql SQL function, so none
+needs ``register``; the SQL function emb_anova_dist, which the stock DuckDB CLI runs without Python,
+is held to the same rows by tests.
 """
 
 from __future__ import annotations
 
 import duckdb
-from sqlglot import exp
 
-from embsql.core.decomposition import ANOVA_COLUMNS, GROUP_COLUMNS, anova_row, group_rows
-from embsql.io.registration import register
+from embsql.core.decomposition import ANOVA_COLUMNS, DISTANCE_COLUMNS, GROUP_COLUMNS, anova_row, distance_anova_row, group_rows
+from embsql.io.distance_tables import read_distance_table
 from embsql.io.sources import TableLike, local_sources, opened, resolve
-from embsql.io.sql import run_sql
 from embsql.io.table_stream import Skipped, group_sums
 from embsql.result_table import ResultTable
 from embsql.vocabulary import check_model_name
@@ -155,7 +156,9 @@ def anova_dist(con: duckdb.DuckDBPyConnection, distances: TableLike, *, labels: 
 
     SS_T = (1/n) Σ_{i<j} d_ij², SS_W = Σ_g (1/n_g) Σ_{i<j in g} d_ij² (the sums of squares of the
     principal-coordinates embedding); with cosine-derived distances d² = 2 (1 - cos) it equals
-    :func:`embsql.anova` on the vectors.  Runs the SQL function ``emb_anova_dist``.
+    :func:`embsql.anova` on the vectors.  The tables are read once on DuckDB and the sums taken in
+    numpy (memory O(n²) for n labelled items, as the table itself); the SQL function
+    ``emb_anova_dist`` computes the same rows in SQL alone.
 
     SS_B = SS_T - SS_W is returned signed, with R² and F as their definitions give, as vegan's
     ``adonis2`` does: it is never negative for a Euclidean-embeddable dissimilarity, but for one that
@@ -190,9 +193,12 @@ def anova_dist(con: duckdb.DuckDBPyConnection, distances: TableLike, *, labels: 
 
     Raises
     ------
-    SqlInputError
-        ``distance.*`` (a NULL id, an invalid, asymmetric or missing distance, an unlabelled item),
-        ``column.missing``, ``label.null``, ``design.*``.
+    InputError
+        ``distance.*`` (DistanceTableError: a NULL id, a NULL, NaN, infinite or negative distance,
+        an item's non-zero distance to itself, a pair given in both orders with different
+        distances, a missing pair, an unlabelled item), ``column.missing``, ``label.null`` (a NULL
+        or NaN id or group label), ``label.duplicate``, ``source.empty``, ``design.*`` (one group,
+        n = G, every distance 0).
 
     Examples
     --------
@@ -204,13 +210,8 @@ def anova_dist(con: duckdb.DuckDBPyConnection, distances: TableLike, *, labels: 
     >>> round(embsql.anova_dist(con, "dist", labels="lab", group="g", item="id").r2, 4)
     0.8947
     """
-    if not con.sql("SELECT 1 FROM duckdb_functions() WHERE function_name = 'emb_anova_dist'").fetchall():
-        register(con)  # a plain connection: the macro is needed; re-running the SQL file each call is not
     with local_sources(con, distances, labels) as (distances_name, labels_name):
-        for name in (distances_name, labels_name):
-            resolve(con, name)
-        # the column names by position (emb_anova_dist's order), the same whatever SQL calls its arguments
-        call = exp.func("emb_anova_dist", *(exp.Literal.string(s) for s in
-                                            (distances_name, labels_name, group, i, j, distance, item)))
-        result = run_sql(con, exp.select("*").from_(call).sql("duckdb"))
-    return ResultTable.from_dicts("anova_dist", result.column_names, result.to_pylist())
+        table = read_distance_table(con, resolve(con, distances_name), resolve(con, labels_name), group=group,
+                                    item=item, i=i, j=j, distance=distance)
+    return ResultTable.from_dicts("anova_dist", DISTANCE_COLUMNS,
+                                  [distance_anova_row(table.squared, table.codes, column=group)])

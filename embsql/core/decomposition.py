@@ -14,11 +14,13 @@ from __future__ import annotations
 import numpy as np
 
 from embsql.core import design, precision
+from embsql.core.permutation import within_pairs
 from embsql.core.sums import GroupSums
 
 ANOVA_COLUMNS = ("n", "groups", "ss_t", "ss_w", "ss_b", "r2", "r2_null", "f", "v",
                  "mean_resultant_length", "w_bar")
 GROUP_COLUMNS = ("group", "n_g", "w", "w_tilde", "resolved")
+DISTANCE_COLUMNS = ANOVA_COLUMNS[:8]     # the distance route has no vectors: no v, mean resultant length, w_bar
 
 
 def between_ss(sums: GroupSums, centre: np.ndarray | None = None) -> np.ndarray:
@@ -47,9 +49,33 @@ def anova_row(sums: GroupSums, by_value: object = None) -> dict:
     design.check_groups(groups, int(n), needs="the decomposition", value=by_value)
     ss_t = ss_w + ss_b
     precision.check_spread(ss_t, ss_w, int(n), model=by_value)
-    return {"n": int(n), "groups": groups, "ss_t": ss_t, "ss_w": ss_w, "ss_b": ss_b, "r2": ss_b / ss_t,
-            "r2_null": (groups - 1) / (n - 1), "f": (ss_b / (groups - 1)) / (ss_w / (n - groups)), "v": ss_t / n,
+    return {**decomposition(int(n), groups, ss_t, ss_w, ss_b), "v": ss_t / n,
             "mean_resultant_length": parts["mean_resultant_length"], "w_bar": ss_w / n}
+
+
+def decomposition(n: int, groups: int, ss_t: float, ss_w: float, ss_b: float) -> dict:
+    """The figures of DISTANCE_COLUMNS from the sums of squares: R² = SS_B / SS_T, its null
+    expectation (G - 1) / (n - 1), and pseudo-F = (SS_B / (G - 1)) / (SS_W / (n - G)), infinite when
+    SS_W = 0 (every group's items coincide)."""
+    return {"n": n, "groups": groups, "ss_t": ss_t, "ss_w": ss_w, "ss_b": ss_b, "r2": ss_b / ss_t,
+            "r2_null": (groups - 1) / (n - 1.0),
+            "f": (ss_b / (groups - 1)) / (ss_w / (n - groups)) if ss_w != 0 else float("inf")}
+
+
+def distance_anova_row(squared: np.ndarray, codes: np.ndarray, *, column: str | None = None) -> dict:
+    """The decomposition from an n x n matrix of squared dissimilarities (symmetric, zero diagonal) of
+    items in groups ``codes`` (0..G-1): SS_T = (1/n) sum_{i<j} d_ij^2, SS_W = sum_g (1/n_g)
+    sum_{i<j in g} d_ij^2 (the sums of squares of the principal-coordinates embedding), SS_B = SS_T - SS_W
+    signed: negative only for a dissimilarity that is not Euclidean-embeddable.  Squared distances add
+    without cancellation, so one pass suffices.  Raises DesignError where the decomposition is
+    undefined (``column``: the group column, named in the message)."""
+    n, groups = len(codes), int(codes.max()) + 1 if len(codes) else 0
+    design.check_groups(groups, n, needs="the decomposition", column=column, unit="id")
+    ss_t = float(np.triu(squared, 1).sum()) / n
+    precision.check_total_spread(ss_t, n, undefined="R2 and F are", distances=True)
+    first, second, weight = within_pairs(codes)
+    ss_w = float(squared[first, second] @ weight)
+    return decomposition(n, groups, ss_t, ss_w, ss_t - ss_w)
 
 
 def group_rows(sums: GroupSums) -> list[dict]:

@@ -11,8 +11,9 @@ from embsql.errors import fail
 
 
 def subject(column: str | None) -> str:
-    """How a message names the grouping: the group column when it is known."""
-    return "the group column" if column is None else f"group column {column!r}"
+    """How a message names the grouping: the group column when it is known, double-quoted as the SQL
+    functions' messages (emb__fail_design_*) name it, so both routes word a design refusal alike."""
+    return "the group column" if column is None else f'group column "{column}"'
 
 
 def by_value(value: object) -> tuple[str, str]:
@@ -27,7 +28,7 @@ def check_groups(groups: int, n: int, *, needs: str, column: str | None = None, 
     if groups < 2:
         fail("design.one_group", subject=subject(column), where=by_value(value)[0], needs=needs)
     if n == groups:
-        within = "" if column is None else f" in {column!r}"
+        within = "" if column is None else f' in "{column}"'
         fail("design.no_residual_df", within=within, unit=unit, n=int(n), where=by_value(value)[1],
              undefined=undefined)
 

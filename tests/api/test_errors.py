@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import embsql
-from embsql.errors import VECTOR_KINDS
+from embsql.errors import VECTOR_KINDS, sql_message
 
 pytestmark = pytest.mark.shared_connection   # the tests register tables and read: one `con` per module
 
@@ -134,22 +134,32 @@ def test_sql_errors_become_embsql_errors_in_python(con):
 
 
 # ---- the distance route -------------------------------------------------------------------
+# embsql.anova_dist reads the tables in Python (embsql.io.distance_tables) and emb_anova_dist checks
+# them in SQL: each refusal is tested on both, with one message ("embsql: [kind] ..." in SQL, the
+# kind's class with the same words in Python).
 
 LABELS = pa.table({"id": [1, 2, 3, 4], "g": ["A", "A", "B", "B"]})
 PAIRS = [(1, 2, 0.2), (1, 3, 1.0), (1, 4, 1.1), (2, 3, 0.9), (2, 4, 1.2), (3, 4, 0.3)]
 
 
-def dist_error(con, pairs, labels=LABELS):
+def dist_error(con, pairs, labels=LABELS, error=embsql.InputError):
+    """The refusal of anova_dist, as "embsql: [kind] message", after checking that emb_anova_dist
+    refuses the same tables with the same text."""
     con.register("dist", pa.table({"i": [p[0] for p in pairs], "j": [p[1] for p in pairs],
                                    "d": pa.array([p[2] for p in pairs], type=pa.float64())}))
     con.register("lab", labels)
-    with pytest.raises(embsql.SqlInputError) as info:
+    with pytest.raises(error) as info:
         embsql.anova_dist(con, "dist", labels="lab", group="g", item="id")
-    return str(info.value)
+    assert not isinstance(info.value, embsql.SqlInputError)      # raised by Python, not by a SQL function
+    message = sql_message(info.value)
+    assert sql_error(con, "SELECT * FROM emb_anova_dist('dist', 'lab', 'g')") == message
+    return message
 
 
-def test_distance_both_orders_disagree(con):
-    assert dist_error(con, PAIRS + [(2, 1, 0.25)]) == \
+@pytest.mark.parametrize("others", [PAIRS[1:], PAIRS[1:-2]], ids=["every pair", "pairs missing too"])
+def test_distance_both_orders_disagree(con, others):
+    """Named before a missing pair, whether the table has a row for every pair or fewer rows than pairs."""
+    assert dist_error(con, [(2, 1, 0.25)] + others + [PAIRS[0]], error=embsql.DistanceTableError) == \
         "embsql: [distance.asymmetric] pair (1, 2) is given in both orders with different distances (0.2 and 0.25)"
 
 
@@ -161,41 +171,92 @@ def test_distance_both_orders_agree_is_fine(con):
 
 
 def test_distance_missing_pair(con):
-    assert dist_error(con, PAIRS[:-1]).startswith(
+    assert dist_error(con, PAIRS[:-1], error=embsql.DistanceTableError).startswith(
         "embsql: [distance.incomplete] distance table dist has 5 distinct pairs, but 4 labelled ids need 6: "
         "missing pair(s), e.g. (3, 4)")
 
 
+def test_distance_missing_pair_names_the_first_by_id(con):
+    """Text ids: the example is the smallest missing pair of ids, whatever order the rows come in."""
+    labels = pa.table({"id": ["d", "b", "a", "c"], "g": ["y", "x", "x", "y"]})
+    assert dist_error(con, [("c", "b", 1.0), ("a", "b", 1.0), ("a", "c", 1.0)], labels) == (
+        "embsql: [distance.incomplete] distance table dist has 3 distinct pairs, but 4 labelled ids need 6: "
+        "missing pair(s), e.g. (a, d)")
+
+
 def test_distance_id_without_label(con):
-    assert dist_error(con, PAIRS + [(4, 5, 1.0)]) == \
+    assert dist_error(con, PAIRS + [(4, 5, 1.0)], error=embsql.DistanceTableError) == \
         "embsql: [distance.unlabelled] id 5 in distance table dist has no label in lab"
+
+
+def test_distance_null_id(con):
+    assert dist_error(con, PAIRS + [(None, 2, 1.0)], error=embsql.DistanceTableError) == \
+        'embsql: [distance.null_id] distance table dist has a NULL id in "i" or "j"'
 
 
 @pytest.mark.parametrize("value,word", [(-0.5, "is negative (-0.5)"), (None, "is NULL or NaN"),
                                         (float("nan"), "is NULL or NaN"), (float("inf"), "is infinite")])
 def test_distance_invalid_value(con, value, word):
-    assert dist_error(con, PAIRS[:-1] + [(3, 4, value)]) == \
+    assert dist_error(con, PAIRS[:-1] + [(3, 4, value)], error=embsql.DistanceTableError) == \
         f'embsql: [distance.invalid] distance for pair (3, 4) in column "d" {word}'
 
 
 def test_distance_to_itself_not_zero(con):
-    assert dist_error(con, PAIRS + [(2, 2, 0.1)]) == "embsql: [distance.self] distance of id 2 to itself is 0.1, not 0"
+    assert dist_error(con, PAIRS + [(2, 2, 0.1)], error=embsql.DistanceTableError) == \
+        "embsql: [distance.self] distance of id 2 to itself is 0.1, not 0"
 
 
 def test_distance_missing_column(con):
-    con.register("dist", pa.table({"a": [1], "b": [2], "d": [0.1]}))
+    """The Python face names the column's role (as the docstring does); emb_anova_dist does not."""
     con.register("lab", LABELS)
-    with pytest.raises(embsql.SqlInputError, match=r'^embsql: \[column.missing\] column "i" not found in dist$'):
-        embsql.anova_dist(con, "dist", labels="lab", group="g", item="id")
+    for columns, role, missing in ((("a", "j", "d"), "first item", "i"), (("i", "b", "d"), "second item", "j"),
+                                   (("i", "j", "x"), "distance", "d")):
+        con.register("dist", pa.table({name: [value] for name, value in zip(columns, (1, 2, 0.1))}))
+        with pytest.raises(embsql.ColumnNotFoundError, match=rf'^{role} column "{missing}" not found in dist$'):
+            embsql.anova_dist(con, "dist", labels="lab", group="g", item="id")
+        assert sql_error(con, "SELECT * FROM emb_anova_dist('dist', 'lab', 'g')") == \
+            f'embsql: [column.missing] column "{missing}" not found in dist'
+    con.register("dist", pa.table({"i": [1], "j": [2], "d": [0.1]}))
+    for labels, role, missing in ((pa.table({"key": [1], "g": ["A"]}), "id", "id"),
+                                  (pa.table({"id": [1], "h": ["A"]}), "group", "g")):
+        assert dist_error(con, [(1, 2, 0.1)], labels, error=embsql.ColumnNotFoundError) == \
+            f'embsql: [column.missing] {role} column "{missing}" not found in lab'
 
 
 def test_distance_null_label_and_duplicate_id(con):
     null_label = pa.table({"id": [1, 2, 3, 4], "g": ["A", None, "B", "B"]})
-    assert dist_error(con, PAIRS, null_label) == ('embsql: [label.null] group column "g" has a NULL label for id 2; '
-                                                  'every row needs a '
-                                                  'label (filter those rows out, or give them one)')
+    assert dist_error(con, PAIRS, null_label, error=embsql.BadLabelError) == (
+        'embsql: [label.null] group column "g" has a NULL label for id 2; every row needs a '
+        'label (filter those rows out, or give them one)')
+    null_id = pa.table({"id": [1, None, 3, 4], "g": ["A", "A", "B", "B"]})
+    con.register("lab", null_id)
+    with pytest.raises(embsql.BadLabelError, match=r'^id column "id" has a NULL label at row 2 of lab; every row'):
+        embsql.anova_dist(con, "dist", labels="lab", group="g", item="id")
     duplicate = pa.table({"id": [1, 2, 3, 4, 4], "g": ["A", "A", "B", "B", "B"]})
-    assert dist_error(con, PAIRS, duplicate) == "embsql: [label.duplicate] id 4 appears more than once in lab"
+    assert dist_error(con, PAIRS, duplicate, error=embsql.BadLabelError) == \
+        "embsql: [label.duplicate] id 4 appears more than once in lab"
+
+
+@pytest.mark.parametrize("groups,kind,words", [
+    ("AAAA", "design.one_group", 'group column "g" has only one group: the decomposition needs at least two'),
+    ("ABCD", "design.no_residual_df", 'every group in "g" has one id (n = G = 4): no within-group degrees of '
+                                      "freedom, so SS_W and F are undefined"),
+])
+def test_distance_design_refusals(con, groups, kind, words):
+    labels = pa.table({"id": [1, 2, 3, 4], "g": list(groups)})
+    assert dist_error(con, PAIRS, labels, error=embsql.DesignError) == f"embsql: [{kind}] {words}"
+
+
+def test_distance_every_distance_zero_and_no_labels(con):
+    assert dist_error(con, [(a, b, 0.0) for a, b, _ in PAIRS], error=embsql.DesignError) == \
+        "embsql: [design.zero_distances] every distance is 0 (SS_T = 0): R2 and F are undefined"
+    empty = pa.table({"id": pa.array([], pa.int64()), "g": pa.array([], pa.string())})
+    con.register("lab", empty)
+    con.register("dist", pa.table({"i": empty["id"], "j": empty["id"], "d": pa.array([], pa.float64())}))
+    with pytest.raises(embsql.InputError) as info:
+        embsql.anova_dist(con, "dist", labels="lab", group="g", item="id")
+    assert sql_message(info.value) == "embsql: [source.empty] source 'lab' has no rows" == \
+        sql_error(con, "SELECT * FROM emb_anova_dist('dist', 'lab', 'g')")
 
 
 # ---- a message that suggests an argument spells it as the surface the call came through does:
