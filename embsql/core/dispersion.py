@@ -74,7 +74,7 @@ MIN_GROUP = 4          # groups smaller than this are left out of the test (a an
 POLL_EVERY = 16        # permutations between calls of ``progress`` (it may stop the run), and per batch
 DISPERSION_METHODS = ("gram", "coordinates")
 GATHER_BYTES = 1 << 27      # gram route: at most this many bytes of gathered blocks per batch of permutations
-CHUNK_BYTES = 1 << 21      # coordinates route: gathered rows per block product (stays in cache)
+CHUNK_BYTES = 1 << 21      # coordinates route: gathered rows per block product, as float64 (stays in cache)
 ROW_CHUNK = 8192            # rows per float64 temporary of the row-wise steps (no n x d temporary)
 PAIR_SIZE = 7               # groups of up to this many items: explicit pair products (numpy's stacked tiny
                             # matrix products were 1.2-1.6x slower at 4-7 items, faster from 8; bench/README.md)
@@ -214,7 +214,7 @@ class GroupBlocks:
             if size > self.dim:
                 out[:, chosen] = np.array([_large_group_sums(vectors[group]) for group in rows]).T
                 continue
-            step = max(1, CHUNK_BYTES // (size * self.dim * vectors.itemsize))
+            step = max(1, CHUNK_BYTES // (size * self.dim * 8))     # float32 rows too: counted as their float64 copy
             for low in range(0, len(chosen), step):
                 if size <= PAIR_SIZE:     # position-major (size, groups, d): row p of every group contiguous
                     block = vectors[rows[low:low + step].T].astype(np.float64, copy=False)
