@@ -43,7 +43,8 @@ Groups with fewer than MIN_GROUP items are left out of the test (and reported): 
 
 Two routes give the permuted groups' inner products, with the same F to rounding (choose_dispersion_method
 picks by cost): coordinates regroups the n x d aligned vectors and multiplies each group's block
-(sum_g min(n_g^2 d, n_g d^2) multiply-adds per permutation); gram reads only the within-group blocks of
+(sum_g min(n_g^2 d, n_g d^2) multiply-adds per permutation; groups of up to PAIR_SIZE items by their pairs'
+products alone, n_g (n_g - 1) d / 2); gram reads only the within-group blocks of
 their float64 Gram matrix, sum_g n_g^2 random reads per permutation.
 """
 
@@ -77,7 +78,7 @@ GATHER_BYTES = 1 << 27      # gram route: at most this many bytes of gathered bl
 CHUNK_BYTES = 1 << 21      # coordinates route: gathered rows per block product, as float64 (stays in cache)
 ROW_CHUNK = 8192            # rows per float64 temporary of the row-wise steps (no n x d temporary)
 PAIR_SIZE = 7               # groups of up to this many items: explicit pair products (numpy's stacked tiny
-                            # matrix products were 1.2-1.6x slower at 4-7 items, faster from 8; bench/README.md)
+                            # matrix products were 1.2-1.6x slower at 4-7 items on one thread, faster from 8)
 PRODUCT_ROWS = 4096         # rows per block of a large group's d x d product (one large product has crashed OpenBLAS)
 
 
