@@ -7,7 +7,10 @@
   every sample of n draws from a small discrete distribution on the sphere;
 * the aligned vectors keep |z| = 1 and put each item's leave-one-out group centroid on one axis;
 * the Gram route and the coordinates route give the permuted F of the formula, and the cost rule's choice
-  is pinned to the cases measured (validation/README.md).
+  is pinned to the cases measured (validation/README.md);
+* the coordinates kernel's sums of every permuted group equal a loop over its pairs (groups of 2 to 8 items:
+  pair products and block products; larger groups; float32 rows), and each permuted F the definition by
+  distinct index tuples.
 """
 
 from __future__ import annotations
