@@ -7,7 +7,10 @@
   every sample of n draws from a small discrete distribution on the sphere;
 * the aligned vectors keep |z| = 1 and put each item's leave-one-out group centroid on one axis;
 * the Gram route and the coordinates route give the permuted F of the formula, and the cost rule's choice
-  is pinned to the cases measured (validation/README.md).
+  is pinned to the cases measured (validation/README.md);
+* the coordinates kernel's sums of every permuted group equal a loop over its pairs (groups of 2 to 8 items:
+  pair products and block products; larger groups; float32 rows), and each permuted F the definition by
+  distinct index tuples.
 """
 
 from __future__ import annotations
@@ -325,3 +328,77 @@ def test_the_coordinates_route_in_threads_and_chunks_gives_each_permutation_s_pa
             np.testing.assert_allclose(getattr(threaded, name)[k], expected[row], rtol=1e-12, atol=1e-12)
             assert np.array_equal(getattr(threaded, name)[k], getattr(plain, name)[k])
     assert np.array_equal(threaded.sizes, np.bincount(codes))
+
+
+def pair_loop_sums(y: np.ndarray, codes: np.ndarray, groups: int) -> np.ndarray:
+    """s1, r2 and f2 of every group by an explicit loop over its ordered pairs i != j, one inner product each."""
+    out = np.zeros((3, groups))
+    for g in range(groups):
+        items = np.flatnonzero(codes == g)
+        rows = {i: 0.0 for i in items}
+        for i, j in itertools.permutations(items, 2):
+            c = float(np.dot(y[i].astype(np.float64), y[j].astype(np.float64)))
+            out[0, g] += c
+            out[2, g] += c * c
+            rows[i] += c
+        out[1, g] = sum(r * r for r in rows.values())
+    return out
+
+
+def distinct_tuple_f(y: np.ndarray, codes: np.ndarray, groups: int) -> float:
+    """F as the module docstring writes it, each group's Q2, Q3 and Q4 as means over its ordered tuples of
+    distinct indices (boolean masks over every index tuple), W~_g as the mean of 1 - c_ij over its pairs."""
+    spread, q, weights = np.zeros(groups), np.zeros((groups, 3)), np.zeros(groups)
+    for g in range(groups):
+        z = y[codes == g].astype(np.float64)
+        n = len(z)
+        c = z @ z.T
+        i, j, k, m = np.ogrid[:n, :n, :n, :n]
+        two = (i != j)[:, :, 0, 0]
+        three = ((i != j) & (j != k) & (i != k))[:, :, :, 0]
+        four = (i != j) & (i != k) & (i != m) & (j != k) & (j != m) & (k != m)
+        spread[g] = np.mean(1.0 - c[two])
+        q[g] = (np.mean((c * c)[two]), np.mean((c[:, :, None] * c[None, :, :])[three]),
+                np.mean((c[:, :, None, None] * c[None, None, :, :])[four]))
+        weights[g] = n
+    sizes = weights.copy()
+    weights /= weights.sum()
+    a = max(0.0, float(weights @ (q[:, 1] - q[:, 2])))
+    b = max(0.0, float(weights @ (q[:, 0] - 2 * q[:, 1] + q[:, 2])))
+    variance = 4 * a / sizes + 2 * b / (sizes * (sizes - 1))
+    centre = np.sum(spread / variance) / np.sum(1 / variance)
+    return float(np.sum((spread - centre) ** 2 / variance) / (groups - 1))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_each_permutation_s_pair_sums_equal_a_loop_over_pairs(seed, dtype):
+    """The coordinates kernel's s1, r2, f2 of every permuted group (groups of 2 to 8 items: the pair products
+    up to PAIR_SIZE, the block products above; and of 9, 15 and 30 items, 30 more than d = 24: the d x d route)
+    equal an explicit loop over the group's pairs, float32 rows summed in float64."""
+    rng = np.random.default_rng(seed)
+    sizes = np.r_[rng.permutation(np.repeat(np.arange(2, 9), 2)), 9, 15, 30]
+    codes = rng.permutation(np.repeat(np.arange(len(sizes)), sizes))
+    z = unit(rng.standard_normal((len(codes), 24)) + 2 * rng.standard_normal(24)).astype(dtype)
+    perms = np.stack(list(shuffles(Design(codes, np.zeros(len(codes), dtype=np.int64), len(sizes)), 4, seed)))
+    sums = dispersion.CoordinateSums(z, codes, len(sizes)).batch(perms)
+    for k, perm in enumerate(perms):
+        expected = pair_loop_sums(z[perm], codes, len(sizes))
+        for row, name in enumerate(("s1", "r2", "f2")):
+            np.testing.assert_allclose(getattr(sums, name)[k], expected[row], rtol=1e-11, atol=1e-11)
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_each_permuted_f_equals_the_distinct_tuple_definition(seed):
+    """Each permuted F of the aligned vectors (groups of 4 to 8 items and of 12 and 20, unequal; d = 16, the
+    vectors sharing a strong direction, where b is a small difference of large terms) equals F computed from
+    the means over distinct index tuples of each permuted group."""
+    rng = np.random.default_rng(seed)
+    sizes = np.r_[rng.permutation(np.arange(4, 9)), 12, 20]
+    codes = rng.permutation(np.repeat(np.arange(len(sizes)), sizes))
+    z = unit(6 * rng.standard_normal(16) + rng.standard_normal((len(sizes), 16))[codes]
+             + 0.5 * rng.standard_normal((len(codes), 16)))
+    perms = list(shuffles(Design(codes, np.zeros(len(codes), dtype=np.int64), len(sizes)), 6, seed))
+    y = aligned_vectors(z, codes)
+    expected = [distinct_tuple_f(y[p], codes, len(sizes)) for p in perms]
+    np.testing.assert_allclose(kernel_f(z, codes, perms, "coordinates"), expected, rtol=1e-8, atol=0)
