@@ -24,7 +24,6 @@ from embsql.core.labels import bad_label, clean_label, sort_key
 from embsql.core.sums import Accumulator, GroupSums, UnitRows, bad_vector, normalise
 from embsql.errors import InputError, fail
 from embsql.io.columns import EXTRA, KEY, B, G, V
-from embsql.io.read_ahead import read_ahead
 from embsql.io.sources import Source
 from embsql.result_table import ResultTable
 
@@ -175,7 +174,7 @@ def _stream(con: duckdb.DuckDBPyConnection, source: Source, group: str, vector: 
     first_row = kept = 0
     query = _query(source, group, vector, model, item, extra, extra_role, group_role, one_model=only is not None)
     params = list(only) if only is not None and model is not None else None
-    for batch in read_ahead(con.sql(query.sql("duckdb"), params=params).to_arrow_reader(BATCH_ROWS)):
+    for batch in con.sql(query.sql("duckdb"), params=params).to_arrow_reader(BATCH_ROWS):
         read = batch.num_rows
         if model is not None:
             _check_models(batch.column(B), model, RowNamer(batch, np.arange(batch.num_rows), first_row, group_role,
