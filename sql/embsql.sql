@@ -930,9 +930,9 @@ labels_checked AS MATERIALIZED (
 raw AS (
     SELECT
         CASE
-            WHEN icols = 1 THEN error(format('embsql: [column.missing] column "{}" not found in {}', i_col, distances))
-            WHEN jcols = 1 THEN error(format('embsql: [column.missing] column "{}" not found in {}', j_col, distances))
-            WHEN dcols = 1 THEN error(format('embsql: [column.missing] column "{}" not found in {}', distance, distances))
+            WHEN icols = 1 THEN error(format('embsql: [column.missing] first item column "{}" not found in {}', i_col, distances))
+            WHEN jcols = 1 THEN error(format('embsql: [column.missing] second item column "{}" not found in {}', j_col, distances))
+            WHEN dcols = 1 THEN error(format('embsql: [column.missing] distance column "{}" not found in {}', distance, distances))
             ELSE i0
         END AS i,
         j, d

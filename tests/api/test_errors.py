@@ -207,7 +207,7 @@ def test_distance_to_itself_not_zero(con):
 
 
 def test_distance_missing_column(con):
-    """The Python face names the column's role (as the docstring does); emb_anova_dist does not."""
+    """Both routes name the column's role, as the docstring does."""
     con.register("lab", LABELS)
     for columns, role, missing in ((("a", "j", "d"), "first item", "i"), (("i", "b", "d"), "second item", "j"),
                                    (("i", "j", "x"), "distance", "d")):
@@ -215,7 +215,7 @@ def test_distance_missing_column(con):
         with pytest.raises(embsql.ColumnNotFoundError, match=rf'^{role} column "{missing}" not found in dist$'):
             embsql.anova_dist(con, "dist", labels="lab", group="g", item="id")
         assert sql_error(con, "SELECT * FROM emb_anova_dist('dist', 'lab', 'g')") == \
-            f'embsql: [column.missing] column "{missing}" not found in dist'
+            f'embsql: [column.missing] {role} column "{missing}" not found in dist'
     con.register("dist", pa.table({"i": [1], "j": [2], "d": [0.1]}))
     for labels, role, missing in ((pa.table({"key": [1], "g": ["A"]}), "id", "id"),
                                   (pa.table({"id": [1], "h": ["A"]}), "group", "g")):
