@@ -360,7 +360,7 @@ class CoordinateSums:
     def _norms(sums: np.ndarray) -> np.ndarray:
         """||s_g||^2 of each group, in float64 for float64 sums.  Float32 sums keep float32 for the 384 or so
         products of one group (relative error near 1e-7 sqrt(d), the size of the sums' own rounding) and the
-        groups are added in float64: converting every sum to float64 first took as long as the gather."""
+        groups are added in float64: converting every sum to float64 first cost a quarter of the gather."""
         if sums.dtype == np.float32:
             return np.einsum("gk,gk->g", sums, sums).astype(np.float64)
         return np.einsum("gk,gk->g", sums, sums)
