@@ -6,7 +6,8 @@ BEFORE, optional: the path of another copy of embsql/core/permutation.py (say ma
 ``git show main:embsql/core/permutation.py > /tmp/before.py``), whose permanova_vectors is timed beside.
 
 n float32 unit vectors, d = 384, in two designs: groups of 4 (n/4 groups) and of 50 (n/50 groups).
-Side by side in one run, each warm (run once on a small case first) and timed in full:
+Side by side in one run, each warm (run once on a small case first) and timed in full, twice (the second
+round in reverse order; the best of the two is compared, both are printed):
 
   * the limit: for each permutation the group sums of the permuted rows and SS_W from them, in plain
     numpy.  The fastest plain-numpy way found (bench/README.md): gather the permuted rows 2,048 at a time
@@ -90,6 +91,40 @@ def before_kernel(path: str) -> Callable[..., Any]:
     return module.permanova_vectors
 
 
+def shown(times: list[float]) -> str:
+    return f"{min(times):.1f} s (" + " and ".join(f"{t:.1f}" for t in times) + ")"
+
+
+def design_line(n: int, size: int, permutations: int, before: Callable[..., Any] | None) -> str:
+    """Each run twice, the second round in reverse order; the best of each is compared."""
+    x, d = rows(n, size)
+    perms = list(shuffles(d, permutations, 42))
+    runs: dict[str, Callable[[], tuple[float, Any]]] = {
+        "1 thread": lambda: limit(x, perms, size, 1), "2 threads": lambda: limit(x, perms, size, 2),
+        "embsql": lambda: timed(permanova_vectors, x, d, permutations)}
+    if before is not None:
+        runs["before"] = lambda: timed(before, x, d, permutations)
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    out: dict[str, Any] = {}
+    for order in (list(runs), list(runs)[::-1]):
+        for name in order:
+            seconds, out[name] = runs[name]()
+            times[name].append(seconds)
+    best = min(times["1 thread"] + times["2 threads"])
+    cached, _ = limit(x, [p % CACHED_ROWS for p in perms], size, 1)
+    total = x.sum(axis=0, dtype=np.float64)
+    ss_t = n - float(total @ total) / n
+    f = pseudo_f(ss_t, np.r_[ss_within(x, np.arange(n), size), out["1 thread"]], n, d.groups)
+    p_limit = (int(reaches(f[0], f[1:]).sum()) + 1) / (permutations + 1)
+    side = (f"; before {shown(times['before'])}, ratio {min(times['before']) / best:.2f}, "
+            f"p {out['before'].p_value:.3f}" if before is not None else "")
+    return (f"groups of {size} ({d.groups:,}; auto method {choose_method(n, D, d.codes, permutations)}): "
+            f"limit {best:.1f} s (1 thread {shown(times['1 thread'])}, 2 threads {shown(times['2 threads'])}; "
+            f"1 thread from {CACHED_ROWS:,} rows in cache {cached:.1f} s), embsql {shown(times['embsql'])} "
+            f"({out['embsql'].method}), ratio {min(times['embsql']) / best:.2f}, p {out['embsql'].p_value:.3f} "
+            f"(limit's {p_limit:.3f}){side}; load {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
     permutations = int(sys.argv[2]) if len(sys.argv) > 2 else 999
@@ -103,27 +138,7 @@ def main() -> None:
         before(warm_x, warm_d, permutations=9)
     limit(warm_x, list(shuffles(warm_d, 9, 1)), 4, 2)
     for size in (4, 50):
-        x, d = rows(n, size)
-        perms = list(shuffles(d, permutations, 42))
-        one, ss_w = limit(x, perms, size, 1)
-        two, _ = limit(x, perms, size, 2)
-        total = x.sum(axis=0, dtype=np.float64)
-        ss_t = n - float(total @ total) / n
-        f = pseudo_f(ss_t, np.r_[ss_within(x, np.arange(n), size), ss_w], n, d.groups)
-        p_limit = (int(reaches(f[0], f[1:]).sum()) + 1) / (permutations + 1)
-        ours, test = timed(permanova_vectors, x, d, permutations)
-        best = min(one, two)
-        cached, _ = limit(x, [p % CACHED_ROWS for p in perms], size, 1)
-        side = ""
-        if before is not None:
-            old, old_test = timed(before, x, d, permutations)
-            side = f"; before {old:.1f} s, ratio {old / best:.2f}, p {old_test.p_value:.3f}"
-        print(f"groups of {size} ({d.groups:,}; auto method {choose_method(n, D, d.codes, permutations)}): "
-              f"limit {best:.1f} s (1 thread {one:.1f} s, 2 threads {two:.1f} s; 1 thread from "
-              f"{CACHED_ROWS:,} rows in cache {cached:.1f} s), embsql {ours:.1f} s "
-              f"({test.method}), ratio {ours / best:.2f}, p {test.p_value:.3f} (limit's {p_limit:.3f}){side}; "
-              f"load {os.getloadavg()[0]:.1f}")
-
+        print(design_line(n, size, permutations, before))
 
 if __name__ == "__main__":
     main()
