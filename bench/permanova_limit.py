@@ -12,7 +12,7 @@ round in reverse order; the best of the two is compared, both are printed):
   * the limit: for each permutation the group sums of the permuted rows and SS_W from them, in plain
     numpy.  The fastest plain-numpy way found (bench/README.md): gather the permuted rows 2,048 at a time
     (so the copy stays in cache) and sum each group by a reshape, ``x[rows].reshape(-1, size, d).sum(1)``
-    (np.add.reduceat on axis 0 was 5-9x slower, np.add.at 10-20x).  numpy runs it on one thread; the
+    (np.add.reduceat on axis 0 was 4-10x slower, np.add.at about 10x).  numpy runs it on one thread; the
     limit is the faster of that and the same loop with the permutations shared between 2 threads
     (ThreadPoolExecutor; the gathers and sums release the GIL).  The permutations are drawn before
     the clock starts (embsql's own time includes drawing them), the same ones embsql draws.
