@@ -399,8 +399,6 @@ def sequential(f_observed: float, values: Callable[[list[NDArray[np.int64]]], ND
     check_stop_after(stop_after, permutations)
     f_permuted = np.empty(permutations)
     stream = shuffles(d, permutations, seed)
-    lows = range(0, permutations, step)
-
     def draw(low: int) -> list[NDArray[np.int64]]:
         return [next(stream) for _ in range(min(step, permutations - low))]
 
@@ -408,7 +406,7 @@ def sequential(f_observed: float, values: Callable[[list[NDArray[np.int64]]], ND
     # this step's: the same permutations in the same order, drawn beside the work instead of between it
     with ThreadPoolExecutor(1) as drawer:
         upcoming = drawer.submit(draw, 0)
-        for low in lows:
+        for low in range(0, permutations, step):
             perms = upcoming.result()
             if low + step < permutations:
                 upcoming = drawer.submit(draw, low + step)
