@@ -90,3 +90,43 @@ def test_the_coordinates_route_shares_permutations_between_threads_with_each_one
         sums = np.array([regrouped[labels == g].sum(axis=0) for g in range(60)])
         expected = len(labels) - np.sum(sums * sums, axis=1) @ (1.0 / np.bincount(labels))
         assert ss_w == pytest.approx(expected, rel=1e-6)
+
+
+# group effects that leave some permuted F above the observed one and some below (25 of 37, 6 of 37)
+@pytest.mark.parametrize(("size", "block", "effect"), [(4, 16, 0.1), (4, 7, 0.1), (6, 5, 0.05)])
+def test_blocks_of_permutations_give_each_permutation_s_statistic_of_a_numpy_loop(monkeypatch, size, block, effect):
+    """Past F64_GRAM_MAX_N items in many equal groups the coordinates route sums in float32, a block of permutations
+    at a time (shared between threads, the next block drawn meanwhile).  37 permutations in blocks that do not divide
+    37: every permuted SS_W and F equals a float64 loop over the same permutations drawn by numpy (rng.permutation
+    per permutation), and so does the count that reaches the observed F."""
+    n, seed, permutations = 2_400, 11, 37
+    rng = np.random.default_rng(size)
+    labels = labels_of(n, size)
+    x = rng.standard_normal((n // size, 12))[labels] * effect + rng.standard_normal((n, 12))
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    d = design(labels)
+    monkeypatch.setattr(permutation, "POLL_BLOCK", block)
+    monkeypatch.setattr(permutation, "gather_threads", lambda: 2)     # whatever the machine's cores
+    kernel, _ = permutation.within_sums(unit, d, "coordinates")
+    assert kernel.unit.dtype == np.float32 and kernel.batch_size == block
+    seen: list[np.ndarray] = []
+    monkeypatch.setattr(kernel, "batch", lambda perms, batch=kernel.batch: seen.append(batch(perms)) or seen[-1])
+    monkeypatch.setattr(permutation, "within_sums", lambda *args, **kwargs: (kernel, "coordinates"))
+    test = permanova_vectors(unit, d, permutations=permutations, seed=seed, method="coordinates")
+
+    def between(perm: np.ndarray) -> float:
+        regrouped = unit[perm]        # row i's label goes to item perm[i]
+        return sum(float(np.sum(regrouped[labels == g].sum(axis=0) ** 2)) for g in range(n // size)) / size
+
+    draws = np.random.default_rng(seed)
+    expected = np.array([n - between(draws.permutation(n)) for _ in range(permutations)])
+    assert [len(s) for s in seen] == [min(block, permutations - low) for low in range(0, permutations, block)]
+    np.testing.assert_allclose(np.concatenate(seen), expected, rtol=1e-6)
+    total = unit.sum(axis=0)
+    ss_t = n - total @ total / n
+    f = ((ss_t - expected) / (n // size - 1)) / (expected / (n - n // size))
+    ss_observed = n - between(np.arange(n))
+    f_observed = ((ss_t - ss_observed) / (n // size - 1)) / (ss_observed / (n - n // size))
+    assert test.statistic == pytest.approx(f_observed, rel=1e-6)
+    assert test.exceedances == int(np.sum(f >= f_observed * (1 - 1e-8)))
+    assert test.p_value == (test.exceedances + 1) / (permutations + 1)
