@@ -15,6 +15,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
+from embsql.core.sums import add_rows
 from embsql.errors import fail
 
 RESOLUTION = math.sqrt(float(np.finfo(np.float64).eps))
@@ -77,7 +78,8 @@ def unit_spread(unit: np.ndarray, codes: np.ndarray) -> tuple[float, float]:
     mean = unit.sum(axis=0, dtype=np.float64) / max(len(unit), 1)
     means = np.zeros((len(counts), unit.shape[1]))
     for low in range(0, len(unit), SPREAD_ROWS):
-        np.add.at(means, codes[low:low + SPREAD_ROWS], np.asarray(unit[low:low + SPREAD_ROWS], dtype=np.float64))
+        means += add_rows(np.asarray(unit[low:low + SPREAD_ROWS], dtype=np.float64), codes[low:low + SPREAD_ROWS],
+                          len(counts))
     means /= np.maximum(counts, 1.0)[:, None]
     ss_t = ss_w = 0.0
     for low in range(0, len(unit), SPREAD_ROWS):
