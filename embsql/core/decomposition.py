@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from embsql.core import design, precision
-from embsql.core.permutation import within_pairs
+from embsql.core.permutation import pseudo_f, within_pairs
 from embsql.core.sums import GroupSums
 
 ANOVA_COLUMNS = ("n", "groups", "ss_t", "ss_w", "ss_b", "r2", "r2_null", "f", "v",
@@ -59,7 +59,7 @@ def decomposition(n: int, groups: int, ss_t: float, ss_w: float, ss_b: float) ->
     SS_W = 0 (every group's items coincide)."""
     return {"n": n, "groups": groups, "ss_t": ss_t, "ss_w": ss_w, "ss_b": ss_b, "r2": ss_b / ss_t,
             "r2_null": (groups - 1) / (n - 1.0),
-            "f": (ss_b / (groups - 1)) / (ss_w / (n - groups)) if ss_w != 0 else float("inf")}
+            "f": float(pseudo_f(ss_b, ss_w, n, groups))}
 
 
 def distance_anova_row(squared: np.ndarray, codes: np.ndarray, *, column: str | None = None) -> dict:

@@ -65,6 +65,7 @@ from embsql.core.permutation import (
     gram_dtype,
     one_blas_thread,
     over_threads,
+    pseudo_f,
     sequential,
     size_classes,
 )
@@ -148,7 +149,7 @@ def anova_f(values: np.ndarray, codes: np.ndarray, groups: int) -> float:
     within = float(np.sum((values - means[codes]) ** 2))
     if within <= 0:
         return np.inf if between > 0 else 0.0
-    return (between / (groups - 1)) / (within / (n - groups))
+    return float(pseudo_f(between, within, n, groups))
 
 
 @dataclass(frozen=True)

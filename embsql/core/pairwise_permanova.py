@@ -127,7 +127,7 @@ def _pair_test(groups: _Groups, first: str, second: str, orders: np.ndarray | No
         check_unit_spread(np.vstack([x_a, x_b]), np.repeat([0, 1], [n_a, n_b]))
     except DesignError as error:
         raise DesignError(f"the pair ({first!r}, {second!r}): {error}", kind=error.kind) from None
-    f = float(pseudo_f(ss_t, ss_w, n, 2))
+    f = float(pseudo_f(ss_t - ss_w, ss_w, n, 2))
     row = {"items": n, "r2": (ss_t - ss_w) / ss_t, "f": f, "p_value": None}
     if orders is None:
         return row
@@ -155,7 +155,8 @@ def _pair_test(groups: _Groups, first: str, second: str, orders: np.ndarray | No
             sq_small[low:low + BATCH] = np.einsum("bk,bk->b", sums, sums)
             dot[low:low + BATCH] = projections[chosen].sum(axis=1)
     sq_big = total - 2 * dot + sq_small
-    permuted = pseudo_f(ss_t, n - sq_small / size_small - sq_big / size_big, n, 2)
+    permuted_ss_w = n - sq_small / size_small - sq_big / size_big
+    permuted = pseudo_f(ss_t - permuted_ss_w, permuted_ss_w, n, 2)
     row["p_value"] = permutation_result(f, permuted, "pairs").p_value
     return row
 

@@ -126,10 +126,12 @@ def shuffles(design: Design, permutations: int, seed: int) -> Iterator[NDArray[n
             else rng.permutation(design.n)
 
 
-def pseudo_f(ss_t: float, ss_w: ArrayLike, n: int, groups: int) -> NDArray[np.float64]:
-    ss_w = np.asarray(ss_w, dtype=float)
-    with np.errstate(divide="ignore"):
-        return np.where(ss_w > 0, ((ss_t - ss_w) / (groups - 1)) / (ss_w / (n - groups)), np.inf)
+def pseudo_f(ss_b: ArrayLike, ss_w: ArrayLike, n: int, groups: int) -> NDArray[np.float64]:
+    """(SS_B / (G - 1)) / (SS_W / (n - G)), the one definition of the (pseudo-)F; infinite where SS_W = 0
+    (every group's items coincide).  Elementwise over arrays of permuted sums of squares."""
+    ss_b, ss_w = np.asarray(ss_b, dtype=float), np.asarray(ss_w, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(ss_w > 0, (ss_b / (groups - 1)) / (ss_w / (n - groups)), np.inf)
 
 
 def reaches(f_observed: float, f_permuted: np.ndarray) -> NDArray[np.bool_]:
@@ -657,7 +659,7 @@ def permanova_vectors(unit: NDArray[np.float64], d: Design, *, permutations: int
     if statistic == "welch":
         return _run(_WelchVectors(unit, d), lambda w: w, d, permutations, seed, progress, "welch", stop_after)
     within, method = within_sums(unit, d, method, permutations)
-    return _run(within, lambda ss_w: pseudo_f(ss_t, ss_w, n, d.groups), d, permutations, seed, progress, method,
+    return _run(within, lambda ss_w: pseudo_f(ss_t - ss_w, ss_w, n, d.groups), d, permutations, seed, progress, method,
                 stop_after)
 
 
@@ -686,5 +688,5 @@ def permanova_distances(squared: NDArray[np.float64], d: Design, *, permutations
     if statistic == "welch":
         return _run(_WelchDistances(squared, d), lambda w: w, d, permutations, seed, progress, "welch", stop_after)
     pair_sums = _PairSums.of_matrix(squared, d)
-    return _run(pair_sums, lambda ss_w: pseudo_f(ss_t, ss_w, d.n, d.groups), d, permutations, seed, progress,
+    return _run(pair_sums, lambda ss_w: pseudo_f(ss_t - ss_w, ss_w, d.n, d.groups), d, permutations, seed, progress,
                 "pairs", stop_after)
